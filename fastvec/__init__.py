@@ -1,0 +1,45 @@
+"""fastvec: native vectorized RL environments (CPU and GPU) behind the Gymnasium and PettingZoo
+APIs, and a fast PPO trainer. `import fastvec` registers the `fastvec/...` Gymnasium ids."""
+
+from __future__ import annotations
+
+import os
+
+import gymnasium
+
+from fastvec.native import ENVS
+
+__version__ = "0.1.0"
+__all__ = ["make_vec", "make_vec_from_source", "ENVS", "__version__"]
+
+
+def _register_gymnasium() -> None:
+    # Unversioned ids only: registering a versioned twin would make Gymnasium warn on every make.
+    for info in ENVS.values():
+        cls = info.gym_id.split("/")[1]
+        if info.gym_id in gymnasium.registry:
+            continue
+        gymnasium.register(
+            id=info.gym_id,
+            entry_point=f"fastvec.wrappers.gymnasium:{cls}Env",
+            vector_entry_point=f"fastvec.wrappers.gymnasium:{cls}VectorEnv",
+            max_episode_steps=info.max_episode_steps,
+        )
+
+
+_register_gymnasium()
+
+
+def make_vec(env_id: str, num_envs: int = 1, **kwargs):
+    """`gymnasium.make_vec` for a fastvec env, accepting the short name (`"Breakout"`) too."""
+    if "/" not in env_id:
+        env_id = f"fastvec/{env_id}"
+    return gymnasium.make_vec(env_id, num_envs=num_envs, **kwargs)
+
+
+def make_vec_from_source(path: str | os.PathLike, num_envs: int = 1, **kwargs):
+    """A `VectorEnv` for a user's env file (see examples/my_env.h); extra keyword arguments that
+    are not VectorEnv options become -D defines for the compiler, e.g. `grid_size=8`."""
+    from fastvec.wrappers.gymnasium import NativeVectorEnv
+
+    return NativeVectorEnv(num_envs, source=path, **kwargs)

@@ -1,0 +1,152 @@
+/* batch.h: the batch layer both backends compile after an env file: per-env slots (state, RNG,
+ * episode bookkeeping), truncation, the three Gymnasium autoreset modes, and the exported entry
+ * points (an OpenMP loop on the CPU, one thread per environment on the GPU).
+ */
+#ifndef FASTVEC_BATCH_H
+#define FASTVEC_BATCH_H
+
+#ifndef OBS_T
+#define OBS_T float
+#endif
+#ifndef NUM_AGENTS
+#define NUM_AGENTS 1
+#endif
+#ifndef NUM_STATS
+#define NUM_STATS 0
+#endif
+#ifndef STAT_NAMES
+#define STAT_NAMES ""
+#endif
+
+/* Autoreset modes, numbered as fastvec/native/__init__.py's AUTORESET_CODES. */
+#define FV_NEXT_STEP 0
+#define FV_SAME_STEP 1
+#define FV_DISABLED 2
+
+/* One environment of the batch; an array of these is the whole simulator state. */
+typedef struct {
+    State env;
+    fv_rng rng;
+    float ep_return[NUM_AGENTS]; /* running return of the current episode, per agent */
+    int ep_length;               /* steps in the current episode */
+    int needs_reset;             /* episode ended; NEXT_STEP resets on the next step */
+} fv_slot;
+
+FV_FN void fv_reset_slot(fv_slot* s, OBS_T* obs) {
+    for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] = 0.0f;
+    s->ep_length = 0;
+    s->needs_reset = 0;
+    env_reset(&s->env, &s->rng, obs);
+}
+
+/* Reset env i if mask is NULL or mask[i]; reseed it first if seeds is not NULL. */
+FV_FN void fv_reset_one(int i, fv_slot* slots, const fv_u64* seeds, const unsigned char* mask,
+                        OBS_T* obs) {
+    if (mask && !mask[i]) return;
+    if (seeds) fv_rng_seed(&slots[i].rng, seeds[i]);
+    fv_reset_slot(&slots[i], obs + (long long)i * NUM_AGENTS * OBS_SIZE);
+}
+
+/* Step env i. Buffers are batch-major: obs/final_obs (N, NUM_AGENTS, OBS_SIZE), actions and
+ * rewards and ep_return (N, NUM_AGENTS), terminated/truncated/ep_length (N), stats (N, NUM_STATS).
+ * ep_return, ep_length and stats hold the finished episode's values where the env is done. */
+FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* obs,
+                       float* rewards, unsigned char* terminated, unsigned char* truncated,
+                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+                       int autoreset_mode, int max_episode_steps) {
+    fv_slot* s = &slots[i];
+    OBS_T* o = obs + (long long)i * NUM_AGENTS * OBS_SIZE;
+    float* r = rewards + i * NUM_AGENTS;
+    if (autoreset_mode == FV_NEXT_STEP && s->needs_reset) {
+        fv_reset_slot(s, o);
+        for (int a = 0; a < NUM_AGENTS; a++) r[a] = 0.0f;
+        terminated[i] = 0;
+        truncated[i] = 0;
+        return;
+    }
+    float scratch_stats[NUM_STATS > 0 ? NUM_STATS : 1];
+    float* st = NUM_STATS > 0 ? stats + i * NUM_STATS : scratch_stats;
+    int term = env_step(&s->env, &s->rng, actions + i * NUM_AGENTS, o, r, st);
+    s->ep_length += 1;
+    for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] += r[a];
+    int trunc = !term && max_episode_steps > 0 && s->ep_length >= max_episode_steps;
+    terminated[i] = (unsigned char)term;
+    truncated[i] = (unsigned char)trunc;
+    if (term || trunc) {
+        for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = s->ep_return[a];
+        ep_length[i] = s->ep_length;
+        if (autoreset_mode == FV_SAME_STEP) {
+            OBS_T* f = final_obs + (long long)i * NUM_AGENTS * OBS_SIZE;
+            for (int k = 0; k < NUM_AGENTS * OBS_SIZE; k++) f[k] = o[k];
+            fv_reset_slot(s, o);
+        } else {
+            s->needs_reset = 1;
+        }
+    }
+}
+
+#ifdef __CUDACC__
+/* ---------------------------------------------------------------- GPU entry points */
+extern "C" __global__ void fv_reset_kernel(int n, fv_slot* slots, const fv_u64* seeds,
+                                           const unsigned char* mask, OBS_T* obs) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) fv_reset_one(i, slots, seeds, mask, obs);
+}
+
+extern "C" __global__ void fv_step_kernel(int n, fv_slot* slots, const long long* actions,
+                                          OBS_T* obs, float* rewards, unsigned char* terminated,
+                                          unsigned char* truncated, OBS_T* final_obs,
+                                          float* ep_return, int* ep_length, float* stats,
+                                          int autoreset_mode, int max_episode_steps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                    ep_length, stats, autoreset_mode, max_episode_steps);
+}
+
+/* Sizes the host reads back with module.get_global. */
+extern "C" __device__ const int fv_obs_size = OBS_SIZE;
+extern "C" __device__ const int fv_num_actions = NUM_ACTIONS;
+extern "C" __device__ const int fv_num_agents = NUM_AGENTS;
+extern "C" __device__ const int fv_num_stats = NUM_STATS;
+extern "C" __device__ const int fv_slot_size = (int)sizeof(fv_slot);
+extern "C" __device__ const int fv_obs_bytes = (int)sizeof(OBS_T);
+
+#else
+/* ---------------------------------------------------------------- CPU entry points */
+#define FV_EXPORT __attribute__((visibility("default")))
+/* Below this many envs the OpenMP fork/join costs more than the loop. */
+#define FV_OMP_MIN_ENVS 256
+
+FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsigned char* mask,
+                        OBS_T* obs) {
+    #pragma omp parallel for schedule(static) if (n >= FV_OMP_MIN_ENVS)
+    for (int i = 0; i < n; i++) fv_reset_one(i, slots, seeds, mask, obs);
+}
+
+FV_EXPORT void fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* obs,
+                       float* rewards, unsigned char* terminated, unsigned char* truncated,
+                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+                       int autoreset_mode, int max_episode_steps) {
+    #pragma omp parallel for schedule(static) if (n >= FV_OMP_MIN_ENVS)
+    for (int i = 0; i < n; i++)
+        fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                    ep_length, stats, autoreset_mode, max_episode_steps);
+}
+
+FV_EXPORT void fv_render(const fv_slot* slots, int i, unsigned char* rgb) {
+    env_render(&slots[i].env, rgb);
+}
+
+FV_EXPORT int fv_obs_size(void) { return OBS_SIZE; }
+FV_EXPORT int fv_num_actions(void) { return NUM_ACTIONS; }
+FV_EXPORT int fv_num_agents(void) { return NUM_AGENTS; }
+FV_EXPORT int fv_num_stats(void) { return NUM_STATS; }
+FV_EXPORT const char* fv_stat_names(void) { return STAT_NAMES; }
+FV_EXPORT int fv_slot_size(void) { return (int)sizeof(fv_slot); }
+FV_EXPORT int fv_obs_bytes(void) { return (int)sizeof(OBS_T); }
+FV_EXPORT int fv_render_width(void) { return RENDER_W; }
+FV_EXPORT int fv_render_height(void) { return RENDER_H; }
+#endif
+
+#endif /* FASTVEC_BATCH_H */

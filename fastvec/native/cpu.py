@@ -1,0 +1,174 @@
+"""The CPU backend: compiles an env source with the system C compiler (-O3, OpenMP over envs),
+caches the shared library by content hash, and steps a batch in place into NumPy buffers."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from fastvec.native import NATIVE_DIR, check_define_names
+
+C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno"]
+
+
+class CompileError(RuntimeError):
+    """An env source did not compile; the message carries the compiler's output."""
+
+
+def cache_dir() -> Path:
+    """Where compiled envs are kept: $FASTVEC_CACHE_DIR, else the user's cache dir."""
+    root = os.environ.get("FASTVEC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastvec"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def find_compiler() -> str:
+    """The C compiler to use: $CC, else cc, gcc or clang, or an error that says how to get one."""
+    for candidate in [os.environ.get("CC"), "cc", "gcc", "clang"]:
+        if candidate and shutil.which(candidate):
+            return candidate
+    raise CompileError(
+        "no C compiler found (tried $CC, cc, gcc, clang); fastvec compiles its environments on first use. "
+        "Install one, e.g. `apt install gcc` or `xcode-select --install`, or set CC."
+    )
+
+
+def driver_source(env_path: Path) -> str:
+    """The translation unit both backends compile: the env file followed by the batch layer."""
+    return f'#include "{env_path}"\n#include "batch.h"\n'
+
+
+def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"{what} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stderr.strip()}")
+    return proc
+
+
+@lru_cache(maxsize=None)
+def _compiler_version(cc: str) -> str:
+    return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+
+
+def compile_env(env_path: Path, defines: dict) -> Path:
+    """Compile env_path (with -D defines) into a cached shared library and return its path.
+
+    The cache key hashes the preprocessed source, the flags and the compiler version, so an edit
+    to the env file or to any header it includes triggers a rebuild."""
+    cc = find_compiler()
+    define_flags = [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
+    include_flags = [f"-I{NATIVE_DIR}", f"-I{env_path.parent}"]
+    with tempfile.TemporaryDirectory(prefix="fastvec-") as tmp:
+        src = Path(tmp) / "driver.c"
+        src.write_text(driver_source(env_path))
+        pre = _run([cc, "-E", "-P", *include_flags, *define_flags, str(src)], f"preprocessing {env_path.name}").stdout
+        key = hashlib.sha256("\n".join([pre, " ".join(C_FLAGS), _compiler_version(cc)]).encode()).hexdigest()[:24]
+        lib_path = cache_dir() / f"{env_path.stem}-{key}.so"
+        if lib_path.exists():
+            return lib_path
+        out = Path(tmp) / lib_path.name
+        base = [cc, *C_FLAGS, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"]
+        try:
+            _run(base[:1] + ["-fopenmp"] + base[1:], f"compiling {env_path.name}")
+        except CompileError as err:
+            if "openmp" not in str(err).lower() and "omp" not in str(err).lower():
+                raise
+            _run(base, f"compiling {env_path.name}")  # a compiler without OpenMP: single-threaded
+        os.replace(out, lib_path)  # atomic, so concurrent builds never see half a library
+        return lib_path
+
+
+class CompiledEnv:
+    """A compiled env library and the sizes it declares."""
+
+    def __init__(self, lib_path: Path, name: str):
+        self.name = name
+        self.lib = ctypes.CDLL(str(lib_path))  # CDLL releases the GIL during every call
+        ints = {k: getattr(self.lib, "fv_" + k)() for k in
+                ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes",
+                 "render_width", "render_height"]}
+        self.obs_size = ints["obs_size"]
+        self.num_actions = ints["num_actions"]
+        self.num_agents = ints["num_agents"]
+        self.slot_size = ints["slot_size"]
+        self.obs_dtype = np.dtype(np.float32) if ints["obs_bytes"] == 4 else np.dtype(np.uint8)
+        self.render_shape = (ints["render_height"], ints["render_width"], 3)
+        self.lib.fv_stat_names.restype = ctypes.c_char_p
+        names = self.lib.fv_stat_names().decode()
+        self.stat_names = [s.strip() for s in names.split(",") if s.strip()]
+        if len(self.stat_names) != ints["num_stats"]:
+            raise ValueError(f"{name}: STAT_NAMES lists {len(self.stat_names)} names but NUM_STATS is {ints['num_stats']}")
+        p = ctypes.c_void_p
+        i = ctypes.c_int
+        self.lib.fv_reset.argtypes = [i, p, p, p, p]
+        self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i]
+        self.lib.fv_render.argtypes = [p, i, p]
+
+
+@lru_cache(maxsize=None)
+def load(env_path: Path, defines: tuple) -> CompiledEnv:
+    """Compile (or fetch from the cache) and load an env; memoized per process."""
+    return CompiledEnv(compile_env(env_path, dict(defines)), env_path.stem)
+
+
+def _ptr(a: np.ndarray | None) -> int | None:
+    return None if a is None else a.ctypes.data
+
+
+class CpuBatch:
+    """num_envs copies of one env, stepped in place. Buffers (A = agents, O = obs size, S = stats):
+    obs (N, A, O), rewards (N, A) float32, terminated / truncated (N,) bool, final_obs (N, A, O)
+    (the terminal obs under SAME_STEP), and where an env is done: episode_return (N, A),
+    episode_length (N,) int32, episode_stats (N, S)."""
+
+    device = "cpu"
+
+    def __init__(self, env: CompiledEnv, num_envs: int, autoreset_code: int, max_episode_steps: int | None):
+        n, a, o = num_envs, env.num_agents, env.obs_size
+        self.env, self.num_envs = env, n
+        self.autoreset_code = autoreset_code
+        self.max_episode_steps = int(max_episode_steps or 0)
+        self.slots = np.zeros((n, env.slot_size), np.uint8)  # (N, sizeof(fv_slot)): all simulator state
+        self.obs = np.zeros((n, a, o), env.obs_dtype)
+        self.final_obs = np.zeros((n, a, o), env.obs_dtype)
+        self.rewards = np.zeros((n, a), np.float32)
+        self.terminated = np.zeros(n, np.bool_)
+        self.truncated = np.zeros(n, np.bool_)
+        self.episode_return = np.zeros((n, a), np.float32)
+        self.episode_length = np.zeros(n, np.int32)
+        self.episode_stats = np.zeros((n, len(env.stat_names)), np.float32)
+        self.actions = np.zeros((n, a), np.int64)  # staging for actions of other dtypes
+
+    def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
+        """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given."""
+        seeds = None if seeds is None else np.ascontiguousarray(seeds, np.uint64)
+        mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
+        self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
+
+    def step(self, actions: np.ndarray) -> None:
+        """Step every env with actions (N, A) int64 (already validated) and autoreset per the mode."""
+        if actions.dtype != np.int64 or not actions.flags.c_contiguous:
+            np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
+            actions = self.actions
+        self.env.lib.fv_step(
+            self.num_envs, _ptr(self.slots), _ptr(actions), _ptr(self.obs), _ptr(self.rewards),
+            _ptr(self.terminated), _ptr(self.truncated), _ptr(self.final_obs), _ptr(self.episode_return),
+            _ptr(self.episode_length), _ptr(self.episode_stats), self.autoreset_code, self.max_episode_steps,
+        )
+
+    def render(self, i: int) -> np.ndarray:
+        """An rgb_array frame (H, W, 3) uint8 of env i."""
+        frame = np.zeros(self.env.render_shape, np.uint8)
+        self.env.lib.fv_render(_ptr(self.slots), int(i), _ptr(frame))
+        return frame

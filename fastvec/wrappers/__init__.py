@@ -1,0 +1,1 @@
+"""The standard faces of fastvec's native environments (Gymnasium, PettingZoo, adapters)."""

@@ -1,0 +1,329 @@
+"""The Gymnasium face: a native batch of environments as a `gymnasium.vector.VectorEnv`, and
+one environment as a `gymnasium.Env` (so `gymnasium.make`, `check_env` and SyncVectorEnv work)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from fastvec import native
+from fastvec.native import cpu
+
+_SEED_LIMIT = 2**63
+
+
+def load_batch_env(env_name: str | None, source, params: dict):
+    """Compile (cached) and load a built-in env by name, or a user env source with -D params."""
+    if env_name is not None:
+        defines = native.resolve_defines(env_name, params)
+        path = native.source_path(env_name)
+    else:
+        defines = {k.upper(): v for k, v in params.items()}
+        path = native.source_path(source)
+    return cpu.load(path, tuple(sorted(defines.items())))
+
+
+def _spaces(env_name: str | None, compiled) -> tuple[gymnasium.spaces.Box, gymnasium.spaces.Discrete]:
+    info = native.ENVS.get(env_name) if env_name else None
+    shape = (compiled.obs_size,)
+    if compiled.obs_dtype == np.uint8:
+        obs_space = gymnasium.spaces.Box(0, 255, shape, np.uint8)
+    elif info is not None and info.obs_high is not None:
+        high = np.array(info.obs_high, np.float32)
+        obs_space = gymnasium.spaces.Box(-high, high, dtype=np.float32)
+    else:
+        obs_space = gymnasium.spaces.Box(-np.inf, np.inf, shape, np.float32)
+    return obs_space, gymnasium.spaces.Discrete(compiled.num_actions)
+
+
+def _parse_autoreset_mode(mode) -> AutoresetMode:
+    try:
+        return AutoresetMode(mode.value if isinstance(mode, AutoresetMode) else mode)
+    except ValueError:
+        choices = ", ".join(f"AutoresetMode.{m.name}" for m in AutoresetMode)
+        raise ValueError(f"autoreset_mode={mode!r} is not one of {choices}") from None
+
+
+class FrameSequence(Sequence):
+    """The frames of every env as a lazy sequence: env i is rendered only when frames[i] is read,
+    so RecordVideo(record_first_only=True) on 4096 envs renders one frame per step."""
+
+    def __init__(self, render_one, num_envs: int):
+        self._render_one, self._num_envs = render_one, num_envs
+
+    def __len__(self) -> int:
+        return self._num_envs
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._num_envs))]
+        if not -self._num_envs <= i < self._num_envs:
+            raise IndexError(f"env index {i} out of range for {self._num_envs} envs")
+        return self._render_one(i % self._num_envs)
+
+
+class NativeVectorEnv(VectorEnv):
+    """A batch of `num_envs` native environments stepped by one C call (OpenMP over envs).
+
+    Subclasses name a built-in env (`env_name`); `fastvec.make_vec_from_source` builds one from a
+    user's env file. It follows `SyncVectorEnv`'s contract: NEXT_STEP (default), SAME_STEP and
+    DISABLED autoreset, `reset(seed=int | list)` seeding sub-env i with seed + i, partial resets
+    through `options={"reset_mask": ...}`, and episode info at episode end.
+
+    Args:
+        num_envs: number of environments.
+        autoreset_mode: an `AutoresetMode` (or its value string).
+        max_episode_steps: truncate episodes after this many steps (None: never).
+        render_mode: None or "rgb_array"; `render()` then returns a lazy sequence of frames.
+        copy: return fresh arrays from reset/step (True, like SyncVectorEnv) or views of the
+            env's buffers that the next call overwrites (False, zero-copy).
+        **params: the env's parameters, e.g. Breakout's `frameskip`; unknown names are errors.
+
+    Info keys at episode end (with Gymnasium's `_key` masks): `episode_return`, `episode_length`
+    and the env's own statistics (Breakout: `score`). Under SAME_STEP they are in `final_info`.
+    """
+
+    env_name: str | None = None
+
+    def __init__(self, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
+                 max_episode_steps: int | None = None, render_mode: str | None = None, copy: bool = True,
+                 source=None, **params):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if max_episode_steps is not None and int(max_episode_steps) < 1:
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        compiled = load_batch_env(self.env_name, source, params)
+        if compiled.num_agents != 1:
+            raise ValueError(
+                f"{compiled.name} has {compiled.num_agents} agents; use fastvec.pettingzoo.vector_env for multi-agent games"
+            )
+        name = self.env_name or compiled.name
+        self.metadata = {
+            "render_modes": ["rgb_array"],
+            "render_fps": native.ENVS[name].render_fps if name in native.ENVS else 30,
+        }
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        self.autoreset_mode = _parse_autoreset_mode(autoreset_mode)
+        self.metadata["autoreset_mode"] = self.autoreset_mode
+        self.num_envs = int(num_envs)
+        self.render_mode = render_mode
+        self.copy = copy
+        self.max_episode_steps = max_episode_steps
+        self.params = dict(params)
+        self.single_observation_space, self.single_action_space = _spaces(self.env_name, compiled)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.stat_names = compiled.stat_names
+        self.batch = cpu.CpuBatch(compiled, self.num_envs, native.AUTORESET_CODES[self.autoreset_mode.value],
+                                  max_episode_steps)
+        self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (N, O) view of the (N, 1, O) buffer
+        self._needs_reset = np.zeros(self.num_envs, np.bool_)  # DISABLED: envs done and not yet reset
+        self._has_reset = False
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset all envs (or those in `options["reset_mask"]`); returns (obs, infos)."""
+        self._check_open()
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if seed < 0:
+                raise ValueError(f"seed must be >= 0, got {seed}")
+            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
+            seeds = np.arange(self.num_envs, dtype=np.uint64) + np.uint64(seed)
+        elif seed is None:
+            seeds = self.np_random.integers(0, _SEED_LIMIT, self.num_envs, dtype=np.uint64)
+        else:
+            seed = list(seed)
+            if len(seed) != self.num_envs:
+                raise ValueError(
+                    f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seed)}."
+                )
+            fresh = self.np_random.integers(0, _SEED_LIMIT, self.num_envs, dtype=np.uint64)
+            seeds = np.array([fresh[i] if s is None else s for i, s in enumerate(seed)], dtype=np.uint64)
+        mask = None
+        if options is not None and "reset_mask" in options:  # read, never pop: wrappers look at options too
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray):
+                raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}")
+            if mask.dtype != np.bool_:
+                raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+            if not mask.any():
+                raise ValueError("`options['reset_mask']` must contain at least one True value")
+            if not self._has_reset:
+                raise ResetNeeded("the first reset() must reset every env; call reset() without reset_mask first")
+        self.batch.reset(seeds, mask)
+        if mask is None:
+            self._needs_reset[:] = False
+            self.batch.terminated[:] = False
+            self.batch.truncated[:] = False
+        else:
+            self._needs_reset[mask] = False
+        self._has_reset = True
+        return (self._obs.copy() if self.copy else self._obs), {}
+
+    # ------------------------------------------------------------------ step
+    def step(self, actions):
+        """Step every env; returns (obs, rewards, terminations, truncations, infos)."""
+        self._check_open()
+        if not self._has_reset:
+            raise ResetNeeded("call reset() before step()")
+        actions = self._check_actions(actions)
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
+            envs = np.flatnonzero(self._needs_reset)[:10].tolist()
+            raise RuntimeError(
+                f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options={{'reset_mask': ...}}) "
+                "for them before stepping again"
+            )
+        batch = self.batch
+        batch.step(actions)
+        done = batch.terminated | batch.truncated
+        infos: dict[str, Any] = {}
+        if done.any():
+            episode_info = self._episode_info(done)
+            if self.autoreset_mode == AutoresetMode.SAME_STEP:
+                final_obs = np.empty(self.num_envs, dtype=object)
+                for i in np.flatnonzero(done):
+                    final_obs[i] = batch.final_obs[i, 0].copy()
+                infos = {"final_obs": final_obs, "_final_obs": done.copy(),
+                         "final_info": episode_info, "_final_info": done.copy()}
+            else:
+                infos = episode_info
+        if self.autoreset_mode == AutoresetMode.DISABLED:
+            self._needs_reset |= done
+        obs = self._obs.copy() if self.copy else self._obs
+        return obs, batch.rewards[:, 0].astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
+
+    def _check_actions(self, actions) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.dtype.kind not in "iu":
+            raise TypeError(
+                f"actions must be integers for {self.single_action_space} (shape ({self.num_envs},)), got dtype {a.dtype}"
+            )
+        if a.shape not in ((self.num_envs,), (self.num_envs, 1)):
+            raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {a.shape}")
+        n = self.single_action_space.n
+        bad = (a < 0) | (a >= n)
+        if bad.any():
+            i = int(np.flatnonzero(bad.ravel())[0])
+            raise ValueError(f"action {a.ravel()[i]} out of range for Discrete({n}) at env {i}")
+        return a.reshape(self.num_envs, 1)
+
+    def _episode_info(self, done: np.ndarray) -> dict[str, Any]:
+        b = self.batch
+        info = {
+            "episode_return": np.where(done, b.episode_return[:, 0], 0.0).astype(np.float64),
+            "_episode_return": done.copy(),
+            "episode_length": np.where(done, b.episode_length, 0).astype(np.int64),
+            "_episode_length": done.copy(),
+        }
+        for k, name in enumerate(self.stat_names):
+            info[name] = np.where(done, b.episode_stats[:, k], 0.0).astype(np.float64)
+            info["_" + name] = done.copy()
+        return info
+
+    # ------------------------------------------------------------------ the rest
+    def render(self) -> FrameSequence | None:
+        """A lazy sequence of num_envs (H, W, 3) uint8 frames when render_mode is "rgb_array"."""
+        self._check_open()
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array' to make_vec")
+            return None
+        return FrameSequence(self.batch.render, self.num_envs)
+
+    def call(self, name: str, *args, **kwargs) -> tuple:
+        """Like SyncVectorEnv.call: call (or read) attribute `name`, one result per env."""
+        attr = getattr(self, name)
+        value = attr(*args, **kwargs) if callable(attr) else attr
+        return tuple(value for _ in range(self.num_envs))
+
+    def get_attr(self, name: str) -> tuple:
+        """Like SyncVectorEnv.get_attr: attribute `name`, one entry per env."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values) -> None:
+        """Like SyncVectorEnv.set_attr; the batch shares one value, so per-env values must agree."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"values must be a list or tuple of length num_envs={self.num_envs}, got {len(values)}")
+        if any(v is not values[0] and v != values[0] for v in values):
+            raise ValueError(f"{name}: a native batch shares attributes, so every env must get the same value")
+        setattr(self, name, values[0])
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvironmentError(f"{type(self).__name__} is closed; make a new one with gymnasium.make_vec")
+
+    def close_extras(self, **kwargs) -> None:
+        self.batch = None
+
+
+class NativeEnv(gymnasium.Env):
+    """One native environment as a `gymnasium.Env` (no internal time limit: `gymnasium.make` adds
+    TimeLimit). Mostly for checkers and single-env code; use the vector env for speed."""
+
+    vector_class: type[NativeVectorEnv] = NativeVectorEnv
+
+    def __init__(self, render_mode: str | None = None, source=None, **params):
+        self.vec = self.vector_class(1, autoreset_mode=AutoresetMode.DISABLED, render_mode=render_mode,
+                                     source=source, **params)
+        self.metadata = {k: v for k, v in self.vec.metadata.items() if k != "autoreset_mode"}
+        self.render_mode = render_mode
+        self.observation_space = self.vec.single_observation_space
+        self.action_space = self.vec.single_action_space
+        self._seeded = False
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        batch = self.vec.batch
+        if seed is not None or not self._seeded:  # later resets continue this env's RNG stream
+            native_seed = seed if seed is not None else int(self.np_random.integers(0, _SEED_LIMIT))
+            batch.reset(np.array([native_seed], np.uint64), None)
+            self._seeded = True
+        else:
+            batch.reset(None, None)
+        self.vec._has_reset = True
+        self.vec._needs_reset[:] = False
+        return batch.obs[0, 0].copy(), {}
+
+    def step(self, action):
+        if not self.vec._has_reset:
+            raise ResetNeeded("call reset() before step()")
+        self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
+        obs, reward, term, trunc, info = self.vec.step(np.asarray([action]))
+        step_info = {k: v[0].item() for k, v in info.items() if not k.startswith("_") and k in self.vec.stat_names}
+        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), step_info
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
+            return None
+        return self.vec.batch.render(0)
+
+    def close(self):
+        self.vec.close()
+        super().close()
+
+
+class CartPoleVectorEnv(NativeVectorEnv):
+    env_name = "cartpole"
+
+
+class CartPoleEnv(NativeEnv):
+    vector_class = CartPoleVectorEnv
+
+
+class BreakoutVectorEnv(NativeVectorEnv):
+    env_name = "breakout"
+
+
+class BreakoutEnv(NativeEnv):
+    vector_class = BreakoutVectorEnv
