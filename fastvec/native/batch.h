@@ -69,7 +69,8 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* o
     int term = env_step(&s->env, &s->rng, actions + i * NUM_AGENTS, o, r, st);
     s->ep_length += 1;
     for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] += r[a];
-    int trunc = !term && max_episode_steps > 0 && s->ep_length >= max_episode_steps;
+    /* As Gymnasium's TimeLimit: truncated at the limit even if the same step also terminated. */
+    int trunc = max_episode_steps > 0 && s->ep_length >= max_episode_steps;
     terminated[i] = (unsigned char)term;
     truncated[i] = (unsigned char)trunc;
     if (term || trunc) {

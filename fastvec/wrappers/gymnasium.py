@@ -90,6 +90,7 @@ class NativeVectorEnv(VectorEnv):
     """
 
     env_name: str | None = None
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps: int | None = None, render_mode: str | None = None, copy: bool = True,
@@ -131,21 +132,27 @@ class NativeVectorEnv(VectorEnv):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset all envs (or those in `options["reset_mask"]`); returns (obs, infos)."""
         self._check_open()
+        # Like SyncVectorEnv: an int seeds env i with seed + i; None keeps each env's RNG stream
+        # (only the very first reset draws fresh seeds); a list may mix ints and Nones.
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             if seed < 0:
                 raise ValueError(f"seed must be >= 0, got {seed}")
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
-            seeds = np.arange(self.num_envs, dtype=np.uint64) + np.uint64(seed)
+            seed = [int(seed) + i for i in range(self.num_envs)]
         elif seed is None:
-            seeds = self.np_random.integers(0, _SEED_LIMIT, self.num_envs, dtype=np.uint64)
+            seed = [None] * self.num_envs
         else:
             seed = list(seed)
             if len(seed) != self.num_envs:
                 raise ValueError(
                     f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seed)}."
                 )
+        given = np.array([s is not None for s in seed])
+        if not self._has_reset:
             fresh = self.np_random.integers(0, _SEED_LIMIT, self.num_envs, dtype=np.uint64)
-            seeds = np.array([fresh[i] if s is None else s for i, s in enumerate(seed)], dtype=np.uint64)
+            seed = [fresh[i] if s is None else s for i, s in enumerate(seed)]
+            given[:] = True
+        seeds = np.array([0 if s is None else s for s in seed], dtype=np.uint64)
         mask = None
         if options is not None and "reset_mask" in options:  # read, never pop: wrappers look at options too
             mask = options["reset_mask"]
@@ -159,7 +166,11 @@ class NativeVectorEnv(VectorEnv):
                 raise ValueError("`options['reset_mask']` must contain at least one True value")
             if not self._has_reset:
                 raise ResetNeeded("the first reset() must reset every env; call reset() without reset_mask first")
-        self.batch.reset(seeds, mask)
+        reset = np.ones(self.num_envs, np.bool_) if mask is None else mask
+        if (reset & given).any():
+            self.batch.reset(seeds, reset & given)
+        if (reset & ~given).any():
+            self.batch.reset(None, reset & ~given)
         if mask is None:
             self._needs_reset[:] = False
             self.batch.terminated[:] = False
@@ -271,6 +282,7 @@ class NativeEnv(gymnasium.Env):
     TimeLimit). Mostly for checkers and single-env code; use the vector env for speed."""
 
     vector_class: type[NativeVectorEnv] = NativeVectorEnv
+    metadata = {"render_modes": ["rgb_array"]}  # read by gymnasium.make before construction
 
     def __init__(self, render_mode: str | None = None, source=None, **params):
         self.vec = self.vector_class(1, autoreset_mode=AutoresetMode.DISABLED, render_mode=render_mode,
