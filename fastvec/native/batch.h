@@ -49,7 +49,7 @@ FV_FN void fv_reset_one(int i, fv_slot* slots, const fv_u64* seeds, const unsign
 
 /* Step env i. Buffers are batch-major: obs/final_obs (N, NUM_AGENTS, OBS_SIZE), actions and
  * rewards and ep_return (N, NUM_AGENTS), terminated/truncated/ep_length (N), stats (N, NUM_STATS).
- * ep_return, ep_length and stats hold the finished episode's values where the env is done. */
+ * ep_return, ep_length and stats hold the finished episode's values where the env is done, else 0. */
 FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* obs,
                        float* rewards, unsigned char* terminated, unsigned char* truncated,
                        OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
@@ -59,13 +59,14 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* o
     float* r = rewards + i * NUM_AGENTS;
     if (autoreset_mode == FV_NEXT_STEP && s->needs_reset) {
         fv_reset_slot(s, o);
-        for (int a = 0; a < NUM_AGENTS; a++) r[a] = 0.0f;
+        for (int a = 0; a < NUM_AGENTS; a++) r[a] = ep_return[i * NUM_AGENTS + a] = 0.0f;
+        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = 0.0f;
+        ep_length[i] = 0;
         terminated[i] = 0;
         truncated[i] = 0;
         return;
     }
-    float scratch_stats[NUM_STATS > 0 ? NUM_STATS : 1];
-    float* st = NUM_STATS > 0 ? stats + i * NUM_STATS : scratch_stats;
+    float st[NUM_STATS > 0 ? NUM_STATS : 1];
     int term = env_step(&s->env, &s->rng, actions + i * NUM_AGENTS, o, r, st);
     s->ep_length += 1;
     for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] += r[a];
@@ -73,9 +74,13 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* o
     int trunc = max_episode_steps > 0 && s->ep_length >= max_episode_steps;
     terminated[i] = (unsigned char)term;
     truncated[i] = (unsigned char)trunc;
-    if (term || trunc) {
-        for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = s->ep_return[a];
-        ep_length[i] = s->ep_length;
+    /* Episode outputs are the finished episode's values where done and 0 elsewhere, so the
+     * host can hand them out as Gymnasium info arrays without a masking pass. */
+    int done = term || trunc;
+    for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = done ? s->ep_return[a] : 0.0f;
+    ep_length[i] = done ? s->ep_length : 0;
+    for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = done ? st[k] : 0.0f;
+    if (done) {
         if (autoreset_mode == FV_SAME_STEP) {
             OBS_T* f = final_obs + (long long)i * NUM_AGENTS * OBS_SIZE;
             for (int k = 0; k < NUM_AGENTS * OBS_SIZE; k++) f[k] = o[k];
@@ -116,6 +121,9 @@ extern "C" __device__ const int fv_obs_bytes = (int)sizeof(OBS_T);
 #else
 /* ---------------------------------------------------------------- CPU entry points */
 #define FV_EXPORT __attribute__((visibility("default")))
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 /* Below this many envs the OpenMP fork/join costs more than the loop. */
 #define FV_OMP_MIN_ENVS 256
 
@@ -125,18 +133,38 @@ FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsign
     for (int i = 0; i < n; i++) fv_reset_one(i, slots, seeds, mask, obs);
 }
 
-FV_EXPORT void fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* obs,
-                       float* rewards, unsigned char* terminated, unsigned char* truncated,
-                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
-                       int autoreset_mode, int max_episode_steps) {
-    #pragma omp parallel for schedule(static) if (n >= FV_OMP_MIN_ENVS)
-    for (int i = 0; i < n; i++)
+/* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index) is out
+ * of range, in which case nothing was stepped: validation costs one pass, and no caller-side copy. */
+FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* obs,
+                      float* rewards, unsigned char* terminated, unsigned char* truncated,
+                      OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+                      int autoreset_mode, int max_episode_steps) {
+    for (int k = 0; k < n * NUM_AGENTS; k++)
+        if (actions[k] < 0 || actions[k] >= NUM_ACTIONS) return -1 - k;
+    int ended = 0;
+    #pragma omp parallel for schedule(static) reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
+    for (int i = 0; i < n; i++) {
         fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
                     ep_length, stats, autoreset_mode, max_episode_steps);
+        ended += terminated[i] | truncated[i];
+    }
+    return ended;
 }
 
 FV_EXPORT void fv_render(const fv_slot* slots, int i, unsigned char* rgb) {
     env_render(&slots[i].env, rgb);
+}
+
+/* Threads used by fv_reset/fv_step (process-wide OpenMP setting); returns the previous count. */
+FV_EXPORT int fv_set_num_threads(int n) {
+#ifdef _OPENMP
+    int previous = omp_get_max_threads();
+    if (n > 0) omp_set_num_threads(n);
+    return previous;
+#else
+    (void)n;
+    return 1;
+#endif
 }
 
 FV_EXPORT int fv_obs_size(void) { return OBS_SIZE; }

@@ -89,6 +89,10 @@ def compile_env(env_path: Path, defines: dict) -> Path:
         return lib_path
 
 
+class ActionError(ValueError):
+    """An action outside the env's Discrete range; the batch was not stepped."""
+
+
 class CompiledEnv:
     """A compiled env library and the sizes it declares."""
 
@@ -113,6 +117,7 @@ class CompiledEnv:
         i = ctypes.c_int
         self.lib.fv_reset.argtypes = [i, p, p, p, p]
         self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i]
+        self.lib.fv_step.restype = i
         self.lib.fv_render.argtypes = [p, i, p]
 
 
@@ -140,6 +145,7 @@ class CpuBatch:
         self.autoreset_code = autoreset_code
         self.max_episode_steps = int(max_episode_steps or 0)
         self.slots = np.zeros((n, env.slot_size), np.uint8)  # (N, sizeof(fv_slot)): all simulator state
+        self._slots_ptr = self.slots.ctypes.data
         self.obs = np.zeros((n, a, o), env.obs_dtype)
         self.final_obs = np.zeros((n, a, o), env.obs_dtype)
         self.rewards = np.zeros((n, a), np.float32)
@@ -149,6 +155,10 @@ class CpuBatch:
         self.episode_length = np.zeros(n, np.int32)
         self.episode_stats = np.zeros((n, len(env.stat_names)), np.float32)
         self.actions = np.zeros((n, a), np.int64)  # staging for actions of other dtypes
+        # Buffers never move, so their addresses are taken once (ndarray.ctypes costs ~1 us each).
+        self._step_ptrs = [_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated,
+                                             self.final_obs, self.episode_return, self.episode_length,
+                                             self.episode_stats)]
 
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
         """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given."""
@@ -156,16 +166,22 @@ class CpuBatch:
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
 
-    def step(self, actions: np.ndarray) -> None:
-        """Step every env with actions (N, A) int64 (already validated) and autoreset per the mode."""
+    def step(self, actions: np.ndarray) -> int:
+        """Step every env with integer actions (N, A) and autoreset per the mode. Returns how many
+        envs ended; raises ActionError (nothing stepped) if an action is out of range."""
         if actions.dtype != np.int64 or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions
-        self.env.lib.fv_step(
-            self.num_envs, _ptr(self.slots), _ptr(actions), _ptr(self.obs), _ptr(self.rewards),
-            _ptr(self.terminated), _ptr(self.truncated), _ptr(self.final_obs), _ptr(self.episode_return),
-            _ptr(self.episode_length), _ptr(self.episode_stats), self.autoreset_code, self.max_episode_steps,
-        )
+        ended = self.env.lib.fv_step(self.num_envs, self._slots_ptr,
+                                     actions.ctypes.data, *self._step_ptrs, self.autoreset_code, self.max_episode_steps)
+        if ended < 0:
+            k = -1 - ended
+            env, agent = divmod(k, self.env.num_agents)
+            where = f"env {env}" if self.env.num_agents == 1 else f"env {env}, agent {agent}"
+            raise ActionError(
+                f"action {actions.ravel()[k]} out of range for Discrete({self.env.num_actions}) at {where}"
+            )
+        return ended
 
     def render(self, i: int) -> np.ndarray:
         """An rgb_array frame (H, W, 3) uint8 of env i."""

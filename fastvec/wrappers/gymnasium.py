@@ -194,10 +194,10 @@ class NativeVectorEnv(VectorEnv):
                 "for them before stepping again"
             )
         batch = self.batch
-        batch.step(actions)
-        done = batch.terminated | batch.truncated
+        ended = batch.step(actions)  # validates the range in C; raises before stepping anything
         infos: dict[str, Any] = {}
-        if done.any():
+        if ended:
+            done = batch.terminated | batch.truncated
             episode_info = self._episode_info(done)
             if self.autoreset_mode == AutoresetMode.SAME_STEP:
                 final_obs = np.empty(self.num_envs, dtype=object)
@@ -207,8 +207,8 @@ class NativeVectorEnv(VectorEnv):
                          "final_info": episode_info, "_final_info": done.copy()}
             else:
                 infos = episode_info
-        if self.autoreset_mode == AutoresetMode.DISABLED:
-            self._needs_reset |= done
+            if self.autoreset_mode == AutoresetMode.DISABLED:
+                self._needs_reset |= done
         obs = self._obs.copy() if self.copy else self._obs
         return obs, batch.rewards[:, 0].astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
 
@@ -220,23 +220,14 @@ class NativeVectorEnv(VectorEnv):
             )
         if a.shape not in ((self.num_envs,), (self.num_envs, 1)):
             raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {a.shape}")
-        n = self.single_action_space.n
-        bad = (a < 0) | (a >= n)
-        if bad.any():
-            i = int(np.flatnonzero(bad.ravel())[0])
-            raise ValueError(f"action {a.ravel()[i]} out of range for Discrete({n}) at env {i}")
         return a.reshape(self.num_envs, 1)
 
     def _episode_info(self, done: np.ndarray) -> dict[str, Any]:
-        b = self.batch
-        info = {
-            "episode_return": np.where(done, b.episode_return[:, 0], 0.0).astype(np.float64),
-            "_episode_return": done.copy(),
-            "episode_length": np.where(done, b.episode_length, 0).astype(np.int64),
-            "_episode_length": done.copy(),
-        }
+        b = self.batch  # the batch zeroes these where an env is not done
+        info = {"episode_return": b.episode_return[:, 0].copy(), "_episode_return": done,
+                "episode_length": b.episode_length.copy(), "_episode_length": done.copy()}
         for k, name in enumerate(self.stat_names):
-            info[name] = np.where(done, b.episode_stats[:, k], 0.0).astype(np.float64)
+            info[name] = b.episode_stats[:, k].copy()
             info["_" + name] = done.copy()
         return info
 
