@@ -49,6 +49,20 @@ ENVS: dict[str, NativeEnvInfo] = {
         {"frameskip": Param(4, 1, 8, "physics ticks (1/60 s) per agent step")},
         render_fps=15,
     ),
+    # Two players; the Gymnasium face (PongEnv) sets pong_bot=1 so the right paddle is the bot.
+    "pong": NativeEnvInfo(
+        "pong.h",
+        "fastvec/Pong",
+        20_000,
+        {
+            "points": Param(21, 1, 99, "points that win the game"),
+            "return_bonus_milli": Param(0, 0, 1000, "reward per return, in thousandths"),
+            "pong_bot": Param(0, 0, 1, "1: the right paddle is the scripted bot (one agent)"),
+            "bot_level": Param(2, 0, 4, "the bot's difficulty, 0 (easy) to 4 (hard)"),
+        },
+        render_fps=30,
+        obs_high=(1.0,) * 8,
+    ),
 }
 
 
