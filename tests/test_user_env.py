@@ -72,3 +72,9 @@ def test_env_sources_compile_as_cuda(source, tmp_path):
     out = subprocess.run(["nvcc", "-arch=sm_90", "-c", f"-I{NATIVE_DIR}", str(driver), "-o", str(tmp_path / "d.o")],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_missing_compiler_says_how_to_get_one(monkeypatch):
+    monkeypatch.setattr(cpu.shutil, "which", lambda name: None)
+    with pytest.raises(cpu.CompileError, match="no C compiler found.*apt install gcc"):
+        cpu.compile_env(EXAMPLE, {"LENGTH": 5})
