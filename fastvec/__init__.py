@@ -29,6 +29,10 @@ def _register_gymnasium() -> None:
 
 _register_gymnasium()
 
+from fastvec.pettingzoo import register_pettingzoo  # noqa: E402  (needs ENVS above)
+
+register_pettingzoo()  # pettingzoo.make has no "module:id" syntax, so `import fastvec` registers
+
 
 def make_vec(env_id: str, num_envs: int = 1, **kwargs):
     """`gymnasium.make_vec` for a fastvec env, accepting the short name (`"Breakout"`) too."""

@@ -330,3 +330,37 @@ class BreakoutVectorEnv(NativeVectorEnv):
 
 class BreakoutEnv(NativeEnv):
     vector_class = BreakoutVectorEnv
+
+
+def pong_params(opponent: str | None, difficulty: int, params: dict) -> dict:
+    """Pong's keyword face -> its compile-time parameters: opponent="bot" makes the right paddle
+    the scripted bot at `difficulty` 0..4 (one agent); opponent=None leaves two players."""
+    for key in ("pong_bot", "bot_level"):
+        if key in params:
+            raise TypeError(f"{key}= is internal; choose the opponent with opponent='bot' or None and difficulty=0..4")
+    if opponent not in ("bot", None):
+        raise ValueError(f"opponent={opponent!r} is not supported; use opponent='bot' (scripted) or None (two players)")
+    if opponent == "bot":
+        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, np.integer)) or not 0 <= difficulty <= 4:
+            raise ValueError(f"difficulty={difficulty!r} for Pong's bot must be an int from 0 (easy) to 4 (hard)")
+        return {**params, "pong_bot": 1, "bot_level": int(difficulty)}
+    return dict(params)
+
+
+class PongVectorEnv(NativeVectorEnv):
+    """Pong against the scripted bot: the agent is the left paddle. `difficulty` 0 (easy) to 4
+    (hard), `points` to win (21). Two learning players: fastvec.pettingzoo.vector_env("Pong", ...)."""
+
+    env_name = "pong"
+
+    def __init__(self, num_envs: int = 1, *, opponent: str | None = "bot", difficulty: int = 2, **kwargs):
+        if opponent != "bot":
+            raise ValueError(
+                f"fastvec/Pong (Gymnasium) is single-agent and plays the scripted bot, so opponent must be 'bot', "
+                f"got {opponent!r}; for two players use fastvec.pettingzoo.parallel_env('Pong') or vector_env('Pong', num_games)"
+            )
+        super().__init__(num_envs, **pong_params(opponent, difficulty, kwargs))
+
+
+class PongEnv(NativeEnv):
+    vector_class = PongVectorEnv

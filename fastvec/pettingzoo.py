@@ -1,0 +1,24 @@
+"""fastvec's PettingZoo face: `parallel_env(name)`, `env(name)` (AEC) and `vector_env(name,
+num_games)` (a Gymnasium VectorEnv in SuperSuit's layout for self-play), plus the registration of
+every built-in game with PettingZoo's registry as `fastvec/<name>-v0` (done by `import fastvec`)."""
+
+from __future__ import annotations
+
+from fastvec.native import ENVS
+from fastvec.wrappers.pettingzoo import AGENT_NAMES, MultiAgentVectorEnv, NativeParallelEnv, env, parallel_env, vector_env
+
+__all__ = ["parallel_env", "env", "vector_env", "NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES",
+           "register_pettingzoo"]
+
+
+def register_pettingzoo() -> None:
+    """Register each built-in game for `pettingzoo.make("parallel" | "aec", "fastvec/pong-v0")`.
+    String entry points, so nothing is compiled until an env is made; registering twice is a no-op."""
+    import pettingzoo
+    from pettingzoo.env_registry.registration import aec_registry, parallel_registry
+
+    for key in ENVS:
+        env_id = f"fastvec/{key}-v0"
+        for env_type, creator, registry in (("parallel", "parallel_env", parallel_registry), ("aec", "env", aec_registry)):
+            if env_id not in registry:
+                pettingzoo.register(env_type, env_id, entry_point=f"fastvec.pettingzoo:{creator}", kwargs={"name": key})

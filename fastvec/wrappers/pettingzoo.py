@@ -1,0 +1,374 @@
+"""The PettingZoo face: one native game as a `pettingzoo.ParallelEnv` (and as an AEC env through
+`parallel_to_aec`), and many games as one Gymnasium `VectorEnv` in SuperSuit's layout (row
+`game * num_agents + agent`, same-step autoreset) for self-play trainers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from fastvec import native
+from fastvec.native import cpu
+from fastvec.wrappers.gymnasium import _SEED_LIMIT, FrameSequence, _spaces, load_batch_env, pong_params
+
+# Seat names by game; games not listed name their agents agent_0, agent_1, ...
+AGENT_NAMES = {"pong": ("left", "right")}
+
+
+def _env_key(name: str) -> str:
+    """"Pong", "pong" and "fastvec/Pong" all name the registry entry "pong"."""
+    key = str(name).split("/")[-1].lower()
+    native.env_info(key)  # KeyError naming the choices
+    return key
+
+
+def _compile(name: str, params: dict):
+    """The registry key, the compiled env and its agent names for game `name` with keywords."""
+    key = _env_key(name)
+    params = dict(params)
+    if key == "pong":  # two players unless opponent="bot"
+        params = pong_params(params.pop("opponent", None), params.pop("difficulty", 2), params)
+    compiled = load_batch_env(key, None, params)
+    names = AGENT_NAMES.get(key, ())[: compiled.num_agents]
+    if len(names) != compiled.num_agents:
+        names = tuple(f"agent_{i}" for i in range(compiled.num_agents))
+    return key, compiled, list(names)
+
+
+def _step_limit(key: str, max_cycles) -> int | None:
+    """max_cycles (PettingZoo's name for the step limit): None means the game's registered default."""
+    if max_cycles is None:
+        return native.ENVS[key].max_episode_steps
+    if isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1:
+        raise ValueError(f"max_cycles must be a positive int (steps per game) or None for the default, got {max_cycles!r}")
+    return int(max_cycles)
+
+
+def _episode_info(batch, game: int, agent: int, stat_names: list[str]) -> dict[str, Any]:
+    info = {"episode_return": float(batch.episode_return[game, agent]),
+            "episode_length": int(batch.episode_length[game])}
+    for k, stat in enumerate(stat_names):
+        info[stat] = float(batch.episode_stats[game, k])
+    return info
+
+
+class NativeParallelEnv(ParallelEnv):
+    """One native game as a PettingZoo `ParallelEnv`. All agents act every step and all end on
+    the same step (the game's end or `max_cycles`); then `agents` is empty until `reset()`.
+
+    Args:
+        name: a built-in game, e.g. "Pong" (agents "left" and "right"), "CartPole" ("agent_0").
+        max_cycles: truncate after this many steps (None: the game's default step limit).
+        render_mode: None or "rgb_array".
+        **params: the game's keywords, e.g. Pong's `points`, `return_bonus_milli`,
+            `opponent="bot"` (then the one agent "left" plays the scripted bot) and `difficulty`.
+
+    The info of every agent at the game's end holds `episode_return`, `episode_length` and the
+    game's statistics (Pong: `left_score`, `right_score`, `paddle_hits`).
+    """
+
+    def __init__(self, name: str, *, max_cycles: int | None = None, render_mode: str | None = None, **params):
+        key, compiled, names = _compile(name, params)
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        self.metadata = {"name": f"fastvec_{key}_v0", "render_modes": ["rgb_array"],
+                         "render_fps": native.ENVS[key].render_fps, "is_parallelizable": True}
+        self.render_mode = render_mode
+        self.max_cycles = _step_limit(key, max_cycles)
+        self.possible_agents = names
+        self.agents: list[str] = []
+        obs_space, act_space = _spaces(key, compiled)
+        self._observation_spaces = {a: obs_space for a in names}
+        self._action_spaces = {a: act_space for a in names}
+        self._num_actions = compiled.num_actions
+        self._stat_names = compiled.stat_names
+        self.batch = cpu.CpuBatch(compiled, 1, native.AUTORESET_CODES["Disabled"], self.max_cycles)
+        self._actions = np.zeros((1, len(names)), np.int64)
+        self._seeded = False
+
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._observation_spaces[self._check_agent(agent)]
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._action_spaces[self._check_agent(agent)]
+
+    def _check_agent(self, agent: str) -> str:
+        if agent not in self._observation_spaces:
+            raise KeyError(f"unknown agent {agent!r}; this game's agents are {self.possible_agents}")
+        return agent
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        """Start a new game; `seed` reseeds it, None continues this env's random stream."""
+        if self.batch is None:
+            raise ClosedEnvironmentError("this env is closed; make a new one")
+        if seed is not None or not self._seeded:
+            if seed is None:
+                seed = int(gymnasium.utils.seeding.np_random()[0].integers(0, _SEED_LIMIT))
+            elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+            self.batch.reset(np.array([seed], np.uint64), None)
+            self._seeded = True
+        else:
+            self.batch.reset(None, None)
+        self.agents = list(self.possible_agents)
+        obs = self.batch.obs[0]
+        return {a: obs[i].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
+
+    def step(self, actions: dict):
+        """Step with one action per live agent; returns (obs, rewards, terminations, truncations,
+        infos), each a dict over the agents that were live at the start of the step."""
+        if self.batch is None:
+            raise ClosedEnvironmentError("this env is closed; make a new one")
+        if not self.agents:
+            raise ResetNeeded("the game is over (or was never started): call reset() before step()")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict {{agent: action}} for agents {self.agents}, got {type(actions).__name__}")
+        unknown = [a for a in actions if a not in self.agents]
+        if unknown:
+            raise KeyError(f"unknown agent(s) {unknown} in actions; the live agents are {self.agents}")
+        missing = [a for a in self.agents if a not in actions]
+        if missing:
+            raise ValueError(f"no action for agent(s) {missing}: every live agent acts every step ({self.agents})")
+        for i, agent in enumerate(self.possible_agents):
+            self._actions[0, i] = _check_action(actions[agent], self._num_actions, f"agent {agent!r}")
+        self.batch.step(self._actions)
+        b = self.batch
+        done = bool(b.terminated[0] or b.truncated[0])
+        obs = {a: b.obs[0, i].copy() for i, a in enumerate(self.agents)}
+        rewards = {a: float(b.rewards[0, i]) for i, a in enumerate(self.agents)}
+        terminations = dict.fromkeys(self.agents, bool(b.terminated[0]))
+        truncations = dict.fromkeys(self.agents, bool(b.truncated[0]))
+        if done:
+            infos = {a: _episode_info(b, 0, i, self._stat_names) for i, a in enumerate(self.agents)}
+            self.agents = []
+        else:
+            infos = {a: {} for a in self.agents}
+        return obs, rewards, terminations, truncations, infos
+
+    def render(self):
+        """An (H, W, 3) uint8 frame of the game when render_mode is "rgb_array"."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
+            return None
+        return self.batch.render(0)
+
+    def close(self):
+        self.batch = None
+
+
+def _check_action(action, n: int, where: str) -> int:
+    """One Discrete(n) action as an int, or an error that names the agent and the problem."""
+    if isinstance(action, np.ndarray) and action.shape == ():
+        action = action[()]
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise TypeError(f"action {action!r} for {where} must be an int in [0, {n})")
+    if not 0 <= action < n:
+        raise ValueError(f"action {action} out of range for Discrete({n}) for {where}")
+    return int(action)
+
+
+class MultiAgentVectorEnv(VectorEnv):
+    """`num_games` native games as one Gymnasium `VectorEnv` with a row per (game, agent):
+    `num_envs = num_games * num_agents`, row `game * num_agents + agent` (SuperSuit's
+    `concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(...))` layout that CleanRL's self-play PPO
+    expects), stepped by one C call (OpenMP over games).
+
+    Autoreset is SAME_STEP: when a game ends, the obs returned for its rows is the next game's
+    first, and infos carry the last one as `final_obs` (Gymnasium) and `terminal_observation`
+    (SuperSuit's name; `gymnasium.wrappers.vector.DictInfoToList` turns these dict infos into
+    SuperSuit's list of dicts), with `final_info` holding `episode_return`, `episode_length` and
+    the game's statistics per row. All of a game's rows end on the same step.
+
+    Self-play: `possible_agents` names the seats, `agent_rows(agent)` gives a seat's rows,
+    `by_agent(array)` splits any per-row array into per-seat views, and `step` accepts
+    `{agent: actions (num_games,)}`, so each seat's actions can come from a different policy.
+
+    Args:
+        name: a built-in game, e.g. "Pong".
+        num_games: number of games.
+        device: "cpu" (NumPy in and out) or "cuda" (the GPU backend).
+        max_cycles: steps per game before truncation (None: the game's default).
+        render_mode: None or "rgb_array" (`render()`: a lazy sequence, one frame per row).
+        copy: return fresh arrays (True) or views of the env's buffers (False, zero-copy).
+        **params: the game's keywords (see `NativeParallelEnv`).
+
+    `reset(seed=int)` seeds game g with seed + g, like `concat_vec_envs_v1`; a list gives one
+    seed per game; None continues every game's random stream.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, name: str, num_games: int, *, device: str = "cpu", max_cycles: int | None = None,
+                 render_mode: str | None = None, copy: bool = True, **params):
+        if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
+            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        key, compiled, names = _compile(name, params)
+        self.metadata = {**self.metadata, "name": f"fastvec_{key}_v0", "render_fps": native.ENVS[key].render_fps}
+        self.possible_agents = names
+        self.num_games, self.num_agents = int(num_games), len(names)
+        self.num_envs = self.num_games * self.num_agents
+        self.autoreset_mode = AutoresetMode.SAME_STEP
+        self.render_mode, self.copy = render_mode, copy
+        self.max_cycles = _step_limit(key, max_cycles)
+        self.single_observation_space, self.single_action_space = _spaces(key, compiled)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.stat_names = compiled.stat_names
+        self.device = str(device)
+        self.batch = _make_batch(self.device, key, compiled, self.num_games, self.max_cycles)
+        self.agent_of_row = np.tile(np.arange(self.num_agents), self.num_games)  # (num_envs,) seat index
+        self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (G*A, O) view of (G, A, O)
+        self._actions = np.zeros((self.num_games, self.num_agents), np.int64)
+        self._has_reset = False
+
+    # ------------------------------------------------------------------ self-play hooks
+    def agent_rows(self, agent: str) -> np.ndarray:
+        """The rows (num_games,) that seat `agent` plays, i.e. game * num_agents + its index."""
+        return np.arange(self._agent_index(agent), self.num_envs, self.num_agents)
+
+    def by_agent(self, array) -> dict[str, Any]:
+        """Split a per-row array (obs, rewards, actions, ...) into {agent: (num_games, ...) view}."""
+        if len(array) != self.num_envs:
+            raise ValueError(f"expected an array with num_envs={self.num_envs} rows, got {len(array)}")
+        return {a: array[i::self.num_agents] for i, a in enumerate(self.possible_agents)}
+
+    def _agent_index(self, agent: str) -> int:
+        try:
+            return self.possible_agents.index(agent)
+        except ValueError:
+            raise KeyError(f"unknown agent {agent!r}; this game's agents are {self.possible_agents}") from None
+
+    # ------------------------------------------------------------------ the VectorEnv API
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+        """Start every game; returns (obs (num_envs, O), infos)."""
+        self._check_open()
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if seed < 0:
+                raise ValueError(f"seed must be >= 0, got {seed}")
+            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
+            seeds = np.arange(self.num_games, dtype=np.uint64) + np.uint64(seed)
+        elif seed is None:
+            seeds = None if self._has_reset else self.np_random.integers(0, _SEED_LIMIT, self.num_games, dtype=np.uint64)
+        else:
+            seeds = np.asarray(list(seed), dtype=np.uint64)
+            if seeds.shape != (self.num_games,):
+                raise ValueError(f"a list of seeds needs one per game (num_games={self.num_games}), got {len(seeds)}")
+        self.batch.reset(seeds, None)
+        self._has_reset = True
+        return (self._obs.copy() if self.copy else self._obs), {}
+
+    def step(self, actions):
+        """Step every game: actions (num_envs,) ints by row, or {agent: (num_games,) ints}."""
+        self._check_open()
+        if not self._has_reset:
+            raise ResetNeeded("call reset() before step()")
+        self.batch.step(self._check_actions(actions))
+        b, a = self.batch, self.num_agents
+        done = b.terminated | b.truncated
+        infos: dict[str, Any] = {}
+        if done.any():
+            rows = np.repeat(done, a)
+            final_obs = np.empty(self.num_envs, dtype=object)
+            for r in np.flatnonzero(rows):
+                final_obs[r] = b.final_obs[r // a, r % a].copy()
+            final_info = {"episode_return": b.episode_return.reshape(-1).astype(np.float64),
+                          "_episode_return": rows,
+                          "episode_length": np.repeat(b.episode_length, a).astype(np.int64),
+                          "_episode_length": rows}
+            for k, stat in enumerate(self.stat_names):
+                final_info[stat] = np.repeat(b.episode_stats[:, k], a).astype(np.float64)
+                final_info["_" + stat] = rows
+            infos = {"final_obs": final_obs, "_final_obs": rows, "final_info": final_info, "_final_info": rows,
+                     "terminal_observation": final_obs, "_terminal_observation": rows}
+        obs = self._obs.copy() if self.copy else self._obs
+        return (obs, b.rewards.reshape(-1).astype(np.float64), np.repeat(b.terminated, a),
+                np.repeat(b.truncated, a), infos)
+
+    def _check_actions(self, actions) -> np.ndarray:
+        n = self.single_action_space.n
+        if isinstance(actions, dict):
+            unknown = [k for k in actions if k not in self.possible_agents]
+            if unknown:
+                raise KeyError(f"unknown agent(s) {unknown} in actions; the agents are {self.possible_agents}")
+            missing = [k for k in self.possible_agents if k not in actions]
+            if missing:
+                raise ValueError(f"no actions for agent(s) {missing}: step() needs (num_games,) actions for every agent")
+            for i, agent in enumerate(self.possible_agents):
+                a = np.asarray(actions[agent])
+                if a.shape != (self.num_games,):
+                    raise ValueError(f"actions[{agent!r}] must have shape ({self.num_games},) (one per game), got {a.shape}")
+                self._actions[:, i] = self._check_values(a, n)
+            return self._actions
+        a = self._check_values(np.asarray(actions), n)
+        if a.shape != (self.num_envs,):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs},) (num_games * num_agents rows) or be a dict "
+                f"{{agent: (num_games,)}}, got {a.shape}"
+            )
+        return a.reshape(self.num_games, self.num_agents)
+
+    def _check_values(self, a: np.ndarray, n: int) -> np.ndarray:
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers for Discrete({n}), got dtype {a.dtype}")
+        bad = (a < 0) | (a >= n)
+        if bad.any():
+            k = int(np.flatnonzero(bad.ravel())[0])
+            raise ValueError(f"action {a.ravel()[k]} out of range for Discrete({n}) at index {k}"
+                             + self._describe_row(k, a))
+        return a
+
+    def _describe_row(self, k: int, a: np.ndarray) -> str:
+        if a.shape != (self.num_envs,):
+            return ""
+        return f" (row {k}: game {k // self.num_agents}, agent {self.possible_agents[k % self.num_agents]!r})"
+
+    def render(self) -> FrameSequence | None:
+        """A lazy sequence of num_envs frames (both rows of a game show the same frame)."""
+        self._check_open()
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
+            return None
+        return FrameSequence(lambda r: self.batch.render(r // self.num_agents), self.num_envs)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvironmentError("this vector env is closed; make a new one with fastvec.pettingzoo.vector_env")
+
+    def close_extras(self, **kwargs) -> None:
+        self.batch = None
+
+
+def _make_batch(device: str, key: str, compiled, num_games: int, max_cycles: int | None):
+    if device == "cpu":
+        return cpu.CpuBatch(compiled, num_games, native.AUTORESET_CODES["SameStep"], max_cycles)
+    if device.startswith("cuda"):
+        raise NotImplementedError(
+            f"device={device!r}: the GPU backend (fastvec.native.cuda) is not available to vector_env yet; use device='cpu'"
+        )
+    raise ValueError(f"device={device!r} is not supported; use 'cpu' or 'cuda'")
+
+
+def parallel_env(name: str, **kwargs) -> NativeParallelEnv:
+    """One game of `name` as a PettingZoo ParallelEnv (see NativeParallelEnv for the keywords)."""
+    return NativeParallelEnv(name, **kwargs)
+
+
+def env(name: str, **kwargs):
+    """One game of `name` as a PettingZoo AEC env (parallel_to_aec of parallel_env)."""
+    return parallel_to_aec(parallel_env(name, **kwargs))
+
+
+def vector_env(name: str, num_games: int, device: str = "cpu", **kwargs) -> MultiAgentVectorEnv:
+    """`num_games` games of `name` as a Gymnasium VectorEnv in SuperSuit's layout (see
+    MultiAgentVectorEnv): `num_envs = num_games * num_agents`, row `game * num_agents + agent`."""
+    return MultiAgentVectorEnv(name, num_games, device=device, **kwargs)
+
