@@ -59,6 +59,11 @@ def _episode_info(batch, game: int, agent: int, stat_names: list[str]) -> dict[s
     return info
 
 
+# What a copy of a one-game batch must carry: all simulator state and the last outputs.
+_BATCH_STATE = ("slots", "obs", "rewards", "terminated", "truncated", "final_obs", "episode_return",
+                "episode_length", "episode_stats")
+
+
 class NativeParallelEnv(ParallelEnv):
     """One native game as a PettingZoo `ParallelEnv`. All agents act every step and all end on
     the same step (the game's end or `max_cycles`); then `agents` is empty until `reset()`.
@@ -78,6 +83,7 @@ class NativeParallelEnv(ParallelEnv):
         key, compiled, names = _compile(name, params)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        self._init_args = (name, {"max_cycles": max_cycles, "render_mode": render_mode, **params})
         self.metadata = {"name": f"fastvec_{key}_v0", "render_modes": ["rgb_array"],
                          "render_fps": native.ENVS[key].render_fps, "is_parallelizable": True}
         self.render_mode = render_mode
@@ -92,6 +98,23 @@ class NativeParallelEnv(ParallelEnv):
         self.batch = cpu.CpuBatch(compiled, 1, native.AUTORESET_CODES["Disabled"], self.max_cycles)
         self._actions = np.zeros((1, len(names)), np.int64)
         self._seeded = False
+
+    def __getstate__(self) -> dict:
+        # The batch holds a ctypes library, so a copy (SuperSuit's cloudpickle, multiprocessing)
+        # rebuilds the env from its arguments and carries over the game in progress.
+        b = self.batch
+        return {"init": self._init_args, "agents": list(self.agents), "seeded": self._seeded,
+                "buffers": None if b is None else {k: getattr(b, k).copy() for k in _BATCH_STATE}}
+
+    def __setstate__(self, state: dict) -> None:
+        name, kwargs = state["init"]
+        self.__init__(name, **kwargs)
+        if state["buffers"] is None:
+            self.batch = None
+        else:
+            for k, value in state["buffers"].items():
+                getattr(self.batch, k)[...] = value
+        self.agents, self._seeded = state["agents"], state["seeded"]
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         return self._observation_spaces[self._check_agent(agent)]

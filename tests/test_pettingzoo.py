@@ -1,0 +1,249 @@
+"""The PettingZoo face: PettingZoo's own API, seed, max-cycles and render tests on every game, a
+multi-step determinism test, the vector env against SuperSuit's concat of our parallel env (the
+oracle for the layout), the self-play hooks, registration, and bad input."""
+
+import types
+
+import numpy as np
+import pettingzoo
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.wrappers.vector import DictInfoToList
+from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test
+
+import fastvec  # noqa: F401  (registers fastvec/<game>-v0 with PettingZoo)
+from fastvec import native
+from fastvec.pettingzoo import env, parallel_env, vector_env
+
+GAMES = sorted(native.ENVS)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_parallel_api(game):
+    parallel_api_test(parallel_env(game), num_cycles=300)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_aec_api(game):
+    api_test(env(game), num_cycles=300)
+
+
+def test_pong_against_the_bot_is_a_one_agent_parallel_env():
+    p = parallel_env("Pong", opponent="bot", difficulty=1)
+    assert p.possible_agents == ["left"]
+    parallel_api_test(p, num_cycles=300)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_parallel_seed(game):
+    parallel_seed_test(lambda: parallel_env(game))
+
+
+@pytest.mark.parametrize("game", ["pong", "cartpole"])
+def test_max_cycles(game):
+    module = types.SimpleNamespace(parallel_env=lambda **kw: parallel_env(game, **kw),
+                                   env=lambda **kw: env(game, **kw))
+    max_cycles_test(module)
+
+
+def test_render():
+    # render_test first builds the env with render_mode="human" only to read metadata; fastvec has
+    # no window, so that one call gets None (the env refuses "human", see test_bad_keywords).
+    render_test(lambda render_mode=None: env("Pong", render_mode=None if render_mode == "human" else render_mode))
+
+
+def rollout(p, seed, steps, action_seed):
+    """Play `steps` steps with random actions, resetting at each game end; return everything seen."""
+    rng = np.random.default_rng(action_seed)
+    seen = [p.reset(seed=seed)]
+    for _ in range(steps):
+        if not p.agents:
+            seen.append(p.reset())
+        seen.append(p.step({a: int(rng.integers(0, 3)) for a in p.agents}))
+    return seen
+
+
+def test_same_seed_same_games_over_many_steps_and_resets():
+    """parallel_seed_test stops after one step, so: 3000 steps across several games and resets."""
+    a = rollout(parallel_env("Pong", points=2), 7, 3000, 0)
+    b = rollout(parallel_env("Pong", points=2), 7, 3000, 0)
+    assert sum(1 for s in a if len(s) == 2) > 3  # several games started
+    assert data_equivalence(a, b)
+    assert not data_equivalence(a, rollout(parallel_env("Pong", points=2), 8, 3000, 0))
+
+
+def test_game_end_removes_every_agent_with_episode_info():
+    p = parallel_env("Pong", points=1, max_cycles=5000)
+    p.reset(seed=3)
+    rng = np.random.default_rng(0)
+    while p.agents:
+        obs, rew, term, trunc, info = p.step({a: int(rng.integers(0, 3)) for a in p.agents})
+    assert set(term) == {"left", "right"} and all(term.values()) and not any(trunc.values())
+    assert sorted(rew.values()) == [-1.0, 1.0]
+    winner = max(rew, key=rew.get)
+    assert info[winner]["episode_return"] == 1.0 and info[winner][f"{winner}_score"] == 1.0
+    assert info["left"]["episode_length"] == info["right"]["episode_length"] > 0
+    with pytest.raises(Exception, match="call reset"):
+        p.step({"left": 0, "right": 0})
+
+
+def test_registered_with_pettingzoo():
+    p = pettingzoo.make("parallel", "fastvec/pong-v0", max_cycles=7, points=5)
+    assert p.max_cycles == 7 and p.possible_agents == ["left", "right"]
+    a = pettingzoo.make("aec", "fastvec/pong_v0")
+    a.reset(seed=0)
+    assert a.agent_selection == "left"
+    for game in GAMES:
+        assert pettingzoo.make("parallel", f"fastvec/{game}-v0").metadata["name"] == f"fastvec_{game}_v0"
+
+
+# ------------------------------------------------------------------ the vector env vs SuperSuit
+def test_vector_env_matches_supersuit_concat_of_our_parallel_env():
+    """Same seeds, same actions: obs, rewards, flags and terminal observations row by row, over
+    game ends (points=4) and truncations (max_cycles=300), with SuperSuit as the oracle."""
+    ss = pytest.importorskip("supersuit")
+    games, steps = 6, 1500
+    theirs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(parallel_env("Pong", points=4, max_cycles=300)),
+                                   games, num_cpus=0, base_class="gymnasium")
+    ours = vector_env("Pong", games, points=4, max_cycles=300)
+    assert ours.num_envs == theirs.num_envs == 2 * games
+    assert ours.single_observation_space == theirs.observation_space
+    o1, _ = ours.reset(seed=42)
+    o2, _ = theirs.reset(seed=42)
+    np.testing.assert_array_equal(o1, o2)
+    rng = np.random.default_rng(0)
+    terminated = truncated = 0
+    for _ in range(steps):
+        actions = rng.integers(0, 3, ours.num_envs)
+        o1, r1, te1, tr1, info1 = ours.step(actions)
+        o2, r2, te2, tr2, info2 = theirs.step(actions)
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(te1, te2.astype(bool))
+        np.testing.assert_array_equal(tr1, tr2.astype(bool))
+        for row in range(ours.num_envs):
+            if "terminal_observation" in info2[row]:
+                assert info1["_terminal_observation"][row]
+                np.testing.assert_array_equal(info1["terminal_observation"][row], info2[row]["terminal_observation"])
+                assert info1["final_info"]["episode_return"][row] == info2[row]["episode_return"]
+            else:
+                assert not info1 or not info1["_terminal_observation"][row]
+        terminated += int(te1.sum())
+        truncated += int(tr1.sum())
+    assert terminated >= 4 and truncated >= 4
+
+
+def test_vector_layout_seeding_and_num_games_independence():
+    a = vector_env("Pong", 3)
+    b = vector_env("Pong", 8)
+    oa, _ = a.reset(seed=5)
+    ob, _ = b.reset(seed=5)
+    np.testing.assert_array_equal(oa, ob[:6])  # game g depends on seed + g only
+    for _ in range(50):
+        act = np.random.default_rng(1).integers(0, 3, 16)
+        oa = a.step(act[:6])[0]
+        ob = b.step(act)[0]
+    np.testing.assert_array_equal(oa, ob[:6])
+    # Seat layout: both rows of a game see the same ball, mirrored in x (egocentric).
+    np.testing.assert_array_equal(ob[0::2, 2], -ob[1::2, 2])
+    np.testing.assert_array_equal(ob[0::2, 0], ob[1::2, 1])
+
+
+def test_seat_hooks_feed_each_seat_from_its_own_policy():
+    envs = vector_env("Pong", 5)
+    assert envs.possible_agents == ["left", "right"]
+    np.testing.assert_array_equal(envs.agent_rows("left"), [0, 2, 4, 6, 8])
+    np.testing.assert_array_equal(envs.agent_rows("right"), [1, 3, 5, 7, 9])
+    np.testing.assert_array_equal(envs.agent_of_row, [0, 1] * 5)
+    twin = vector_env("Pong", 5)
+    obs, _ = envs.reset(seed=1)
+    twin.reset(seed=1)
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        seats = envs.by_agent(obs)
+        left = (seats["left"][:, 3] > seats["left"][:, 0]).astype(np.int64) + 1  # policy A: a tracker
+        right = rng.integers(0, 3, 5)  # policy B: random
+        flat = np.empty(10, np.int64)
+        flat[envs.agent_rows("left")], flat[envs.agent_rows("right")] = left, right
+        out = envs.step({"left": left, "right": right})
+        np.testing.assert_array_equal(out[0], twin.step(flat)[0])
+        obs = out[0]
+
+
+def test_terminal_observation_as_supersuit_list_infos():
+    envs = DictInfoToList(vector_env("Pong", 2, points=1))
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(5000):
+        obs, rew, term, trunc, infos = envs.step(rng.integers(0, 3, 4))
+        if term.any():
+            break
+    assert isinstance(infos, list) and len(infos) == 4
+    for row in np.flatnonzero(term):
+        assert infos[row]["terminal_observation"].shape == (8,)
+        assert infos[row]["final_info"]["episode_return"] == rew[row]
+
+
+def test_vector_env_render_frames_per_row():
+    envs = vector_env("Pong", 3, render_mode="rgb_array")
+    envs.reset(seed=0)
+    frames = envs.render()
+    assert len(frames) == 6 and frames[4].shape == (240, 320, 3)
+    np.testing.assert_array_equal(frames[4], frames[5])  # two seats, one game
+
+
+# ------------------------------------------------------------------ bad input
+def test_parallel_env_refuses_bad_actions():
+    p = parallel_env("Pong")
+    p.reset(seed=0)
+    with pytest.raises(KeyError, match="unknown agent.*'middle'.*live agents are \\['left', 'right'\\]"):
+        p.step({"left": 0, "right": 0, "middle": 1})
+    with pytest.raises(ValueError, match="no action for agent.*'right'"):
+        p.step({"left": 0})
+    with pytest.raises(ValueError, match="action 3 out of range for Discrete\\(3\\) for agent 'right'"):
+        p.step({"left": 0, "right": 3})
+    with pytest.raises(ValueError, match="action -1 out of range"):
+        p.step({"left": np.int32(-1), "right": 0})
+    with pytest.raises(TypeError, match="action 1.5 for agent 'left' must be an int"):
+        p.step({"left": 1.5, "right": 0})
+    with pytest.raises(KeyError, match="unknown agent 'middle'"):
+        p.observation_space("middle")
+    p.step({"left": np.int64(1), "right": np.array(2)})  # numpy ints and 0-d arrays are fine
+
+
+def test_vector_env_refuses_bad_actions():
+    envs = vector_env("Pong", 4)
+    envs.reset(seed=0)
+    bad = np.zeros(8, np.int64)
+    bad[5] = 7
+    with pytest.raises(ValueError, match="action 7 out of range for Discrete\\(3\\) at index 5 \\(row 5: game 2, agent 'right'\\)"):
+        envs.step(bad)
+    with pytest.raises(ValueError, match="shape \\(8,\\)"):
+        envs.step(np.zeros(4, np.int64))
+    with pytest.raises(TypeError, match="integers"):
+        envs.step(np.zeros(8))
+    with pytest.raises(KeyError, match="unknown agent.*'middle'"):
+        envs.step({"left": np.zeros(4, int), "right": np.zeros(4, int), "middle": np.zeros(4, int)})
+    with pytest.raises(ValueError, match="no actions for agent.*'right'"):
+        envs.step({"left": np.zeros(4, int)})
+    with pytest.raises(ValueError, match="actions\\['right'\\] must have shape \\(4,\\)"):
+        envs.step({"left": np.zeros(4, int), "right": np.zeros(8, int)})
+    with pytest.raises(ValueError, match="out of range"):
+        envs.step({"left": np.zeros(4, int), "right": np.full(4, 3)})
+
+
+def test_bad_keywords():
+    with pytest.raises(KeyError, match="unknown fastvec env 'tennis'"):
+        parallel_env("Tennis")
+    with pytest.raises(TypeError, match="unknown keyword.*'speed'.*points"):
+        parallel_env("Pong", speed=3)
+    with pytest.raises(ValueError, match="render_mode='human' is not supported"):
+        parallel_env("Pong", render_mode="human")
+    with pytest.raises(ValueError, match="max_cycles must be a positive int"):
+        vector_env("Pong", 2, max_cycles=0)
+    with pytest.raises(ValueError, match="num_games must be a positive int"):
+        vector_env("Pong", 0)
+    with pytest.raises(ValueError, match="opponent='human' is not supported"):
+        vector_env("Pong", 2, opponent="human")
+    with pytest.raises(ValueError, match="device='tpu' is not supported"):
+        vector_env("Pong", 2, device="tpu")
