@@ -102,7 +102,7 @@ def test_rewards_come_only_from_bricks_and_sum_to_the_score():
     running = np.zeros(n)
     respawns = np.zeros(n, int)
     fresh = np.zeros(n, bool)  # NEXT_STEP: the step after an episode's end is a reset
-    brick_rewards = top_row_hits = 0
+    brick_rewards = top_row_hits = half_paddles = 0
     for _ in range(steps):
         prev = obs
         obs, rew, term, trunc, info = envs.step(tracking_actions(prev, rng))
@@ -124,10 +124,12 @@ def test_rewards_come_only_from_bricks_and_sum_to_the_score():
         # The step a ball left the paddle (vy turned negative near the paddle): angle <= 45 deg.
         bounced = (prev[:, 5] > 0) & (obs[:, 5] < 0) & (obs[:, 3] * HEIGHT > 200) & ~fresh
         assert np.all(np.abs(obs[bounced, 4]) <= np.abs(obs[bounced, 5]) * (1 + 1e-5))
+        assert np.all(np.isin(obs[:, 9], [0.5, 1.0]))  # the top wall halves the paddle once
+        half_paddles += int((obs[:, 9] == 0.5).sum())
         brick_rewards += int((rew > 0).sum())
         top_row_hits += int(newly[:, : 3 * COLS].sum())
         fresh = term | trunc
-    assert brick_rewards > 1000 and top_row_hits > 100  # the policy really played
+    assert brick_rewards > 1000 and top_row_hits > 100 and half_paddles > 1000  # the policy really played
     assert np.any(running > 432), "no env cleared a wall; the test did not exercise the respawn"
 
 
