@@ -48,6 +48,7 @@ ENVS: dict[str, NativeEnvInfo] = {
         10_000,
         {"frameskip": Param(4, 1, 8, "physics ticks (1/60 s) per agent step")},
         render_fps=15,
+        obs_high=(1.0,) * 118,  # every entry is normalised into [-1, 1]
     ),
     # Two players; the Gymnasium face (PongEnv) sets pong_bot=1 so the right paddle is the bot.
     "pong": NativeEnvInfo(
