@@ -3,6 +3,14 @@ the same run, Gymnasium's own CartPole-v1 (native vector env and SyncVectorEnv).
 writes benchmarks/results/env_steps_cpu.json.
 
     python benchmarks/env_steps.py [--seconds 1.0] [--num-envs 64 512 4096 16384]
+
+With --gpu (on a CUDA machine with PyCUDA): fastvec on the GPU through `step()` with device arrays
+(actions pre-drawn on the device, nothing returns to the host) and through the fused
+`rollout("random", T)`, beside gymnax's CartPole-v1 and MinAtar Breakout under jax.jit +
+lax.scan (vmapped over envs, random actions, T steps per call), in one run; writes
+benchmarks/results/env_steps_gpu.json.
+
+    python benchmarks/env_steps.py --gpu [--gpu-num-envs 65536 1048576 16777216] [--rollout-steps 100]
 """
 
 from __future__ import annotations
@@ -39,13 +47,157 @@ def steps_per_second(envs, seconds: float, pool: int = 64) -> float:
     return steps * n / (time.perf_counter() - start)
 
 
+def gpu_step_rate(envs, seconds: float, pool: int = 8) -> float:
+    """Env steps per second of envs.step(device actions) on a GPU env made with array_type="device".
+    The GPU runs asynchronously, so the clock starts and stops at a synchronisation."""
+    b = envs.unwrapped.batch
+    envs.reset(seed=0)
+    actions = []
+    for t in range(pool):  # pre-drawn random actions, on the device
+        b.random_actions(t)
+        actions.append(b.dev.actions.copy())
+    for a in actions[:4]:
+        envs.step(a)  # warm-up
+    envs.synchronize()
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for a in actions:
+            envs.step(a)
+        steps += pool
+    envs.synchronize()
+    return steps * envs.num_envs / (time.perf_counter() - start)
+
+
+def gpu_rollout_rate(envs, seconds: float, steps: int) -> float:
+    """Env steps per second of the fused envs.rollout("random", steps) (envs already reset)."""
+    envs.rollout("random", steps)
+    envs.synchronize()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or calls < 2:
+        envs.rollout("random", steps)
+        calls += 1
+        if calls % 4 == 0:
+            envs.synchronize()
+    envs.synchronize()
+    return calls * steps * envs.num_envs / (time.perf_counter() - start)
+
+
+def _flax_struct_shim() -> None:
+    """gymnax needs only flax.struct.dataclass; where flax is not installed, provide that alone."""
+    try:
+        import flax.struct  # noqa: F401
+        return
+    except ImportError:
+        pass
+    import dataclasses
+    import sys
+    import types
+
+    import jax
+
+    def dataclass(cls=None, **kwargs):
+        def wrap(c):
+            c = dataclasses.dataclass(frozen=True)(c)
+            names = [f.name for f in dataclasses.fields(c)]
+            c.replace = lambda self, **updates: dataclasses.replace(self, **updates)
+            jax.tree_util.register_pytree_node(c, lambda x: ([getattr(x, k) for k in names], None),
+                                               lambda _, children: c(*children))
+            return c
+        return wrap if cls is None else wrap(cls)
+
+    flax = types.ModuleType("flax")
+    flax.struct = types.ModuleType("flax.struct")
+    flax.struct.dataclass = dataclass
+    sys.modules["flax"], sys.modules["flax.struct"] = flax, flax.struct
+
+
+def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float:
+    """Env steps per second of a gymnax env: vmap over envs, lax.scan over steps, under jax.jit."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    _flax_struct_shim()
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+
+    env, params = gymnax.make(env_id)
+    n_actions = env.action_space(params).n
+
+    @jax.jit
+    def run(key, state):
+        def body(carry, _):
+            state, key = carry
+            key, k_act, k_step = jax.random.split(key, 3)
+            actions = jax.random.randint(k_act, (num_envs,), 0, n_actions)
+            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state, actions, params)
+            return (out[1], key), out[2].sum()
+        (state, key), rewards = jax.lax.scan(body, (state, key), None, length=steps)
+        return state, key, rewards
+
+    key = jax.random.PRNGKey(0)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+    state, key, r = run(key, state)  # compile
+    jax.block_until_ready(r)
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or calls < 2:
+        state, key, r = run(key, state)
+        calls += 1
+    jax.block_until_ready(r)
+    return calls * steps * num_envs / (time.perf_counter() - start)
+
+
+def gpu_main(args) -> None:
+    import pycuda.driver as drv
+
+    rows = []
+    for n in args.gpu_num_envs:
+        row = {"num_envs": n}
+        for game in ["CartPole", "Breakout"]:
+            if game == "Breakout" and n > args.breakout_max_envs:
+                continue
+            envs = gym.make_vec(f"fastvec/{game}", n, device="cuda", array_type="device")
+            row[f"fastvec {game} step()"] = gpu_step_rate(envs, args.seconds)
+            row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
+            envs.close()
+            del envs
+        for game, gymnax_id in [("CartPole", "CartPole-v1"), ("Breakout", "Breakout-MinAtar")]:
+            if n <= args.gymnax_max_envs:
+                try:
+                    row[f"gymnax {game} scan({args.rollout_steps})"] = gymnax_rate(gymnax_id, n, args.rollout_steps, args.seconds)
+                except Exception as err:  # report and go on: the fastvec columns matter most
+                    print(f"gymnax {gymnax_id} at {n} envs failed: {type(err).__name__}: {err}")
+        rows.append(row)
+        print(row, flush=True)
+    row = {"num_envs": 4096}
+    row["gymnasium CartPole vector (CPU)"] = steps_per_second(
+        gym.make_vec("CartPole-v1", 4096, vectorization_mode="vector_entry_point"), args.seconds)
+    rows.append(row)
+
+    columns = list(dict.fromkeys(c for r in rows for c in r if c != "num_envs"))
+    device = drv.Device(0).name()
+    print(f"env steps/s on {device} (+ {os.cpu_count()} CPU cores), {date.today()}; G = 1e9")
+    for c in columns:
+        print(f"{c:>34} | " + " | ".join(
+            f"{r['num_envs']:>9}: {r[c] / 1e9:7.2f} G" for r in rows if c in r))
+    RESULTS.mkdir(exist_ok=True)
+    out = {"date": str(date.today()), "device": device, "cores": os.cpu_count(), "rollout_steps": args.rollout_steps,
+           "rows": rows}
+    (RESULTS / "env_steps_gpu.json").write_text(json.dumps(out, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[64, 512, 4096, 16384])
     parser.add_argument("--no-breakout", dest="breakout", action="store_false", help="CartPole only")
     parser.add_argument("--sync-max-envs", type=int, default=512, help="largest num_envs for SyncVectorEnv (slow)")
+    parser.add_argument("--gpu", action="store_true", help="the GPU table (fastvec on CUDA beside gymnax) instead")
+    parser.add_argument("--gpu-num-envs", type=int, nargs="+", default=[65536, 1 << 20, 1 << 24])
+    parser.add_argument("--rollout-steps", type=int, default=100, help="steps per fused rollout / lax.scan call")
+    parser.add_argument("--breakout-max-envs", type=int, default=1 << 24)
+    parser.add_argument("--gymnax-max-envs", type=int, default=1 << 20)
     args = parser.parse_args()
+    if args.gpu:
+        return gpu_main(args)
 
     rows = []
     for n in args.num_envs:

@@ -18,15 +18,20 @@ from fastvec.native import cpu
 _SEED_LIMIT = 2**63
 
 
-def load_batch_env(env_name: str | None, source, params: dict):
-    """Compile (cached) and load a built-in env by name, or a user env source with -D params."""
+def load_batch_env(env_name: str | None, source, params: dict, device: str = "cpu"):
+    """Compile (cached) and load a built-in env by name, or a user env source with -D params, for
+    the CPU (device="cpu") or a GPU ("cuda", "cuda:N"; PyCUDA, see fastvec/native/cuda.py)."""
     if env_name is not None:
         defines = native.resolve_defines(env_name, params)
         path = native.source_path(env_name)
     else:
         defines = {k.upper(): v for k, v in params.items()}
         path = native.source_path(source)
-    return cpu.load(path, tuple(sorted(defines.items())))
+    if device == "cpu":
+        return cpu.load(path, tuple(sorted(defines.items())))
+    from fastvec.native import cuda
+
+    return cuda.load(path, tuple(sorted(defines.items())), cuda.parse_device(device))
 
 
 def _spaces(env_name: str | None, compiled) -> tuple[gymnasium.spaces.Box, gymnasium.spaces.Discrete]:
@@ -82,24 +87,43 @@ class NativeVectorEnv(VectorEnv):
         max_episode_steps: truncate episodes after this many steps (None: never).
         render_mode: None or "rgb_array"; `render()` then returns a lazy sequence of frames.
         copy: return fresh arrays from reset/step (True, like SyncVectorEnv) or views of the
-            env's buffers that the next call overwrites (False, zero-copy).
+            env's buffers that the next call overwrites (False, zero-copy). Default: True for
+            NumPy arrays, False for device arrays.
+        device: "cpu" (default), "cuda" or "cuda:N": where the envs run (the GPU needs
+            `pip install 'fastvec[cuda]'`).
+        array_type: for a GPU env, "numpy" (default, Gymnasium-compatible: one copy through pinned
+            memory and one synchronisation per step) or "device": reset/step return
+            `fastvec.native.cuda.DeviceArray`s (`__cuda_array_interface__`, `__dlpack__`; wrap
+            them with `fastvec.wrappers.torch` or `jax.numpy.from_dlpack`) without waiting for
+            the GPU, and step() takes actions from any CUDA array (torch, JAX, CuPy) in place.
+        validate: device arrays only. Actions are always range-checked on the GPU; a bad one is
+            reported (ActionError) at the next synchronisation (reset, `synchronize()`) or within
+            64 steps. True: synchronise every step and raise at once (for debugging; slow).
         **params: the env's parameters, e.g. Breakout's `frameskip`; unknown names are errors.
 
     Info keys at episode end (with Gymnasium's `_key` masks): `episode_return`, `episode_length`
     and the env's own statistics (Breakout: `score`). Under SAME_STEP they are in `final_info`.
+    With array_type="device" every step's infos hold these keys as device arrays of the last
+    episode end, valid where the mask (the device array `done`) is True; `final_obs` is (N, O).
     """
 
     env_name: str | None = None
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
-                 max_episode_steps: int | None = None, render_mode: str | None = None, copy: bool = True,
-                 source=None, **params):
+                 max_episode_steps: int | None = None, render_mode: str | None = None, copy: bool | None = None,
+                 source=None, device: str = "cpu", array_type: str = "numpy", validate: bool = False, **params):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         if max_episode_steps is not None and int(max_episode_steps) < 1:
             raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
-        compiled = load_batch_env(self.env_name, source, params)
+        self.device = str(device)
+        if array_type not in ("numpy", "device"):
+            raise ValueError(f"array_type={array_type!r} is not one of 'numpy', 'device'")
+        if array_type == "device" and self.device == "cpu":
+            raise ValueError("array_type='device' needs a GPU env: pass device='cuda'")
+        self.array_type = array_type
+        compiled = load_batch_env(self.env_name, source, params, self.device)
         if compiled.num_agents != 1:
             raise ValueError(
                 f"{compiled.name} has {compiled.num_agents} agents; use fastvec.pettingzoo.vector_env for multi-agent games"
@@ -115,16 +139,25 @@ class NativeVectorEnv(VectorEnv):
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
-        self.copy = copy
+        self.copy = (array_type == "numpy") if copy is None else copy
         self.max_episode_steps = max_episode_steps
         self.params = dict(params)
         self.single_observation_space, self.single_action_space = _spaces(self.env_name, compiled)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.stat_names = compiled.stat_names
-        self.batch = cpu.CpuBatch(compiled, self.num_envs, native.AUTORESET_CODES[self.autoreset_mode.value],
-                                  max_episode_steps)
+        autoreset_code = native.AUTORESET_CODES[self.autoreset_mode.value]
+        if self.device == "cpu":
+            self.batch = cpu.CpuBatch(compiled, self.num_envs, autoreset_code, max_episode_steps)
+        else:
+            from fastvec.native import cuda
+
+            self.batch = cuda.CudaBatch(compiled, self.num_envs, autoreset_code, max_episode_steps,
+                                        numpy=array_type == "numpy", validate=validate)
         self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (N, O) view of the (N, 1, O) buffer
+        if array_type == "device":  # views of the GPU buffers, built once: step() only launches
+            self._device_rewards = self.batch.rewards.reshape(self.num_envs)
+            self._device_infos = self._device_episode_info()
         self._needs_reset = np.zeros(self.num_envs, np.bool_)  # DISABLED: envs done and not yet reset
         self._has_reset = False
 
@@ -173,8 +206,9 @@ class NativeVectorEnv(VectorEnv):
             self.batch.reset(None, reset & ~given)
         if mask is None:
             self._needs_reset[:] = False
-            self.batch.terminated[:] = False
-            self.batch.truncated[:] = False
+            if self.array_type == "numpy":  # (the GPU batch clears its device flags itself)
+                self.batch.terminated[:] = False
+                self.batch.truncated[:] = False
         else:
             self._needs_reset[mask] = False
         self._has_reset = True
@@ -186,6 +220,13 @@ class NativeVectorEnv(VectorEnv):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")
+        if self.array_type == "device":  # GPU-resident: one launch, no wait, views of the env's buffers
+            b = self.batch
+            b.step(actions)  # any integer array, host or device; checked on the GPU
+            if self.copy:
+                return (self._obs.copy(), self._device_rewards.copy(), b.terminated.copy(), b.truncated.copy(),
+                        dict(self._device_infos))
+            return self._obs, self._device_rewards, b.terminated, b.truncated, dict(self._device_infos)
         actions = self._check_actions(actions)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()
@@ -231,6 +272,38 @@ class NativeVectorEnv(VectorEnv):
             info["_" + name] = done.copy()
         return info
 
+    def _device_episode_info(self) -> dict[str, Any]:
+        b, n = self.batch, self.num_envs
+        info = {"episode_return": b.episode_return.reshape(n), "_episode_return": b.done,
+                "episode_length": b.episode_length, "_episode_length": b.done}
+        for k, name in enumerate(self.stat_names):
+            info[name], info["_" + name] = b.episode_stats.column(k), b.done
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            return {"final_obs": b.final_obs.reshape(n, -1), "_final_obs": b.done, "final_info": info, "_final_info": b.done}
+        return info
+
+    # ------------------------------------------------------------------ GPU only
+    def rollout(self, policy="random", steps: int = 1, *, graph: bool = True) -> None:
+        """Run `steps` steps on the GPU without returning to Python in between; afterwards the
+        env's buffers hold the last step, as after step() (NumPy mode copies them back once).
+
+        policy="random": one fused kernel launch, uniform actions from a per-env stream.
+        policy=callable: `policy(t, batch)` must enqueue on `batch.stream` the work that writes
+        `batch.dev.actions` (N, 1) int64 from `batch.dev.obs`; with graph=True the loop is captured
+        once as a CUDA graph and replayed with one launch. See `CudaBatch.rollout`."""
+        self._check_open()
+        if self.device == "cpu":
+            raise NotImplementedError("rollout() runs fused on the GPU: make the env with device='cuda'")
+        if not self._has_reset:
+            raise ResetNeeded("call reset() before rollout()")
+        self.batch.rollout(policy, steps, graph=graph)
+
+    def synchronize(self) -> None:
+        """GPU envs: wait for the enqueued steps and raise ActionError if one had a bad action."""
+        self._check_open()
+        if self.device != "cpu":
+            self.batch.synchronize()
+
     # ------------------------------------------------------------------ the rest
     def render(self) -> FrameSequence | None:
         """A lazy sequence of num_envs (H, W, 3) uint8 frames when render_mode is "rgb_array"."""
@@ -265,6 +338,8 @@ class NativeVectorEnv(VectorEnv):
             raise ClosedEnvironmentError(f"{type(self).__name__} is closed; make a new one with gymnasium.make_vec")
 
     def close_extras(self, **kwargs) -> None:
+        if self.batch is not None and self.device != "cpu":
+            self.batch.close()
         self.batch = None
 
 

@@ -1,0 +1,702 @@
+"""The GPU backend: compiles an env source with PyCUDA (nvcc, cached on disk), runs it in the
+device's primary context (memory shared with PyTorch, JAX and CuPy), steps a batch with one kernel
+launch and no host synchronisation, and hands out zero-copy device arrays."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import re
+import shutil
+import sys
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from fastvec.native import NATIVE_DIR, check_define_names, graphs
+from fastvec.native.cpu import ActionError, CompileError, cache_dir, driver_source
+
+THREADS_PER_BLOCK = 256
+NVCC_FLAGS = ["-O3", "--fmad=false"]  # no FMA contraction: the CPU build (x86-64, no -march) has none
+ERROR_POLL_STEPS = 64  # device mode looks (without waiting) for bad actions every this many steps
+NO_ERROR = 0xFFFF_FFFF_FFFF_FFFF
+INSTALL_HINT = "pip install 'fastvec[cuda]'"
+
+
+class CudaUnavailableError(RuntimeError):
+    """A GPU env was requested where PyCUDA, nvcc or a CUDA GPU is missing."""
+
+
+def parse_device(device) -> int:
+    """The CUDA ordinal of "cuda", "cuda:N" (or a torch.device); errors name the accepted forms."""
+    text = str(device)
+    match = re.fullmatch(r"cuda(?::(\d+))?", text)
+    if match is None:
+        raise ValueError(f"device={device!r} is not one of 'cpu', 'cuda', 'cuda:N'")
+    return int(match.group(1) or 0)
+
+
+def _driver():
+    """pycuda.driver, initialised, or an error that says how to get it."""
+    try:
+        import pycuda.driver as drv
+    except ImportError as err:
+        raise CudaUnavailableError(
+            f"device='cuda' needs PyCUDA, which is not importable ({err}); install it with `{INSTALL_HINT}`"
+        ) from None
+    try:
+        drv.init()
+    except drv.Error as err:
+        raise CudaUnavailableError(f"device='cuda' requested but the CUDA driver has no usable GPU ({err})") from None
+    return drv
+
+
+_contexts: dict[int, object] = {}
+
+
+def primary_context(index: int):
+    """Retain device `index`'s primary context (the one PyTorch/JAX/CuPy use) and make it current."""
+    if index in _contexts:
+        return _contexts[index]
+    drv = _driver()
+    count = drv.Device.count()
+    if count == 0:
+        raise CudaUnavailableError("device='cuda' requested but no CUDA GPU is visible")
+    if index >= count:
+        raise CudaUnavailableError(f"device='cuda:{index}' requested but only {count} CUDA GPU(s) are visible")
+    context = drv.Device(index).retain_primary_context()
+    context.push()
+    _contexts[index] = context
+    return context
+
+
+@atexit.register
+def _pop_contexts() -> None:
+    for context in _contexts.values():
+        try:
+            context.pop()
+        except Exception:  # already popped by someone else, or the driver is shutting down
+            pass
+    _contexts.clear()
+
+
+def _find_nvcc() -> str:
+    for candidate in [os.environ.get("NVCC"), shutil.which("nvcc"),
+                      os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")]:
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    raise CudaUnavailableError(
+        "nvcc not found (tried $NVCC, PATH, $CUDA_HOME/bin): the GPU backend compiles envs with the CUDA "
+        "toolkit's nvcc; install the toolkit or set NVCC"
+    )
+
+
+def _read_global(module, name: str, dtype, count: int = 1) -> np.ndarray:
+    drv = sys.modules["pycuda.driver"]
+    ptr, size = module.get_global(name)
+    out = np.zeros(size // np.dtype(dtype).itemsize if count is None else count, dtype)
+    drv.memcpy_dtoh(out, ptr)
+    return out
+
+
+class CudaCompiledEnv:
+    """An env compiled for one GPU (module, kernels) and the sizes it declares, with the same
+    attribute names as cpu.CompiledEnv."""
+
+    def __init__(self, env_path: Path, defines: dict, device_index: int):
+        drv = _driver()
+        from pycuda.compiler import SourceModule
+
+        self.context = primary_context(device_index)
+        self.device_index = device_index
+        self.env_path, self.defines = env_path, dict(defines)
+        self.name = env_path.stem
+        major, minor = drv.Device(device_index).compute_capability()
+        source = driver_source(env_path) + '#include "batch_gpu.h"\n'
+        options = NVCC_FLAGS + [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
+        kernel_cache = cache_dir() / "cuda"
+        kernel_cache.mkdir(exist_ok=True)
+        try:
+            self.module = SourceModule(source, nvcc=_find_nvcc(), options=options, no_extern_c=True,
+                                       arch=f"sm_{major}{minor}", include_dirs=[str(NATIVE_DIR), str(env_path.parent)],
+                                       cache_dir=str(kernel_cache))
+        except drv.CompileError as err:
+            raise CompileError(f"compiling {env_path.name} for the GPU failed:\n{err}") from None
+        ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
+                ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes"]}
+        self.obs_size, self.num_actions = ints["obs_size"], ints["num_actions"]
+        self.num_agents, self.slot_size = ints["num_agents"], ints["slot_size"]
+        self.obs_dtype = np.dtype(np.float32) if ints["obs_bytes"] == 4 else np.dtype(np.uint8)
+        names = _read_global(self.module, "fv_stat_names", np.uint8, None).tobytes().split(b"\0")[0].decode()
+        self.stat_names = [s.strip() for s in names.split(",") if s.strip()]
+        if len(self.stat_names) != ints["num_stats"]:
+            raise ValueError(f"{self.name}: STAT_NAMES lists {len(self.stat_names)} names but NUM_STATS is {ints['num_stats']}")
+        # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
+        self.reset_kernel = self.module.get_function("fv_reset_kernel").prepare("iPPPP")
+        self.step_kernel = self.module.get_function("fv_step_any_kernel").prepare("iPPqqii" + "P" * 9 + "iiP")
+        self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
+        self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
+
+    @property
+    def cpu(self):
+        """The same env built for the CPU (for render(), which draws on the host)."""
+        from fastvec.native import cpu
+
+        compiled = cpu.load(self.env_path, tuple(sorted(self.defines.items())))
+        if compiled.slot_size != self.slot_size:
+            raise RuntimeError(f"{self.name}: slot layout differs between nvcc ({self.slot_size} B) and the C compiler "
+                               f"({compiled.slot_size} B); render() needs them equal")
+        return compiled
+
+    @property
+    def render_shape(self):
+        return self.cpu.render_shape
+
+
+@lru_cache(maxsize=None)
+def load(env_path: Path, defines: tuple, device_index: int = 0) -> CudaCompiledEnv:
+    """Compile (or fetch from PyCUDA's disk cache) and load an env on a GPU; memoized per process."""
+    return CudaCompiledEnv(env_path, dict(defines), device_index)
+
+
+# ---------------------------------------------------------------------- device arrays
+_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # DLDataTypeCode: kDLInt, kDLUInt, kDLFloat, kDLBool
+_DL_CUDA = 2  # DLDeviceType kDLCUDA
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DLDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DLDeleter)]
+
+_capi = ctypes.pythonapi
+_capi.PyCapsule_New.restype = ctypes.py_object
+_capi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capi.PyCapsule_IsValid.restype = ctypes.c_int
+_capi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_capi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# The destructor gets a capsule whose refcount is already 0: it must not become a Python object
+# again, so these two take it as a bare pointer.
+_capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _capi))
+_capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _capi))
+_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_DLTENSOR = b"dltensor"
+_exported: dict[int, tuple] = {}  # address of a DLManagedTensor -> what it keeps alive
+
+
+@_DLDeleter
+def _dl_deleter(managed) -> None:
+    _exported.pop(ctypes.addressof(managed.contents), None)
+
+
+@_CapsuleDestructor
+def _capsule_destructor(capsule_ptr) -> None:
+    # A consumer renames the capsule ("used_dltensor") and calls the deleter itself; an unconsumed
+    # capsule still named "dltensor" is ours to release.
+    if _capsule_is_valid_raw(capsule_ptr, _DLTENSOR):
+        _exported.pop(_capsule_pointer_raw(capsule_ptr, _DLTENSOR), None)
+
+
+class DeviceArray:
+    """A view of GPU memory that fastvec owns, exchanged without copies: it exposes
+    `__cuda_array_interface__` (v3, with our stream) for CuPy/Numba/PyTorch (`torch.as_tensor(a,
+    device="cuda")`) and `__dlpack__`/`__dlpack_device__` for JAX (`jax.numpy.from_dlpack(a)`) and
+    `torch.from_dlpack`. `np.asarray(a)` or `a.get()` copy to the host (and wait for the GPU).
+
+    The buffers of an env are reused: a view shows the values of the latest step."""
+
+    def __init__(self, ptr: int, shape: tuple, dtype, owner, stream: int, device_index: int,
+                 strides: tuple | None = None):
+        self.ptr, self.shape, self.dtype = int(ptr), tuple(int(s) for s in shape), np.dtype(dtype)
+        self.owner, self.stream, self.device_index = owner, int(stream), device_index
+        self.strides = strides  # in bytes; None: C-contiguous
+        self._cai = None
+
+    # sizes
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self.device_index}"
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device!r})"
+
+    # views and copies
+    def reshape(self, *shape) -> DeviceArray:
+        """A view with another shape (-1 allowed) of a C-contiguous array."""
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        self._need_contiguous("reshape")
+        return DeviceArray(self.ptr, _infer_shape(self.size, shape), self.dtype, self.owner, self.stream, self.device_index)
+
+    def column(self, k: int) -> DeviceArray:
+        """Column k of a C-contiguous 2-D array, as a strided view."""
+        self._need_contiguous("column")
+        return DeviceArray(self.ptr + k * self.dtype.itemsize, self.shape[:1], self.dtype, self.owner, self.stream,
+                           self.device_index, (self.shape[1] * self.dtype.itemsize,))
+
+    def _need_contiguous(self, what: str) -> None:
+        if self.strides is not None:
+            raise ValueError(f"{what}() needs a C-contiguous DeviceArray; this one has strides {self.strides}")
+
+    def copy(self) -> DeviceArray:
+        """A new device array with the same values (a device-to-device copy on our stream)."""
+        drv = sys.modules["pycuda.driver"]
+        self._need_contiguous("copy")
+        alloc = drv.mem_alloc(max(self.nbytes, 1))
+        drv.memcpy_dtod_async(alloc, self.ptr, self.nbytes, _STREAMS[self.stream])
+        return DeviceArray(int(alloc), self.shape, self.dtype, alloc, self.stream, self.device_index)
+
+    def get(self) -> np.ndarray:
+        """A host (NumPy) copy; waits for the work that writes this array."""
+        drv = sys.modules["pycuda.driver"]
+        if self.size == 0:
+            return np.empty(self.shape, self.dtype)
+        _STREAMS[self.stream].synchronize()
+        if self.strides is None:
+            out = np.empty(self.shape, self.dtype)
+            drv.memcpy_dtoh(out, self.ptr)
+            return out
+        span = sum((n - 1) * st for n, st in zip(self.shape, self.strides)) + self.dtype.itemsize
+        raw = np.empty(span, np.uint8)
+        drv.memcpy_dtoh(raw, self.ptr)
+        return np.ndarray(self.shape, self.dtype, raw, 0, self.strides).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.get()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __iter__(self):
+        # Lets Gymnasium's ArrayConversion treat this as an array (it asks for abc.Iterable).
+        return iter(self.get())
+
+    def __array_namespace__(self, api_version=None):
+        # Present so that array_api_compat.is_array_api_obj() accepts this array; conversions go
+        # through __dlpack__. The namespace named is NumPy's, used only by host-copy fallbacks.
+        return np
+
+    # interchange protocols
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self._cai is None:
+            self._cai = {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
+                         "version": 3, "strides": self.strides, "stream": self.stream or 1}
+        return self._cai
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_DL_CUDA, self.device_index)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array. `stream` is the consumer's: it is made to wait for the
+        work that writes this array (None/1 legacy default stream: ordered already, since ours is
+        a blocking stream; -1: no ordering)."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"this array lives on {self.device}; it cannot be exported to device {dl_device}")
+        if copy:
+            return self.copy().__dlpack__(stream=stream)
+        if stream is not None and stream not in (1, -1) and stream != self.stream:
+            _stream_event().make_wait(waiter=stream, producer=self.stream)
+        kind = self.dtype.kind
+        if kind not in _DLPACK_CODES:
+            raise BufferError(f"dtype {self.dtype} has no DLPack code")
+        managed = _DLManagedTensor()
+        shape = (ctypes.c_int64 * max(self.ndim, 1))(*self.shape)
+        strides = None if self.strides is None else \
+            (ctypes.c_int64 * self.ndim)(*(st // self.dtype.itemsize for st in self.strides))
+        t = managed.dl_tensor
+        t.data = self.ptr
+        t.device = _DLDevice(_DL_CUDA, self.device_index)
+        t.ndim = self.ndim
+        t.dtype = _DLDataType(_DLPACK_CODES[kind], self.dtype.itemsize * 8, 1)
+        t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+        t.strides = None if strides is None else ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))  # None: C order
+        t.byte_offset = 0
+        managed.deleter = _dl_deleter
+        address = ctypes.addressof(managed)
+        _exported[address] = (managed, shape, strides, self.owner)
+        return _capi.PyCapsule_New(address, _DLTENSOR, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+
+def _infer_shape(size: int, shape: tuple) -> tuple:
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if -1 in shape:
+        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        shape[shape.index(-1)] = size // known if known else 0
+    if int(np.prod(shape, dtype=np.int64)) != size:
+        raise ValueError(f"cannot reshape an array of size {size} into shape {tuple(shape)}")
+    return tuple(shape)
+
+
+_STREAMS: dict[int, object] = {}  # stream handle -> pycuda Stream, for DeviceArray copies
+
+
+@lru_cache(maxsize=None)
+def _stream_event() -> graphs.Event:
+    return graphs.Event()
+
+
+# ---------------------------------------------------------------------- actions in
+_TORCH_INT_TYPES: dict = {}
+
+
+def _torch_int_types() -> dict:
+    if not _TORCH_INT_TYPES:
+        torch = sys.modules["torch"]
+        _TORCH_INT_TYPES.update({torch.int64: (8, 1), torch.int32: (4, 1), torch.int16: (2, 1), torch.int8: (1, 1),
+                                 torch.uint8: (1, 0)})
+        for name, size in [("uint16", 2), ("uint32", 4), ("uint64", 8)]:
+            if hasattr(torch, name):
+                _TORCH_INT_TYPES[getattr(torch, name)] = (size, 0)
+    return _TORCH_INT_TYPES
+
+
+def _dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, object]:
+    """(pointer, shape, byte strides or None, dtype, keep-alive) of a DLPack-only CUDA array."""
+    try:
+        capsule = obj.__dlpack__(stream=stream or 1)
+    except TypeError:
+        capsule = obj.__dlpack__()
+    address = _capi.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    t = _DLManagedTensor.from_address(address).dl_tensor
+    if t.device.device_type != _DL_CUDA:
+        raise TypeError(f"{type(obj).__name__} is not on a CUDA device (DLPack device type {t.device.device_type})")
+    codes = {0: "i", 1: "u", 2: "f", 6: "b"}
+    dtype = np.dtype(f"{codes.get(t.dtype.code, 'V')}{t.dtype.bits // 8}")
+    shape = tuple(t.shape[k] for k in range(t.ndim))
+    strides = None if not t.strides else tuple(t.strides[k] * dtype.itemsize for k in range(t.ndim))
+    return t.data + t.byte_offset, shape, strides, dtype, capsule
+
+
+# ---------------------------------------------------------------------- the batch
+class CudaBatch:
+    """num_envs copies of one env on a GPU, stepped by one kernel launch per step(). Buffers have
+    cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
+    (N, A), terminated / truncated (N,), final_obs, episode_return (N, A), episode_length (N,),
+    episode_stats (N, S), plus done (N,) (terminated | truncated) and actions (N, A) int64 (staging
+    for host actions; policies of `rollout` write it).
+
+    numpy=False: those names are DeviceArrays, step() returns at once (no host synchronisation),
+    and a bad device action is reported at a later synchronisation (reset, synchronize(),
+    rollout in NumPy mode) or by a poll every ERROR_POLL_STEPS steps, or at once with validate=True.
+    numpy=True: those names are pinned host (NumPy) mirrors refreshed by one copy and one
+    synchronisation per step. The device arrays are always in `batch.dev`.
+    """
+
+    def __init__(self, env: CudaCompiledEnv, num_envs: int, autoreset_code: int, max_episode_steps: int | None,
+                 *, numpy: bool = True, validate: bool = False):
+        drv = _driver()
+        primary_context(env.device_index)
+        n, a, o, s = num_envs, env.num_agents, env.obs_size, len(env.stat_names)
+        self.env, self.num_envs, self.numpy, self.validate = env, n, numpy, validate
+        self.device = f"cuda:{env.device_index}"
+        self.autoreset_code = autoreset_code
+        self.max_episode_steps = int(max_episode_steps or 0)
+        self.stream = drv.Stream()  # a blocking stream: ordered with the legacy default stream (torch's default)
+        self.stream_handle = int(self.stream.handle)
+        _STREAMS[self.stream_handle] = self.stream
+        self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
+
+        # One arena for everything the host may read back, so NumPy mode copies it in one go;
+        # final_obs goes last so that modes other than SAME_STEP leave it out of the copy.
+        fields = [("obs", (n, a, o), env.obs_dtype), ("rewards", (n, a), np.float32), ("terminated", (n,), np.bool_),
+                  ("truncated", (n,), np.bool_), ("done", (n,), np.bool_), ("episode_return", (n, a), np.float32),
+                  ("episode_length", (n,), np.int32), ("episode_stats", (n, s), np.float32),
+                  ("error", (1,), np.uint64), ("final_obs", (n, a, o), env.obs_dtype)]
+        offsets, size = {}, 0
+        for name, shape, dtype in fields:
+            offsets[name] = size
+            size += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // 256) * 256
+        self._arena = drv.mem_alloc(size)
+        self._slots = drv.mem_alloc(max(n * env.slot_size, 1))
+        self._actions = drv.mem_alloc(max(n * a * 8, 1))
+        self._slots_ptr = int(self._slots)
+        drv.memset_d8(self._arena, 0, size)
+        drv.memset_d8(self._slots, 0, max(n * env.slot_size, 1))
+        drv.memset_d8(self._actions, 0, max(n * a * 8, 1))
+        base = int(self._arena)
+        view = lambda ptr, shape, dtype, owner: DeviceArray(ptr, shape, dtype, owner, self.stream_handle, env.device_index)
+        self.dev = SimpleNamespace(**{name: view(base + offsets[name], shape, dtype, self._arena)
+                                      for name, shape, dtype in fields})
+        self.dev.slots = view(int(self._slots), (n, env.slot_size), np.uint8, self._slots)
+        self.dev.actions = view(int(self._actions), (n, a), np.int64, self._actions)
+        self._error_ptr = self.dev.error.ptr
+        drv.memset_d8(self._error_ptr, 0xFF, 8)
+        self._error_host = drv.pagelocked_empty(1, np.uint64)
+        self._error_event, self._error_pending, self._steps = drv.Event(), False, 0
+        self._copy_bytes = offsets["final_obs"] + (self.dev.final_obs.nbytes if autoreset_code == 1 else 0)
+        if numpy:
+            self._host_arena = drv.pagelocked_empty(size, np.uint8)
+            host = {name: self._host_arena[offsets[name]:offsets[name] + int(np.prod(shape)) * np.dtype(dtype).itemsize]
+                    .view(dtype).reshape(shape) for name, shape, dtype in fields}
+            host["actions"] = np.zeros((n, a), np.int64)
+            arrays = host
+        else:
+            arrays = {name: getattr(self.dev, name) for name, _, _ in fields}
+            arrays["actions"] = self.dev.actions
+        for name, value in arrays.items():
+            if name != "error":
+                setattr(self, name, value)
+        self._outputs = [self.dev.obs.ptr, self.dev.rewards.ptr, self.dev.terminated.ptr, self.dev.truncated.ptr,
+                         self.dev.done.ptr, self.dev.final_obs.ptr, self.dev.episode_return.ptr,
+                         self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
+        self.random_key, self.random_step = 0x5EED, 0  # the "random" policy's stream (see rollout)
+        self._graphs: dict = {}
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
+        """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given.
+        A synchronisation point: reports a bad action of an earlier device-mode step."""
+        drv = sys.modules["pycuda.driver"]
+        self.synchronize()
+        n = self.num_envs
+        if mask is not None and np.all(mask):
+            mask = None  # a full reset (the wrapper passes all-True masks): also clears the flags
+        seeds_dev = mask_dev = None
+        if seeds is not None:
+            seeds = np.ascontiguousarray(seeds, np.uint64)
+            seeds_dev = drv.to_device(seeds)  # synchronous, on the legacy stream: ordered with ours
+            if mask is None:
+                self.random_key, self.random_step = int(seeds[0]) ^ 0x9E3779B97F4A7C15, 0
+        if mask is not None:
+            mask_dev = drv.to_device(np.ascontiguousarray(mask, np.uint8))
+        self.env.reset_kernel.prepared_async_call(self._grid, self._block, self.stream, n, int(self._slots),
+                                                  0 if seeds_dev is None else int(seeds_dev),
+                                                  0 if mask_dev is None else int(mask_dev), self.dev.obs.ptr)
+        if mask is None:
+            for flags in (self.dev.terminated, self.dev.truncated, self.dev.done):
+                drv.memset_d8_async(flags.ptr, 0, n, self.stream)
+        self._download()
+        self.stream.synchronize()  # seeds_dev and mask_dev are freed when this returns
+
+    # ------------------------------------------------------------------ step
+    def step(self, actions) -> int | None:
+        """Step every env with integer actions (N, A) or (N,): a NumPy array or any CUDA array
+        (PyTorch, JAX, CuPy, DeviceArray; used in place, no copy) and autoreset per the mode.
+        NumPy mode returns how many envs ended; device mode returns None without waiting."""
+        ptr, env_stride, agent_stride, itemsize, signed = self._action_view(actions)
+        self.env.step_kernel.prepared_async_call(
+            self._grid, self._block, self.stream, self.num_envs, self._slots_ptr, ptr, env_stride, agent_stride,
+            itemsize, signed, *self._outputs, self.autoreset_code, self.max_episode_steps, self._error_ptr)
+        return self._after_steps(1)
+
+    def _after_steps(self, steps: int) -> int | None:
+        if self.numpy:
+            self._download()
+            self.stream.synchronize()
+            self._raise_if_error(int(self.error_word()))
+            return int(np.count_nonzero(self.done))
+        if self.validate:
+            self.synchronize()
+            return None
+        self._steps += steps
+        if self._steps >= ERROR_POLL_STEPS:
+            self._steps = 0
+            self._poll_errors()
+        return None
+
+    def _action_view(self, actions) -> tuple[int, int, int, int, int]:
+        """(pointer, env stride, agent stride, item size, signed) of the actions, on the device."""
+        n, a = self.num_envs, self.env.num_agents
+        if isinstance(actions, DeviceArray):
+            ptr, shape, strides, dtype = actions.ptr, actions.shape, None, actions.dtype
+            if actions.stream != self.stream_handle:
+                _stream_event().make_wait(waiter=self.stream_handle, producer=actions.stream)
+        elif type(actions).__module__ == "torch" and getattr(actions, "is_cuda", False):
+            ptr, shape = actions.data_ptr(), tuple(actions.shape)
+            if actions.dtype not in _torch_int_types():
+                raise TypeError(f"actions must be integers for Discrete({self.env.num_actions}), got torch dtype {actions.dtype}")
+            size, signed = _torch_int_types()[actions.dtype]
+            dtype = np.dtype(f"{'i' if signed else 'u'}{size}")
+            strides = tuple(st * size for st in actions.stride())
+            if actions.device.index != self.env.device_index:
+                raise ValueError(f"actions are on {actions.device}, the envs on {self.device}")
+            torch_stream = sys.modules["torch"].cuda.current_stream(actions.device).cuda_stream
+            if torch_stream not in (0, self.stream_handle):  # torch's default stream is ordered with ours already
+                _stream_event().make_wait(waiter=self.stream_handle, producer=torch_stream)
+        elif type(actions).__module__.startswith("jax") and hasattr(actions, "__dlpack__"):
+            # JAX orders its own stream before ours when it exports through DLPack.
+            ptr, shape, strides, dtype, _ = _dlpack_view(actions, self.stream_handle)
+        elif hasattr(actions, "__cuda_array_interface__") and not isinstance(actions, np.ndarray):
+            cai = actions.__cuda_array_interface__
+            ptr, shape, strides, dtype = cai["data"][0], tuple(cai["shape"]), cai.get("strides"), np.dtype(cai["typestr"])
+            stream = cai.get("stream")
+            if stream not in (None, 1, self.stream_handle):
+                _stream_event().make_wait(waiter=self.stream_handle, producer=stream)
+        elif hasattr(actions, "__dlpack__") and not isinstance(actions, np.ndarray) and \
+                getattr(actions, "__dlpack_device__", lambda: (1, 0))()[0] == _DL_CUDA:
+            ptr, shape, strides, dtype, _ = _dlpack_view(actions, self.stream_handle)
+        else:
+            return self._host_action_view(actions)
+        if dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers for Discrete({self.env.num_actions}), got dtype {dtype}")
+        if shape == (n,) and a == 1:
+            env_stride, agent_stride = (strides[0] if strides else dtype.itemsize), 0
+        elif shape == (n, a):
+            env_stride = strides[0] if strides else a * dtype.itemsize
+            agent_stride = strides[1] if strides else dtype.itemsize
+        else:
+            want = f"({n},)" if a == 1 else f"({n}, {a})"
+            raise ValueError(f"actions must have shape {want} for {n} envs, got {shape}")
+        return ptr, env_stride, agent_stride, dtype.itemsize, int(dtype.kind == "i")
+
+    def _host_action_view(self, actions) -> tuple[int, int, int, int, int]:
+        drv = sys.modules["pycuda.driver"]
+        n, a, k = self.num_envs, self.env.num_agents, self.env.num_actions
+        host = np.asarray(actions)
+        if host.dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers for Discrete({k}), got dtype {host.dtype}")
+        if host.size != n * a or host.shape not in ((n,), (n, a), (n * a,)):
+            raise ValueError(f"actions must have shape ({n},) for {n} envs, got {host.shape}")
+        bad = (host < 0) | (host >= k)  # host data: check here, so that nothing is stepped
+        if bad.any():
+            flat = int(np.flatnonzero(bad.ravel())[0])
+            raise ActionError(f"action {host.ravel()[flat]} out of range for Discrete({k}) at {self._where(flat)}")
+        # From pageable memory the copy takes the data before returning, so the next step may
+        # reuse the host array while this one is still queued (pinned staging would race).
+        drv.memcpy_htod_async(self.dev.actions.ptr, np.ascontiguousarray(host.reshape(n, a), np.int64), self.stream)
+        return self.dev.actions.ptr, a * 8, 8, 8, 1
+
+    def _where(self, flat: int) -> str:
+        env, agent = divmod(flat, self.env.num_agents)
+        return f"env {env}" if self.env.num_agents == 1 else f"env {env}, agent {agent}"
+
+    # ------------------------------------------------------------------ errors and synchronisation
+    def error_word(self) -> int:
+        """The error word as of the last NumPy-mode copy (NO_ERROR if every action was in range)."""
+        return int(np.frombuffer(self._host_arena, np.uint64, 1, self.dev.error.ptr - int(self._arena))[0])
+
+    def _raise_if_error(self, word: int) -> None:
+        if word == NO_ERROR:
+            return
+        drv = sys.modules["pycuda.driver"]
+        drv.memset_d8(self._error_ptr, 0xFF, 8)
+        flat, value = word >> 32, int(np.uint32(word & 0xFFFFFFFF).view(np.int32))
+        raise ActionError(f"action {value} out of range for Discrete({self.env.num_actions}) at {self._where(flat)} "
+                          "(checked on the GPU; that env was stepped with action 0)")
+
+    def _poll_errors(self) -> None:
+        """Look at the error word copied after an earlier step, without waiting for the GPU."""
+        drv = sys.modules["pycuda.driver"]
+        if self._error_pending:
+            if not self._error_event.query():
+                return
+            self._error_pending = False
+            self._raise_if_error(int(self._error_host[0]))
+        drv.memcpy_dtoh_async(self._error_host, self._error_ptr, self.stream)
+        self._error_event.record(self.stream)
+        self._error_pending = True
+
+    def synchronize(self) -> None:
+        """Wait for every step enqueued so far; raise ActionError if one of them had a bad action."""
+        drv = sys.modules["pycuda.driver"]
+        self.stream.synchronize()
+        self._error_pending = False
+        drv.memcpy_dtoh(self._error_host, self._error_ptr)
+        self._raise_if_error(int(self._error_host[0]))
+
+    def _download(self) -> None:
+        if self.numpy:
+            sys.modules["pycuda.driver"].memcpy_dtoh_async(self._host_arena[:self._copy_bytes], int(self._arena),
+                                                           self.stream)
+
+    # ------------------------------------------------------------------ fused rollouts
+    def random_actions(self, t: int) -> None:
+        """Write the random policy's actions of policy step t into dev.actions (on our stream)."""
+        self.env.random_actions_kernel.prepared_async_call(self._grid, self._block, self.stream, self.num_envs,
+                                                           np.uint64(self.random_key), int(t), self.dev.actions.ptr)
+
+    def rollout(self, policy, steps: int, *, graph: bool = True) -> int | None:
+        """Run `steps` steps without returning to Python in between.
+
+        policy="random": one fused kernel launch; each env draws uniform actions from its own
+        stream (keyed by the reset seed, continued across calls).
+        policy=callable: called as policy(t, batch) for t in range(steps); it must only enqueue
+        work on batch.stream that writes batch.dev.actions (N, A) int64 from batch.dev.obs. With
+        graph=True the whole loop is captured once as a CUDA graph (cached per (policy, steps))
+        and replayed with one launch, so the callable runs at capture only.
+        Afterwards the buffers hold the last step's results, as after step()."""
+        steps = int(steps)
+        if steps < 1:
+            raise ValueError(f"steps must be a positive int, got {steps}")
+        if isinstance(policy, str):
+            if policy != "random":
+                raise ValueError(f"policy={policy!r}: use 'random' or a callable policy(t, batch)")
+            self.env.rollout_kernel.prepared_async_call(
+                self._grid, self._block, self.stream, self.num_envs, steps, np.uint64(self.random_key),
+                self.random_step, self._slots_ptr, *self._outputs, self.autoreset_code, self.max_episode_steps)
+            self.random_step += steps
+        elif not callable(policy):
+            raise TypeError(f"policy must be 'random' or a callable policy(t, batch), got {type(policy).__name__}")
+        elif graph:
+            key = (policy, steps)
+            if key not in self._graphs:
+                g = graphs.CudaGraph(self.stream_handle)
+                with g.capture():
+                    self._policy_steps(policy, steps)
+                self._graphs[key] = g
+            self._graphs[key].launch()
+        else:
+            self._policy_steps(policy, steps)
+        return self._after_steps(steps)
+
+    def _policy_steps(self, policy, steps: int) -> None:
+        for t in range(steps):
+            policy(t, self)
+            self.env.step_kernel.prepared_async_call(
+                self._grid, self._block, self.stream, self.num_envs, self._slots_ptr, self.dev.actions.ptr,
+                self.env.num_agents * 8, 8, 8, 1, *self._outputs, self.autoreset_code, self.max_episode_steps,
+                self._error_ptr)
+
+    # ------------------------------------------------------------------ the rest
+    def render(self, i: int) -> np.ndarray:
+        """An rgb_array frame (H, W, 3) uint8 of env i, drawn on the host by the CPU build."""
+        drv = sys.modules["pycuda.driver"]
+        cpu_env = self.env.cpu
+        self.stream.synchronize()
+        slot = np.empty(self.env.slot_size, np.uint8)
+        drv.memcpy_dtoh(slot, int(self._slots) + int(i) * self.env.slot_size)
+        frame = np.zeros(cpu_env.render_shape, np.uint8)
+        cpu_env.lib.fv_render(slot.ctypes.data, 0, frame.ctypes.data)
+        return frame
+
+    def close(self) -> None:
+        """Wait for pending work and drop the graphs (memory goes when the last view does)."""
+        self.stream.synchronize()
+        for g in self._graphs.values():
+            g.close()
+        self._graphs.clear()

@@ -1,0 +1,363 @@
+"""The GPU backend (PyCUDA): the CPU build is the oracle for trajectories, autoreset and seeding;
+zero-copy interop with PyTorch, JAX and CuPy; device-side action checks; graph replay and the
+fused rollout equal eager stepping. Marked `gpu`: skipped without PyCUDA and a CUDA GPU."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX must leave the GPU to the others
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import fastvec
+from fastvec.native.cpu import ActionError
+
+COUNTING = Path(__file__).parent / "envs" / "counting.h"
+
+
+def _gpu_available() -> bool:
+    try:
+        import pycuda.driver as drv
+
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:
+        return False
+
+
+HAVE_GPU = _gpu_available()
+needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs PyCUDA and a CUDA GPU")
+
+
+def test_cuda_request_without_pycuda_or_gpu_says_how_to_fix():
+    if HAVE_GPU:
+        pytest.skip("a GPU is available here")
+    with pytest.raises(RuntimeError, match=r"fastvec\[cuda\]|no usable GPU|no CUDA GPU"):
+        fastvec.make_vec("CartPole", 4, device="cuda")
+
+
+def test_device_arguments_are_checked_before_compiling():
+    with pytest.raises(ValueError, match="array_type='device' needs a GPU env"):
+        fastvec.make_vec("CartPole", 4, array_type="device")
+    with pytest.raises(ValueError, match="array_type"):
+        fastvec.make_vec("CartPole", 4, device="cuda", array_type="torch")
+    from fastvec.native.cuda import parse_device
+
+    assert parse_device("cuda") == 0 and parse_device("cuda:3") == 3
+    with pytest.raises(ValueError, match="'cpu', 'cuda', 'cuda:N'"):
+        parse_device("gpu0")
+
+
+# ---------------------------------------------------------------------- trajectories vs the CPU
+def _assert_same_step(cpu_out, gpu_out, exact: bool):
+    for x, y in zip(cpu_out[:4], gpu_out[:4]):
+        if exact:
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+    assert sorted(cpu_out[4]) == sorted(gpu_out[4])
+    for key, value in cpu_out[4].items():
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            np.testing.assert_allclose(value, gpu_out[4][key], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("env_id,exact", [("CartPole", False), ("Breakout", True)])
+def test_seeded_trajectories_match_the_cpu(env_id, exact):
+    """Same seeds, same actions: the GPU build follows the CPU build for 300 steps (CartPole's
+    double-precision sin/cos may differ in the last bit; Breakout uses only basic float ops and
+    --fmad=false, so it must be bitwise equal). Episode ends and autoresets are included."""
+    n, steps = 256, 300
+    cpu = fastvec.make_vec(env_id, n)
+    gpu = fastvec.make_vec(env_id, n, device="cuda")
+    rng = np.random.default_rng(1)
+    np.testing.assert_array_equal(cpu.reset(seed=5)[0], gpu.reset(seed=5)[0])
+    ended = 0
+    for _ in range(steps):
+        actions = rng.integers(0, cpu.single_action_space.n, n)
+        a, b = cpu.step(actions), gpu.step(actions)
+        _assert_same_step(a, b, exact)
+        ended += int((a[2] | a[3]).sum())
+    assert ended > 0, "the run must include episode ends"
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_autoreset_modes_and_truncation_match_the_cpu(mode):
+    n, limit = 6, 4
+    kw = dict(terminate_at=3, autoreset_mode=mode)
+    cpu = fastvec.make_vec_from_source(COUNTING, n, max_episode_steps=limit, **kw)
+    gpu = fastvec.make_vec_from_source(COUNTING, n, max_episode_steps=limit, device="cuda", **kw)
+    cpu.reset(seed=0)
+    gpu.reset(seed=0)
+    rng = np.random.default_rng(2)
+    for t in range(12):
+        actions = rng.integers(0, 5, n)
+        a, b = cpu.step(actions), gpu.step(actions)
+        _assert_same_step(a, b, exact=True)
+        if mode == AutoresetMode.SAME_STEP and "final_obs" in a[4]:
+            for i in np.flatnonzero(a[4]["_final_obs"]):
+                np.testing.assert_array_equal(a[4]["final_obs"][i], b[4]["final_obs"][i])
+        if mode == AutoresetMode.DISABLED:
+            done = a[2] | a[3]
+            if done.any():
+                mask = done.copy()
+                mask[t % n] = True  # also reset one running env
+                np.testing.assert_array_equal(cpu.reset(options={"reset_mask": mask})[0],
+                                              gpu.reset(options={"reset_mask": mask.copy()})[0])
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_seeding_is_per_env_and_independent_of_num_envs():
+    big = fastvec.make_vec("CartPole", 16, device="cuda")
+    obs_big, _ = big.reset(seed=100)
+    for i in (0, 7, 15):
+        one = fastvec.make_vec("CartPole", 1, device="cuda")
+        np.testing.assert_array_equal(one.reset(seed=100 + i)[0][0], obs_big[i])
+    again = fastvec.make_vec("CartPole", 16, device="cuda")
+    np.testing.assert_array_equal(again.reset(seed=100)[0], obs_big)
+    assert not np.array_equal(again.reset(seed=101)[0], obs_big)
+    mixed, _ = again.reset(seed=[100 + i for i in range(16)])
+    np.testing.assert_array_equal(mixed, obs_big)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_render_on_gpu_equals_cpu_frame():
+    cpu = fastvec.make_vec("CartPole", 3, render_mode="rgb_array")
+    gpu = fastvec.make_vec("CartPole", 3, render_mode="rgb_array", device="cuda")
+    cpu.reset(seed=3)
+    gpu.reset(seed=3)
+    for _ in range(5):
+        cpu.step(np.array([1, 0, 1]))
+        gpu.step(np.array([1, 0, 1]))
+    np.testing.assert_array_equal(cpu.render()[2], gpu.render()[2])
+
+
+# ---------------------------------------------------------------------- device arrays and interop
+def _device_env(n=512, env_id="CartPole", **kw):
+    return fastvec.make_vec(env_id, n, device="cuda", array_type="device", **kw)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_device_mode_equals_numpy_mode_and_returns_views():
+    n = 300
+    dev, host = _device_env(n), fastvec.make_vec("CartPole", n, device="cuda")
+    obs_d, _ = dev.reset(seed=9)
+    obs_h, _ = host.reset(seed=9)
+    np.testing.assert_array_equal(obs_d.get(), obs_h)
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        actions = rng.integers(0, 2, n)
+        obs, rew, term, trunc, info = dev.step(actions)
+        ref = host.step(actions)
+        assert obs.shape == (n, 4) and rew.shape == (n,) and term.dtype == np.bool_
+        np.testing.assert_array_equal(obs.get(), ref[0])
+        np.testing.assert_array_equal(rew.get(), ref[1])
+        np.testing.assert_array_equal(term.get(), ref[2])
+        np.testing.assert_array_equal(trunc.get(), ref[3])
+        done = info["_episode_return"].get()
+        np.testing.assert_array_equal(done, ref[2] | ref[3])
+        if done.any():
+            np.testing.assert_array_equal(info["episode_return"].get()[done], ref[4]["episode_return"][done])
+            np.testing.assert_array_equal(info["episode_length"].get()[done], ref[4]["episode_length"][done])
+    assert dev.step(np.zeros(n, np.int64))[0] is obs, "device mode returns the same view every step"
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_torch_zero_copy_both_ways():
+    torch = pytest.importorskip("torch")
+    from fastvec.wrappers.torch import TorchVectorEnv, as_tensor
+
+    n = 1000
+    dev = _device_env(n)
+    obs, _ = dev.reset(seed=4)
+    t = as_tensor(obs)
+    assert t.is_cuda and t.data_ptr() == obs.ptr and t.shape == (n, 4) and t.dtype == torch.float32
+    t_dl = torch.from_dlpack(obs)
+    assert t_dl.data_ptr() == obs.ptr
+    ref = fastvec.make_vec("CartPole", n, device="cuda")
+    ref.reset(seed=4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for dtype in (torch.int64, torch.int32, torch.uint8):
+        actions = torch.randint(0, 2, (n,), device="cuda", generator=gen).to(dtype)
+        obs, *_ = dev.step(actions)  # read in place from torch's memory
+        expected = ref.step(actions.cpu().numpy())[0]
+        torch.testing.assert_close(t, torch.from_numpy(expected).cuda(), rtol=0, atol=0)  # t aliases obs
+    strided = torch.randint(0, 2, (n, 2), device="cuda", generator=gen, dtype=torch.int64)[:, 1]
+    dev.step(strided)
+    np.testing.assert_array_equal(obs.get(), ref.step(strided.cpu().numpy())[0])
+
+    envs = TorchVectorEnv(_device_env(n))
+    obs_t, _ = envs.reset(seed=4)
+    for _ in range(3):
+        obs_t, rew_t, term_t, trunc_t, info_t = envs.step((obs_t[:, 2] > 0).long())
+    assert isinstance(rew_t, torch.Tensor) and rew_t.is_cuda and term_t.dtype == torch.bool
+    assert isinstance(info_t["episode_return"], torch.Tensor)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_jax_through_dlpack():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    n = 256
+    dev = _device_env(n)
+    obs, _ = dev.reset(seed=2)
+    x = jnp.from_dlpack(obs)
+    np.testing.assert_array_equal(np.asarray(x), obs.get())
+    ref = fastvec.make_vec("CartPole", n, device="cuda")
+    ref.reset(seed=2)
+    actions = jax.random.randint(jax.random.PRNGKey(0), (n,), 0, 2, dtype=jnp.int32)
+    obs, *_ = dev.step(actions)
+    np.testing.assert_array_equal(obs.get(), ref.step(np.asarray(actions))[0])
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_cupy_shares_memory():
+    cupy = pytest.importorskip("cupy")
+    dev = _device_env(64)
+    obs, _ = dev.reset(seed=0)
+    c = cupy.asarray(obs)
+    assert c.data.ptr == obs.ptr
+    np.testing.assert_array_equal(cupy.asnumpy(c), obs.get())
+    dev.step(cupy.ones(64, cupy.int64))
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_bad_device_actions_are_reported():
+    torch = pytest.importorskip("torch")
+    n = 64
+    dev = _device_env(n)
+    dev.reset(seed=0)
+    actions = torch.zeros(n, dtype=torch.int64, device="cuda")
+    actions[5] = 7
+    dev.step(actions)  # no wait: the check runs on the GPU
+    with pytest.raises(ActionError, match=r"action 7 out of range for Discrete\(2\) at env 5"):
+        dev.synchronize()
+    dev.step(torch.zeros(n, dtype=torch.int64, device="cuda"))
+    dev.synchronize()  # the error was reported once and cleared
+    strict = _device_env(n, validate=True)
+    strict.reset(seed=0)
+    actions[5] = -1
+    with pytest.raises(ActionError, match="action -1 .* at env 5"):
+        strict.step(actions)
+    host = fastvec.make_vec("CartPole", n, device="cuda")
+    obs0, _ = host.reset(seed=0)
+    with pytest.raises(ActionError, match="action 2 out of range"):
+        host.step(np.full(n, 2))
+    obs1, *_ = host.step(np.zeros(n, np.int64))  # nothing was stepped by the refused call
+    ref = fastvec.make_vec("CartPole", n)
+    ref.reset(seed=0)
+    np.testing.assert_allclose(obs1, ref.step(np.zeros(n, np.int64))[0], rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        dev.step(torch.zeros(n + 1, dtype=torch.int64, device="cuda"))
+    with pytest.raises(TypeError, match="integers"):
+        dev.step(torch.zeros(n, dtype=torch.float32, device="cuda"))
+
+
+# ---------------------------------------------------------------------- fused rollouts and graphs
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("env_id", ["CartPole", "Breakout"])
+def test_fused_random_rollout_equals_eager_steps(env_id):
+    n, steps = 777, 40
+    fused, eager = _device_env(n, env_id), _device_env(n, env_id)
+    fused.reset(seed=11)
+    eager.reset(seed=11)
+    fused.rollout("random", steps)
+    fused.rollout("random", steps)  # continues the random stream
+    b = eager.unwrapped.batch
+    for t in range(2 * steps):
+        b.random_actions(t)
+        eager.step(b.dev.actions)
+    for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length"):
+        np.testing.assert_array_equal(getattr(fused.unwrapped.batch.dev, name).get(), getattr(b.dev, name).get(), name)
+    assert b.dev.episode_length.get().max() > 0
+
+
+def _threshold_policy():
+    """A policy kernel that reads obs: push right when the pole leans right (CartPole)."""
+    from pycuda.compiler import SourceModule
+
+    module = SourceModule("""
+    extern "C" __global__ void lean(int n, const float* obs, long long* actions) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) actions[i] = obs[i * 4 + 2] + 0.1f * obs[i * 4 + 3] > 0.0f;
+    }""", no_extern_c=True)
+    kernel = module.get_function("lean").prepare("iPP")
+
+    def policy(t, batch):
+        kernel.prepared_async_call(((batch.num_envs + 255) // 256, 1), (256, 1, 1), batch.stream,
+                                   batch.num_envs, batch.dev.obs.ptr, batch.dev.actions.ptr)
+
+    policy.module = module  # keep the module alive with the policy
+    return policy
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_graph_replay_equals_eager_stepping():
+    n, steps = 1000, 25
+    policy = _threshold_policy()
+    graphed, eager = _device_env(n, max_episode_steps=30), _device_env(n, max_episode_steps=30)
+    graphed.reset(seed=21)
+    eager.reset(seed=21)
+    for _ in range(3):  # capture once, then replay
+        graphed.rollout(policy, steps, graph=True)
+        eager.rollout(policy, steps, graph=False)
+    assert len(graphed.unwrapped.batch._graphs) == 1
+    for name in ("slots", "obs", "rewards", "done", "episode_return", "episode_length"):
+        np.testing.assert_array_equal(getattr(graphed.unwrapped.batch.dev, name).get(),
+                                      getattr(eager.unwrapped.batch.dev, name).get(), name)
+    # and the policy loop through step() gives the same again
+    stepped = _device_env(n, max_episode_steps=30)
+    stepped.reset(seed=21)
+    b = stepped.unwrapped.batch
+    for _ in range(3 * steps):
+        policy(0, b)
+        stepped.step(b.dev.actions)
+    np.testing.assert_array_equal(b.dev.obs.get(), graphed.unwrapped.batch.dev.obs.get())
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_cuda_graph_helper_reports_driver_errors():
+    from fastvec.native import graphs
+
+    envs = _device_env(32)
+    envs.reset(seed=0)
+    b = envs.unwrapped.batch
+    g = graphs.CudaGraph(b.stream_handle)
+    with pytest.raises(Exception):
+        with g.capture():
+            b.stream.synchronize()  # a host wait cannot be captured
+    assert not g.captured
+    envs.rollout("random", 3)  # the stream is usable again
+    envs.synchronize()
+    with pytest.raises(graphs.CudaDriverError, match="CUDA_ERROR_"):
+        graphs.check(1, "cuTest")
+    with pytest.raises(ValueError, match="legacy default stream"):
+        graphs.CudaGraph(0)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gymnasium_vector_wrappers_on_a_gpu_env_in_numpy_mode():
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(fastvec.make_vec("CartPole", 32, device="cuda"))
+    envs.reset(seed=0)
+    seen = 0
+    for _ in range(200):
+        *_, info = envs.step(envs.action_space.sample())
+        seen += int(info.get("_episode", np.zeros(1, bool)).sum())
+    assert seen > 0
