@@ -135,7 +135,7 @@ def test_game_ends_at_points_zero_sum_and_in_bounds():
 
 def test_the_bot_gets_harder_with_its_level():
     """A noisy tracker's share of the points falls as the bot's level rises; random play loses."""
-    n, steps = 256, 2500
+    n, steps = 128, 1500
     shares = []
     for level in range(5):
         rng = np.random.default_rng(level)
