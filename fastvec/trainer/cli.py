@@ -1,0 +1,99 @@
+"""`fastvec-train ENV [--section.key=value ...]`: train PPO on a fastvec env, resume a run, or evaluate
+a checkpoint. Config: fastvec/configs/default.toml < fastvec/configs/ENV.toml < the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+USAGE = """usage: fastvec-train ENV [--section.key=value ...] [--run-dir=PATH] [--resume=RUN_DIR]
+       fastvec-train ENV --eval=CHECKPOINT [--eval.episodes=N] [--eval.render=PATH.gif|.mp4]
+
+Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
+  ENV                   a registered env name
+  --section.key=value   override a config value, e.g. --train.total_timesteps=20_000_000
+                        --env.num_envs=1024 --policy.hidden=128 --train.device=cpu
+  --run-dir=PATH        where to write config.toml, metrics.jsonl, checkpoints/ (default runs/ENV/<time>)
+  --resume=RUN_DIR      continue the run in RUN_DIR from its newest checkpoint
+  --eval=CHECKPOINT     play a checkpoint (file, or a run dir for its newest) and print the mean return
+  --print-config        print the resolved config and exit
+Defaults and every key: fastvec/configs/default.toml; per-env values: fastvec/configs/ENV.toml.
+Plot a run: fastvec-plot RUN_DIR."""
+
+
+def parse_args(argv: list[str]) -> dict:
+    """Split argv into the env, the special flags and the config overrides."""
+    from fastvec.trainer.config import ConfigError, parse_overrides
+
+    special = {"run-dir": None, "resume": None, "eval": None}
+    flags = set()
+    rest = []
+    env = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if arg in ("-h", "--help"):
+            flags.add("help")
+        elif arg == "--print-config":
+            flags.add("print-config")
+        elif name in special:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise ConfigError(f"--{name} needs a value: --{name}=VALUE")
+                value = argv[i + 1]
+                i += 1
+            special[name] = value
+        elif not arg.startswith("-") and env is None:
+            env = arg
+        else:
+            rest.append(arg)
+        i += 1
+    return {"env": env, "overrides": parse_overrides(rest), "flags": flags, **special}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fastvec.trainer import checkpoint, config as config_mod, run
+
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse_args(argv)
+        if "help" in args["flags"] or args["env"] is None:
+            print(USAGE)
+            return 0 if "help" in args["flags"] else 2
+        if args["resume"]:
+            config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
+        else:
+            config = config_mod.load_config(args["env"], args["overrides"])
+        if "print-config" in args["flags"]:
+            print(config_mod.to_toml(config))
+            return 0
+        if args["eval"]:
+            if args["resume"] or args["run-dir"]:
+                raise config_mod.ConfigError("--eval plays a checkpoint; it takes neither --resume nor --run-dir")
+            result = run.evaluate(config, Path(args["eval"]), render=config["eval"]["render"])
+            stats = "".join(f", {k} {result[k]:.2f}" for k in result
+                            if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",
+                                         "episode_length", "render"))
+            print(f"{result['env']}: mean return {result['episode_return']:.2f} "
+                  f"(std {result['episode_return_std']:.2f}) over {result['episodes']} episodes, "
+                  f"mean length {result['episode_length']:.1f}{stats}")
+            if "render" in result:
+                print(f"wrote {result['render']}")
+            return 0
+        run_dir = Path(args["resume"] or args["run-dir"] or run.default_run_dir(config["env"]["name"]))
+        summary = run.train(config, run_dir, resume=bool(args["resume"]))
+        last = summary["metrics"]
+        returns = summary["recent_returns"][-5:]
+        mean_return = f"{sum(returns) / len(returns):.1f}" if returns else "n/a"
+        print(f"fastvec-train {config['env']['name']}: {summary['global_step']:,} steps in "
+              f"{summary['elapsed']:.1f} s ({summary['sps']:,.0f} SPS); mean return (last logs) {mean_return}; "
+              f"last log {last.get('episode_return')}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
+        return 0
+    except (config_mod.ConfigError, checkpoint.CheckpointError, ImportError, FileNotFoundError) as err:
+        print(f"fastvec-train: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""The fused CUDA trainer (kernels.cu, rollout.cu, arena, cuBLAS, CUDA graphs): the NumPy reference's
+math on the GPU, with the env stepped on the GPU. `available()` says whether it can run here;
+`make_trainer(config, batch)` is what fastvec-train's run.py calls for --train.device=cuda."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=None)
+def available() -> bool:
+    """True when PyCUDA imports and a CUDA device answers (the check creates no context)."""
+    try:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        return cuda.Device.count() > 0
+    except Exception:  # no PyCUDA, no driver, no device: all mean "use the CPU trainer"
+        return False
+
+
+def make_trainer(config: dict, batch):
+    """A CudaTrainer for config; `batch` (a CpuBatch of the same env) describes the env's sizes."""
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+    from fastvec.trainer.numpy_trainer import make_policy_spec
+
+    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+    return CudaTrainer(config, batch, spec)

@@ -1,0 +1,540 @@
+/* kernels.cu: the fused CUDA trainer's math, one kernel per function of fastvec/trainer/reference.py
+ * and named after it (mingru_forward -> mingru_forward_kernel, ...), so the two files read side by
+ * side; tests/test_trainer_cuda.py checks every kernel against its reference on random inputs.
+ * Env-independent: rollout.cu adds the kernel that samples actions and steps an env.
+ * GEMMs (encoder, layers, decoder, their gradients, Newton-Schulz) are cuBLAS calls (cublas.py);
+ * the kernels here are the element-wise and per-row work between them, fused where they meet.
+ *
+ * Legend: K = time steps of a sequence, B = sequences, n = K * B rows (row = t * B + b),
+ * H = hidden, W = layer width (2H or 3H for MinGRU, H for an MLP), A = actions, Y = A + 1
+ * (decoder outputs: A logits, then the value), P = parameters. Row-major float32 throughout.
+ * Every kernel is deterministic (fixed reduction orders), so fp32 training is bitwise repeatable;
+ * the one exception, episode bookkeeping in rollout.cu, feeds logs only.
+ */
+
+/* ------------------------------------------------------------------------------------------------
+ * Device scalars: everything that changes between graph replays lives here, in device memory, so
+ * a captured graph reads the current value (learning rate, step counters, clip scale).
+ * Order and types mirror SCALARS_DTYPE in trainer.py. */
+typedef struct {
+    double lr;                /* learning rate of the current update (annealed by schedule_kernel) */
+    double stat[8];           /* sums over minibatches: policy_loss, value_loss, entropy, approx_kl,
+                                 clipfrac, grad_norm, minibatch count, explained_variance (set) */
+    long long rollout_steps;  /* policy steps taken so far: the sampling RNG's counter */
+    float ent_coef;           /* entropy bonus coefficient */
+    float grad_norm;          /* global gradient norm of the last minibatch, before clipping */
+    float clip_scale;         /* 1, or max_norm / (norm + 1e-6) when the norm exceeds max_norm */
+    float bias_correction1;   /* 1 - beta1^step as float32 (Adam) */
+    float bias_correction2;   /* 1 - beta2^step */
+    int opt_step;             /* optimizer steps taken (Adam's step counts from 1) */
+    int update;               /* updates finished */
+    int pad;
+} TrainScalars;
+
+#define STAT_POLICY 0
+#define STAT_VALUE 1
+#define STAT_ENTROPY 2
+#define STAT_KL 3
+#define STAT_CLIPFRAC 4
+#define STAT_GRAD_NORM 5
+#define STAT_COUNT 6
+#define STAT_EXPLAINED_VAR 7
+
+#define REDUCE_THREADS 1024
+#define MAX_ACTIONS 64
+
+/* ------------------------------------------------------------------------------------------------
+ * Activations, as in reference.py (the tanh form of the sigmoid, like the reference). */
+
+__device__ __forceinline__ float sigmoidf_ref(float x) { return 0.5f * (1.0f + tanhf(0.5f * x)); }
+
+/* MinGRU's candidate g(x) = x + 0.5 for x >= 0, sigmoid(x) below, and its derivative. */
+__device__ __forceinline__ float mingru_g(float x) { return x >= 0.0f ? x + 0.5f : sigmoidf_ref(x); }
+__device__ __forceinline__ float mingru_g_grad(float x) {
+    if (x >= 0.0f) return 1.0f;
+    float s = sigmoidf_ref(x);
+    return s * (1.0f - s);
+}
+
+/* Sum of v over the block (blockDim.x a multiple of 32, <= 1024), in a fixed order; every thread
+ * gets the result. `scratch` holds 32 floats of shared memory. */
+__device__ float block_sum(float v, float* scratch) {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); /* scratch may still be read by a previous call */
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    int warps = blockDim.x >> 5;
+    v = lane < warps ? scratch[lane] : 0.0f;
+    if (warp == 0)
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (threadIdx.x == 0) scratch[0] = v;
+    __syncthreads();
+    return scratch[0];
+}
+
+extern "C" {
+
+/* ------------------------------------------------------------------------------------------------
+ * Small utilities */
+
+/* x[i] = value for i < n. */
+__global__ void fill_kernel(float* x, long long n, float value) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = value;
+}
+
+/* y (rows, cols) += bias (cols): the bias of a linear layer whose GEMM wrote y. */
+__global__ void add_bias_kernel(float* y, const float* bias, long long rows, int cols) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * cols) y[i] += bias[i % cols];
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * LAYERS */
+
+/* mingru_forward: one MinGRU layer over K steps for B sequences, one thread per (b, j), walking
+ * time in order (the reference scans in parallel; the recurrence is the same).
+ * x (K, B, H) layer input; pre (K, B, W) = x @ w.T, to which this adds the bias in place (the
+ * backward reads it); starts (K, B): 1 where step t begins an episode (incoming state zeroed);
+ * h0 (B, H) state before step 0; h (K, B, H) states (kept for the backward); out (K, B, H);
+ * h_last (B, H) the state after step K-1 (may be h0: each thread reads before it writes). */
+__global__ void mingru_forward_kernel(int K, int B, int H, int highway, const float* x, float* pre,
+                                      const float* bias, const float* starts, const float* h0,
+                                      float* h, float* out, float* h_last) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * H) return;
+    int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
+    float state = h0[i];
+    for (int t = 0; t < K; t++) {
+        long long row = (long long)t * B + b;
+        float* p = pre + row * W;
+        float zp = p[j] + bias[j], cp = p[H + j] + bias[H + j];
+        p[j] = zp;
+        p[H + j] = cp;
+        float z = sigmoidf_ref(zp), c = mingru_g(cp);
+        float decay = (1.0f - z) * (1.0f - starts[row]);
+        state = decay * state + z * c;
+        h[row * H + j] = state;
+        float o = state;
+        if (highway) {
+            float sp = p[2 * H + j] + bias[2 * H + j];
+            p[2 * H + j] = sp;
+            float s = sigmoidf_ref(sp);
+            o = s * state + (1.0f - s) * x[row * H + j];
+        }
+        out[row * H + j] = o;
+    }
+    h_last[i] = state;
+}
+
+/* mingru_backward: dout (K, B, H) -> dpre (K, B, W) and the element-wise part of dx (K, B, H)
+ * (the highway's (1 - s) * dout; the caller adds dpre @ w with a GEMM). Reverse time per (b, j):
+ * the total gradient into h_t is dh_t + decay_{t+1} * (that of h_{t+1}). No gradient into h0. */
+__global__ void mingru_backward_kernel(int K, int B, int H, int highway, const float* dout,
+                                       const float* x, const float* pre, const float* starts,
+                                       const float* h0, const float* h, float* dpre, float* dx) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * H) return;
+    int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
+    float dh_total = 0.0f, next_decay = 0.0f;
+    for (int t = K - 1; t >= 0; t--) {
+        long long row = (long long)t * B + b;
+        const float* p = pre + row * W;
+        float* dp = dpre + row * W;
+        float zp = p[j], cp = p[H + j];
+        float z = sigmoidf_ref(zp), c = mingru_g(cp);
+        float keep = 1.0f - starts[row];
+        float hv = h[row * H + j];
+        float h_prev = t > 0 ? h[(row - B) * H + j] : h0[i];
+        float d = dout[row * H + j], dh;
+        if (highway) {
+            float s = sigmoidf_ref(p[2 * H + j]);
+            dh = d * s;
+            dp[2 * H + j] = d * (hv - x[row * H + j]) * s * (1.0f - s);
+            dx[row * H + j] = d * (1.0f - s);
+        } else {
+            dh = d;
+            dx[row * H + j] = 0.0f;
+        }
+        dh_total = dh + next_decay * dh_total;
+        float ddecay = dh_total * h_prev;
+        float dz = dh_total * c - ddecay * keep;
+        dp[j] = dz * z * (1.0f - z);
+        dp[H + j] = dh_total * z * mingru_g_grad(cp);
+        next_decay = (1.0f - z) * keep;
+    }
+}
+
+/* mlp_forward: out = tanh(pre + bias); pre and out (rows, H). */
+__global__ void mlp_forward_kernel(long long rows, int H, const float* pre, const float* bias, float* out) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * H) out[i] = tanhf(pre[i] + bias[i % H]);
+}
+
+/* mlp_backward: dpre = dout * (1 - out^2); the caller does dx = dpre @ w and the weight GEMMs. */
+__global__ void mlp_backward_kernel(long long count, const float* dout, const float* out, float* dpre) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) dpre[i] = dout[i] * (1.0f - out[i] * out[i]);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * SAMPLING */
+
+/* The policy's uniform for row r at policy step `step`: counter-based (splitmix64 as fastvec.h),
+ * keyed by the run's seed, so it needs no state and any step can be recomputed on the host. */
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+__device__ __forceinline__ float policy_uniform(unsigned long long key, long long row, long long step) {
+    unsigned long long r = mix64(mix64(key + (unsigned long long)row) + (unsigned long long)(step + 1) * 0x9E3779B97F4A7C15ULL);
+    return (float)(r >> 40) * (1.0f / 16777216.0f);
+}
+
+/* sample_actions for one row: inverse-CDF on softmax(logits[0..A)) with uniform u; returns the
+ * action and writes its log-probability. */
+__device__ int sample_row(const float* logits, int A, float u, float* logp_out) {
+    float m = logits[0];
+    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
+    float sum = 0.0f;
+    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
+    float lse = logf(sum);
+    float cdf[MAX_ACTIONS];
+    float acc = 0.0f;
+    for (int a = 0; a < A; a++) {
+        acc += expf((logits[a] - m) - lse);
+        cdf[a] = acc;
+    }
+    float threshold = u * cdf[A - 1];
+    int action = 0;
+    for (int a = 0; a < A; a++) action += cdf[a] < threshold;
+    if (action > A - 1) action = A - 1;
+    *logp_out = (logits[action] - m) - lse;
+    return action;
+}
+
+/* sample_actions: logits rows of stride ld (the decoder output (B, A + 1) has ld = A + 1),
+ * uniforms (B,) -> actions (B,) int32, logp (B,). */
+__global__ void sample_actions_kernel(int B, int A, int ld, const float* logits, const float* uniforms,
+                                      int* actions, float* logp) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < B) actions[b] = sample_row(logits + (long long)b * ld, A, uniforms[b], logp + b);
+}
+
+/* The uniforms the rollout draws at policy step `step` for rows 0..B-1 (for tests and replays). */
+__global__ void policy_uniforms_kernel(int B, unsigned long long key, long long step, float* out) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < B) out[b] = policy_uniform(key, b, step);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * GAE */
+
+/* gae (with optional V-trace), one thread per row, backward over T. values, rewards, dones,
+ * adv, returns: (T, R); last_value (R,) with a stride (the rollout reads the value column of the
+ * decoder output in place); gamma_lambda = gamma * lam rounded once, as the reference's Python
+ * floats are. With vtrace, ratios = exp(new_logp - old_logp).
+ * Writes advantages and returns = advantages + values. */
+__global__ void gae_kernel(int T, int R, const float* values, const float* last_value, int last_value_stride,
+                           const float* rewards, const float* dones, float gamma, float lam, float gamma_lambda,
+                           int vtrace, const float* new_logp, const float* old_logp, float rho_clip,
+                           float c_clip, float* adv, float* returns) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    float next_value = last_value[(long long)r * last_value_stride], next_adv = 0.0f;
+    for (int t = T - 1; t >= 0; t--) {
+        long long k = (long long)t * R + r;
+        float nonterminal = 1.0f - dones[k];
+        float delta = rewards[k] + gamma * nonterminal * next_value - values[k];
+        if (vtrace) {
+            float ratio = expf(new_logp[k] - old_logp[k]);
+            float rho = fminf(ratio, rho_clip);
+            float c = lam * fminf(ratio, c_clip);
+            next_adv = rho * delta + gamma * c * nonterminal * next_adv;
+        } else {
+            next_adv = delta + gamma_lambda * nonterminal * next_adv;
+        }
+        adv[k] = next_adv;
+        returns[k] = next_adv + values[k];
+        next_value = values[k];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * UPDATE: minibatch assembly */
+
+/* A random bijection of [0, count): a 4-round Feistel network on the next even power of two,
+ * cycle-walked back into range. perm[i] for every i < count, keyed by (key, update, epoch). */
+__device__ unsigned int feistel(unsigned int x, int half_bits, unsigned long long key) {
+    unsigned int mask = (1u << half_bits) - 1u;
+    unsigned int left = x >> half_bits, right = x & mask;
+    for (int round = 0; round < 4; round++) {
+        unsigned int f = (unsigned int)mix64(key + (unsigned long long)round * 0xD1B54A32D192ED03ULL + right) & mask;
+        unsigned int next = left ^ f;
+        left = right;
+        right = next;
+    }
+    return (left << half_bits) | right;
+}
+
+__global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed_key, int epoch,
+                               const TrainScalars* scalars, int* perm) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    unsigned long long key = mix64(seed_key ^ ((unsigned long long)scalars->update * 0x9E3779B97F4A7C15ULL +
+                                               (unsigned long long)epoch * 0xBF58476D1CE4E5B9ULL));
+    unsigned int x = (unsigned int)i;
+    do { x = feistel(x, half_bits, key); } while (x >= (unsigned int)count);
+    perm[i] = (int)x;
+}
+
+/* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers.
+ * Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
+ * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
+ * rollout index for scattering results back. One thread per minibatch row. */
+__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, const int* perm,
+                                        const float* obs, const float* starts, const int* actions,
+                                        const float* logp, const float* values, const float* adv,
+                                        const float* returns, float* mb_obs, float* mb_starts,
+                                        int* mb_actions, float* mb_logp, float* mb_values, float* mb_adv,
+                                        float* mb_returns, int* mb_src) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= K * Bm) return;
+    int k = i / Bm, c = i % Bm;
+    int q = perm[first + c];
+    int s = q / R, r = q % R;
+    long long src = (long long)(s * K + k) * R + r;
+    for (int o = 0; o < O; o++) mb_obs[(long long)i * O + o] = obs[src * O + o];
+    mb_starts[i] = starts[src];
+    mb_actions[i] = actions[src];
+    mb_logp[i] = logp[src];
+    mb_values[i] = values[src];
+    mb_adv[i] = adv[src];
+    mb_returns[i] = returns[src];
+    mb_src[i] = (int)src;
+}
+
+/* The recurrent state entering each minibatch sequence: segment_state (S, Ls, R, H) ->
+ * mb_state (Ls, Bm, H). One thread per element. */
+__global__ void gather_state_kernel(int Ls, int Bm, int R, int H, int first, const int* perm,
+                                    const float* segment_state, float* mb_state) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= Ls * Bm * H) return;
+    int j = i % H, c = (i / H) % Bm, l = i / (H * Bm);
+    int q = perm[first + c];
+    int s = q / R, r = q % R;
+    mb_state[i] = segment_state[(((long long)s * Ls + l) * R + r) * H + j];
+}
+
+/* Mean and population standard deviation of x (n,), two passes, one block: out = (mean, std). */
+__global__ void moments_kernel(long long n, const float* x, float* out) {
+    __shared__ float scratch[32];
+    float s = 0.0f;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+    float mean = block_sum(s, scratch) / (float)n;
+    float q = 0.0f;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        float d = x[i] - mean;
+        q += d * d;
+    }
+    float var = block_sum(q, scratch) / (float)n;
+    if (threadIdx.x == 0) {
+        out[0] = mean;
+        out[1] = sqrtf(var);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * PPO LOSS: forward and backward in one pass, one thread per row.
+ * y (n, A + 1) decoder output (logits, value); actions, old_logp, old_values, adv, returns (n,);
+ * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y and
+ * row_stats (5, n): clipped policy loss, 0.5 * max value loss, entropy, approx kl, clipped flag.
+ * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
+__global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions, const float* old_logp,
+                                const float* old_values, const float* adv_in, const float* returns,
+                                const float* adv_moments, const TrainScalars* scalars, float clip_coef,
+                                float vf_clip_coef, float vf_coef, float* dy, float* row_stats,
+                                float* new_logp, const int* src) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float* logits = y + (long long)i * (A + 1);
+    float* dl = dy + (long long)i * (A + 1);
+    float inv_n = 1.0f / (float)n;
+    float ent_coef = scalars->ent_coef;
+    float adv = adv_in[i];
+    if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
+
+    float m = logits[0];
+    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
+    float sum = 0.0f;
+    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
+    float lse = logf(sum);
+    float entropy = 0.0f;
+    for (int a = 0; a < A; a++) {
+        float lp = (logits[a] - m) - lse;
+        entropy -= expf(lp) * lp;
+    }
+    int action = actions[i];
+    float logp = (logits[action] - m) - lse;
+    float log_ratio = logp - old_logp[i];
+    float ratio = expf(log_ratio);
+    float lo = 1.0f - clip_coef, hi = 1.0f + clip_coef;
+    float pg_unclipped = -adv * ratio;
+    float pg_clipped = -adv * fminf(fmaxf(ratio, lo), hi);
+    int inside = ratio > lo && ratio < hi;
+    float dratio = (pg_unclipped >= pg_clipped || inside) ? -adv * inv_n : 0.0f;
+    float dlogp = dratio * ratio;
+    float ent_scale = ent_coef * inv_n;
+    for (int a = 0; a < A; a++) {
+        float lp = (logits[a] - m) - lse;
+        float p = expf(lp);
+        dl[a] = dlogp * ((a == action ? 1.0f : 0.0f) - p) + ent_scale * p * (lp + entropy);
+    }
+
+    float v = logits[A], old_v = old_values[i], ret = returns[i];
+    float v_clipped = old_v + fminf(fmaxf(v - old_v, -vf_clip_coef), vf_clip_coef);
+    float us = (v - ret) * (v - ret), cs = (v_clipped - ret) * (v_clipped - ret);
+    float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
+    dl[A] = dv * (vf_coef * inv_n);
+
+    row_stats[i] = fmaxf(pg_unclipped, pg_clipped);
+    row_stats[(long long)n + i] = 0.5f * fmaxf(us, cs);
+    row_stats[2LL * n + i] = entropy;
+    row_stats[3LL * n + i] = (ratio - 1.0f) - log_ratio;
+    row_stats[4LL * n + i] = inside ? 0.0f : 1.0f;
+    if (new_logp) new_logp[src[i]] = logp;
+}
+
+/* Add the minibatch means of row_stats (5, n) to scalars->stat[0..5). One block. */
+__global__ void loss_stats_kernel(int n, const float* row_stats, TrainScalars* scalars) {
+    __shared__ float scratch[32];
+    for (int k = 0; k < 5; k++) {
+        float s = 0.0f;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) s += row_stats[(long long)k * n + i];
+        s = block_sum(s, scratch);
+        if (threadIdx.x == 0) scalars->stat[k] += (double)s / n;
+    }
+}
+
+/* explained_variance of values against returns = adv + values, over (count,) rows: 1 - var(adv) /
+ * var(returns) (NaN when var(returns) is 0). One block; stored in scalars->stat[7]. */
+__global__ void explained_variance_kernel(long long count, const float* values, const float* adv,
+                                          TrainScalars* scalars) {
+    __shared__ float scratch[32];
+    float sa = 0.0f, sr = 0.0f;
+    for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+        sa += adv[i];
+        sr += adv[i] + values[i];
+    }
+    float mean_a = block_sum(sa, scratch) / (float)count;
+    float mean_r = block_sum(sr, scratch) / (float)count;
+    float qa = 0.0f, qr = 0.0f;
+    for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+        float da = adv[i] - mean_a, dr = adv[i] + values[i] - mean_r;
+        qa += da * da;
+        qr += dr * dr;
+    }
+    float var_a = block_sum(qa, scratch), var_r = block_sum(qr, scratch);
+    if (threadIdx.x == 0) scalars->stat[STAT_EXPLAINED_VAR] = var_r == 0.0f ? nan("") : 1.0 - (double)var_a / var_r;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * OPTIMIZER */
+
+/* clip_grad_norm, part 1: per-block partial sums of squares of x (n,) over a fixed grid. */
+__global__ void sum_squares_kernel(long long n, const float* x, float* partial) {
+    __shared__ float scratch[32];
+    float s = 0.0f;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        s += x[i] * x[i];
+    s = block_sum(s, scratch);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+/* clip_grad_norm, part 2 (one block), and the start of an optimizer step: the norm, the clip scale
+ * the optimizer kernels apply to the gradient, opt_step += 1 and Adam's bias corrections. */
+__global__ void clip_and_count_kernel(int blocks, const float* partial, float max_norm, double beta1,
+                                      double beta2, TrainScalars* scalars) {
+    __shared__ float scratch[32];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += partial[i];
+    s = block_sum(s, scratch);
+    if (threadIdx.x != 0) return;
+    float norm = sqrtf(s);
+    scalars->grad_norm = norm;
+    scalars->clip_scale = norm > max_norm ? (float)((double)max_norm / ((double)norm + 1e-6)) : 1.0f;
+    scalars->stat[STAT_GRAD_NORM] += norm;
+    scalars->stat[STAT_COUNT] += 1.0;
+    int step = scalars->opt_step + 1;
+    scalars->opt_step = step;
+    scalars->bias_correction1 = (float)(1.0 - pow(beta1, (double)step));
+    scalars->bias_correction2 = (float)(1.0 - pow(beta2, (double)step));
+}
+
+/* adam_step over n elements of a flat buffer (the gradient scaled by the clip scale first), in the
+ * reference's float32 operation order. one_minus_beta1/2 are (1 - beta) rounded to float32. */
+__global__ void adam_kernel(long long n, float* params, const float* grads, float* m, float* v,
+                            const TrainScalars* scalars, float beta1, float beta2, float one_minus_beta1,
+                            float one_minus_beta2, float eps) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float g = grads[i] * scalars->clip_scale;
+    float mi = m[i] * beta1 + one_minus_beta1 * g;
+    float vi = v[i] * beta2 + one_minus_beta2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    float m_hat = mi / scalars->bias_correction1, v_hat = vi / scalars->bias_correction2;
+    float lr = (float)scalars->lr;
+    params[i] -= lr * m_hat / (sqrtf(v_hat) + eps);
+}
+
+/* muon_step, part 1 for one matrix: Nesterov momentum m = mu m + g; u = g + mu m. */
+__global__ void muon_momentum_kernel(long long n, const float* grads, float* m, float* u,
+                                     const TrainScalars* scalars, float momentum) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float g = grads[i] * scalars->clip_scale;
+    float mi = m[i] * momentum + g;
+    m[i] = mi;
+    u[i] = g + momentum * mi;
+}
+
+/* newton_schulz, first line: x = u / (||u||_F + 1e-7). One block. */
+__global__ void frobenius_normalize_kernel(long long n, const float* u, float* x) {
+    __shared__ float scratch[32];
+    float s = 0.0f;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += u[i] * u[i];
+    float denom = sqrtf(block_sum(s, scratch)) + 1e-7f;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) x[i] = u[i] / denom;
+}
+
+/* muon_step, last part: params -= (lr * scale) * update, lr * scale rounded to float32 as in the
+ * reference (a Python float times a float32 array). */
+__global__ void muon_apply_kernel(long long n, float* params, const float* update, const TrainScalars* scalars,
+                                  double scale) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) params[i] -= (float)(scalars->lr * scale) * update[i];
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Bookkeeping between graph replays */
+
+/* Zero the per-update statistics (at the start of every captured update). */
+__global__ void begin_update_kernel(TrainScalars* scalars) {
+    for (int k = 0; k < 8; k++) scalars->stat[k] = 0.0;
+}
+
+/* learning_rate_at for the next update, after this one: update += 1 and the annealed rate. */
+__global__ void schedule_kernel(TrainScalars* scalars, double base_lr, int num_updates, int anneal) {
+    int update = scalars->update + 1;
+    scalars->update = update;
+    double frac = 1.0 - (double)update / (double)(num_updates > 1 ? num_updates : 1);
+    scalars->lr = anneal ? base_lr * (frac > 0.0 ? frac : 0.0) : base_lr;
+}
+
+/* The policy-step counter the sampling RNG reads, advanced once per rollout. */
+__global__ void advance_rollout_kernel(TrainScalars* scalars, int steps) { scalars->rollout_steps += steps; }
+
+} /* extern "C" */

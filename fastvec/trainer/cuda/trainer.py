@@ -1,0 +1,540 @@
+"""The fused CUDA trainer: NumpyTrainer's algorithm (reference.py math, numpy_trainer.py loop) on the GPU
+with the env stepped on the GPU too. Every tensor lives in one arena; a whole rollout horizon (policy
+forward, sampling, env step, buffer writes) is one CUDA graph replay and a whole update (GAE, every epoch
+and minibatch: forward, PPO loss, backward, clipping, Adam or Muon) another. The interface is
+NumpyTrainer's, so run.py (fastvec-train) drives either, and checkpoints are interchangeable."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import numpy as np
+
+from fastvec.native import ENVS, resolve_defines, source_path
+from fastvec.native.graphs import CudaGraph
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import env_params
+from fastvec.trainer.cuda import device
+from fastvec.trainer.cuda.arena import Arena
+from fastvec.trainer.cuda.cublas import Cublas
+
+# Legend as numpy_trainer.py: T = horizon, N = envs, R = rows = N * agents, O = obs size, K = bptt_horizon,
+# S = T / K segments, Ls = recurrent layers (0 for an MLP), L = layers, H = hidden, W = layer width
+# (3H or 2H MinGRU, H MLP), Y = actions + 1, P = parameters, Q = S * R sequences, Bm = sequences per
+# minibatch, n = K * Bm rows per minibatch, G = sum-of-squares partial blocks.
+
+# kernels.cu's TrainScalars, field for field.
+SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", "i8"), ("ent_coef", "f4"),
+                          ("grad_norm", "f4"), ("clip_scale", "f4"), ("bias_correction1", "f4"),
+                          ("bias_correction2", "f4"), ("opt_step", "i4"), ("update", "i4"), ("pad", "i4")])
+STAT_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm"]
+NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid keeps the sum order fixed)
+CUBLAS_WORKSPACE = 32 << 20
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(z: int) -> int:
+    """fastvec.h's fv_mix64 on Python ints (keys for the counter-based streams)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def policy_uniforms(seed_key: int, rows: int, step: int) -> np.ndarray:
+    """kernels.cu's policy_uniform for rows 0..rows-1 at one policy step, on the host (float32)."""
+    with np.errstate(over="ignore"):
+        def mix(z):
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return z ^ (z >> np.uint64(31))
+        keys = mix(np.uint64(seed_key) + np.arange(rows, dtype=np.uint64))
+        r = mix(keys + np.uint64(((step + 1) * 0x9E3779B97F4A7C15) & MASK64))
+    return (r >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def sequence_order(count: int, shuffle_key: int, update: int, epoch: int) -> np.ndarray:
+    """kernels.cu's shuffle_kernel on the host: the order in which an epoch visits the Q sequences."""
+    half = max(1, math.ceil(math.ceil(math.log2(max(count, 2))) / 2))
+    key = splitmix64(shuffle_key ^ ((update * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9) & MASK64))
+    mask = np.uint64((1 << half) - 1)
+
+    def mix(z):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+    def feistel(x):
+        left, right = x >> np.uint64(half), x & mask
+        for rnd in range(4):
+            f = mix(np.uint64(key) + np.uint64((rnd * 0xD1B54A32D192ED03) & MASK64) + right) & np.uint64(0xFFFFFFFF) & mask
+            left, right = right, left ^ f
+        return (left << np.uint64(half)) | right
+
+    with np.errstate(over="ignore"):
+        x = feistel(np.arange(count, dtype=np.uint64))
+        while (bad := x >= count).any():
+            x[bad] = feistel(x[bad])
+    return x.astype(np.int64)
+
+
+def record_newton_schulz(k, blas, u: int, bufs: list[int], gram: int, poly: int, shape, steps: int = 5) -> int:
+    """reference.newton_schulz of the (rows, cols) matrix at u, enqueued on k's stream; bufs: two scratch
+    (rows * cols) buffers, gram and poly (r, r) with r = min(rows, cols). Returns the buffer holding the
+    result, stored (rows, cols). A tall matrix iterates on its transpose implicitly: G = U^T U and
+    U <- a U + U P^T, which is the reference's X <- a X + P X with X = U^T."""
+    cuda = device.init()
+    rows, cols = shape
+    count = rows * cols
+    ca, cb, cc = ref.NS_COEFFS
+    k.launch_block("frobenius_normalize_kernel", np.int64(count), u, bufs[0])
+    tall = rows > cols
+    r = cols if tall else rows
+    cur = 0
+    for _ in range(steps):
+        x, xn = bufs[cur], bufs[1 - cur]
+        if tall:
+            blas.matmul(gram, x, x, r, r, rows, trans_a=True)
+        else:
+            blas.matmul(gram, x, x, r, r, cols, trans_b=True)
+        cuda.memcpy_dtod_async(poly, gram, r * r * 4, k.stream)
+        blas.matmul(poly, gram, gram, r, r, r, alpha=cc, beta=cb)  # P = b G + c G G
+        cuda.memcpy_dtod_async(xn, x, count * 4, k.stream)
+        if tall:
+            blas.matmul(xn, x, poly, rows, cols, cols, trans_b=True, beta=ca)
+        else:
+            blas.matmul(xn, poly, x, rows, cols, rows, beta=ca)
+        cur = 1 - cur
+    return bufs[cur]
+
+
+class CudaTrainer:
+    """Owns the arena, the graphs and the GPU env; `rollout()` replays the rollout graph, `update()` the
+    update graph. `batch` only describes the env (num_envs, env.obs_size/num_actions/num_agents/stat_names);
+    the env itself is compiled for the GPU from the same source."""
+
+    device = "cuda"
+
+    def __init__(self, config: dict, batch, spec: ref.PolicySpec):
+        train = config["train"]
+        self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
+        env = batch.env
+        self.num_envs, self.num_agents = batch.num_envs, env.num_agents
+        n_env, rows = self.num_envs, self.num_envs * self.num_agents
+        horizon, k = train["horizon"], train["bptt_horizon"]
+        self.rows, self.horizon, self.bptt, self.segments = rows, horizon, k, horizon // k
+        self.samples_per_rollout = rows * horizon
+        if train["minibatch_size"] > self.samples_per_rollout:
+            raise ValueError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
+                             f"({rows} rows x horizon {horizon} = {self.samples_per_rollout} samples); lower it "
+                             f"or raise env.num_envs / train.horizon")
+        if spec.num_actions > 64:
+            raise ValueError(f"the CUDA trainer samples from at most 64 actions (kernels.cu MAX_ACTIONS), "
+                             f"this env has {spec.num_actions}; use --train.device=cpu")
+        self.seqs_per_mb = train["minibatch_size"] // k  # Bm
+        self.sequences = self.segments * rows  # Q
+        self.minibatches = self.sequences // self.seqs_per_mb
+        self.mb_rows = k * self.seqs_per_mb  # n
+        self.rng = np.random.default_rng(train["seed"])  # only for the initial weights, as NumpyTrainer's
+        self.seed_key = splitmix64((train["seed"] * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
+        self.shuffle_key = splitmix64(self.seed_key ^ 0x53485546464C45)
+        self.use_graphs = os.environ.get("FASTVEC_NO_GRAPHS") != "1"
+
+        t0 = time.perf_counter()
+        cuda = self.cuda = device.init()
+        self.stream = cuda.Stream()
+        name = config["env"]["name"]
+        defines = resolve_defines(name, env_params(config))
+        self.k = device.Launcher(device.load_module(source_path(name), tuple(sorted(defines.items()))), self.stream)
+        self.max_episode_steps = int(ENVS[name].max_episode_steps or 0)
+        slot_bytes = self.k.module.get_global("fv_slot_size")
+        slot_size = np.empty(1, np.int32)
+        cuda.memcpy_dtoh(slot_size, slot_bytes[0])
+        self.layout = ref.FlatLayout(ref.param_table(spec))
+        self.matrix_names = set(self.layout.matrix_names())
+        self.arena = self._plan_arena(int(slot_size[0]), env)
+        self.arena.allocate(cuda)
+        self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE)
+
+        # MODEL AND OPTIMIZER: the reference's initial weights for this seed (same as the CPU trainer).
+        self.arena.set(cuda, "params", ref.init_params(spec, self.rng, np.float32))
+        scalars = np.zeros((), SCALARS_DTYPE)
+        scalars["lr"] = train["learning_rate"]
+        scalars["ent_coef"] = train["ent_coef"]
+        scalars["clip_scale"] = 1.0
+        self.arena.set(cuda, "scalars", np.frombuffer(scalars.tobytes(), np.uint8))
+        self.k.launch("fill_kernel", self.mb_rows, self.arena.ptr("ones"), np.int64(self.mb_rows), np.float32(1.0))
+        # ENV: reset every env with seeds (seed << 32) + i, as NumpyTrainer; obs go to slot T, which the
+        # first rollout copies to slot 0, and starts[T] = 1 (every env begins an episode).
+        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.arange(n_env, dtype=np.uint64)
+        self.arena.set(cuda, "seeds", seeds)
+        self.k.launch("fv_reset_kernel", n_env, np.int32(n_env), self.arena.ptr("slots"), self.arena.ptr("seeds"),
+                      0, self.arena.ptr("obs", horizon * rows * spec.obs_size))
+        self.k.launch("fill_kernel", rows, self.arena.ptr("starts", horizon * rows), np.int64(rows), np.float32(1.0))
+        self.stream.synchronize()
+        self.startup_time = time.perf_counter() - t0
+
+        self.global_step = 0
+        self.update_index = 0
+        self.opt_step = 0
+        self.num_updates_captured = None
+        self.rollout_graph = self.update_graph = None
+        self.rollouts_run = 0
+        self.timing = {"rollout": 0.0, "update": 0.0}
+
+    # ARENA: every device tensor, with its shape
+    def _plan_arena(self, slot_size: int, env) -> Arena:
+        spec, a = self.spec, Arena()
+        t, r, n_env, k, s = self.horizon, self.rows, self.num_envs, self.bptt, self.segments
+        o, h, ls, layers, y = spec.obs_size, spec.hidden, spec.state_layers, spec.layers, spec.num_actions + 1
+        w = self.layout.offsets["layer0.w"][1][0]
+        p, n, bm, q = self.layout.size, self.mb_rows, self.seqs_per_mb, self.sequences
+        stats = len(env.stat_names)
+        f32, i32 = np.float32, np.int32
+        # model and optimizer: flat, in reference.FlatLayout order
+        a.add("params", (p,), f32, "flat parameters")
+        a.add("grads", (p,), f32, "flat gradients")
+        a.add("opt_state", (2 * p,), f32, "[Adam m or Muon momentum | Adam v]")
+        a.add("scalars", (SCALARS_DTYPE.itemsize,), np.uint8, "TrainScalars (lr, counters, stats)")
+        a.add("norm_partial", (NORM_BLOCKS,), f32, "(G,) partial sums of squared gradients")
+        a.add("ones", (n,), f32, "(n,) ones: bias gradients as ones @ dpre")
+        a.add("cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "cuBLAS workspace (fixed, for capture)")
+        # env
+        a.add("slots", (n_env, slot_size), np.uint8, "(N, sizeof(fv_slot)) simulator state")
+        a.add("seeds", (n_env,), np.uint64, "(N,) reset seeds")
+        a.add("final_obs", (r, o), f32, "(R, O) batch-layer scratch (terminal obs)")
+        a.add("terminated", (n_env,), np.uint8, "(N,)")
+        a.add("truncated", (n_env,), np.uint8, "(N,)")
+        a.add("ep_return", (r,), f32, "(R,) finished episodes' returns where done")
+        a.add("ep_length", (n_env,), i32, "(N,)")
+        a.add("ep_stats", (n_env, max(stats, 1)), f32, "(N, stats)")
+        a.add("episode_acc", (3 + stats,), np.float64, "episodes, sum return, sum length, sum stats")
+        # rollout buffers, as NumpyTrainer's
+        a.add("obs", (t + 1, r, o), f32, "(T+1, R, O); slot T: obs after the last step")
+        a.add("starts", (t + 1, r), f32, "(T+1, R) 1: obs[t] begins an episode")
+        a.add("actions", (t, r), i32, "(T, R)")
+        a.add("logp", (t, r), f32, "(T, R) log pi_old(a|s)")
+        a.add("values", (t, r), f32, "(T, R) V_old(s)")
+        a.add("rewards", (t, r), f32, "(T, R)")
+        a.add("dones", (t, r), f32, "(T, R) 1: episode ended at step t")
+        a.add("adv", (t, r), f32, "(T, R) advantages")
+        a.add("returns", (t, r), f32, "(T, R) advantages + values")
+        a.add("new_logp", (t, r), f32, "(T, R) log pi_new(a|s), for V-trace")
+        a.add("segment_state", (s, max(ls, 1), r, h), f32, "(S, Ls, R, H) state entering each segment")
+        a.add("state", (max(ls, 1), r, h), f32, "(Ls, R, H) live recurrent state")
+        a.add("last_state", (max(ls, 1), r, h), f32, "(Ls, R, H) scratch: state after the bootstrap step")
+        # rollout activations (one step of R rows)
+        a.add("r_act", (2, r, h), f32, "(2, R, H) layer inputs/outputs, ping-pong")
+        a.add("r_pre", (r, w), f32, "(R, W) pre-activations")
+        a.add("r_h", (r, h), f32, "(R, H) MinGRU states (unused copy)")
+        a.add("r_y", (r, y), f32, "(R, Y) decoder output; after the rollout, the bootstrap values")
+        # update: minibatch inputs (K, Bm, ...) rows
+        a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
+        a.add("mb_obs", (n, o), f32, "(K, Bm, O)")
+        a.add("mb_starts", (n,), f32, "(K, Bm)")
+        a.add("mb_actions", (n,), i32, "(K, Bm)")
+        a.add("mb_logp", (n,), f32, "(K, Bm)")
+        a.add("mb_values", (n,), f32, "(K, Bm)")
+        a.add("mb_adv", (n,), f32, "(K, Bm)")
+        a.add("mb_returns", (n,), f32, "(K, Bm)")
+        a.add("mb_src", (n,), i32, "(K, Bm) rollout index t * R + r of each row")
+        a.add("mb_state", (max(ls, 1), bm, h), f32, "(Ls, Bm, H) state entering each sequence")
+        a.add("mb_state_out", (bm, h), f32, "(Bm, H) scratch: state after the sequence")
+        a.add("adv_moments", (2,), f32, "minibatch advantage mean, std")
+        # update: activations kept for the backward
+        a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
+        a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (bias included)")
+        a.add("hseq", (max(ls, 1), n, h), f32, "(Ls, n, H) MinGRU states")
+        a.add("y", (n, y), f32, "(n, Y) decoder output")
+        a.add("dy", (n, y), f32, "(n, Y) loss gradient")
+        a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
+        a.add("dpre", (n, w), f32, "(n, W)")
+        a.add("row_stats", (5, n), f32, "(5, n) per-row loss terms")
+        # Muon's Newton-Schulz scratch, sized for the largest matrix
+        mats = [shape for name, shape in self.layout.table if len(shape) == 2]
+        big = max(math.prod(sh) for sh in mats)
+        small = max(min(sh) ** 2 for sh in mats)
+        a.add("ns_u", (big,), f32, "momentum-corrected gradient of one matrix")
+        a.add("ns_x", (2, big), f32, "(2, rows*cols) Newton-Schulz iterate, ping-pong")
+        a.add("ns_gram", (small,), f32, "(r, r) X X^T")
+        a.add("ns_poly", (small,), f32, "(r, r) b G + c G G")
+        return a
+
+    def scalars(self) -> np.ndarray:
+        """The device scalars (synchronous read)."""
+        self.stream.synchronize()
+        raw = self.arena.get(self.cuda, "scalars")
+        return np.frombuffer(raw.tobytes(), SCALARS_DTYPE)[0]
+
+    def _write_scalars(self, scalars) -> None:
+        self.stream.synchronize()
+        self.arena.set(self.cuda, "scalars", np.frombuffer(np.asarray(scalars, SCALARS_DTYPE).tobytes(), np.uint8))
+
+    # POLICY FORWARD (one or many steps): the reference's policy_forward as GEMMs and fused kernels
+    def _policy_forward(self, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
+                        acts, pres, hs, y: int) -> None:
+        """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
+        pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H)."""
+        spec, a, k, blas = self.spec, self.arena, self.k, self.blas
+        rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
+        off = self.layout.offsets
+        pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
+        blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
+        k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h))
+        for layer in range(spec.layers):
+            w = off[f"layer{layer}.w"][1][0]
+            blas.matmul(pres[layer], acts[layer], pp(f"layer{layer}.w"), rows, w, h, trans_b=True)
+            if spec.recurrent:
+                k.launch("mingru_forward_kernel", rows_per_step * h, np.int32(steps), np.int32(rows_per_step),
+                         np.int32(h), np.int32(spec.highway), acts[layer], pres[layer], pp(f"layer{layer}.b"),
+                         starts, state_in[layer], hs[layer], acts[layer + 1], state_out[layer])
+            else:
+                k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
+                         pp(f"layer{layer}.b"), acts[layer + 1])
+        ny = spec.num_actions + 1
+        blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
+        k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny))
+
+    # ROLLOUT
+    def _record_rollout(self) -> None:
+        """Enqueue one whole horizon: the NumpyTrainer.rollout loop, then the bootstrap value."""
+        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+        t_len, r, o, h, kk = self.horizon, self.rows, spec.obs_size, spec.hidden, self.bptt
+        ls = spec.state_layers
+        cuda.memcpy_dtod_async(a.ptr("obs"), a.ptr("obs", t_len * r * o), r * o * 4, self.stream)
+        cuda.memcpy_dtod_async(a.ptr("starts"), a.ptr("starts", t_len * r), r * 4, self.stream)
+        state = [a.ptr("state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
+        last_state = [a.ptr("last_state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
+        acts = [a.ptr("r_act", (i % 2) * r * h) for i in range(spec.layers + 1)]
+        pres = [a.ptr("r_pre")] * spec.layers
+        hs = [a.ptr("r_h")] * spec.layers
+        for t in range(t_len):
+            if t % kk == 0 and ls:
+                cuda.memcpy_dtod_async(a.ptr("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
+                                       ls * r * h * 4, self.stream)
+            self._policy_forward(r, 1, a.ptr("obs", t * r * o), a.ptr("starts", t * r), state, state, acts, pres,
+                                 hs, a.ptr("r_y"))
+            k.launch("rollout_step_kernel", self.num_envs, np.int32(self.num_envs), a.ptr("slots"), a.ptr("r_y"),
+                     a.ptr("obs", (t + 1) * r * o), a.ptr("final_obs"), a.ptr("actions", t * r),
+                     a.ptr("logp", t * r), a.ptr("values", t * r), a.ptr("rewards", t * r), a.ptr("dones", t * r),
+                     a.ptr("starts", (t + 1) * r), a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"),
+                     a.ptr("ep_length"), a.ptr("ep_stats"), a.ptr("episode_acc"), a.ptr("scalars"), np.int32(t),
+                     np.uint64(self.seed_key), np.int32(self.train_cfg["reward_clamp"]),
+                     np.int32(self.max_episode_steps))
+        # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
+        self._policy_forward(r, 1, a.ptr("obs", t_len * r * o), a.ptr("starts", t_len * r), state, last_state,
+                             acts, pres, hs, a.ptr("r_y"))
+        k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    def rollout(self) -> None:
+        """Collect `horizon` steps from every env into the buffers. The first rollout runs eagerly (so that
+        cuBLAS and the driver load their kernels outside any capture); later ones replay one graph."""
+        t0 = time.perf_counter()
+        if not self.use_graphs or self.rollouts_run == 0:
+            self._record_rollout()
+        else:
+            if self.rollout_graph is None:
+                self.rollout_graph = CudaGraph(self.stream.handle)
+                with self.rollout_graph.capture():
+                    self._record_rollout()
+            self.rollout_graph.launch()
+        self.rollouts_run += 1
+        self.stream.synchronize()
+        self.timing["rollout"] += time.perf_counter() - t0
+        self.global_step += self.horizon * self.num_envs
+
+    # GAE
+    def _record_gae(self, vtrace: bool) -> None:
+        tc, a = self.train_cfg, self.arena
+        ny = self.spec.num_actions + 1
+        self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), a.ptr("values"),
+                      a.ptr("r_y", ny - 1), np.int32(ny), a.ptr("rewards"), a.ptr("dones"), np.float32(tc["gamma"]),
+                      np.float32(tc["gae_lambda"]), np.float32(tc["gamma"] * tc["gae_lambda"]), np.int32(vtrace),
+                      a.ptr("new_logp"), a.ptr("logp"), np.float32(tc["vtrace_rho_clip"]),
+                      np.float32(tc["vtrace_c_clip"]), a.ptr("adv"), a.ptr("returns"))
+
+    # UPDATE
+    def _record_update(self, num_updates: int) -> None:
+        """Enqueue one whole update: NumpyTrainer.update with every minibatch_step."""
+        tc, a, k = self.train_cfg, self.arena, self.k
+        k.launch_grid("begin_update_kernel", 1, 1, a.ptr("scalars"))
+        if tc["vtrace"]:
+            self.cuda.memset_d32_async(a.ptr("new_logp"), 0, self.horizon * self.rows, self.stream)
+        self._record_gae(False)
+        half_bits = max(1, math.ceil(math.ceil(math.log2(max(self.sequences, 2))) / 2))
+        for epoch in range(tc["update_epochs"]):
+            if tc["vtrace"] and epoch > 0:
+                self._record_gae(True)
+            k.launch("shuffle_kernel", self.sequences, np.int32(self.sequences), np.int32(half_bits),
+                     np.uint64(self.shuffle_key), np.int32(epoch), a.ptr("scalars"), a.ptr("perm"))
+            for mb in range(self.minibatches):
+                self._record_minibatch_step(mb * self.seqs_per_mb)
+        k.launch_block("explained_variance_kernel", np.int64(self.horizon * self.rows), a.ptr("values"), a.ptr("adv"),
+                       a.ptr("scalars"))
+        k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]),
+                      np.int32(num_updates), np.int32(tc["anneal_lr"]))
+
+    def _record_minibatch_step(self, first: int) -> None:
+        """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]."""
+        tc, spec, a, k, blas = self.train_cfg, self.spec, self.arena, self.k, self.blas
+        kk, bm, n, r = self.bptt, self.seqs_per_mb, self.mb_rows, self.rows
+        h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
+        ny = spec.num_actions + 1
+        off = self.layout.offsets
+        k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
+                 a.ptr("perm"), a.ptr("obs"), a.ptr("starts"), a.ptr("actions"), a.ptr("logp"), a.ptr("values"),
+                 a.ptr("adv"), a.ptr("returns"), a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"),
+                 a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"))
+        if ls:
+            k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
+                     np.int32(first), a.ptr("perm"), a.ptr("segment_state"), a.ptr("mb_state"))
+        widths = [off[f"layer{layer}.w"][1][0] for layer in range(layers)]
+        acts = [a.ptr("act", i * n * h) for i in range(layers + 1)]
+        pres = [a.ptr("pre", i * n * widths[0]) for i in range(layers)]
+        hs = [a.ptr("hseq", min(i, max(ls - 1, 0)) * n * h) for i in range(layers)]
+        states = [a.ptr("mb_state", min(i, max(ls - 1, 0)) * bm * h) for i in range(layers)]
+        outs = [a.ptr("mb_state_out")] * layers
+        # FORWARD
+        self._policy_forward(bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs, a.ptr("y"))
+        # LOSS
+        if tc["norm_adv"]:
+            k.launch_block("moments_kernel", np.int64(n), a.ptr("mb_adv"), a.ptr("adv_moments"))
+        k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
+                 a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
+                 a.ptr("adv_moments") if tc["norm_adv"] else 0, a.ptr("scalars"), np.float32(tc["clip_coef"]),
+                 np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]), a.ptr("dy"), a.ptr("row_stats"),
+                 a.ptr("new_logp") if tc["vtrace"] else 0, a.ptr("mb_src") if tc["vtrace"] else 0)
+        k.launch_block("loss_stats_kernel", np.int32(n), a.ptr("row_stats"), a.ptr("scalars"))
+        # BACKWARD: every gradient is written exactly once (beta = 0), so grads need no zeroing.
+        gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
+        pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
+        blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
+        blas.matmul(gp("dec.b"), a.ptr("ones"), a.ptr("dy"), 1, ny, n)
+        cur, other = a.ptr("dact"), a.ptr("dact", n * h)
+        blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
+        for layer in reversed(range(layers)):
+            w = widths[layer]
+            if spec.recurrent:
+                k.launch("mingru_backward_kernel", bm * h, np.int32(kk), np.int32(bm), np.int32(h),
+                         np.int32(spec.highway), cur, acts[layer], pres[layer], a.ptr("mb_starts"), states[layer],
+                         hs[layer], a.ptr("dpre"), other)
+                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
+            else:
+                k.launch("mlp_backward_kernel", n * h, np.int64(n * h), cur, acts[layer + 1], a.ptr("dpre"))
+                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
+            blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
+            blas.matmul(gp(f"layer{layer}.b"), a.ptr("ones"), a.ptr("dpre"), 1, w, n)
+            cur, other = other, cur
+        blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
+        blas.matmul(gp("enc.b"), a.ptr("ones"), cur, 1, h, n)
+        # OPTIMIZER
+        self._record_optimizer_step()
+
+    def _record_optimizer_step(self) -> None:
+        """clip_grad_norm (applied as a scale inside the optimizer kernels), then Adam or Muon."""
+        tc, a, k = self.train_cfg, self.arena, self.k
+        p = self.layout.size
+        k.launch_grid("sum_squares_kernel", NORM_BLOCKS, 256, np.int64(p), a.ptr("grads"), a.ptr("norm_partial"))
+        k.launch_block("clip_and_count_kernel", np.int32(NORM_BLOCKS), a.ptr("norm_partial"),
+                       np.float32(tc["max_grad_norm"]), np.float64(tc["adam_beta1"]), np.float64(tc["adam_beta2"]),
+                       a.ptr("scalars"))
+        adam_args = (a.ptr("scalars"), np.float32(tc["adam_beta1"]), np.float32(tc["adam_beta2"]),
+                     np.float32(1 - tc["adam_beta1"]), np.float32(1 - tc["adam_beta2"]), np.float32(tc["adam_eps"]))
+        if tc["optimizer"] != "muon":
+            k.launch("adam_kernel", p, np.int64(p), a.ptr("params"), a.ptr("grads"), a.ptr("opt_state"),
+                     a.ptr("opt_state", p), *adam_args)
+            return
+        for name, shape in self.layout.table:
+            off, count = self.layout.offsets[name][0], math.prod(shape)
+            if name in self.matrix_names:
+                k.launch("muon_momentum_kernel", count, np.int64(count), a.ptr("grads", off), a.ptr("opt_state", off),
+                         a.ptr("ns_u"), a.ptr("scalars"), np.float32(tc["muon_momentum"]))
+                update = record_newton_schulz(k, self.blas, a.ptr("ns_u"), [a.ptr("ns_x"), a.ptr("ns_x", count)],
+                                              a.ptr("ns_gram"), a.ptr("ns_poly"), shape)
+                k.launch("muon_apply_kernel", count, np.int64(count), a.ptr("params", off), update, a.ptr("scalars"),
+                         np.float64(ref.muon_update_scale(shape)))
+            else:
+                k.launch("adam_kernel", count, np.int64(count), a.ptr("params", off), a.ptr("grads", off),
+                         a.ptr("opt_state", off), a.ptr("opt_state", p + off), *adam_args)
+
+    def update(self, num_updates: int) -> dict:
+        """PPO epochs over the rollout (one graph replay); returns the update's mean stats."""
+        t0 = time.perf_counter()
+        tc = self.train_cfg
+        lr = ref.learning_rate_at(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        if self.num_updates_captured != num_updates:  # first update, or a new schedule: eager, then capture
+            scalars = self.scalars().copy()
+            scalars["lr"] = lr  # the schedule kernel keeps it from here on
+            self._write_scalars(scalars)
+            if self.update_graph is not None:
+                self.update_graph.close()
+            self.update_graph = None
+            self.num_updates_captured = num_updates
+            self._record_update(num_updates)
+        elif not self.use_graphs:
+            self._record_update(num_updates)
+        else:
+            if self.update_graph is None:
+                self.update_graph = CudaGraph(self.stream.handle)
+                with self.update_graph.capture():
+                    self._record_update(num_updates)
+            self.update_graph.launch()
+        scalars = self.scalars()  # synchronises
+        self.update_index += 1
+        self.opt_step = int(scalars["opt_step"])
+        count = max(float(scalars["stat"][6]), 1.0)
+        out = {name: float(scalars["stat"][i]) / count for i, name in enumerate(STAT_NAMES)}
+        out["loss"] = out["policy_loss"] + tc["vf_coef"] * out["value_loss"] - tc["ent_coef"] * out["entropy"]
+        out["learning_rate"] = lr
+        out["explained_variance"] = float(scalars["stat"][7])
+        self.timing["update"] += time.perf_counter() - t0
+        return out
+
+    # LOG
+    def pop_episodes(self) -> dict | None:
+        """Mean return, length and env stats of the episodes finished since the last call (None if none)."""
+        self.stream.synchronize()
+        acc = self.arena.get(self.cuda, "episode_acc")
+        if acc[0] == 0:
+            return None
+        self.cuda.memset_d8(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"))
+        out = {"episodes": int(acc[0]), "episode_return": float(acc[1] / acc[0]), "episode_length": float(acc[2] / acc[0])}
+        for i, name in enumerate(self.batch.env.stat_names):
+            out[name] = float(acc[3 + i] / acc[0])
+        return out
+
+    # CHECKPOINT STATE (checkpoint.py's format: the CPU trainer loads it, and vice versa)
+    def state_dict(self) -> dict:
+        self.stream.synchronize()
+        scalars = self.scalars()
+        return {"params": self.arena.get(self.cuda, "params"), "optimizer": self.arena.get(self.cuda, "opt_state"),
+                "counters": {"opt_step": int(scalars["opt_step"]), "update": self.update_index,
+                             "global_step": self.global_step, "rollout_steps": int(scalars["rollout_steps"])},
+                "rng": None}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.arena.set(self.cuda, "params", state["params"])
+        if state.get("optimizer") is not None:
+            self.arena.set(self.cuda, "opt_state", state["optimizer"])
+        counters = state.get("counters", {})
+        self.update_index = counters.get("update", 0)
+        self.global_step = counters.get("global_step", 0)
+        scalars = self.scalars().copy()
+        scalars["opt_step"] = counters.get("opt_step", 0)
+        scalars["update"] = self.update_index
+        scalars["rollout_steps"] = counters.get("rollout_steps", self.global_step // max(self.num_envs, 1))
+        self._write_scalars(scalars)
+        self.num_updates_captured = None  # the next update() re-reads the learning rate
+
+    def close(self) -> None:
+        """Free graphs, cuBLAS and the arena now (also done at garbage collection)."""
+        for graph in (self.rollout_graph, self.update_graph):
+            if graph is not None:
+                graph.close()
+        self.rollout_graph = self.update_graph = None
+        self.blas.close()
+        self.stream.synchronize()
+        if self.arena.allocation is not None:
+            self.arena.allocation.free()
+            self.arena.allocation = None

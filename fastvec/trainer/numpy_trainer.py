@@ -1,0 +1,238 @@
+"""The CPU trainer: PPO with the reference math (reference.py) on a fastvec CPU batch. Every tensor is
+allocated once up front: parameters, gradients and optimizer state are one flat float32 array each
+(named views via FlatLayout), and the rollout buffers are (T, R, ...) arrays reused every rollout."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fastvec.trainer import reference as ref
+
+# Legend: T = horizon, R = rows = num_envs * agents, O = obs size, K = bptt_horizon, S = T / K segments,
+# Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
+
+
+def make_policy_spec(config: dict, obs_size: int, num_actions: int) -> ref.PolicySpec:
+    policy = config["policy"]
+    return ref.PolicySpec(obs_size=obs_size, num_actions=num_actions, kind=policy["kind"],
+                          hidden=policy["hidden"], layers=policy["layers"], highway=policy["highway"])
+
+
+def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False):
+    """One policy step for R rows: obs (R, O), starts (R,), state (Ls, R, H) ->
+    actions (R,) int64, logp (R,), values (R,), the new state."""
+    logits, values, state, _ = ref.policy_forward(spec, param_views, obs[None], starts[None], state)
+    if deterministic:
+        actions = logits[0].argmax(-1)
+        logp = np.take_along_axis(ref.log_softmax(logits[0]), actions[:, None], -1)[:, 0]
+        return actions, logp, values[0], state
+    actions, logp = ref.sample_actions(logits[0], rng.random(len(obs), np.float32))
+    return actions, logp, values[0], state
+
+
+class NumpyTrainer:
+    """Owns the policy, optimizer and rollout buffers; `rollout()` fills the buffers from the env batch,
+    `update()` runs the PPO epochs on them. The CUDA trainer keeps this interface."""
+
+    device = "cpu"
+
+    def __init__(self, config: dict, batch, spec: ref.PolicySpec):
+        train = config["train"]
+        self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
+        self.num_agents = batch.obs.shape[1]
+        rows = batch.num_envs * self.num_agents
+        horizon, k = train["horizon"], train["bptt_horizon"]
+        self.rows, self.horizon, self.bptt, self.segments = rows, horizon, k, horizon // k
+        self.samples_per_rollout = rows * horizon
+        if train["minibatch_size"] > self.samples_per_rollout:
+            raise ValueError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
+                             f"({rows} rows x horizon {horizon} = {self.samples_per_rollout} samples); lower it "
+                             f"or raise env.num_envs / train.horizon")
+        self.rng = np.random.default_rng(train["seed"])
+
+        # MODEL AND OPTIMIZER: one flat array each, named views for the math.
+        self.layout = ref.FlatLayout(ref.param_table(spec))
+        p = self.layout.size
+        self.params = ref.init_params(spec, self.rng, np.float32)  # (P,)
+        self.grads = np.zeros(p, np.float32)  # (P,)
+        self.opt_state = np.zeros(2 * p, np.float32)  # (2P,): [Adam m or Muon momentum | Adam v]
+        self.opt_step = 0
+        self.param_views = self.layout.views(self.params)
+        self.grad_views = self.layout.views(self.grads)
+        self.m_views = self.layout.views(self.opt_state[:p])
+        self.v_views = self.layout.views(self.opt_state[p:])
+        self.matrix_names = set(self.layout.matrix_names())
+
+        # ROLLOUT BUFFERS
+        o, ls, h = spec.obs_size, spec.state_layers, spec.hidden
+        self.obs = np.zeros((horizon, rows, o), np.float32)  # (T, R, O)
+        self.starts = np.zeros((horizon, rows), np.float32)  # (T, R) 1: obs[t] begins an episode
+        self.actions = np.zeros((horizon, rows), np.int64)  # (T, R)
+        self.logp = np.zeros((horizon, rows), np.float32)  # (T, R) log pi_old(a|s)
+        self.values = np.zeros((horizon, rows), np.float32)  # (T, R) V_old(s)
+        self.rewards = np.zeros((horizon, rows), np.float32)  # (T, R)
+        self.dones = np.zeros((horizon, rows), np.float32)  # (T, R) 1: episode ended at step t
+        self.segment_state = np.zeros((self.segments, ls, rows, h), np.float32)  # (S, Ls, R, H)
+        self.last_value = np.zeros(rows, np.float32)  # (R,) V(obs after the last step)
+        self.state = np.zeros((ls, rows, h), np.float32)  # (Ls, R, H) live recurrent state
+        self.next_starts = np.ones(rows, np.float32)  # (R,) the first obs after reset starts episodes
+
+        self.global_step = 0
+        self.update_index = 0
+        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per step: returns, lengths, stats
+        self.timing = {"env": 0.0, "inference": 0.0, "update": 0.0}
+        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.arange(batch.num_envs, dtype=np.uint64)
+        batch.reset(seeds, None)
+
+    def act(self, obs, starts, state):
+        return policy_act(self.spec, self.param_views, obs, starts, state, self.rng)
+
+    # ROLLOUT
+    def rollout(self) -> None:
+        """Collect `horizon` steps from every env into the buffers, carrying the recurrent state."""
+        batch, k = self.batch, self.bptt
+        clamp = self.train_cfg["reward_clamp"]
+        for t in range(self.horizon):
+            t0 = time.perf_counter()
+            if t % k == 0:
+                self.segment_state[t // k] = self.state
+            self.obs[t] = batch.obs.reshape(self.rows, -1)
+            self.starts[t] = self.next_starts
+            actions, logp, values, self.state = self.act(self.obs[t], self.starts[t], self.state)
+            self.actions[t], self.logp[t], self.values[t] = actions, logp, values
+            t1 = time.perf_counter()
+            batch.step(actions.reshape(batch.num_envs, self.num_agents))
+            rewards = batch.rewards.reshape(self.rows)
+            self.rewards[t] = np.clip(rewards, -1, 1) if clamp else rewards
+            done = batch.terminated | batch.truncated  # (N,)
+            self.dones[t] = np.repeat(done, self.num_agents)
+            self.next_starts = self.dones[t]
+            if done.any():
+                self.finished.append((batch.episode_return[done].mean(1), batch.episode_length[done].copy(),
+                                      batch.episode_stats[done].copy()))
+            t2 = time.perf_counter()
+            self.timing["inference"] += t1 - t0
+            self.timing["env"] += t2 - t1
+        t0 = time.perf_counter()
+        _, _, self.last_value, _ = self.act(batch.obs.reshape(self.rows, -1), self.next_starts, self.state.copy())
+        self.timing["inference"] += time.perf_counter() - t0
+        self.global_step += self.horizon * batch.num_envs
+
+    def to_segments(self, x):
+        """(T, R, ...) -> (K, S * R, ...): each (segment, row) pair becomes one sequence of length K."""
+        s, k = self.segments, self.bptt
+        if s == 1:
+            return x
+        return np.ascontiguousarray(np.swapaxes(x.reshape(s, k, *x.shape[1:]), 0, 1)).reshape(k, s * self.rows, *x.shape[2:])
+
+    def from_segments(self, x):
+        s, k = self.segments, self.bptt
+        if s == 1:
+            return x
+        return np.swapaxes(x.reshape(k, s, self.rows, *x.shape[2:]), 0, 1).reshape(self.horizon, self.rows, *x.shape[2:])
+
+    # GAE
+    def advantages(self, ratios=None):
+        tc = self.train_cfg
+        return ref.gae(self.values, self.last_value, self.rewards, self.dones, tc["gamma"], tc["gae_lambda"],
+                       ratios, tc["vtrace_rho_clip"], tc["vtrace_c_clip"]).astype(np.float32)
+
+    # UPDATE
+    def update(self, num_updates: int) -> dict:
+        """PPO epochs over the rollout in minibatches of whole sequence segments; returns mean stats."""
+        t_start = time.perf_counter()
+        tc = self.train_cfg
+        lr = ref.learning_rate_at(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        advantages = self.advantages()
+        returns = advantages + self.values
+        seg = {name: self.to_segments(getattr(self, name)) for name in
+               ["obs", "starts", "actions", "logp", "values"]}
+        seg_returns = self.to_segments(returns)
+        seq_count = self.segments * self.rows
+        seg_state = np.swapaxes(self.segment_state, 0, 1).reshape(self.spec.state_layers, seq_count, self.spec.hidden)
+        new_logp = np.zeros_like(seg["logp"])  # for V-trace in later epochs
+        seqs_per_mb = tc["minibatch_size"] // self.bptt
+        totals: dict[str, float] = {}
+        count = 0
+        for epoch in range(tc["update_epochs"]):
+            if tc["vtrace"] and epoch > 0:
+                ratios = np.exp(self.from_segments(new_logp) - self.logp)
+                advantages = self.advantages(ratios)
+                returns = advantages + self.values
+                seg_returns = self.to_segments(returns)
+            seg_adv = self.to_segments(advantages)
+            order = self.rng.permutation(seq_count)
+            for start in range(0, seq_count - seqs_per_mb + 1, seqs_per_mb):
+                idx = order[start:start + seqs_per_mb]
+                stats = self.minibatch_step(seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp)
+                for key, value in stats.items():
+                    totals[key] = totals.get(key, 0.0) + value
+                count += 1
+        self.update_index += 1
+        out = {key: value / max(count, 1) for key, value in totals.items()}
+        out["learning_rate"] = lr
+        out["explained_variance"] = ref.explained_variance(self.values, returns)
+        self.timing["update"] += time.perf_counter() - t_start
+        return out
+
+    def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp) -> dict:
+        tc = self.train_cfg
+        obs = seg["obs"][:, idx]
+        logits, values, _, cache = ref.policy_forward(self.spec, self.param_views, obs, seg["starts"][:, idx],
+                                                      seg_state[:, idx])
+        adv = seg_adv[:, idx]
+        if tc["norm_adv"]:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        actions = seg["actions"][:, idx]
+        loss, dlogits, dvalues, stats = ref.ppo_loss(
+            logits, values, actions, seg["logp"][:, idx], seg["values"][:, idx], adv, seg_returns[:, idx],
+            tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], tc["ent_coef"])
+        if tc["vtrace"]:
+            new_logp[:, idx] = np.take_along_axis(ref.log_softmax(logits), actions[..., None], -1)[..., 0]
+        self.grads[:] = 0
+        ref.policy_backward(self.spec, self.param_views, self.grad_views, dlogits, dvalues, cache)
+        stats["grad_norm"] = ref.clip_grad_norm(self.grads, tc["max_grad_norm"])
+        self.opt_step += 1
+        if tc["optimizer"] == "muon":
+            ref.muon_step(self.param_views, self.grad_views, self.m_views, self.v_views, self.matrix_names,
+                          self.opt_step, lr, tc["muon_momentum"], tc["adam_beta1"], tc["adam_beta2"], tc["adam_eps"])
+        else:
+            p = self.layout.size
+            ref.adam_step(self.params, self.grads, self.opt_state[:p], self.opt_state[p:], self.opt_step, lr,
+                          tc["adam_beta1"], tc["adam_beta2"], tc["adam_eps"])
+        stats["loss"] = loss
+        return stats
+
+    # LOG
+    def pop_episodes(self) -> dict | None:
+        """Mean return, length and env stats of the episodes finished since the last call (None if none)."""
+        if not self.finished:
+            return None
+        returns = np.concatenate([f[0] for f in self.finished])
+        lengths = np.concatenate([f[1] for f in self.finished])
+        stats = np.concatenate([f[2] for f in self.finished])
+        self.finished.clear()
+        out = {"episodes": int(len(returns)), "episode_return": float(returns.mean()),
+               "episode_length": float(lengths.mean())}
+        for i, name in enumerate(self.batch.env.stat_names):
+            out[name] = float(stats[:, i].mean())
+        return out
+
+    # CHECKPOINT STATE
+    def state_dict(self) -> dict:
+        return {"params": self.params.copy(), "optimizer": self.opt_state.copy(),
+                "counters": {"opt_step": self.opt_step, "update": self.update_index, "global_step": self.global_step},
+                "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.params[...] = state["params"]
+        if state.get("optimizer") is not None:
+            self.opt_state[...] = state["optimizer"]
+        counters = state.get("counters", {})
+        self.opt_step = counters.get("opt_step", 0)
+        self.update_index = counters.get("update", 0)
+        self.global_step = counters.get("global_step", 0)
+        if state.get("rng"):
+            self.rng.bit_generator.state = state["rng"]

@@ -1,0 +1,410 @@
+"""The bundled trainer's algorithm written once as plain NumPy math, with explicit forward and backward
+passes: policy (linear encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss,
+global-norm clipping, Adam and Muon. The fused CUDA trainer implements these same functions as kernels.
+
+Legend for shape comments: T = time steps, B = rows of a batch (env x agent), O = observation size,
+H = hidden size, L = layers, A = number of actions, P = total parameter count.
+Every function works in the dtype of its inputs (float32 for training, float64 in the gradient tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+# ----------------------------------------------------------------------------------------------
+# POLICY: spec, flat parameter layout, initialisation
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySpec:
+    """The architecture; stored in every checkpoint so that a mismatch is caught at load time."""
+
+    obs_size: int
+    num_actions: int
+    kind: str = "mingru"  # "mingru" (recurrent) or "mlp"
+    hidden: int = 64
+    layers: int = 2
+    highway: bool = True  # MinGRU only: a learned gate mixes each layer's input back into its output
+
+    def __post_init__(self):
+        if self.kind not in ("mingru", "mlp"):
+            raise ValueError(f"policy.kind={self.kind!r} is not supported; use 'mingru' or 'mlp'")
+        if self.hidden < 1 or self.layers < 1:
+            raise ValueError(f"policy.hidden={self.hidden} and policy.layers={self.layers} must both be >= 1")
+
+    @property
+    def recurrent(self) -> bool:
+        return self.kind == "mingru"
+
+    @property
+    def state_layers(self) -> int:
+        """Layers that carry recurrent state (0 for an MLP, whose state arrays are then empty)."""
+        return self.layers if self.recurrent else 0
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
+    """The parameters in layout order: (name, shape). Weights are (out, in), applied as x @ w.T."""
+    h, o, a = spec.hidden, spec.obs_size, spec.num_actions
+    table = [("enc.w", (h, o)), ("enc.b", (h,))]
+    # A MinGRU layer's rows are [z gate | candidate h~ | highway gate]; an MLP layer's are [h].
+    width = (3 if spec.highway else 2) * h if spec.recurrent else h
+    for layer in range(spec.layers):
+        table += [(f"layer{layer}.w", (width, h)), (f"layer{layer}.b", (width,))]
+    table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits, then the value
+    return table
+
+
+class FlatLayout:
+    """An offset table over one flat array: parameters, gradients and each optimizer moment use the same
+    layout, so zeroing, clipping and the optimizer step each run over one contiguous buffer."""
+
+    def __init__(self, table: list[tuple[str, tuple[int, ...]]]):
+        self.table = list(table)
+        self.offsets: dict[str, tuple[int, tuple[int, ...]]] = {}
+        offset = 0
+        for name, shape in self.table:
+            self.offsets[name] = (offset, shape)
+            offset += math.prod(shape)
+        self.size = offset
+
+    def views(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Named views (no copies) into a flat array of this layout."""
+        if flat.shape != (self.size,):
+            raise ValueError(f"flat array has shape {flat.shape}, layout needs ({self.size},)")
+        return {name: flat[off:off + math.prod(shape)].reshape(shape) for name, (off, shape) in self.offsets.items()}
+
+    def matrix_names(self) -> list[str]:
+        """2-D weights (Muon orthogonalises these; everything else takes Adam)."""
+        return [name for name, shape in self.table if len(shape) == 2]
+
+
+def init_params(spec: PolicySpec, rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
+    """Orthogonal init as in CleanRL: gain sqrt(2) for hidden layers, 0.01 for the logits (a near-uniform
+    first policy), 1 for the value; zero biases."""
+    layout = FlatLayout(param_table(spec))
+    flat = np.zeros(layout.size, dtype)
+    views = layout.views(flat)
+
+    def orthogonal(shape, gain):
+        q, r = np.linalg.qr(rng.standard_normal((max(shape), min(shape))))
+        q = q * np.sign(np.diag(r))
+        return gain * (q if shape[0] >= shape[1] else q.T)
+
+    views["enc.w"][...] = orthogonal(views["enc.w"].shape, math.sqrt(2))
+    for layer in range(spec.layers):
+        w = views[f"layer{layer}.w"]
+        for k in range(w.shape[0] // spec.hidden):
+            w[k * spec.hidden:(k + 1) * spec.hidden] = orthogonal((spec.hidden, spec.hidden), 1.0)
+    views["dec.w"][:-1] = orthogonal((spec.num_actions, spec.hidden), 0.01)
+    views["dec.w"][-1:] = orthogonal((1, spec.hidden), 1.0)
+    return flat
+
+
+# ----------------------------------------------------------------------------------------------
+# LAYERS: each has a forward returning (output, cache) and a backward taking the cache
+
+
+def sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # tanh form: no overflow warnings for large |x|
+
+
+def mingru_g(x):
+    """MinGRU's candidate activation: x + 0.5 for x >= 0, sigmoid(x) below (continuous, positive)."""
+    return np.where(x >= 0, x + 0.5, sigmoid(np.minimum(x, 0)))
+
+
+def mingru_g_grad(x):
+    s = sigmoid(np.minimum(x, 0))
+    return np.where(x >= 0, 1.0, s * (1 - s))
+
+
+def linear_scan(a, b, h0):
+    """h[t] = a[t] * h[t-1] + b[t] with h[-1] = h0, for all t at once: a Hillis-Steele scan (log2 T
+    rounds of combining (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2)), the parallel form the CUDA
+    kernel uses. a, b: (T, B, H); h0: (B, H). Returns h (T, B, H)."""
+    a = a.copy()
+    b = b.copy()
+    b[0] += a[0] * h0
+    shift = 1
+    while shift < len(a):
+        b[shift:] = b[shift:] + a[shift:] * b[:-shift]  # right side is read before it is written
+        a[shift:] = a[shift:] * a[:-shift]
+        shift *= 2
+    return b
+
+
+def mingru_forward(x, keep, h0, w, bias, highway):
+    """One MinGRU layer over time. x: (T, B, H) layer input; keep: (T, B) 0 where an episode starts at
+    step t (the incoming state is zeroed), else 1; h0: (B, H) state before step 0; w: (2H or 3H, H).
+    z = sigmoid(W_z x), h~ = g(W_h x), h_t = (1 - z) * keep_t * h_{t-1} + z * h~;
+    output = h, or with the highway gate s = sigmoid(W_s x): s * h + (1 - s) * x.
+    Returns (output (T, B, H), final state (B, H), cache)."""
+    hidden = x.shape[-1]
+    pre = x @ w.T + bias  # (T, B, 2H or 3H)
+    z = sigmoid(pre[..., :hidden])
+    candidate = mingru_g(pre[..., hidden:2 * hidden])
+    decay = (1 - z) * keep[..., None]  # (T, B, H): a_t of the linear recurrence
+    h = linear_scan(decay, z * candidate, h0)
+    out = h
+    s = None
+    if highway:
+        s = sigmoid(pre[..., 2 * hidden:])
+        out = s * h + (1 - s) * x
+    cache = (x, keep, h0, w, pre, z, candidate, decay, h, s)
+    return out, h[-1], cache
+
+
+def mingru_backward(dout, cache):
+    """Gradients of one MinGRU layer. dout: (T, B, H). Returns (dx, dw, dbias); the state entering the
+    horizon is data (carried from the rollout), so no gradient flows into h0."""
+    x, keep, h0, w, pre, z, candidate, decay, h, s = cache
+    hidden = x.shape[-1]
+    dpre = np.empty_like(pre)
+    if s is not None:
+        dh = dout * s
+        dpre[..., 2 * hidden:] = dout * (h - x) * s * (1 - s)
+        dx = dout * (1 - s)
+    else:
+        dh = dout
+        dx = np.zeros_like(x)
+    # Reverse-time scan: the total gradient into h_t is dh_t + a_{t+1} * (that of h_{t+1}).
+    next_decay = np.concatenate([decay[1:], np.zeros_like(decay[:1])])
+    dh_total = linear_scan(next_decay[::-1], dh[::-1], np.zeros_like(h0))[::-1]
+    h_prev = np.concatenate([h0[None], h[:-1]])
+    ddecay = dh_total * h_prev
+    dz = dh_total * candidate - ddecay * keep[..., None]
+    dpre[..., :hidden] = dz * z * (1 - z)
+    dpre[..., hidden:2 * hidden] = dh_total * z * mingru_g_grad(pre[..., hidden:2 * hidden])
+    dx += dpre @ w
+    rows = dpre.reshape(-1, dpre.shape[-1])
+    return dx, rows.T @ x.reshape(-1, hidden), rows.sum(0)
+
+
+def mlp_forward(x, w, bias):
+    """One MLP layer: relu(x @ w.T + b). x: (..., H). (ReLU, not tanh: with a shared torso the value head
+    needs unbounded features to reach returns in the hundreds.)"""
+    out = np.maximum(x @ w.T + bias, 0)
+    return out, (x, out)
+
+
+def mlp_backward(dout, cache, w):
+    x, out = cache
+    dpre = dout * (out > 0)
+    rows = dpre.reshape(-1, dpre.shape[-1])
+    return dpre @ w, rows.T @ x.reshape(-1, x.shape[-1]), rows.sum(0)
+
+
+def policy_forward(spec: PolicySpec, params: dict, obs, starts, state):
+    """The whole policy over a horizon segment. obs: (T, B, O); starts: (T, B) 1 where obs[t] is an
+    episode's first observation; state: (L_state, B, H) entering step 0 (L_state = 0 for an MLP).
+    Returns logits (T, B, A), values (T, B), the state after the last step, and the cache."""
+    x = obs @ params["enc.w"].T + params["enc.b"]  # (T, B, H)
+    keep = 1 - starts.astype(x.dtype)
+    caches = []
+    new_state = np.empty_like(state)
+    for layer in range(spec.layers):
+        w, bias = params[f"layer{layer}.w"], params[f"layer{layer}.b"]
+        if spec.recurrent:
+            x, new_state[layer], cache = mingru_forward(x, keep, state[layer], w, bias, spec.highway)
+        else:
+            x, cache = mlp_forward(x, w, bias)
+        caches.append(cache)
+    y = x @ params["dec.w"].T + params["dec.b"]  # (T, B, A + 1)
+    return y[..., :-1], y[..., -1], new_state, (obs, x, caches)
+
+
+def policy_backward(spec: PolicySpec, params: dict, grads: dict, dlogits, dvalues, cache) -> None:
+    """Accumulate parameter gradients (into the `grads` views) given dlogits (T, B, A), dvalues (T, B)."""
+    obs, top, caches = cache
+    dy = np.concatenate([dlogits, dvalues[..., None]], axis=-1)  # (T, B, A + 1)
+    rows = dy.reshape(-1, dy.shape[-1])
+    grads["dec.w"] += rows.T @ top.reshape(-1, top.shape[-1])
+    grads["dec.b"] += rows.sum(0)
+    dx = dy @ params["dec.w"]
+    for layer in reversed(range(spec.layers)):
+        w = params[f"layer{layer}.w"]
+        if spec.recurrent:
+            dx, dw, db = mingru_backward(dx, caches[layer])
+        else:
+            dx, dw, db = mlp_backward(dx, caches[layer], w)
+        grads[f"layer{layer}.w"] += dw
+        grads[f"layer{layer}.b"] += db
+    rows = dx.reshape(-1, dx.shape[-1])
+    grads["enc.w"] += rows.T @ obs.reshape(-1, obs.shape[-1])
+    grads["enc.b"] += rows.sum(0)
+
+
+# ----------------------------------------------------------------------------------------------
+# SAMPLING
+
+
+def log_softmax(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def sample_actions(logits, uniforms):
+    """Inverse-CDF sampling of one action per row. logits: (B, A); uniforms: (B,) in [0, 1).
+    Returns actions (B,) int64 and their log-probabilities (B,)."""
+    logp = log_softmax(logits)
+    cdf = np.cumsum(np.exp(logp), axis=-1)
+    actions = np.minimum((cdf < uniforms[:, None] * cdf[:, -1:]).sum(-1), logits.shape[-1] - 1)
+    return actions.astype(np.int64), np.take_along_axis(logp, actions[:, None], -1)[:, 0]
+
+
+# ----------------------------------------------------------------------------------------------
+# GAE: advantages, plain or V-trace corrected
+
+
+def gae(values, last_value, rewards, dones, gamma, lam, ratios=None, rho_clip=1.0, c_clip=1.0):
+    """Advantages by the backward recursion, all (T, B) except last_value (B,) = V(obs after step T-1).
+    dones[t]: the episode ended at step t (the next obs starts a new one), so nothing is bootstrapped
+    across it. With ratios = pi/mu (V-trace, for stale data): rho = min(ratios, rho_clip),
+    c = lam * min(ratios, c_clip) and the result is v_s - V(x_s) (as in PufferLib's advantage).
+    Without ratios this is exactly GAE(lambda): rho = 1, c = lam."""
+    advantages = np.zeros_like(values)
+    nonterminal = 1 - dones.astype(values.dtype)
+    next_value, next_adv = last_value, np.zeros_like(last_value)
+    for t in reversed(range(len(values))):
+        delta = rewards[t] + gamma * nonterminal[t] * next_value - values[t]
+        if ratios is None:
+            next_adv = delta + gamma * lam * nonterminal[t] * next_adv
+        else:
+            rho = np.minimum(ratios[t], rho_clip)
+            c = lam * np.minimum(ratios[t], c_clip)
+            next_adv = rho * delta + gamma * c * nonterminal[t] * next_adv
+        advantages[t] = next_adv
+        next_value = values[t]
+    return advantages
+
+
+# ----------------------------------------------------------------------------------------------
+# PPO LOSS
+
+
+def ppo_loss(logits, values, actions, old_logp, old_values, advantages, returns,
+             clip_coef, vf_clip_coef, vf_coef, ent_coef):
+    """Clipped PPO loss, mean over all N = T * B samples, and its gradient.
+    logits (..., A); values, actions, old_logp, old_values, advantages, returns (...).
+    loss = mean(max(-adv * r, -adv * clip(r, 1 - c, 1 + c)))
+         + vf_coef * 0.5 * mean(max((v - R)^2, (v_old + clip(v - v_old, -vc, vc) - R)^2))
+         - ent_coef * mean(entropy),  with r = exp(logp - old_logp).
+    Returns (loss, dlogits, dvalues, stats dict)."""
+    n = values.size
+    logp_all = log_softmax(logits)
+    probs = np.exp(logp_all)
+    logp = np.take_along_axis(logp_all, actions[..., None], -1)[..., 0]
+    log_ratio = logp - old_logp
+    ratio = np.exp(log_ratio)
+    pg_unclipped = -advantages * ratio
+    pg_clipped = -advantages * np.clip(ratio, 1 - clip_coef, 1 + clip_coef)
+    pg_loss = np.maximum(pg_unclipped, pg_clipped).mean()
+    # d/dratio of max(...): the unclipped branch when it is the larger, else the clipped one, whose
+    # slope is zero outside the clip range.
+    inside = (ratio > 1 - clip_coef) & (ratio < 1 + clip_coef)
+    dratio = np.where((pg_unclipped >= pg_clipped) | inside, -advantages, 0.0) / n
+    dlogp = dratio * ratio
+    onehot = np.zeros_like(logits)
+    np.put_along_axis(onehot, actions[..., None], 1.0, -1)
+    dlogits = dlogp[..., None] * (onehot - probs)
+
+    entropy_each = -(probs * logp_all).sum(-1)
+    entropy = entropy_each.mean()
+    # dH/dlogits_j = -p_j (log p_j + H); the loss has -ent_coef * mean(H).
+    dlogits += (ent_coef / n) * probs * (logp_all + entropy_each[..., None])
+
+    v_clipped = old_values + np.clip(values - old_values, -vf_clip_coef, vf_clip_coef)
+    v_unclipped_sq = (values - returns) ** 2
+    v_clipped_sq = (v_clipped - returns) ** 2
+    v_loss = 0.5 * np.maximum(v_unclipped_sq, v_clipped_sq).mean()
+    v_inside = np.abs(values - old_values) < vf_clip_coef
+    dvalues = np.where(v_unclipped_sq >= v_clipped_sq, values - returns,
+                       np.where(v_inside, v_clipped - returns, 0.0)) * (vf_coef / n)
+
+    loss = pg_loss + vf_coef * v_loss - ent_coef * entropy
+    stats = {
+        "policy_loss": float(pg_loss),
+        "value_loss": float(v_loss),
+        "entropy": float(entropy),
+        "approx_kl": float(((ratio - 1) - log_ratio).mean()),
+        "clipfrac": float((~inside).mean()),
+    }
+    return float(loss), dlogits.astype(logits.dtype), dvalues.astype(values.dtype), stats
+
+
+# ----------------------------------------------------------------------------------------------
+# OPTIMIZER: global-norm clipping, Adam, Muon, learning-rate schedule
+
+
+def clip_grad_norm(grads: np.ndarray, max_norm: float) -> float:
+    """Scale the flat gradient in place so its L2 norm is at most max_norm; return the norm before."""
+    norm = float(np.sqrt(np.dot(grads, grads)))
+    if norm > max_norm:
+        grads *= max_norm / (norm + 1e-6)
+    return norm
+
+
+def adam_step(params, grads, m, v, step, lr, beta1, beta2, eps):
+    """One Adam step in place over (flat or per-tensor) arrays; step counts from 1.
+    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  p -= lr * m_hat / (sqrt(v_hat) + eps)."""
+    m *= beta1
+    m += (1 - beta1) * grads
+    v *= beta2
+    v += (1 - beta2) * grads * grads
+    m_hat = m / (1 - beta1 ** step)
+    v_hat = v / (1 - beta2 ** step)
+    params -= lr * m_hat / (np.sqrt(v_hat) + eps)
+
+
+NS_COEFFS = (3.4445, -4.7750, 2.0315)  # Keller Jordan's quintic: pushes singular values into ~[0.7, 1.2]
+
+
+def newton_schulz(g, steps=5):
+    """Approximate orthogonalisation U V^T of g = U S V^T (2-D) by a quintic Newton-Schulz iteration."""
+    a, b, c = NS_COEFFS
+    x = g / (np.linalg.norm(g) + 1e-7)
+    transposed = x.shape[0] > x.shape[1]
+    if transposed:
+        x = x.T  # iterate on the wide side: x @ x.T is the smaller Gram matrix
+    for _ in range(steps):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if transposed else x
+
+
+def muon_update_scale(shape) -> float:
+    """Muon's update is scaled so its RMS matches a typical Adam step (0.2 * sqrt(max(rows, cols)), as
+    in Moonlight): one learning rate then serves both the orthogonalised matrices and the Adam rest."""
+    return 0.2 * math.sqrt(max(shape))
+
+
+def muon_step(params: dict, grads: dict, m: dict, v: dict, matrix_names, step, lr, momentum, beta1,
+              beta2, eps, ns_steps=5):
+    """One Muon step in place over named views: for 2-D weights, Nesterov momentum
+    buf = mu buf + g, u = g + mu buf, p -= lr * scale * NS(u); every other tensor takes Adam."""
+    for name in params:
+        if name in matrix_names:
+            m[name] *= momentum
+            m[name] += grads[name]
+            update = newton_schulz(grads[name] + momentum * m[name], ns_steps)
+            params[name] -= (lr * muon_update_scale(update.shape)) * update
+        else:
+            adam_step(params[name], grads[name], m[name], v[name], step, lr, beta1, beta2, eps)
+
+
+def learning_rate_at(base_lr, update, num_updates, anneal):
+    """Linear annealing from base_lr at update 0 towards 0 at the last update (constant if not anneal)."""
+    if not anneal:
+        return base_lr
+    return base_lr * max(1.0 - update / max(num_updates, 1), 0.0)
+
+
+def explained_variance(predicted, target) -> float:
+    var = float(np.var(target))
+    return float("nan") if var == 0 else 1.0 - float(np.var(target - predicted)) / var

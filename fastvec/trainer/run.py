@@ -1,0 +1,220 @@
+"""What fastvec-train does once its arguments are parsed: train (with logs, checkpoints, resume) and
+evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one episode)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fastvec.native import AUTORESET_CODES, ENVS, cpu, resolve_defines, source_path
+from fastvec.trainer import checkpoint
+from fastvec.trainer.config import ConfigError, env_params, to_toml
+from fastvec.trainer.dashboard import Dashboard
+
+
+def cuda_trainer_available() -> bool:
+    """True once the fused CUDA trainer (issue 6) is installed and sees a GPU."""
+    try:
+        from fastvec.trainer import cuda as cuda_trainer  # noqa: F401  (not built yet)
+    except ImportError:
+        return False
+    return bool(getattr(cuda_trainer, "available", lambda: False)())
+
+
+def resolve_device(requested: str) -> str:
+    """'auto' becomes 'cuda' when the CUDA trainer can run, else 'cpu'; 'cuda' without it is an error."""
+    if requested == "auto":
+        return "cuda" if cuda_trainer_available() else "cpu"
+    if requested == "cuda" and not cuda_trainer_available():
+        raise ConfigError("train.device=cuda: the fused CUDA trainer is not available yet in this fastvec "
+                          "(it is issue 6); use --train.device=cpu")
+    return requested
+
+
+def make_batch(config: dict, num_envs: int | None = None):
+    """A CPU batch of the configured env (SAME_STEP autoreset: where done, obs is already the reset obs)."""
+    name = config["env"]["name"]
+    defines = resolve_defines(name, env_params(config))
+    compiled = cpu.load(source_path(name), tuple(sorted(defines.items())))
+    return cpu.CpuBatch(compiled, num_envs or config["env"]["num_envs"], AUTORESET_CODES["SameStep"],
+                        ENVS[name].max_episode_steps)
+
+
+def make_trainer(config: dict):
+    device = resolve_device(config["train"]["device"])
+    batch = make_batch(config)
+    if device == "cuda":  # pragma: no cover - arrives with issue 6
+        from fastvec.trainer import cuda as cuda_trainer
+        return cuda_trainer.make_trainer(config, batch)
+    from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+    return NumpyTrainer(config, batch, spec)
+
+
+def default_run_dir(env: str) -> Path:
+    return Path("runs") / env / time.strftime("%Y%m%d-%H%M%S")
+
+
+def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None) -> dict:
+    """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
+    newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...)."""
+    run_dir = Path(run_dir)
+    env = config["env"]["name"]
+    trainer = make_trainer(config)
+    elapsed_before = 0.0
+    if resume:
+        path = checkpoint.latest(run_dir)
+        meta, state = checkpoint.load(path)
+        checkpoint.check_compatible(meta, trainer.spec, env, path)
+        trainer.load_state_dict(state)
+        elapsed_before = float(state["counters"].get("time", 0.0))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.toml").write_text(to_toml(config))
+
+    tc = config["train"]
+    steps_per_update = trainer.horizon * trainer.batch.num_envs
+    num_updates = math.ceil(tc["total_timesteps"] / steps_per_update)
+    board = Dashboard(f"fastvec-train {env} ({trainer.device}, {trainer.spec.kind} {trainer.spec.hidden}x"
+                      f"{trainer.spec.layers}, {trainer.layout.size:,} params) -> {run_dir}",
+                      num_updates * steps_per_update, enabled=dashboard)
+    stat_names = trainer.batch.env.stat_names
+    start_time = time.perf_counter()
+    start_step = trainer.global_step
+    last_log = start_time
+    update_totals: dict[str, float] = {}
+    update_count = 0
+    last_metrics: dict = {}
+    recent_returns: list[float] = []
+    ckpt_path = None
+
+    def save_checkpoint():
+        state = trainer.state_dict()
+        state["counters"]["time"] = elapsed_before + time.perf_counter() - start_time
+        name = f"update_{trainer.update_index:06d}.npz"
+        return checkpoint.save(run_dir / "checkpoints" / name, trainer.spec, env, trainer.num_agents, state, config)
+
+    with open(run_dir / "metrics.jsonl", "a") as log_file:
+        while trainer.update_index < num_updates:
+            trainer.rollout()
+            stats = trainer.update(num_updates)
+            for key, value in stats.items():
+                update_totals[key] = update_totals.get(key, 0.0) + value
+            update_count += 1
+            now = time.perf_counter()
+            final = trainer.update_index >= num_updates
+            if now - last_log >= tc["log_interval"] or final:
+                elapsed = now - start_time
+                metrics = {"global_step": trainer.global_step, "time": round(elapsed_before + elapsed, 3),
+                           "sps": round((trainer.global_step - start_step) / max(elapsed, 1e-9), 1),
+                           "update": trainer.update_index}
+                episodes = trainer.pop_episodes()
+                metrics.update(episodes or {"episodes": 0, "episode_return": None, "episode_length": None,
+                                            **{name: None for name in stat_names}})
+                if episodes:
+                    recent_returns.append(episodes["episode_return"])
+                for key, value in update_totals.items():
+                    prefix = "charts/" if key == "learning_rate" else "losses/"
+                    metrics[prefix + key] = round(value / update_count, 6)
+                metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
+                log_file.write(json.dumps(metrics) + "\n")
+                log_file.flush()
+                board.update(metrics, stat_names)
+                last_metrics = metrics
+                update_totals, update_count, last_log = {}, 0, now
+            if trainer.update_index % tc["checkpoint_interval"] == 0 or final:
+                ckpt_path = save_checkpoint()
+    elapsed = time.perf_counter() - start_time
+    return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
+            "global_step": trainer.global_step, "sps": (trainer.global_step - start_step) / max(elapsed, 1e-9),
+            "recent_returns": recent_returns, "trainer": trainer}
+
+
+def evaluate(config: dict, path: Path, render: str = "") -> dict:
+    """Play eval.episodes episodes (one per env, in parallel, so short episodes are not over-counted)
+    with the checkpoint's policy; optionally record one more episode to a GIF/MP4. Returns the means."""
+    from fastvec.trainer.numpy_trainer import policy_act
+    from fastvec.trainer.reference import FlatLayout, param_table
+
+    meta, state = checkpoint.load(path)
+    env = config["env"]["name"]
+    spec = checkpoint.spec_of(meta)
+    episodes = config["eval"]["episodes"]
+    batch = make_batch(config, episodes)
+    checkpoint.check_compatible(meta, spec, env, path)  # env and sizes; the architecture is the file's
+    if (batch.env.obs_size, batch.env.num_actions) != (spec.obs_size, spec.num_actions):
+        raise checkpoint.CheckpointError(f"{path}: policy has obs {spec.obs_size}, actions {spec.num_actions}, "
+                                         f"but {env} with these [env] settings has obs {batch.env.obs_size}, "
+                                         f"actions {batch.env.num_actions}")
+    params = FlatLayout(param_table(spec)).views(state["params"])
+    rng = np.random.default_rng(config["train"]["seed"] + 1_000_003)
+    deterministic = config["eval"]["deterministic"]
+    seeds = (np.uint64(config["train"]["seed"] + 7) << np.uint64(32)) + np.arange(episodes, dtype=np.uint64)
+    batch.reset(seeds, None)
+    num_agents = batch.obs.shape[1]
+    rows = episodes * num_agents
+    hidden_state = np.zeros((spec.state_layers, rows, spec.hidden), np.float32)
+    starts = np.ones(rows, np.float32)
+    finished = np.zeros(episodes, bool)
+    returns = np.zeros(episodes)
+    lengths = np.zeros(episodes)
+    stats = np.zeros((episodes, len(batch.env.stat_names)))
+    while not finished.all():
+        actions, _, _, hidden_state = policy_act(spec, params, batch.obs.reshape(rows, -1).astype(np.float32),
+                                                 starts, hidden_state, rng, deterministic)
+        batch.step(actions.reshape(episodes, num_agents))
+        done = batch.terminated | batch.truncated
+        first = done & ~finished
+        returns[first] = batch.episode_return[first].mean(1)
+        lengths[first] = batch.episode_length[first]
+        stats[first] = batch.episode_stats[first]
+        finished |= done
+        starts = np.repeat(done, num_agents).astype(np.float32)
+    result = {"env": env, "checkpoint": str(path), "episodes": episodes, "episode_return": float(returns.mean()),
+              "episode_return_std": float(returns.std()), "episode_length": float(lengths.mean())}
+    for i, name in enumerate(batch.env.stat_names):
+        result[name] = float(stats[:, i].mean())
+    if render:
+        result["render"] = str(record_episode(config, spec, params, render, rng, deterministic))
+    return result
+
+
+def record_episode(config: dict, spec, params, path: str, rng, deterministic: bool) -> Path:
+    """Play one episode in one env, rendering every step, and write it as a GIF or MP4."""
+    from fastvec.trainer.numpy_trainer import policy_act
+    try:
+        import imageio.v3 as iio
+    except ImportError:
+        raise ImportError("writing a GIF/MP4 needs imageio: pip install 'fastvec[plot]' (or pip install imageio; "
+                          "MP4 also needs imageio-ffmpeg)") from None
+    path = Path(path)
+    if path.suffix.lower() not in (".gif", ".mp4"):
+        raise ConfigError(f"eval.render={str(path)!r}: give a path ending in .gif or .mp4")
+    batch = make_batch(config, 1)
+    batch.reset(np.array([config["train"]["seed"]], np.uint64), None)
+    num_agents = batch.obs.shape[1]
+    state = np.zeros((spec.state_layers, num_agents, spec.hidden), np.float32)
+    starts = np.ones(num_agents, np.float32)
+    frames = [batch.render(0)]
+    for _ in range(config["eval"]["render_max_frames"]):
+        actions, _, _, state = policy_act(spec, params, batch.obs.reshape(num_agents, -1).astype(np.float32),
+                                          starts, state, rng, deterministic)
+        batch.step(actions.reshape(1, num_agents))
+        if batch.terminated[0] or batch.truncated[0]:
+            break  # the env has already reset (SAME_STEP), so its next frame belongs to a new episode
+        starts[:] = 0
+        frames.append(batch.render(0))
+    fps = ENVS[config["env"]["name"]].render_fps
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".gif":
+        iio.imwrite(path, np.stack(frames), duration=1000 / fps, loop=0)
+    else:
+        try:
+            iio.imwrite(path, np.stack(frames), fps=fps, codec="libx264")
+        except Exception as err:  # imageio names the missing backend in its own words
+            raise RuntimeError(f"writing {path} failed ({err}); MP4 needs imageio-ffmpeg: "
+                               f"pip install imageio-ffmpeg, or write a .gif") from None
+    return path
