@@ -1,0 +1,277 @@
+"""fastvec inside the libraries people train with: Stable-Baselines3 (adapter checked against
+DummyVecEnv, PPO learns CartPole), the CleanRL example, TorchRL's GymWrapper, RLlib's env
+construction path and Gymnasium's vector RecordVideo. Each skips when its library is missing."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import fastvec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Tiny networks train fastest on one thread; two threads on a busy 2-core CI box thrash."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------------------------- SB3
+def test_sb3_adapter_matches_dummy_vec_env():
+    """Same seeds and actions: FastvecVecEnv and SB3's own DummyVecEnv over single fastvec envs
+    (each in SB3's Monitor) give the same obs, rewards, dones and infos, truncations included."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    n, limit = 5, 25  # a short time limit, so that truncations happen too
+    ours = FastvecVecEnv("fastvec/CartPole", n, max_episode_steps=limit)
+    oracle = DummyVecEnv([lambda: Monitor(gym.make("fastvec/CartPole", max_episode_steps=limit))] * n)
+    ours.seed(123)
+    oracle.seed(123)
+    np.testing.assert_array_equal(ours.reset(), oracle.reset())
+    assert ours.reset_infos == [{}] * n
+    rng = np.random.default_rng(0)
+    terminated = truncated = 0
+    for _ in range(300):
+        actions = rng.integers(0, 2, n)
+        obs, rew, done, infos = ours.step(actions)
+        o_obs, o_rew, o_done, o_infos = oracle.step(actions)
+        np.testing.assert_array_equal(obs, o_obs)
+        assert rew.dtype == np.float32 and done.dtype == np.bool_
+        np.testing.assert_array_equal(rew, o_rew)
+        np.testing.assert_array_equal(done, o_done)
+        for info, o_info in zip(infos, o_infos):
+            assert info["TimeLimit.truncated"] == o_info["TimeLimit.truncated"]
+            assert ("terminal_observation" in info) == ("terminal_observation" in o_info)
+            if "terminal_observation" in info:
+                np.testing.assert_array_equal(info["terminal_observation"], o_info["terminal_observation"])
+                assert info["episode"]["r"] == o_info["episode"]["r"]
+                assert info["episode"]["l"] == o_info["episode"]["l"]
+                truncated += info["TimeLimit.truncated"]
+                terminated += not info["TimeLimit.truncated"]
+    assert terminated > 10 and truncated > 10
+
+
+def test_sb3_adapter_vec_env_methods():
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.monitor import Monitor
+
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    envs = FastvecVecEnv("fastvec/CartPole", 4, render_mode="rgb_array")
+    assert envs.num_envs == 4 and envs.observation_space == envs.venv.single_observation_space
+    assert envs.get_attr("max_episode_steps") == [500] * 4
+    assert envs.get_attr("render_mode", indices=[1, 2]) == ["rgb_array"] * 2
+    envs.set_attr("max_episode_steps", 500)
+    with pytest.raises(ValueError, match="share attributes"):
+        envs.set_attr("max_episode_steps", 7, indices=[0])
+    assert envs.env_is_wrapped(Monitor) == [False] * 4
+    assert envs.has_attr("stat_names") and not envs.has_attr("no_such_attribute")
+
+    # seed() applies at the next reset only, env i getting seed + i, like DummyVecEnv.
+    assert envs.seed(5) == [5, 6, 7, 8]
+    first = envs.reset()
+    again = envs.reset()  # no seed this time: each env continues its RNG stream
+    assert not np.array_equal(first, again)
+    envs.seed(5)
+    np.testing.assert_array_equal(envs.reset(), first)
+    single = gym.make("fastvec/CartPole")
+    np.testing.assert_array_equal(single.reset(seed=7)[0], first[2])
+
+    frames = envs.get_images()
+    assert len(frames) == 4 and frames[0].shape == envs.batch.env.render_shape and frames[0].dtype == np.uint8
+    np.testing.assert_array_equal(envs.env_method("render", indices=[3])[0], frames[3])
+    tiled = envs.render(mode="rgb_array")
+    h, w, _ = frames[0].shape
+    assert tiled.shape == (2 * h, 2 * w, 3)
+    np.testing.assert_array_equal(tiled[:h, w:], frames[1])
+
+    with pytest.raises(Exception, match="out of range"):
+        envs.step(np.array([0, 1, 2, 0]))
+    with pytest.raises(ValueError, match="shape"):
+        envs.step(np.zeros(3, np.int64))
+    envs.close()
+
+
+def test_sb3_adapter_refuses_next_step_envs():
+    pytest.importorskip("stable_baselines3")
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    with pytest.raises(ValueError, match="SAME_STEP"):
+        FastvecVecEnv(gym.make_vec("fastvec/CartPole", 2))
+    with pytest.raises(TypeError, match="fastvec vector env"):
+        FastvecVecEnv(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
+
+
+def test_sb3_ppo_learns_cartpole(one_torch_thread):
+    """SB3's PPO with rl-zoo's CartPole settings, cut to 30k steps (about 10 s on 2 cores)."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import PPO
+
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    envs = FastvecVecEnv("fastvec/CartPole", 8)
+    envs.seed(1)
+    model = PPO("MlpPolicy", envs, n_steps=32, batch_size=256, n_epochs=20, learning_rate=1e-3, gamma=0.98,
+                gae_lambda=0.8, ent_coef=0.0, seed=1, device="cpu")
+    model.learn(30_000)
+    evaluation = FastvecVecEnv("fastvec/CartPole", 16)
+    evaluation.seed(999)
+    obs, returns = evaluation.reset(), []
+    while len(returns) < 32:
+        actions, _ = model.predict(obs, deterministic=True)
+        obs, _, _, infos = evaluation.step(actions)
+        returns += [info["episode"]["r"] for info in infos if "episode" in info]
+    assert np.mean(returns) >= 400, f"mean return {np.mean(returns):.1f} over {len(returns)} episodes"
+
+
+# ---------------------------------------------------------------------------------- CleanRL
+def test_cleanrl_example_cpu_runs():
+    pytest.importorskip("torch")
+    cmd = [sys.executable, str(ROOT / "examples" / "cleanrl_ppo.py"), "--env-id", "fastvec/CartPole",
+           "--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "128", "--tensorboard", "false"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "episodic_return=" in proc.stdout  # RecordEpisodeStatistics reported episodes
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("SUMMARY ")]
+    assert summary and '"global_step": 1024' in summary[0]
+
+
+# ---------------------------------------------------------------------------------- TorchRL
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+def test_torchrl_gym_wrapper_rollout_matches_raw_env(mode):
+    """A 100-step TorchRL rollout equals stepping the same fastvec env by hand (same seed and
+    actions), episode ends included: TorchRL's `next` obs is the terminal obs, the following
+    root obs the reset obs (partial resets through reset_mask under DISABLED)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchrl")
+    from torchrl.envs import GymWrapper
+
+    n, steps, seed = 4, 100, 11
+
+    def make():
+        return gym.make_vec("fastvec/CartPole", n, autoreset_mode=mode, max_episode_steps=30)
+
+    wrapped = GymWrapper(make(), categorical_action_encoding=True)
+    actions = torch.as_tensor(np.random.default_rng(0).integers(0, 2, (steps, n)))
+    replay = iter(actions)
+
+    def policy(td):
+        td["action"] = next(replay)
+        return td
+
+    rollout = wrapped.rollout(steps, policy, auto_reset=False, tensordict=wrapped.reset(seed=seed),
+                              break_when_any_done=False)
+    assert rollout.batch_size == (n, steps)
+
+    raw = make()
+    obs, _ = raw.reset(seed=seed)
+    ends = 0
+    for t in range(steps):
+        np.testing.assert_array_equal(rollout["observation"][:, t].numpy(), obs)
+        obs, rew, term, trunc, info = raw.step(actions[t].numpy())
+        done = term | trunc
+        final = obs.copy()
+        if mode == AutoresetMode.SAME_STEP:
+            for i in np.flatnonzero(done):
+                final[i] = info["final_obs"][i]
+        elif done.any():
+            obs, _ = raw.reset(options={"reset_mask": done})
+        np.testing.assert_array_equal(rollout["next", "observation"][:, t].numpy(), final)
+        np.testing.assert_array_equal(rollout["next", "reward"][:, t, 0].numpy(), rew.astype(np.float32))
+        np.testing.assert_array_equal(rollout["next", "terminated"][:, t, 0].numpy(), term)
+        np.testing.assert_array_equal(rollout["next", "truncated"][:, t, 0].numpy(), trunc)
+        ends += done.sum()
+    assert ends >= 5
+
+
+# ---------------------------------------------------------------------------------- RLlib
+def test_rllib_env_construction_path():
+    """What RLlib's SingleAgentEnvRunner does (without Ray): `DictInfoToList(make_vec(id,
+    vectorization_mode="vector_entry_point"))`, in a fresh interpreter where the "fastvec:" id
+    prefix alone must make the import (Ray workers do not share the driver's imports)."""
+    script = r"""
+import sys
+import gymnasium as gym, numpy as np
+from gymnasium.wrappers.vector import DictInfoToList
+assert "fastvec" not in sys.modules
+env = DictInfoToList(gym.make_vec("fastvec:fastvec/CartPole", num_envs=3,
+                                  vectorization_mode=gym.VectorizeMode("vector_entry_point")))
+assert env.num_envs == 3 and env.single_action_space == gym.spaces.Discrete(2)
+obs, infos = env.reset(seed=0)
+assert obs.shape == (3, 4) and infos == [{}, {}, {}]
+rng = np.random.default_rng(0)
+returns, lengths, done_before, episodes = np.zeros(3), np.zeros(3), np.zeros(3, bool), 0
+for _ in range(400):
+    obs, rew, term, trunc, infos = env.step(rng.integers(0, 2, 3))
+    assert isinstance(infos, list) and len(infos) == 3
+    # NEXT_STEP, as RLlib expects: the step after an episode's end is the reset step
+    returns = np.where(done_before, 0.0, returns + rew)
+    lengths = np.where(done_before, 0, lengths + 1)
+    done = term | trunc
+    for i in range(3):
+        assert ("episode_return" in infos[i]) == bool(done[i])
+        if done[i]:
+            assert infos[i]["episode_return"] == returns[i] and infos[i]["episode_length"] == lengths[i]
+            episodes += 1
+    done_before = done
+assert episodes >= 20, episodes
+print("ok", episodes)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok")
+
+
+# ---------------------------------------------------------------------------------- video
+def test_vector_record_video_breakout_episode(tmp_path):
+    """Gymnasium's vector RecordVideo writes one video of env 0's first Breakout episode: one
+    frame per step plus the reset frame, and the first frame is what the env renders."""
+    pytest.importorskip("moviepy")
+    if "breakout" not in fastvec.ENVS:
+        pytest.skip("fastvec/Breakout is not built yet")
+    import imageio_ffmpeg
+    from gymnasium.wrappers.vector import RecordVideo
+    from moviepy import VideoFileClip
+
+    envs = gym.make_vec("fastvec/Breakout", 2, render_mode="rgb_array")
+    envs = RecordVideo(envs, str(tmp_path), record_first_only=True, episode_trigger=lambda episode: episode == 0,
+                       fps=30)
+    envs.reset(seed=3)
+    rng = np.random.default_rng(3)
+    length = 0
+    while True:
+        _, _, term, trunc, _ = envs.step(rng.integers(0, 3, 2))
+        length += 1
+        if term[0] or trunc[0]:
+            break
+    envs.step(rng.integers(0, 3, 2))  # NEXT_STEP: the reset step closes the recording
+    assert not envs.recording
+    envs.close()
+    videos = sorted(tmp_path.glob("*.mp4"))
+    assert [v.name for v in videos] == ["rl-video-episode-0.mp4"]
+    frames, _ = imageio_ffmpeg.count_frames_and_secs(str(videos[0]))
+    # RecordVideo hands moviepy length + 1 frames (reset + every step); moviepy 2 may drop the last.
+    assert length <= frames <= length + 1, (frames, length)
+    with VideoFileClip(str(videos[0])) as clip:
+        first = clip.get_frame(0).astype(np.float32)
+    fresh = gym.make_vec("fastvec/Breakout", 2, render_mode="rgb_array")
+    fresh.reset(seed=3)
+    expected = fresh.render()[0].astype(np.float32)  # env 0 right after the same seeded reset
+    assert first.shape == expected.shape
+    assert np.abs(first - expected).mean() < 0.25 * np.abs(expected - expected.mean()).mean()  # lossy codec
