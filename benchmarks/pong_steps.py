@@ -66,7 +66,9 @@ def main() -> None:
         rows.append({"num_games": g, "num_envs": 2 * g, "fastvec_vector_env": ours, "supersuit_concat": theirs,
                      "speedup": None if theirs is None else ours / theirs})
 
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    threads = os.environ.get("OMP_NUM_THREADS")  # the batch runs OpenMP over games from 256 games up
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+               f"OMP_NUM_THREADS={threads or 'unset'}")
     head = "| games | rows | fastvec vector_env (agent steps/s) | SuperSuit concat of our parallel_env | speedup |"
     lines = [head, "|---:|---:|---:|---:|---:|"]
     for r in rows:

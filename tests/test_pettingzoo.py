@@ -247,3 +247,41 @@ def test_bad_keywords():
         vector_env("Pong", 2, opponent="human")
     with pytest.raises(ValueError, match="device='tpu' is not supported"):
         vector_env("Pong", 2, device="tpu")
+
+
+# ------------------------------------------------------------------ the GPU backend
+def _gpu_available() -> bool:
+    try:
+        import pycuda.driver as drv
+
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_available(), reason="needs PyCUDA and a CUDA GPU")
+def test_gpu_vector_env_plays_the_cpu_games_bit_for_bit():
+    """The CPU build is the oracle: same seeds and actions, over game ends and truncations."""
+    games = 300
+    ours = {d: vector_env("Pong", games, device=d, points=3, max_cycles=500) for d in ("cpu", "cuda")}
+    outs = {d: e.reset(seed=9)[0] for d, e in ours.items()}
+    np.testing.assert_array_equal(outs["cpu"], outs["cuda"])
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(1200):
+        actions = rng.integers(0, 3, 2 * games)
+        c, g = ours["cpu"].step(actions), ours["cuda"].step(actions)
+        for x, y in zip(c[:4], g[:4]):
+            np.testing.assert_array_equal(x, y)
+        if c[4]:
+            rows = c[4]["_final_obs"]
+            np.testing.assert_array_equal(rows, g[4]["_final_obs"])
+            np.testing.assert_array_equal(np.stack(c[4]["final_obs"][rows]), np.stack(g[4]["final_obs"][rows]))
+            for key in ("episode_return", "episode_length", "left_score", "right_score", "paddle_hits"):
+                np.testing.assert_array_equal(c[4]["final_info"][key], g[4]["final_info"][key])
+            ended += int(rows.sum())
+    assert ended > 100
+    with pytest.raises(ValueError, match="out of range"):
+        ours["cuda"].step(np.full(2 * games, 3))

@@ -29,13 +29,13 @@ def _env_key(name: str) -> str:
     return key
 
 
-def _compile(name: str, params: dict):
+def _compile(name: str, params: dict, device: str = "cpu"):
     """The registry key, the compiled env and its agent names for game `name` with keywords."""
     key = _env_key(name)
     params = dict(params)
     if key == "pong":  # two players unless opponent="bot"
         params = pong_params(params.pop("opponent", None), params.pop("difficulty", 2), params)
-    compiled = load_batch_env(key, None, params)
+    compiled = load_batch_env(key, None, params, device)
     names = AGENT_NAMES.get(key, ())[: compiled.num_agents]
     if len(names) != compiled.num_agents:
         names = tuple(f"agent_{i}" for i in range(compiled.num_agents))
@@ -216,7 +216,8 @@ class MultiAgentVectorEnv(VectorEnv):
     Args:
         name: a built-in game, e.g. "Pong".
         num_games: number of games.
-        device: "cpu" (NumPy in and out) or "cuda" (the GPU backend).
+        device: "cpu", or "cuda" / "cuda:N": the games run on the GPU (fastvec/native/cuda.py) and
+            reset/step still take and return NumPy arrays (one pinned copy per step).
         max_cycles: steps per game before truncation (None: the game's default).
         render_mode: None or "rgb_array" (`render()`: a lazy sequence, one frame per row).
         copy: return fresh arrays (True) or views of the env's buffers (False, zero-copy).
@@ -234,7 +235,10 @@ class MultiAgentVectorEnv(VectorEnv):
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
-        key, compiled, names = _compile(name, params)
+        self.device = str(device)
+        if self.device != "cpu" and not self.device.startswith("cuda"):
+            raise ValueError(f"device={device!r} is not supported; use 'cpu', 'cuda' or 'cuda:N'")
+        key, compiled, names = _compile(name, params, self.device)
         self.metadata = {**self.metadata, "name": f"fastvec_{key}_v0", "render_fps": native.ENVS[key].render_fps}
         self.possible_agents = names
         self.num_games, self.num_agents = int(num_games), len(names)
@@ -246,8 +250,13 @@ class MultiAgentVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.stat_names = compiled.stat_names
-        self.device = str(device)
-        self.batch = _make_batch(self.device, key, compiled, self.num_games, self.max_cycles)
+        if self.device == "cpu":
+            self.batch = cpu.CpuBatch(compiled, self.num_games, native.AUTORESET_CODES["SameStep"], self.max_cycles)
+        else:  # the GPU steps every game in one launch; NumPy mirrors come back once per step
+            from fastvec.native import cuda
+
+            self.batch = cuda.CudaBatch(compiled, self.num_games, native.AUTORESET_CODES["SameStep"], self.max_cycles,
+                                        numpy=True)
         self.agent_of_row = np.tile(np.arange(self.num_agents), self.num_games)  # (num_envs,) seat index
         self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (G*A, O) view of (G, A, O)
         self._actions = np.zeros((self.num_games, self.num_agents), np.int64)
@@ -367,17 +376,9 @@ class MultiAgentVectorEnv(VectorEnv):
             raise ClosedEnvironmentError("this vector env is closed; make a new one with fastvec.pettingzoo.vector_env")
 
     def close_extras(self, **kwargs) -> None:
+        if hasattr(self.batch, "close"):  # the GPU batch waits for its stream and drops its graphs
+            self.batch.close()
         self.batch = None
-
-
-def _make_batch(device: str, key: str, compiled, num_games: int, max_cycles: int | None):
-    if device == "cpu":
-        return cpu.CpuBatch(compiled, num_games, native.AUTORESET_CODES["SameStep"], max_cycles)
-    if device.startswith("cuda"):
-        raise NotImplementedError(
-            f"device={device!r}: the GPU backend (fastvec.native.cuda) is not available to vector_env yet; use device='cpu'"
-        )
-    raise ValueError(f"device={device!r} is not supported; use 'cpu' or 'cuda'")
 
 
 def parallel_env(name: str, **kwargs) -> NativeParallelEnv:
