@@ -243,6 +243,8 @@ def test_bad_keywords():
         vector_env("Pong", 2, max_cycles=0)
     with pytest.raises(ValueError, match="num_games must be a positive int"):
         vector_env("Pong", 0)
+    with pytest.raises(ValueError, match="difficulty=3 sets the scripted bot's level: pass opponent='bot'"):
+        parallel_env("Pong", difficulty=3)
     with pytest.raises(ValueError, match="opponent='human' is not supported"):
         vector_env("Pong", 2, opponent="human")
     with pytest.raises(ValueError, match="device='tpu' is not supported"):

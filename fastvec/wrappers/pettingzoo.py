@@ -23,7 +23,7 @@ AGENT_NAMES = {"pong": ("left", "right")}
 
 
 def _env_key(name: str) -> str:
-    """"Pong", "pong" and "fastvec/Pong" all name the registry entry "pong"."""
+    """The registry key of a game name: "Pong", "pong" and "fastvec/Pong" all give "pong"."""
     key = str(name).split("/")[-1].lower()
     native.env_info(key)  # KeyError naming the choices
     return key
@@ -34,7 +34,10 @@ def _compile(name: str, params: dict, device: str = "cpu"):
     key = _env_key(name)
     params = dict(params)
     if key == "pong":  # two players unless opponent="bot"
-        params = pong_params(params.pop("opponent", None), params.pop("difficulty", 2), params)
+        opponent, difficulty = params.pop("opponent", None), params.pop("difficulty", None)
+        if difficulty is not None and opponent != "bot":
+            raise ValueError(f"difficulty={difficulty!r} sets the scripted bot's level: pass opponent='bot' with it")
+        params = pong_params(opponent, 2 if difficulty is None else difficulty, params)
     compiled = load_batch_env(key, None, params, device)
     names = AGENT_NAMES.get(key, ())[: compiled.num_agents]
     if len(names) != compiled.num_agents:
