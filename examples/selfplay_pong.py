@@ -10,7 +10,8 @@ Measured (2-core Xeon VM shared with other jobs, torch 2.13 CPU, seed 1): 8M age
 1.00, 0.96 (mean point difference +20.6 ... +8.5).
 
 Rows are laid out as SuperSuit's (row = game * 2 + seat), so this loop is also what CleanRL's
-PettingZoo PPO would run; the seat hooks (`agent_rows`, dict actions) feed the frozen opponents.
+PettingZoo PPO would run; the seat hook `envs.agent_rows("right")` picks the rows that the frozen
+opponents play, and their actions overwrite the learner's there before the one step() call.
 """
 
 from __future__ import annotations
