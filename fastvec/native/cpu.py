@@ -119,6 +119,9 @@ class CompiledEnv:
         self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i]
         self.lib.fv_step.restype = i
         self.lib.fv_render.argtypes = [p, i, p]
+        threads = os.environ.get("FASTVEC_NUM_THREADS")
+        if threads:  # e.g. 1 on a machine shared with other busy processes, where OpenMP barriers stall
+            self.lib.fv_set_num_threads(int(threads))
 
 
 @lru_cache(maxsize=None)
