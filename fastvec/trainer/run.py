@@ -3,6 +3,7 @@ evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one ep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -55,6 +56,17 @@ def make_trainer(config: dict):
     return NumpyTrainer(config, batch, spec)
 
 
+def blas_threads(count: int):
+    """A context limiting NumPy's BLAS to `count` threads (0: no limit); see train.blas_threads."""
+    if count <= 0:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(count, user_api="blas")
+
+
 def default_run_dir(env: str) -> Path:
     return Path("runs") / env / time.strftime("%Y%m%d-%H%M%S")
 
@@ -62,6 +74,11 @@ def default_run_dir(env: str) -> Path:
 def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None) -> dict:
     """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
     newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...)."""
+    with blas_threads(config["train"]["blas_threads"]):
+        return _train(config, run_dir, resume, dashboard)
+
+
+def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
     run_dir = Path(run_dir)
     env = config["env"]["name"]
     trainer = make_trainer(config)
@@ -136,6 +153,11 @@ def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | N
 def evaluate(config: dict, path: Path, render: str = "") -> dict:
     """Play eval.episodes episodes (one per env, in parallel, so short episodes are not over-counted)
     with the checkpoint's policy; optionally record one more episode to a GIF/MP4. Returns the means."""
+    with blas_threads(config["train"]["blas_threads"]):
+        return _evaluate(config, path, render)
+
+
+def _evaluate(config: dict, path: Path, render: str) -> dict:
     from fastvec.trainer.numpy_trainer import policy_act
     from fastvec.trainer.reference import FlatLayout, param_table
 

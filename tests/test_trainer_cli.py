@@ -1,0 +1,202 @@
+"""fastvec-train's shell: config layering and its errors, the command line, metrics.jsonl, checkpoints
+(round trip, resume, architecture mismatch), --eval with a GIF, and fastvec-plot."""
+
+import json
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import checkpoint, cli, run
+from fastvec.trainer.config import ConfigError, load_config, parse_overrides, parse_value, to_toml
+
+TINY = {"env": {"num_envs": 8}, "policy": {"kind": "mingru", "hidden": 8, "layers": 1},
+        "train": {"total_timesteps": 8 * 16 * 3, "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64,
+                  "log_interval": 0.0, "checkpoint_interval": 2}}
+
+
+def tiny_config(**sections):
+    overrides = {k: dict(v) for k, v in TINY.items()}
+    for section, values in sections.items():
+        overrides.setdefault(section, {}).update(values)
+    return load_config("cartpole", overrides)
+
+
+# ---------------------------------------------------------------------------------------------- config
+
+
+def test_env_toml_overrides_defaults_and_command_line_overrides_both():
+    config = load_config("cartpole", parse_overrides(["--train.total_timesteps=20_000", "--policy.hidden", "16"]))
+    assert config["train"]["total_timesteps"] == 20_000
+    assert config["policy"]["hidden"] == 16
+    assert config["policy"]["kind"] == load_config("cartpole")["policy"]["kind"]
+    assert config["env"]["name"] == "cartpole"
+
+
+def test_values_parse_as_toml():
+    assert parse_value("20_000_000") == 20_000_000
+    assert parse_value("3e-4") == pytest.approx(3e-4)
+    assert parse_value("true") is True
+    assert parse_value("cpu") == "cpu"
+    # an int where a float is expected is accepted and becomes a float
+    assert load_config("cartpole", {"train": {"learning_rate": 1}})["train"]["learning_rate"] == 1.0
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"train": {"learnin_rate": 0.1}}, "train.learnin_rate"),
+    ({"trian": {"seed": 1}}, "[trian]"),
+    ({"train": {"seed": "one"}}, "train.seed"),
+    ({"train": {"horizon": 64, "bptt_horizon": 48}}, "bptt_horizon=48"),
+    ({"env": {"frameskip": 4}}, "frameskip"),  # cartpole has no frameskip
+    ({"policy": {"kind": "lstm"}}, "policy.kind='lstm'"),
+])
+def test_config_errors_name_the_problem(overrides, message):
+    with pytest.raises(ConfigError, match=None) as err:
+        load_config("cartpole", overrides)
+    assert message in str(err.value)
+
+
+def test_unknown_env_is_an_error_listing_the_envs():
+    with pytest.raises(ConfigError, match="unknown env 'pacman'.*cartpole"):
+        load_config("pacman")
+
+
+def test_env_parameters_pass_through_to_the_env():
+    assert load_config("breakout", {"env": {"frameskip": 2}})["env"]["frameskip"] == 2
+    with pytest.raises(ConfigError, match="frameskip=99"):
+        load_config("breakout", {"env": {"frameskip": 99}})
+
+
+def test_saved_config_reads_back_identically(tmp_path):
+    import tomllib
+    config = load_config("breakout", {"train": {"adam_eps": 1e-8, "device": "cpu"}})
+    assert tomllib.loads(to_toml(config)) == config
+
+
+def test_cli_reports_errors_on_stderr_with_exit_status_2(capsys):
+    assert cli.main(["cartpole", "--train.nope=1"]) == 2
+    assert "train.nope" in capsys.readouterr().err
+    assert cli.main(["pacman"]) == 2
+    assert "unknown env 'pacman'" in capsys.readouterr().err
+    assert cli.main(["cartpole", "stray"]) == 2
+    assert "stray" in capsys.readouterr().err
+
+
+def test_cuda_request_without_the_cuda_trainer_says_so(capsys):
+    if run.cuda_trainer_available():
+        pytest.skip("the CUDA trainer is available here")
+    assert cli.main(["cartpole", "--train.device=cuda"]) == 2
+    assert "--train.device=cpu" in capsys.readouterr().err
+    assert run.resolve_device("auto") == "cpu"
+
+
+# ---------------------------------------------------------------------------------------------- training shell
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    config = tiny_config()
+    summary = run.train(config, run_dir, dashboard=False)
+    return config, run_dir, summary
+
+
+def test_run_writes_config_metrics_and_checkpoints(tiny_run):
+    config, run_dir, summary = tiny_run
+    import tomllib
+    assert tomllib.loads((run_dir / "config.toml").read_text()) == config
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 3  # log_interval 0: one line per update
+    for key in ["global_step", "time", "sps", "episode_return", "episode_length", "losses/policy_loss",
+                "losses/value_loss", "losses/entropy", "losses/approx_kl", "charts/learning_rate"]:
+        assert key in rows[-1], key
+    assert [r["global_step"] for r in rows] == [128, 256, 384]
+    names = sorted(p.name for p in (run_dir / "checkpoints").glob("*.npz"))
+    assert names == ["update_000002.npz", "update_000003.npz"]
+
+
+def test_checkpoint_round_trip_restores_the_exact_parameters_and_optimizer(tiny_run, tmp_path):
+    config, run_dir, summary = tiny_run
+    trainer = summary["trainer"]
+    meta, state = checkpoint.load(checkpoint.latest(run_dir))
+    np.testing.assert_array_equal(state["params"], trainer.params)
+    np.testing.assert_array_equal(state["optimizer"], trainer.opt_state)
+    assert meta["policy"] == {"kind": "mingru", "hidden": 8, "layers": 1, "highway": True}
+    assert meta["counters"]["global_step"] == 384
+    fresh = run.make_trainer(config)
+    fresh.load_state_dict(state)
+    obs = np.random.default_rng(0).standard_normal((1, 5, 4)).astype(np.float32)
+    starts = np.ones((1, 5), np.float32)
+    state0 = np.zeros((1, 5, 8), np.float32)
+    from fastvec.trainer.reference import policy_forward
+    a = policy_forward(fresh.spec, fresh.param_views, obs, starts, state0)[0]
+    b = policy_forward(trainer.spec, trainer.param_views, obs, starts, state0)[0]
+    np.testing.assert_array_equal(a, b)
+
+
+def test_resume_continues_counters_and_appends_metrics(tiny_run, tmp_path):
+    import shutil
+    config, run_dir, _ = tiny_run
+    copy = tmp_path / "resumed"
+    shutil.copytree(run_dir, copy)
+    assert cli.main(["cartpole", f"--resume={copy}", "--train.total_timesteps=640"]) == 0
+    rows = [json.loads(line) for line in (copy / "metrics.jsonl").read_text().splitlines()]
+    assert [r["global_step"] for r in rows][-3:] == [384, 512, 640]
+    assert checkpoint.load(checkpoint.latest(copy))[0]["counters"]["update"] == 5
+
+
+def test_resume_with_another_architecture_is_a_clear_error(tiny_run, tmp_path, capsys):
+    import shutil
+    _, run_dir, _ = tiny_run
+    copy = tmp_path / "other"
+    shutil.copytree(run_dir, copy)
+    assert cli.main(["cartpole", f"--resume={copy}", "--policy.hidden=16", "--train.total_timesteps=640"]) == 2
+    err = capsys.readouterr().err
+    assert "another architecture" in err and "policy.hidden=8" in err and "policy.hidden=16" in err
+
+
+def test_not_a_checkpoint_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, x=np.zeros(3))
+    with pytest.raises(checkpoint.CheckpointError, match="not a fastvec checkpoint"):
+        checkpoint.load(bad)
+
+
+def test_eval_plays_one_episode_per_env_and_writes_a_gif(tiny_run, tmp_path, capsys):
+    pytest.importorskip("imageio")
+    _, run_dir, _ = tiny_run
+    gif = tmp_path / "play.gif"
+    assert cli.main(["cartpole", f"--eval={run_dir}", "--eval.episodes=12", f"--eval.render={gif}"]) == 0
+    out = capsys.readouterr().out
+    assert "over 12 episodes" in out
+    import imageio.v3 as iio
+    frames = iio.imread(gif, index=None)
+    assert frames.ndim == 4 and frames.shape[1:3] == (400, 600) and len(frames) >= 8
+    assert len(np.unique(frames.reshape(len(frames), -1)[:, ::97], axis=0)) > 1, "the pole never moved"
+
+
+def test_eval_of_a_checkpoint_on_another_env_is_an_error(tiny_run, capsys):
+    _, run_dir, _ = tiny_run
+    assert cli.main(["breakout", f"--eval={run_dir}"]) == 2
+    assert "trained on cartpole" in capsys.readouterr().err
+
+
+def test_plot_writes_a_png(tiny_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    from fastvec.trainer import plot
+    _, run_dir, _ = tiny_run
+    out = tmp_path / "curve.png"
+    assert plot.main([str(run_dir), "-o", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_dashboard_draws_only_when_enabled():
+    import io
+    from fastvec.trainer.dashboard import Dashboard
+    metrics = {"global_step": 100, "time": 1.0, "sps": 100.0, "episode_return": 12.5, "losses/entropy": 0.6}
+    quiet, shown = io.StringIO(), io.StringIO()
+    Dashboard("t", 1000, stream=quiet).update(metrics, [])  # StringIO is not a TTY
+    board = Dashboard("t", 1000, enabled=True, stream=shown)
+    board.update(metrics, [])
+    board.update(metrics, [])
+    assert quiet.getvalue() == ""
+    assert "return 12.5" in shown.getvalue() and "\x1b[6F" in shown.getvalue()  # redrawn in place
