@@ -166,16 +166,16 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
     }
 }
 
-/* mlp_forward: out = tanh(pre + bias); pre and out (rows, H). */
+/* mlp_forward: out = relu(pre + bias); pre and out (rows, H). */
 __global__ void mlp_forward_kernel(long long rows, int H, const float* pre, const float* bias, float* out) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < rows * H) out[i] = tanhf(pre[i] + bias[i % H]);
+    if (i < rows * H) out[i] = fmaxf(pre[i] + bias[i % H], 0.0f);
 }
 
-/* mlp_backward: dpre = dout * (1 - out^2); the caller does dx = dpre @ w and the weight GEMMs. */
+/* mlp_backward: dpre = dout * (out > 0); the caller does dx = dpre @ w and the weight GEMMs. */
 __global__ void mlp_backward_kernel(long long count, const float* dout, const float* out, float* dpre) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count) dpre[i] = dout[i] * (1.0f - out[i] * out[i]);
+    if (i < count) dpre[i] = out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -1,0 +1,359 @@
+"""Training benchmark (issue 6): fastvec's fused CUDA trainer on CartPole (time to solve, end-to-end SPS) beside
+a PureJaxRL-style PPO in JAX on gymnax CartPole (fully jitted: the whole run is one XLA program), in one run
+on one GPU. Prints a table and writes benchmarks/results/train_speed.json.
+
+    python benchmarks/train_speed.py                 # everything
+    python benchmarks/train_speed.py --skip-jax      # fastvec only
+    python benchmarks/train_speed.py --breakout      # also fastvec Breakout SPS (and a short learning run)
+
+"Solved" = the mean return of the episodes that finished during one update is >= 475. Training time counts
+everything after the trainer exists (first eager update and graph capture included); start-up (compiled
+kernels from the disk cache, arena, env reset) is reported separately, and so is the JAX JIT compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SOLVED = 475.0
+
+
+# ------------------------------------------------------------------------------------------------
+# fastvec
+
+def fastvec_config(env: str, overrides: dict):
+    from fastvec.trainer.config import load_config
+    sections: dict = {}
+    for key, value in overrides.items():
+        section, name = key.split(".")
+        sections.setdefault(section, {})[name] = value
+    sections.setdefault("train", {})["device"] = "cuda"
+    return load_config(env, sections)
+
+
+def fastvec_trainer(config):
+    from fastvec.trainer import run
+    t0 = time.perf_counter()
+    trainer = run.make_trainer(config)
+    return trainer, time.perf_counter() - t0
+
+
+def fastvec_time_to_solve(overrides: dict, max_seconds: float = 20.0, env: str = "cartpole",
+                          target: float = SOLVED, key: str = "episode_return") -> dict:
+    """Train until the episodes finished in one update average >= target; returns times and steps."""
+    config = fastvec_config(env, overrides)
+    trainer, startup = fastvec_trainer(config)
+    steps_per_update = trainer.horizon * trainer.num_envs
+    num_updates = math.ceil(config["train"]["total_timesteps"] / steps_per_update)
+    curve = []
+    solved_at = None
+    t0 = time.perf_counter()
+    while trainer.update_index < num_updates and time.perf_counter() - t0 < max_seconds:
+        trainer.rollout()
+        trainer.update(num_updates)
+        episodes = trainer.pop_episodes()
+        elapsed = time.perf_counter() - t0
+        if episodes:
+            curve.append((trainer.global_step, round(elapsed, 4), round(episodes[key], 2)))
+            if episodes[key] >= target:
+                solved_at = (elapsed, trainer.global_step)
+                break
+    total = time.perf_counter() - t0
+    result = {"env": env, "overrides": overrides, "startup_s": round(startup, 3), "params": trainer.layout.size,
+              "solved": solved_at is not None, "train_s": round(solved_at[0] if solved_at else total, 4),
+              "steps": solved_at[1] if solved_at else trainer.global_step, "updates": trainer.update_index,
+              "sps": round(trainer.global_step / total), "curve": curve,
+              "time_split": {k: round(v, 4) for k, v in trainer.timing.items()}}
+    trainer.close()
+    return result
+
+
+def fastvec_sps(overrides: dict, updates: int = 10, env: str = "cartpole") -> dict:
+    """Steady-state end-to-end SPS (rollout + update, graphs replayed) after 3 warm-up updates."""
+    config = fastvec_config(env, overrides)
+    trainer, startup = fastvec_trainer(config)
+    num_updates = 10_000
+    for _ in range(3):  # eager, capture, first replay
+        trainer.rollout()
+        trainer.update(num_updates)
+    for key in trainer.timing:
+        trainer.timing[key] = 0.0
+    step0 = trainer.global_step
+    t0 = time.perf_counter()
+    for _ in range(updates):
+        trainer.rollout()
+        trainer.update(num_updates)
+    elapsed = time.perf_counter() - t0
+    steps = trainer.global_step - step0
+    result = {"env": env, "overrides": overrides, "startup_s": round(startup, 3), "params": trainer.layout.size,
+              "sps": round(steps / elapsed), "rollout_sps": round(steps / trainer.timing["rollout"]),
+              "update_sps": round(steps / trainer.timing["update"]), "seconds": round(elapsed, 4)}
+    trainer.close()
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# PureJaxRL-style PPO (purejaxrl/ppo.py's algorithm and CartPole config, written in plain JAX: an
+# actor and a critic MLP (64, 64, tanh), Adam(eps 1e-5) with global-norm clip 0.5 and linear annealing)
+
+def make_jax_train(num_envs: int, num_steps: int = 128, total_timesteps: int = 500_000, update_epochs: int = 4,
+                   num_minibatches: int = 4, lr: float = 2.5e-4, gamma: float = 0.99, lam: float = 0.95,
+                   clip: float = 0.2, ent_coef: float = 0.01, vf_coef: float = 0.5, max_grad_norm: float = 0.5):
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+
+    env, env_params = gymnax.make("CartPole-v1")
+    num_updates = total_timesteps // num_steps // num_envs
+    minibatch = num_envs * num_steps // num_minibatches
+    obs_size, num_actions = env.observation_space(env_params).shape[0], env.action_space(env_params).n
+
+    def dense(key, n_in, n_out, scale):
+        return {"w": jax.nn.initializers.orthogonal(scale)(key, (n_in, n_out)), "b": jnp.zeros(n_out)}
+
+    def init(key):
+        k = jax.random.split(key, 6)
+        s2 = math.sqrt(2)
+        return {"a0": dense(k[0], obs_size, 64, s2), "a1": dense(k[1], 64, 64, s2), "a2": dense(k[2], 64, num_actions, 0.01),
+                "c0": dense(k[3], obs_size, 64, s2), "c1": dense(k[4], 64, 64, s2), "c2": dense(k[5], 64, 1, 1.0)}
+
+    def apply(p, x):
+        a = jnp.tanh(x @ p["a0"]["w"] + p["a0"]["b"])
+        a = jnp.tanh(a @ p["a1"]["w"] + p["a1"]["b"])
+        c = jnp.tanh(x @ p["c0"]["w"] + p["c0"]["b"])
+        c = jnp.tanh(c @ p["c1"]["w"] + p["c1"]["b"])
+        return a @ p["a2"]["w"] + p["a2"]["b"], (c @ p["c2"]["w"] + p["c2"]["b"])[..., 0]
+
+    def loss_fn(p, obs, actions, old_logp, old_v, adv, targets):
+        logits, v = apply(p, obs)
+        logp_all = jax.nn.log_softmax(logits)
+        logp = jnp.take_along_axis(logp_all, actions[:, None], -1)[:, 0]
+        v_clipped = old_v + jnp.clip(v - old_v, -clip, clip)
+        v_loss = 0.5 * jnp.maximum((v - targets) ** 2, (v_clipped - targets) ** 2).mean()
+        ratio = jnp.exp(logp - old_logp)
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg = jnp.maximum(-adv * ratio, -adv * jnp.clip(ratio, 1 - clip, 1 + clip)).mean()
+        entropy = -(jnp.exp(logp_all) * logp_all).sum(-1).mean()
+        return pg + vf_coef * v_loss - ent_coef * entropy
+
+    def adam(p, g, m, v, count):
+        leaves = jax.tree_util.tree_leaves(g)
+        norm = jnp.sqrt(sum(jnp.sum(x * x) for x in leaves))
+        scale = jnp.minimum(1.0, max_grad_norm / (norm + 1e-6))
+        g = jax.tree_util.tree_map(lambda x: x * scale, g)
+        count = count + 1
+        frac = 1.0 - ((count - 1) // (num_minibatches * update_epochs)) / num_updates
+        step_lr = lr * frac
+        m = jax.tree_util.tree_map(lambda mm, gg: 0.9 * mm + 0.1 * gg, m, g)
+        v = jax.tree_util.tree_map(lambda vv, gg: 0.999 * vv + 0.001 * gg * gg, v, g)
+        bc1, bc2 = 1 - 0.9 ** count, 1 - 0.999 ** count
+        p = jax.tree_util.tree_map(lambda pp, mm, vv: pp - step_lr * (mm / bc1) / (jnp.sqrt(vv / bc2) + 1e-5), p, m, v)
+        return p, m, v, count
+
+    def train(key):
+        key, k_init, k_reset = jax.random.split(key, 3)
+        params = init(k_init)
+        zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+        obs, state = jax.vmap(env.reset, (0, None))(jax.random.split(k_reset, num_envs), env_params)
+        ep_ret = jnp.zeros(num_envs)
+
+        def update_step(carry, _):
+            params, m, v, count, obs, state, ep_ret, key = carry
+
+            def env_step(c, _):
+                obs, state, ep_ret, key = c
+                key, k_act, k_step = jax.random.split(key, 3)
+                logits, value = apply(params, obs)
+                action = jax.random.categorical(k_act, logits)
+                logp = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[:, 0]
+                obs2, state, reward, terminated, truncated, _ = jax.vmap(env.step, (0, 0, 0, None))(
+                    jax.random.split(k_step, num_envs), state, action, env_params)
+                done = jnp.logical_or(terminated, truncated).astype(jnp.float32)  # gymnax 1.0 splits done
+                ret = ep_ret + reward
+                finished = (done * ret).sum(), done.sum()
+                return (obs2, state, ret * (1 - done), key), (obs, action, logp, value, reward, done, finished)
+
+            (obs, state, ep_ret, key), traj = jax.lax.scan(env_step, (obs, state, ep_ret, key), None, num_steps)
+            t_obs, t_act, t_logp, t_val, t_rew, t_done, (ret_sum, ep_count) = traj
+            _, last_val = apply(params, obs)
+
+            def gae_step(c, x):
+                next_adv, next_val = c
+                done, value, reward = x
+                delta = reward + gamma * next_val * (1 - done) - value
+                adv = delta + gamma * lam * (1 - done) * next_adv
+                return (adv, value), adv
+
+            _, adv = jax.lax.scan(gae_step, (jnp.zeros_like(last_val), last_val), (t_done, t_val, t_rew),
+                                  reverse=True, unroll=16)
+            targets = adv + t_val
+
+            def epoch(c, _):
+                params, m, v, count, key = c
+                key, k_perm = jax.random.split(key)
+                perm = jax.random.permutation(k_perm, num_envs * num_steps)
+                flat = [x.reshape((num_envs * num_steps,) + x.shape[2:])[perm]
+                        for x in (t_obs, t_act, t_logp, t_val, adv, targets)]
+                batches = [x.reshape((num_minibatches, minibatch) + x.shape[1:]) for x in flat]
+
+                def minibatch_step(c, mb):
+                    params, m, v, count = c
+                    grads = jax.grad(loss_fn)(params, *mb)
+                    return adam(params, grads, m, v, count), None
+
+                (params, m, v, count), _ = jax.lax.scan(minibatch_step, (params, m, v, count), batches)
+                return (params, m, v, count, key), None
+
+            (params, m, v, count, key), _ = jax.lax.scan(epoch, (params, m, v, count, key), None, update_epochs)
+            mean_return = ret_sum.sum() / jnp.maximum(ep_count.sum(), 1)
+            return (params, m, v, count, obs, state, ep_ret, key), mean_return
+
+        carry = (params, zeros, zeros, jnp.zeros((), jnp.int32), obs, state, ep_ret, key)
+        _, returns = jax.lax.scan(update_step, carry, None, num_updates)
+        return returns
+
+    return train, num_updates
+
+
+def jax_ppo(num_envs: int, total_timesteps: int, num_steps: int = 128) -> dict:
+    import jax
+    train, num_updates = make_jax_train(num_envs, num_steps, total_timesteps)
+    t0 = time.perf_counter()
+    compiled = jax.jit(train).lower(jax.random.PRNGKey(0)).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    returns = np.asarray(jax.block_until_ready(compiled(jax.random.PRNGKey(0))))
+    run_s = time.perf_counter() - t0
+    steps_per_update = num_envs * num_steps
+    hits = np.nonzero(returns >= SOLVED)[0]
+    solved = len(hits) > 0
+    # Solve time: the run is one program, so the time to update k is k/num_updates of the run.
+    solve_s = run_s * (hits[0] + 1) / num_updates if solved else run_s
+    return {"num_envs": num_envs, "compile_s": round(compile_s, 3), "run_s": round(run_s, 4),
+            "sps": round(num_updates * steps_per_update / run_s), "solved": solved, "train_s": round(solve_s, 4),
+            "steps": int((hits[0] + 1) * steps_per_update) if solved else num_updates * steps_per_update,
+            "final_return": float(returns[-1]), "jax": jax.__version__}
+
+
+# ------------------------------------------------------------------------------------------------
+
+def profile(overrides: dict, env: str = "cartpole") -> None:
+    """Per-kernel GPU time of one steady-state rollout + update (torch.profiler's CUPTI trace sees PyCUDA and
+    cuBLAS kernels too: they share the primary context)."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    config = fastvec_config(env, overrides)
+    trainer, _ = fastvec_trainer(config)
+    torch.zeros(1, device="cuda")
+    for _ in range(3):
+        trainer.rollout()
+        trainer.update(1000)
+    with torch.profiler.profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        trainer.rollout()
+        trainer.update(1000)
+    print(f"profile of one rollout + update, {overrides}")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
+    trainer.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skip-jax", action="store_true")
+    parser.add_argument("--breakout", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="fewer configurations (a smoke run)")
+    parser.add_argument("--profile", action="store_true", help="per-kernel times of the CartPole configs, then exit")
+    args = parser.parse_args()
+    if args.profile:
+        profile({"env.num_envs": 1024, "train.horizon": 32, "train.bptt_horizon": 32,
+                 "train.minibatch_size": 8192, "train.update_epochs": 2})
+        profile({"env.num_envs": 65536, "train.horizon": 16, "train.bptt_horizon": 16,
+                 "train.minibatch_size": 262144, "train.update_epochs": 1})
+        return
+    from fastvec.trainer.cuda import device
+    cuda = device.init()
+    gpu = cuda.Context.get_device().name()
+    out = {"gpu": gpu, "python": platform.python_version(), "fastvec": {}, "jax": {}}
+    rows = []
+
+    # cold compile (disk cache cleared for this one measurement) vs cached start-up
+    solve_cfgs = {
+        "cartpole-mlp-1k": {"env.num_envs": 1024, "train.horizon": 32, "train.bptt_horizon": 32,
+                            "train.minibatch_size": 8192, "train.update_epochs": 2, "train.learning_rate": 0.01,
+                            "train.total_timesteps": 5_000_000},
+        "cartpole-mlp-4k": {"env.num_envs": 4096, "train.horizon": 16, "train.bptt_horizon": 16,
+                            "train.minibatch_size": 16384, "train.update_epochs": 2, "train.learning_rate": 0.01,
+                            "train.total_timesteps": 10_000_000},
+    }
+    if args.quick:
+        solve_cfgs = dict(list(solve_cfgs.items())[:1])
+    for name, cfg in solve_cfgs.items():
+        res = fastvec_time_to_solve(cfg)
+        out["fastvec"][name] = res
+        rows.append((f"fastvec {name}", res["params"], res["sps"], res["solved"], res["train_s"], res["steps"],
+                     res["startup_s"]))
+        print(json.dumps({k: v for k, v in res.items() if k != "curve"}), flush=True)
+
+    sps_cfgs = {
+        "cartpole-mlp-4k": {"env.num_envs": 4096, "train.horizon": 16, "train.bptt_horizon": 16,
+                            "train.minibatch_size": 16384, "train.update_epochs": 1},
+        "cartpole-mlp-64k": {"env.num_envs": 65536, "train.horizon": 16, "train.bptt_horizon": 16,
+                             "train.minibatch_size": 262144, "train.update_epochs": 1},
+        "cartpole-mingru-64k": {"env.num_envs": 65536, "policy.kind": "mingru", "train.horizon": 16,
+                                "train.bptt_horizon": 16, "train.minibatch_size": 262144, "train.update_epochs": 1},
+    }
+    if args.quick:
+        sps_cfgs = dict(list(sps_cfgs.items())[1:2])
+    for name, cfg in sps_cfgs.items():
+        res = fastvec_sps(cfg)
+        out["fastvec"]["sps-" + name] = res
+        rows.append((f"fastvec {name} (steady)", res["params"], res["sps"], None, None, None, res["startup_s"]))
+        print(json.dumps(res), flush=True)
+
+    if args.breakout:
+        for hidden, envs in [(32, 4096), (128, 8192)]:
+            cfg = {"env.num_envs": envs, "policy.hidden": hidden, "train.horizon": 64, "train.bptt_horizon": 64,
+                   "train.minibatch_size": 65536}
+            res = fastvec_sps(cfg, env="breakout", updates=5)
+            out["fastvec"][f"sps-breakout-h{hidden}"] = res
+            rows.append((f"fastvec breakout h{hidden} x{envs}", res["params"], res["sps"], None, None, None,
+                         res["startup_s"]))
+            print(json.dumps(res), flush=True)
+
+    if not args.skip_jax:
+        try:
+            for envs, total in ([(1024, 500_000)] if args.quick else [(1024, 500_000), (4096, 4_000_000),
+                                                                      (65536, 67_108_864)]):
+                res = jax_ppo(envs, total)
+                out["jax"][f"cartpole-{envs}"] = res
+                rows.append((f"PureJaxRL-style JAX x{envs}", 9_155, res["sps"], res["solved"], res["train_s"],
+                             res["steps"], res["compile_s"]))
+                print(json.dumps(res), flush=True)
+        except ImportError as err:
+            out["jax"]["error"] = f"JAX/gymnax unavailable: {err}"
+            print(out["jax"]["error"])
+
+    print(f"\nCartPole training on {gpu}")
+    print(f"{'run':<36} {'params':>8} {'SPS':>14} {'solved':>7} {'train s':>8} {'steps':>11} {'start/JIT s':>11}")
+    for name, params, sps, solved, train_s, steps, start in rows:
+        print(f"{name:<36} {params:>8,} {sps:>14,} {'' if solved is None else str(solved):>7} "
+              f"{'' if train_s is None else f'{train_s:.3f}':>8} {'' if steps is None else f'{steps:,}':>11} "
+              f"{start:>11.2f}")
+    path = ROOT / "benchmarks" / "results" / "train_speed.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

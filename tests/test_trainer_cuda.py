@@ -1,0 +1,432 @@
+"""The fused CUDA trainer against the NumPy reference: every kernel on random inputs (float32 relative error
+<= 1e-5, measured as max |cuda - ref| / max |ref|), the rollout against the CPU env and the reference
+policy, a whole update against NumpyTrainer on the same batch, bitwise determinism, and GPU-trained
+checkpoints evaluated on the CPU. Every test needs a GPU with PyCUDA and is skipped without one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import reference as ref
+
+pytestmark = pytest.mark.gpu
+
+F32_TOL = 1e-5
+
+
+def _cuda_or_skip():
+    from fastvec.trainer import cuda as cuda_trainer
+    if not cuda_trainer.available():
+        pytest.skip("needs an NVIDIA GPU with PyCUDA")
+    from fastvec.trainer.cuda import device
+    return device.init()
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """(pycuda.driver, a Launcher of kernels.cu on a fresh stream, a Cublas on that stream)."""
+    cuda = _cuda_or_skip()
+    from fastvec.trainer.cuda import device
+    from fastvec.trainer.cuda.cublas import Cublas
+    stream = cuda.Stream()
+    k = device.Launcher(device.load_module(), stream)
+    workspace = cuda.mem_alloc(8 << 20)
+    blas = Cublas(stream, int(workspace), 8 << 20)
+    yield cuda, k, blas
+    blas.close()
+    workspace.free()
+
+
+class Dev:
+    """Device copies of host arrays for one test; `d(x)` uploads, `get(ptr, like)` downloads."""
+
+    def __init__(self, cuda, stream):
+        self.cuda, self.stream, self.keep = cuda, stream, []
+
+    def __call__(self, x) -> int:
+        x = np.ascontiguousarray(x)
+        mem = self.cuda.mem_alloc(max(x.nbytes, 4))
+        self.cuda.memcpy_htod(mem, x)
+        self.keep.append(mem)
+        return int(mem)
+
+    def empty(self, shape, dtype=np.float32) -> int:
+        return self(np.zeros(shape, dtype))
+
+    def get(self, ptr: int, shape, dtype=np.float32) -> np.ndarray:
+        self.stream.synchronize()
+        out = np.empty(shape, dtype)
+        self.cuda.memcpy_dtoh(out, ptr)
+        return out
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+def test_arena_is_one_aligned_allocation():
+    cuda = _cuda_or_skip()
+    from fastvec.trainer.cuda.arena import ALIGN, Arena
+    arena = Arena()
+    shapes = {"a": ((3, 5), np.float32), "b": ((7,), np.int32), "c": ((2, 3, 4), np.float64), "d": ((1,), np.uint8)}
+    for name, (shape, dtype) in shapes.items():
+        arena.add(name, shape, dtype, "test")
+    arena.allocate(cuda)
+    rng = np.random.default_rng(0)
+    end = 0
+    for name, (shape, dtype) in shapes.items():
+        assert (arena.ptr(name) - arena.base) % ALIGN == 0 and arena.ptr(name) % ALIGN == 0
+        assert arena.ptr(name) - arena.base >= end  # no overlap with the previous tensor
+        end = arena.ptr(name) - arena.base + arena.nbytes(name)
+        value = (rng.standard_normal(shape) * 100).astype(dtype)
+        arena.set(cuda, name, value)
+        assert np.array_equal(arena.get(cuda, name), value)
+    assert arena.size == end
+    with pytest.raises(RuntimeError, match="after allocate"):
+        arena.add("late", (1,), np.float32)
+    arena.allocation.free()
+
+
+@pytest.mark.parametrize("highway", [True, False])
+def test_mingru_forward_backward_match_reference(gpu, highway):
+    cuda, k, _ = gpu
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(1)
+    steps, b, h = 9, 13, 24
+    w_rows = (3 if highway else 2) * h
+    x = rng.standard_normal((steps, b, h)).astype(np.float32)
+    w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
+    bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
+    starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
+    h0 = rng.standard_normal((b, h)).astype(np.float32)
+    dout = rng.standard_normal((steps, b, h)).astype(np.float32)
+    out_ref, last_ref, cache = ref.mingru_forward(x, 1 - starts, h0, w, bias, highway)
+    dx_ref, dw_ref, db_ref = ref.mingru_backward(dout, cache)
+
+    pre = (x @ w.T).astype(np.float32)  # the GEMM's part; the kernel adds the bias
+    px, ppre, pbias, pstarts, ph0 = dev(x), dev(pre), dev(bias), dev(starts), dev(h0)
+    ph, pout, plast = dev.empty((steps, b, h)), dev.empty((steps, b, h)), dev.empty((b, h))
+    k.launch("mingru_forward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), px, ppre,
+             pbias, pstarts, ph0, ph, pout, plast)
+    assert rel_err(dev.get(pout, (steps, b, h)), out_ref) <= F32_TOL
+    assert rel_err(dev.get(plast, (b, h)), last_ref) <= F32_TOL
+
+    pdout, pdpre, pdx = dev(dout), dev.empty((steps, b, w_rows)), dev.empty((steps, b, h))
+    k.launch("mingru_backward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), pdout,
+             px, ppre, pstarts, ph0, ph, pdpre, pdx)
+    dpre = dev.get(pdpre, (steps, b, w_rows)).astype(np.float64)
+    dx = dev.get(pdx, (steps, b, h)) + dpre @ w  # the trainer adds dpre @ w with a cuBLAS GEMM
+    rows = dpre.reshape(-1, w_rows)
+    assert rel_err(dx, dx_ref) <= F32_TOL
+    assert rel_err(rows.T @ x.reshape(-1, h), dw_ref) <= F32_TOL
+    assert rel_err(rows.sum(0), db_ref) <= F32_TOL
+
+
+def test_mlp_and_linear_layers_match_reference(gpu):
+    cuda, k, blas = gpu
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(2)
+    rows, h, o = 300, 32, 7
+    x = rng.standard_normal((rows, o)).astype(np.float32)
+    w_enc = rng.standard_normal((h, o)).astype(np.float32)
+    b_enc = rng.standard_normal(h).astype(np.float32)
+    w = (rng.standard_normal((h, h)) / np.sqrt(h)).astype(np.float32)
+    bias = rng.standard_normal(h).astype(np.float32)
+    dout = rng.standard_normal((rows, h)).astype(np.float32)
+    enc_ref = x @ w_enc.T + b_enc
+    out_ref, cache = ref.mlp_forward(enc_ref, w, bias)
+    dx_ref, dw_ref, db_ref = ref.mlp_backward(dout, cache, w)
+
+    px, pwe, pbe, pw, pb = dev(x), dev(w_enc), dev(b_enc), dev(w), dev(bias)
+    penc, ppre, pout = dev.empty((rows, h)), dev.empty((rows, h)), dev.empty((rows, h))
+    blas.matmul(penc, px, pwe, rows, h, o, trans_b=True)
+    k.launch("add_bias_kernel", rows * h, penc, pbe, np.int64(rows), np.int32(h))
+    blas.matmul(ppre, penc, pw, rows, h, h, trans_b=True)
+    k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), ppre, pb, pout)
+    assert rel_err(dev.get(penc, (rows, h)), enc_ref) <= F32_TOL
+    assert rel_err(dev.get(pout, (rows, h)), out_ref) <= F32_TOL
+
+    ones = dev(np.ones(rows, np.float32))
+    pdout, pdpre, pdx, pdw, pdb = (dev(dout), dev.empty((rows, h)), dev.empty((rows, h)), dev.empty((h, h)),
+                                   dev.empty(h))
+    k.launch("mlp_backward_kernel", rows * h, np.int64(rows * h), pdout, pout, pdpre)
+    blas.matmul(pdx, pdpre, pw, rows, h, h)
+    blas.matmul(pdw, pdpre, penc, h, h, rows, trans_a=True)
+    blas.matmul(pdb, ones, pdpre, 1, h, rows)
+    assert rel_err(dev.get(pdx, (rows, h)), dx_ref) <= F32_TOL
+    assert rel_err(dev.get(pdw, (h, h)), dw_ref) <= F32_TOL
+    assert rel_err(dev.get(pdb, (h,)), db_ref) <= F32_TOL
+
+
+def test_sampling_matches_reference_and_counter_rng(gpu):
+    cuda, k, _ = gpu
+    from fastvec.trainer.cuda.trainer import policy_uniforms
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(3)
+    b, a = 4099, 5
+    y = rng.standard_normal((b, a + 1)).astype(np.float32) * 2  # decoder rows: logits then the value
+    key, step = 0x1234_5678_9ABC_DEF0, 77
+    pu = dev.empty(b)
+    k.launch("policy_uniforms_kernel", b, np.int32(b), np.uint64(key), np.int64(step), pu)
+    uniforms = dev.get(pu, (b,))
+    assert np.array_equal(uniforms, policy_uniforms(key, b, step))  # the host recomputes the device's stream
+    assert 0.45 < uniforms.mean() < 0.55 and uniforms.min() >= 0 and uniforms.max() < 1
+    pa, plp = dev.empty(b, np.int32), dev.empty(b)
+    k.launch("sample_actions_kernel", b, np.int32(b), np.int32(a), np.int32(a + 1), dev(y), pu, pa, plp)
+    actions_ref, logp_ref = ref.sample_actions(y[:, :a], uniforms)
+    actions = dev.get(pa, (b,), np.int32)
+    assert (actions == actions_ref).mean() > 0.999  # a uniform within float rounding of a CDF step may differ
+    same = actions == actions_ref
+    assert rel_err(dev.get(plp, (b,))[same], logp_ref[same]) <= F32_TOL
+
+
+@pytest.mark.parametrize("vtrace", [False, True])
+def test_gae_matches_reference(gpu, vtrace):
+    cuda, k, _ = gpu
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(4)
+    t, r = 37, 129
+    values = rng.standard_normal((t, r)).astype(np.float32)
+    last = rng.standard_normal(r).astype(np.float32)
+    rewards = rng.standard_normal((t, r)).astype(np.float32)
+    dones = (rng.random((t, r)) < 0.1).astype(np.float32)
+    old_logp = -rng.random((t, r)).astype(np.float32)
+    new_logp = (old_logp + 0.3 * rng.standard_normal((t, r))).astype(np.float32)
+    gamma, lam = 0.97, 0.93
+    ratios = np.exp(new_logp - old_logp) if vtrace else None
+    adv_ref = ref.gae(values, last, rewards, dones, gamma, lam, ratios, 1.1, 0.9)
+    padv, pret = dev.empty((t, r)), dev.empty((t, r))
+    k.launch("gae_kernel", r, np.int32(t), np.int32(r), dev(values), dev(last), np.int32(1), dev(rewards), dev(dones),
+             np.float32(gamma), np.float32(lam), np.float32(gamma * lam), np.int32(vtrace), dev(new_logp),
+             dev(old_logp), np.float32(1.1), np.float32(0.9), padv, pret)
+    assert rel_err(dev.get(padv, (t, r)), adv_ref) <= F32_TOL
+    assert rel_err(dev.get(pret, (t, r)), adv_ref + values) <= F32_TOL
+
+
+def test_ppo_loss_forward_backward_match_reference(gpu):
+    cuda, k, _ = gpu
+    from fastvec.trainer.cuda.trainer import SCALARS_DTYPE
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(5)
+    n, a = 2000, 4
+    y = rng.standard_normal((n, a + 1)).astype(np.float32)
+    actions = rng.integers(0, a, n)
+    old_logp = (ref.log_softmax(y[:, :a])[np.arange(n), actions] + 0.4 * rng.standard_normal(n)).astype(np.float32)
+    old_values = (y[:, a] + 0.5 * rng.standard_normal(n)).astype(np.float32)
+    adv = rng.standard_normal(n).astype(np.float32) * 3 + 0.5
+    returns = rng.standard_normal(n).astype(np.float32)
+    clip, vclip, vf, ent = 0.2, 0.3, 0.5, 0.01
+    adv_norm = (adv - adv.mean()) / (adv.std() + 1e-8)
+    loss, dlogits, dvalues, stats = ref.ppo_loss(y[:, :a], y[:, a], actions, old_logp, old_values, adv_norm, returns,
+                                                 clip, vclip, vf, ent)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["ent_coef"] = ent
+    pscal = dev(np.frombuffer(scalars.tobytes(), np.uint8))
+    padv, pmom = dev(adv), dev.empty(2)
+    k.launch_block("moments_kernel", np.int64(n), padv, pmom)
+    mom = dev.get(pmom, (2,))
+    assert rel_err(mom, [adv.mean(), adv.std()]) <= F32_TOL
+    pdy, pstats = dev.empty((n, a + 1)), dev.empty((5, n))
+    k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(a), dev(y), dev(actions.astype(np.int32)), dev(old_logp),
+             dev(old_values), padv, dev(returns), pmom, pscal, np.float32(clip), np.float32(vclip), np.float32(vf),
+             pdy, pstats, 0, 0)
+    dy = dev.get(pdy, (n, a + 1))
+    assert rel_err(dy[:, :a], dlogits) <= F32_TOL
+    assert rel_err(dy[:, a], dvalues) <= F32_TOL
+    k.launch_block("loss_stats_kernel", np.int32(n), pstats, pscal)
+    got = np.frombuffer(dev.get(pscal, (SCALARS_DTYPE.itemsize,), np.uint8).tobytes(), SCALARS_DTYPE)[0]["stat"]
+    for i, name in enumerate(["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"]):
+        assert abs(got[i] - stats[name]) <= F32_TOL * max(abs(stats[name]), 1e-2), name
+    assert abs(got[0] + vf * got[1] - ent * got[2] - loss) <= F32_TOL * abs(loss)
+
+
+def test_clip_and_adam_match_reference(gpu):
+    cuda, k, _ = gpu
+    from fastvec.trainer.cuda.trainer import NORM_BLOCKS, SCALARS_DTYPE
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(6)
+    p = 10_007
+    params = rng.standard_normal(p).astype(np.float32)
+    m, v = np.zeros(p, np.float32), np.zeros(p, np.float32)
+    b1, b2, eps, lr, max_norm = 0.9, 0.999, 1e-8, 3e-3, 0.5
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["lr"] = lr
+    pscal, pp, pm, pv = dev(np.frombuffer(scalars.tobytes(), np.uint8)), dev(params), dev(m), dev(v)
+    ppart = dev.empty(NORM_BLOCKS)
+    for step in range(1, 4):
+        grads = (rng.standard_normal(p) * (0.001 if step == 2 else 1.0)).astype(np.float32)  # step 2: no clipping
+        pg = dev(grads)
+        k.launch_grid("sum_squares_kernel", NORM_BLOCKS, 256, np.int64(p), pg, ppart)
+        k.launch_block("clip_and_count_kernel", np.int32(NORM_BLOCKS), ppart, np.float32(max_norm), np.float64(b1),
+                       np.float64(b2), pscal)
+        k.launch("adam_kernel", p, np.int64(p), pp, pg, pm, pv, pscal, np.float32(b1), np.float32(b2),
+                 np.float32(1 - b1), np.float32(1 - b2), np.float32(eps))
+        norm = ref.clip_grad_norm(grads, max_norm)
+        ref.adam_step(params, grads, m, v, step, lr, b1, b2, eps)
+        got = np.frombuffer(dev.get(pscal, (SCALARS_DTYPE.itemsize,), np.uint8).tobytes(), SCALARS_DTYPE)[0]
+        assert abs(got["grad_norm"] - norm) <= F32_TOL * norm and got["opt_step"] == step
+        assert rel_err(dev.get(pm, (p,)), m) <= F32_TOL
+        assert rel_err(dev.get(pv, (p,)), v) <= F32_TOL
+        assert rel_err(dev.get(pp, (p,)), params) <= F32_TOL
+
+
+@pytest.mark.parametrize("shape", [(24, 40), (96, 32), (3, 16)])
+def test_newton_schulz_and_muon_match_reference(gpu, shape):
+    cuda, k, blas = gpu
+    from fastvec.trainer.cuda.trainer import SCALARS_DTYPE, record_newton_schulz
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(7)
+    g = rng.standard_normal(shape).astype(np.float32)
+    count, r = g.size, min(shape)
+    bufs = [dev.empty(count), dev.empty(count)]
+    out = record_newton_schulz(k, blas, dev(g), bufs, dev.empty(r * r), dev.empty(r * r), shape)
+    assert rel_err(dev.get(out, shape), ref.newton_schulz(g)) <= F32_TOL
+
+    # one Muon step of this matrix: momentum, orthogonalised update, scaled by lr and the shape
+    params = rng.standard_normal(shape).astype(np.float32)
+    m = rng.standard_normal(shape).astype(np.float32)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["lr"], scalars["clip_scale"] = 0.02, 1.0
+    pscal, pp, pm, pu = dev(np.frombuffer(scalars.tobytes(), np.uint8)), dev(params), dev(m), dev.empty(count)
+    k.launch("muon_momentum_kernel", count, np.int64(count), dev(g), pm, pu, pscal, np.float32(0.95))
+    update = record_newton_schulz(k, blas, pu, bufs, dev.empty(r * r), dev.empty(r * r), shape)
+    k.launch("muon_apply_kernel", count, np.int64(count), pp, update, pscal, np.float64(ref.muon_update_scale(shape)))
+    names = ["w"]
+    ref.muon_step({"w": params}, {"w": g}, {"w": m}, {"w": np.zeros_like(m)}, names, 1, 0.02, 0.95, 0.9, 0.999, 1e-8)
+    assert rel_err(dev.get(pm, shape), m) <= F32_TOL
+    assert rel_err(dev.get(pp, shape), params) <= F32_TOL
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole trainer
+
+def small_config(**train):
+    from fastvec.trainer.config import load_config
+    overrides = {"env": {"num_envs": 24},
+                 "policy": {"kind": "mingru", "hidden": 16, "layers": 2, "highway": True},
+                 "train": {"horizon": 16, "bptt_horizon": 8, "minibatch_size": 64, "update_epochs": 2,
+                           "optimizer": "muon", "learning_rate": 0.01, "device": "cuda", "seed": 5, **train}}
+    return load_config("cartpole", overrides)
+
+
+def make_pair(config):
+    """A CudaTrainer and a NumpyTrainer (on a CPU batch of the same env) built from one config."""
+    from fastvec.trainer import run
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+    from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+    batch = run.make_batch(config)
+    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+    return CudaTrainer(config, batch, spec), NumpyTrainer(config, run.make_batch(config), spec), spec
+
+
+class FixedOrders:
+    """Stands in for NumpyTrainer's rng: hands out the CUDA trainer's epoch orders."""
+
+    def __init__(self, orders):
+        self.orders = list(orders)
+
+    def permutation(self, count):
+        order = self.orders.pop(0)
+        assert len(order) == count
+        return order
+
+
+@pytest.mark.parametrize("variant", [
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": True},
+])
+def test_rollout_and_update_match_reference(variant):
+    _cuda_or_skip()
+    from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
+    config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"])
+    config["policy"]["kind"] = variant["kind"]
+    gpu_tr, cpu_tr, spec = make_pair(config)
+    cuda, a = gpu_tr.cuda, gpu_tr.arena
+    t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
+    assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights
+
+    # ROLLOUT: the env against the CPU env fed the same actions, and the policy against the reference.
+    gpu_tr.rollout()
+    buf = {name: a.get(cuda, name) for name in ["obs", "starts", "actions", "logp", "values", "rewards", "dones",
+                                                  "segment_state"]}
+    env = cpu_tr.batch
+    seeds = (np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(env.num_envs, dtype=np.uint64)
+    env.reset(seeds, None)
+    for t in range(t_len):
+        assert rel_err(buf["obs"][t], env.obs.reshape(rows, o)) <= 1e-6, t
+        env.step(buf["actions"][t].astype(np.int64).reshape(env.num_envs, 1))
+        assert np.array_equal(buf["dones"][t], (env.terminated | env.truncated).astype(np.float32)), t
+        assert np.array_equal(buf["rewards"][t], env.rewards.reshape(rows))
+    state0 = buf["segment_state"][0][:spec.state_layers]
+    views = cpu_tr.layout.views(cpu_tr.params)
+    logits, values, _, _ = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len], state0)
+    assert rel_err(buf["values"], values) <= F32_TOL
+    logp_all = ref.log_softmax(logits)
+    taken = np.take_along_axis(logp_all, buf["actions"][..., None].astype(np.int64), -1)[..., 0]
+    assert rel_err(buf["logp"], taken) <= F32_TOL
+    agree = np.mean([np.mean(ref.sample_actions(logits[t], policy_uniforms(gpu_tr.seed_key, rows, t))[0]
+                             == buf["actions"][t]) for t in range(t_len)])
+    assert agree > 0.999
+
+    # UPDATE: NumpyTrainer on the same buffers, visiting sequences in the CUDA trainer's order.
+    cpu_tr.obs[...] = buf["obs"][:t_len]
+    cpu_tr.starts[...] = buf["starts"][:t_len]
+    cpu_tr.actions[...] = buf["actions"]
+    for name in ["logp", "values", "rewards", "dones"]:
+        getattr(cpu_tr, name)[...] = buf[name]
+    cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
+    cpu_tr.last_value[...] = a.get(cuda, "r_y")[:, spec.num_actions]
+    cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, e)
+                              for e in range(config["train"]["update_epochs"])])
+    stats_gpu = gpu_tr.update(num_updates=10)
+    stats_cpu = cpu_tr.update(num_updates=10)
+    last_epoch = config["train"]["update_epochs"] - 1
+    assert np.array_equal(a.get(cuda, "perm"), sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, last_epoch))
+    # Several optimizer steps compound float32 rounding; 1e-4 still catches any wrong term.
+    assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4
+    assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= 1e-4
+    for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "learning_rate", "explained_variance"]:
+        assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), key
+    gpu_tr.close()
+
+
+def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path):
+    _cuda_or_skip()
+    from fastvec.trainer import checkpoint, run
+    config = small_config()
+    runs = []
+    for _ in range(2):
+        trainer, _, spec = make_pair(config)
+        losses = []
+        for _ in range(4):  # update 1 runs eagerly, 2 captures the graphs, 3-4 replay them
+            trainer.rollout()
+            losses.append(trainer.update(num_updates=4)["policy_loss"])
+        runs.append((trainer.arena.get(trainer.cuda, "params"), trainer.arena.get(trainer.cuda, "actions"), losses,
+                     trainer.state_dict()))
+        trainer.close()
+    assert np.array_equal(runs[0][0], runs[1][0])
+    assert np.array_equal(runs[0][1], runs[1][1])
+    assert runs[0][2] == runs[1][2]
+
+    path = checkpoint.save(tmp_path / "ck.npz", spec, "cartpole", 1, runs[0][3], config)
+    cpu_config = small_config(device="cpu")
+    cpu_config["eval"]["episodes"] = 8
+    result = run.evaluate(cpu_config, path)  # trained on the GPU, played by the CPU trainer's policy
+    assert result["episodes"] == 8 and result["episode_return"] > 0
+    _, state = checkpoint.load(path)
+    assert np.array_equal(state["params"], runs[0][0])
+
+
+def test_fastvec_train_runs_on_cuda(tmp_path):
+    _cuda_or_skip()
+    from fastvec.trainer import run
+    config = small_config(total_timesteps=24 * 16 * 3)
+    summary = run.train(config, tmp_path / "run", dashboard=False)
+    assert summary["trainer"].device == "cuda"
+    assert summary["global_step"] == 24 * 16 * 3
+    assert (tmp_path / "run" / "metrics.jsonl").exists() and summary["checkpoint"].exists()
+    assert math.isfinite(summary["metrics"]["losses/policy_loss"])
