@@ -159,6 +159,15 @@ def gpu_main(args) -> None:
             row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             envs.close()
             del envs
+            if n == 1 << 20:  # the plain kernels (no shared-memory staging), for comparison
+                os.environ["FASTVEC_CUDA_KERNEL"] = "plain"
+                envs = gym.make_vec(f"fastvec/{game}", n, device="cuda", array_type="device")
+                row[f"fastvec {game} step() plain kernel"] = gpu_step_rate(envs, args.seconds)
+                row[f"fastvec {game} rollout({args.rollout_steps}) plain kernel"] = gpu_rollout_rate(
+                    envs, args.seconds, args.rollout_steps)
+                del os.environ["FASTVEC_CUDA_KERNEL"]
+                envs.close()
+                del envs
         for game, gymnax_id in [("CartPole", "CartPole-v1"), ("Breakout", "Breakout-MinAtar")]:
             if n <= args.gymnax_max_envs:
                 try:

@@ -173,6 +173,28 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 
 @pytest.mark.gpu
 @needs_gpu
+@pytest.mark.parametrize("env_id", ["CartPole", "Breakout"])
+def test_plain_and_shared_memory_staged_kernels_agree(env_id, monkeypatch):
+    """Two kernel variants run each step (staged through shared memory where a block's slots and
+    obs fit; plain otherwise); both must give the same bits. 1000 envs: a partial last block."""
+    n = 1000
+    staged = _device_env(n, env_id)
+    monkeypatch.setenv("FASTVEC_CUDA_KERNEL", "plain")
+    plain = _device_env(n, env_id)
+    assert plain.unwrapped.batch._step_fn is not staged.unwrapped.batch._step_fn
+    staged.reset(seed=3)
+    plain.reset(seed=3)
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        actions = rng.integers(0, staged.single_action_space.n, n)
+        a, b = staged.step(actions), plain.step(actions)
+        for x, y in zip(a[:4], b[:4]):
+            np.testing.assert_array_equal(x.get(), y.get())
+    np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), plain.unwrapped.batch.dev.slots.get())
+
+
+@pytest.mark.gpu
+@needs_gpu
 def test_torch_zero_copy_both_ways():
     torch = pytest.importorskip("torch")
     from fastvec.wrappers.torch import TorchVectorEnv, as_tensor
@@ -283,7 +305,8 @@ def test_fused_random_rollout_equals_eager_steps(env_id):
         eager.step(b.dev.actions)
     for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length"):
         np.testing.assert_array_equal(getattr(fused.unwrapped.batch.dev, name).get(), getattr(b.dev, name).get(), name)
-    assert b.dev.episode_length.get().max() > 0
+    if env_id == "CartPole":  # (Breakout's five balls last longer than 80 random steps)
+        assert b.dev.episode_length.get().max() > 0, "the run must include episode ends"
 
 
 def _threshold_policy():

@@ -139,6 +139,12 @@ class CudaCompiledEnv:
         self.step_kernel = self.module.get_function("fv_step_any_kernel").prepare("iPPqqii" + "P" * 9 + "iiP")
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
         self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
+        # Variants that pass each block's slots and obs through shared memory (see batch_gpu.h);
+        # stage_threads is their block size, 0 where an env's slot and obs are too big for it.
+        self.stage_threads = int(_read_global(self.module, "fv_stage_threads", np.int32)[0])
+        self.step_staged_kernel = self.module.get_function("fv_step_staged_kernel").prepare(self.step_kernel.arg_format)
+        self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
+            self.rollout_kernel.arg_format)
 
     @property
     def cpu(self):
@@ -430,6 +436,19 @@ class CudaBatch:
         self.stream_handle = int(self.stream.handle)
         _STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
+        # Steps use the shared-memory staged kernels where they fit ($FASTVEC_CUDA_KERNEL=plain: never).
+        staged = env.stage_threads > 0 and os.environ.get("FASTVEC_CUDA_KERNEL", "staged") != "plain"
+        self._step_fn = env.step_staged_kernel if staged else env.step_kernel
+        threads = env.stage_threads if staged else THREADS_PER_BLOCK
+        self._step_grid, self._step_block = ((n + threads - 1) // threads, 1), (threads, 1, 1)
+        # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
+        # obs is written to shared memory every step): staged pays where the obs outweighs the
+        # slot. Measured on an H200, 1M envs, 100 steps: CartPole (16 B obs, 64 B slot) 64 G
+        # steps/s plain vs 50 G staged; Breakout (472 B obs, 104 B slot) 0.56 G vs 10.9 G.
+        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+        self._rollout_fn = env.rollout_staged_kernel if staged and obs_bytes > env.slot_size else env.rollout_kernel
+        self._rollout_grid, self._rollout_block = (self._step_grid, self._step_block) \
+            if self._rollout_fn is env.rollout_staged_kernel else (self._grid, self._block)
 
         # One arena for everything the host may read back, so NumPy mode copies it in one go;
         # final_obs goes last so that modes other than SAME_STEP leave it out of the copy.
@@ -509,8 +528,8 @@ class CudaBatch:
         (PyTorch, JAX, CuPy, DeviceArray; used in place, no copy) and autoreset per the mode.
         NumPy mode returns how many envs ended; device mode returns None without waiting."""
         ptr, env_stride, agent_stride, itemsize, signed = self._action_view(actions)
-        self.env.step_kernel.prepared_async_call(
-            self._grid, self._block, self.stream, self.num_envs, self._slots_ptr, ptr, env_stride, agent_stride,
+        self._step_fn.prepared_async_call(
+            self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, ptr, env_stride, agent_stride,
             itemsize, signed, *self._outputs, self.autoreset_code, self.max_episode_steps, self._error_ptr)
         return self._after_steps(1)
 
@@ -656,8 +675,8 @@ class CudaBatch:
         if isinstance(policy, str):
             if policy != "random":
                 raise ValueError(f"policy={policy!r}: use 'random' or a callable policy(t, batch)")
-            self.env.rollout_kernel.prepared_async_call(
-                self._grid, self._block, self.stream, self.num_envs, steps, np.uint64(self.random_key),
+            self._rollout_fn.prepared_async_call(
+                self._rollout_grid, self._rollout_block, self.stream, self.num_envs, steps, np.uint64(self.random_key),
                 self.random_step, self._slots_ptr, *self._outputs, self.autoreset_code, self.max_episode_steps)
             self.random_step += steps
         elif not callable(policy):
@@ -677,8 +696,8 @@ class CudaBatch:
     def _policy_steps(self, policy, steps: int) -> None:
         for t in range(steps):
             policy(t, self)
-            self.env.step_kernel.prepared_async_call(
-                self._grid, self._block, self.stream, self.num_envs, self._slots_ptr, self.dev.actions.ptr,
+            self._step_fn.prepared_async_call(
+                self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, self.dev.actions.ptr,
                 self.env.num_agents * 8, 8, 8, 1, *self._outputs, self.autoreset_code, self.max_episode_steps,
                 self._error_ptr)
 
