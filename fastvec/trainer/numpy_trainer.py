@@ -127,6 +127,11 @@ class NumpyTrainer:
             return x
         return np.ascontiguousarray(np.swapaxes(x.reshape(s, k, *x.shape[1:]), 0, 1)).reshape(k, s * self.rows, *x.shape[2:])
 
+    def segment_states(self):
+        """(S, Ls, R, H) -> (Ls, S * R, H): the state entering each sequence, in to_segments' row order."""
+        ls, h = self.spec.state_layers, self.spec.hidden
+        return np.swapaxes(self.segment_state, 0, 1).reshape(ls, self.segments * self.rows, h)
+
     def from_segments(self, x):
         s, k = self.segments, self.bptt
         if s == 1:
@@ -151,7 +156,7 @@ class NumpyTrainer:
                ["obs", "starts", "actions", "logp", "values"]}
         seg_returns = self.to_segments(returns)
         seq_count = self.segments * self.rows
-        seg_state = np.swapaxes(self.segment_state, 0, 1).reshape(self.spec.state_layers, seq_count, self.spec.hidden)
+        seg_state = self.segment_states()
         new_logp = np.zeros_like(seg["logp"])  # for V-trace in later epochs
         seqs_per_mb = tc["minibatch_size"] // self.bptt
         totals: dict[str, float] = {}

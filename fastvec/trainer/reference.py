@@ -125,18 +125,16 @@ def mingru_g_grad(x):
 
 
 def linear_scan(a, b, h0):
-    """h[t] = a[t] * h[t-1] + b[t] with h[-1] = h0, for all t at once: a Hillis-Steele scan (log2 T
-    rounds of combining (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2)), the parallel form the CUDA
-    kernel uses. a, b: (T, B, H); h0: (B, H). Returns h (T, B, H)."""
-    a = a.copy()
-    b = b.copy()
-    b[0] += a[0] * h0
-    shift = 1
-    while shift < len(a):
-        b[shift:] = b[shift:] + a[shift:] * b[:-shift]  # right side is read before it is written
-        a[shift:] = a[shift:] * a[:-shift]
-        shift *= 2
-    return b
+    """h[t] = a[t] * h[t-1] + b[t] with h[-1] = h0. a, b: (T, B, H); h0: (B, H). Returns h (T, B, H).
+    A plain loop over time (each step is vectorised over B and H); the CUDA kernel may instead scan in
+    parallel over T, since the recurrence is linear, and must agree up to rounding."""
+    h = np.empty_like(b)
+    prev = h0
+    for t in range(len(b)):
+        np.multiply(a[t], prev, out=h[t])
+        h[t] += b[t]
+        prev = h[t]
+    return h
 
 
 def mingru_forward(x, keep, h0, w, bias, highway):
@@ -174,8 +172,11 @@ def mingru_backward(dout, cache):
         dh = dout
         dx = np.zeros_like(x)
     # Reverse-time scan: the total gradient into h_t is dh_t + a_{t+1} * (that of h_{t+1}).
-    next_decay = np.concatenate([decay[1:], np.zeros_like(decay[:1])])
-    dh_total = linear_scan(next_decay[::-1], dh[::-1], np.zeros_like(h0))[::-1]
+    dh_total = np.empty_like(dh)
+    carry = np.zeros_like(h0)
+    for t in reversed(range(len(dh))):
+        np.add(dh[t], carry, out=dh_total[t])
+        carry = decay[t] * dh_total[t]
     h_prev = np.concatenate([h0[None], h[:-1]])
     ddecay = dh_total * h_prev
     dz = dh_total * candidate - ddecay * keep[..., None]

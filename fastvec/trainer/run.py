@@ -41,6 +41,8 @@ def make_batch(config: dict, num_envs: int | None = None):
     name = config["env"]["name"]
     defines = resolve_defines(name, env_params(config))
     compiled = cpu.load(source_path(name), tuple(sorted(defines.items())))
+    if config["train"]["env_threads"] > 0:
+        compiled.lib.fv_set_num_threads(config["train"]["env_threads"])
     return cpu.CpuBatch(compiled, num_envs or config["env"]["num_envs"], AUTORESET_CODES["SameStep"],
                         ENVS[name].max_episode_steps)
 

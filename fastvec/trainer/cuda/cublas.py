@@ -11,7 +11,10 @@ from functools import lru_cache
 
 OP_N, OP_T = 0, 1
 CUDA_R_32F, CUDA_R_16BF = 0, 14
-COMPUTE_32F = 68  # CUBLAS_COMPUTE_32F: full fp32 (no TF32 unless asked), so fp32 mode matches NumPy
+# cublasComputeType_t per trainer precision: "fp32" is full fp32 (no TF32), so it matches NumPy to float
+# rounding; "tf32" and "bf16" let cuBLAS round the fp32 operands to TF32 / bfloat16 for the tensor cores
+# (fp32 accumulation, fp32 storage: the master weights and every other kernel stay fp32).
+COMPUTE_TYPES = {"fp32": 68, "tf32": 77, "bf16": 75}
 GEMM_DEFAULT = -1
 
 
@@ -51,7 +54,10 @@ def check(status: int, call: str) -> None:
 class Cublas:
     """A cuBLAS handle bound to `stream` (a PyCUDA stream) with a fixed workspace (device pointer, bytes)."""
 
-    def __init__(self, stream, workspace_ptr: int, workspace_bytes: int):
+    def __init__(self, stream, workspace_ptr: int, workspace_bytes: int, precision: str = "fp32"):
+        if precision not in COMPUTE_TYPES:
+            raise ValueError(f"precision {precision!r} is not supported; use one of {sorted(COMPUTE_TYPES)}")
+        self.compute = COMPUTE_TYPES[precision]
         self.lib = libcublas()
         self.handle = ctypes.c_void_p()
         check(self.lib.cublasCreate_v2(ctypes.byref(self.handle)), "cublasCreate_v2")
@@ -64,7 +70,7 @@ class Cublas:
                trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0, dtype: int = CUDA_R_32F) -> None:
         """Row-major out (m, n) = alpha * op(a) @ op(b) + beta * out, op(a) (m, k), op(b) (k, n).
         a is stored (m, k), or (k, m) when trans_a; b is stored (k, n), or (n, k) when trans_b.
-        out is fp32; a and b are `dtype` (fp32 or bf16)."""
+        out is fp32; a and b are `dtype` (fp32 or bf16); the products are computed per the handle's precision."""
         c_int = ctypes.c_int
         alpha_c, beta_c = ctypes.c_float(alpha), ctypes.c_float(beta)
         status = self.gemm(
@@ -73,7 +79,7 @@ class Cublas:
             ctypes.c_void_p(b), c_int(dtype), c_int(k if trans_b else n),
             ctypes.c_void_p(a), c_int(dtype), c_int(m if trans_a else k),
             ctypes.byref(beta_c), ctypes.c_void_p(out), c_int(CUDA_R_32F), c_int(n),
-            c_int(COMPUTE_32F), c_int(GEMM_DEFAULT))
+            c_int(self.compute), c_int(GEMM_DEFAULT))
         check(status, f"cublasGemmEx(m={m}, n={n}, k={k})")
 
     def close(self) -> None:

@@ -29,10 +29,11 @@ SIGNATURES = {
     "shuffle_kernel": "iiQiPP",
     "gather_minibatch_kernel": "iiiii" + "P" * 16,
     "gather_state_kernel": "iiiiiPPP",
-    "moments_kernel": "qPP",
+    "sums_partial_kernel": "qiPP",
+    "moments_finish_kernel": "iPqP",
     "ppo_loss_kernel": "ii" + "P" * 8 + "fff" + "P" * 4,
-    "loss_stats_kernel": "iPP",
-    "explained_variance_kernel": "qPPP",
+    "loss_stats_finish_kernel": "iPqP",
+    "explained_variance_finish_kernel": "iPqP",
     "sum_squares_kernel": "qPP",
     "clip_and_count_kernel": "iPfddP",
     "adam_kernel": "qPPPPPfffff",
@@ -43,6 +44,7 @@ SIGNATURES = {
     "schedule_kernel": "Pdii",
     "advance_rollout_kernel": "Pi",
     "rollout_step_kernel": "i" + "P" * 17 + "iQii",
+    "policy_step_kernel": "i" + "P" * 5 + "iP" + "P" * 16 + "iQii",
     "fv_reset_kernel": "iPPPP",
 }
 
@@ -140,6 +142,11 @@ class Launcher:
 
     def launch_grid(self, name: str, blocks: int, threads: int, *args) -> None:
         self.function(name).prepared_async_call((int(blocks), 1, 1), (int(threads), 1, 1), self.stream, *args)
+
+    def launch_shared(self, name: str, threads: int, block: int, shared_bytes: int, *args) -> None:
+        """ceil(threads / block) blocks of `block` threads with `shared_bytes` of dynamic shared memory."""
+        self.function(name).prepared_async_call((max(1, (int(threads) + block - 1) // block), 1, 1), (int(block), 1, 1),
+                                                self.stream, *args, shared_size=int(shared_bytes))
 
     def launch_block(self, name: str, *args) -> None:
         self.function(name).prepared_async_call((1, 1, 1), (REDUCE_THREADS, 1, 1), self.stream, *args)

@@ -328,22 +328,53 @@ __global__ void gather_state_kernel(int Ls, int Bm, int R, int H, int first, con
     mb_state[i] = segment_state[(((long long)s * Ls + l) * R + r) * H + j];
 }
 
-/* Mean and population standard deviation of x (n,), two passes, one block: out = (mean, std). */
-__global__ void moments_kernel(long long n, const float* x, float* out) {
-    __shared__ float scratch[32];
-    float s = 0.0f;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
-    float mean = block_sum(s, scratch) / (float)n;
-    float q = 0.0f;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-        float d = x[i] - mean;
-        q += d * d;
+/* Reductions over many rows: a fixed grid of blocks writes per-block partial sums (in double) and a
+ * one-block finishing kernel adds them in a fixed order, so results are deterministic.
+ * sums_partial: for each of k arrays of n (x is (k, n)), partial[block][a] = (sum x, sum x^2). */
+__global__ void sums_partial_kernel(long long n, int k, const float* x, double* partial) {
+    __shared__ double scratch_d[32];
+    for (int a = 0; a < k; a++) {
+        double s = 0.0, q = 0.0;
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+            double v = x[(long long)a * n + i];
+            s += v;
+            q += v * v;
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            double v = pass == 0 ? s : q;
+            for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+            __syncthreads();
+            if ((threadIdx.x & 31) == 0) scratch_d[threadIdx.x >> 5] = v;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                double total = 0.0;
+                for (int w = 0; w < (int)(blockDim.x >> 5); w++) total += scratch_d[w];
+                partial[((long long)blockIdx.x * k + a) * 2 + pass] = total;
+            }
+        }
     }
-    float var = block_sum(q, scratch) / (float)n;
-    if (threadIdx.x == 0) {
-        out[0] = mean;
-        out[1] = sqrtf(var);
+}
+
+/* Sum over the G blocks of partial (G, k, 2), in order: out (k, 2). */
+__device__ void finish_sums(int blocks, int k, const double* partial, double* out) {
+    for (int a = 0; a < k; a++) {
+        double s = 0.0, q = 0.0;
+        for (int b = 0; b < blocks; b++) {
+            s += partial[((long long)b * k + a) * 2];
+            q += partial[((long long)b * k + a) * 2 + 1];
+        }
+        out[2 * a] = s;
+        out[2 * a + 1] = q;
     }
+}
+
+/* Mean and population standard deviation of the minibatch advantages: out = (mean, std). */
+__global__ void moments_finish_kernel(int blocks, const double* partial, long long n, float* out) {
+    double m[2];
+    finish_sums(blocks, 1, partial, m);
+    double mean = m[0] / n, var = m[1] / n - mean * mean;
+    out[0] = (float)mean;
+    out[1] = (float)sqrt(var > 0.0 ? var : 0.0);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -407,37 +438,22 @@ __global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions
     if (new_logp) new_logp[src[i]] = logp;
 }
 
-/* Add the minibatch means of row_stats (5, n) to scalars->stat[0..5). One block. */
-__global__ void loss_stats_kernel(int n, const float* row_stats, TrainScalars* scalars) {
-    __shared__ float scratch[32];
-    for (int k = 0; k < 5; k++) {
-        float s = 0.0f;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) s += row_stats[(long long)k * n + i];
-        s = block_sum(s, scratch);
-        if (threadIdx.x == 0) scalars->stat[k] += (double)s / n;
-    }
+/* Add the minibatch means of row_stats (5, n) (reduced by sums_partial_kernel) to scalars->stat[0..5). */
+__global__ void loss_stats_finish_kernel(int blocks, const double* partial, long long n, TrainScalars* scalars) {
+    double m[10];
+    finish_sums(blocks, 5, partial, m);
+    for (int k = 0; k < 5; k++) scalars->stat[k] += m[2 * k] / n;
 }
 
-/* explained_variance of values against returns = adv + values, over (count,) rows: 1 - var(adv) /
- * var(returns) (NaN when var(returns) is 0). One block; stored in scalars->stat[7]. */
-__global__ void explained_variance_kernel(long long count, const float* values, const float* adv,
-                                          TrainScalars* scalars) {
-    __shared__ float scratch[32];
-    float sa = 0.0f, sr = 0.0f;
-    for (long long i = threadIdx.x; i < count; i += blockDim.x) {
-        sa += adv[i];
-        sr += adv[i] + values[i];
-    }
-    float mean_a = block_sum(sa, scratch) / (float)count;
-    float mean_r = block_sum(sr, scratch) / (float)count;
-    float qa = 0.0f, qr = 0.0f;
-    for (long long i = threadIdx.x; i < count; i += blockDim.x) {
-        float da = adv[i] - mean_a, dr = adv[i] + values[i] - mean_r;
-        qa += da * da;
-        qr += dr * dr;
-    }
-    float var_a = block_sum(qa, scratch), var_r = block_sum(qr, scratch);
-    if (threadIdx.x == 0) scalars->stat[STAT_EXPLAINED_VAR] = var_r == 0.0f ? nan("") : 1.0 - (double)var_a / var_r;
+/* explained_variance of values against returns, from the sums of [adv; returns] (2, count) (reduced by
+ * sums_partial_kernel): 1 - var(returns - values) / var(returns), NaN when var(returns) is 0. */
+__global__ void explained_variance_finish_kernel(int blocks, const double* partial, long long count,
+                                                 TrainScalars* scalars) {
+    double m[4];
+    finish_sums(blocks, 2, partial, m);
+    double mean_a = m[0] / count, var_a = m[1] / count - mean_a * mean_a;
+    double mean_r = m[2] / count, var_r = m[3] / count - mean_r * mean_r;
+    scalars->stat[STAT_EXPLAINED_VAR] = var_r <= 0.0 ? nan("") : 1.0 - var_a / var_r;
 }
 
 /* ------------------------------------------------------------------------------------------------

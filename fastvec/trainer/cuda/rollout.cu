@@ -6,27 +6,23 @@
  * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch.
  */
 
-extern "C" {
-
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
- * y (R, A + 1) decoder output for obs[t]; obs_next (R, O): where the env writes obs[t + 1];
- * actions/logp/values/rewards/dones (R,): step t's slices of the (T, R) buffers; starts_next (R,):
- * starts[t + 1]; final_obs (R, O), terminated/truncated/ep_length (N,), ep_return (R,) and
- * ep_stats (N, S) are the batch layer's scratch; episode_acc (3 + S) doubles: episodes, sum of
- * returns (mean over agents), sum of lengths, sums of the env's stats. */
-__global__ void rollout_step_kernel(int N, fv_slot* slots, const float* y, OBS_T* obs_next, OBS_T* final_obs,
-                                    int* actions, float* logp, float* values, float* rewards, float* dones,
-                                    float* starts_next, unsigned char* terminated, unsigned char* truncated,
-                                    float* ep_return, int* ep_length, float* ep_stats, double* episode_acc,
-                                    const TrainScalars* scalars, int t, unsigned long long seed_key,
+ * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1.
+ * obs_next (R, O): where the env writes obs[t + 1]; actions/logp/values/rewards/dones (R,): step t's
+ * slices of the (T, R) buffers; starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/
+ * truncated/ep_length (N,), ep_return (R,) and ep_stats (N, S) are the batch layer's scratch;
+ * episode_acc (3 + S) doubles: episodes, sum of returns (mean over agents), sum of lengths, sums of
+ * the env's stats. Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
+__device__ void sample_and_step_env(int i, const float* y, long long y_stride, fv_slot* slots, OBS_T* obs_next,
+                                    OBS_T* final_obs, int* actions, float* logp, float* values, float* rewards,
+                                    float* dones, float* starts_next, unsigned char* terminated,
+                                    unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
+                                    double* episode_acc, long long step, unsigned long long seed_key,
                                     int reward_clamp, int max_episode_steps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
-    long long step = scalars->rollout_steps + t;
     long long act[NUM_AGENTS];
     for (int a = 0; a < NUM_AGENTS; a++) {
         int row = i * NUM_AGENTS + a;
-        const float* yr = y + (long long)row * (NUM_ACTIONS + 1);
+        const float* yr = y + a * y_stride;
         float lp;
         int action = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row, step), &lp);
         actions[row] = action;
@@ -53,5 +49,117 @@ __global__ void rollout_step_kernel(int N, fv_slot* slots, const float* y, OBS_T
         for (int k = 0; k < NUM_STATS; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats[i * NUM_STATS + k]);
     }
 }
+
+extern "C" {
+
+/* One policy step after the GEMM-path forward: y (R, A + 1) is the decoder output for obs[t]. */
+__global__ void rollout_step_kernel(int N, fv_slot* slots, const float* y, OBS_T* obs_next, OBS_T* final_obs,
+                                    int* actions, float* logp, float* values, float* rewards, float* dones,
+                                    float* starts_next, unsigned char* terminated, unsigned char* truncated,
+                                    float* ep_return, int* ep_length, float* ep_stats, double* episode_acc,
+                                    const TrainScalars* scalars, int t, unsigned long long seed_key,
+                                    int reward_clamp, int max_episode_steps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    sample_and_step_env(i, y + (long long)i * NUM_AGENTS * (NUM_ACTIONS + 1), NUM_ACTIONS + 1, slots, obs_next,
+                        final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
+                        ep_return, ep_length, ep_stats, episode_acc, scalars->rollout_steps + t, seed_key,
+                        reward_clamp, max_episode_steps);
+}
+
+#ifdef POLICY_HIDDEN
+/* ------------------------------------------------------------------------------------------------
+ * The fused policy step for small policies (compiled with POLICY_HIDDEN, POLICY_LAYERS, POLICY_MINGRU,
+ * POLICY_HIGHWAY): one thread per env runs reference.policy_forward for one step (encoder, layers,
+ * decoder) with every weight in shared memory and the activations in registers, then samples and steps
+ * its env: the whole policy step is one launch. Same math as the GEMM path (sums in another order).
+ * Dynamic shared memory: P floats of parameters, then (H, blockDim) floats of per-thread scratch
+ * holding the current layer's input, overwritten unit by unit with its output.
+ * With bootstrap = 1 it only writes V(obs) to last_value (R,) and the state to state_out. */
+#define PH POLICY_HIDDEN
+#define PW ((POLICY_MINGRU ? (POLICY_HIGHWAY ? 3 : 2) : 1) * PH)
+#define P_ENC_W 0
+#define P_ENC_B (PH * OBS_SIZE)
+#define P_LAYER(l) (P_ENC_B + PH + (l) * (PW * PH + PW))
+#define P_DEC_W P_LAYER(POLICY_LAYERS)
+#define P_DEC_B (P_DEC_W + (NUM_ACTIONS + 1) * PH)
+#define P_TOTAL (P_DEC_B + NUM_ACTIONS + 1)
+
+/* w_row (H,) in shared memory, 16-byte aligned, dot x (H,) in registers. */
+__device__ __forceinline__ float dot_row(const float* w_row, const float* x) {
+    const float4* w4 = reinterpret_cast<const float4*>(w_row);
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PH / 4; k++) {
+        float4 w = w4[k];
+        acc += w.x * x[4 * k] + w.y * x[4 * k + 1] + w.z * x[4 * k + 2] + w.w * x[4 * k + 3];
+    }
+    return acc;
+}
+
+__global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs, const float* starts,
+                                   const float* state_in, float* state_out, int bootstrap, float* last_value,
+                                   fv_slot* slots, OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
+                                   float* values, float* rewards, float* dones, float* starts_next,
+                                   unsigned char* terminated, unsigned char* truncated, float* ep_return,
+                                   int* ep_length, float* ep_stats, double* episode_acc,
+                                   const TrainScalars* scalars, int t, unsigned long long seed_key,
+                                   int reward_clamp, int max_episode_steps) {
+    extern __shared__ float4 shared4[];
+    float* w = reinterpret_cast<float*>(shared4);
+    float* scratch = w + ((P_TOTAL + 3) / 4) * 4;
+    for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[k] = params[k];
+    __syncthreads();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    const int R = N * NUM_AGENTS;
+    float y[NUM_AGENTS][NUM_ACTIONS + 1];
+    for (int a = 0; a < NUM_AGENTS; a++) {
+        int row = i * NUM_AGENTS + a;
+        float x[PH];
+        const OBS_T* o = obs + (long long)row * OBS_SIZE;
+#pragma unroll
+        for (int j = 0; j < PH; j++) {
+            float acc = 0.0f;
+            for (int k = 0; k < OBS_SIZE; k++) acc += w[P_ENC_W + j * OBS_SIZE + k] * (float)o[k];
+            x[j] = acc + w[P_ENC_B + j];
+            scratch[j * blockDim.x + threadIdx.x] = x[j];  /* each layer's input also sits in scratch */
+        }
+        float keep = 1.0f - starts[row];
+        for (int l = 0; l < POLICY_LAYERS; l++) {
+            const float* lw = w + P_LAYER(l);
+            const float* lb = lw + PW * PH;
+            for (int j = 0; j < PH; j++) {
+                float zp = dot_row(lw + j * PH, x) + lb[j];
+                float out;
+#if POLICY_MINGRU
+                float cp = dot_row(lw + (PH + j) * PH, x) + lb[PH + j];
+                float z = sigmoidf_ref(zp), c = mingru_g(cp);
+                long long si = ((long long)l * R + row) * PH + j;
+                float h = (1.0f - z) * keep * state_in[si] + z * c;
+                state_out[si] = h;
+                out = h;
+#if POLICY_HIGHWAY
+                float s = sigmoidf_ref(dot_row(lw + (2 * PH + j) * PH, x) + lb[2 * PH + j]);
+                float xj = scratch[j * blockDim.x + threadIdx.x];  /* the layer input, overwritten just below */
+                out = s * h + (1.0f - s) * xj;
+#endif
+#else
+                out = fmaxf(zp, 0.0f);
+#endif
+                scratch[j * blockDim.x + threadIdx.x] = out;
+            }
+#pragma unroll
+            for (int k = 0; k < PH; k++) x[k] = scratch[k * blockDim.x + threadIdx.x];
+        }
+        for (int m = 0; m < NUM_ACTIONS + 1; m++) y[a][m] = dot_row(w + P_DEC_W + m * PH, x) + w[P_DEC_B + m];
+        if (bootstrap) last_value[row] = y[a][NUM_ACTIONS];
+    }
+    if (bootstrap) return;
+    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, slots, obs_next, final_obs, actions, logp, values, rewards,
+                        dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
+                        scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
+}
+#endif /* POLICY_HIDDEN */
 
 } /* extern "C" */

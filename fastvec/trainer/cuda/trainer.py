@@ -32,6 +32,8 @@ SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", 
 STAT_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm"]
 NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid keeps the sum order fixed)
 CUBLAS_WORKSPACE = 32 << 20
+SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
+FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
 MASK64 = (1 << 64) - 1
 
 
@@ -140,22 +142,28 @@ class CudaTrainer:
         self.seed_key = splitmix64((train["seed"] * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
         self.shuffle_key = splitmix64(self.seed_key ^ 0x53485546464C45)
         self.use_graphs = os.environ.get("FASTVEC_NO_GRAPHS") != "1"
+        # "fp32" (bitwise repeatable, matches NumPy), or "tf32" / "bf16": GEMMs on tensor cores.
+        self.precision = train.get("precision", "fp32")
+        self.layout = ref.FlatLayout(ref.param_table(spec))
+        self.fused_block = self._fused_block_size(n_env)
 
         t0 = time.perf_counter()
         cuda = self.cuda = device.init()
         self.stream = cuda.Stream()
         name = config["env"]["name"]
         defines = resolve_defines(name, env_params(config))
+        if self.fused_block:  # the fused policy step is compiled for this policy's sizes
+            defines.update(POLICY_HIDDEN=spec.hidden, POLICY_LAYERS=spec.layers, POLICY_MINGRU=int(spec.recurrent),
+                           POLICY_HIGHWAY=int(spec.highway))
         self.k = device.Launcher(device.load_module(source_path(name), tuple(sorted(defines.items()))), self.stream)
         self.max_episode_steps = int(ENVS[name].max_episode_steps or 0)
         slot_bytes = self.k.module.get_global("fv_slot_size")
         slot_size = np.empty(1, np.int32)
         cuda.memcpy_dtoh(slot_size, slot_bytes[0])
-        self.layout = ref.FlatLayout(ref.param_table(spec))
         self.matrix_names = set(self.layout.matrix_names())
         self.arena = self._plan_arena(int(slot_size[0]), env)
         self.arena.allocate(cuda)
-        self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE)
+        self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE, self.precision)
 
         # MODEL AND OPTIMIZER: the reference's initial weights for this seed (same as the CPU trainer).
         self.arena.set(cuda, "params", ref.init_params(spec, self.rng, np.float32))
@@ -182,6 +190,19 @@ class CudaTrainer:
         self.rollout_graph = self.update_graph = None
         self.rollouts_run = 0
         self.timing = {"rollout": 0.0, "update": 0.0}
+
+    def _fused_block_size(self, num_envs: int) -> int:
+        """Threads per block of the fused policy step (one thread per env, every weight in shared memory),
+        or 0 to use the GEMM path: too large a policy for shared memory, or too few envs to fill the GPU
+        with one thread each. FASTVEC_FUSED_ROLLOUT=1 / 0 forces it on / off (tests)."""
+        spec, forced = self.spec, os.environ.get("FASTVEC_FUSED_ROLLOUT", "auto")
+        if forced == "0" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > 64:
+            return 0
+        param_bytes = (self.layout.size + 3) // 4 * 16
+        block = min(FUSED_MAX_BLOCK, (SHARED_LIMIT - param_bytes) // (4 * spec.hidden) // 32 * 32)
+        if block < 32:
+            return 0
+        return block if forced == "1" or num_envs >= 16384 else 0
 
     # ARENA: every device tensor, with its shape
     def _plan_arena(self, slot_size: int, env) -> Arena:
@@ -218,8 +239,8 @@ class CudaTrainer:
         a.add("values", (t, r), f32, "(T, R) V_old(s)")
         a.add("rewards", (t, r), f32, "(T, R)")
         a.add("dones", (t, r), f32, "(T, R) 1: episode ended at step t")
-        a.add("adv", (t, r), f32, "(T, R) advantages")
-        a.add("returns", (t, r), f32, "(T, R) advantages + values")
+        a.add("adv_returns", (2, t, r), f32, "(2, T, R) advantages, then returns = advantages + values")
+        a.add("last_value", (r,), f32, "(R,) V(obs[T]), the bootstrap (fused path)")
         a.add("new_logp", (t, r), f32, "(T, R) log pi_new(a|s), for V-trace")
         a.add("segment_state", (s, max(ls, 1), r, h), f32, "(S, Ls, R, H) state entering each segment")
         a.add("state", (max(ls, 1), r, h), f32, "(Ls, R, H) live recurrent state")
@@ -242,6 +263,7 @@ class CudaTrainer:
         a.add("mb_state", (max(ls, 1), bm, h), f32, "(Ls, Bm, H) state entering each sequence")
         a.add("mb_state_out", (bm, h), f32, "(Bm, H) scratch: state after the sequence")
         a.add("adv_moments", (2,), f32, "minibatch advantage mean, std")
+        a.add("sums_partial", (NORM_BLOCKS, 5, 2), np.float64, "(G, k, 2) per-block sums and sums of squares")
         # update: activations kept for the backward
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
         a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (bias included)")
@@ -309,6 +331,9 @@ class CudaTrainer:
         acts = [a.ptr("r_act", (i % 2) * r * h) for i in range(spec.layers + 1)]
         pres = [a.ptr("r_pre")] * spec.layers
         hs = [a.ptr("r_h")] * spec.layers
+        if self.fused_block:
+            self._record_fused_rollout()
+            return
         for t in range(t_len):
             if t % kk == 0 and ls:
                 cuda.memcpy_dtod_async(a.ptr("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
@@ -326,6 +351,41 @@ class CudaTrainer:
         self._policy_forward(r, 1, a.ptr("obs", t_len * r * o), a.ptr("starts", t_len * r), state, last_state,
                              acts, pres, hs, a.ptr("r_y"))
         k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    def _record_fused_rollout(self) -> None:
+        """The horizon with one policy_step_kernel launch per step (policy, sampling, env step), then the
+        bootstrap value."""
+        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+        t_len, r, o, h, kk, n_env = self.horizon, self.rows, spec.obs_size, spec.hidden, self.bptt, self.num_envs
+        ls = spec.state_layers
+        block = self.fused_block
+        shared = (self.layout.size + 3) // 4 * 16 + 4 * h * block
+        fn = k.function("policy_step_kernel")
+        fn.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+        common = (a.ptr("episode_acc"), a.ptr("scalars"))
+        for t in range(t_len + 1):
+            bootstrap = t == t_len
+            if t % kk == 0 and ls and not bootstrap:
+                cuda.memcpy_dtod_async(a.ptr("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
+                                       ls * r * h * 4, self.stream)
+            step = min(t, t_len - 1)  # the bootstrap writes no step outputs; any valid pointers do
+            k.launch_shared("policy_step_kernel", n_env, block, shared, np.int32(n_env), a.ptr("params"),
+                            a.ptr("obs", t * r * o), a.ptr("starts", t * r), a.ptr("state"),
+                            a.ptr("last_state" if bootstrap else "state"), np.int32(bootstrap), a.ptr("last_value"),
+                            a.ptr("slots"), a.ptr("obs", (step + 1) * r * o), a.ptr("final_obs"),
+                            a.ptr("actions", step * r), a.ptr("logp", step * r), a.ptr("values", step * r),
+                            a.ptr("rewards", step * r), a.ptr("dones", step * r), a.ptr("starts", (step + 1) * r),
+                            a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"),
+                            a.ptr("ep_stats"), *common, np.int32(t), np.uint64(self.seed_key),
+                            np.int32(self.train_cfg["reward_clamp"]), np.int32(self.max_episode_steps))
+        k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    def last_values(self) -> np.ndarray:
+        """V(obs after the last rollout step) (R,), the bootstrap of the GAE (synchronous)."""
+        self.stream.synchronize()
+        if self.fused_block:
+            return self.arena.get(self.cuda, "last_value")
+        return self.arena.get(self.cuda, "r_y")[:, self.spec.num_actions].copy()
 
     def rollout(self) -> None:
         """Collect `horizon` steps from every env into the buffers. The first rollout runs eagerly (so that
@@ -348,11 +408,12 @@ class CudaTrainer:
     def _record_gae(self, vtrace: bool) -> None:
         tc, a = self.train_cfg, self.arena
         ny = self.spec.num_actions + 1
+        last, stride = (a.ptr("last_value"), 1) if self.fused_block else (a.ptr("r_y", ny - 1), ny)
         self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), a.ptr("values"),
-                      a.ptr("r_y", ny - 1), np.int32(ny), a.ptr("rewards"), a.ptr("dones"), np.float32(tc["gamma"]),
+                      last, np.int32(stride), a.ptr("rewards"), a.ptr("dones"), np.float32(tc["gamma"]),
                       np.float32(tc["gae_lambda"]), np.float32(tc["gamma"] * tc["gae_lambda"]), np.int32(vtrace),
                       a.ptr("new_logp"), a.ptr("logp"), np.float32(tc["vtrace_rho_clip"]),
-                      np.float32(tc["vtrace_c_clip"]), a.ptr("adv"), a.ptr("returns"))
+                      np.float32(tc["vtrace_c_clip"]), a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows))
 
     # UPDATE
     def _record_update(self, num_updates: int) -> None:
@@ -370,8 +431,11 @@ class CudaTrainer:
                      np.uint64(self.shuffle_key), np.int32(epoch), a.ptr("scalars"), a.ptr("perm"))
             for mb in range(self.minibatches):
                 self._record_minibatch_step(mb * self.seqs_per_mb)
-        k.launch_block("explained_variance_kernel", np.int64(self.horizon * self.rows), a.ptr("values"), a.ptr("adv"),
-                       a.ptr("scalars"))
+        count = self.horizon * self.rows
+        k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(count), np.int32(2), a.ptr("adv_returns"),
+                      a.ptr("sums_partial"))
+        k.launch_grid("explained_variance_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
+                      np.int64(count), a.ptr("scalars"))
         k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]),
                       np.int32(num_updates), np.int32(tc["anneal_lr"]))
 
@@ -384,7 +448,7 @@ class CudaTrainer:
         off = self.layout.offsets
         k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
                  a.ptr("perm"), a.ptr("obs"), a.ptr("starts"), a.ptr("actions"), a.ptr("logp"), a.ptr("values"),
-                 a.ptr("adv"), a.ptr("returns"), a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"),
+                 a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows), a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"),
                  a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"))
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
@@ -399,13 +463,19 @@ class CudaTrainer:
         self._policy_forward(bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs, a.ptr("y"))
         # LOSS
         if tc["norm_adv"]:
-            k.launch_block("moments_kernel", np.int64(n), a.ptr("mb_adv"), a.ptr("adv_moments"))
+            k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), a.ptr("mb_adv"),
+                          a.ptr("sums_partial"))
+            k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"), np.int64(n),
+                          a.ptr("adv_moments"))
         k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
                  a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
                  a.ptr("adv_moments") if tc["norm_adv"] else 0, a.ptr("scalars"), np.float32(tc["clip_coef"]),
                  np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]), a.ptr("dy"), a.ptr("row_stats"),
                  a.ptr("new_logp") if tc["vtrace"] else 0, a.ptr("mb_src") if tc["vtrace"] else 0)
-        k.launch_block("loss_stats_kernel", np.int32(n), a.ptr("row_stats"), a.ptr("scalars"))
+        k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(5), a.ptr("row_stats"),
+                      a.ptr("sums_partial"))
+        k.launch_grid("loss_stats_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"), np.int64(n),
+                      a.ptr("scalars"))
         # BACKWARD: every gradient is written exactly once (beta = 0), so grads need no zeroing.
         gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
         pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
