@@ -288,6 +288,37 @@ def test_bad_device_actions_are_reported():
         dev.step(torch.zeros(n, dtype=torch.float32, device="cuda"))
 
 
+@pytest.mark.gpu
+@needs_gpu
+def test_bad_device_action_surfaces_within_a_few_polls_without_synchronize():
+    torch = pytest.importorskip("torch")
+    n = 64
+    dev = _device_env(n)
+    dev.reset(seed=0)
+    bad = torch.zeros(n, dtype=torch.int64, device="cuda")
+    bad[9] = 3
+    good = torch.zeros(n, dtype=torch.int64, device="cuda")
+    dev.step(bad)
+    with pytest.raises(ActionError, match="action 3 out of range for Discrete\\(2\\) at env 9"):
+        for _ in range(20 * 64):  # polled without waiting every 64 steps
+            dev.step(good)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gymnasium_array_conversion_to_torch_shares_memory():
+    torch = pytest.importorskip("torch")
+    from gymnasium.wrappers.vector import ArrayConversion
+
+    n = 128
+    envs = ArrayConversion(_device_env(n), env_xp=torch, target_xp=torch, env_device="cuda", target_device="cuda")
+    obs, _ = envs.reset(seed=1)
+    assert isinstance(obs, torch.Tensor) and obs.is_cuda
+    assert obs.data_ptr() == envs.unwrapped.batch.dev.obs.ptr
+    obs, rew, term, trunc, info = envs.step(torch.ones(n, dtype=torch.int64, device="cuda"))
+    assert isinstance(rew, torch.Tensor) and rew.is_cuda and torch.all(rew == 1)
+
+
 # ---------------------------------------------------------------------- fused rollouts and graphs
 @pytest.mark.gpu
 @needs_gpu
