@@ -209,7 +209,7 @@ def test_gae_matches_reference(gpu, vtrace):
 
 def test_ppo_loss_forward_backward_match_reference(gpu):
     cuda, k, _ = gpu
-    from fastvec.trainer.cuda.trainer import SCALARS_DTYPE
+    from fastvec.trainer.cuda.trainer import NORM_BLOCKS, SCALARS_DTYPE
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(5)
     n, a = 2000, 4
@@ -226,8 +226,9 @@ def test_ppo_loss_forward_backward_match_reference(gpu):
     scalars = np.zeros((), SCALARS_DTYPE)
     scalars["ent_coef"] = ent
     pscal = dev(np.frombuffer(scalars.tobytes(), np.uint8))
-    padv, pmom = dev(adv), dev.empty(2)
-    k.launch_block("moments_kernel", np.int64(n), padv, pmom)
+    padv, pmom, partial = dev(adv), dev.empty(2), dev.empty((NORM_BLOCKS, 5, 2), np.float64)
+    k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), padv, partial)
+    k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), partial, np.int64(n), pmom)
     mom = dev.get(pmom, (2,))
     assert rel_err(mom, [adv.mean(), adv.std()]) <= F32_TOL
     pdy, pstats = dev.empty((n, a + 1)), dev.empty((5, n))
@@ -237,7 +238,8 @@ def test_ppo_loss_forward_backward_match_reference(gpu):
     dy = dev.get(pdy, (n, a + 1))
     assert rel_err(dy[:, :a], dlogits) <= F32_TOL
     assert rel_err(dy[:, a], dvalues) <= F32_TOL
-    k.launch_block("loss_stats_kernel", np.int32(n), pstats, pscal)
+    k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(5), pstats, partial)
+    k.launch_grid("loss_stats_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), partial, np.int64(n), pscal)
     got = np.frombuffer(dev.get(pscal, (SCALARS_DTYPE.itemsize,), np.uint8).tobytes(), SCALARS_DTYPE)[0]["stat"]
     for i, name in enumerate(["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"]):
         assert abs(got[i] - stats[name]) <= F32_TOL * max(abs(stats[name]), 1e-2), name
@@ -336,15 +338,24 @@ class FixedOrders:
 
 
 @pytest.mark.parametrize("variant", [
-    {"kind": "mingru", "optimizer": "muon", "vtrace": False},
-    {"kind": "mlp", "optimizer": "adam", "vtrace": True},
-])
-def test_rollout_and_update_match_reference(variant):
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0"},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": True, "fused": "0"},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "1"},
+    {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "1"},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "1", "precision": "bf16"},
+], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused", "mlp-muon-fused", "mingru-muon-bf16"])
+def test_rollout_and_update_match_reference(variant, monkeypatch):
+    """fused: the one-kernel policy step (else GEMMs + kernels); bf16: GEMMs on bfloat16 tensor cores, checked
+    with the bf16 tolerance 2e-2 (the rollout itself stays fp32 in the fused kernel)."""
     _cuda_or_skip()
     from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"])
     config["policy"]["kind"] = variant["kind"]
+    config["train"]["precision"] = variant.get("precision", "fp32")
+    update_tol = 2e-2 if variant.get("precision") == "bf16" else 1e-4
     gpu_tr, cpu_tr, spec = make_pair(config)
+    assert bool(gpu_tr.fused_block) == (variant["fused"] == "1")
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights
@@ -379,7 +390,9 @@ def test_rollout_and_update_match_reference(variant):
     for name in ["logp", "values", "rewards", "dones"]:
         getattr(cpu_tr, name)[...] = buf[name]
     cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
-    cpu_tr.last_value[...] = a.get(cuda, "r_y")[:, spec.num_actions]
+    cpu_tr.last_value[...] = gpu_tr.last_values()
+    assert rel_err(cpu_tr.last_value, ref.policy_forward(spec, views, buf["obs"][t_len:], buf["starts"][t_len:],
+                                                         a.get(cuda, "state")[:spec.state_layers])[1][0]) <= F32_TOL
     cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, e)
                               for e in range(config["train"]["update_epochs"])])
     stats_gpu = gpu_tr.update(num_updates=10)
@@ -387,10 +400,10 @@ def test_rollout_and_update_match_reference(variant):
     last_epoch = config["train"]["update_epochs"] - 1
     assert np.array_equal(a.get(cuda, "perm"), sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, last_epoch))
     # Several optimizer steps compound float32 rounding; 1e-4 still catches any wrong term.
-    assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4
-    assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= 1e-4
+    assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= update_tol
+    assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= update_tol
     for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "learning_rate", "explained_variance"]:
-        assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), key
+        assert abs(stats_gpu[key] - stats_cpu[key]) <= update_tol * max(abs(stats_cpu[key]), 1e-2), key
     gpu_tr.close()
 
 
