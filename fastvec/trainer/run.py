@@ -18,9 +18,9 @@ from fastvec.trainer.dashboard import Dashboard
 
 
 def cuda_trainer_available() -> bool:
-    """True once the fused CUDA trainer (issue 6) is installed and sees a GPU."""
+    """True when the fused CUDA trainer (fastvec.trainer.cuda, issue 6) is installed and sees a GPU."""
     try:
-        from fastvec.trainer import cuda as cuda_trainer  # noqa: F401  (not built yet)
+        from fastvec.trainer import cuda as cuda_trainer
     except ImportError:
         return False
     return bool(getattr(cuda_trainer, "available", lambda: False)())
@@ -31,8 +31,12 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if cuda_trainer_available() else "cpu"
     if requested == "cuda" and not cuda_trainer_available():
-        raise ConfigError("train.device=cuda: the fused CUDA trainer is not available yet in this fastvec "
-                          "(it is issue 6); use --train.device=cpu")
+        try:
+            from fastvec.trainer import cuda  # noqa: F401
+        except ImportError:
+            raise ConfigError("train.device=cuda: this fastvec has no CUDA trainer; use --train.device=cpu") from None
+        raise ConfigError("train.device=cuda: the CUDA trainer needs an NVIDIA GPU and PyCUDA "
+                          "(pip install 'fastvec[cuda]'), and none answered here; use --train.device=cpu")
     return requested
 
 
