@@ -308,6 +308,7 @@ def test_bad_device_action_surfaces_within_a_few_polls_without_synchronize():
 @needs_gpu
 def test_gymnasium_array_conversion_to_torch_shares_memory():
     torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")  # what Gymnasium's conversion wrappers need
     from gymnasium.wrappers.vector import ArrayConversion
 
     n = 128
