@@ -167,25 +167,26 @@ class NativeVectorEnv(VectorEnv):
         self._check_open()
         # Like SyncVectorEnv: an int seeds env i with seed + i; None keeps each env's RNG stream
         # (only the very first reset draws fresh seeds); a list may mix ints and Nones.
+        n = self.num_envs
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             if seed < 0:
                 raise ValueError(f"seed must be >= 0, got {seed}")
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
-            seed = [int(seed) + i for i in range(self.num_envs)]
+            seeds = np.arange(n, dtype=np.uint64) + np.uint64(seed)
+            given = np.ones(n, np.bool_)
         elif seed is None:
-            seed = [None] * self.num_envs
+            seeds, given = np.zeros(n, np.uint64), np.zeros(n, np.bool_)
         else:
             seed = list(seed)
-            if len(seed) != self.num_envs:
+            if len(seed) != n:
                 raise ValueError(
-                    f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seed)}."
+                    f"If seeds are passed as a list the length must match num_envs={n} but got length={len(seed)}."
                 )
-        given = np.array([s is not None for s in seed])
-        if not self._has_reset:
-            fresh = self.np_random.integers(0, _SEED_LIMIT, self.num_envs, dtype=np.uint64)
-            seed = [fresh[i] if s is None else s for i, s in enumerate(seed)]
+            given = np.array([s is not None for s in seed], np.bool_)
+            seeds = np.array([0 if s is None else s for s in seed], dtype=np.uint64)
+        if not self._has_reset:  # the first reset seeds every env, drawing the missing seeds
+            seeds[~given] = self.np_random.integers(0, _SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
             given[:] = True
-        seeds = np.array([0 if s is None else s for s in seed], dtype=np.uint64)
         mask = None
         if options is not None and "reset_mask" in options:  # read, never pop: wrappers look at options too
             mask = options["reset_mask"]
