@@ -6,7 +6,8 @@ last 20 episodic returns reaches 475. Prints a table and writes benchmarks/resul
 
 Every run is a fresh process with CleanRL's default hyperparameters (4 envs x 128 steps) and one
 torch thread on the CPU (OMP_NUM_THREADS=1: a 64x64 MLP is fastest that way, and it keeps runs
-comparable on a shared machine). `--num-envs` and `--num-steps` change both sides alike.
+comparable on a shared machine). `--num-envs` and `--num-steps` change both sides alike;
+`--parallel K` runs K processes at once on a machine with enough idle cores.
 """
 
 from __future__ import annotations
@@ -33,21 +34,34 @@ SETUPS = [
 ]
 
 
-def run_once(extra: list[str], seed: int, args) -> dict:
-    cmd = [sys.executable, str(SCRIPT), *extra, "--seed", str(seed), "--device", args.device,
+def command(extra: list[str], seed: int, args) -> list[str]:
+    return [sys.executable, str(SCRIPT), *extra, "--seed", str(seed), "--device", args.device,
            "--num-envs", str(args.num_envs), "--num-steps", str(args.num_steps),
            "--total-timesteps", str(args.max_steps), "--target-return", str(args.target),
            "--return-window", str(args.window), "--tensorboard", "false"]
+
+
+def run_all(jobs: list[tuple[str, list[str]]], args) -> list[dict]:
+    """Run (label, cmd) jobs, `args.parallel` at a time (each is one single-threaded process)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    summary = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("SUMMARY "))[8:])
-    summary["process_seconds"] = round(wall, 3)
-    summary["command"] = " ".join(cmd[1:])
-    return summary
+    pending, running, results = list(jobs), [], []
+    while pending or running:
+        while pending and len(running) < args.parallel:
+            label, cmd = pending.pop(0)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+            running.append((label, cmd, proc, time.perf_counter()))
+        label, cmd, proc, start = running.pop(0)
+        out, err = proc.communicate()
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{err[-3000:]}")
+        result = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
+        result.update(setup=label, process_seconds=round(wall, 3), command=" ".join(cmd[1:]))
+        results.append(result)
+        print(f"  {label:40s} seed {result['seed']}: {'reached' if result['reached_target'] else 'MISSED'} after "
+              f"{result['global_step']:>7d} steps, {result['train_seconds']:6.1f} s training, "
+              f"{result['process_seconds']:6.1f} s process", flush=True)
+    return results
 
 
 def main():
@@ -60,18 +74,13 @@ def main():
     parser.add_argument("--window", type=int, default=20, help="episodes averaged for the target")
     parser.add_argument("--max-steps", type=int, default=1_000_000, help="give up after this many steps")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS for every run")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="runs at a time (only with enough idle cores; keep 1 for a GPU)")
     parser.add_argument("--out", default="", help="JSON path (default results/cleanrl_compare_<device>.json)")
     args = parser.parse_args()
 
-    runs = []
-    for seed in args.seeds:  # interleaved, so that machine load drifts hit both sides alike
-        for label, extra in SETUPS:
-            result = run_once(extra, seed, args)
-            result["setup"] = label
-            runs.append(result)
-            print(f"  {label:40s} seed {seed}: {'reached' if result['reached_target'] else 'MISSED'} after "
-                  f"{result['global_step']:>7d} steps, {result['train_seconds']:6.1f} s training, "
-                  f"{result['process_seconds']:6.1f} s process", flush=True)
+    # Interleaved, so that drifts in machine load hit both sides alike.
+    runs = run_all([(label, command(extra, seed, args)) for seed in args.seeds for label, extra in SETUPS], args)
 
     rows = []
     for label, _ in SETUPS:
@@ -93,7 +102,7 @@ def main():
           f"{'median steps':>13s} {'steps/s':>9s}")
     for row in rows:
         def fmt(x, spec):
-            return "-" if x is None else format(x, spec)
+            return format("-", ">" + spec.split(".")[0]) if x is None else format(x, spec)
         print(f"{row['setup']:40s} {row['reached']:>3d}/{row['runs']:<4d} {fmt(row['median_train_seconds'], '17.1f')} "
               f"{fmt(row['median_process_seconds'], '19.1f')} {fmt(row['median_steps'], '13.0f')} "
               f"{row['steps_per_second']:9.0f}")
@@ -103,7 +112,7 @@ def main():
     out.write_text(json.dumps({
         "date": date.today().isoformat(), "machine": platform.platform(), "cores": os.cpu_count(),
         "device": args.device, "num_envs": args.num_envs, "num_steps": args.num_steps, "target": args.target,
-        "window": args.window, "threads": args.threads, "rows": rows, "runs": runs,
+        "window": args.window, "threads": args.threads, "parallel": args.parallel, "rows": rows, "runs": runs,
     }, indent=2))
     print(f"wrote {out}")
 

@@ -89,10 +89,15 @@ class Args:
     """the number of iterations (computed in runtime)"""
 
 
+RUNTIME_FIELDS = {"batch_size", "minibatch_size", "num_iterations"}
+
+
 def parse_args() -> Args:
     # CleanRL uses tyro.cli(Args); this is the same command line with argparse only.
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for field in dataclasses.fields(Args):
+        if field.name in RUNTIME_FIELDS:
+            continue
         flag = "--" + field.name.replace("_", "-")
         if field.type is bool:
             parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), nargs="?", const=True,

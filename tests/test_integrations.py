@@ -105,6 +105,8 @@ def test_sb3_adapter_vec_env_methods():
     with pytest.raises(ValueError, match="shape"):
         envs.step(np.zeros(3, np.int64))
     envs.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        envs.step(np.zeros(4, np.int64))
 
 
 def test_sb3_adapter_refuses_next_step_envs():
@@ -150,6 +152,20 @@ def test_cleanrl_example_cpu_runs():
     assert "episodic_return=" in proc.stdout  # RecordEpisodeStatistics reported episodes
     summary = [line for line in proc.stdout.splitlines() if line.startswith("SUMMARY ")]
     assert summary and '"global_step": 1024' in summary[0]
+
+
+@pytest.mark.gpu
+def test_cleanrl_example_gpu_env_runs():
+    """The --device cuda path: env on the GPU, zero-copy torch tensors, episodes logged."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("pycuda.driver")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    cmd = [sys.executable, str(ROOT / "examples" / "cleanrl_ppo.py"), "--env-id", "fastvec/CartPole", "--device", "cuda",
+           "--total-timesteps", "1024", "--tensorboard", "false"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "episodic_return=" in proc.stdout and '"global_step": 1024' in proc.stdout
 
 
 # ---------------------------------------------------------------------------------- TorchRL

@@ -71,6 +71,8 @@ class FastvecVecEnv(VecEnv):
     # ------------------------------------------------------------------ reset and step
     def reset(self) -> np.ndarray:
         """Reset every env with the seeds and options set by `seed()`/`set_options()` (used once)."""
+        if self.venv.closed:
+            raise RuntimeError("this FastvecVecEnv is closed; make a new one")
         options = self._options[0]
         if any(o != options for o in self._options):
             raise ValueError("a native batch takes one options dict for all envs; set_options() got different ones")
@@ -91,6 +93,8 @@ class FastvecVecEnv(VecEnv):
         self._actions = actions.reshape(self.num_envs, 1)
 
     def step_wait(self) -> VecEnvStepReturn:
+        if self.venv.closed:
+            raise RuntimeError("this FastvecVecEnv is closed; make a new one")
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
         if self._actions is None:
