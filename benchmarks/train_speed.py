@@ -305,6 +305,15 @@ def main() -> None:
                           "train.minibatch_size": 32768, "train.update_epochs": 2, "train.learning_rate": 0.01,
                           "train.total_timesteps": 20_000_000},
     }
+    # A small sweep for the time-to-solve target: fewer gradient steps per update (larger minibatches,
+    # one epoch) and higher learning rates.
+    for envs, horizon, minibatch, epochs, lr in [(2048, 16, 16384, 1, 0.02), (4096, 16, 32768, 1, 0.02),
+                                                 (4096, 16, 32768, 2, 0.02), (4096, 8, 32768, 1, 0.03),
+                                                 (8192, 8, 32768, 1, 0.02), (2048, 32, 32768, 2, 0.02)]:
+        solve_cfgs[f"mlp-{envs}x{horizon}-mb{minibatch}-e{epochs}-lr{lr}"] = {
+            **mlp, "env.num_envs": envs, "train.horizon": horizon, "train.bptt_horizon": horizon,
+            "train.minibatch_size": minibatch, "train.update_epochs": epochs, "train.learning_rate": lr,
+            "train.total_timesteps": 20_000_000}
     if args.quick:
         solve_cfgs = dict(list(solve_cfgs.items())[:2])
     for name, cfg in solve_cfgs.items():
@@ -334,16 +343,16 @@ def main() -> None:
         print(json.dumps(res), flush=True)
 
     if args.breakout:
-        for hidden, envs in [(32, 4096), (64, 8192), (128, 8192)]:
+        for hidden, envs in [(32, 4096), (64, 8192), (128, 8192), (32, 16384), (64, 16384)]:
             cfg = {"env.num_envs": envs, "policy.hidden": hidden, "train.horizon": 64, "train.bptt_horizon": 64,
                    "train.minibatch_size": 65536, "train.precision": "bf16"}
             res = fastvec_sps(cfg, env="breakout", updates=5)
-            out["fastvec"][f"sps-breakout-h{hidden}"] = res
+            out["fastvec"][f"sps-breakout-h{hidden}-x{envs}"] = res
             rows.append((f"fastvec breakout h{hidden} x{envs} bf16", res["params"], res["sps"], None, None, None,
                          res["startup_s"]))
             print(json.dumps(res), flush=True)
         cfg = {"env.num_envs": 8192, "policy.hidden": 64, "train.horizon": 64, "train.bptt_horizon": 64,
-               "train.minibatch_size": 65536, "train.precision": "bf16", "train.total_timesteps": 300_000_000}
+               "train.minibatch_size": 65536, "train.precision": "bf16", "train.total_timesteps": 150_000_000}
         res = fastvec_time_to_solve(cfg, max_seconds=15.0, env="breakout", target=850.0, key="score")
         out["fastvec"]["learn-breakout"] = res
         rows.append(("fastvec breakout learn (score>=850)", res["params"], res["sps"], res["solved"], res["train_s"],
@@ -374,6 +383,9 @@ def main() -> None:
               f"{start:>11.2f}")
     path = ROOT / "benchmarks" / "results" / "train_speed.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if args.skip_jax and path.exists():  # keep the JAX numbers of an earlier full run on the same machine
+        earlier = json.loads(path.read_text()).get("jax", {})
+        out["jax"] = {**earlier, "note": "from an earlier run of this script (--skip-jax this time)"} if earlier else {}
     path.write_text(json.dumps(out, indent=1))
     print(f"wrote {path}")
 

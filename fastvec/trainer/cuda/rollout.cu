@@ -112,7 +112,9 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
     __syncthreads();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= N) return;
+#if POLICY_MINGRU
     const int R = N * NUM_AGENTS;
+#endif
     float y[NUM_AGENTS][NUM_ACTIONS + 1];
     for (int a = 0; a < NUM_AGENTS; a++) {
         int row = i * NUM_AGENTS + a;
@@ -125,7 +127,9 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
             x[j] = acc + w[P_ENC_B + j];
             scratch[j * blockDim.x + threadIdx.x] = x[j];  /* each layer's input also sits in scratch */
         }
+#if POLICY_MINGRU
         float keep = 1.0f - starts[row];
+#endif
         for (int l = 0; l < POLICY_LAYERS; l++) {
             const float* lw = w + P_LAYER(l);
             const float* lb = lw + PW * PH;
