@@ -270,13 +270,44 @@ def profile(overrides: dict, env: str = "cartpole") -> None:
     trainer.close()
 
 
+def plot(path: Path) -> Path:
+    """Learning curves (mean episode return / score per update against training seconds) from the JSON."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    results = json.loads(path.read_text())["fastvec"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, res in results.items():
+        if not name.startswith("solve-") or not res.get("curve"):
+            continue
+        t, ret = [c[1] for c in res["curve"]], [c[2] for c in res["curve"]]
+        ax1.plot(t, ret, label=f"{name[6:]} ({res['train_s']:.2f} s)" if res["solved"] else f"{name[6:]} (not solved)")
+    ax1.axhline(SOLVED, color="gray", ls="--", lw=0.8)
+    ax1.set(title="CartPole, fastvec CUDA trainer (H200)", xlabel="training seconds", ylabel="mean episode return")
+    ax1.legend(fontsize=6)
+    learn = results.get("learn-breakout")
+    if learn and learn.get("curve"):
+        ax2.plot([c[0] / 1e6 for c in learn["curve"]], [c[2] for c in learn["curve"]])
+        ax2.axhline(850, color="gray", ls="--", lw=0.8)
+        ax2.set(title=f"Breakout, {learn['params']:,} params, {learn['sps'] / 1e6:.0f}M SPS", xlabel="million steps",
+                ylabel="mean score")
+    out = path.with_name("train_speed_curves.png")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-jax", action="store_true")
     parser.add_argument("--breakout", action="store_true")
     parser.add_argument("--quick", action="store_true", help="fewer configurations (a smoke run)")
     parser.add_argument("--profile", action="store_true", help="per-kernel times of the CartPole configs, then exit")
+    parser.add_argument("--plot", action="store_true", help="only draw the learning curves of the saved JSON")
     args = parser.parse_args()
+    if args.plot:
+        print(f"wrote {plot(ROOT / 'benchmarks' / 'results' / 'train_speed.json')}")
+        return
     if args.profile:
         mlp = {"policy.kind": "mlp", "policy.hidden": 64, "policy.layers": 2}
         profile({**mlp, "env.num_envs": 1024, "train.horizon": 32, "train.bptt_horizon": 32,
