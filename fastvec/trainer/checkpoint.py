@@ -11,6 +11,8 @@ Format (version 1), arrays in the archive:
   optimizer  float32 (2P,) [Adam m or Muon momentum | Adam v], same layout twice (absent in
                           weights-only files)
 A checkpoint written on any device loads on any other: the layout is the contract.
+Not saved: the envs' own state and the live recurrent state, so `--resume` restarts the envs from
+fresh seeds and a resumed run is not bit-identical to an uninterrupted one (everything else is).
 """
 
 from __future__ import annotations
