@@ -200,3 +200,15 @@ def test_dashboard_draws_only_when_enabled():
     board.update(metrics, [])
     assert quiet.getvalue() == ""
     assert "return 12.5" in shown.getvalue() and "\x1b[6F" in shown.getvalue()  # redrawn in place
+
+
+def test_eval_plays_in_the_env_settings_the_checkpoint_was_trained_with(tmp_path, capsys):
+    """A checkpoint trained against the Pong bot is evaluated against the bot, not in two-agent mode."""
+    config = load_config("pong", {"env": {"num_envs": 4, "pong_bot": 1, "points": 1},
+                                  "policy": {"hidden": 8, "layers": 1},
+                                  "train": {"total_timesteps": 4 * 16, "horizon": 16, "bptt_horizon": 16,
+                                            "minibatch_size": 32}})
+    run.train(config, tmp_path / "pong", dashboard=False)
+    assert cli.main(["pong", f"--eval={tmp_path / 'pong'}", "--eval.episodes=3"]) == 0
+    out = capsys.readouterr().out
+    assert "opponent_score" in out and "left_score" not in out

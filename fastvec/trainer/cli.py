@@ -61,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         if "help" in args["flags"] or args["env"] is None:
             print(USAGE)
             return 0 if "help" in args["flags"] else 2
+        if args["eval"] and not args["resume"]:
+            # Play the checkpoint in the env it was trained in (e.g. pong against the bot), unless the
+            # command line says otherwise.
+            meta, _ = checkpoint.load(Path(args["eval"]))
+            if args["env"] and meta["env"] == args["env"].lower():
+                saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
+                args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
         if args["resume"]:
             config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
         else:
