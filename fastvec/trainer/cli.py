@@ -90,7 +90,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         run_dir = Path(args["resume"] or args["run-dir"] or run.default_run_dir(config["env"]["name"]))
         summary = run.train(config, run_dir, resume=bool(args["resume"]))
+        if summary["interrupted"]:
+            print(f"fastvec-train: interrupted at step {summary['global_step']:,}; saved {summary['checkpoint']}; "
+                  f"continue with: fastvec-train {config['env']['name']} --resume={run_dir}", file=sys.stderr)
+            return 130
         last = summary["metrics"]
+        if not last:
+            print(f"fastvec-train: nothing to do, {run_dir} already holds {summary['global_step']:,} steps "
+                  f"(train.total_timesteps={config['train']['total_timesteps']:,}); raise it to train on")
+            return 0
         returns = summary["recent_returns"][-5:]
         mean_return = f"{sum(returns) / len(returns):.1f}" if returns else "n/a"
         print(f"fastvec-train {config['env']['name']}: {summary['global_step']:,} steps in "

@@ -121,39 +121,45 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
         return checkpoint.save(run_dir / "checkpoints" / name, trainer.spec, env, trainer.num_agents, state, config)
 
     with open(run_dir / "metrics.jsonl", "a") as log_file:
-        while trainer.update_index < num_updates:
-            trainer.rollout()
-            stats = trainer.update(num_updates)
-            for key, value in stats.items():
-                update_totals[key] = update_totals.get(key, 0.0) + value
-            update_count += 1
-            now = time.perf_counter()
-            final = trainer.update_index >= num_updates
-            if now - last_log >= tc["log_interval"] or final:
-                elapsed = now - start_time
-                metrics = {"global_step": trainer.global_step, "time": round(elapsed_before + elapsed, 3),
-                           "sps": round((trainer.global_step - start_step) / max(elapsed, 1e-9), 1),
-                           "update": trainer.update_index}
-                episodes = trainer.pop_episodes()
-                metrics.update(episodes or {"episodes": 0, "episode_return": None, "episode_length": None,
-                                            **{name: None for name in stat_names}})
-                if episodes:
-                    recent_returns.append(episodes["episode_return"])
-                for key, value in update_totals.items():
-                    prefix = "charts/" if key == "learning_rate" else "losses/"
-                    metrics[prefix + key] = round(value / update_count, 6)
-                metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
-                log_file.write(json.dumps(metrics) + "\n")
-                log_file.flush()
-                board.update(metrics, stat_names)
-                last_metrics = metrics
-                update_totals, update_count, last_log = {}, 0, now
-            if trainer.update_index % tc["checkpoint_interval"] == 0 or final:
-                ckpt_path = save_checkpoint()
+        interrupted = False
+        try:
+            while trainer.update_index < num_updates:
+                trainer.rollout()
+                stats = trainer.update(num_updates)
+                for key, value in stats.items():
+                    update_totals[key] = update_totals.get(key, 0.0) + value
+                update_count += 1
+                now = time.perf_counter()
+                final = trainer.update_index >= num_updates
+                if now - last_log >= tc["log_interval"] or final:
+                    elapsed = now - start_time
+                    metrics = {"global_step": trainer.global_step, "time": round(elapsed_before + elapsed, 3),
+                               "sps": round((trainer.global_step - start_step) / max(elapsed, 1e-9), 1),
+                               "update": trainer.update_index}
+                    episodes = trainer.pop_episodes()
+                    metrics.update(episodes or {"episodes": 0, "episode_return": None, "episode_length": None,
+                                                **{name: None for name in stat_names}})
+                    if episodes:
+                        recent_returns.append(episodes["episode_return"])
+                    for key, value in update_totals.items():
+                        prefix = "charts/" if key == "learning_rate" else "losses/"
+                        metrics[prefix + key] = round(value / update_count, 6)
+                    metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
+                    log_file.write(json.dumps(metrics) + "\n")
+                    log_file.flush()
+                    board.update(metrics, stat_names)
+                    last_metrics = metrics
+                    update_totals, update_count, last_log = {}, 0, now
+                if trainer.update_index % tc["checkpoint_interval"] == 0 or final:
+                    ckpt_path = save_checkpoint()
+        except KeyboardInterrupt:  # Ctrl-C: keep what was learned, so that --resume can continue
+            interrupted = True
+            ckpt_path = save_checkpoint()
+
     elapsed = time.perf_counter() - start_time
     return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
             "global_step": trainer.global_step, "sps": (trainer.global_step - start_step) / max(elapsed, 1e-9),
-            "recent_returns": recent_returns, "trainer": trainer}
+            "recent_returns": recent_returns, "trainer": trainer, "interrupted": interrupted}
 
 
 def evaluate(config: dict, path: Path, render: str = "") -> dict:
