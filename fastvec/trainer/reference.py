@@ -115,13 +115,14 @@ def sigmoid(x):
 
 
 def mingru_g(x):
-    """MinGRU's candidate activation: x + 0.5 for x >= 0, sigmoid(x) below (continuous, positive)."""
-    return np.where(x >= 0, x + 0.5, sigmoid(np.minimum(x, 0)))
+    """MinGRU's candidate activation: x + 0.5 for x >= 0, sigmoid(x) below (continuous, positive).
+    Written as max(x, 0) + sigmoid(min(x, 0)), which is the same function without a branch."""
+    return np.maximum(x, 0) + sigmoid(np.minimum(x, 0))
 
 
-def mingru_g_grad(x):
-    s = sigmoid(np.minimum(x, 0))
-    return np.where(x >= 0, 1.0, s * (1 - s))
+def mingru_g_grad(x, g):
+    """g'(x) given g = mingru_g(x): 1 for x >= 0, else sigmoid'(x) = g (1 - g)."""
+    return np.where(x >= 0, 1.0, g * (1 - g)).astype(g.dtype)
 
 
 def linear_scan(a, b, h0):
@@ -146,7 +147,8 @@ def mingru_forward(x, keep, h0, w, bias, highway):
     hidden = x.shape[-1]
     pre = x @ w.T + bias  # (T, B, 2H or 3H)
     z = sigmoid(pre[..., :hidden])
-    candidate = mingru_g(pre[..., hidden:2 * hidden])
+    h_pre = np.ascontiguousarray(pre[..., hidden:2 * hidden])  # contiguous: the ops below run ~2x faster
+    candidate = mingru_g(h_pre)
     decay = (1 - z) * keep[..., None]  # (T, B, H): a_t of the linear recurrence
     h = linear_scan(decay, z * candidate, h0)
     out = h
@@ -181,7 +183,7 @@ def mingru_backward(dout, cache):
     ddecay = dh_total * h_prev
     dz = dh_total * candidate - ddecay * keep[..., None]
     dpre[..., :hidden] = dz * z * (1 - z)
-    dpre[..., hidden:2 * hidden] = dh_total * z * mingru_g_grad(pre[..., hidden:2 * hidden])
+    dpre[..., hidden:2 * hidden] = dh_total * z * mingru_g_grad(pre[..., hidden:2 * hidden], candidate)
     dx += dpre @ w
     rows = dpre.reshape(-1, dpre.shape[-1])
     return dx, rows.T @ x.reshape(-1, hidden), rows.sum(0)
