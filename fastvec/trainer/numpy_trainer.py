@@ -157,7 +157,7 @@ class NumpyTrainer:
         seg_returns = self.to_segments(returns)
         seq_count = self.segments * self.rows
         seg_state = self.segment_states()
-        new_logp = np.zeros_like(seg["logp"])  # for V-trace in later epochs
+        new_logp = seg["logp"].copy()  # for V-trace in later epochs; ratio 1 where a sequence was not drawn
         seqs_per_mb = tc["minibatch_size"] // self.bptt
         totals: dict[str, float] = {}
         count = 0
