@@ -103,6 +103,7 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
         config = merge(config, load_toml(env_file), env_file.name, defaults)
     config = merge(config, overrides or {}, "the command line", defaults)
     config["env"]["name"] = env
+    apply_selfplay(config)
     validate(config)
     return config
 
@@ -119,6 +120,7 @@ def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> d
     defaults = load_toml(CONFIG_DIR / "default.toml")
     config = merge(copy.deepcopy(defaults), saved, str(saved_path), defaults)
     config = merge(config, overrides or {}, "the command line", defaults)
+    apply_selfplay(config)
     validate(config)
     return config
 
@@ -128,9 +130,17 @@ def env_params(config: dict) -> dict:
     return {k: v for k, v in config["env"].items() if k not in ENV_TRAINER_KEYS and k != "name"}
 
 
+def apply_selfplay(config: dict) -> None:
+    """Self-play trains a policy on every seat, so the env's bot switch (selfplay.bot_switch_param, e.g.
+    pong_bot) is turned off in the resolved config that the run records."""
+    selfplay = config["selfplay"]
+    if selfplay["enabled"] and selfplay["bot_switch_param"]:
+        config["env"][selfplay["bot_switch_param"]] = 0
+
+
 def validate(config: dict) -> None:
     """Check values the types alone do not: ranges, choices, divisibility; and the env's parameters."""
-    train, policy = config["train"], config["policy"]
+    train, policy, selfplay = config["train"], config["policy"], config["selfplay"]
     try:
         resolve_defines(config["env"]["name"], env_params(config))
     except (TypeError, ValueError) as err:
@@ -152,7 +162,17 @@ def validate(config: dict) -> None:
         (0 <= train["gamma"] <= 1 and 0 <= train["gae_lambda"] <= 1, "train.gamma and train.gae_lambda must be in [0, 1]"),
         (train["total_timesteps"] >= 1, "train.total_timesteps must be >= 1"),
         (config["eval"]["episodes"] >= 1, "eval.episodes must be >= 1"),
+        (selfplay["pool_size"] >= 1, "selfplay.pool_size must be >= 1"),
+        (selfplay["refresh_interval"] >= 1, "selfplay.refresh_interval must be >= 1 (updates between snapshots)"),
+        (0 <= selfplay["latest_prob"] <= 1, "selfplay.latest_prob must be a probability in [0, 1]"),
+        (selfplay["eval_interval"] >= 0 and selfplay["eval_games"] >= 1 and selfplay["eval_past"] >= 0,
+         "selfplay.eval_interval and selfplay.eval_past must be >= 0, selfplay.eval_games >= 1"),
     ]
+    params = ENVS[config["env"]["name"]].params
+    for key in ("bot_switch_param", "bot_level_param"):
+        if selfplay[key] and selfplay[key] not in params:
+            raise ConfigError(f"selfplay.{key}={selfplay[key]!r} is not a parameter of {config['env']['name']}; "
+                              f"its parameters are {sorted(params)} (\"\" for an env without a bot)")
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)

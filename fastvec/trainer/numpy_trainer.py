@@ -65,17 +65,15 @@ class NumpyTrainer:
         self.v_views = self.layout.views(self.opt_state[p:])
         self.matrix_names = set(self.layout.matrix_names())
 
-        # ROLLOUT BUFFERS
-        o, ls, h = spec.obs_size, spec.state_layers, spec.hidden
-        self.obs = np.zeros((horizon, rows, o), np.float32)  # (T, R, O)
-        self.starts = np.zeros((horizon, rows), np.float32)  # (T, R) 1: obs[t] begins an episode
-        self.actions = np.zeros((horizon, rows), np.int64)  # (T, R)
-        self.logp = np.zeros((horizon, rows), np.float32)  # (T, R) log pi_old(a|s)
-        self.values = np.zeros((horizon, rows), np.float32)  # (T, R) V_old(s)
-        self.rewards = np.zeros((horizon, rows), np.float32)  # (T, R)
-        self.dones = np.zeros((horizon, rows), np.float32)  # (T, R) 1: episode ended at step t
-        self.segment_state = np.zeros((self.segments, ls, rows, h), np.float32)  # (S, Ls, R, H)
-        self.last_value = np.zeros(rows, np.float32)  # (R,) V(obs after the last step)
+        # ROLLOUT BUFFERS: one slot, or two with train.async (the actor fills one while the learner
+        # trains on the other); each slot keeps its own segment states, i.e. its own initial state.
+        self.async_rollouts = bool(train.get("async", False))
+        self.slots = [self.new_slot() for _ in range(2 if self.async_rollouts else 1)]
+        self.slot_version = [-1] * len(self.slots)  # update_index of the weights that collected each slot
+        self.fill_slot = 0  # async: the slot the next rollout goes into
+        self.ready_slot = None  # async: a collected slot no update has trained on yet
+        self.use_slot(0)
+        ls, h = spec.state_layers, spec.hidden
         self.state = np.zeros((ls, rows, h), np.float32)  # (Ls, R, H) live recurrent state
         self.next_starts = np.ones(rows, np.float32)  # (R,) the first obs after reset starts episodes
 
@@ -89,9 +87,57 @@ class NumpyTrainer:
     def act(self, obs, starts, state):
         return policy_act(self.spec, self.param_views, obs, starts, state, self.rng)
 
+    SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value")
+
+    def new_slot(self) -> dict:
+        t, r, o = self.horizon, self.rows, self.spec.obs_size
+        ls, h = self.spec.state_layers, self.spec.hidden
+        return {
+            "obs": np.zeros((t, r, o), np.float32),  # (T, R, O)
+            "starts": np.zeros((t, r), np.float32),  # (T, R) 1: obs[t] begins an episode
+            "actions": np.zeros((t, r), np.int64),  # (T, R)
+            "logp": np.zeros((t, r), np.float32),  # (T, R) log mu(a|s), the behaviour policy's
+            "values": np.zeros((t, r), np.float32),  # (T, R) V_old(s)
+            "rewards": np.zeros((t, r), np.float32),  # (T, R)
+            "dones": np.zeros((t, r), np.float32),  # (T, R) 1: episode ended at step t
+            "segment_state": np.zeros((self.segments, ls, r, h), np.float32),  # (S, Ls, R, H)
+            "last_value": np.zeros(r, np.float32),  # (R,) V(obs after the last step)
+        }
+
+    def use_slot(self, index: int) -> None:
+        """Point the buffer attributes (self.obs, ...) at slot `index`."""
+        self.active_slot = index
+        for name in self.SLOT_BUFFERS:
+            setattr(self, name, self.slots[index][name])
+
+    @property
+    def behaviour_version(self) -> int:
+        """update_index of the weights that collected the active slot (async: one less than the update's)."""
+        return self.slot_version[self.active_slot]
+
     # ROLLOUT
     def rollout(self) -> None:
-        """Collect `horizon` steps from every env into the buffers, carrying the recurrent state."""
+        """Fill the rollout buffers the next update trains on.
+
+        Sync: collect with the current weights. Async (train.async), computed sequentially with the exact
+        schedule of the overlapped version: rollout j + 1 is collected with the weights update j starts
+        from (while, on a GPU, update j runs), so update j >= 1 trains on data from the weights one
+        update old. The first call collects two rollouts (the first is what update 0 trains on)."""
+        if not self.async_rollouts:
+            self.collect(0)
+            return
+        if self.ready_slot is None:
+            self.collect(self.fill_slot)
+            self.ready_slot, self.fill_slot = self.fill_slot, 1 - self.fill_slot
+        self.collect(self.fill_slot)  # the concurrent rollout, with the weights update `update_index` starts from
+        train_slot = self.ready_slot
+        self.ready_slot, self.fill_slot = self.fill_slot, 1 - self.fill_slot
+        self.use_slot(train_slot)
+
+    def collect(self, slot: int) -> None:
+        """Collect `horizon` steps from every env into `slot`, carrying the live recurrent state."""
+        self.use_slot(slot)
+        self.slot_version[slot] = self.update_index
         batch, k = self.batch, self.bptt
         clamp = self.train_cfg["reward_clamp"]
         for t in range(self.horizon):
@@ -116,7 +162,7 @@ class NumpyTrainer:
             self.timing["inference"] += t1 - t0
             self.timing["env"] += t2 - t1
         t0 = time.perf_counter()
-        _, _, self.last_value, _ = self.act(batch.obs.reshape(self.rows, -1), self.next_starts, self.state.copy())
+        _, _, self.last_value[:], _ = self.act(batch.obs.reshape(self.rows, -1), self.next_starts, self.state.copy())
         self.timing["inference"] += time.perf_counter() - t0
         self.global_step += self.horizon * batch.num_envs
 
@@ -159,10 +205,14 @@ class NumpyTrainer:
         seg_state = self.segment_states()
         new_logp = seg["logp"].copy()  # for V-trace in later epochs; ratio 1 where a sequence was not drawn
         seqs_per_mb = tc["minibatch_size"] // self.bptt
+        stale = self.behaviour_version < self.update_index  # async: the data is from older weights
+        if tc["vtrace"] and stale:  # correct from the first epoch: pi/mu with the current weights
+            logits, _, _, _ = ref.policy_forward(self.spec, self.param_views, seg["obs"], seg["starts"], seg_state)
+            new_logp = np.take_along_axis(ref.log_softmax(logits), seg["actions"][..., None], -1)[..., 0]
         totals: dict[str, float] = {}
         count = 0
         for epoch in range(tc["update_epochs"]):
-            if tc["vtrace"] and epoch > 0:
+            if tc["vtrace"] and (epoch > 0 or stale):
                 ratios = np.exp(self.from_segments(new_logp) - self.logp)
                 advantages = self.advantages(ratios)
                 returns = advantages + self.values

@@ -52,14 +52,29 @@ def make_batch(config: dict, num_envs: int | None = None):
 
 
 def make_trainer(config: dict):
+    """The trainer for config's device; with selfplay.enabled its batch is the learner's seats of a
+    multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py)."""
     device = resolve_device(config["train"]["device"])
+    if device == "cuda" and config["train"]["async"]:
+        raise ConfigError("train.async=true: the CUDA trainer has no asynchronous rollouts yet; "
+                          "use --train.async=false, or --train.device=cpu (sequential async)")
+    if device == "cuda" and config["selfplay"]["enabled"]:
+        raise ConfigError("selfplay.enabled=true: self-play runs on the CPU trainer for now; "
+                          "add --train.device=cpu")
     batch = make_batch(config)
     if device == "cuda":  # pragma: no cover - arrives with issue 6
         from fastvec.trainer import cuda as cuda_trainer
         return cuda_trainer.make_trainer(config, batch)
     from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
-    return NumpyTrainer(config, batch, spec)
+    league = None
+    if config["selfplay"]["enabled"]:
+        from fastvec.trainer.selfplay import SelfPlay
+        league = SelfPlay(config)
+        batch = league.wrap(batch, spec)
+    trainer = NumpyTrainer(config, batch, spec)
+    trainer.selfplay = league
+    return trainer
 
 
 def blas_threads(count: int):
@@ -95,6 +110,9 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
         checkpoint.check_compatible(meta, trainer.spec, env, path)
         trainer.load_state_dict(state)
         elapsed_before = float(state["counters"].get("time", 0.0))
+    league = getattr(trainer, "selfplay", None)
+    if league is not None:
+        league.start(trainer, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.toml").write_text(to_toml(config))
 
@@ -129,8 +147,10 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                 for key, value in stats.items():
                     update_totals[key] = update_totals.get(key, 0.0) + value
                 update_count += 1
-                now = time.perf_counter()
                 final = trainer.update_index >= num_updates
+                if league is not None:
+                    league.after_update(trainer, final)
+                now = time.perf_counter()
                 if now - last_log >= tc["log_interval"] or final:
                     elapsed = now - start_time
                     metrics = {"global_step": trainer.global_step, "time": round(elapsed_before + elapsed, 3),
@@ -144,6 +164,8 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                     for key, value in update_totals.items():
                         prefix = "charts/" if key == "learning_rate" else "losses/"
                         metrics[prefix + key] = round(value / update_count, 6)
+                    if league is not None:
+                        metrics.update(league.metrics())
                     metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
                     log_file.write(json.dumps(metrics) + "\n")
                     log_file.flush()
@@ -157,6 +179,12 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
             ckpt_path = save_checkpoint()
 
     elapsed = time.perf_counter() - start_time
+    if league is not None and (run_dir / "ratings.json").is_file():
+        try:
+            from fastvec.trainer.selfplay import plot_ratings
+            plot_ratings(run_dir)  # RUN_DIR/ratings.png, the rating curve
+        except ImportError:  # matplotlib is optional (fastvec[plot])
+            pass
     return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
             "global_step": trainer.global_step, "sps": (trainer.global_step - start_step) / max(elapsed, 1e-9),
             "recent_returns": recent_returns, "trainer": trainer, "interrupted": interrupted}

@@ -1,0 +1,454 @@
+"""Self-play for multi-agent games: the learner plays one seat per game against frozen snapshots of itself
+(an opponent pool), with evaluations against the env's scripted bot and past selves rated by Elo.
+Nothing here knows a particular game: seats, outcomes and the bot switch come from the env and config."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+
+from fastvec.native import ENVS
+from fastvec.trainer import checkpoint
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import ConfigError
+from fastvec.trainer.numpy_trainer import policy_act
+
+# Legend: N = games, A = agents (seats) per game, O = obs size, P = parameters.
+
+
+class Policy:
+    """A frozen policy: its architecture, flat parameters (a private copy) and named views of them."""
+
+    def __init__(self, spec: ref.PolicySpec, params: np.ndarray, label: str):
+        self.spec, self.label = spec, label
+        self.params = np.array(params, np.float32, copy=True)
+        self.views = ref.FlatLayout(ref.param_table(spec)).views(self.params)
+
+
+def load_policy(path) -> Policy:
+    meta, state = checkpoint.load(Path(path))
+    return Policy(checkpoint.spec_of(meta), state["params"], Path(path).name)
+
+
+def game_scores(returns: np.ndarray, seats: np.ndarray) -> np.ndarray:
+    """The score of the player at `seats` (n,) in each finished game, from the episode returns (n, A):
+    1 when its return beats every other seat's, 0.5 when it ties the best, 0 otherwise."""
+    mine = returns[np.arange(len(seats)), seats]
+    others = returns.copy()
+    others[np.arange(len(seats)), seats] = -np.inf
+    best_other = others.max(1)
+    return np.where(mine > best_other, 1.0, np.where(mine == best_other, 0.5, 0.0))
+
+
+class OpponentPool:
+    """Frozen snapshots of the learner. `members` (oldest first, at most `size`) are the ones new games
+    draw from: the newest with probability latest_prob, else one uniformly. A snapshot that leaves the
+    pool stays alive (in `policies`) while a game still plays it, so no game changes opponent mid-game."""
+
+    def __init__(self, size: int, latest_prob: float, rng: np.random.Generator):
+        self.size, self.latest_prob, self.rng = size, latest_prob, rng
+        self.policies: dict[int, Policy] = {}
+        self.members: list[int] = []
+        self.next_id = 0
+
+    def add(self, policy: Policy) -> int:
+        if self.policies and policy.spec != self.policies[self.members[-1]].spec:
+            raise ValueError("every policy in an opponent pool must have the same architecture")
+        pid = self.next_id
+        self.next_id += 1
+        self.policies[pid] = policy
+        self.members.append(pid)
+        del self.members[:-self.size]
+        return pid
+
+    def sample(self, count: int) -> np.ndarray:
+        if not self.members:
+            raise ValueError("the opponent pool is empty; add a policy first")
+        newest = self.rng.random(count) < self.latest_prob
+        uniform = np.asarray(self.members)[self.rng.integers(0, len(self.members), count)]
+        return np.where(newest, self.members[-1], uniform)
+
+    def prune(self, in_use) -> None:
+        """Forget the snapshots that left the pool and that no game plays any more."""
+        keep = set(self.members) | {int(i) for i in in_use}
+        for pid in [p for p in self.policies if p not in keep]:
+            del self.policies[pid]
+
+    @property
+    def spec(self) -> ref.PolicySpec:
+        return self.policies[self.members[-1]].spec
+
+
+class SelfPlayBatch:
+    """The learner's face of a multi-agent batch: looks like a one-agent batch (obs (N, 1, O), actions
+    (N, 1)) to the trainer, so only the learner's rows enter its rollout buffers. Game g's learner seat is
+    (g + seat_offset) % A; every other seat is played by the game's opponent from the pool, which changes
+    only on the step the game ends (the batch autoresets on that step, SAME_STEP)."""
+
+    def __init__(self, inner, pool: OpponentPool, rng: np.random.Generator, seat_offset: int = 0,
+                 deterministic_opponents: bool = False):
+        n, agents, obs_size = inner.obs.shape
+        if agents < 2:
+            raise ConfigError(f"self-play needs a multi-agent env; this one has {agents} agent per game")
+        self.inner, self.pool, self.rng = inner, pool, rng
+        self.env, self.num_envs, self.agents = inner.env, n, agents
+        self.deterministic_opponents = deterministic_opponents
+        self.seat = (np.arange(n) + seat_offset) % agents  # (N,) the learner's seat in each game
+        self.learner_mask = np.zeros((n, agents), bool)  # (N, A)
+        self.learner_mask[np.arange(n), self.seat] = True
+        self.opponent_mask = ~self.learner_mask  # (N, A); rows in game-major, seat order
+        self.opponent = np.full(n, -1, np.int64)  # (N,) pool id playing the other seats of each game
+        self.obs = np.zeros((n, 1, obs_size), inner.obs.dtype)
+        self.rewards = np.zeros((n, 1), np.float32)
+        self.episode_return = np.zeros((n, 1), np.float32)
+        self.terminated, self.truncated = inner.terminated, inner.truncated
+        self.episode_length, self.episode_stats = inner.episode_length, inner.episode_stats
+        self.full_actions = np.zeros((n, agents), np.int64)
+        self.opp_rows = n * (agents - 1)
+        self.opp_state = None  # (Ls, N * (A - 1), H), sized by the pool's architecture at reset
+        self.opp_starts = np.ones(self.opp_rows, np.float32)
+        self.outcomes: list[tuple[np.ndarray, np.ndarray]] = []  # per step with ends: (scores, opponent ids)
+
+    def gather(self) -> None:
+        self.obs[:, 0] = self.inner.obs[self.learner_mask]
+        self.rewards[:, 0] = self.inner.rewards[self.learner_mask]
+        self.episode_return[:, 0] = self.inner.episode_return[self.learner_mask]
+
+    def reset(self, seeds, mask) -> None:
+        self.inner.reset(seeds, mask)
+        games = np.ones(self.num_envs, bool) if mask is None else np.asarray(mask, bool)
+        spec = self.pool.spec
+        if self.opp_state is None:
+            self.opp_state = np.zeros((spec.state_layers, self.opp_rows, spec.hidden), np.float32)
+        self.opponent[games] = self.pool.sample(int(games.sum()))
+        self.opp_starts[np.repeat(games, self.agents - 1)] = 1
+        self.gather()
+
+    def step(self, actions) -> None:
+        """actions (N, 1): the learner's; the opponents' come from their policies on their own obs."""
+        n, agents = self.num_envs, self.agents
+        self.full_actions[self.learner_mask] = np.asarray(actions).reshape(n)
+        opp_obs = self.inner.obs[self.opponent_mask].astype(np.float32)  # (N * (A - 1), O)
+        opp_actions = np.zeros(self.opp_rows, np.int64)
+        for pid in np.unique(self.opponent):
+            policy = self.pool.policies[int(pid)]
+            rows = np.repeat(self.opponent == pid, agents - 1)
+            acts, _, _, state = policy_act(policy.spec, policy.views, opp_obs[rows], self.opp_starts[rows],
+                                           self.opp_state[:, rows], self.rng, self.deterministic_opponents)
+            opp_actions[rows] = acts
+            self.opp_state[:, rows] = state
+        self.full_actions[self.opponent_mask] = opp_actions
+        self.inner.step(self.full_actions)
+        self.gather()
+        done = self.inner.terminated | self.inner.truncated
+        self.opp_starts[:] = np.repeat(done, agents - 1)
+        if done.any():
+            scores = game_scores(self.inner.episode_return[done], self.seat[done])
+            self.outcomes.append((scores, self.opponent[done].copy()))
+            self.opponent[done] = self.pool.sample(int(done.sum()))  # the next game's opponent
+            self.pool.prune(self.opponent)
+
+    def render(self, i: int):
+        return self.inner.render(i)
+
+    def pop_outcomes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Scores (1 win, 0.5 tie, 0 loss) and opponent ids of the games finished since the last call."""
+        scores = np.concatenate([o[0] for o in self.outcomes]) if self.outcomes else np.zeros(0)
+        ids = np.concatenate([o[1] for o in self.outcomes]) if self.outcomes else np.zeros(0, np.int64)
+        self.outcomes.clear()
+        return scores, ids
+
+
+# ----------------------------------------------------------------------------------------------
+# MATCHES
+
+
+def env_config(config: dict, num_games: int, **env_overrides) -> dict:
+    out = copy.deepcopy(config)
+    out["env"].update(env_overrides)
+    out["env"]["num_envs"] = num_games
+    return out
+
+
+def play_match(config: dict, player: Policy, opponent: Policy, games: int, seed: int,
+               deterministic: bool = False) -> np.ndarray:
+    """`games` games at once of `player` against `opponent` (player takes seat g % A in game g, the
+    opponent every other seat); returns the player's score in each game's first finish (1/0.5/0)."""
+    from fastvec.trainer.run import make_batch
+
+    sp = config["selfplay"]
+    overrides = {sp["bot_switch_param"]: 0} if sp["bot_switch_param"] else {}
+    rng = np.random.default_rng(seed)
+    pool = OpponentPool(1, 1.0, rng)
+    pool.add(opponent)
+    batch = SelfPlayBatch(make_batch(env_config(config, games, **overrides)), pool, rng, 0, deterministic)
+    batch.reset((np.uint64(seed) << np.uint64(32)) + np.arange(games, dtype=np.uint64), None)
+    return _play(batch, player, rng, deterministic, lambda b, done: game_scores(b.inner.episode_return[done],
+                                                                               b.seat[done]))
+
+
+def play_bot(config: dict, player: Policy, level: int, games: int, seed: int,
+             deterministic: bool = False) -> np.ndarray:
+    """`games` games of `player` against the env's scripted bot at `level`; the bot is the other side of
+    a zero-sum game, so a positive return is a win (score 1), zero a tie (0.5), negative a loss (0)."""
+    from fastvec.trainer.run import make_batch
+
+    sp = config["selfplay"]
+    batch = make_batch(env_config(config, games, **{sp["bot_switch_param"]: 1, sp["bot_level_param"]: level}))
+    if batch.obs.shape[1] != 1:
+        raise ConfigError(f"{sp['bot_switch_param']}=1 should leave one agent per game, not {batch.obs.shape[1]}")
+    rng = np.random.default_rng(seed)
+    batch.reset((np.uint64(seed) << np.uint64(32)) + np.arange(games, dtype=np.uint64), None)
+    return _play(batch, player, rng, deterministic, lambda b, done: (np.sign(b.episode_return[done, 0]) + 1) / 2)
+
+
+def _play(batch, player: Policy, rng, deterministic: bool, score_fn) -> np.ndarray:
+    """Step until every game has finished once; the player acts on obs[:, 0]."""
+    n, spec = batch.num_envs, player.spec
+    scores = np.full(n, np.nan)
+    state = np.zeros((spec.state_layers, n, spec.hidden), np.float32)
+    starts = np.ones(n, np.float32)
+    while np.isnan(scores).any():
+        actions, _, _, state = policy_act(spec, player.views, batch.obs[:, 0].astype(np.float32), starts, state,
+                                          rng, deterministic)
+        batch.step(actions.reshape(n, 1))
+        done = batch.terminated | batch.truncated
+        first = done & np.isnan(scores)
+        if first.any():
+            scores[first] = score_fn(batch, done)[first[done]]
+        starts = done.astype(np.float32)
+    return scores
+
+
+def bot_levels(config: dict) -> list[int]:
+    """The bot difficulties to evaluate against: the registered range of selfplay.bot_level_param."""
+    sp = config["selfplay"]
+    if not (sp["bot_switch_param"] and sp["bot_level_param"]):
+        return []
+    param = ENVS[config["env"]["name"]].params[sp["bot_level_param"]]
+    return list(range(param.low, param.high + 1))
+
+
+# ----------------------------------------------------------------------------------------------
+# RATINGS
+
+
+class EloTable:
+    """Match results between named players and their Elo ratings, fitted jointly (Bradley-Terry maximum
+    likelihood: P(a beats b) = 1 / (1 + 10^((r_b - r_a) / 400)), ties count half) with a weak prior
+    (every rating ~ N(1000, prior_sd^2)) that keeps perfect records finite. Refitting all results at once
+    makes the ratings independent of the order the matches were played in."""
+
+    def __init__(self, prior_sd: float = 400.0):
+        self.prior_sd = prior_sd
+        self.players: list[str] = []
+        self.results: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's score, games]
+
+    def record(self, a: str, b: str, score: float, games: int) -> None:
+        for name in (a, b):
+            if name not in self.players:
+                self.players.append(name)
+        entry = self.results.setdefault((a, b), [0.0, 0])
+        entry[0] += float(score)
+        entry[1] += int(games)
+
+    def ratings(self) -> dict[str, float]:
+        n = len(self.players)
+        index = {name: i for i, name in enumerate(self.players)}
+        wins, games = np.zeros((n, n)), np.zeros((n, n))
+        for (a, b), (score, count) in self.results.items():
+            i, j = index[a], index[b]
+            wins[i, j] += score
+            wins[j, i] += count - score
+            games[i, j] += count
+            games[j, i] += count
+        unit = 400 / np.log(10)  # Elo points per natural log-odds
+        precision = (unit / self.prior_sd) ** 2
+        s = np.zeros(n)
+        for _ in range(100):  # Newton on a strictly concave log-likelihood
+            p = 1 / (1 + np.exp(-(s[:, None] - s[None, :])))
+            grad = (wins - games * p).sum(1) - precision * s
+            curv = games * p * (1 - p)
+            hess = curv - np.diag(curv.sum(1) + precision)
+            step = np.linalg.solve(hess, grad)
+            s -= np.clip(step, -2, 2)
+            if np.abs(step).max() < 1e-10:
+                break
+        return {name: float(1000 + unit * s[i]) for name, i in index.items()}
+
+    def as_list(self) -> list:
+        return [[a, b, score, count] for (a, b), (score, count) in self.results.items()]
+
+
+# ----------------------------------------------------------------------------------------------
+# THE TRAINING LOOP'S SIDE
+
+
+class SelfPlay:
+    """What fastvec-train adds for selfplay.enabled: wraps the env batch, snapshots the learner into the
+    pool every refresh_interval updates, evaluates every eval_interval updates, and writes
+    RUN_DIR/ratings.json (results, fitted ratings, and the rating history)."""
+
+    def __init__(self, config: dict):
+        self.config, self.cfg = config, config["selfplay"]
+        seed = config["train"]["seed"]
+        self.rng = np.random.default_rng([seed, 7_001])
+        self.pool = OpponentPool(self.cfg["pool_size"], self.cfg["latest_prob"], self.rng)
+        self.table = EloTable()
+        self.history: list[dict] = []
+        self.pending: dict = {}
+        self.evaluations = 0
+        self.run_dir: Path | None = None
+        self.batch: SelfPlayBatch | None = None
+
+    def wrap(self, batch, spec: ref.PolicySpec) -> SelfPlayBatch:
+        """The learner's batch. The pool starts with the learner's own initial weights (the same init and
+        seed as the trainer's) so the first games are against an untrained copy of itself."""
+        if batch.obs.shape[1] < 2:
+            raise ConfigError(f"selfplay.enabled=true needs a multi-agent env, and {self.config['env']['name']} "
+                              f"with these [env] settings has {batch.obs.shape[1]} agent per game; self-play "
+                              f"trains one policy on every seat of a game (e.g. fastvec-train pong)")
+        init = ref.init_params(spec, np.random.default_rng(self.config["train"]["seed"]), np.float32)
+        self.pool.add(Policy(spec, init, "u0"))
+        self.batch = SelfPlayBatch(batch, self.pool, self.rng)
+        return self.batch
+
+    def start(self, trainer, run_dir: Path) -> None:
+        """After the trainer exists (and resumed): a resumed learner joins the pool; old results reload."""
+        self.run_dir = Path(run_dir)
+        if trainer.update_index > 0:
+            self.pool.add(Policy(trainer.spec, trainer.params, f"u{trainer.update_index}"))
+            saved = self.run_dir / "ratings.json"
+            if saved.is_file():
+                data = json.loads(saved.read_text())
+                for a, b, score, games in data.get("results", []):
+                    self.table.record(a, b, score, games)
+                self.history = data.get("history", [])
+
+    def after_update(self, trainer, final: bool) -> None:
+        k = trainer.update_index
+        interval = self.cfg["eval_interval"]
+        if final or (interval and k % interval == 0):
+            self.pending.update(self.evaluate(trainer, Policy(trainer.spec, trainer.params, f"u{k}")))
+        if k % self.cfg["refresh_interval"] == 0:
+            self.pool.add(Policy(trainer.spec, trainer.params, f"u{k}"))
+
+    def evaluate(self, trainer, learner: Policy) -> dict:
+        import time
+
+        t0 = time.perf_counter()
+        games, seed = self.cfg["eval_games"], self.config["train"]["seed"] * 1000 + self.evaluations
+        deterministic = self.config["eval"]["deterministic"]
+        self.evaluations += 1
+        out: dict = {}
+        for level in bot_levels(self.config):
+            scores = play_bot(self.config, learner, level, games, seed, deterministic)
+            self.table.record(learner.label, f"bot{level}", scores.sum(), len(scores))
+            out[f"selfplay/score_bot{level}"] = round(float(scores.mean()), 4)
+        past = [self.pool.policies[pid] for pid in reversed(self.pool.members)
+                if self.pool.policies[pid].label != learner.label][:self.cfg["eval_past"]]
+        past_scores = []
+        for opponent in past:
+            scores = play_match(self.config, learner, opponent, games, seed, deterministic)
+            self.table.record(learner.label, opponent.label, scores.sum(), len(scores))
+            past_scores.append(scores.mean())
+        if past_scores:
+            out["selfplay/score_past"] = round(float(np.mean(past_scores)), 4)
+        if self.table.players:
+            ratings = self.table.ratings()
+            out["selfplay/elo"] = round(ratings[learner.label], 1)
+            for level in bot_levels(self.config):
+                out[f"selfplay/elo_bot{level}"] = round(ratings[f"bot{level}"], 1)
+            self.history.append({"update": trainer.update_index, "global_step": trainer.global_step,
+                                 "player": learner.label, "elo": ratings[learner.label],
+                                 **{k: v for k, v in out.items() if k.startswith("selfplay/score")}})
+            if self.run_dir is not None:
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+                (self.run_dir / "ratings.json").write_text(json.dumps(
+                    {"ratings": ratings, "history": self.history, "results": self.table.as_list()}, indent=1))
+        trainer.timing["selfplay_eval"] = trainer.timing.get("selfplay_eval", 0.0) + time.perf_counter() - t0
+        return out
+
+    def metrics(self) -> dict:
+        """For the next metrics.jsonl line: the latest evaluation (if new) and the learner's score in its
+        training games against the pool since the last line."""
+        out, self.pending = self.pending, {}
+        scores, _ = self.batch.pop_outcomes()
+        out["selfplay/train_games"] = int(len(scores))
+        out["selfplay/train_score"] = round(float(scores.mean()), 4) if len(scores) else None
+        out["selfplay/pool"] = len(self.pool.members)
+        return out
+
+
+def evaluate_checkpoints(config: dict, path_a, opponent: str) -> dict:
+    """`fastvec-train ENV --eval=A --eval.opponent=B|bot`: A against checkpoint B (A on seat g % A of game
+    g, so it plays every side), or against the scripted bot at every level. Returns scores and Elo."""
+    a = load_policy(path_a)
+    games, seed = config["eval"]["episodes"], config["train"]["seed"] + 7
+    deterministic = config["eval"]["deterministic"]
+    table = EloTable()
+    result: dict = {"env": config["env"]["name"], "player": str(path_a), "games": games, "matches": []}
+    if opponent == "bot":
+        levels = bot_levels(config)
+        if not levels:
+            raise ConfigError(f"eval.opponent=bot: {config['env']['name']} has no scripted bot "
+                              f"(selfplay.bot_switch_param / bot_level_param are empty)")
+        for level in levels:
+            scores = play_bot(config, a, level, games, seed, deterministic)
+            table.record("A", f"bot{level}", scores.sum(), games)
+            result["matches"].append({"opponent": f"bot level {level}", "score": float(scores.mean()),
+                                      "wins": int((scores == 1).sum()), "ties": int((scores == 0.5).sum()),
+                                      "losses": int((scores == 0).sum())})
+    else:
+        b = load_policy(opponent)
+        if (b.spec.obs_size, b.spec.num_actions) != (a.spec.obs_size, a.spec.num_actions):
+            raise ConfigError(f"{opponent} plays obs {b.spec.obs_size} / {b.spec.num_actions} actions, "
+                              f"{path_a} obs {a.spec.obs_size} / {a.spec.num_actions}: not the same game")
+        scores = play_match(config, a, b, games, seed, deterministic)
+        table.record("A", "B", scores.sum(), games)
+        result["matches"].append({"opponent": str(opponent), "score": float(scores.mean()),
+                                  "wins": int((scores == 1).sum()), "ties": int((scores == 0.5).sum()),
+                                  "losses": int((scores == 0).sum())})
+    ratings = table.ratings()
+    result["elo"] = ratings
+    return result
+
+
+def plot_ratings(run_dir, path=None) -> Path:
+    """RUN_DIR/ratings.png: the learner's Elo over training steps, and its score against each bot level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    data = json.loads((run_dir / "ratings.json").read_text())
+    history = data["history"]
+    steps = [h["global_step"] for h in history]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ax1.plot(steps, [h["elo"] for h in history], "o-", label="learner (at the time)")
+    final = data["ratings"]
+    ax1.plot(steps, [final[h["player"]] for h in history], "s--", label="learner snapshots (final fit)")
+    for name, rating in sorted(final.items()):
+        if name.startswith("bot"):
+            ax1.axhline(rating, color="grey", lw=0.8, ls=":")
+            ax1.text(steps[-1] if steps else 0, rating, f" {name}", va="center", fontsize=8)
+    ax1.set_xlabel("global step")
+    ax1.set_ylabel("Elo")
+    ax1.set_title(f"self-play rating ({run_dir.name})")
+    ax1.legend(fontsize=8)
+    keys = sorted({k for h in history for k in h if k.startswith("selfplay/score")})
+    for key in keys:
+        ax2.plot(steps, [h.get(key) for h in history], label=key.split("/")[-1].replace("score_", "vs "))
+    ax2.set_ylim(-0.02, 1.02)
+    ax2.set_xlabel("global step")
+    ax2.set_ylabel("score (win 1, tie 0.5)")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path) if path else run_dir / "ratings.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
