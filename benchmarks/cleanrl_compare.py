@@ -3,6 +3,7 @@ script (examples/cleanrl_ppo.py) on fastvec/CartPole: wall time and steps until 
 last 20 episodic returns reaches 475. Prints a table and writes benchmarks/results/cleanrl_compare_<device>.json.
 
     python benchmarks/cleanrl_compare.py [--seeds 1 2 3] [--num-envs 4] [--device cpu|cuda]
+    python benchmarks/cleanrl_compare.py --env-only   # env steps/s alone: vector API and SB3 adapter
 
 Every run is a fresh process with CleanRL's default hyperparameters (4 envs x 128 steps) and one
 torch thread on the CPU (OMP_NUM_THREADS=1: a 64x64 MLP is fastest that way, and it keeps runs
@@ -64,6 +65,58 @@ def run_all(jobs: list[tuple[str, list[str]]], args) -> list[dict]:
     return results
 
 
+def env_only(args) -> None:
+    """Env steps/s alone (random actions) through what the two sides of the comparison use, and
+    through the SB3 adapter against SB3's DummyVecEnv; writes results/integrations_env_steps.json."""
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium.vector import AutoresetMode
+
+    import fastvec  # noqa: F401
+
+    def rate(step, n, seconds=1.5):
+        rng = np.random.default_rng(0)
+        actions = [rng.integers(0, 2, n) for _ in range(64)]
+        for a in actions[:4]:
+            step(a)  # warm-up
+        done, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for a in actions:
+                step(a)
+            done += len(actions)
+        return done * n / (time.perf_counter() - start)
+
+    same_step = AutoresetMode.SAME_STEP
+    rows = []
+    for n in args.env_only_num_envs:
+        ours = gym.wrappers.vector.RecordEpisodeStatistics(gym.make_vec("fastvec/CartPole", n, autoreset_mode=same_step))
+        theirs = gym.wrappers.vector.RecordEpisodeStatistics(gym.make_vec(
+            "CartPole-v1", n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": same_step}))
+        ours.reset(seed=0)
+        theirs.reset(seed=0)
+        row = {"num_envs": n, "fastvec vector API": rate(ours.step, n), "SyncVectorEnv": rate(theirs.step, n)}
+        try:
+            from stable_baselines3.common.monitor import Monitor
+            from stable_baselines3.common.vec_env import DummyVecEnv
+
+            from fastvec.wrappers.sb3 import FastvecVecEnv
+
+            sb3_ours = FastvecVecEnv("fastvec/CartPole", n)
+            sb3_theirs = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))] * n)
+            sb3_ours.reset()
+            sb3_theirs.reset()
+            row["SB3 FastvecVecEnv"] = rate(sb3_ours.step, n)
+            row["SB3 DummyVecEnv"] = rate(sb3_theirs.step, n)
+        except ImportError:
+            pass
+        rows.append(row)
+        print("  ".join(f"{k} {v:,.0f}" for k, v in row.items()), flush=True)
+    out = RESULTS / "integrations_env_steps.json"
+    out.write_text(json.dumps({"date": date.today().isoformat(), "machine": platform.platform(),
+                               "cores": os.cpu_count(), "device": "cpu", "rows": rows}, indent=2))
+    print(f"wrote {out}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -76,8 +129,12 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS for every run")
     parser.add_argument("--parallel", type=int, default=1,
                         help="runs at a time (only with enough idle cores; keep 1 for a GPU)")
+    parser.add_argument("--env-only", action="store_true", help="measure env steps/s only (no training)")
+    parser.add_argument("--env-only-num-envs", type=int, nargs="+", default=[4, 32, 256])
     parser.add_argument("--out", default="", help="JSON path (default results/cleanrl_compare_<device>.json)")
     args = parser.parse_args()
+    if args.env_only:
+        return env_only(args)
 
     # Interleaved, so that drifts in machine load hit both sides alike.
     runs = run_all([(label, command(extra, seed, args)) for seed in args.seeds for label, extra in SETUPS], args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -63,8 +64,7 @@ def plot_time_to_target(name: str, data: dict, out: Path) -> bool:
         hit = [r["train_seconds"] for r in runs if r["setup"] == setup and r["reached_target"]]
         missed = sum(1 for r in runs if r["setup"] == setup and not r["reached_target"])
         if hit:
-            hit.sort()
-            ax.barh(y, hit[len(hit) // 2], color="C0" if "fastvec" in setup else "C7", alpha=0.7)
+            ax.barh(y, statistics.median(hit), color="C0" if "fastvec" in setup else "C7", alpha=0.7)
             ax.plot(hit, [y] * len(hit), "k.", markersize=8)
         label = setup + (f" ({missed} missed)" if missed else "")
         ax.text(0, y + 0.42, label, fontsize=8, va="bottom")
