@@ -1,5 +1,5 @@
 """CleanRL's PPO (cleanrl/ppo.py) on a fastvec env, changed only where needed; the diff is listed
-and explained in docs/migration.md ("CleanRL").
+and explained in docs/migration.md ("CleanRL"). CleanRL: https://github.com/vwxyzjn/cleanrl (MIT License).
 
     python examples/cleanrl_ppo.py --env-id fastvec/CartPole                  # CPU, NumPy arrays
     python examples/cleanrl_ppo.py --env-id fastvec/CartPole --device cuda    # GPU env, torch tensors, zero-copy
