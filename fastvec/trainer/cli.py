@@ -8,6 +8,7 @@ from pathlib import Path
 
 USAGE = """usage: fastvec-train ENV [--section.key=value ...] [--run-dir=PATH] [--resume=RUN_DIR]
        fastvec-train ENV --eval=CHECKPOINT [--eval.episodes=N] [--eval.render=PATH.gif|.mp4]
+       fastvec-train ENV --eval=A --eval.opponent=B|bot   (multi-agent: A against checkpoint B or the bot)
 
 Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
   ENV                   a registered env name
@@ -16,6 +17,7 @@ Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
   --run-dir=PATH        where to write config.toml, metrics.jsonl, checkpoints/ (default runs/ENV/<time>)
   --resume=RUN_DIR      continue the run in RUN_DIR from its newest checkpoint
   --eval=CHECKPOINT     play a checkpoint (file, or a run dir for its newest) and print the mean return
+  --selfplay.enabled=true  train a multi-agent game (e.g. pong) by self-play against a pool of past selves
   --print-config        print the resolved config and exit
 Defaults and every key: fastvec/configs/default.toml; per-env values: fastvec/configs/ENV.toml.
 Plot a run: fastvec-plot RUN_DIR."""
@@ -78,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
         if args["eval"]:
             if args["resume"] or args["run-dir"]:
                 raise config_mod.ConfigError("--eval plays a checkpoint; it takes neither --resume nor --run-dir")
+            if config["eval"]["opponent"]:
+                from fastvec.trainer.selfplay import evaluate_checkpoints
+                result = evaluate_checkpoints(config, Path(args["eval"]), config["eval"]["opponent"])
+                for match in result["matches"]:
+                    print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {match['score']:.3f} "
+                          f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
+                          f"{match['losses']} losses)")
+                print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
+                return 0
             result = run.evaluate(config, Path(args["eval"]), render=config["eval"]["render"])
             stats = "".join(f", {k} {result[k]:.2f}" for k in result
                             if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",

@@ -32,6 +32,7 @@ class Dashboard:
         self.title, self.total_steps = title, total_steps
         self.lines_drawn = 0
         self.last_episode: dict = {}
+        self.last_selfplay: dict = {}  # the latest self-play evaluation (it arrives every eval_interval)
 
     def update(self, metrics: dict, stat_names: list[str]) -> None:
         if not self.enabled:
@@ -47,6 +48,9 @@ class Dashboard:
         losses = "  ".join(f"{k.split('/')[-1]} {_fmt(metrics[k])}" for k in
                            ["losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl",
                             "losses/clipfrac", "losses/explained_variance"] if k in metrics)
+        self.last_selfplay.update({k: v for k, v in metrics.items() if k.startswith("selfplay/") and v is not None})
+        selfplay = "  ".join(f"{k.split('/')[-1].replace('score_', 'vs ')} {_fmt(v)}" for k, v in
+                             self.last_selfplay.items() if not k.startswith("selfplay/elo_"))
         bar_width = 30
         filled = int(bar_width * min(step / max(self.total_steps, 1), 1.0))
         lines = [
@@ -57,6 +61,8 @@ class Dashboard:
             f"  losses: {losses or '--'}",
             f"  time: {split or '--'}   lr {_fmt(metrics.get('charts/learning_rate'))}",
         ]
+        if selfplay:
+            lines.append(f"  self-play: {selfplay}")
         out = ""
         if self.lines_drawn:
             out += f"\x1b[{self.lines_drawn}F"  # back to the start of the block

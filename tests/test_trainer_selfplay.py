@@ -1,0 +1,217 @@
+"""Self-play (fastvec/trainer/selfplay.py): the learner's seat in the vector layout, opponents that never
+change mid-game and really are the pool's policies, only learner rows in the trainer's buffers, Elo ratings
+against known outcome tables and a rigged match, config errors, and the end-to-end run and --eval.opponent."""
+
+import json
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import cli, run
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.selfplay import (EloTable, OpponentPool, Policy, SelfPlayBatch, game_scores, play_bot,
+                                      play_match)
+
+MLP = ref.PolicySpec(obs_size=8, num_actions=3, kind="mlp", hidden=4, layers=1, highway=False)
+
+
+class RecordingBatch:
+    """Delegates to a CpuBatch and keeps the (N, A) actions of every step()."""
+
+    def __init__(self, inner):
+        self.inner, self.steps = inner, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def step(self, actions):
+        self.steps.append(np.array(actions))
+        return self.inner.step(actions)
+
+
+def pong_config(**env):
+    return load_config("pong", {"env": {"pong_bot": 0, "points": 1, **env}})
+
+
+def random_policy(seed, label, spec=MLP, scale=1.0):
+    params = ref.init_params(spec, np.random.default_rng(seed), np.float32)
+    views = ref.FlatLayout(ref.param_table(spec)).views(params)
+    views["dec.w"][...] = np.random.default_rng(seed + 1).normal(0, scale, views["dec.w"].shape)
+    return Policy(spec, params, label)
+
+
+def opponent_logits(policy, obs):
+    logits, _, _, _ = ref.policy_forward(policy.spec, policy.views, obs[None], np.ones((1, len(obs)), np.float32),
+                                         np.zeros((0, len(obs), policy.spec.hidden), np.float32))
+    return logits[0]
+
+
+def test_seats_in_the_vector_layout():
+    """Game g's learner plays seat g % 2: its obs/reward/return are that seat's, its action lands there,
+    and the opponent policy's actions fill the other seat."""
+    games = 7
+    inner = RecordingBatch(run.make_batch(pong_config(points=3), games))
+    rng = np.random.default_rng(0)
+    pool = OpponentPool(1, 1.0, rng)
+    pool.add(random_policy(3, "opp", scale=3.0))
+    batch = SelfPlayBatch(inner, pool, rng, deterministic_opponents=True)
+    np.testing.assert_array_equal(batch.seat, np.arange(games) % 2)
+    batch.reset(np.arange(games, dtype=np.uint64), None)
+    opponent = pool.policies[pool.members[0]]
+    learner_y = []
+    for _ in range(30):
+        before = inner.obs.copy()
+        actions = np.ones((games, 1), np.int64)  # "up" for every learner
+        batch.step(actions)
+        sent = inner.steps[-1]
+        seats = np.arange(games) % 2
+        np.testing.assert_array_equal(sent[np.arange(games), seats], 1)
+        other = before[np.arange(games), 1 - seats].astype(np.float32)
+        np.testing.assert_array_equal(sent[np.arange(games), 1 - seats], opponent_logits(opponent, other).argmax(-1))
+        np.testing.assert_array_equal(batch.obs[:, 0], inner.obs[np.arange(games), seats])
+        np.testing.assert_array_equal(batch.rewards[:, 0], inner.rewards[np.arange(games), seats])
+        learner_y.append(batch.obs[:, 0, 0].copy())
+    # the env agrees: every learner's own (egocentric) paddle went up, whichever side it plays
+    assert (learner_y[-1] > learner_y[0]).all()
+
+
+def test_the_pool_never_swaps_an_opponent_mid_game():
+    """Snapshots arrive every step and leave a pool of 2 at once; games still end with the opponent they
+    started with, and the evicted policies they play are still the ones acting (checked action by action)."""
+    games = 12
+    inner = RecordingBatch(run.make_batch(pong_config(points=1), games))
+    rng = np.random.default_rng(1)
+    pool = OpponentPool(2, 0.5, rng)
+    pool.add(random_policy(100, "s0", scale=3.0))
+    batch = SelfPlayBatch(inner, pool, rng, seat_offset=1, deterministic_opponents=True)
+    batch.reset(np.arange(games, dtype=np.uint64) + 50, None)
+    swaps = evicted_in_use = 0
+    for step in range(600):
+        pool.add(random_policy(101 + step, f"s{step + 1}", scale=3.0))
+        before_ids = batch.opponent.copy()
+        assert set(before_ids.tolist()) <= set(pool.policies)
+        evicted_in_use += len(set(before_ids.tolist()) - set(pool.members))
+        obs = inner.obs.copy()
+        batch.step(np.random.default_rng(step).integers(0, 3, (games, 1)))
+        sent = inner.steps[-1]
+        seats = (np.arange(games) + 1) % 2
+        for g in range(games):  # the opponent that acted is the game's recorded opponent
+            policy = pool.policies.get(int(before_ids[g]))
+            if policy is None:  # pruned after this step's end: recompute from a fresh copy
+                policy = random_policy(100 + int(before_ids[g]), "", scale=3.0)
+            expected = opponent_logits(policy, obs[g, 1 - seats[g]][None].astype(np.float32)).argmax(-1)[0]
+            assert sent[g, 1 - seats[g]] == expected
+        done = inner.terminated | inner.truncated
+        changed = batch.opponent != before_ids
+        assert not (changed & ~done).any(), "an opponent changed in a game that did not end"
+        swaps += int(changed.sum())
+    assert swaps > 10 and evicted_in_use > 0  # the test exercised swaps and evictions
+
+
+def test_only_learner_rows_enter_the_rollout():
+    config = load_config("pong", {"env": {"num_envs": 6, "points": 1}, "selfplay": {"enabled": True},
+                                  "policy": {"hidden": 8, "layers": 1},
+                                  "train": {"horizon": 16, "bptt_horizon": 8, "minibatch_size": 32}})
+    assert config["env"]["pong_bot"] == 0  # the bot switch is turned off for self-play training
+    trainer = run.make_trainer(config)
+    assert trainer.rows == 6 and trainer.obs.shape == (16, 6, 8)
+    inner = trainer.batch.inner
+    trainer.rollout()
+    seats = np.arange(6) % 2
+    np.testing.assert_array_equal(trainer.batch.obs[:, 0], inner.obs[np.arange(6), seats])
+
+
+def test_game_scores():
+    returns = np.array([[3, -3], [3, -3], [0, 0], [-1, 2]], np.float32)
+    np.testing.assert_array_equal(game_scores(returns, np.array([0, 1, 1, 1])), [1, 0, 0.5, 1])
+
+
+def test_elo_matches_the_logistic_formula_on_a_fixed_table():
+    table = EloTable()
+    table.record("a", "b", 750, 1000)  # a scores 75% against b: 400 log10(3) = 190.8 Elo apart
+    table.record("b", "c", 250, 1000)  # and b 25% against c
+    ratings = table.ratings()
+    assert ratings["a"] - ratings["b"] == pytest.approx(400 * np.log10(3), abs=3)
+    assert ratings["c"] - ratings["b"] == pytest.approx(400 * np.log10(3), abs=3)
+    assert abs(ratings["a"] - ratings["c"]) < 3
+    # order-independent: the same results recorded differently give the same ratings
+    other = EloTable()
+    for _ in range(4):
+        other.record("c", "b", 187.5, 250)
+        other.record("b", "a", 62.5, 250)
+    for name, value in other.ratings().items():
+        assert value == pytest.approx(ratings[name], abs=1e-6)
+
+
+def test_elo_rises_with_wins_and_stays_finite_on_a_perfect_record():
+    table = EloTable()
+    table.record("learner", "bot", 5, 10)
+    first = table.ratings()
+    table.record("learner", "bot", 10, 10)  # then it wins everything
+    second = table.ratings()
+    assert second["learner"] - second["bot"] > first["learner"] - first["bot"] > -1
+    table.record("learner", "bot", 100, 100)
+    third = table.ratings()
+    assert np.isfinite(third["learner"]) and third["learner"] > second["learner"]
+
+
+def tracker_policy() -> Policy:
+    """A hand-built MLP that moves its paddle toward the ball's height (obs[3] - obs[0])."""
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mlp", hidden=2, layers=1, highway=False)
+    params = np.zeros(ref.FlatLayout(ref.param_table(spec)).size, np.float32)
+    v = ref.FlatLayout(ref.param_table(spec)).views(params)
+    v["enc.w"][0, [0, 3]] = [-1, 1]
+    v["enc.w"][1, [0, 3]] = [1, -1]
+    v["layer0.w"][...] = np.eye(2)
+    v["dec.w"][1, 0] = v["dec.w"][2, 1] = 200  # up when the ball is above, down when below
+    v["dec.b"][0] = 2
+    return Policy(spec, params, "tracker")
+
+
+def test_rigged_match_tracker_beats_a_random_policy_and_out_rates_it():
+    config = pong_config(points=3)
+    tracker = tracker_policy()
+    noise = random_policy(7, "random", spec=tracker.spec, scale=0.01)
+    scores = play_match(config, tracker, noise, games=24, seed=3)
+    assert scores.mean() > 0.8
+    reverse = play_match(config, noise, tracker, games=24, seed=4)  # from the other side
+    assert reverse.mean() < 0.2
+    table = EloTable()
+    table.record("tracker", "random", scores.sum(), len(scores))
+    table.record("random", "tracker", reverse.sum(), len(reverse))
+    ratings = table.ratings()
+    assert ratings["tracker"] > ratings["random"] + 200
+    # against the scripted bot the tracker scores better than noise
+    assert play_bot(config, tracker, 0, 16, seed=5).mean() > play_bot(config, noise, 0, 16, seed=5).mean()
+
+
+def test_selfplay_on_a_single_agent_env_is_a_config_error():
+    config = load_config("cartpole", {"selfplay": {"enabled": True}, "env": {"num_envs": 4}})
+    with pytest.raises(ConfigError, match="multi-agent"):
+        run.make_trainer(config)
+    with pytest.raises(ConfigError, match="bot_switch_param"):
+        load_config("pong", {"selfplay": {"bot_switch_param": "no_such_param"}})
+    with pytest.raises(ConfigError, match="latest_prob"):
+        load_config("pong", {"selfplay": {"latest_prob": 1.5}})
+
+
+def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = cli.main(["pong", "--selfplay.enabled=true", "--train.device=cpu", "--env.num_envs=16",
+                     "--env.points=1", "--policy.hidden=8", "--policy.layers=1", "--train.horizon=16",
+                     "--train.bptt_horizon=16", "--train.minibatch_size=128", "--train.total_timesteps=1280",
+                     "--selfplay.eval_interval=2", "--selfplay.refresh_interval=2", "--selfplay.eval_games=4",
+                     "--train.checkpoint_interval=2", f"--run-dir={run_dir}"])
+    assert code == 0
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rated = [m for m in lines if "selfplay/elo" in m]
+    assert rated and all(f"selfplay/score_bot{level}" in rated[-1] for level in range(5))
+    data = json.loads((run_dir / "ratings.json").read_text())
+    assert len(data["history"]) >= 2 and "bot4" in data["ratings"]
+    checkpoints = sorted((run_dir / "checkpoints").glob("*.npz"))
+    capsys.readouterr()
+    assert cli.main(["pong", f"--eval={checkpoints[-1]}", f"--eval.opponent={checkpoints[0]}",
+                     "--eval.episodes=6"]) == 0
+    out = capsys.readouterr().out
+    assert "over 6 games" in out and "Elo" in out
