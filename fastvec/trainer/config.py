@@ -148,6 +148,7 @@ def validate(config: dict) -> None:
     checks = [
         (config["env"]["num_envs"] >= 1, "env.num_envs must be >= 1"),
         (train["device"] in ("auto", "cpu", "cuda"), f"train.device={train['device']!r}: use cpu, cuda or auto"),
+        (train["gpus"] >= 1, f"train.gpus={train['gpus']} must be >= 1"),
         (train["optimizer"] in ("adam", "muon"), f"train.optimizer={train['optimizer']!r}: use adam or muon"),
         (policy["kind"] in ("mingru", "mlp"), f"policy.kind={policy['kind']!r}: use mingru or mlp"),
         (policy["hidden"] >= 1 and policy["layers"] >= 1, "policy.hidden and policy.layers must be >= 1"),

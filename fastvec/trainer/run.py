@@ -95,6 +95,9 @@ def default_run_dir(env: str) -> Path:
 def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None) -> dict:
     """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
     newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...)."""
+    from fastvec.trainer import distributed
+    if config["train"]["gpus"] > 1 or distributed.launched():  # one process per GPU, or one rank of a launcher's job
+        return distributed.train(config, run_dir, resume, dashboard)
     with blas_threads(config["train"]["blas_threads"]):
         return _train(config, run_dir, resume, dashboard)
 
@@ -117,7 +120,7 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
     (run_dir / "config.toml").write_text(to_toml(config))
 
     tc = config["train"]
-    steps_per_update = trainer.horizon * trainer.batch.num_envs
+    steps_per_update = trainer.horizon * trainer.batch.num_envs * getattr(trainer, "world_size", 1)  # all ranks
     num_updates = math.ceil(tc["total_timesteps"] / steps_per_update)
     board = Dashboard(f"fastvec-train {env} ({trainer.device}, {trainer.spec.kind} {trainer.spec.hidden}x"
                       f"{trainer.spec.layers}, {trainer.layout.size:,} params) -> {run_dir}",

@@ -14,6 +14,7 @@ import numpy as np
 
 from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.graphs import CudaGraph
+from fastvec.trainer import distributed
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import env_params
 from fastvec.trainer.cuda import device
@@ -140,6 +141,16 @@ class CudaTrainer:
         self.mb_rows = k * self.seqs_per_mb  # n
         self.rng = np.random.default_rng(train["seed"])  # only for the initial weights, as NumpyTrainer's
         self.seed_key = splitmix64((train["seed"] * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
+        # DATA PARALLEL (distributed.py): this process is one rank of several when a group is active. Each
+        # rank samples with its own key and steps its own envs; grad_allreduce averages the flat gradient
+        # over the ranks inside the update graph, between backward and clipping.
+        self.group = distributed.active_group()
+        self.rank, self.world_size = (self.group.rank, self.group.world_size) if self.group else (0, 1)
+        self.grad_allreduce = None
+        if self.group:
+            self.grad_allreduce = lambda ptr, count: self.group.average(ptr, count, self.stream.handle)
+        if self.rank:
+            self.seed_key = splitmix64(self.seed_key ^ ((self.rank * 0xD1B54A32D192ED03) & MASK64))
         self.shuffle_key = splitmix64(self.seed_key ^ 0x53485546464C45)
         self.use_graphs = os.environ.get("FASTVEC_NO_GRAPHS") != "1"
         # "fp32" (bitwise repeatable, matches NumPy), or "tf32" / "bf16": GEMMs on tensor cores.
@@ -167,15 +178,18 @@ class CudaTrainer:
 
         # MODEL AND OPTIMIZER: the reference's initial weights for this seed (same as the CPU trainer).
         self.arena.set(cuda, "params", ref.init_params(spec, self.rng, np.float32))
+        if self.group:  # every rank starts from rank 0's weights (init rounding may differ across machines)
+            self.group.broadcast(self.arena.ptr("params"), self.layout.size, self.stream.handle)
         scalars = np.zeros((), SCALARS_DTYPE)
         scalars["lr"] = train["learning_rate"]
         scalars["ent_coef"] = train["ent_coef"]
         scalars["clip_scale"] = 1.0
         self.arena.set(cuda, "scalars", np.frombuffer(scalars.tobytes(), np.uint8))
         self.k.launch("fill_kernel", self.mb_rows, self.arena.ptr("ones"), np.int64(self.mb_rows), np.float32(1.0))
-        # ENV: reset every env with seeds (seed << 32) + i, as NumpyTrainer; obs go to slot T, which the
+        # ENV: reset every env with seeds (seed << 32) + i, as NumpyTrainer (rank r's envs continue the
+        # numbering at r * N, so ranks never replay each other's episodes); obs go to slot T, which the
         # first rollout copies to slot 0, and starts[T] = 1 (every env begins an episode).
-        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.arange(n_env, dtype=np.uint64)
+        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.uint64(self.rank * n_env) + np.arange(n_env, dtype=np.uint64)
         self.arena.set(cuda, "seeds", seeds)
         self.k.launch("fv_reset_kernel", n_env, np.int32(n_env), self.arena.ptr("slots"), self.arena.ptr("seeds"),
                       0, self.arena.ptr("obs", horizon * rows * spec.obs_size))
@@ -402,7 +416,7 @@ class CudaTrainer:
         self.rollouts_run += 1
         self.stream.synchronize()
         self.timing["rollout"] += time.perf_counter() - t0
-        self.global_step += self.horizon * self.num_envs
+        self.global_step += self.horizon * self.num_envs * self.world_size  # all ranks step in lockstep
 
     # GAE
     def _record_gae(self, vtrace: bool) -> None:
@@ -465,8 +479,10 @@ class CudaTrainer:
         if tc["norm_adv"]:
             k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), a.ptr("mb_adv"),
                           a.ptr("sums_partial"))
-            k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"), np.int64(n),
-                          a.ptr("adv_moments"))
+            if self.group:  # normalise with the global minibatch's mean and std: sum every rank's partial sums
+                self.group.sum(a.ptr("sums_partial"), NORM_BLOCKS * 2, self.stream.handle)
+            k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
+                          np.int64(n * self.world_size), a.ptr("adv_moments"))
         k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
                  a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
                  a.ptr("adv_moments") if tc["norm_adv"] else 0, a.ptr("scalars"), np.float32(tc["clip_coef"]),
@@ -505,6 +521,8 @@ class CudaTrainer:
         """clip_grad_norm (applied as a scale inside the optimizer kernels), then Adam or Muon."""
         tc, a, k = self.train_cfg, self.arena, self.k
         p = self.layout.size
+        if self.grad_allreduce is not None:  # data parallel: clip and step on the ranks' mean gradient
+            self.grad_allreduce(a.ptr("grads"), p)
         k.launch_grid("sum_squares_kernel", NORM_BLOCKS, 256, np.int64(p), a.ptr("grads"), a.ptr("norm_partial"))
         k.launch_block("clip_and_count_kernel", np.int32(NORM_BLOCKS), a.ptr("norm_partial"),
                        np.float32(tc["max_grad_norm"]), np.float64(tc["adam_beta1"]), np.float64(tc["adam_beta2"]),
@@ -593,7 +611,7 @@ class CudaTrainer:
         scalars = self.scalars().copy()
         scalars["opt_step"] = counters.get("opt_step", 0)
         scalars["update"] = self.update_index
-        scalars["rollout_steps"] = counters.get("rollout_steps", self.global_step // max(self.num_envs, 1))
+        scalars["rollout_steps"] = counters.get("rollout_steps", self.global_step // max(self.num_envs * self.world_size, 1))
         self._write_scalars(scalars)
         self.num_updates_captured = None  # the next update() re-reads the learning rate
 

@@ -1,0 +1,420 @@
+"""Data-parallel training without a multi-GPU machine: the gradient reduction simulated with the NumPy
+reference (averaged shard gradients == the concatenated batch's gradient), rank discovery from each
+launcher's variables, the TCP exchange of the NCCL id, NCCL's absence, and --train.gpus refusals.
+The multi-GPU tests at the end run only where 2+ GPUs and NCCL are present."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import cli, distributed
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda import nccl
+
+# ------------------------------------------------------------------------------------------------
+# THE REDUCTION, SIMULATED: W ranks, each with an equal shard of one minibatch and the same weights
+
+
+def minibatch_gradient(spec, flat_params, batch, adv_mean, adv_std, coefs):
+    """The flat gradient of the PPO loss of `batch` (CudaTrainer.minibatch_step's math, reference
+    functions), its advantages normalised with the given mean and std."""
+    layout = ref.FlatLayout(ref.param_table(spec))
+    params = layout.views(flat_params)
+    grads_flat = np.zeros_like(flat_params)
+    logits, values, _, cache = ref.policy_forward(spec, params, batch["obs"], batch["starts"], batch["state"])
+    adv = (batch["adv"] - adv_mean) / (adv_std + 1e-8)
+    _, dlogits, dvalues, _ = ref.ppo_loss(logits, values, batch["actions"], batch["logp"], batch["values"], adv,
+                                          batch["returns"], **coefs)
+    ref.policy_backward(spec, params, layout.views(grads_flat), dlogits, dvalues, cache)
+    return grads_flat
+
+
+def random_minibatch(spec, rng, steps, rows):
+    """A minibatch of `rows` sequences of `steps` steps with random data, float64 (K, B, ...)."""
+    return {
+        "obs": rng.standard_normal((steps, rows, spec.obs_size)),
+        "starts": (rng.random((steps, rows)) < 0.15).astype(np.float64),
+        "state": rng.standard_normal((spec.state_layers, rows, spec.hidden)) * 0.5,
+        "actions": rng.integers(0, spec.num_actions, (steps, rows)),
+        "logp": np.log(rng.uniform(0.1, 0.6, (steps, rows))),
+        "values": rng.standard_normal((steps, rows)),
+        "adv": rng.standard_normal((steps, rows)) * 3 + 1.5,  # mean far from 0: normalisation matters
+        "returns": rng.standard_normal((steps, rows)),
+    }
+
+
+def shard(batch, rank, world):
+    """Rank `rank`'s equal share of the sequences (the batch axis; state's is axis 1)."""
+    rows = batch["obs"].shape[1] // world
+    part = slice(rank * rows, (rank + 1) * rows)
+    return {k: v[:, part] for k, v in batch.items()}  # state (Ls, B, H) also has rows on axis 1
+
+
+def global_moments(shards):
+    """What the CUDA trainer computes for norm_adv: every rank's (sum, sum of squares) summed over the
+    ranks (the NCCL sum of sums_partial), then moments_finish_kernel's mean and population std."""
+    total = sum(s["adv"].sum() for s in shards)
+    squares = sum((s["adv"] ** 2).sum() for s in shards)
+    count = sum(s["adv"].size for s in shards)
+    mean = total / count
+    return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
+
+
+COEFS = {"clip_coef": 0.2, "vf_clip_coef": 0.2, "vf_coef": 0.5, "ent_coef": 0.01}
+
+
+@pytest.mark.parametrize("kind,world", [("mingru", 2), ("mingru", 4), ("mlp", 3)])
+def test_mean_of_shard_gradients_is_the_concatenated_batch_gradient(kind, world):
+    """The all-reduce (average) of the ranks' gradients equals the single-process gradient of the whole
+    minibatch, with advantages normalised by the global minibatch statistics (the rule the CUDA trainer
+    follows: it all-reduces the advantage sums before normalising)."""
+    rng = np.random.default_rng(7 + world)
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind=kind, hidden=8, layers=2)
+    # Weights away from the init (larger logits): the PPO ratios leave the clip range for some rows.
+    flat = ref.init_params(spec, rng, np.float64) + rng.standard_normal(ref.FlatLayout(ref.param_table(spec)).size) * 0.3
+    batch = random_minibatch(spec, rng, steps=6, rows=4 * world)
+    full = minibatch_gradient(spec, flat, batch, batch["adv"].mean(), batch["adv"].std(), COEFS)
+
+    shards = [shard(batch, r, world) for r in range(world)]
+    mean, std = global_moments(shards)
+    averaged = np.mean([minibatch_gradient(spec, flat, s, mean, std, COEFS) for s in shards], axis=0)
+    np.testing.assert_allclose(averaged, full, rtol=1e-10, atol=1e-13)
+
+    # Clipping comes after the all-reduce: the clipped mean gradient is the clipped full gradient.
+    clipped_avg, clipped_full = averaged.copy(), full.copy()
+    norm_avg = ref.clip_grad_norm(clipped_avg, 0.05)
+    norm_full = ref.clip_grad_norm(clipped_full, 0.05)
+    assert norm_avg == pytest.approx(norm_full, rel=1e-10) and norm_full > 0.05  # the clip is active
+    np.testing.assert_allclose(clipped_avg, clipped_full, rtol=1e-10, atol=1e-13)
+
+
+def test_per_rank_advantage_normalisation_would_not_match():
+    """Why the trainer all-reduces the advantage statistics: with each rank normalising by its own shard's
+    mean and std, the averaged gradient is not the concatenated batch's."""
+    rng = np.random.default_rng(3)
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=8, layers=1)
+    flat = ref.init_params(spec, rng, np.float64)
+    batch = random_minibatch(spec, rng, steps=5, rows=8)
+    batch["adv"][:, 4:] += 5.0  # the shards' advantage distributions differ, as different envs' do
+    full = minibatch_gradient(spec, flat, batch, batch["adv"].mean(), batch["adv"].std(), COEFS)
+    shards = [shard(batch, r, 2) for r in range(2)]
+    per_rank = np.mean([minibatch_gradient(spec, flat, s, s["adv"].mean(), s["adv"].std(), COEFS) for s in shards], 0)
+    assert np.abs(per_rank - full).max() > 1e-3 * np.abs(full).max()
+
+
+def test_global_moments_are_the_concatenated_batch_moments():
+    rng = np.random.default_rng(11)
+    adv = rng.standard_normal((16, 12)) * 2 - 4
+    shards = [{"adv": adv[:, i * 4:(i + 1) * 4]} for i in range(3)]
+    mean, std = global_moments(shards)
+    assert mean == pytest.approx(adv.mean(), rel=1e-12)
+    assert std == pytest.approx(adv.std(), rel=1e-10)
+
+
+# ------------------------------------------------------------------------------------------------
+# RANK DISCOVERY
+
+
+def test_discover_single_process_without_launcher_variables():
+    launch = distributed.discover({"PATH": "/usr/bin"})
+    assert (launch.rank, launch.world_size, launch.launcher) == (0, 1, "single")
+    assert not distributed.launched({})
+
+
+def test_discover_torchrun_variables():
+    env = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node7", "MASTER_PORT": "29400",
+           "TORCHELASTIC_RUN_ID": "abc"}
+    launch = distributed.discover(env)
+    assert (launch.rank, launch.world_size, launch.local_rank, launch.master_addr) == (5, 8, 1, "node7")
+    assert launch.launcher == "env"
+    assert launch.rendezvous_port == 29401  # torchrun's own store listens on MASTER_PORT
+    plain = distributed.discover({**env, "TORCHELASTIC_RUN_ID": ""})
+    assert plain.rendezvous_port == 29400
+    assert distributed.discover({**env, "FASTVEC_RENDEZVOUS_PORT": "31000"}).rendezvous_port == 31000
+    assert distributed.launched(env)
+
+
+def test_discover_slurm_step_variables():
+    env = {"SLURM_PROCID": "6", "SLURM_STEP_NUM_TASKS": "16", "SLURM_NTASKS": "16", "SLURM_LOCALID": "2",
+           "SLURM_STEP_NODELIST": "gpu[007-008,012],login1", "SLURM_JOB_ID": "123456"}
+    launch = distributed.discover(env)
+    assert (launch.rank, launch.world_size, launch.local_rank, launch.launcher) == (6, 16, 2, "slurm")
+    assert launch.master_addr == "gpu007"
+    assert launch.rendezvous_port == 20000 + 123456 % 20000
+    with_master = distributed.discover({**env, "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29555"})
+    assert (with_master.master_addr, with_master.rendezvous_port) == ("10.0.0.1", 29555)
+
+
+def test_discover_ignores_a_slurm_batch_shell():
+    """sbatch's own shell has SLURM_PROCID=0 and SLURM_NTASKS=4 but is no rank: only srun steps count."""
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_JOB_NODELIST": "n[1-4]"}
+    assert distributed.discover(env).world_size == 1
+
+
+def test_discover_mpi_variables():
+    ompi = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+            "MASTER_ADDR": "head", "MASTER_PORT": "29600",
+            # mpirun inside an sbatch allocation: the Slurm variables belong to the batch step, not to the ranks
+            "SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "1"}
+    launch = distributed.discover(ompi)
+    assert (launch.rank, launch.world_size, launch.local_rank, launch.launcher) == (3, 4, 1, "mpi")
+    assert (launch.master_addr, launch.rendezvous_port) == ("head", 29600)
+    mpich = distributed.discover({"PMI_RANK": "2", "PMI_SIZE": "3", "MPI_LOCALRANKID": "0"})
+    assert (mpich.rank, mpich.world_size, mpich.local_rank, mpich.launcher) == (2, 3, 0, "mpi")
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"RANK": "4", "WORLD_SIZE": "4"}, "impossible"),
+    ({"RANK": "x", "WORLD_SIZE": "4"}, "RANK='x' is not an integer"),
+    ({"PMI_RANK": "1"}, "no world size"),
+])
+def test_discover_rejects_inconsistent_variables(env, message):
+    with pytest.raises(distributed.DistributedError, match=message):
+        distributed.discover(env)
+
+
+@pytest.mark.parametrize("nodelist,host", [("gpu[03-05,9],login1", "gpu03"), ("a01,b02", "a01"), ("solo", "solo"),
+                                           ("rack[2-3]-n[010-011]", "rack2-n010")])
+def test_first_host_of_a_slurm_nodelist(nodelist, host):
+    assert distributed.first_host(nodelist) == host
+
+
+def test_select_gpu_pins_one_device_per_local_rank():
+    env = {}
+    distributed.select_gpu(3, env)
+    assert env["CUDA_VISIBLE_DEVICES"] == "3"
+    env = {"CUDA_VISIBLE_DEVICES": "4,5,6,7"}
+    distributed.select_gpu(2, env)
+    assert env["CUDA_VISIBLE_DEVICES"] == "6"
+    env = {"CUDA_VISIBLE_DEVICES": "5"}  # srun --gpus-per-task=1 already gave this rank its GPU
+    distributed.select_gpu(1, env)
+    assert env["CUDA_VISIBLE_DEVICES"] == "5"
+    with pytest.raises(distributed.DistributedError, match="local rank 2 has no GPU"):
+        distributed.select_gpu(2, {"CUDA_VISIBLE_DEVICES": "0,1"})
+
+
+# ------------------------------------------------------------------------------------------------
+# THE NCCL ID EXCHANGE
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tcp_rendezvous_gives_every_rank_rank0s_128_byte_id():
+    """Three ranks (threads) exchange a random 128-byte id through exchange_unique_id; the other ranks
+    start first and retry until rank 0 listens."""
+    port = _free_port()
+    unique_id = os.urandom(128)
+    results, errors = {}, []
+
+    def rank_main(rank):
+        launch = distributed.Launch(rank=rank, world_size=3, local_rank=rank, master_addr="127.0.0.1",
+                                    rendezvous_port=port, launcher="env")
+        try:
+            results[rank] = distributed.exchange_unique_id(launch, lambda: unique_id, timeout=20)
+        except Exception as err:  # surfaced by the assert below
+            errors.append(err)
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in (2, 1, 0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert results == {0: unique_id, 1: unique_id, 2: unique_id}
+
+
+def test_tcp_rendezvous_across_processes():
+    """The same exchange between 3 OS processes (what ranks are), each printing the id it holds."""
+    port = _free_port()
+    code = ("import sys; from fastvec.trainer import distributed as d; r = int(sys.argv[1]); "
+            "l = d.Launch(rank=r, world_size=3, local_rank=r, master_addr='127.0.0.1', rendezvous_port=%d, launcher='env'); "
+            "print(d.exchange_unique_id(l, lambda: bytes(range(128)), timeout=30).hex())" % port)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(r)], stdout=subprocess.PIPE, text=True) for r in (1, 2, 0)]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert outs == [bytes(range(128)).hex()] * 3
+
+
+def test_rendezvous_refuses_a_rank_with_another_world_size():
+    port = _free_port()
+    ready = threading.Event()
+    server_error = []
+
+    def serve():
+        try:
+            distributed.serve_unique_id(bytes(128), port, world_size=3, timeout=20, host="127.0.0.1", ready=ready)
+        except distributed.DistributedError as err:
+            server_error.append(err)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    ready.wait(10)
+    with pytest.raises(distributed.DistributedError, match="world size is 4, rank 0 says 3"):
+        distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=4, timeout=10)
+    thread.join(10)
+    assert server_error and "world size is 4" in str(server_error[0])
+
+
+def test_rendezvous_times_out_naming_what_to_check():
+    with pytest.raises(distributed.DistributedError, match="MASTER_ADDR"):
+        distributed.fetch_unique_id("127.0.0.1", _free_port(), rank=1, world_size=2, timeout=0.5)
+
+
+def test_exchange_needs_rank0_address():
+    launch = distributed.Launch(rank=1, world_size=2, local_rank=1, master_addr=None, launcher="mpi")
+    with pytest.raises(distributed.DistributedError, match="pip install mpi4py, or export MASTER_ADDR"):
+        distributed.exchange_unique_id(launch, lambda: bytes(128), timeout=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# NCCL PRESENT OR NOT
+
+
+@pytest.fixture
+def no_nccl(monkeypatch):
+    monkeypatch.setattr(nccl, "library_candidates", lambda: ["/nonexistent/libnccl.so.2"])
+    nccl.load.cache_clear()
+    yield
+    nccl.load.cache_clear()
+
+
+def test_missing_nccl_is_a_clear_error(no_nccl):
+    with pytest.raises(nccl.NcclUnavailable, match=r"pip install nvidia-nccl-cu13.*FASTVEC_NCCL_LIBRARY"):
+        nccl.get_unique_id()
+
+
+def test_nccl_module_imports_without_nccl_or_gpu():
+    env = dict(os.environ, FASTVEC_NCCL_LIBRARY="/nonexistent/libnccl.so.2", CUDA_VISIBLE_DEVICES="")
+    code = ("import fastvec.trainer.cuda.nccl as n, fastvec.trainer.distributed as d\n"
+            "try:\n    n.version()\nexcept n.NcclUnavailable as e:\n    print('unavailable:', e)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "unavailable:" in out.stdout and "/nonexistent/libnccl.so.2" in out.stdout
+
+
+def _nccl_installed() -> bool:
+    try:
+        nccl.load()
+        return True
+    except nccl.NcclUnavailable:
+        return False
+
+
+@pytest.mark.skipif(not _nccl_installed(), reason="NCCL not installed (pip install nvidia-nccl-cu13)")
+def test_real_nccl_loads_and_makes_unique_ids():
+    assert nccl.version() >= (2, 10, 0)  # ncclAvg
+    first, second = nccl.get_unique_id(), nccl.get_unique_id()
+    assert len(first) == len(second) == 128 and first != second
+    assert "ncclInvalidArgument" in nccl.error_text(4)
+
+
+@pytest.mark.skipif(not _nccl_installed() or distributed.visible_gpu_count() > 0,
+                    reason="needs NCCL and no GPU (the failure path)")
+def test_nccl_call_failure_names_the_call_and_result():
+    with pytest.raises(nccl.NcclError, match=r"ncclCommInitRank\(rank 0 of 1\) failed with nccl\w+"):
+        nccl.Communicator(nccl.get_unique_id(), 1, 0)
+
+
+def test_communicator_checks_its_arguments():
+    with pytest.raises(ValueError, match="128 bytes"):
+        nccl.Communicator(b"short", 2, 0)
+    with pytest.raises(ValueError, match="rank 2 is outside world_size 2"):
+        nccl.Communicator(bytes(128), 2, 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# --train.gpus REFUSALS
+
+
+def test_train_gpus_refused_on_a_machine_with_fewer_gpus(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(distributed, "visible_gpu_count", lambda: 1)
+    code = cli.main(["cartpole", "--train.gpus=2", f"--run-dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "train.gpus=2, but this machine shows 1 CUDA GPU(s)" in err and "lower --train.gpus to at most 1" in err
+    assert not (tmp_path / "run").exists()  # refused before anything started
+
+
+def test_train_gpus_refused_on_this_cpu_machine(capsys, tmp_path):
+    """No monkeypatching: the real GPU count (0 here, or on CI)."""
+    if distributed.visible_gpu_count() >= 2:
+        pytest.skip("this machine has 2+ GPUs")
+    assert cli.main(["cartpole", "--train.gpus=2", f"--run-dir={tmp_path / 'run'}"]) == 2
+    assert "train.gpus=2, but this machine shows" in capsys.readouterr().err
+
+
+def test_train_gpus_with_cpu_device_refused(capsys, tmp_path):
+    assert cli.main(["cartpole", "--train.gpus=2", "--train.device=cpu", f"--run-dir={tmp_path}"]) == 2
+    assert "train.device=cpu" in capsys.readouterr().err
+
+
+def test_train_gpus_must_be_positive(capsys):
+    assert cli.main(["cartpole", "--train.gpus=0", "--print-config"]) == 2
+    assert "train.gpus=0 must be >= 1" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------
+# ON A MULTI-GPU MACHINE (skipped elsewhere)
+
+two_gpus = pytest.mark.skipif(distributed.visible_gpu_count() < 2 or not _nccl_installed(),
+                              reason="needs 2+ CUDA GPUs and NCCL")
+
+ALLREDUCE_RANK = """
+import sys, numpy as np
+from fastvec.trainer import distributed as d
+from fastvec.trainer.cuda import device, nccl
+launch = d.discover()
+d.select_gpu(launch.local_rank)
+cuda = device.init()
+comm = nccl.Communicator(d.exchange_unique_id(launch, nccl.get_unique_id, timeout=60), launch.world_size, launch.rank)
+stream = cuda.Stream()
+x = (np.arange(1000, dtype=np.float32) + 1000 * launch.rank)
+buf = cuda.to_device(x)
+comm.all_reduce(int(buf), x.size, np.float32, "avg", stream.handle)
+stream.synchronize()
+out = np.empty_like(x); cuda.memcpy_dtoh(out, buf)
+expected = np.arange(1000, dtype=np.float32) + 1000 * (launch.world_size - 1) / 2
+assert np.allclose(out, expected), (out[:4], expected[:4])
+comm.destroy()
+print("ok", launch.rank)
+"""
+
+
+@pytest.mark.gpu
+@two_gpus
+def test_nccl_average_across_two_gpu_processes():
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, "-c", ALLREDUCE_RANK], stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r),
+                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)) for r in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0] and "ok 0" in outs[0] and "ok 1" in outs[1]
+
+
+@pytest.mark.gpu
+@two_gpus
+def test_train_gpus_2_trains_cartpole_with_ranks_in_step(tmp_path, capsys):
+    """fastvec-train --train.gpus=2: runs, writes one run dir (rank 0), counts both ranks' steps."""
+    from fastvec.trainer import checkpoint, run
+    from fastvec.trainer.config import load_config
+
+    config = load_config("cartpole", {"env": {"num_envs": 1024}, "train": {
+        "gpus": 2, "device": "cuda", "total_timesteps": 2 * 1024 * 64 * 6, "horizon": 64, "bptt_horizon": 16,
+        "minibatch_size": 8192}})
+    summary = run.train(config, tmp_path / "run", dashboard=False)
+    assert summary["global_step"] == 2 * 1024 * 64 * 6
+    assert summary["params_drift"] == 0.0
+    meta, state = checkpoint.load(checkpoint.latest(tmp_path / "run"))
+    assert state["counters"]["update"] == 6
