@@ -366,6 +366,71 @@ def test_train_gpus_must_be_positive(capsys):
 
 
 # ------------------------------------------------------------------------------------------------
+# --train.gpus PLUMBING WITHOUT GPUS: the ranks' processes are real, NCCL and the training loop are
+# stand-ins (installed in each rank by a sitecustomize.py on PYTHONPATH)
+
+STAND_INS = """
+import os, sys, types
+from pathlib import Path
+from fastvec.trainer import distributed, run
+from fastvec.trainer.cuda import device, nccl
+device.init = lambda: None
+class Comm:
+    def __init__(self, unique_id, world_size, rank):
+        assert len(unique_id) == 128
+    def destroy(self): pass
+    def abort(self): pass
+nccl.Communicator = Comm
+def fake_train(config, run_dir, resume, dashboard):
+    group = distributed.active_group()  # what CudaTrainer reads: must be this rank's group
+    print(f"rank {group.rank}/{group.world_size} gpu {os.environ['CUDA_VISIBLE_DEVICES']} device "
+          f"{config['train']['device']} resume {resume} writes {'run_dir' if Path(run_dir) == Path(sys.argv[2]) else 'scratch'}",
+          file=sys.stderr)
+    if group.rank == int(os.environ.get("FAIL_RANK", "-1")):
+        raise RuntimeError("rank failure for the test")
+    return {"run_dir": run_dir, "checkpoint": None, "metrics": {"episode_return": 1.5}, "elapsed": 1.0,
+            "global_step": 1024, "sps": 1024.0, "recent_returns": [1.5], "interrupted": False,
+            "trainer": types.SimpleNamespace(close=lambda: None)}
+run._train = fake_train
+distributed.check_in_sync = lambda trainer, group: 0.0
+"""
+
+
+@pytest.fixture
+def stand_in_ranks(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(STAND_INS)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "6,3")
+    monkeypatch.setattr(distributed, "visible_gpu_count", lambda: 2)
+    monkeypatch.setattr(nccl, "load", lambda: None)
+    return tmp_path
+
+
+def test_train_gpus_starts_one_rank_per_gpu_and_returns_rank0s_summary(stand_in_ranks, capfd):
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    config = load_config("cartpole", {"train": {"gpus": 2}})
+    summary = run.train(config, stand_in_ranks / "run", dashboard=False)
+    err = capfd.readouterr().err
+    assert "rank 0/2 gpu 6 device cuda resume False writes run_dir" in err
+    assert "rank 1/2 gpu 3 device cuda resume False writes scratch" in err
+    assert summary["metrics"] == {"episode_return": 1.5} and summary["global_step"] == 1024
+    assert summary["run_dir"] == stand_in_ranks / "run" and summary["rank"] == 0 and summary["params_drift"] == 0.0
+
+
+def test_train_gpus_stops_everything_when_a_rank_fails(stand_in_ranks, monkeypatch):
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    monkeypatch.setenv("FAIL_RANK", "1")
+    with pytest.raises(distributed.DistributedError, match="rank 1 of 2 failed with exit code 1"):
+        run.train(load_config("cartpole", {"train": {"gpus": 2}}), stand_in_ranks / "run", dashboard=False)
+
+
+# ------------------------------------------------------------------------------------------------
 # ON A MULTI-GPU MACHINE (skipped elsewhere)
 
 two_gpus = pytest.mark.skipif(distributed.visible_gpu_count() < 2 or not _nccl_installed(),

@@ -198,7 +198,8 @@ def fetch_unique_id(addr: str, port: int, rank: int, world_size: int, size: int 
     delay, last_error = 0.05, None
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection((addr, port), timeout=max(min(5.0, deadline - time.monotonic()), 0.1)) as conn:
+            wait = max(min(5.0, deadline - time.monotonic()), 0.1)
+            with socket.create_connection((addr, port), timeout=wait) as conn:
                 conn.sendall(_HELLO.pack(_MAGIC, rank, world_size))
                 reply = _recv_exact(conn, 2 + size)
             if reply[:2] != b"OK":
@@ -282,7 +283,8 @@ def select_gpu(local_rank: int, environ=None) -> None:
     if "CUDA_VISIBLE_DEVICES" in env:
         if local_rank >= len(listed):
             raise DistributedError(f"local rank {local_rank} has no GPU: CUDA_VISIBLE_DEVICES="
-                                   f"{env['CUDA_VISIBLE_DEVICES']!r} lists {len(listed)}; start at most one rank per GPU")
+                                   f"{env['CUDA_VISIBLE_DEVICES']!r} lists {len(listed)}; start at most one rank "
+                                   f"per GPU")
         env["CUDA_VISIBLE_DEVICES"] = listed[local_rank]
         return
     env["CUDA_VISIBLE_DEVICES"] = str(local_rank)
@@ -297,8 +299,8 @@ def check_gpus(requested: int, available: int, device: str) -> None:
         seen = os.environ.get("CUDA_VISIBLE_DEVICES")
         where = f" (CUDA_VISIBLE_DEVICES={seen!r})" if seen is not None else ""
         raise ConfigError(f"train.gpus={requested}, but this machine shows {available} CUDA GPU(s){where}; "
-                          f"lower --train.gpus to at most {available}" + (" or use --train.gpus=1" if available <= 1 else "")
-                          + ", or start ranks on several machines (docs/multi-gpu.md)")
+                          f"lower --train.gpus to at most {max(available, 1)}, or start ranks on several machines "
+                          f"(docs/multi-gpu.md)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -381,7 +383,9 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
     config["train"]["device"] = "cuda"
     scratch = None
     if launch.rank != 0:
-        scratch = Path(tempfile.mkdtemp(prefix=f"fastvec-rank{launch.rank}-"))
+        # under --train.gpus inside the parent's work directory, which it deletes even if it kills this rank
+        scratch = Path(tempfile.mkdtemp(prefix=f"fastvec-rank{launch.rank}-",
+                                        dir=os.environ.get("FASTVEC_RANK_SCRATCH") or None))
         if resume:  # every rank resumes from the same file; rank 0 cannot write a newer one before we copy
             from fastvec.trainer import checkpoint
             (scratch / "checkpoints").mkdir()
@@ -394,15 +398,19 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
         with run.blas_threads(config["train"]["blas_threads"]):
             summary = run._train(config, scratch or run_dir, resume, dashboard)
         trainer = summary["trainer"]
-        summary["params_drift"] = check_in_sync(trainer, _ACTIVE)
-        if summary["params_drift"] != 0.0:
+        # An interrupted rank 0 skips the check: the other ranks are still in training's collectives.
+        summary["params_drift"] = None if summary["interrupted"] else check_in_sync(trainer, _ACTIVE)
+        if summary["params_drift"]:
             print(f"fastvec-train: warning: rank {launch.rank}'s weights differ from rank 0's by up to "
                   f"{summary['params_drift']:.3g} after training", file=sys.stderr)
         trainer.close()
-        ok = True
+        ok = not summary["interrupted"]
     finally:
         _ACTIVE = None
-        comm.destroy() if ok else comm.abort()  # after an error a peer may never answer
+        if ok:
+            comm.destroy()
+        else:  # after an error or Ctrl-C a peer may never answer
+            comm.abort()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     summary["run_dir"] = run_dir
@@ -436,7 +444,8 @@ def spawn(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> 
         for rank in range(gpus):
             env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(gpus), LOCAL_RANK=str(rank),
                        LOCAL_WORLD_SIZE=str(gpus), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       CUDA_VISIBLE_DEVICES=devices[rank], FASTVEC_SUMMARY=str(summary_path) if rank == 0 else "")
+                       CUDA_VISIBLE_DEVICES=devices[rank], FASTVEC_SUMMARY=str(summary_path) if rank == 0 else "",
+                       FASTVEC_RANK_SCRATCH=str(work))
             env.pop("TORCHELASTIC_RUN_ID", None)
             env.pop("FASTVEC_RENDEZVOUS_PORT", None)
             # Not `python -m fastvec.trainer.distributed`: that would run a second copy of this module as
