@@ -119,6 +119,71 @@ def test_global_moments_are_the_concatenated_batch_moments():
 
 
 # ------------------------------------------------------------------------------------------------
+# WHERE THE CUDA TRAINER REDUCES (its update is recorded with stand-in launchers: no GPU needed)
+
+
+class _Recorder:
+    """Stands in for the kernel launcher, cuBLAS and the process group: logs every call in order."""
+
+    def __init__(self, log, who):
+        self.log, self.who = log, who
+
+    def __getattr__(self, method):
+        return lambda *args, **kwargs: self.log.append((self.who, method, args))
+
+
+def _recorded_minibatch_step(norm_adv, world_size):
+    from types import SimpleNamespace
+
+    from fastvec.trainer.config import load_config
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+
+    log = []
+    trainer = CudaTrainer.__new__(CudaTrainer)  # no __init__: nothing touches a GPU
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=8, layers=2)
+    trainer.spec, trainer.layout = spec, ref.FlatLayout(ref.param_table(spec))
+    trainer.train_cfg = {**load_config("cartpole")["train"], "optimizer": "adam", "norm_adv": norm_adv, "vtrace": False}
+    trainer.arena = SimpleNamespace(ptr=lambda name, offset=0: (name, offset))
+    trainer.k, trainer.blas = _Recorder(log, "k"), _Recorder(log, "blas")
+    trainer.stream = SimpleNamespace(handle=1234)
+    trainer.bptt, trainer.seqs_per_mb, trainer.rows, trainer.horizon = 4, 3, 6, 8
+    trainer.mb_rows = trainer.bptt * trainer.seqs_per_mb
+    trainer.world_size = world_size
+    trainer.group = _Recorder(log, "group") if world_size > 1 else None
+    trainer.grad_allreduce = (lambda ptr, count: log.append(("grad_allreduce", ptr, count))) if world_size > 1 else None
+    trainer._record_minibatch_step(0)
+    return trainer, log
+
+
+def test_cuda_trainer_averages_the_gradient_between_backward_and_clipping():
+    trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=2)
+    at = log.index(("grad_allreduce", ("grads", 0), trainer.layout.size))  # the whole flat buffer, once
+    assert sum(entry[0] == "grad_allreduce" for entry in log) == 1
+    backward = [i for i, e in enumerate(log) if e[0] == "blas" and e[2][0][0] == "grads"]  # GEMMs writing grads
+    assert backward and max(backward) < at
+    assert log[at + 1][:2] == ("k", "launch_grid") and log[at + 1][2][0] == "sum_squares_kernel"
+
+
+def test_cuda_trainer_normalises_advantages_with_global_moments():
+    from fastvec.trainer.cuda.trainer import NORM_BLOCKS
+
+    trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=2)
+    names = [e[2][0] if e[0] == "k" else e[1] for e in log]
+    first = names.index("sums_partial_kernel")
+    assert log[first][2][5] == ("mb_adv", 0)
+    assert log[first + 1] == ("group", "sum", (("sums_partial", 0), NORM_BLOCKS * 2, 1234))
+    finish = log[first + 2][2]
+    assert finish[0] == "moments_finish_kernel" and int(finish[5]) == trainer.mb_rows * 2  # the global count
+
+
+def test_cuda_trainer_on_one_gpu_records_no_collective():
+    trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=1)
+    assert not [e for e in log if e[0] in ("group", "grad_allreduce")]
+    finish = next(e[2] for e in log if e[0] == "k" and e[2][0] == "moments_finish_kernel")
+    assert int(finish[5]) == trainer.mb_rows
+
+
+# ------------------------------------------------------------------------------------------------
 # RANK DISCOVERY
 
 
