@@ -205,7 +205,8 @@ class NumpyTrainer:
         seg_state = self.segment_states()
         new_logp = seg["logp"].copy()  # for V-trace in later epochs; ratio 1 where a sequence was not drawn
         seqs_per_mb = tc["minibatch_size"] // self.bptt
-        stale = self.behaviour_version < self.update_index  # async: the data is from older weights
+        # async: the data is from older weights (sync data never is, even when buffers were filled by hand)
+        stale = self.async_rollouts and self.behaviour_version < self.update_index
         if tc["vtrace"] and stale:  # correct from the first epoch: pi/mu with the current weights
             logits, _, _, _ = ref.policy_forward(self.spec, self.param_views, seg["obs"], seg["starts"], seg_state)
             new_logp = np.take_along_axis(ref.log_softmax(logits), seg["actions"][..., None], -1)[..., 0]
