@@ -215,3 +215,63 @@ def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
                      "--eval.episodes=6"]) == 0
     out = capsys.readouterr().out
     assert "over 6 games" in out and "Elo" in out
+
+
+THREE_SEATS = r"""
+/* three_seats.h: a 3-player test game from the env source contract: each player's reward is its action,
+ * the game ends after 3 steps, and player i observes (i, step). */
+#include "fastvec.h"
+#define OBS_SIZE 2
+#define NUM_ACTIONS 3
+#define NUM_AGENTS 3
+#define NUM_STATS 1
+#define STAT_NAMES "steps"
+#define RENDER_W 2
+#define RENDER_H 2
+typedef struct { int count; } State;
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    (void)rng;
+    s->count = 0;
+    for (int i = 0; i < NUM_AGENTS; i++) { obs[2 * i] = (float)i; obs[2 * i + 1] = 0.0f; }
+}
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards, float* stats) {
+    (void)rng;
+    s->count += 1;
+    for (int i = 0; i < NUM_AGENTS; i++) {
+        obs[2 * i] = (float)i; obs[2 * i + 1] = (float)s->count; rewards[i] = (float)actions[i];
+    }
+    stats[0] = (float)s->count;
+    return s->count >= 3;
+}
+FV_FN void env_render(const State* s, unsigned char* rgb) { (void)s; (void)rgb; }
+"""
+
+
+def test_any_multi_agent_env_three_seats(tmp_path):
+    """Nothing in the self-play batch is Pong's: a 3-player user env gets learner seat g % 3, two opponent
+    seats per game, and game scores from the returns (the learner always plays 2 vs an opponent playing 0)."""
+    from fastvec.native import AUTORESET_CODES, cpu
+
+    source = tmp_path / "three_seats.h"
+    source.write_text(THREE_SEATS)
+    games = 5
+    inner = RecordingBatch(cpu.CpuBatch(cpu.load(source, ()), games, AUTORESET_CODES["SameStep"], None))
+    spec = ref.PolicySpec(obs_size=2, num_actions=3, kind="mlp", hidden=2, layers=1, highway=False)
+    stay = Policy(spec, np.zeros(ref.FlatLayout(ref.param_table(spec)).size, np.float32), "zero")
+    stay.views["dec.b"][0] = 50  # always action 0
+    rng = np.random.default_rng(0)
+    pool = OpponentPool(3, 0.5, rng)
+    pool.add(stay)
+    batch = SelfPlayBatch(inner, pool, rng)
+    batch.reset(np.arange(games, dtype=np.uint64), None)
+    np.testing.assert_array_equal(batch.obs[:, 0, 0], np.arange(games) % 3)  # the learner's own seat index
+    for _ in range(3):
+        batch.step(np.full((games, 1), 2))
+    seats = np.arange(games) % 3
+    for sent in inner.steps:
+        expected = np.zeros((games, 3), np.int64)
+        expected[np.arange(games), seats] = 2
+        np.testing.assert_array_equal(sent, expected)
+    np.testing.assert_array_equal(batch.episode_return[:, 0], 6)
+    scores, ids = batch.pop_outcomes()
+    np.testing.assert_array_equal(scores, np.ones(games))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -337,8 +338,6 @@ class SelfPlay:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{k}"))
 
     def evaluate(self, trainer, learner: Policy) -> dict:
-        import time
-
         t0 = time.perf_counter()
         games, seed = self.cfg["eval_games"], self.config["train"]["seed"] * 1000 + self.evaluations
         deterministic = self.config["eval"]["deterministic"]
