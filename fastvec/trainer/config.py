@@ -179,6 +179,18 @@ def validate(config: dict) -> None:
             raise ConfigError(message)
 
 
+def rollout_sizes(train: dict, num_envs: int, num_agents: int) -> tuple[int, int, int, int, int]:
+    """The derived sizes both trainers share: (rows R = envs x agents, horizon T, bptt K,
+    segments T / K, samples per rollout R x T), with the minibatch checked against a rollout."""
+    rows, horizon, bptt = num_envs * num_agents, train["horizon"], train["bptt_horizon"]
+    samples = rows * horizon
+    if train["minibatch_size"] > samples:
+        raise ValueError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
+                         f"({rows} rows x horizon {horizon} = {samples} samples); lower it "
+                         f"or raise env.num_envs / train.horizon")
+    return rows, horizon, bptt, horizon // bptt, samples
+
+
 def to_toml(config: dict) -> str:
     """The config as TOML text (flat tables of str, bool, int, float: all a config holds)."""
 

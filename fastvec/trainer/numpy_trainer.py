@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from fastvec.trainer import reference as ref
+from fastvec.trainer.config import rollout_sizes
 
 # Legend: T = horizon, R = rows = num_envs * agents, O = obs size, K = bptt_horizon, S = T / K segments,
 # Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
@@ -42,14 +43,8 @@ class NumpyTrainer:
         train = config["train"]
         self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
         self.num_agents = batch.obs.shape[1]
-        rows = batch.num_envs * self.num_agents
-        horizon, k = train["horizon"], train["bptt_horizon"]
-        self.rows, self.horizon, self.bptt, self.segments = rows, horizon, k, horizon // k
-        self.samples_per_rollout = rows * horizon
-        if train["minibatch_size"] > self.samples_per_rollout:
-            raise ValueError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
-                             f"({rows} rows x horizon {horizon} = {self.samples_per_rollout} samples); lower it "
-                             f"or raise env.num_envs / train.horizon")
+        self.rows, self.horizon, self.bptt, self.segments, self.samples_per_rollout = rollout_sizes(
+            train, batch.num_envs, self.num_agents)
         self.rng = np.random.default_rng(train["seed"])
 
         # MODEL AND OPTIMIZER: one flat array each, named views for the math.
@@ -74,8 +69,8 @@ class NumpyTrainer:
         self.ready_slot = None  # async: a collected slot no update has trained on yet
         self.use_slot(0)
         ls, h = spec.state_layers, spec.hidden
-        self.state = np.zeros((ls, rows, h), np.float32)  # (Ls, R, H) live recurrent state
-        self.next_starts = np.ones(rows, np.float32)  # (R,) the first obs after reset starts episodes
+        self.state = np.zeros((ls, self.rows, h), np.float32)  # (Ls, R, H) live recurrent state
+        self.next_starts = np.ones(self.rows, np.float32)  # (R,) the first obs after reset starts episodes
 
         self.global_step = 0
         self.update_index = 0

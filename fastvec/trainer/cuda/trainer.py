@@ -16,7 +16,7 @@ from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.graphs import CudaGraph
 from fastvec.trainer import distributed
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import env_params
+from fastvec.trainer.config import env_params, rollout_sizes
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.cublas import Cublas
@@ -124,14 +124,9 @@ class CudaTrainer:
         self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
         env = batch.env
         self.num_envs, self.num_agents = batch.num_envs, env.num_agents
-        n_env, rows = self.num_envs, self.num_envs * self.num_agents
-        horizon, k = train["horizon"], train["bptt_horizon"]
-        self.rows, self.horizon, self.bptt, self.segments = rows, horizon, k, horizon // k
-        self.samples_per_rollout = rows * horizon
-        if train["minibatch_size"] > self.samples_per_rollout:
-            raise ValueError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
-                             f"({rows} rows x horizon {horizon} = {self.samples_per_rollout} samples); lower it "
-                             f"or raise env.num_envs / train.horizon")
+        self.rows, self.horizon, self.bptt, self.segments, self.samples_per_rollout = rollout_sizes(
+            train, self.num_envs, self.num_agents)
+        n_env, rows, horizon, k = self.num_envs, self.rows, self.horizon, self.bptt
         if spec.num_actions > 64:
             raise ValueError(f"the CUDA trainer samples from at most 64 actions (kernels.cu MAX_ACTIONS), "
                              f"this env has {spec.num_actions}; use --train.device=cpu")
