@@ -431,10 +431,13 @@ def plot_ratings(run_dir, path=None) -> Path:
     ax1.plot(steps, [h["elo"] for h in history], "o-", label="learner (at the time)")
     final = data["ratings"]
     ax1.plot(steps, [final[h["player"]] for h in history], "s--", label="learner snapshots (final fit)")
+    bots: dict[float, list[str]] = {}  # bots with the same rating (e.g. all never won) share one label
     for name, rating in sorted(final.items()):
         if name.startswith("bot"):
-            ax1.axhline(rating, color="grey", lw=0.8, ls=":")
-            ax1.text(steps[-1] if steps else 0, rating, f" {name}", va="center", fontsize=8)
+            bots.setdefault(round(rating, 1), []).append(name)
+    for rating, names in bots.items():
+        ax1.axhline(rating, color="grey", lw=0.8, ls=":")
+        ax1.text(steps[-1] if steps else 0, rating, " " + ",".join(names), va="bottom", fontsize=8)
     ax1.set_xlabel("global step")
     ax1.set_ylabel("Elo")
     ax1.set_title(f"self-play rating ({run_dir.name})")
