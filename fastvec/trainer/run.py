@@ -54,7 +54,10 @@ def make_batch(config: dict, num_envs: int | None = None):
 def make_trainer(config: dict):
     """The trainer for config's device; with selfplay.enabled its batch is the learner's seats of a
     multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py)."""
-    device = resolve_device(config["train"]["device"])
+    requested = config["train"]["device"]
+    if requested == "auto" and config["selfplay"]["enabled"]:
+        requested = "cpu"  # self-play has no CUDA path yet, so "auto" means the CPU trainer
+    device = resolve_device(requested)
     if device == "cuda" and config["train"]["async"]:
         raise ConfigError("train.async=true: the CUDA trainer has no asynchronous rollouts yet; "
                           "use --train.async=false, or --train.device=cpu (sequential async)")
