@@ -446,6 +446,7 @@ class Comm:
     def destroy(self): pass
     def abort(self): pass
 nccl.Communicator = Comm
+nccl.get_unique_id = lambda: os.urandom(nccl.UNIQUE_ID_BYTES)  # stand-in ranks need no libnccl
 def fake_train(config, run_dir, resume, dashboard):
     group = distributed.active_group()  # what CudaTrainer reads: must be this rank's group
     print(f"rank {group.rank}/{group.world_size} gpu {os.environ['CUDA_VISIBLE_DEVICES']} device "
