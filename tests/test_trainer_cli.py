@@ -212,3 +212,13 @@ def test_eval_plays_in_the_env_settings_the_checkpoint_was_trained_with(tmp_path
     assert cli.main(["pong", f"--eval={tmp_path / 'pong'}", "--eval.episodes=3"]) == 0
     out = capsys.readouterr().out
     assert "opponent_score" in out and "left_score" not in out
+
+
+def test_auto_device_says_how_to_use_a_gpu_without_pycuda(monkeypatch, capsys):
+    from fastvec.trainer import run
+
+    monkeypatch.setattr(run, "cuda_trainer_available", lambda: False)
+    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(run.importlib.util, "find_spec", lambda name: None)
+    assert run.resolve_device("auto") == "cpu"
+    assert "pip install 'fastvec[cuda]'" in capsys.readouterr().err

@@ -4,8 +4,11 @@ evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one ep
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import math
+import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -29,7 +32,12 @@ def cuda_trainer_available() -> bool:
 def resolve_device(requested: str) -> str:
     """'auto' becomes 'cuda' when the CUDA trainer can run, else 'cpu'; 'cuda' without it is an error."""
     if requested == "auto":
-        return "cuda" if cuda_trainer_available() else "cpu"
+        if cuda_trainer_available():
+            return "cuda"
+        if shutil.which("nvidia-smi") and importlib.util.find_spec("pycuda") is None:
+            print("fastvec-train: an NVIDIA GPU seems present but PyCUDA is not installed, so this run uses the CPU; "
+                  "pip install 'fastvec[cuda]' to train on the GPU", file=sys.stderr)
+        return "cpu"
     if requested == "cuda" and not cuda_trainer_available():
         try:
             from fastvec.trainer import cuda  # noqa: F401
