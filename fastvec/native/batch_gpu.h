@@ -30,11 +30,15 @@ static __device__ __forceinline__ long long fv_load_action(const char* base, lon
 
 /* The random policy: action of agent a of env i at policy step t, from a counter-based stream
  * keyed by (key + i), so the fused rollout and the eager kernel draw the same actions. */
-static __device__ __forceinline__ long long fv_random_action(fv_u64 key, int i, long long t, int a) {
+static __device__ __forceinline__ long long fv_random_action_of(fv_u64 env_key, long long t, int a) {
     fv_rng r;
-    r.key = fv_mix64(key + (fv_u64)i);
+    r.key = env_key; /* fv_mix64(key + i), computed once per env by the fused rollout */
     r.counter = (fv_u64)t * NUM_AGENTS + (fv_u64)a;
     return fv_rand_int(&r, NUM_ACTIONS);
+}
+
+static __device__ __forceinline__ long long fv_random_action(fv_u64 key, int i, long long t, int a) {
+    return fv_random_action_of(fv_mix64(key + (fv_u64)i), t, a);
 }
 
 /* Step env i, whose slot is the private copy s, with actions act[NUM_AGENTS]. */
@@ -80,9 +84,47 @@ extern "C" __global__ void fv_random_actions_kernel(int n, fv_u64 key, long long
     for (int a = 0; a < NUM_AGENTS; a++) actions[i * NUM_AGENTS + a] = fv_random_action(key, i, t, a);
 }
 
+/* The per-step outputs of one env during a fused rollout, held in registers: only the last step's
+ * values reach global memory (one store each at the end instead of one per step). */
+typedef struct {
+    float rewards[NUM_AGENTS];
+    float ep_return[NUM_AGENTS];
+    float stats[NUM_STATS > 0 ? NUM_STATS : 1];
+    int ep_length;
+    unsigned char terminated, truncated;
+} fv_step_outputs;
+
+static __device__ __forceinline__ void fv_store_outputs(int i, const fv_step_outputs* out, float* rewards,
+                                                        unsigned char* terminated, unsigned char* truncated,
+                                                        unsigned char* done, float* ep_return, int* ep_length,
+                                                        float* stats) {
+    for (int a = 0; a < NUM_AGENTS; a++) {
+        rewards[i * NUM_AGENTS + a] = out->rewards[a];
+        ep_return[i * NUM_AGENTS + a] = out->ep_return[a];
+    }
+    for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = out->stats[k];
+    ep_length[i] = out->ep_length;
+    terminated[i] = out->terminated;
+    truncated[i] = out->truncated;
+    done[i] = out->terminated | out->truncated;
+}
+
+/* One step of env i (private slot s, observation o) under the random policy at policy step t, with
+ * the step outputs in registers; final_obs (written only where an episode ends) goes straight out. */
+static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, long long t, fv_slot* s, OBS_T* o,
+                                                       fv_step_outputs* out, OBS_T* final_obs,
+                                                       int autoreset_mode, int max_episode_steps) {
+    long long act[NUM_AGENTS];
+    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_random_action_of(env_key, t, a);
+    fv_step_one(0, s, act, o, out->rewards, &out->terminated, &out->truncated,
+                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, out->ep_return, &out->ep_length, out->stats,
+                autoreset_mode, max_episode_steps);
+}
+
 /* `steps` steps of every env under the random policy (policy steps t0 .. t0 + steps - 1), in one
  * launch. Equal to alternating fv_random_actions_kernel and fv_step_any_kernel; the outputs hold
- * the last step's values (episode bookkeeping as usual: ep_return etc. of the last episode end). */
+ * the last step's values (final_obs that of the last episode end, as after those steps). The slot,
+ * the obs and the step outputs live in registers for the whole launch. */
 extern "C" __global__ void fv_rollout_random_kernel(
     int n, int steps, fv_u64 key, long long t0, fv_slot* slots, OBS_T* obs, float* rewards,
     unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
@@ -90,13 +132,14 @@ extern "C" __global__ void fv_rollout_random_kernel(
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     fv_slot s = slots[i];
-    for (int t = 0; t < steps; t++) {
-        long long act[NUM_AGENTS];
-        for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_random_action(key, i, t0 + t, a);
-        fv_step_private(i, &s, act, obs, rewards, terminated, truncated, done, final_obs, ep_return,
-                        ep_length, stats, autoreset_mode, max_episode_steps);
-    }
+    OBS_T o[NUM_AGENTS * OBS_SIZE];
+    fv_step_outputs out;
+    fv_u64 env_key = fv_mix64(key + (fv_u64)i);
+    for (int t = 0; t < steps; t++)
+        fv_rollout_step(i, env_key, t0 + t, &s, o, &out, final_obs, autoreset_mode, max_episode_steps);
     slots[i] = s;
+    for (int k = 0; k < NUM_AGENTS * OBS_SIZE; k++) obs[(long long)i * NUM_AGENTS * OBS_SIZE + k] = o[k];
+    fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
 }
 
 /* ---------------------------------------------------------------- staged variants
@@ -205,13 +248,12 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
     __syncthreads();
     if (tid < count) {
         int i = base + tid;
-        for (int t = 0; t < steps; t++) {
-            long long act[NUM_AGENTS];
-            for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_random_action(key, i, t0 + t, a);
-            fv_step_staged(i, (fv_slot*)sh_slots + tid, (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, act, rewards,
-                           terminated, truncated, done, final_obs, ep_return, ep_length, stats, autoreset_mode,
-                           max_episode_steps);
-        }
+        fv_step_outputs out;
+        fv_u64 env_key = fv_mix64(key + (fv_u64)i);
+        for (int t = 0; t < steps; t++)
+            fv_rollout_step(i, env_key, t0 + t, (fv_slot*)sh_slots + tid, (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE,
+                            &out, final_obs, autoreset_mode, max_episode_steps);
+        fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
     }
     __syncthreads();
     fv_block_copy(slots + base, sh_slots, count * (int)sizeof(fv_slot));
