@@ -66,9 +66,6 @@ def make_trainer(config: dict):
     if requested == "auto" and config["selfplay"]["enabled"]:
         requested = "cpu"  # self-play has no CUDA path yet, so "auto" means the CPU trainer
     device = resolve_device(requested)
-    if device == "cuda" and config["train"]["async"]:
-        raise ConfigError("train.async=true: the CUDA trainer has no asynchronous rollouts yet; "
-                          "use --train.async=false, or --train.device=cpu (sequential async)")
     if device == "cuda" and config["selfplay"]["enabled"]:
         raise ConfigError("selfplay.enabled=true: self-play runs on the CPU trainer for now; "
                           "add --train.device=cpu")

@@ -13,10 +13,10 @@ import time
 import numpy as np
 
 from fastvec.native import ENVS, resolve_defines, source_path
-from fastvec.native.graphs import CudaGraph
+from fastvec.native.graphs import CudaGraph, Event
 from fastvec.trainer import distributed
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import env_params, rollout_sizes
+from fastvec.trainer.config import ConfigError, env_params, rollout_sizes
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.cublas import Cublas
@@ -36,6 +36,10 @@ CUBLAS_WORKSPACE = 32 << 20
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
 MASK64 = (1 << 64) - 1
+# The rollout buffers an update reads: with train.async there are two copies ("rollout slots"; the second's
+# arena names end in "@1"), one filled by the actor while the learner trains on the other. r_y holds the
+# GEMM path's bootstrap value, last_value the fused path's.
+SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value", "r_y")
 
 
 def splitmix64(z: int) -> int:
@@ -118,6 +122,7 @@ class CudaTrainer:
     the env itself is compiled for the GPU from the same source."""
 
     device = "cuda"
+    active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
 
     def __init__(self, config: dict, batch, spec: ref.PolicySpec):
         train = config["train"]
@@ -152,16 +157,28 @@ class CudaTrainer:
         self.precision = train.get("precision", "fp32")
         self.layout = ref.FlatLayout(ref.param_table(spec))
         self.fused_block = self._fused_block_size(n_env)
+        # ASYNC (train.async): NumpyTrainer's schedule, overlapped. The actor replays the rollout graph of one
+        # slot on its own stream, from actor_params (a copy of the weights taken when an update starts), while
+        # the learner's update graph trains on the other slot; CUDA events order the two streams.
+        self.async_rollouts = bool(train.get("async", False))
+        if self.async_rollouts and self.group:
+            raise ConfigError("train.async=true with several GPUs is not supported yet; use --train.async=false")
+        self.slot_count = 2 if self.async_rollouts else 1
+        self.slot_version = [-1] * self.slot_count  # update_index of the weights that collected each slot
+        self.fill_slot = 0  # async: the slot the next rollout goes into
+        self.ready_slot = None  # async: a collected slot no update has trained on yet
 
         t0 = time.perf_counter()
         cuda = self.cuda = device.init()
-        self.stream = cuda.Stream()
+        self.stream = cuda.Stream()  # the learner's (and, without train.async, the actor's too)
+        self.actor_stream = cuda.Stream() if self.async_rollouts else self.stream
         name = config["env"]["name"]
         defines = resolve_defines(name, env_params(config))
         if self.fused_block:  # the fused policy step is compiled for this policy's sizes
             defines.update(POLICY_HIDDEN=spec.hidden, POLICY_LAYERS=spec.layers, POLICY_MINGRU=int(spec.recurrent),
                            POLICY_HIGHWAY=int(spec.highway))
         self.k = device.Launcher(device.load_module(source_path(name), tuple(sorted(defines.items()))), self.stream)
+        self.actor_k = device.Launcher(self.k.module, self.actor_stream) if self.async_rollouts else self.k
         self.max_episode_steps = int(ENVS[name].max_episode_steps or 0)
         slot_bytes = self.k.module.get_global("fv_slot_size")
         slot_size = np.empty(1, np.int32)
@@ -170,6 +187,13 @@ class CudaTrainer:
         self.arena = self._plan_arena(int(slot_size[0]), env)
         self.arena.allocate(cuda)
         self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE, self.precision)
+        self.actor_blas, self.actor_params = self.blas, "params"
+        if self.async_rollouts:  # the actor's own cuBLAS handle and workspace, and its copy of the weights
+            self.actor_blas = Cublas(self.actor_stream, self.arena.ptr("actor_cublas_workspace"), CUBLAS_WORKSPACE,
+                                     self.precision)
+            self.actor_params = "actor_params"
+            self.learner_done, self.weights_taken = Event(), Event()
+            self.scalars_host = cuda.pagelocked_empty(SCALARS_DTYPE.itemsize, np.uint8)
 
         # MODEL AND OPTIMIZER: the reference's initial weights for this seed (same as the CPU trainer).
         self.arena.set(cuda, "params", ref.init_params(spec, self.rng, np.float32))
@@ -182,13 +206,15 @@ class CudaTrainer:
         self.arena.set(cuda, "scalars", np.frombuffer(scalars.tobytes(), np.uint8))
         self.k.launch("fill_kernel", self.mb_rows, self.arena.ptr("ones"), np.int64(self.mb_rows), np.float32(1.0))
         # ENV: reset every env with seeds (seed << 32) + i, as NumpyTrainer (rank r's envs continue the
-        # numbering at r * N, so ranks never replay each other's episodes); obs go to slot T, which the
-        # first rollout copies to slot 0, and starts[T] = 1 (every env begins an episode).
+        # numbering at r * N, so ranks never replay each other's episodes); obs go to step T of the last
+        # rollout slot, which the first rollout copies to its step 0, and starts[T] = 1 (every env begins an
+        # episode). Rollouts alternate between the slots, each starting where the other one ended.
         seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.uint64(self.rank * n_env) + np.arange(n_env, dtype=np.uint64)
         self.arena.set(cuda, "seeds", seeds)
+        last = self.slot_count - 1
         self.k.launch("fv_reset_kernel", n_env, np.int32(n_env), self.arena.ptr("slots"), self.arena.ptr("seeds"),
-                      0, self.arena.ptr("obs", horizon * rows * spec.obs_size))
-        self.k.launch("fill_kernel", rows, self.arena.ptr("starts", horizon * rows), np.int64(rows), np.float32(1.0))
+                      0, self._slot("obs", last, horizon * rows * spec.obs_size))
+        self.k.launch("fill_kernel", rows, self._slot("starts", last, horizon * rows), np.int64(rows), np.float32(1.0))
         self.stream.synchronize()
         self.startup_time = time.perf_counter() - t0
 
@@ -196,7 +222,8 @@ class CudaTrainer:
         self.update_index = 0
         self.opt_step = 0
         self.num_updates_captured = None
-        self.rollout_graph = self.update_graph = None
+        self.rollout_graphs = [None] * self.slot_count  # graphs bake pointers: one per rollout slot
+        self.update_graphs = [None] * self.slot_count
         self.rollouts_run = 0
         self.timing = {"rollout": 0.0, "update": 0.0}
 
@@ -290,27 +317,40 @@ class CudaTrainer:
         a.add("ns_x", (2, big), f32, "(2, rows*cols) Newton-Schulz iterate, ping-pong")
         a.add("ns_gram", (small,), f32, "(r, r) X X^T")
         a.add("ns_poly", (small,), f32, "(r, r) b G + c G G")
+        if self.async_rollouts:  # the second rollout slot, and the actor's own weights and cuBLAS workspace
+            for name in SLOT_BUFFERS:
+                _, shape, dtype, doc = a.entries[name]
+                a.add(f"{name}@1", shape, dtype, "rollout slot 1: " + doc)
+            a.add("actor_params", (p,), f32, "the weights the actor collects with (copied when an update starts)")
+            a.add("actor_cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "the actor stream's cuBLAS workspace")
         return a
 
+    def _slot(self, name: str, slot: int | None = None, offset_elements: int = 0) -> int:
+        """Device address of rollout buffer `name` (SLOT_BUFFERS) of rollout slot `slot` (default: the one
+        the next update trains on)."""
+        slot = self.active_slot if slot is None else slot
+        return self.arena.ptr(name if slot == 0 else f"{name}@{slot}", offset_elements)
+
     def scalars(self) -> np.ndarray:
-        """The device scalars (synchronous read)."""
-        self.stream.synchronize()
+        """The device scalars (synchronous read, after the learner and the actor)."""
+        self._synchronize()
         raw = self.arena.get(self.cuda, "scalars")
         return np.frombuffer(raw.tobytes(), SCALARS_DTYPE)[0]
 
     def _write_scalars(self, scalars) -> None:
-        self.stream.synchronize()
+        self._synchronize()
         self.arena.set(self.cuda, "scalars", np.frombuffer(np.asarray(scalars, SCALARS_DTYPE).tobytes(), np.uint8))
 
     # POLICY FORWARD (one or many steps): the reference's policy_forward as GEMMs and fused kernels
     def _policy_forward(self, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
-                        acts, pres, hs, y: int) -> None:
+                        acts, pres, hs, y: int, params: str = "params", k=None, blas=None) -> None:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
-        pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H)."""
-        spec, a, k, blas = self.spec, self.arena, self.k, self.blas
+        pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
+        params: the arena's weights to use; k, blas: the stream's launcher and cuBLAS (default the learner's)."""
+        spec, a, k, blas = self.spec, self.arena, k or self.k, blas or self.blas
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
-        pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
+        pp = lambda name: a.ptr(params, off[name][0])  # noqa: E731
         blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
         k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h))
         for layer in range(spec.layers):
@@ -328,45 +368,50 @@ class CudaTrainer:
         k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny))
 
     # ROLLOUT
-    def _record_rollout(self) -> None:
-        """Enqueue one whole horizon: the NumpyTrainer.rollout loop, then the bootstrap value."""
-        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+    def _record_rollout(self, slot: int = 0) -> None:
+        """Enqueue one whole horizon into rollout slot `slot` on the actor's stream, with the actor's weights:
+        the NumpyTrainer.rollout loop, then the bootstrap value. It starts from the obs after the previous
+        rollout (step T of the other slot; of the same one without train.async)."""
+        spec, a, k, cuda = self.spec, self.arena, self.actor_k, self.cuda
         t_len, r, o, h, kk = self.horizon, self.rows, spec.obs_size, spec.hidden, self.bptt
         ls = spec.state_layers
-        cuda.memcpy_dtod_async(a.ptr("obs"), a.ptr("obs", t_len * r * o), r * o * 4, self.stream)
-        cuda.memcpy_dtod_async(a.ptr("starts"), a.ptr("starts", t_len * r), r * 4, self.stream)
+        buf = lambda name, offset=0: self._slot(name, slot, offset)  # noqa: E731
+        previous = (slot + 1) % self.slot_count
+        cuda.memcpy_dtod_async(buf("obs"), self._slot("obs", previous, t_len * r * o), r * o * 4, k.stream)
+        cuda.memcpy_dtod_async(buf("starts"), self._slot("starts", previous, t_len * r), r * 4, k.stream)
         state = [a.ptr("state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
         last_state = [a.ptr("last_state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
         acts = [a.ptr("r_act", (i % 2) * r * h) for i in range(spec.layers + 1)]
         pres = [a.ptr("r_pre")] * spec.layers
         hs = [a.ptr("r_h")] * spec.layers
         if self.fused_block:
-            self._record_fused_rollout()
+            self._record_fused_rollout(slot)
             return
         for t in range(t_len):
             if t % kk == 0 and ls:
-                cuda.memcpy_dtod_async(a.ptr("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
-                                       ls * r * h * 4, self.stream)
-            self._policy_forward(r, 1, a.ptr("obs", t * r * o), a.ptr("starts", t * r), state, state, acts, pres,
-                                 hs, a.ptr("r_y"))
-            k.launch("rollout_step_kernel", self.num_envs, np.int32(self.num_envs), a.ptr("slots"), a.ptr("r_y"),
-                     a.ptr("obs", (t + 1) * r * o), a.ptr("final_obs"), a.ptr("actions", t * r),
-                     a.ptr("logp", t * r), a.ptr("values", t * r), a.ptr("rewards", t * r), a.ptr("dones", t * r),
-                     a.ptr("starts", (t + 1) * r), a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"),
+                cuda.memcpy_dtod_async(buf("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
+                                       ls * r * h * 4, k.stream)
+            self._policy_forward(r, 1, buf("obs", t * r * o), buf("starts", t * r), state, state, acts, pres,
+                                 hs, buf("r_y"), self.actor_params, k, self.actor_blas)
+            k.launch("rollout_step_kernel", self.num_envs, np.int32(self.num_envs), a.ptr("slots"), buf("r_y"),
+                     buf("obs", (t + 1) * r * o), a.ptr("final_obs"), buf("actions", t * r),
+                     buf("logp", t * r), buf("values", t * r), buf("rewards", t * r), buf("dones", t * r),
+                     buf("starts", (t + 1) * r), a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"),
                      a.ptr("ep_length"), a.ptr("ep_stats"), a.ptr("episode_acc"), a.ptr("scalars"), np.int32(t),
                      np.uint64(self.seed_key), np.int32(self.train_cfg["reward_clamp"]),
                      np.int32(self.max_episode_steps))
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
-        self._policy_forward(r, 1, a.ptr("obs", t_len * r * o), a.ptr("starts", t_len * r), state, last_state,
-                             acts, pres, hs, a.ptr("r_y"))
+        self._policy_forward(r, 1, buf("obs", t_len * r * o), buf("starts", t_len * r), state, last_state,
+                             acts, pres, hs, buf("r_y"), self.actor_params, k, self.actor_blas)
         k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
-    def _record_fused_rollout(self) -> None:
+    def _record_fused_rollout(self, slot: int) -> None:
         """The horizon with one policy_step_kernel launch per step (policy, sampling, env step), then the
         bootstrap value."""
-        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+        spec, a, k, cuda = self.spec, self.arena, self.actor_k, self.cuda
         t_len, r, o, h, kk, n_env = self.horizon, self.rows, spec.obs_size, spec.hidden, self.bptt, self.num_envs
         ls = spec.state_layers
+        buf = lambda name, offset=0: self._slot(name, slot, offset)  # noqa: E731
         block = self.fused_block
         shared = (self.layout.size + 3) // 4 * 16 + 4 * h * block
         fn = k.function("policy_step_kernel")
@@ -375,64 +420,105 @@ class CudaTrainer:
         for t in range(t_len + 1):
             bootstrap = t == t_len
             if t % kk == 0 and ls and not bootstrap:
-                cuda.memcpy_dtod_async(a.ptr("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
-                                       ls * r * h * 4, self.stream)
+                cuda.memcpy_dtod_async(buf("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
+                                       ls * r * h * 4, k.stream)
             step = min(t, t_len - 1)  # the bootstrap writes no step outputs; any valid pointers do
-            k.launch_shared("policy_step_kernel", n_env, block, shared, np.int32(n_env), a.ptr("params"),
-                            a.ptr("obs", t * r * o), a.ptr("starts", t * r), a.ptr("state"),
-                            a.ptr("last_state" if bootstrap else "state"), np.int32(bootstrap), a.ptr("last_value"),
-                            a.ptr("slots"), a.ptr("obs", (step + 1) * r * o), a.ptr("final_obs"),
-                            a.ptr("actions", step * r), a.ptr("logp", step * r), a.ptr("values", step * r),
-                            a.ptr("rewards", step * r), a.ptr("dones", step * r), a.ptr("starts", (step + 1) * r),
+            k.launch_shared("policy_step_kernel", n_env, block, shared, np.int32(n_env), a.ptr(self.actor_params),
+                            buf("obs", t * r * o), buf("starts", t * r), a.ptr("state"),
+                            a.ptr("last_state" if bootstrap else "state"), np.int32(bootstrap), buf("last_value"),
+                            a.ptr("slots"), buf("obs", (step + 1) * r * o), a.ptr("final_obs"),
+                            buf("actions", step * r), buf("logp", step * r), buf("values", step * r),
+                            buf("rewards", step * r), buf("dones", step * r), buf("starts", (step + 1) * r),
                             a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"),
                             a.ptr("ep_stats"), *common, np.int32(t), np.uint64(self.seed_key),
                             np.int32(self.train_cfg["reward_clamp"]), np.int32(self.max_episode_steps))
         k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
-    def last_values(self) -> np.ndarray:
-        """V(obs after the last rollout step) (R,), the bootstrap of the GAE (synchronous)."""
+    def _synchronize(self) -> None:
+        """Wait for the learner and the actor (one stream without train.async)."""
         self.stream.synchronize()
+        if self.actor_stream is not self.stream:
+            self.actor_stream.synchronize()
+
+    def last_values(self) -> np.ndarray:
+        """V(obs after the last step) (R,) of the rollout the next update trains on, the GAE's bootstrap."""
+        self._synchronize()
         if self.fused_block:
-            return self.arena.get(self.cuda, "last_value")
-        return self.arena.get(self.cuda, "r_y")[:, self.spec.num_actions].copy()
+            return self.arena.get(self.cuda, "last_value" if self.active_slot == 0 else "last_value@1")
+        return self.arena.get(self.cuda, "r_y" if self.active_slot == 0 else "r_y@1")[:, self.spec.num_actions].copy()
+
+    @property
+    def behaviour_version(self) -> int:
+        """update_index of the weights that collected the slot the next update trains on (as NumpyTrainer's)."""
+        return self.slot_version[self.active_slot]
 
     def rollout(self) -> None:
-        """Collect `horizon` steps from every env into the buffers. The first rollout runs eagerly (so that
-        cuBLAS and the driver load their kernels outside any capture); later ones replay one graph."""
+        """Fill the rollout buffers the next update trains on, as NumpyTrainer.rollout.
+
+        Sync: collect with the current weights and wait for it. Async: the first call collects two
+        rollouts (update 0 trains on the first); every call launches the rollout that runs while the next
+        update does, with the weights that update starts from, and returns without waiting: update()
+        waits on the GPU (an event) for the slot it trains on. The first rollout runs eagerly (so that
+        cuBLAS and the driver load their kernels outside any capture); later ones replay one graph per slot."""
         t0 = time.perf_counter()
-        if not self.use_graphs or self.rollouts_run == 0:
-            self._record_rollout()
+        if not self.async_rollouts:
+            self._collect(0)
+            self.stream.synchronize()
         else:
-            if self.rollout_graph is None:
-                self.rollout_graph = CudaGraph(self.stream.handle)
-                with self.rollout_graph.capture():
-                    self._record_rollout()
-            self.rollout_graph.launch()
+            if self.ready_slot is None:
+                self._collect(self.fill_slot)
+                self.ready_slot, self.fill_slot = self.fill_slot, 1 - self.fill_slot
+            self._collect(self.fill_slot)  # overlaps update `update_index`, with the weights it starts from
+            self.active_slot = self.ready_slot
+            self.ready_slot, self.fill_slot = self.fill_slot, 1 - self.fill_slot
+        self.timing["rollout"] += time.perf_counter() - t0  # async: launching only; the GPU time overlaps
+
+    def _collect(self, slot: int) -> None:
+        """Enqueue one rollout into `slot` on the actor's stream. Async: first the actor waits for the learner
+        (done with this slot's last update, so the slot and the weights are free), copies the weights, and the
+        learner's next update waits for the copy (and so for every earlier rollout, the one it trains on)."""
+        self.slot_version[slot] = self.update_index
+        if self.async_rollouts:
+            self.learner_done.make_wait(self.actor_stream.handle, self.stream.handle)
+            self.cuda.memcpy_dtod_async(self.arena.ptr("actor_params"), self.arena.ptr("params"),
+                                        self.layout.size * 4, self.actor_stream)
+            self.weights_taken.make_wait(self.stream.handle, self.actor_stream.handle)
+        if not self.use_graphs or self.rollouts_run == 0:
+            self._record_rollout(slot)
+        else:
+            if self.rollout_graphs[slot] is None:
+                self.rollout_graphs[slot] = CudaGraph(self.actor_stream.handle)
+                with self.rollout_graphs[slot].capture():
+                    self._record_rollout(slot)
+            self.rollout_graphs[slot].launch()
         self.rollouts_run += 1
-        self.stream.synchronize()
-        self.timing["rollout"] += time.perf_counter() - t0
         self.global_step += self.horizon * self.num_envs * self.world_size  # all ranks step in lockstep
 
     # GAE
     def _record_gae(self, vtrace: bool) -> None:
         tc, a = self.train_cfg, self.arena
         ny = self.spec.num_actions + 1
-        last, stride = (a.ptr("last_value"), 1) if self.fused_block else (a.ptr("r_y", ny - 1), ny)
-        self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), a.ptr("values"),
-                      last, np.int32(stride), a.ptr("rewards"), a.ptr("dones"), np.float32(tc["gamma"]),
+        last, stride = (self._slot("last_value"), 1) if self.fused_block else (self._slot("r_y", None, ny - 1), ny)
+        self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), self._slot("values"),
+                      last, np.int32(stride), self._slot("rewards"), self._slot("dones"), np.float32(tc["gamma"]),
                       np.float32(tc["gae_lambda"]), np.float32(tc["gamma"] * tc["gae_lambda"]), np.int32(vtrace),
-                      a.ptr("new_logp"), a.ptr("logp"), np.float32(tc["vtrace_rho_clip"]),
+                      a.ptr("new_logp"), self._slot("logp"), np.float32(tc["vtrace_rho_clip"]),
                       np.float32(tc["vtrace_c_clip"]), a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows))
 
     # UPDATE
-    def _record_update(self, num_updates: int) -> None:
-        """Enqueue one whole update: NumpyTrainer.update with every minibatch_step."""
+    def _record_update(self, num_updates: int, stale: bool = False) -> None:
+        """Enqueue one whole update of the active rollout slot: NumpyTrainer.update with every minibatch_step.
+        stale: the slot was collected with older weights (async), so V-trace corrects from the first epoch."""
         tc, a, k = self.train_cfg, self.arena, self.k
         k.launch_grid("begin_update_kernel", 1, 1, a.ptr("scalars"))
         if tc["vtrace"]:
             self.cuda.memset_d32_async(a.ptr("new_logp"), 0, self.horizon * self.rows, self.stream)
-        self._record_gae(False)
         half_bits = max(1, math.ceil(math.ceil(math.log2(max(self.sequences, 2))) / 2))
+        if tc["vtrace"] and stale:
+            self._record_current_logp(half_bits)
+            self._record_gae(True)
+        else:
+            self._record_gae(False)
         for epoch in range(tc["update_epochs"]):
             if tc["vtrace"] and epoch > 0:
                 self._record_gae(True)
@@ -448,28 +534,55 @@ class CudaTrainer:
         k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]),
                       np.int32(num_updates), np.int32(tc["anneal_lr"]))
 
-    def _record_minibatch_step(self, first: int) -> None:
-        """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]."""
-        tc, spec, a, k, blas = self.train_cfg, self.spec, self.arena, self.k, self.blas
+    def _record_current_logp(self, half_bits: int) -> None:
+        """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
+        NumpyTrainer's forward pass before the first epoch), a minibatch forward at a time in epoch 0's order
+        (any order covering every sequence once would do). ppo_loss_kernel's scatter writes the log-probs;
+        its other outputs are scratch the minibatch steps overwrite, and no statistic is accumulated."""
+        tc, spec, a, k = self.train_cfg, self.spec, self.arena, self.k
+        k.launch("shuffle_kernel", self.sequences, np.int32(self.sequences), np.int32(half_bits),
+                 np.uint64(self.shuffle_key), np.int32(0), a.ptr("scalars"), a.ptr("perm"))
+        n = self.mb_rows
+        for mb in range(self.minibatches):
+            self._record_minibatch_forward(mb * self.seqs_per_mb)
+            k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
+                     a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), 0, a.ptr("scalars"),
+                     np.float32(tc["clip_coef"]), np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]),
+                     a.ptr("dy"), a.ptr("row_stats"), a.ptr("new_logp"), a.ptr("mb_src"))
+
+    def _record_minibatch_forward(self, first: int):
+        """Gather sequences perm[first : first + Bm] of the active slot and run the policy over them (y).
+        Returns the activation pointers the backward reads: (states, acts, pres, hs, widths)."""
+        spec, a, k = self.spec, self.arena, self.k
         kk, bm, n, r = self.bptt, self.seqs_per_mb, self.mb_rows, self.rows
         h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
-        ny = spec.num_actions + 1
         off = self.layout.offsets
         k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-                 a.ptr("perm"), a.ptr("obs"), a.ptr("starts"), a.ptr("actions"), a.ptr("logp"), a.ptr("values"),
-                 a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows), a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"),
-                 a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"))
+                 a.ptr("perm"), self._slot("obs"), self._slot("starts"), self._slot("actions"), self._slot("logp"),
+                 self._slot("values"), a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows),
+                 a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"),
+                 a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"))
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
-                     np.int32(first), a.ptr("perm"), a.ptr("segment_state"), a.ptr("mb_state"))
+                     np.int32(first), a.ptr("perm"), self._slot("segment_state"), a.ptr("mb_state"))
         widths = [off[f"layer{layer}.w"][1][0] for layer in range(layers)]
         acts = [a.ptr("act", i * n * h) for i in range(layers + 1)]
         pres = [a.ptr("pre", i * n * widths[0]) for i in range(layers)]
         hs = [a.ptr("hseq", min(i, max(ls - 1, 0)) * n * h) for i in range(layers)]
         states = [a.ptr("mb_state", min(i, max(ls - 1, 0)) * bm * h) for i in range(layers)]
         outs = [a.ptr("mb_state_out")] * layers
-        # FORWARD
         self._policy_forward(bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs, a.ptr("y"))
+        return states, acts, pres, hs, widths
+
+    def _record_minibatch_step(self, first: int) -> None:
+        """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]."""
+        tc, spec, a, k, blas = self.train_cfg, self.spec, self.arena, self.k, self.blas
+        kk, bm, n = self.bptt, self.seqs_per_mb, self.mb_rows
+        h, o, layers = spec.hidden, spec.obs_size, spec.layers
+        ny = spec.num_actions + 1
+        off = self.layout.offsets
+        # FORWARD
+        states, acts, pres, hs, widths = self._record_minibatch_forward(first)
         # LOSS
         if tc["norm_adv"]:
             k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), a.ptr("mb_adv"),
@@ -542,28 +655,38 @@ class CudaTrainer:
                          a.ptr("opt_state", off), a.ptr("opt_state", p + off), *adam_args)
 
     def update(self, num_updates: int) -> dict:
-        """PPO epochs over the rollout (one graph replay); returns the update's mean stats."""
+        """PPO epochs over the active rollout slot (one graph replay on the learner's stream); returns the
+        update's mean stats. Async: it runs on the GPU while the actor collects the next rollout, and only
+        the learner is waited for."""
         t0 = time.perf_counter()
         tc = self.train_cfg
         lr = ref.learning_rate_at(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        slot = self.active_slot
+        stale = self.async_rollouts and self.slot_version[slot] < self.update_index  # as NumpyTrainer's
         if self.num_updates_captured != num_updates:  # first update, or a new schedule: eager, then capture
             scalars = self.scalars().copy()
             scalars["lr"] = lr  # the schedule kernel keeps it from here on
             self._write_scalars(scalars)
-            if self.update_graph is not None:
-                self.update_graph.close()
-            self.update_graph = None
+            for graph in self.update_graphs:
+                if graph is not None:
+                    graph.close()
+            self.update_graphs = [None] * self.slot_count
             self.num_updates_captured = num_updates
-            self._record_update(num_updates)
-        elif not self.use_graphs:
-            self._record_update(num_updates)
+            self._record_update(num_updates, stale)
+        elif not self.use_graphs or (self.async_rollouts and not stale):  # async: graphs hold the stale update
+            self._record_update(num_updates, stale)
         else:
-            if self.update_graph is None:
-                self.update_graph = CudaGraph(self.stream.handle)
-                with self.update_graph.capture():
-                    self._record_update(num_updates)
-            self.update_graph.launch()
-        scalars = self.scalars()  # synchronises
+            if self.update_graphs[slot] is None:
+                self.update_graphs[slot] = CudaGraph(self.stream.handle)
+                with self.update_graphs[slot].capture():
+                    self._record_update(num_updates, stale)
+            self.update_graphs[slot].launch()
+        if self.async_rollouts:  # read the stats behind the update only, not behind the actor's rollout
+            self.cuda.memcpy_dtoh_async(self.scalars_host, self.arena.ptr("scalars"), self.stream)
+            self.stream.synchronize()
+            scalars = np.frombuffer(self.scalars_host.tobytes(), SCALARS_DTYPE)[0]
+        else:
+            scalars = self.scalars()  # synchronises
         self.update_index += 1
         self.opt_step = int(scalars["opt_step"])
         count = max(float(scalars["stat"][6]), 1.0)
@@ -576,8 +699,9 @@ class CudaTrainer:
 
     # LOG
     def pop_episodes(self) -> dict | None:
-        """Mean return, length and env stats of the episodes finished since the last call (None if none)."""
-        self.stream.synchronize()
+        """Mean return, length and env stats of the episodes finished since the last call (None if none).
+        Async: includes the episodes of the rollout collected during the last update."""
+        self._synchronize()
         acc = self.arena.get(self.cuda, "episode_acc")
         if acc[0] == 0:
             return None
@@ -589,7 +713,7 @@ class CudaTrainer:
 
     # CHECKPOINT STATE (checkpoint.py's format: the CPU trainer loads it, and vice versa)
     def state_dict(self) -> dict:
-        self.stream.synchronize()
+        self._synchronize()
         scalars = self.scalars()
         return {"params": self.arena.get(self.cuda, "params"), "optimizer": self.arena.get(self.cuda, "opt_state"),
                 "counters": {"opt_step": int(scalars["opt_step"]), "update": self.update_index,
@@ -597,6 +721,7 @@ class CudaTrainer:
                 "rng": None}
 
     def load_state_dict(self, state: dict) -> None:
+        self._synchronize()  # async: the actor may still be collecting (with its own copy of the weights)
         self.arena.set(self.cuda, "params", state["params"])
         if state.get("optimizer") is not None:
             self.arena.set(self.cuda, "opt_state", state["optimizer"])
@@ -612,12 +737,14 @@ class CudaTrainer:
 
     def close(self) -> None:
         """Free graphs, cuBLAS and the arena now (also done at garbage collection)."""
-        for graph in (self.rollout_graph, self.update_graph):
+        self._synchronize()
+        for graph in self.rollout_graphs + self.update_graphs:
             if graph is not None:
                 graph.close()
-        self.rollout_graph = self.update_graph = None
+        self.rollout_graphs = [None] * self.slot_count
+        self.update_graphs = [None] * self.slot_count
         self.blas.close()
-        self.stream.synchronize()
+        self.actor_blas.close()
         if self.arena.allocation is not None:
             self.arena.allocation.free()
             self.arena.allocation = None
