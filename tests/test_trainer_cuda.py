@@ -434,12 +434,160 @@ def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path)
     assert np.array_equal(state["params"], runs[0][0])
 
 
-def test_fastvec_train_runs_on_cuda(tmp_path):
+@pytest.mark.parametrize("is_async", [False, True])
+def test_fastvec_train_runs_on_cuda(tmp_path, is_async):
     _cuda_or_skip()
     from fastvec.trainer import run
-    config = small_config(total_timesteps=24 * 16 * 3)
+    config = small_config(total_timesteps=24 * 16 * 3, **{"async": is_async})
     summary = run.train(config, tmp_path / "run", dashboard=False)
     assert summary["trainer"].device == "cuda"
-    assert summary["global_step"] == 24 * 16 * 3
+    assert summary["trainer"].async_rollouts == is_async
+    assert summary["global_step"] == 24 * 16 * (4 if is_async else 3)  # async: one rollout ahead
     assert (tmp_path / "run" / "metrics.jsonl").exists() and summary["checkpoint"].exists()
     assert math.isfinite(summary["metrics"]["losses/policy_loss"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Asynchronous rollouts (train.async): the actor collects the next rollout on its own stream while the
+# learner updates, with NumpyTrainer's schedule (update k >= 1 trains on the weights update k - 1 started from)
+
+def slot_buffers(trainer) -> dict:
+    """Host copies of the rollout slot the next update trains on."""
+    suffix = "" if trainer.active_slot == 0 else "@1"
+    names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
+    return {name: trainer.arena.get(trainer.cuda, name + suffix) for name in names}
+
+
+def replay(spec, params, buf, t_len):
+    """The reference policy over a slot from its own initial state: (log-probs of the taken actions, values,
+    the state after the last step)."""
+    views = ref.FlatLayout(ref.param_table(spec)).views(params)
+    state0 = buf["segment_state"][0][:spec.state_layers]
+    logits, values, state, _ = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len], state0)
+    logp = np.take_along_axis(ref.log_softmax(logits), buf["actions"][..., None].astype(np.int64), -1)[..., 0]
+    return logp, values, state
+
+
+@pytest.mark.parametrize("fused", ["0", "1"])
+def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fused, monkeypatch):
+    """Every rollout is replayed by the reference policy with the weights the schedule promises (and not with
+    the newer ones); each slot starts from the state and env observations where the previous rollout (in the
+    other slot) ended; the env agrees with the CPU env fed the same actions across all rollouts."""
+    _cuda_or_skip()
+    from fastvec.trainer import run
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", fused)
+    config = small_config(**{"async": True, "vtrace": True})
+    gpu_tr, _, spec = make_pair(config)
+    cuda, t_len, rows, o = gpu_tr.cuda, gpu_tr.horizon, gpu_tr.rows, spec.obs_size
+    env = run.make_batch(config)
+    env.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(env.num_envs, dtype=np.uint64), None)
+    weights, previous_state, slots_seen = {}, None, []
+    for k in range(5):  # update 0 eager, 1 and 2 capture the two slots' graphs, 3 and 4 replay them
+        weights[k] = gpu_tr.arena.get(cuda, "params")
+        gpu_tr.rollout()
+        version = max(k - 1, 0)  # update 0 trains on the priming rollout, collected with w_0 like the next one
+        assert gpu_tr.behaviour_version == version
+        slots_seen.append(gpu_tr.active_slot)
+        buf = slot_buffers(gpu_tr)
+        logp, values, state = replay(spec, weights[version], buf, t_len)
+        assert rel_err(buf["logp"], logp) <= F32_TOL, k
+        assert rel_err(buf["values"], values) <= F32_TOL, k
+        if k >= 1:  # the weights the update starts from did not collect it (so the check above can fail)
+            newer, _, _ = replay(spec, weights[k], buf, t_len)
+            assert np.abs(newer - buf["logp"]).max() > 1e-3, k
+        if previous_state is not None and spec.state_layers:  # the slot begins with the carried state
+            assert rel_err(buf["segment_state"][0][:spec.state_layers], previous_state) <= F32_TOL, k
+            assert np.abs(previous_state).max() > 0
+        previous_state = state
+        for t in range(t_len):  # rollouts are trained in the order they were collected: the env continues
+            assert rel_err(buf["obs"][t], env.obs.reshape(rows, o)) <= 1e-6, (k, t)
+            env.step(buf["actions"][t].astype(np.int64).reshape(env.num_envs, 1))
+            assert np.array_equal(buf["dones"][t], (env.terminated | env.truncated).astype(np.float32)), (k, t)
+            assert np.array_equal(buf["rewards"][t], env.rewards.reshape(rows)), (k, t)
+        gpu_tr.update(num_updates=100)
+    assert slots_seen == [0, 1, 0, 1, 0]
+    assert gpu_tr.global_step == (5 + 1) * t_len * gpu_tr.num_envs  # the priming call collected two rollouts
+    gpu_tr.close()
+
+
+@pytest.mark.parametrize("variant", [
+    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0"},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": True, "fused": "1", "epochs": 1},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "1"},
+], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused"])
+def test_async_updates_match_numpy_async(variant, monkeypatch):
+    """CudaTrainer and NumpyTrainer, both with train.async, over several updates: the same slot and weight
+    version each update, and on the same slot data, weights and sequence order the same update. With one
+    epoch, the advantages are V-trace's with pi / mu from the weights the update starts from (stale data)."""
+    _cuda_or_skip()
+    from fastvec.trainer.cuda.trainer import sequence_order
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
+    config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"],
+                          update_epochs=variant.get("epochs", 2), **{"async": True})
+    config["policy"]["kind"] = variant["kind"]
+    tc = config["train"]
+    gpu_tr, cpu_tr, spec = make_pair(config)
+    cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon
+    for k in range(4):
+        gpu_tr.rollout()
+        cpu_tr.rollout()  # its own env and sampling: only the schedule is compared, the data is the GPU's
+        assert (gpu_tr.active_slot, gpu_tr.behaviour_version) == (cpu_tr.active_slot, cpu_tr.behaviour_version)
+        buf = slot_buffers(gpu_tr)
+        cpu_tr.obs[...] = buf["obs"][:t_len]
+        cpu_tr.starts[...] = buf["starts"][:t_len]
+        cpu_tr.actions[...] = buf["actions"]
+        for name in ["logp", "values", "rewards", "dones"]:
+            getattr(cpu_tr, name)[...] = buf[name]
+        cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
+        cpu_tr.last_value[...] = gpu_tr.last_values()
+        start_weights = a.get(cuda, "params")
+        cpu_tr.params[...] = start_weights  # the same starting point every update: float32 rounding
+        cpu_tr.opt_state[...] = a.get(cuda, "opt_state")  # would otherwise compound over the updates
+        sampling_rng = cpu_tr.rng
+        cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, k, e)
+                                  for e in range(config["train"]["update_epochs"])])
+        stats_gpu = gpu_tr.update(num_updates=10)
+        stats_cpu = cpu_tr.update(num_updates=10)
+        cpu_tr.rng = sampling_rng
+        assert gpu_tr.opt_step == cpu_tr.opt_step
+        assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
+        assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= 1e-4, k
+        for key in ["policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm", "learning_rate",
+                    "explained_variance"]:
+            assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), (k, key)
+        if variant["vtrace"] and tc["update_epochs"] == 1:  # the advantages the only epoch trained on
+            current, _, _ = replay(spec, start_weights, buf, t_len)
+            ratios = np.exp(current - buf["logp"]) if k >= 1 else None  # update 0's data is fresh: plain GAE
+            expected = ref.gae(buf["values"], cpu_tr.last_value, buf["rewards"], buf["dones"], tc["gamma"],
+                               tc["gae_lambda"], ratios, tc["vtrace_rho_clip"], tc["vtrace_c_clip"])
+            assert rel_err(a.get(cuda, "adv_returns")[0], expected) <= 1e-4, k
+            if k >= 1:  # and they differ from plain GAE's, so the check above can fail
+                plain = ref.gae(buf["values"], cpu_tr.last_value, buf["rewards"], buf["dones"], tc["gamma"],
+                                tc["gae_lambda"])
+                assert rel_err(plain, expected) > 1e-3, k
+    gpu_tr.close()
+
+
+def test_async_training_is_bitwise_deterministic():
+    """Two async runs (actor and learner overlapping on two streams) end with identical weights, data and
+    losses; the first rollout is the sync trainer's first rollout (same weights, seeds and sampling counter)."""
+    _cuda_or_skip()
+    runs = []
+    for _ in range(2):
+        trainer, _, _ = make_pair(small_config(**{"async": True, "vtrace": True}))
+        losses = []
+        for k in range(5):
+            trainer.rollout()
+            if k == 0:
+                first_actions = trainer.arena.get(trainer.cuda, "actions")
+            losses.append(trainer.update(num_updates=5)["policy_loss"])
+        a = trainer.arena
+        runs.append((a.get(trainer.cuda, "params"), a.get(trainer.cuda, "actions"), a.get(trainer.cuda, "actions@1"),
+                     losses, first_actions))
+        trainer.close()
+    for x, y in zip(runs[0], runs[1]):
+        assert np.array_equal(np.asarray(x), np.asarray(y))
+    sync, _, _ = make_pair(small_config())
+    sync.rollout()
+    assert np.array_equal(sync.arena.get(sync.cuda, "actions"), runs[0][4])
+    sync.close()
