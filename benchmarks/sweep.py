@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fastvec.trainer.config import parse_value  # noqa: E402
-from train_speed import fastvec_time_to_solve  # noqa: E402
+from fastvec.trainer.config import ConfigError, parse_value  # noqa: E402
+from train_speed import fastvec_config, fastvec_time_to_solve  # noqa: E402
 
 
 def parse_assignments(items: list[str], multi: bool) -> dict:
@@ -36,7 +36,13 @@ def parse_assignments(items: list[str], multi: bool) -> dict:
     return out
 
 
-def run(env: str, overrides: dict, seed: int, args) -> dict:
+def run(env: str, overrides: dict, seed: int, args) -> dict | None:
+    """One training run to the target; None where the grid point is not a valid config."""
+    try:
+        fastvec_config(env, overrides)
+    except ConfigError as err:
+        print(f"skipped {overrides}: {err}", flush=True)
+        return None
     res = fastvec_time_to_solve({**overrides, "train.seed": seed}, max_seconds=args.max_seconds, env=env,
                                 target=args.target, key=args.key)
     best = max((point[2] for point in res["curve"]), default=None)
@@ -75,6 +81,8 @@ def main() -> None:
     first = []
     for cfg in configs:
         r = run(args.env, cfg, args.seeds[0], args)
+        if r is None:
+            continue
         first.append((cfg, r))
         print(json.dumps({"config": {k: cfg[k] for k in keys}, **{k: v for k, v in r.items() if k != "curve"}}),
               flush=True)
