@@ -121,6 +121,7 @@ extern "C" __device__ const int fv_obs_bytes = (int)sizeof(OBS_T);
 #else
 /* ---------------------------------------------------------------- CPU entry points */
 #define FV_EXPORT __attribute__((visibility("default")))
+#include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -133,21 +134,158 @@ FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsign
     for (int i = 0; i < n; i++) fv_reset_one(i, slots, seeds, mask, obs);
 }
 
+/* The CPU step gives each thread one contiguous range of envs and runs it in passes, so that
+ * the env_step of straight-line envs (CartPole) runs 4-8 envs per vector instruction (`omp simd`
+ * over env_step inlined into fv_step_live):
+ *   1. NEXT_STEP envs with a reset pending take fv_step_one's reset step; their slot and obs are
+ *      put aside;
+ *   2. every env of the range is stepped by fv_step_live, no branch per env (an env reset in
+ *      pass 1 is stepped too, from its fresh state, which is always safe to step);
+ *   3. the envs of pass 1 get their slot, obs and outputs of pass 1 back, as if never stepped;
+ *   4. SAME_STEP: the envs that ended keep their final obs and are reset.
+ * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/test_cpu_speed_paths.py
+ * checks this against a build with -DFV_CPU_SCALAR_STEP=1, the plain fv_step_one loop. */
+
+/* Env i's step and bookkeeping without a reset pending: fv_step_one's second half, written with
+ * selects rather than branches so that it vectorises. terminated/truncated go to int flags (byte
+ * stores in this loop would make the compiler take 64 envs per vector iteration, and leave up to
+ * 63 to a scalar epilogue); SAME_STEP's reset is the caller's. */
+FV_FN void fv_step_live(int i, fv_slot* slots, const long long* actions, OBS_T* obs,
+                        float* rewards, int* term_flag, int* trunc_flag, float* ep_return,
+                        int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
+    fv_slot* s = &slots[i];
+    float* r = rewards + i * NUM_AGENTS;
+    float* st = stats + i * NUM_STATS; /* the env writes its statistics here; zeroed below unless done */
+    int term = env_step(&s->env, &s->rng, actions + i * NUM_AGENTS,
+                        obs + (long long)i * NUM_AGENTS * OBS_SIZE, r, st) != 0;
+    int length = s->ep_length + 1;
+    s->ep_length = length;
+    int trunc = (max_episode_steps > 0) & (length >= max_episode_steps);
+    int done = term | trunc;
+    *term_flag = term;
+    *trunc_flag = trunc;
+    for (int a = 0; a < NUM_AGENTS; a++) {
+        float episode_return = s->ep_return[a] + r[a];
+        s->ep_return[a] = episode_return;
+        ep_return[i * NUM_AGENTS + a] = done ? episode_return : 0.0f;
+    }
+    ep_length[i] = done ? length : 0;
+    for (int k = 0; k < NUM_STATS; k++) st[k] = done ? st[k] : 0.0f;
+    s->needs_reset |= done & (autoreset_mode != FV_SAME_STEP);
+}
+
+/* Steps envs [lo, hi) in the passes above; returns how many ended. */
+static int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions, OBS_T* obs,
+                         float* rewards, unsigned char* terminated, unsigned char* truncated,
+                         OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+                         int autoreset_mode, int max_episode_steps) {
+    const long long obs_len = NUM_AGENTS * OBS_SIZE;
+    int count = hi - lo, num_pending = 0;
+    int* flags = (int*)malloc(sizeof(int) * 3 * (size_t)count); /* term, trunc, pending list */
+    fv_slot* saved_slots = NULL;
+    OBS_T* saved_obs = NULL;
+    int* pending = flags + 2 * count;
+    if (flags && autoreset_mode == FV_NEXT_STEP) {
+        for (int i = lo; i < hi; i++) {
+            pending[num_pending] = i;
+            num_pending += slots[i].needs_reset != 0;
+        }
+        if (num_pending > 0) {
+            saved_slots = (fv_slot*)malloc(sizeof(fv_slot) * (size_t)num_pending);
+            saved_obs = (OBS_T*)malloc(sizeof(OBS_T) * (size_t)(num_pending * obs_len));
+        }
+    }
+    int ended = 0;
+    if (!flags || (num_pending > 0 && (!saved_slots || !saved_obs))) { /* out of memory: the plain loop */
+        for (int i = lo; i < hi; i++) {
+            fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                        ep_length, stats, autoreset_mode, max_episode_steps);
+            ended += terminated[i] | truncated[i];
+        }
+        free(flags);
+        free(saved_slots);
+        free(saved_obs);
+        return ended;
+    }
+    for (int j = 0; j < num_pending; j++) {
+        int i = pending[j];
+        fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                    ep_length, stats, autoreset_mode, max_episode_steps);
+        saved_slots[j] = slots[i];
+        memcpy(saved_obs + j * obs_len, obs + i * obs_len, sizeof(OBS_T) * obs_len);
+    }
+    int* term = flags - lo; /* indexed by env */
+    int* trunc = flags + count - lo;
+    #pragma omp simd
+    for (int i = lo; i < hi; i++)
+        fv_step_live(i, slots, actions, obs, rewards, &term[i], &trunc[i], ep_return, ep_length,
+                     stats, autoreset_mode, max_episode_steps);
+    for (int i = lo; i < hi; i++) {
+        terminated[i] = (unsigned char)term[i];
+        truncated[i] = (unsigned char)trunc[i];
+    }
+    for (int j = 0; j < num_pending; j++) { /* undo pass 2 for the envs reset in pass 1 */
+        int i = pending[j];
+        slots[i] = saved_slots[j];
+        memcpy(obs + i * obs_len, saved_obs + j * obs_len, sizeof(OBS_T) * obs_len);
+        for (int a = 0; a < NUM_AGENTS; a++) rewards[i * NUM_AGENTS + a] = ep_return[i * NUM_AGENTS + a] = 0.0f;
+        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = 0.0f;
+        ep_length[i] = 0;
+        terminated[i] = 0;
+        truncated[i] = 0;
+    }
+    if (autoreset_mode == FV_SAME_STEP) {
+        for (int i = lo; i < hi; i++) {
+            if (terminated[i] | truncated[i]) {
+                memcpy(final_obs + i * obs_len, obs + i * obs_len, sizeof(OBS_T) * obs_len);
+                fv_reset_slot(&slots[i], obs + i * obs_len);
+            }
+        }
+    }
+    for (int i = lo; i < hi; i++) ended += terminated[i] | truncated[i];
+    free(flags);
+    free(saved_slots);
+    free(saved_obs);
+    return ended;
+}
+
 /* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index) is out
  * of range, in which case nothing was stepped: validation costs one pass, and no caller-side copy. */
 FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* obs,
                       float* rewards, unsigned char* terminated, unsigned char* truncated,
                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                       int autoreset_mode, int max_episode_steps) {
-    for (int k = 0; k < n * NUM_AGENTS; k++)
-        if (actions[k] < 0 || actions[k] >= NUM_ACTIONS) return -1 - k;
+    int any_bad = 0; /* a branch-free pass (it vectorises); the search for the culprit only on error */
+    for (int k = 0; k < n * NUM_AGENTS; k++) any_bad |= (unsigned long long)actions[k] >= NUM_ACTIONS;
+    if (any_bad)
+        for (int k = 0; k < n * NUM_AGENTS; k++)
+            if (actions[k] < 0 || actions[k] >= NUM_ACTIONS) return -1 - k;
     int ended = 0;
+#ifdef FV_CPU_SCALAR_STEP /* the reference loop that the passes are tested against */
     #pragma omp parallel for schedule(static) reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
     for (int i = 0; i < n; i++) {
         fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
                     ep_length, stats, autoreset_mode, max_episode_steps);
         ended += terminated[i] | truncated[i];
     }
+#else
+    #pragma omp parallel reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
+    {
+        int lo = 0, hi = n;
+#ifdef _OPENMP
+        /* One range per thread, in whole 64-env blocks so that no two threads write to one cache
+         * line of terminated/truncated. */
+        int threads = omp_get_num_threads(), t = omp_get_thread_num();
+        int per_thread = ((n + threads - 1) / threads + 63) / 64 * 64;
+        lo = t * per_thread < n ? t * per_thread : n;
+        hi = lo + per_thread < n ? lo + per_thread : n;
+#endif
+        if (lo < hi)
+            ended += fv_step_range(lo, hi, slots, actions, obs, rewards, terminated, truncated,
+                                   final_obs, ep_return, ep_length, stats, autoreset_mode,
+                                   max_episode_steps);
+    }
+#endif
     return ended;
 }
 

@@ -1,5 +1,5 @@
-"""The CPU backend: compiles an env source with the system C compiler (-O3, OpenMP over envs),
-caches the shared library by content hash, and steps a batch in place into NumPy buffers."""
+"""The CPU backend: compiles an env source with the system C compiler (-O3 -march=native, OpenMP
+over envs), caches the shared library by content hash, and steps a batch in place into NumPy buffers."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names
 
-C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno"]
+# -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
+# arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
+C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffp-contract=off"]
 
 
 class CompileError(RuntimeError):
@@ -61,24 +63,42 @@ def _compiler_version(cc: str) -> str:
     return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
 
 
+@lru_cache(maxsize=None)
+def native_arch(cc: str) -> tuple[list[str], str]:
+    """(["-march=native"], the target it means here) where the compiler takes it, else ([], "").
+
+    The env loops vectorise over envs with this machine's widest vectors (AVX-512 / AVX2). The
+    predefined macros (__AVX512F__, ...) go into the build cache key, so a cache shared between
+    machines of different CPUs never hands one a library with instructions it lacks.
+    FASTVEC_NATIVE_ARCH=0 builds for the compiler's default target instead."""
+    if os.environ.get("FASTVEC_NATIVE_ARCH", "1") == "0":
+        return [], ""
+    proc = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
+    if proc.returncode != 0:  # e.g. a compiler that spells it -mcpu=native: build for the default target
+        return [], ""
+    return ["-march=native"], "\n".join(sorted(proc.stdout.splitlines()))
+
+
 def compile_env(env_path: Path, defines: dict) -> Path:
     """Compile env_path (with -D defines) into a cached shared library and return its path.
 
     The cache key hashes the preprocessed source, the flags and the compiler version, so an edit
     to the env file or to any header it includes triggers a rebuild."""
     cc = find_compiler()
+    arch_flags, arch = native_arch(cc)
+    flags = C_FLAGS + arch_flags
     define_flags = [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
     include_flags = [f"-I{NATIVE_DIR}", f"-I{env_path.parent}"]
     with tempfile.TemporaryDirectory(prefix="fastvec-") as tmp:
         src = Path(tmp) / "driver.c"
         src.write_text(driver_source(env_path))
         pre = _run([cc, "-E", "-P", *include_flags, *define_flags, str(src)], f"preprocessing {env_path.name}").stdout
-        key = hashlib.sha256("\n".join([pre, " ".join(C_FLAGS), _compiler_version(cc)]).encode()).hexdigest()[:24]
+        key = hashlib.sha256("\n".join([pre, " ".join(flags), arch, _compiler_version(cc)]).encode()).hexdigest()[:24]
         lib_path = cache_dir() / f"{env_path.stem}-{key}.so"
         if lib_path.exists():
             return lib_path
         out = Path(tmp) / lib_path.name
-        base = [cc, *C_FLAGS, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"]
+        base = [cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"]
         try:
             _run(base[:1] + ["-fopenmp"] + base[1:], f"compiling {env_path.name}")
         except CompileError as err:
