@@ -4,6 +4,7 @@ benchmarks/results/async_breakout.json (and .md).
 
     python benchmarks/async_breakout.py                        # sync, async, async + V-trace; seeds 1 2 3
     python benchmarks/async_breakout.py --steps 10_000_000 --modes sync async --seeds 1
+    python benchmarks/async_breakout.py --set train.learning_rate=0.02 --out benchmarks/results/async_breakout_lr0.02.json
 
 SPS = the steps the updates trained on (updates x envs x horizon) / training time; async collects one rollout
 more (the one running beside the last update), which is not counted. Training time is the wall time of the
@@ -32,12 +33,17 @@ FINAL_EPISODES = 1000  # the score is the mean over at least this many of the la
 POP_EVERY = 5  # updates between episode-statistic reads (each read waits for the actor)
 
 
-def train_once(mode: str, seed: int, steps: int) -> dict:
+def train_once(mode: str, seed: int, steps: int, overrides: dict) -> dict:
     from fastvec.trainer import run
     from fastvec.trainer.config import load_config
 
-    config = load_config("breakout", {"train": {"device": "cuda", "seed": seed, "total_timesteps": steps,
-                                                **MODES[mode]}})
+    sections = {"train": {"device": "cuda", "seed": seed, "total_timesteps": steps, **MODES[mode]}}
+    for key, value in overrides.items():
+        section, name = key.split(".")
+        sections.setdefault(section, {})[name] = value
+    precision = sections["train"].pop("precision", "fp32")  # not a config key: the CUDA trainer reads it if set
+    config = load_config("breakout", sections)
+    config["train"]["precision"] = precision
     t0 = time.perf_counter()
     trainer = run.make_trainer(config)
     startup = time.perf_counter() - t0
@@ -108,16 +114,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000_000, help="env steps per run (breakout.toml's 20M)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a config override for every mode (e.g. env.num_envs=8192, train.precision=bf16)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "async_breakout.json")
     args = parser.parse_args()
+    overrides = {}
+    for item in args.set:
+        key, _, text = item.partition("=")
+        try:
+            overrides[key] = json.loads(text)
+        except json.JSONDecodeError:
+            overrides[key] = text  # a bare string such as bf16
     results = []
     for seed in args.seeds:  # modes interleaved per seed, so that drift of the machine hits all alike
         for mode in args.modes:
-            res = train_once(mode, seed, args.steps)
+            res = train_once(mode, seed, args.steps, overrides)
             results.append(res)
             print(json.dumps({k: v for k, v in res.items() if k != "curve"}), flush=True)
     rows = summarize(results, args.modes)
-    text = table(rows, args.steps)
+    text = table(rows, args.steps) + (f"\n\nOverrides for every mode: {overrides}" if overrides else "")
     print(text)
     try:
         import pycuda.driver as cuda
@@ -126,7 +141,7 @@ def main() -> None:
         gpu = "unknown"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"gpu": gpu, "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                                    "steps": args.steps, "summary": rows, "runs": results}, indent=1))
+                                    "steps": args.steps, "overrides": overrides, "summary": rows, "runs": results}, indent=1))
     args.out.with_suffix(".md").write_text(f"# Async versus sync rollouts, CUDA trainer, Breakout\n\nGPU: {gpu}. Command: "
                                            f"`python benchmarks/async_breakout.py {' '.join(sys.argv[1:])}`\n\n"
                                            f"{text}\n")
