@@ -136,41 +136,36 @@ FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsign
 
 /* The CPU step gives each thread one contiguous range of envs and runs it in passes, so that
  * the env_step of straight-line envs (CartPole) runs 4-8 envs per vector instruction (`omp simd`
- * over env_step inlined into fv_step_live):
+ * over the inlined env_step, then over the bookkeeping, fv_finish_live):
  *   1. NEXT_STEP envs with a reset pending take fv_step_one's reset step; their slot and obs are
  *      put aside;
- *   2. every env of the range is stepped by fv_step_live, no branch per env (an env reset in
- *      pass 1 is stepped too, from its fresh state, which is always safe to step);
+ *   2. every env of the range is stepped, no branch per env (an env reset in pass 1 is stepped
+ *      too, from its fresh state, which is always safe to step);
  *   3. the envs of pass 1 get their slot, obs and outputs of pass 1 back, as if never stepped;
  *   4. SAME_STEP: the envs that ended keep their final obs and are reset.
  * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/test_cpu_speed_paths.py
  * checks this against a build with -DFV_CPU_SCALAR_STEP=1, the plain fv_step_one loop. */
 
-/* Env i's step and bookkeeping without a reset pending: fv_step_one's second half, written with
- * selects rather than branches so that it vectorises. terminated/truncated go to int flags (byte
- * stores in this loop would make the compiler take 64 envs per vector iteration, and leave up to
- * 63 to a scalar epilogue); SAME_STEP's reset is the caller's. */
-FV_FN void fv_step_live(int i, fv_slot* slots, const long long* actions, OBS_T* obs,
-                        float* rewards, int* term_flag, int* trunc_flag, float* ep_return,
-                        int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
+/* Env i's bookkeeping after its env_step (term: its return value, nonzero when terminated):
+ * fv_step_one's second half without the SAME_STEP reset (the caller's), with selects rather than
+ * branches so that a loop over envs vectorises. The flags are ints: byte stores in the loop would
+ * make the compiler take 64 envs per vector iteration, and leave up to 63 to a scalar epilogue. */
+FV_FN void fv_finish_live(int i, fv_slot* slots, const float* rewards, int term, int* trunc_flag,
+                          float* ep_return, int* ep_length, float* stats, int autoreset_mode,
+                          int max_episode_steps) {
     fv_slot* s = &slots[i];
-    float* r = rewards + i * NUM_AGENTS;
-    float* st = stats + i * NUM_STATS; /* the env writes its statistics here; zeroed below unless done */
-    int term = env_step(&s->env, &s->rng, actions + i * NUM_AGENTS,
-                        obs + (long long)i * NUM_AGENTS * OBS_SIZE, r, st) != 0;
     int length = s->ep_length + 1;
     s->ep_length = length;
     int trunc = (max_episode_steps > 0) & (length >= max_episode_steps);
-    int done = term | trunc;
-    *term_flag = term;
+    int done = (term != 0) | trunc;
     *trunc_flag = trunc;
     for (int a = 0; a < NUM_AGENTS; a++) {
-        float episode_return = s->ep_return[a] + r[a];
+        float episode_return = s->ep_return[a] + rewards[i * NUM_AGENTS + a];
         s->ep_return[a] = episode_return;
         ep_return[i * NUM_AGENTS + a] = done ? episode_return : 0.0f;
     }
     ep_length[i] = done ? length : 0;
-    for (int k = 0; k < NUM_STATS; k++) st[k] = done ? st[k] : 0.0f;
+    for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = done ? stats[i * NUM_STATS + k] : 0.0f;
     s->needs_reset |= done & (autoreset_mode != FV_SAME_STEP);
 }
 
@@ -216,10 +211,16 @@ static int fv_step_range(int lo, int hi, fv_slot* slots, const long long* action
     }
     int* term = flags - lo; /* indexed by env */
     int* trunc = flags + count - lo;
+    /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
+    #pragma omp simd
+    for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
+        term[i] = env_step(&slots[i].env, &slots[i].rng, actions + i * NUM_AGENTS,
+                           obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
     #pragma omp simd
     for (int i = lo; i < hi; i++)
-        fv_step_live(i, slots, actions, obs, rewards, &term[i], &trunc[i], ep_return, ep_length,
-                     stats, autoreset_mode, max_episode_steps);
+        fv_finish_live(i, slots, rewards, term[i], &trunc[i], ep_return, ep_length, stats,
+                       autoreset_mode, max_episode_steps);
+    #pragma omp simd
     for (int i = lo; i < hi; i++) {
         terminated[i] = (unsigned char)term[i];
         truncated[i] = (unsigned char)trunc[i];
@@ -242,6 +243,7 @@ static int fv_step_range(int lo, int hi, fv_slot* slots, const long long* action
             }
         }
     }
+    #pragma omp simd reduction(+ : ended)
     for (int i = lo; i < hi; i++) ended += terminated[i] | truncated[i];
     free(flags);
     free(saved_slots);

@@ -28,20 +28,31 @@ typedef struct {
     double x, x_dot, theta, theta_dot; /* Gymnasium keeps float64 state and returns float32 */
 } State;
 
-/* sin and cos with basic arithmetic only (no libm call, no branch, so that a loop over envs
- * vectorises): x = k pi/2 + r with |r| <= pi/4 (Cody-Waite: pi/2 in 33-bit parts, exact products
- * for |k| < 2^20), Taylor series in r to r^17 / r^18 (truncation error < 1e-19), then the
- * quadrant's swap and signs. A live pole has |x| < 0.21 < pi/4, where k = 0 and r = x exactly.
- * Within 1 double ulp of libm for |x| < pi/4, 3 ulps up to |x| = 1e6 (a fallen pole stepped on). */
+/* sin and cos of the pole's angle: a Taylor series to x^17 / x^18 (truncation error < 1e-19 for
+ * |x| <= pi/4), within 1 double ulp of libm, so the float32 observations are Gymnasium's. A live
+ * pole has |x| < 0.21; only a fallen pole stepped on (DISABLED) gets further.
+ * Where the CPU has AVX2 or wider, batch.h's loop over envs vectorises if env_step has no branch
+ * and no call, so larger angles are reduced in line: x = k pi/2 + r with |r| <= pi/4 (Cody-Waite,
+ * pi/2 in 33-bit parts, exact products for |k| < 2^20) and the quadrant's swap and signs, within 3
+ * ulps of libm up to |x| = 1e6; for |x| < pi/4, k = 0 and r = x exactly. Elsewhere (scalar CPU
+ * code, and the GPU) larger angles call libm, which costs nothing on a live pole. */
+#if defined(__AVX2__) && !defined(__CUDACC__)
 #define CP_INV_PIO2 6.36619772367581382433e-01 /* 2 / pi */
 #define CP_PIO2_1 1.57079632673412561417e+00   /* the first 33 bits of pi/2 */
 #define CP_PIO2_2 6.07710050630396597660e-11   /* the next 33 bits */
 #define CP_PIO2_3 2.02226624871116645580e-21   /* the next 33 bits */
 #define CP_PIO2_3T 8.47842766036889956997e-32  /* pi/2 - CP_PIO2_1 - CP_PIO2_2 - CP_PIO2_3 */
 #define CP_ROUND_MAGIC 6755399441055744.0      /* 1.5 * 2^52: adding then subtracting it rounds to an integer */
+#endif
+
 FV_FN void cartpole_sincos(double x, double* sin_x, double* cos_x) {
+#if defined(__AVX2__) && !defined(__CUDACC__)
     double k = (x * CP_INV_PIO2 + CP_ROUND_MAGIC) - CP_ROUND_MAGIC;
     double r = x - k * CP_PIO2_1 - k * CP_PIO2_2 - k * CP_PIO2_3 - k * CP_PIO2_3T;
+#else
+    if (fabs(x) > 0.5) { *sin_x = sin(x); *cos_x = cos(x); return; }
+    double r = x;
+#endif
     double r2 = r * r;
     double s = r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
                r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0 + r2 * (-1.0 / 1307674368000.0 +
@@ -49,6 +60,7 @@ FV_FN void cartpole_sincos(double x, double* sin_x, double* cos_x) {
     double c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 +
                r2 * (-1.0 / 3628800 + r2 * (1.0 / 479001600 + r2 * (-1.0 / 87178291200.0 +
                r2 * (1.0 / 20922789888000.0))))))));
+#if defined(__AVX2__) && !defined(__CUDACC__)
     /* k mod 4 as k4 in {-2, ..., 2}, in doubles (no 64-bit integer conversion to vectorise);
      * sin(r + q pi/2) is s, c, -s, -c and cos(r + q pi/2) is c, -s, -c, s for q = 0, 1, 2, 3. */
     double k4 = k - 4.0 * ((k * 0.25 + CP_ROUND_MAGIC) - CP_ROUND_MAGIC);
@@ -56,6 +68,10 @@ FV_FN void cartpole_sincos(double x, double* sin_x, double* cos_x) {
     double sin_q = odd ? c : s, cos_q = odd ? s : c;
     *sin_x = ((k4 < -0.5) | (k4 > 1.5)) ? -sin_q : sin_q; /* q = 2 or 3 */
     *cos_x = ((k4 > 0.5) | (k4 < -1.5)) ? -cos_q : cos_q; /* q = 1 or 2 */
+#else
+    *sin_x = s;
+    *cos_x = c;
+#endif
 }
 
 FV_FN void cartpole_write_obs(const State* s, float* obs) {

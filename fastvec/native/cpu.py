@@ -154,6 +154,15 @@ def _ptr(a: np.ndarray | None) -> int | None:
     return None if a is None else a.ctypes.data
 
 
+def _data_address(a: np.ndarray) -> int:
+    """Address of a's data: through the buffer protocol (0.3 us; ndarray.ctypes costs 1 us), or
+    ndarray.ctypes for a read-only array, which the buffer protocol refuses to export writable."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data
+
+
 class CpuBatch:
     """num_envs copies of one env, stepped in place. Buffers (A = agents, O = obs size, S = stats):
     obs (N, A, O), rewards (N, A) float32, terminated / truncated (N,) bool, final_obs (N, A, O)
@@ -195,8 +204,8 @@ class CpuBatch:
         if actions.dtype != np.int64 or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions
-        ended = self.env.lib.fv_step(self.num_envs, self._slots_ptr,
-                                     actions.ctypes.data, *self._step_ptrs, self.autoreset_code, self.max_episode_steps)
+        ended = self.env.lib.fv_step(self.num_envs, self._slots_ptr, _data_address(actions), *self._step_ptrs,
+                                     self.autoreset_code, self.max_episode_steps)
         if ended < 0:
             k = -1 - ended
             env, agent = divmod(k, self.env.num_agents)

@@ -155,6 +155,9 @@ class NativeVectorEnv(VectorEnv):
             self.batch = cuda.CudaBatch(compiled, self.num_envs, autoreset_code, max_episode_steps,
                                         numpy=array_type == "numpy", validate=validate)
         self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (N, O) view of the (N, 1, O) buffer
+        if array_type == "numpy":  # (N,) views of the (N, 1) buffers: contiguous, so step() casts them fast
+            self._rewards = self.batch.rewards.reshape(self.num_envs)
+            self._episode_return = self.batch.episode_return.reshape(self.num_envs)
         if array_type == "device":  # views of the GPU buffers, built once: step() only launches
             self._device_rewards = self.batch.rewards.reshape(self.num_envs)
             self._device_infos = self._device_episode_info()
@@ -252,7 +255,7 @@ class NativeVectorEnv(VectorEnv):
             if self.autoreset_mode == AutoresetMode.DISABLED:
                 self._needs_reset |= done
         obs = self._obs.copy() if self.copy else self._obs
-        return obs, batch.rewards[:, 0].astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
+        return obs, self._rewards.astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
 
     def _check_actions(self, actions) -> np.ndarray:
         a = np.asarray(actions)
@@ -266,7 +269,7 @@ class NativeVectorEnv(VectorEnv):
 
     def _episode_info(self, done: np.ndarray) -> dict[str, Any]:
         b = self.batch  # the batch zeroes these where an env is not done
-        info = {"episode_return": b.episode_return[:, 0].copy(), "_episode_return": done,
+        info = {"episode_return": self._episode_return.copy(), "_episode_return": done,
                 "episode_length": b.episode_length.copy(), "_episode_length": done.copy()}
         for k, name in enumerate(self.stat_names):
             info[name] = b.episode_stats[:, k].copy()
