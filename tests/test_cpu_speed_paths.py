@@ -94,3 +94,42 @@ def test_cartpole_past_its_end_matches_gymnasium():
         ref.steps_beyond_terminated = None
         obs, *_ = ref.step(int(actions[i, 0]))
         np.testing.assert_array_equal(batch.obs[i, 0], obs, err_msg=f"state {states[i]}")
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_gymnasium_step_returns_fresh_arrays(copy):
+    """The CPU Gymnasium face cuts its returned arrays out of a block the C step fills: each step's
+    arrays are new, apart from one another, keep their values after later steps, and equal the
+    batch's own buffers (obs too, a view of them only with copy=False)."""
+    import gymnasium as gym
+
+    n = 300
+    envs = gym.make_vec("fastvec/Breakout", num_envs=n, copy=copy, max_episode_steps=12)
+    envs.reset(seed=1)
+    batch = envs.unwrapped.batch
+    rng = np.random.default_rng(3)
+    kept = []
+    for t in range(30):
+        obs, rew, term, trunc, info = envs.step(rng.integers(0, 3, n))
+        assert rew.dtype == np.float64 and term.dtype == trunc.dtype == np.bool_
+        assert rew.shape == term.shape == trunc.shape == (n,)
+        np.testing.assert_array_equal(rew, batch.rewards[:, 0])
+        np.testing.assert_array_equal(term, batch.terminated)
+        np.testing.assert_array_equal(trunc, batch.truncated)
+        np.testing.assert_array_equal(obs, batch.obs[:, 0])
+        assert np.shares_memory(obs, batch.obs) != copy
+        arrays = [rew, term, trunc] + ([obs] if copy else []) + list(info.values())
+        if info:
+            done = term | trunc
+            np.testing.assert_array_equal(info["_episode_return"], done)
+            np.testing.assert_array_equal(info["_score"], done)
+            np.testing.assert_array_equal(info["episode_length"], np.where(done, batch.episode_length, 0))
+            np.testing.assert_array_equal(info["score"], batch.episode_stats[:, 0])
+            assert info["episode_length"].dtype == np.int32 and info["score"].dtype == np.float32
+        for a, b in [(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:]]:
+            assert not np.shares_memory(a, b)
+        kept.append(([a.copy() for a in arrays], arrays))
+    for saved, returned in kept:  # later steps wrote elsewhere
+        for s, r in zip(saved, returned):
+            np.testing.assert_array_equal(s, r)
+    assert any(len(returned) > 4 for _, returned in kept)  # some steps had episode info

@@ -251,12 +251,44 @@ static int fv_step_range(int lo, int hi, fv_slot* slots, const long long* action
     return ended;
 }
 
+/* The arrays that the Gymnasium face returns from step() (agent 0's), for envs [lo, hi), written by
+ * the thread that stepped them into one fresh block per step, so the host hands them out as they
+ * are instead of copying and casting them one by one. Layout of `out` for n envs, S = NUM_STATS
+ * (cpu.gym_out_layout reads the same): rewards float64 (n) | episode_return float32 (n) |
+ * episode_length int32 (n) | stats float32 (S, n) | terminated, truncated, done, done (n bytes
+ * each; done twice for two distinct info masks). out_obs (or NULL): a copy of obs. */
+FV_FN void fv_copy_out(int lo, int hi, int n, const OBS_T* obs, const float* rewards,
+                       const unsigned char* terminated, const unsigned char* truncated,
+                       const float* ep_return, const int* ep_length, const float* stats,
+                       unsigned char* out, OBS_T* out_obs) {
+    double* out_rewards = (double*)out;
+    float* out_return = (float*)(out + 8LL * n);
+    int* out_length = (int*)(out + 12LL * n);
+    float* out_stats = (float*)(out + 16LL * n);
+    unsigned char* out_flags = out + (16LL + 4LL * NUM_STATS) * n;
+    #pragma omp simd
+    for (int i = lo; i < hi; i++) {
+        out_rewards[i] = (double)rewards[i * NUM_AGENTS];
+        out_return[i] = ep_return[i * NUM_AGENTS];
+        out_length[i] = ep_length[i];
+        out_flags[i] = terminated[i];
+        out_flags[n + i] = truncated[i];
+        out_flags[2LL * n + i] = out_flags[3LL * n + i] = terminated[i] | truncated[i];
+    }
+    for (int k = 0; k < NUM_STATS; k++)
+        for (int i = lo; i < hi; i++) out_stats[(long long)k * n + i] = stats[i * NUM_STATS + k];
+    if (out_obs)
+        memcpy(out_obs + (long long)lo * NUM_AGENTS * OBS_SIZE, obs + (long long)lo * NUM_AGENTS * OBS_SIZE,
+               sizeof(OBS_T) * (size_t)(hi - lo) * NUM_AGENTS * OBS_SIZE);
+}
+
 /* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index) is out
- * of range, in which case nothing was stepped: validation costs one pass, and no caller-side copy. */
+ * of range, in which case nothing was stepped: validation costs one pass, and no caller-side copy.
+ * out, out_obs: NULL, or fv_copy_out's block and obs copy to fill. */
 FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* obs,
                       float* rewards, unsigned char* terminated, unsigned char* truncated,
                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
-                      int autoreset_mode, int max_episode_steps) {
+                      int autoreset_mode, int max_episode_steps, unsigned char* out, OBS_T* out_obs) {
     int any_bad = 0; /* a branch-free pass (it vectorises); the search for the culprit only on error */
     for (int k = 0; k < n * NUM_AGENTS; k++) any_bad |= (unsigned long long)actions[k] >= NUM_ACTIONS;
     if (any_bad)
@@ -270,6 +302,8 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* ob
                     ep_length, stats, autoreset_mode, max_episode_steps);
         ended += terminated[i] | truncated[i];
     }
+    if (out)
+        fv_copy_out(0, n, n, obs, rewards, terminated, truncated, ep_return, ep_length, stats, out, out_obs);
 #else
     #pragma omp parallel reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
     {
@@ -282,10 +316,14 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* ob
         lo = t * per_thread < n ? t * per_thread : n;
         hi = lo + per_thread < n ? lo + per_thread : n;
 #endif
-        if (lo < hi)
+        if (lo < hi) {
             ended += fv_step_range(lo, hi, slots, actions, obs, rewards, terminated, truncated,
                                    final_obs, ep_return, ep_length, stats, autoreset_mode,
                                    max_episode_steps);
+            if (out)
+                fv_copy_out(lo, hi, n, obs, rewards, terminated, truncated, ep_return, ep_length,
+                            stats, out, out_obs);
+        }
     }
 #endif
     return ended;

@@ -136,7 +136,7 @@ class CompiledEnv:
         p = ctypes.c_void_p
         i = ctypes.c_int
         self.lib.fv_reset.argtypes = [i, p, p, p, p]
-        self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i]
+        self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i, p, p]
         self.lib.fv_step.restype = i
         self.lib.fv_render.argtypes = [p, i, p]
         threads = os.environ.get("FASTVEC_NUM_THREADS")
@@ -161,6 +161,21 @@ def _data_address(a: np.ndarray) -> int:
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
     except (TypeError, ValueError):
         return a.ctypes.data
+
+
+def gym_out_layout(num_envs: int, num_stats: int) -> tuple[int, dict[str, tuple[np.dtype, int, int]]]:
+    """Bytes of the block that `CpuBatch.step(actions, out)` fills for the Gymnasium face, and its
+    arrays as np.frombuffer's (dtype, count, offset), as batch.h's fv_copy_out writes them:
+    rewards (N,), episode_return (N,), episode_length (N,), stats (S * N: (S, N)) and flags (4 * N:
+    terminated, truncated, done, done again)."""
+    n, s = num_envs, num_stats
+    return (20 + 4 * s) * n, {
+        "rewards": (np.dtype(np.float64), n, 0),
+        "episode_return": (np.dtype(np.float32), n, 8 * n),
+        "episode_length": (np.dtype(np.int32), n, 12 * n),
+        "stats": (np.dtype(np.float32), s * n, 16 * n),
+        "flags": (np.dtype(np.bool_), 4 * n, (16 + 4 * s) * n),
+    }
 
 
 class CpuBatch:
@@ -198,14 +213,19 @@ class CpuBatch:
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
 
-    def step(self, actions: np.ndarray) -> int:
+    def step(self, actions: np.ndarray, out: np.ndarray | None = None, out_obs: np.ndarray | None = None) -> int:
         """Step every env with integer actions (N, A) and autoreset per the mode. Returns how many
-        envs ended; raises ActionError (nothing stepped) if an action is out of range."""
+        envs ended; raises ActionError (nothing stepped) if an action is out of range.
+        For the Gymnasium face: out, a contiguous block to fill with agent 0's outputs as
+        `gym_out_layout` lays them out, and out_obs, a contiguous array like obs to copy obs into;
+        the threads that step the envs write both."""
         if actions.dtype != np.int64 or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions
         ended = self.env.lib.fv_step(self.num_envs, self._slots_ptr, _data_address(actions), *self._step_ptrs,
-                                     self.autoreset_code, self.max_episode_steps)
+                                     self.autoreset_code, self.max_episode_steps,
+                                     None if out is None else _data_address(out),
+                                     None if out_obs is None else _data_address(out_obs))
         if ended < 0:
             k = -1 - ended
             env, agent = divmod(k, self.env.num_agents)
