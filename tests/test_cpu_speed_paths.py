@@ -133,3 +133,19 @@ def test_gymnasium_step_returns_fresh_arrays(copy):
         for s, r in zip(saved, returned):
             np.testing.assert_array_equal(s, r)
     assert any(len(returned) > 4 for _, returned in kept)  # some steps had episode info
+
+
+@pytest.mark.parametrize("bad_env", [3, 700, 999])  # in the first thread's range, and in the second's
+def test_bad_action_anywhere_steps_nothing(bad_env):
+    """Each thread checks its own envs' actions; a bad one in either range stops both threads."""
+    fast, _ = batches("random_walk", 1000, native.AUTORESET_CODES["NextStep"])
+    fast.reset(np.arange(1000, dtype=np.uint64), None)
+    actions = np.random.default_rng(bad_env).integers(0, 3, (1000, 2))
+    for _ in range(5):  # envs ended, so some NEXT_STEP resets are pending
+        fast.step(actions)
+    before = {name: getattr(fast, name).copy() for name in BUFFERS}
+    actions[bad_env, 1] = -2 if bad_env % 2 else 3
+    with pytest.raises(cpu.ActionError, match=rf"action {actions[bad_env, 1]} out of range for Discrete\(3\) at env {bad_env}, agent 1"):
+        fast.step(actions)
+    for name in BUFFERS:
+        np.testing.assert_array_equal(getattr(fast, name), before[name], err_msg=name)

@@ -282,6 +282,14 @@ FV_FN void fv_copy_out(int lo, int hi, int n, const OBS_T* obs, const float* rew
                sizeof(OBS_T) * (size_t)(hi - lo) * NUM_AGENTS * OBS_SIZE);
 }
 
+/* Whether an action of envs [lo, hi) is out of range: one branch-free pass (it vectorises). */
+FV_FN int fv_any_bad_action(int lo, int hi, const long long* actions) {
+    int bad = 0;
+    for (long long k = (long long)lo * NUM_AGENTS; k < (long long)hi * NUM_AGENTS; k++)
+        bad |= (unsigned long long)actions[k] >= NUM_ACTIONS;
+    return bad;
+}
+
 /* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index) is out
  * of range, in which case nothing was stepped: validation costs one pass, and no caller-side copy.
  * out, out_obs: NULL, or fv_copy_out's block and obs copy to fill. */
@@ -289,21 +297,19 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* ob
                       float* rewards, unsigned char* terminated, unsigned char* truncated,
                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                       int autoreset_mode, int max_episode_steps, unsigned char* out, OBS_T* out_obs) {
-    int any_bad = 0; /* a branch-free pass (it vectorises); the search for the culprit only on error */
-    for (int k = 0; k < n * NUM_AGENTS; k++) any_bad |= (unsigned long long)actions[k] >= NUM_ACTIONS;
-    if (any_bad)
-        for (int k = 0; k < n * NUM_AGENTS; k++)
-            if (actions[k] < 0 || actions[k] >= NUM_ACTIONS) return -1 - k;
-    int ended = 0;
+    int ended = 0, any_bad = 0;
 #ifdef FV_CPU_SCALAR_STEP /* the reference loop that the passes are tested against */
-    #pragma omp parallel for schedule(static) reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
-    for (int i = 0; i < n; i++) {
-        fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
-                    ep_length, stats, autoreset_mode, max_episode_steps);
-        ended += terminated[i] | truncated[i];
+    any_bad = fv_any_bad_action(0, n, actions);
+    if (!any_bad) {
+        #pragma omp parallel for schedule(static) reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
+        for (int i = 0; i < n; i++) {
+            fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                        ep_length, stats, autoreset_mode, max_episode_steps);
+            ended += terminated[i] | truncated[i];
+        }
+        if (out)
+            fv_copy_out(0, n, n, obs, rewards, terminated, truncated, ep_return, ep_length, stats, out, out_obs);
     }
-    if (out)
-        fv_copy_out(0, n, n, obs, rewards, terminated, truncated, ep_return, ep_length, stats, out, out_obs);
 #else
     #pragma omp parallel reduction(+ : ended) if (n >= FV_OMP_MIN_ENVS)
     {
@@ -316,7 +322,17 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* ob
         lo = t * per_thread < n ? t * per_thread : n;
         hi = lo + per_thread < n ? lo + per_thread : n;
 #endif
-        if (lo < hi) {
+        /* Each thread checks its own envs' actions, and all wait until every action is checked:
+         * one bad action anywhere and nothing is stepped. */
+        if (fv_any_bad_action(lo, hi, actions)) {
+            #pragma omp atomic write
+            any_bad = 1;
+        }
+        #pragma omp barrier
+        int stop;
+        #pragma omp atomic read
+        stop = any_bad;
+        if (!stop && lo < hi) {
             ended += fv_step_range(lo, hi, slots, actions, obs, rewards, terminated, truncated,
                                    final_obs, ep_return, ep_length, stats, autoreset_mode,
                                    max_episode_steps);
@@ -326,6 +342,9 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* ob
         }
     }
 #endif
+    if (any_bad) /* the first bad action, for the error message */
+        for (int k = 0; k < n * NUM_AGENTS; k++)
+            if (actions[k] < 0 || actions[k] >= NUM_ACTIONS) return -1 - k;
     return ended;
 }
 
