@@ -1,7 +1,8 @@
-"""The CPU step's fast path (batch.h: per-thread ranges, a vectorised pass over envs, put-aside
-NEXT_STEP resets) against the plain per-env loop it replaced (the same source built with
--DFV_CPU_SCALAR_STEP=1, which runs fv_step_one per env like the GPU): every buffer and every byte
-of simulator state after every step, in all three autoreset modes, with envs ending mid-batch."""
+"""The CPU step's passes for SIMD_STEP envs (batch.h: vectorised loops over each thread's envs,
+NEXT_STEP resets put aside) against the plain per-env loop (the same source built with
+-DFV_CPU_SCALAR_STEP=1, fv_step_one per env like the GPU): every buffer and every byte of
+simulator state after every step, in all three autoreset modes, with envs ending mid-batch; and
+the Gymnasium face's arrays, which the C step writes into a fresh block per step."""
 
 import math
 from pathlib import Path
@@ -15,12 +16,13 @@ from fastvec.native import cpu
 
 RANDOM_WALK = Path(__file__).parent / "envs" / "random_walk.h"
 
-# (source, defines, max_episode_steps): CartPole vectorises; the random walk has two agents, byte
-# observations, statistics and RNG draws inside env_step; Pong (one point per game) is branchy.
+# (source, defines, max_episode_steps) of envs that take the passes (SIMD_STEP): CartPole
+# vectorises; the random walk has two agents, byte observations, statistics and RNG draws inside
+# env_step; Pong (one point per game; SIMD_STEP forced here) is branchy.
 ENVS = {
     "cartpole": (native.source_path("cartpole"), {}, 23),
     "random_walk": (RANDOM_WALK, {"LIMIT": 3}, 9),
-    "pong": (native.source_path("pong"), native.resolve_defines("pong", {"points": 1}), 45),
+    "pong": (native.source_path("pong"), {**native.resolve_defines("pong", {"points": 1}), "SIMD_STEP": 1}, 45),
 }
 BUFFERS = ["obs", "rewards", "terminated", "truncated", "episode_return", "episode_length",
            "episode_stats", "slots"]

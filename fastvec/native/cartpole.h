@@ -12,6 +12,7 @@
 #define STAT_NAMES ""
 #define RENDER_W 600
 #define RENDER_H 400
+#define SIMD_STEP 1 /* env_step is straight-line code: the CPU backend vectorises it across envs */
 
 #define CP_GRAVITY 9.8
 #define CP_MASSCART 1.0

@@ -14,8 +14,10 @@
  *   FV_FN int  env_step(State* s, fv_rng* rng, const long long* actions, OBS_T* obs,
  *                       float* rewards, float* stats);                 returns 1 when terminated
  *   FV_FN void env_render(const State* s, unsigned char* rgb);         rgb: (RENDER_H, RENDER_W, 3)
- * Optional: #define OBS_T unsigned char (default float). Truncation, episode returns, autoreset
- * and seeding are the backends' job, never the env's.
+ * Optional: #define OBS_T unsigned char (default float). #define SIMD_STEP 1 where env_step is
+ * straight-line code (no branches and no calls; selects, `|` rather than `||`, and loops of fixed
+ * length are fine): the CPU backend then runs it across envs in vector instructions (cartpole.h).
+ * Truncation, episode returns, autoreset and seeding are the backends' job, never the env's.
  */
 #ifndef FASTVEC_H
 #define FASTVEC_H

@@ -15,6 +15,7 @@
 #define STAT_NAMES "steps, spread"
 #define RENDER_W 4
 #define RENDER_H 2
+#define SIMD_STEP 1 /* the CPU backend's vectorised passes (tests/test_cpu_speed_paths.py) */
 
 typedef struct {
     int pos[NUM_AGENTS];
