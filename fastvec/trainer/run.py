@@ -61,18 +61,22 @@ def make_batch(config: dict, num_envs: int | None = None):
 
 def make_trainer(config: dict):
     """The trainer for config's device; with selfplay.enabled its batch is the learner's seats of a
-    multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py)."""
-    requested = config["train"]["device"]
+    multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py). On the
+    CUDA trainer, train.env_device=cpu steps the env on the CPU (host environments); self-play always
+    does, since its opponents act on the CPU."""
+    tc = config["train"]
+    if tc["env_device"] not in ("cuda", "cpu"):
+        raise ConfigError(f"train.env_device={tc['env_device']!r}: use cuda (the env compiled for the GPU) or cpu "
+                          f"(CPU env batches stepped beside the CUDA trainer)")
+    if tc["env_groups"] < 1:
+        raise ConfigError(f"train.env_groups={tc['env_groups']} must be >= 1 (CPU env groups stepped in turn)")
+    requested = tc["device"]
     if requested == "auto" and config["selfplay"]["enabled"]:
-        requested = "cpu"  # self-play has no CUDA path yet, so "auto" means the CPU trainer
+        requested = "cpu"  # self-play on the CUDA trainer is new (host envs); "auto" keeps the measured CPU path
     device = resolve_device(requested)
     if device == "cuda" and config["selfplay"]["enabled"]:
-        raise ConfigError("selfplay.enabled=true: self-play runs on the CPU trainer for now; "
-                          "add --train.device=cpu")
+        tc["env_device"] = "cpu"  # the opponents' seats are played by NumPy policies next to a CPU batch
     batch = make_batch(config)
-    if device == "cuda":  # pragma: no cover - arrives with issue 6
-        from fastvec.trainer import cuda as cuda_trainer
-        return cuda_trainer.make_trainer(config, batch)
     from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
     league = None
@@ -80,7 +84,12 @@ def make_trainer(config: dict):
         from fastvec.trainer.selfplay import SelfPlay
         league = SelfPlay(config)
         batch = league.wrap(batch, spec)
-    trainer = NumpyTrainer(config, batch, spec)
+    if device == "cuda":  # pragma: no cover - needs a GPU (tests/test_trainer_cuda.py)
+        from fastvec.trainer.cuda.trainer import CudaTrainer
+        # Self-play's one SelfPlayBatch cannot be split, so it is one env group.
+        trainer = CudaTrainer(config, batch, spec, [batch] if league is not None else None)
+    else:
+        trainer = NumpyTrainer(config, batch, spec)
     trainer.selfplay = league
     return trainer
 

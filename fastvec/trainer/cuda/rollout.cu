@@ -3,7 +3,8 @@
  * the decoder output (counter-based RNG), write action, log-probability and value into the rollout
  * buffers, step the env (batch.h's fv_step_one, SAME_STEP autoreset), write reward (optionally
  * clamped), done flag and next observation, and add finished episodes to the log accumulators.
- * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch.
+ * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch. With host
+ * environments (a CPU batch steps the env) the same step is two kernels around the host's step.
  */
 
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
@@ -65,6 +66,57 @@ __global__ void rollout_step_kernel(int N, fv_slot* slots, const float* y, OBS_T
                         final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
                         ep_return, ep_length, ep_stats, episode_acc, scalars->rollout_steps + t, seed_key,
                         reward_clamp, max_episode_steps);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Host environments (train.env_device = "cpu"): the env is a CPU batch, so one policy step is split in
+ * two launches around the host's batch.step, each over one env group's rows [row0, row0 + rows):
+ * host_sample_kernel is sample_and_step_env's first half (same counter-based uniforms for the same
+ * global row and step, so the same logits give the same actions as the GPU-env path), and
+ * host_record_kernel its second half on the outputs the host copied up (fv_step_one's, SAME_STEP). */
+
+/* y: the group's decoder rows (rows, A + 1); actions/logp/values: step t's slices at the group's rows. */
+__global__ void host_sample_kernel(int rows, int row0, const float* y, int* actions, float* logp, float* values,
+                                   const TrainScalars* scalars, int t, unsigned long long seed_key) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= rows) return;
+    const float* yr = y + (long long)j * (NUM_ACTIONS + 1);
+    float lp;
+    actions[j] = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row0 + j, scalars->rollout_steps + t), &lp);
+    logp[j] = lp;
+    values[j] = yr[NUM_ACTIONS];
+}
+
+/* One group of n envs with `agents` rows each, after the host stepped them: the *_in arrays are the
+ * batch's outputs as copied up (obs (n * agents, O), rewards and ep_return (n * agents,), ep_stats
+ * (n, S), ep_length, terminated, truncated (n,)); obs_next, rewards, dones and starts_next are the
+ * group's rows of obs[t + 1], rewards[t], dones[t] and starts[t + 1]. Every thread copies one obs
+ * element; threads i < n also record env i's outcome, as sample_and_step_env does. */
+__global__ void host_record_kernel(int n, int agents, int obs_size, int num_stats, const float* obs_in,
+                                   const float* rewards_in, const float* ep_return_in, const float* ep_stats_in,
+                                   const int* ep_length_in, const unsigned char* terminated_in,
+                                   const unsigned char* truncated_in, float* obs_next, float* rewards, float* dones,
+                                   float* starts_next, double* episode_acc, int reward_clamp) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (long long)n * agents * obs_size) obs_next[idx] = obs_in[idx];
+    if (idx >= n) return;
+    int i = (int)idx;
+    float done = (float)(terminated_in[i] | truncated_in[i]);
+    float ret = 0.0f;
+    for (int a = 0; a < agents; a++) {
+        int row = i * agents + a;
+        float r = rewards_in[row];
+        rewards[row] = reward_clamp ? fminf(fmaxf(r, -1.0f), 1.0f) : r;
+        dones[row] = done;
+        starts_next[row] = done;
+        ret += ep_return_in[row];
+    }
+    if (done != 0.0f) { /* logs only: float atomics make these sums order-dependent, nothing else */
+        atomicAdd(&episode_acc[0], 1.0);
+        atomicAdd(&episode_acc[1], (double)(ret / agents));
+        atomicAdd(&episode_acc[2], (double)ep_length_in[i]);
+        for (int k = 0; k < num_stats; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats_in[i * num_stats + k]);
+    }
 }
 
 #ifdef POLICY_HIDDEN

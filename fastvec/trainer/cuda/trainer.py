@@ -40,6 +40,8 @@ MASK64 = (1 << 64) - 1
 # arena names end in "@1"), one filled by the actor while the learner trains on the other. r_y holds the
 # GEMM path's bootstrap value, last_value the fused path's.
 SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value", "r_y")
+# rollout.cu's host-env kernels (train.env_device = "cpu"), in device.py's signature letters.
+device.SIGNATURES.update({"host_sample_kernel": "iiPPPPPiQ", "host_record_kernel": "iiii" + "P" * 12 + "i"})
 
 
 def splitmix64(z: int) -> int:
@@ -119,16 +121,23 @@ def record_newton_schulz(k, blas, u: int, bufs: list[int], gram: int, poly: int,
 class CudaTrainer:
     """Owns the arena, the graphs and the GPU env; `rollout()` replays the rollout graph, `update()` the
     update graph. `batch` only describes the env (num_envs, env.obs_size/num_actions/num_agents/stat_names);
-    the env itself is compiled for the GPU from the same source."""
+    the env itself is compiled for the GPU from the same source.
+
+    With train.env_device = "cpu" (host environments) the env is stepped on the CPU instead: `batch` itself
+    (a CpuBatch, or self-play's SelfPlayBatch) when host_batches is None and train.env_groups is 1, else
+    host_batches, or env_groups CpuBatches made here, which step consecutive ranges of the N envs; while the
+    CPU steps one group the GPU runs the policy for the other (see _host_rollout)."""
 
     device = "cuda"
     active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
 
-    def __init__(self, config: dict, batch, spec: ref.PolicySpec):
+    def __init__(self, config: dict, batch, spec: ref.PolicySpec, host_batches: list | None = None):
         train = config["train"]
         self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
         env = batch.env
-        self.num_envs, self.num_agents = batch.num_envs, env.num_agents
+        self.host_env = train.get("env_device", "cuda") == "cpu"
+        # A host batch's agents per env are its obs' (self-play's SelfPlayBatch shows the learner's seat only).
+        self.num_envs, self.num_agents = batch.num_envs, (batch.obs.shape[1] if self.host_env else env.num_agents)
         self.rows, self.horizon, self.bptt, self.segments, self.samples_per_rollout = rollout_sizes(
             train, self.num_envs, self.num_agents)
         n_env, rows, horizon, k = self.num_envs, self.rows, self.horizon, self.bptt
@@ -156,13 +165,19 @@ class CudaTrainer:
         # "fp32" (bitwise repeatable, matches NumPy), or "tf32" / "bf16": GEMMs on tensor cores.
         self.precision = train.get("precision", "fp32")
         self.layout = ref.FlatLayout(ref.param_table(spec))
-        self.fused_block = self._fused_block_size(n_env)
+        self.fused_block = 0 if self.host_env else self._fused_block_size(n_env)  # the fused step steps a GPU env
         # ASYNC (train.async): NumpyTrainer's schedule, overlapped. The actor replays the rollout graph of one
         # slot on its own stream, from actor_params (a copy of the weights taken when an update starts), while
         # the learner's update graph trains on the other slot; CUDA events order the two streams.
         self.async_rollouts = bool(train.get("async", False))
         if self.async_rollouts and self.group:
             raise ConfigError("train.async=true with several GPUs is not supported yet; use --train.async=false")
+        if self.host_env and self.async_rollouts:
+            raise ConfigError("train.async=true with train.env_device=cpu (host environments) is not supported; "
+                              "use --train.async=false, or --train.env_device=cuda")
+        if self.host_env and self.group:
+            raise ConfigError("train.env_device=cpu (host environments) with several GPUs is not supported; "
+                              "use --train.gpus=1, or --train.env_device=cuda")
         self.slot_count = 2 if self.async_rollouts else 1
         self.slot_version = [-1] * self.slot_count  # update_index of the weights that collected each slot
         self.fill_slot = 0  # async: the slot the next rollout goes into
@@ -184,6 +199,13 @@ class CudaTrainer:
         slot_size = np.empty(1, np.int32)
         cuda.memcpy_dtoh(slot_size, slot_bytes[0])
         self.matrix_names = set(self.layout.matrix_names())
+        if self.host_env:  # env groups: consecutive env ranges [lo, hi), the split np.array_split makes
+            counts = [b.num_envs for b in host_batches] if host_batches else \
+                [len(r) for r in np.array_split(np.arange(n_env), min(max(int(train.get("env_groups", 1)), 1), n_env))]
+            if sum(counts) != n_env:
+                raise ValueError(f"host_batches hold {sum(counts)} envs, the trainer's batch {n_env}")
+            bounds = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+            self.env_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
         self.arena = self._plan_arena(int(slot_size[0]), env)
         self.arena.allocate(cuda)
         self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE, self.precision)
@@ -212,8 +234,11 @@ class CudaTrainer:
         seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.uint64(self.rank * n_env) + np.arange(n_env, dtype=np.uint64)
         self.arena.set(cuda, "seeds", seeds)
         last = self.slot_count - 1
-        self.k.launch("fv_reset_kernel", n_env, np.int32(n_env), self.arena.ptr("slots"), self.arena.ptr("seeds"),
-                      0, self._slot("obs", last, horizon * rows * spec.obs_size))
+        if self.host_env:
+            self._start_host_env(host_batches, seeds)
+        else:
+            self.k.launch("fv_reset_kernel", n_env, np.int32(n_env), self.arena.ptr("slots"), self.arena.ptr("seeds"),
+                          0, self._slot("obs", last, horizon * rows * spec.obs_size))
         self.k.launch("fill_kernel", rows, self._slot("starts", last, horizon * rows), np.int64(rows), np.float32(1.0))
         self.stream.synchronize()
         self.startup_time = time.perf_counter() - t0
@@ -226,6 +251,8 @@ class CudaTrainer:
         self.update_graphs = [None] * self.slot_count
         self.rollouts_run = 0
         self.timing = {"rollout": 0.0, "update": 0.0}
+        if self.host_env:  # of the rollout: the CPU stepping the env, and the CPU waiting for the GPU's actions
+            self.timing.update(env=0.0, wait=0.0)
 
     def _fused_block_size(self, num_envs: int) -> int:
         """Threads per block of the fused policy step (one thread per env, every weight in shared memory),
@@ -323,7 +350,135 @@ class CudaTrainer:
                 a.add(f"{name}@1", shape, dtype, "rollout slot 1: " + doc)
             a.add("actor_params", (p,), f32, "the weights the actor collects with (copied when an update starts)")
             a.add("actor_cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "the actor stream's cuBLAS workspace")
+        if self.host_env:  # what the host copies up after each group's step, every group's after the other's
+            total = sum(self._staging_layout(hi - lo)[1] for lo, hi in self.env_ranges)
+            a.add("host_in", (total,), np.uint8, "host envs' step outputs, per group as _staging_layout")
         return a
+
+    # HOST ENVIRONMENTS (train.env_device = "cpu")
+    def _staging_layout(self, envs: int) -> tuple[dict, int]:
+        """The pinned upload buffer of a group of `envs` envs: {name: (byte offset, shape, dtype)} of the
+        batch's step outputs host_record_kernel reads, each 16-byte aligned, and the total bytes."""
+        rows, o, stats = envs * self.num_agents, self.spec.obs_size, len(self.batch.env.stat_names)
+        fields = [("obs", (rows, o), np.float32), ("rewards", (rows,), np.float32), ("ep_return", (rows,), np.float32),
+                  ("ep_stats", (envs, stats), np.float32), ("ep_length", (envs,), np.int32),
+                  ("terminated", (envs,), np.uint8), ("truncated", (envs,), np.uint8)]
+        layout, offset = {}, 0
+        for name, shape, dtype in fields:
+            layout[name] = (offset, shape, np.dtype(dtype))
+            offset += (math.prod(shape) * np.dtype(dtype).itemsize + 15) // 16 * 16
+        return layout, offset
+
+    def _start_host_env(self, host_batches: list | None, seeds: np.ndarray) -> None:
+        """Make (or take) one host batch per env group, reset group g's env i with env lo_g + i's seed (so the
+        envs are the same however they are grouped), upload the first obs to obs[T] and set up each group's
+        pinned buffers (step outputs up, actions down) and the event that says its actions are on the host."""
+        cuda, a, o, t_len = self.cuda, self.arena, self.spec.obs_size, self.horizon
+        if host_batches is None:
+            if len(self.env_ranges) == 1:
+                host_batches = [self.batch]
+            else:
+                from fastvec.trainer.run import make_batch
+                host_batches = [make_batch(self.config, hi - lo) for lo, hi in self.env_ranges]
+        self.host_groups = []
+        staging_offset = 0
+        for (lo, hi), batch in zip(self.env_ranges, host_batches):
+            if batch.obs.shape[1:] != (self.num_agents, o):
+                raise ValueError(f"host batch obs {batch.obs.shape[1:]} do not match ({self.num_agents}, {o})")
+            batch.reset(seeds[lo:hi], None)
+            layout, nbytes = self._staging_layout(hi - lo)
+            pinned = cuda.pagelocked_empty(nbytes, np.uint8)
+            views = {name: pinned[off:off + math.prod(shape) * dtype.itemsize].view(dtype).reshape(shape)
+                     for name, (off, shape, dtype) in layout.items()}
+            dev = {name: a.ptr("host_in", staging_offset + off) for name, (off, _, _) in layout.items()}
+            rows = (hi - lo) * self.num_agents
+            self.host_groups.append({"batch": batch, "envs": hi - lo, "row0": lo * self.num_agents, "rows": rows,
+                                     "pinned": pinned, "views": views, "dev": dev, "dev_in": a.ptr("host_in", staging_offset),
+                                     "actions": cuda.pagelocked_empty(rows, np.int32),
+                                     "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
+            staging_offset += nbytes
+            first_obs = np.ascontiguousarray(batch.obs.reshape(rows, o), np.float32)
+            cuda.memcpy_htod(self._slot("obs", 0, (t_len * self.rows + lo * self.num_agents) * o), first_obs)
+
+    def _host_infer(self, g: dict, t: int) -> None:
+        """Enqueue group g's policy step t: (the segment's state,) the forward over its rows of obs[t], the
+        sampling into actions/logp/values[t], the actions' copy to the host, and g's event after it."""
+        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+        r, o, h, row0, rows = self.rows, spec.obs_size, spec.hidden, g["row0"], g["rows"]
+        ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.num_actions + 1
+        if t % self.bptt == 0 and ls:
+            for layer in range(ls):
+                cuda.memcpy_dtod_async(self._slot("segment_state", 0, ((t // self.bptt) * ls + layer) * r * h + row0 * h),
+                                       a.ptr("state", layer * r * h + row0 * h), rows * h * 4, self.stream)
+        state = [a.ptr("state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
+        acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
+        y = self._slot("r_y", 0, row0 * ny)
+        self._policy_forward(rows, 1, self._slot("obs", 0, (t * r + row0) * o), self._slot("starts", 0, t * r + row0),
+                             state, state, acts, [a.ptr("r_pre", row0 * w)] * spec.layers,
+                             [a.ptr("r_h", row0 * h)] * spec.layers, y)
+        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, self._slot("actions", 0, t * r + row0),
+                 self._slot("logp", 0, t * r + row0), self._slot("values", 0, t * r + row0), a.ptr("scalars"),
+                 np.int32(t), np.uint64(self.seed_key))
+        cuda.memcpy_dtoh_async(g["actions"], self._slot("actions", 0, t * r + row0), self.stream)
+        g["event"].record(self.stream)
+
+    def _host_rollout(self) -> None:
+        """NumpyTrainer.rollout with the policy on the GPU and the env on the CPU, pipelined over the env
+        groups on one stream: the CPU waits for group g's actions at step t (its event), steps g's batch,
+        copies the outputs into g's pinned buffer, and enqueues their upload, host_record_kernel and g's
+        policy step t + 1; meanwhile the GPU works through the other group's step. Eager launches (host
+        work in the loop, so no graph); the stream is synchronised once, at the end."""
+        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+        t_len, r, o, h = self.horizon, self.rows, spec.obs_size, spec.hidden
+        ls, clamp = spec.state_layers, np.int32(self.train_cfg["reward_clamp"])
+        # obs[0], starts[0] are obs[T], starts[T] of the previous rollout (or of the reset)
+        cuda.memcpy_dtod_async(self._slot("obs"), self._slot("obs", 0, t_len * r * o), r * o * 4, self.stream)
+        cuda.memcpy_dtod_async(self._slot("starts"), self._slot("starts", 0, t_len * r), r * 4, self.stream)
+        for g in self.host_groups:
+            self._host_infer(g, 0)
+        for t in range(t_len):
+            for g in self.host_groups:
+                t0 = time.perf_counter()
+                g["event"].synchronize()
+                t1 = time.perf_counter()
+                batch, views, dev, rows, row0 = g["batch"], g["views"], g["dev"], g["rows"], g["row0"]
+                batch.step(g["actions"].reshape(g["envs"], self.num_agents))
+                views["obs"][...] = batch.obs.reshape(rows, o)
+                views["rewards"][...] = batch.rewards.reshape(rows)
+                views["ep_return"][...] = batch.episode_return.reshape(rows)
+                views["ep_stats"][...] = batch.episode_stats
+                views["ep_length"][...] = batch.episode_length
+                views["terminated"][...] = batch.terminated
+                views["truncated"][...] = batch.truncated
+                self.timing["wait"] += t1 - t0
+                self.timing["env"] += time.perf_counter() - t1
+                cuda.memcpy_htod_async(g["dev_in"], g["pinned"], self.stream)
+                k.launch("host_record_kernel", max(rows * o, g["envs"]), np.int32(g["envs"]), np.int32(self.num_agents),
+                         np.int32(o), np.int32(views["ep_stats"].shape[1]), dev["obs"], dev["rewards"], dev["ep_return"],
+                         dev["ep_stats"], dev["ep_length"], dev["terminated"], dev["truncated"],
+                         self._slot("obs", 0, ((t + 1) * r + row0) * o), self._slot("rewards", 0, t * r + row0),
+                         self._slot("dones", 0, t * r + row0), self._slot("starts", 0, (t + 1) * r + row0),
+                         a.ptr("episode_acc"), clamp)
+                if t + 1 < t_len:
+                    self._host_infer(g, t + 1)
+        # Bootstrap: V(obs[T]) into r_y with the live state, which stays as it is (last_state is scratch).
+        ny, w = spec.num_actions + 1, self.layout.offsets["layer0.w"][1][0]
+        for g in self.host_groups:
+            row0, rows = g["row0"], g["rows"]
+            state = [a.ptr("state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
+            last = [a.ptr("last_state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
+            acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
+            self._policy_forward(rows, 1, self._slot("obs", 0, (t_len * r + row0) * o),
+                                 self._slot("starts", 0, t_len * r + row0), state, last, acts,
+                                 [a.ptr("r_pre", row0 * w)] * spec.layers, [a.ptr("r_h", row0 * h)] * spec.layers,
+                                 self._slot("r_y", 0, row0 * ny))
+        k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    @property
+    def params(self) -> np.ndarray:
+        """A host copy of the flat float32 parameters (P,), as NumpyTrainer.params (self-play snapshots it)."""
+        self._synchronize()
+        return self.arena.get(self.cuda, "params")
 
     def _slot(self, name: str, slot: int | None = None, offset_elements: int = 0) -> int:
         """Device address of rollout buffer `name` (SLOT_BUFFERS) of rollout slot `slot` (default: the one
@@ -483,7 +638,9 @@ class CudaTrainer:
             self.cuda.memcpy_dtod_async(self.arena.ptr("actor_params"), self.arena.ptr("params"),
                                         self.layout.size * 4, self.actor_stream)
             self.weights_taken.make_wait(self.stream.handle, self.actor_stream.handle)
-        if not self.use_graphs or self.rollouts_run == 0:
+        if self.host_env:
+            self._host_rollout()
+        elif not self.use_graphs or self.rollouts_run == 0:
             self._record_rollout(slot)
         else:
             if self.rollout_graphs[slot] is None:
