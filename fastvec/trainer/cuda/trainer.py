@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 
 import numpy as np
 
 from fastvec.native import ENVS, resolve_defines, source_path
-from fastvec.native.graphs import CudaGraph, Event
+from fastvec.native.graphs import CudaDriverError, CudaGraph, Event
 from fastvec.trainer import distributed
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, env_params, rollout_sizes
@@ -381,6 +382,7 @@ class CudaTrainer:
                 from fastvec.trainer.run import make_batch
                 host_batches = [make_batch(self.config, hi - lo) for lo, hi in self.env_ranges]
         self.host_groups = []
+        self.host_graphs = {}  # (group, step) -> the graph of that piece of the rollout (_host_segment)
         staging_offset = 0
         for (lo, hi), batch in zip(self.env_ranges, host_batches):
             if batch.obs.shape[1:] != (self.num_agents, o):
@@ -402,7 +404,7 @@ class CudaTrainer:
 
     def _host_infer(self, g: dict, t: int) -> None:
         """Enqueue group g's policy step t: (the segment's state,) the forward over its rows of obs[t], the
-        sampling into actions/logp/values[t], the actions' copy to the host, and g's event after it."""
+        sampling into actions/logp/values[t], and the actions' copy to g's pinned buffer."""
         spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
         r, o, h, row0, rows = self.rows, spec.obs_size, spec.hidden, g["row0"], g["rows"]
         ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.num_actions + 1
@@ -420,28 +422,32 @@ class CudaTrainer:
                  self._slot("logp", 0, t * r + row0), self._slot("values", 0, t * r + row0), a.ptr("scalars"),
                  np.int32(t), np.uint64(self.seed_key))
         cuda.memcpy_dtoh_async(g["actions"], self._slot("actions", 0, t * r + row0), self.stream)
-        g["event"].record(self.stream)
 
     def _host_rollout(self) -> None:
         """NumpyTrainer.rollout with the policy on the GPU and the env on the CPU, pipelined over the env
         groups on one stream: the CPU waits for group g's actions at step t (its event), steps g's batch,
         copies the outputs into g's pinned buffer, and enqueues their upload, host_record_kernel and g's
-        policy step t + 1; meanwhile the GPU works through the other group's step. Eager launches (host
-        work in the loop, so no graph); the stream is synchronised once, at the end."""
+        policy step t + 1; meanwhile the GPU works through the other group's step. Each enqueued piece is a
+        CUDA graph from the second rollout on (one per group and step: the pointers differ), so the CPU
+        spends its time on the env rather than on launches; the stream is synchronised once, at the end."""
         spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
-        t_len, r, o, h = self.horizon, self.rows, spec.obs_size, spec.hidden
-        ls, clamp = spec.state_layers, np.int32(self.train_cfg["reward_clamp"])
-        # obs[0], starts[0] are obs[T], starts[T] of the previous rollout (or of the reset)
-        cuda.memcpy_dtod_async(self._slot("obs"), self._slot("obs", 0, t_len * r * o), r * o * 4, self.stream)
-        cuda.memcpy_dtod_async(self._slot("starts"), self._slot("starts", 0, t_len * r), r * 4, self.stream)
-        for g in self.host_groups:
+        t_len, r, o = self.horizon, self.rows, spec.obs_size
+
+        def start(g):
+            if g is self.host_groups[0]:  # obs[0], starts[0] are obs[T], starts[T] of the previous rollout
+                cuda.memcpy_dtod_async(self._slot("obs"), self._slot("obs", 0, t_len * r * o), r * o * 4, self.stream)
+                cuda.memcpy_dtod_async(self._slot("starts"), self._slot("starts", 0, t_len * r), r * 4, self.stream)
             self._host_infer(g, 0)
+
+        for i, g in enumerate(self.host_groups):
+            self._host_segment(("start", i), lambda g=g: start(g))
+            g["event"].record(self.stream)
         for t in range(t_len):
-            for g in self.host_groups:
+            for i, g in enumerate(self.host_groups):
                 t0 = time.perf_counter()
                 g["event"].synchronize()
                 t1 = time.perf_counter()
-                batch, views, dev, rows, row0 = g["batch"], g["views"], g["dev"], g["rows"], g["row0"]
+                batch, views, rows = g["batch"], g["views"], g["rows"]
                 batch.step(g["actions"].reshape(g["envs"], self.num_agents))
                 views["obs"][...] = batch.obs.reshape(rows, o)
                 views["rewards"][...] = batch.rewards.reshape(rows)
@@ -452,16 +458,29 @@ class CudaTrainer:
                 views["truncated"][...] = batch.truncated
                 self.timing["wait"] += t1 - t0
                 self.timing["env"] += time.perf_counter() - t1
-                cuda.memcpy_htod_async(g["dev_in"], g["pinned"], self.stream)
-                k.launch("host_record_kernel", max(rows * o, g["envs"]), np.int32(g["envs"]), np.int32(self.num_agents),
-                         np.int32(o), np.int32(views["ep_stats"].shape[1]), dev["obs"], dev["rewards"], dev["ep_return"],
-                         dev["ep_stats"], dev["ep_length"], dev["terminated"], dev["truncated"],
-                         self._slot("obs", 0, ((t + 1) * r + row0) * o), self._slot("rewards", 0, t * r + row0),
-                         self._slot("dones", 0, t * r + row0), self._slot("starts", 0, (t + 1) * r + row0),
-                         a.ptr("episode_acc"), clamp)
+                self._host_segment((i, t), lambda g=g, t=t: self._host_record(g, t))
                 if t + 1 < t_len:
-                    self._host_infer(g, t + 1)
-        # Bootstrap: V(obs[T]) into r_y with the live state, which stays as it is (last_state is scratch).
+                    g["event"].record(self.stream)
+        self._host_segment("bootstrap", self._host_bootstrap)
+
+    def _host_record(self, g: dict, t: int) -> None:
+        """Enqueue group g's step t outcome (upload, host_record_kernel), then its policy step t + 1."""
+        a, r, o, dev, row0 = self.arena, self.rows, self.spec.obs_size, g["dev"], g["row0"]
+        self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], self.stream)
+        self.k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), np.int32(g["envs"]),
+                      np.int32(self.num_agents), np.int32(o), np.int32(g["views"]["ep_stats"].shape[1]), dev["obs"],
+                      dev["rewards"], dev["ep_return"], dev["ep_stats"], dev["ep_length"], dev["terminated"],
+                      dev["truncated"], self._slot("obs", 0, ((t + 1) * r + row0) * o),
+                      self._slot("rewards", 0, t * r + row0), self._slot("dones", 0, t * r + row0),
+                      self._slot("starts", 0, (t + 1) * r + row0), a.ptr("episode_acc"),
+                      np.int32(self.train_cfg["reward_clamp"]))
+        if t + 1 < self.horizon:
+            self._host_infer(g, t + 1)
+
+    def _host_bootstrap(self) -> None:
+        """V(obs[T]) into r_y with the live state, which stays as it is (last_state is scratch)."""
+        spec, a = self.spec, self.arena
+        t_len, r, o, h, ls = self.horizon, self.rows, spec.obs_size, spec.hidden, spec.state_layers
         ny, w = spec.num_actions + 1, self.layout.offsets["layer0.w"][1][0]
         for g in self.host_groups:
             row0, rows = g["row0"], g["rows"]
@@ -472,7 +491,33 @@ class CudaTrainer:
                                  self._slot("starts", 0, t_len * r + row0), state, last, acts,
                                  [a.ptr("r_pre", row0 * w)] * spec.layers, [a.ptr("r_h", row0 * h)] * spec.layers,
                                  self._slot("r_y", 0, row0 * ny))
-        k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+        self.k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    def _host_segment(self, key, record) -> None:
+        """Run `record` (which enqueues GPU work on the learner's stream): eagerly in the first rollout (so
+        cuBLAS and the driver load their kernels outside any capture), then as the graph captured for `key`
+        in the second. If a capture fails, say so once and stay eager (same work, more launch time)."""
+        if not self.use_graphs or self.rollouts_run == 0 or self.host_graphs is None:
+            record()
+            return
+        graph = self.host_graphs.get(key)
+        if graph is None:
+            graph = CudaGraph(self.stream.handle)
+            try:
+                with graph.capture():
+                    record()
+            except CudaDriverError as err:
+                print(f"fastvec-train: host-env rollout steps run without CUDA graphs ({err})", file=sys.stderr)
+                self._close_host_graphs()
+                record()
+                return
+            self.host_graphs[key] = graph
+        graph.launch()
+
+    def _close_host_graphs(self) -> None:
+        for graph in (self.host_graphs or {}).values():
+            graph.close()
+        self.host_graphs = None
 
     @property
     def params(self) -> np.ndarray:
@@ -900,6 +945,8 @@ class CudaTrainer:
                 graph.close()
         self.rollout_graphs = [None] * self.slot_count
         self.update_graphs = [None] * self.slot_count
+        if self.host_env:
+            self._close_host_graphs()
         self.blas.close()
         self.actor_blas.close()
         if self.arena.allocation is not None:
