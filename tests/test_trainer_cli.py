@@ -89,6 +89,31 @@ def test_cuda_request_without_the_cuda_trainer_says_so(capsys):
     assert run.resolve_device("auto") == "cpu"
 
 
+@pytest.mark.parametrize("flag,message", [
+    ("--train.env_device=gpu", "train.env_device='gpu': use cuda"),
+    ("--train.env_groups=0", "train.env_groups=0 must be >= 1"),
+])
+def test_host_env_settings_are_checked_before_training(flag, message, tmp_path, capsys):
+    assert cli.main(["cartpole", "--train.device=cpu", flag, f"--run-dir={tmp_path / 'run'}"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_cpu_trainer_accepts_host_env_settings(tmp_path):
+    """The CPU trainer always steps CPU envs: env_device=cpu and any env_groups change nothing."""
+    config = tiny_config(train={"device": "cpu", "env_device": "cpu", "env_groups": 3})
+    summary = run.train(config, tmp_path / "run", dashboard=False)
+    assert summary["trainer"].device == "cpu" and summary["global_step"] == config["train"]["total_timesteps"]
+
+
+def test_selfplay_on_cuda_without_the_cuda_trainer_names_the_missing_gpu(capsys):
+    if run.cuda_trainer_available():
+        pytest.skip("the CUDA trainer is available here")
+    assert cli.main(["pong", "--selfplay.enabled=true", "--train.device=cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--train.device=cpu" in err and "self-play" not in err  # self-play itself is no longer refused on cuda
+
+
 # ---------------------------------------------------------------------------------------------- training shell
 
 

@@ -591,3 +591,177 @@ def test_async_training_is_bitwise_deterministic():
     sync.rollout()
     assert np.array_equal(sync.arena.get(sync.cuda, "actions"), runs[0][4])
     sync.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Host environments (train.env_device = "cpu"): CPU env batches stepped beside the CUDA trainer, in env
+# groups; the policy, sampling and update on the GPU. The oracles: a CPU batch fed the recorded actions
+# (the same C code, so bitwise), the reference policy and sampler, the GPU-env trainer, NumpyTrainer.
+
+def host_config(groups=2, kind="mingru", **train):
+    config = small_config(**{"env_device": "cpu", "env_groups": groups, **train})
+    config["policy"]["kind"] = kind
+    return config
+
+
+def rollout_buffers(trainer) -> dict:
+    names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
+    return {name: trainer.arena.get(trainer.cuda, name) for name in names}
+
+
+@pytest.mark.parametrize("kind", ["mingru", "mlp"])
+def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kind):
+    """Three rollouts and updates (the first eager, the second captures the per-step graphs, the third
+    replays them) with two env groups: the env data equals a CPU batch fed the recorded actions, bit for bit;
+    log-probs, values and actions are the reference policy's on the weights of that rollout; each update
+    equals NumpyTrainer's on the same data, weights and sequence order."""
+    _cuda_or_skip()
+    from fastvec.trainer import run
+    from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
+    config = host_config(kind=kind)
+    gpu_tr, cpu_tr, spec = make_pair(config)
+    assert gpu_tr.host_env and len(gpu_tr.host_groups) == 2 and not gpu_tr.fused_block
+    cuda, a = gpu_tr.cuda, gpu_tr.arena
+    t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
+    env = run.make_batch(config)
+    env.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(env.num_envs, dtype=np.uint64), None)
+    state = np.zeros((spec.state_layers, rows, spec.hidden), np.float32)
+    episodes = 0
+    for k in range(3):
+        params = a.get(cuda, "params")
+        views = ref.FlatLayout(ref.param_table(spec)).views(params)
+        gpu_tr.rollout()
+        buf = rollout_buffers(gpu_tr)
+        for t in range(t_len):
+            assert np.array_equal(buf["obs"][t], env.obs.reshape(rows, o)), (k, t)
+            env.step(buf["actions"][t].astype(np.int64).reshape(env.num_envs, 1))
+            done = env.terminated | env.truncated
+            episodes += int(done.sum())
+            assert np.array_equal(buf["dones"][t], done.astype(np.float32)), (k, t)
+            assert np.array_equal(buf["starts"][t + 1], done.astype(np.float32)), (k, t)
+            assert np.array_equal(buf["rewards"][t], env.rewards.reshape(rows)), (k, t)
+        assert np.array_equal(buf["obs"][t_len], env.obs.reshape(rows, o))
+        state0 = buf["segment_state"][0][:spec.state_layers]
+        if k and spec.state_layers:  # the live state carries over from the previous rollout
+            assert rel_err(state0, state) <= F32_TOL and np.abs(state).max() > 0
+        logits, values, state, _ = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len], state0)
+        assert rel_err(buf["values"], values) <= F32_TOL, k
+        taken = np.take_along_axis(ref.log_softmax(logits), buf["actions"][..., None].astype(np.int64), -1)[..., 0]
+        assert rel_err(buf["logp"], taken) <= F32_TOL, k
+        agree = np.mean([np.mean(ref.sample_actions(logits[t], policy_uniforms(gpu_tr.seed_key, rows, k * t_len + t))[0]
+                                 == buf["actions"][t]) for t in range(t_len)])
+        assert agree > 0.999, k
+        bootstrap = ref.policy_forward(spec, views, buf["obs"][t_len:], buf["starts"][t_len:], state)[1][0]
+        assert rel_err(gpu_tr.last_values(), bootstrap) <= F32_TOL, k
+
+        cpu_tr.obs[...] = buf["obs"][:t_len]
+        cpu_tr.starts[...] = buf["starts"][:t_len]
+        cpu_tr.actions[...] = buf["actions"]
+        for name in ["logp", "values", "rewards", "dones"]:
+            getattr(cpu_tr, name)[...] = buf[name]
+        cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
+        cpu_tr.last_value[...] = gpu_tr.last_values()
+        cpu_tr.params[...] = params  # each update from the same weights: rounding would compound otherwise
+        cpu_tr.opt_state[...] = a.get(cuda, "opt_state")
+        cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, k, e)
+                                  for e in range(config["train"]["update_epochs"])])
+        stats_gpu = gpu_tr.update(num_updates=10)
+        stats_cpu = cpu_tr.update(num_updates=10)
+        assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
+        for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "explained_variance"]:
+            assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), (k, key)
+    assert gpu_tr.host_graphs is not None and len(gpu_tr.host_graphs) == 2 * (t_len + 1) + 1  # captured, replayed
+    logged = gpu_tr.pop_episodes()
+    assert logged["episodes"] == episodes and logged["episodes"] > 0
+    gpu_tr.close()
+
+
+@pytest.mark.parametrize("kind", ["mingru", "mlp"])
+def test_host_env_trains_like_the_gpu_env(kind, monkeypatch):
+    """The same config with the env on the CPU (two groups) and on the GPU (GEMM-path rollout): the env is the
+    same C code compiled twice (GPU FMA contraction and libm differ from the CPU build in the last bits), the
+    policy the same kernels, the sampling the same counter-based uniforms; so three rollouts and updates
+    agree to float rounding."""
+    _cuda_or_skip()
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0")
+    host, _, _ = make_pair(host_config(kind=kind))
+    dev, _, _ = make_pair(host_config(kind=kind, env_device="cuda"))
+    assert host.host_env and not dev.host_env
+    for k in range(3):
+        host.rollout()
+        dev.rollout()
+        bh, bd = rollout_buffers(host), rollout_buffers(dev)
+        assert np.mean(bh["actions"] == bd["actions"]) >= 0.999, k
+        assert np.array_equal(bh["dones"], bd["dones"]), k
+        assert rel_err(bh["obs"], bd["obs"]) <= 1e-4, k
+        assert rel_err(bh["values"], bd["values"]) <= 1e-4, k
+        host.update(num_updates=10)
+        dev.update(num_updates=10)
+        assert rel_err(host.arena.get(host.cuda, "params"), dev.arena.get(dev.cuda, "params")) <= 1e-4, k
+    assert host.pop_episodes()["episodes"] == dev.pop_episodes()["episodes"]
+    host.close()
+    dev.close()
+
+
+def test_host_env_groups_do_not_change_the_results():
+    """One, two or three env groups: env i is seeded as env i whatever its group, rows keep their sampling
+    counters, each group runs the same kernels on its rows; the results agree (GEMMs on fewer rows may sum
+    in another order, so the floats are compared to 1e-6)."""
+    _cuda_or_skip()
+    runs = []
+    for groups in (1, 2, 3):
+        trainer, _, _ = make_pair(host_config(groups=groups))
+        assert len(trainer.host_groups) == groups
+        for _ in range(3):
+            trainer.rollout()
+            trainer.update(num_updates=10)
+        runs.append((rollout_buffers(trainer), trainer.arena.get(trainer.cuda, "params")))
+        trainer.close()
+    for buf, params in runs[1:]:
+        for name in ["actions", "dones", "rewards"]:
+            assert np.array_equal(buf[name], runs[0][0][name]), name
+        for name in ["obs", "logp", "values"]:
+            assert rel_err(buf[name], runs[0][0][name]) <= 1e-6, name
+        assert rel_err(params, runs[0][1]) <= 1e-6
+
+
+def test_fastvec_train_with_host_envs_and_refusals(tmp_path):
+    _cuda_or_skip()
+    from fastvec.trainer import run
+    from fastvec.trainer.config import ConfigError
+    config = host_config(total_timesteps=24 * 16 * 3)
+    config["train"]["log_interval"] = 0.0
+    summary = run.train(config, tmp_path / "run", dashboard=False)
+    trainer = summary["trainer"]
+    assert trainer.device == "cuda" and trainer.host_env and summary["global_step"] == 24 * 16 * 3
+    assert summary["metrics"]["time_split"]["env"] > 0
+    assert math.isfinite(summary["metrics"]["losses/policy_loss"])
+    with pytest.raises(ConfigError, match="train.async=true with train.env_device=cpu"):
+        make_pair(host_config(**{"async": True}))
+
+
+def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path):
+    """fastvec-train pong --selfplay.enabled=true --train.device=cuda: the learner's seats are a SelfPlayBatch
+    stepped on the host (env_device becomes cpu, one group), the pool gets the GPU weights as snapshots."""
+    _cuda_or_skip()
+    import json
+
+    from fastvec.trainer import checkpoint, run
+    from fastvec.trainer.config import load_config
+    config = load_config("pong", {"env": {"num_envs": 16, "points": 1}, "policy": {"hidden": 16, "layers": 1},
+                                  "selfplay": {"enabled": True, "refresh_interval": 1, "eval_interval": 0,
+                                               "eval_games": 4, "eval_past": 1},
+                                  "train": {"device": "cuda", "total_timesteps": 16 * 32 * 3, "horizon": 32,
+                                            "bptt_horizon": 16, "minibatch_size": 128, "log_interval": 0.0}})
+    summary = run.train(config, tmp_path / "sp", dashboard=False)
+    trainer = summary["trainer"]
+    assert trainer.device == "cuda" and trainer.host_env and trainer.num_agents == 1 and len(trainer.host_groups) == 1
+    assert config["train"]["env_device"] == "cpu"
+    pool = trainer.selfplay.pool
+    assert [pool.policies[p].label for p in pool.members] == ["u0", "u1", "u2", "u3"]
+    assert np.array_equal(pool.policies[pool.members[-1]].params, trainer.params)
+    _, state = checkpoint.load(summary["checkpoint"])
+    assert np.array_equal(state["params"], trainer.params)
+    assert "selfplay/score_bot4" in summary["metrics"] and (tmp_path / "sp" / "ratings.json").exists()
+    rows = [json.loads(line) for line in (tmp_path / "sp" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all("selfplay/pool" in row for row in rows)

@@ -395,7 +395,8 @@ class CudaTrainer:
             dev = {name: a.ptr("host_in", staging_offset + off) for name, (off, _, _) in layout.items()}
             rows = (hi - lo) * self.num_agents
             self.host_groups.append({"batch": batch, "envs": hi - lo, "row0": lo * self.num_agents, "rows": rows,
-                                     "pinned": pinned, "views": views, "dev": dev, "dev_in": a.ptr("host_in", staging_offset),
+                                     "pinned": pinned, "views": views, "dev": dev,
+                                     "dev_in": a.ptr("host_in", staging_offset),
                                      "actions": cuda.pagelocked_empty(rows, np.int32),
                                      "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
             staging_offset += nbytes
@@ -410,7 +411,8 @@ class CudaTrainer:
         ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.num_actions + 1
         if t % self.bptt == 0 and ls:
             for layer in range(ls):
-                cuda.memcpy_dtod_async(self._slot("segment_state", 0, ((t // self.bptt) * ls + layer) * r * h + row0 * h),
+                segment = ((t // self.bptt) * ls + layer) * r * h
+                cuda.memcpy_dtod_async(self._slot("segment_state", 0, segment + row0 * h),
                                        a.ptr("state", layer * r * h + row0 * h), rows * h * 4, self.stream)
         state = [a.ptr("state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
         acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
