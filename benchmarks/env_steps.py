@@ -211,7 +211,12 @@ def main() -> None:
     rows = []
     for n in args.num_envs:
         row = {"num_envs": n}
-        row["fastvec CartPole"] = steps_per_second(gym.make_vec("fastvec/CartPole", n, copy=False), args.seconds)
+        cartpole = gym.make_vec("fastvec/CartPole", n, copy=False)
+        row["fastvec CartPole"] = steps_per_second(cartpole, args.seconds)
+        lib = cartpole.unwrapped.batch.env.lib
+        threads = lib.fv_set_num_threads(1)  # core for core against single-threaded Gymnasium
+        row["fastvec CartPole 1 thread"] = steps_per_second(cartpole, args.seconds)
+        lib.fv_set_num_threads(threads)
         row["gymnasium CartPole vector"] = steps_per_second(
             gym.make_vec("CartPole-v1", n, vectorization_mode="vector_entry_point"), args.seconds)
         if n <= args.sync_max_envs:
