@@ -38,7 +38,7 @@ def batches(env: str, num_envs: int, mode: int) -> tuple[cpu.CpuBatch, cpu.CpuBa
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("env", sorted(ENVS))
-@pytest.mark.parametrize("num_envs", [7, 1000])  # one range; two threads' ranges of 512 + 488
+@pytest.mark.parametrize("num_envs", [7, 1000, 5000])  # one range; 2 threads' 512 + 488; tiles of 2048 + 512
 def test_fast_step_matches_plain_loop(env, mode, num_envs):
     code = native.AUTORESET_CODES[mode]
     fast, plain = batches(env, num_envs, code)

@@ -174,18 +174,21 @@ FV_FN void fv_finish_live(int i, fv_slot* slots, const float* rewards, int term,
     s->needs_reset |= done & (autoreset_mode != FV_SAME_STEP);
 }
 
-/* Steps envs [lo, hi) in the passes above; returns how many ended. */
-FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions, OBS_T* obs,
-                         float* rewards, unsigned char* terminated, unsigned char* truncated,
-                         OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
-                         int autoreset_mode, int max_episode_steps) {
+/* Envs per pass: the flags live on the stack, and a tile's slots stay in L2 between passes. */
+#define FV_TILE 2048
+
+/* Steps envs [lo, hi), at most FV_TILE of them, in the passes above; returns how many ended. */
+FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const long long* actions, OBS_T* obs,
+                        float* rewards, unsigned char* terminated, unsigned char* truncated,
+                        OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+                        int autoreset_mode, int max_episode_steps) {
     const long long obs_len = NUM_AGENTS * OBS_SIZE;
     int count = hi - lo, num_pending = 0;
-    int* flags = (int*)malloc(sizeof(int) * 3 * (size_t)count); /* term, trunc, pending list */
+    int flags[3 * FV_TILE]; /* term, trunc, pending list */
     fv_slot* saved_slots = NULL;
     OBS_T* saved_obs = NULL;
     int* pending = flags + 2 * count;
-    if (flags && autoreset_mode == FV_NEXT_STEP) {
+    if (autoreset_mode == FV_NEXT_STEP) {
         for (int i = lo; i < hi; i++) {
             pending[num_pending] = i;
             num_pending += slots[i].needs_reset != 0;
@@ -196,13 +199,12 @@ FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions
         }
     }
     int ended = 0;
-    if (!flags || (num_pending > 0 && (!saved_slots || !saved_obs))) { /* out of memory: the plain loop */
+    if (num_pending > 0 && (!saved_slots || !saved_obs)) { /* out of memory: the plain loop */
         for (int i = lo; i < hi; i++) {
             fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
                         ep_length, stats, autoreset_mode, max_episode_steps);
             ended += terminated[i] | truncated[i];
         }
-        free(flags);
         free(saved_slots);
         free(saved_obs);
         return ended;
@@ -214,21 +216,21 @@ FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions
         saved_slots[j] = slots[i];
         memcpy(saved_obs + j * obs_len, obs + i * obs_len, sizeof(OBS_T) * obs_len);
     }
-    int* term = flags - lo; /* indexed by env */
-    int* trunc = flags + count - lo;
+    int* term = flags; /* of env lo + j at j */
+    int* trunc = flags + count;
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
     #pragma omp simd
     for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
-        term[i] = env_step(&slots[i].env, &slots[i].rng, actions + i * NUM_AGENTS,
+        term[i - lo] = env_step(&slots[i].env, &slots[i].rng, actions + i * NUM_AGENTS,
                            obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
     #pragma omp simd
     for (int i = lo; i < hi; i++)
-        fv_finish_live(i, slots, rewards, term[i], &trunc[i], ep_return, ep_length, stats,
+        fv_finish_live(i, slots, rewards, term[i - lo], &trunc[i - lo], ep_return, ep_length, stats,
                        autoreset_mode, max_episode_steps);
     #pragma omp simd
     for (int i = lo; i < hi; i++) {
-        terminated[i] = (unsigned char)term[i];
-        truncated[i] = (unsigned char)trunc[i];
+        terminated[i] = (unsigned char)term[i - lo];
+        truncated[i] = (unsigned char)trunc[i - lo];
     }
     for (int j = 0; j < num_pending; j++) { /* undo pass 2 for the envs reset in pass 1 */
         int i = pending[j];
@@ -250,9 +252,21 @@ FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions
     }
     #pragma omp simd reduction(+ : ended)
     for (int i = lo; i < hi; i++) ended += terminated[i] | truncated[i];
-    free(flags);
     free(saved_slots);
     free(saved_obs);
+    return ended;
+}
+
+/* Steps envs [lo, hi) in the passes above, FV_TILE envs at a time; returns how many ended. */
+FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions, OBS_T* obs,
+                         float* rewards, unsigned char* terminated, unsigned char* truncated,
+                         OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+                         int autoreset_mode, int max_episode_steps) {
+    int ended = 0;
+    for (int tile = lo; tile < hi; tile += FV_TILE)
+        ended += fv_step_tile(tile, hi - tile < FV_TILE ? hi : tile + FV_TILE, slots, actions, obs,
+                              rewards, terminated, truncated, final_obs, ep_return, ep_length,
+                              stats, autoreset_mode, max_episode_steps);
     return ended;
 }
 
