@@ -679,9 +679,10 @@ def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kin
 @pytest.mark.parametrize("kind", ["mingru", "mlp"])
 def test_host_env_trains_like_the_gpu_env(kind, monkeypatch):
     """The same config with the env on the CPU (two groups) and on the GPU (GEMM-path rollout): the env is the
-    same C code compiled twice (GPU FMA contraction and libm differ from the CPU build in the last bits), the
-    policy the same kernels, the sampling the same counter-based uniforms; so three rollouts and updates
-    agree to float rounding."""
+    same C code compiled twice, the policy the same kernels, the sampling the same counter-based uniforms; so
+    three rollouts and updates agree to float rounding (on the H200: obs bitwise equal, values within 7e-7,
+    weights within 1.7e-7 relative). Kept small: with 1024 envs (256 Adam steps per update) the 1e-7
+    differences grow to visibly different weights after one update (benchmarks/results/hostenv_cuda.md)."""
     _cuda_or_skip()
     monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0")
     host, _, _ = make_pair(host_config(kind=kind))
@@ -706,7 +707,8 @@ def test_host_env_trains_like_the_gpu_env(kind, monkeypatch):
 def test_host_env_groups_do_not_change_the_results():
     """One, two or three env groups: env i is seeded as env i whatever its group, rows keep their sampling
     counters, each group runs the same kernels on its rows; the results agree (GEMMs on fewer rows may sum
-    in another order, so the floats are compared to 1e-6)."""
+    in another order: the rollouts' floats agree to 1e-6, and after three updates the weights differed by
+    2.1e-6 on the H200, so they are compared to 1e-5)."""
     _cuda_or_skip()
     runs = []
     for groups in (1, 2, 3):
@@ -722,7 +724,7 @@ def test_host_env_groups_do_not_change_the_results():
             assert np.array_equal(buf[name], runs[0][0][name]), name
         for name in ["obs", "logp", "values"]:
             assert rel_err(buf[name], runs[0][0][name]) <= 1e-6, name
-        assert rel_err(params, runs[0][1]) <= 1e-6
+        assert rel_err(params, runs[0][1]) <= 1e-5
 
 
 def test_fastvec_train_with_host_envs_and_refusals(tmp_path):
