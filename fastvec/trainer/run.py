@@ -70,10 +70,7 @@ def make_trainer(config: dict):
                           f"(CPU env batches stepped beside the CUDA trainer)")
     if tc["env_groups"] < 1:
         raise ConfigError(f"train.env_groups={tc['env_groups']} must be >= 1 (CPU env groups stepped in turn)")
-    requested = tc["device"]
-    if requested == "auto" and config["selfplay"]["enabled"]:
-        requested = "cpu"  # self-play on the CUDA trainer is new (host envs); "auto" keeps the measured CPU path
-    device = resolve_device(requested)
+    device = resolve_device(tc["device"])
     if device == "cuda" and config["selfplay"]["enabled"]:
         tc["env_device"] = "cpu"  # the opponents' seats are played by NumPy policies next to a CPU batch
     batch = make_batch(config)

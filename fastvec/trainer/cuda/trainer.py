@@ -1,8 +1,10 @@
 """The fused CUDA trainer: NumpyTrainer's algorithm (reference.py math, numpy_trainer.py loop) on the GPU
 with the env stepped on the GPU too. Every tensor lives in one arena; a whole rollout horizon (policy
 forward, sampling, env step, buffer writes) is one CUDA graph replay and a whole update (GAE, every epoch
-and minibatch: forward, PPO loss, backward, clipping, Adam or Muon) another. The interface is
-NumpyTrainer's, so run.py (fastvec-train) drives either, and checkpoints are interchangeable."""
+and minibatch: forward, PPO loss, backward, clipping, Adam or Muon) another. With train.env_device=cpu
+the env is CPU batches instead (host environments, also self-play's), stepped beside the GPU's policy.
+The interface is NumpyTrainer's, so run.py (fastvec-train) drives either, and checkpoints are
+interchangeable."""
 
 from __future__ import annotations
 
