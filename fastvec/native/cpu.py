@@ -92,8 +92,11 @@ def compile_env(env_path: Path, defines: dict) -> Path:
     with tempfile.TemporaryDirectory(prefix="fastvec-") as tmp:
         src = Path(tmp) / "driver.c"
         src.write_text(driver_source(env_path))
-        pre = _run([cc, "-E", "-P", *include_flags, *define_flags, str(src)], f"preprocessing {env_path.name}").stdout
-        key = hashlib.sha256("\n".join([pre, " ".join(flags), arch, _compiler_version(cc)]).encode()).hexdigest()[:24]
+        # Preprocessed with the target's flags (its macros, e.g. __AVX2__, select code) and keyed on
+        # the defines too (one that only selects code in a dead #if must still make its own build).
+        pre = _run([cc, "-E", "-P", *arch_flags, *include_flags, *define_flags, str(src)],
+                   f"preprocessing {env_path.name}").stdout
+        key = hashlib.sha256("\n".join([pre, " ".join(flags + define_flags), arch, _compiler_version(cc)]).encode()).hexdigest()[:24]
         lib_path = cache_dir() / f"{env_path.stem}-{key}.so"
         if lib_path.exists():
             return lib_path
