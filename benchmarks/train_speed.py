@@ -297,6 +297,29 @@ def plot(path: Path) -> Path:
     return out
 
 
+def scaling() -> None:
+    """Steady-state Breakout SPS of MinGRU policies of about 15K, 115K, 620K and 3M parameters (8,192 envs x 64
+    steps, minibatch 65,536, bf16 GEMMs), like PufferLib's SPS-versus-size plot."""
+    from fastvec.trainer.cuda import device
+    gpu = device.init().Context.get_device().name()
+    rows = []
+    for hidden, layers in [(40, 2), (128, 2), (256, 3), (576, 3)]:
+        cfg = {"env.num_envs": 8192, "policy.hidden": hidden, "policy.layers": layers, "train.horizon": 64,
+               "train.bptt_horizon": 64, "train.minibatch_size": 65536, "train.precision": "bf16"}
+        res = fastvec_sps(cfg, env="breakout", updates=3)
+        res.update(hidden=hidden, layers=layers)
+        rows.append(res)
+        print(json.dumps(res), flush=True)
+    print(f"\nBreakout SPS versus parameters on {gpu} (MinGRU, 8,192 envs x 64, minibatch 65,536, bf16)")
+    print(f"{'hidden x layers':>16} {'params':>10} {'SPS':>14} {'rollout SPS':>14} {'update SPS':>14}")
+    for r in rows:
+        print(f"{r['hidden']:>8} x {r['layers']:<5} {r['params']:>10,} {r['sps']:>14,} {r['rollout_sps']:>14,} "
+              f"{r['update_sps']:>14,}")
+    path = ROOT / "benchmarks" / "results" / "train_speed_scaling.json"
+    path.write_text(json.dumps({"gpu": gpu, "rows": rows}, indent=1))
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-jax", action="store_true")
@@ -304,7 +327,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer configurations (a smoke run)")
     parser.add_argument("--profile", action="store_true", help="per-kernel times of the CartPole configs, then exit")
     parser.add_argument("--plot", action="store_true", help="only draw the learning curves of the saved JSON")
+    parser.add_argument("--scaling", action="store_true",
+                        help="only Breakout SPS versus parameter count (~15K, 115K, 620K, 3M); writes train_speed_scaling.json")
     args = parser.parse_args()
+    if args.scaling:
+        return scaling()
     if args.plot:
         print(f"wrote {plot(ROOT / 'benchmarks' / 'results' / 'train_speed.json')}")
         return
