@@ -156,12 +156,8 @@ class NativeParallelEnv(ParallelEnv):
             raise ResetNeeded("the game is over (or was never started): call reset() before step()")
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict {{agent: action}} for agents {self.agents}, got {type(actions).__name__}")
-        unknown = [a for a in actions if a not in self.agents]
-        if unknown:
-            raise KeyError(f"unknown agent(s) {unknown} in actions; the live agents are {self.agents}")
-        missing = [a for a in self.agents if a not in actions]
-        if missing:
-            raise ValueError(f"no action for agent(s) {missing}: every live agent acts every step ({self.agents})")
+        _check_agent_keys(actions, self.agents, "the live agents are",
+                          f"every live agent acts every step ({self.agents})", "no action")
         for i, agent in enumerate(self.possible_agents):
             self._actions[0, i] = _check_action(actions[agent], self._num_actions, f"agent {agent!r}")
         self.batch.step(self._actions)
@@ -187,6 +183,16 @@ class NativeParallelEnv(ParallelEnv):
 
     def close(self):
         self.batch = None
+
+
+def _check_agent_keys(actions: dict, agents: list[str], known: str, rule: str, missing_label: str) -> None:
+    """Refuse an actions dict naming an agent outside `agents`, or leaving one of them out."""
+    unknown = [a for a in actions if a not in agents]
+    if unknown:
+        raise KeyError(f"unknown agent(s) {unknown} in actions; {known} {agents}")
+    missing = [a for a in agents if a not in actions]
+    if missing:
+        raise ValueError(f"{missing_label} for agent(s) {missing}: {rule}")
 
 
 def _check_action(action, n: int, where: str) -> int:
@@ -331,12 +337,8 @@ class MultiAgentVectorEnv(VectorEnv):
     def _check_actions(self, actions) -> np.ndarray:
         n = self.single_action_space.n
         if isinstance(actions, dict):
-            unknown = [k for k in actions if k not in self.possible_agents]
-            if unknown:
-                raise KeyError(f"unknown agent(s) {unknown} in actions; the agents are {self.possible_agents}")
-            missing = [k for k in self.possible_agents if k not in actions]
-            if missing:
-                raise ValueError(f"no actions for agent(s) {missing}: step() needs (num_games,) actions for every agent")
+            _check_agent_keys(actions, self.possible_agents, "the agents are",
+                              "step() needs (num_games,) actions for every agent", "no actions")
             for i, agent in enumerate(self.possible_agents):
                 a = np.asarray(actions[agent])
                 if a.shape != (self.num_games,):
