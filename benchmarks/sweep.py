@@ -4,8 +4,8 @@ seed, then the best configurations re-run over more seeds. Prints a table and wr
     python benchmarks/sweep.py cartpole --grid env.num_envs=1024,4096 train.learning_rate=0.005,0.01 [--top 5 --seeds 1 2 3]
     python benchmarks/sweep.py breakout --target 850 --key score --max-seconds 10 --base train.gamma=0.999 --grid ...
 
-Every run is train_speed.py's fastvec_time_to_solve: training time counts everything after the trainer is built
-(first eager update and graph capture included); start-up is not counted.
+Every run is train_speed.py's fastvec_time_to_solve: training time counts everything after start-up (the trainer
+built and warmed up: graphs captured, the warm-up's state changes undone); start-up is not counted.
 """
 
 from __future__ import annotations

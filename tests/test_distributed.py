@@ -161,7 +161,7 @@ def test_cuda_trainer_averages_the_gradient_between_backward_and_clipping():
     assert sum(entry[0] == "grad_allreduce" for entry in log) == 1
     backward = [i for i, e in enumerate(log) if e[0] == "blas" and e[2][0][0] == "grads"]  # GEMMs writing grads
     assert backward and max(backward) < at
-    assert log[at + 1][:2] == ("k", "launch_grid") and log[at + 1][2][0] == "sum_squares_kernel"
+    assert log[at + 1][:2] == ("k", "launch_grid") and log[at + 1][2][0] == "grad_norm_kernel"
 
 
 def test_cuda_trainer_normalises_advantages_with_global_moments():
@@ -179,8 +179,11 @@ def test_cuda_trainer_normalises_advantages_with_global_moments():
 def test_cuda_trainer_on_one_gpu_records_no_collective():
     trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=1)
     assert not [e for e in log if e[0] in ("group", "grad_allreduce")]
-    finish = next(e[2] for e in log if e[0] == "k" and e[2][0] == "moments_finish_kernel")
-    assert int(finish[5]) == trainer.mb_rows
+    # one GPU: the gather kernel computes the advantages' moments itself, over its own rows only
+    names = [e[2][0] for e in log if e[0] == "k"]
+    assert "moments_finish_kernel" not in names and "sums_partial_kernel" not in names
+    gather = next(e[2] for e in log if e[0] == "k" and e[2][0] == "gather_minibatch_kernel")
+    assert int(gather[1]) == trainer.mb_rows and gather[-1] == ("adv_moments", 0)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -150,16 +150,38 @@ def test_mlp_and_linear_layers_match_reference(gpu):
     assert rel_err(dev.get(penc, (rows, h)), enc_ref) <= F32_TOL
     assert rel_err(dev.get(pout, (rows, h)), out_ref) <= F32_TOL
 
-    ones = dev(np.ones(rows, np.float32))
     pdout, pdpre, pdx, pdw, pdb = (dev(dout), dev.empty((rows, h)), dev.empty((rows, h)), dev.empty((h, h)),
                                    dev.empty(h))
-    k.launch("mlp_backward_kernel", rows * h, np.int64(rows * h), pdout, pout, pdpre)
+    partial, counter = dev.empty(8 * h, np.float64), dev.empty(1, np.uint32)
+    # mlp_backward and the bias gradient (column sums of dpre) in one launch, over 3 blocks of rows
+    k.launch_grid("bias_grad_kernel", 3, 256, np.int64(rows), np.int32(h), pdout, pout, pdpre, partial, counter, pdb)
     blas.matmul(pdx, pdpre, pw, rows, h, h)
     blas.matmul(pdw, pdpre, penc, h, h, rows, trans_a=True)
-    blas.matmul(pdb, ones, pdpre, 1, h, rows)
     assert rel_err(dev.get(pdx, (rows, h)), dx_ref) <= F32_TOL
     assert rel_err(dev.get(pdw, (h, h)), dw_ref) <= F32_TOL
     assert rel_err(dev.get(pdb, (h,)), db_ref) <= F32_TOL
+    k.launch("mlp_backward_kernel", rows * h, np.int64(rows * h), pdout, pout, pdpre)  # the two-launch form
+    assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_ref > 0))
+
+
+@pytest.mark.parametrize("rows,cols,blocks", [(16384, 64, 128), (1000, 3, 1), (777, 300, 5), (50, 129, 7)])
+def test_bias_grad_kernel_sums_columns_in_one_launch(gpu, rows, cols, blocks):
+    """Column sums of a random (rows, cols) matrix, as NumPy's, for wide and narrow matrices (a block's threads
+    as row lanes x columns, and tiles of 256 columns), the same bits on every launch (the last block to
+    finish adds the partials in block order, and leaves the counter at 0 for the next launch)."""
+    cuda, k, _ = gpu
+    dev = Dev(cuda, k.stream)
+    x = np.random.default_rng(rows + cols).standard_normal((rows, cols)).astype(np.float32)
+    px, pdb = dev(x), dev.empty(cols)
+    partial, counter = dev.empty(blocks * cols, np.float64), dev.empty(1, np.uint32)
+    results = []
+    for _ in range(3):
+        k.launch_grid("bias_grad_kernel", blocks, 256, np.int64(rows), np.int32(cols), px, 0, 0, partial, counter,
+                      pdb)
+        results.append(dev.get(pdb, (cols,)))
+    assert rel_err(results[0], x.astype(np.float64).sum(0)) <= F32_TOL
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+    assert dev.get(counter, (1,), np.uint32)[0] == 0
 
 
 def test_sampling_matches_reference_and_counter_rng(gpu):
@@ -226,24 +248,61 @@ def test_ppo_loss_forward_backward_match_reference(gpu):
     scalars = np.zeros((), SCALARS_DTYPE)
     scalars["ent_coef"] = ent
     pscal = dev(np.frombuffer(scalars.tobytes(), np.uint8))
+    # the two-launch moments (data parallel: the ranks' partial sums are added in between)
     padv, pmom, partial = dev(adv), dev.empty(2), dev.empty((NORM_BLOCKS, 5, 2), np.float64)
     k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), padv, partial)
     k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), partial, np.int64(n), pmom)
     mom = dev.get(pmom, (2,))
     assert rel_err(mom, [adv.mean(), adv.std()]) <= F32_TOL
-    pdy, pstats = dev.empty((n, a + 1)), dev.empty((5, n))
-    k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(a), dev(y), dev(actions.astype(np.int32)), dev(old_logp),
-             dev(old_values), padv, dev(returns), pmom, pscal, np.float32(clip), np.float32(vclip), np.float32(vf),
-             pdy, pstats, 0, 0)
-    dy = dev.get(pdy, (n, a + 1))
-    assert rel_err(dy[:, :a], dlogits) <= F32_TOL
-    assert rel_err(dy[:, a], dvalues) <= F32_TOL
-    k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(5), pstats, partial)
-    k.launch_grid("loss_stats_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), partial, np.int64(n), pscal)
-    got = np.frombuffer(dev.get(pscal, (SCALARS_DTYPE.itemsize,), np.uint8).tobytes(), SCALARS_DTYPE)[0]["stat"]
-    for i, name in enumerate(["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"]):
-        assert abs(got[i] - stats[name]) <= F32_TOL * max(abs(stats[name]), 1e-2), name
-    assert abs(got[0] + vf * got[1] - ent * got[2] - loss) <= F32_TOL * abs(loss)
+    # the loss, its gradient and (summed in the same launch) the minibatch means of its terms, twice: the
+    # second launch finds the block counter back at 0 and adds the same means again
+    pdy, counter = dev.empty((n, a + 1)), dev.empty(1, np.uint32)
+    block_partial = dev.empty(5 * -(-n // 256), np.float64)
+    for launch in range(2):
+        k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(a), dev(y), dev(actions.astype(np.int32)),
+                 dev(old_logp), dev(old_values), padv, dev(returns), pmom, pscal, np.float32(clip), np.float32(vclip),
+                 np.float32(vf), pdy, block_partial, counter, 0, 0)
+        dy = dev.get(pdy, (n, a + 1))
+        assert rel_err(dy[:, :a], dlogits) <= F32_TOL
+        assert rel_err(dy[:, a], dvalues) <= F32_TOL
+        got = np.frombuffer(dev.get(pscal, (SCALARS_DTYPE.itemsize,), np.uint8).tobytes(), SCALARS_DTYPE)[0]["stat"]
+        got = got / (launch + 1)
+        for i, name in enumerate(["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"]):
+            assert abs(got[i] - stats[name]) <= F32_TOL * max(abs(stats[name]), 1e-2), name
+        assert abs(got[0] + vf * got[1] - ent * got[2] - loss) <= F32_TOL * abs(loss)
+
+
+def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu):
+    """gather_minibatch_kernel against NumPy indexing of the rollout buffers in a random sequence order, and
+    (same launch, last block) the mean and population std of the gathered advantages, as NumpyTrainer's."""
+    cuda, k, _ = gpu
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(8)
+    t_len, r, kk, o = 16, 300, 8, 5  # S = 2 segments, Q = 600 sequences
+    bm, first = 200, 200  # the second minibatch of three: n = 1600 rows over 7 blocks
+    q_count, n = (t_len // kk) * r, kk * bm
+    perm = rng.permutation(q_count).astype(np.int32)
+    buf = {"obs": rng.standard_normal((t_len, r, o)), "starts": rng.integers(0, 2, (t_len, r)),
+           "actions": rng.integers(0, 4, (t_len, r)), "logp": rng.standard_normal((t_len, r)),
+           "values": rng.standard_normal((t_len, r)), "adv": rng.standard_normal((t_len, r)) * 2 + 0.3,
+           "returns": rng.standard_normal((t_len, r))}
+    buf = {name: x.astype(np.int32 if name == "actions" else np.float32) for name, x in buf.items()}
+    outs = {name: dev.empty((n, o) if name == "obs" else (n,), np.int32 if name in ("actions", "src") else np.float32)
+            for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]}
+    partial, counter, moments = dev.empty(2 * -(-n // 256), np.float64), dev.empty(1, np.uint32), dev.empty(2)
+    k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
+             dev(perm), *[dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]],
+             *[outs[name] for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]],
+             partial, counter, moments)
+    seqs = perm[first:first + bm]
+    src = ((seqs // r) * kk)[None, :] * r + np.arange(kk)[:, None] * r + (seqs % r)[None, :]  # (K, Bm) t * R + r
+    for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]:
+        want = buf[name].reshape(t_len * r, -1)[src.reshape(-1)].reshape((n, o) if name == "obs" else (n,))
+        got = dev.get(outs[name], want.shape, want.dtype)
+        assert np.array_equal(got, want), name
+    assert np.array_equal(dev.get(outs["src"], (n,), np.int32), src.reshape(-1))
+    adv = buf["adv"].reshape(-1)[src.reshape(-1)].astype(np.float64)
+    assert rel_err(dev.get(moments, (2,)), [adv.mean(), adv.std()]) <= F32_TOL
 
 
 def test_clip_and_adam_match_reference(gpu):
@@ -258,13 +317,12 @@ def test_clip_and_adam_match_reference(gpu):
     scalars = np.zeros((), SCALARS_DTYPE)
     scalars["lr"] = lr
     pscal, pp, pm, pv = dev(np.frombuffer(scalars.tobytes(), np.uint8)), dev(params), dev(m), dev(v)
-    ppart = dev.empty(NORM_BLOCKS)
+    ppart, counter = dev.empty(NORM_BLOCKS), dev.empty(1, np.uint32)
     for step in range(1, 4):
         grads = (rng.standard_normal(p) * (0.001 if step == 2 else 1.0)).astype(np.float32)  # step 2: no clipping
         pg = dev(grads)
-        k.launch_grid("sum_squares_kernel", NORM_BLOCKS, 256, np.int64(p), pg, ppart)
-        k.launch_block("clip_and_count_kernel", np.int32(NORM_BLOCKS), ppart, np.float32(max_norm), np.float64(b1),
-                       np.float64(b2), pscal)
+        k.launch_grid("grad_norm_kernel", NORM_BLOCKS if step != 3 else 3, 256, np.int64(p), pg, ppart, counter,
+                      np.float32(max_norm), np.float64(b1), np.float64(b2), pscal)
         k.launch("adam_kernel", p, np.int64(p), pp, pg, pm, pv, pscal, np.float32(b1), np.float32(b2),
                  np.float32(1 - b1), np.float32(1 - b2), np.float32(eps))
         norm = ref.clip_grad_norm(grads, max_norm)
@@ -315,6 +373,26 @@ def small_config(**train):
     return load_config("cartpole", overrides)
 
 
+def rollout_buffers(trainer) -> dict:
+    """Host copies of the rollout slot the next update trains on (slot 0 without train.async)."""
+    suffix = "" if trainer.active_slot == 0 else "@1"
+    names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
+    return {name: trainer.arena.get(trainer.cuda, name + suffix) for name in names}
+
+
+def load_numpy_trainer(cpu_tr, buf: dict, last_value) -> None:
+    """Put a CUDA trainer's rollout (rollout_buffers) and bootstrap values into a NumpyTrainer's buffers, so
+    that its next update trains on the same batch."""
+    t_len, layers = cpu_tr.obs.shape[0], cpu_tr.segment_state.shape[1]
+    cpu_tr.obs[...] = buf["obs"][:t_len]
+    cpu_tr.starts[...] = buf["starts"][:t_len]
+    cpu_tr.actions[...] = buf["actions"]
+    for name in ["logp", "values", "rewards", "dones"]:
+        getattr(cpu_tr, name)[...] = buf[name]
+    cpu_tr.segment_state[...] = buf["segment_state"][:, :layers]
+    cpu_tr.last_value[...] = last_value
+
+
 def make_pair(config):
     """A CudaTrainer and a NumpyTrainer (on a CPU batch of the same env) built from one config."""
     from fastvec.trainer import run
@@ -341,12 +419,16 @@ class FixedOrders:
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0"},
     {"kind": "mlp", "optimizer": "adam", "vtrace": True, "fused": "0"},
     {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "1"},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "thread"},
     {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "1"},
+    {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "thread"},
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "1", "precision": "bf16"},
-], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused", "mlp-muon-fused", "mingru-muon-bf16"])
+], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused-warp", "mingru-adam-fused-thread", "mlp-muon-fused-warp",
+        "mlp-muon-fused-thread", "mingru-muon-bf16"])
 def test_rollout_and_update_match_reference(variant, monkeypatch):
-    """fused: the one-kernel policy step (else GEMMs + kernels); bf16: GEMMs on bfloat16 tensor cores, checked
-    with the bf16 tolerance 2e-2 (the rollout itself stays fp32 in the fused kernel)."""
+    """fused: the one-kernel policy step (else GEMMs + kernels), at 24 envs a warp per env, or (thread) a thread
+    per env as from 16384 envs on; bf16: GEMMs on bfloat16 tensor cores, checked with the bf16 tolerance 2e-2
+    (the rollout itself stays fp32 in the fused kernel)."""
     _cuda_or_skip()
     from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
     monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
@@ -355,15 +437,16 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     config["train"]["precision"] = variant.get("precision", "fp32")
     update_tol = 2e-2 if variant.get("precision") == "bf16" else 1e-4
     gpu_tr, cpu_tr, spec = make_pair(config)
-    assert bool(gpu_tr.fused_block) == (variant["fused"] == "1")
+    assert bool(gpu_tr.fused_block) == (variant["fused"] != "0")
+    kernel = {"0": "", "1": "policy_step_warp_kernel", "thread": "policy_step_kernel"}[variant["fused"]]
+    assert gpu_tr._fused_kernel(gpu_tr.num_envs)[0] == kernel
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights
 
     # ROLLOUT: the env against the CPU env fed the same actions, and the policy against the reference.
     gpu_tr.rollout()
-    buf = {name: a.get(cuda, name) for name in ["obs", "starts", "actions", "logp", "values", "rewards", "dones",
-                                                  "segment_state"]}
+    buf = rollout_buffers(gpu_tr)
     env = cpu_tr.batch
     seeds = (np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(env.num_envs, dtype=np.uint64)
     env.reset(seeds, None)
@@ -384,13 +467,7 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     assert agree > 0.999
 
     # UPDATE: NumpyTrainer on the same buffers, visiting sequences in the CUDA trainer's order.
-    cpu_tr.obs[...] = buf["obs"][:t_len]
-    cpu_tr.starts[...] = buf["starts"][:t_len]
-    cpu_tr.actions[...] = buf["actions"]
-    for name in ["logp", "values", "rewards", "dones"]:
-        getattr(cpu_tr, name)[...] = buf[name]
-    cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
-    cpu_tr.last_value[...] = gpu_tr.last_values()
+    load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
     assert rel_err(cpu_tr.last_value, ref.policy_forward(spec, views, buf["obs"][t_len:], buf["starts"][t_len:],
                                                          a.get(cuda, "state")[:spec.state_layers])[1][0]) <= F32_TOL
     cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, e)
@@ -407,23 +484,39 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     gpu_tr.close()
 
 
+def whole_arena(trainer) -> np.ndarray:
+    out = np.empty(trainer.arena.size, np.uint8)
+    trainer.cuda.memcpy_dtoh(out, trainer.arena.base)
+    return out
+
+
 def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path):
+    """Two runs end with the same bits; so does a third warmed up first (CudaTrainer.warm_up: an eager and a
+    captured iteration at start-up whose every change to the arena and the counters is undone, so that the
+    first update replays a graph): the warm-up changes only when the graphs are made, nothing else."""
     _cuda_or_skip()
     from fastvec.trainer import checkpoint, run
     config = small_config()
     runs = []
-    for _ in range(2):
+    for warm in (False, False, True):
         trainer, _, spec = make_pair(config)
+        if warm:
+            before = whole_arena(trainer)
+            assert trainer.warm_up(num_updates=4) > 0
+            assert np.array_equal(whole_arena(trainer), before)
+            assert (trainer.global_step, trainer.update_index, trainer.opt_step) == (0, 0, 0)
+            assert trainer.rollout_graphs[0] is not None and trainer.update_graphs[0] is not None
         losses = []
-        for _ in range(4):  # update 1 runs eagerly, 2 captures the graphs, 3-4 replay them
+        for _ in range(4):  # update 1 runs eagerly, 2 captures the graphs, 3-4 replay them (warm: all replay)
             trainer.rollout()
             losses.append(trainer.update(num_updates=4)["policy_loss"])
         runs.append((trainer.arena.get(trainer.cuda, "params"), trainer.arena.get(trainer.cuda, "actions"), losses,
                      trainer.state_dict()))
         trainer.close()
-    assert np.array_equal(runs[0][0], runs[1][0])
-    assert np.array_equal(runs[0][1], runs[1][1])
-    assert runs[0][2] == runs[1][2]
+    for other in runs[1:]:
+        assert np.array_equal(runs[0][0], other[0])
+        assert np.array_equal(runs[0][1], other[1])
+        assert runs[0][2] == other[2]
 
     path = checkpoint.save(tmp_path / "ck.npz", spec, "cartpole", 1, runs[0][3], config)
     cpu_config = small_config(device="cpu")
@@ -451,13 +544,6 @@ def test_fastvec_train_runs_on_cuda(tmp_path, is_async):
 # Asynchronous rollouts (train.async): the actor collects the next rollout on its own stream while the
 # learner updates, with NumpyTrainer's schedule (update k >= 1 trains on the weights update k - 1 started from)
 
-def slot_buffers(trainer) -> dict:
-    """Host copies of the rollout slot the next update trains on."""
-    suffix = "" if trainer.active_slot == 0 else "@1"
-    names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
-    return {name: trainer.arena.get(trainer.cuda, name + suffix) for name in names}
-
-
 def replay(spec, params, buf, t_len):
     """The reference policy over a slot from its own initial state: (log-probs of the taken actions, values,
     the state after the last step)."""
@@ -468,7 +554,7 @@ def replay(spec, params, buf, t_len):
     return logp, values, state
 
 
-@pytest.mark.parametrize("fused", ["0", "1"])
+@pytest.mark.parametrize("fused", ["0", "1", "thread"])
 def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fused, monkeypatch):
     """Every rollout is replayed by the reference policy with the weights the schedule promises (and not with
     the newer ones); each slot starts from the state and env observations where the previous rollout (in the
@@ -488,7 +574,7 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
         version = max(k - 1, 0)  # update 0 trains on the priming rollout, collected with w_0 like the next one
         assert gpu_tr.behaviour_version == version
         slots_seen.append(gpu_tr.active_slot)
-        buf = slot_buffers(gpu_tr)
+        buf = rollout_buffers(gpu_tr)
         logp, values, state = replay(spec, weights[version], buf, t_len)
         assert rel_err(buf["logp"], logp) <= F32_TOL, k
         assert rel_err(buf["values"], values) <= F32_TOL, k
@@ -532,14 +618,8 @@ def test_async_updates_match_numpy_async(variant, monkeypatch):
         gpu_tr.rollout()
         cpu_tr.rollout()  # its own env and sampling: only the schedule is compared, the data is the GPU's
         assert (gpu_tr.active_slot, gpu_tr.behaviour_version) == (cpu_tr.active_slot, cpu_tr.behaviour_version)
-        buf = slot_buffers(gpu_tr)
-        cpu_tr.obs[...] = buf["obs"][:t_len]
-        cpu_tr.starts[...] = buf["starts"][:t_len]
-        cpu_tr.actions[...] = buf["actions"]
-        for name in ["logp", "values", "rewards", "dones"]:
-            getattr(cpu_tr, name)[...] = buf[name]
-        cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
-        cpu_tr.last_value[...] = gpu_tr.last_values()
+        buf = rollout_buffers(gpu_tr)
+        load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
         start_weights = a.get(cuda, "params")
         cpu_tr.params[...] = start_weights  # the same starting point every update: float32 rounding
         cpu_tr.opt_state[...] = a.get(cuda, "opt_state")  # would otherwise compound over the updates
@@ -604,11 +684,6 @@ def host_config(groups=2, kind="mingru", **train):
     return config
 
 
-def rollout_buffers(trainer) -> dict:
-    names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
-    return {name: trainer.arena.get(trainer.cuda, name) for name in names}
-
-
 @pytest.mark.parametrize("kind", ["mingru", "mlp"])
 def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kind):
     """Three rollouts and updates (the first eager, the second captures the per-step graphs, the third
@@ -654,13 +729,7 @@ def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kin
         bootstrap = ref.policy_forward(spec, views, buf["obs"][t_len:], buf["starts"][t_len:], state)[1][0]
         assert rel_err(gpu_tr.last_values(), bootstrap) <= F32_TOL, k
 
-        cpu_tr.obs[...] = buf["obs"][:t_len]
-        cpu_tr.starts[...] = buf["starts"][:t_len]
-        cpu_tr.actions[...] = buf["actions"]
-        for name in ["logp", "values", "rewards", "dones"]:
-            getattr(cpu_tr, name)[...] = buf[name]
-        cpu_tr.segment_state[...] = buf["segment_state"][:, :spec.state_layers]
-        cpu_tr.last_value[...] = gpu_tr.last_values()
+        load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
         cpu_tr.params[...] = params  # each update from the same weights: rounding would compound otherwise
         cpu_tr.opt_state[...] = a.get(cuda, "opt_state")
         cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, k, e)

@@ -73,6 +73,36 @@ __device__ float block_sum(float v, float* scratch) {
     return scratch[0];
 }
 
+/* block_sum in double; only thread 0's return value is the sum. `scratch` holds 32 doubles. */
+__device__ double block_sum_d(double v, double* scratch) {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : 0.0;
+    if (warp == 0)
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* One-launch reductions over a grid: every block writes its partial sums, then the last block to arrive
+ * (counted on `counter`, which it sets back to 0 for the next launch) finishes them, reading the partials
+ * in block order, so the result does not depend on which block that is. Call with every thread of the
+ * block, after thread 0 wrote the block's partials; true in the finishing block. */
+__device__ bool last_block(unsigned int* counter) {
+    __shared__ bool is_last;
+    __threadfence(); /* this block's partials are visible to the block that finishes */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        if (is_last) *counter = 0u; /* every block has counted: safe to reset */
+    }
+    __syncthreads();
+    if (is_last) __threadfence();
+    return is_last;
+}
+
 extern "C" {
 
 /* ------------------------------------------------------------------------------------------------
@@ -176,6 +206,49 @@ __global__ void mlp_forward_kernel(long long rows, int H, const float* pre, cons
 __global__ void mlp_backward_kernel(long long count, const float* dout, const float* out, float* dpre) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) dpre[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+/* A linear layer's bias gradient db (cols,) = the column sums of dpre (rows, cols); with `out` given
+ * (an MLP layer), first mlp_backward: dpre = dout * (out > 0), written to dpre. One launch (last_block):
+ * block b sums rows [b * rows / G, (b + 1) * rows / G) into partial (G, cols) in double, the finishing
+ * block adds the G partials of each column in order. 256 threads as (256 / c) row lanes x c columns,
+ * c = min(cols, 256), so a warp reads consecutive addresses. */
+__global__ void bias_grad_kernel(long long rows, int cols, const float* dout, const float* out, float* dpre,
+                                 double* partial, unsigned int* counter, float* db) {
+    __shared__ double lanes[256];
+    int c_pass = cols < (int)blockDim.x ? cols : (int)blockDim.x;
+    int row_lanes = blockDim.x / c_pass;
+    int c0 = threadIdx.x % c_pass, lane = threadIdx.x / c_pass;
+    long long r0 = rows * blockIdx.x / gridDim.x, r1 = rows * (blockIdx.x + 1) / gridDim.x;
+    for (int tile = 0; tile < cols; tile += c_pass) {
+        int c = tile + c0;
+        double acc = 0.0;
+        if (lane < row_lanes && c < cols) {
+            for (long long r = r0 + lane; r < r1; r += row_lanes) {
+                long long i = r * cols + c;
+                float v = dout[i];
+                if (out) {
+                    v = out[i] > 0.0f ? v : 0.0f;
+                    dpre[i] = v;
+                }
+                acc += v;
+            }
+        }
+        __syncthreads();
+        lanes[threadIdx.x] = acc;
+        __syncthreads();
+        if (lane == 0 && c < cols) {
+            double sum = 0.0;
+            for (int l = 0; l < row_lanes; l++) sum += lanes[l * c_pass + c0];
+            partial[(long long)blockIdx.x * cols + c] = sum;
+        }
+    }
+    if (!last_block(counter)) return;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        double sum = 0.0;
+        for (int b = 0; b < (int)gridDim.x; b++) sum += ((volatile double*)partial)[(long long)b * cols + c];
+        db[c] = (float)sum;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -293,27 +366,55 @@ __global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed
 /* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers.
  * Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
  * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
- * rollout index for scattering results back. One thread per minibatch row. */
+ * rollout index for scattering results back. One thread per minibatch row.
+ * With adv_moments given, also the minibatch advantages' mean and population standard deviation
+ * (moments_finish_kernel's), in the same launch: per-block (sum, sum of squares) in partial (blocks, 2),
+ * finished by the last block (last_block). */
 __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, const int* perm,
                                         const float* obs, const float* starts, const int* actions,
                                         const float* logp, const float* values, const float* adv,
                                         const float* returns, float* mb_obs, float* mb_starts,
                                         int* mb_actions, float* mb_logp, float* mb_values, float* mb_adv,
-                                        float* mb_returns, int* mb_src) {
+                                        float* mb_returns, int* mb_src, double* partial, unsigned int* counter,
+                                        float* adv_moments) {
+    __shared__ double scratch_d[32];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= K * Bm) return;
-    int k = i / Bm, c = i % Bm;
-    int q = perm[first + c];
-    int s = q / R, r = q % R;
-    long long src = (long long)(s * K + k) * R + r;
-    for (int o = 0; o < O; o++) mb_obs[(long long)i * O + o] = obs[src * O + o];
-    mb_starts[i] = starts[src];
-    mb_actions[i] = actions[src];
-    mb_logp[i] = logp[src];
-    mb_values[i] = values[src];
-    mb_adv[i] = adv[src];
-    mb_returns[i] = returns[src];
-    mb_src[i] = (int)src;
+    double a = 0.0;
+    if (i < K * Bm) {
+        int k = i / Bm, c = i % Bm;
+        int q = perm[first + c];
+        int s = q / R, r = q % R;
+        long long src = (long long)(s * K + k) * R + r;
+        for (int o = 0; o < O; o++) mb_obs[(long long)i * O + o] = obs[src * O + o];
+        mb_starts[i] = starts[src];
+        mb_actions[i] = actions[src];
+        mb_logp[i] = logp[src];
+        mb_values[i] = values[src];
+        float v = adv[src];
+        mb_adv[i] = v;
+        mb_returns[i] = returns[src];
+        mb_src[i] = (int)src;
+        a = v;
+    }
+    if (!adv_moments) return;
+    double sum = block_sum_d(a, scratch_d), squares = block_sum_d(a * a, scratch_d);
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = sum;
+        partial[2 * blockIdx.x + 1] = squares;
+    }
+    if (!last_block(counter)) return;
+    double s = 0.0, q = 0.0;
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
+        s += ((volatile double*)partial)[2 * b];
+        q += ((volatile double*)partial)[2 * b + 1];
+    }
+    s = block_sum_d(s, scratch_d);
+    q = block_sum_d(q, scratch_d);
+    if (threadIdx.x != 0) return;
+    long long n = (long long)K * Bm;
+    double mean = s / n, var = q / n - mean * mean;
+    adv_moments[0] = (float)mean;
+    adv_moments[1] = (float)sqrt(var > 0.0 ? var : 0.0);
 }
 
 /* The recurrent state entering each minibatch sequence: segment_state (S, Ls, R, H) ->
@@ -329,7 +430,9 @@ __global__ void gather_state_kernel(int Ls, int Bm, int R, int H, int first, con
 }
 
 /* Reductions over many rows: a fixed grid of blocks writes per-block partial sums (in double) and a
- * one-block finishing kernel adds them in a fixed order, so results are deterministic.
+ * one-block finishing kernel adds them in a fixed order, so results are deterministic. (The minibatch's
+ * own reductions finish in the same launch instead, last_block; these two-launch ones remain where a
+ * collective sums the partials across GPUs in between, and for the once-per-update explained variance.)
  * sums_partial: for each of k arrays of n (x is (k, n)), partial[block][a] = (sum x, sum x^2). */
 __global__ void sums_partial_kernel(long long n, int k, const float* x, double* partial) {
     __shared__ double scratch_d[32];
@@ -380,20 +483,18 @@ __global__ void moments_finish_kernel(int blocks, const double* partial, long lo
 /* ------------------------------------------------------------------------------------------------
  * PPO LOSS: forward and backward in one pass, one thread per row.
  * y (n, A + 1) decoder output (logits, value); actions, old_logp, old_values, adv, returns (n,);
- * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y and
- * row_stats (5, n): clipped policy loss, 0.5 * max value loss, entropy, approx kl, clipped flag.
+ * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y.
+ * With partial given, also adds the minibatch means of the five per-row loss terms (clipped policy
+ * loss, 0.5 * max value loss, entropy, approx kl, clipped flag) to scalars->stat[0..5), in the same
+ * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
  * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
-__global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions, const float* old_logp,
-                                const float* old_values, const float* adv_in, const float* returns,
-                                const float* adv_moments, const TrainScalars* scalars, float clip_coef,
-                                float vf_clip_coef, float vf_coef, float* dy, float* row_stats,
-                                float* new_logp, const int* src) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+__device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* actions, const float* old_logp,
+                             const float* old_values, const float* adv_in, const float* returns,
+                             const float* adv_moments, float ent_coef, float clip_coef, float vf_clip_coef,
+                             float vf_coef, float* dy, float* stats, float* new_logp, const int* src) {
     const float* logits = y + (long long)i * (A + 1);
     float* dl = dy + (long long)i * (A + 1);
     float inv_n = 1.0f / (float)n;
-    float ent_coef = scalars->ent_coef;
     float adv = adv_in[i];
     if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
 
@@ -430,19 +531,38 @@ __global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions
     float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
     dl[A] = dv * (vf_coef * inv_n);
 
-    row_stats[i] = fmaxf(pg_unclipped, pg_clipped);
-    row_stats[(long long)n + i] = 0.5f * fmaxf(us, cs);
-    row_stats[2LL * n + i] = entropy;
-    row_stats[3LL * n + i] = (ratio - 1.0f) - log_ratio;
-    row_stats[4LL * n + i] = inside ? 0.0f : 1.0f;
+    stats[0] = fmaxf(pg_unclipped, pg_clipped);
+    stats[1] = 0.5f * fmaxf(us, cs);
+    stats[2] = entropy;
+    stats[3] = (ratio - 1.0f) - log_ratio;
+    stats[4] = inside ? 0.0f : 1.0f;
     if (new_logp) new_logp[src[i]] = logp;
 }
 
-/* Add the minibatch means of row_stats (5, n) (reduced by sums_partial_kernel) to scalars->stat[0..5). */
-__global__ void loss_stats_finish_kernel(int blocks, const double* partial, long long n, TrainScalars* scalars) {
-    double m[10];
-    finish_sums(blocks, 5, partial, m);
-    for (int k = 0; k < 5; k++) scalars->stat[k] += m[2 * k] / n;
+__global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions, const float* old_logp,
+                                const float* old_values, const float* adv_in, const float* returns,
+                                const float* adv_moments, TrainScalars* scalars, float clip_coef,
+                                float vf_clip_coef, float vf_coef, float* dy, double* partial,
+                                unsigned int* counter, float* new_logp, const int* src) {
+    __shared__ double scratch_d[32];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float stats[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (i < n)
+        ppo_loss_row(i, n, A, y, actions, old_logp, old_values, adv_in, returns, adv_moments, scalars->ent_coef,
+                     clip_coef, vf_clip_coef, vf_coef, dy, stats, new_logp, src);
+    if (!partial) return;
+    for (int k = 0; k < 5; k++) {
+        double total = block_sum_d((double)stats[k], scratch_d);
+        if (threadIdx.x == 0) partial[5LL * blockIdx.x + k] = total;
+    }
+    if (!last_block(counter)) return;
+    for (int k = 0; k < 5; k++) {
+        double total = 0.0;
+        for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
+            total += ((volatile double*)partial)[5LL * b + k];
+        total = block_sum_d(total, scratch_d);
+        if (threadIdx.x == 0) scalars->stat[k] += total / n;
+    }
 }
 
 /* explained_variance of values against returns, from the sums of [adv; returns] (2, count) (reduced by
@@ -459,23 +579,21 @@ __global__ void explained_variance_finish_kernel(int blocks, const double* parti
 /* ------------------------------------------------------------------------------------------------
  * OPTIMIZER */
 
-/* clip_grad_norm, part 1: per-block partial sums of squares of x (n,) over a fixed grid. */
-__global__ void sum_squares_kernel(long long n, const float* x, float* partial) {
+/* clip_grad_norm in one launch, and the start of an optimizer step: per-block sums of squares of x (n,)
+ * in partial (blocks,); the last block to finish (last_block) adds them in block order and sets the
+ * norm, the clip scale the optimizer kernels apply to the gradient, opt_step += 1 and Adam's bias
+ * corrections. */
+__global__ void grad_norm_kernel(long long n, const float* x, float* partial, unsigned int* counter, float max_norm,
+                                 double beta1, double beta2, TrainScalars* scalars) {
     __shared__ float scratch[32];
     float s = 0.0f;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         s += x[i] * x[i];
     s = block_sum(s, scratch);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
-/* clip_grad_norm, part 2 (one block), and the start of an optimizer step: the norm, the clip scale
- * the optimizer kernels apply to the gradient, opt_step += 1 and Adam's bias corrections. */
-__global__ void clip_and_count_kernel(int blocks, const float* partial, float max_norm, double beta1,
-                                      double beta2, TrainScalars* scalars) {
-    __shared__ float scratch[32];
-    float s = 0.0f;
-    for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += partial[i];
+    if (!last_block(counter)) return;
+    s = 0.0f;
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) s += ((volatile float*)partial)[b];
     s = block_sum(s, scratch);
     if (threadIdx.x != 0) return;
     float norm = sqrtf(s);

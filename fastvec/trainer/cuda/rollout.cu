@@ -216,6 +216,134 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
                         dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
                         scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
 }
+/* ------------------------------------------------------------------------------------------------
+ * The same policy step with a warp per env (policy_step_warp_kernel), for fewer envs than fill the GPU
+ * with one thread each (a thread-per-env step is one thread's long serial chain of dot products; here
+ * lane j computes units j, j + 32, ...). Lane 0 then samples and steps the env. The weights sit in
+ * shared memory with every matrix (rows, cols) stored column by column with a stride of rows + 1, so the
+ * lanes of consecutive units read consecutive banks and the transposing stores do not conflict either
+ * (S_TOTAL floats: trainer.py's _warp_weight_floats). Then, per warp, two (H,) activation buffers and
+ * the agents' decoder rows. Sums run over k in order (the thread-per-env kernel groups them in fours;
+ * the GEMM path in cuBLAS's order). */
+#define S_ENC_W 0
+#define S_ENC_B (OBS_SIZE * (PH + 1))
+#define S_LAYER(l) (S_ENC_B + PH + (l) * (PH * (PW + 1) + PW))
+#define S_DEC_W S_LAYER(POLICY_LAYERS)
+#define S_DEC_B (S_DEC_W + PH * (NUM_ACTIONS + 2))
+#define S_TOTAL (S_DEC_B + NUM_ACTIONS + 1)
+#define WARP_SCRATCH (2 * PH + NUM_AGENTS * (NUM_ACTIONS + 1))
+#define WARP_UNITS ((PH + 31) / 32)
+
+/* Where flat parameter k (reference.FlatLayout order) goes in the warp kernel's shared layout. */
+__device__ __forceinline__ int warp_weight_index(int k) {
+    if (k < P_ENC_B) return S_ENC_W + (k % OBS_SIZE) * (PH + 1) + k / OBS_SIZE;
+    if (k < P_LAYER(0)) return S_ENC_B + (k - P_ENC_B);
+    if (k < P_DEC_W) {
+        int l = (k - P_LAYER(0)) / (PW * PH + PW), off = (k - P_LAYER(0)) % (PW * PH + PW);
+        if (off < PW * PH) return S_LAYER(l) + (off % PH) * (PW + 1) + off / PH;
+        return S_LAYER(l) + PH * (PW + 1) + (off - PW * PH);
+    }
+    if (k < P_DEC_B) return S_DEC_W + ((k - P_DEC_W) % PH) * (NUM_ACTIONS + 2) + (k - P_DEC_W) / PH;
+    return S_DEC_B + (k - P_DEC_B);
+}
+
+__global__ void policy_step_warp_kernel(int N, const float* params, const OBS_T* obs, const float* starts,
+                                        const float* state_in, float* state_out, int bootstrap, float* last_value,
+                                        fv_slot* slots, OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
+                                        float* values, float* rewards, float* dones, float* starts_next,
+                                        unsigned char* terminated, unsigned char* truncated, float* ep_return,
+                                        int* ep_length, float* ep_stats, double* episode_acc,
+                                        const TrainScalars* scalars, int t, unsigned long long seed_key,
+                                        int reward_clamp, int max_episode_steps) {
+    extern __shared__ float4 shared4[];
+    float* w = reinterpret_cast<float*>(shared4);
+    for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[warp_weight_index(k)] = params[k];
+    __syncthreads();
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int i = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (i >= N) return;  /* whole warps leave: no block-wide barrier follows */
+    float* x = w + ((S_TOTAL + 3) / 4) * 4 + warp * WARP_SCRATCH;  /* the current layer's input (H,) */
+    float* out = x + PH;                                            /* its output (H,) */
+    float* ys = x + 2 * PH;                                         /* (NUM_AGENTS, A + 1) decoder rows */
+#if POLICY_MINGRU
+    const int R = N * NUM_AGENTS;
+#endif
+    for (int a = 0; a < NUM_AGENTS; a++) {
+        int row = i * NUM_AGENTS + a;
+        const OBS_T* o = obs + (long long)row * OBS_SIZE;
+        for (int j = lane; j < PH; j += 32) {
+            float acc = 0.0f;
+            for (int k = 0; k < OBS_SIZE; k++) acc += w[S_ENC_W + k * (PH + 1) + j] * (float)o[k];
+            x[j] = acc + w[S_ENC_B + j];
+        }
+        __syncwarp();
+#if POLICY_MINGRU
+        float keep = 1.0f - starts[row];
+#endif
+        for (int l = 0; l < POLICY_LAYERS; l++) {
+            const float* lw = w + S_LAYER(l);  /* lw[k * (W + 1) + r] = layer weight (r, k) */
+            const float* lb = lw + PH * (PW + 1);
+            float acc[WARP_UNITS][PW / PH];
+#pragma unroll
+            for (int u = 0; u < WARP_UNITS; u++)
+#pragma unroll
+                for (int g = 0; g < PW / PH; g++) acc[u][g] = 0.0f;
+#pragma unroll 4
+            for (int k = 0; k < PH; k++) {
+                float xk = x[k];
+                const float* col = lw + k * (PW + 1);
+#pragma unroll
+                for (int u = 0; u < WARP_UNITS; u++) {
+                    int j = lane + 32 * u;
+                    if (j < PH) {
+#pragma unroll
+                        for (int g = 0; g < PW / PH; g++) acc[u][g] += col[g * PH + j] * xk;
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < WARP_UNITS; u++) {
+                int j = lane + 32 * u;
+                if (j >= PH) continue;
+                float zp = acc[u][0] + lb[j];
+                float value;
+#if POLICY_MINGRU
+                float cp = acc[u][1] + lb[PH + j];
+                float z = sigmoidf_ref(zp), c = mingru_g(cp);
+                long long si = ((long long)l * R + row) * PH + j;
+                float h = (1.0f - z) * keep * state_in[si] + z * c;
+                state_out[si] = h;
+                value = h;
+#if POLICY_HIGHWAY
+                float s = sigmoidf_ref(acc[u][2] + lb[2 * PH + j]);
+                value = s * h + (1.0f - s) * x[j];
+#endif
+#else
+                value = fmaxf(zp, 0.0f);
+#endif
+                out[j] = value;
+            }
+            __syncwarp();
+            float* next = out;
+            out = x;
+            x = next;
+        }
+        for (int m = lane; m < NUM_ACTIONS + 1; m += 32) {
+            float acc = 0.0f;
+            for (int k = 0; k < PH; k++) acc += w[S_DEC_W + k * (NUM_ACTIONS + 2) + m] * x[k];
+            ys[a * (NUM_ACTIONS + 1) + m] = acc + w[S_DEC_B + m];
+        }
+        __syncwarp();  /* ys complete, and x free for the next agent's encoder */
+    }
+    if (lane != 0) return;
+    if (bootstrap) {
+        for (int a = 0; a < NUM_AGENTS; a++) last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
+        return;
+    }
+    sample_and_step_env(i, ys, NUM_ACTIONS + 1, slots, obs_next, final_obs, actions, logp, values, rewards, dones,
+                        starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
+                        scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
+}
 #endif /* POLICY_HIDDEN */
 
 } /* extern "C" */

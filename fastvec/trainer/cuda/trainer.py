@@ -35,9 +35,12 @@ SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", 
                           ("bias_correction2", "f4"), ("opt_step", "i4"), ("update", "i4"), ("pad", "i4")])
 STAT_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm"]
 NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid keeps the sum order fixed)
+BIAS_GRAD_BLOCKS = 128  # the most blocks of bias_grad_kernel (fixed per config, so its sum order is too)
 CUBLAS_WORKSPACE = 32 << 20
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
+FUSED_WARP_BLOCK = 256  # the warp-per-env policy step: 8 envs per block
+FUSED_THREAD_MIN_ENVS = 16384  # from here on a thread per env fills the GPU (update_profile.py measures both)
 MASK64 = (1 << 64) - 1
 # The rollout buffers an update reads: with train.async there are two copies ("rollout slots"; the second's
 # arena names end in "@1"), one filled by the actor while the learner trains on the other. r_y holds the
@@ -258,17 +261,37 @@ class CudaTrainer:
             self.timing.update(env=0.0, wait=0.0)
 
     def _fused_block_size(self, num_envs: int) -> int:
-        """Threads per block of the fused policy step (one thread per env, every weight in shared memory),
-        or 0 to use the GEMM path: too large a policy for shared memory, or too few envs to fill the GPU
-        with one thread each. FASTVEC_FUSED_ROLLOUT=1 / 0 forces it on / off (tests)."""
+        """Threads per block of the fused policy step (every weight in shared memory), or 0 to use the GEMM
+        path (too large a policy for shared memory); _fused_kernel says which of the two fused kernels."""
+        return self._fused_kernel(num_envs)[1]
+
+    def _fused_kernel(self, num_envs: int) -> tuple[str, int]:
+        """(kernel, threads per block) of the fused policy step: policy_step_kernel (a thread per env) from
+        FUSED_THREAD_MIN_ENVS envs on, policy_step_warp_kernel (a warp per env) below, or ("", 0) for the
+        GEMM path. FASTVEC_FUSED_ROLLOUT=1 / 0 forces the fused step on / off, =thread / =warp one kernel
+        (tests and benchmarks)."""
         spec, forced = self.spec, os.environ.get("FASTVEC_FUSED_ROLLOUT", "auto")
         if forced == "0" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > 64:
-            return 0
-        param_bytes = (self.layout.size + 3) // 4 * 16
-        block = min(FUSED_MAX_BLOCK, (SHARED_LIMIT - param_bytes) // (4 * spec.hidden) // 32 * 32)
+            return "", 0
+        kind = forced if forced in ("thread", "warp") else "thread" if num_envs >= FUSED_THREAD_MIN_ENVS else "warp"
+        if kind == "thread":
+            param_bytes = (self.layout.size + 3) // 4 * 16
+            block = min(FUSED_MAX_BLOCK, (SHARED_LIMIT - param_bytes) // (4 * spec.hidden) // 32 * 32)
+        else:
+            block = min(FUSED_WARP_BLOCK, (SHARED_LIMIT - self._warp_weight_floats() * 4)
+                        // (4 * self._warp_scratch_floats()) * 32)
         if block < 32:
-            return 0
-        return block if forced == "1" or num_envs >= 16384 else 0
+            return "", 0
+        return ("policy_step_kernel" if kind == "thread" else "policy_step_warp_kernel"), block
+
+    def _warp_weight_floats(self) -> int:
+        """rollout.cu's S_TOTAL rounded up to 4: the flat parameters plus one padding float per matrix column."""
+        spec = self.spec
+        return (self.layout.size + spec.obs_size + (spec.layers + 1) * spec.hidden + 3) // 4 * 4
+
+    def _warp_scratch_floats(self) -> int:
+        """rollout.cu's WARP_SCRATCH: per warp, two (H,) activation buffers and the agents' decoder rows."""
+        return 2 * self.spec.hidden + self.num_agents * (self.spec.num_actions + 1)
 
     # ARENA: every device tensor, with its shape
     def _plan_arena(self, slot_size: int, env) -> Arena:
@@ -330,6 +353,9 @@ class CudaTrainer:
         a.add("mb_state_out", (bm, h), f32, "(Bm, H) scratch: state after the sequence")
         a.add("adv_moments", (2,), f32, "minibatch advantage mean, std")
         a.add("sums_partial", (NORM_BLOCKS, 5, 2), np.float64, "(G, k, 2) per-block sums and sums of squares")
+        a.add("block_partial", (max(BIAS_GRAD_BLOCKS * max(w, y, h), 5 * -(-n // device.THREADS)),), np.float64,
+              "per-block partial sums of the one-launch reductions (kernels.cu last_block)")
+        a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")
         # update: activations kept for the backward
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
         a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (bias included)")
@@ -338,7 +364,6 @@ class CudaTrainer:
         a.add("dy", (n, y), f32, "(n, Y) loss gradient")
         a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
         a.add("dpre", (n, w), f32, "(n, W)")
-        a.add("row_stats", (5, n), f32, "(5, n) per-row loss terms")
         # Muon's Newton-Schulz scratch, sized for the largest matrix
         mats = [shape for name, shape in self.layout.table if len(shape) == 2]
         big = max(math.prod(sh) for sh in mats)
@@ -610,15 +635,19 @@ class CudaTrainer:
         k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
     def _record_fused_rollout(self, slot: int) -> None:
-        """The horizon with one policy_step_kernel launch per step (policy, sampling, env step), then the
-        bootstrap value."""
+        """The horizon with one fused policy step launch per step (policy, sampling, env step: a thread or a
+        warp per env, _fused_kernel), then the bootstrap value."""
         spec, a, k, cuda = self.spec, self.arena, self.actor_k, self.cuda
         t_len, r, o, h, kk, n_env = self.horizon, self.rows, spec.obs_size, spec.hidden, self.bptt, self.num_envs
         ls = spec.state_layers
         buf = lambda name, offset=0: self._slot(name, slot, offset)  # noqa: E731
-        block = self.fused_block
-        shared = (self.layout.size + 3) // 4 * 16 + 4 * h * block
-        fn = k.function("policy_step_kernel")
+        name, block = self._fused_kernel(n_env)
+        if name == "policy_step_kernel":
+            shared = (self.layout.size + 3) // 4 * 16 + 4 * h * block
+        else:
+            shared = 4 * (self._warp_weight_floats() + block // 32 * self._warp_scratch_floats())
+        threads = n_env * (32 if name == "policy_step_warp_kernel" else 1)
+        fn = k.function(name)
         fn.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
         common = (a.ptr("episode_acc"), a.ptr("scalars"))
         for t in range(t_len + 1):
@@ -627,7 +656,7 @@ class CudaTrainer:
                 cuda.memcpy_dtod_async(buf("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
                                        ls * r * h * 4, k.stream)
             step = min(t, t_len - 1)  # the bootstrap writes no step outputs; any valid pointers do
-            k.launch_shared("policy_step_kernel", n_env, block, shared, np.int32(n_env), a.ptr(self.actor_params),
+            k.launch_shared(name, threads, block, shared, np.int32(n_env), a.ptr(self.actor_params),
                             buf("obs", t * r * o), buf("starts", t * r), a.ptr("state"),
                             a.ptr("last_state" if bootstrap else "state"), np.int32(bootstrap), buf("last_value"),
                             a.ptr("slots"), buf("obs", (step + 1) * r * o), a.ptr("final_obs"),
@@ -754,10 +783,11 @@ class CudaTrainer:
             k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
                      a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), 0, a.ptr("scalars"),
                      np.float32(tc["clip_coef"]), np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]),
-                     a.ptr("dy"), a.ptr("row_stats"), a.ptr("new_logp"), a.ptr("mb_src"))
+                     a.ptr("dy"), 0, 0, a.ptr("new_logp"), a.ptr("mb_src"))
 
-    def _record_minibatch_forward(self, first: int):
-        """Gather sequences perm[first : first + Bm] of the active slot and run the policy over them (y).
+    def _record_minibatch_forward(self, first: int, adv_moments: bool = False):
+        """Gather sequences perm[first : first + Bm] of the active slot (with adv_moments, also their advantages'
+        mean and std into adv_moments) and run the policy over them (y).
         Returns the activation pointers the backward reads: (states, acts, pres, hs, widths)."""
         spec, a, k = self.spec, self.arena, self.k
         kk, bm, n, r = self.bptt, self.seqs_per_mb, self.mb_rows, self.rows
@@ -767,7 +797,8 @@ class CudaTrainer:
                  a.ptr("perm"), self._slot("obs"), self._slot("starts"), self._slot("actions"), self._slot("logp"),
                  self._slot("values"), a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows),
                  a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"),
-                 a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"))
+                 a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"), a.ptr("block_partial"),
+                 a.ptr("reduce_counter"), a.ptr("adv_moments") if adv_moments else 0)
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
                      np.int32(first), a.ptr("perm"), self._slot("segment_state"), a.ptr("mb_state"))
@@ -787,30 +818,26 @@ class CudaTrainer:
         h, o, layers = spec.hidden, spec.obs_size, spec.layers
         ny = spec.num_actions + 1
         off = self.layout.offsets
-        # FORWARD
-        states, acts, pres, hs, widths = self._record_minibatch_forward(first)
+        # FORWARD (the gather also computes the advantages' moments, except across GPUs: see below)
+        states, acts, pres, hs, widths = self._record_minibatch_forward(first, tc["norm_adv"] and not self.group)
         # LOSS
-        if tc["norm_adv"]:
+        if tc["norm_adv"] and self.group:  # normalise with the global minibatch's mean and std: every rank's
             k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), a.ptr("mb_adv"),
-                          a.ptr("sums_partial"))
-            if self.group:  # normalise with the global minibatch's mean and std: sum every rank's partial sums
-                self.group.sum(a.ptr("sums_partial"), NORM_BLOCKS * 2, self.stream.handle)
+                          a.ptr("sums_partial"))  # partial sums, summed over the ranks, then finished
+            self.group.sum(a.ptr("sums_partial"), NORM_BLOCKS * 2, self.stream.handle)
             k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
                           np.int64(n * self.world_size), a.ptr("adv_moments"))
         k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
                  a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
                  a.ptr("adv_moments") if tc["norm_adv"] else 0, a.ptr("scalars"), np.float32(tc["clip_coef"]),
-                 np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]), a.ptr("dy"), a.ptr("row_stats"),
-                 a.ptr("new_logp") if tc["vtrace"] else 0, a.ptr("mb_src") if tc["vtrace"] else 0)
-        k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(5), a.ptr("row_stats"),
-                      a.ptr("sums_partial"))
-        k.launch_grid("loss_stats_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"), np.int64(n),
-                      a.ptr("scalars"))
+                 np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]), a.ptr("dy"), a.ptr("block_partial"),
+                 a.ptr("reduce_counter"), a.ptr("new_logp") if tc["vtrace"] else 0,
+                 a.ptr("mb_src") if tc["vtrace"] else 0)
         # BACKWARD: every gradient is written exactly once (beta = 0), so grads need no zeroing.
         gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
         pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
         blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
-        blas.matmul(gp("dec.b"), a.ptr("ones"), a.ptr("dy"), 1, ny, n)
+        self._record_bias_grad(gp("dec.b"), a.ptr("dy"), ny)
         cur, other = a.ptr("dact"), a.ptr("dact", n * h)
         blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
         for layer in reversed(range(layers)):
@@ -820,16 +847,24 @@ class CudaTrainer:
                          np.int32(spec.highway), cur, acts[layer], pres[layer], a.ptr("mb_starts"), states[layer],
                          hs[layer], a.ptr("dpre"), other)
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
-            else:
-                k.launch("mlp_backward_kernel", n * h, np.int64(n * h), cur, acts[layer + 1], a.ptr("dpre"))
+                self._record_bias_grad(gp(f"layer{layer}.b"), a.ptr("dpre"), w)
+            else:  # mlp_backward and the bias gradient in one launch
+                self._record_bias_grad(gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
             blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
-            blas.matmul(gp(f"layer{layer}.b"), a.ptr("ones"), a.ptr("dpre"), 1, w, n)
             cur, other = other, cur
         blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
-        blas.matmul(gp("enc.b"), a.ptr("ones"), cur, 1, h, n)
+        self._record_bias_grad(gp("enc.b"), cur, h)
         # OPTIMIZER
         self._record_optimizer_step()
+
+    def _record_bias_grad(self, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0) -> None:
+        """db (cols,) = column sums of dout (n, cols), the minibatch's bias gradient; with out and dpre (an MLP
+        layer), of dpre = dout * (out > 0) (mlp_backward), which it also writes."""
+        a, n = self.arena, self.mb_rows
+        blocks = min(BIAS_GRAD_BLOCKS, max(1, -(-n * cols // 8192)))  # ~8K elements a block
+        self.k.launch_grid("bias_grad_kernel", blocks, 256, np.int64(n), np.int32(cols), dout, out, dpre,
+                           a.ptr("block_partial"), a.ptr("reduce_counter"), db)
 
     def _record_optimizer_step(self) -> None:
         """clip_grad_norm (applied as a scale inside the optimizer kernels), then Adam or Muon."""
@@ -837,10 +872,9 @@ class CudaTrainer:
         p = self.layout.size
         if self.grad_allreduce is not None:  # data parallel: clip and step on the ranks' mean gradient
             self.grad_allreduce(a.ptr("grads"), p)
-        k.launch_grid("sum_squares_kernel", NORM_BLOCKS, 256, np.int64(p), a.ptr("grads"), a.ptr("norm_partial"))
-        k.launch_block("clip_and_count_kernel", np.int32(NORM_BLOCKS), a.ptr("norm_partial"),
-                       np.float32(tc["max_grad_norm"]), np.float64(tc["adam_beta1"]), np.float64(tc["adam_beta2"]),
-                       a.ptr("scalars"))
+        k.launch_grid("grad_norm_kernel", min(NORM_BLOCKS, -(-p // 1024)), 256, np.int64(p), a.ptr("grads"),
+                      a.ptr("norm_partial"), a.ptr("reduce_counter"), np.float32(tc["max_grad_norm"]),
+                      np.float64(tc["adam_beta1"]), np.float64(tc["adam_beta2"]), a.ptr("scalars"))
         adam_args = (a.ptr("scalars"), np.float32(tc["adam_beta1"]), np.float32(tc["adam_beta2"]),
                      np.float32(1 - tc["adam_beta1"]), np.float32(1 - tc["adam_beta2"]), np.float32(tc["adam_eps"]))
         if tc["optimizer"] != "muon":
@@ -902,6 +936,32 @@ class CudaTrainer:
         out["explained_variance"] = float(scalars["stat"][7])
         self.timing["update"] += time.perf_counter() - t0
         return out
+
+    def warm_up(self, num_updates: int) -> float:
+        """Do the first two iterations' one-off work at start-up (returns its seconds): a rollout and an update
+        run eagerly (cuBLAS and the driver load their kernels), then again captured as the rollout and update
+        graphs and replayed (a graph's first launch uploads it). Then every byte of the arena (weights,
+        optimizer, env, rollout buffers, device scalars, episode logs) and every training counter is put back
+        as it was, so training starts exactly where it would have without it (bitwise: the tests check), only
+        with the graphs ready (rollouts_run, which says they exist, stays). For num_updates' schedule (update() captures again for another); a no-op with host
+        environments, train.async, several GPUs, FASTVEC_NO_GRAPHS=1, or once training has begun."""
+        t0 = time.perf_counter()
+        if self.host_env or self.async_rollouts or self.group or not self.use_graphs or self.rollouts_run:
+            return 0.0
+        cuda, arena = self.cuda, self.arena
+        self._synchronize()
+        saved = cuda.mem_alloc(arena.size)
+        cuda.memcpy_dtod(saved, arena.base, arena.size)
+        counters = (self.global_step, self.update_index, self.opt_step, dict(self.timing), list(self.slot_version))
+        for _ in range(2):
+            self.rollout()
+            self.update(num_updates)
+        self._synchronize()
+        cuda.memcpy_dtod(arena.base, saved, arena.size)
+        cuda.Context.synchronize()
+        saved.free()
+        self.global_step, self.update_index, self.opt_step, self.timing, self.slot_version = counters
+        return time.perf_counter() - t0
 
     # LOG
     def pop_episodes(self) -> dict | None:

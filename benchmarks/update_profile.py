@@ -1,0 +1,141 @@
+"""Where the CUDA trainer's time per update goes (issue 6), for one config (default: the best CartPole
+time-to-solve config of sweep_cartpole.json): start-up, the first two iterations (eager, then graph capture),
+the training loop's wall time per call (rollout, update, pop_episodes), the rollout and update graphs'
+GPU time replayed back to back (CUDA events), and the graphs' node counts. Prints a table and writes
+benchmarks/results/update_profile<tag>.json (or --out).
+
+    python benchmarks/update_profile.py [--updates 50] [--fused auto|0|1|thread|warp] [--set env.num_envs=4096 ...]
+    nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node python benchmarks/update_profile.py --nsys
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sweep import parse_assignments  # noqa: E402
+from train_speed import fastvec_config, fastvec_trainer  # noqa: E402
+
+CARTPOLE = {"policy.kind": "mlp", "policy.hidden": 64, "policy.layers": 2, "train.total_timesteps": 20_000_000,
+            "env.num_envs": 1024, "train.horizon": 32, "train.bptt_horizon": 32, "train.update_epochs": 2,
+            "train.learning_rate": 0.01, "train.minibatch_size": 16384}
+NODE_TYPES = {0: "kernel", 1: "memcpy", 2: "memset", 3: "host", 4: "graph", 5: "empty"}
+
+
+def graph_nodes(graph) -> dict:
+    """{node type: count} of a captured CudaGraph (cuGraphGetNodes, cuGraphNodeGetType)."""
+    from fastvec.native.graphs import call
+    count = ctypes.c_size_t(0)
+    call("cuGraphGetNodes", graph._graph, None, ctypes.byref(count))
+    nodes = (ctypes.c_void_p * count.value)()
+    call("cuGraphGetNodes", graph._graph, nodes, ctypes.byref(count))
+    out = {}
+    for node in nodes:
+        kind = ctypes.c_int(0)
+        call("cuGraphNodeGetType", ctypes.c_void_p(node), ctypes.byref(kind))
+        name = NODE_TYPES.get(kind.value, str(kind.value))
+        out[name] = out.get(name, 0) + 1
+    return out
+
+
+def replay_ms(cuda, stream, graph, times: int) -> list[float]:
+    """GPU milliseconds of `times` back-to-back replays of graph (events between them, one sync at the end)."""
+    events = [cuda.Event() for _ in range(times + 1)]
+    events[0].record(stream)
+    for i in range(times):
+        graph.launch()
+        events[i + 1].record(stream)
+    stream.synchronize()
+    return [events[i + 1].time_since(events[i]) for i in range(times)]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1e3, 4)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="cartpole")
+    parser.add_argument("--set", nargs="*", default=[], help="section.key=value over the CartPole config")
+    parser.add_argument("--updates", type=int, default=50, help="timed training-loop iterations")
+    parser.add_argument("--replays", type=int, default=20, help="back-to-back replays of each graph")
+    parser.add_argument("--fused", default=None, help="FASTVEC_FUSED_ROLLOUT for this run (auto, 0, 1, thread, warp)")
+    parser.add_argument("--nsys", action="store_true", help="bracket the update-graph replays with cuProfilerStart/Stop")
+    parser.add_argument("--tag", default="")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    if args.fused is not None:
+        os.environ["FASTVEC_FUSED_ROLLOUT"] = args.fused
+    overrides = {**(CARTPOLE if args.env == "cartpole" else {}), **parse_assignments(args.set, multi=False)}
+    config = fastvec_config(args.env, overrides)
+    trainer, startup = fastvec_trainer(config)
+    cuda, stream = trainer.cuda, trainer.stream
+    num_updates = math.ceil(config["train"]["total_timesteps"] / (trainer.horizon * trainer.num_envs))
+    result = {"env": args.env, "overrides": overrides, "fused": os.environ.get("FASTVEC_FUSED_ROLLOUT", "auto"),
+              "fused_kernel": trainer._fused_kernel(trainer.num_envs)[0] if hasattr(trainer, "_fused_kernel")
+              else ("policy_step_kernel" if trainer.fused_block else ""),
+              "params": trainer.layout.size, "steps_per_update": trainer.horizon * trainer.num_envs,
+              "startup_ms": ms(startup)}
+    if hasattr(trainer, "warm_up"):  # start-up work done before training (graphs captured, state restored)
+        t0 = time.perf_counter()
+        trainer.warm_up(num_updates)
+        result["warm_up_ms"] = ms(time.perf_counter() - t0)
+
+    def iteration() -> dict:
+        t0 = time.perf_counter()
+        trainer.rollout()
+        t1 = time.perf_counter()
+        trainer.update(num_updates)
+        t2 = time.perf_counter()
+        trainer.pop_episodes()
+        t3 = time.perf_counter()
+        return {"rollout": t1 - t0, "update": t2 - t1, "pop_episodes": t3 - t2, "total": t3 - t0}
+
+    first = [iteration() for _ in range(2)]
+    result["first_two_ms"] = [{k: ms(v) for k, v in it.items()} for it in first]
+    loop = [iteration() for _ in range(args.updates)]
+    result["loop_ms_median"] = {k: ms(statistics.median(it[k] for it in loop)) for k in loop[0]}
+    result["loop_ms_mean"] = {k: ms(statistics.fmean(it[k] for it in loop)) for k in loop[0]}
+
+    rollout_graph, update_graph = trainer.rollout_graphs[0], trainer.update_graphs[0]
+    result["rollout_graph_nodes"] = graph_nodes(rollout_graph)
+    result["update_graph_nodes"] = graph_nodes(update_graph)
+    result["rollout_graph_gpu_ms"] = round(statistics.median(replay_ms(cuda, stream, rollout_graph, args.replays)), 4)
+    if args.nsys:
+        from fastvec.native.graphs import call
+        call("cuProfilerStart")
+    result["update_graph_gpu_ms"] = round(statistics.median(replay_ms(cuda, stream, update_graph, args.replays)), 4)
+    if args.nsys:
+        call("cuProfilerStop")
+    gpu = result["rollout_graph_gpu_ms"] + result["update_graph_gpu_ms"]
+    result["host_overhead_ms"] = round(result["loop_ms_median"]["total"] - gpu, 4)
+    trainer.close()
+
+    print(f"{args.env} {overrides} fused={result['fused']} ({result['fused_kernel'] or 'GEMM path'}), "
+          f"P={result['params']}, {result['steps_per_update']} steps/update")
+    print(f"start-up {result['startup_ms']:.1f} ms" + (f", warm-up {result['warm_up_ms']:.1f} ms" if "warm_up_ms" in result else ""))
+    for i, it in enumerate(result["first_two_ms"]):
+        print(f"iteration {i + 1}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in it.items()))
+    print(f"{'per update (median of ' + str(args.updates) + ')':<34} {'ms':>8}")
+    for k, v in result["loop_ms_median"].items():
+        print(f"  wall {k:<27} {v:>8.3f}")
+    print(f"  rollout graph on the GPU         {result['rollout_graph_gpu_ms']:>8.3f}   nodes {result['rollout_graph_nodes']}")
+    print(f"  update graph on the GPU          {result['update_graph_gpu_ms']:>8.3f}   nodes {result['update_graph_nodes']}")
+    print(f"  host and gaps (wall - GPU)       {result['host_overhead_ms']:>8.3f}")
+    path = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"update_profile{args.tag}.json"
+    path.write_text(json.dumps(result, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
