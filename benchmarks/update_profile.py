@@ -59,6 +59,68 @@ def replay_ms(cuda, stream, graph, times: int) -> list[float]:
     return [events[i + 1].time_since(events[i]) for i in range(times)]
 
 
+def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
+    """GPU time of each operation of one update (no nsys needed): the update captured again with an event
+    record node after every kernel launch and cuBLAS call (cuEventRecordWithFlags, EXTERNAL), replayed, and
+    the time between consecutive events summed per operation name (median over the replays)."""
+    from fastvec.native.graphs import CudaGraph, call
+    stream = trainer.stream.handle
+    events, labels = [], []
+
+    def mark(label):
+        event = ctypes.c_void_p()
+        call("cuEventCreate", ctypes.byref(event), ctypes.c_uint(0))
+        call("cuEventRecordWithFlags", event, ctypes.c_void_p(stream), ctypes.c_uint(1))
+        events.append(event)
+        labels.append(label)
+
+    k, blas = trainer.k, trainer.blas
+    originals = {name: getattr(k, name) for name in ("launch", "launch_grid", "launch_block")}
+    originals.update({"matmul": blas.matmul, "matmul_chunks": getattr(blas, "matmul_chunks", None)})
+
+    def wrap(name, label_of):
+        def call_and_mark(*args, **kwargs):
+            originals[name](*args, **kwargs)
+            mark(label_of(args))
+        return call_and_mark
+
+    graph = CudaGraph(stream)
+    try:
+        for name in ("launch", "launch_grid", "launch_block"):
+            setattr(k, name, wrap(name, lambda args: args[0]))
+        blas.matmul = wrap("matmul", lambda args: f"gemm {args[3]}x{args[4]}x{args[5]}")
+        if originals["matmul_chunks"] is not None:
+            blas.matmul_chunks = wrap("matmul_chunks",
+                                      lambda args: f"gemm in chunks {args[3]}x{args[4]}x{args[5]}/{args[6]}")
+        with graph.capture():
+            mark("start")
+            trainer._record_update(num_updates)
+    finally:
+        for name in ("launch", "launch_grid", "launch_block"):
+            setattr(k, name, originals[name])
+        blas.matmul = originals["matmul"]
+        if originals["matmul_chunks"] is not None:
+            blas.matmul_chunks = originals["matmul_chunks"]
+    per_replay = []
+    for _ in range(replays):
+        graph.launch()
+        trainer.stream.synchronize()
+        times = {}
+        for i in range(1, len(events)):
+            elapsed = ctypes.c_float()
+            call("cuEventElapsedTime", ctypes.byref(elapsed), events[i - 1], events[i])
+            entry = times.setdefault(labels[i], [0.0, 0])
+            entry[0] += elapsed.value
+            entry[1] += 1
+        per_replay.append(times)
+    graph.close()
+    for event in events:
+        call("cuEventDestroy_v2", event)
+    rows = [{"op": label, "count": per_replay[0][label][1],
+             "ms": round(statistics.median(t[label][0] for t in per_replay), 4)} for label in per_replay[0]]
+    return sorted(rows, key=lambda r: -r["ms"])
+
+
 def ms(seconds: float) -> float:
     return round(seconds * 1e3, 4)
 
@@ -70,7 +132,9 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=50, help="timed training-loop iterations")
     parser.add_argument("--replays", type=int, default=20, help="back-to-back replays of each graph")
     parser.add_argument("--fused", default=None, help="FASTVEC_FUSED_ROLLOUT for this run (auto, 0, 1, thread, warp)")
-    parser.add_argument("--nsys", action="store_true", help="bracket the update-graph replays with cuProfilerStart/Stop")
+    parser.add_argument("--nsys", action="store_true",
+                        help="bracket the update-graph replays with cuProfilerStart/Stop")
+    parser.add_argument("--breakdown", action="store_true", help="GPU time per operation of one update (event nodes)")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -119,19 +183,33 @@ def main() -> None:
         call("cuProfilerStop")
     gpu = result["rollout_graph_gpu_ms"] + result["update_graph_gpu_ms"]
     result["host_overhead_ms"] = round(result["loop_ms_median"]["total"] - gpu, 4)
+    if args.breakdown:
+        try:
+            result["update_breakdown"] = update_breakdown(trainer, num_updates)
+        except Exception as err:  # a profiling aid only: say why and keep the rest
+            result["update_breakdown_error"] = repr(err)
     trainer.close()
 
     print(f"{args.env} {overrides} fused={result['fused']} ({result['fused_kernel'] or 'GEMM path'}), "
           f"P={result['params']}, {result['steps_per_update']} steps/update")
-    print(f"start-up {result['startup_ms']:.1f} ms" + (f", warm-up {result['warm_up_ms']:.1f} ms" if "warm_up_ms" in result else ""))
+    warm = f", warm-up {result['warm_up_ms']:.1f} ms" if "warm_up_ms" in result else ""
+    print(f"start-up {result['startup_ms']:.1f} ms{warm}")
     for i, it in enumerate(result["first_two_ms"]):
         print(f"iteration {i + 1}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in it.items()))
     print(f"{'per update (median of ' + str(args.updates) + ')':<34} {'ms':>8}")
     for k, v in result["loop_ms_median"].items():
         print(f"  wall {k:<27} {v:>8.3f}")
-    print(f"  rollout graph on the GPU         {result['rollout_graph_gpu_ms']:>8.3f}   nodes {result['rollout_graph_nodes']}")
-    print(f"  update graph on the GPU          {result['update_graph_gpu_ms']:>8.3f}   nodes {result['update_graph_nodes']}")
+    for name in ("rollout", "update"):
+        print(f"  {name + ' graph on the GPU':<32} {result[name + '_graph_gpu_ms']:>8.3f}   "
+              f"nodes {result[name + '_graph_nodes']}")
     print(f"  host and gaps (wall - GPU)       {result['host_overhead_ms']:>8.3f}")
+    if "update_breakdown" in result:
+        rows = result["update_breakdown"]
+        print(f"one update, GPU time per operation (event nodes; total {sum(r['ms'] for r in rows):.3f} ms):")
+        for r in rows:
+            print(f"  {r['op']:<40} x{r['count']:<4} {r['ms']:>8.4f} ms")
+    elif "update_breakdown_error" in result:
+        print(f"breakdown failed: {result['update_breakdown_error']}")
     path = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"update_profile{args.tag}.json"
     path.write_text(json.dumps(result, indent=1))
     print(f"wrote {path}")

@@ -164,6 +164,29 @@ def test_mlp_and_linear_layers_match_reference(gpu):
     assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_ref > 0))
 
 
+@pytest.mark.parametrize("chunks", [1, 4, 32])
+def test_weight_grad_in_row_chunks_matches_numpy(gpu, chunks):
+    """A weight gradient dout^T @ x over many rows as one batched GEMM of row chunks (Cublas.matmul_chunks)
+    plus sum_parts_kernel adding the chunks in order, against NumPy's product and cuBLAS's one GEMM."""
+    cuda, k, blas = gpu
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(9)
+    n, rows, cols = 8192, 48, 20
+    dout = rng.standard_normal((n, rows)).astype(np.float32)
+    x = rng.standard_normal((n, cols)).astype(np.float32)
+    want = dout.astype(np.float64).T @ x.astype(np.float64)
+    pdout, px, parts, pdw, pone = dev(dout), dev(x), dev.empty(chunks * rows * cols), dev.empty(rows * cols), \
+        dev.empty(rows * cols)
+    blas.matmul_chunks(parts, pdout, px, rows, cols, n, chunks)
+    k.launch("sum_parts_kernel", rows * cols, np.int64(rows * cols), np.int32(chunks), parts, pdw)
+    blas.matmul(pone, pdout, px, rows, cols, n, trans_a=True)
+    got = dev.get(pdw, (rows, cols))
+    assert rel_err(got, want) <= F32_TOL
+    assert rel_err(got, dev.get(pone, (rows, cols))) <= F32_TOL
+    chunk = dev.get(parts, (chunks, rows, cols))[-1]  # the last chunk alone: its rows only
+    assert rel_err(chunk, dout[-n // chunks:].astype(np.float64).T @ x[-n // chunks:]) <= F32_TOL
+
+
 @pytest.mark.parametrize("rows,cols,blocks", [(16384, 64, 128), (1000, 3, 1), (777, 300, 5), (50, 129, 7)])
 def test_bias_grad_kernel_sums_columns_in_one_launch(gpu, rows, cols, blocks):
     """Column sums of a random (rows, cols) matrix, as NumPy's, for wide and narrow matrices (a block's threads
@@ -438,7 +461,7 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     update_tol = 2e-2 if variant.get("precision") == "bf16" else 1e-4
     gpu_tr, cpu_tr, spec = make_pair(config)
     assert bool(gpu_tr.fused_block) == (variant["fused"] != "0")
-    kernel = {"0": "", "1": "policy_step_warp_kernel", "thread": "policy_step_kernel"}[variant["fused"]]
+    kernel = {"0": "", "1": "policy_rollout_warp_kernel", "thread": "policy_step_kernel"}[variant["fused"]]
     assert gpu_tr._fused_kernel(gpu_tr.num_envs)[0] == kernel
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
@@ -462,6 +485,10 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     logp_all = ref.log_softmax(logits)
     taken = np.take_along_axis(logp_all, buf["actions"][..., None].astype(np.int64), -1)[..., 0]
     assert rel_err(buf["logp"], taken) <= F32_TOL
+    for seg in range(1, gpu_tr.segments if spec.state_layers else 1):  # the state entering each later segment
+        steps = seg * gpu_tr.bptt
+        carried = ref.policy_forward(spec, views, buf["obs"][:steps], buf["starts"][:steps], state0)[2]
+        assert rel_err(buf["segment_state"][seg][:spec.state_layers], carried) <= F32_TOL, seg
     agree = np.mean([np.mean(ref.sample_actions(logits[t], policy_uniforms(gpu_tr.seed_key, rows, t))[0]
                              == buf["actions"][t]) for t in range(t_len)])
     assert agree > 0.999
@@ -482,6 +509,34 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "learning_rate", "explained_variance"]:
         assert abs(stats_gpu[key] - stats_cpu[key]) <= update_tol * max(abs(stats_cpu[key]), 1e-2), key
     gpu_tr.close()
+
+
+@pytest.mark.parametrize("kind", ["mingru", "mlp"])
+def test_warp_rollout_in_one_launch_equals_one_launch_a_step(kind, monkeypatch):
+    """policy_rollout_warp_kernel steps every env through the whole horizon in one launch; launched once per
+    step instead (FASTVEC_ROLLOUT_LAUNCH=step) it must give the same bits: rollout buffers, MinGRU segment
+    states, live state, bootstrap values, and the update after them (two rollouts: eager, then a graph)."""
+    _cuda_or_skip()
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "warp")
+    runs = []
+    for launch in ["horizon", "step"]:
+        monkeypatch.setenv("FASTVEC_ROLLOUT_LAUNCH", launch)
+        config = small_config()
+        config["policy"]["kind"] = kind
+        trainer, _, _ = make_pair(config)
+        out = []
+        for _ in range(2):
+            trainer.rollout()
+            out.append((rollout_buffers(trainer), trainer.last_values(), trainer.arena.get(trainer.cuda, "state")))
+            trainer.update(num_updates=4)
+        out.append(trainer.arena.get(trainer.cuda, "params"))
+        runs.append(out)
+        trainer.close()
+    for (buf0, last0, state0), (buf1, last1, state1) in zip(runs[0][:2], runs[1][:2]):
+        for name in buf0:
+            assert np.array_equal(buf0[name], buf1[name]), name
+        assert np.array_equal(last0, last1) and np.array_equal(state0, state1)
+    assert np.array_equal(runs[0][2], runs[1][2])
 
 
 def whole_arena(trainer) -> np.ndarray:

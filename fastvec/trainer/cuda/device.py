@@ -19,6 +19,7 @@ NVCC_OPTIONS = ["-O3"]
 SIGNATURES = {
     "fill_kernel": "Pqf",
     "add_bias_kernel": "PPqi",
+    "sum_parts_kernel": "qiPP",
     "mingru_forward_kernel": "iiii" + "P" * 8,
     "mingru_backward_kernel": "iiii" + "P" * 8,
     "mlp_forward_kernel": "qiPPP",
@@ -44,7 +45,7 @@ SIGNATURES = {
     "advance_rollout_kernel": "Pi",
     "rollout_step_kernel": "i" + "P" * 17 + "iQii",
     "policy_step_kernel": "i" + "P" * 5 + "iP" + "P" * 16 + "iQii",
-    "policy_step_warp_kernel": "i" + "P" * 5 + "iP" + "P" * 16 + "iQii",
+    "policy_rollout_warp_kernel": "iiiii" + "P" * 21 + "Qii",
     "fv_reset_kernel": "iPPPP",
 }
 

@@ -217,14 +217,20 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
                         scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
 }
 /* ------------------------------------------------------------------------------------------------
- * The same policy step with a warp per env (policy_step_warp_kernel), for fewer envs than fill the GPU
- * with one thread each (a thread-per-env step is one thread's long serial chain of dot products; here
- * lane j computes units j, j + 32, ...). Lane 0 then samples and steps the env. The weights sit in
- * shared memory with every matrix (rows, cols) stored column by column with a stride of rows + 1, so the
- * lanes of consecutive units read consecutive banks and the transposing stores do not conflict either
- * (S_TOTAL floats: trainer.py's _warp_weight_floats). Then, per warp, two (H,) activation buffers and
- * the agents' decoder rows. Sums run over k in order (the thread-per-env kernel groups them in fours;
- * the GEMM path in cuBLAS's order). */
+ * The rollout with a warp per env (policy_rollout_warp_kernel), for fewer envs than fill the GPU with
+ * one thread each (a thread-per-env step is one thread's long serial chain of dot products; here lane j
+ * computes units j, j + 32, ...; lane 0 then samples and steps the env). Each env's trajectory depends on
+ * nothing but its own env and the weights, so one launch can step a warp's env through many policy
+ * steps: steps t0 .. t0 + steps - 1, where step T is the bootstrap (V(obs[T]) with the live state into
+ * last_value, the state after it into last_state); the trainer launches the whole horizon at once (or
+ * one step a launch, FASTVEC_ROLLOUT_LAUNCH=step). At steps t % K == 0 < T the state entering the step
+ * is also saved to segment_state, as the GEMM path's copy does. Buffers are the rollout slot's whole
+ * (T + 1, R, ...) / (T, R) arrays.
+ * The weights sit in shared memory (loaded once a launch) with every matrix (rows, cols) stored column
+ * by column with a stride of rows + 1, so the lanes of consecutive units read consecutive banks and the
+ * transposing stores do not conflict either (S_TOTAL floats: trainer.py's _warp_weight_floats). Then, per
+ * warp, two (H,) activation buffers and the agents' decoder rows. Sums run over k in order (the
+ * thread-per-env kernel groups them in fours; the GEMM path in cuBLAS's order). */
 #define S_ENC_W 0
 #define S_ENC_B (OBS_SIZE * (PH + 1))
 #define S_LAYER(l) (S_ENC_B + PH + (l) * (PH * (PW + 1) + PW))
@@ -247,14 +253,85 @@ __device__ __forceinline__ int warp_weight_index(int k) {
     return S_DEC_B + (k - P_DEC_B);
 }
 
-__global__ void policy_step_warp_kernel(int N, const float* params, const OBS_T* obs, const float* starts,
-                                        const float* state_in, float* state_out, int bootstrap, float* last_value,
-                                        fv_slot* slots, OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
-                                        float* values, float* rewards, float* dones, float* starts_next,
-                                        unsigned char* terminated, unsigned char* truncated, float* ep_return,
-                                        int* ep_length, float* ep_stats, double* episode_acc,
-                                        const TrainScalars* scalars, int t, unsigned long long seed_key,
-                                        int reward_clamp, int max_episode_steps) {
+/* One policy forward of row `row` by one warp (weights w in the shared layout above): obs (O,) ->
+ * decoder row y (A + 1) in shared memory; x and out are the warp's two (H,) buffers. MinGRU: the state
+ * of layer l, row `row` is read from state_in and written to state_out ((Ls, R, H), may be the same). */
+__device__ void warp_policy_forward(const float* w, int lane, long long row, long long R, const OBS_T* o, float keep,
+                                    const float* state_in, float* state_out, float* x, float* out, float* y) {
+    for (int j = lane; j < PH; j += 32) {
+        float acc = 0.0f;
+        for (int k = 0; k < OBS_SIZE; k++) acc += w[S_ENC_W + k * (PH + 1) + j] * (float)o[k];
+        x[j] = acc + w[S_ENC_B + j];
+    }
+    __syncwarp();
+    for (int l = 0; l < POLICY_LAYERS; l++) {
+        const float* lw = w + S_LAYER(l);  /* lw[k * (W + 1) + r] = layer weight (r, k) */
+        const float* lb = lw + PH * (PW + 1);
+        float acc[WARP_UNITS][PW / PH];
+#pragma unroll
+        for (int u = 0; u < WARP_UNITS; u++)
+#pragma unroll
+            for (int g = 0; g < PW / PH; g++) acc[u][g] = 0.0f;
+#pragma unroll 4
+        for (int k = 0; k < PH; k++) {
+            float xk = x[k];
+            const float* col = lw + k * (PW + 1);
+#pragma unroll
+            for (int u = 0; u < WARP_UNITS; u++) {
+                int j = lane + 32 * u;
+                if (j < PH) {
+#pragma unroll
+                    for (int g = 0; g < PW / PH; g++) acc[u][g] += col[g * PH + j] * xk;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < WARP_UNITS; u++) {
+            int j = lane + 32 * u;
+            if (j >= PH) continue;
+            float zp = acc[u][0] + lb[j];
+            float value;
+#if POLICY_MINGRU
+            float cp = acc[u][1] + lb[PH + j];
+            float z = sigmoidf_ref(zp), c = mingru_g(cp);
+            long long si = ((long long)l * R + row) * PH + j;
+            float h = (1.0f - z) * keep * state_in[si] + z * c;
+            state_out[si] = h;
+            value = h;
+#if POLICY_HIGHWAY
+            float s = sigmoidf_ref(acc[u][2] + lb[2 * PH + j]);
+            value = s * h + (1.0f - s) * x[j];
+#endif
+#else
+            (void)keep;
+            (void)state_in;
+            (void)state_out;
+            (void)R;
+            value = fmaxf(zp, 0.0f);
+#endif
+            out[j] = value;
+        }
+        __syncwarp();
+        float* next = out;
+        out = x;
+        x = next;
+    }
+    for (int m = lane; m < NUM_ACTIONS + 1; m += 32) {
+        float acc = 0.0f;
+        for (int k = 0; k < PH; k++) acc += w[S_DEC_W + k * (NUM_ACTIONS + 2) + m] * x[k];
+        y[m] = acc + w[S_DEC_B + m];
+    }
+    __syncwarp(); /* y complete, and x free for the next forward */
+}
+
+__global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int steps, const float* params, OBS_T* obs,
+                                           float* starts, float* state, float* last_state, float* last_value,
+                                           float* segment_state, fv_slot* slots, OBS_T* final_obs, int* actions,
+                                           float* logp, float* values, float* rewards, float* dones,
+                                           unsigned char* terminated, unsigned char* truncated, float* ep_return,
+                                           int* ep_length, float* ep_stats, double* episode_acc,
+                                           const TrainScalars* scalars, unsigned long long seed_key,
+                                           int reward_clamp, int max_episode_steps) {
     extern __shared__ float4 shared4[];
     float* w = reinterpret_cast<float*>(shared4);
     for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[warp_weight_index(k)] = params[k];
@@ -262,87 +339,41 @@ __global__ void policy_step_warp_kernel(int N, const float* params, const OBS_T*
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int i = blockIdx.x * (blockDim.x >> 5) + warp;
     if (i >= N) return;  /* whole warps leave: no block-wide barrier follows */
-    float* x = w + ((S_TOTAL + 3) / 4) * 4 + warp * WARP_SCRATCH;  /* the current layer's input (H,) */
-    float* out = x + PH;                                            /* its output (H,) */
-    float* ys = x + 2 * PH;                                         /* (NUM_AGENTS, A + 1) decoder rows */
+    float* x = w + ((S_TOTAL + 3) / 4) * 4 + warp * WARP_SCRATCH;
+    float* ys = x + 2 * PH;  /* (NUM_AGENTS, A + 1) decoder rows */
+    const long long R = (long long)N * NUM_AGENTS;
+    long long rollout_steps = scalars->rollout_steps;
+    for (int t = t0; t < t0 + steps; t++) {
+        int bootstrap = t == T;
 #if POLICY_MINGRU
-    const int R = N * NUM_AGENTS;
-#endif
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        int row = i * NUM_AGENTS + a;
-        const OBS_T* o = obs + (long long)row * OBS_SIZE;
-        for (int j = lane; j < PH; j += 32) {
-            float acc = 0.0f;
-            for (int k = 0; k < OBS_SIZE; k++) acc += w[S_ENC_W + k * (PH + 1) + j] * (float)o[k];
-            x[j] = acc + w[S_ENC_B + j];
-        }
-        __syncwarp();
-#if POLICY_MINGRU
-        float keep = 1.0f - starts[row];
-#endif
-        for (int l = 0; l < POLICY_LAYERS; l++) {
-            const float* lw = w + S_LAYER(l);  /* lw[k * (W + 1) + r] = layer weight (r, k) */
-            const float* lb = lw + PH * (PW + 1);
-            float acc[WARP_UNITS][PW / PH];
-#pragma unroll
-            for (int u = 0; u < WARP_UNITS; u++)
-#pragma unroll
-                for (int g = 0; g < PW / PH; g++) acc[u][g] = 0.0f;
-#pragma unroll 4
-            for (int k = 0; k < PH; k++) {
-                float xk = x[k];
-                const float* col = lw + k * (PW + 1);
-#pragma unroll
-                for (int u = 0; u < WARP_UNITS; u++) {
-                    int j = lane + 32 * u;
-                    if (j < PH) {
-#pragma unroll
-                        for (int g = 0; g < PW / PH; g++) acc[u][g] += col[g * PH + j] * xk;
+        if (!bootstrap && t % K == 0) /* the state entering this segment, for the update's sequences */
+            for (int l = 0; l < POLICY_LAYERS; l++)
+                for (int a = 0; a < NUM_AGENTS; a++)
+                    for (int j = lane; j < PH; j += 32) {
+                        long long si = ((long long)l * R + i * NUM_AGENTS + a) * PH + j;
+                        segment_state[((long long)(t / K) * POLICY_LAYERS) * R * PH + si] = state[si];
                     }
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < WARP_UNITS; u++) {
-                int j = lane + 32 * u;
-                if (j >= PH) continue;
-                float zp = acc[u][0] + lb[j];
-                float value;
-#if POLICY_MINGRU
-                float cp = acc[u][1] + lb[PH + j];
-                float z = sigmoidf_ref(zp), c = mingru_g(cp);
-                long long si = ((long long)l * R + row) * PH + j;
-                float h = (1.0f - z) * keep * state_in[si] + z * c;
-                state_out[si] = h;
-                value = h;
-#if POLICY_HIGHWAY
-                float s = sigmoidf_ref(acc[u][2] + lb[2 * PH + j]);
-                value = s * h + (1.0f - s) * x[j];
 #endif
-#else
-                value = fmaxf(zp, 0.0f);
-#endif
-                out[j] = value;
+        for (int a = 0; a < NUM_AGENTS; a++) {
+            long long row = (long long)i * NUM_AGENTS + a;
+            long long tr = (long long)t * R + row;
+            warp_policy_forward(w, lane, row, R, obs + tr * OBS_SIZE, 1.0f - starts[tr], state,
+                                bootstrap ? last_state : state, x, x + PH, ys + a * (NUM_ACTIONS + 1));
+        }
+        if (lane == 0) {
+            if (bootstrap) {
+                for (int a = 0; a < NUM_AGENTS; a++)
+                    last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
+            } else {
+                long long t_r = (long long)t * R, next_r = (long long)(t + 1) * R;
+                sample_and_step_env(i, ys, NUM_ACTIONS + 1, slots, obs + next_r * OBS_SIZE, final_obs, actions + t_r,
+                                    logp + t_r, values + t_r, rewards + t_r, dones + t_r, starts + next_r, terminated,
+                                    truncated, ep_return, ep_length, ep_stats, episode_acc, rollout_steps + t, seed_key,
+                                    reward_clamp, max_episode_steps);
             }
-            __syncwarp();
-            float* next = out;
-            out = x;
-            x = next;
         }
-        for (int m = lane; m < NUM_ACTIONS + 1; m += 32) {
-            float acc = 0.0f;
-            for (int k = 0; k < PH; k++) acc += w[S_DEC_W + k * (NUM_ACTIONS + 2) + m] * x[k];
-            ys[a * (NUM_ACTIONS + 1) + m] = acc + w[S_DEC_B + m];
-        }
-        __syncwarp();  /* ys complete, and x free for the next agent's encoder */
+        __syncwarp(); /* the env's next obs and start flag, written by lane 0, before every lane reads them */
     }
-    if (lane != 0) return;
-    if (bootstrap) {
-        for (int a = 0; a < NUM_AGENTS; a++) last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
-        return;
-    }
-    sample_and_step_env(i, ys, NUM_ACTIONS + 1, slots, obs_next, final_obs, actions, logp, values, rewards, dones,
-                        starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
-                        scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
 }
 #endif /* POLICY_HIDDEN */
 

@@ -36,10 +36,12 @@ SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", 
 STAT_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm"]
 NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid keeps the sum order fixed)
 BIAS_GRAD_BLOCKS = 128  # the most blocks of bias_grad_kernel (fixed per config, so its sum order is too)
+WEIGHT_GRAD_CHUNKS = 32  # the most row chunks of a weight-gradient GEMM (_record_weight_grad)
+WEIGHT_GRAD_CHUNK_ROWS = 256  # the fewest minibatch rows per chunk
 CUBLAS_WORKSPACE = 32 << 20
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
-FUSED_WARP_BLOCK = 256  # the warp-per-env policy step: 8 envs per block
+FUSED_WARP_BLOCK = 256  # the warp-per-env rollout kernel: 8 envs per block
 FUSED_THREAD_MIN_ENVS = 16384  # from here on a thread per env fills the GPU (update_profile.py measures both)
 MASK64 = (1 << 64) - 1
 # The rollout buffers an update reads: with train.async there are two copies ("rollout slots"; the second's
@@ -266,10 +268,10 @@ class CudaTrainer:
         return self._fused_kernel(num_envs)[1]
 
     def _fused_kernel(self, num_envs: int) -> tuple[str, int]:
-        """(kernel, threads per block) of the fused policy step: policy_step_kernel (a thread per env) from
-        FUSED_THREAD_MIN_ENVS envs on, policy_step_warp_kernel (a warp per env) below, or ("", 0) for the
-        GEMM path. FASTVEC_FUSED_ROLLOUT=1 / 0 forces the fused step on / off, =thread / =warp one kernel
-        (tests and benchmarks)."""
+        """(kernel, threads per block) of the fused policy step: policy_step_kernel (a thread per env, a launch
+        a step) from FUSED_THREAD_MIN_ENVS envs on, policy_rollout_warp_kernel (a warp per env, the whole
+        horizon in one launch) below, or ("", 0) for the GEMM path (a policy too large for shared memory).
+        FASTVEC_FUSED_ROLLOUT=0 forces the GEMM path, =thread / =warp one kernel (tests and benchmarks)."""
         spec, forced = self.spec, os.environ.get("FASTVEC_FUSED_ROLLOUT", "auto")
         if forced == "0" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > 64:
             return "", 0
@@ -282,7 +284,7 @@ class CudaTrainer:
                         // (4 * self._warp_scratch_floats()) * 32)
         if block < 32:
             return "", 0
-        return ("policy_step_kernel" if kind == "thread" else "policy_step_warp_kernel"), block
+        return ("policy_step_kernel" if kind == "thread" else "policy_rollout_warp_kernel"), block
 
     def _warp_weight_floats(self) -> int:
         """rollout.cu's S_TOTAL rounded up to 4: the flat parameters plus one padding float per matrix column."""
@@ -356,6 +358,8 @@ class CudaTrainer:
         a.add("block_partial", (max(BIAS_GRAD_BLOCKS * max(w, y, h), 5 * -(-n // device.THREADS)),), np.float64,
               "per-block partial sums of the one-launch reductions (kernels.cu last_block)")
         a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")
+        a.add("weight_grad_parts", (self._weight_grad_chunks() * max(w * h, y * h, h * o),), f32,
+              "(chunks, rows, cols) one weight gradient's per-chunk sums (_record_weight_grad)")
         # update: activations kept for the backward
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
         a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (bias included)")
@@ -642,11 +646,10 @@ class CudaTrainer:
         ls = spec.state_layers
         buf = lambda name, offset=0: self._slot(name, slot, offset)  # noqa: E731
         name, block = self._fused_kernel(n_env)
-        if name == "policy_step_kernel":
-            shared = (self.layout.size + 3) // 4 * 16 + 4 * h * block
-        else:
-            shared = 4 * (self._warp_weight_floats() + block // 32 * self._warp_scratch_floats())
-        threads = n_env * (32 if name == "policy_step_warp_kernel" else 1)
+        if name == "policy_rollout_warp_kernel":
+            self._record_warp_rollout(slot, block)
+            return
+        shared = (self.layout.size + 3) // 4 * 16 + 4 * h * block
         fn = k.function(name)
         fn.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
         common = (a.ptr("episode_acc"), a.ptr("scalars"))
@@ -656,7 +659,7 @@ class CudaTrainer:
                 cuda.memcpy_dtod_async(buf("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
                                        ls * r * h * 4, k.stream)
             step = min(t, t_len - 1)  # the bootstrap writes no step outputs; any valid pointers do
-            k.launch_shared(name, threads, block, shared, np.int32(n_env), a.ptr(self.actor_params),
+            k.launch_shared(name, n_env, block, shared, np.int32(n_env), a.ptr(self.actor_params),
                             buf("obs", t * r * o), buf("starts", t * r), a.ptr("state"),
                             a.ptr("last_state" if bootstrap else "state"), np.int32(bootstrap), buf("last_value"),
                             a.ptr("slots"), buf("obs", (step + 1) * r * o), a.ptr("final_obs"),
@@ -665,6 +668,27 @@ class CudaTrainer:
                             a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"),
                             a.ptr("ep_stats"), *common, np.int32(t), np.uint64(self.seed_key),
                             np.int32(self.train_cfg["reward_clamp"]), np.int32(self.max_episode_steps))
+        k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    def _record_warp_rollout(self, slot: int, block: int) -> None:
+        """The horizon and the bootstrap with policy_rollout_warp_kernel (a warp per env): one launch for all
+        T + 1 policy steps, or with FASTVEC_ROLLOUT_LAUNCH=step one a step (same kernel, same results)."""
+        a, k, cuda = self.arena, self.actor_k, self.cuda
+        t_len, n_env = self.horizon, self.num_envs
+        buf = lambda name: self._slot(name, slot)  # noqa: E731
+        shared = 4 * (self._warp_weight_floats() + block // 32 * self._warp_scratch_floats())
+        k.function("policy_rollout_warp_kernel").set_attribute(
+            cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+        per_step = os.environ.get("FASTVEC_ROLLOUT_LAUNCH", "horizon") == "step"
+        for t0, steps in ([(t, 1) for t in range(t_len + 1)] if per_step else [(0, t_len + 1)]):
+            k.launch_shared("policy_rollout_warp_kernel", n_env * 32, block, shared, np.int32(n_env), np.int32(t_len),
+                            np.int32(self.bptt), np.int32(t0), np.int32(steps), a.ptr(self.actor_params), buf("obs"),
+                            buf("starts"), a.ptr("state"), a.ptr("last_state"), buf("last_value"),
+                            buf("segment_state"), a.ptr("slots"), a.ptr("final_obs"), buf("actions"), buf("logp"),
+                            buf("values"), buf("rewards"), buf("dones"), a.ptr("terminated"), a.ptr("truncated"),
+                            a.ptr("ep_return"), a.ptr("ep_length"), a.ptr("ep_stats"), a.ptr("episode_acc"),
+                            a.ptr("scalars"), np.uint64(self.seed_key), np.int32(self.train_cfg["reward_clamp"]),
+                            np.int32(self.max_episode_steps))
         k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
     def _synchronize(self) -> None:
@@ -836,7 +860,7 @@ class CudaTrainer:
         # BACKWARD: every gradient is written exactly once (beta = 0), so grads need no zeroing.
         gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
         pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
-        blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
+        self._record_weight_grad(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h)
         self._record_bias_grad(gp("dec.b"), a.ptr("dy"), ny)
         cur, other = a.ptr("dact"), a.ptr("dact", n * h)
         blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
@@ -851,12 +875,35 @@ class CudaTrainer:
             else:  # mlp_backward and the bias gradient in one launch
                 self._record_bias_grad(gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
-            blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
+            self._record_weight_grad(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h)
             cur, other = other, cur
-        blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
+        self._record_weight_grad(gp("enc.w"), cur, a.ptr("mb_obs"), h, o)
         self._record_bias_grad(gp("enc.b"), cur, h)
         # OPTIMIZER
         self._record_optimizer_step()
+
+    def _weight_grad_chunks(self) -> int:
+        """Row chunks of _record_weight_grad: the most (up to WEIGHT_GRAD_CHUNKS) that divide the minibatch's n
+        rows into chunks of at least WEIGHT_GRAD_CHUNK_ROWS; 1 (one plain GEMM) with FASTVEC_SPLIT_K=0."""
+        n, chunks = self.mb_rows, WEIGHT_GRAD_CHUNKS
+        if os.environ.get("FASTVEC_SPLIT_K") == "0":
+            return 1
+        while chunks > 1 and (n % chunks or n // chunks < WEIGHT_GRAD_CHUNK_ROWS):
+            chunks //= 2
+        return chunks
+
+    def _record_weight_grad(self, dw: int, dout: int, x: int, rows: int, cols: int) -> None:
+        """dw (rows, cols) = dout^T @ x summed over the minibatch's n rows (dout (n, rows), x (n, cols)): a linear
+        layer's weight gradient. As one GEMM cuBLAS gives this small output with its long sum few thread
+        blocks, so it runs as one batched GEMM over row chunks (Cublas.matmul_chunks) and sum_parts_kernel
+        adds the chunks' results in order (deterministic)."""
+        a, n, chunks = self.arena, self.mb_rows, self._weight_grad_chunks()
+        if chunks == 1:
+            self.blas.matmul(dw, dout, x, rows, cols, n, trans_a=True)
+            return
+        self.blas.matmul_chunks(a.ptr("weight_grad_parts"), dout, x, rows, cols, n, chunks)
+        self.k.launch("sum_parts_kernel", rows * cols, np.int64(rows * cols), np.int32(chunks),
+                      a.ptr("weight_grad_parts"), dw)
 
     def _record_bias_grad(self, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0) -> None:
         """db (cols,) = column sums of dout (n, cols), the minibatch's bias gradient; with out and dpre (an MLP
