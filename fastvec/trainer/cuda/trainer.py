@@ -138,6 +138,8 @@ class CudaTrainer:
 
     device = "cuda"
     active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
+    scalars_host = None  # pinned host copies the learner's stream reads back into (made on first use)
+    episode_acc_host = None
 
     def __init__(self, config: dict, batch, spec: ref.PolicySpec, host_batches: list | None = None):
         train = config["train"]
@@ -968,12 +970,12 @@ class CudaTrainer:
                 with self.update_graphs[slot].capture():
                     self._record_update(num_updates, stale)
             self.update_graphs[slot].launch()
-        if self.async_rollouts:  # read the stats behind the update only, not behind the actor's rollout
-            self.cuda.memcpy_dtoh_async(self.scalars_host, self.arena.ptr("scalars"), self.stream)
-            self.stream.synchronize()
-            scalars = np.frombuffer(self.scalars_host.tobytes(), SCALARS_DTYPE)[0]
-        else:
-            scalars = self.scalars()  # synchronises
+        # Read the stats back behind the update only (async: not behind the actor's rollout), into pinned memory.
+        if self.scalars_host is None:
+            self.scalars_host = self.cuda.pagelocked_empty(SCALARS_DTYPE.itemsize, np.uint8)
+        self.cuda.memcpy_dtoh_async(self.scalars_host, self.arena.ptr("scalars"), self.stream)
+        self.stream.synchronize()
+        scalars = np.frombuffer(self.scalars_host.tobytes(), SCALARS_DTYPE)[0]
         self.update_index += 1
         self.opt_step = int(scalars["opt_step"])
         count = max(float(scalars["stat"][6]), 1.0)
@@ -1015,10 +1017,15 @@ class CudaTrainer:
         """Mean return, length and env stats of the episodes finished since the last call (None if none).
         Async: includes the episodes of the rollout collected during the last update."""
         self._synchronize()
-        acc = self.arena.get(self.cuda, "episode_acc")
+        if self.episode_acc_host is None:
+            self.episode_acc_host = self.cuda.pagelocked_empty(self.arena.entries["episode_acc"][1], np.float64)
+        self.cuda.memcpy_dtoh_async(self.episode_acc_host, self.arena.ptr("episode_acc"), self.stream)
+        self.stream.synchronize()
+        acc = self.episode_acc_host.copy()
         if acc[0] == 0:
             return None
-        self.cuda.memset_d8(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"))
+        # Zeroed on the learner's stream: ahead of every later rollout (async: the actor waits for it, _collect).
+        self.cuda.memset_d8_async(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"), self.stream)
         out = {"episodes": int(acc[0]), "episode_return": float(acc[1] / acc[0]), "episode_length": float(acc[2] / acc[0])}
         for i, name in enumerate(self.batch.env.stat_names):
             out[name] = float(acc[3 + i] / acc[0])
