@@ -3,9 +3,37 @@
  * the decoder output (counter-based RNG), write action, log-probability and value into the rollout
  * buffers, step the env (batch.h's fv_step_one, SAME_STEP autoreset), write reward (optionally
  * clamped), done flag and next observation, and add finished episodes to the log accumulators.
- * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch. With host
- * environments (a CPU batch steps the env) the same step is two kernels around the host's step.
+ * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch; for small
+ * policies the policy forward joins it (policy_step_kernel, a thread per env), and with a warp per env
+ * (policy_rollout_warp_kernel) one launch steps the whole horizon. With host environments (a CPU batch
+ * steps the env) the same step is two kernels around the host's step.
  */
+
+/* Record env i's step outcome (after its env stepped, SAME_STEP autoreset) for its `agents` rows
+ * i * agents + a: rewards (optionally clamped to [-1, 1]; rewards_in may be rewards itself), done flags
+ * and next step's start flags; if its episode ended, add it to the log accumulators: episode_acc (3 + S)
+ * doubles = episodes, sum of returns (mean over agents), sum of lengths, sums of the env's S stats.
+ * ep_return (per row), ep_length and ep_stats (S) are the env's finished-episode values. */
+__device__ void record_outcome(int i, int agents, int num_stats, int done_flag, const float* rewards_in,
+                               const float* ep_return, int ep_length, const float* ep_stats, float* rewards,
+                               float* dones, float* starts_next, double* episode_acc, int reward_clamp) {
+    float done = (float)done_flag;
+    float ret = 0.0f;
+    for (int a = 0; a < agents; a++) {
+        int row = i * agents + a;
+        float r = rewards_in[row];
+        rewards[row] = reward_clamp ? fminf(fmaxf(r, -1.0f), 1.0f) : r;
+        dones[row] = done;
+        starts_next[row] = done;
+        ret += ep_return[row];
+    }
+    if (done != 0.0f) { /* logs only: float atomics make these sums order-dependent, nothing else */
+        atomicAdd(&episode_acc[0], 1.0);
+        atomicAdd(&episode_acc[1], (double)(ret / agents));
+        atomicAdd(&episode_acc[2], (double)ep_length);
+        for (int k = 0; k < num_stats; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats[k]);
+    }
+}
 
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
  * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1.
@@ -33,22 +61,8 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, f
     }
     fv_step_one(i, slots, act, obs_next, rewards, terminated, truncated, final_obs, ep_return, ep_length,
                 ep_stats, FV_SAME_STEP, max_episode_steps);
-    float done = (float)(terminated[i] | truncated[i]);
-    float ret = 0.0f;
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        int row = i * NUM_AGENTS + a;
-        float r = rewards[row];
-        if (reward_clamp) rewards[row] = fminf(fmaxf(r, -1.0f), 1.0f);
-        dones[row] = done;
-        starts_next[row] = done;
-        ret += ep_return[row];
-    }
-    if (done != 0.0f) { /* logs only: float atomics make these sums order-dependent, nothing else */
-        atomicAdd(&episode_acc[0], 1.0);
-        atomicAdd(&episode_acc[1], (double)(ret / NUM_AGENTS));
-        atomicAdd(&episode_acc[2], (double)ep_length[i]);
-        for (int k = 0; k < NUM_STATS; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats[i * NUM_STATS + k]);
-    }
+    record_outcome(i, NUM_AGENTS, NUM_STATS, terminated[i] | truncated[i], rewards, ep_return, ep_length[i],
+                   ep_stats + i * NUM_STATS, rewards, dones, starts_next, episode_acc, reward_clamp);
 }
 
 extern "C" {
@@ -91,7 +105,7 @@ __global__ void host_sample_kernel(int rows, int row0, const float* y, int* acti
  * batch's outputs as copied up (obs (n * agents, O), rewards and ep_return (n * agents,), ep_stats
  * (n, S), ep_length, terminated, truncated (n,)); obs_next, rewards, dones and starts_next are the
  * group's rows of obs[t + 1], rewards[t], dones[t] and starts[t + 1]. Every thread copies one obs
- * element; threads i < n also record env i's outcome, as sample_and_step_env does. */
+ * element; threads i < n also record env i's outcome (record_outcome, as sample_and_step_env). */
 __global__ void host_record_kernel(int n, int agents, int obs_size, int num_stats, const float* obs_in,
                                    const float* rewards_in, const float* ep_return_in, const float* ep_stats_in,
                                    const int* ep_length_in, const unsigned char* terminated_in,
@@ -101,22 +115,8 @@ __global__ void host_record_kernel(int n, int agents, int obs_size, int num_stat
     if (idx < (long long)n * agents * obs_size) obs_next[idx] = obs_in[idx];
     if (idx >= n) return;
     int i = (int)idx;
-    float done = (float)(terminated_in[i] | truncated_in[i]);
-    float ret = 0.0f;
-    for (int a = 0; a < agents; a++) {
-        int row = i * agents + a;
-        float r = rewards_in[row];
-        rewards[row] = reward_clamp ? fminf(fmaxf(r, -1.0f), 1.0f) : r;
-        dones[row] = done;
-        starts_next[row] = done;
-        ret += ep_return_in[row];
-    }
-    if (done != 0.0f) { /* logs only: float atomics make these sums order-dependent, nothing else */
-        atomicAdd(&episode_acc[0], 1.0);
-        atomicAdd(&episode_acc[1], (double)(ret / agents));
-        atomicAdd(&episode_acc[2], (double)ep_length_in[i]);
-        for (int k = 0; k < num_stats; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats_in[i * num_stats + k]);
-    }
+    record_outcome(i, agents, num_stats, terminated_in[i] | truncated_in[i], rewards_in, ep_return_in, ep_length_in[i],
+                   ep_stats_in + (long long)i * num_stats, rewards, dones, starts_next, episode_acc, reward_clamp);
 }
 
 #ifdef POLICY_HIDDEN
