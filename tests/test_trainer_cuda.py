@@ -160,8 +160,10 @@ def test_mlp_and_linear_layers_match_reference(gpu):
     assert rel_err(dev.get(pdx, (rows, h)), dx_ref) <= F32_TOL
     assert rel_err(dev.get(pdw, (h, h)), dw_ref) <= F32_TOL
     assert rel_err(dev.get(pdb, (h,)), db_ref) <= F32_TOL
+    out_gpu = dev.get(pout, (rows, h))
+    assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_gpu > 0))
     k.launch("mlp_backward_kernel", rows * h, np.int64(rows * h), pdout, pout, pdpre)  # the two-launch form
-    assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_ref > 0))
+    assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_gpu > 0))
 
 
 @pytest.mark.parametrize("chunks", [1, 4, 32])
