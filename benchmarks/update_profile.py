@@ -5,7 +5,10 @@ GPU time replayed back to back (CUDA events), and the graphs' node counts. Print
 benchmarks/results/update_profile<tag>.json (or --out).
 
     python benchmarks/update_profile.py [--updates 50] [--fused auto|0|1|thread|warp] [--set env.num_envs=4096 ...]
+    python benchmarks/update_profile.py --breakdown     # also the GPU time of each operation of one update
     nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node python benchmarks/update_profile.py --nsys
+
+Results on the H200: benchmarks/results/update_profile_h2.md.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
 
     k, blas = trainer.k, trainer.blas
     originals = {name: getattr(k, name) for name in ("launch", "launch_grid", "launch_block")}
-    originals.update({"matmul": blas.matmul, "matmul_chunks": getattr(blas, "matmul_chunks", None)})
+    originals["matmul"] = blas.matmul
 
     def wrap(name, label_of):
         def call_and_mark(*args, **kwargs):
@@ -89,9 +92,6 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
         for name in ("launch", "launch_grid", "launch_block"):
             setattr(k, name, wrap(name, lambda args: args[0]))
         blas.matmul = wrap("matmul", lambda args: f"gemm {args[3]}x{args[4]}x{args[5]}")
-        if originals["matmul_chunks"] is not None:
-            blas.matmul_chunks = wrap("matmul_chunks",
-                                      lambda args: f"gemm in chunks {args[3]}x{args[4]}x{args[5]}/{args[6]}")
         with graph.capture():
             mark("start")
             trainer._record_update(num_updates)
@@ -99,8 +99,6 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
         for name in ("launch", "launch_grid", "launch_block"):
             setattr(k, name, originals[name])
         blas.matmul = originals["matmul"]
-        if originals["matmul_chunks"] is not None:
-            blas.matmul_chunks = originals["matmul_chunks"]
     per_replay = []
     for _ in range(replays):
         graph.launch()

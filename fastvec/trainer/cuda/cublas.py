@@ -82,22 +82,6 @@ class Cublas:
             c_int(self.compute), c_int(GEMM_DEFAULT))
         check(status, f"cublasGemmEx(m={m}, n={n}, k={k})")
 
-    def matmul_chunks(self, out: int, a: int, b: int, m: int, n: int, k: int, chunks: int) -> None:
-        """The sum over k of out (m, n) = a^T @ b (a stored (k, m), b (k, n)), split into `chunks` consecutive
-        k-ranges of k // chunks rows as one batched call: out[c] (m, n) = a[c]^T @ b[c], written to `chunks`
-        consecutive (m, n) blocks at out for the caller to add up (a long sum into a small output gets too
-        few thread blocks as one GEMM). fp32 operands; the products per the handle's precision."""
-        c_int, c_ll = ctypes.c_int, ctypes.c_longlong
-        alpha_c, beta_c = ctypes.c_float(1.0), ctypes.c_float(0.0)
-        kc = k // chunks
-        status = self.lib.cublasGemmStridedBatchedEx(
-            self.handle, c_int(OP_N), c_int(OP_T), c_int(n), c_int(m), c_int(kc), ctypes.byref(alpha_c),
-            ctypes.c_void_p(b), c_int(CUDA_R_32F), c_int(n), c_ll(kc * n),
-            ctypes.c_void_p(a), c_int(CUDA_R_32F), c_int(m), c_ll(kc * m),
-            ctypes.byref(beta_c), ctypes.c_void_p(out), c_int(CUDA_R_32F), c_int(n), c_ll(m * n),
-            c_int(chunks), c_int(self.compute), c_int(GEMM_DEFAULT))
-        check(status, f"cublasGemmStridedBatchedEx(m={m}, n={n}, k={kc}, batch={chunks})")
-
     def close(self) -> None:
         if self.handle.value:
             self.lib.cublasDestroy_v2(self.handle)

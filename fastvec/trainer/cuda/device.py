@@ -19,7 +19,6 @@ NVCC_OPTIONS = ["-O3"]
 SIGNATURES = {
     "fill_kernel": "Pqf",
     "add_bias_kernel": "PPqi",
-    "sum_parts_kernel": "qiPP",
     "mingru_forward_kernel": "iiii" + "P" * 8,
     "mingru_backward_kernel": "iiii" + "P" * 8,
     "mlp_forward_kernel": "qiPPP",

@@ -120,15 +120,6 @@ __global__ void add_bias_kernel(float* y, const float* bias, long long rows, int
     if (i < rows * cols) y[i] += bias[i % cols];
 }
 
-/* out (count,) = the sum of parts (parts, count) over the parts, in order (in double, rounded once). */
-__global__ void sum_parts_kernel(long long count, int parts, const float* partial, float* out) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    double s = 0.0;
-    for (int p = 0; p < parts; p++) s += partial[(long long)p * count + i];
-    out[i] = (float)s;
-}
-
 /* ------------------------------------------------------------------------------------------------
  * LAYERS */
 

@@ -36,13 +36,13 @@ SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", 
 STAT_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm"]
 NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid keeps the sum order fixed)
 BIAS_GRAD_BLOCKS = 128  # the most blocks of bias_grad_kernel (fixed per config, so its sum order is too)
-WEIGHT_GRAD_CHUNKS = 32  # the most row chunks of a weight-gradient GEMM (_record_weight_grad)
-WEIGHT_GRAD_CHUNK_ROWS = 256  # the fewest minibatch rows per chunk
 CUBLAS_WORKSPACE = 32 << 20
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
 FUSED_WARP_BLOCK = 256  # the warp-per-env rollout kernel: 8 envs per block
-FUSED_THREAD_MIN_ENVS = 16384  # from here on a thread per env fills the GPU (update_profile.py measures both)
+# From here on a thread per env (a launch a step) beats a warp per env (one launch): rollout graph on the H200,
+# CartPole MLP 64x2, horizon 32 (update_profile.py): 16384 envs 1.30 ms warp vs 1.84 thread, 65536 5.03 vs 2.14.
+FUSED_THREAD_MIN_ENVS = 24576
 MASK64 = (1 << 64) - 1
 # The rollout buffers an update reads: with train.async there are two copies ("rollout slots"; the second's
 # arena names end in "@1"), one filled by the actor while the learner trains on the other. r_y holds the
@@ -360,8 +360,6 @@ class CudaTrainer:
         a.add("block_partial", (max(BIAS_GRAD_BLOCKS * max(w, y, h), 5 * -(-n // device.THREADS)),), np.float64,
               "per-block partial sums of the one-launch reductions (kernels.cu last_block)")
         a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")
-        a.add("weight_grad_parts", (self._weight_grad_chunks() * max(w * h, y * h, h * o),), f32,
-              "(chunks, rows, cols) one weight gradient's per-chunk sums (_record_weight_grad)")
         # update: activations kept for the backward
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
         a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (bias included)")
@@ -862,7 +860,7 @@ class CudaTrainer:
         # BACKWARD: every gradient is written exactly once (beta = 0), so grads need no zeroing.
         gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
         pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
-        self._record_weight_grad(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h)
+        blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
         self._record_bias_grad(gp("dec.b"), a.ptr("dy"), ny)
         cur, other = a.ptr("dact"), a.ptr("dact", n * h)
         blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
@@ -877,35 +875,12 @@ class CudaTrainer:
             else:  # mlp_backward and the bias gradient in one launch
                 self._record_bias_grad(gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
-            self._record_weight_grad(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h)
+            blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
             cur, other = other, cur
-        self._record_weight_grad(gp("enc.w"), cur, a.ptr("mb_obs"), h, o)
+        blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
         self._record_bias_grad(gp("enc.b"), cur, h)
         # OPTIMIZER
         self._record_optimizer_step()
-
-    def _weight_grad_chunks(self) -> int:
-        """Row chunks of _record_weight_grad: the most (up to WEIGHT_GRAD_CHUNKS) that divide the minibatch's n
-        rows into chunks of at least WEIGHT_GRAD_CHUNK_ROWS; 1 (one plain GEMM) with FASTVEC_SPLIT_K=0."""
-        n, chunks = self.mb_rows, WEIGHT_GRAD_CHUNKS
-        if os.environ.get("FASTVEC_SPLIT_K") == "0":
-            return 1
-        while chunks > 1 and (n % chunks or n // chunks < WEIGHT_GRAD_CHUNK_ROWS):
-            chunks //= 2
-        return chunks
-
-    def _record_weight_grad(self, dw: int, dout: int, x: int, rows: int, cols: int) -> None:
-        """dw (rows, cols) = dout^T @ x summed over the minibatch's n rows (dout (n, rows), x (n, cols)): a linear
-        layer's weight gradient. As one GEMM cuBLAS gives this small output with its long sum few thread
-        blocks, so it runs as one batched GEMM over row chunks (Cublas.matmul_chunks) and sum_parts_kernel
-        adds the chunks' results in order (deterministic)."""
-        a, n, chunks = self.arena, self.mb_rows, self._weight_grad_chunks()
-        if chunks == 1:
-            self.blas.matmul(dw, dout, x, rows, cols, n, trans_a=True)
-            return
-        self.blas.matmul_chunks(a.ptr("weight_grad_parts"), dout, x, rows, cols, n, chunks)
-        self.k.launch("sum_parts_kernel", rows * cols, np.int64(rows * cols), np.int32(chunks),
-                      a.ptr("weight_grad_parts"), dw)
 
     def _record_bias_grad(self, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0) -> None:
         """db (cols,) = column sums of dout (n, cols), the minibatch's bias gradient; with out and dpre (an MLP
