@@ -312,7 +312,7 @@ class CudaTrainer:
         a.add("opt_state", (2 * p,), f32, "[Adam m or Muon momentum | Adam v]")
         a.add("scalars", (SCALARS_DTYPE.itemsize,), np.uint8, "TrainScalars (lr, counters, stats)")
         a.add("norm_partial", (NORM_BLOCKS,), f32, "(G,) partial sums of squared gradients")
-        a.add("ones", (n,), f32, "(n,) ones: bias gradients as ones @ dpre")
+        a.add("ones", (n,), f32, "(n,) ones; unused since bias_grad_kernel (drop with __init__'s fill_kernel)")
         a.add("cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "cuBLAS workspace (fixed, for capture)")
         # env
         a.add("slots", (n_env, slot_size), np.uint8, "(N, sizeof(fv_slot)) simulator state")
