@@ -126,16 +126,19 @@ class CudaCompiledEnv:
         except drv.CompileError as err:
             raise CompileError(f"compiling {env_path.name} for the GPU failed:\n{err}") from None
         ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
-                ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes"]}
+                ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes", "state_size",
+                 "book_size"]}
         self.obs_size, self.num_actions = ints["obs_size"], ints["num_actions"]
         self.num_agents, self.slot_size = ints["num_agents"], ints["slot_size"]
+        # The slots on the GPU are split into states, books and RNGs (batch_gpu.h): their sizes.
+        self.state_size, self.book_size = ints["state_size"], ints["book_size"]
         self.obs_dtype = np.dtype(np.float32) if ints["obs_bytes"] == 4 else np.dtype(np.uint8)
         names = _read_global(self.module, "fv_stat_names", np.uint8, None).tobytes().split(b"\0")[0].decode()
         self.stat_names = [s.strip() for s in names.split(",") if s.strip()]
         if len(self.stat_names) != ints["num_stats"]:
             raise ValueError(f"{self.name}: STAT_NAMES lists {len(self.stat_names)} names but NUM_STATS is {ints['num_stats']}")
         # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
-        self.reset_kernel = self.module.get_function("fv_reset_kernel").prepare("iPPPP")
+        self.reset_kernel = self.module.get_function("fv_reset_split_kernel").prepare("iPPPP")
         self.step_kernel = self.module.get_function("fv_step_any_kernel").prepare("iPPqqii" + "P" * 9 + "iiP")
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
         self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
@@ -160,6 +163,12 @@ class CudaCompiledEnv:
     @property
     def render_shape(self):
         return self.cpu.render_shape
+
+    def slots_bytes(self, num_envs: int) -> int:
+        """Bytes of the slots of num_envs envs on the GPU: states, books, RNGs (16 B each), the first
+        two rounded up to 256 B, as batch_gpu.h's fv_split_of lays them out."""
+        round_up = lambda b: -(-b // 256) * 256
+        return round_up(num_envs * self.state_size) + round_up(num_envs * self.book_size) + num_envs * 16
 
 
 @lru_cache(maxsize=None)
@@ -461,17 +470,18 @@ class CudaBatch:
             offsets[name] = size
             size += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // 256) * 256
         self._arena = drv.mem_alloc(size)
-        self._slots = drv.mem_alloc(max(n * env.slot_size, 1))
+        self._slots = drv.mem_alloc(max(env.slots_bytes(n), 1))
         self._actions = drv.mem_alloc(max(n * a * 8, 1))
         self._slots_ptr = int(self._slots)
         drv.memset_d8(self._arena, 0, size)
-        drv.memset_d8(self._slots, 0, max(n * env.slot_size, 1))
+        drv.memset_d8(self._slots, 0, max(env.slots_bytes(n), 1))
         drv.memset_d8(self._actions, 0, max(n * a * 8, 1))
         base = int(self._arena)
         view = lambda ptr, shape, dtype, owner: DeviceArray(ptr, shape, dtype, owner, self.stream_handle, env.device_index)
         self.dev = SimpleNamespace(**{name: view(base + offsets[name], shape, dtype, self._arena)
                                       for name, shape, dtype in fields})
-        self.dev.slots = view(int(self._slots), (n, env.slot_size), np.uint8, self._slots)
+        # All simulator state as opaque bytes (states, then books, then RNGs: batch_gpu.h).
+        self.dev.slots = view(int(self._slots), (env.slots_bytes(n),), np.uint8, self._slots)
         self.dev.actions = view(int(self._actions), (n, a), np.int64, self._actions)
         self._error_ptr = self.dev.error.ptr
         drv.memset_d8(self._error_ptr, 0xFF, 8)
@@ -707,8 +717,10 @@ class CudaBatch:
         drv = sys.modules["pycuda.driver"]
         cpu_env = self.env.cpu
         self.stream.synchronize()
-        slot = np.empty(self.env.slot_size, np.uint8)
-        drv.memcpy_dtoh(slot, int(self._slots) + int(i) * self.env.slot_size)
+        slot = np.zeros(self.env.slot_size, np.uint8)  # an fv_slot with env i's State (its first member)
+        state = np.empty(self.env.state_size, np.uint8)
+        drv.memcpy_dtoh(state, int(self._slots) + int(i) * self.env.state_size)
+        slot[:self.env.state_size] = state
         frame = np.zeros(cpu_env.render_shape, np.uint8)
         cpu_env.lib.fv_render(slot.ctypes.data, 0, frame.ctypes.data)
         return frame
