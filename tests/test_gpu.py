@@ -116,7 +116,7 @@ def test_autoreset_modes_and_truncation_match_the_cpu(mode):
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("kernel", ["staged", "plain"])
+@pytest.mark.parametrize("kernel", ["staged", "plain", "plain1"])
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("env", ["cartpole_float32", "counting"])
 def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, monkeypatch):
@@ -126,8 +126,7 @@ def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, mon
     from fastvec import native
     from fastvec.native import cpu, cuda
 
-    if kernel == "plain":
-        monkeypatch.setenv("FASTVEC_CUDA_KERNEL", "plain")
+    monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
     if env == "counting":
         path, defines, limit = COUNTING, {"TERMINATE_AT": 3}, 4
     else:
@@ -135,7 +134,8 @@ def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, mon
     key, code, n = tuple(sorted(defines.items())), native.AUTORESET_CODES[mode], 500
     c = cpu.CpuBatch(cpu.load(path, key), n, code, limit)
     g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True)
-    assert (g._step_fn is g.env.step_kernel) == (kernel == "plain")
+    assert g._step_fn is {"staged": g.env.step_staged_kernel, "plain": g.env.step_kernel,
+                          "plain1": g.env.step1_kernel}[kernel]
     rng = np.random.default_rng(6)
     seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
     c.reset(seeds, None)
@@ -229,22 +229,26 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 @needs_gpu
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
 def test_plain_and_shared_memory_staged_kernels_agree(env_id, params, monkeypatch):
-    """Two kernel variants run each step (staged through shared memory where a block's slots and
-    obs fit; plain otherwise); both must give the same bits. 1000 envs: a partial last block."""
+    """Three step kernels (staged through shared memory where a block's slots and obs fit; plain
+    with several envs per thread; plain with one) must give the same bits. 1000 envs: partial
+    last blocks."""
     n = 1000
-    staged = _device_env(n, env_id, **params)
-    monkeypatch.setenv("FASTVEC_CUDA_KERNEL", "plain")
-    plain = _device_env(n, env_id, **params)
-    assert plain.unwrapped.batch._step_fn is not staged.unwrapped.batch._step_fn
-    staged.reset(seed=3)
-    plain.reset(seed=3)
+    envs = {}
+    for kernel in ("staged", "plain", "plain1"):
+        monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
+        envs[kernel] = _device_env(n, env_id, **params)
+        envs[kernel].reset(seed=3)
+    staged, plain, plain1 = envs.values()
+    assert len({id(e.unwrapped.batch._step_fn) for e in envs.values()}) == 3
     rng = np.random.default_rng(4)
     for _ in range(50):
         actions = rng.integers(0, staged.single_action_space.n, n)
-        a, b = staged.step(actions), plain.step(actions)
-        for x, y in zip(a[:4], b[:4]):
+        a, b, c = staged.step(actions), plain.step(actions), plain1.step(actions)
+        for x, y, z in zip(a[:4], b[:4], c[:4]):
             np.testing.assert_array_equal(x.get(), y.get())
-    np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), plain.unwrapped.batch.dev.slots.get())
+            np.testing.assert_array_equal(x.get(), z.get())
+    for other in (plain, plain1):
+        np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), other.unwrapped.batch.dev.slots.get())
 
 
 @pytest.mark.gpu

@@ -69,13 +69,12 @@ static __device__ __forceinline__ fv_split fv_split_of(char* base, int n) {
     return p;
 }
 
-/* Book b into slot s; returns whether the env's last stored outputs were nonzero. */
-static __device__ __forceinline__ unsigned int fv_load_book(const fv_book* b, fv_slot* s) {
-    for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] = b->ep_return[a];
-    unsigned int f = b->ep_flags;
-    s->ep_length = (int)(f & FV_LENGTH_MASK);
-    s->needs_reset = (f & FV_NEEDS_RESET_BIT) != 0;
-    return f & FV_OUTPUTS_SET_BIT;
+/* Book b (a copy in registers) into slot s; returns whether the env's last stored outputs were nonzero. */
+static __device__ __forceinline__ unsigned int fv_unpack_book(fv_book b, fv_slot* s) {
+    for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] = b.ep_return[a];
+    s->ep_length = (int)(b.ep_flags & FV_LENGTH_MASK);
+    s->needs_reset = (b.ep_flags & FV_NEEDS_RESET_BIT) != 0;
+    return b.ep_flags & FV_OUTPUTS_SET_BIT;
 }
 
 static __device__ __forceinline__ void fv_store_book(fv_book* b, const fv_slot* s, int outputs_set) {
@@ -84,9 +83,15 @@ static __device__ __forceinline__ void fv_store_book(fv_book* b, const fv_slot* 
                   (outputs_set ? FV_OUTPUTS_SET_BIT : 0u);
 }
 
-/* Whether a step of slot s may draw random numbers (a reset, or an env_step that draws). */
+/* Whether every step may draw random numbers (env_step draws, or SAME_STEP resets in the step):
+ * then the RNG is loaded with the rest, not after the book says that the env resets. */
+static __device__ __forceinline__ int fv_steps_draw(int autoreset_mode) {
+    return STEP_USES_RNG || autoreset_mode == FV_SAME_STEP;
+}
+
+/* Whether this step of slot s (book unpacked) may draw: fv_steps_draw, or a NEXT_STEP reset. */
 static __device__ __forceinline__ int fv_step_may_draw(const fv_slot* s, int autoreset_mode) {
-    return STEP_USES_RNG || autoreset_mode == FV_SAME_STEP || (autoreset_mode == FV_NEXT_STEP && s->needs_reset);
+    return fv_steps_draw(autoreset_mode) || (autoreset_mode == FV_NEXT_STEP && s->needs_reset);
 }
 
 /* Action of agent a of env i from an integer array with byte strides; unsigned 64-bit values
@@ -167,7 +172,7 @@ extern "C" __global__ void fv_reset_split_kernel(int n, char* slots, const fv_u6
     fv_split p = fv_split_of(slots, n);
     fv_slot s;
     s.env = p.states[i];
-    unsigned int outputs_set = fv_load_book(&p.books[i], &s);
+    unsigned int outputs_set = fv_unpack_book(p.books[i], &s);
     s.rng = p.rngs[i];
     if (seeds) fv_rng_seed(&s.rng, seeds[i]);
     fv_reset_slot(&s, obs + (long long)i * NUM_AGENTS * OBS_SIZE);
@@ -176,19 +181,14 @@ extern "C" __global__ void fv_reset_split_kernel(int n, char* slots, const fv_u6
     p.rngs[i] = s.rng;
 }
 
-/* Step env i, whose private slot s holds its state and book (outputs_set from the book): loads
- * the RNG only if the step may draw, stores it only if it drew, stores the flags and episode
- * outputs only where they change, and the book. The state and obs are the caller's to store. */
-static __device__ __forceinline__ void fv_step_split(
-    int i, fv_split p, fv_slot* s, unsigned int outputs_set, const long long* act, OBS_T* obs_i, float* rewards,
-    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
-    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
-    int may_draw = fv_step_may_draw(s, autoreset_mode);
-    fv_u64 counter = 0;
-    if (may_draw) {
-        s->rng = p.rngs[i];
-        counter = s->rng.counter;
-    }
+/* Step env i, whose private slot s holds its state, its book (outputs_set from it) and, where
+ * may_draw, its RNG (with counter `counter` as loaded): stores the RNG only if it drew, the flags
+ * and episode outputs only where they change, and the book. The state and obs are the caller's
+ * to store. Callers load everything a step needs before stepping, so that the loads overlap. */
+static __device__ __forceinline__ void fv_step_loaded(
+    int i, fv_split p, fv_slot* s, unsigned int outputs_set, int may_draw, fv_u64 counter, const long long* act,
+    OBS_T* obs_i, float* rewards, unsigned char* terminated, unsigned char* truncated, unsigned char* done,
+    OBS_T* final_obs, float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
     float ret[NUM_AGENTS], st[NUM_STATS > 0 ? NUM_STATS : 1];
     int length;
     unsigned char term, trunc;
@@ -217,27 +217,76 @@ static __device__ __forceinline__ long long fv_checked_action(long long v, int i
     return v;
 }
 
+#define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
+
+/* Envs per thread of the plain step kernel: an env with a small state and obs takes 4 per
+ * thread, whose loads are all in flight at once before any is stepped (with one env per thread
+ * the H200 stayed latency-bound, near 2.2 TB/s, on CartPole); a thread's j-th envs are
+ * consecutive across its warp, so each load is still coalesced. */
+enum { FV_PLAIN_ENVS = sizeof(State) + FV_OBS_BYTES <= 64 ? 4 : 1 };
+
 /* One step of every env (actions of any integer type and strides, in bytes), each thread with
- * its env's slot in registers. */
-extern "C" __global__ void fv_step_any_kernel(
+ * E envs' slots in registers: envs blockIdx.x * blockDim.x * E + j * blockDim.x + threadIdx.x
+ * for j < E. fv_step_any_kernel takes E = FV_PLAIN_ENVS, fv_step_any1_kernel E = 1. */
+template <int E>
+static __device__ __forceinline__ void fv_step_envs(
     int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
     int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
     unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
     int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++)
-        act[a] = fv_checked_action(fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a),
-                                   i, a, error);
+    int first = blockIdx.x * blockDim.x * E + threadIdx.x;
     fv_split p = fv_split_of(slots, n);
-    fv_slot s;
-    s.env = p.states[i];
-    unsigned int outputs_set = fv_load_book(&p.books[i], &s);
-    fv_step_split(i, p, &s, outputs_set, act, obs + (long long)i * NUM_AGENTS * OBS_SIZE, rewards, terminated,
-                  truncated, done, final_obs, ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
-    p.states[i] = s.env;
+    long long act[E][NUM_AGENTS];
+    fv_slot s[E];
+    fv_book book[E];
+    unsigned int outputs_set[E];
+    int may_draw[E];
+    fv_u64 counter[E];
+#pragma unroll
+    for (int j = 0; j < E; j++) { /* every load that does not depend on another */
+        int i = first + j * blockDim.x;
+        if (i < n) {
+            for (int a = 0; a < NUM_AGENTS; a++)
+                act[j][a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+            book[j] = p.books[i];
+            s[j].env = p.states[i];
+            if (fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < E; j++) { /* the RNGs of envs that reset (the book says which) */
+        int i = first + j * blockDim.x;
+        if (i < n) {
+            outputs_set[j] = fv_unpack_book(book[j], &s[j]);
+            may_draw[j] = fv_step_may_draw(&s[j], autoreset_mode);
+            if (may_draw[j] && !fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        int i = first + j * blockDim.x;
+        if (i < n) {
+            counter[j] = may_draw[j] ? s[j].rng.counter : 0;
+            for (int a = 0; a < NUM_AGENTS; a++) act[j][a] = fv_checked_action(act[j][a], i, a, error);
+            fv_step_loaded(i, p, &s[j], outputs_set[j], may_draw[j], counter[j], act[j],
+                           obs + (long long)i * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
+                           ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
+            p.states[i] = s[j].env;
+        }
+    }
 }
+
+#define FV_STEP_KERNEL_ARGS                                                                                   \
+    int n, char *slots, const char *actions, long long env_stride, long long agent_stride, int action_bytes,      \
+        int action_signed, OBS_T *obs, float *rewards, unsigned char *terminated, unsigned char *truncated,       \
+        unsigned char *done, OBS_T *final_obs, float *ep_return, int *ep_length, float *stats, int autoreset_mode, \
+        int max_episode_steps, fv_u64 *error
+#define FV_STEP_KERNEL_CALL                                                                                     \
+    n, slots, actions, env_stride, agent_stride, action_bytes, action_signed, obs, rewards, terminated, truncated, \
+        done, final_obs, ep_return, ep_length, stats, autoreset_mode, max_episode_steps, error
+
+extern "C" __global__ void fv_step_any_kernel(FV_STEP_KERNEL_ARGS) { fv_step_envs<FV_PLAIN_ENVS>(FV_STEP_KERNEL_CALL); }
+extern "C" __global__ void fv_step_any1_kernel(FV_STEP_KERNEL_ARGS) { fv_step_envs<1>(FV_STEP_KERNEL_CALL); }
 
 /* ---------------------------------------------------------------- fused random rollouts */
 /* The per-step outputs of one env during a fused rollout, held in registers: only the last step's
@@ -290,7 +339,7 @@ extern "C" __global__ void fv_rollout_random_kernel(
     fv_split p = fv_split_of(slots, n);
     fv_slot s;
     s.env = p.states[i];
-    fv_load_book(&p.books[i], &s);
+    fv_unpack_book(p.books[i], &s);
     s.rng = p.rngs[i];
     OBS_T o[NUM_AGENTS * OBS_SIZE];
     fv_step_outputs out;
@@ -316,7 +365,6 @@ extern "C" __global__ void fv_rollout_random_kernel(
 #define FV_STAGE_BYTES 40960
 #endif
 #define FV_SLOT_WORDS ((int)(sizeof(fv_slot) / 8)) /* fv_slot holds a u64, so its size is a multiple of 8 */
-#define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
 #define FV_OBS_WORDS ((FV_OBS_BYTES + 7) / 8)
 #define FV_ENV_STAGE_BYTES (8 * (FV_SLOT_WORDS + FV_OBS_WORDS))
 #define FV_STAGE_FITS(t) ((t) * FV_ENV_STAGE_BYTES <= FV_STAGE_BYTES)
@@ -347,25 +395,34 @@ typedef fv_word_of<sizeof(State) % 8 == 0 ? 8 : sizeof(State) % 4 == 0 ? 4 : 1>:
 #define FV_STATE_WORDS ((int)(sizeof(State) / sizeof(fv_state_word)))
 #define FV_STATE_UNROLL (FV_STATE_WORDS <= 32 ? FV_STATE_WORDS : 0) /* larger states: a plain loop */
 
-/* Load the block's `count` states into sh[0 .. count - 1].env. Each thread issues all of its
- * loads before storing any (unrolled), so they are in flight together: a loop that waits for each
- * load in turn was latency-bound (CartPole 1M envs: 12 G steps/s). */
-static __device__ __forceinline__ void fv_load_states(fv_slot* sh, const State* states, int count) {
+/* Loading the block's `count` states into sh[0 .. count - 1].env, in two halves: each thread
+ * first issues all of its loads into registers r (unrolled), then, once the caller has issued
+ * its other loads, stores them, so that all are in flight together: a loop that waited for each
+ * load in turn was latency-bound (CartPole 1M envs: 12 G steps/s). Larger states: one loop. */
+typedef struct {
+    fv_state_word w[FV_STATE_UNROLL > 0 ? FV_STATE_UNROLL : 1];
+} fv_state_regs;
+
+static __device__ __forceinline__ void fv_issue_state_loads(fv_state_regs* r, const State* states, int count) {
     const fv_state_word* g = (const fv_state_word*)states;
+#pragma unroll
+    for (int j = 0; j < FV_STATE_UNROLL; j++) {
+        int k = threadIdx.x + j * blockDim.x;
+        if (k < count * FV_STATE_WORDS) r->w[j] = g[k];
+    }
+}
+
+static __device__ __forceinline__ void fv_finish_state_loads(fv_slot* sh, const fv_state_regs* r, const State* states,
+                                                             int count) {
     int total = count * FV_STATE_WORDS;
     if (FV_STATE_UNROLL > 0) {
-        fv_state_word r[FV_STATE_UNROLL > 0 ? FV_STATE_UNROLL : 1];
 #pragma unroll
         for (int j = 0; j < FV_STATE_UNROLL; j++) {
             int k = threadIdx.x + j * blockDim.x;
-            if (k < total) r[j] = g[k];
-        }
-#pragma unroll
-        for (int j = 0; j < FV_STATE_UNROLL; j++) {
-            int k = threadIdx.x + j * blockDim.x;
-            if (k < total) ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = r[j];
+            if (k < total) ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = r->w[j];
         }
     } else {
+        const fv_state_word* g = (const fv_state_word*)states;
         for (int k = threadIdx.x; k < total; k += blockDim.x)
             ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = g[k];
     }
@@ -390,19 +447,31 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_kern
     int i = base + tid;
     fv_split p = fv_split_of(slots, n);
     long long act[NUM_AGENTS];
+    fv_book book;
+    fv_rng rng;
+    fv_state_regs r;
     unsigned int outputs_set = 0;
-    if (tid < count) { /* issued before the state loads, to overlap with them */
+    int may_draw = 0;
+    if (tid < count) { /* every load that does not depend on another, issued together */
         for (int a = 0; a < NUM_AGENTS; a++)
             act[a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
-        outputs_set = fv_load_book(&p.books[i], &sh[tid]);
+        book = p.books[i];
+        if (fv_steps_draw(autoreset_mode)) rng = p.rngs[i];
     }
-    fv_load_states(sh, p.states + base, count);
+    fv_issue_state_loads(&r, p.states + base, count);
+    if (tid < count) { /* the RNG of an env that resets (the book says which) */
+        outputs_set = fv_unpack_book(book, &sh[tid]);
+        may_draw = fv_step_may_draw(&sh[tid], autoreset_mode);
+        if (may_draw && !fv_steps_draw(autoreset_mode)) rng = p.rngs[i];
+        if (may_draw) sh[tid].rng = rng;
+    }
+    fv_finish_state_loads(sh, &r, p.states + base, count);
     __syncthreads();
     if (tid < count) {
         for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(act[a], i, a, error);
-        fv_step_split(i, p, &sh[tid], outputs_set, act, (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, rewards,
-                      terminated, truncated, done, final_obs, ep_return, ep_length, stats, autoreset_mode,
-                      max_episode_steps);
+        fv_step_loaded(i, p, &sh[tid], outputs_set, may_draw, may_draw ? rng.counter : 0, act,
+                       (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
+                       ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
     }
     __syncthreads();
     fv_store_states(p.states + base, sh, count);
@@ -420,11 +489,19 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
     int count = min((int)blockDim.x, n - base);
     int i = base + tid;
     fv_split p = fv_split_of(slots, n);
+    fv_book book;
+    fv_rng rng;
+    fv_state_regs r;
     if (tid < count) {
-        fv_load_book(&p.books[i], &sh[tid]);
-        sh[tid].rng = p.rngs[i];
+        book = p.books[i];
+        rng = p.rngs[i];
     }
-    fv_load_states(sh, p.states + base, count);
+    fv_issue_state_loads(&r, p.states + base, count);
+    if (tid < count) {
+        fv_unpack_book(book, &sh[tid]);
+        sh[tid].rng = rng;
+    }
+    fv_finish_state_loads(sh, &r, p.states + base, count);
     __syncthreads();
     if (tid < count) {
         fv_step_outputs out;
@@ -443,6 +520,7 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
 }
 
 extern "C" __device__ const int fv_stage_threads = FV_STAGE_THREADS;
+extern "C" __device__ const int fv_plain_envs = FV_PLAIN_ENVS;
 extern "C" __device__ const int fv_state_size = (int)sizeof(State);
 extern "C" __device__ const int fv_book_size = (int)sizeof(fv_book);
 

@@ -9,7 +9,10 @@
  * but the trajectories leave Gymnasium's after some steps (float32 rounding; tests/test_cartpole_float32.py
  * measures how closely they track). Termination follows Gymnasium's rule on the float32 state exactly
  * (|x| > 2.4, |theta| > 12 degrees, both read as float64); resets draw from [-0.05, 0.05) like Gymnasium,
- * two 24-bit uniforms per RNG draw. CPU and GPU builds give the same bits (no libm call, no FMA). */
+ * in steps of 0.1 / 65536 (four 16-bit uniforms from one RNG draw: on the GPU an episode's reset costs
+ * about as much as its step). CPU and GPU builds give the same bits: no libm call, and the fused
+ * multiply-adds are explicit fmaf (one IEEE rounding on every target; a CPU without FMA instructions
+ * calls libm's fmaf, correct but slower). */
 #include "fastvec.h"
 
 #define OBS_SIZE 4
@@ -148,10 +151,11 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
 #define CP_F_THETA_THRESHOLD 0.2094395160675f /* 0.20943951606750488 */
 
 /* sin and cos of x in float32: reduced to |r| <= pi/4, then Taylor polynomials to r^11 / r^12
- * (truncation < 1e-10), within ~1 float ulp of the true values. The same operations on every
- * target (no libm, no FMA: CPU builds use -ffp-contract=off, nvcc --fmad=false), so CPU and GPU
- * agree bit for bit; branch-free, so the CPU's env loop vectorises. On the GPU a live pole skips
- * the reduction, whose k is then 0 and r = x exactly: the same bits. */
+ * (truncation < 1e-10) in fmaf steps, within ~1 float ulp of the true values. The same operations
+ * on every target (no libm; no FMA but the explicit ones: CPU builds use -ffp-contract=off, nvcc
+ * --fmad=false), so CPU and GPU agree bit for bit; branch-free (GCC 12 still leaves the CPU's float32
+ * env loop scalar, unlike the float64 one).
+ * On the GPU a live pole skips the reduction, whose k is then 0 and r = x exactly: the same bits. */
 FV_FN void cartpole_sincosf(float x, float* sin_x, float* cos_x) {
     float k = 0.0f, r = x;
 #ifdef __CUDACC__
@@ -162,10 +166,17 @@ FV_FN void cartpole_sincosf(float x, float* sin_x, float* cos_x) {
         r = ((x - k * CP_F_PIO2_1) - k * CP_F_PIO2_2) - k * CP_F_PIO2_3;
     }
     float r2 = r * r;
-    float s = r * (1.0f + r2 * (-1.0f / 6 + r2 * (1.0f / 120 + r2 * (-1.0f / 5040 + r2 * (1.0f / 362880 +
-              r2 * (-1.0f / 39916800))))));
-    float c = 1.0f + r2 * (-0.5f + r2 * (1.0f / 24 + r2 * (-1.0f / 720 + r2 * (1.0f / 40320 +
-              r2 * (-1.0f / 3628800 + r2 * (1.0f / 479001600))))));
+    float ps = fmaf(r2, -1.0f / 39916800, 1.0f / 362880);
+    ps = fmaf(r2, ps, -1.0f / 5040);
+    ps = fmaf(r2, ps, 1.0f / 120);
+    ps = fmaf(r2, ps, -1.0f / 6);
+    float s = fmaf(r * r2, ps, r);
+    float pc = fmaf(r2, 1.0f / 479001600, -1.0f / 3628800);
+    pc = fmaf(r2, pc, 1.0f / 40320);
+    pc = fmaf(r2, pc, -1.0f / 720);
+    pc = fmaf(r2, pc, 1.0f / 24);
+    pc = fmaf(r2, pc, -0.5f);
+    float c = fmaf(r2, pc, 1.0f);
     /* k mod 4 as k4 in {-2, ..., 2}; sin(r + q pi/2) is s, c, -s, -c and cos is c, -s, -c, s. */
     float k4 = k - 4.0f * ((k * 0.25f + CP_F_ROUND_MAGIC) - CP_F_ROUND_MAGIC);
     int odd = (k4 == 1.0f) | (k4 == -1.0f);
@@ -181,38 +192,39 @@ FV_FN void cartpole_write_obs(const State* s, float* obs) {
     obs[3] = s->theta_dot;
 }
 
-/* Two uniforms in [-0.05, 0.05) from one 64-bit draw (its top 24 bits and the 24 below them). */
-FV_FN void cartpole_two_uniforms(fv_rng* rng, float* a, float* b) {
-    fv_u64 u = fv_rand_u64(rng);
-    *a = -0.05f + 0.1f * ((float)(unsigned int)(u >> 40) * (1.0f / 16777216.0f));
-    *b = -0.05f + 0.1f * ((float)(unsigned int)((u >> 16) & 0xFFFFFFu) * (1.0f / 16777216.0f));
+/* A uniform in [-0.05, 0.05) from 16 random bits. */
+FV_FN float cartpole_uniform16(fv_u64 bits) {
+    return -0.05f + (float)(unsigned int)(bits & 0xFFFFu) * (0.1f / 65536.0f);
 }
 
 FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
-    cartpole_two_uniforms(rng, &s->x, &s->x_dot);
-    cartpole_two_uniforms(rng, &s->theta, &s->theta_dot);
+    fv_u64 u = fv_rand_u64(rng);
+    s->x = cartpole_uniform16(u >> 48);
+    s->x_dot = cartpole_uniform16(u >> 32);
+    s->theta = cartpole_uniform16(u >> 16);
+    s->theta_dot = cartpole_uniform16(u);
     cartpole_write_obs(s, obs);
 }
 
-/* Gymnasium's equations in float32; its divisions by the total mass are products with its
- * reciprocal here (one float division per step instead of four). */
+/* Gymnasium's equations in float32 (with fused multiply-adds); its divisions by the total mass
+ * are products with its reciprocal here (one float division per step instead of four). */
 FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
                    float* stats) {
     (void)rng;
     (void)stats;
     const float inv_total_mass = (float)(1.0 / CP_TOTAL_MASS);
-    const float polemass_length = (float)CP_POLEMASS_LENGTH;
+    const float polemass_length = (float)CP_POLEMASS_LENGTH, tau = (float)CP_TAU;
     float force = actions[0] == 1 ? (float)CP_FORCE_MAG : -(float)CP_FORCE_MAG;
     float sintheta, costheta;
     cartpole_sincosf(s->theta, &sintheta, &costheta);
-    float temp = (force + polemass_length * s->theta_dot * s->theta_dot * sintheta) * inv_total_mass;
-    float thetaacc = ((float)CP_GRAVITY * sintheta - costheta * temp) /
-                     ((float)CP_LENGTH * ((float)(4.0 / 3.0) - (float)CP_MASSPOLE * costheta * costheta * inv_total_mass));
-    float xacc = temp - polemass_length * thetaacc * costheta * inv_total_mass;
-    s->x = s->x + (float)CP_TAU * s->x_dot;
-    s->x_dot = s->x_dot + (float)CP_TAU * xacc;
-    s->theta = s->theta + (float)CP_TAU * s->theta_dot;
-    s->theta_dot = s->theta_dot + (float)CP_TAU * thetaacc;
+    float temp = fmaf(polemass_length * s->theta_dot * s->theta_dot, sintheta, force) * inv_total_mass;
+    float thetaacc = fmaf((float)CP_GRAVITY, sintheta, -(costheta * temp)) /
+                     ((float)CP_LENGTH * fmaf(-(float)(CP_MASSPOLE / CP_TOTAL_MASS) * costheta, costheta, (float)(4.0 / 3.0)));
+    float xacc = fmaf(-(float)(CP_POLEMASS_LENGTH / CP_TOTAL_MASS) * thetaacc, costheta, temp);
+    s->x = fmaf(tau, s->x_dot, s->x);
+    s->x_dot = fmaf(tau, xacc, s->x_dot);
+    s->theta = fmaf(tau, s->theta_dot, s->theta);
+    s->theta_dot = fmaf(tau, thetaacc, s->theta_dot);
     cartpole_write_obs(s, obs);
     rewards[0] = 1.0f;
     return (s->x <= -CP_F_X_THRESHOLD) | (s->x >= CP_F_X_THRESHOLD) |

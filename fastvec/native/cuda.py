@@ -140,6 +140,9 @@ class CudaCompiledEnv:
         # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
         self.reset_kernel = self.module.get_function("fv_reset_split_kernel").prepare("iPPPP")
         self.step_kernel = self.module.get_function("fv_step_any_kernel").prepare("iPPqqii" + "P" * 9 + "iiP")
+        # The plain step kernel steps plain_envs envs per thread (batch_gpu.h); step1_kernel one.
+        self.plain_envs = int(_read_global(self.module, "fv_plain_envs", np.int32)[0])
+        self.step1_kernel = self.module.get_function("fv_step_any1_kernel").prepare(self.step_kernel.arg_format)
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
         self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
         # Variants that pass each block's slots and obs through shared memory (see batch_gpu.h);
@@ -445,18 +448,33 @@ class CudaBatch:
         self.stream_handle = int(self.stream.handle)
         _STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
-        # Steps use the shared-memory staged kernels where they fit ($FASTVEC_CUDA_KERNEL=plain: never).
-        staged = env.stage_threads > 0 and os.environ.get("FASTVEC_CUDA_KERNEL", "staged") != "plain"
-        self._step_fn = env.step_staged_kernel if staged else env.step_kernel
-        threads = env.stage_threads if staged else THREADS_PER_BLOCK
-        self._step_grid, self._step_block = ((n + threads - 1) // threads, 1), (threads, 1, 1)
+        # The step kernel: "staged" (each block's states and obs pass through shared memory, so that
+        # large ones move in contiguous runs) where an env's state and obs exceed 64 bytes and fit,
+        # else "plain" (each thread keeps env.plain_envs envs in registers, 4 for such small envs);
+        # $FASTVEC_CUDA_KERNEL=plain|staged|plain1 (plain, one env per thread) forces one.
+        # Measured on an H200 at 1M envs, step() (one env per thread then): CartPole 20.8 G
+        # env-steps/s plain vs 17.2 G staged (float32=1: 27.1 G vs 24.8 G); Breakout 0.47 G vs 3.98 G.
+        kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
+        if kernel not in ("auto", "plain", "staged", "plain1"):
+            raise ValueError(f"FASTVEC_CUDA_KERNEL={kernel!r} is not one of auto, plain, staged, plain1")
+        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+        staged = env.stage_threads > 0 and (kernel == "staged" or kernel == "auto" and env.state_size + obs_bytes > 64)
+        if staged:
+            self._step_fn, threads, envs_per_thread = env.step_staged_kernel, env.stage_threads, 1
+        elif kernel == "plain1":
+            self._step_fn, threads, envs_per_thread = env.step1_kernel, THREADS_PER_BLOCK, 1
+        else:
+            self._step_fn, threads, envs_per_thread = env.step_kernel, THREADS_PER_BLOCK, env.plain_envs
+        per_block = threads * envs_per_thread
+        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
         # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
         # obs is written to shared memory every step): staged pays where the obs outweighs the
         # slot. Measured on an H200, 1M envs, 100 steps: CartPole (16 B obs, 64 B slot) 64 G
         # steps/s plain vs 50 G staged; Breakout (472 B obs, 104 B slot) 0.56 G vs 10.9 G.
-        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+        staged = env.stage_threads > 0 and kernel != "plain" and kernel != "plain1"
         self._rollout_fn = env.rollout_staged_kernel if staged and obs_bytes > env.slot_size else env.rollout_kernel
-        self._rollout_grid, self._rollout_block = (self._step_grid, self._step_block) \
+        stage = max(env.stage_threads, 1)
+        self._rollout_grid, self._rollout_block = (((n + stage - 1) // stage, 1), (stage, 1, 1)) \
             if self._rollout_fn is env.rollout_staged_kernel else (self._grid, self._block)
 
         # One arena for everything the host may read back, so NumPy mode copies it in one go;
