@@ -5,8 +5,9 @@ writes benchmarks/results/env_steps_cpu.json.
     python benchmarks/env_steps.py [--seconds 1.0] [--num-envs 64 512 4096 16384]
 
 With --gpu (on a CUDA machine with PyCUDA): fastvec on the GPU through `step()` with device arrays
-(actions pre-drawn on the device, nothing returns to the host) and through the fused
-`rollout("random", T)`, beside gymnax's CartPole-v1 and MinAtar Breakout under jax.jit +
+(int64 actions pre-drawn on the device, nothing returns to the host) and through the fused
+`rollout("random", T)`, for CartPole (default float64, and the opt-in `float32=1`) and Breakout,
+beside gymnax's CartPole-v1 and MinAtar Breakout under jax.jit +
 lax.scan (vmapped over envs, random actions, T steps per call), in one run; writes
 benchmarks/results/env_steps_gpu.json.
 
@@ -148,26 +149,34 @@ def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float
 def gpu_main(args) -> None:
     import pycuda.driver as drv
 
-    rows = []
+    rows, kernels = [], {}  # kernels: the step kernel that cuda.py picks per game
+    # (column name, env id, env parameters)
+    games = [("CartPole", "CartPole", {}), ("CartPole float32", "CartPole", {"float32": 1}), ("Breakout", "Breakout", {})]
     for n in args.gpu_num_envs:
         row = {"num_envs": n}
-        for game in ["CartPole", "Breakout"]:
-            if game == "Breakout" and n > args.breakout_max_envs:
+        for game, env_id, params in games:
+            if env_id == "Breakout" and n > args.breakout_max_envs:
                 continue
-            envs = gym.make_vec(f"fastvec/{game}", n, device="cuda", array_type="device")
+            envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
+            b = envs.unwrapped.batch
+            kernels[game] = next(name for name, fn in [("plain", b.env.step_kernel), ("plain1", b.env.step1_kernel),
+                                                       ("staged", b.env.step_staged_kernel)] if fn is b._step_fn)
+            del b
             row[f"fastvec {game} step()"] = gpu_step_rate(envs, args.seconds)
             row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             envs.close()
             del envs
-            if n == 1 << 20:  # the plain kernels (no shared-memory staging), for comparison
-                os.environ["FASTVEC_CUDA_KERNEL"] = "plain"
-                envs = gym.make_vec(f"fastvec/{game}", n, device="cuda", array_type="device")
-                row[f"fastvec {game} step() plain kernel"] = gpu_step_rate(envs, args.seconds)
-                row[f"fastvec {game} rollout({args.rollout_steps}) plain kernel"] = gpu_rollout_rate(
-                    envs, args.seconds, args.rollout_steps)
-                del os.environ["FASTVEC_CUDA_KERNEL"]
-                envs.close()
-                del envs
+            if n == 1 << 20:  # each step kernel forced (batch_gpu.h; cuda.py picks one), for comparison
+                for kernel in ["plain", "staged", "plain1"]:
+                    os.environ["FASTVEC_CUDA_KERNEL"] = kernel
+                    envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
+                    row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
+                    if kernel != "plain1":  # (plain1 differs from plain only in step())
+                        row[f"fastvec {game} rollout({args.rollout_steps}) {kernel} kernel"] = gpu_rollout_rate(
+                            envs, args.seconds, args.rollout_steps)
+                    del os.environ["FASTVEC_CUDA_KERNEL"]
+                    envs.close()
+                    del envs
         for game, gymnax_id in [("CartPole", "CartPole-v1"), ("Breakout", "Breakout-MinAtar")]:
             if n <= args.gymnax_max_envs:
                 try:
@@ -185,11 +194,12 @@ def gpu_main(args) -> None:
     device = drv.Device(0).name()
     print(f"env steps/s on {device} (+ {os.cpu_count()} CPU cores), {date.today()}; G = 1e9")
     for c in columns:
-        print(f"{c:>34} | " + " | ".join(
+        print(f"{c:>44} | " + " | ".join(
             f"{r['num_envs']:>9}: {r[c] / 1e9:7.2f} G" for r in rows if c in r))
     RESULTS.mkdir(exist_ok=True)
+    print(f"step kernels picked by default: {kernels}")
     out = {"date": str(date.today()), "device": device, "cores": os.cpu_count(), "rollout_steps": args.rollout_steps,
-           "rows": rows}
+           "default_step_kernels": kernels, "rows": rows}
     (RESULTS / "env_steps_gpu.json").write_text(json.dumps(out, indent=2))
 
 

@@ -4,6 +4,7 @@ agree, and Pong self-play from scratch on the CUDA trainer, its final checkpoint
 bot. Prints tables and writes OUT_DIR/hostenv_cuda.json and hostenv_cuda.md.
 
     python benchmarks/hostenv.py [--out-dir benchmarks/results] [--budget 150] [--pong-steps 10_000_000]
+                                 [--skip cartpole,agreement,pong] [--pong-async] [--tag _async]
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ CARTPOLE_CASES = [  # (label, [env] and [train] overrides on cartpole.toml)
     ("GPU env (rollout graph)", {"env_device": "cuda"}),
     ("CPU env, 2 groups", {"env_device": "cpu", "env_groups": 2}),
     ("CPU env, 1 group", {"env_device": "cpu", "env_groups": 1}),
+    ("CPU env, 2 groups, async", {"env_device": "cpu", "env_groups": 2, "async": True}),
+    ("CPU env, 1 group, async", {"env_device": "cpu", "env_groups": 1, "async": True}),
+    ("GPU env, async", {"env_device": "cuda", "async": True}),
 ]
 
 
@@ -86,11 +90,11 @@ class Budget(Exception):
     pass
 
 
-def pong_selfplay(steps: int, seconds: float, tmp: Path) -> tuple[dict, Path]:
+def pong_selfplay(steps: int, seconds: float, tmp: Path, is_async: bool = False) -> tuple[dict, Path]:
     """Self-play from scratch on the CUDA trainer (stopped like Ctrl-C if `seconds` run out, which saves a
     checkpoint). Returns the run's numbers and its last checkpoint."""
     config = load_config("pong", {"selfplay": {"enabled": True, "eval_interval": 0, "eval_games": 32, "eval_past": 1},
-                                  "train": {"device": "cuda", "total_timesteps": steps}})
+                                  "train": {"device": "cuda", "total_timesteps": steps, "async": is_async}})
 
     def stop(*_):
         raise KeyboardInterrupt  # run.train saves a checkpoint and returns
@@ -102,7 +106,8 @@ def pong_selfplay(steps: int, seconds: float, tmp: Path) -> tuple[dict, Path]:
         signal.alarm(0)
     trainer = summary["trainer"]
     out = {"command": f"fastvec-train pong --selfplay.enabled=true --train.device=cuda "
-                      f"--train.total_timesteps={steps} --selfplay.eval_interval=0",
+                      f"--train.total_timesteps={steps} --selfplay.eval_interval=0"
+                      + (" --train.async=true" if is_async else ""),
            "steps": summary["global_step"], "seconds": round(summary["elapsed"], 1), "sps": round(summary["sps"]),
            "interrupted": summary["interrupted"], "time_split": {k: round(v, 2) for k, v in trainer.timing.items()},
            "env_device": config["train"]["env_device"], "last_metrics": summary["metrics"],
@@ -176,6 +181,8 @@ def main() -> int:
     parser.add_argument("--eval-games", type=int, default=200)
     parser.add_argument("--eval-reserve", type=float, default=30.0, help="seconds kept for the bot evaluation")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: cartpole,agreement,pong")
+    parser.add_argument("--pong-async", action="store_true", help="self-play with --train.async=true")
+    parser.add_argument("--tag", default="", help="suffix of the output files (hostenv_cuda{TAG}.json/.md)")
     args = parser.parse_args()
     start = time.perf_counter()
     skip = set(filter(None, args.skip.split(",")))
@@ -187,8 +194,8 @@ def main() -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     def save():
-        (out_dir / "hostenv_cuda.json").write_text(json.dumps(result, indent=1))
-        write_markdown(out_dir / "hostenv_cuda.md", result)
+        (out_dir / f"hostenv_cuda{args.tag}.json").write_text(json.dumps(result, indent=1))
+        write_markdown(out_dir / f"hostenv_cuda{args.tag}.md", result)
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -200,10 +207,10 @@ def main() -> int:
             save()
         if "pong" not in skip:
             left = args.budget - (time.perf_counter() - start) - args.eval_reserve
-            result["pong"], checkpoint = pong_selfplay(args.pong_steps, left, tmp)
+            result["pong"], checkpoint = pong_selfplay(args.pong_steps, left, tmp, args.pong_async)
             save()
             pong_vs_bot(checkpoint, args.eval_games, result["pong"], save)
-    print(f"wrote {out_dir / 'hostenv_cuda.json'} and .md in {time.perf_counter() - start:.0f} s")
+    print(f"wrote {out_dir / f'hostenv_cuda{args.tag}.json'} and .md in {time.perf_counter() - start:.0f} s")
     return 0
 
 

@@ -307,16 +307,20 @@ def scaling() -> None:
     gpu = device.init().Context.get_device().name()
     rows = []
     for hidden, layers in [(40, 2), (128, 2), (256, 3), (576, 3)]:
-        cfg = {"env.num_envs": 8192, "policy.hidden": hidden, "policy.layers": layers, "train.horizon": 64,
-               "train.bptt_horizon": 64, "train.minibatch_size": 65536, "train.precision": "bf16"}
-        res = fastvec_sps(cfg, env="breakout", updates=3)
-        res.update(hidden=hidden, layers=layers)
-        rows.append(res)
-        print(json.dumps(res), flush=True)
+        for is_async in (False, True):  # async: the rollout overlaps the update (its own timing is launch-only)
+            cfg = {"env.num_envs": 8192, "policy.hidden": hidden, "policy.layers": layers, "train.horizon": 64,
+                   "train.bptt_horizon": 64, "train.minibatch_size": 65536, "train.precision": "bf16",
+                   "train.async": is_async}
+            res = fastvec_sps(cfg, env="breakout", updates=3)
+            res.update(hidden=hidden, layers=layers, is_async=is_async)
+            rows.append(res)
+            print(json.dumps(res), flush=True)
     print(f"\nBreakout SPS versus parameters on {gpu} (MinGRU, 8,192 envs x 64, minibatch 65,536, bf16)")
-    print(f"{'hidden x layers':>16} {'params':>10} {'SPS':>14} {'rollout SPS':>14} {'update SPS':>14}")
+    print(f"{'hidden x layers':>16} {'params':>10} {'mode':>6} {'SPS':>14} {'rollout SPS':>14} {'update SPS':>14}")
     for r in rows:
-        print(f"{r['hidden']:>8} x {r['layers']:<5} {r['params']:>10,} {r['sps']:>14,} {r['rollout_sps']:>14,} "
+        mode = "async" if r["is_async"] else "sync"
+        rollout = "-" if r["is_async"] else f"{r['rollout_sps']:,}"
+        print(f"{r['hidden']:>8} x {r['layers']:<5} {r['params']:>10,} {mode:>6} {r['sps']:>14,} {rollout:>14} "
               f"{r['update_sps']:>14,}")
     path = ROOT / "benchmarks" / "results" / "train_speed_scaling.json"
     path.write_text(json.dumps({"gpu": gpu, "rows": rows}, indent=1))

@@ -66,14 +66,16 @@ def _assert_same_step(cpu_out, gpu_out, exact: bool):
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("env_id,exact", [("CartPole", False), ("Breakout", True)])
-def test_seeded_trajectories_match_the_cpu(env_id, exact):
+@pytest.mark.parametrize("env_id,params,exact", [("CartPole", {}, False), ("CartPole", {"float32": 1}, True),
+                                                 ("Breakout", {}, True)])
+def test_seeded_trajectories_match_the_cpu(env_id, params, exact):
     """Same seeds, same actions: the GPU build follows the CPU build for 300 steps (CartPole's
-    double-precision sin/cos may differ in the last bit; Breakout uses only basic float ops and
-    --fmad=false, so it must be bitwise equal). Episode ends and autoresets are included."""
+    double-precision sin/cos may differ in the last bit; Breakout and CartPole float32=1 use only
+    basic float ops and --fmad=false, so they must be bitwise equal). Episode ends and autoresets
+    are included."""
     n, steps = 256, 300
-    cpu = fastvec.make_vec(env_id, n)
-    gpu = fastvec.make_vec(env_id, n, device="cuda")
+    cpu = fastvec.make_vec(env_id, n, **params)
+    gpu = fastvec.make_vec(env_id, n, device="cuda", **params)
     rng = np.random.default_rng(1)
     np.testing.assert_array_equal(cpu.reset(seed=5)[0], gpu.reset(seed=5)[0])
     ended = 0
@@ -110,6 +112,58 @@ def test_autoreset_modes_and_truncation_match_the_cpu(mode):
                 mask[t % n] = True  # also reset one running env
                 np.testing.assert_array_equal(cpu.reset(options={"reset_mask": mask})[0],
                                               gpu.reset(options={"reset_mask": mask.copy()})[0])
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("kernel", ["staged", "plain", "plain1"])
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+@pytest.mark.parametrize("env", ["cartpole_float32", "counting"])
+def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, monkeypatch):
+    """The GPU keeps the slots split (state, book, RNG) and stores flags and episode outputs only
+    where they change (batch_gpu.h). Every buffer, not only where an episode ended, must still
+    equal the CPU batch's after every step, through episode ends, full resets and masked resets."""
+    from fastvec import native
+    from fastvec.native import cpu, cuda
+
+    monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
+    if env == "counting":
+        path, defines, limit = COUNTING, {"TERMINATE_AT": 3}, 4
+    else:
+        path, defines, limit = native.source_path("cartpole"), native.resolve_defines("cartpole", {"float32": 1}), 30
+    key, code, n = tuple(sorted(defines.items())), native.AUTORESET_CODES[mode], 500
+    c = cpu.CpuBatch(cpu.load(path, key), n, code, limit)
+    g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True)
+    assert g._step_fn is {"staged": g.env.step_staged_kernel, "plain": g.env.step_kernel,
+                          "plain1": g.env.step1_kernel}[kernel]
+    rng = np.random.default_rng(6)
+    seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
+    c.reset(seeds, None)
+    g.reset(seeds, None)
+    ended = 0
+    for t in range(80):
+        actions = rng.integers(0, c.env.num_actions, (n, 1))
+        c.step(actions)
+        g.step(actions)
+        for name in ("obs", "rewards", "terminated", "truncated", "episode_return", "episode_length", "episode_stats"):
+            np.testing.assert_array_equal(getattr(g, name), getattr(c, name), err_msg=f"{name} at step {t}")
+        done = c.terminated | c.truncated
+        np.testing.assert_array_equal(g.done, done)
+        if mode == "SameStep":
+            np.testing.assert_array_equal(g.final_obs[done], c.final_obs[done])
+        ended += int(done.sum())
+        if t % 20 == 19:  # a full reset keeps the RNG streams; flags are cleared as the Gymnasium face does
+            c.reset(None, None)
+            g.reset(None, None)
+            c.terminated[:] = c.truncated[:] = False
+            np.testing.assert_array_equal(g.obs, c.obs)
+        elif mode == "Disabled" and done.any():
+            mask = done & (rng.random(n) < 0.7)
+            mask[t % n] = True  # and one env that may still be running
+            c.reset(None, mask)
+            g.reset(None, mask.copy())
+            np.testing.assert_array_equal(g.obs, c.obs)
+    assert ended > n
 
 
 @pytest.mark.gpu
@@ -173,24 +227,28 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("env_id", ["CartPole", "Breakout"])
-def test_plain_and_shared_memory_staged_kernels_agree(env_id, monkeypatch):
-    """Two kernel variants run each step (staged through shared memory where a block's slots and
-    obs fit; plain otherwise); both must give the same bits. 1000 envs: a partial last block."""
+@pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
+def test_plain_and_shared_memory_staged_kernels_agree(env_id, params, monkeypatch):
+    """Three step kernels (staged through shared memory where a block's slots and obs fit; plain
+    with several envs per thread; plain with one) must give the same bits. 1000 envs: partial
+    last blocks."""
     n = 1000
-    staged = _device_env(n, env_id)
-    monkeypatch.setenv("FASTVEC_CUDA_KERNEL", "plain")
-    plain = _device_env(n, env_id)
-    assert plain.unwrapped.batch._step_fn is not staged.unwrapped.batch._step_fn
-    staged.reset(seed=3)
-    plain.reset(seed=3)
+    envs = {}
+    for kernel in ("staged", "plain", "plain1"):
+        monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
+        envs[kernel] = _device_env(n, env_id, **params)
+        envs[kernel].reset(seed=3)
+    staged, plain, plain1 = envs.values()
+    assert len({id(e.unwrapped.batch._step_fn) for e in envs.values()}) == 3
     rng = np.random.default_rng(4)
     for _ in range(50):
         actions = rng.integers(0, staged.single_action_space.n, n)
-        a, b = staged.step(actions), plain.step(actions)
-        for x, y in zip(a[:4], b[:4]):
+        a, b, c = staged.step(actions), plain.step(actions), plain1.step(actions)
+        for x, y, z in zip(a[:4], b[:4], c[:4]):
             np.testing.assert_array_equal(x.get(), y.get())
-    np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), plain.unwrapped.batch.dev.slots.get())
+            np.testing.assert_array_equal(x.get(), z.get())
+    for other in (plain, plain1):
+        np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), other.unwrapped.batch.dev.slots.get())
 
 
 @pytest.mark.gpu
@@ -323,18 +381,25 @@ def test_gymnasium_array_conversion_to_torch_shares_memory():
 # ---------------------------------------------------------------------- fused rollouts and graphs
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("env_id", ["CartPole", "Breakout"])
-def test_fused_random_rollout_equals_eager_steps(env_id):
+@pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
+def test_fused_random_rollout_equals_eager_steps(env_id, params):
     n, steps = 777, 40
-    fused, eager = _device_env(n, env_id), _device_env(n, env_id)
+    fused, eager = _device_env(n, env_id, **params), _device_env(n, env_id, **params)
     fused.reset(seed=11)
     eager.reset(seed=11)
     fused.rollout("random", steps)
     fused.rollout("random", steps)  # continues the random stream
     b = eager.unwrapped.batch
+    drawn = []
     for t in range(2 * steps):
         b.random_actions(t)
+        drawn.append(b.dev.actions.get())
         eager.step(b.dev.actions)
+    drawn = np.array(drawn)  # (steps, n, 1): uniform over the actions, independent across envs and steps
+    k = eager.single_action_space.n
+    np.testing.assert_allclose(np.bincount(drawn.ravel(), minlength=k) / drawn.size, 1 / k, atol=0.01)
+    assert abs(np.mean(drawn[1:] == drawn[:-1]) - 1 / k) < 0.02  # consecutive steps (one 64-bit draw holds many)
+    assert abs(np.mean(drawn[:, 1:] == drawn[:, :-1]) - 1 / k) < 0.02  # neighbouring envs
     for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length"):
         np.testing.assert_array_equal(getattr(fused.unwrapped.batch.dev, name).get(), getattr(b.dev, name).get(), name)
     if env_id == "CartPole":  # (Breakout's five balls last longer than 80 random steps)

@@ -13,7 +13,9 @@ def test_cartpole_training_reaches_mean_return_475(tmp_path, capsys):
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     logged = [r["episode_return"] for r in rows if r["episode_return"] is not None]
     assert max(logged) >= 475, f"logged mean returns never reached 475: {logged}"
-    capsys.readouterr()
+    summary_line = capsys.readouterr().out.strip().splitlines()[-1]  # training time, then start-up apart
+    startup = float(summary_line.split("start-up ")[1].split()[0])
+    assert startup >= 0 and float(summary_line.split(" steps in ")[1].split()[0]) > 0, summary_line
     assert cli.main(["cartpole", f"--eval={run_dir}", "--eval.episodes=100"]) == 0
     out = capsys.readouterr().out
     mean_return = float(out.split("mean return ")[1].split()[0])

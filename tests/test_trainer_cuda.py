@@ -561,14 +561,14 @@ def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path)
     assert np.array_equal(state["params"], runs[0][0])
 
 
-@pytest.mark.parametrize("is_async", [False, True])
-def test_fastvec_train_runs_on_cuda(tmp_path, is_async):
+@pytest.mark.parametrize("is_async,env_device", [(False, "cuda"), (True, "cuda"), (True, "cpu")])
+def test_fastvec_train_runs_on_cuda(tmp_path, is_async, env_device):
     _cuda_or_skip()
     from fastvec.trainer import run
-    config = small_config(total_timesteps=24 * 16 * 3, **{"async": is_async})
+    config = small_config(total_timesteps=24 * 16 * 3, env_device=env_device, **{"async": is_async})
     summary = run.train(config, tmp_path / "run", dashboard=False)
     assert summary["trainer"].device == "cuda"
-    assert summary["trainer"].async_rollouts == is_async
+    assert summary["trainer"].async_rollouts == is_async and summary["trainer"].host_env == (env_device == "cpu")
     assert summary["global_step"] == 24 * 16 * (4 if is_async else 3)  # async: one rollout ahead
     assert (tmp_path / "run" / "metrics.jsonl").exists() and summary["checkpoint"].exists()
     assert math.isfinite(summary["metrics"]["losses/policy_loss"])
@@ -588,15 +588,16 @@ def replay(spec, params, buf, t_len):
     return logp, values, state
 
 
-@pytest.mark.parametrize("fused", ["0", "1", "thread"])
+@pytest.mark.parametrize("fused", ["0", "1", "thread", "host"])
 def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fused, monkeypatch):
     """Every rollout is replayed by the reference policy with the weights the schedule promises (and not with
     the newer ones); each slot starts from the state and env observations where the previous rollout (in the
-    other slot) ended; the env agrees with the CPU env fed the same actions across all rollouts."""
+    other slot) ended; the env agrees with the CPU env fed the same actions across all rollouts. "host": the
+    env is stepped on the CPU in two groups (train.env_device=cpu), during the update that overlaps it."""
     _cuda_or_skip()
     from fastvec.trainer import run
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", fused)
-    config = small_config(**{"async": True, "vtrace": True})
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0" if fused == "host" else fused)
+    config = small_config(**{"async": True, "vtrace": True}, **({"env_device": "cpu"} if fused == "host" else {}))
     gpu_tr, _, spec = make_pair(config)
     cuda, t_len, rows, o = gpu_tr.cuda, gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     env = run.make_batch(config)
@@ -634,7 +635,8 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
     {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0"},
     {"kind": "mlp", "optimizer": "adam", "vtrace": True, "fused": "1", "epochs": 1},
     {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "1"},
-], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused"])
+    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0", "env_device": "cpu"},
+], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused", "mingru-muon-vtrace-host"])
 def test_async_updates_match_numpy_async(variant, monkeypatch):
     """CudaTrainer and NumpyTrainer, both with train.async, over several updates: the same slot and weight
     version each update, and on the same slot data, weights and sequence order the same update. With one
@@ -643,7 +645,8 @@ def test_async_updates_match_numpy_async(variant, monkeypatch):
     from fastvec.trainer.cuda.trainer import sequence_order
     monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"],
-                          update_epochs=variant.get("epochs", 2), **{"async": True})
+                          update_epochs=variant.get("epochs", 2), env_device=variant.get("env_device", "cuda"),
+                          **{"async": True})
     config["policy"]["kind"] = variant["kind"]
     tc = config["train"]
     gpu_tr, cpu_tr, spec = make_pair(config)
@@ -682,13 +685,14 @@ def test_async_updates_match_numpy_async(variant, monkeypatch):
     gpu_tr.close()
 
 
-def test_async_training_is_bitwise_deterministic():
+@pytest.mark.parametrize("env_device", ["cuda", "cpu"])
+def test_async_training_is_bitwise_deterministic(env_device):
     """Two async runs (actor and learner overlapping on two streams) end with identical weights, data and
     losses; the first rollout is the sync trainer's first rollout (same weights, seeds and sampling counter)."""
     _cuda_or_skip()
     runs = []
     for _ in range(2):
-        trainer, _, _ = make_pair(small_config(**{"async": True, "vtrace": True}))
+        trainer, _, _ = make_pair(small_config(env_device=env_device, **{"async": True, "vtrace": True}))
         losses = []
         for k in range(5):
             trainer.rollout()
@@ -701,7 +705,7 @@ def test_async_training_is_bitwise_deterministic():
         trainer.close()
     for x, y in zip(runs[0], runs[1]):
         assert np.array_equal(np.asarray(x), np.asarray(y))
-    sync, _, _ = make_pair(small_config())
+    sync, _, _ = make_pair(small_config(env_device=env_device))
     sync.rollout()
     assert np.array_equal(sync.arena.get(sync.cuda, "actions"), runs[0][4])
     sync.close()
@@ -830,10 +834,9 @@ def test_host_env_groups_do_not_change_the_results():
         assert rel_err(params, runs[0][1]) <= 1e-5
 
 
-def test_fastvec_train_with_host_envs_and_refusals(tmp_path):
+def test_fastvec_train_with_host_envs(tmp_path):
     _cuda_or_skip()
     from fastvec.trainer import run
-    from fastvec.trainer.config import ConfigError
     config = host_config(total_timesteps=24 * 16 * 3)
     config["train"]["log_interval"] = 0.0
     summary = run.train(config, tmp_path / "run", dashboard=False)
@@ -841,13 +844,13 @@ def test_fastvec_train_with_host_envs_and_refusals(tmp_path):
     assert trainer.device == "cuda" and trainer.host_env and summary["global_step"] == 24 * 16 * 3
     assert summary["metrics"]["time_split"]["env"] > 0
     assert math.isfinite(summary["metrics"]["losses/policy_loss"])
-    with pytest.raises(ConfigError, match="train.async=true with train.env_device=cpu"):
-        make_pair(host_config(**{"async": True}))
 
 
-def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path):
+@pytest.mark.parametrize("is_async", [False, True])
+def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path, is_async):
     """fastvec-train pong --selfplay.enabled=true --train.device=cuda: the learner's seats are a SelfPlayBatch
-    stepped on the host (env_device becomes cpu, one group), the pool gets the GPU weights as snapshots."""
+    stepped on the host (env_device becomes cpu, one group), the pool gets the GPU weights as snapshots;
+    also with train.async (the host envs are stepped while the update runs)."""
     _cuda_or_skip()
     import json
 
@@ -857,7 +860,8 @@ def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path):
                                   "selfplay": {"enabled": True, "refresh_interval": 1, "eval_interval": 0,
                                                "eval_games": 4, "eval_past": 1},
                                   "train": {"device": "cuda", "total_timesteps": 16 * 32 * 3, "horizon": 32,
-                                            "bptt_horizon": 16, "minibatch_size": 128, "log_interval": 0.0}})
+                                            "bptt_horizon": 16, "minibatch_size": 128, "log_interval": 0.0,
+                                            "async": is_async}})
     summary = run.train(config, tmp_path / "sp", dashboard=False)
     trainer = summary["trainer"]
     assert trainer.device == "cuda" and trainer.host_env and trainer.num_agents == 1 and len(trainer.host_groups) == 1

@@ -39,7 +39,10 @@ class NativeEnvInfo:
 
 ENVS: dict[str, NativeEnvInfo] = {
     "cartpole": NativeEnvInfo(
-        "cartpole.h", "fastvec/CartPole", 500, render_fps=50,
+        "cartpole.h", "fastvec/CartPole", 500,
+        {"float32": Param(0, 0, 1, "1: float32 state and physics (16-byte state, like gymnax; faster on the GPU); "
+                                   "0: Gymnasium's float64, observations identical to Gymnasium's")},
+        render_fps=50,
         obs_high=(4.8, float("inf"), 2 * 12 * 2 * math.pi / 360, float("inf")),  # as Gymnasium's
     ),
     "breakout": NativeEnvInfo(

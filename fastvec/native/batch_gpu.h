@@ -1,18 +1,98 @@
 /* batch_gpu.h: the GPU-only kernels that fastvec/native/cuda.py launches, compiled after an env
- * file and batch.h. They reuse fv_step_one / fv_reset_one unchanged, so the GPU follows exactly
+ * file and batch.h. They reuse fv_reset_slot / fv_step_one unchanged, so the GPU follows exactly
  * the CPU's semantics; what they add is what only a device needs:
+ *   - the slots kept in GPU memory split by how often they are touched (below), so that a step
+ *     moves fewer bytes; each kernel assembles env i's fv_slot privately (registers or shared
+ *     memory) and hands fv_step_one base pointers already offset to env i (index 0),
  *   - actions read in place from any integer device array (any width, any strides), validated on
  *     the device (the first bad one is recorded for the host; the env steps with action 0),
  *   - a `done` flag per env (terminated | truncated) for masks without a host round trip,
  *   - a random-action kernel and a fused multi-step random rollout that keeps each env's slot in
  *     registers for all steps (one launch, no per-step global traffic for the state).
- * Each kernel works on a private copy of env i's slot and hands fv_step_one base pointers already
- * offset to env i (index 0), which is how the slot stays in registers.
  */
 #ifndef FASTVEC_BATCH_GPU_H
 #define FASTVEC_BATCH_GPU_H
 
 #define FV_NO_ERROR 0xFFFFFFFFFFFFFFFFULL
+
+/* An env declares `#define STEP_USES_RNG 0` when its env_step never draws random numbers (only
+ * env_reset does; CartPole): the GPU step then reads an env's RNG only when it may reset. */
+#ifndef STEP_USES_RNG
+#define STEP_USES_RNG 1
+#endif
+
+/* ---------------------------------------------------------------- the slots in GPU memory
+ * The CPU keeps one fv_slot per env (batch.h). The GPU keeps the same contents in three arrays,
+ * so that a step touches only what it needs:
+ *   states: State per env, read and written every step,
+ *   books:  fv_book per env (episode return, length and flags), read and written every step,
+ *   rngs:   fv_rng per env, read only where an env may reset (or env_step draws), written only
+ *           where it drew.
+ * And a step stores terminated / truncated / done / episode outputs only where they change: they
+ * are all 0 on a step that does not end an episode, so an env whose last stored outputs were those
+ * zeros (its book's OUTPUTS_SET bit clear) skips them until an episode ends.
+ *
+ * Bytes per env-step of step() with int64 actions, CartPole, NEXT_STEP, a step that neither ends
+ * nor resets an episode (floor = 4.3 TB/s device copy rate / bytes):
+ *   before (one 64-byte fv_slot): action 8, slot 64 + 64, obs 16, reward 4, three flags 3, episode
+ *     return 4 and length 4 = 167 B: floor 25.7 G env-steps/s;
+ *   now (float64 State): action 8, state 32 + 32, book 8 + 8, obs 16, reward 4 = 108 B: 39.8 G;
+ *   now with float32=1 (16-byte State): 8 + 16 + 16 + 8 + 8 + 16 + 4 = 76 B: 56.6 G.
+ * An episode end adds the flags and episode outputs (11 B) on that step and their zeros on the
+ * next, and the reset reads and writes the RNG (32 B): ~2.5 B per step at a random policy's
+ * ~22-step episodes. (At 1M envs much of this stays in the 50 MB L2 between steps.) */
+typedef struct {
+    float ep_return[NUM_AGENTS]; /* fv_slot's */
+    unsigned int ep_flags;       /* fv_slot's ep_length (bits 0-29) | needs_reset << 30 | OUTPUTS_SET << 31 */
+} fv_book;
+
+/* An episode longer than 2^30 - 1 steps (possible only without a time limit) wraps its length at
+ * 2^30 here rather than at 2^31 as an int on the CPU. */
+#define FV_LENGTH_MASK 0x3FFFFFFFu
+#define FV_NEEDS_RESET_BIT 0x40000000u
+#define FV_OUTPUTS_SET_BIT 0x80000000u /* the env's last stored step outputs were not all zero */
+
+/* The three arrays of n envs in one allocation, each starting on a 256-byte boundary;
+ * cuda.py's CudaBatch sizes the allocation the same way (fv_state_size, fv_book_size). */
+#define FV_ALIGN256(b) (((b) + 255) / 256 * 256)
+typedef struct {
+    State* states;
+    fv_book* books;
+    fv_rng* rngs;
+} fv_split;
+
+static __device__ __forceinline__ fv_split fv_split_of(char* base, int n) {
+    fv_split p;
+    p.states = (State*)base;
+    p.books = (fv_book*)(base + FV_ALIGN256((long long)n * (long long)sizeof(State)));
+    p.rngs = (fv_rng*)((char*)p.books + FV_ALIGN256((long long)n * (long long)sizeof(fv_book)));
+    return p;
+}
+
+/* Book b (a copy in registers) into slot s; returns whether the env's last stored outputs were nonzero. */
+static __device__ __forceinline__ unsigned int fv_unpack_book(fv_book b, fv_slot* s) {
+    for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] = b.ep_return[a];
+    s->ep_length = (int)(b.ep_flags & FV_LENGTH_MASK);
+    s->needs_reset = (b.ep_flags & FV_NEEDS_RESET_BIT) != 0;
+    return b.ep_flags & FV_OUTPUTS_SET_BIT;
+}
+
+static __device__ __forceinline__ void fv_store_book(fv_book* b, const fv_slot* s, int outputs_set) {
+    for (int a = 0; a < NUM_AGENTS; a++) b->ep_return[a] = s->ep_return[a];
+    b->ep_flags = ((unsigned int)s->ep_length & FV_LENGTH_MASK) | (s->needs_reset ? FV_NEEDS_RESET_BIT : 0u) |
+                  (outputs_set ? FV_OUTPUTS_SET_BIT : 0u);
+}
+
+/* Whether every step may draw random numbers (env_step draws, or SAME_STEP resets in the step):
+ * then the RNG is loaded with the rest, not after the book says that the env resets. */
+static __device__ __forceinline__ int fv_steps_draw(int autoreset_mode) {
+    return STEP_USES_RNG || autoreset_mode == FV_SAME_STEP;
+}
+
+/* Whether this step of slot s (book unpacked) may draw: fv_steps_draw, or a NEXT_STEP reset. */
+static __device__ __forceinline__ int fv_step_may_draw(const fv_slot* s, int autoreset_mode) {
+    return fv_steps_draw(autoreset_mode) || (autoreset_mode == FV_NEXT_STEP && s->needs_reset);
+}
 
 /* Action of agent a of env i from an integer array with byte strides; unsigned 64-bit values
  * above 2^63 read as negative, so they fail the range check like any other bad value. */
@@ -28,53 +108,51 @@ static __device__ __forceinline__ long long fv_load_action(const char* base, lon
     }
 }
 
-/* The random policy: action of agent a of env i at policy step t, from a counter-based stream
- * keyed by (key + i), so the fused rollout and the eager kernel draw the same actions. */
-static __device__ __forceinline__ long long fv_random_action_of(fv_u64 env_key, long long t, int a) {
+/* ---------------------------------------------------------------- the random policy
+ * Action of agent a at policy step t of env i: flat index k = t * NUM_AGENTS + a in the
+ * counter-based stream keyed by fv_mix64(key + i); one 64-bit draw holds FV_ACTIONS_PER_DRAW
+ * actions of FV_ACTION_BITS bits each (k's draw is k / FV_ACTIONS_PER_DRAW), so the fused rollout
+ * hashes once per 64 CartPole steps rather than every step, and the eager kernel draws the same
+ * actions. Power-of-two action counts take exactly log2(n) bits (unbiased); others take 32 bits
+ * and (bits * n) >> 32 (bias below n / 2^32). */
+#define FV_IS_POW2(n) (((n) & ((n) - 1)) == 0)
+#define FV_LOG2(n) ((n) >= 32768 ? 15 : (n) >= 16384 ? 14 : (n) >= 8192 ? 13 : (n) >= 4096 ? 12 : (n) >= 2048 ? 11 : \
+                    (n) >= 1024 ? 10 : (n) >= 512 ? 9 : (n) >= 256 ? 8 : (n) >= 128 ? 7 : (n) >= 64 ? 6 : \
+                    (n) >= 32 ? 5 : (n) >= 16 ? 4 : (n) >= 8 ? 3 : (n) >= 4 ? 2 : 1)
+#define FV_ACTION_BITS (NUM_ACTIONS <= 2 ? 1 : FV_IS_POW2(NUM_ACTIONS) && NUM_ACTIONS <= 32768 ? FV_LOG2(NUM_ACTIONS) : 32)
+#define FV_ACTIONS_PER_DRAW (64 / FV_ACTION_BITS)
+
+static __device__ __forceinline__ fv_u64 fv_random_draw(fv_u64 env_key, fv_u64 draw) {
     fv_rng r;
     r.key = env_key; /* fv_mix64(key + i), computed once per env by the fused rollout */
-    r.counter = (fv_u64)t * NUM_AGENTS + (fv_u64)a;
-    return fv_rand_int(&r, NUM_ACTIONS);
+    r.counter = draw;
+    return fv_rand_u64(&r);
+}
+
+static __device__ __forceinline__ long long fv_action_of_draw(fv_u64 bits, int j) {
+    fv_u64 chunk = (bits >> (j * FV_ACTION_BITS)) & ((1ULL << FV_ACTION_BITS) - 1);
+    return (long long)((chunk * (fv_u64)NUM_ACTIONS) >> FV_ACTION_BITS);
 }
 
 static __device__ __forceinline__ long long fv_random_action(fv_u64 key, int i, long long t, int a) {
-    return fv_random_action_of(fv_mix64(key + (fv_u64)i), t, a);
+    fv_u64 k = (fv_u64)t * NUM_AGENTS + (fv_u64)a;
+    return fv_action_of_draw(fv_random_draw(fv_mix64(key + (fv_u64)i), k / FV_ACTIONS_PER_DRAW),
+                             (int)(k % FV_ACTIONS_PER_DRAW));
 }
 
-/* Step env i, whose slot is the private copy s, with actions act[NUM_AGENTS]. */
-static __device__ __forceinline__ void fv_step_private(
-    int i, fv_slot* s, const long long* act, OBS_T* obs, float* rewards, unsigned char* terminated,
-    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
-    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
-    long long o = (long long)i * NUM_AGENTS * OBS_SIZE;
-    fv_step_one(0, s, act, obs + o, rewards + i * NUM_AGENTS, terminated + i, truncated + i,
-                final_obs + o, ep_return + i * NUM_AGENTS, ep_length + i,
-                NUM_STATS > 0 ? stats + i * NUM_STATS : stats, autoreset_mode, max_episode_steps);
-    done[i] = terminated[i] | truncated[i];
-}
+/* The fused rollout's last draw per env, so that consecutive steps share it. */
+typedef struct {
+    fv_u64 draw, bits;
+} fv_action_cache;
 
-/* One step of every env; actions of any integer type and strides (bytes), checked on the device:
- * *error keeps the smallest (flat index << 32 | low 32 bits of the value) of the bad actions. */
-extern "C" __global__ void fv_step_any_kernel(
-    int n, fv_slot* slots, const char* actions, long long env_stride, long long agent_stride,
-    int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
-    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
-    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        long long v = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
-        if (v < 0 || v >= NUM_ACTIONS) {
-            atomicMin(error, ((fv_u64)(i * NUM_AGENTS + a) << 32) | (fv_u64)(unsigned int)v);
-            v = 0;
-        }
-        act[a] = v;
+static __device__ __forceinline__ long long fv_cached_random_action(fv_action_cache* c, fv_u64 env_key, long long t,
+                                                                    int a) {
+    fv_u64 k = (fv_u64)t * NUM_AGENTS + (fv_u64)a, draw = k / FV_ACTIONS_PER_DRAW;
+    if (draw != c->draw) { /* the same for every env of a warp: no divergence */
+        c->bits = fv_random_draw(env_key, draw);
+        c->draw = draw;
     }
-    fv_slot s = slots[i];
-    fv_step_private(i, &s, act, obs, rewards, terminated, truncated, done, final_obs, ep_return,
-                    ep_length, stats, autoreset_mode, max_episode_steps);
-    slots[i] = s;
+    return fv_action_of_draw(c->bits, (int)(k % FV_ACTIONS_PER_DRAW));
 }
 
 /* actions (N, NUM_AGENTS) int64 of the random policy at step t. */
@@ -84,6 +162,133 @@ extern "C" __global__ void fv_random_actions_kernel(int n, fv_u64 key, long long
     for (int a = 0; a < NUM_AGENTS; a++) actions[i * NUM_AGENTS + a] = fv_random_action(key, i, t, a);
 }
 
+/* ---------------------------------------------------------------- reset and step */
+/* Reset env i if mask is NULL or mask[i]; reseed it first if seeds is not NULL (fv_reset_one's
+ * semantics on the split slots). Its OUTPUTS_SET bit stays: the outputs buffers keep their values. */
+extern "C" __global__ void fv_reset_split_kernel(int n, char* slots, const fv_u64* seeds, const unsigned char* mask,
+                                                 OBS_T* obs) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || (mask && !mask[i])) return;
+    fv_split p = fv_split_of(slots, n);
+    fv_slot s;
+    s.env = p.states[i];
+    unsigned int outputs_set = fv_unpack_book(p.books[i], &s);
+    s.rng = p.rngs[i];
+    if (seeds) fv_rng_seed(&s.rng, seeds[i]);
+    fv_reset_slot(&s, obs + (long long)i * NUM_AGENTS * OBS_SIZE);
+    p.states[i] = s.env;
+    fv_store_book(&p.books[i], &s, outputs_set);
+    p.rngs[i] = s.rng;
+}
+
+/* Step env i, whose private slot s holds its state, its book (outputs_set from it) and, where
+ * may_draw, its RNG (with counter `counter` as loaded): stores the RNG only if it drew, the flags
+ * and episode outputs only where they change, and the book. The state and obs are the caller's
+ * to store. Callers load everything a step needs before stepping, so that the loads overlap. */
+static __device__ __forceinline__ void fv_step_loaded(
+    int i, fv_split p, fv_slot* s, unsigned int outputs_set, int may_draw, fv_u64 counter, const long long* act,
+    OBS_T* obs_i, float* rewards, unsigned char* terminated, unsigned char* truncated, unsigned char* done,
+    OBS_T* final_obs, float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
+    float ret[NUM_AGENTS], st[NUM_STATS > 0 ? NUM_STATS : 1];
+    int length;
+    unsigned char term, trunc;
+    fv_step_one(0, s, act, obs_i, rewards + i * NUM_AGENTS, &term, &trunc,
+                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ret, &length, st, autoreset_mode, max_episode_steps);
+    int ended = term | trunc;
+    if (ended || outputs_set) {
+        terminated[i] = term;
+        truncated[i] = trunc;
+        done[i] = (unsigned char)ended;
+        for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = ret[a];
+        ep_length[i] = length;
+        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = st[k];
+    }
+    if (may_draw && s->rng.counter != counter) p.rngs[i] = s->rng;
+    fv_store_book(&p.books[i], s, ended);
+}
+
+/* Action of agent a of env i, range-checked: *error keeps the smallest (flat index << 32 | low 32
+ * bits of the value) of the bad actions, and a bad one steps as action 0. */
+static __device__ __forceinline__ long long fv_checked_action(long long v, int i, int a, fv_u64* error) {
+    if (v < 0 || v >= NUM_ACTIONS) {
+        atomicMin(error, ((fv_u64)(i * NUM_AGENTS + a) << 32) | (fv_u64)(unsigned int)v);
+        return 0;
+    }
+    return v;
+}
+
+#define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
+
+/* Envs per thread of the plain step kernel: an env with a small state and obs takes 4 per
+ * thread, whose loads are all in flight at once before any is stepped (with one env per thread
+ * the H200 stayed latency-bound, near 2.2 TB/s, on CartPole); a thread's j-th envs are
+ * consecutive across its warp, so each load is still coalesced. */
+enum { FV_PLAIN_ENVS = sizeof(State) + FV_OBS_BYTES <= 64 ? 4 : 1 };
+
+/* One step of every env (actions of any integer type and strides, in bytes), each thread with
+ * E envs' slots in registers: envs blockIdx.x * blockDim.x * E + j * blockDim.x + threadIdx.x
+ * for j < E. fv_step_any_kernel takes E = FV_PLAIN_ENVS, fv_step_any1_kernel E = 1. */
+template <int E>
+static __device__ __forceinline__ void fv_step_envs(
+    int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
+    int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
+    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
+    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
+    int first = blockIdx.x * blockDim.x * E + threadIdx.x;
+    fv_split p = fv_split_of(slots, n);
+    long long act[E][NUM_AGENTS];
+    fv_slot s[E];
+    fv_book book[E];
+    unsigned int outputs_set[E];
+    int may_draw[E];
+    fv_u64 counter[E];
+#pragma unroll
+    for (int j = 0; j < E; j++) { /* every load that does not depend on another */
+        int i = first + j * blockDim.x;
+        if (i < n) {
+            for (int a = 0; a < NUM_AGENTS; a++)
+                act[j][a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+            book[j] = p.books[i];
+            s[j].env = p.states[i];
+            if (fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < E; j++) { /* the RNGs of envs that reset (the book says which) */
+        int i = first + j * blockDim.x;
+        if (i < n) {
+            outputs_set[j] = fv_unpack_book(book[j], &s[j]);
+            may_draw[j] = fv_step_may_draw(&s[j], autoreset_mode);
+            if (may_draw[j] && !fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        int i = first + j * blockDim.x;
+        if (i < n) {
+            counter[j] = may_draw[j] ? s[j].rng.counter : 0;
+            for (int a = 0; a < NUM_AGENTS; a++) act[j][a] = fv_checked_action(act[j][a], i, a, error);
+            fv_step_loaded(i, p, &s[j], outputs_set[j], may_draw[j], counter[j], act[j],
+                           obs + (long long)i * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
+                           ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
+            p.states[i] = s[j].env;
+        }
+    }
+}
+
+#define FV_STEP_KERNEL_ARGS                                                                                   \
+    int n, char *slots, const char *actions, long long env_stride, long long agent_stride, int action_bytes,      \
+        int action_signed, OBS_T *obs, float *rewards, unsigned char *terminated, unsigned char *truncated,       \
+        unsigned char *done, OBS_T *final_obs, float *ep_return, int *ep_length, float *stats, int autoreset_mode, \
+        int max_episode_steps, fv_u64 *error
+#define FV_STEP_KERNEL_CALL                                                                                     \
+    n, slots, actions, env_stride, agent_stride, action_bytes, action_signed, obs, rewards, terminated, truncated, \
+        done, final_obs, ep_return, ep_length, stats, autoreset_mode, max_episode_steps, error
+
+extern "C" __global__ void fv_step_any_kernel(FV_STEP_KERNEL_ARGS) { fv_step_envs<FV_PLAIN_ENVS>(FV_STEP_KERNEL_CALL); }
+extern "C" __global__ void fv_step_any1_kernel(FV_STEP_KERNEL_ARGS) { fv_step_envs<1>(FV_STEP_KERNEL_CALL); }
+
+/* ---------------------------------------------------------------- fused random rollouts */
 /* The per-step outputs of one env during a fused rollout, held in registers: only the last step's
  * values reach global memory (one store each at the end instead of one per step). */
 typedef struct {
@@ -111,11 +316,11 @@ static __device__ __forceinline__ void fv_store_outputs(int i, const fv_step_out
 
 /* One step of env i (private slot s, observation o) under the random policy at policy step t, with
  * the step outputs in registers; final_obs (written only where an episode ends) goes straight out. */
-static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, long long t, fv_slot* s, OBS_T* o,
-                                                       fv_step_outputs* out, OBS_T* final_obs,
+static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, fv_action_cache* cache, long long t,
+                                                       fv_slot* s, OBS_T* o, fv_step_outputs* out, OBS_T* final_obs,
                                                        int autoreset_mode, int max_episode_steps) {
     long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_random_action_of(env_key, t, a);
+    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_cached_random_action(cache, env_key, t, a);
     fv_step_one(0, s, act, o, out->rewards, &out->terminated, &out->truncated,
                 final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, out->ep_return, &out->ep_length, out->stats,
                 autoreset_mode, max_episode_steps);
@@ -126,33 +331,40 @@ static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, lo
  * the last step's values (final_obs that of the last episode end, as after those steps). The slot,
  * the obs and the step outputs live in registers for the whole launch. */
 extern "C" __global__ void fv_rollout_random_kernel(
-    int n, int steps, fv_u64 key, long long t0, fv_slot* slots, OBS_T* obs, float* rewards,
+    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
     unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
     float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    fv_slot s = slots[i];
+    fv_split p = fv_split_of(slots, n);
+    fv_slot s;
+    s.env = p.states[i];
+    fv_unpack_book(p.books[i], &s);
+    s.rng = p.rngs[i];
     OBS_T o[NUM_AGENTS * OBS_SIZE];
     fv_step_outputs out;
     fv_u64 env_key = fv_mix64(key + (fv_u64)i);
+    fv_action_cache cache = {~0ULL, 0};
     for (int t = 0; t < steps; t++)
-        fv_rollout_step(i, env_key, t0 + t, &s, o, &out, final_obs, autoreset_mode, max_episode_steps);
-    slots[i] = s;
+        fv_rollout_step(i, env_key, &cache, t0 + t, &s, o, &out, final_obs, autoreset_mode, max_episode_steps);
+    p.states[i] = s.env;
+    fv_store_book(&p.books[i], &s, out.terminated | out.truncated);
+    p.rngs[i] = s.rng;
     for (int k = 0; k < NUM_AGENTS * OBS_SIZE; k++) obs[(long long)i * NUM_AGENTS * OBS_SIZE + k] = o[k];
     fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
 }
 
 /* ---------------------------------------------------------------- staged variants
- * The same steps, with each block's slots and observations passing through shared memory, so
- * that global memory is read and written in contiguous runs (a thread's own slot and obs are
- * strided by their size across a warp, which costs many more memory transactions). A block
- * stages FV_STAGE_THREADS envs; 0 means one env's slot and obs do not fit in FV_STAGE_BYTES and
- * the host uses the plain kernels above. */
+ * The same steps, with each block's slots and observations in shared memory, so that the states
+ * and obs move between global and shared memory in contiguous runs (a thread's own state and obs
+ * are strided by their size across a warp, which costs many more memory transactions), and envs
+ * that index their state dynamically (Breakout's bricks) work on shared rather than local memory.
+ * A block stages FV_STAGE_THREADS envs; 0 means one env's slot and obs do not fit in
+ * FV_STAGE_BYTES and the host uses the plain kernels above. */
 #ifndef FV_STAGE_BYTES
 #define FV_STAGE_BYTES 40960
 #endif
 #define FV_SLOT_WORDS ((int)(sizeof(fv_slot) / 8)) /* fv_slot holds a u64, so its size is a multiple of 8 */
-#define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
 #define FV_OBS_WORDS ((FV_OBS_BYTES + 7) / 8)
 #define FV_ENV_STAGE_BYTES (8 * (FV_SLOT_WORDS + FV_OBS_WORDS))
 #define FV_STAGE_FITS(t) ((t) * FV_ENV_STAGE_BYTES <= FV_STAGE_BYTES)
@@ -173,94 +385,144 @@ static __device__ __forceinline__ void fv_block_copy(void* dst, const void* src,
     }
 }
 
-/* Load the block's `count` slots into shared memory. Each thread issues all of its loads before
- * storing any (a compile-time trip count, unrolled), so they are in flight together: a loop that
- * waits for each load in turn was latency-bound (CartPole 1M envs: 12 G steps/s). */
-static __device__ __forceinline__ void fv_load_slots(unsigned long long* sh, const fv_slot* slots, int count) {
-    const unsigned long long* g = (const unsigned long long*)slots;
-    int total = count * FV_SLOT_WORDS;
-    unsigned long long r[FV_SLOT_WORDS];
+/* The block's states move as one contiguous run of words, each landing in (or coming from) its
+ * env's fv_slot in shared memory. */
+template <int B> struct fv_word_of;
+template <> struct fv_word_of<8> { typedef unsigned long long type; };
+template <> struct fv_word_of<4> { typedef unsigned int type; };
+template <> struct fv_word_of<1> { typedef unsigned char type; };
+typedef fv_word_of<sizeof(State) % 8 == 0 ? 8 : sizeof(State) % 4 == 0 ? 4 : 1>::type fv_state_word;
+#define FV_STATE_WORDS ((int)(sizeof(State) / sizeof(fv_state_word)))
+#define FV_STATE_UNROLL (FV_STATE_WORDS <= 32 ? FV_STATE_WORDS : 0) /* larger states: a plain loop */
+
+/* Loading the block's `count` states into sh[0 .. count - 1].env, in two halves: each thread
+ * first issues all of its loads into registers r (unrolled), then, once the caller has issued
+ * its other loads, stores them, so that all are in flight together: a loop that waited for each
+ * load in turn was latency-bound (CartPole 1M envs: 12 G steps/s). Larger states: one loop. */
+typedef struct {
+    fv_state_word w[FV_STATE_UNROLL > 0 ? FV_STATE_UNROLL : 1];
+} fv_state_regs;
+
+static __device__ __forceinline__ void fv_issue_state_loads(fv_state_regs* r, const State* states, int count) {
+    const fv_state_word* g = (const fv_state_word*)states;
 #pragma unroll
-    for (int j = 0; j < FV_SLOT_WORDS; j++) {
+    for (int j = 0; j < FV_STATE_UNROLL; j++) {
         int k = threadIdx.x + j * blockDim.x;
-        if (k < total) r[j] = g[k];
-    }
-#pragma unroll
-    for (int j = 0; j < FV_SLOT_WORDS; j++) {
-        int k = threadIdx.x + j * blockDim.x;
-        if (k < total) sh[k] = r[j];
+        if (k < count * FV_STATE_WORDS) r->w[j] = g[k];
     }
 }
 
-/* fv_step_one for env i = base + tid with slot and obs in shared memory. */
-static __device__ __forceinline__ void fv_step_staged(
-    int i, fv_slot* sh_slot, OBS_T* sh_obs, const long long* act, float* rewards,
-    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
-    float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
-    /* Works on the slot in shared memory: envs that index their state dynamically (Breakout's
-     * bricks) would otherwise copy it to local memory, which is global memory again. */
-    fv_step_one(0, sh_slot, act, sh_obs, rewards + i * NUM_AGENTS, terminated + i, truncated + i,
-                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ep_return + i * NUM_AGENTS, ep_length + i,
-                NUM_STATS > 0 ? stats + i * NUM_STATS : stats, autoreset_mode, max_episode_steps);
-    done[i] = terminated[i] | truncated[i];
+static __device__ __forceinline__ void fv_finish_state_loads(fv_slot* sh, const fv_state_regs* r, const State* states,
+                                                             int count) {
+    int total = count * FV_STATE_WORDS;
+    if (FV_STATE_UNROLL > 0) {
+#pragma unroll
+        for (int j = 0; j < FV_STATE_UNROLL; j++) {
+            int k = threadIdx.x + j * blockDim.x;
+            if (k < total) ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = r->w[j];
+        }
+    } else {
+        const fv_state_word* g = (const fv_state_word*)states;
+        for (int k = threadIdx.x; k < total; k += blockDim.x)
+            ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = g[k];
+    }
+}
+
+static __device__ __forceinline__ void fv_store_states(State* states, const fv_slot* sh, int count) {
+    fv_state_word* g = (fv_state_word*)states;
+    for (int k = threadIdx.x; k < count * FV_STATE_WORDS; k += blockDim.x)
+        g[k] = ((const fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS];
 }
 
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_kernel(
-    int n, fv_slot* slots, const char* actions, long long env_stride, long long agent_stride,
+    int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
     int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
     unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
     int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
     __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
     __shared__ unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
+    fv_slot* sh = (fv_slot*)sh_slots;
     int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
     int count = min((int)blockDim.x, n - base);
     int i = base + tid;
+    fv_split p = fv_split_of(slots, n);
     long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++)  /* issued before the slot loads, to overlap with them */
-        act[a] = tid < count ? fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a) : 0;
-    fv_load_slots(sh_slots, slots + base, count);
+    fv_book book;
+    fv_rng rng;
+    fv_state_regs r;
+    unsigned int outputs_set = 0;
+    int may_draw = 0;
+    if (tid < count) { /* every load that does not depend on another, issued together */
+        for (int a = 0; a < NUM_AGENTS; a++)
+            act[a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+        book = p.books[i];
+        if (fv_steps_draw(autoreset_mode)) rng = p.rngs[i];
+    }
+    fv_issue_state_loads(&r, p.states + base, count);
+    if (tid < count) { /* the RNG of an env that resets (the book says which) */
+        outputs_set = fv_unpack_book(book, &sh[tid]);
+        may_draw = fv_step_may_draw(&sh[tid], autoreset_mode);
+        if (may_draw && !fv_steps_draw(autoreset_mode)) rng = p.rngs[i];
+        if (may_draw) sh[tid].rng = rng;
+    }
+    fv_finish_state_loads(sh, &r, p.states + base, count);
     __syncthreads();
     if (tid < count) {
-        for (int a = 0; a < NUM_AGENTS; a++) {
-            if (act[a] < 0 || act[a] >= NUM_ACTIONS) {
-                atomicMin(error, ((fv_u64)(i * NUM_AGENTS + a) << 32) | (fv_u64)(unsigned int)act[a]);
-                act[a] = 0;
-            }
-        }
-        fv_step_staged(i, (fv_slot*)sh_slots + tid, (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, act, rewards,
-                       terminated, truncated, done, final_obs, ep_return, ep_length, stats, autoreset_mode,
-                       max_episode_steps);
+        for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(act[a], i, a, error);
+        fv_step_loaded(i, p, &sh[tid], outputs_set, may_draw, may_draw ? rng.counter : 0, act,
+                       (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
+                       ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
     }
     __syncthreads();
-    fv_block_copy(slots + base, sh_slots, count * (int)sizeof(fv_slot));
+    fv_store_states(p.states + base, sh, count);
     fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
 
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(
-    int n, int steps, fv_u64 key, long long t0, fv_slot* slots, OBS_T* obs, float* rewards,
+    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
     unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
     float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
     __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
     __shared__ unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
+    fv_slot* sh = (fv_slot*)sh_slots;
     int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
     int count = min((int)blockDim.x, n - base);
-    fv_load_slots(sh_slots, slots + base, count);
+    int i = base + tid;
+    fv_split p = fv_split_of(slots, n);
+    fv_book book;
+    fv_rng rng;
+    fv_state_regs r;
+    if (tid < count) {
+        book = p.books[i];
+        rng = p.rngs[i];
+    }
+    fv_issue_state_loads(&r, p.states + base, count);
+    if (tid < count) {
+        fv_unpack_book(book, &sh[tid]);
+        sh[tid].rng = rng;
+    }
+    fv_finish_state_loads(sh, &r, p.states + base, count);
     __syncthreads();
     if (tid < count) {
-        int i = base + tid;
         fv_step_outputs out;
         fv_u64 env_key = fv_mix64(key + (fv_u64)i);
+        fv_action_cache cache = {~0ULL, 0};
         for (int t = 0; t < steps; t++)
-            fv_rollout_step(i, env_key, t0 + t, (fv_slot*)sh_slots + tid, (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE,
-                            &out, final_obs, autoreset_mode, max_episode_steps);
+            fv_rollout_step(i, env_key, &cache, t0 + t, &sh[tid], (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, &out,
+                            final_obs, autoreset_mode, max_episode_steps);
+        fv_store_book(&p.books[i], &sh[tid], out.terminated | out.truncated);
+        p.rngs[i] = sh[tid].rng;
         fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
     }
     __syncthreads();
-    fv_block_copy(slots + base, sh_slots, count * (int)sizeof(fv_slot));
+    fv_store_states(p.states + base, sh, count);
     fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
 
 extern "C" __device__ const int fv_stage_threads = FV_STAGE_THREADS;
+extern "C" __device__ const int fv_plain_envs = FV_PLAIN_ENVS;
+extern "C" __device__ const int fv_state_size = (int)sizeof(State);
+extern "C" __device__ const int fv_book_size = (int)sizeof(fv_book);
 
 /* The env's statistic names, for the host (module.get_global). */
 extern "C" __device__ const char fv_stat_names[] = STAT_NAMES;

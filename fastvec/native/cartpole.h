@@ -2,7 +2,17 @@
  * precision, reward 1 on every step (the terminating one included), float32 observation.
  * Truncation at 500 steps is the backend's (max_episode_steps), not this file's.
  * sin/cos of a live pole's angle come from a Taylor polynomial accurate to about 1 double ulp
- * (faster than libm's sincos, and it vectorises); the float32 observations are identical to Gymnasium's. */
+ * (faster than libm's sincos, and it vectorises); the float32 observations are identical to Gymnasium's.
+ *
+ * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same equations in float32 with a 16-byte
+ * float32 state, like gymnax's CartPole (the observation is the state). Faster, above all on the GPU,
+ * but the trajectories leave Gymnasium's after some steps (float32 rounding; tests/test_cartpole_float32.py
+ * measures how closely they track). Termination follows Gymnasium's rule on the float32 state exactly
+ * (|x| > 2.4, |theta| > 12 degrees, both read as float64); resets draw from [-0.05, 0.05) like Gymnasium,
+ * in steps of 0.1 / 65536 (four 16-bit uniforms from one RNG draw: on the GPU an episode's reset costs
+ * about as much as its step). CPU and GPU builds give the same bits: no libm call, and the fused
+ * multiply-adds are explicit fmaf (one IEEE rounding on every target; a CPU without FMA instructions
+ * calls libm's fmaf, correct but slower). */
 #include "fastvec.h"
 
 #define OBS_SIZE 4
@@ -12,9 +22,13 @@
 #define STAT_NAMES ""
 #define RENDER_W 600
 #define RENDER_H 400
+#ifndef FLOAT32
+#define FLOAT32 0
+#endif
 #if defined(__AVX2__) && !defined(__CUDACC__)
 #define SIMD_STEP 1 /* env_step is straight-line code here (see cartpole_sincos): vectorised across envs */
 #endif
+#define STEP_USES_RNG 0 /* env_step never draws: the GPU step leaves the RNG in memory unless an env resets */
 
 #define CP_GRAVITY 9.8
 #define CP_MASSCART 1.0
@@ -27,10 +41,17 @@
 #define CP_THETA_THRESHOLD (12.0 * 2.0 * 3.14159265358979323846 / 360.0)
 #define CP_X_THRESHOLD 2.4
 
+#if FLOAT32
+typedef struct {
+    float x, x_dot, theta, theta_dot; /* the opt-in float32 variant: also its observation */
+} State;
+#else
 typedef struct {
     double x, x_dot, theta, theta_dot; /* Gymnasium keeps float64 state and returns float32 */
 } State;
+#endif
 
+#if !FLOAT32
 /* sin and cos of the pole's angle: a Taylor series to x^17 / x^18 (truncation error < 1e-19 for
  * |x| <= pi/4), within 1 double ulp of libm, so the float32 observations are Gymnasium's. A live
  * pole has |x| < 0.21; only a fallen pole stepped on (DISABLED) gets further.
@@ -112,6 +133,104 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     return (s->x < -CP_X_THRESHOLD) | (s->x > CP_X_THRESHOLD) | /* | rather than ||: no branches */
            (s->theta < -CP_THETA_THRESHOLD) | (s->theta > CP_THETA_THRESHOLD);
 }
+
+#else /* FLOAT32 */
+/* pi/2 in three parts for the reduction x = k pi/2 + r (Cody-Waite): the first two have few
+ * significant bits, so k * part is exact for |k| < 2^15; r is then within float rounding of the
+ * true remainder up to |x| ~ 1e4 (a live pole has |x| < 0.21; a fallen one stepped on under DISABLED
+ * goes further). */
+#define CP_F_INV_PIO2 0.636619772367581382f /* 2 / pi */
+#define CP_F_PIO2_1 1.5703125f
+#define CP_F_PIO2_2 4.837512969970703125e-4f
+#define CP_F_PIO2_3 7.54978995489188216e-8f
+#define CP_F_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23: adding then subtracting it rounds to an integer */
+#define CP_F_PIO4 0.785398163397448310f
+/* Thresholds as floats that make the float32 comparisons Gymnasium's float64 ones: (float)2.4 and
+ * (float)(12 * 2 pi / 360) both round up, so for a float v, v > 2.4 exactly when v >= 2.4f. */
+#define CP_F_X_THRESHOLD 2.4f                 /* 2.4000000953674316 */
+#define CP_F_THETA_THRESHOLD 0.2094395160675f /* 0.20943951606750488 */
+
+/* sin and cos of x in float32: reduced to |r| <= pi/4, then Taylor polynomials to r^11 / r^12
+ * (truncation < 1e-10) in fmaf steps, within ~1 float ulp of the true values. The same operations
+ * on every target (no libm; no FMA but the explicit ones: CPU builds use -ffp-contract=off, nvcc
+ * --fmad=false), so CPU and GPU agree bit for bit; branch-free (GCC 12 still leaves the CPU's float32
+ * env loop scalar, unlike the float64 one).
+ * On the GPU a live pole skips the reduction, whose k is then 0 and r = x exactly: the same bits. */
+FV_FN void cartpole_sincosf(float x, float* sin_x, float* cos_x) {
+    float k = 0.0f, r = x;
+#ifdef __CUDACC__
+    if (fabsf(x) > CP_F_PIO4)
+#endif
+    {
+        k = (x * CP_F_INV_PIO2 + CP_F_ROUND_MAGIC) - CP_F_ROUND_MAGIC;
+        r = ((x - k * CP_F_PIO2_1) - k * CP_F_PIO2_2) - k * CP_F_PIO2_3;
+    }
+    float r2 = r * r;
+    float ps = fmaf(r2, -1.0f / 39916800, 1.0f / 362880);
+    ps = fmaf(r2, ps, -1.0f / 5040);
+    ps = fmaf(r2, ps, 1.0f / 120);
+    ps = fmaf(r2, ps, -1.0f / 6);
+    float s = fmaf(r * r2, ps, r);
+    float pc = fmaf(r2, 1.0f / 479001600, -1.0f / 3628800);
+    pc = fmaf(r2, pc, 1.0f / 40320);
+    pc = fmaf(r2, pc, -1.0f / 720);
+    pc = fmaf(r2, pc, 1.0f / 24);
+    pc = fmaf(r2, pc, -0.5f);
+    float c = fmaf(r2, pc, 1.0f);
+    /* k mod 4 as k4 in {-2, ..., 2}; sin(r + q pi/2) is s, c, -s, -c and cos is c, -s, -c, s. */
+    float k4 = k - 4.0f * ((k * 0.25f + CP_F_ROUND_MAGIC) - CP_F_ROUND_MAGIC);
+    int odd = (k4 == 1.0f) | (k4 == -1.0f);
+    float sin_q = odd ? c : s, cos_q = odd ? s : c;
+    *sin_x = ((k4 < -0.5f) | (k4 > 1.5f)) ? -sin_q : sin_q; /* q = 2 or 3 */
+    *cos_x = ((k4 > 0.5f) | (k4 < -1.5f)) ? -cos_q : cos_q; /* q = 1 or 2 */
+}
+
+FV_FN void cartpole_write_obs(const State* s, float* obs) {
+    obs[0] = s->x;
+    obs[1] = s->x_dot;
+    obs[2] = s->theta;
+    obs[3] = s->theta_dot;
+}
+
+/* A uniform in [-0.05, 0.05) from 16 random bits. */
+FV_FN float cartpole_uniform16(fv_u64 bits) {
+    return -0.05f + (float)(unsigned int)(bits & 0xFFFFu) * (0.1f / 65536.0f);
+}
+
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    fv_u64 u = fv_rand_u64(rng);
+    s->x = cartpole_uniform16(u >> 48);
+    s->x_dot = cartpole_uniform16(u >> 32);
+    s->theta = cartpole_uniform16(u >> 16);
+    s->theta_dot = cartpole_uniform16(u);
+    cartpole_write_obs(s, obs);
+}
+
+/* Gymnasium's equations in float32 (with fused multiply-adds); its divisions by the total mass
+ * are products with its reciprocal here (one float division per step instead of four). */
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                   float* stats) {
+    (void)rng;
+    (void)stats;
+    const float inv_total_mass = (float)(1.0 / CP_TOTAL_MASS);
+    const float polemass_length = (float)CP_POLEMASS_LENGTH, tau = (float)CP_TAU;
+    float force = actions[0] == 1 ? (float)CP_FORCE_MAG : -(float)CP_FORCE_MAG;
+    float sintheta, costheta;
+    cartpole_sincosf(s->theta, &sintheta, &costheta);
+    float temp = fmaf(polemass_length * s->theta_dot * s->theta_dot, sintheta, force) * inv_total_mass;
+    float thetaacc = fmaf((float)CP_GRAVITY, sintheta, -(costheta * temp)) /
+                     ((float)CP_LENGTH * fmaf(-(float)(CP_MASSPOLE / CP_TOTAL_MASS) * costheta, costheta, (float)(4.0 / 3.0)));
+    float xacc = fmaf(-(float)(CP_POLEMASS_LENGTH / CP_TOTAL_MASS) * thetaacc, costheta, temp);
+    s->x = fmaf(tau, s->x_dot, s->x);
+    s->x_dot = fmaf(tau, xacc, s->x_dot);
+    s->theta = fmaf(tau, s->theta_dot, s->theta);
+    s->theta_dot = fmaf(tau, thetaacc, s->theta_dot);
+    cartpole_write_obs(s, obs);
+    rewards[0] = 1.0f;
+    return (s->x <= -CP_F_X_THRESHOLD) | (s->x >= CP_F_X_THRESHOLD) |
+           (s->theta <= -CP_F_THETA_THRESHOLD) | (s->theta >= CP_F_THETA_THRESHOLD);
+}
+#endif /* FLOAT32 */
 
 /* Drawn like Gymnasium's pygame renderer: white field, black cart and track, brown pole. */
 FV_FN void env_render(const State* s, unsigned char* rgb) {

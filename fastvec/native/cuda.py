@@ -126,17 +126,23 @@ class CudaCompiledEnv:
         except drv.CompileError as err:
             raise CompileError(f"compiling {env_path.name} for the GPU failed:\n{err}") from None
         ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
-                ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes"]}
+                ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes", "state_size",
+                 "book_size"]}
         self.obs_size, self.num_actions = ints["obs_size"], ints["num_actions"]
         self.num_agents, self.slot_size = ints["num_agents"], ints["slot_size"]
+        # The slots on the GPU are split into states, books and RNGs (batch_gpu.h): their sizes.
+        self.state_size, self.book_size = ints["state_size"], ints["book_size"]
         self.obs_dtype = np.dtype(np.float32) if ints["obs_bytes"] == 4 else np.dtype(np.uint8)
         names = _read_global(self.module, "fv_stat_names", np.uint8, None).tobytes().split(b"\0")[0].decode()
         self.stat_names = [s.strip() for s in names.split(",") if s.strip()]
         if len(self.stat_names) != ints["num_stats"]:
             raise ValueError(f"{self.name}: STAT_NAMES lists {len(self.stat_names)} names but NUM_STATS is {ints['num_stats']}")
         # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
-        self.reset_kernel = self.module.get_function("fv_reset_kernel").prepare("iPPPP")
+        self.reset_kernel = self.module.get_function("fv_reset_split_kernel").prepare("iPPPP")
         self.step_kernel = self.module.get_function("fv_step_any_kernel").prepare("iPPqqii" + "P" * 9 + "iiP")
+        # The plain step kernel steps plain_envs envs per thread (batch_gpu.h); step1_kernel one.
+        self.plain_envs = int(_read_global(self.module, "fv_plain_envs", np.int32)[0])
+        self.step1_kernel = self.module.get_function("fv_step_any1_kernel").prepare(self.step_kernel.arg_format)
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
         self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
         # Variants that pass each block's slots and obs through shared memory (see batch_gpu.h);
@@ -160,6 +166,12 @@ class CudaCompiledEnv:
     @property
     def render_shape(self):
         return self.cpu.render_shape
+
+    def slots_bytes(self, num_envs: int) -> int:
+        """Bytes of the slots of num_envs envs on the GPU: states, books, RNGs (16 B each), the first
+        two rounded up to 256 B, as batch_gpu.h's fv_split_of lays them out."""
+        round_up = lambda b: -(-b // 256) * 256
+        return round_up(num_envs * self.state_size) + round_up(num_envs * self.book_size) + num_envs * 16
 
 
 @lru_cache(maxsize=None)
@@ -436,18 +448,33 @@ class CudaBatch:
         self.stream_handle = int(self.stream.handle)
         _STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
-        # Steps use the shared-memory staged kernels where they fit ($FASTVEC_CUDA_KERNEL=plain: never).
-        staged = env.stage_threads > 0 and os.environ.get("FASTVEC_CUDA_KERNEL", "staged") != "plain"
-        self._step_fn = env.step_staged_kernel if staged else env.step_kernel
-        threads = env.stage_threads if staged else THREADS_PER_BLOCK
-        self._step_grid, self._step_block = ((n + threads - 1) // threads, 1), (threads, 1, 1)
+        # The step kernel: "staged" (each block's states and obs pass through shared memory, so that
+        # large ones move in contiguous runs) where an env's state and obs exceed 64 bytes and fit,
+        # else "plain" (each thread keeps env.plain_envs envs in registers, 4 for such small envs);
+        # $FASTVEC_CUDA_KERNEL=plain|staged|plain1 (plain, one env per thread) forces one.
+        # Measured on an H200 at 1M envs, step() (one env per thread then): CartPole 20.8 G
+        # env-steps/s plain vs 17.2 G staged (float32=1: 27.1 G vs 24.8 G); Breakout 0.47 G vs 3.98 G.
+        kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
+        if kernel not in ("auto", "plain", "staged", "plain1"):
+            raise ValueError(f"FASTVEC_CUDA_KERNEL={kernel!r} is not one of auto, plain, staged, plain1")
+        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+        staged = env.stage_threads > 0 and (kernel == "staged" or kernel == "auto" and env.state_size + obs_bytes > 64)
+        if staged:
+            self._step_fn, threads, envs_per_thread = env.step_staged_kernel, env.stage_threads, 1
+        elif kernel == "plain1":
+            self._step_fn, threads, envs_per_thread = env.step1_kernel, THREADS_PER_BLOCK, 1
+        else:
+            self._step_fn, threads, envs_per_thread = env.step_kernel, THREADS_PER_BLOCK, env.plain_envs
+        per_block = threads * envs_per_thread
+        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
         # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
         # obs is written to shared memory every step): staged pays where the obs outweighs the
         # slot. Measured on an H200, 1M envs, 100 steps: CartPole (16 B obs, 64 B slot) 64 G
         # steps/s plain vs 50 G staged; Breakout (472 B obs, 104 B slot) 0.56 G vs 10.9 G.
-        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+        staged = env.stage_threads > 0 and kernel != "plain" and kernel != "plain1"
         self._rollout_fn = env.rollout_staged_kernel if staged and obs_bytes > env.slot_size else env.rollout_kernel
-        self._rollout_grid, self._rollout_block = (self._step_grid, self._step_block) \
+        stage = max(env.stage_threads, 1)
+        self._rollout_grid, self._rollout_block = (((n + stage - 1) // stage, 1), (stage, 1, 1)) \
             if self._rollout_fn is env.rollout_staged_kernel else (self._grid, self._block)
 
         # One arena for everything the host may read back, so NumPy mode copies it in one go;
@@ -461,17 +488,18 @@ class CudaBatch:
             offsets[name] = size
             size += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // 256) * 256
         self._arena = drv.mem_alloc(size)
-        self._slots = drv.mem_alloc(max(n * env.slot_size, 1))
+        self._slots = drv.mem_alloc(max(env.slots_bytes(n), 1))
         self._actions = drv.mem_alloc(max(n * a * 8, 1))
         self._slots_ptr = int(self._slots)
         drv.memset_d8(self._arena, 0, size)
-        drv.memset_d8(self._slots, 0, max(n * env.slot_size, 1))
+        drv.memset_d8(self._slots, 0, max(env.slots_bytes(n), 1))
         drv.memset_d8(self._actions, 0, max(n * a * 8, 1))
         base = int(self._arena)
         view = lambda ptr, shape, dtype, owner: DeviceArray(ptr, shape, dtype, owner, self.stream_handle, env.device_index)
         self.dev = SimpleNamespace(**{name: view(base + offsets[name], shape, dtype, self._arena)
                                       for name, shape, dtype in fields})
-        self.dev.slots = view(int(self._slots), (n, env.slot_size), np.uint8, self._slots)
+        # All simulator state as opaque bytes (states, then books, then RNGs: batch_gpu.h).
+        self.dev.slots = view(int(self._slots), (env.slots_bytes(n),), np.uint8, self._slots)
         self.dev.actions = view(int(self._actions), (n, a), np.int64, self._actions)
         self._error_ptr = self.dev.error.ptr
         drv.memset_d8(self._error_ptr, 0xFF, 8)
@@ -707,8 +735,10 @@ class CudaBatch:
         drv = sys.modules["pycuda.driver"]
         cpu_env = self.env.cpu
         self.stream.synchronize()
-        slot = np.empty(self.env.slot_size, np.uint8)
-        drv.memcpy_dtoh(slot, int(self._slots) + int(i) * self.env.slot_size)
+        slot = np.zeros(self.env.slot_size, np.uint8)  # an fv_slot with env i's State (its first member)
+        state = np.empty(self.env.state_size, np.uint8)
+        drv.memcpy_dtoh(state, int(self._slots) + int(i) * self.env.state_size)
+        slot[:self.env.state_size] = state
         frame = np.zeros(cpu_env.render_shape, np.uint8)
         cpu_env.lib.fv_render(slot.ctypes.data, 0, frame.ctypes.data)
         return frame

@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         returns = summary["recent_returns"][-5:]
         mean_return = f"{sum(returns) / len(returns):.1f}" if returns else "n/a"
         print(f"fastvec-train {config['env']['name']}: {summary['global_step']:,} steps in "
-              f"{summary['elapsed']:.1f} s ({summary['sps']:,.0f} SPS); mean return (last logs) {mean_return}; "
+              f"{summary['elapsed']:.1f} s ({summary['sps']:,.0f} SPS; start-up {summary['startup']:.2f} s "
+              f"before that); mean return (last logs) {mean_return}; "
               f"last log {last.get('episode_return')}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
         return 0
     except (config_mod.ConfigError, checkpoint.CheckpointError, ImportError, FileNotFoundError) as err:

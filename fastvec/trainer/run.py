@@ -119,7 +119,9 @@ def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | N
 def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
     run_dir = Path(run_dir)
     env = config["env"]["name"]
+    made = time.perf_counter()
     trainer = make_trainer(config)
+    startup = time.perf_counter() - made  # kernels compiled (or loaded from the disk cache), arena, env reset
     elapsed_before = 0.0
     if resume:
         path = checkpoint.latest(run_dir)
@@ -202,7 +204,7 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
             plot_ratings(run_dir)  # RUN_DIR/ratings.png, the rating curve
         except ImportError:  # matplotlib is optional (fastvec[plot])
             pass
-    return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
+    return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed, "startup": startup,
             "global_step": trainer.global_step, "sps": (trainer.global_step - start_step) / max(elapsed, 1e-9),
             "recent_returns": recent_returns, "trainer": trainer, "interrupted": interrupted}
 

@@ -182,9 +182,6 @@ class CudaTrainer:
         self.async_rollouts = bool(train.get("async", False))
         if self.async_rollouts and self.group:
             raise ConfigError("train.async=true with several GPUs is not supported yet; use --train.async=false")
-        if self.host_env and self.async_rollouts:
-            raise ConfigError("train.async=true with train.env_device=cpu (host environments) is not supported; "
-                              "use --train.async=false, or --train.env_device=cuda")
         if self.host_env and self.group:
             raise ConfigError("train.env_device=cpu (host environments) with several GPUs is not supported; "
                               "use --train.gpus=1, or --train.env_device=cuda")
@@ -192,6 +189,7 @@ class CudaTrainer:
         self.slot_version = [-1] * self.slot_count  # update_index of the weights that collected each slot
         self.fill_slot = 0  # async: the slot the next rollout goes into
         self.ready_slot = None  # async: a collected slot no update has trained on yet
+        self.pending_host_slot = None  # async host envs: the slot the next update() collects while it runs
 
         t0 = time.perf_counter()
         cuda = self.cuda = device.init()
@@ -432,49 +430,56 @@ class CudaTrainer:
                                      "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
             staging_offset += nbytes
             first_obs = np.ascontiguousarray(batch.obs.reshape(rows, o), np.float32)
-            cuda.memcpy_htod(self._slot("obs", 0, (t_len * self.rows + lo * self.num_agents) * o), first_obs)
+            cuda.memcpy_htod(self._slot("obs", self.slot_count - 1, (t_len * self.rows + lo * self.num_agents) * o),
+                             first_obs)
 
-    def _host_infer(self, g: dict, t: int) -> None:
-        """Enqueue group g's policy step t: (the segment's state,) the forward over its rows of obs[t], the
-        sampling into actions/logp/values[t], and the actions' copy to g's pinned buffer."""
-        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
+    def _host_infer(self, g: dict, t: int, slot: int) -> None:
+        """Enqueue group g's policy step t into `slot` on the actor's stream: (the segment's state,) the
+        forward over its rows of obs[t], the sampling into actions/logp/values[t], and the actions' copy to
+        g's pinned buffer."""
+        spec, a, k, cuda = self.spec, self.arena, self.actor_k, self.cuda
         r, o, h, row0, rows = self.rows, spec.obs_size, spec.hidden, g["row0"], g["rows"]
         ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.num_actions + 1
+        buf = lambda name, offset=0: self._slot(name, slot, offset)  # noqa: E731
         if t % self.bptt == 0 and ls:
             for layer in range(ls):
                 segment = ((t // self.bptt) * ls + layer) * r * h
-                cuda.memcpy_dtod_async(self._slot("segment_state", 0, segment + row0 * h),
-                                       a.ptr("state", layer * r * h + row0 * h), rows * h * 4, self.stream)
+                cuda.memcpy_dtod_async(buf("segment_state", segment + row0 * h),
+                                       a.ptr("state", layer * r * h + row0 * h), rows * h * 4, k.stream)
         state = [a.ptr("state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
         acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
-        y = self._slot("r_y", 0, row0 * ny)
-        self._policy_forward(rows, 1, self._slot("obs", 0, (t * r + row0) * o), self._slot("starts", 0, t * r + row0),
-                             state, state, acts, [a.ptr("r_pre", row0 * w)] * spec.layers,
-                             [a.ptr("r_h", row0 * h)] * spec.layers, y)
-        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, self._slot("actions", 0, t * r + row0),
-                 self._slot("logp", 0, t * r + row0), self._slot("values", 0, t * r + row0), a.ptr("scalars"),
-                 np.int32(t), np.uint64(self.seed_key))
-        cuda.memcpy_dtoh_async(g["actions"], self._slot("actions", 0, t * r + row0), self.stream)
+        y = buf("r_y", row0 * ny)
+        self._policy_forward(rows, 1, buf("obs", (t * r + row0) * o), buf("starts", t * r + row0), state, state,
+                             acts, [a.ptr("r_pre", row0 * w)] * spec.layers, [a.ptr("r_h", row0 * h)] * spec.layers,
+                             y, self.actor_params, k, self.actor_blas)
+        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, buf("actions", t * r + row0),
+                 buf("logp", t * r + row0), buf("values", t * r + row0), a.ptr("scalars"), np.int32(t),
+                 np.uint64(self.seed_key))
+        cuda.memcpy_dtoh_async(g["actions"], buf("actions", t * r + row0), k.stream)
 
-    def _host_rollout(self) -> None:
-        """NumpyTrainer.rollout with the policy on the GPU and the env on the CPU, pipelined over the env
-        groups on one stream: the CPU waits for group g's actions at step t (its event), steps g's batch,
-        copies the outputs into g's pinned buffer, and enqueues their upload, host_record_kernel and g's
-        policy step t + 1; meanwhile the GPU works through the other group's step. Each enqueued piece is a
-        CUDA graph from the second rollout on (one per group and step: the pointers differ), so the CPU
-        spends its time on the env rather than on launches; the stream is synchronised once, at the end."""
-        spec, a, k, cuda = self.spec, self.arena, self.k, self.cuda
-        t_len, r, o = self.horizon, self.rows, spec.obs_size
+    def _host_rollout(self, slot: int) -> None:
+        """NumpyTrainer.rollout into `slot` with the policy on the GPU (the actor's stream and weights) and the
+        env on the CPU, pipelined over the env groups: the CPU waits for group g's actions at step t (its
+        event), steps g's batch, copies the outputs into g's pinned buffer, and enqueues their upload,
+        host_record_kernel and g's policy step t + 1; meanwhile the GPU works through the other group's step.
+        Each enqueued piece is a CUDA graph from the second rollout on (one per slot, group and step: the
+        pointers differ), so the CPU spends its time on the env rather than on launches. Nothing here waits
+        for the whole stream: rollout() (sync) or the next update's event (async) does."""
+        stream, cuda = self.actor_stream, self.cuda
+        t_len, r, o = self.horizon, self.rows, self.spec.obs_size
+        previous = (slot + 1) % self.slot_count
 
         def start(g):
             if g is self.host_groups[0]:  # obs[0], starts[0] are obs[T], starts[T] of the previous rollout
-                cuda.memcpy_dtod_async(self._slot("obs"), self._slot("obs", 0, t_len * r * o), r * o * 4, self.stream)
-                cuda.memcpy_dtod_async(self._slot("starts"), self._slot("starts", 0, t_len * r), r * 4, self.stream)
-            self._host_infer(g, 0)
+                cuda.memcpy_dtod_async(self._slot("obs", slot), self._slot("obs", previous, t_len * r * o),
+                                       r * o * 4, stream)
+                cuda.memcpy_dtod_async(self._slot("starts", slot), self._slot("starts", previous, t_len * r),
+                                       r * 4, stream)
+            self._host_infer(g, 0, slot)
 
         for i, g in enumerate(self.host_groups):
-            self._host_segment(("start", i), lambda g=g: start(g))
-            g["event"].record(self.stream)
+            self._host_segment((slot, "start", i), lambda g=g: start(g))
+            g["event"].record(stream)
         for t in range(t_len):
             for i, g in enumerate(self.host_groups):
                 t0 = time.perf_counter()
@@ -491,27 +496,27 @@ class CudaTrainer:
                 views["truncated"][...] = batch.truncated
                 self.timing["wait"] += t1 - t0
                 self.timing["env"] += time.perf_counter() - t1
-                self._host_segment((i, t), lambda g=g, t=t: self._host_record(g, t))
+                self._host_segment((slot, i, t), lambda g=g, t=t: self._host_record(g, t, slot))
                 if t + 1 < t_len:
-                    g["event"].record(self.stream)
-        self._host_segment("bootstrap", self._host_bootstrap)
+                    g["event"].record(stream)
+        self._host_segment((slot, "bootstrap"), lambda: self._host_bootstrap(slot))
+        self.rollouts_run += 1
 
-    def _host_record(self, g: dict, t: int) -> None:
+    def _host_record(self, g: dict, t: int, slot: int) -> None:
         """Enqueue group g's step t outcome (upload, host_record_kernel), then its policy step t + 1."""
-        a, r, o, dev, row0 = self.arena, self.rows, self.spec.obs_size, g["dev"], g["row0"]
-        self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], self.stream)
-        self.k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), np.int32(g["envs"]),
-                      np.int32(self.num_agents), np.int32(o), np.int32(g["views"]["ep_stats"].shape[1]), dev["obs"],
-                      dev["rewards"], dev["ep_return"], dev["ep_stats"], dev["ep_length"], dev["terminated"],
-                      dev["truncated"], self._slot("obs", 0, ((t + 1) * r + row0) * o),
-                      self._slot("rewards", 0, t * r + row0), self._slot("dones", 0, t * r + row0),
-                      self._slot("starts", 0, (t + 1) * r + row0), a.ptr("episode_acc"),
-                      np.int32(self.train_cfg["reward_clamp"]))
+        a, r, o, dev, row0, k = self.arena, self.rows, self.spec.obs_size, g["dev"], g["row0"], self.actor_k
+        buf = lambda name, offset=0: self._slot(name, slot, offset)  # noqa: E731
+        self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], k.stream)
+        k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), np.int32(g["envs"]), np.int32(self.num_agents),
+                 np.int32(o), np.int32(g["views"]["ep_stats"].shape[1]), dev["obs"], dev["rewards"],
+                 dev["ep_return"], dev["ep_stats"], dev["ep_length"], dev["terminated"], dev["truncated"],
+                 buf("obs", ((t + 1) * r + row0) * o), buf("rewards", t * r + row0), buf("dones", t * r + row0),
+                 buf("starts", (t + 1) * r + row0), a.ptr("episode_acc"), np.int32(self.train_cfg["reward_clamp"]))
         if t + 1 < self.horizon:
-            self._host_infer(g, t + 1)
+            self._host_infer(g, t + 1, slot)
 
-    def _host_bootstrap(self) -> None:
-        """V(obs[T]) into r_y with the live state, which stays as it is (last_state is scratch)."""
+    def _host_bootstrap(self, slot: int) -> None:
+        """V(obs[T]) into the slot's r_y with the live state, which stays as it is (last_state is scratch)."""
         spec, a = self.spec, self.arena
         t_len, r, o, h, ls = self.horizon, self.rows, spec.obs_size, spec.hidden, spec.state_layers
         ny, w = spec.num_actions + 1, self.layout.offsets["layer0.w"][1][0]
@@ -520,22 +525,22 @@ class CudaTrainer:
             state = [a.ptr("state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
             last = [a.ptr("last_state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
             acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
-            self._policy_forward(rows, 1, self._slot("obs", 0, (t_len * r + row0) * o),
-                                 self._slot("starts", 0, t_len * r + row0), state, last, acts,
+            self._policy_forward(rows, 1, self._slot("obs", slot, (t_len * r + row0) * o),
+                                 self._slot("starts", slot, t_len * r + row0), state, last, acts,
                                  [a.ptr("r_pre", row0 * w)] * spec.layers, [a.ptr("r_h", row0 * h)] * spec.layers,
-                                 self._slot("r_y", 0, row0 * ny))
-        self.k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+                                 self._slot("r_y", slot, row0 * ny), self.actor_params, self.actor_k, self.actor_blas)
+        self.actor_k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
     def _host_segment(self, key, record) -> None:
-        """Run `record` (which enqueues GPU work on the learner's stream): eagerly in the first rollout (so
+        """Run `record` (which enqueues GPU work on the actor's stream): eagerly in the first rollout (so
         cuBLAS and the driver load their kernels outside any capture), then as the graph captured for `key`
-        in the second. If a capture fails, say so once and stay eager (same work, more launch time)."""
+        from the second on. If a capture fails, say so once and stay eager (same work, more launch time)."""
         if not self.use_graphs or self.rollouts_run == 0 or self.host_graphs is None:
             record()
             return
         graph = self.host_graphs.get(key)
         if graph is None:
-            graph = CudaGraph(self.stream.handle)
+            graph = CudaGraph(self.actor_stream.handle)
             try:
                 with graph.capture():
                     record()
@@ -716,8 +721,13 @@ class CudaTrainer:
         rollouts (update 0 trains on the first); every call launches the rollout that runs while the next
         update does, with the weights that update starts from, and returns without waiting: update()
         waits on the GPU (an event) for the slot it trains on. The first rollout runs eagerly (so that
-        cuBLAS and the driver load their kernels outside any capture); later ones replay one graph per slot."""
+        cuBLAS and the driver load their kernels outside any capture); later ones replay one graph per slot.
+
+        Async with host envs (train.env_device=cpu): the CPU steps the env, so collecting cannot be launched
+        and left to run; the overlapping rollout is prepared here (its weights copied) and collected by the
+        next update() after it has launched its own graph, so the CPU steps envs while the GPU learns."""
         t0 = time.perf_counter()
+        self._collect_pending_host_rollout()  # a rollout() without an update() in between
         if not self.async_rollouts:
             self._collect(0)
             self.stream.synchronize()
@@ -725,24 +735,31 @@ class CudaTrainer:
             if self.ready_slot is None:
                 self._collect(self.fill_slot)
                 self.ready_slot, self.fill_slot = self.fill_slot, 1 - self.fill_slot
-            self._collect(self.fill_slot)  # overlaps update `update_index`, with the weights it starts from
+            # overlaps update `update_index`, with the weights it starts from
+            self._collect(self.fill_slot, defer_host=True)
             self.active_slot = self.ready_slot
             self.ready_slot, self.fill_slot = self.fill_slot, 1 - self.fill_slot
         self.timing["rollout"] += time.perf_counter() - t0  # async: launching only; the GPU time overlaps
 
-    def _collect(self, slot: int) -> None:
+    def _collect(self, slot: int, defer_host: bool = False) -> None:
         """Enqueue one rollout into `slot` on the actor's stream. Async: first the actor waits for the learner
         (done with this slot's last update, so the slot and the weights are free), copies the weights, and the
-        learner's next update waits for the copy (and so for every earlier rollout, the one it trains on)."""
+        learner's next update waits for the copy (and so for every earlier rollout, the one it trains on).
+        defer_host: host envs only; leave the env stepping to the next update() (see rollout())."""
         self.slot_version[slot] = self.update_index
         if self.async_rollouts:
             self.learner_done.make_wait(self.actor_stream.handle, self.stream.handle)
             self.cuda.memcpy_dtod_async(self.arena.ptr("actor_params"), self.arena.ptr("params"),
                                         self.layout.size * 4, self.actor_stream)
             self.weights_taken.make_wait(self.stream.handle, self.actor_stream.handle)
+        self.global_step += self.horizon * self.num_envs * self.world_size  # all ranks step in lockstep
         if self.host_env:
-            self._host_rollout()
-        elif not self.use_graphs or self.rollouts_run == 0:
+            if defer_host:
+                self.pending_host_slot = slot
+            else:
+                self._host_rollout(slot)
+            return
+        if not self.use_graphs or self.rollouts_run == 0:
             self._record_rollout(slot)
         else:
             if self.rollout_graphs[slot] is None:
@@ -751,7 +768,15 @@ class CudaTrainer:
                     self._record_rollout(slot)
             self.rollout_graphs[slot].launch()
         self.rollouts_run += 1
-        self.global_step += self.horizon * self.num_envs * self.world_size  # all ranks step in lockstep
+
+    def _collect_pending_host_rollout(self) -> float:
+        """Step the host envs for the rollout rollout() prepared (async host envs); returns the seconds spent."""
+        if self.pending_host_slot is None:
+            return 0.0
+        t0 = time.perf_counter()
+        slot, self.pending_host_slot = self.pending_host_slot, None
+        self._host_rollout(slot)
+        return time.perf_counter() - t0
 
     # GAE
     def _record_gae(self, vtrace: bool) -> None:
@@ -945,6 +970,9 @@ class CudaTrainer:
                 with self.update_graphs[slot].capture():
                     self._record_update(num_updates, stale)
             self.update_graphs[slot].launch()
+        collecting = self._collect_pending_host_rollout()  # async host envs: the CPU steps while the GPU learns
+        self.timing["rollout"] += collecting
+        t0 += collecting
         # Read the stats back behind the update only (async: not behind the actor's rollout), into pinned memory.
         if self.scalars_host is None:
             self.scalars_host = self.cuda.pagelocked_empty(SCALARS_DTYPE.itemsize, np.uint8)
