@@ -40,7 +40,9 @@
  *   now with float32=1 (16-byte State): 8 + 16 + 16 + 8 + 8 + 16 + 4 = 76 B: 56.6 G.
  * An episode end adds the flags and episode outputs (11 B) on that step and their zeros on the
  * next, and the reset reads and writes the RNG (32 B): ~2.5 B per step at a random policy's
- * ~22-step episodes. (At 1M envs much of this stays in the 50 MB L2 between steps.) */
+ * ~22-step episodes. (At 1M envs much of this stays in the 50 MB L2 between steps.)
+ * Measured on the H200 (benchmarks/env_steps.py, 1M envs): 21.0 G env-steps/s = 2.3 TB/s at 108 B,
+ * 28.0 G = 2.1 TB/s at 76 B (float32=1): latency-bound, not at the floor; 16M envs: 21.9 G / 28.2 G. */
 typedef struct {
     float ep_return[NUM_AGENTS]; /* fv_slot's */
     unsigned int ep_flags;       /* fv_slot's ep_length (bits 0-29) | needs_reset << 30 | OUTPUTS_SET << 31 */
@@ -219,10 +221,12 @@ static __device__ __forceinline__ long long fv_checked_action(long long v, int i
 
 #define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
 
-/* Envs per thread of the plain step kernel: an env with a small state and obs takes 4 per
- * thread, whose loads are all in flight at once before any is stepped (with one env per thread
- * the H200 stayed latency-bound, near 2.2 TB/s, on CartPole); a thread's j-th envs are
- * consecutive across its warp, so each load is still coalesced. */
+/* Envs per thread of fv_step_any_kernel: an env with a small state and obs takes 4 per thread,
+ * whose loads are all in flight at once before any is stepped (a thread's j-th envs are
+ * consecutive across its warp, so each load is still coalesced). Meant to beat the latency-bound
+ * ~2.2 TB/s of one env per thread; on the H200 it did not (CartPole at 1M envs: 18.9 G env-steps/s
+ * vs 21.0 G for fv_step_any1_kernel; float32=1: 24.7 G vs 28.0 G), so cuda.py takes it only
+ * when asked (FASTVEC_CUDA_KERNEL=plain). */
 enum { FV_PLAIN_ENVS = sizeof(State) + FV_OBS_BYTES <= 64 ? 4 : 1 };
 
 /* One step of every env (actions of any integer type and strides, in bytes), each thread with

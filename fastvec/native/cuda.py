@@ -450,10 +450,10 @@ class CudaBatch:
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
         # The step kernel: "staged" (each block's states and obs pass through shared memory, so that
         # large ones move in contiguous runs) where an env's state and obs exceed 64 bytes and fit,
-        # else "plain" (each thread keeps env.plain_envs envs in registers, 4 for such small envs);
-        # $FASTVEC_CUDA_KERNEL=plain|staged|plain1 (plain, one env per thread) forces one.
-        # Measured on an H200 at 1M envs, step() (one env per thread then): CartPole 20.8 G
-        # env-steps/s plain vs 17.2 G staged (float32=1: 27.1 G vs 24.8 G); Breakout 0.47 G vs 3.98 G.
+        # else "plain1" (one env per thread, its slot in registers); "plain" (env.plain_envs envs per
+        # thread: 4 for small envs) only when $FASTVEC_CUDA_KERNEL=plain|staged|plain1 forces it.
+        # Measured on an H200 at 1M envs, step() G env-steps/s: CartPole 21.0 plain1, 18.9 plain,
+        # 17.0 staged (float32=1: 28.0, 24.7, 26.7); Breakout 0.48 plain1, 4.86 staged.
         kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
         if kernel not in ("auto", "plain", "staged", "plain1"):
             raise ValueError(f"FASTVEC_CUDA_KERNEL={kernel!r} is not one of auto, plain, staged, plain1")
@@ -461,7 +461,7 @@ class CudaBatch:
         staged = env.stage_threads > 0 and (kernel == "staged" or kernel == "auto" and env.state_size + obs_bytes > 64)
         if staged:
             self._step_fn, threads, envs_per_thread = env.step_staged_kernel, env.stage_threads, 1
-        elif kernel == "plain1":
+        elif kernel in ("plain1", "auto"):
             self._step_fn, threads, envs_per_thread = env.step1_kernel, THREADS_PER_BLOCK, 1
         else:
             self._step_fn, threads, envs_per_thread = env.step_kernel, THREADS_PER_BLOCK, env.plain_envs
