@@ -138,6 +138,8 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
     tc = config["train"]
     steps_per_update = trainer.horizon * trainer.batch.num_envs * getattr(trainer, "world_size", 1)  # all ranks
     num_updates = math.ceil(tc["total_timesteps"] / steps_per_update)
+    if hasattr(trainer, "warm_up"):  # CUDA: the eager first iteration and the graph captures, as start-up
+        startup += trainer.warm_up(num_updates)
     board = Dashboard(f"fastvec-train {env} ({trainer.device}, {trainer.spec.kind} {trainer.spec.hidden}x"
                       f"{trainer.spec.layers}, {trainer.layout.size:,} params) -> {run_dir}",
                       num_updates * steps_per_update, enabled=dashboard)

@@ -234,7 +234,6 @@ class CudaTrainer:
         scalars["ent_coef"] = train["ent_coef"]
         scalars["clip_scale"] = 1.0
         self.arena.set(cuda, "scalars", np.frombuffer(scalars.tobytes(), np.uint8))
-        self.k.launch("fill_kernel", self.mb_rows, self.arena.ptr("ones"), np.int64(self.mb_rows), np.float32(1.0))
         # ENV: reset every env with seeds (seed << 32) + i, as NumpyTrainer (rank r's envs continue the
         # numbering at r * N, so ranks never replay each other's episodes); obs go to step T of the last
         # rollout slot, which the first rollout copies to its step 0, and starts[T] = 1 (every env begins an
@@ -310,7 +309,6 @@ class CudaTrainer:
         a.add("opt_state", (2 * p,), f32, "[Adam m or Muon momentum | Adam v]")
         a.add("scalars", (SCALARS_DTYPE.itemsize,), np.uint8, "TrainScalars (lr, counters, stats)")
         a.add("norm_partial", (NORM_BLOCKS,), f32, "(G,) partial sums of squared gradients")
-        a.add("ones", (n,), f32, "(n,) ones; unused since bias_grad_kernel (drop with __init__'s fill_kernel)")
         a.add("cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "cuBLAS workspace (fixed, for capture)")
         # env
         a.add("slots", (n_env, slot_size), np.uint8, "(N, sizeof(fv_slot)) simulator state")
@@ -995,8 +993,9 @@ class CudaTrainer:
         graphs and replayed (a graph's first launch uploads it). Then every byte of the arena (weights,
         optimizer, env, rollout buffers, device scalars, episode logs) and every training counter is put back
         as it was, so training starts exactly where it would have without it (bitwise: the tests check), only
-        with the graphs ready (rollouts_run, which says they exist, stays). For num_updates' schedule (update() captures again for another); a no-op with host
-        environments, train.async, several GPUs, FASTVEC_NO_GRAPHS=1, or once training has begun."""
+        with the graphs ready (rollouts_run, which says they exist, stays). The update graph is captured for
+        num_updates' schedule (update() captures again for another). A no-op with host environments,
+        train.async, several GPUs, FASTVEC_NO_GRAPHS=1, or once training has begun."""
         t0 = time.perf_counter()
         if self.host_env or self.async_rollouts or self.group or not self.use_graphs or self.rollouts_run:
             return 0.0
