@@ -170,7 +170,7 @@ def test_mlp_and_linear_layers_match_reference(gpu):
 def test_bias_grad_kernel_sums_columns_in_one_launch(gpu, rows, cols, blocks):
     """Column sums of a random (rows, cols) matrix, as NumPy's, for wide and narrow matrices (a block's threads
     as row lanes x columns, and tiles of 256 columns), the same bits on every launch (the last block to
-    finish adds the partials in block order, and leaves the counter at 0 for the next launch)."""
+    finish adds the partials in a fixed order, and leaves the counter at 0 for the next launch)."""
     cuda, k, _ = gpu
     dev = Dev(cuda, k.stream)
     x = np.random.default_rng(rows + cols).standard_normal((rows, cols)).astype(np.float32)
