@@ -1,0 +1,93 @@
+/* gpu_on_cpu.cpp: batch_gpu.h's kernels built for the CPU, for tests/test_gpu_kernels_emulated.py.
+ * Each CUDA thread of a block is a std::thread, __syncthreads() a std::barrier over the block,
+ * __shared__ a static (blocks run one after another); ENV names the env file. The launchers below
+ * use the grids that fastvec/native/cuda.py uses. */
+#include <math.h>
+#include <algorithm>
+#include <barrier>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+struct fv_dim3 { unsigned x, y, z; };
+thread_local fv_dim3 threadIdx, blockIdx, blockDim;
+static std::barrier<>* fv_block_barrier;
+static std::mutex fv_atomic_mutex;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(x)
+#define __syncthreads() fv_block_barrier->arrive_and_wait()
+using std::min;
+static unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+    std::lock_guard<std::mutex> lock(fv_atomic_mutex);
+    unsigned long long old = *p;
+    if (v < old) *p = v;
+    return old;
+}
+#define __CUDACC__ 1 /* the GPU branches of the env and batch files */
+#include ENV
+#include "batch.h"
+#include "batch_gpu.h"
+
+template <typename Kernel> static void launch(long long threads, int block, Kernel kernel) {
+    long long grid = (threads + block - 1) / block;
+    for (long long b = 0; b < grid; b++) {
+        std::barrier<> barrier(block);
+        fv_block_barrier = &barrier;
+        std::vector<std::thread> team;
+        for (int t = 0; t < block; t++)
+            team.emplace_back([=] {
+                threadIdx = {(unsigned)t, 0, 0};
+                blockIdx = {(unsigned)b, 0, 0};
+                blockDim = {(unsigned)block, 1, 1};
+                kernel();
+            });
+        for (auto& thread : team) thread.join();
+    }
+}
+
+extern "C" {
+int emu_state_size(void) { return (int)sizeof(State); }
+int emu_book_size(void) { return (int)sizeof(fv_book); }
+
+void emu_reset(int n, char* slots, const fv_u64* seeds, const unsigned char* mask, OBS_T* obs) {
+    launch(n, 256, [=] { fv_reset_split_kernel(n, slots, seeds, mask, obs); });
+}
+
+/* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1; int64 actions (N, NUM_AGENTS). */
+void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* obs, float* rewards,
+              unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
+              float* ep_return, int* ep_length, float* stats, int mode, int max_steps, fv_u64* error) {
+    const char* a = (const char*)actions;
+    long long es = NUM_AGENTS * 8;
+    if (kernel == 1)
+        launch(n, FV_STAGE_THREADS, [=] { fv_step_staged_kernel(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated,
+                                                                done, final_obs, ep_return, ep_length, stats, mode,
+                                                                max_steps, error); });
+    else if (kernel == 2)
+        launch(n, 256, [=] { fv_step_any1_kernel(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done,
+                                                 final_obs, ep_return, ep_length, stats, mode, max_steps, error); });
+    else
+        launch((n + FV_PLAIN_ENVS - 1) / FV_PLAIN_ENVS, 256, [=] {
+            fv_step_any_kernel(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done, final_obs,
+                               ep_return, ep_length, stats, mode, max_steps, error); });
+}
+
+void emu_rollout(int staged, int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
+                 unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
+                 float* ep_return, int* ep_length, float* stats, int mode, int max_steps) {
+    if (staged)
+        launch(n, FV_STAGE_THREADS, [=] { fv_rollout_random_staged_kernel(n, steps, key, t0, slots, obs, rewards, terminated,
+                                                                          truncated, done, final_obs, ep_return, ep_length,
+                                                                          stats, mode, max_steps); });
+    else
+        launch(n, 256, [=] { fv_rollout_random_kernel(n, steps, key, t0, slots, obs, rewards, terminated, truncated, done,
+                                                      final_obs, ep_return, ep_length, stats, mode, max_steps); });
+}
+
+void emu_random_actions(int n, fv_u64 key, long long t, long long* actions) {
+    launch(n, 256, [=] { fv_random_actions_kernel(n, key, t, actions); });
+}
+}

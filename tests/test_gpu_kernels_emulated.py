@@ -1,0 +1,178 @@
+"""batch_gpu.h's kernels without a GPU: built for the CPU by tests/emulation/gpu_on_cpu.cpp (a
+std::thread per CUDA thread, a barrier per block) and driven as fastvec/native/cuda.py drives them
+(split slots, the three step kernels, resets, fused random rollouts). The CPU batch (the plain
+per-env loop) is the oracle; the GPU tests confirm the same on the device. Skipped where the C++
+compiler lacks C++20's <barrier>."""
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastvec import native
+from fastvec.native import cpu
+
+HARNESS = Path(__file__).parent / "emulation" / "gpu_on_cpu.cpp"
+ENVS_DIR = Path(__file__).parent / "envs"
+NO_ERROR = 2**64 - 1
+
+# name: (source, defines, max_episode_steps)
+ENVS = {
+    "cartpole": (native.source_path("cartpole"), {}, 8),
+    "cartpole_float32": (native.source_path("cartpole"), {"FLOAT32": 1}, 8),
+    "breakout": (native.source_path("breakout"), native.resolve_defines("breakout", {}), 8),
+    "counting": (ENVS_DIR / "counting.h", {"TERMINATE_AT": 3}, 4),
+    "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
+}
+KERNELS = {"plain": 0, "staged": 1, "plain1": 2}
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    tmp = tmp_path_factory.mktemp("gpu_on_cpu")
+    probe = tmp / "probe.cpp"
+    probe.write_text("#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(); }\n")
+    if subprocess.run([cxx, "-std=c++20", "-pthread", str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    libs = {}
+
+    def get(name: str) -> ctypes.CDLL:
+        if name not in libs:
+            path, defines, _ = ENVS[name]
+            out = tmp / f"{name}.so"
+            cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{native.NATIVE_DIR}",
+                   f"-I{path.parent}", f'-DENV="{path}"', *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS),
+                   "-o", str(out), "-lm"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            libs[name] = ctypes.CDLL(str(out))
+            for fn in ("emu_reset", "emu_step", "emu_rollout", "emu_random_actions"):
+                getattr(libs[name], fn).restype = None
+        return libs[name]
+
+    return get
+
+
+def _ptr(a):
+    return None if a is None else a.ctypes.data_as(ctypes.c_void_p)
+
+
+class EmulatedBatch:
+    """The buffers and launches of cuda.CudaBatch, on the CPU."""
+
+    def __init__(self, lib, env: cpu.CompiledEnv, n: int, mode: int, max_steps: int):
+        self.lib, self.n, self.mode, self.max_steps, self.agents = lib, n, mode, max_steps, env.num_agents
+        round_up = lambda b: -(-b // 256) * 256  # as CudaCompiledEnv.slots_bytes
+        self.slots = np.zeros(round_up(n * lib.emu_state_size()) + round_up(n * lib.emu_book_size()) + n * 16, np.uint8)
+        self.state_size = lib.emu_state_size()
+        self.obs = np.zeros((n, env.num_agents, env.obs_size), env.obs_dtype)
+        self.final_obs = np.zeros_like(self.obs)
+        self.rewards = np.zeros((n, env.num_agents), np.float32)
+        self.terminated, self.truncated, self.done = (np.zeros(n, np.uint8) for _ in range(3))
+        self.episode_return = np.zeros((n, env.num_agents), np.float32)
+        self.episode_length = np.zeros(n, np.int32)
+        self.episode_stats = np.zeros((n, max(len(env.stat_names), 1)), np.float32)
+        self.error = np.full(1, NO_ERROR, np.uint64)
+
+    def _outputs(self):
+        return [_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated, self.done, self.final_obs,
+                                  self.episode_return, self.episode_length, self.episode_stats)]
+
+    def reset(self, seeds, mask):
+        self.lib.emu_reset(self.n, _ptr(self.slots), _ptr(seeds), _ptr(None if mask is None else mask.astype(np.uint8)),
+                           _ptr(self.obs))
+        if mask is None:  # as CudaBatch.reset
+            self.terminated[:] = self.truncated[:] = self.done[:] = 0
+
+    def step(self, actions, kernel: str):
+        actions = np.ascontiguousarray(actions, np.int64)
+        self.lib.emu_step(KERNELS[kernel], self.n, _ptr(self.slots), _ptr(actions), *self._outputs(), self.mode,
+                          self.max_steps, _ptr(self.error))
+
+    def rollout(self, steps: int, key: int, t0: int, staged: bool):
+        self.lib.emu_rollout(int(staged), self.n, steps, ctypes.c_uint64(key), ctypes.c_int64(t0), _ptr(self.slots),
+                             *self._outputs(), self.mode, self.max_steps)
+
+    def random_actions(self, key: int, t: int) -> np.ndarray:
+        actions = np.zeros((self.n, self.agents), np.int64)
+        self.lib.emu_random_actions(self.n, ctypes.c_uint64(key), ctypes.c_int64(t), _ptr(actions))
+        return actions
+
+
+MODES = ("NextStep", "SameStep", "Disabled")
+# Every kernel in every mode for CartPole (its RNG read only at resets; float64 not under DISABLED,
+# where a fallen pole's sin comes from libm here and from the CPU's own reduction there) and the
+# random walk (two agents, statistics, draws in env_step); Breakout (a 76-byte state in 4-byte
+# words) and the counting env in fewer, to keep this file to seconds.
+CASES = ([("cartpole", m, k) for m in MODES[:2] for k in KERNELS] +
+         [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in KERNELS] +
+         [("breakout", "NextStep", k) for k in ("staged", "plain1")] + [("counting", m, "plain1") for m in MODES])
+
+
+@pytest.mark.parametrize("env_name,mode,kernel", CASES)
+def test_emulated_gpu_steps_equal_the_cpu_batch(build, env_name, mode, kernel):
+    """Every buffer and every env's state after every step, through episode ends, autoresets and
+    masked resets (DISABLED); 300 envs: partial blocks for every kernel's grid (and the plain
+    kernel's second env per thread)."""
+    path, defines, max_steps = ENVS[env_name]
+    env = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
+    code, n = native.AUTORESET_CODES[mode], 300
+    ref, emu = cpu.CpuBatch(env, n, code, max_steps), EmulatedBatch(build(env_name), env, n, code, max_steps)
+    rng = np.random.default_rng(len(env_name) + code)
+    seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
+    ref.reset(seeds, None)
+    emu.reset(seeds, None)
+    ended = 0
+    for t in range(12):
+        actions = rng.integers(0, env.num_actions, (n, env.num_agents))
+        ref.step(actions)
+        emu.step(actions, kernel)
+        for name in ("obs", "rewards", "terminated", "truncated", "episode_return", "episode_length"):
+            np.testing.assert_array_equal(getattr(emu, name), getattr(ref, name), err_msg=f"{name} at step {t}")
+        done = ref.terminated | ref.truncated
+        np.testing.assert_array_equal(emu.done, done)
+        np.testing.assert_array_equal(emu.episode_stats[:, :len(env.stat_names)], ref.episode_stats)
+        if mode == "SameStep":
+            np.testing.assert_array_equal(emu.final_obs[done], ref.final_obs[done])
+        np.testing.assert_array_equal(emu.slots[:n * emu.state_size].reshape(n, -1), ref.slots[:, :emu.state_size],
+                                      err_msg=f"states at step {t}")
+        ended += int(done.sum())
+        if mode == "Disabled" and done.any():
+            mask = done & (rng.random(n) < 0.7)
+            mask[t] = True  # and an env that may still be running
+            ref.reset(None, mask)
+            emu.reset(None, mask)
+            np.testing.assert_array_equal(emu.obs, ref.obs)
+    assert emu.error[0] == NO_ERROR
+    assert ended > 0
+
+
+@pytest.mark.parametrize("staged", [False, True])
+@pytest.mark.parametrize("env_name", ["cartpole_float32", "random_walk"])
+def test_emulated_fused_rollout_equals_random_actions_and_steps(build, env_name, staged):
+    path, defines, max_steps = ENVS[env_name]
+    env = cpu.load(path, tuple(sorted(defines.items())))
+    n, key, lib = 300, 0x5EED, build(env_name)
+    fused, eager = (EmulatedBatch(lib, env, n, 0, max_steps) for _ in range(2))
+    seeds = np.arange(n, dtype=np.uint64) + 11
+    fused.reset(seeds, None)
+    eager.reset(seeds, None)
+    fused.rollout(12, key, 0, staged)
+    fused.rollout(12, key, 12, staged)  # continues the random stream
+    drawn, ended = [], 0
+    for t in range(24):
+        drawn.append(eager.random_actions(key, t))
+        eager.step(drawn[-1], "staged" if staged else "plain1")
+        ended += int(eager.done.sum())
+    for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length"):
+        np.testing.assert_array_equal(getattr(fused, name), getattr(eager, name), err_msg=name)
+    drawn = np.array(drawn)
+    k = env.num_actions
+    np.testing.assert_allclose(np.bincount(drawn.ravel(), minlength=k) / drawn.size, 1 / k, atol=0.03)
+    assert ended > 0, "the rollout must include episode ends and resets"
