@@ -31,6 +31,10 @@ def test_float32_is_opt_in_and_checked():
     assert small.single_observation_space == default.single_observation_space
     with pytest.raises(ValueError, match=r"float32=2 .* out of range \[0, 1\]"):
         fastvec.make_vec("CartPole", 2, float32=2)
+    as_bool = fastvec.make_vec("CartPole", 2, float32=True)  # a switch may be written as a bool
+    assert as_bool.unwrapped.batch.slots.shape == small.unwrapped.batch.slots.shape
+    with pytest.raises(TypeError, match="must be an int"):
+        fastvec.make_vec("CartPole", 2, float32=0.5)
 
 
 def test_float32_tracks_float64_over_the_first_steps():

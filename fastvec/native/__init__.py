@@ -88,7 +88,9 @@ def resolve_defines(name: str, params: dict) -> dict[str, int]:
     defines = {}
     for key, spec in info.params.items():
         value = params.get(key, spec.default)
-        if isinstance(value, bool) or not isinstance(value, (int,)) and not hasattr(value, "__index__"):
+        if isinstance(value, bool):  # a 0/1 switch written as True/False (float32=True, `float32 = true` in TOML)
+            value = int(value)
+        if not isinstance(value, (int,)) and not hasattr(value, "__index__"):
             raise TypeError(f"{key}={value!r} for {name!r} must be an int in [{spec.low}, {spec.high}]")
         value = int(value)
         if not spec.low <= value <= spec.high:

@@ -17,6 +17,8 @@
  * Optional: #define OBS_T unsigned char (default float). #define SIMD_STEP 1 where env_step is
  * straight-line code (no branches and no calls; selects, `|` rather than `||`, and loops of fixed
  * length are fine): the CPU backend then runs it across envs in vector instructions (cartpole.h).
+ * #define STEP_USES_RNG 0 where env_step never draws from rng (only env_reset does): the GPU step then
+ * reads an env's RNG state only when that env may reset (batch_gpu.h; cartpole.h).
  * Truncation, episode returns, autoreset and seeding are the backends' job, never the env's.
  */
 #ifndef FASTVEC_H
