@@ -35,18 +35,21 @@ def plot_throughput(name: str, data: dict, out: Path) -> bool:
                       if k not in NOT_THROUGHPUT and isinstance(v, (int, float)) and not isinstance(v, bool)})
     if not rows or not columns:
         return False
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for column in columns:
-        points = sorted((r["num_envs"], r[column]) for r in rows if isinstance(r.get(column), (int, float)))
-        if points:
-            ax.plot(*zip(*points), marker="o", label=column)
+    series = {column: sorted((r["num_envs"], r[column]) for r in rows if isinstance(r.get(column), (int, float)))
+              for column in columns}
+    series = {c: pts for c, pts in series.items() if len(pts) >= 2}  # one-size comparisons stay in the tables
+    if not series:
+        return False
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for column, points in series.items():
+        ax.plot(*zip(*points), marker="o", label=column)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("number of envs")
     ax.set_ylabel("env steps per second")
     ax.set_title(f"{name}\n{subtitle(data)}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
