@@ -40,10 +40,7 @@ def fastvec_config(env: str, overrides: dict):
         section, name = key.split(".")
         sections.setdefault(section, {})[name] = value
     sections.setdefault("train", {})["device"] = "cuda"
-    precision = sections["train"].pop("precision", "fp32")  # not a config key yet: the trainer reads it if set
-    config = load_config(env, sections)
-    config["train"]["precision"] = precision
-    return config
+    return load_config(env, sections)
 
 
 def fastvec_trainer(config):

@@ -48,6 +48,7 @@ def test_values_parse_as_toml():
     ({"train": {"horizon": 64, "bptt_horizon": 48}}, "bptt_horizon=48"),
     ({"env": {"frameskip": 4}}, "frameskip"),  # cartpole has no frameskip
     ({"policy": {"kind": "lstm"}}, "policy.kind='lstm'"),
+    ({"train": {"precision": "fp16"}}, "train.precision='fp16': use fp32, tf32 or bf16"),
 ])
 def test_config_errors_name_the_problem(overrides, message):
     with pytest.raises(ConfigError, match=None) as err:

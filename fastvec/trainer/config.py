@@ -150,6 +150,8 @@ def validate(config: dict) -> None:
         (train["device"] in ("auto", "cpu", "cuda"), f"train.device={train['device']!r}: use cpu, cuda or auto"),
         (train["gpus"] >= 1, f"train.gpus={train['gpus']} must be >= 1"),
         (train["optimizer"] in ("adam", "muon"), f"train.optimizer={train['optimizer']!r}: use adam or muon"),
+        (train["precision"] in ("fp32", "tf32", "bf16"),
+         f"train.precision={train['precision']!r}: use fp32, tf32 or bf16"),
         (policy["kind"] in ("mingru", "mlp"), f"policy.kind={policy['kind']!r}: use mingru or mlp"),
         (policy["hidden"] >= 1 and policy["layers"] >= 1, "policy.hidden and policy.layers must be >= 1"),
         (train["horizon"] >= 1, "train.horizon must be >= 1"),
