@@ -552,3 +552,77 @@ def test_train_gpus_2_trains_cartpole_with_ranks_in_step(tmp_path, capsys):
     assert summary["params_drift"] == 0.0
     meta, state = checkpoint.load(checkpoint.latest(tmp_path / "run"))
     assert state["counters"]["update"] == 6
+
+
+UPDATE_RANK = """
+import sys, numpy as np
+from fastvec.trainer import distributed as d, run
+from fastvec.trainer.config import load_config
+from fastvec.trainer.cuda import device, nccl
+launch = d.discover()
+d.select_gpu(launch.local_rank)
+device.init()
+comm = nccl.Communicator(d.exchange_unique_id(launch, nccl.get_unique_id, timeout=60), launch.world_size, launch.rank)
+d._ACTIVE = d.ProcessGroup(launch, comm)
+config = load_config("cartpole", {"env": {"num_envs": 64}, "policy": {"hidden": 32, "layers": 2}, "train": {
+    "device": "cuda", "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64 * 16, "update_epochs": 2,
+    "optimizer": "muon", "learning_rate": 0.01, "precision": sys.argv[2]}})
+trainer = run.make_trainer(config)
+trainer.rollout()
+names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
+data = {name: trainer.arena.get(trainer.cuda, name) for name in names}
+data["last_value"] = trainer.last_values()
+data["params_before"] = trainer.arena.get(trainer.cuda, "params")
+trainer.update(num_updates=10)
+data["params_after"] = trainer.arena.get(trainer.cuda, "params")
+np.savez(f"{sys.argv[1]}/rank{launch.rank}.npz", **data)
+trainer.close()
+d._ACTIVE = None
+comm.destroy()
+print("ok", launch.rank)
+"""
+
+
+@pytest.mark.gpu
+@two_gpus
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("bf16", 1e-3)])
+def test_two_gpus_update_equals_one_gpu_on_the_same_global_batch(tmp_path, monkeypatch, precision, tol):
+    """Two ranks (64 envs each) each collect a rollout and run one update (2 epochs of one minibatch each,
+    gradients averaged by NCCL, advantages normalised with the global moments); one GPU runs the same update
+    on the two rollouts side by side (128 envs, a minibatch of both): the weights agree to fp32 rounding
+    (bf16 rounding with bf16 GEMMs). One minibatch per epoch, so both sides' minibatches hold the same samples
+    whatever each side's shuffle."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0")  # bootstrap values in r_y
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, "-c", UPDATE_RANK, str(tmp_path), precision], stdout=subprocess.PIPE,
+                              text=True, env=dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r),
+                                                  MASTER_ADDR="127.0.0.1", MASTER_PORT=port)) for r in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
+    assert np.array_equal(ranks[0]["params_before"], ranks[1]["params_before"])
+    assert np.array_equal(ranks[0]["params_after"], ranks[1]["params_after"])  # one model on both GPUs
+    assert not np.array_equal(ranks[0]["actions"], ranks[1]["actions"])  # two different halves of the batch
+
+    config = load_config("cartpole", {"env": {"num_envs": 128}, "policy": {"hidden": 32, "layers": 2}, "train": {
+        "device": "cuda", "horizon": 16, "bptt_horizon": 8, "minibatch_size": 128 * 16, "update_epochs": 2,
+        "optimizer": "muon", "learning_rate": 0.01, "precision": precision}})
+    one = run.make_trainer(config)
+    one.rollout()  # any data: replaced by the ranks' before the update
+    a, cuda = one.arena, one.cuda
+    assert np.array_equal(a.get(cuda, "params"), ranks[0]["params_before"])  # the same initial weights
+    for name, axis in [("obs", 1), ("starts", 1), ("actions", 1), ("logp", 1), ("values", 1), ("rewards", 1),
+                       ("dones", 1), ("segment_state", 2)]:
+        a.set(cuda, name, np.concatenate([ranks[0][name], ranks[1][name]], axis=axis))
+    r_y = a.get(cuda, "r_y")
+    r_y[:, -1] = np.concatenate([ranks[0]["last_value"], ranks[1]["last_value"]])
+    a.set(cuda, "r_y", r_y)
+    one.update(num_updates=10)
+    got, want = a.get(cuda, "params"), ranks[0]["params_after"]
+    scale = np.abs(want).max()
+    assert np.abs(want - ranks[0]["params_before"]).max() > 10 * tol * scale  # the update moved them: can fail
+    assert np.abs(got - want).max() <= tol * scale, (np.abs(got - want).max(), scale)
+    one.close()
