@@ -140,6 +140,15 @@ def test_run_writes_config_metrics_and_checkpoints(tiny_run):
     assert names == ["update_000002.npz", "update_000003.npz"]
 
 
+def test_a_run_shorter_than_log_interval_still_logs_every_5_percent(tmp_path):
+    """A sub-second run (a GPU run of cartpole.toml) logs at every 5% of its updates, so the last line is the end
+    of training and not the mean of every episode of the run."""
+    config = tiny_config(train={"total_timesteps": 8 * 16 * 40, "log_interval": 1e6, "checkpoint_interval": 1000})
+    run.train(config, tmp_path / "run", dashboard=False)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == list(range(2, 41, 2))
+
+
 def test_checkpoint_round_trip_restores_the_exact_parameters_and_optimizer(tiny_run, tmp_path):
     config, run_dir, summary = tiny_run
     trainer = summary["trainer"]

@@ -138,6 +138,7 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
     tc = config["train"]
     steps_per_update = trainer.horizon * trainer.batch.num_envs * getattr(trainer, "world_size", 1)  # all ranks
     num_updates = math.ceil(tc["total_timesteps"] / steps_per_update)
+    log_every = max(1, num_updates // 20)
     if hasattr(trainer, "warm_up"):  # CUDA: the eager first iteration and the graph captures, as start-up
         startup += trainer.warm_up(num_updates)
     board = Dashboard(f"fastvec-train {env} ({trainer.device}, {trainer.spec.kind} {trainer.spec.hidden}x"
@@ -172,7 +173,9 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                 if league is not None:
                     league.after_update(trainer, final)
                 now = time.perf_counter()
-                if now - last_log >= tc["log_interval"] or final:
+                # every log_interval seconds, and at every 5% of the run: a sub-second GPU run still logs
+                # ~20 times, so its last log shows where training ended rather than the whole run's mean
+                if now - last_log >= tc["log_interval"] or final or trainer.update_index % log_every == 0:
                     elapsed = now - start_time
                     metrics = {"global_step": trainer.global_step, "time": round(elapsed_before + elapsed, 3),
                                "sps": round((trainer.global_step - start_step) / max(elapsed, 1e-9), 1),
