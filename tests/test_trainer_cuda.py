@@ -425,8 +425,9 @@ class FixedOrders:
     {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "1"},
     {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "thread"},
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "1", "precision": "bf16"},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": False, "fused": "0", "two_launch_mlp_backward": True},
 ], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused-warp", "mingru-adam-fused-thread", "mlp-muon-fused-warp",
-        "mlp-muon-fused-thread", "mingru-muon-bf16"])
+        "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward"])
 def test_rollout_and_update_match_reference(variant, monkeypatch):
     """fused: the one-kernel policy step (else GEMMs + kernels), at 24 envs a warp per env, or (thread) a thread
     per env as from FUSED_THREAD_MIN_ENVS envs on; bf16: GEMMs on bfloat16 tensor cores, checked with the bf16 tolerance 2e-2
@@ -434,6 +435,9 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     _cuda_or_skip()
     from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
     monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
+    if variant.get("two_launch_mlp_backward"):  # the large-minibatch form: mlp_backward_kernel + a ones GEMM
+        from fastvec.trainer.cuda import trainer as trainer_module
+        monkeypatch.setattr(trainer_module, "MLP_FUSED_BIAS_MAX_ELEMENTS", 0)
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"])
     config["policy"]["kind"] = variant["kind"]
     config["train"]["precision"] = variant.get("precision", "fp32")
