@@ -107,17 +107,18 @@ def test_mingru_forward_backward_match_reference(gpu, highway):
     out_ref, last_ref, cache = ref.mingru_forward(x, 1 - starts, h0, w, bias, highway)
     dx_ref, dw_ref, db_ref = ref.mingru_backward(dout, cache)
 
-    pre = (x @ w.T).astype(np.float32)  # the GEMM's part; the kernel adds the bias
+    pre = (x @ w.T).astype(np.float32)  # the GEMM's part; the kernels add the bias
     px, ppre, pbias, pstarts, ph0 = dev(x), dev(pre), dev(bias), dev(starts), dev(h0)
     ph, pout, plast = dev.empty((steps, b, h)), dev.empty((steps, b, h)), dev.empty((b, h))
     k.launch("mingru_forward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), px, ppre,
              pbias, pstarts, ph0, ph, pout, plast)
+    assert np.array_equal(dev.get(ppre, (steps, b, w_rows)), pre)  # read only: the backward reads it again
     assert rel_err(dev.get(pout, (steps, b, h)), out_ref) <= F32_TOL
     assert rel_err(dev.get(plast, (b, h)), last_ref) <= F32_TOL
 
     pdout, pdpre, pdx = dev(dout), dev.empty((steps, b, w_rows)), dev.empty((steps, b, h))
     k.launch("mingru_backward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), pdout,
-             px, ppre, pstarts, ph0, ph, pdpre, pdx)
+             px, ppre, pbias, pstarts, ph0, ph, pdpre, pdx)
     dpre = dev.get(pdpre, (steps, b, w_rows)).astype(np.float64)
     dx = dev.get(pdx, (steps, b, h)) + dpre @ w  # the trainer adds dpre @ w with a cuBLAS GEMM
     rows = dpre.reshape(-1, w_rows)
@@ -363,6 +364,48 @@ def test_newton_schulz_and_muon_match_reference(gpu, shape):
     assert rel_err(dev.get(pp, shape), params) <= F32_TOL
 
 
+def test_muon_small_kernel_matches_reference(gpu):
+    """muon_small_kernel (one block per matrix: momentum, Newton-Schulz in shared memory, the scaled update and
+    the matrix's bias's Adam step) against reference.muon_step: wide, tall (Breakout's 192 x 64), tiny and
+    bias-less matrices in one launch, with a clip scale."""
+    cuda, k, _ = gpu
+    from fastvec.trainer.cuda import device
+    from fastvec.trainer.cuda.trainer import MUON_SMALL_DTYPE, SCALARS_DTYPE, muon_small_shared_bytes
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(11)
+    layout = ref.FlatLayout([("a.w", (24, 40)), ("a.b", (24,)), ("b.w", (192, 64)), ("b.b", (192,)),
+                             ("c.w", (3, 16)), ("c.b", (3,)), ("d.w", (5, 7))])
+    p = layout.size
+    params = rng.standard_normal(p).astype(np.float32)
+    grads = rng.standard_normal(p).astype(np.float32)
+    m = (rng.standard_normal(p) * 0.1).astype(np.float32)
+    v = (rng.random(p) * 0.01).astype(np.float32)
+    matrices = [name for name, shape in layout.table if len(shape) == 2]
+    table = np.zeros(len(matrices), MUON_SMALL_DTYPE)
+    for row, name in zip(table, matrices):
+        shape, bias = layout.offsets[name][1], name[:-2] + ".b"
+        row["offset"], (row["rows"], row["cols"]), row["scale"] = layout.offsets[name][0], shape, \
+            ref.muon_update_scale(shape)
+        row["bias_offset"], row["bias_count"] = (layout.offsets[bias][0], layout.offsets[bias][1][0]) \
+            if bias in layout.offsets else (-1, 0)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["lr"], scalars["clip_scale"] = 0.02, 0.7
+    scalars["bias_correction1"], scalars["bias_correction2"] = 1 - 0.9, 1 - 0.999
+    pp, pg, pm, pv = dev(params), dev(grads), dev(m), dev(v)
+    shared = max(muon_small_shared_bytes(layout.offsets[name][1]) for name in matrices)
+    k.function("muon_small_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+    k.launch_shared("muon_small_kernel", len(matrices) * device.REDUCE_THREADS, device.REDUCE_THREADS, shared,
+                    dev(np.frombuffer(table.tobytes(), np.uint8)), pp, pg, pm, pv,
+                    dev(np.frombuffer(scalars.tobytes(), np.uint8)), np.float32(0.95),
+                    *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5), np.float32(0.9), np.float32(0.999),
+                    np.float32(0.1), np.float32(0.001), np.float32(1e-8))
+    views = [layout.views(x) for x in (params, grads * np.float32(0.7), m, v)]
+    ref.muon_step(*views, set(matrices), 1, 0.02, 0.95, 0.9, 0.999, 1e-8)
+    assert rel_err(dev.get(pm, (p,)), m) <= F32_TOL
+    assert rel_err(dev.get(pv, (p,)), v) <= F32_TOL
+    assert rel_err(dev.get(pp, (p,)), params) <= F32_TOL
+
+
 # ------------------------------------------------------------------------------------------------
 # The whole trainer
 
@@ -426,8 +469,9 @@ class FixedOrders:
     {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "thread"},
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "1", "precision": "bf16"},
     {"kind": "mlp", "optimizer": "adam", "vtrace": False, "fused": "0", "two_launch_mlp_backward": True},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0", "muon_gemm_chains": True},
 ], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused-warp", "mingru-adam-fused-thread", "mlp-muon-fused-warp",
-        "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward"])
+        "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward", "mingru-muon-gemm-chains"])
 def test_rollout_and_update_match_reference(variant, monkeypatch):
     """fused: the one-kernel policy step (else GEMMs + kernels), at 24 envs a warp per env, or (thread) a thread
     per env as from FUSED_THREAD_MIN_ENVS envs on; bf16: GEMMs on bfloat16 tensor cores, checked with the bf16 tolerance 2e-2
@@ -438,6 +482,9 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     if variant.get("two_launch_mlp_backward"):  # the large-minibatch form: mlp_backward_kernel + a ones GEMM
         from fastvec.trainer.cuda import trainer as trainer_module
         monkeypatch.setattr(trainer_module, "MLP_FUSED_BIAS_MAX_ELEMENTS", 0)
+    if variant.get("muon_gemm_chains"):  # Muon as larger matrices take it: GEMM chains on streams of their own
+        from fastvec.trainer.cuda import trainer as trainer_module
+        monkeypatch.setattr(trainer_module, "MUON_SMALL_SHARED_LIMIT", 0)
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"])
     config["policy"]["kind"] = variant["kind"]
     config["train"]["precision"] = variant.get("precision", "fp32")

@@ -42,6 +42,8 @@ typedef struct {
 
 #define REDUCE_THREADS 1024
 #define MAX_ACTIONS 64
+#define GATHER_THREADS 256  /* gather_minibatch_kernel's block size: device.THREADS */
+#define SCAN_CHUNK 4  /* MinGRU kernels: steps whose loads are issued together */
 
 /* ------------------------------------------------------------------------------------------------
  * Activations, as in reference.py (the tanh form of the sigmoid, like the reference). */
@@ -125,74 +127,142 @@ __global__ void add_bias_kernel(float* y, const float* bias, long long rows, int
 
 /* mingru_forward: one MinGRU layer over K steps for B sequences, one thread per (b, j), walking
  * time in order (the reference scans in parallel; the recurrence is the same).
- * x (K, B, H) layer input; pre (K, B, W) = x @ w.T, to which this adds the bias in place (the
- * backward reads it); starts (K, B): 1 where step t begins an episode (incoming state zeroed);
+ * x (K, B, H) layer input; pre (K, B, W) = x @ w.T (without the bias, which this adds; the backward
+ * adds it again rather than this kernel storing it: a third of the traffic less);
+ * starts (K, B): 1 where step t begins an episode (incoming state zeroed);
  * h0 (B, H) state before step 0; h (K, B, H) states (kept for the backward); out (K, B, H);
- * h_last (B, H) the state after step K-1 (may be h0: each thread reads before it writes). */
-__global__ void mingru_forward_kernel(int K, int B, int H, int highway, const float* x, float* pre,
-                                      const float* bias, const float* starts, const float* h0,
-                                      float* h, float* out, float* h_last) {
+ * h_last (B, H) the state after step K-1 (may be h0: each thread reads before it writes).
+ * A step's loads do not depend on the state, so SCAN_CHUNK steps' loads are issued before their math:
+ * the scan is latency-bound otherwise (~1 us a step at Breakout's minibatch). */
+__global__ void mingru_forward_kernel(int K, int B, int H, int highway, const float* __restrict__ x,
+                                      const float* __restrict__ pre, const float* __restrict__ bias,
+                                      const float* __restrict__ starts, const float* h0,
+                                      float* __restrict__ h, float* __restrict__ out, float* h_last) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * H) return;
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
+    float bz = bias[j], bc = bias[H + j], bs = highway ? bias[2 * H + j] : 0.0f;
     float state = h0[i];
-    for (int t = 0; t < K; t++) {
-        long long row = (long long)t * B + b;
-        float* p = pre + row * W;
-        float zp = p[j] + bias[j], cp = p[H + j] + bias[H + j];
-        p[j] = zp;
-        p[H + j] = cp;
-        float z = sigmoidf_ref(zp), c = mingru_g(cp);
-        float decay = (1.0f - z) * (1.0f - starts[row]);
-        state = decay * state + z * c;
-        h[row * H + j] = state;
-        float o = state;
-        if (highway) {
-            float sp = p[2 * H + j] + bias[2 * H + j];
-            p[2 * H + j] = sp;
-            float s = sigmoidf_ref(sp);
-            o = s * state + (1.0f - s) * x[row * H + j];
+    int step_w = B * W, step_h = B * H;  /* one time step further in pre, and in x, h, out */
+    const float* pre_t = pre + (long long)b * W + j;  /* at step t0 */
+    const float* x_t = x + i;
+    const float* starts_t = starts + b;
+    float* h_t = h + i;
+    float* out_t = out + i;
+    for (int t0 = 0; t0 < K; t0 += SCAN_CHUNK) {
+        int steps = min(SCAN_CHUNK, K - t0);
+        float zp[SCAN_CHUNK], cp[SCAN_CHUNK], sp[SCAN_CHUNK], xv[SCAN_CHUNK], keep[SCAN_CHUNK];
+#pragma unroll
+        for (int u = 0; u < SCAN_CHUNK; u++) {
+            if (u < steps) {
+                const float* p = pre_t + u * step_w;
+                zp[u] = p[0] + bz;
+                cp[u] = p[H] + bc;
+                keep[u] = 1.0f - starts_t[u * B];
+                if (highway) {
+                    sp[u] = p[2 * H] + bs;
+                    xv[u] = x_t[u * step_h];
+                }
+            }
         }
-        out[row * H + j] = o;
+#pragma unroll
+        for (int u = 0; u < SCAN_CHUNK; u++) {
+            if (u < steps) {
+                float z = sigmoidf_ref(zp[u]), c = mingru_g(cp[u]);
+                float decay = (1.0f - z) * keep[u];
+                state = decay * state + z * c;
+                h_t[u * step_h] = state;
+                float o = state;
+                if (highway) {
+                    float s = sigmoidf_ref(sp[u]);
+                    o = s * state + (1.0f - s) * xv[u];
+                }
+                out_t[u * step_h] = o;
+            }
+        }
+        pre_t += SCAN_CHUNK * step_w;
+        x_t += SCAN_CHUNK * step_h;
+        h_t += SCAN_CHUNK * step_h;
+        out_t += SCAN_CHUNK * step_h;
+        starts_t += SCAN_CHUNK * B;
     }
     h_last[i] = state;
 }
 
 /* mingru_backward: dout (K, B, H) -> dpre (K, B, W) and the element-wise part of dx (K, B, H)
- * (the highway's (1 - s) * dout; the caller adds dpre @ w with a GEMM). Reverse time per (b, j):
- * the total gradient into h_t is dh_t + decay_{t+1} * (that of h_{t+1}). No gradient into h0. */
-__global__ void mingru_backward_kernel(int K, int B, int H, int highway, const float* dout,
-                                       const float* x, const float* pre, const float* starts,
-                                       const float* h0, const float* h, float* dpre, float* dx) {
+ * (the highway's (1 - s) * dout; the caller adds dpre @ w with a GEMM). pre and bias as the forward's.
+ * Reverse time per (b, j): the total gradient into h_t is dh_t + decay_{t+1} * (that of h_{t+1}).
+ * No gradient into h0. Loads are issued SCAN_CHUNK steps at a time, as in the forward. */
+__global__ void mingru_backward_kernel(int K, int B, int H, int highway, const float* __restrict__ dout,
+                                       const float* __restrict__ x, const float* __restrict__ pre,
+                                       const float* __restrict__ bias, const float* __restrict__ starts,
+                                       const float* __restrict__ h0, const float* __restrict__ h,
+                                       float* __restrict__ dpre, float* __restrict__ dx) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * H) return;
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
+    float bz = bias[j], bc = bias[H + j], bs = highway ? bias[2 * H + j] : 0.0f;
     float dh_total = 0.0f, next_decay = 0.0f;
-    for (int t = K - 1; t >= 0; t--) {
-        long long row = (long long)t * B + b;
-        const float* p = pre + row * W;
-        float* dp = dpre + row * W;
-        float zp = p[j], cp = p[H + j];
-        float z = sigmoidf_ref(zp), c = mingru_g(cp);
-        float keep = 1.0f - starts[row];
-        float hv = h[row * H + j];
-        float h_prev = t > 0 ? h[(row - B) * H + j] : h0[i];
-        float d = dout[row * H + j], dh;
-        if (highway) {
-            float s = sigmoidf_ref(p[2 * H + j]);
-            dh = d * s;
-            dp[2 * H + j] = d * (hv - x[row * H + j]) * s * (1.0f - s);
-            dx[row * H + j] = d * (1.0f - s);
-        } else {
-            dh = d;
-            dx[row * H + j] = 0.0f;
+    int step_w = B * W, step_h = B * H;  /* one time step earlier in pre/dpre, and in x, h, dout, dx */
+    long long last = (long long)(K - 1) * B + b;  /* the row of step K - 1 */
+    const float* pre_t = pre + last * W + j;  /* at step t1 */
+    float* dpre_t = dpre + last * W + j;
+    const float* x_t = x + last * H + j;
+    const float* h_t = h + last * H + j;
+    const float* dout_t = dout + last * H + j;
+    float* dx_t = dx + last * H + j;
+    const float* starts_t = starts + last;
+    for (int t1 = K - 1; t1 >= 0; t1 -= SCAN_CHUNK) {
+        int steps = min(SCAN_CHUNK, t1 + 1);
+        float zp[SCAN_CHUNK], cp[SCAN_CHUNK], sp[SCAN_CHUNK], xv[SCAN_CHUNK], keep[SCAN_CHUNK];
+        float hv[SCAN_CHUNK], d[SCAN_CHUNK];  /* hv[u]: h at step t1 - u */
+#pragma unroll
+        for (int u = 0; u < SCAN_CHUNK; u++) {
+            if (u < steps) {
+                const float* p = pre_t - u * step_w;
+                zp[u] = p[0] + bz;
+                cp[u] = p[H] + bc;
+                keep[u] = 1.0f - starts_t[-u * B];
+                hv[u] = h_t[-u * step_h];
+                d[u] = dout_t[-u * step_h];
+                if (highway) {
+                    sp[u] = p[2 * H] + bs;
+                    xv[u] = x_t[-u * step_h];
+                }
+            }
         }
-        dh_total = dh + next_decay * dh_total;
-        float ddecay = dh_total * h_prev;
-        float dz = dh_total * c - ddecay * keep;
-        dp[j] = dz * z * (1.0f - z);
-        dp[H + j] = dh_total * z * mingru_g_grad(cp);
-        next_decay = (1.0f - z) * keep;
+        float h_before = t1 >= steps ? h_t[-steps * step_h] : h0[i];  /* the state before the chunk */
+#pragma unroll
+        for (int u = 0; u < SCAN_CHUNK; u++) {
+            if (u < steps) {
+                float h_prev = u + 1 < steps ? hv[u + 1] : h_before;
+                float* dp = dpre_t - u * step_w;
+                float z = sigmoidf_ref(zp[u]), c = mingru_g(cp[u]);
+                float dh;
+                if (highway) {
+                    float s = sigmoidf_ref(sp[u]);
+                    dh = d[u] * s;
+                    dp[2 * H] = d[u] * (hv[u] - xv[u]) * s * (1.0f - s);
+                    dx_t[-u * step_h] = d[u] * (1.0f - s);
+                } else {
+                    dh = d[u];
+                    dx_t[-u * step_h] = 0.0f;
+                }
+                dh_total = dh + next_decay * dh_total;
+                float ddecay = dh_total * h_prev;
+                float dz = dh_total * c - ddecay * keep[u];
+                dp[0] = dz * z * (1.0f - z);
+                dp[H] = dh_total * z * mingru_g_grad(cp[u]);
+                next_decay = (1.0f - z) * keep[u];
+            }
+        }
+        pre_t -= SCAN_CHUNK * step_w;
+        dpre_t -= SCAN_CHUNK * step_w;
+        x_t -= SCAN_CHUNK * step_h;
+        h_t -= SCAN_CHUNK * step_h;
+        dout_t -= SCAN_CHUNK * step_h;
+        dx_t -= SCAN_CHUNK * step_h;
+        starts_t -= SCAN_CHUNK * B;
     }
 }
 
@@ -390,14 +460,15 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
                                         float* mb_returns, int* mb_src, double* partial, unsigned int* counter,
                                         float* adv_moments) {
     __shared__ double scratch_d[32];
+    __shared__ long long block_src[GATHER_THREADS];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     double a = 0.0;
+    long long src = 0;
     if (i < K * Bm) {
         int k = i / Bm, c = i % Bm;
         int q = perm[first + c];
         int s = q / R, r = q % R;
-        long long src = (long long)(s * K + k) * R + r;
-        for (int o = 0; o < O; o++) mb_obs[(long long)i * O + o] = obs[src * O + o];
+        src = (long long)(s * K + k) * R + r;
         mb_starts[i] = starts[src];
         mb_actions[i] = actions[src];
         mb_logp[i] = logp[src];
@@ -407,6 +478,16 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
         mb_returns[i] = returns[src];
         mb_src[i] = (int)src;
         a = v;
+    }
+    /* The block's obs rows, copied by the whole block element by element: a thread per row walking its
+     * row made each warp access touch 32 rows' cache lines (~10x slower at Breakout's O = 118). */
+    block_src[threadIdx.x] = src;
+    __syncthreads();
+    long long row0 = (long long)blockIdx.x * blockDim.x;
+    int rows_here = (int)min((long long)blockDim.x, (long long)K * Bm - row0);
+    for (int e = threadIdx.x; e < rows_here * O; e += blockDim.x) {
+        int row = e / O, o = e - row * O;
+        mb_obs[(row0 + row) * O + o] = obs[block_src[row] * O + o];
     }
     if (!adv_moments) return;
     double sum = block_sum_d(a, scratch_d), squares = block_sum_d(a * a, scratch_d);
@@ -621,11 +702,9 @@ __global__ void grad_norm_kernel(long long n, const float* x, float* partial, un
 
 /* adam_step over n elements of a flat buffer (the gradient scaled by the clip scale first), in the
  * reference's float32 operation order. one_minus_beta1/2 are (1 - beta) rounded to float32. */
-__global__ void adam_kernel(long long n, float* params, const float* grads, float* m, float* v,
-                            const TrainScalars* scalars, float beta1, float beta2, float one_minus_beta1,
-                            float one_minus_beta2, float eps) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+__device__ __forceinline__ void adam_element(long long i, float* params, const float* grads, float* m, float* v,
+                                             const TrainScalars* scalars, float beta1, float beta2,
+                                             float one_minus_beta1, float one_minus_beta2, float eps) {
     float g = grads[i] * scalars->clip_scale;
     float mi = m[i] * beta1 + one_minus_beta1 * g;
     float vi = v[i] * beta2 + one_minus_beta2 * g * g;
@@ -636,15 +715,26 @@ __global__ void adam_kernel(long long n, float* params, const float* grads, floa
     params[i] -= lr * m_hat / (sqrtf(v_hat) + eps);
 }
 
-/* muon_step, part 1 for one matrix: Nesterov momentum m = mu m + g; u = g + mu m. */
-__global__ void muon_momentum_kernel(long long n, const float* grads, float* m, float* u,
-                                     const TrainScalars* scalars, float momentum) {
+__global__ void adam_kernel(long long n, float* params, const float* grads, float* m, float* v,
+                            const TrainScalars* scalars, float beta1, float beta2, float one_minus_beta1,
+                            float one_minus_beta2, float eps) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i < n) adam_element(i, params, grads, m, v, scalars, beta1, beta2, one_minus_beta1, one_minus_beta2, eps);
+}
+
+/* muon_step, part 1 for one matrix: Nesterov momentum m = mu m + g; returns u = g + mu m. */
+__device__ __forceinline__ float muon_momentum_element(long long i, const float* grads, float* m,
+                                                       const TrainScalars* scalars, float momentum) {
     float g = grads[i] * scalars->clip_scale;
     float mi = m[i] * momentum + g;
     m[i] = mi;
-    u[i] = g + momentum * mi;
+    return g + momentum * mi;
+}
+
+__global__ void muon_momentum_kernel(long long n, const float* grads, float* m, float* u,
+                                     const TrainScalars* scalars, float momentum) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) u[i] = muon_momentum_element(i, grads, m, scalars, momentum);
 }
 
 /* newton_schulz, first line: x = u / (||u||_F + 1e-7). One block. */
@@ -656,12 +746,126 @@ __global__ void frobenius_normalize_kernel(long long n, const float* u, float* x
     for (long long i = threadIdx.x; i < n; i += blockDim.x) x[i] = u[i] / denom;
 }
 
+/* A Newton-Schulz step's polynomial, first part: poly (r, r) = b * gram + a * I; a GEMM then adds
+ * c * gram @ gram, and X <- poly @ X is the reference's a X + (b G + c G G) X in three GEMMs and no copies. */
+__global__ void ns_poly_init_kernel(int r, const float* gram, float* poly, float a, float b) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < r * r) poly[i] = b * gram[i] + (i / r == i % r ? a : 0.0f);
+}
+
 /* muon_step, last part: params -= (lr * scale) * update, lr * scale rounded to float32 as in the
  * reference (a Python float times a float32 array). */
 __global__ void muon_apply_kernel(long long n, float* params, const float* update, const TrainScalars* scalars,
                                   double scale) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) params[i] -= (float)(scalars->lr * scale) * update[i];
+}
+
+/* One weight matrix for muon_small_kernel (trainer.py's MUON_SMALL_DTYPE, field for field). */
+struct MuonMatrix {
+    long long offset;       /* of the (rows, cols) matrix in the flat parameters */
+    long long bias_offset;  /* of its bias (Adam), or -1 */
+    int rows, cols, bias_count, pad;
+    double scale;           /* muon_update_scale(shape) */
+};
+
+/* out (M, N) = alpha * A (M, K) B (K, N) + beta * C + diag * I, all in shared memory, with
+ * A(i, k) = A[i * a_i + k * a_k], B(k, j) = B[k * b_k + j * b_j], C and out row-major (ldc, ld_out).
+ * Each thread computes a 4x4 tile, rows 4q..4q+3 and columns g, g + Gn, g + 2Gn, g + 3Gn (Gn = ceil(N / 4)),
+ * so that a warp's lanes read consecutive columns of B (distinct banks) and share A's rows (broadcast). */
+__device__ void smem_matmul(int M, int N, int K, const float* A, int a_i, int a_k, const float* B, int b_k, int b_j,
+                            float* out, int ld_out, float alpha, const float* C, int ldc, float beta, float diag) {
+    int Gn = (N + 3) / 4, Qm = (M + 3) / 4;
+    for (int item = threadIdx.x; item < Qm * Gn; item += blockDim.x) {
+        int q = item / Gn, g = item - q * Gn;
+        float acc[4][4] = {};
+        int rows[4], cols[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            rows[u] = min(4 * q + u, M - 1);  /* clamped: the extra rows and columns are computed, not stored */
+            cols[u] = min(g + u * Gn, N - 1);
+        }
+        for (int k = 0; k < K; k++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                a[u] = A[rows[u] * a_i + k * a_k];
+                b[u] = B[k * b_k + cols[u] * b_j];
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+#pragma unroll
+                for (int v = 0; v < 4; v++) acc[u][v] = fmaf(a[u], b[v], acc[u][v]);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) {
+                int i = 4 * q + u, j = g + v * Gn;
+                if (i < M && j < N) {
+                    float r = alpha * acc[u][v];
+                    if (C) r += beta * C[i * ldc + j];
+                    if (i == j) r += diag;
+                    out[i * ld_out + j] = r;
+                }
+            }
+    }
+}
+
+/* Muon's whole step for small matrices, one block (REDUCE_THREADS) per matrix of `table`: momentum,
+ * Frobenius normalisation, `steps` Newton-Schulz iterations X <- (a I + b G + c G G) X with G = X X^T on
+ * the wide orientation (r = min(rows, cols) rows, stored with an odd stride c + 1 against bank
+ * conflicts), the scaled update, and the matrix's bias's Adam step. The GEMM form (record_newton_schulz)
+ * is a chain of ~25 dependent launches of tiny GEMMs (~9 us each on an H200); this is one launch.
+ * Dynamic shared memory: (2 r (c + 1) + 2 r r) floats of the largest matrix. m, v: the optimizer state
+ * (Muon momentum at a matrix's offset, Adam's m and v at a bias's). */
+__global__ void __launch_bounds__(REDUCE_THREADS, 1) muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, float* m, float* v,
+                                  const TrainScalars* scalars, float momentum, float ns_a, float ns_b, float ns_c,
+                                  int steps, float beta1, float beta2, float one_minus_beta1,
+                                  float one_minus_beta2, float eps) {
+    extern __shared__ float smem[];
+    __shared__ float scratch[32];
+    MuonMatrix mat = table[blockIdx.x];
+    int rows = mat.rows, cols = mat.cols, count = rows * cols;
+    bool tall = rows > cols;
+    int r = tall ? cols : rows, c = tall ? rows : cols, ld = c + 1;
+    float* x = smem;                /* (r, ld) the iterate, wide orientation */
+    float* xn = x + r * ld;         /* (r, ld) the next iterate */
+    float* gram = xn + r * ld;      /* (r, r) */
+    float* poly = gram + r * r;     /* (r, r) */
+    float squares = 0.0f;
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {  /* frobenius_normalize_kernel's order */
+        float u = muon_momentum_element(mat.offset + e, grads, m, scalars, momentum);
+        int row = e / cols, col = e - row * cols;
+        x[tall ? col * ld + row : row * ld + col] = u;
+        squares += u * u;
+    }
+    float denom = sqrtf(block_sum(squares, scratch)) + 1e-7f;
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
+        int row = e / cols, col = e - row * cols;
+        int at = tall ? col * ld + row : row * ld + col;
+        x[at] = x[at] / denom;
+    }
+    __syncthreads();
+    for (int step = 0; step < steps; step++) {
+        smem_matmul(r, r, c, x, ld, 1, x, 1, ld, gram, r, 1.0f, nullptr, 0, 0.0f, 0.0f);  /* G = X X^T */
+        __syncthreads();
+        smem_matmul(r, r, r, gram, r, 1, gram, r, 1, poly, r, ns_c, gram, r, ns_b, ns_a);  /* a I + b G + c G G */
+        __syncthreads();
+        smem_matmul(r, c, r, poly, r, 1, x, ld, 1, xn, ld, 1.0f, nullptr, 0, 0.0f, 0.0f);  /* X <- P X */
+        __syncthreads();
+        float* t = x;
+        x = xn;
+        xn = t;
+    }
+    float lr_scale = (float)(scalars->lr * mat.scale);
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
+        int row = e / cols, col = e - row * cols;
+        params[mat.offset + e] -= lr_scale * x[tall ? col * ld + row : row * ld + col];
+    }
+    for (int e = threadIdx.x; e < mat.bias_count; e += blockDim.x)
+        adam_element(mat.bias_offset + e, params, grads, m, v, scalars, beta1, beta2, one_minus_beta1,
+                     one_minus_beta2, eps);
 }
 
 /* ------------------------------------------------------------------------------------------------

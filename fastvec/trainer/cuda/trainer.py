@@ -42,7 +42,11 @@ BIAS_GRAD_BLOCKS = 128  # the most blocks of bias_grad_kernel (fixed per config,
 # with it, 174M before it).
 MLP_FUSED_BIAS_MAX_ELEMENTS = 1 << 21
 CUBLAS_WORKSPACE = 32 << 20
+NS_CUBLAS_WORKSPACE = 4 << 20  # each Muon branch's cuBLAS workspace (its GEMMs are at most hidden x 3 hidden)
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
+# Matrices whose Newton-Schulz fits a block's shared memory (hidden 64: up to 192 x 64) take Muon's step in one
+# muon_small_kernel launch; larger ones a chain of GEMMs on a stream of their own. Tests set 0 to force the chains.
+MUON_SMALL_SHARED_LIMIT = SHARED_LIMIT - 1024
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
 FUSED_WARP_BLOCK = 256  # the warp-per-env rollout kernel: 8 envs per block
 # From here on a thread per env (a launch a step) beats a warp per env (one launch): rollout graph on the H200,
@@ -105,8 +109,8 @@ def record_newton_schulz(k, blas, u: int, bufs: list[int], gram: int, poly: int,
     """reference.newton_schulz of the (rows, cols) matrix at u, enqueued on k's stream; bufs: two scratch
     (rows * cols) buffers, gram and poly (r, r) with r = min(rows, cols). Returns the buffer holding the
     result, stored (rows, cols). A tall matrix iterates on its transpose implicitly: G = U^T U and
-    U <- a U + U P^T, which is the reference's X <- a X + P X with X = U^T."""
-    cuda = device.init()
+    U <- U P^T, which is the reference's X <- a X + (b G + c G G) X with X = U^T, as X <- P X with
+    P = a I + b G + c G G (the same polynomial, without copying X or G for GEMMs that accumulate)."""
     rows, cols = shape
     count = rows * cols
     ca, cb, cc = ref.NS_COEFFS
@@ -120,15 +124,39 @@ def record_newton_schulz(k, blas, u: int, bufs: list[int], gram: int, poly: int,
             blas.matmul(gram, x, x, r, r, rows, trans_a=True)
         else:
             blas.matmul(gram, x, x, r, r, cols, trans_b=True)
-        cuda.memcpy_dtod_async(poly, gram, r * r * 4, k.stream)
-        blas.matmul(poly, gram, gram, r, r, r, alpha=cc, beta=cb)  # P = b G + c G G
-        cuda.memcpy_dtod_async(xn, x, count * 4, k.stream)
+        k.launch("ns_poly_init_kernel", r * r, np.int32(r), gram, poly, np.float32(ca), np.float32(cb))
+        blas.matmul(poly, gram, gram, r, r, r, alpha=cc, beta=1.0)  # P = a I + b G + c G G
         if tall:
-            blas.matmul(xn, x, poly, rows, cols, cols, trans_b=True, beta=ca)
+            blas.matmul(xn, x, poly, rows, cols, cols, trans_b=True)
         else:
-            blas.matmul(xn, poly, x, rows, cols, rows, beta=ca)
+            blas.matmul(xn, poly, x, rows, cols, rows)
         cur = 1 - cur
     return bufs[cur]
+
+
+# kernels.cu's MuonMatrix, field for field: one row of muon_small_kernel's table.
+MUON_SMALL_DTYPE = np.dtype([("offset", "i8"), ("bias_offset", "i8"), ("rows", "i4"), ("cols", "i4"),
+                             ("bias_count", "i4"), ("pad", "i4"), ("scale", "f8")])
+
+
+def muon_small_shared_bytes(shape) -> int:
+    """muon_small_kernel's shared memory for a (rows, cols) matrix: two (r, c + 1) iterates, gram and poly (r, r)."""
+    r, c = min(shape), max(shape)
+    return 4 * (2 * r * (c + 1) + 2 * r * r)
+
+
+def ns_scratch_offsets(shape) -> list[int]:
+    """Float offsets in one matrix's Newton-Schulz scratch of u, the two iterates (rows*cols each), gram and poly
+    (r*r each), and the total; every part starts 256-byte aligned, as cuBLAS's fastest kernels want."""
+    sizes = [math.prod(shape)] * 3 + [min(shape) ** 2] * 2
+    offsets = [0]
+    for size in sizes:
+        offsets.append(offsets[-1] + -(-size // 64) * 64)
+    return offsets
+
+
+def ns_scratch_floats(shape) -> int:
+    return ns_scratch_offsets(shape)[-1]
 
 
 class CudaTrainer:
@@ -212,6 +240,11 @@ class CudaTrainer:
         slot_size = np.empty(1, np.int32)
         cuda.memcpy_dtoh(slot_size, slot_bytes[0])
         self.matrix_names = set(self.layout.matrix_names())
+        muon = train["optimizer"] == "muon"
+        self.muon_small = [(name, shape) for name, shape in self.layout.table if muon and name in self.matrix_names
+                           and muon_small_shared_bytes(shape) <= MUON_SMALL_SHARED_LIMIT]
+        self.muon_matrices = [(name, shape) for name, shape in self.layout.table if muon and name in self.matrix_names
+                              and (name, shape) not in self.muon_small]  # the GEMM chains
         if self.host_env:  # env groups: consecutive env ranges [lo, hi), the split np.array_split makes
             counts = [b.num_envs for b in host_batches] if host_batches else \
                 [len(r) for r in np.array_split(np.arange(n_env), min(max(int(train.get("env_groups", 1)), 1), n_env))]
@@ -229,6 +262,31 @@ class CudaTrainer:
             self.actor_params = "actor_params"
             self.learner_done, self.weights_taken = Event(), Event()
             self.scalars_host = cuda.pagelocked_empty(SCALARS_DTYPE.itemsize, np.uint8)
+        # MUON: each weight matrix's momentum, Newton-Schulz and apply run on a stream of their own (a branch
+        # of the update graph), since one matrix's chain of ~28 small launches is latency-bound.
+        self.muon_branches = []
+        if self.muon_small:  # muon_small_kernel's table and shared memory
+            table = np.zeros(len(self.muon_small), MUON_SMALL_DTYPE)
+            for row, (name, shape) in zip(table, self.muon_small):
+                bias = name[:-2] + ".b"
+                has_bias = bias in self.layout.offsets and bias not in self.matrix_names
+                row["offset"], (row["rows"], row["cols"]) = self.layout.offsets[name][0], shape
+                row["bias_offset"] = self.layout.offsets[bias][0] if has_bias else -1
+                row["bias_count"] = math.prod(self.layout.offsets[bias][1]) if has_bias else 0
+                row["scale"] = ref.muon_update_scale(shape)
+            self.arena.set(cuda, "muon_small_table", np.frombuffer(table.tobytes(), np.uint8))
+            self.muon_small_shared = max(muon_small_shared_bytes(shape) for _, shape in self.muon_small)
+            self.k.function("muon_small_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                              self.muon_small_shared)
+        if self.muon_matrices:
+            offset = 0
+            for i, (name, shape) in enumerate(self.muon_matrices):
+                stream = cuda.Stream()
+                blas = Cublas(stream, self.arena.ptr("ns_cublas_workspace", i * NS_CUBLAS_WORKSPACE),
+                              NS_CUBLAS_WORKSPACE, self.precision)
+                self.muon_branches.append((name, shape, device.Launcher(self.k.module, stream), blas,
+                                           self.arena.ptr("ns_scratch", offset), Event(), Event()))
+                offset += ns_scratch_floats(shape)
 
         # MODEL AND OPTIMIZER: the reference's initial weights for this seed (same as the CPU trainer).
         self.arena.set(cuda, "params", ref.init_params(spec, self.rng, np.float32))
@@ -371,14 +429,14 @@ class CudaTrainer:
         a.add("dy", (n, y), f32, "(n, Y) loss gradient")
         a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
         a.add("dpre", (n, w), f32, "(n, W)")
-        # Muon's Newton-Schulz scratch, sized for the largest matrix
-        mats = [shape for name, shape in self.layout.table if len(shape) == 2]
-        big = max(math.prod(sh) for sh in mats)
-        small = max(min(sh) ** 2 for sh in mats)
-        a.add("ns_u", (big,), f32, "momentum-corrected gradient of one matrix")
-        a.add("ns_x", (2, big), f32, "(2, rows*cols) Newton-Schulz iterate, ping-pong")
-        a.add("ns_gram", (small,), f32, "(r, r) X X^T")
-        a.add("ns_poly", (small,), f32, "(r, r) b G + c G G")
+        if self.muon_small:
+            a.add("muon_small_table", (len(self.muon_small) * MUON_SMALL_DTYPE.itemsize,), np.uint8,
+                  "(matrices,) MuonMatrix rows of muon_small_kernel")
+        if self.muon_matrices:  # Newton-Schulz scratch and a cuBLAS workspace per GEMM-chain matrix
+            mats = len(self.muon_matrices)
+            a.add("ns_scratch", (sum(ns_scratch_floats(shape) for _, shape in self.muon_matrices),), f32,
+                  "per matrix: u, the two ping-pong iterates (rows*cols each), gram and poly (r*r each)")
+            a.add("ns_cublas_workspace", (mats, NS_CUBLAS_WORKSPACE), np.uint8, "(matrices, bytes) branch workspaces")
         if self.async_rollouts:  # the second rollout slot, and the actor's own weights and cuBLAS workspace
             for name in SLOT_BUFFERS:
                 _, shape, dtype, doc = a.entries[name]
@@ -898,8 +956,8 @@ class CudaTrainer:
             w = widths[layer]
             if spec.recurrent:
                 k.launch("mingru_backward_kernel", bm * h, np.int32(kk), np.int32(bm), np.int32(h),
-                         np.int32(spec.highway), cur, acts[layer], pres[layer], a.ptr("mb_starts"), states[layer],
-                         hs[layer], a.ptr("dpre"), other)
+                         np.int32(spec.highway), cur, acts[layer], pres[layer], pp(f"layer{layer}.b"),
+                         a.ptr("mb_starts"), states[layer], hs[layer], a.ptr("dpre"), other)
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
                 self._record_bias_grad(gp(f"layer{layer}.b"), a.ptr("dpre"), w)
             elif n * h <= MLP_FUSED_BIAS_MAX_ELEMENTS:  # mlp_backward and the bias gradient in one launch
@@ -944,18 +1002,35 @@ class CudaTrainer:
             k.launch("adam_kernel", p, np.int64(p), a.ptr("params"), a.ptr("grads"), a.ptr("opt_state"),
                      a.ptr("opt_state", p), *adam_args)
             return
-        for name, shape in self.layout.table:
+        for name, shape, bk, bblas, scratch, fork, _ in self.muon_branches:  # fork: each matrix on its branch
+            fork.make_wait(bk.stream.handle, self.stream.handle)
             off, count = self.layout.offsets[name][0], math.prod(shape)
-            if name in self.matrix_names:
-                k.launch("muon_momentum_kernel", count, np.int64(count), a.ptr("grads", off), a.ptr("opt_state", off),
-                         a.ptr("ns_u"), a.ptr("scalars"), np.float32(tc["muon_momentum"]))
-                update = record_newton_schulz(k, self.blas, a.ptr("ns_u"), [a.ptr("ns_x"), a.ptr("ns_x", count)],
-                                              a.ptr("ns_gram"), a.ptr("ns_poly"), shape)
-                k.launch("muon_apply_kernel", count, np.int64(count), a.ptr("params", off), update, a.ptr("scalars"),
-                         np.float64(ref.muon_update_scale(shape)))
-            else:
-                k.launch("adam_kernel", count, np.int64(count), a.ptr("params", off), a.ptr("grads", off),
-                         a.ptr("opt_state", off), a.ptr("opt_state", p + off), *adam_args)
+            u, x0, x1, gram, poly = (scratch + 4 * f for f in ns_scratch_offsets(shape)[:5])
+            bk.launch("muon_momentum_kernel", count, np.int64(count), a.ptr("grads", off), a.ptr("opt_state", off),
+                      u, a.ptr("scalars"), np.float32(tc["muon_momentum"]))
+            update = record_newton_schulz(bk, bblas, u, [x0, x1], gram, poly, shape)
+            bk.launch("muon_apply_kernel", count, np.int64(count), a.ptr("params", off), update, a.ptr("scalars"),
+                      np.float64(ref.muon_update_scale(shape)))
+            bias = name[:-2] + ".b"  # the matrix's bias takes its Adam step on the same branch
+            if bias in self.layout.offsets and bias not in self.matrix_names:
+                self._record_adam(bk, bias, adam_args)
+        if self.muon_small:  # the small matrices (and their biases) in one launch, beside the chains
+            k.launch_shared("muon_small_kernel", len(self.muon_small) * device.REDUCE_THREADS, device.REDUCE_THREADS,
+                            self.muon_small_shared, a.ptr("muon_small_table"), a.ptr("params"), a.ptr("grads"),
+                            a.ptr("opt_state"), a.ptr("opt_state", p), a.ptr("scalars"), np.float32(tc["muon_momentum"]),
+                            *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5), *adam_args[1:])
+        for name, _ in self.layout.table:  # any other vector, on the learner's stream
+            if name not in self.matrix_names and name[:-2] + ".w" not in self.matrix_names:
+                self._record_adam(k, name, adam_args)
+        for *_, bk, _, _, _, join in self.muon_branches:  # join: the learner continues when every branch is done
+            join.make_wait(self.stream.handle, bk.stream.handle)
+
+    def _record_adam(self, k, name: str, adam_args: tuple) -> None:
+        """Adam on the parameter `name` alone (Muon's non-matrix parameters), on k's stream."""
+        a, p = self.arena, self.layout.size
+        off, count = self.layout.offsets[name][0], math.prod(self.layout.offsets[name][1])
+        k.launch("adam_kernel", count, np.int64(count), a.ptr("params", off), a.ptr("grads", off),
+                 a.ptr("opt_state", off), a.ptr("opt_state", p + off), *adam_args)
 
     def update(self, num_updates: int) -> dict:
         """PPO epochs over the active rollout slot (one graph replay on the learner's stream); returns the
@@ -1085,6 +1160,8 @@ class CudaTrainer:
             self._close_host_graphs()
         self.blas.close()
         self.actor_blas.close()
+        for branch in self.muon_branches:
+            branch[3].close()
         if self.arena.allocation is not None:
             self.arena.allocation.free()
             self.arena.allocation = None
