@@ -78,7 +78,7 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
         labels.append(label)
 
     k, blas = trainer.k, trainer.blas
-    originals = {name: getattr(k, name) for name in ("launch", "launch_grid", "launch_block")}
+    originals = {name: getattr(k, name) for name in ("launch", "launch_grid", "launch_block", "launch_shared")}
     originals["matmul"] = blas.matmul
 
     def wrap(name, label_of):
@@ -89,14 +89,14 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
 
     graph = CudaGraph(stream)
     try:
-        for name in ("launch", "launch_grid", "launch_block"):
+        for name in ("launch", "launch_grid", "launch_block", "launch_shared"):
             setattr(k, name, wrap(name, lambda args: args[0]))
         blas.matmul = wrap("matmul", lambda args: f"gemm {args[3]}x{args[4]}x{args[5]}")
         with graph.capture():
             mark("start")
             trainer._record_update(num_updates)
     finally:
-        for name in ("launch", "launch_grid", "launch_block"):
+        for name in ("launch", "launch_grid", "launch_block", "launch_shared"):
             setattr(k, name, originals[name])
         blas.matmul = originals["matmul"]
     per_replay = []

@@ -43,7 +43,6 @@ typedef struct {
 #define REDUCE_THREADS 1024
 #define MAX_ACTIONS 64
 #define GATHER_THREADS 256  /* gather_minibatch_kernel's block size: device.THREADS */
-#define SCAN_CHUNK 4  /* MinGRU kernels: steps whose loads are issued together */
 
 /* ------------------------------------------------------------------------------------------------
  * Activations, as in reference.py (the tanh form of the sigmoid, like the reference). */
@@ -128,12 +127,11 @@ __global__ void add_bias_kernel(float* y, const float* bias, long long rows, int
 /* mingru_forward: one MinGRU layer over K steps for B sequences, one thread per (b, j), walking
  * time in order (the reference scans in parallel; the recurrence is the same).
  * x (K, B, H) layer input; pre (K, B, W) = x @ w.T (without the bias, which this adds; the backward
- * adds it again rather than this kernel storing it: a third of the traffic less);
+ * adds it again rather than this kernel storing it back: a third of the traffic less);
  * starts (K, B): 1 where step t begins an episode (incoming state zeroed);
  * h0 (B, H) state before step 0; h (K, B, H) states (kept for the backward); out (K, B, H);
  * h_last (B, H) the state after step K-1 (may be h0: each thread reads before it writes).
- * A step's loads do not depend on the state, so SCAN_CHUNK steps' loads are issued before their math:
- * the scan is latency-bound otherwise (~1 us a step at Breakout's minibatch). */
+ * (Issuing several steps' loads together measured no faster on an H200 at either of Breakout's shapes.) */
 __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const float* __restrict__ x,
                                       const float* __restrict__ pre, const float* __restrict__ bias,
                                       const float* __restrict__ starts, const float* h0,
@@ -143,48 +141,20 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
     float bz = bias[j], bc = bias[H + j], bs = highway ? bias[2 * H + j] : 0.0f;
     float state = h0[i];
-    int step_w = B * W, step_h = B * H;  /* one time step further in pre, and in x, h, out */
-    const float* pre_t = pre + (long long)b * W + j;  /* at step t0 */
-    const float* x_t = x + i;
-    const float* starts_t = starts + b;
-    float* h_t = h + i;
-    float* out_t = out + i;
-    for (int t0 = 0; t0 < K; t0 += SCAN_CHUNK) {
-        int steps = min(SCAN_CHUNK, K - t0);
-        float zp[SCAN_CHUNK], cp[SCAN_CHUNK], sp[SCAN_CHUNK], xv[SCAN_CHUNK], keep[SCAN_CHUNK];
-#pragma unroll
-        for (int u = 0; u < SCAN_CHUNK; u++) {
-            if (u < steps) {
-                const float* p = pre_t + u * step_w;
-                zp[u] = p[0] + bz;
-                cp[u] = p[H] + bc;
-                keep[u] = 1.0f - starts_t[u * B];
-                if (highway) {
-                    sp[u] = p[2 * H] + bs;
-                    xv[u] = x_t[u * step_h];
-                }
-            }
+    for (int t = 0; t < K; t++) {
+        long long row = (long long)t * B + b;
+        const float* p = pre + row * W + j;
+        float zp = p[0] + bz, cp = p[H] + bc;
+        float z = sigmoidf_ref(zp), c = mingru_g(cp);
+        float decay = (1.0f - z) * (1.0f - starts[row]);
+        state = decay * state + z * c;
+        h[row * H + j] = state;
+        float o = state;
+        if (highway) {
+            float s = sigmoidf_ref(p[2 * H] + bs);
+            o = s * state + (1.0f - s) * x[row * H + j];
         }
-#pragma unroll
-        for (int u = 0; u < SCAN_CHUNK; u++) {
-            if (u < steps) {
-                float z = sigmoidf_ref(zp[u]), c = mingru_g(cp[u]);
-                float decay = (1.0f - z) * keep[u];
-                state = decay * state + z * c;
-                h_t[u * step_h] = state;
-                float o = state;
-                if (highway) {
-                    float s = sigmoidf_ref(sp[u]);
-                    o = s * state + (1.0f - s) * xv[u];
-                }
-                out_t[u * step_h] = o;
-            }
-        }
-        pre_t += SCAN_CHUNK * step_w;
-        x_t += SCAN_CHUNK * step_h;
-        h_t += SCAN_CHUNK * step_h;
-        out_t += SCAN_CHUNK * step_h;
-        starts_t += SCAN_CHUNK * B;
+        out[row * H + j] = o;
     }
     h_last[i] = state;
 }
@@ -192,7 +162,7 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
 /* mingru_backward: dout (K, B, H) -> dpre (K, B, W) and the element-wise part of dx (K, B, H)
  * (the highway's (1 - s) * dout; the caller adds dpre @ w with a GEMM). pre and bias as the forward's.
  * Reverse time per (b, j): the total gradient into h_t is dh_t + decay_{t+1} * (that of h_{t+1}).
- * No gradient into h0. Loads are issued SCAN_CHUNK steps at a time, as in the forward. */
+ * No gradient into h0. */
 __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const float* __restrict__ dout,
                                        const float* __restrict__ x, const float* __restrict__ pre,
                                        const float* __restrict__ bias, const float* __restrict__ starts,
@@ -203,66 +173,31 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
     float bz = bias[j], bc = bias[H + j], bs = highway ? bias[2 * H + j] : 0.0f;
     float dh_total = 0.0f, next_decay = 0.0f;
-    int step_w = B * W, step_h = B * H;  /* one time step earlier in pre/dpre, and in x, h, dout, dx */
-    long long last = (long long)(K - 1) * B + b;  /* the row of step K - 1 */
-    const float* pre_t = pre + last * W + j;  /* at step t1 */
-    float* dpre_t = dpre + last * W + j;
-    const float* x_t = x + last * H + j;
-    const float* h_t = h + last * H + j;
-    const float* dout_t = dout + last * H + j;
-    float* dx_t = dx + last * H + j;
-    const float* starts_t = starts + last;
-    for (int t1 = K - 1; t1 >= 0; t1 -= SCAN_CHUNK) {
-        int steps = min(SCAN_CHUNK, t1 + 1);
-        float zp[SCAN_CHUNK], cp[SCAN_CHUNK], sp[SCAN_CHUNK], xv[SCAN_CHUNK], keep[SCAN_CHUNK];
-        float hv[SCAN_CHUNK], d[SCAN_CHUNK];  /* hv[u]: h at step t1 - u */
-#pragma unroll
-        for (int u = 0; u < SCAN_CHUNK; u++) {
-            if (u < steps) {
-                const float* p = pre_t - u * step_w;
-                zp[u] = p[0] + bz;
-                cp[u] = p[H] + bc;
-                keep[u] = 1.0f - starts_t[-u * B];
-                hv[u] = h_t[-u * step_h];
-                d[u] = dout_t[-u * step_h];
-                if (highway) {
-                    sp[u] = p[2 * H] + bs;
-                    xv[u] = x_t[-u * step_h];
-                }
-            }
+    for (int t = K - 1; t >= 0; t--) {
+        long long row = (long long)t * B + b;
+        const float* p = pre + row * W + j;
+        float* dp = dpre + row * W + j;
+        float zp = p[0] + bz, cp = p[H] + bc;
+        float z = sigmoidf_ref(zp), c = mingru_g(cp);
+        float keep = 1.0f - starts[row];
+        float hv = h[row * H + j];
+        float h_prev = t > 0 ? h[(row - B) * H + j] : h0[i];
+        float d = dout[row * H + j], dh;
+        if (highway) {
+            float s = sigmoidf_ref(p[2 * H] + bs);
+            dh = d * s;
+            dp[2 * H] = d * (hv - x[row * H + j]) * s * (1.0f - s);
+            dx[row * H + j] = d * (1.0f - s);
+        } else {
+            dh = d;
+            dx[row * H + j] = 0.0f;
         }
-        float h_before = t1 >= steps ? h_t[-steps * step_h] : h0[i];  /* the state before the chunk */
-#pragma unroll
-        for (int u = 0; u < SCAN_CHUNK; u++) {
-            if (u < steps) {
-                float h_prev = u + 1 < steps ? hv[u + 1] : h_before;
-                float* dp = dpre_t - u * step_w;
-                float z = sigmoidf_ref(zp[u]), c = mingru_g(cp[u]);
-                float dh;
-                if (highway) {
-                    float s = sigmoidf_ref(sp[u]);
-                    dh = d[u] * s;
-                    dp[2 * H] = d[u] * (hv[u] - xv[u]) * s * (1.0f - s);
-                    dx_t[-u * step_h] = d[u] * (1.0f - s);
-                } else {
-                    dh = d[u];
-                    dx_t[-u * step_h] = 0.0f;
-                }
-                dh_total = dh + next_decay * dh_total;
-                float ddecay = dh_total * h_prev;
-                float dz = dh_total * c - ddecay * keep[u];
-                dp[0] = dz * z * (1.0f - z);
-                dp[H] = dh_total * z * mingru_g_grad(cp[u]);
-                next_decay = (1.0f - z) * keep[u];
-            }
-        }
-        pre_t -= SCAN_CHUNK * step_w;
-        dpre_t -= SCAN_CHUNK * step_w;
-        x_t -= SCAN_CHUNK * step_h;
-        h_t -= SCAN_CHUNK * step_h;
-        dout_t -= SCAN_CHUNK * step_h;
-        dx_t -= SCAN_CHUNK * step_h;
-        starts_t -= SCAN_CHUNK * B;
+        dh_total = dh + next_decay * dh_total;
+        float ddecay = dh_total * h_prev;
+        float dz = dh_total * c - ddecay * keep;
+        dp[0] = dz * z * (1.0f - z);
+        dp[H] = dh_total * z * mingru_g_grad(cp);
+        next_decay = (1.0f - z) * keep;
     }
 }
 
