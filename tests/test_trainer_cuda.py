@@ -369,8 +369,7 @@ def test_muon_small_kernel_matches_reference(gpu):
     the matrix's bias's Adam step) against reference.muon_step: wide, tall (Breakout's 192 x 64), tiny and
     bias-less matrices in one launch, with a clip scale."""
     cuda, k, _ = gpu
-    from fastvec.trainer.cuda import device
-    from fastvec.trainer.cuda.trainer import MUON_SMALL_DTYPE, SCALARS_DTYPE, muon_small_shared_bytes
+    from fastvec.trainer.cuda.trainer import MUON_SMALL_DTYPE, MUON_SMALL_THREADS, SCALARS_DTYPE, muon_small_shared_bytes
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(11)
     layout = ref.FlatLayout([("a.w", (24, 40)), ("a.b", (24,)), ("b.w", (192, 64)), ("b.b", (192,)),
@@ -394,7 +393,7 @@ def test_muon_small_kernel_matches_reference(gpu):
     pp, pg, pm, pv = dev(params), dev(grads), dev(m), dev(v)
     shared = max(muon_small_shared_bytes(layout.offsets[name][1]) for name in matrices)
     k.function("muon_small_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
-    k.launch_shared("muon_small_kernel", len(matrices) * device.REDUCE_THREADS, device.REDUCE_THREADS, shared,
+    k.launch_shared("muon_small_kernel", len(matrices) * MUON_SMALL_THREADS, MUON_SMALL_THREADS, shared,
                     dev(np.frombuffer(table.tobytes(), np.uint8)), pp, pg, pm, pv,
                     dev(np.frombuffer(scalars.tobytes(), np.uint8)), np.float32(0.95),
                     *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5), np.float32(0.9), np.float32(0.999),

@@ -704,90 +704,139 @@ struct MuonMatrix {
     double scale;           /* muon_update_scale(shape) */
 };
 
-/* out (M, N) = alpha * A (M, K) B (K, N) + beta * C + diag * I, all in shared memory, with
- * A(i, k) = A[i * a_i + k * a_k], B(k, j) = B[k * b_k + j * b_j], C and out row-major (ldc, ld_out).
- * Each thread computes a 4x4 tile, rows 4q..4q+3 and columns g, g + Gn, g + 2Gn, g + 3Gn (Gn = ceil(N / 4)),
- * so that a warp's lanes read consecutive columns of B (distinct banks) and share A's rows (broadcast). */
-__device__ void smem_matmul(int M, int N, int K, const float* A, int a_i, int a_k, const float* B, int b_k, int b_j,
-                            float* out, int ld_out, float alpha, const float* C, int ldc, float beta, float diag) {
-    int Gn = (N + 3) / 4, Qm = (M + 3) / 4;
-    for (int item = threadIdx.x; item < Qm * Gn; item += blockDim.x) {
-        int q = item / Gn, g = item - q * Gn;
+/* Row stride (floats) of muon_small_kernel's shared buffers for rows of n floats: a multiple of 4 (rows
+ * start 16-byte aligned, for float4 loads) that is 4 more than a multiple of 32, so that 8 lanes reading 16
+ * bytes each from 8 consecutive rows cover the 32 banks once (trainer.py's muon_stride). */
+__device__ __forceinline__ int muon_stride(int n) {
+    int s = (n + 3) / 4 * 4;
+    while (s % 32 != 4) s += 4;
+    return s;
+}
+
+/* gram (r, r) = X X^T over K4 columns (a multiple of 4; X's columns past its true width are zeros), in 4x4
+ * tiles: rows 4q..4q+3 and columns g, g + Gn, g + 2Gn, g + 3Gn (Gn = ceil(r / 4)), so a warp's lanes read
+ * consecutive rows of X for the right operand (distinct banks) and share the left operand's rows. */
+__device__ void muon_gram(int r, int K4, const float* x, int ldx, float* gram, int ldg) {
+    int Gn = (r + 3) / 4;
+    for (int t = threadIdx.x; t < Gn * Gn; t += blockDim.x) {
+        int q = t / Gn, g = t - q * Gn;
         float acc[4][4] = {};
-        int rows[4], cols[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            rows[u] = min(4 * q + u, M - 1);  /* clamped: the extra rows and columns are computed, not stored */
-            cols[u] = min(g + u * Gn, N - 1);
-        }
-        for (int k = 0; k < K; k++) {
-            float a[4], b[4];
+        for (int k = 0; k < K4; k += 4) {
+            float4 a[4], b[4];
 #pragma unroll
             for (int u = 0; u < 4; u++) {
-                a[u] = A[rows[u] * a_i + k * a_k];
-                b[u] = B[k * b_k + cols[u] * b_j];
+                a[u] = *(const float4*)(x + (4 * q + u) * ldx + k);
+                b[u] = *(const float4*)(x + (g + u * Gn) * ldx + k);
             }
 #pragma unroll
             for (int u = 0; u < 4; u++)
 #pragma unroll
-                for (int v = 0; v < 4; v++) acc[u][v] = fmaf(a[u], b[v], acc[u][v]);
+                for (int v = 0; v < 4; v++) {
+                    float sum = acc[u][v];
+                    sum = fmaf(a[u].x, b[v].x, sum);
+                    sum = fmaf(a[u].y, b[v].y, sum);
+                    sum = fmaf(a[u].z, b[v].z, sum);
+                    acc[u][v] = fmaf(a[u].w, b[v].w, sum);
+                }
         }
 #pragma unroll
         for (int u = 0; u < 4; u++)
 #pragma unroll
             for (int v = 0; v < 4; v++) {
                 int i = 4 * q + u, j = g + v * Gn;
-                if (i < M && j < N) {
-                    float r = alpha * acc[u][v];
-                    if (C) r += beta * C[i * ldc + j];
-                    if (i == j) r += diag;
-                    out[i * ld_out + j] = r;
-                }
+                if (i < r && j < r) gram[i * ldg + j] = acc[u][v];
             }
     }
 }
 
-/* Muon's whole step for small matrices, one block (REDUCE_THREADS) per matrix of `table`: momentum,
+/* out (M, N) = alpha * A (M, K) B (K, N) + beta * C + diag * I, row-major in shared memory (A: lda, B: ldb,
+ * C and out: ldo), K4 a multiple of 4 (A's columns and B's rows past the true K are zeros). 4x4 tiles of
+ * rows 4q.. and 4 consecutive columns 4g.. (one float4 of each of B's rows). */
+__device__ void muon_matmul(int M, int N, int K4, const float* A, int lda, const float* B, int ldb, float* out,
+                            int ldo, float alpha, const float* C, float beta, float diag) {
+    int Gn = (N + 3) / 4, Qm = (M + 3) / 4;
+    for (int t = threadIdx.x; t < Qm * Gn; t += blockDim.x) {
+        int q = t / Gn, g = t - q * Gn;
+        float acc[4][4] = {};
+        for (int l = 0; l < K4; l += 4) {
+            float4 a[4], b[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                a[u] = *(const float4*)(A + (4 * q + u) * lda + l);
+                b[u] = *(const float4*)(B + (l + u) * ldb + 4 * g);
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                float a_l[4] = {a[u].x, a[u].y, a[u].z, a[u].w};
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    acc[u][0] = fmaf(a_l[w], b[w].x, acc[u][0]);
+                    acc[u][1] = fmaf(a_l[w], b[w].y, acc[u][1]);
+                    acc[u][2] = fmaf(a_l[w], b[w].z, acc[u][2]);
+                    acc[u][3] = fmaf(a_l[w], b[w].w, acc[u][3]);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) {
+                int i = 4 * q + u, j = 4 * g + v;
+                if (i >= M || j >= N) continue;
+                float value = alpha * acc[u][v];
+                if (C) value += beta * C[i * ldo + j];
+                if (i == j) value += diag;
+                out[i * ldo + j] = value;
+            }
+    }
+}
+
+/* Muon's whole step for small matrices, one block (MUON_SMALL_THREADS) per matrix of `table`: momentum,
  * Frobenius normalisation, `steps` Newton-Schulz iterations X <- (a I + b G + c G G) X with G = X X^T on
- * the wide orientation (r = min(rows, cols) rows, stored with an odd stride c + 1 against bank
- * conflicts), the scaled update, and the matrix's bias's Adam step. The GEMM form (record_newton_schulz)
- * is a chain of ~25 dependent launches of tiny GEMMs (~9 us each on an H200); this is one launch.
- * Dynamic shared memory: (2 r (c + 1) + 2 r r) floats of the largest matrix. m, v: the optimizer state
- * (Muon momentum at a matrix's offset, Adam's m and v at a bias's). */
-__global__ void __launch_bounds__(REDUCE_THREADS, 1) muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, float* m, float* v,
-                                  const TrainScalars* scalars, float momentum, float ns_a, float ns_b, float ns_c,
-                                  int steps, float beta1, float beta2, float one_minus_beta1,
-                                  float one_minus_beta2, float eps) {
-    extern __shared__ float smem[];
+ * the wide orientation (r = min(rows, cols) rows of c = max(rows, cols)), the scaled update, and the matrix's
+ * bias's Adam step. The GEMM form (record_newton_schulz) is a chain of ~25 dependent launches of tiny GEMMs
+ * (~9 us each on an H200); this is one launch. Shared memory, zero-padded to whole float4s: the iterate and
+ * the next, (r4, muon_stride(c)) each, and gram and poly, (r4, muon_stride(r)) each, r4 = r rounded up to 4.
+ * m, v: the optimizer state (Muon momentum at a matrix's offset, Adam's m and v at a bias's). */
+#define MUON_SMALL_THREADS 512
+__global__ void __launch_bounds__(MUON_SMALL_THREADS, 1)
+muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, float* m, float* v,
+                  const TrainScalars* scalars, float momentum, float ns_a, float ns_b, float ns_c, int steps,
+                  float beta1, float beta2, float one_minus_beta1, float one_minus_beta2, float eps) {
+    extern __shared__ float4 smem4[];
     __shared__ float scratch[32];
+    float* smem = (float*)smem4;
     MuonMatrix mat = table[blockIdx.x];
     int rows = mat.rows, cols = mat.cols, count = rows * cols;
     bool tall = rows > cols;
-    int r = tall ? cols : rows, c = tall ? rows : cols, ld = c + 1;
-    float* x = smem;                /* (r, ld) the iterate, wide orientation */
-    float* xn = x + r * ld;         /* (r, ld) the next iterate */
-    float* gram = xn + r * ld;      /* (r, r) */
-    float* poly = gram + r * r;     /* (r, r) */
+    int r = tall ? cols : rows, c = tall ? rows : cols;
+    int r4 = (r + 3) / 4 * 4, c4 = (c + 3) / 4 * 4, ldx = muon_stride(c), ldg = muon_stride(r);
+    float* x = smem;              /* (r4, ldx) the iterate, wide orientation */
+    float* xn = x + r4 * ldx;     /* (r4, ldx) the next iterate */
+    float* gram = xn + r4 * ldx;  /* (r4, ldg) */
+    float* poly = gram + r4 * ldg;
+    for (int e = threadIdx.x; e < 2 * r4 * (ldx + ldg); e += blockDim.x) smem[e] = 0.0f;  /* the padding */
+    __syncthreads();
     float squares = 0.0f;
-    for (int e = threadIdx.x; e < count; e += blockDim.x) {  /* frobenius_normalize_kernel's order */
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
         float u = muon_momentum_element(mat.offset + e, grads, m, scalars, momentum);
         int row = e / cols, col = e - row * cols;
-        x[tall ? col * ld + row : row * ld + col] = u;
+        x[tall ? col * ldx + row : row * ldx + col] = u;
         squares += u * u;
     }
     float denom = sqrtf(block_sum(squares, scratch)) + 1e-7f;
     for (int e = threadIdx.x; e < count; e += blockDim.x) {
         int row = e / cols, col = e - row * cols;
-        int at = tall ? col * ld + row : row * ld + col;
+        int at = tall ? col * ldx + row : row * ldx + col;
         x[at] = x[at] / denom;
     }
     __syncthreads();
     for (int step = 0; step < steps; step++) {
-        smem_matmul(r, r, c, x, ld, 1, x, 1, ld, gram, r, 1.0f, nullptr, 0, 0.0f, 0.0f);  /* G = X X^T */
+        muon_gram(r, c4, x, ldx, gram, ldg);  /* G = X X^T */
         __syncthreads();
-        smem_matmul(r, r, r, gram, r, 1, gram, r, 1, poly, r, ns_c, gram, r, ns_b, ns_a);  /* a I + b G + c G G */
+        muon_matmul(r, r, r4, gram, ldg, gram, ldg, poly, ldg, ns_c, gram, ns_b, ns_a);  /* a I + b G + c G G */
         __syncthreads();
-        smem_matmul(r, c, r, poly, r, 1, x, ld, 1, xn, ld, 1.0f, nullptr, 0, 0.0f, 0.0f);  /* X <- P X */
+        muon_matmul(r, c, r4, poly, ldg, x, ldx, xn, ldx, 1.0f, nullptr, 0.0f, 0.0f);  /* X <- P X */
         __syncthreads();
         float* t = x;
         x = xn;
@@ -796,7 +845,7 @@ __global__ void __launch_bounds__(REDUCE_THREADS, 1) muon_small_kernel(const Muo
     float lr_scale = (float)(scalars->lr * mat.scale);
     for (int e = threadIdx.x; e < count; e += blockDim.x) {
         int row = e / cols, col = e - row * cols;
-        params[mat.offset + e] -= lr_scale * x[tall ? col * ld + row : row * ld + col];
+        params[mat.offset + e] -= lr_scale * x[tall ? col * ldx + row : row * ldx + col];
     }
     for (int e = threadIdx.x; e < mat.bias_count; e += blockDim.x)
         adam_element(mat.bias_offset + e, params, grads, m, v, scalars, beta1, beta2, one_minus_beta1,

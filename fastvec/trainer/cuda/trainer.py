@@ -139,10 +139,23 @@ MUON_SMALL_DTYPE = np.dtype([("offset", "i8"), ("bias_offset", "i8"), ("rows", "
                              ("bias_count", "i4"), ("pad", "i4"), ("scale", "f8")])
 
 
+MUON_SMALL_THREADS = 512  # kernels.cu's MUON_SMALL_THREADS: muon_small_kernel's block
+
+
+def muon_stride(n: int) -> int:
+    """kernels.cu's muon_stride: a row stride of at least n floats, a multiple of 4, 4 more than a multiple of 32."""
+    stride = -(-n // 4) * 4
+    while stride % 32 != 4:
+        stride += 4
+    return stride
+
+
 def muon_small_shared_bytes(shape) -> int:
-    """muon_small_kernel's shared memory for a (rows, cols) matrix: two (r, c + 1) iterates, gram and poly (r, r)."""
+    """muon_small_kernel's shared memory for a (rows, cols) matrix: two iterates (r4, muon_stride(c)) and gram and
+    poly (r4, muon_stride(r)), r = min(rows, cols) rounded up to 4 as r4, c = max(rows, cols)."""
     r, c = min(shape), max(shape)
-    return 4 * (2 * r * (c + 1) + 2 * r * r)
+    r4 = -(-r // 4) * 4
+    return 4 * 2 * r4 * (muon_stride(c) + muon_stride(r))
 
 
 def ns_scratch_offsets(shape) -> list[int]:
@@ -1015,7 +1028,7 @@ class CudaTrainer:
             if bias in self.layout.offsets and bias not in self.matrix_names:
                 self._record_adam(bk, bias, adam_args)
         if self.muon_small:  # the small matrices (and their biases) in one launch, beside the chains
-            k.launch_shared("muon_small_kernel", len(self.muon_small) * device.REDUCE_THREADS, device.REDUCE_THREADS,
+            k.launch_shared("muon_small_kernel", len(self.muon_small) * MUON_SMALL_THREADS, MUON_SMALL_THREADS,
                             self.muon_small_shared, a.ptr("muon_small_table"), a.ptr("params"), a.ptr("grads"),
                             a.ptr("opt_state"), a.ptr("opt_state", p), a.ptr("scalars"), np.float32(tc["muon_momentum"]),
                             *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5), *adam_args[1:])
