@@ -149,34 +149,34 @@ def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float
 def gpu_main(args) -> None:
     import pycuda.driver as drv
 
-    rows, kernels = [], {}  # kernels: the step kernel that cuda.py picks per game
+    from fastvec.native.cuda import STEP_KERNEL_NAMES
+
+    rows, kernels = [], {}  # kernels: {game: {num_envs: the step kernel that cuda.py picks}}
     # (column name, env id, env parameters)
     games = [("CartPole", "CartPole", {}), ("CartPole float32", "CartPole", {"float32": 1}), ("Breakout", "Breakout", {})]
+    sweep = [k for k in args.kernels if k in STEP_KERNEL_NAMES]
     for n in args.gpu_num_envs:
         row = {"num_envs": n}
         for game, env_id, params in games:
             if env_id == "Breakout" and n > args.breakout_max_envs:
                 continue
             envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
-            b = envs.unwrapped.batch
-            kernels[game] = next(name for name, fn in [("plain", b.env.step_kernel), ("plain1", b.env.step1_kernel),
-                                                       ("staged", b.env.step_staged_kernel)] if fn is b._step_fn)
-            del b
+            kernels.setdefault(game, {})[n] = envs.unwrapped.batch.step_kernel_name
             row[f"fastvec {game} step()"] = gpu_step_rate(envs, args.seconds)
             row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             envs.close()
             del envs
-            if n == 1 << 20:  # each step kernel forced (batch_gpu.h; cuda.py picks one), for comparison
-                for kernel in ["plain", "staged", "plain1"]:
-                    os.environ["FASTVEC_CUDA_KERNEL"] = kernel
+            # Each step kernel forced (batch_gpu.h), for the per-size choice in cuda.step_kernel_name.
+            # Breakout: only the staged ones and wide (its others keep its state in local memory: ~10x slower).
+            for kernel in sweep if env_id != "Breakout" else [k for k in sweep if k.startswith("staged") or k == "wide"]:
+                os.environ["FASTVEC_CUDA_KERNEL"] = kernel
+                try:
                     envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
                     row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
-                    if kernel != "plain1":  # (plain1 differs from plain only in step())
-                        row[f"fastvec {game} rollout({args.rollout_steps}) {kernel} kernel"] = gpu_rollout_rate(
-                            envs, args.seconds, args.rollout_steps)
-                    del os.environ["FASTVEC_CUDA_KERNEL"]
                     envs.close()
                     del envs
+                finally:
+                    del os.environ["FASTVEC_CUDA_KERNEL"]
         for game, gymnax_id in [("CartPole", "CartPole-v1"), ("Breakout", "Breakout-MinAtar")]:
             if n <= args.gymnax_max_envs:
                 try:
@@ -200,7 +200,7 @@ def gpu_main(args) -> None:
     print(f"step kernels picked by default: {kernels}")
     out = {"date": str(date.today()), "device": device, "cores": os.cpu_count(), "rollout_steps": args.rollout_steps,
            "default_step_kernels": kernels, "rows": rows}
-    (RESULTS / "env_steps_gpu.json").write_text(json.dumps(out, indent=2))
+    Path(args.out or RESULTS / "env_steps_gpu.json").write_text(json.dumps(out, indent=2))
 
 
 def main() -> None:
@@ -213,8 +213,13 @@ def main() -> None:
     parser.add_argument("--gpu-num-envs", type=int, nargs="+", default=[65536, 1 << 20, 1 << 24])
     parser.add_argument("--rollout-steps", type=int, default=100, help="steps per fused rollout / lax.scan call")
     parser.add_argument("--breakout-max-envs", type=int, default=1 << 24)
-    parser.add_argument("--gymnax-max-envs", type=int, default=1 << 20)
+    parser.add_argument("--gymnax-max-envs", type=int, default=1 << 20, help="0: no gymnax columns")
+    parser.add_argument("--out", help="GPU: where to write the JSON (default benchmarks/results/env_steps_gpu.json)")
+    parser.add_argument("--kernels", nargs="*", default=["all"],
+                        help="step kernels to force one by one at every size (GPU; 'all' or names; none: no sweep)")
     args = parser.parse_args()
+    if args.kernels == ["all"]:
+        args.kernels = ["plain1", "plain", "staged", "staged_wide", "wide", "wide_occ", "wide_rng", "wide_rng_occ", "pipe"]
     if args.gpu:
         return gpu_main(args)
 

@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 import fastvec
 from fastvec.native.cpu import ActionError
+from fastvec.native.cuda import STEP_KERNEL_NAMES  # imports without PyCUDA
 
 COUNTING = Path(__file__).parent / "envs" / "counting.h"
 
@@ -116,7 +117,7 @@ def test_autoreset_modes_and_truncation_match_the_cpu(mode):
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("kernel", ["staged", "plain", "plain1"])
+@pytest.mark.parametrize("kernel", STEP_KERNEL_NAMES)
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("env", ["cartpole_float32", "counting"])
 def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, monkeypatch):
@@ -134,8 +135,7 @@ def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, mon
     key, code, n = tuple(sorted(defines.items())), native.AUTORESET_CODES[mode], 500
     c = cpu.CpuBatch(cpu.load(path, key), n, code, limit)
     g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True)
-    assert g._step_fn is {"staged": g.env.step_staged_kernel, "plain": g.env.step_kernel,
-                          "plain1": g.env.step1_kernel}[kernel]
+    assert g.step_kernel_name == kernel and g._step_fn is g.env.step_kernels[kernel]
     rng = np.random.default_rng(6)
     seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
     c.reset(seeds, None)
@@ -228,27 +228,51 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 @pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
-def test_plain_and_shared_memory_staged_kernels_agree(env_id, params, monkeypatch):
-    """Three step kernels (staged through shared memory where a block's slots and obs fit; plain
-    with several envs per thread; plain with one) must give the same bits. 1000 envs: partial
-    last blocks."""
+def test_every_step_kernel_gives_the_same_bits(env_id, params, monkeypatch):
+    """Every step kernel (batch_gpu.h: staged through shared memory, plain with one or several envs
+    per thread, wide loads, grid-stride pipelined) must give the same bits as plain1. 1000 envs:
+    partial last blocks, and several envs per thread for the grid-stride kernel."""
     n = 1000
     envs = {}
-    for kernel in ("staged", "plain", "plain1"):
+    for kernel in STEP_KERNEL_NAMES:
         monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
         envs[kernel] = _device_env(n, env_id, **params)
         envs[kernel].reset(seed=3)
-    staged, plain, plain1 = envs.values()
-    assert len({id(e.unwrapped.batch._step_fn) for e in envs.values()}) == 3
+        assert envs[kernel].unwrapped.batch.step_kernel_name == kernel
     rng = np.random.default_rng(4)
+    ended = 0
     for _ in range(50):
-        actions = rng.integers(0, staged.single_action_space.n, n)
-        a, b, c = staged.step(actions), plain.step(actions), plain1.step(actions)
-        for x, y, z in zip(a[:4], b[:4], c[:4]):
+        actions = rng.integers(0, envs["plain1"].single_action_space.n, n)
+        outs = {kernel: e.step(actions) for kernel, e in envs.items()}
+        ended += int(outs["plain1"][2].get().sum())
+        for kernel, out in outs.items():
+            for x, y in zip(outs["plain1"][:4], out[:4]):
+                np.testing.assert_array_equal(x.get(), y.get(), err_msg=kernel)
+    for kernel, e in envs.items():
+        np.testing.assert_array_equal(envs["plain1"].unwrapped.batch.dev.slots.get(), e.unwrapped.batch.dev.slots.get(),
+                                      err_msg=kernel)
+    assert ended > 0 or env_id == "Breakout"  # Breakout's episodes outlast 50 steps
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_grid_stride_kernel_steps_several_envs_per_thread_like_plain1(monkeypatch):
+    """The pipe kernel launches one wave of blocks: with 400,000 envs each thread steps several,
+    each with the next one's loads in flight; the results must be plain1's bits."""
+    n, envs = 400_000, {}
+    for kernel in ("plain1", "pipe"):
+        monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
+        envs[kernel] = _device_env(n)
+        envs[kernel].reset(seed=5)
+    b = envs["pipe"].unwrapped.batch
+    assert b._step_grid[0] * b._step_block[0] < n / 1.5, "the grid must be smaller than the envs"
+    rng = np.random.default_rng(8)
+    for _ in range(40):
+        actions = rng.integers(0, 2, n)
+        ref, out = envs["plain1"].step(actions), envs["pipe"].step(actions)
+        for x, y in zip(ref[:4], out[:4]):
             np.testing.assert_array_equal(x.get(), y.get())
-            np.testing.assert_array_equal(x.get(), z.get())
-    for other in (plain, plain1):
-        np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), other.unwrapped.batch.dev.slots.get())
+    np.testing.assert_array_equal(envs["plain1"].unwrapped.batch.dev.slots.get(), b.dev.slots.get())
 
 
 @pytest.mark.gpu

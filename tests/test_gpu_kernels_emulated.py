@@ -27,7 +27,7 @@ ENVS = {
     "counting": (ENVS_DIR / "counting.h", {"TERMINATE_AT": 3}, 4),
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
 }
-KERNELS = {"plain": 0, "staged": 1, "plain1": 2}
+KERNELS = {"plain": 0, "staged": 1, "plain1": 2, "staged_wide": 3, "wide": 4, "wide_occ": 5, "wide_rng": 6, "pipe": 7, "wide_rng_occ": 8}
 
 
 @pytest.fixture(scope="module")

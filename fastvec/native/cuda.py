@@ -149,6 +149,11 @@ class CudaCompiledEnv:
         # stage_threads is their block size, 0 where an env's slot and obs are too big for it.
         self.stage_threads = int(_read_global(self.module, "fv_stage_threads", np.int32)[0])
         self.step_staged_kernel = self.module.get_function("fv_step_staged_kernel").prepare(self.step_kernel.arg_format)
+        # Every step kernel by the name FASTVEC_CUDA_KERNEL takes (batch_gpu.h; CudaBatch picks one per size).
+        self.step_kernels = {"plain": self.step_kernel, "plain1": self.step1_kernel, "staged": self.step_staged_kernel}
+        for name in ("staged_wide", "wide", "wide_occ", "wide_rng", "wide_rng_occ", "pipe"):
+            self.step_kernels[name] = self.module.get_function(f"fv_step_{name}_kernel").prepare(self.step_kernel.arg_format)
+        self.multiprocessors = drv.Device(device_index).get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
         self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
             self.rollout_kernel.arg_format)
 
@@ -166,6 +171,12 @@ class CudaCompiledEnv:
     @property
     def render_shape(self):
         return self.cpu.render_shape
+
+    def resident_blocks(self, kernel, threads: int) -> int:
+        """Blocks of `threads` threads of a kernel without shared memory that fit on one SM at once,
+        by registers (65,536 per SM, allocated per warp in units of 256) and threads (2,048 per SM)."""
+        per_warp = -(-kernel.num_regs * 32 // 256) * 256
+        return max(1, min(65536 // (per_warp * (threads // 32)), 2048 // threads, 32))
 
     def slots_bytes(self, num_envs: int) -> int:
         """Bytes of the slots of num_envs envs on the GPU: states, books, RNGs (16 B each), the first
@@ -421,6 +432,24 @@ def _dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, 
 
 
 # ---------------------------------------------------------------------- the batch
+STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ", "wide_rng", "wide_rng_occ", "pipe")
+
+
+def step_kernel_name(env: CudaCompiledEnv, num_envs: int, forced: str = "auto") -> str:
+    """The step kernel (batch_gpu.h) for num_envs envs of env: `forced` unless "auto"
+    ($FASTVEC_CUDA_KERNEL); a staged one asked for where a block's slots and obs do not fit in
+    shared memory gives "plain1".
+    PROVISIONAL: staged where an env's state and obs exceed 64 bytes, else plain1."""
+    if forced not in ("auto",) + STEP_KERNEL_NAMES:
+        raise ValueError(f"FASTVEC_CUDA_KERNEL={forced!r} is not one of auto, {', '.join(STEP_KERNEL_NAMES)}")
+    obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+    if forced == "auto":
+        forced = "staged" if env.state_size + obs_bytes > 64 else "plain1"
+    if forced.startswith("staged") and env.stage_threads == 0:
+        return "plain1"
+    return forced
+
+
 class CudaBatch:
     """num_envs copies of one env on a GPU, stepped by one kernel launch per step(). Buffers have
     cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
@@ -448,25 +477,20 @@ class CudaBatch:
         self.stream_handle = int(self.stream.handle)
         _STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
-        # The step kernel: "staged" (each block's states and obs pass through shared memory, so that
-        # large ones move in contiguous runs) where an env's state and obs exceed 64 bytes and fit,
-        # else "plain1" (one env per thread, its slot in registers); "plain" (env.plain_envs envs per
-        # thread: 4 for small envs) only when $FASTVEC_CUDA_KERNEL=plain|staged|plain1 forces it.
-        # Measured on an H200 at 1M envs, step() G env-steps/s: CartPole 21.0 plain1, 18.9 plain,
-        # 17.0 staged (float32=1: 28.0, 24.7, 26.7); Breakout 0.48 plain1, 4.86 staged.
-        kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
-        if kernel not in ("auto", "plain", "staged", "plain1"):
-            raise ValueError(f"FASTVEC_CUDA_KERNEL={kernel!r} is not one of auto, plain, staged, plain1")
-        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
-        staged = env.stage_threads > 0 and (kernel == "staged" or kernel == "auto" and env.state_size + obs_bytes > 64)
-        if staged:
-            self._step_fn, threads, envs_per_thread = env.step_staged_kernel, env.stage_threads, 1
-        elif kernel in ("plain1", "auto"):
-            self._step_fn, threads, envs_per_thread = env.step1_kernel, THREADS_PER_BLOCK, 1
-        else:
-            self._step_fn, threads, envs_per_thread = env.step_kernel, THREADS_PER_BLOCK, env.plain_envs
+        self.step_kernel_name = step_kernel_name(env, n, os.environ.get("FASTVEC_CUDA_KERNEL", "auto"))
+        self._step_fn = env.step_kernels[self.step_kernel_name]
+        threads, envs_per_thread = THREADS_PER_BLOCK, 1
+        if self.step_kernel_name.startswith("staged"):
+            threads = env.stage_threads
+        elif self.step_kernel_name == "plain":
+            envs_per_thread = env.plain_envs
         per_block = threads * envs_per_thread
-        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
+        blocks = (n + per_block - 1) // per_block
+        if self.step_kernel_name == "pipe":  # grid-stride: one wave of blocks
+            blocks = min(blocks, env.multiprocessors * env.resident_blocks(self._step_fn, threads))
+        self._step_grid, self._step_block = (blocks, 1), (threads, 1, 1)
+        kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
+        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
         # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
         # obs is written to shared memory every step): staged pays where the obs outweighs the
         # slot. Measured on an H200, 1M envs, 100 steps: CartPole (16 B obs, 64 B slot) 64 G
