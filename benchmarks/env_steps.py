@@ -8,10 +8,13 @@ With --gpu (on a CUDA machine with PyCUDA): fastvec on the GPU through `step()` 
 (int64 actions pre-drawn on the device, nothing returns to the host) and through the fused
 `rollout("random", T)`, for CartPole (default float64, and the opt-in `float32=1`) and Breakout,
 beside gymnax's CartPole-v1 and MinAtar Breakout under jax.jit +
-lax.scan (vmapped over envs, random actions, T steps per call), in one run; writes
-benchmarks/results/env_steps_gpu.json.
+lax.scan (vmapped over envs, random actions, T steps per call), in one run; and each step kernel
+(batch_gpu.h) in turn on the same batch, through `step()` and as T step kernels replayed in one CUDA
+graph (the kernel's own rate, without the Python call per step); writes
+benchmarks/results/env_steps_gpu.json (or --out).
 
     python benchmarks/env_steps.py --gpu [--gpu-num-envs 65536 1048576 16777216] [--rollout-steps 100]
+                                         [--kernels all | NAME ...]
 """
 
 from __future__ import annotations
@@ -76,6 +79,25 @@ def gpu_rollout_rate(envs, seconds: float, steps: int) -> float:
     calls, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds or calls < 2:
         envs.rollout("random", steps)
+        calls += 1
+        if calls % 4 == 0:
+            envs.synchronize()
+    envs.synchronize()
+    return calls * steps * envs.num_envs / (time.perf_counter() - start)
+
+
+def hold_actions(t: int, batch) -> None:
+    """A rollout policy that keeps batch.dev.actions as they are (enqueues nothing)."""
+
+
+def gpu_graph_step_rate(envs, seconds: float, steps: int) -> float:
+    """Env steps per second of `steps` step kernels replayed as one CUDA graph (rollout with a policy
+    that keeps the actions): the step kernel's own rate, without step()'s Python call per step."""
+    envs.rollout(hold_actions, steps)  # capture
+    envs.synchronize()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or calls < 2:
+        envs.rollout(hold_actions, steps)
         calls += 1
         if calls % 4 == 0:
             envs.synchronize()
@@ -161,22 +183,21 @@ def gpu_main(args) -> None:
             if env_id == "Breakout" and n > args.breakout_max_envs:
                 continue
             envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
-            kernels.setdefault(game, {})[n] = envs.unwrapped.batch.step_kernel_name
+            batch = envs.unwrapped.batch
+            kernels.setdefault(game, {})[n] = default = batch.step_kernel_name
             row[f"fastvec {game} step()"] = gpu_step_rate(envs, args.seconds)
             row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
-            envs.close()
-            del envs
-            # Each step kernel forced (batch_gpu.h), for the per-size choice in cuda.step_kernel_name.
-            # Breakout: only the staged ones and wide (its others keep its state in local memory: ~10x slower).
+            # Each step kernel in turn on the same batch (batch_gpu.h; all give the same bits), for the
+            # per-size choice in cuda.step_kernel_name. Breakout: only the staged ones and wide (the
+            # others keep its state in local memory: ~10x slower).
             for kernel in sweep if env_id != "Breakout" else [k for k in sweep if k.startswith("staged") or k == "wide"]:
-                os.environ["FASTVEC_CUDA_KERNEL"] = kernel
-                try:
-                    envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
-                    row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
-                    envs.close()
-                    del envs
-                finally:
-                    del os.environ["FASTVEC_CUDA_KERNEL"]
+                batch.use_step_kernel(kernel)
+                row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
+                row[f"fastvec {game} graph({args.rollout_steps}) {kernel} kernel"] = gpu_graph_step_rate(
+                    envs, args.seconds / 2, args.rollout_steps)
+            batch.use_step_kernel(default)
+            envs.close()
+            del envs, batch
         for game, gymnax_id in [("CartPole", "CartPole-v1"), ("Breakout", "Breakout-MinAtar")]:
             if n <= args.gymnax_max_envs:
                 try:
@@ -219,7 +240,9 @@ def main() -> None:
                         help="step kernels to force one by one at every size (GPU; 'all' or names; none: no sweep)")
     args = parser.parse_args()
     if args.kernels == ["all"]:
-        args.kernels = ["plain1", "plain", "staged", "staged_wide", "wide", "wide_occ", "wide_rng", "wide_rng_occ", "pipe"]
+        from fastvec.native.cuda import STEP_KERNEL_NAMES
+
+        args.kernels = list(STEP_KERNEL_NAMES)
     if args.gpu:
         return gpu_main(args)
 

@@ -151,9 +151,8 @@ class CudaCompiledEnv:
         self.step_staged_kernel = self.module.get_function("fv_step_staged_kernel").prepare(self.step_kernel.arg_format)
         # Every step kernel by the name FASTVEC_CUDA_KERNEL takes (batch_gpu.h; CudaBatch picks one per size).
         self.step_kernels = {"plain": self.step_kernel, "plain1": self.step1_kernel, "staged": self.step_staged_kernel}
-        for name in ("staged_wide", "wide", "wide_occ", "wide_rng", "wide_rng_occ", "pipe"):
+        for name in ("staged_wide", "wide", "wide_occ", "wide_stream", "wide_keep24", "wide_keep40"):
             self.step_kernels[name] = self.module.get_function(f"fv_step_{name}_kernel").prepare(self.step_kernel.arg_format)
-        self.multiprocessors = drv.Device(device_index).get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
         self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
             self.rollout_kernel.arg_format)
 
@@ -171,12 +170,6 @@ class CudaCompiledEnv:
     @property
     def render_shape(self):
         return self.cpu.render_shape
-
-    def resident_blocks(self, kernel, threads: int) -> int:
-        """Blocks of `threads` threads of a kernel without shared memory that fit on one SM at once,
-        by registers (65,536 per SM, allocated per warp in units of 256) and threads (2,048 per SM)."""
-        per_warp = -(-kernel.num_regs * 32 // 256) * 256
-        return max(1, min(65536 // (per_warp * (threads // 32)), 2048 // threads, 32))
 
     def slots_bytes(self, num_envs: int) -> int:
         """Bytes of the slots of num_envs envs on the GPU: states, books, RNGs (16 B each), the first
@@ -432,19 +425,21 @@ def _dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, 
 
 
 # ---------------------------------------------------------------------- the batch
-STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ", "wide_rng", "wide_rng_occ", "pipe")
+STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ", "wide_stream", "wide_keep24",
+                     "wide_keep40")
 
 
 def step_kernel_name(env: CudaCompiledEnv, num_envs: int, forced: str = "auto") -> str:
     """The step kernel (batch_gpu.h) for num_envs envs of env: `forced` unless "auto"
     ($FASTVEC_CUDA_KERNEL); a staged one asked for where a block's slots and obs do not fit in
     shared memory gives "plain1".
-    PROVISIONAL: staged where an env's state and obs exceed 64 bytes, else plain1."""
+    PROVISIONAL (to be set from the H200 sweep): staged_wide where an env's state and obs exceed
+    64 bytes and fit, else wide_stream."""
     if forced not in ("auto",) + STEP_KERNEL_NAMES:
         raise ValueError(f"FASTVEC_CUDA_KERNEL={forced!r} is not one of auto, {', '.join(STEP_KERNEL_NAMES)}")
     obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
     if forced == "auto":
-        forced = "staged" if env.state_size + obs_bytes > 64 else "plain1"
+        forced = "staged_wide" if env.state_size + obs_bytes > 64 else "wide_stream"
     if forced.startswith("staged") and env.stage_threads == 0:
         return "plain1"
     return forced
@@ -477,18 +472,7 @@ class CudaBatch:
         self.stream_handle = int(self.stream.handle)
         _STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
-        self.step_kernel_name = step_kernel_name(env, n, os.environ.get("FASTVEC_CUDA_KERNEL", "auto"))
-        self._step_fn = env.step_kernels[self.step_kernel_name]
-        threads, envs_per_thread = THREADS_PER_BLOCK, 1
-        if self.step_kernel_name.startswith("staged"):
-            threads = env.stage_threads
-        elif self.step_kernel_name == "plain":
-            envs_per_thread = env.plain_envs
-        per_block = threads * envs_per_thread
-        blocks = (n + per_block - 1) // per_block
-        if self.step_kernel_name == "pipe":  # grid-stride: one wave of blocks
-            blocks = min(blocks, env.multiprocessors * env.resident_blocks(self._step_fn, threads))
-        self._step_grid, self._step_block = (blocks, 1), (threads, 1, 1)
+        self.use_step_kernel(step_kernel_name(env, n, os.environ.get("FASTVEC_CUDA_KERNEL", "auto")))
         kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
         obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
         # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
@@ -546,7 +530,24 @@ class CudaBatch:
                          self.dev.done.ptr, self.dev.final_obs.ptr, self.dev.episode_return.ptr,
                          self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
         self.random_key, self.random_step = 0x5EED, 0  # the "random" policy's stream (see rollout)
-        self._graphs: dict = {}
+
+    def use_step_kernel(self, name: str) -> None:
+        """Step with kernel `name` of STEP_KERNEL_NAMES from now on (all give the same bits; the
+        benchmark compares them on one batch). Sets the grid: 256 threads per block (the staged
+        kernels: env.stage_threads), one env per thread (plain: env.plain_envs)."""
+        env, n = self.env, self.num_envs
+        name = step_kernel_name(env, n, name)
+        threads, envs_per_thread = THREADS_PER_BLOCK, 1
+        if name.startswith("staged"):
+            threads = env.stage_threads
+        elif name == "plain":
+            envs_per_thread = env.plain_envs
+        per_block = threads * envs_per_thread
+        self.step_kernel_name, self._step_fn = name, env.step_kernels[name]
+        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
+        for g in getattr(self, "_graphs", {}).values():  # captured with the previous kernel
+            g.close()
+        self._graphs = {}
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:

@@ -22,6 +22,8 @@ static std::mutex fv_atomic_mutex;
 #define __shared__ static
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
+template <typename T> static T __ldcs(const T* p) { return *p; } /* cache hints: nothing to do here */
+template <typename T> static void __stcs(T* p, T v) { *p = v; }
 #define __syncthreads() fv_block_barrier->arrive_and_wait()
 using std::min;
 static unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
@@ -62,7 +64,7 @@ void emu_reset(int n, char* slots, const fv_u64* seeds, const unsigned char* mas
 }
 
 /* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1, 3 staged_wide, 4 wide, 5 wide_occ,
- * 6 wide_rng, 7 pipe (2 blocks of 64 threads: several envs per thread), 8 wide_rng_occ; int64 actions (N, NUM_AGENTS). */
+ * 6 wide_stream, 7 wide_keep24, 8 wide_keep40; int64 actions (N, NUM_AGENTS). */
 void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* obs, float* rewards,
               unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
               float* ep_return, int* ep_length, float* stats, int mode, int max_steps, fv_u64* error) {
@@ -77,9 +79,9 @@ void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* o
     case 3: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_wide_kernel)); break;
     case 4: launch(n, 256, EMU_STEP(fv_step_wide_kernel)); break;
     case 5: launch(n, 256, EMU_STEP(fv_step_wide_occ_kernel)); break;
-    case 6: launch(n, 256, EMU_STEP(fv_step_wide_rng_kernel)); break;
-    case 7: launch(std::min(n, 128), 64, EMU_STEP(fv_step_pipe_kernel)); break;
-    default: launch(n, 256, EMU_STEP(fv_step_wide_rng_occ_kernel)); break;
+    case 6: launch(n, 256, EMU_STEP(fv_step_wide_stream_kernel)); break;
+    case 7: launch(n, 256, EMU_STEP(fv_step_wide_keep24_kernel)); break;
+    default: launch(n, 256, EMU_STEP(fv_step_wide_keep40_kernel)); break;
     }
 #undef EMU_STEP
 }
