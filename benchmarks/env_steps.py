@@ -86,20 +86,6 @@ def gpu_rollout_rate(envs, seconds: float, steps: int) -> float:
     return calls * steps * envs.num_envs / (time.perf_counter() - start)
 
 
-def persisting_l2(max_bytes: bool) -> int:
-    """Set the current context's persisting-L2 set-aside to the device's maximum (or back to 0);
-    returns the bytes set."""
-    import ctypes
-
-    import pycuda.driver as drv
-
-    from fastvec.native import graphs
-
-    size = drv.Context.get_device().get_attribute(drv.device_attribute.MAX_PERSISTING_L2_CACHE_SIZE) if max_bytes else 0
-    graphs.call("cuCtxSetLimit", ctypes.c_int(6), ctypes.c_size_t(size))  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-    return size
-
-
 def hold_actions(t: int, batch) -> None:
     """A rollout policy that keeps batch.dev.actions as they are (enqueues nothing)."""
 
@@ -208,17 +194,11 @@ def gpu_main(args) -> None:
                 batch.use_step_kernel(kernel)
                 row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
                 if n <= 1 << 20:  # (above, step() is the kernel's rate: its Python call is hidden)
-                    row[f"fastvec {game} graph({args.rollout_steps}) {kernel} kernel"] = gpu_graph_step_rate(
-                        envs, args.seconds / 2, args.rollout_steps)
-            if n == 1 << 20 and env_id == "CartPole" and any(k.startswith("wide_keep") for k in sweep):
-                # The evict-last kernels again with the device's largest persisting-L2 set-aside (the
-                # default is none; whether evict-last needs one is what this measures).
-                set_aside = persisting_l2(max_bytes=True)
-                for kernel in [k for k in sweep if k.startswith("wide_keep")]:
-                    batch.use_step_kernel(kernel)
-                    row[f"fastvec {game} step() {kernel} kernel, L2 set-aside {set_aside >> 20} MB"] = \
-                        gpu_step_rate(envs, args.seconds)
-                persisting_l2(max_bytes=False)
+                    try:
+                        row[f"fastvec {game} graph({args.rollout_steps}) {kernel} kernel"] = gpu_graph_step_rate(
+                            envs, args.seconds / 2, args.rollout_steps)
+                    except Exception as err:  # report and go on: step() is the measurement that matters
+                        print(f"graph of {kernel} for {game} at {n} envs failed: {type(err).__name__}: {err}")
             batch.use_step_kernel(default)
             envs.close()
             del envs, batch
@@ -253,8 +233,9 @@ def write_gpu_results(args, rows: list, kernels: dict, games: list) -> dict:
     best = {game: {r["num_envs"]: max((c for c in r if c.startswith(f"fastvec {game} step() ") and c.endswith(" kernel")),
                                       key=r.get, default="").removeprefix(f"fastvec {game} step() ").removesuffix(" kernel")
                    for r in rows if f"fastvec {game} step()" in r} for game, _, _ in games}
+    l2 = getattr(drv.device_attribute, "L2_CACHE_SIZE", None)
     out = {"date": str(date.today()), "device": drv.Device(0).name(),
-           "l2_bytes": drv.Device(0).get_attribute(drv.device_attribute.L2_CACHE_SIZE), "cores": os.cpu_count(),
+           "l2_bytes": drv.Device(0).get_attribute(l2) if l2 is not None else None, "cores": os.cpu_count(),
            "rollout_steps": args.rollout_steps, "default_step_kernels": kernels, "fastest_step_kernels": best,
            "rows": rows}
     RESULTS.mkdir(exist_ok=True)

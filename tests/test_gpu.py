@@ -52,6 +52,41 @@ def test_device_arguments_are_checked_before_compiling():
         parse_device("gpu0")
 
 
+def test_step_kernel_choice_and_grids_without_a_gpu():
+    """cuda.step_kernel_name and CudaBatch.use_step_kernel on a stand-in compiled env (no GPU):
+    staged_wide for envs whose state and obs exceed 64 bytes, the wide kernel that keeps more
+    threads per SM otherwise, forced names checked, staged falling back where nothing is staged,
+    and each kernel's grid covering every env."""
+    from types import SimpleNamespace
+
+    from fastvec.native import cuda
+
+    def fake_env(state_size, obs_size, stage_threads=256, wide="wide_occ"):
+        return SimpleNamespace(num_agents=1, obs_size=obs_size, obs_dtype=np.dtype(np.float32), state_size=state_size,
+                               stage_threads=stage_threads, plain_envs=4, wide_kernel_name=wide,
+                               step_kernels={name: name for name in STEP_KERNEL_NAMES})
+
+    cartpole, breakout = fake_env(32, 4), fake_env(72, 118, stage_threads=64)
+    for n in (1, 65536, 1 << 20, 1 << 24):
+        assert cuda.step_kernel_name(cartpole, n) == "wide_occ"
+        assert cuda.step_kernel_name(fake_env(16, 4, wide="wide"), n) == "wide"
+        assert cuda.step_kernel_name(breakout, n) == "staged_wide"
+    assert cuda.step_kernel_name(fake_env(72, 118, stage_threads=0, wide="wide"), 1000) == "wide"
+    assert cuda.step_kernel_name(fake_env(72, 118, stage_threads=0), 1000, "staged") == "plain1"
+    with pytest.raises(ValueError, match="FASTVEC_CUDA_KERNEL='fast' is not one of auto, plain1"):
+        cuda.step_kernel_name(cartpole, 1000, "fast")
+    # 54 registers: 4 blocks of 256 threads per SM, 48: 5, 40: 6, 32 and fewer: 8 (2,048 threads).
+    assert [cuda.resident_blocks(r) for r in (54, 48, 43, 40, 32, 16)] == [4, 5, 5, 6, 8, 8]
+    for env, name, threads, per_thread in [(cartpole, "plain", 256, 4), (cartpole, "wide_occ", 256, 1),
+                                           (breakout, "staged_wide", 64, 1), (breakout, "plain1", 256, 1)]:
+        batch = cuda.CudaBatch.__new__(cuda.CudaBatch)  # no __init__: nothing is allocated
+        batch.env, batch.num_envs, batch._graphs = env, 1000, {}
+        batch.use_step_kernel(name)
+        assert batch.step_kernel_name == name and batch._step_fn == name
+        assert batch._step_block == (threads, 1, 1)
+        assert batch._step_grid[0] == -(-1000 // (threads * per_thread))
+
+
 # ---------------------------------------------------------------------- trajectories vs the CPU
 def _assert_same_step(cpu_out, gpu_out, exact: bool):
     for x, y in zip(cpu_out[:4], gpu_out[:4]):
@@ -230,8 +265,8 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
 def test_every_step_kernel_gives_the_same_bits(env_id, params, monkeypatch):
     """Every step kernel (batch_gpu.h: staged through shared memory, plain with one or several envs
-    per thread, wide loads with and without cache hints) must give the same bits as plain1, and
-    switching kernels mid-run (use_step_kernel) changes nothing. 1000 envs: partial last blocks."""
+    per thread, wide words) must give the same bits as plain1, and switching kernels mid-run
+    (use_step_kernel) changes nothing. 1000 envs: partial last blocks."""
     n = 1000
     envs = {}
     for kernel in STEP_KERNEL_NAMES:
@@ -444,6 +479,8 @@ def test_graph_replay_equals_eager_stepping():
         graphed.rollout(policy, steps, graph=True)
         eager.rollout(policy, steps, graph=False)
     assert len(graphed.unwrapped.batch._graphs) == 1
+    graphed.unwrapped.batch.use_step_kernel(graphed.unwrapped.batch.step_kernel_name)
+    assert not graphed.unwrapped.batch._graphs, "a graph holds the kernel it was captured with: use_step_kernel drops it"
     for name in ("slots", "obs", "rewards", "done", "episode_return", "episode_length"):
         np.testing.assert_array_equal(getattr(graphed.unwrapped.batch.dev, name).get(),
                                       getattr(eager.unwrapped.batch.dev, name).get(), name)

@@ -40,9 +40,10 @@
  *   now with float32=1 (16-byte State): 8 + 16 + 16 + 8 + 8 + 16 + 4 = 76 B: 56.6 G.
  * An episode end adds the flags and episode outputs (11 B) on that step and their zeros on the
  * next, and the reset reads and writes the RNG (32 B): ~2.5 B per step at a random policy's
- * ~22-step episodes. (At 1M envs much of this stays in the 50 MB L2 between steps.)
- * Measured on the H200 (benchmarks/env_steps.py, 1M envs): 21.0 G env-steps/s = 2.3 TB/s at 108 B,
- * 28.0 G = 2.1 TB/s at 76 B (float32=1): latency-bound, not at the floor; 16M envs: 21.9 G / 28.2 G. */
+ * ~22-step episodes. (At 1M envs a float64 step touches 68 MB, the L2 holds 50 MB.)
+ * Measured on the H200 (benchmarks/env_steps.py, 1M envs, plain1): 21.0 G env-steps/s = 2.3 TB/s at
+ * 108 B, 28.0 G = 2.1 TB/s at 76 B (float32=1), not at the floor; 16M envs: 23.6 G / 31.0 G. The
+ * wide variants below: what more loads in flight bought (little). */
 typedef struct {
     float ep_return[NUM_AGENTS]; /* fv_slot's */
     unsigned int ep_flags;       /* fv_slot's ep_length (bits 0-29) | needs_reset << 30 | OUTPUTS_SET << 31 */
@@ -558,117 +559,43 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
  * Every array starts on a 256-byte boundary and its elements are sizeof(T) apart, a multiple of
  * the word, so each word is aligned.
  *
- * Bytes in flight (the one-env-per-thread step looked latency-bound): at 4.3 TB/s over 132 SMs an
- * SM must move ~33 B/ns; with ~1 us of DRAM latency under load that is ~33 KB of loads in flight
- * per SM. plain1 on the float64 CartPole issues 48 B of loads per env (action 8, book 8, state
- * 32) at once, then, in the ~75% of warps where one of 32 envs resets (a ~22-step episode), waits
- * one more round trip for those RNGs (a load that depends on the book); 54 registers allow 4
- * blocks of 256 threads: 1024 threads x 48 B = 48 KB per SM, but only while all are in their load
- * phase. Measured on the H200 (1M envs, step() G env-steps/s, float64 / float32 CartPole):
- *   plain1 21.0 / 27.8; wide 21.7 / 28.2; wide_occ (5 blocks per SM, 48 registers, no spill)
+ * Bytes in flight (why one env per thread looked latency-bound): at 4.3 TB/s over 132 SMs an SM
+ * must move ~33 B/ns; with ~1 us of DRAM latency under load that is ~33 KB of loads in flight per
+ * SM. plain1 on the float64 CartPole issues 48 B of loads per env (action 8, book 8, state 32) at
+ * once, then, in the ~75% of warps where one of 32 envs resets (a ~22-step episode), waits one
+ * more round trip for those RNGs (a load that depends on the book); 54 registers allow 4 blocks
+ * of 256 threads: 1024 threads x 48 B = 48 KB per SM, but only while all are in their load phase.
+ * Measured on the H200 (1M envs, step(), G env-steps/s, float64 / float32 CartPole, one run):
+ *   plain1 21.0 / 27.8; wide 21.7 / 28.2; wide_occ (5 blocks per SM: 48 registers, no spill)
  *   22.0 / 27.9; the RNG loaded with the rest (no dependent round trip, 16 B more) 21.9 / 27.0;
- *   grid-stride over one wave with the next env's loads in flight while one steps 20.6 / 26.8.
- * So more loads in flight bought ~5%, not the ~40% of a latency-bound kernel: the float32 variant,
- * with 30% fewer bytes and little arithmetic, moved even fewer bytes per second (2.1 vs 2.4 TB/s).
- * What differs between 1M envs (21-28 G) and 16M (24-31 G) is the L2 (50 MB): at 1M the float64
- * states and books (40 MB; float32 24 MB) that the next step reads could stay there, but the
- * streams that pass once (28 B per env: actions read, obs and rewards written) push them out.
- * wide_stream marks those streams evict-first (ld/st.global.cs), so that the L2 keeps the state
- * and books between steps; wide_keep also marks the state and books evict-last (an L2 cache
- * policy). Both only change which lines the L2 drops first: the obs a policy reads right after
- * the step may come from DRAM instead of the L2. */
+ *   grid-stride over one wave, the next env's loads in flight while one steps, 20.6 / 26.8.
+ * (The last two are not kept.) wide_occ keeps 25% more threads, so loads, in flight than wide
+ * and gained 1.5%; the RNG variant removed the dependent round trip and gained 1%: the loads in
+ * flight are not what limits. And the float32 variant, with 30% fewer bytes and little arithmetic,
+ * moved fewer bytes per second (2.1 vs 2.4 TB/s): something costs per step, not per byte.
+ * A candidate, not measured yet: at 1M envs the states and books that the next step reads (40 MB
+ * float64, 24 MB float32) could stay in the 50 MB L2, but the streams read or written once
+ * (actions, obs, rewards: 28 B per env) push them out; evict-first hints on those streams and
+ * evict-last on a part of the states would keep them (branch h4-env-l2). */
 template <> struct fv_word_of<16> { typedef uint4 type; };
 #define FV_WORD_BYTES(b) ((b) % 16 == 0 ? 16 : (b) % 8 == 0 ? 8 : (b) % 4 == 0 ? 4 : 1)
 
-/* Cache hints of a wide access: none, evict-first (streamed once), or evict-last in the L2 (kept). */
-#define FV_HINT_NONE 0
-#define FV_HINT_STREAM 1
-#define FV_HINT_KEEP 2
-
-#ifdef __CUDA_ARCH__
-/* Evict-last for `fraction` (0, 1] of the lines accessed with it, the rest unchanged. */
-static __device__ __forceinline__ fv_u64 fv_keep_policy(float fraction) {
-    fv_u64 policy;
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, %1;" : "=l"(policy) : "f"(fraction));
-    return policy;
-}
-static __device__ __forceinline__ uint4 fv_ld_keep(const uint4* p, fv_u64 pol) {
-    uint4 v;
-    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));
-    return v;
-}
-static __device__ __forceinline__ unsigned long long fv_ld_keep(const unsigned long long* p, fv_u64 pol) {
-    unsigned long long v;
-    asm volatile("ld.global.L2::cache_hint.u64 %0, [%1], %2;" : "=l"(v) : "l"(p), "l"(pol));
-    return v;
-}
-static __device__ __forceinline__ unsigned int fv_ld_keep(const unsigned int* p, fv_u64 pol) {
-    unsigned int v;
-    asm volatile("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol));
-    return v;
-}
-static __device__ __forceinline__ unsigned char fv_ld_keep(const unsigned char* p, fv_u64 pol) { return *p; }
-static __device__ __forceinline__ void fv_st_keep(uint4* p, uint4 v, fv_u64 pol) {
-    asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
-                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(pol) : "memory");
-}
-static __device__ __forceinline__ void fv_st_keep(unsigned long long* p, unsigned long long v, fv_u64 pol) {
-    asm volatile("st.global.L2::cache_hint.u64 [%0], %1, %2;" :: "l"(p), "l"(v), "l"(pol) : "memory");
-}
-static __device__ __forceinline__ void fv_st_keep(unsigned int* p, unsigned int v, fv_u64 pol) {
-    asm volatile("st.global.L2::cache_hint.u32 [%0], %1, %2;" :: "l"(p), "r"(v), "l"(pol) : "memory");
-}
-static __device__ __forceinline__ void fv_st_keep(unsigned char* p, unsigned char v, fv_u64 pol) { *p = v; }
-#else /* tests/emulation: plain accesses */
-static __device__ __forceinline__ fv_u64 fv_keep_policy(float) { return 0; }
-template <typename W> static __device__ __forceinline__ W fv_ld_keep(const W* p, fv_u64) { return *p; }
-template <typename W> static __device__ __forceinline__ void fv_st_keep(W* p, W v, fv_u64) { *p = v; }
-#endif
-
-template <int HINT, typename W> static __device__ __forceinline__ W fv_ld_word(const W* p, fv_u64 policy) {
-    if constexpr (HINT == FV_HINT_STREAM) return __ldcs(p);
-    else if constexpr (HINT == FV_HINT_KEEP) return fv_ld_keep(p, policy);
-    else return *p;
-}
-template <int HINT, typename W> static __device__ __forceinline__ void fv_st_word(W* p, W v, fv_u64 policy) {
-    if constexpr (HINT == FV_HINT_STREAM) __stcs(p, v);
-    else if constexpr (HINT == FV_HINT_KEEP) fv_st_keep(p, v, policy);
-    else *p = v;
-}
-
-template <int HINT, typename T> static __device__ __forceinline__ T fv_load_wide(const T* p, fv_u64 policy = 0) {
+template <typename T> static __device__ __forceinline__ T fv_load_wide(const T* p) {
     typedef typename fv_word_of<FV_WORD_BYTES(sizeof(T))>::type W;
     W w[sizeof(T) / sizeof(W)];
 #pragma unroll
-    for (int k = 0; k < (int)(sizeof(T) / sizeof(W)); k++) w[k] = fv_ld_word<HINT>((const W*)p + k, policy);
+    for (int k = 0; k < (int)(sizeof(T) / sizeof(W)); k++) w[k] = ((const W*)p)[k];
     T v;
     memcpy(&v, w, sizeof(T));
     return v;
 }
 
-template <int HINT, typename T>
-static __device__ __forceinline__ void fv_store_wide(T* p, const T& v, fv_u64 policy = 0) {
+template <typename T> static __device__ __forceinline__ void fv_store_wide(T* p, const T& v) {
     typedef typename fv_word_of<FV_WORD_BYTES(sizeof(T))>::type W;
     W w[sizeof(T) / sizeof(W)];
     memcpy(w, &v, sizeof(T));
 #pragma unroll
-    for (int k = 0; k < (int)(sizeof(T) / sizeof(W)); k++) fv_st_word<HINT>((W*)p + k, w[k], policy);
-}
-
-/* fv_load_action, evict-first where HINT says so (the actions are read once). */
-template <int HINT>
-static __device__ __forceinline__ long long fv_load_action_hinted(const char* base, long long env_stride,
-                                                                  long long agent_stride, int bytes, int is_signed,
-                                                                  int i, int a) {
-    if (HINT == FV_HINT_NONE) return fv_load_action(base, env_stride, agent_stride, bytes, is_signed, i, a);
-    const char* p = base + (long long)i * env_stride + (long long)a * agent_stride;
-    switch (bytes) {
-    case 1: return is_signed ? (long long)__ldcs((const signed char*)p) : (long long)__ldcs((const unsigned char*)p);
-    case 2: return is_signed ? (long long)__ldcs((const short*)p) : (long long)__ldcs((const unsigned short*)p);
-    case 4: return is_signed ? (long long)__ldcs((const int*)p) : (long long)__ldcs((const unsigned int*)p);
-    default: return __ldcs((const long long*)p);
-    }
+    for (int k = 0; k < (int)(sizeof(T) / sizeof(W)); k++) ((W*)p)[k] = w[k];
 }
 
 /* One env's observation as a value, so that a small one is built in registers and stored wide. */
@@ -677,33 +604,47 @@ typedef struct {
 } fv_obs_value;
 #define FV_OBS_IN_REGISTERS (FV_OBS_BYTES <= 64) /* larger ones are written in place */
 
-/* One env per thread, every access wide; HINTS: FV_HINT_NONE, FV_HINT_STREAM (actions, obs and
- * rewards evict-first) or FV_HINT_KEEP (that, and state and book evict-last, for as many envs'
- * as fill KEEP_MB megabytes: an L2 cycled through by more than it holds keeps nothing, one that
- * keeps a fixed part hits on that part every step). The RNG is loaded where the env may draw
- * (after the book: fv_step_envs's order), stored where it drew; the flags and episode outputs
- * are stored only where they change. */
-template <int HINTS, int KEEP_MB = 0> static __device__ __forceinline__ void fv_step_wide(FV_STEP_KERNEL_ARGS) {
-    const int STREAM = HINTS == FV_HINT_NONE ? FV_HINT_NONE : FV_HINT_STREAM;
-    const int KEEP = HINTS == FV_HINT_KEEP ? FV_HINT_KEEP : FV_HINT_NONE;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fv_split p = fv_split_of(slots, n);
-    fv_u64 policy = KEEP ? fv_keep_policy(fminf(1.0f, KEEP_MB * 1048576.0f /
-                                                    ((float)n * (float)(sizeof(State) + sizeof(fv_book)))))
-                         : 0;
+/* What env i's step reads that depends on nothing else (its RNG where every step may draw). */
+typedef struct {
     long long act[NUM_AGENTS];
+    fv_book book;
+    State env;
+    fv_rng rng;
+} fv_env_loads;
+
+/* Whether the RNG is loaded with the rest (every step may draw), not after the book. (fv_steps_draw
+ * under another name: in this form nvcc emits exactly the code measured and tested on the H200.) */
+static __device__ __forceinline__ int fv_rng_with_rest(int autoreset_mode) {
+    return fv_steps_draw(autoreset_mode);
+}
+
+static __device__ __forceinline__ void fv_issue_loads(fv_env_loads* l, fv_split p, int i, const char* actions,
+                                                      long long env_stride, long long agent_stride, int action_bytes,
+                                                      int action_signed, int autoreset_mode) {
     for (int a = 0; a < NUM_AGENTS; a++)
-        act[a] = fv_load_action_hinted<STREAM>(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
-    fv_book book = fv_load_wide<KEEP>(&p.books[i], policy);
+        l->act[a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+    l->book = fv_load_wide(&p.books[i]);
+    l->env = fv_load_wide(&p.states[i]);
+    if (fv_rng_with_rest(autoreset_mode)) l->rng = fv_load_wide(&p.rngs[i]);
+}
+
+/* fv_step_loaded's step of env i from its loads, with every store wide: the RNG only if it drew,
+ * the flags and episode outputs only where they change, then book, state, rewards and obs. */
+static __device__ __forceinline__ void fv_step_wide_loaded(
+    const fv_env_loads* l, int i, fv_split p, OBS_T* obs, float* rewards, unsigned char* terminated,
+    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+    int autoreset_mode, int max_episode_steps, fv_u64* error) {
     fv_slot s;
-    s.env = fv_load_wide<KEEP>(&p.states[i], policy);
-    if (fv_steps_draw(autoreset_mode)) s.rng = fv_load_wide<FV_HINT_NONE>(&p.rngs[i]);
-    unsigned int outputs_set = fv_unpack_book(book, &s);
+    s.env = l->env;
+    unsigned int outputs_set = fv_unpack_book(l->book, &s);
     int may_draw = fv_step_may_draw(&s, autoreset_mode);
-    if (may_draw && !fv_steps_draw(autoreset_mode)) s.rng = fv_load_wide<FV_HINT_NONE>(&p.rngs[i]);
+    if (fv_rng_with_rest(autoreset_mode))
+        s.rng = l->rng;
+    else if (may_draw)
+        s.rng = fv_load_wide(&p.rngs[i]);
     fv_u64 counter = may_draw ? s.rng.counter : 0;
-    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(act[a], i, a, error);
+    long long act[NUM_AGENTS];
+    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(l->act[a], i, a, error);
     fv_obs_value o;
     OBS_T* obs_i = FV_OBS_IN_REGISTERS ? o.v : obs + (long long)i * NUM_AGENTS * OBS_SIZE;
     float reward[NUM_AGENTS], ret[NUM_AGENTS], st[NUM_STATS > 0 ? NUM_STATS : 1];
@@ -720,32 +661,34 @@ template <int HINTS, int KEEP_MB = 0> static __device__ __forceinline__ void fv_
         ep_length[i] = length;
         for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = st[k];
     }
-    if (may_draw && s.rng.counter != counter) fv_store_wide<FV_HINT_NONE>(&p.rngs[i], s.rng);
+    if (may_draw && s.rng.counter != counter) fv_store_wide(&p.rngs[i], s.rng);
     fv_book b;
     for (int a = 0; a < NUM_AGENTS; a++) b.ep_return[a] = s.ep_return[a];
     b.ep_flags = ((unsigned int)s.ep_length & FV_LENGTH_MASK) | (s.needs_reset ? FV_NEEDS_RESET_BIT : 0u) |
                  (ended ? FV_OUTPUTS_SET_BIT : 0u);
-    fv_store_wide<KEEP>(&p.books[i], b, policy);
-    fv_store_wide<KEEP>(&p.states[i], s.env, policy);
-    for (int a = 0; a < NUM_AGENTS; a++) fv_st_word<STREAM>(&rewards[i * NUM_AGENTS + a], reward[a], 0);
-    if (FV_OBS_IN_REGISTERS) fv_store_wide<STREAM>((fv_obs_value*)(obs + (long long)i * NUM_AGENTS * OBS_SIZE), o);
+    fv_store_wide(&p.books[i], b);
+    fv_store_wide(&p.states[i], s.env);
+    for (int a = 0; a < NUM_AGENTS; a++) rewards[i * NUM_AGENTS + a] = reward[a];
+    if (FV_OBS_IN_REGISTERS) fv_store_wide((fv_obs_value*)(obs + (long long)i * NUM_AGENTS * OBS_SIZE), o);
 }
 
-extern "C" __global__ void fv_step_wide_kernel(FV_STEP_KERNEL_ARGS) { fv_step_wide<FV_HINT_NONE>(FV_STEP_KERNEL_CALL); }
-/* The same with at least 5 blocks of 256 threads per SM (48 registers: the float64 CartPole needs 54
- * unbounded, i.e. 4 blocks, and spills nothing at 48): more threads, so more loads, in flight. */
+/* One env per thread, wide: loads as fv_step_envs (everything that depends on nothing else at once,
+ * then the RNG where the book says that the env may draw). */
+static __device__ __forceinline__ void fv_step_wide(FV_STEP_KERNEL_ARGS) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fv_split p = fv_split_of(slots, n);
+    fv_env_loads l;
+    fv_issue_loads(&l, p, i, actions, env_stride, agent_stride, action_bytes, action_signed, autoreset_mode);
+    fv_step_wide_loaded(&l, i, p, obs, rewards, terminated, truncated, done, final_obs, ep_return, ep_length, stats,
+                        autoreset_mode, max_episode_steps, error);
+}
+
+extern "C" __global__ void fv_step_wide_kernel(FV_STEP_KERNEL_ARGS) { fv_step_wide(FV_STEP_KERNEL_CALL); }
+/* The same with at least 5 blocks of 256 threads per SM (48 registers: the float64 CartPole takes
+ * 54 unbounded, i.e. 4 blocks, and spills nothing at 48): more threads, so more loads, in flight. */
 extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_occ_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_wide<FV_HINT_NONE>(FV_STEP_KERNEL_CALL);
-}
-extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_stream_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_wide<FV_HINT_STREAM>(FV_STEP_KERNEL_CALL);
-}
-/* Kept: 24 MB (about half the H200's 50 MB L2, which is two partitions) or 40 MB of states and books. */
-extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_keep24_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_wide<FV_HINT_KEEP, 24>(FV_STEP_KERNEL_CALL);
-}
-extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_keep40_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_wide<FV_HINT_KEEP, 40>(FV_STEP_KERNEL_CALL);
+    fv_step_wide(FV_STEP_KERNEL_CALL);
 }
 
 extern "C" __device__ const int fv_stage_threads = FV_STAGE_THREADS;

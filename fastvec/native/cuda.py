@@ -151,8 +151,13 @@ class CudaCompiledEnv:
         self.step_staged_kernel = self.module.get_function("fv_step_staged_kernel").prepare(self.step_kernel.arg_format)
         # Every step kernel by the name FASTVEC_CUDA_KERNEL takes (batch_gpu.h; CudaBatch picks one per size).
         self.step_kernels = {"plain": self.step_kernel, "plain1": self.step1_kernel, "staged": self.step_staged_kernel}
-        for name in ("staged_wide", "wide", "wide_occ", "wide_stream", "wide_keep24", "wide_keep40"):
+        for name in ("staged_wide", "wide", "wide_occ"):
             self.step_kernels[name] = self.module.get_function(f"fv_step_{name}_kernel").prepare(self.step_kernel.arg_format)
+        # wide_occ is wide bounded to 5 blocks of 256 threads per SM: taken where that is more blocks
+        # than wide gets and costs no spills (more local memory).
+        wide, occ = self.step_kernels["wide"], self.step_kernels["wide_occ"]
+        self.wide_kernel_name = "wide_occ" if resident_blocks(occ.num_regs) > resident_blocks(wide.num_regs) and \
+            occ.local_size_bytes <= wide.local_size_bytes else "wide"
         self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
             self.rollout_kernel.arg_format)
 
@@ -425,21 +430,42 @@ def _dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, 
 
 
 # ---------------------------------------------------------------------- the batch
-STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ", "wide_stream", "wide_keep24",
-                     "wide_keep40")
+STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ")
 
 
-def step_kernel_name(env: CudaCompiledEnv, num_envs: int, forced: str = "auto") -> str:
+def resident_blocks(registers: int, threads: int = THREADS_PER_BLOCK) -> int:
+    """Blocks of `threads` threads using `registers` registers each (no shared memory) that fit on one
+    SM of compute capability 9.0 (and 7.0-8.x): 65,536 registers, allocated per warp in units of
+    256; at most 2,048 threads and 32 blocks."""
+    per_warp = -(-registers * 32 // 256) * 256
+    return max(1, min(65536 // (per_warp * (threads // 32)), 2048 // threads, 32))
+
+
+def step_kernel_name(env, num_envs: int, forced: str = "auto") -> str:
     """The step kernel (batch_gpu.h) for num_envs envs of env: `forced` unless "auto"
-    ($FASTVEC_CUDA_KERNEL); a staged one asked for where a block's slots and obs do not fit in
-    shared memory gives "plain1".
-    PROVISIONAL (to be set from the H200 sweep): staged_wide where an env's state and obs exceed
-    64 bytes and fit, else wide_stream."""
+    ($FASTVEC_CUDA_KERNEL); a staged one where a block's slots and obs do not fit in shared memory
+    gives "plain1".
+
+    auto: "staged_wide" where an env's state and obs exceed 64 bytes and a block of them fits in
+    shared memory, else env.wide_kernel_name ("wide_occ" or "wide", whichever keeps more threads
+    per SM without spilling). From the H200 sweep (benchmarks/env_steps.py --gpu --seconds 0.3,
+    one run; step() with device actions, G env-steps/s):
+
+                            plain1  plain  staged  staged_wide  wide   wide_occ
+      CartPole float64, 1M   21.0    18.7   17.0     16.9       21.7   22.0  (54 / 48 registers)
+      CartPole float32, 1M   27.8    24.7   27.5     27.5       28.2   27.9  (40 / 43 registers)
+      Breakout, 1M             -       -     4.87     5.18       0.45     -
+      Breakout, 65,536         -       -     2.79     2.93       0.50     -
+      CartPole, 65,536: every kernel 5.8-8.6 (float64) and 5.8-8.1 (float32), the same kernel at
+        5.85 and 8.62 in one run: step() is bound by its Python call there, not by the kernel.
+      16M: the run ended before it (the previous session's plain1 / staged: 23.6, 31.0, 5.22).
+    No measured size changes the choice, so num_envs does not yet; where a sweep shows one (with
+    `--kernels all` the benchmark measures every kernel at every size), it goes here."""
     if forced not in ("auto",) + STEP_KERNEL_NAMES:
         raise ValueError(f"FASTVEC_CUDA_KERNEL={forced!r} is not one of auto, {', '.join(STEP_KERNEL_NAMES)}")
     obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
     if forced == "auto":
-        forced = "staged_wide" if env.state_size + obs_bytes > 64 else "wide_stream"
+        forced = "staged_wide" if env.state_size + obs_bytes > 64 and env.stage_threads > 0 else env.wide_kernel_name
     if forced.startswith("staged") and env.stage_threads == 0:
         return "plain1"
     return forced

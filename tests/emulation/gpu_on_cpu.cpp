@@ -22,8 +22,6 @@ static std::mutex fv_atomic_mutex;
 #define __shared__ static
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-template <typename T> static T __ldcs(const T* p) { return *p; } /* cache hints: nothing to do here */
-template <typename T> static void __stcs(T* p, T v) { *p = v; }
 #define __syncthreads() fv_block_barrier->arrive_and_wait()
 using std::min;
 static unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
@@ -63,8 +61,8 @@ void emu_reset(int n, char* slots, const fv_u64* seeds, const unsigned char* mas
     launch(n, 256, [=] { fv_reset_split_kernel(n, slots, seeds, mask, obs); });
 }
 
-/* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1, 3 staged_wide, 4 wide, 5 wide_occ,
- * 6 wide_stream, 7 wide_keep24, 8 wide_keep40; int64 actions (N, NUM_AGENTS). */
+/* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1, 3 staged_wide, 4 wide, 5 wide_occ;
+ * int64 actions (N, NUM_AGENTS). */
 void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* obs, float* rewards,
               unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
               float* ep_return, int* ep_length, float* stats, int mode, int max_steps, fv_u64* error) {
@@ -78,10 +76,7 @@ void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* o
     case 2: launch(n, 256, EMU_STEP(fv_step_any1_kernel)); break;
     case 3: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_wide_kernel)); break;
     case 4: launch(n, 256, EMU_STEP(fv_step_wide_kernel)); break;
-    case 5: launch(n, 256, EMU_STEP(fv_step_wide_occ_kernel)); break;
-    case 6: launch(n, 256, EMU_STEP(fv_step_wide_stream_kernel)); break;
-    case 7: launch(n, 256, EMU_STEP(fv_step_wide_keep24_kernel)); break;
-    default: launch(n, 256, EMU_STEP(fv_step_wide_keep40_kernel)); break;
+    default: launch(n, 256, EMU_STEP(fv_step_wide_occ_kernel)); break;
     }
 #undef EMU_STEP
 }
