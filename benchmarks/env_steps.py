@@ -8,10 +8,13 @@ With --gpu (on a CUDA machine with PyCUDA): fastvec on the GPU through `step()` 
 (int64 actions pre-drawn on the device, nothing returns to the host) and through the fused
 `rollout("random", T)`, for CartPole (default float64, and the opt-in `float32=1`) and Breakout,
 beside gymnax's CartPole-v1 and MinAtar Breakout under jax.jit +
-lax.scan (vmapped over envs, random actions, T steps per call), in one run; writes
-benchmarks/results/env_steps_gpu.json.
+lax.scan (vmapped over envs, random actions, T steps per call), in one run; and each step kernel
+(batch_gpu.h) in turn on the same batch, through `step()` and as T step kernels replayed in one CUDA
+graph (the kernel's own rate, without the Python call per step); writes
+benchmarks/results/env_steps_gpu.json (or --out).
 
     python benchmarks/env_steps.py --gpu [--gpu-num-envs 65536 1048576 16777216] [--rollout-steps 100]
+                                         [--kernels all | NAME ...]
 """
 
 from __future__ import annotations
@@ -76,6 +79,25 @@ def gpu_rollout_rate(envs, seconds: float, steps: int) -> float:
     calls, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds or calls < 2:
         envs.rollout("random", steps)
+        calls += 1
+        if calls % 4 == 0:
+            envs.synchronize()
+    envs.synchronize()
+    return calls * steps * envs.num_envs / (time.perf_counter() - start)
+
+
+def hold_actions(t: int, batch) -> None:
+    """A rollout policy that keeps batch.dev.actions as they are (enqueues nothing)."""
+
+
+def gpu_graph_step_rate(envs, seconds: float, steps: int) -> float:
+    """Env steps per second of `steps` step kernels replayed as one CUDA graph (rollout with a policy
+    that keeps the actions): the step kernel's own rate, without step()'s Python call per step."""
+    envs.rollout(hold_actions, steps)  # capture
+    envs.synchronize()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or calls < 2:
+        envs.rollout(hold_actions, steps)
         calls += 1
         if calls % 4 == 0:
             envs.synchronize()
@@ -149,34 +171,37 @@ def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float
 def gpu_main(args) -> None:
     import pycuda.driver as drv
 
-    rows, kernels = [], {}  # kernels: the step kernel that cuda.py picks per game
+    from fastvec.native.cuda import STEP_KERNEL_NAMES
+
+    rows, kernels = [], {}  # kernels: {game: {num_envs: the step kernel that cuda.py picks}}
     # (column name, env id, env parameters)
     games = [("CartPole", "CartPole", {}), ("CartPole float32", "CartPole", {"float32": 1}), ("Breakout", "Breakout", {})]
+    sweep = [k for k in args.kernels if k in STEP_KERNEL_NAMES]
     for n in args.gpu_num_envs:
         row = {"num_envs": n}
         for game, env_id, params in games:
             if env_id == "Breakout" and n > args.breakout_max_envs:
                 continue
             envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
-            b = envs.unwrapped.batch
-            kernels[game] = next(name for name, fn in [("plain", b.env.step_kernel), ("plain1", b.env.step1_kernel),
-                                                       ("staged", b.env.step_staged_kernel)] if fn is b._step_fn)
-            del b
+            batch = envs.unwrapped.batch
+            kernels.setdefault(game, {})[n] = default = batch.step_kernel_name
             row[f"fastvec {game} step()"] = gpu_step_rate(envs, args.seconds)
             row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
+            # Each step kernel in turn on the same batch (batch_gpu.h; all give the same bits), for the
+            # per-size choice in cuda.step_kernel_name. Breakout: only the staged ones and wide (the
+            # others keep its state in local memory: ~10x slower).
+            for kernel in sweep if env_id != "Breakout" else [k for k in sweep if k.startswith("staged") or k == "wide"]:
+                batch.use_step_kernel(kernel)
+                row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
+                if n <= 1 << 20:  # (above, step() is the kernel's rate: its Python call is hidden)
+                    try:
+                        row[f"fastvec {game} graph({args.rollout_steps}) {kernel} kernel"] = gpu_graph_step_rate(
+                            envs, args.seconds / 2, args.rollout_steps)
+                    except Exception as err:  # report and go on: step() is the measurement that matters
+                        print(f"graph of {kernel} for {game} at {n} envs failed: {type(err).__name__}: {err}")
+            batch.use_step_kernel(default)
             envs.close()
-            del envs
-            if n == 1 << 20:  # each step kernel forced (batch_gpu.h; cuda.py picks one), for comparison
-                for kernel in ["plain", "staged", "plain1"]:
-                    os.environ["FASTVEC_CUDA_KERNEL"] = kernel
-                    envs = gym.make_vec(f"fastvec/{env_id}", n, device="cuda", array_type="device", **params)
-                    row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
-                    if kernel != "plain1":  # (plain1 differs from plain only in step())
-                        row[f"fastvec {game} rollout({args.rollout_steps}) {kernel} kernel"] = gpu_rollout_rate(
-                            envs, args.seconds, args.rollout_steps)
-                    del os.environ["FASTVEC_CUDA_KERNEL"]
-                    envs.close()
-                    del envs
+            del envs, batch
         for game, gymnax_id in [("CartPole", "CartPole-v1"), ("Breakout", "Breakout-MinAtar")]:
             if n <= args.gymnax_max_envs:
                 try:
@@ -185,22 +210,37 @@ def gpu_main(args) -> None:
                     print(f"gymnax {gymnax_id} at {n} envs failed: {type(err).__name__}: {err}")
         rows.append(row)
         print(row, flush=True)
+        write_gpu_results(args, rows, kernels, games)  # after every row: a cut-short run keeps what it measured
     row = {"num_envs": 4096}
     row["gymnasium CartPole vector (CPU)"] = steps_per_second(
         gym.make_vec("CartPole-v1", 4096, vectorization_mode="vector_entry_point"), args.seconds)
     rows.append(row)
 
     columns = list(dict.fromkeys(c for r in rows for c in r if c != "num_envs"))
-    device = drv.Device(0).name()
-    print(f"env steps/s on {device} (+ {os.cpu_count()} CPU cores), {date.today()}; G = 1e9")
+    print(f"env steps/s on {drv.Device(0).name()} (+ {os.cpu_count()} CPU cores), {date.today()}; G = 1e9")
     for c in columns:
         print(f"{c:>44} | " + " | ".join(
             f"{r['num_envs']:>9}: {r[c] / 1e9:7.2f} G" for r in rows if c in r))
-    RESULTS.mkdir(exist_ok=True)
     print(f"step kernels picked by default: {kernels}")
-    out = {"date": str(date.today()), "device": device, "cores": os.cpu_count(), "rollout_steps": args.rollout_steps,
-           "default_step_kernels": kernels, "rows": rows}
-    (RESULTS / "env_steps_gpu.json").write_text(json.dumps(out, indent=2))
+    print(f"fastest step kernels in this run: {write_gpu_results(args, rows, kernels, games)}")
+
+
+def write_gpu_results(args, rows: list, kernels: dict, games: list) -> dict:
+    """Write the GPU JSON; returns the fastest step kernel through step() per game and size (from
+    the sweep: cuda.step_kernel_name's table)."""
+    import pycuda.driver as drv
+
+    best = {game: {r["num_envs"]: max((c for c in r if c.startswith(f"fastvec {game} step() ") and c.endswith(" kernel")),
+                                      key=r.get, default="").removeprefix(f"fastvec {game} step() ").removesuffix(" kernel")
+                   for r in rows if f"fastvec {game} step()" in r} for game, _, _ in games}
+    l2 = getattr(drv.device_attribute, "L2_CACHE_SIZE", None)
+    out = {"date": str(date.today()), "device": drv.Device(0).name(),
+           "l2_bytes": drv.Device(0).get_attribute(l2) if l2 is not None else None, "cores": os.cpu_count(),
+           "rollout_steps": args.rollout_steps, "default_step_kernels": kernels, "fastest_step_kernels": best,
+           "rows": rows}
+    RESULTS.mkdir(exist_ok=True)
+    Path(args.out or RESULTS / "env_steps_gpu.json").write_text(json.dumps(out, indent=2))
+    return best
 
 
 def main() -> None:
@@ -213,8 +253,15 @@ def main() -> None:
     parser.add_argument("--gpu-num-envs", type=int, nargs="+", default=[65536, 1 << 20, 1 << 24])
     parser.add_argument("--rollout-steps", type=int, default=100, help="steps per fused rollout / lax.scan call")
     parser.add_argument("--breakout-max-envs", type=int, default=1 << 24)
-    parser.add_argument("--gymnax-max-envs", type=int, default=1 << 20)
+    parser.add_argument("--gymnax-max-envs", type=int, default=1 << 20, help="0: no gymnax columns")
+    parser.add_argument("--out", help="GPU: where to write the JSON (default benchmarks/results/env_steps_gpu.json)")
+    parser.add_argument("--kernels", nargs="*", default=["all"],
+                        help="step kernels to force one by one at every size (GPU; 'all' or names; none: no sweep)")
     args = parser.parse_args()
+    if args.kernels == ["all"]:
+        from fastvec.native.cuda import STEP_KERNEL_NAMES
+
+        args.kernels = list(STEP_KERNEL_NAMES)
     if args.gpu:
         return gpu_main(args)
 

@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 import fastvec
 from fastvec.native.cpu import ActionError
+from fastvec.native.cuda import STEP_KERNEL_NAMES  # imports without PyCUDA
 
 COUNTING = Path(__file__).parent / "envs" / "counting.h"
 
@@ -49,6 +50,41 @@ def test_device_arguments_are_checked_before_compiling():
     assert parse_device("cuda") == 0 and parse_device("cuda:3") == 3
     with pytest.raises(ValueError, match="'cpu', 'cuda', 'cuda:N'"):
         parse_device("gpu0")
+
+
+def test_step_kernel_choice_and_grids_without_a_gpu():
+    """cuda.step_kernel_name and CudaBatch.use_step_kernel on a stand-in compiled env (no GPU):
+    staged_wide for envs whose state and obs exceed 64 bytes, the wide kernel that keeps more
+    threads per SM otherwise, forced names checked, staged falling back where nothing is staged,
+    and each kernel's grid covering every env."""
+    from types import SimpleNamespace
+
+    from fastvec.native import cuda
+
+    def fake_env(state_size, obs_size, stage_threads=256, wide="wide_occ"):
+        return SimpleNamespace(num_agents=1, obs_size=obs_size, obs_dtype=np.dtype(np.float32), state_size=state_size,
+                               stage_threads=stage_threads, plain_envs=4, wide_kernel_name=wide,
+                               step_kernels={name: name for name in STEP_KERNEL_NAMES})
+
+    cartpole, breakout = fake_env(32, 4), fake_env(72, 118, stage_threads=64)
+    for n in (1, 65536, 1 << 20, 1 << 24):
+        assert cuda.step_kernel_name(cartpole, n) == "wide_occ"
+        assert cuda.step_kernel_name(fake_env(16, 4, wide="wide"), n) == "wide"
+        assert cuda.step_kernel_name(breakout, n) == "staged_wide"
+    assert cuda.step_kernel_name(fake_env(72, 118, stage_threads=0, wide="wide"), 1000) == "wide"
+    assert cuda.step_kernel_name(fake_env(72, 118, stage_threads=0), 1000, "staged") == "plain1"
+    with pytest.raises(ValueError, match="FASTVEC_CUDA_KERNEL='fast' is not one of auto, plain1"):
+        cuda.step_kernel_name(cartpole, 1000, "fast")
+    # 54 registers: 4 blocks of 256 threads per SM, 48: 5, 40: 6, 32 and fewer: 8 (2,048 threads).
+    assert [cuda.resident_blocks(r) for r in (54, 48, 43, 40, 32, 16)] == [4, 5, 5, 6, 8, 8]
+    for env, name, threads, per_thread in [(cartpole, "plain", 256, 4), (cartpole, "wide_occ", 256, 1),
+                                           (breakout, "staged_wide", 64, 1), (breakout, "plain1", 256, 1)]:
+        batch = cuda.CudaBatch.__new__(cuda.CudaBatch)  # no __init__: nothing is allocated
+        batch.env, batch.num_envs, batch._graphs = env, 1000, {}
+        batch.use_step_kernel(name)
+        assert batch.step_kernel_name == name and batch._step_fn == name
+        assert batch._step_block == (threads, 1, 1)
+        assert batch._step_grid[0] == -(-1000 // (threads * per_thread))
 
 
 # ---------------------------------------------------------------------- trajectories vs the CPU
@@ -116,7 +152,7 @@ def test_autoreset_modes_and_truncation_match_the_cpu(mode):
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("kernel", ["staged", "plain", "plain1"])
+@pytest.mark.parametrize("kernel", STEP_KERNEL_NAMES)
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("env", ["cartpole_float32", "counting"])
 def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, monkeypatch):
@@ -134,8 +170,7 @@ def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, mon
     key, code, n = tuple(sorted(defines.items())), native.AUTORESET_CODES[mode], 500
     c = cpu.CpuBatch(cpu.load(path, key), n, code, limit)
     g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True)
-    assert g._step_fn is {"staged": g.env.step_staged_kernel, "plain": g.env.step_kernel,
-                          "plain1": g.env.step1_kernel}[kernel]
+    assert g.step_kernel_name == kernel and g._step_fn is g.env.step_kernels[kernel]
     rng = np.random.default_rng(6)
     seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
     c.reset(seeds, None)
@@ -228,27 +263,34 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 @pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
-def test_plain_and_shared_memory_staged_kernels_agree(env_id, params, monkeypatch):
-    """Three step kernels (staged through shared memory where a block's slots and obs fit; plain
-    with several envs per thread; plain with one) must give the same bits. 1000 envs: partial
-    last blocks."""
+def test_every_step_kernel_gives_the_same_bits(env_id, params, monkeypatch):
+    """Every step kernel (batch_gpu.h: staged through shared memory, plain with one or several envs
+    per thread, wide words) must give the same bits as plain1, and switching kernels mid-run
+    (use_step_kernel) changes nothing. 1000 envs: partial last blocks."""
     n = 1000
     envs = {}
-    for kernel in ("staged", "plain", "plain1"):
+    for kernel in STEP_KERNEL_NAMES:
         monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
         envs[kernel] = _device_env(n, env_id, **params)
         envs[kernel].reset(seed=3)
-    staged, plain, plain1 = envs.values()
-    assert len({id(e.unwrapped.batch._step_fn) for e in envs.values()}) == 3
+        assert envs[kernel].unwrapped.batch.step_kernel_name == kernel
+    monkeypatch.delenv("FASTVEC_CUDA_KERNEL")
+    envs["switching"] = _device_env(n, env_id, **params)
+    envs["switching"].reset(seed=3)
     rng = np.random.default_rng(4)
-    for _ in range(50):
-        actions = rng.integers(0, staged.single_action_space.n, n)
-        a, b, c = staged.step(actions), plain.step(actions), plain1.step(actions)
-        for x, y, z in zip(a[:4], b[:4], c[:4]):
-            np.testing.assert_array_equal(x.get(), y.get())
-            np.testing.assert_array_equal(x.get(), z.get())
-    for other in (plain, plain1):
-        np.testing.assert_array_equal(staged.unwrapped.batch.dev.slots.get(), other.unwrapped.batch.dev.slots.get())
+    ended = 0
+    for t in range(50):
+        envs["switching"].unwrapped.batch.use_step_kernel(STEP_KERNEL_NAMES[t % len(STEP_KERNEL_NAMES)])
+        actions = rng.integers(0, envs["plain1"].single_action_space.n, n)
+        outs = {kernel: e.step(actions) for kernel, e in envs.items()}
+        ended += int(outs["plain1"][2].get().sum())
+        for kernel, out in outs.items():
+            for x, y in zip(outs["plain1"][:4], out[:4]):
+                np.testing.assert_array_equal(x.get(), y.get(), err_msg=kernel)
+    for kernel, e in envs.items():
+        np.testing.assert_array_equal(envs["plain1"].unwrapped.batch.dev.slots.get(), e.unwrapped.batch.dev.slots.get(),
+                                      err_msg=kernel)
+    assert ended > 0 or env_id == "Breakout"  # Breakout's episodes outlast 50 steps
 
 
 @pytest.mark.gpu
@@ -437,6 +479,8 @@ def test_graph_replay_equals_eager_stepping():
         graphed.rollout(policy, steps, graph=True)
         eager.rollout(policy, steps, graph=False)
     assert len(graphed.unwrapped.batch._graphs) == 1
+    graphed.unwrapped.batch.use_step_kernel(graphed.unwrapped.batch.step_kernel_name)
+    assert not graphed.unwrapped.batch._graphs, "a graph holds the kernel it was captured with: use_step_kernel drops it"
     for name in ("slots", "obs", "rewards", "done", "episode_return", "episode_length"):
         np.testing.assert_array_equal(getattr(graphed.unwrapped.batch.dev, name).get(),
                                       getattr(eager.unwrapped.batch.dev, name).get(), name)

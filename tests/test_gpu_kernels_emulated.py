@@ -27,7 +27,8 @@ ENVS = {
     "counting": (ENVS_DIR / "counting.h", {"TERMINATE_AT": 3}, 4),
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
 }
-KERNELS = {"plain": 0, "staged": 1, "plain1": 2}
+# The step kernels (emu_step's numbers); wide_occ is wide with launch bounds (no-ops on the CPU).
+KERNELS = {"plain": 0, "staged": 1, "plain1": 2, "staged_wide": 3, "wide": 4, "wide_occ": 5}
 
 
 @pytest.fixture(scope="module")
@@ -106,13 +107,16 @@ class EmulatedBatch:
 
 
 MODES = ("NextStep", "SameStep", "Disabled")
-# Every kernel in every mode for CartPole (its RNG read only at resets; float64 not under DISABLED,
+# The base kernels in every mode for CartPole (its RNG read only at resets; float64 not under DISABLED,
 # where a fallen pole's sin comes from libm here and from the CPU's own reduction there) and the
-# random walk (two agents, statistics, draws in env_step); Breakout (a 76-byte state in 4-byte
-# words) and the counting env in fewer, to keep this file to seconds.
-CASES = ([("cartpole", m, k) for m in MODES[:2] for k in KERNELS] +
-         [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in KERNELS] +
-         [("breakout", "NextStep", k) for k in ("staged", "plain1")] + [("counting", m, "plain1") for m in MODES])
+# random walk (two agents, statistics, draws in env_step); staged_wide (16-byte obs copies where the
+# block's obs allow), Breakout (a 72-byte state in 8-byte words) and the counting env in fewer, to
+# keep this file to seconds.
+BASE_KERNELS = ("plain", "staged", "plain1", "wide")
+CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
+         [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in BASE_KERNELS] +
+         [(env, "NextStep", "staged_wide") for env in ("cartpole", "random_walk")] +
+         [("breakout", "NextStep", k) for k in ("staged", "staged_wide", "plain1")] + [("counting", m, "plain1") for m in MODES])
 
 
 @pytest.mark.parametrize("env_name,mode,kernel", CASES)

@@ -40,9 +40,10 @@
  *   now with float32=1 (16-byte State): 8 + 16 + 16 + 8 + 8 + 16 + 4 = 76 B: 56.6 G.
  * An episode end adds the flags and episode outputs (11 B) on that step and their zeros on the
  * next, and the reset reads and writes the RNG (32 B): ~2.5 B per step at a random policy's
- * ~22-step episodes. (At 1M envs much of this stays in the 50 MB L2 between steps.)
- * Measured on the H200 (benchmarks/env_steps.py, 1M envs): 21.0 G env-steps/s = 2.3 TB/s at 108 B,
- * 28.0 G = 2.1 TB/s at 76 B (float32=1): latency-bound, not at the floor; 16M envs: 21.9 G / 28.2 G. */
+ * ~22-step episodes. (At 1M envs a float64 step touches 68 MB, the L2 holds 50 MB.)
+ * Measured on the H200 (benchmarks/env_steps.py, 1M envs, plain1): 21.0 G env-steps/s = 2.3 TB/s at
+ * 108 B, 28.0 G = 2.1 TB/s at 76 B (float32=1), not at the floor; 16M envs: 23.6 G / 31.0 G. The
+ * wide variants below: what more loads in flight bought (little). */
 typedef struct {
     float ep_return[NUM_AGENTS]; /* fv_slot's */
     unsigned int ep_flags;       /* fv_slot's ep_length (bits 0-29) | needs_reset << 30 | OUTPUTS_SET << 31 */
@@ -438,13 +439,26 @@ static __device__ __forceinline__ void fv_store_states(State* states, const fv_s
         g[k] = ((const fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS];
 }
 
-extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_kernel(
+/* Copy `bytes` bytes (the block's observations) from shared to global memory in 16-byte words
+ * where the size and both addresses allow (else fv_block_copy): half the store instructions of
+ * 8-byte words for a large obs (Breakout's 472 bytes per env). */
+static __device__ __forceinline__ void fv_block_copy_wide(void* dst, const void* src, int bytes) {
+    if (bytes % 16 == 0 && ((unsigned long long)dst | (unsigned long long)src) % 16 == 0) {
+        for (int k = threadIdx.x; k < bytes / 16; k += blockDim.x) ((uint4*)dst)[k] = ((const uint4*)src)[k];
+    } else {
+        fv_block_copy(dst, src, bytes);
+    }
+}
+
+/* The staged step; WIDE: the obs leave shared memory by fv_block_copy_wide. */
+template <int WIDE>
+static __device__ __forceinline__ void fv_step_staged(
     int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
     int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
     unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
     int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
     __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
-    __shared__ unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
+    __shared__ __align__(16) unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
     fv_slot* sh = (fv_slot*)sh_slots;
     int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
     int count = min((int)blockDim.x, n - base);
@@ -479,7 +493,17 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_kern
     }
     __syncthreads();
     fv_store_states(p.states + base, sh, count);
-    fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+    if (WIDE)
+        fv_block_copy_wide(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+    else
+        fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+}
+
+extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_kernel(FV_STEP_KERNEL_ARGS) {
+    fv_step_staged<0>(FV_STEP_KERNEL_CALL);
+}
+extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_wide_kernel(FV_STEP_KERNEL_ARGS) {
+    fv_step_staged<1>(FV_STEP_KERNEL_CALL);
 }
 
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(
@@ -521,6 +545,150 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
     __syncthreads();
     fv_store_states(p.states + base, sh, count);
     fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+}
+
+/* ---------------------------------------------------------------- wide variants
+ * The plain kernels move a thread's own State, book, RNG and obs in words of their members' types
+ * (4 or 8 bytes), and a warp's envs lie sizeof(State) apart: for the float64 CartPole (32-byte
+ * State) each of its 4 state loads and 4 state stores touches 32 sectors for 8 bytes of each, its
+ * obs takes 4 stores, its book 2 loads and 2 stores: per warp ~30 load and store instructions that
+ * the L1 splits into ~400 sector requests to the L2 for ~3.4 KB of data. The wide kernels move
+ * each in the widest words its size and alignment allow (16 bytes for CartPole's State and obs,
+ * 8 for its book), assembled in registers, with the obs and rewards written once at the end: 2
+ * state loads, 2 state stores, 1 obs store, 1 book load and store, ~140 sector requests per warp.
+ * Every array starts on a 256-byte boundary and its elements are sizeof(T) apart, a multiple of
+ * the word, so each word is aligned.
+ *
+ * Bytes in flight (why one env per thread looked latency-bound): at 4.3 TB/s over 132 SMs an SM
+ * must move ~33 B/ns; with ~1 us of DRAM latency under load that is ~33 KB of loads in flight per
+ * SM. plain1 on the float64 CartPole issues 48 B of loads per env (action 8, book 8, state 32) at
+ * once, then, in the ~75% of warps where one of 32 envs resets (a ~22-step episode), waits one
+ * more round trip for those RNGs (a load that depends on the book); 54 registers allow 4 blocks
+ * of 256 threads: 1024 threads x 48 B = 48 KB per SM, but only while all are in their load phase.
+ * Measured on the H200 (1M envs, step(), G env-steps/s, float64 / float32 CartPole, one run):
+ *   plain1 21.0 / 27.8; wide 21.7 / 28.2; wide_occ (5 blocks per SM: 48 registers, no spill)
+ *   22.0 / 27.9; the RNG loaded with the rest (no dependent round trip, 16 B more) 21.9 / 27.0;
+ *   grid-stride over one wave, the next env's loads in flight while one steps, 20.6 / 26.8.
+ * (The last two are not kept.) wide_occ keeps 25% more threads, so loads, in flight than wide
+ * and gained 1.5%; the RNG variant removed the dependent round trip and gained 1%: the loads in
+ * flight are not what limits. And the float32 variant, with 30% fewer bytes and little arithmetic,
+ * moved fewer bytes per second (2.1 vs 2.4 TB/s): something costs per step, not per byte.
+ * A candidate, not measured yet: at 1M envs the states and books that the next step reads (40 MB
+ * float64, 24 MB float32) could stay in the 50 MB L2, but the streams read or written once
+ * (actions, obs, rewards: 28 B per env) push them out; evict-first hints on those streams and
+ * evict-last on a part of the states would keep them (branch h4-env-l2). */
+template <> struct fv_word_of<16> { typedef uint4 type; };
+#define FV_WORD_BYTES(b) ((b) % 16 == 0 ? 16 : (b) % 8 == 0 ? 8 : (b) % 4 == 0 ? 4 : 1)
+
+template <typename T> static __device__ __forceinline__ T fv_load_wide(const T* p) {
+    typedef typename fv_word_of<FV_WORD_BYTES(sizeof(T))>::type W;
+    W w[sizeof(T) / sizeof(W)];
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(T) / sizeof(W)); k++) w[k] = ((const W*)p)[k];
+    T v;
+    memcpy(&v, w, sizeof(T));
+    return v;
+}
+
+template <typename T> static __device__ __forceinline__ void fv_store_wide(T* p, const T& v) {
+    typedef typename fv_word_of<FV_WORD_BYTES(sizeof(T))>::type W;
+    W w[sizeof(T) / sizeof(W)];
+    memcpy(w, &v, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(T) / sizeof(W)); k++) ((W*)p)[k] = w[k];
+}
+
+/* One env's observation as a value, so that a small one is built in registers and stored wide. */
+typedef struct {
+    OBS_T v[NUM_AGENTS * OBS_SIZE];
+} fv_obs_value;
+#define FV_OBS_IN_REGISTERS (FV_OBS_BYTES <= 64) /* larger ones are written in place */
+
+/* What env i's step reads that depends on nothing else (its RNG where every step may draw). */
+typedef struct {
+    long long act[NUM_AGENTS];
+    fv_book book;
+    State env;
+    fv_rng rng;
+} fv_env_loads;
+
+/* Whether the RNG is loaded with the rest (every step may draw), not after the book. (fv_steps_draw
+ * under another name: in this form nvcc emits exactly the code measured and tested on the H200.) */
+static __device__ __forceinline__ int fv_rng_with_rest(int autoreset_mode) {
+    return fv_steps_draw(autoreset_mode);
+}
+
+static __device__ __forceinline__ void fv_issue_loads(fv_env_loads* l, fv_split p, int i, const char* actions,
+                                                      long long env_stride, long long agent_stride, int action_bytes,
+                                                      int action_signed, int autoreset_mode) {
+    for (int a = 0; a < NUM_AGENTS; a++)
+        l->act[a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+    l->book = fv_load_wide(&p.books[i]);
+    l->env = fv_load_wide(&p.states[i]);
+    if (fv_rng_with_rest(autoreset_mode)) l->rng = fv_load_wide(&p.rngs[i]);
+}
+
+/* fv_step_loaded's step of env i from its loads, with every store wide: the RNG only if it drew,
+ * the flags and episode outputs only where they change, then book, state, rewards and obs. */
+static __device__ __forceinline__ void fv_step_wide_loaded(
+    const fv_env_loads* l, int i, fv_split p, OBS_T* obs, float* rewards, unsigned char* terminated,
+    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
+    int autoreset_mode, int max_episode_steps, fv_u64* error) {
+    fv_slot s;
+    s.env = l->env;
+    unsigned int outputs_set = fv_unpack_book(l->book, &s);
+    int may_draw = fv_step_may_draw(&s, autoreset_mode);
+    if (fv_rng_with_rest(autoreset_mode))
+        s.rng = l->rng;
+    else if (may_draw)
+        s.rng = fv_load_wide(&p.rngs[i]);
+    fv_u64 counter = may_draw ? s.rng.counter : 0;
+    long long act[NUM_AGENTS];
+    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(l->act[a], i, a, error);
+    fv_obs_value o;
+    OBS_T* obs_i = FV_OBS_IN_REGISTERS ? o.v : obs + (long long)i * NUM_AGENTS * OBS_SIZE;
+    float reward[NUM_AGENTS], ret[NUM_AGENTS], st[NUM_STATS > 0 ? NUM_STATS : 1];
+    int length;
+    unsigned char term, trunc;
+    fv_step_one(0, &s, act, obs_i, reward, &term, &trunc, final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ret,
+                &length, st, autoreset_mode, max_episode_steps);
+    int ended = term | trunc;
+    if (ended || outputs_set) {
+        terminated[i] = term;
+        truncated[i] = trunc;
+        done[i] = (unsigned char)ended;
+        for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = ret[a];
+        ep_length[i] = length;
+        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = st[k];
+    }
+    if (may_draw && s.rng.counter != counter) fv_store_wide(&p.rngs[i], s.rng);
+    fv_book b;
+    for (int a = 0; a < NUM_AGENTS; a++) b.ep_return[a] = s.ep_return[a];
+    b.ep_flags = ((unsigned int)s.ep_length & FV_LENGTH_MASK) | (s.needs_reset ? FV_NEEDS_RESET_BIT : 0u) |
+                 (ended ? FV_OUTPUTS_SET_BIT : 0u);
+    fv_store_wide(&p.books[i], b);
+    fv_store_wide(&p.states[i], s.env);
+    for (int a = 0; a < NUM_AGENTS; a++) rewards[i * NUM_AGENTS + a] = reward[a];
+    if (FV_OBS_IN_REGISTERS) fv_store_wide((fv_obs_value*)(obs + (long long)i * NUM_AGENTS * OBS_SIZE), o);
+}
+
+/* One env per thread, wide: loads as fv_step_envs (everything that depends on nothing else at once,
+ * then the RNG where the book says that the env may draw). */
+static __device__ __forceinline__ void fv_step_wide(FV_STEP_KERNEL_ARGS) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fv_split p = fv_split_of(slots, n);
+    fv_env_loads l;
+    fv_issue_loads(&l, p, i, actions, env_stride, agent_stride, action_bytes, action_signed, autoreset_mode);
+    fv_step_wide_loaded(&l, i, p, obs, rewards, terminated, truncated, done, final_obs, ep_return, ep_length, stats,
+                        autoreset_mode, max_episode_steps, error);
+}
+
+extern "C" __global__ void fv_step_wide_kernel(FV_STEP_KERNEL_ARGS) { fv_step_wide(FV_STEP_KERNEL_CALL); }
+/* The same with at least 5 blocks of 256 threads per SM (48 registers: the float64 CartPole takes
+ * 54 unbounded, i.e. 4 blocks, and spills nothing at 48): more threads, so more loads, in flight. */
+extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_occ_kernel(FV_STEP_KERNEL_ARGS) {
+    fv_step_wide(FV_STEP_KERNEL_CALL);
 }
 
 extern "C" __device__ const int fv_stage_threads = FV_STAGE_THREADS;

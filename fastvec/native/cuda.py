@@ -149,6 +149,15 @@ class CudaCompiledEnv:
         # stage_threads is their block size, 0 where an env's slot and obs are too big for it.
         self.stage_threads = int(_read_global(self.module, "fv_stage_threads", np.int32)[0])
         self.step_staged_kernel = self.module.get_function("fv_step_staged_kernel").prepare(self.step_kernel.arg_format)
+        # Every step kernel by the name FASTVEC_CUDA_KERNEL takes (batch_gpu.h; CudaBatch picks one per size).
+        self.step_kernels = {"plain": self.step_kernel, "plain1": self.step1_kernel, "staged": self.step_staged_kernel}
+        for name in ("staged_wide", "wide", "wide_occ"):
+            self.step_kernels[name] = self.module.get_function(f"fv_step_{name}_kernel").prepare(self.step_kernel.arg_format)
+        # wide_occ is wide bounded to 5 blocks of 256 threads per SM: taken where that is more blocks
+        # than wide gets and costs no spills (more local memory).
+        wide, occ = self.step_kernels["wide"], self.step_kernels["wide_occ"]
+        self.wide_kernel_name = "wide_occ" if resident_blocks(occ.num_regs) > resident_blocks(wide.num_regs) and \
+            occ.local_size_bytes <= wide.local_size_bytes else "wide"
         self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
             self.rollout_kernel.arg_format)
 
@@ -421,6 +430,47 @@ def _dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, 
 
 
 # ---------------------------------------------------------------------- the batch
+STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ")
+
+
+def resident_blocks(registers: int, threads: int = THREADS_PER_BLOCK) -> int:
+    """Blocks of `threads` threads using `registers` registers each (no shared memory) that fit on one
+    SM of compute capability 9.0 (and 7.0-8.x): 65,536 registers, allocated per warp in units of
+    256; at most 2,048 threads and 32 blocks."""
+    per_warp = -(-registers * 32 // 256) * 256
+    return max(1, min(65536 // (per_warp * (threads // 32)), 2048 // threads, 32))
+
+
+def step_kernel_name(env, num_envs: int, forced: str = "auto") -> str:
+    """The step kernel (batch_gpu.h) for num_envs envs of env: `forced` unless "auto"
+    ($FASTVEC_CUDA_KERNEL); a staged one where a block's slots and obs do not fit in shared memory
+    gives "plain1".
+
+    auto: "staged_wide" where an env's state and obs exceed 64 bytes and a block of them fits in
+    shared memory, else env.wide_kernel_name ("wide_occ" or "wide", whichever keeps more threads
+    per SM without spilling). From the H200 sweep (benchmarks/env_steps.py --gpu --seconds 0.3,
+    one run; step() with device actions, G env-steps/s):
+
+                            plain1  plain  staged  staged_wide  wide   wide_occ
+      CartPole float64, 1M   21.0    18.7   17.0     16.9       21.7   22.0  (54 / 48 registers)
+      CartPole float32, 1M   27.8    24.7   27.5     27.5       28.2   27.9  (40 / 43 registers)
+      Breakout, 1M             -       -     4.87     5.18       0.45     -
+      Breakout, 65,536         -       -     2.79     2.93       0.50     -
+      CartPole, 65,536: every kernel 5.8-8.6 (float64) and 5.8-8.1 (float32), the same kernel at
+        5.85 and 8.62 in one run: step() is bound by its Python call there, not by the kernel.
+      16M: the run ended before it (the previous session's plain1 / staged: 23.6, 31.0, 5.22).
+    No measured size changes the choice, so num_envs does not yet; where a sweep shows one (with
+    `--kernels all` the benchmark measures every kernel at every size), it goes here."""
+    if forced not in ("auto",) + STEP_KERNEL_NAMES:
+        raise ValueError(f"FASTVEC_CUDA_KERNEL={forced!r} is not one of auto, {', '.join(STEP_KERNEL_NAMES)}")
+    obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+    if forced == "auto":
+        forced = "staged_wide" if env.state_size + obs_bytes > 64 and env.stage_threads > 0 else env.wide_kernel_name
+    if forced.startswith("staged") and env.stage_threads == 0:
+        return "plain1"
+    return forced
+
+
 class CudaBatch:
     """num_envs copies of one env on a GPU, stepped by one kernel launch per step(). Buffers have
     cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
@@ -448,25 +498,9 @@ class CudaBatch:
         self.stream_handle = int(self.stream.handle)
         _STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
-        # The step kernel: "staged" (each block's states and obs pass through shared memory, so that
-        # large ones move in contiguous runs) where an env's state and obs exceed 64 bytes and fit,
-        # else "plain1" (one env per thread, its slot in registers); "plain" (env.plain_envs envs per
-        # thread: 4 for small envs) only when $FASTVEC_CUDA_KERNEL=plain|staged|plain1 forces it.
-        # Measured on an H200 at 1M envs, step() G env-steps/s: CartPole 21.0 plain1, 18.9 plain,
-        # 17.0 staged (float32=1: 28.0, 24.7, 26.7); Breakout 0.48 plain1, 4.86 staged.
+        self.use_step_kernel(step_kernel_name(env, n, os.environ.get("FASTVEC_CUDA_KERNEL", "auto")))
         kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
-        if kernel not in ("auto", "plain", "staged", "plain1"):
-            raise ValueError(f"FASTVEC_CUDA_KERNEL={kernel!r} is not one of auto, plain, staged, plain1")
         obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
-        staged = env.stage_threads > 0 and (kernel == "staged" or kernel == "auto" and env.state_size + obs_bytes > 64)
-        if staged:
-            self._step_fn, threads, envs_per_thread = env.step_staged_kernel, env.stage_threads, 1
-        elif kernel in ("plain1", "auto"):
-            self._step_fn, threads, envs_per_thread = env.step1_kernel, THREADS_PER_BLOCK, 1
-        else:
-            self._step_fn, threads, envs_per_thread = env.step_kernel, THREADS_PER_BLOCK, env.plain_envs
-        per_block = threads * envs_per_thread
-        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
         # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
         # obs is written to shared memory every step): staged pays where the obs outweighs the
         # slot. Measured on an H200, 1M envs, 100 steps: CartPole (16 B obs, 64 B slot) 64 G
@@ -522,7 +556,24 @@ class CudaBatch:
                          self.dev.done.ptr, self.dev.final_obs.ptr, self.dev.episode_return.ptr,
                          self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
         self.random_key, self.random_step = 0x5EED, 0  # the "random" policy's stream (see rollout)
-        self._graphs: dict = {}
+
+    def use_step_kernel(self, name: str) -> None:
+        """Step with kernel `name` of STEP_KERNEL_NAMES from now on (all give the same bits; the
+        benchmark compares them on one batch). Sets the grid: 256 threads per block (the staged
+        kernels: env.stage_threads), one env per thread (plain: env.plain_envs)."""
+        env, n = self.env, self.num_envs
+        name = step_kernel_name(env, n, name)
+        threads, envs_per_thread = THREADS_PER_BLOCK, 1
+        if name.startswith("staged"):
+            threads = env.stage_threads
+        elif name == "plain":
+            envs_per_thread = env.plain_envs
+        per_block = threads * envs_per_thread
+        self.step_kernel_name, self._step_fn = name, env.step_kernels[name]
+        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
+        for g in getattr(self, "_graphs", {}).values():  # captured with the previous kernel
+            g.close()
+        self._graphs = {}
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:

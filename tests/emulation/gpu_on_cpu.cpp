@@ -3,6 +3,7 @@
  * __shared__ a static (blocks run one after another); ENV names the env file. The launchers below
  * use the grids that fastvec/native/cuda.py uses. */
 #include <math.h>
+#include <string.h>
 #include <algorithm>
 #include <barrier>
 #include <mutex>
@@ -10,14 +11,17 @@
 #include <vector>
 
 struct fv_dim3 { unsigned x, y, z; };
-thread_local fv_dim3 threadIdx, blockIdx, blockDim;
+thread_local fv_dim3 threadIdx, blockIdx, blockDim, gridDim;
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
 static std::barrier<>* fv_block_barrier;
 static std::mutex fv_atomic_mutex;
 #define __device__
 #define __global__
 #define __forceinline__ inline
 #define __shared__ static
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() fv_block_barrier->arrive_and_wait()
 using std::min;
 static unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
@@ -42,6 +46,7 @@ template <typename Kernel> static void launch(long long threads, int block, Kern
                 threadIdx = {(unsigned)t, 0, 0};
                 blockIdx = {(unsigned)b, 0, 0};
                 blockDim = {(unsigned)block, 1, 1};
+                gridDim = {(unsigned)grid, 1, 1};
                 kernel();
             });
         for (auto& thread : team) thread.join();
@@ -56,23 +61,24 @@ void emu_reset(int n, char* slots, const fv_u64* seeds, const unsigned char* mas
     launch(n, 256, [=] { fv_reset_split_kernel(n, slots, seeds, mask, obs); });
 }
 
-/* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1; int64 actions (N, NUM_AGENTS). */
+/* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1, 3 staged_wide, 4 wide, 5 wide_occ;
+ * int64 actions (N, NUM_AGENTS). */
 void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* obs, float* rewards,
               unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
               float* ep_return, int* ep_length, float* stats, int mode, int max_steps, fv_u64* error) {
     const char* a = (const char*)actions;
     long long es = NUM_AGENTS * 8;
-    if (kernel == 1)
-        launch(n, FV_STAGE_THREADS, [=] { fv_step_staged_kernel(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated,
-                                                                done, final_obs, ep_return, ep_length, stats, mode,
-                                                                max_steps, error); });
-    else if (kernel == 2)
-        launch(n, 256, [=] { fv_step_any1_kernel(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done,
-                                                 final_obs, ep_return, ep_length, stats, mode, max_steps, error); });
-    else
-        launch((n + FV_PLAIN_ENVS - 1) / FV_PLAIN_ENVS, 256, [=] {
-            fv_step_any_kernel(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done, final_obs,
-                               ep_return, ep_length, stats, mode, max_steps, error); });
+#define EMU_STEP(fn) [=] { fn(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done, final_obs, ep_return, \
+                              ep_length, stats, mode, max_steps, error); }
+    switch (kernel) {
+    case 0: launch((n + FV_PLAIN_ENVS - 1) / FV_PLAIN_ENVS, 256, EMU_STEP(fv_step_any_kernel)); break;
+    case 1: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_kernel)); break;
+    case 2: launch(n, 256, EMU_STEP(fv_step_any1_kernel)); break;
+    case 3: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_wide_kernel)); break;
+    case 4: launch(n, 256, EMU_STEP(fv_step_wide_kernel)); break;
+    default: launch(n, 256, EMU_STEP(fv_step_wide_occ_kernel)); break;
+    }
+#undef EMU_STEP
 }
 
 void emu_rollout(int staged, int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
