@@ -38,6 +38,7 @@ def plot_throughput(name: str, data: dict, out: Path) -> bool:
     series = {column: sorted((r["num_envs"], r[column]) for r in rows if isinstance(r.get(column), (int, float)))
               for column in columns}
     series = {c: pts for c, pts in series.items() if len(pts) >= 2}  # one-size comparisons stay in the tables
+    series = {c: pts for c, pts in series.items() if not c.endswith(" kernel")}  # forced-kernel sweeps: tables only
     if not series:
         return False
     fig, ax = plt.subplots(figsize=(10, 4.5))
