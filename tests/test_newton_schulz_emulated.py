@@ -1,0 +1,46 @@
+"""muon_small_kernel's Newton-Schulz (fastvec/trainer/cuda/newton_schulz.cu: float4 shared-memory products on a
+padded layout) without a GPU: built for the CPU by tests/emulation/newton_schulz_on_cpu.cpp and compared with
+reference.newton_schulz, for the shapes Breakout's and CartPole's policies have and awkward ones. The GPU test
+test_muon_small_kernel_matches_reference checks the whole kernel on the device. Skipped where the C++
+compiler lacks C++20's <barrier>."""
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import reference as ref
+
+HARNESS = Path(__file__).parent / "emulation" / "newton_schulz_on_cpu.cpp"
+CUDA_DIR = Path(ref.__file__).parent / "cuda"
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    out = tmp_path_factory.mktemp("newton_schulz") / "emu.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+           str(HARNESS), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "barrier" in proc.stderr:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lib = ctypes.CDLL(str(out))
+    lib.emu_newton_schulz.restype = None
+    return lib
+
+
+@pytest.mark.parametrize("shape", [(192, 64), (64, 118), (4, 64), (48, 16), (3, 16), (24, 40), (96, 32), (5, 7)])
+def test_shared_memory_newton_schulz_matches_reference(emu, shape):
+    g = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    out = np.empty(shape, np.float32)
+    f32 = ctypes.c_float
+    emu.emu_newton_schulz(g.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(shape[0]), ctypes.c_int(shape[1]),
+                          ctypes.c_int(5), *(f32(c) for c in ref.NS_COEFFS), out.ctypes.data_as(ctypes.c_void_p))
+    want = ref.newton_schulz(g.astype(np.float64))
+    assert np.abs(out - want).max() <= 1e-5 * np.abs(want).max()
