@@ -184,6 +184,21 @@ extern "C" __global__ void fv_reset_split_kernel(int n, char* slots, const fv_u6
     p.rngs[i] = s.rng;
 }
 
+/* Env i's flags and episode outputs, stored only where they change: where this step ended an episode, and
+ * where the previous one did (outputs_set), whose outputs this step's zeros replace. */
+static __device__ __forceinline__ void fv_store_outputs(
+    int i, int ended, unsigned int outputs_set, unsigned char term, unsigned char trunc, const float* ret, int length,
+    const float* st, unsigned char* terminated, unsigned char* truncated, unsigned char* done, float* ep_return,
+    int* ep_length, float* stats) {
+    if (!(ended || outputs_set)) return;
+    terminated[i] = term;
+    truncated[i] = trunc;
+    done[i] = (unsigned char)ended;
+    for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = ret[a];
+    ep_length[i] = length;
+    for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = st[k];
+}
+
 /* Step env i, whose private slot s holds its state, its book (outputs_set from it) and, where
  * may_draw, its RNG (with counter `counter` as loaded): stores the RNG only if it drew, the flags
  * and episode outputs only where they change, and the book. The state and obs are the caller's
@@ -198,14 +213,8 @@ static __device__ __forceinline__ void fv_step_loaded(
     fv_step_one(0, s, act, obs_i, rewards + i * NUM_AGENTS, &term, &trunc,
                 final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ret, &length, st, autoreset_mode, max_episode_steps);
     int ended = term | trunc;
-    if (ended || outputs_set) {
-        terminated[i] = term;
-        truncated[i] = trunc;
-        done[i] = (unsigned char)ended;
-        for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = ret[a];
-        ep_length[i] = length;
-        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = st[k];
-    }
+    fv_store_outputs(i, ended, outputs_set, term, trunc, ret, length, st, terminated, truncated, done, ep_return, ep_length,
+                     stats);
     if (may_draw && s->rng.counter != counter) p.rngs[i] = s->rng;
     fv_store_book(&p.books[i], s, ended);
 }
@@ -653,14 +662,8 @@ static __device__ __forceinline__ void fv_step_wide_loaded(
     fv_step_one(0, &s, act, obs_i, reward, &term, &trunc, final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ret,
                 &length, st, autoreset_mode, max_episode_steps);
     int ended = term | trunc;
-    if (ended || outputs_set) {
-        terminated[i] = term;
-        truncated[i] = trunc;
-        done[i] = (unsigned char)ended;
-        for (int a = 0; a < NUM_AGENTS; a++) ep_return[i * NUM_AGENTS + a] = ret[a];
-        ep_length[i] = length;
-        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = st[k];
-    }
+    fv_store_outputs(i, ended, outputs_set, term, trunc, ret, length, st, terminated, truncated, done, ep_return, ep_length,
+                     stats);
     if (may_draw && s.rng.counter != counter) fv_store_wide(&p.rngs[i], s.rng);
     fv_book b;
     for (int a = 0; a < NUM_AGENTS; a++) b.ep_return[a] = s.ep_return[a];

@@ -223,6 +223,19 @@ __global__ void mlp_backward_kernel(long long count, const float* dout, const fl
     if (i < count) dpre[i] = out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+/* bias_grad_kernel's sum over its row lanes: every thread passes its lane's sum `acc` for column c0 of the
+ * pass; the adder (lane 0) gets the lanes' total in lane order (the others 0). Called by every thread. */
+__device__ __forceinline__ double bias_grad_lanes_sum(double acc, double* lanes, bool adder, int row_lanes, int c_pass,
+                                                      int c0) {
+    __syncthreads();
+    lanes[threadIdx.x] = acc;
+    __syncthreads();
+    double sum = 0.0;
+    if (adder)
+        for (int l = 0; l < row_lanes; l++) sum += lanes[l * c_pass + c0];
+    return sum;
+}
+
 /* A linear layer's bias gradient db (cols,) = the column sums of dpre (rows, cols); with `out` given
  * (an MLP layer), first mlp_backward: dpre = dout * (out > 0), written to dpre. One launch (last_block):
  * block b sums rows [b * rows / G, (b + 1) * rows / G) into partial (G, cols) in double, the finishing
@@ -249,14 +262,9 @@ __global__ void bias_grad_kernel(long long rows, int cols, const float* dout, co
                 acc += v;
             }
         }
-        __syncthreads();
-        lanes[threadIdx.x] = acc;
-        __syncthreads();
-        if (lane == 0 && c < cols) {
-            double sum = 0.0;
-            for (int l = 0; l < row_lanes; l++) sum += lanes[l * c_pass + c0];
-            partial[(long long)blockIdx.x * cols + c] = sum;
-        }
+        bool adder = lane == 0 && c < cols;
+        double sum = bias_grad_lanes_sum(acc, lanes, adder, row_lanes, c_pass, c0);
+        if (adder) partial[(long long)blockIdx.x * cols + c] = sum;
     }
     if (!last_block(counter)) return;
     /* The finish in the same lanes x columns layout: lane l adds partials l, l + lanes, ... (L2 loads, many
@@ -267,14 +275,9 @@ __global__ void bias_grad_kernel(long long rows, int cols, const float* dout, co
         double acc = 0.0;
         if (lane < row_lanes && c < cols)
             for (int b = lane; b < (int)gridDim.x; b += row_lanes) acc += __ldcg(partial + (long long)b * cols + c);
-        __syncthreads();
-        lanes[threadIdx.x] = acc;
-        __syncthreads();
-        if (lane == 0 && c < cols) {
-            double sum = 0.0;
-            for (int l = 0; l < row_lanes; l++) sum += lanes[l * c_pass + c0];
-            db[c] = (float)sum;
-        }
+        bool adder = lane == 0 && c < cols;
+        double sum = bias_grad_lanes_sum(acc, lanes, adder, row_lanes, c_pass, c0);
+        if (adder) db[c] = (float)sum;
     }
 }
 
