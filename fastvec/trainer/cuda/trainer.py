@@ -137,8 +137,6 @@ def record_newton_schulz(k, blas, u: int, bufs: list[int], gram: int, poly: int,
 # kernels.cu's MuonMatrix, field for field: one row of muon_small_kernel's table.
 MUON_SMALL_DTYPE = np.dtype([("offset", "i8"), ("bias_offset", "i8"), ("rows", "i4"), ("cols", "i4"),
                              ("bias_count", "i4"), ("pad", "i4"), ("scale", "f8")])
-
-
 MUON_SMALL_THREADS = 512  # kernels.cu's MUON_SMALL_THREADS: muon_small_kernel's block
 
 
@@ -275,8 +273,10 @@ class CudaTrainer:
             self.actor_params = "actor_params"
             self.learner_done, self.weights_taken = Event(), Event()
             self.scalars_host = cuda.pagelocked_empty(SCALARS_DTYPE.itemsize, np.uint8)
-        # MUON: each weight matrix's momentum, Newton-Schulz and apply run on a stream of their own (a branch
-        # of the update graph), since one matrix's chain of ~28 small launches is latency-bound.
+        # MUON: the small matrices' whole steps in one muon_small_kernel launch (its table of matrices, its shared
+        # memory); each larger matrix's chain of ~25 small, latency-bound launches (momentum, Newton-Schulz GEMMs,
+        # apply, its bias's Adam) on a stream of its own: a branch of the update graph, as
+        # (name, shape, launcher, cuBLAS, scratch, fork event, join event).
         self.muon_branches = []
         if self.muon_small:  # muon_small_kernel's table and shared memory
             table = np.zeros(len(self.muon_small), MUON_SMALL_DTYPE)
