@@ -5,7 +5,7 @@ GPU time replayed back to back (CUDA events), and the graphs' node counts. Print
 benchmarks/results/update_profile<tag>.json (or --out).
 
     python benchmarks/update_profile.py [--updates 50] [--fused auto|0|1|thread|warp] [--set env.num_envs=4096 ...]
-    python benchmarks/update_profile.py --breakdown     # also the GPU time of each operation of one update
+    python benchmarks/update_profile.py --breakdown     # also the GPU time of each operation of a rollout and an update
     nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node python benchmarks/update_profile.py --nsys
 
 Results on the H200: benchmarks/results/update_profile_h2.md.
@@ -62,12 +62,13 @@ def replay_ms(cuda, stream, graph, times: int) -> list[float]:
     return [events[i + 1].time_since(events[i]) for i in range(times)]
 
 
-def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
-    """GPU time of each operation of one update (no nsys needed): the update captured again with an event
-    record node after every kernel launch and cuBLAS call (cuEventRecordWithFlags, EXTERNAL), replayed, and
-    the time between consecutive events summed per operation name (median over the replays)."""
+def graph_breakdown(k, blas, stream, record, replays: int = 5) -> list[dict]:
+    """GPU time of each operation that record() enqueues through launcher k and cuBLAS blas on stream (no
+    nsys needed): captured again with an event record node after every kernel launch and cuBLAS call
+    (cuEventRecordWithFlags, EXTERNAL), replayed, and the time between consecutive events summed per
+    operation name (median over the replays). Copies count toward the operation after them."""
     from fastvec.native.graphs import CudaGraph, call
-    stream = trainer.stream.handle
+    pycuda_stream, stream = stream, stream.handle
     events, labels = [], []
 
     def mark(label):
@@ -77,7 +78,6 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
         events.append(event)
         labels.append(label)
 
-    k, blas = trainer.k, trainer.blas
     originals = {name: getattr(k, name) for name in ("launch", "launch_grid", "launch_block", "launch_shared")}
     originals["matmul"] = blas.matmul
 
@@ -94,7 +94,7 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
         blas.matmul = wrap("matmul", lambda args: f"gemm {args[3]}x{args[4]}x{args[5]}")
         with graph.capture():
             mark("start")
-            trainer._record_update(num_updates)
+            record()
     finally:
         for name in ("launch", "launch_grid", "launch_block", "launch_shared"):
             setattr(k, name, originals[name])
@@ -102,7 +102,7 @@ def update_breakdown(trainer, num_updates: int, replays: int = 5) -> list[dict]:
     per_replay = []
     for _ in range(replays):
         graph.launch()
-        trainer.stream.synchronize()
+        pycuda_stream.synchronize()
         times = {}
         for i in range(1, len(events)):
             elapsed = ctypes.c_float()
@@ -132,7 +132,8 @@ def main() -> None:
     parser.add_argument("--fused", default=None, help="FASTVEC_FUSED_ROLLOUT for this run (auto, 0, 1, thread, warp)")
     parser.add_argument("--nsys", action="store_true",
                         help="bracket the update-graph replays with cuProfilerStart/Stop")
-    parser.add_argument("--breakdown", action="store_true", help="GPU time per operation of one update (event nodes)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="GPU time per operation of one rollout and one update (event nodes)")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -182,10 +183,14 @@ def main() -> None:
     gpu = result["rollout_graph_gpu_ms"] + result["update_graph_gpu_ms"]
     result["host_overhead_ms"] = round(result["loop_ms_median"]["total"] - gpu, 4)
     if args.breakdown:
-        try:
-            result["update_breakdown"] = update_breakdown(trainer, num_updates)
-        except Exception as err:  # a profiling aid only: say why and keep the rest
-            result["update_breakdown_error"] = repr(err)
+        records = {"rollout": (trainer.actor_k, trainer.actor_blas, trainer.actor_stream,
+                               lambda: trainer._record_rollout(0)),
+                   "update": (trainer.k, trainer.blas, trainer.stream, lambda: trainer._record_update(num_updates))}
+        for name, (k, blas, stream_of, record) in records.items():
+            try:
+                result[f"{name}_breakdown"] = graph_breakdown(k, blas, stream_of, record)
+            except Exception as err:  # a profiling aid only: say why and keep the rest
+                result[f"{name}_breakdown_error"] = repr(err)
     trainer.close()
 
     print(f"{args.env} {overrides} fused={result['fused']} ({result['fused_kernel'] or 'GEMM path'}), "
@@ -201,13 +206,14 @@ def main() -> None:
         print(f"  {name + ' graph on the GPU':<32} {result[name + '_graph_gpu_ms']:>8.3f}   "
               f"nodes {result[name + '_graph_nodes']}")
     print(f"  host and gaps (wall - GPU)       {result['host_overhead_ms']:>8.3f}")
-    if "update_breakdown" in result:
-        rows = result["update_breakdown"]
-        print(f"one update, GPU time per operation (event nodes; total {sum(r['ms'] for r in rows):.3f} ms):")
-        for r in rows:
-            print(f"  {r['op']:<40} x{r['count']:<4} {r['ms']:>8.4f} ms")
-    elif "update_breakdown_error" in result:
-        print(f"breakdown failed: {result['update_breakdown_error']}")
+    for name in ("rollout", "update"):
+        if f"{name}_breakdown" in result:
+            rows = result[f"{name}_breakdown"]
+            print(f"one {name}, GPU time per operation (event nodes; total {sum(r['ms'] for r in rows):.3f} ms):")
+            for r in rows:
+                print(f"  {r['op']:<40} x{r['count']:<4} {r['ms']:>8.4f} ms")
+        elif f"{name}_breakdown_error" in result:
+            print(f"{name} breakdown failed: {result[name + '_breakdown_error']}")
     path = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"update_profile{args.tag}.json"
     path.write_text(json.dumps(result, indent=1))
     print(f"wrote {path}")

@@ -469,8 +469,10 @@ class FixedOrders:
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "1", "precision": "bf16"},
     {"kind": "mlp", "optimizer": "adam", "vtrace": False, "fused": "0", "two_launch_mlp_backward": True},
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0", "muon_gemm_chains": True},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "0", "staged_env_step": True},
 ], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused-warp", "mingru-adam-fused-thread", "mlp-muon-fused-warp",
-        "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward", "mingru-muon-gemm-chains"])
+        "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward", "mingru-muon-gemm-chains",
+        "mingru-adam-staged-env-step"])
 def test_rollout_and_update_match_reference(variant, monkeypatch):
     """fused: the one-kernel policy step (else GEMMs + kernels), at 24 envs a warp per env, or (thread) a thread
     per env as from FUSED_THREAD_MIN_ENVS envs on; bf16: GEMMs on bfloat16 tensor cores, checked with the bf16 tolerance 2e-2
@@ -484,6 +486,9 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     if variant.get("muon_gemm_chains"):  # Muon as larger matrices take it: GEMM chains on streams of their own
         from fastvec.trainer.cuda import trainer as trainer_module
         monkeypatch.setattr(trainer_module, "MUON_SMALL_SHARED_LIMIT", 0)
+    if variant.get("staged_env_step"):  # the env step as Breakout's takes it: slots and obs staged in shared memory
+        from fastvec.trainer.cuda import trainer as trainer_module
+        monkeypatch.setattr(trainer_module, "ROLLOUT_STAGE_MIN_OBS_BYTES", 0)
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"])
     config["policy"]["kind"] = variant["kind"]
     config["train"]["precision"] = variant.get("precision", "fp32")
@@ -492,6 +497,8 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     assert bool(gpu_tr.fused_block) == (variant["fused"] != "0")
     kernel = {"0": "", "1": "policy_rollout_warp_kernel", "thread": "policy_step_kernel"}[variant["fused"]]
     assert gpu_tr._fused_kernel(gpu_tr.num_envs)[0] == kernel
+    staged = "rollout_step_staged_kernel" if variant.get("staged_env_step") else "rollout_step_kernel"
+    assert gpu_tr.rollout_step[0] == staged
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights

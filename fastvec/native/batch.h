@@ -95,6 +95,48 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* o
 }
 
 #ifdef __CUDACC__
+/* ---------------------------------------------------------------- staging in shared memory
+ * A thread's own slot and obs are strided by their size across a warp, so a kernel that steps envs
+ * in place costs many more memory transactions than one that moves each block's slots and obs
+ * between global and shared memory in contiguous runs and steps them there (batch_gpu.h's staged
+ * step kernels, the trainer's rollout step). A block stages FV_STAGE_THREADS envs; 0 means one
+ * env's slot and obs do not fit in FV_STAGE_BYTES and the plain kernels are used. */
+#ifndef FV_STAGE_BYTES
+#define FV_STAGE_BYTES 40960
+#endif
+#define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
+#define FV_SLOT_WORDS ((int)(sizeof(fv_slot) / 8)) /* fv_slot holds a u64, so its size is a multiple of 8 */
+#define FV_OBS_WORDS ((FV_OBS_BYTES + 7) / 8)
+#define FV_ENV_STAGE_BYTES (8 * (FV_SLOT_WORDS + FV_OBS_WORDS))
+#define FV_STAGE_FITS(t) ((t) * FV_ENV_STAGE_BYTES <= FV_STAGE_BYTES)
+#define FV_STAGE_THREADS (FV_STAGE_FITS(256) ? 256 : FV_STAGE_FITS(128) ? 128 : FV_STAGE_FITS(64) ? 64 : \
+                          FV_STAGE_FITS(32) ? 32 : 0)
+#define FV_STAGE_ALLOC (FV_STAGE_THREADS > 0 ? FV_STAGE_THREADS : 1)
+
+/* Copy `bytes` bytes between global and shared memory with the whole block, in 8-, 4- or 1-byte
+ * words (whichever divides the size), consecutive threads on consecutive words. */
+static __device__ __forceinline__ void fv_block_copy(void* dst, const void* src, int bytes) {
+    if (bytes % 8 == 0) {
+        for (int k = threadIdx.x; k < bytes / 8; k += blockDim.x)
+            ((unsigned long long*)dst)[k] = ((const unsigned long long*)src)[k];
+    } else if (bytes % 4 == 0) {
+        for (int k = threadIdx.x; k < bytes / 4; k += blockDim.x) ((unsigned int*)dst)[k] = ((const unsigned int*)src)[k];
+    } else {
+        for (int k = threadIdx.x; k < bytes; k += blockDim.x) ((unsigned char*)dst)[k] = ((const unsigned char*)src)[k];
+    }
+}
+
+/* Copy `bytes` bytes (the block's observations) from shared to global memory in 16-byte words
+ * where the size and both addresses allow (else fv_block_copy): half the store instructions of
+ * 8-byte words for a large obs (Breakout's 472 bytes per env). */
+static __device__ __forceinline__ void fv_block_copy_wide(void* dst, const void* src, int bytes) {
+    if (bytes % 16 == 0 && ((unsigned long long)dst | (unsigned long long)src) % 16 == 0) {
+        for (int k = threadIdx.x; k < bytes / 16; k += blockDim.x) ((uint4*)dst)[k] = ((const uint4*)src)[k];
+    } else {
+        fv_block_copy(dst, src, bytes);
+    }
+}
+
 /* ---------------------------------------------------------------- GPU entry points */
 extern "C" __global__ void fv_reset_kernel(int n, fv_slot* slots, const fv_u64* seeds,
                                            const unsigned char* mask, OBS_T* obs) {

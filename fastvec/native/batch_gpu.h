@@ -229,7 +229,6 @@ static __device__ __forceinline__ long long fv_checked_action(long long v, int i
     return v;
 }
 
-#define FV_OBS_BYTES ((int)(NUM_AGENTS * OBS_SIZE * sizeof(OBS_T)))
 
 /* Envs per thread of fv_step_any_kernel: an env with a small state and obs takes 4 per thread,
  * whose loads are all in flight at once before any is stepped (a thread's j-th envs are
@@ -369,36 +368,10 @@ extern "C" __global__ void fv_rollout_random_kernel(
 }
 
 /* ---------------------------------------------------------------- staged variants
- * The same steps, with each block's slots and observations in shared memory, so that the states
- * and obs move between global and shared memory in contiguous runs (a thread's own state and obs
- * are strided by their size across a warp, which costs many more memory transactions), and envs
- * that index their state dynamically (Breakout's bricks) work on shared rather than local memory.
- * A block stages FV_STAGE_THREADS envs; 0 means one env's slot and obs do not fit in
- * FV_STAGE_BYTES and the host uses the plain kernels above. */
-#ifndef FV_STAGE_BYTES
-#define FV_STAGE_BYTES 40960
-#endif
-#define FV_SLOT_WORDS ((int)(sizeof(fv_slot) / 8)) /* fv_slot holds a u64, so its size is a multiple of 8 */
-#define FV_OBS_WORDS ((FV_OBS_BYTES + 7) / 8)
-#define FV_ENV_STAGE_BYTES (8 * (FV_SLOT_WORDS + FV_OBS_WORDS))
-#define FV_STAGE_FITS(t) ((t) * FV_ENV_STAGE_BYTES <= FV_STAGE_BYTES)
-#define FV_STAGE_THREADS (FV_STAGE_FITS(256) ? 256 : FV_STAGE_FITS(128) ? 128 : FV_STAGE_FITS(64) ? 64 : \
-                          FV_STAGE_FITS(32) ? 32 : 0)
-#define FV_STAGE_ALLOC (FV_STAGE_THREADS > 0 ? FV_STAGE_THREADS : 1)
-
-/* Copy `bytes` bytes between global and shared memory with the whole block, in 8-, 4- or 1-byte
- * words (whichever divides the size), consecutive threads on consecutive words. */
-static __device__ __forceinline__ void fv_block_copy(void* dst, const void* src, int bytes) {
-    if (bytes % 8 == 0) {
-        for (int k = threadIdx.x; k < bytes / 8; k += blockDim.x)
-            ((unsigned long long*)dst)[k] = ((const unsigned long long*)src)[k];
-    } else if (bytes % 4 == 0) {
-        for (int k = threadIdx.x; k < bytes / 4; k += blockDim.x) ((unsigned int*)dst)[k] = ((const unsigned int*)src)[k];
-    } else {
-        for (int k = threadIdx.x; k < bytes; k += blockDim.x) ((unsigned char*)dst)[k] = ((const unsigned char*)src)[k];
-    }
-}
-
+ * The same steps, with each block's slots and observations in shared memory (batch.h's staging:
+ * FV_STAGE_THREADS envs a block, 0 where they do not fit and the host uses the plain kernels above);
+ * envs that index their state dynamically (Breakout's bricks) then work on shared rather than local
+ * memory too. */
 /* The block's states move as one contiguous run of words, each landing in (or coming from) its
  * env's fv_slot in shared memory. */
 template <int B> struct fv_word_of;
@@ -446,17 +419,6 @@ static __device__ __forceinline__ void fv_store_states(State* states, const fv_s
     fv_state_word* g = (fv_state_word*)states;
     for (int k = threadIdx.x; k < count * FV_STATE_WORDS; k += blockDim.x)
         g[k] = ((const fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS];
-}
-
-/* Copy `bytes` bytes (the block's observations) from shared to global memory in 16-byte words
- * where the size and both addresses allow (else fv_block_copy): half the store instructions of
- * 8-byte words for a large obs (Breakout's 472 bytes per env). */
-static __device__ __forceinline__ void fv_block_copy_wide(void* dst, const void* src, int bytes) {
-    if (bytes % 16 == 0 && ((unsigned long long)dst | (unsigned long long)src) % 16 == 0) {
-        for (int k = threadIdx.x; k < bytes / 16; k += blockDim.x) ((uint4*)dst)[k] = ((const uint4*)src)[k];
-    } else {
-        fv_block_copy(dst, src, bytes);
-    }
 }
 
 /* The staged step; WIDE: the obs leave shared memory by fv_block_copy_wide. */

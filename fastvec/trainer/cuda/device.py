@@ -45,6 +45,7 @@ SIGNATURES = {
     "schedule_kernel": "Pdii",
     "advance_rollout_kernel": "Pi",
     "rollout_step_kernel": "i" + "P" * 17 + "iQii",
+    "rollout_step_staged_kernel": "i" + "P" * 17 + "iQii",
     "policy_step_kernel": "i" + "P" * 5 + "iP" + "P" * 16 + "iQii",
     "policy_rollout_warp_kernel": "iiiii" + "P" * 21 + "Qii",
     "fv_reset_kernel": "iPPPP",

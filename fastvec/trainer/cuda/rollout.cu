@@ -37,12 +37,13 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
 
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
  * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1.
- * obs_next (R, O): where the env writes obs[t + 1]; actions/logp/values/rewards/dones (R,): step t's
- * slices of the (T, R) buffers; starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/
- * truncated/ep_length (N,), ep_return (R,) and ep_stats (N, S) are the batch layer's scratch;
- * episode_acc (3 + S) doubles: episodes, sum of returns (mean over agents), sum of lengths, sums of
- * the env's stats. Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
-__device__ void sample_and_step_env(int i, const float* y, long long y_stride, fv_slot* slots, OBS_T* obs_next,
+ * slot: env i's slot; obs_i: where it writes its obs[t + 1] rows (A, O) (in the (R, O) buffer, or
+ * staged in shared memory); actions/logp/values/rewards/dones (R,): step t's slices of the (T, R)
+ * buffers; starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/truncated/ep_length (N,),
+ * ep_return (R,) and ep_stats (N, S) are the batch layer's scratch; episode_acc (3 + S) doubles:
+ * episodes, sum of returns (mean over agents), sum of lengths, sums of the env's stats.
+ * Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
+__device__ void sample_and_step_env(int i, const float* y, long long y_stride, fv_slot* slot, OBS_T* obs_i,
                                     OBS_T* final_obs, int* actions, float* logp, float* values, float* rewards,
                                     float* dones, float* starts_next, unsigned char* terminated,
                                     unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
@@ -59,27 +60,71 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, f
         values[row] = yr[NUM_ACTIONS];
         act[a] = action;
     }
-    fv_step_one(i, slots, act, obs_next, rewards, terminated, truncated, final_obs, ep_return, ep_length,
-                ep_stats, FV_SAME_STEP, max_episode_steps);
+    /* fv_step_one on env i's slot and obs with every other array offset to env i (its index 0) */
+    fv_step_one(0, slot, act, obs_i, rewards + i * NUM_AGENTS, terminated + i, truncated + i,
+                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ep_return + i * NUM_AGENTS, ep_length + i,
+                ep_stats + i * NUM_STATS, FV_SAME_STEP, max_episode_steps);
     record_outcome(i, NUM_AGENTS, NUM_STATS, terminated[i] | truncated[i], rewards, ep_return, ep_length[i],
                    ep_stats + i * NUM_STATS, rewards, dones, starts_next, episode_acc, reward_clamp);
 }
 
+/* One policy step after the GEMM-path forward: y (R, A + 1) is the decoder output for obs[t]. STAGED: the
+ * block's slots and obs live in shared memory during the step (batch.h's staging), FV_STAGE_THREADS envs a
+ * block; the host picks it for envs with large observations (trainer.ROLLOUT_STAGE_MIN_OBS_BYTES): at
+ * Breakout's 8,192 envs the in-place step, each thread storing its 118 obs floats 472 bytes apart from
+ * its neighbour's, took ~47 us a step on the H200. */
+template <int STAGED>
+__device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float* y, OBS_T* obs_next,
+                                             OBS_T* final_obs, int* actions, float* logp, float* values,
+                                             float* rewards, float* dones, float* starts_next,
+                                             unsigned char* terminated, unsigned char* truncated, float* ep_return,
+                                             int* ep_length, float* ep_stats, double* episode_acc,
+                                             const TrainScalars* scalars, int t, unsigned long long seed_key,
+                                             int reward_clamp, int max_episode_steps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* y_i = y + (long long)i * NUM_AGENTS * (NUM_ACTIONS + 1);
+    long long step = scalars->rollout_steps + t;
+    if (!STAGED) {
+        if (i < N)
+            sample_and_step_env(i, y_i, NUM_ACTIONS + 1, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
+                                final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
+                                ep_return, ep_length, ep_stats, episode_acc, step, seed_key, reward_clamp,
+                                max_episode_steps);
+        return;
+    }
+    __shared__ unsigned long long sh_slots[STAGED ? FV_STAGE_ALLOC * FV_SLOT_WORDS : 1];
+    __shared__ __align__(16) unsigned long long sh_obs[STAGED ? FV_STAGE_ALLOC * FV_OBS_WORDS : 2];
+    int base = blockIdx.x * blockDim.x, count = min((int)blockDim.x, N - base);
+    fv_slot* sh = (fv_slot*)sh_slots;
+    fv_block_copy(sh, slots + base, count * (int)sizeof(fv_slot));
+    __syncthreads();
+    if (i < N)
+        sample_and_step_env(i, y_i, NUM_ACTIONS + 1, &sh[threadIdx.x],
+                            (OBS_T*)sh_obs + threadIdx.x * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
+                            rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
+                            episode_acc, step, seed_key, reward_clamp, max_episode_steps);
+    __syncthreads();
+    fv_block_copy(slots + base, sh, count * (int)sizeof(fv_slot));
+    fv_block_copy_wide(obs_next + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+}
+
+#define ROLLOUT_STEP_PARAMS                                                                                        \
+    int N, fv_slot *slots, const float *y, OBS_T *obs_next, OBS_T *final_obs, int *actions, float *logp,          \
+        float *values, float *rewards, float *dones, float *starts_next, unsigned char *terminated,                \
+        unsigned char *truncated, float *ep_return, int *ep_length, float *ep_stats, double *episode_acc,          \
+        const TrainScalars *scalars, int t, unsigned long long seed_key, int reward_clamp, int max_episode_steps
+#define ROLLOUT_STEP_ARGS                                                                                          \
+    N, slots, y, obs_next, final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,   \
+        ep_return, ep_length, ep_stats, episode_acc, scalars, t, seed_key, reward_clamp, max_episode_steps
+
 extern "C" {
 
-/* One policy step after the GEMM-path forward: y (R, A + 1) is the decoder output for obs[t]. */
-__global__ void rollout_step_kernel(int N, fv_slot* slots, const float* y, OBS_T* obs_next, OBS_T* final_obs,
-                                    int* actions, float* logp, float* values, float* rewards, float* dones,
-                                    float* starts_next, unsigned char* terminated, unsigned char* truncated,
-                                    float* ep_return, int* ep_length, float* ep_stats, double* episode_acc,
-                                    const TrainScalars* scalars, int t, unsigned long long seed_key,
-                                    int reward_clamp, int max_episode_steps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
-    sample_and_step_env(i, y + (long long)i * NUM_AGENTS * (NUM_ACTIONS + 1), NUM_ACTIONS + 1, slots, obs_next,
-                        final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
-                        ep_return, ep_length, ep_stats, episode_acc, scalars->rollout_steps + t, seed_key,
-                        reward_clamp, max_episode_steps);
+/* rollout_step_staged_kernel's block size (0: one env's slot and obs do not fit FV_STAGE_BYTES). */
+__device__ const int rollout_stage_threads = FV_STAGE_THREADS;
+
+__global__ void rollout_step_kernel(ROLLOUT_STEP_PARAMS) { rollout_step<0>(ROLLOUT_STEP_ARGS); }
+__global__ void __launch_bounds__(FV_STAGE_ALLOC) rollout_step_staged_kernel(ROLLOUT_STEP_PARAMS) {
+    rollout_step<1>(ROLLOUT_STEP_ARGS);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -212,9 +257,10 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
         if (bootstrap) last_value[row] = y[a][NUM_ACTIONS];
     }
     if (bootstrap) return;
-    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, slots, obs_next, final_obs, actions, logp, values, rewards,
-                        dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
-                        scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
+    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
+                        final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
+                        ep_return, ep_length, ep_stats, episode_acc, scalars->rollout_steps + t, seed_key,
+                        reward_clamp, max_episode_steps);
 }
 /* ------------------------------------------------------------------------------------------------
  * The rollout with a warp per env (policy_rollout_warp_kernel), for fewer envs than fill the GPU with
@@ -366,10 +412,10 @@ __global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int step
                     last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
             } else {
                 long long t_r = (long long)t * R, next_r = (long long)(t + 1) * R;
-                sample_and_step_env(i, ys, NUM_ACTIONS + 1, slots, obs + next_r * OBS_SIZE, final_obs, actions + t_r,
-                                    logp + t_r, values + t_r, rewards + t_r, dones + t_r, starts + next_r, terminated,
-                                    truncated, ep_return, ep_length, ep_stats, episode_acc, rollout_steps + t, seed_key,
-                                    reward_clamp, max_episode_steps);
+                sample_and_step_env(i, ys, NUM_ACTIONS + 1, &slots[i], obs + (next_r + i * NUM_AGENTS) * OBS_SIZE,
+                                    final_obs, actions + t_r, logp + t_r, values + t_r, rewards + t_r, dones + t_r,
+                                    starts + next_r, terminated, truncated, ep_return, ep_length, ep_stats,
+                                    episode_acc, rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
             }
         }
         __syncwarp(); /* the env's next obs and start flag, written by lane 0, before every lane reads them */

@@ -47,6 +47,9 @@ SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
 # Matrices whose Newton-Schulz fits a block's shared memory (hidden 64: up to 192 x 64) take Muon's step in one
 # muon_small_kernel launch; larger ones a chain of GEMMs on a stream of their own. Tests set 0 to force the chains.
 MUON_SMALL_SHARED_LIMIT = SHARED_LIMIT - 1024
+# The GEMM path's env step stages each block's slots and obs in shared memory (rollout_step_staged_kernel) for
+# observations larger than this (Breakout's 472 bytes); small ones (CartPole's 16) step in place. Tests set 0.
+ROLLOUT_STAGE_MIN_OBS_BYTES = 64
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
 FUSED_WARP_BLOCK = 256  # the warp-per-env rollout kernel: 8 envs per block
 # From here on a thread per env (a launch a step) beats a warp per env (one launch): rollout graph on the H200,
@@ -247,9 +250,12 @@ class CudaTrainer:
         self.k = device.Launcher(device.load_module(source_path(name), tuple(sorted(defines.items()))), self.stream)
         self.actor_k = device.Launcher(self.k.module, self.actor_stream) if self.async_rollouts else self.k
         self.max_episode_steps = int(ENVS[name].max_episode_steps or 0)
-        slot_bytes = self.k.module.get_global("fv_slot_size")
-        slot_size = np.empty(1, np.int32)
-        cuda.memcpy_dtoh(slot_size, slot_bytes[0])
+        slot_size, obs_item, stage_threads = (self._module_int(name) for name in
+                                              ("fv_slot_size", "fv_obs_bytes", "rollout_stage_threads"))
+        obs_bytes = spec.obs_size * obs_item * self.num_agents
+        # The GEMM path's env step: (kernel, threads per block)
+        self.rollout_step = ("rollout_step_staged_kernel", stage_threads) \
+            if stage_threads > 0 and obs_bytes > ROLLOUT_STAGE_MIN_OBS_BYTES else ("rollout_step_kernel", device.THREADS)
         self.matrix_names = set(self.layout.matrix_names())
         muon = train["optimizer"] == "muon"
         self.muon_small = [(name, shape) for name, shape in self.layout.table if muon and name in self.matrix_names
@@ -263,7 +269,7 @@ class CudaTrainer:
                 raise ValueError(f"host_batches hold {sum(counts)} envs, the trainer's batch {n_env}")
             bounds = np.concatenate([[0], np.cumsum(counts)]).astype(int)
             self.env_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-        self.arena = self._plan_arena(int(slot_size[0]), env)
+        self.arena = self._plan_arena(slot_size, env)
         self.arena.allocate(cuda)
         self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE, self.precision)
         self.actor_blas, self.actor_params = self.blas, "params"
@@ -337,6 +343,12 @@ class CudaTrainer:
         self.timing = {"rollout": 0.0, "update": 0.0}
         if self.host_env:  # of the rollout: the CPU stepping the env, and the CPU waiting for the GPU's actions
             self.timing.update(env=0.0, wait=0.0)
+
+    def _module_int(self, name: str) -> int:
+        """A `__device__ const int` of the compiled module (sizes the host needs)."""
+        value = np.empty(1, np.int32)
+        self.cuda.memcpy_dtoh(value, self.k.module.get_global(name)[0])
+        return int(value[0])
 
     def _fused_block_size(self, num_envs: int) -> int:
         """Threads per block of the fused policy step (every weight in shared memory), or 0 to use the GEMM
@@ -707,13 +719,14 @@ class CudaTrainer:
                                        ls * r * h * 4, k.stream)
             self._policy_forward(r, 1, buf("obs", t * r * o), buf("starts", t * r), state, state, acts, pres,
                                  hs, buf("r_y"), self.actor_params, k, self.actor_blas)
-            k.launch("rollout_step_kernel", self.num_envs, np.int32(self.num_envs), a.ptr("slots"), buf("r_y"),
-                     buf("obs", (t + 1) * r * o), a.ptr("final_obs"), buf("actions", t * r),
-                     buf("logp", t * r), buf("values", t * r), buf("rewards", t * r), buf("dones", t * r),
-                     buf("starts", (t + 1) * r), a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"),
-                     a.ptr("ep_length"), a.ptr("ep_stats"), a.ptr("episode_acc"), a.ptr("scalars"), np.int32(t),
-                     np.uint64(self.seed_key), np.int32(self.train_cfg["reward_clamp"]),
-                     np.int32(self.max_episode_steps))
+            k.launch_shared(self.rollout_step[0], self.num_envs, self.rollout_step[1], 0,
+                            np.int32(self.num_envs), a.ptr("slots"), buf("r_y"), buf("obs", (t + 1) * r * o),
+                            a.ptr("final_obs"), buf("actions", t * r), buf("logp", t * r), buf("values", t * r),
+                            buf("rewards", t * r), buf("dones", t * r), buf("starts", (t + 1) * r),
+                            a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"),
+                            a.ptr("ep_stats"), a.ptr("episode_acc"), a.ptr("scalars"), np.int32(t),
+                            np.uint64(self.seed_key), np.int32(self.train_cfg["reward_clamp"]),
+                            np.int32(self.max_episode_steps))
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self._policy_forward(r, 1, buf("obs", t_len * r * o), buf("starts", t_len * r), state, last_state,
                              acts, pres, hs, buf("r_y"), self.actor_params, k, self.actor_blas)
