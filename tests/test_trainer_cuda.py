@@ -117,14 +117,18 @@ def test_mingru_forward_backward_match_reference(gpu, highway):
     assert rel_err(dev.get(plast, (b, h)), last_ref) <= F32_TOL
 
     pdout, pdpre, pdx = dev(dout), dev.empty((steps, b, w_rows)), dev.empty((steps, b, h))
+    pdbias_seq = dev.empty((b, w_rows))
     k.launch("mingru_backward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), pdout,
-             px, ppre, pbias, pstarts, ph0, ph, pdpre, pdx)
+             px, ppre, pbias, pstarts, ph0, ph, pdpre, pdx, pdbias_seq)
     dpre = dev.get(pdpre, (steps, b, w_rows)).astype(np.float64)
     dx = dev.get(pdx, (steps, b, h)) + dpre @ w  # the trainer adds dpre @ w with a cuBLAS GEMM
     rows = dpre.reshape(-1, w_rows)
     assert rel_err(dx, dx_ref) <= F32_TOL
     assert rel_err(rows.T @ x.reshape(-1, h), dw_ref) <= F32_TOL
     assert rel_err(rows.sum(0), db_ref) <= F32_TOL
+    # each sequence's own sums of dpre over its steps: the trainer sums these b rows for the bias gradient
+    assert rel_err(dev.get(pdbias_seq, (b, w_rows)), dpre.sum(0)) <= F32_TOL
+    assert rel_err(dev.get(pdbias_seq, (b, w_rows)).sum(0), db_ref) <= F32_TOL
 
 
 def test_mlp_and_linear_layers_match_reference(gpu):

@@ -20,7 +20,7 @@ SIGNATURES = {
     "fill_kernel": "Pqf",
     "add_bias_kernel": "PPqi",
     "mingru_forward_kernel": "iiii" + "P" * 8,
-    "mingru_backward_kernel": "iiii" + "P" * 9,
+    "mingru_backward_kernel": "iiii" + "P" * 10,
     "mlp_forward_kernel": "qiPPP",
     "mlp_backward_kernel": "qPPP",
     "bias_grad_kernel": "qiPPPPPP",

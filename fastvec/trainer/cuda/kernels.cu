@@ -132,7 +132,7 @@ __global__ void add_bias_kernel(float* y, const float* bias, long long rows, int
  * x (K, B, H) layer input; pre (K, B, W) = x @ w.T (without the bias, which this adds; the backward
  * adds it again rather than this kernel storing it back: a third of the traffic less);
  * starts (K, B): 1 where step t begins an episode (incoming state zeroed);
- * h0 (B, H) state before step 0; h (K, B, H) states (kept for the backward); out (K, B, H);
+ * h0 (B, H) state before step 0; h (K, B, H) states (kept for the backward; NULL in the rollout); out (K, B, H);
  * h_last (B, H) the state after step K-1 (may be h0: each thread reads before it writes).
  * (Issuing several steps' loads together measured no faster on an H200 at either of Breakout's shapes.) */
 __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const float* __restrict__ x,
@@ -154,7 +154,7 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
         float z = sigmoidf_ref(zp), c = mingru_g(cp);
         float decay = (1.0f - z) * keep;
         state = decay * state + z * c;
-        h[row * H + j] = state;
+        if (h) h[row * H + j] = state;
         float o = state;
         if (highway) {
             float s = sigmoidf_ref(sp + bs);
@@ -168,17 +168,20 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
 /* mingru_backward: dout (K, B, H) -> dpre (K, B, W) and the element-wise part of dx (K, B, H)
  * (the highway's (1 - s) * dout; the caller adds dpre @ w with a GEMM). pre and bias as the forward's.
  * Reverse time per (b, j): the total gradient into h_t is dh_t + decay_{t+1} * (that of h_{t+1}).
- * No gradient into h0. */
+ * No gradient into h0. dbias_seq (B, W): each sequence's sum of dpre over its K steps, so that the
+ * bias gradient is a sum over B rows rather than K * B (a GEMM reading dpre again took 36 us of every
+ * layer's backward at Breakout's 65,536 x 384 on the H200). */
 __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const float* __restrict__ dout,
                                        const float* __restrict__ x, const float* __restrict__ pre,
                                        const float* __restrict__ bias, const float* __restrict__ starts,
                                        const float* __restrict__ h0, const float* __restrict__ h,
-                                       float* __restrict__ dpre, float* __restrict__ dx) {
+                                       float* __restrict__ dpre, float* __restrict__ dx,
+                                       float* __restrict__ dbias_seq) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * H) return;
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
     float bz = bias[j], bc = bias[H + j], bs = highway ? bias[2 * H + j] : 0.0f;
-    float dh_total = 0.0f, next_decay = 0.0f;
+    float dh_total = 0.0f, next_decay = 0.0f, sum_z = 0.0f, sum_c = 0.0f, sum_s = 0.0f;
     for (int t = K - 1; t >= 0; t--) {
         long long row = (long long)t * B + b;
         const float* p = pre + row * W + j;
@@ -197,7 +200,9 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
         if (highway) {
             float s = sigmoidf_ref(sp + bs);
             dh = d * s;
-            dp[2 * H] = d * (hv - xv) * s * (1.0f - s);
+            float ds = d * (hv - xv) * s * (1.0f - s);
+            dp[2 * H] = ds;
+            sum_s += ds;
             dx[row * H + j] = d * (1.0f - s);
         } else {
             dh = d;
@@ -206,10 +211,17 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
         dh_total = dh + next_decay * dh_total;
         float ddecay = dh_total * h_prev;
         float dz = dh_total * c - ddecay * keep;
-        dp[0] = dz * z * (1.0f - z);
-        dp[H] = dh_total * z * mingru_g_grad(cp);
+        float dzp = dz * z * (1.0f - z), dcp = dh_total * z * mingru_g_grad(cp);
+        dp[0] = dzp;
+        dp[H] = dcp;
+        sum_z += dzp;
+        sum_c += dcp;
         next_decay = (1.0f - z) * keep;
     }
+    float* db = dbias_seq + (long long)b * W + j;
+    db[0] = sum_z;
+    db[H] = sum_c;
+    if (highway) db[2 * H] = sum_s;
 }
 
 /* mlp_forward: out = relu(pre + bias); pre and out (rows, H). */

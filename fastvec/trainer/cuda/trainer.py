@@ -426,7 +426,6 @@ class CudaTrainer:
         # rollout activations (one step of R rows)
         a.add("r_act", (2, r, h), f32, "(2, R, H) layer inputs/outputs, ping-pong")
         a.add("r_pre", (r, w), f32, "(R, W) pre-activations")
-        a.add("r_h", (r, h), f32, "(R, H) MinGRU states (unused copy)")
         a.add("r_y", (r, y), f32, "(R, Y) decoder output; after the rollout, the bootstrap values")
         # update: minibatch inputs (K, Bm, ...) rows
         a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
@@ -448,12 +447,13 @@ class CudaTrainer:
         a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")
         # update: activations kept for the backward
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
-        a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (bias included)")
+        a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (without the bias)")
         a.add("hseq", (max(ls, 1), n, h), f32, "(Ls, n, H) MinGRU states")
         a.add("y", (n, y), f32, "(n, Y) decoder output")
         a.add("dy", (n, y), f32, "(n, Y) loss gradient")
         a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
         a.add("dpre", (n, w), f32, "(n, W)")
+        a.add("dbias_seq", (bm, w), f32, "(Bm, W) per-sequence sums of a MinGRU layer's dpre")
         if self.muon_small:
             a.add("muon_small_table", (len(self.muon_small) * MUON_SMALL_DTYPE.itemsize,), np.uint8,
                   "(matrices,) MuonMatrix rows of muon_small_kernel")
@@ -538,7 +538,7 @@ class CudaTrainer:
         acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
         y = buf("r_y", row0 * ny)
         self._policy_forward(rows, 1, buf("obs", (t * r + row0) * o), buf("starts", t * r + row0), state, state,
-                             acts, [a.ptr("r_pre", row0 * w)] * spec.layers, [a.ptr("r_h", row0 * h)] * spec.layers,
+                             acts, [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers,
                              y, self.actor_params, k, self.actor_blas)
         k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, buf("actions", t * r + row0),
                  buf("logp", t * r + row0), buf("values", t * r + row0), a.ptr("scalars"), np.int32(t),
@@ -615,7 +615,7 @@ class CudaTrainer:
             acts = [a.ptr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
             self._policy_forward(rows, 1, self._slot("obs", slot, (t_len * r + row0) * o),
                                  self._slot("starts", slot, t_len * r + row0), state, last, acts,
-                                 [a.ptr("r_pre", row0 * w)] * spec.layers, [a.ptr("r_h", row0 * h)] * spec.layers,
+                                 [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers,
                                  self._slot("r_y", slot, row0 * ny), self.actor_params, self.actor_k, self.actor_blas)
         self.actor_k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
@@ -709,7 +709,7 @@ class CudaTrainer:
         last_state = [a.ptr("last_state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
         acts = [a.ptr("r_act", (i % 2) * r * h) for i in range(spec.layers + 1)]
         pres = [a.ptr("r_pre")] * spec.layers
-        hs = [a.ptr("r_h")] * spec.layers
+        hs = [0] * spec.layers  # the rollout keeps no per-step MinGRU states
         if self.fused_block:
             self._record_fused_rollout(slot)
             return
@@ -983,9 +983,9 @@ class CudaTrainer:
             if spec.recurrent:
                 k.launch("mingru_backward_kernel", bm * h, np.int32(kk), np.int32(bm), np.int32(h),
                          np.int32(spec.highway), cur, acts[layer], pres[layer], pp(f"layer{layer}.b"),
-                         a.ptr("mb_starts"), states[layer], hs[layer], a.ptr("dpre"), other)
+                         a.ptr("mb_starts"), states[layer], hs[layer], a.ptr("dpre"), other, a.ptr("dbias_seq"))
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
-                self._record_bias_grad(gp(f"layer{layer}.b"), a.ptr("dpre"), w)
+                self._record_bias_grad(gp(f"layer{layer}.b"), a.ptr("dbias_seq"), w, rows=bm)
             elif n * h <= MLP_FUSED_BIAS_MAX_ELEMENTS:  # mlp_backward and the bias gradient in one launch
                 self._record_bias_grad(gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
@@ -1000,12 +1000,13 @@ class CudaTrainer:
         # OPTIMIZER
         self._record_optimizer_step()
 
-    def _record_bias_grad(self, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0) -> None:
-        """db (cols,) = column sums of dout (n, cols), the minibatch's bias gradient; with out and dpre (an MLP
-        layer), of dpre = dout * (out > 0) (mlp_backward), which it also writes. Without the mask it is a
-        GEMM with a ones row: at Breakout's sizes (65,536 x 384) bias_grad_kernel's 128 blocks made the
-        update 17% slower (H200, train_speed.py --scaling, 128 x 2: 33.4M vs 40.2M update SPS)."""
-        a, n = self.arena, self.mb_rows
+    def _record_bias_grad(self, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0,
+                          rows: int | None = None) -> None:
+        """db (cols,) = column sums of dout (rows, cols) (default the minibatch's n rows), a bias gradient; with
+        out and dpre (an MLP layer), of dpre = dout * (out > 0) (mlp_backward), which it also writes. Without
+        the mask it is a GEMM with a ones row: at Breakout's sizes (65,536 x 384) bias_grad_kernel's 128 blocks
+        made the update 17% slower (H200, train_speed.py --scaling, 128 x 2: 33.4M vs 40.2M update SPS)."""
+        a, n = self.arena, self.mb_rows if rows is None else rows
         if not out:
             self.blas.matmul(db, a.ptr("ones"), dout, 1, cols, n)
             return
