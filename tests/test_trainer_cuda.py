@@ -63,6 +63,16 @@ class Dev:
         return out
 
 
+def to_bf16(x) -> np.ndarray:
+    """bfloat16 bits (uint16) of x, rounded to nearest even, as __float2bfloat16 does."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16(bits) -> np.ndarray:
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
 def rel_err(got, want) -> float:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
@@ -111,7 +121,7 @@ def test_mingru_forward_backward_match_reference(gpu, highway):
     px, ppre, pbias, pstarts, ph0 = dev(x), dev(pre), dev(bias), dev(starts), dev(h0)
     ph, pout, plast = dev.empty((steps, b, h)), dev.empty((steps, b, h)), dev.empty((b, h))
     k.launch("mingru_forward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), px, ppre,
-             pbias, pstarts, ph0, ph, pout, plast)
+             pbias, pstarts, ph0, ph, pout, plast, 0)
     assert np.array_equal(dev.get(ppre, (steps, b, w_rows)), pre)  # read only: the backward reads it again
     assert rel_err(dev.get(pout, (steps, b, h)), out_ref) <= F32_TOL
     assert rel_err(dev.get(plast, (b, h)), last_ref) <= F32_TOL
@@ -129,6 +139,54 @@ def test_mingru_forward_backward_match_reference(gpu, highway):
     # each sequence's own sums of dpre over its steps: the trainer sums these b rows for the bias gradient
     assert rel_err(dev.get(pdbias_seq, (b, w_rows)), dpre.sum(0)) <= F32_TOL
     assert rel_err(dev.get(pdbias_seq, (b, w_rows)).sum(0), db_ref) <= F32_TOL
+
+
+@pytest.mark.parametrize("highway", [True, False])
+def test_mingru_bf16_kernels_equal_the_fp32_kernels_on_bf16_values(gpu, highway):
+    """The bf16 update's layer: pre from a GEMM of bfloat16 operands into bfloat16 (within bf16 rounding of
+    x @ w.T), then the _bf16 kernels, which must compute exactly what the fp32 kernels (tested against the
+    reference above) compute on the same values: the same out, states and per-sequence bias sums, out's
+    bf16 copy, and dpre rounded to bfloat16. (Against the reference directly, bf16 inputs move some
+    pre-activations across MinGRU's kink at 0, where g's derivative jumps from 1/4 to 1.)"""
+    from fastvec.trainer.cuda.cublas import CUDA_R_16BF
+    cuda, k, blas = gpu
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(11)
+    steps, b, h = 9, 13, 24
+    w_rows = (3 if highway else 2) * h
+    x = rng.standard_normal((steps, b, h)).astype(np.float32)
+    w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
+    bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
+    starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
+    h0 = rng.standard_normal((b, h)).astype(np.float32)
+    dout = rng.standard_normal((steps, b, h)).astype(np.float32)
+    ppre_bf16 = dev.empty((steps, b, w_rows), np.uint16)
+    blas.matmul(ppre_bf16, dev(to_bf16(x)), dev(to_bf16(w)), steps * b, w_rows, h, trans_b=True, dtype=CUDA_R_16BF,
+                out_dtype=CUDA_R_16BF)
+    pre = from_bf16(dev.get(ppre_bf16, (steps, b, w_rows), np.uint16))
+    assert rel_err(pre, x @ w.T) <= 2e-2
+    common = [dev(x), None, dev(bias), dev(starts), dev(h0)]
+    runs = {}
+    for name, ppre, dtype in [("fp32", dev(pre), np.float32), ("bf16", ppre_bf16, np.uint16)]:
+        suffix = "_bf16" if name == "bf16" else ""
+        px, _, pbias, pstarts, ph0 = common
+        ph, pout, plast, pout_bf16 = (dev.empty((steps, b, h)), dev.empty((steps, b, h)), dev.empty((b, h)),
+                                      dev.empty((steps, b, h), np.uint16))
+        k.launch(f"mingru_forward{suffix}_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h),
+                 np.int32(highway), px, ppre, pbias, pstarts, ph0, ph, pout, plast, pout_bf16)
+        pdpre, pdx, pdbias_seq = dev.empty((steps, b, w_rows), dtype), dev.empty((steps, b, h)), dev.empty((b, w_rows))
+        k.launch(f"mingru_backward{suffix}_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h),
+                 np.int32(highway), dev(dout), px, ppre, pbias, pstarts, ph0, ph, pdpre, pdx, pdbias_seq)
+        runs[name] = {"h": dev.get(ph, (steps, b, h)), "out": dev.get(pout, (steps, b, h)),
+                      "last": dev.get(plast, (b, h)), "out_bf16": dev.get(pout_bf16, (steps, b, h), np.uint16),
+                      "dpre": dev.get(pdpre, (steps, b, w_rows), dtype), "dx": dev.get(pdx, (steps, b, h)),
+                      "dbias_seq": dev.get(pdbias_seq, (b, w_rows))}
+    fp32, bf16 = runs["fp32"], runs["bf16"]
+    for name in ["h", "out", "last", "out_bf16", "dx", "dbias_seq"]:
+        assert np.array_equal(bf16[name], fp32[name]), name
+    assert np.array_equal(fp32["out_bf16"], to_bf16(fp32["out"]))
+    assert np.array_equal(bf16["dpre"], to_bf16(fp32["dpre"]))
+    assert np.abs(fp32["dpre"]).max() > 0
 
 
 def test_mlp_and_linear_layers_match_reference(gpu):
@@ -149,7 +207,9 @@ def test_mlp_and_linear_layers_match_reference(gpu):
     px, pwe, pbe, pw, pb = dev(x), dev(w_enc), dev(b_enc), dev(w), dev(bias)
     penc, ppre, pout = dev.empty((rows, h)), dev.empty((rows, h)), dev.empty((rows, h))
     blas.matmul(penc, px, pwe, rows, h, o, trans_b=True)
-    k.launch("add_bias_kernel", rows * h, penc, pbe, np.int64(rows), np.int32(h))
+    penc_bf16 = dev.empty((rows, h), np.uint16)
+    k.launch("add_bias_kernel", rows * h, penc, pbe, np.int64(rows), np.int32(h), penc_bf16)
+    assert np.array_equal(dev.get(penc_bf16, (rows, h), np.uint16), to_bf16(dev.get(penc, (rows, h))))
     blas.matmul(ppre, penc, pw, rows, h, h, trans_b=True)
     k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), ppre, pb, pout)
     assert rel_err(dev.get(penc, (rows, h)), enc_ref) <= F32_TOL
@@ -474,9 +534,10 @@ class FixedOrders:
     {"kind": "mlp", "optimizer": "adam", "vtrace": False, "fused": "0", "two_launch_mlp_backward": True},
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0", "muon_gemm_chains": True},
     {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "0", "staged_env_step": True},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0", "precision": "bf16"},
 ], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused-warp", "mingru-adam-fused-thread", "mlp-muon-fused-warp",
         "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward", "mingru-muon-gemm-chains",
-        "mingru-adam-staged-env-step"])
+        "mingru-adam-staged-env-step", "mingru-muon-vtrace-bf16-gemm-path"])
 def test_rollout_and_update_match_reference(variant, monkeypatch):
     """fused: the one-kernel policy step (else GEMMs + kernels), at 24 envs a warp per env, or (thread) a thread
     per env as from FUSED_THREAD_MIN_ENVS envs on; bf16: GEMMs on bfloat16 tensor cores, checked with the bf16 tolerance 2e-2
@@ -497,6 +558,8 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     config["policy"]["kind"] = variant["kind"]
     config["train"]["precision"] = variant.get("precision", "fp32")
     update_tol = 2e-2 if variant.get("precision") == "bf16" else 1e-4
+    # the fused rollout kernels compute in fp32 whatever the precision; the GEMM path's rollout in bf16
+    rollout_tol = 2e-2 if variant.get("precision") == "bf16" and variant["fused"] == "0" else F32_TOL
     gpu_tr, cpu_tr, spec = make_pair(config)
     assert bool(gpu_tr.fused_block) == (variant["fused"] != "0")
     kernel = {"0": "", "1": "policy_rollout_warp_kernel", "thread": "policy_step_kernel"}[variant["fused"]]
@@ -521,22 +584,22 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
     state0 = buf["segment_state"][0][:spec.state_layers]
     views = cpu_tr.layout.views(cpu_tr.params)
     logits, values, _, _ = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len], state0)
-    assert rel_err(buf["values"], values) <= F32_TOL
+    assert rel_err(buf["values"], values) <= rollout_tol
     logp_all = ref.log_softmax(logits)
     taken = np.take_along_axis(logp_all, buf["actions"][..., None].astype(np.int64), -1)[..., 0]
-    assert rel_err(buf["logp"], taken) <= F32_TOL
+    assert rel_err(buf["logp"], taken) <= rollout_tol
     for seg in range(1, gpu_tr.segments if spec.state_layers else 1):  # the state entering each later segment
         steps = seg * gpu_tr.bptt
         carried = ref.policy_forward(spec, views, buf["obs"][:steps], buf["starts"][:steps], state0)[2]
-        assert rel_err(buf["segment_state"][seg][:spec.state_layers], carried) <= F32_TOL, seg
+        assert rel_err(buf["segment_state"][seg][:spec.state_layers], carried) <= rollout_tol, seg
     agree = np.mean([np.mean(ref.sample_actions(logits[t], policy_uniforms(gpu_tr.seed_key, rows, t))[0]
                              == buf["actions"][t]) for t in range(t_len)])
-    assert agree > 0.999
+    assert agree > (0.98 if rollout_tol > F32_TOL else 0.999)  # bf16 logits move a few draws across a boundary
 
     # UPDATE: NumpyTrainer on the same buffers, visiting sequences in the CUDA trainer's order.
     load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
     assert rel_err(cpu_tr.last_value, ref.policy_forward(spec, views, buf["obs"][t_len:], buf["starts"][t_len:],
-                                                         a.get(cuda, "state")[:spec.state_layers])[1][0]) <= F32_TOL
+                                                         a.get(cuda, "state")[:spec.state_layers])[1][0]) <= rollout_tol
     cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, e)
                               for e in range(config["train"]["update_epochs"])])
     stats_gpu = gpu_tr.update(num_updates=10)

@@ -67,10 +67,13 @@ class Cublas:
         self.gemm = self.lib.cublasGemmEx
 
     def matmul(self, out: int, a: int, b: int, m: int, n: int, k: int, trans_a: bool = False,
-               trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0, dtype: int = CUDA_R_32F) -> None:
+               trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0, dtype: int = CUDA_R_32F,
+               out_dtype: int = CUDA_R_32F) -> None:
         """Row-major out (m, n) = alpha * op(a) @ op(b) + beta * out, op(a) (m, k), op(b) (k, n).
         a is stored (m, k), or (k, m) when trans_a; b is stored (k, n), or (n, k) when trans_b.
-        out is fp32; a and b are `dtype` (fp32 or bf16); the products are computed per the handle's precision."""
+        a and b are `dtype`, out `out_dtype` (fp32, or bf16 where a and b are). fp32 operands are multiplied
+        per the handle's precision; bf16 operands as they are, with fp32 accumulation."""
+        compute = COMPUTE_TYPES["fp32"] if dtype == CUDA_R_16BF else self.compute
         c_int = ctypes.c_int
         alpha_c, beta_c = ctypes.c_float(alpha), ctypes.c_float(beta)
         status = self.gemm(
@@ -78,8 +81,8 @@ class Cublas:
             c_int(n), c_int(m), c_int(k), ctypes.byref(alpha_c),
             ctypes.c_void_p(b), c_int(dtype), c_int(k if trans_b else n),
             ctypes.c_void_p(a), c_int(dtype), c_int(m if trans_a else k),
-            ctypes.byref(beta_c), ctypes.c_void_p(out), c_int(CUDA_R_32F), c_int(n),
-            c_int(self.compute), c_int(GEMM_DEFAULT))
+            ctypes.byref(beta_c), ctypes.c_void_p(out), c_int(out_dtype), c_int(n),
+            c_int(compute), c_int(GEMM_DEFAULT))
         check(status, f"cublasGemmEx(m={m}, n={n}, k={k})")
 
     def close(self) -> None:

@@ -18,9 +18,12 @@ NVCC_OPTIONS = ["-O3"]
 # letters: P pointer, i int32, q int64, Q uint64, f float32, d float64.
 SIGNATURES = {
     "fill_kernel": "Pqf",
-    "add_bias_kernel": "PPqi",
-    "mingru_forward_kernel": "iiii" + "P" * 8,
+    "add_bias_kernel": "PPqiP",
+    "to_bf16_kernel": "qPP",
+    "mingru_forward_kernel": "iiii" + "P" * 9,
+    "mingru_forward_bf16_kernel": "iiii" + "P" * 9,
     "mingru_backward_kernel": "iiii" + "P" * 10,
+    "mingru_backward_bf16_kernel": "iiii" + "P" * 10,
     "mlp_forward_kernel": "qiPPP",
     "mlp_backward_kernel": "qPPP",
     "bias_grad_kernel": "qiPPPPPP",

@@ -7,10 +7,20 @@
  *
  * Legend: K = time steps of a sequence, B = sequences, n = K * B rows (row = t * B + b),
  * H = hidden, W = layer width (2H or 3H for MinGRU, H for an MLP), A = actions, Y = A + 1
- * (decoder outputs: A logits, then the value), P = parameters. Row-major float32 throughout.
+ * (decoder outputs: A logits, then the value), P = parameters. Row-major float32 throughout, except
+ * that with train.precision = "bf16" a MinGRU update keeps its layers' GEMM operands and results in
+ * bfloat16 (the _bf16 kernels): the update moves those activations at every step, fp32 elsewhere.
  * Every kernel is deterministic (fixed reduction orders), so fp32 training is bitwise repeatable;
  * the one exception, episode bookkeeping in rollout.cu, feeds logs only.
  */
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 bf16;
+
+/* Storage-type-generic loads and stores (the math is always float). */
+__device__ __forceinline__ float load_as_float(const float* p) { return *p; }
+__device__ __forceinline__ float load_as_float(const bf16* p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void store_float(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_float(bf16* p, float v) { *p = __float2bfloat16(v); }
 
 /* ------------------------------------------------------------------------------------------------
  * Device scalars: everything that changes between graph replays lives here, in device memory, so
@@ -119,9 +129,19 @@ __global__ void fill_kernel(float* x, long long n, float value) {
 }
 
 /* y (rows, cols) += bias (cols): the bias of a linear layer whose GEMM wrote y. */
-__global__ void add_bias_kernel(float* y, const float* bias, long long rows, int cols) {
+/* y (rows, cols) += bias; with y_bf16 given, also its bfloat16 copy (a bf16 GEMM's operand). */
+__global__ void add_bias_kernel(float* y, const float* bias, long long rows, int cols, bf16* y_bf16) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < rows * cols) y[i] += bias[i % cols];
+    if (i >= rows * cols) return;
+    float v = y[i] + bias[i % cols];
+    y[i] = v;
+    if (y_bf16) y_bf16[i] = __float2bfloat16(v);
+}
+
+/* dst (n,) = bfloat16(src): the weights' bf16 copy for the bf16 GEMMs. */
+__global__ void to_bf16_kernel(long long n, const float* src, bf16* dst) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = __float2bfloat16(src[i]);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -135,10 +155,13 @@ __global__ void add_bias_kernel(float* y, const float* bias, long long rows, int
  * h0 (B, H) state before step 0; h (K, B, H) states (kept for the backward; NULL in the rollout); out (K, B, H);
  * h_last (B, H) the state after step K-1 (may be h0: each thread reads before it writes).
  * (Issuing several steps' loads together measured no faster on an H200 at either of Breakout's shapes.) */
-__global__ void mingru_forward_kernel(int K, int B, int H, int highway, const float* __restrict__ x,
-                                      const float* __restrict__ pre, const float* __restrict__ bias,
-                                      const float* __restrict__ starts, const float* h0,
-                                      float* __restrict__ h, float* __restrict__ out, float* h_last) {
+} /* extern "C": the template has C++ linkage */
+template <typename PreT>
+__device__ __forceinline__ void mingru_forward(int K, int B, int H, int highway, const float* __restrict__ x,
+                                               const PreT* __restrict__ pre, const float* __restrict__ bias,
+                                               const float* __restrict__ starts, const float* h0,
+                                               float* __restrict__ h, float* __restrict__ out, float* h_last,
+                                               bf16* __restrict__ out_bf16) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * H) return;
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
@@ -146,8 +169,9 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
     float state = h0[i];
     for (int t = 0; t < K; t++) {
         long long row = (long long)t * B + b;
-        const float* p = pre + row * W + j;
-        float zp = p[0], cp = p[H], sp = highway ? p[2 * H] : 0.0f;  /* the step's loads first, as in the backward */
+        const PreT* p = pre + row * W + j;
+        float zp = load_as_float(p), cp = load_as_float(p + H);  /* the step's loads first, as in the backward */
+        float sp = highway ? load_as_float(p + 2 * H) : 0.0f;
         float xv = highway ? x[row * H + j] : 0.0f, keep = 1.0f - starts[row];
         zp += bz;
         cp += bc;
@@ -161,9 +185,20 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
             o = s * state + (1.0f - s) * xv;
         }
         out[row * H + j] = o;
+        if (out_bf16) out_bf16[row * H + j] = __float2bfloat16(o);
     }
     h_last[i] = state;
 }
+
+extern "C" {
+#define MINGRU_FORWARD_PARAMS(PreT)                                                                             \
+    int K, int B, int H, int highway, const float *x, const PreT *pre, const float *bias, const float *starts,   \
+        const float *h0, float *h, float *out, float *h_last, bf16 *out_bf16
+#define MINGRU_FORWARD_ARGS K, B, H, highway, x, pre, bias, starts, h0, h, out, h_last, out_bf16
+/* out_bf16 (K, B, H) or NULL: a bfloat16 copy of out, the next layer's bf16 GEMM operand. */
+__global__ void mingru_forward_kernel(MINGRU_FORWARD_PARAMS(float)) { mingru_forward(MINGRU_FORWARD_ARGS); }
+/* The same with pre in bfloat16 (train.precision = "bf16": the layer GEMM's bf16 result). */
+__global__ void mingru_forward_bf16_kernel(MINGRU_FORWARD_PARAMS(bf16)) { mingru_forward(MINGRU_FORWARD_ARGS); }
 
 /* mingru_backward: dout (K, B, H) -> dpre (K, B, W) and the element-wise part of dx (K, B, H)
  * (the highway's (1 - s) * dout; the caller adds dpre @ w with a GEMM). pre and bias as the forward's.
@@ -171,12 +206,14 @@ __global__ void mingru_forward_kernel(int K, int B, int H, int highway, const fl
  * No gradient into h0. dbias_seq (B, W): each sequence's sum of dpre over its K steps, so that the
  * bias gradient is a sum over B rows rather than K * B (a GEMM reading dpre again took 36 us of every
  * layer's backward at Breakout's 65,536 x 384 on the H200). */
-__global__ void mingru_backward_kernel(int K, int B, int H, int highway, const float* __restrict__ dout,
-                                       const float* __restrict__ x, const float* __restrict__ pre,
-                                       const float* __restrict__ bias, const float* __restrict__ starts,
-                                       const float* __restrict__ h0, const float* __restrict__ h,
-                                       float* __restrict__ dpre, float* __restrict__ dx,
-                                       float* __restrict__ dbias_seq) {
+} /* extern "C": the template has C++ linkage */
+template <typename PreT>
+__device__ __forceinline__ void mingru_backward(int K, int B, int H, int highway, const float* __restrict__ dout,
+                                                const float* __restrict__ x, const PreT* __restrict__ pre,
+                                                const float* __restrict__ bias, const float* __restrict__ starts,
+                                                const float* __restrict__ h0, const float* __restrict__ h,
+                                                PreT* __restrict__ dpre, float* __restrict__ dx,
+                                                float* __restrict__ dbias_seq) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * H) return;
     int b = i / H, j = i % H, W = (highway ? 3 : 2) * H;
@@ -184,11 +221,11 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
     float dh_total = 0.0f, next_decay = 0.0f, sum_z = 0.0f, sum_c = 0.0f, sum_s = 0.0f;
     for (int t = K - 1; t >= 0; t--) {
         long long row = (long long)t * B + b;
-        const float* p = pre + row * W + j;
-        float* dp = dpre + row * W + j;
+        const PreT* p = pre + row * W + j;
+        PreT* dp = dpre + row * W + j;
         /* Every load of the step before any math: with the loads after the sigmoids this kernel took 66 us
          * at Breakout's minibatch on the H200, against 30 us for a kernel loading first (bench of 18a79e6). */
-        float zp = p[0], cp = p[H], sp = highway ? p[2 * H] : 0.0f;
+        float zp = load_as_float(p), cp = load_as_float(p + H), sp = highway ? load_as_float(p + 2 * H) : 0.0f;
         float xv = highway ? x[row * H + j] : 0.0f;
         float keep = 1.0f - starts[row];
         float hv = h[row * H + j];
@@ -201,7 +238,7 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
             float s = sigmoidf_ref(sp + bs);
             dh = d * s;
             float ds = d * (hv - xv) * s * (1.0f - s);
-            dp[2 * H] = ds;
+            store_float(dp + 2 * H, ds);
             sum_s += ds;
             dx[row * H + j] = d * (1.0f - s);
         } else {
@@ -212,8 +249,8 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
         float ddecay = dh_total * h_prev;
         float dz = dh_total * c - ddecay * keep;
         float dzp = dz * z * (1.0f - z), dcp = dh_total * z * mingru_g_grad(cp);
-        dp[0] = dzp;
-        dp[H] = dcp;
+        store_float(dp, dzp);
+        store_float(dp + H, dcp);
         sum_z += dzp;
         sum_c += dcp;
         next_decay = (1.0f - z) * keep;
@@ -223,6 +260,15 @@ __global__ void mingru_backward_kernel(int K, int B, int H, int highway, const f
     db[H] = sum_c;
     if (highway) db[2 * H] = sum_s;
 }
+
+extern "C" {
+#define MINGRU_BACKWARD_PARAMS(PreT)                                                                            \
+    int K, int B, int H, int highway, const float *dout, const float *x, const PreT *pre, const float *bias,     \
+        const float *starts, const float *h0, const float *h, PreT *dpre, float *dx, float *dbias_seq
+#define MINGRU_BACKWARD_ARGS K, B, H, highway, dout, x, pre, bias, starts, h0, h, dpre, dx, dbias_seq
+__global__ void mingru_backward_kernel(MINGRU_BACKWARD_PARAMS(float)) { mingru_backward(MINGRU_BACKWARD_ARGS); }
+/* The same with pre and dpre in bfloat16 (the bf16 GEMMs' operands; dbias_seq sums the unrounded values). */
+__global__ void mingru_backward_bf16_kernel(MINGRU_BACKWARD_PARAMS(bf16)) { mingru_backward(MINGRU_BACKWARD_ARGS); }
 
 /* mlp_forward: out = relu(pre + bias); pre and out (rows, H). */
 __global__ void mlp_forward_kernel(long long rows, int H, const float* pre, const float* bias, float* out) {

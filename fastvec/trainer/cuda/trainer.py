@@ -22,7 +22,7 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, env_params, rollout_sizes
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.arena import Arena
-from fastvec.trainer.cuda.cublas import Cublas
+from fastvec.trainer.cuda.cublas import CUDA_R_16BF, Cublas
 
 # Legend as numpy_trainer.py: T = horizon, N = envs, R = rows = N * agents, O = obs size, K = bptt_horizon,
 # S = T / K segments, Ls = recurrent layers (0 for an MLP), L = layers, H = hidden, W = layer width
@@ -221,6 +221,9 @@ class CudaTrainer:
         self.use_graphs = os.environ.get("FASTVEC_NO_GRAPHS") != "1"
         # "fp32" (bitwise repeatable, matches NumPy), or "tf32" / "bf16": GEMMs on tensor cores.
         self.precision = train.get("precision", "fp32")
+        # bf16 MinGRU updates keep the layers' GEMM operands and results (pre, dpre, layer inputs, weights) in
+        # bfloat16: every layer of every minibatch moves them several times (forward, backward, two GEMMs).
+        self.bf16_acts = self.precision == "bf16" and spec.recurrent
         self.layout = ref.FlatLayout(ref.param_table(spec))
         self.fused_block = 0 if self.host_env else self._fused_block_size(n_env)  # the fused step steps a GPU env
         # ASYNC (train.async): NumpyTrainer's schedule, overlapped. The actor replays the rollout graph of one
@@ -447,12 +450,16 @@ class CudaTrainer:
         a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")
         # update: activations kept for the backward
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
-        a.add("pre", (layers, n, w), f32, "(L, n, W) pre-activations (without the bias)")
+        act_dtype = np.uint16 if self.bf16_acts else f32  # uint16: bfloat16 bits
+        a.add("pre", (layers, n, w), act_dtype, "(L, n, W) pre-activations (without the bias)")
         a.add("hseq", (max(ls, 1), n, h), f32, "(Ls, n, H) MinGRU states")
         a.add("y", (n, y), f32, "(n, Y) decoder output")
         a.add("dy", (n, y), f32, "(n, Y) loss gradient")
         a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
-        a.add("dpre", (n, w), f32, "(n, W)")
+        a.add("dpre", (n, w), act_dtype, "(n, W)")
+        if self.bf16_acts:
+            a.add("act_bf16", (layers, n, h), np.uint16, "(L, n, H) bfloat16 copies of each layer's input")
+            a.add("params_bf16", (self.layout.size,), np.uint16, "(P,) bfloat16 copy of the weights (minibatch)")
         a.add("dbias_seq", (bm, w), f32, "(Bm, W) per-sequence sums of a MinGRU layer's dpre")
         if self.muon_small:
             a.add("muon_small_table", (len(self.muon_small) * MUON_SMALL_DTYPE.itemsize,), np.uint8,
@@ -669,29 +676,38 @@ class CudaTrainer:
 
     # POLICY FORWARD (one or many steps): the reference's policy_forward as GEMMs and fused kernels
     def _policy_forward(self, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
-                        acts, pres, hs, y: int, params: str = "params", k=None, blas=None) -> None:
+                        acts, pres, hs, y: int, params: str = "params", k=None, blas=None, acts_bf16=None) -> None:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
-        params: the arena's weights to use; k, blas: the stream's launcher and cuBLAS (default the learner's)."""
+        params: the arena's weights to use; k, blas: the stream's launcher and cuBLAS (default the learner's).
+        acts_bf16 (the bf16 update, _record_minibatch_forward): L pointers to bfloat16 copies of the layers'
+        inputs; the layer GEMMs then multiply those by params_bf16 into bfloat16 pres."""
         spec, a, k, blas = self.spec, self.arena, k or self.k, blas or self.blas
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
         pp = lambda name: a.ptr(params, off[name][0])  # noqa: E731
         blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
-        k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h))
+        k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h),
+                 acts_bf16[0] if acts_bf16 else 0)
         for layer in range(spec.layers):
             w = off[f"layer{layer}.w"][1][0]
-            blas.matmul(pres[layer], acts[layer], pp(f"layer{layer}.w"), rows, w, h, trans_b=True)
+            if acts_bf16:
+                blas.matmul(pres[layer], acts_bf16[layer], a.ptr("params_bf16", off[f"layer{layer}.w"][0]), rows, w,
+                            h, trans_b=True, dtype=CUDA_R_16BF, out_dtype=CUDA_R_16BF)
+            else:
+                blas.matmul(pres[layer], acts[layer], pp(f"layer{layer}.w"), rows, w, h, trans_b=True)
             if spec.recurrent:
-                k.launch("mingru_forward_kernel", rows_per_step * h, np.int32(steps), np.int32(rows_per_step),
-                         np.int32(h), np.int32(spec.highway), acts[layer], pres[layer], pp(f"layer{layer}.b"),
-                         starts, state_in[layer], hs[layer], acts[layer + 1], state_out[layer])
+                next_bf16 = acts_bf16[layer + 1] if acts_bf16 and layer + 1 < spec.layers else 0
+                k.launch("mingru_forward_bf16_kernel" if acts_bf16 else "mingru_forward_kernel", rows_per_step * h,
+                         np.int32(steps), np.int32(rows_per_step), np.int32(h), np.int32(spec.highway), acts[layer],
+                         pres[layer], pp(f"layer{layer}.b"), starts, state_in[layer], hs[layer], acts[layer + 1],
+                         state_out[layer], next_bf16)
             else:
                 k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
                          pp(f"layer{layer}.b"), acts[layer + 1])
         ny = spec.num_actions + 1
         blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
-        k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny))
+        k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
 
     # ROLLOUT
     def _record_rollout(self, slot: int = 0) -> None:
@@ -946,8 +962,14 @@ class CudaTrainer:
         hs = [a.ptr("hseq", min(i, max(ls - 1, 0)) * n * h) for i in range(layers)]
         states = [a.ptr("mb_state", min(i, max(ls - 1, 0)) * bm * h) for i in range(layers)]
         outs = [a.ptr("mb_state_out")] * layers
-        self._policy_forward(bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs, a.ptr("y"))
-        return states, acts, pres, hs, widths
+        acts_bf16 = None
+        if self.bf16_acts:  # this minibatch's weights in bfloat16, for the layer GEMMs forward and backward
+            p = self.layout.size
+            k.launch("to_bf16_kernel", p, np.int64(p), a.ptr("params"), a.ptr("params_bf16"))
+            acts_bf16 = [a.ptr("act_bf16", i * n * h) for i in range(layers)]
+        self._policy_forward(bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs, a.ptr("y"),
+                             acts_bf16=acts_bf16)
+        return states, acts, acts_bf16, pres, hs, widths
 
     def _record_minibatch_step(self, first: int) -> None:
         """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]."""
@@ -957,7 +979,8 @@ class CudaTrainer:
         ny = spec.num_actions + 1
         off = self.layout.offsets
         # FORWARD (the gather also computes the advantages' moments, except across GPUs: see below)
-        states, acts, pres, hs, widths = self._record_minibatch_forward(first, tc["norm_adv"] and not self.group)
+        states, acts, acts_bf16, pres, hs, widths = self._record_minibatch_forward(first,
+                                                                                  tc["norm_adv"] and not self.group)
         # LOSS
         if tc["norm_adv"] and self.group:  # normalise with the global minibatch's mean and std: every rank's
             k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), a.ptr("mb_adv"),
@@ -981,10 +1004,15 @@ class CudaTrainer:
         for layer in reversed(range(layers)):
             w = widths[layer]
             if spec.recurrent:
-                k.launch("mingru_backward_kernel", bm * h, np.int32(kk), np.int32(bm), np.int32(h),
-                         np.int32(spec.highway), cur, acts[layer], pres[layer], pp(f"layer{layer}.b"),
-                         a.ptr("mb_starts"), states[layer], hs[layer], a.ptr("dpre"), other, a.ptr("dbias_seq"))
-                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
+                k.launch("mingru_backward_bf16_kernel" if acts_bf16 else "mingru_backward_kernel", bm * h,
+                         np.int32(kk), np.int32(bm), np.int32(h), np.int32(spec.highway), cur, acts[layer],
+                         pres[layer], pp(f"layer{layer}.b"), a.ptr("mb_starts"), states[layer], hs[layer],
+                         a.ptr("dpre"), other, a.ptr("dbias_seq"))
+                if acts_bf16:
+                    blas.matmul(other, a.ptr("dpre"), a.ptr("params_bf16", off[f"layer{layer}.w"][0]), n, h, w,
+                                beta=1.0, dtype=CUDA_R_16BF)
+                else:
+                    blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
                 self._record_bias_grad(gp(f"layer{layer}.b"), a.ptr("dbias_seq"), w, rows=bm)
             elif n * h <= MLP_FUSED_BIAS_MAX_ELEMENTS:  # mlp_backward and the bias gradient in one launch
                 self._record_bias_grad(gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
@@ -993,7 +1021,11 @@ class CudaTrainer:
                 k.launch("mlp_backward_kernel", n * h, np.int64(n * h), cur, acts[layer + 1], a.ptr("dpre"))
                 self._record_bias_grad(gp(f"layer{layer}.b"), a.ptr("dpre"), h)
                 blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
-            blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
+            if acts_bf16:
+                blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts_bf16[layer], w, h, n, trans_a=True,
+                            dtype=CUDA_R_16BF)
+            else:
+                blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
             cur, other = other, cur
         blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
         self._record_bias_grad(gp("enc.b"), cur, h)
