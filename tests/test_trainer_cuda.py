@@ -712,17 +712,21 @@ def replay(spec, params, buf, t_len):
     return logp, values, state
 
 
-@pytest.mark.parametrize("fused", ["0", "1", "thread", "host"])
+@pytest.mark.parametrize("fused", ["0", "1", "thread", "host", "bf16"])
 def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fused, monkeypatch):
     """Every rollout is replayed by the reference policy with the weights the schedule promises (and not with
     the newer ones); each slot starts from the state and env observations where the previous rollout (in the
     other slot) ended; the env agrees with the CPU env fed the same actions across all rollouts. "host": the
-    env is stepped on the CPU in two groups (train.env_device=cpu), during the update that overlaps it."""
+    env is stepped on the CPU in two groups (train.env_device=cpu), during the update that overlaps it.
+    "bf16": the GEMM path in bf16 (the actor's weights cast to bfloat16 each rollout), bf16 tolerance."""
     _cuda_or_skip()
     from fastvec.trainer import run
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0" if fused == "host" else fused)
-    config = small_config(**{"async": True, "vtrace": True}, **({"env_device": "cpu"} if fused == "host" else {}))
+    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0" if fused in ("host", "bf16") else fused)
+    config = small_config(**{"async": True, "vtrace": True}, **({"env_device": "cpu"} if fused == "host" else {}),
+                          **({"precision": "bf16"} if fused == "bf16" else {}))
+    tol = 2e-2 if fused == "bf16" else F32_TOL
     gpu_tr, _, spec = make_pair(config)
+    assert gpu_tr.rollout_bf16 == (fused == "bf16")
     cuda, t_len, rows, o = gpu_tr.cuda, gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     env = run.make_batch(config)
     env.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(env.num_envs, dtype=np.uint64), None)
@@ -735,13 +739,13 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
         slots_seen.append(gpu_tr.active_slot)
         buf = rollout_buffers(gpu_tr)
         logp, values, state = replay(spec, weights[version], buf, t_len)
-        assert rel_err(buf["logp"], logp) <= F32_TOL, k
-        assert rel_err(buf["values"], values) <= F32_TOL, k
+        assert rel_err(buf["logp"], logp) <= tol, k
+        assert rel_err(buf["values"], values) <= tol, k
         if k >= 1:  # the weights the update starts from did not collect it (so the check above can fail)
             newer, _, _ = replay(spec, weights[k], buf, t_len)
             assert np.abs(newer - buf["logp"]).max() > 1e-3, k
         if previous_state is not None and spec.state_layers:  # the slot begins with the carried state
-            assert rel_err(buf["segment_state"][0][:spec.state_layers], previous_state) <= F32_TOL, k
+            assert rel_err(buf["segment_state"][0][:spec.state_layers], previous_state) <= tol, k
             assert np.abs(previous_state).max() > 0
         previous_state = state
         for t in range(t_len):  # rollouts are trained in the order they were collected: the env continues

@@ -226,6 +226,8 @@ class CudaTrainer:
         self.bf16_acts = self.precision == "bf16" and spec.recurrent
         self.layout = ref.FlatLayout(ref.param_table(spec))
         self.fused_block = 0 if self.host_env else self._fused_block_size(n_env)  # the fused step steps a GPU env
+        # The GEMM-path rollout forward in bf16 too (as the update's: the same numbers, half the bytes).
+        self.rollout_bf16 = self.bf16_acts and not self.fused_block and not self.host_env
         # ASYNC (train.async): NumpyTrainer's schedule, overlapped. The actor replays the rollout graph of one
         # slot on its own stream, from actor_params (a copy of the weights taken when an update starts), while
         # the learner's update graph trains on the other slot; CUDA events order the two streams.
@@ -428,7 +430,9 @@ class CudaTrainer:
         a.add("last_state", (max(ls, 1), r, h), f32, "(Ls, R, H) scratch: state after the bootstrap step")
         # rollout activations (one step of R rows)
         a.add("r_act", (2, r, h), f32, "(2, R, H) layer inputs/outputs, ping-pong")
-        a.add("r_pre", (r, w), f32, "(R, W) pre-activations")
+        a.add("r_pre", (r, w), f32, "(R, W) pre-activations (bfloat16 in its first half with rollout_bf16)")
+        if self.rollout_bf16:
+            a.add("r_act_bf16", (layers, r, h), np.uint16, "(L, R, H) bfloat16 copies of each layer's input")
         a.add("r_y", (r, y), f32, "(R, Y) decoder output; after the rollout, the bootstrap values")
         # update: minibatch inputs (K, Bm, ...) rows
         a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
@@ -474,6 +478,8 @@ class CudaTrainer:
                 _, shape, dtype, doc = a.entries[name]
                 a.add(f"{name}@1", shape, dtype, "rollout slot 1: " + doc)
             a.add("actor_params", (p,), f32, "the weights the actor collects with (copied when an update starts)")
+            if self.rollout_bf16:
+                a.add("actor_params_bf16", (p,), np.uint16, "(P,) their bfloat16 copy (each rollout)")
             a.add("actor_cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "the actor stream's cuBLAS workspace")
         if self.host_env:  # what the host copies up after each group's step, every group's after the other's
             total = sum(self._staging_layout(hi - lo)[1] for lo, hi in self.env_ranges)
@@ -680,8 +686,9 @@ class CudaTrainer:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
         params: the arena's weights to use; k, blas: the stream's launcher and cuBLAS (default the learner's).
-        acts_bf16 (the bf16 update, _record_minibatch_forward): L pointers to bfloat16 copies of the layers'
-        inputs; the layer GEMMs then multiply those by params_bf16 into bfloat16 pres."""
+        acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L pointers to bfloat16 copies of the layers'
+        inputs; the layer GEMMs then multiply those by the weights' bf16 copy (arena f"{params}_bf16") into
+        bfloat16 pres."""
         spec, a, k, blas = self.spec, self.arena, k or self.k, blas or self.blas
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
@@ -692,8 +699,8 @@ class CudaTrainer:
         for layer in range(spec.layers):
             w = off[f"layer{layer}.w"][1][0]
             if acts_bf16:
-                blas.matmul(pres[layer], acts_bf16[layer], a.ptr("params_bf16", off[f"layer{layer}.w"][0]), rows, w,
-                            h, trans_b=True, dtype=CUDA_R_16BF, out_dtype=CUDA_R_16BF)
+                blas.matmul(pres[layer], acts_bf16[layer], a.ptr(f"{params}_bf16", off[f"layer{layer}.w"][0]), rows,
+                            w, h, trans_b=True, dtype=CUDA_R_16BF, out_dtype=CUDA_R_16BF)
             else:
                 blas.matmul(pres[layer], acts[layer], pp(f"layer{layer}.w"), rows, w, h, trans_b=True)
             if spec.recurrent:
@@ -729,12 +736,17 @@ class CudaTrainer:
         if self.fused_block:
             self._record_fused_rollout(slot)
             return
+        acts_bf16 = None
+        if self.rollout_bf16:  # the weights this rollout collects with, in bfloat16
+            p = self.layout.size
+            k.launch("to_bf16_kernel", p, np.int64(p), a.ptr(self.actor_params), a.ptr(f"{self.actor_params}_bf16"))
+            acts_bf16 = [a.ptr("r_act_bf16", i * r * h) for i in range(spec.layers)]
         for t in range(t_len):
             if t % kk == 0 and ls:
                 cuda.memcpy_dtod_async(buf("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
                                        ls * r * h * 4, k.stream)
             self._policy_forward(r, 1, buf("obs", t * r * o), buf("starts", t * r), state, state, acts, pres,
-                                 hs, buf("r_y"), self.actor_params, k, self.actor_blas)
+                                 hs, buf("r_y"), self.actor_params, k, self.actor_blas, acts_bf16)
             k.launch_shared(self.rollout_step[0], self.num_envs, self.rollout_step[1], 0,
                             np.int32(self.num_envs), a.ptr("slots"), buf("r_y"), buf("obs", (t + 1) * r * o),
                             a.ptr("final_obs"), buf("actions", t * r), buf("logp", t * r), buf("values", t * r),
@@ -745,7 +757,7 @@ class CudaTrainer:
                             np.int32(self.max_episode_steps))
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self._policy_forward(r, 1, buf("obs", t_len * r * o), buf("starts", t_len * r), state, last_state,
-                             acts, pres, hs, buf("r_y"), self.actor_params, k, self.actor_blas)
+                             acts, pres, hs, buf("r_y"), self.actor_params, k, self.actor_blas, acts_bf16)
         k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
     def _record_fused_rollout(self, slot: int) -> None:
