@@ -151,6 +151,7 @@ def _recorded_minibatch_step(norm_adv, world_size):
     trainer.world_size = world_size
     trainer.group = _Recorder(log, "group") if world_size > 1 else None
     trainer.grad_allreduce = (lambda ptr, count: log.append(("grad_allreduce", ptr, count))) if world_size > 1 else None
+    trainer.bf16_acts, trainer.muon_branches, trainer.muon_join_pending = False, [], False
     trainer._record_minibatch_step(0)
     return trainer, log
 

@@ -287,8 +287,9 @@ class CudaTrainer:
         # MUON: the small matrices' whole steps in one muon_small_kernel launch (its table of matrices, its shared
         # memory); each larger matrix's chain of ~25 small, latency-bound launches (momentum, Newton-Schulz GEMMs,
         # apply, its bias's Adam) on a stream of its own: a branch of the update graph, as
-        # (name, shape, launcher, cuBLAS, scratch, fork event, join event).
-        self.muon_branches = []
+        # (name, shape, launcher, cuBLAS, scratch, fork event, join event). The learner joins the branches
+        # only where it next reads the weights (_join_muon_branches), so the next minibatch's gather overlaps them.
+        self.muon_branches, self.muon_join_pending = [], False
         if self.muon_small:  # muon_small_kernel's table and shared memory
             table = np.zeros(len(self.muon_small), MUON_SMALL_DTYPE)
             for row, (name, shape) in zip(table, self.muon_small):
@@ -927,6 +928,7 @@ class CudaTrainer:
                      np.uint64(self.shuffle_key), np.int32(epoch), a.ptr("scalars"), a.ptr("perm"))
             for mb in range(self.minibatches):
                 self._record_minibatch_step(mb * self.seqs_per_mb)
+        self._join_muon_branches()  # before the schedule changes the learning rate the branches read
         count = self.horizon * self.rows
         k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(count), np.int32(2), a.ptr("adv_returns"),
                       a.ptr("sums_partial"))
@@ -968,6 +970,7 @@ class CudaTrainer:
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
                      np.int32(first), a.ptr("perm"), self._slot("segment_state"), a.ptr("mb_state"))
+        self._join_muon_branches()  # the weights are read from here on
         widths = [off[f"layer{layer}.w"][1][0] for layer in range(layers)]
         acts = [a.ptr("act", i * n * h) for i in range(layers + 1)]
         pres = [a.ptr("pre", i * n * widths[0]) for i in range(layers)]
@@ -1093,8 +1096,14 @@ class CudaTrainer:
         for name, _ in self.layout.table:  # any other vector, on the learner's stream
             if name not in self.matrix_names and name[:-2] + ".w" not in self.matrix_names:
                 self._record_adam(k, name, adam_args)
-        for *_, bk, _, _, _, join in self.muon_branches:  # join: the learner continues when every branch is done
-            join.make_wait(self.stream.handle, bk.stream.handle)
+        self.muon_join_pending = bool(self.muon_branches)
+
+    def _join_muon_branches(self) -> None:
+        """Make the learner's stream wait for every Muon branch of the last optimizer step (if not yet)."""
+        if self.muon_join_pending:
+            for *_, bk, _, _, _, join in self.muon_branches:
+                join.make_wait(self.stream.handle, bk.stream.handle)
+            self.muon_join_pending = False
 
     def _record_adam(self, k, name: str, adam_args: tuple) -> None:
         """Adam on the parameter `name` alone (Muon's non-matrix parameters), on k's stream."""
