@@ -144,49 +144,59 @@ def test_mingru_forward_backward_match_reference(gpu, highway):
 @pytest.mark.parametrize("highway", [True, False])
 def test_mingru_bf16_kernels_equal_the_fp32_kernels_on_bf16_values(gpu, highway):
     """The bf16 update's layer: pre from a GEMM of bfloat16 operands into bfloat16 (within bf16 rounding of
-    x @ w.T), then the _bf16 kernels, which must compute exactly what the fp32 kernels (tested against the
-    reference above) compute on the same values: the same out, states and per-sequence bias sums, out's
-    bf16 copy, and dpre rounded to bfloat16. (Against the reference directly, bf16 inputs move some
-    pre-activations across MinGRU's kink at 0, where g's derivative jumps from 1/4 to 1.)"""
+    x @ w.T), then the _bf16 kernels (x, pre, the kept states h and dpre in bfloat16), which must compute
+    exactly what the fp32 kernels (tested against the reference above) compute on the same values: the same
+    out, last state and out's bf16 copy, h rounded to bfloat16; and, given those rounded h, the same dx and
+    per-sequence bias sums and dpre rounded to bfloat16. (Against the reference directly, bf16 inputs move
+    some pre-activations across MinGRU's kink at 0, where g's derivative jumps from 1/4 to 1.)"""
     from fastvec.trainer.cuda.cublas import CUDA_R_16BF
     cuda, k, blas = gpu
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(11)
     steps, b, h = 9, 13, 24
     w_rows = (3 if highway else 2) * h
-    x = rng.standard_normal((steps, b, h)).astype(np.float32)
+    x_bits = to_bf16(rng.standard_normal((steps, b, h)))
+    x = from_bf16(x_bits)
     w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
     bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
     starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
     h0 = rng.standard_normal((b, h)).astype(np.float32)
     dout = rng.standard_normal((steps, b, h)).astype(np.float32)
     ppre_bf16 = dev.empty((steps, b, w_rows), np.uint16)
-    blas.matmul(ppre_bf16, dev(to_bf16(x)), dev(to_bf16(w)), steps * b, w_rows, h, trans_b=True, dtype=CUDA_R_16BF,
+    blas.matmul(ppre_bf16, dev(x_bits), dev(to_bf16(w)), steps * b, w_rows, h, trans_b=True, dtype=CUDA_R_16BF,
                 out_dtype=CUDA_R_16BF)
     pre = from_bf16(dev.get(ppre_bf16, (steps, b, w_rows), np.uint16))
     assert rel_err(pre, x @ w.T) <= 2e-2
-    common = [dev(x), None, dev(bias), dev(starts), dev(h0)]
-    runs = {}
-    for name, ppre, dtype in [("fp32", dev(pre), np.float32), ("bf16", ppre_bf16, np.uint16)]:
-        suffix = "_bf16" if name == "bf16" else ""
-        px, _, pbias, pstarts, ph0 = common
-        ph, pout, plast, pout_bf16 = (dev.empty((steps, b, h)), dev.empty((steps, b, h)), dev.empty((b, h)),
+    pbias, pstarts, ph0 = dev(bias), dev(starts), dev(h0)
+    args = lambda px, ppre: (np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), px, ppre)  # noqa: E731
+    # forward: fp32 kernels on the bf16 values, then the bf16 kernels
+    fwd = {}
+    for name, px, ppre, dtype in [("fp32", dev(x), dev(pre), np.float32), ("bf16", dev(x_bits), ppre_bf16, np.uint16)]:
+        ph, pout, plast, pout_bf16 = (dev.empty((steps, b, h), dtype), dev.empty((steps, b, h)), dev.empty((b, h)),
                                       dev.empty((steps, b, h), np.uint16))
-        k.launch(f"mingru_forward{suffix}_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h),
-                 np.int32(highway), px, ppre, pbias, pstarts, ph0, ph, pout, plast, pout_bf16)
+        k.launch("mingru_forward" + ("_bf16" if name == "bf16" else "") + "_kernel", b * h, *args(px, ppre), pbias,
+                 pstarts, ph0, ph, pout, plast, pout_bf16)
+        fwd[name] = {"h": dev.get(ph, (steps, b, h), dtype), "out": dev.get(pout, (steps, b, h)),
+                     "last": dev.get(plast, (b, h)), "out_bf16": dev.get(pout_bf16, (steps, b, h), np.uint16)}
+    for name in ["out", "last", "out_bf16"]:
+        assert np.array_equal(fwd["bf16"][name], fwd["fp32"][name]), name
+    assert np.array_equal(fwd["fp32"]["out_bf16"], to_bf16(fwd["fp32"]["out"]))
+    assert np.array_equal(fwd["bf16"]["h"], to_bf16(fwd["fp32"]["h"]))
+    # backward on the kept (rounded) states
+    h_bits = fwd["bf16"]["h"]
+    bwd = {}
+    for name, px, ppre, ph, dtype in [("fp32", dev(x), dev(pre), dev(from_bf16(h_bits)), np.float32),
+                                      ("bf16", dev(x_bits), ppre_bf16, dev(h_bits), np.uint16)]:
         pdpre, pdx, pdbias_seq = dev.empty((steps, b, w_rows), dtype), dev.empty((steps, b, h)), dev.empty((b, w_rows))
-        k.launch(f"mingru_backward{suffix}_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h),
-                 np.int32(highway), dev(dout), px, ppre, pbias, pstarts, ph0, ph, pdpre, pdx, pdbias_seq)
-        runs[name] = {"h": dev.get(ph, (steps, b, h)), "out": dev.get(pout, (steps, b, h)),
-                      "last": dev.get(plast, (b, h)), "out_bf16": dev.get(pout_bf16, (steps, b, h), np.uint16),
-                      "dpre": dev.get(pdpre, (steps, b, w_rows), dtype), "dx": dev.get(pdx, (steps, b, h)),
-                      "dbias_seq": dev.get(pdbias_seq, (b, w_rows))}
-    fp32, bf16 = runs["fp32"], runs["bf16"]
-    for name in ["h", "out", "last", "out_bf16", "dx", "dbias_seq"]:
-        assert np.array_equal(bf16[name], fp32[name]), name
-    assert np.array_equal(fp32["out_bf16"], to_bf16(fp32["out"]))
-    assert np.array_equal(bf16["dpre"], to_bf16(fp32["dpre"]))
-    assert np.abs(fp32["dpre"]).max() > 0
+        k.launch("mingru_backward" + ("_bf16" if name == "bf16" else "") + "_kernel", b * h, np.int32(steps),
+                 np.int32(b), np.int32(h), np.int32(highway), dev(dout), px, ppre, pbias, pstarts, ph0, ph, pdpre,
+                 pdx, pdbias_seq)
+        bwd[name] = {"dpre": dev.get(pdpre, (steps, b, w_rows), dtype), "dx": dev.get(pdx, (steps, b, h)),
+                     "dbias_seq": dev.get(pdbias_seq, (b, w_rows))}
+    for name in ["dx", "dbias_seq"]:
+        assert np.array_equal(bwd["bf16"][name], bwd["fp32"][name]), name
+    assert np.array_equal(bwd["bf16"]["dpre"], to_bf16(bwd["fp32"]["dpre"]))
+    assert np.abs(bwd["fp32"]["dpre"]).max() > 0
 
 
 def test_mlp_and_linear_layers_match_reference(gpu):

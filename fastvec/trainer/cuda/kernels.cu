@@ -157,10 +157,10 @@ __global__ void to_bf16_kernel(long long n, const float* src, bf16* dst) {
  * (Issuing several steps' loads together measured no faster on an H200 at either of Breakout's shapes.) */
 } /* extern "C": the template has C++ linkage */
 template <typename PreT>
-__device__ __forceinline__ void mingru_forward(int K, int B, int H, int highway, const float* __restrict__ x,
+__device__ __forceinline__ void mingru_forward(int K, int B, int H, int highway, const PreT* __restrict__ x,
                                                const PreT* __restrict__ pre, const float* __restrict__ bias,
                                                const float* __restrict__ starts, const float* h0,
-                                               float* __restrict__ h, float* __restrict__ out, float* h_last,
+                                               PreT* __restrict__ h, float* __restrict__ out, float* h_last,
                                                bf16* __restrict__ out_bf16) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * H) return;
@@ -172,13 +172,13 @@ __device__ __forceinline__ void mingru_forward(int K, int B, int H, int highway,
         const PreT* p = pre + row * W + j;
         float zp = load_as_float(p), cp = load_as_float(p + H);  /* the step's loads first, as in the backward */
         float sp = highway ? load_as_float(p + 2 * H) : 0.0f;
-        float xv = highway ? x[row * H + j] : 0.0f, keep = 1.0f - starts[row];
+        float xv = highway ? load_as_float(x + row * H + j) : 0.0f, keep = 1.0f - starts[row];
         zp += bz;
         cp += bc;
         float z = sigmoidf_ref(zp), c = mingru_g(cp);
         float decay = (1.0f - z) * keep;
         state = decay * state + z * c;
-        if (h) h[row * H + j] = state;
+        if (h) store_float(h + row * H + j, state);
         float o = state;
         if (highway) {
             float s = sigmoidf_ref(sp + bs);
@@ -192,12 +192,13 @@ __device__ __forceinline__ void mingru_forward(int K, int B, int H, int highway,
 
 extern "C" {
 #define MINGRU_FORWARD_PARAMS(PreT)                                                                             \
-    int K, int B, int H, int highway, const float *x, const PreT *pre, const float *bias, const float *starts,   \
-        const float *h0, float *h, float *out, float *h_last, bf16 *out_bf16
+    int K, int B, int H, int highway, const PreT *x, const PreT *pre, const float *bias, const float *starts,    \
+        const float *h0, PreT *h, float *out, float *h_last, bf16 *out_bf16
 #define MINGRU_FORWARD_ARGS K, B, H, highway, x, pre, bias, starts, h0, h, out, h_last, out_bf16
 /* out_bf16 (K, B, H) or NULL: a bfloat16 copy of out, the next layer's bf16 GEMM operand. */
 __global__ void mingru_forward_kernel(MINGRU_FORWARD_PARAMS(float)) { mingru_forward(MINGRU_FORWARD_ARGS); }
-/* The same with pre in bfloat16 (train.precision = "bf16": the layer GEMM's bf16 result). */
+/* The same with x, pre and h in bfloat16 (train.precision = "bf16": the layer input's bf16 copy, the layer
+ * GEMM's bf16 result, the states kept for the backward). */
 __global__ void mingru_forward_bf16_kernel(MINGRU_FORWARD_PARAMS(bf16)) { mingru_forward(MINGRU_FORWARD_ARGS); }
 
 /* mingru_backward: dout (K, B, H) -> dpre (K, B, W) and the element-wise part of dx (K, B, H)
@@ -209,9 +210,9 @@ __global__ void mingru_forward_bf16_kernel(MINGRU_FORWARD_PARAMS(bf16)) { mingru
 } /* extern "C": the template has C++ linkage */
 template <typename PreT>
 __device__ __forceinline__ void mingru_backward(int K, int B, int H, int highway, const float* __restrict__ dout,
-                                                const float* __restrict__ x, const PreT* __restrict__ pre,
+                                                const PreT* __restrict__ x, const PreT* __restrict__ pre,
                                                 const float* __restrict__ bias, const float* __restrict__ starts,
-                                                const float* __restrict__ h0, const float* __restrict__ h,
+                                                const float* __restrict__ h0, const PreT* __restrict__ h,
                                                 PreT* __restrict__ dpre, float* __restrict__ dx,
                                                 float* __restrict__ dbias_seq) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -226,10 +227,10 @@ __device__ __forceinline__ void mingru_backward(int K, int B, int H, int highway
         /* Every load of the step before any math: with the loads after the sigmoids this kernel took 66 us
          * at Breakout's minibatch on the H200, against 30 us for a kernel loading first (bench of 18a79e6). */
         float zp = load_as_float(p), cp = load_as_float(p + H), sp = highway ? load_as_float(p + 2 * H) : 0.0f;
-        float xv = highway ? x[row * H + j] : 0.0f;
+        float xv = highway ? load_as_float(x + row * H + j) : 0.0f;
         float keep = 1.0f - starts[row];
-        float hv = h[row * H + j];
-        float h_prev = t > 0 ? h[(row - B) * H + j] : h0[i];
+        float hv = load_as_float(h + row * H + j);
+        float h_prev = t > 0 ? load_as_float(h + (row - B) * H + j) : h0[i];
         float d = dout[row * H + j], dh;
         zp += bz;
         cp += bc;
@@ -263,11 +264,11 @@ __device__ __forceinline__ void mingru_backward(int K, int B, int H, int highway
 
 extern "C" {
 #define MINGRU_BACKWARD_PARAMS(PreT)                                                                            \
-    int K, int B, int H, int highway, const float *dout, const float *x, const PreT *pre, const float *bias,     \
-        const float *starts, const float *h0, const float *h, PreT *dpre, float *dx, float *dbias_seq
+    int K, int B, int H, int highway, const float *dout, const PreT *x, const PreT *pre, const float *bias,      \
+        const float *starts, const float *h0, const PreT *h, PreT *dpre, float *dx, float *dbias_seq
 #define MINGRU_BACKWARD_ARGS K, B, H, highway, dout, x, pre, bias, starts, h0, h, dpre, dx, dbias_seq
 __global__ void mingru_backward_kernel(MINGRU_BACKWARD_PARAMS(float)) { mingru_backward(MINGRU_BACKWARD_ARGS); }
-/* The same with pre and dpre in bfloat16 (the bf16 GEMMs' operands; dbias_seq sums the unrounded values). */
+/* The same with x, pre, h and dpre in bfloat16 (the forward's; dbias_seq sums dpre's unrounded values). */
 __global__ void mingru_backward_bf16_kernel(MINGRU_BACKWARD_PARAMS(bf16)) { mingru_backward(MINGRU_BACKWARD_ARGS); }
 
 /* mlp_forward: out = relu(pre + bias); pre and out (rows, H). */

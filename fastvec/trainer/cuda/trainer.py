@@ -221,8 +221,9 @@ class CudaTrainer:
         self.use_graphs = os.environ.get("FASTVEC_NO_GRAPHS") != "1"
         # "fp32" (bitwise repeatable, matches NumPy), or "tf32" / "bf16": GEMMs on tensor cores.
         self.precision = train.get("precision", "fp32")
-        # bf16 MinGRU updates keep the layers' GEMM operands and results (pre, dpre, layer inputs, weights) in
-        # bfloat16: every layer of every minibatch moves them several times (forward, backward, two GEMMs).
+        # bf16 MinGRU updates keep the layers' GEMM operands and results (pre, dpre, layer inputs, weights) and the
+        # states kept for the backward in bfloat16: every layer of every minibatch moves them several times
+        # (forward, backward, two GEMMs).
         self.bf16_acts = self.precision == "bf16" and spec.recurrent
         self.layout = ref.FlatLayout(ref.param_table(spec))
         self.fused_block = 0 if self.host_env else self._fused_block_size(n_env)  # the fused step steps a GPU env
@@ -457,7 +458,7 @@ class CudaTrainer:
         a.add("act", (layers + 1, n, h), f32, "(L+1, n, H) encoder output, then each layer's output")
         act_dtype = np.uint16 if self.bf16_acts else f32  # uint16: bfloat16 bits
         a.add("pre", (layers, n, w), act_dtype, "(L, n, W) pre-activations (without the bias)")
-        a.add("hseq", (max(ls, 1), n, h), f32, "(Ls, n, H) MinGRU states")
+        a.add("hseq", (max(ls, 1), n, h), act_dtype, "(Ls, n, H) MinGRU states")
         a.add("y", (n, y), f32, "(n, Y) decoder output")
         a.add("dy", (n, y), f32, "(n, Y) loss gradient")
         a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
@@ -689,7 +690,7 @@ class CudaTrainer:
         params: the arena's weights to use; k, blas: the stream's launcher and cuBLAS (default the learner's).
         acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L pointers to bfloat16 copies of the layers'
         inputs; the layer GEMMs then multiply those by the weights' bf16 copy (arena f"{params}_bf16") into
-        bfloat16 pres."""
+        bfloat16 pres, and the MinGRU forward reads its highway input from them and stores hs in bfloat16."""
         spec, a, k, blas = self.spec, self.arena, k or self.k, blas or self.blas
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
@@ -707,9 +708,9 @@ class CudaTrainer:
             if spec.recurrent:
                 next_bf16 = acts_bf16[layer + 1] if acts_bf16 and layer + 1 < spec.layers else 0
                 k.launch("mingru_forward_bf16_kernel" if acts_bf16 else "mingru_forward_kernel", rows_per_step * h,
-                         np.int32(steps), np.int32(rows_per_step), np.int32(h), np.int32(spec.highway), acts[layer],
-                         pres[layer], pp(f"layer{layer}.b"), starts, state_in[layer], hs[layer], acts[layer + 1],
-                         state_out[layer], next_bf16)
+                         np.int32(steps), np.int32(rows_per_step), np.int32(h), np.int32(spec.highway),
+                         (acts_bf16 or acts)[layer], pres[layer], pp(f"layer{layer}.b"), starts, state_in[layer],
+                         hs[layer], acts[layer + 1], state_out[layer], next_bf16)
             else:
                 k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
                          pp(f"layer{layer}.b"), acts[layer + 1])
@@ -1020,9 +1021,9 @@ class CudaTrainer:
             w = widths[layer]
             if spec.recurrent:
                 k.launch("mingru_backward_bf16_kernel" if acts_bf16 else "mingru_backward_kernel", bm * h,
-                         np.int32(kk), np.int32(bm), np.int32(h), np.int32(spec.highway), cur, acts[layer],
-                         pres[layer], pp(f"layer{layer}.b"), a.ptr("mb_starts"), states[layer], hs[layer],
-                         a.ptr("dpre"), other, a.ptr("dbias_seq"))
+                         np.int32(kk), np.int32(bm), np.int32(h), np.int32(spec.highway), cur,
+                         (acts_bf16 or acts)[layer], pres[layer], pp(f"layer{layer}.b"), a.ptr("mb_starts"),
+                         states[layer], hs[layer], a.ptr("dpre"), other, a.ptr("dbias_seq"))
                 if acts_bf16:
                     blas.matmul(other, a.ptr("dpre"), a.ptr("params_bf16", off[f"layer{layer}.w"][0]), n, h, w,
                                 beta=1.0, dtype=CUDA_R_16BF)
