@@ -36,14 +36,16 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
 }
 
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
- * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1.
+ * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1; dec_bias (A + 1)
+ * or NULL is added to them (the GEMM path leaves the decoder's bias to this: one launch a step fewer).
  * slot: env i's slot; obs_i: where it writes its obs[t + 1] rows (A, O) (in the (R, O) buffer, or
  * staged in shared memory); actions/logp/values/rewards/dones (R,): step t's slices of the (T, R)
  * buffers; starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/truncated/ep_length (N,),
  * ep_return (R,) and ep_stats (N, S) are the batch layer's scratch; episode_acc (3 + S) doubles:
  * episodes, sum of returns (mean over agents), sum of lengths, sums of the env's stats.
  * Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
-__device__ void sample_and_step_env(int i, const float* y, long long y_stride, fv_slot* slot, OBS_T* obs_i,
+__device__ void sample_and_step_env(int i, const float* y, long long y_stride, const float* dec_bias, fv_slot* slot,
+                                    OBS_T* obs_i,
                                     OBS_T* final_obs, int* actions, float* logp, float* values, float* rewards,
                                     float* dones, float* starts_next, unsigned char* terminated,
                                     unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
@@ -52,7 +54,8 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, f
     long long act[NUM_AGENTS];
     for (int a = 0; a < NUM_AGENTS; a++) {
         int row = i * NUM_AGENTS + a;
-        const float* yr = y + a * y_stride;
+        float yr[NUM_ACTIONS + 1];
+        for (int m = 0; m <= NUM_ACTIONS; m++) yr[m] = y[a * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
         float lp;
         int action = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row, step), &lp);
         actions[row] = action;
@@ -74,7 +77,8 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, f
  * Breakout's 8,192 envs the in-place step, each thread storing its 118 obs floats 472 bytes apart from
  * its neighbour's, took ~47 us a step on the H200. */
 template <int STAGED>
-__device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float* y, OBS_T* obs_next,
+__device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float* y, const float* dec_bias,
+                                             OBS_T* obs_next,
                                              OBS_T* final_obs, int* actions, float* logp, float* values,
                                              float* rewards, float* dones, float* starts_next,
                                              unsigned char* terminated, unsigned char* truncated, float* ep_return,
@@ -86,7 +90,7 @@ __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float*
     long long step = scalars->rollout_steps + t;
     if (!STAGED) {
         if (i < N)
-            sample_and_step_env(i, y_i, NUM_ACTIONS + 1, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
+            sample_and_step_env(i, y_i, NUM_ACTIONS + 1, dec_bias, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
                                 final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
                                 ep_return, ep_length, ep_stats, episode_acc, step, seed_key, reward_clamp,
                                 max_episode_steps);
@@ -99,7 +103,7 @@ __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float*
     fv_block_copy(sh, slots + base, count * (int)sizeof(fv_slot));
     __syncthreads();
     if (i < N)
-        sample_and_step_env(i, y_i, NUM_ACTIONS + 1, &sh[threadIdx.x],
+        sample_and_step_env(i, y_i, NUM_ACTIONS + 1, dec_bias, &sh[threadIdx.x],
                             (OBS_T*)sh_obs + threadIdx.x * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
                             rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
                             episode_acc, step, seed_key, reward_clamp, max_episode_steps);
@@ -109,13 +113,14 @@ __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float*
 }
 
 #define ROLLOUT_STEP_PARAMS                                                                                        \
-    int N, fv_slot *slots, const float *y, OBS_T *obs_next, OBS_T *final_obs, int *actions, float *logp,          \
-        float *values, float *rewards, float *dones, float *starts_next, unsigned char *terminated,                \
+    int N, fv_slot *slots, const float *y, const float *dec_bias, OBS_T *obs_next, OBS_T *final_obs, int *actions, \
+        float *logp, float *values, float *rewards, float *dones, float *starts_next, unsigned char *terminated,   \
         unsigned char *truncated, float *ep_return, int *ep_length, float *ep_stats, double *episode_acc,          \
         const TrainScalars *scalars, int t, unsigned long long seed_key, int reward_clamp, int max_episode_steps
 #define ROLLOUT_STEP_ARGS                                                                                          \
-    N, slots, y, obs_next, final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,   \
-        ep_return, ep_length, ep_stats, episode_acc, scalars, t, seed_key, reward_clamp, max_episode_steps
+    N, slots, y, dec_bias, obs_next, final_obs, actions, logp, values, rewards, dones, starts_next, terminated,    \
+        truncated, ep_return, ep_length, ep_stats, episode_acc, scalars, t, seed_key, reward_clamp,               \
+        max_episode_steps
 
 extern "C" {
 
@@ -257,7 +262,7 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
         if (bootstrap) last_value[row] = y[a][NUM_ACTIONS];
     }
     if (bootstrap) return;
-    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
+    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, nullptr, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
                         final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
                         ep_return, ep_length, ep_stats, episode_acc, scalars->rollout_steps + t, seed_key,
                         reward_clamp, max_episode_steps);
@@ -412,7 +417,7 @@ __global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int step
                     last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
             } else {
                 long long t_r = (long long)t * R, next_r = (long long)(t + 1) * R;
-                sample_and_step_env(i, ys, NUM_ACTIONS + 1, &slots[i], obs + (next_r + i * NUM_AGENTS) * OBS_SIZE,
+                sample_and_step_env(i, ys, NUM_ACTIONS + 1, nullptr, &slots[i], obs + (next_r + i * NUM_AGENTS) * OBS_SIZE,
                                     final_obs, actions + t_r, logp + t_r, values + t_r, rewards + t_r, dones + t_r,
                                     starts + next_r, terminated, truncated, ep_return, ep_length, ep_stats,
                                     episode_acc, rollout_steps + t, seed_key, reward_clamp, max_episode_steps);

@@ -684,13 +684,15 @@ class CudaTrainer:
 
     # POLICY FORWARD (one or many steps): the reference's policy_forward as GEMMs and fused kernels
     def _policy_forward(self, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
-                        acts, pres, hs, y: int, params: str = "params", k=None, blas=None, acts_bf16=None) -> None:
+                        acts, pres, hs, y: int, params: str = "params", k=None, blas=None, acts_bf16=None,
+                        dec_bias: bool = True) -> None:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
         params: the arena's weights to use; k, blas: the stream's launcher and cuBLAS (default the learner's).
         acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L pointers to bfloat16 copies of the layers'
         inputs; the layer GEMMs then multiply those by the weights' bf16 copy (arena f"{params}_bf16") into
-        bfloat16 pres, and the MinGRU forward reads its highway input from them and stores hs in bfloat16."""
+        bfloat16 pres, and the MinGRU forward reads its highway input from them and stores hs in bfloat16.
+        dec_bias=False leaves the decoder's bias out of y (the GEMM-path rollout step adds it)."""
         spec, a, k, blas = self.spec, self.arena, k or self.k, blas or self.blas
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
@@ -716,7 +718,8 @@ class CudaTrainer:
                          pp(f"layer{layer}.b"), acts[layer + 1])
         ny = spec.num_actions + 1
         blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
-        k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
+        if dec_bias:
+            k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
 
     # ROLLOUT
     def _record_rollout(self, slot: int = 0) -> None:
@@ -748,9 +751,10 @@ class CudaTrainer:
                 cuda.memcpy_dtod_async(buf("segment_state", (t // kk) * ls * r * h), a.ptr("state"),
                                        ls * r * h * 4, k.stream)
             self._policy_forward(r, 1, buf("obs", t * r * o), buf("starts", t * r), state, state, acts, pres,
-                                 hs, buf("r_y"), self.actor_params, k, self.actor_blas, acts_bf16)
+                                 hs, buf("r_y"), self.actor_params, k, self.actor_blas, acts_bf16, dec_bias=False)
             k.launch_shared(self.rollout_step[0], self.num_envs, self.rollout_step[1], 0,
-                            np.int32(self.num_envs), a.ptr("slots"), buf("r_y"), buf("obs", (t + 1) * r * o),
+                            np.int32(self.num_envs), a.ptr("slots"), buf("r_y"),
+                            a.ptr(self.actor_params, self.layout.offsets["dec.b"][0]), buf("obs", (t + 1) * r * o),
                             a.ptr("final_obs"), buf("actions", t * r), buf("logp", t * r), buf("values", t * r),
                             buf("rewards", t * r), buf("dones", t * r), buf("starts", (t + 1) * r),
                             a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"),
