@@ -299,26 +299,29 @@ def plot(path: Path) -> Path:
 
 def scaling() -> None:
     """Steady-state Breakout SPS of MinGRU policies of about 15K, 115K, 620K and 3M parameters (8,192 envs x 64
-    steps, minibatch 65,536, bf16 GEMMs), like PufferLib's SPS-versus-size plot."""
+    steps, minibatch 65,536, bf16, Muon as breakout.toml; the 115K one also with Adam), like PufferLib's
+    SPS-versus-size plot."""
     from fastvec.trainer.cuda import device
     gpu = device.init().Context.get_device().name()
     rows = []
-    for hidden, layers in [(40, 2), (128, 2), (256, 3), (576, 3)]:
+    for hidden, layers, optimizer in [(40, 2, "muon"), (128, 2, "muon"), (128, 2, "adam"), (256, 3, "muon"),
+                                      (576, 3, "muon")]:
         for is_async in (False, True):  # async: the rollout overlaps the update (its own timing is launch-only)
             cfg = {"env.num_envs": 8192, "policy.hidden": hidden, "policy.layers": layers, "train.horizon": 64,
                    "train.bptt_horizon": 64, "train.minibatch_size": 65536, "train.precision": "bf16",
-                   "train.async": is_async}
-            res = fastvec_sps(cfg, env="breakout", updates=3)
-            res.update(hidden=hidden, layers=layers, is_async=is_async)
+                   "train.async": is_async, "train.optimizer": optimizer}
+            res = fastvec_sps(cfg, env="breakout", updates=10)
+            res.update(hidden=hidden, layers=layers, is_async=is_async, optimizer=optimizer)
             rows.append(res)
             print(json.dumps(res), flush=True)
     print(f"\nBreakout SPS versus parameters on {gpu} (MinGRU, 8,192 envs x 64, minibatch 65,536, bf16)")
-    print(f"{'hidden x layers':>16} {'params':>10} {'mode':>6} {'SPS':>14} {'rollout SPS':>14} {'update SPS':>14}")
+    print(f"{'hidden x layers':>16} {'params':>10} {'optimizer':>9} {'mode':>6} {'SPS':>14} {'rollout SPS':>14} "
+          f"{'update SPS':>14}")
     for r in rows:
         mode = "async" if r["is_async"] else "sync"
         rollout = "-" if r["is_async"] else f"{r['rollout_sps']:,}"
-        print(f"{r['hidden']:>8} x {r['layers']:<5} {r['params']:>10,} {mode:>6} {r['sps']:>14,} {rollout:>14} "
-              f"{r['update_sps']:>14,}")
+        print(f"{r['hidden']:>8} x {r['layers']:<5} {r['params']:>10,} {r['optimizer']:>9} {mode:>6} {r['sps']:>14,} "
+              f"{rollout:>14} {r['update_sps']:>14,}")
     path = ROOT / "benchmarks" / "results" / "train_speed_scaling.json"
     path.write_text(json.dumps({"gpu": gpu, "rows": rows}, indent=1))
     print(f"wrote {path}")
