@@ -6,6 +6,7 @@ benchmarks/results/update_profile<tag>.json (or --out).
 
     python benchmarks/update_profile.py [--updates 50] [--fused auto|0|1|thread|warp] [--set env.num_envs=4096 ...]
     python benchmarks/update_profile.py --breakdown     # also the GPU time of each operation of a rollout and an update
+    python benchmarks/update_profile.py --overlap --set train.async=true ...   # the two graphs alone and together
     nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node python benchmarks/update_profile.py --nsys
 
 Results on the H200: benchmarks/results/update_profile_h2.md.
@@ -60,6 +61,33 @@ def replay_ms(cuda, stream, graph, times: int) -> list[float]:
         events[i + 1].record(stream)
     stream.synchronize()
     return [events[i + 1].time_since(events[i]) for i in range(times)]
+
+
+def overlap_ms(cuda, trainer, times: int = 10) -> dict:
+    """With train.async: the GPU milliseconds of a rollout graph (slot 0, actor stream) and an update graph
+    (slot 1, learner stream), each replayed alone and then both launched together (each timed from the
+    common start to its own end; medians over `times`), to see how much the two overlap on the GPU."""
+    rollout, update = trainer.rollout_graphs[0], trainer.update_graphs[1]
+    actor, learner = trainer.actor_stream, trainer.stream
+    out = {"rollout_alone": statistics.median(replay_ms(cuda, actor, rollout, times)),
+           "update_alone": statistics.median(replay_ms(cuda, learner, update, times))}
+    rollout_t, update_t, both_t = [], [], []
+    for _ in range(times):
+        start, r_end, u_end = cuda.Event(), cuda.Event(), cuda.Event()
+        start.record(learner)
+        actor.wait_for_event(start)
+        update.launch()
+        rollout.launch()
+        u_end.record(learner)
+        r_end.record(actor)
+        actor.synchronize()
+        learner.synchronize()
+        rollout_t.append(r_end.time_since(start))
+        update_t.append(u_end.time_since(start))
+        both_t.append(max(rollout_t[-1], update_t[-1]))
+    out.update(rollout_together=statistics.median(rollout_t), update_together=statistics.median(update_t),
+               both_together=statistics.median(both_t))
+    return {k: round(v, 4) for k, v in out.items()}
 
 
 def graph_breakdown(k, blas, stream, record, replays: int = 5) -> list[dict]:
@@ -134,6 +162,8 @@ def main() -> None:
                         help="bracket the update-graph replays with cuProfilerStart/Stop")
     parser.add_argument("--breakdown", action="store_true",
                         help="GPU time per operation of one rollout and one update (event nodes)")
+    parser.add_argument("--overlap", action="store_true",
+                        help="with train.async: a rollout and an update graph alone and launched together")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -182,6 +212,8 @@ def main() -> None:
         call("cuProfilerStop")
     gpu = result["rollout_graph_gpu_ms"] + result["update_graph_gpu_ms"]
     result["host_overhead_ms"] = round(result["loop_ms_median"]["total"] - gpu, 4)
+    if args.overlap:
+        result["overlap_ms"] = overlap_ms(cuda, trainer)
     if args.breakdown:
         records = {"rollout": (trainer.actor_k, trainer.actor_blas, trainer.actor_stream,
                                lambda: trainer._record_rollout(0)),
@@ -206,6 +238,11 @@ def main() -> None:
         print(f"  {name + ' graph on the GPU':<32} {result[name + '_graph_gpu_ms']:>8.3f}   "
               f"nodes {result[name + '_graph_nodes']}")
     print(f"  host and gaps (wall - GPU)       {result['host_overhead_ms']:>8.3f}")
+    if "overlap_ms" in result:
+        ov = result["overlap_ms"]
+        print(f"rollout graph alone {ov['rollout_alone']:.3f} ms, update graph alone {ov['update_alone']:.3f} ms; "
+              f"launched together: rollout done after {ov['rollout_together']:.3f} ms, update after "
+              f"{ov['update_together']:.3f} ms, both after {ov['both_together']:.3f} ms")
     for name in ("rollout", "update"):
         if f"{name}_breakdown" in result:
             rows = result[f"{name}_breakdown"]
