@@ -128,8 +128,8 @@ __global__ void fill_kernel(float* x, long long n, float value) {
     if (i < n) x[i] = value;
 }
 
-/* y (rows, cols) += bias (cols): the bias of a linear layer whose GEMM wrote y. */
-/* y (rows, cols) += bias; with y_bf16 given, also its bfloat16 copy (a bf16 GEMM's operand). */
+/* y (rows, cols) += bias (cols): the bias of a linear layer whose GEMM wrote y; with y_bf16 given, also
+ * the result's bfloat16 copy (the next bf16 GEMM's operand). */
 __global__ void add_bias_kernel(float* y, const float* bias, long long rows, int cols, bf16* y_bf16) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows * cols) return;

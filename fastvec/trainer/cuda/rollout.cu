@@ -44,11 +44,11 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
  * ep_return (R,) and ep_stats (N, S) are the batch layer's scratch; episode_acc (3 + S) doubles:
  * episodes, sum of returns (mean over agents), sum of lengths, sums of the env's stats.
  * Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
-__device__ void sample_and_step_env(int i, const float* y, long long y_stride, const float* dec_bias, fv_slot* slot,
-                                    OBS_T* obs_i,
-                                    OBS_T* final_obs, int* actions, float* logp, float* values, float* rewards,
-                                    float* dones, float* starts_next, unsigned char* terminated,
-                                    unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
+__device__ void sample_and_step_env(int i, const float* y, long long y_stride, const float* dec_bias,
+                                    fv_slot* slot, OBS_T* obs_i, OBS_T* final_obs, int* actions, float* logp,
+                                    float* values, float* rewards, float* dones, float* starts_next,
+                                    unsigned char* terminated, unsigned char* truncated, float* ep_return,
+                                    int* ep_length, float* ep_stats,
                                     double* episode_acc, long long step, unsigned long long seed_key,
                                     int reward_clamp, int max_episode_steps) {
     long long act[NUM_AGENTS];
@@ -78,9 +78,8 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, c
  * its neighbour's, took ~47 us a step on the H200. */
 template <int STAGED>
 __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float* y, const float* dec_bias,
-                                             OBS_T* obs_next,
-                                             OBS_T* final_obs, int* actions, float* logp, float* values,
-                                             float* rewards, float* dones, float* starts_next,
+                                             OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
+                                             float* values, float* rewards, float* dones, float* starts_next,
                                              unsigned char* terminated, unsigned char* truncated, float* ep_return,
                                              int* ep_length, float* ep_stats, double* episode_acc,
                                              const TrainScalars* scalars, int t, unsigned long long seed_key,
@@ -90,10 +89,10 @@ __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float*
     long long step = scalars->rollout_steps + t;
     if (!STAGED) {
         if (i < N)
-            sample_and_step_env(i, y_i, NUM_ACTIONS + 1, dec_bias, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
-                                final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
-                                ep_return, ep_length, ep_stats, episode_acc, step, seed_key, reward_clamp,
-                                max_episode_steps);
+            sample_and_step_env(i, y_i, NUM_ACTIONS + 1, dec_bias, &slots[i],
+                                obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
+                                rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
+                                episode_acc, step, seed_key, reward_clamp, max_episode_steps);
         return;
     }
     __shared__ unsigned long long sh_slots[STAGED ? FV_STAGE_ALLOC * FV_SLOT_WORDS : 1];
@@ -262,10 +261,10 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
         if (bootstrap) last_value[row] = y[a][NUM_ACTIONS];
     }
     if (bootstrap) return;
-    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, nullptr, &slots[i], obs_next + (long long)i * NUM_AGENTS * OBS_SIZE,
-                        final_obs, actions, logp, values, rewards, dones, starts_next, terminated, truncated,
-                        ep_return, ep_length, ep_stats, episode_acc, scalars->rollout_steps + t, seed_key,
-                        reward_clamp, max_episode_steps);
+    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, nullptr, &slots[i],
+                        obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values, rewards,
+                        dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
+                        scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
 }
 /* ------------------------------------------------------------------------------------------------
  * The rollout with a warp per env (policy_rollout_warp_kernel), for fewer envs than fill the GPU with
@@ -417,10 +416,11 @@ __global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int step
                     last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
             } else {
                 long long t_r = (long long)t * R, next_r = (long long)(t + 1) * R;
-                sample_and_step_env(i, ys, NUM_ACTIONS + 1, nullptr, &slots[i], obs + (next_r + i * NUM_AGENTS) * OBS_SIZE,
-                                    final_obs, actions + t_r, logp + t_r, values + t_r, rewards + t_r, dones + t_r,
-                                    starts + next_r, terminated, truncated, ep_return, ep_length, ep_stats,
-                                    episode_acc, rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
+                sample_and_step_env(i, ys, NUM_ACTIONS + 1, nullptr, &slots[i],
+                                    obs + (next_r + i * NUM_AGENTS) * OBS_SIZE, final_obs, actions + t_r, logp + t_r,
+                                    values + t_r, rewards + t_r, dones + t_r, starts + next_r, terminated, truncated,
+                                    ep_return, ep_length, ep_stats, episode_acc, rollout_steps + t, seed_key,
+                                    reward_clamp, max_episode_steps);
             }
         }
         __syncwarp(); /* the env's next obs and start flag, written by lane 0, before every lane reads them */
