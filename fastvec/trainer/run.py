@@ -81,7 +81,7 @@ def make_trainer(config: dict):
         from fastvec.trainer.selfplay import SelfPlay
         league = SelfPlay(config)
         batch = league.wrap(batch, spec)
-    if device == "cuda":  # pragma: no cover - needs a GPU (tests/test_trainer_cuda.py)
+    if device == "cuda":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
         from fastvec.trainer.cuda.trainer import CudaTrainer
         # Self-play's one SelfPlayBatch cannot be split, so it is one env group.
         trainer = CudaTrainer(config, batch, spec, [batch] if league is not None else None)

@@ -1,4 +1,4 @@
-/* gpu_on_cpu.cpp: batch_gpu.h's kernels built for the CPU, for tests/test_gpu_kernels_emulated.py.
+/* gpu_on_cpu.cpp: batch_gpu.h's kernels built for the CPU, for tests/emulation/test_env_step_kernels.py.
  * Each CUDA thread of a block is a std::thread, __syncthreads() a std::barrier over the block,
  * __shared__ a static (blocks run one after another); ENV names the env file. The launchers below
  * use the grids that fastvec/native/cuda.py uses. */

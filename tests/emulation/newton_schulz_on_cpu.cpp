@@ -1,5 +1,5 @@
 /* newton_schulz_on_cpu.cpp: fastvec/trainer/cuda/newton_schulz.cu (muon_small_kernel's Newton-Schulz) built for
- * the CPU, for tests/test_newton_schulz_emulated.py. One block of MUON_SMALL_THREADS std::threads with a
+ * the CPU, for tests/emulation/test_newton_schulz.py. One block of MUON_SMALL_THREADS std::threads with a
  * std::barrier for __syncthreads(); the block's shared memory is filled as muon_small_kernel fills it. */
 #include <math.h>
 #include <barrier>

@@ -13,28 +13,17 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import fastvec
+from conftest import gpu_available
 from fastvec.native.cpu import ActionError
 from fastvec.native.cuda import STEP_KERNEL_NAMES  # imports without PyCUDA
 
-COUNTING = Path(__file__).parent / "envs" / "counting.h"
+COUNTING = Path(__file__).resolve().parents[1] / "envs" / "counting.h"
 
 
-def _gpu_available() -> bool:
-    try:
-        import pycuda.driver as drv
-
-        drv.init()
-        return drv.Device.count() > 0
-    except Exception:
-        return False
-
-
-HAVE_GPU = _gpu_available()
-needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs PyCUDA and a CUDA GPU")
 
 
 def test_cuda_request_without_pycuda_or_gpu_says_how_to_fix():
-    if HAVE_GPU:
+    if gpu_available():
         pytest.skip("a GPU is available here")
     with pytest.raises(RuntimeError, match=r"fastvec\[cuda\]|no usable GPU|no CUDA GPU"):
         fastvec.make_vec("CartPole", 4, device="cuda")
@@ -101,7 +90,6 @@ def _assert_same_step(cpu_out, gpu_out, exact: bool):
 
 
 @pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("env_id,params,exact", [("CartPole", {}, False), ("CartPole", {"float32": 1}, True),
                                                  ("Breakout", {}, True)])
 def test_seeded_trajectories_match_the_cpu(env_id, params, exact):
@@ -124,7 +112,6 @@ def test_seeded_trajectories_match_the_cpu(env_id, params, exact):
 
 
 @pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("mode", list(AutoresetMode))
 def test_autoreset_modes_and_truncation_match_the_cpu(mode):
     n, limit = 6, 4
@@ -151,7 +138,6 @@ def test_autoreset_modes_and_truncation_match_the_cpu(mode):
 
 
 @pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("kernel", STEP_KERNEL_NAMES)
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("env", ["cartpole_float32", "counting"])
@@ -202,7 +188,6 @@ def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, mon
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_seeding_is_per_env_and_independent_of_num_envs():
     big = fastvec.make_vec("CartPole", 16, device="cuda")
     obs_big, _ = big.reset(seed=100)
@@ -217,7 +202,6 @@ def test_gpu_seeding_is_per_env_and_independent_of_num_envs():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_render_on_gpu_equals_cpu_frame():
     cpu = fastvec.make_vec("CartPole", 3, render_mode="rgb_array")
     gpu = fastvec.make_vec("CartPole", 3, render_mode="rgb_array", device="cuda")
@@ -235,7 +219,6 @@ def _device_env(n=512, env_id="CartPole", **kw):
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_device_mode_equals_numpy_mode_and_returns_views():
     n = 300
     dev, host = _device_env(n), fastvec.make_vec("CartPole", n, device="cuda")
@@ -261,7 +244,6 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 
 
 @pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
 def test_every_step_kernel_gives_the_same_bits(env_id, params, monkeypatch):
     """Every step kernel (batch_gpu.h: staged through shared memory, plain with one or several envs
@@ -294,7 +276,6 @@ def test_every_step_kernel_gives_the_same_bits(env_id, params, monkeypatch):
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_torch_zero_copy_both_ways():
     torch = pytest.importorskip("torch")
     from fastvec.wrappers.torch import TorchVectorEnv, as_tensor
@@ -327,7 +308,6 @@ def test_torch_zero_copy_both_ways():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_jax_through_dlpack():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -344,7 +324,6 @@ def test_jax_through_dlpack():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_cupy_shares_memory():
     cupy = pytest.importorskip("cupy")
     dev = _device_env(64)
@@ -356,7 +335,6 @@ def test_cupy_shares_memory():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_bad_device_actions_are_reported():
     torch = pytest.importorskip("torch")
     n = 64
@@ -389,7 +367,6 @@ def test_bad_device_actions_are_reported():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_bad_device_action_surfaces_within_a_few_polls_without_synchronize():
     torch = pytest.importorskip("torch")
     n = 64
@@ -405,7 +382,6 @@ def test_bad_device_action_surfaces_within_a_few_polls_without_synchronize():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gymnasium_array_conversion_to_torch_shares_memory():
     torch = pytest.importorskip("torch")
     pytest.importorskip("array_api_compat")  # what Gymnasium's conversion wrappers need
@@ -422,7 +398,6 @@ def test_gymnasium_array_conversion_to_torch_shares_memory():
 
 # ---------------------------------------------------------------------- fused rollouts and graphs
 @pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
 def test_fused_random_rollout_equals_eager_steps(env_id, params):
     n, steps = 777, 40
@@ -468,7 +443,6 @@ def _threshold_policy():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_graph_replay_equals_eager_stepping():
     n, steps = 1000, 25
     policy = _threshold_policy()
@@ -495,7 +469,6 @@ def test_graph_replay_equals_eager_stepping():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_cuda_graph_helper_reports_driver_errors():
     from fastvec.native import graphs
 
@@ -516,7 +489,6 @@ def test_cuda_graph_helper_reports_driver_errors():
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gymnasium_vector_wrappers_on_a_gpu_env_in_numpy_mode():
     envs = gym.wrappers.vector.RecordEpisodeStatistics(fastvec.make_vec("CartPole", 32, device="cuda"))
     envs.reset(seed=0)

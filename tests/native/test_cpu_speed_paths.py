@@ -14,7 +14,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv as GymCartPole
 from fastvec import native
 from fastvec.native import cpu
 
-RANDOM_WALK = Path(__file__).parent / "envs" / "random_walk.h"
+RANDOM_WALK = Path(__file__).resolve().parents[1] / "envs" / "random_walk.h"
 
 # (source, defines, max_episode_steps) of envs that take the passes (SIMD_STEP): CartPole
 # vectorises; the random walk has two agents, byte observations, statistics and RNG draws inside

@@ -14,7 +14,7 @@ import pytest
 
 from fastvec.trainer import reference as ref
 
-HARNESS = Path(__file__).parent / "emulation" / "newton_schulz_on_cpu.cpp"
+HARNESS = Path(__file__).resolve().parent / "newton_schulz_on_cpu.cpp"
 CUDA_DIR = Path(ref.__file__).parent / "cuda"
 
 

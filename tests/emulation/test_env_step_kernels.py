@@ -15,8 +15,8 @@ import pytest
 from fastvec import native
 from fastvec.native import cpu
 
-HARNESS = Path(__file__).parent / "emulation" / "gpu_on_cpu.cpp"
-ENVS_DIR = Path(__file__).parent / "envs"
+HARNESS = Path(__file__).resolve().parent / "gpu_on_cpu.cpp"
+ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 NO_ERROR = 2**64 - 1
 
 # name: (source, defines, max_episode_steps)

@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastvec
 
-COUNTING = Path(__file__).parent / "envs" / "counting.h"
+COUNTING = Path(__file__).resolve().parents[1] / "envs" / "counting.h"
 
 
 def counting_vec(num_envs=2, **kw):

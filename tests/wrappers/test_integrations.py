@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 import fastvec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 import fastvec
 from fastvec.native import NATIVE_DIR, cpu
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "my_env.h"
 
 
