@@ -1,9 +1,13 @@
 """PNG plots from the benchmark JSON files in benchmarks/results/: throughput against the number of
 envs for every table of steps/s, time-to-target bars for cleanrl_compare_*.json, and learning curves
-where a result carries one. Writes benchmarks/results/plots/<name>.png.
+where a result carries one. Writes <out-dir>/<name>.png (default benchmarks/results/plots/).
 
     pip install matplotlib
-    python benchmarks/plots.py [results/env_steps_cpu.json ...]   # default: every results/*.json
+    python benchmarks/plots.py benchmarks/results/env_steps_cpu.json benchmarks/results/env_steps_gpu.json
+    python benchmarks/plots.py --out-dir /tmp/plots     # every benchmarks/results/*.json
+
+The README shows plots/env_steps_cpu.png and plots/env_steps_gpu.png, made by the first command; only those
+two are kept in the repository.
 """
 
 from __future__ import annotations
@@ -133,7 +137,7 @@ def plot_curves(name: str, data: dict, out: Path) -> bool:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="*", type=Path, help="result JSON files (default: every results/*.json)")
+    parser.add_argument("files", nargs="*", type=Path, help="result JSON files (default: every benchmarks/results/*.json)")
     parser.add_argument("--out-dir", type=Path, default=RESULTS / "plots")
     args = parser.parse_args()
     files = args.files or sorted(RESULTS.glob("*.json"))
