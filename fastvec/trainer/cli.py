@@ -1,5 +1,6 @@
 """`fastvec-train ENV [--section.key=value ...]`: train PPO on a fastvec env, resume a run, or evaluate
-a checkpoint. Config: fastvec/configs/default.toml < fastvec/configs/ENV.toml < the command line."""
+a checkpoint. Config: the defaults of config_keys.py (fastvec/configs/default.toml) < fastvec/configs/ENV.toml
+< the command line."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
   --eval=CHECKPOINT     play a checkpoint (file, or a run dir for its newest) and print the mean return
   --selfplay.enabled=true  train a multi-agent game (e.g. pong) by self-play against a pool of past selves
   --print-config        print the resolved config and exit
-Defaults and every key: fastvec/configs/default.toml; per-env values: fastvec/configs/ENV.toml.
+  --help-config         list every config key with its value and meaning (with ENV: that env's values
+                        and parameters); defaults with caveats: fastvec/configs/default.toml
+Per-env values: fastvec/configs/ENV.toml.
 Plot a run: fastvec-plot RUN_DIR."""
 
 
@@ -37,8 +40,8 @@ def parse_args(argv: list[str]) -> dict:
         name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
         if arg in ("-h", "--help"):
             flags.add("help")
-        elif arg == "--print-config":
-            flags.add("print-config")
+        elif arg in ("--print-config", "--help-config"):
+            flags.add(arg[2:])
         elif name in special:
             if not eq:
                 if i + 1 >= len(argv):
@@ -60,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = parse_args(argv)
+        if "help-config" in args["flags"] and args["env"] is None:
+            print(config_mod.help_text())
+            return 0
         if "help" in args["flags"] or args["env"] is None:
             print(USAGE)
             return 0 if "help" in args["flags"] else 2
@@ -68,12 +74,15 @@ def main(argv: list[str] | None = None) -> int:
             # command line says otherwise.
             meta, _ = checkpoint.load(Path(args["eval"]))
             if args["env"] and meta["env"] == args["env"].lower():
-                saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
+                saved = {k: v for k, v in meta["config"]["env"].items() if k not in ("name", "num_envs")}
                 args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
         if args["resume"]:
             config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
         else:
             config = config_mod.load_config(args["env"], args["overrides"])
+        if "help-config" in args["flags"]:
+            print(config_mod.help_text(config))
+            return 0
         if "print-config" in args["flags"]:
             print(config_mod.to_toml(config))
             return 0

@@ -1,19 +1,22 @@
-"""Trainer configuration: fastvec/configs/default.toml, overridden by fastvec/configs/ENV.toml, overridden
-by `--section.key=value` arguments; every key is checked against default.toml's keys and types."""
+"""Trainer configuration: the defaults of config_keys.KEYS, overridden by fastvec/configs/ENV.toml, overridden by
+`--section.key=value` arguments; validate() is the one place that checks a config. `python -m
+fastvec.trainer.config > fastvec/configs/default.toml` regenerates the documented defaults from KEYS."""
 
 from __future__ import annotations
 
 import copy
+import difflib
+import textwrap
 import tomllib
 from pathlib import Path
 
 from fastvec.native import ENVS, resolve_defines
+from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTION_NOTES, SECTIONS, Key, section_keys
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 # [env] keys the trainer uses itself; any other [env] key is an env parameter (checked by the env).
 ENV_TRAINER_KEYS = {"num_envs"}
-
 
 class ConfigError(ValueError):
     """A bad config key, value or env name; the message names it and the valid choices."""
@@ -35,37 +38,56 @@ def parse_value(text: str):
         return text
 
 
-def _check_type(where: str, value, default):
-    if isinstance(default, bool):
+def defaults() -> dict:
+    """A complete config of defaults: {section: {name: default}} for every key, without env.name."""
+    return {section: {name: key.default for name, key in section_keys(section).items()} for section in SECTIONS}
+
+
+def _checked_type(key: Key, value, where: str):
+    """value, if it has key's type (an int where a float is expected becomes a float); else a ConfigError."""
+    if key.type is bool:
         ok = isinstance(value, bool)
-    elif isinstance(default, int):
+    elif key.type is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
+    elif key.type is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         value = float(value) if ok else value
     else:
-        ok = isinstance(value, type(default))
+        ok = isinstance(value, key.type)
     if not ok:
-        raise ConfigError(f"{where} = {value!r} must be a {type(default).__name__} (default {default!r})")
+        kind = key.type.__name__
+        raise ConfigError(f"{where} = {value!r} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind} "
+                          f"(default {key.default!r})")
     return value
 
 
-def merge(base: dict, override: dict, source: str, defaults: dict) -> dict:
-    """base updated with override; keys must exist in defaults (except env parameters under [env])."""
+def _unknown_key(section: str, name: str, source: str) -> ConfigError:
+    names = list(section_keys(section))
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {section}.{close[0]}? " if close else ""
+    return ConfigError(f"unknown config key {section}.{name} in {source}; {hint}"
+                       f"[{section}] keys are: {', '.join(names)}")
+
+
+def merge(base: dict, override: dict, source: str, allow_env_name: bool = False) -> dict:
+    """base updated with override; keys must be in KEYS (any other [env] key is an env parameter), and their
+    values of the key's type. env.name comes from the ENV argument (or a saved run's config.toml) only."""
     out = copy.deepcopy(base)
     for section, values in override.items():
-        if section not in defaults:
-            raise ConfigError(f"unknown config section [{section}] in {source}; sections are {sorted(defaults)}")
+        if section not in SECTIONS:
+            raise ConfigError(f"unknown config section [{section}] in {source}; sections are {list(SECTIONS)}")
         if not isinstance(values, dict):
             raise ConfigError(f"{section} in {source} must be a table [{section}]")
-        for key, value in values.items():
-            where = f"{section}.{key} in {source}"
-            if key in defaults[section]:
-                value = _check_type(where, value, defaults[section][key])
+        for name, value in values.items():
+            where = f"{section}.{name} in {source}"
+            key = BY_PATH.get(f"{section}.{name}")
+            if key is not None:
+                value = _checked_type(key, value, where)
+            elif section == "env" and name == "name" and not allow_env_name:
+                raise ConfigError(f"env.name in {source}: the env is fastvec-train's ENV argument, not a key")
             elif section != "env":
-                raise ConfigError(f"unknown config key {section}.{key} in {source}; "
-                                  f"[{section}] keys are: {', '.join(sorted(defaults[section]))}")
-            out[section][key] = value
+                raise _unknown_key(section, name, source)
+            out[section][name] = value
     return out
 
 
@@ -92,16 +114,15 @@ def parse_overrides(args: list[str]) -> dict:
 
 
 def load_config(env: str, overrides: dict | None = None) -> dict:
-    """The resolved config for env: default.toml < ENV.toml < overrides, validated."""
+    """The resolved, complete config for env: KEYS' defaults < ENV.toml < overrides, validated."""
     env = env.lower()
     if env not in ENVS:
         raise ConfigError(f"unknown env {env!r}; fastvec-train knows {sorted(ENVS)}")
-    defaults = load_toml(CONFIG_DIR / "default.toml")
-    config = copy.deepcopy(defaults)
+    config = defaults()
     env_file = CONFIG_DIR / f"{env}.toml"
     if env_file.exists():
-        config = merge(config, load_toml(env_file), env_file.name, defaults)
-    config = merge(config, overrides or {}, "the command line", defaults)
+        config = merge(config, load_toml(env_file), env_file.name)
+    config = merge(config, overrides or {}, "the command line")
     config["env"]["name"] = env
     apply_selfplay(config)
     validate(config)
@@ -109,17 +130,20 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
 
 
 def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> dict:
-    """The config saved in RUN_DIR/config.toml (for --resume), with command-line overrides on top."""
+    """The config saved in RUN_DIR/config.toml (for --resume), with command-line overrides on top; keys the
+    saved file lacks take their defaults, so the result is complete."""
     saved_path = Path(run_dir) / "config.toml"
     if not saved_path.is_file():
         raise ConfigError(f"--resume={run_dir}: no config.toml there; give the run directory fastvec-train wrote")
     saved = load_toml(saved_path)
-    saved_env = saved.get("env", {}).get("name")
+    try:
+        saved_env = saved["env"]["name"]
+    except (KeyError, TypeError):
+        raise ConfigError(f"{saved_path} names no env (env.name); give the run directory fastvec-train wrote") from None
     if saved_env != env.lower():
         raise ConfigError(f"--resume={run_dir} is a {saved_env!r} run, not {env!r}")
-    defaults = load_toml(CONFIG_DIR / "default.toml")
-    config = merge(copy.deepcopy(defaults), saved, str(saved_path), defaults)
-    config = merge(config, overrides or {}, "the command line", defaults)
+    config = merge(defaults(), saved, str(saved_path), allow_env_name=True)
+    config = merge(config, overrides or {}, "the command line")
     apply_selfplay(config)
     validate(config)
     return config
@@ -134,78 +158,205 @@ def apply_selfplay(config: dict) -> None:
     """Self-play trains a policy on every seat, so the env's bot switch (selfplay.bot_switch_param, e.g.
     pong_bot) is turned off in the resolved config that the run records."""
     selfplay = config["selfplay"]
-    if selfplay["enabled"] and selfplay["bot_switch_param"]:
+    if selfplay["enabled"] and selfplay["bot_switch_param"] in ENVS[config["env"]["name"]].params:
         config["env"][selfplay["bot_switch_param"]] = 0
 
 
+# ------------------------------------------------------------------------------------------------
+# VALIDATION
+
+
 def validate(config: dict) -> None:
-    """Check values the types alone do not: ranges, choices, divisibility; and the env's parameters."""
-    train, policy, selfplay = config["train"], config["policy"], config["selfplay"]
+    """Raise a ConfigError naming the key, the value and the fix for the first problem of a config: a
+    missing, unknown or mistyped key, a value outside its key's choices or range, a self-play parameter
+    the env lacks, a bad env parameter, or a combination of keys the trainers refuse (_cross_key_problems).
+    Only the minibatch against a rollout's size waits for rollout_sizes, which knows the env's agents."""
+    for section in [*SECTIONS, *(section for section in config if section not in SECTIONS)]:
+        if section not in SECTIONS:
+            raise ConfigError(f"unknown config section [{section}]; sections are {list(SECTIONS)}")
+        if section not in config:
+            raise ConfigError(f"the config lacks its [{section}] section; load_config and load_run_config "
+                              f"give complete configs")
+        for name in config[section]:
+            if f"{section}.{name}" not in BY_PATH and section != "env":
+                raise _unknown_key(section, name, "the config")
+    if "name" not in config["env"] or config["env"]["name"] not in ENVS:
+        raise ConfigError(f"env.name: the config names no fastvec env; use one of {sorted(ENVS)}")
+    for key in KEYS:
+        if key.name not in config[key.section]:
+            raise ConfigError(f"the config lacks {key.path}; load_config and load_run_config fill in every "
+                              f"default (default {key.default!r})")
+        value = _checked_type(key, config[key.section][key.name], key.path)
+        problem = key.problem(value)
+        if problem:
+            raise ConfigError(problem)
+    env = config["env"]["name"]
+    selfplay, params = config["selfplay"], ENVS[env].params
+    for name in ("bot_switch_param", "bot_level_param"):
+        if selfplay[name] and selfplay[name] not in params:
+            raise ConfigError(f"selfplay.{name}={selfplay[name]!r} is not a parameter of {env}; "
+                              f"its parameters are {sorted(params)} (\"\" for an env without a bot)")
     try:
-        resolve_defines(config["env"]["name"], env_params(config))
+        resolve_defines(env, env_params(config))
     except (TypeError, ValueError) as err:
         raise ConfigError(f"[env]: {err}") from None
-    checks = [
-        (config["env"]["num_envs"] >= 1, "env.num_envs must be >= 1"),
-        (train["device"] in ("auto", "cpu", "cuda"), f"train.device={train['device']!r}: use cpu, cuda or auto"),
-        (train["gpus"] >= 1, f"train.gpus={train['gpus']} must be >= 1"),
-        (train["optimizer"] in ("adam", "muon"), f"train.optimizer={train['optimizer']!r}: use adam or muon"),
-        (train["precision"] in ("fp32", "tf32", "bf16"),
-         f"train.precision={train['precision']!r}: use fp32, tf32 or bf16"),
-        (policy["kind"] in ("mingru", "mlp"), f"policy.kind={policy['kind']!r}: use mingru or mlp"),
-        (policy["hidden"] >= 1 and policy["layers"] >= 1, "policy.hidden and policy.layers must be >= 1"),
-        (train["horizon"] >= 1, "train.horizon must be >= 1"),
-        (train["bptt_horizon"] >= 1 and train["horizon"] % train["bptt_horizon"] == 0,
-         f"train.bptt_horizon={train['bptt_horizon']} must divide train.horizon={train['horizon']}"),
-        (train["minibatch_size"] >= train["bptt_horizon"] and train["minibatch_size"] % train["bptt_horizon"] == 0,
-         f"train.minibatch_size={train['minibatch_size']} must be a multiple of "
-         f"train.bptt_horizon={train['bptt_horizon']}"),
-        (train["update_epochs"] >= 1, "train.update_epochs must be >= 1"),
-        (train["learning_rate"] > 0, "train.learning_rate must be > 0"),
-        (0 <= train["gamma"] <= 1 and 0 <= train["gae_lambda"] <= 1, "train.gamma and train.gae_lambda must be in [0, 1]"),
-        (train["total_timesteps"] >= 1, "train.total_timesteps must be >= 1"),
-        (config["eval"]["episodes"] >= 1, "eval.episodes must be >= 1"),
-        (selfplay["pool_size"] >= 1, "selfplay.pool_size must be >= 1"),
-        (selfplay["refresh_interval"] >= 1, "selfplay.refresh_interval must be >= 1 (updates between snapshots)"),
-        (0 <= selfplay["latest_prob"] <= 1, "selfplay.latest_prob must be a probability in [0, 1]"),
-        (selfplay["eval_interval"] >= 0 and selfplay["eval_games"] >= 1 and selfplay["eval_past"] >= 0,
-         "selfplay.eval_interval and selfplay.eval_past must be >= 0, selfplay.eval_games >= 1"),
-    ]
-    params = ENVS[config["env"]["name"]].params
-    for key in ("bot_switch_param", "bot_level_param"):
-        if selfplay[key] and selfplay[key] not in params:
-            raise ConfigError(f"selfplay.{key}={selfplay[key]!r} is not a parameter of {config['env']['name']}; "
-                              f"its parameters are {sorted(params)} (\"\" for an env without a bot)")
-    for ok, message in checks:
-        if not ok:
-            raise ConfigError(message)
+    for problem in _cross_key_problems(config):
+        raise ConfigError(problem)
+
+
+def _cross_key_problems(config: dict):
+    """Messages for the combinations of keys that cannot run, in the order they are checked."""
+    train, ev, selfplay = config["train"], config["eval"], config["selfplay"]
+    horizon, bptt, minibatch = train["horizon"], train["bptt_horizon"], train["minibatch_size"]
+    if horizon % bptt:
+        yield (f"train.bptt_horizon={bptt} must divide train.horizon={horizon}; e.g. "
+               f"--train.bptt_horizon={horizon}")
+    if minibatch % bptt:
+        yield (f"train.minibatch_size={minibatch} must be a multiple of train.bptt_horizon={bptt}; e.g. "
+               f"--train.minibatch_size={max(minibatch // bptt, 1) * bptt}")
+    yield from world_size_problems(config, train["gpus"], f"train.gpus={train['gpus']}")
+    if ev["opponent"] == "bot" and not (selfplay["bot_switch_param"] and selfplay["bot_level_param"]):
+        yield (f"eval.opponent=bot: {config['env']['name']} has no scripted bot (selfplay.bot_switch_param / "
+               f"bot_level_param are empty)")
+    if ev["render"] and Path(ev["render"]).suffix.lower() not in (".gif", ".mp4"):
+        yield f"eval.render={ev['render']!r}: give a path ending in .gif or .mp4"
+
+
+def world_size_problems(config: dict, world_size: int, what: str):
+    """What several training processes cannot do yet (world_size > 1): the CUDA trainer's data parallelism
+    has neither two rollout slots nor host envs. validate() asks with train.gpus; a launcher's ranks (torchrun,
+    srun, mpirun with train.gpus=1) are only known at run time, so the run can ask again: check_world_size."""
+    if world_size <= 1:
+        return
+    train = config["train"]
+    if train["device"] == "cpu":
+        yield (f"several GPUs ({what}) need the CUDA trainer, but train.device=cpu; drop --train.device=cpu, "
+               f"or use --train.gpus=1 for the CPU trainer")
+    if train["async"]:
+        yield f"train.async=true with several GPUs ({what}) is not supported yet; use --train.async=false"
+    if train["env_device"] == "cpu":
+        yield (f"train.env_device=cpu (host environments) with several GPUs ({what}) is not supported; "
+               f"use --train.gpus=1, or --train.env_device=cuda")
+    if config["selfplay"]["enabled"]:
+        yield (f"selfplay.enabled=true with several GPUs ({what}) is not supported: self-play steps its games "
+               f"on the host (train.env_device=cpu); use --train.gpus=1")
+
+
+def check_world_size(config: dict, world_size: int, what: str | None = None) -> None:
+    """Raise a ConfigError if config cannot train as world_size processes (e.g. the ranks a launcher started)."""
+    for problem in world_size_problems(config, world_size, what or f"{world_size} ranks"):
+        raise ConfigError(problem)
 
 
 def rollout_sizes(train: dict, num_envs: int, num_agents: int) -> tuple[int, int, int, int, int]:
     """The derived sizes both trainers share: (rows R = envs x agents, horizon T, bptt K,
-    segments T / K, samples per rollout R x T), with the minibatch checked against a rollout."""
+    segments T / K, samples per rollout R x T). The minibatch is checked against a rollout here and not in
+    validate(): a rollout's size needs the env's agents per game, which the built batch knows."""
     rows, horizon, bptt = num_envs * num_agents, train["horizon"], train["bptt_horizon"]
     samples = rows * horizon
     if train["minibatch_size"] > samples:
-        raise ValueError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
-                         f"({rows} rows x horizon {horizon} = {samples} samples); lower it "
-                         f"or raise env.num_envs / train.horizon")
+        raise ConfigError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
+                          f"({rows} rows x horizon {horizon} = {samples} samples); lower it "
+                          f"or raise env.num_envs / train.horizon")
     return rows, horizon, bptt, horizon // bptt, samples
+
+
+# ------------------------------------------------------------------------------------------------
+# TEXT: saved run configs, the generated default.toml, --help-config
+
+
+def _toml_value(v, pretty: bool = False) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if pretty and isinstance(v, int) and abs(v) >= 10_000:
+        return f"{v:_}"
+    if pretty and isinstance(v, float) and "e-0" in repr(v):
+        return repr(v).replace("e-0", "e-")
+    return repr(v)
 
 
 def to_toml(config: dict) -> str:
     """The config as TOML text (flat tables of str, bool, int, float: all a config holds)."""
-
-    def value(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return repr(v)
-
     lines = []
     for section, values in config.items():
         lines.append(f"[{section}]")
-        lines += [f"{k} = {value(v)}" for k, v in values.items()]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+WIDTH = 110  # default.toml's and --help-config's line width
+COLUMN = 26  # where a key's meaning starts
+
+
+def _described(key: Key) -> str:
+    """The key's meaning and range; the range's spaces are no-break, so a wrapped line never splits it."""
+    text = key.range_text()
+    if not text:
+        return key.doc
+    text = ("in " if text[0] in "[(" else "") + text
+    return f"{key.doc} ({text.replace(' ', chr(0xa0))})"
+
+
+def _key_lines(assignment: str, texts: list[str], prefix: str) -> list[str]:
+    """assignment, then texts wrapped into a column beside it (prefix before every text line)."""
+    lead = assignment.ljust(COLUMN) if len(assignment) < COLUMN else assignment + "  "
+    width = WIDTH - max(len(lead), COLUMN) - len(prefix)
+    wrapped = [line.replace("\xa0", " ") for text in texts
+               for line in textwrap.wrap(text, width, break_on_hyphens=False)]
+    if not wrapped:
+        return [assignment]
+    return [lead + prefix + wrapped[0]] + [" " * COLUMN + prefix + line for line in wrapped[1:]]
+
+
+def default_toml() -> str:
+    """fastvec/configs/default.toml, rendered from KEYS: every section and key with its default, its meaning,
+    its range and its caveat as TOML comments, wrapped at WIDTH columns."""
+    header = ("fastvec-train defaults: every config key, its default, meaning and [range]. fastvec/configs/ENV.toml "
+              "overrides these per env, and the command line overrides both: fastvec-train ENV "
+              "--section.key=value. Unknown sections or keys are errors.")
+    lines = ["# " + line for line in textwrap.wrap(header, WIDTH - 2)]
+    lines += ["# Generated from fastvec/trainer/config_keys.py, where the keys are defined; after editing them:",
+              "#   python -m fastvec.trainer.config > fastvec/configs/default.toml"]
+    for section in SECTIONS:
+        lines += ["", f"[{section}]"]
+        if section in SECTION_NOTES and section != "env":
+            lines += ["# " + line for line in textwrap.wrap(SECTION_NOTES[section], WIDTH - 2)]
+        for key in section_keys(section).values():
+            texts = [_described(key)] + ([key.note] if key.note else [])
+            lines += _key_lines(f"{key.name} = {_toml_value(key.default, pretty=True)}", texts, "# ")
+        if section == "env":
+            lines += ["# " + line for line in textwrap.wrap(SECTION_NOTES[section], WIDTH - 2)]
+    return "\n".join(lines) + "\n"
+
+
+def help_text(config: dict | None = None) -> str:
+    """fastvec-train --help-config: every key with its value and meaning; with a resolved config, that
+    config's values and its env's parameters, else the defaults."""
+    values = config or defaults()
+    env = config["env"]["name"] if config else ""
+    lines = [f"fastvec-train config keys (--section.key=value) with {env}'s values (defaults < {env}.toml < the "
+             f"command line):" if config else "fastvec-train config keys (--section.key=value) with their defaults; "
+             "fastvec-train ENV --help-config\nshows an env's values and parameters:"]
+    for section in SECTIONS:
+        lines.append(f"[{section}]")
+        for key in section_keys(section).values():
+            lines += _key_lines(f"  {key.name} = {_toml_value(values[section][key.name], pretty=True)}",
+                                [_described(key)], "")
+        if section == "env" and config:
+            params = ENVS[env].params
+            current = {**{name: param.default for name, param in params.items()}, **env_params(config)}
+            lines.append(f"  {env}'s parameters:" if params else f"  ({env} has no parameters)")
+            for name, param in params.items():
+                lines += _key_lines(f"    {name} = {_toml_value(current[name])}",
+                                    [f"{param.doc} (in [{param.low},\xa0{param.high}])"], "")
+        elif section == "env":
+            lines.append("  any other [env] key: a parameter of the env")
+    lines.append("Caveats of each key: fastvec/configs/default.toml.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(default_toml(), end="")

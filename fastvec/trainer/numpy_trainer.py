@@ -62,7 +62,7 @@ class NumpyTrainer:
 
         # ROLLOUT BUFFERS: one slot, or two with train.async (the actor fills one while the learner
         # trains on the other); each slot keeps its own segment states, i.e. its own initial state.
-        self.async_rollouts = bool(train.get("async", False))
+        self.async_rollouts = train["async"]
         self.slots = [self.new_slot() for _ in range(2 if self.async_rollouts else 1)]
         self.slot_version = [-1] * len(self.slots)  # update_index of the weights that collected each slot
         self.fill_slot = 0  # async: the slot the next rollout goes into

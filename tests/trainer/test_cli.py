@@ -1,5 +1,5 @@
-"""fastvec-train's shell: config layering and its errors, the command line, metrics.jsonl, checkpoints
-(round trip, resume, architecture mismatch), --eval with a GIF, and fastvec-plot."""
+"""fastvec-train's shell: the command line and its errors, metrics.jsonl, checkpoints (round trip, resume,
+architecture mismatch), --eval with a GIF, and fastvec-plot. The config itself: test_config.py."""
 
 import json
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fastvec.trainer import checkpoint, cli, run
-from fastvec.trainer.config import ConfigError, load_config, parse_overrides, parse_value, to_toml
+from fastvec.trainer.config import load_config
 
 TINY = {"env": {"num_envs": 8}, "policy": {"kind": "mingru", "hidden": 8, "layers": 1},
         "train": {"total_timesteps": 8 * 16 * 3, "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64,
@@ -21,56 +21,7 @@ def tiny_config(**sections):
     return load_config("cartpole", overrides)
 
 
-# ---------------------------------------------------------------------------------------------- config
-
-
-def test_env_toml_overrides_defaults_and_command_line_overrides_both():
-    config = load_config("cartpole", parse_overrides(["--train.total_timesteps=20_000", "--policy.hidden", "16"]))
-    assert config["train"]["total_timesteps"] == 20_000
-    assert config["policy"]["hidden"] == 16
-    assert config["policy"]["kind"] == load_config("cartpole")["policy"]["kind"]
-    assert config["env"]["name"] == "cartpole"
-
-
-def test_values_parse_as_toml():
-    assert parse_value("20_000_000") == 20_000_000
-    assert parse_value("3e-4") == pytest.approx(3e-4)
-    assert parse_value("true") is True
-    assert parse_value("cpu") == "cpu"
-    # an int where a float is expected is accepted and becomes a float
-    assert load_config("cartpole", {"train": {"learning_rate": 1}})["train"]["learning_rate"] == 1.0
-
-
-@pytest.mark.parametrize("overrides,message", [
-    ({"train": {"learnin_rate": 0.1}}, "train.learnin_rate"),
-    ({"trian": {"seed": 1}}, "[trian]"),
-    ({"train": {"seed": "one"}}, "train.seed"),
-    ({"train": {"horizon": 64, "bptt_horizon": 48}}, "bptt_horizon=48"),
-    ({"env": {"frameskip": 4}}, "frameskip"),  # cartpole has no frameskip
-    ({"policy": {"kind": "lstm"}}, "policy.kind='lstm'"),
-    ({"train": {"precision": "fp16"}}, "train.precision='fp16': use fp32, tf32 or bf16"),
-])
-def test_config_errors_name_the_problem(overrides, message):
-    with pytest.raises(ConfigError, match=None) as err:
-        load_config("cartpole", overrides)
-    assert message in str(err.value)
-
-
-def test_unknown_env_is_an_error_listing_the_envs():
-    with pytest.raises(ConfigError, match="unknown env 'pacman'.*cartpole"):
-        load_config("pacman")
-
-
-def test_env_parameters_pass_through_to_the_env():
-    assert load_config("breakout", {"env": {"frameskip": 2}})["env"]["frameskip"] == 2
-    with pytest.raises(ConfigError, match="frameskip=99"):
-        load_config("breakout", {"env": {"frameskip": 99}})
-
-
-def test_saved_config_reads_back_identically(tmp_path):
-    import tomllib
-    config = load_config("breakout", {"train": {"adam_eps": 1e-8, "device": "cpu"}})
-    assert tomllib.loads(to_toml(config)) == config
+# ---------------------------------------------------------------------------------------------- command line
 
 
 def test_cli_reports_errors_on_stderr_with_exit_status_2(capsys):
@@ -100,6 +51,16 @@ def test_host_env_settings_are_checked_before_training(flag, message, tmp_path, 
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@pytest.mark.parametrize("args,message", [
+    (["breakout", "--train.gpus=2"], "train.async=true with several GPUs (train.gpus=2) is not supported yet"),
+    (["cartpole", "--train.gpus=2", "--train.env_device=cpu"], "use --train.gpus=1, or --train.env_device=cuda"),
+])
+def test_multi_gpu_combinations_are_refused_before_anything_starts(args, message, tmp_path, capsys):
+    assert cli.main([*args, f"--run-dir={tmp_path / 'run'}"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_cpu_trainer_accepts_host_env_settings(tmp_path):
     """The CPU trainer always steps CPU envs: env_device=cpu and any env_groups change nothing."""
     config = tiny_config(train={"device": "cpu", "env_device": "cpu", "env_groups": 3})
@@ -112,7 +73,7 @@ def test_selfplay_on_cuda_without_the_cuda_trainer_names_the_missing_gpu(capsys)
         pytest.skip("the CUDA trainer is available here")
     assert cli.main(["pong", "--selfplay.enabled=true", "--train.device=cuda"]) == 2
     err = capsys.readouterr().err
-    assert "--train.device=cpu" in err and "self-play" not in err  # self-play itself is no longer refused on cuda
+    assert "--train.device=cpu" in err and "self-play" not in err  # the GPU is missing; self-play runs on cuda
 
 
 # ---------------------------------------------------------------------------------------------- training shell

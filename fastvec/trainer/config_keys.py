@@ -1,0 +1,189 @@
+"""Every fastvec-train config key, defined once: section, name, type, default, meaning, allowed values.
+config.py loads, merges and validates configs against KEYS, and renders fastvec/configs/default.toml from it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+Value = bool | int | float | str
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """One config key. doc: its meaning in one line; note: a caveat worth a second line (or "").
+    choices: the allowed values (each named, quoted, in doc); min/max: inclusive bounds; gt/lt: exclusive."""
+
+    section: str
+    name: str
+    type: type
+    default: Value
+    doc: str
+    note: str = ""
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+    gt: float | None = None
+    lt: float | None = None
+
+    @property
+    def path(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    def range_text(self) -> str:
+        """The numeric range as default.toml and errors write it: ">= 1", "> 0", "[0, 1]", "[0, 1)"."""
+        low = self.min if self.min is not None else self.gt
+        high = self.max if self.max is not None else self.lt
+        if low is not None and high is not None:
+            return f"{'[' if self.min is not None else '('}{low:g}, {high:g}{']' if self.max is not None else ')'}"
+        if low is not None:
+            return f">= {low:g}" if self.min is not None else f"> {low:g}"
+        if high is not None:
+            return f"<= {high:g}" if self.max is not None else f"< {high:g}"
+        return ""
+
+    def problem(self, value) -> str | None:
+        """Why value is not allowed (a message naming the key, the value and the fix), or None."""
+        if self.choices and value not in self.choices:
+            names = [str(c) for c in self.choices]
+            listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+            return f"{self.path}={value!r}: use {listed}"
+        if ((self.min is not None and value < self.min) or (self.max is not None and value > self.max)
+                or (self.gt is not None and value <= self.gt) or (self.lt is not None and value >= self.lt)):
+            text = self.range_text()
+            return f"{self.path}={value!r} must be {'in ' + text if text[0] in '[(' else text}"
+        return None
+
+
+SECTIONS = ("env", "policy", "train", "eval", "selfplay")
+
+# Text under a section's header in default.toml: what holds for the whole section.
+SECTION_NOTES = {
+    "env": "Any other key here is an env parameter (e.g. frameskip for breakout), checked against the env's "
+           "registered parameters (fastvec-train ENV --help-config lists them).",
+    "selfplay": "Self-play for multi-agent games: the learner plays one seat per game (game g: seat g % agents, "
+                "so it learns every side), frozen snapshots of itself from a pool play the others. On the CUDA "
+                "trainer (--train.device=cuda) the games are CPU batches (train.env_device = \"cpu\", one env "
+                "group) and the opponents act with NumPy on the CPU while the learner acts and trains on the GPU.",
+}
+
+KEYS: tuple[Key, ...] = (
+    # [env]
+    Key("env", "num_envs", int, 256, "environments stepped together in one batch (per GPU with train.gpus > 1)",
+        min=1),
+    # [policy]
+    Key("policy", "kind", str, "mingru", '"mingru" (recurrent, carries state across steps) or "mlp"',
+        choices=("mingru", "mlp")),
+    Key("policy", "hidden", int, 64, "width of every hidden layer", min=1),
+    Key("policy", "layers", int, 2, "MinGRU or MLP layers between the linear encoder and decoder", min=1),
+    Key("policy", "highway", bool, True, "MinGRU: a learned gate mixes each layer's input into its output"),
+    # [train]
+    Key("train", "device", str, "auto",
+        '"cpu", "cuda", or "auto" (the CUDA trainer when it is available, else cpu)', choices=("cpu", "cuda", "auto")),
+    Key("train", "gpus", int, 1, ">1: one CUDA training process per GPU of this machine, gradients averaged (NCCL)",
+        "env.num_envs and train.minibatch_size are then per GPU (docs/multi-gpu.md)", min=1),
+    Key("train", "seed", int, 1, "seeds the weights, the action sampling and the environments", min=0),
+    Key("train", "total_timesteps", int, 10_000_000, "agent steps to train for (rounded up to whole rollouts)", min=1),
+    Key("train", "horizon", int, 64, "steps per env per rollout; a rollout is num_envs * agents * horizon samples",
+        min=1),
+    Key("train", "bptt_horizon", int, 64, "length of the sequence segments gradients flow through (divides horizon)",
+        min=1),
+    Key("train", "minibatch_size", int, 4096,
+        "samples per gradient step (a multiple of bptt_horizon, at most one rollout)", min=1),
+    Key("train", "update_epochs", int, 1, "passes over each rollout", min=1),
+    Key("train", "optimizer", str, "muon",
+        '"muon" (Newton-Schulz orthogonalised momentum on 2-D weights, Adam on the rest) or "adam"',
+        choices=("adam", "muon")),
+    Key("train", "learning_rate", float, 0.003, "the optimizer's step size (at the start of the run with anneal_lr)",
+        gt=0),
+    Key("train", "precision", str, "fp32",
+        'CUDA trainer GEMM inputs: "fp32" (bitwise repeatable, matches the NumPy reference), "tf32" or "bf16" '
+        "(tensor cores)",
+        "tf32 and bf16 accumulate in fp32 and keep fp32 master weights; bf16 also stores a MinGRU's layer "
+        "activations in bfloat16. The CPU trainer always computes in fp32.",
+        choices=("fp32", "tf32", "bf16")),
+    Key("train", "anneal_lr", bool, True, "linear decay of the learning rate to 0 over the run"),
+    Key("train", "adam_beta1", float, 0.9, "Adam's first-moment decay (Muon's Adam for non-matrix weights too)",
+        min=0, lt=1),
+    Key("train", "adam_beta2", float, 0.999, "Adam's second-moment decay", min=0, lt=1),
+    Key("train", "adam_eps", float, 1e-8, "Adam's denominator epsilon", gt=0),
+    Key("train", "muon_momentum", float, 0.95, "Muon's momentum on the 2-D weights", min=0, lt=1),
+    Key("train", "gamma", float, 0.99, "discount", min=0, max=1),
+    Key("train", "gae_lambda", float, 0.95, "GAE's lambda: 0 one-step (low variance), 1 Monte Carlo (no bias)",
+        min=0, max=1),
+    Key("train", "clip_coef", float, 0.2, "PPO ratio clip", min=0),
+    Key("train", "vf_clip_coef", float, 0.2, "value clip around the rollout's value estimate", min=0),
+    Key("train", "vf_coef", float, 0.5, "weight of the value loss", min=0),
+    Key("train", "ent_coef", float, 0.01, "weight of the entropy bonus", min=0),
+    Key("train", "max_grad_norm", float, 0.5, "global gradient-norm clip", gt=0),
+    Key("train", "norm_adv", bool, True, "normalise advantages per minibatch"),
+    Key("train", "reward_clamp", bool, False, "clamp rewards to [-1, 1]"),
+    Key("train", "vtrace", bool, False,
+        "V-trace correction of the advantages for off-policy data (later epochs, async rollouts)"),
+    Key("train", "vtrace_rho_clip", float, 1.0, "V-trace's clip of the importance ratio in the targets (rho bar)",
+        gt=0),
+    Key("train", "vtrace_c_clip", float, 1.0, "V-trace's clip of the ratio in the traces (c bar)", gt=0),
+    Key("train", "async", bool, False,
+        "asynchronous rollouts: two rollout slots, the next rollout collected with the weights one update old "
+        "while the learner updates",
+        "The CUDA trainer overlaps the two on separate streams (host envs: the CPU steps them during the "
+        "update); the CPU trainer computes the same schedule sequentially (no speed gain; tests compare the "
+        "two). Off by default: at high learning rates it can stall (Breakout at lr 0.05), at lower ones it "
+        "learned better than sync (BENCHMARKS.md); env configs turn it on."),
+    Key("train", "checkpoint_interval", int, 200, "updates between checkpoints (one is always written at the end)",
+        min=1),
+    Key("train", "log_interval", float, 1.0,
+        "seconds between metrics.jsonl lines and dashboard refreshes (also one at every 5% of the run's updates)",
+        min=0),
+    Key("train", "env_device", str, "cuda",
+        'CUDA trainer: "cuda" steps the env compiled for the GPU inside the rollout graph (fastest); "cpu" '
+        "steps CPU env batches on the host beside it",
+        'With "cpu": pinned buffers, one env group stepped while the GPU runs the policy for the other. '
+        'Self-play on the CUDA trainer always uses "cpu"; the CPU trainer always steps CPU envs.',
+        choices=("cuda", "cpu")),
+    Key("train", "env_groups", int, 2,
+        'env_device = "cpu": groups the envs are split into and stepped in turn, the CPU stepping one while '
+        "the GPU runs the other's policy",
+        "Pays when the env step costs about as much as a policy step; for a cheap env (CartPole) 1 is faster.",
+        min=1),
+    Key("train", "env_threads", int, 1, "OpenMP threads stepping the CPU env batch (0 = OpenMP's default, all cores)",
+        "1 suffices: envs step far faster than the NumPy trainer learns, and idle OpenMP workers spinning "
+        "between steps steal the trainer's core.", min=0),
+    Key("train", "blas_threads", int, 1, "CPU trainer: BLAS threads (0 = leave as is)",
+        "1 is fastest on small CPUs: BLAS threads on small matrices fight the env's OpenMP threads.", min=0),
+    # [eval]
+    Key("eval", "episodes", int, 100,
+        "--eval plays this many episodes (one per env, in parallel); with eval.opponent, games per opponent", min=1),
+    Key("eval", "deterministic", bool, False, "argmax actions instead of sampling"),
+    Key("eval", "render", str, "", "with --eval: write a GIF or MP4 of one episode here (a .gif or .mp4 path; "
+        "needs imageio)"),
+    Key("eval", "render_max_frames", int, 3000, "stop recording after this many frames", min=1),
+    Key("eval", "opponent", str, "",
+        'with --eval=A: a checkpoint B to play A against (A takes seat game % agents, B the others), or "bot" '
+        "for the env's scripted bot at every level ([selfplay] bot_*)"),
+    # [selfplay]
+    Key("selfplay", "enabled", bool, False, "train by self-play against a pool of past selves (a multi-agent env)"),
+    Key("selfplay", "pool_size", int, 8, "snapshots kept; the oldest leaves the pool when a new one comes in", min=1),
+    Key("selfplay", "refresh_interval", int, 10, "updates between snapshots of the learner added to the pool", min=1),
+    Key("selfplay", "latest_prob", float, 0.5,
+        "a game that ends gets the newest snapshot as its next opponent with this probability, else one drawn "
+        "uniformly from the pool (never changed mid-game)", min=0, max=1),
+    Key("selfplay", "eval_interval", int, 50,
+        "updates between evaluations (0: only at the end): vs the scripted bot at every level (where the env "
+        "has one) and vs past selves; Elo ratings -> metrics.jsonl", min=0),
+    Key("selfplay", "eval_games", int, 64, "games per opponent in an evaluation", min=1),
+    Key("selfplay", "eval_past", int, 3, "past selves (pool snapshots, newest first) played at each evaluation",
+        min=0),
+    Key("selfplay", "bot_switch_param", str, "",
+        'the [env] parameter that turns one seat into a scripted bot (pong: "pong_bot"); "" = the env has no bot',
+        "Self-play training sets it to 0, bot evaluations to 1."),
+    Key("selfplay", "bot_level_param", str, "",
+        "the [env] parameter giving the bot's difficulty (pong: \"bot_level\"); every value in its registered "
+        "range is evaluated"),
+)
+
+BY_PATH: dict[str, Key] = {key.path: key for key in KEYS}
+
+
+def section_keys(section: str) -> dict[str, Key]:
+    """The keys of one section by name, in definition order."""
+    return {key.name: key for key in KEYS if key.section == section}
