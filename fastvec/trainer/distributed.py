@@ -355,22 +355,21 @@ def launched(environ=None) -> bool:
     return discover(environ).world_size > 1
 
 
-def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None) -> dict:
+def train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, train_rank) -> dict:
     """run.train for several GPUs: this process's rank when a launcher started it, else start
-    train.gpus ranks on this machine and return rank 0's summary."""
+    train.gpus ranks on this machine and return rank 0's summary. train_rank(config, run_dir, resume,
+    dashboard) is fastvec-train's one-process loop, which a rank runs with its group active."""
     launch = discover()
     if launch.world_size > 1:
-        return run_rank(config, Path(run_dir), resume, dashboard, launch)
+        return run_rank(config, Path(run_dir), resume, dashboard, launch, train_rank)
     return spawn(config, Path(run_dir), resume, dashboard)
 
 
-def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, launch: Launch) -> dict:
-    """Train as one rank: pin the GPU, build the NCCL communicator, run fastvec-train's loop with the
-    CUDA trainer all-reducing through it. Ranks other than 0 write their logs and checkpoints to a
-    scratch directory that is deleted at the end, and print nothing."""
+def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, launch: Launch, train_rank) -> dict:
+    """Train as one rank: pin the GPU, build the NCCL communicator, run fastvec-train's loop (train_rank)
+    with the CUDA trainer all-reducing through it. Ranks other than 0 write their logs and checkpoints to
+    a scratch directory that is deleted at the end, and print nothing."""
     global _ACTIVE
-    from fastvec.trainer import run
-
     if config["train"]["device"] == "cpu":
         check_gpus(launch.world_size, launch.world_size, "cpu")
     select_gpu(launch.local_rank)
@@ -395,8 +394,7 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
     _ACTIVE = ProcessGroup(launch, comm)
     ok = False
     try:
-        with run.blas_threads(config["train"]["blas_threads"]):
-            summary = run._train(config, scratch or run_dir, resume, dashboard)
+        summary = train_rank(config, scratch or run_dir, resume, dashboard)
         trainer = summary["trainer"]
         # An interrupted rank 0 skips the check: the other ranks are still in training's collectives.
         summary["params_drift"] = None if summary["interrupted"] else check_in_sync(trainer, _ACTIVE)
@@ -448,9 +446,9 @@ def spawn(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> 
                        FASTVEC_RANK_SCRATCH=str(work))
             env.pop("TORCHELASTIC_RUN_ID", None)
             env.pop("FASTVEC_RENDEZVOUS_PORT", None)
-            # Not `python -m fastvec.trainer.distributed`: that would run a second copy of this module as
-            # __main__, whose active group the CUDA trainer (importing fastvec.trainer.distributed) never sees.
-            cmd = [sys.executable, "-c", "import sys; from fastvec.trainer.distributed import main; sys.exit(main())",
+            # Not `python -m`: that would run a second copy of a module as __main__, whose active group the
+            # CUDA trainer (importing fastvec.trainer.distributed) never sees.
+            cmd = [sys.executable, "-c", "import sys; from fastvec.trainer.run import rank_main; sys.exit(rank_main())",
                    str(config_path), str(run_dir)]
             cmd += ["--resume"] * resume + ([f"--dashboard={int(dashboard)}"] if dashboard is not None else [])
             procs.append(subprocess.Popen(cmd, env=env, stdout=None if rank == 0 else subprocess.DEVNULL))
@@ -487,8 +485,9 @@ def _wait(procs: list) -> None:
         procs[0].wait()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """One rank started by spawn(): CONFIG.toml RUN_DIR [--resume] [--dashboard=0|1]."""
+def main(argv: list[str] | None, train_rank) -> int:
+    """One rank started by spawn() (through run.rank_main, which passes train_rank):
+    CONFIG.toml RUN_DIR [--resume] [--dashboard=0|1]."""
     from fastvec.trainer.config import load_toml
 
     args = sys.argv[1:] if argv is None else argv
@@ -499,15 +498,10 @@ def main(argv: list[str] | None = None) -> int:
     for arg in args[2:]:
         if arg.startswith("--dashboard="):
             dashboard = arg.endswith("1")
-    summary = run_rank(load_toml(Path(args[0])), Path(args[1]), "--resume" in args, dashboard, launch)
+    summary = run_rank(load_toml(Path(args[0])), Path(args[1]), "--resume" in args, dashboard, launch, train_rank)
     path = os.environ.get("FASTVEC_SUMMARY")
     if launch.rank == 0 and path:
         keep = {k: v for k, v in summary.items() if k != "trainer"}
         Path(path).write_text(json.dumps(keep, default=str))
     return 130 if summary["interrupted"] else 0
 
-
-if __name__ == "__main__":  # run the imported module's main: its active group is the one trainers see
-    from fastvec.trainer.distributed import main as imported_main
-
-    sys.exit(imported_main())

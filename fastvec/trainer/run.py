@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fastvec.native import AUTORESET_CODES, ENVS, cpu, resolve_defines, source_path
+from fastvec import native
+from fastvec.native.batches import make_batch as make_env_batch
 from fastvec.trainer import checkpoint
 from fastvec.trainer.config import ConfigError, env_params, to_toml
 from fastvec.trainer.dashboard import Dashboard
@@ -49,14 +50,9 @@ def resolve_device(requested: str) -> str:
 
 
 def make_batch(config: dict, num_envs: int | None = None):
-    """A CPU batch of the configured env (SAME_STEP autoreset: where done, obs is already the reset obs)."""
-    name = config["env"]["name"]
-    defines = resolve_defines(name, env_params(config))
-    compiled = cpu.load(source_path(name), tuple(sorted(defines.items())))
-    if config["train"]["env_threads"] > 0:
-        compiled.lib.fv_set_num_threads(config["train"]["env_threads"])
-    return cpu.CpuBatch(compiled, num_envs or config["env"]["num_envs"], AUTORESET_CODES["SameStep"],
-                        ENVS[name].max_episode_steps)
+    """A CPU batch of the configured env (native.batches.make_batch: SAME_STEP autoreset, train.env_threads threads)."""
+    return make_env_batch(config["env"]["name"], num_envs or config["env"]["num_envs"], env_params(config),
+                             config["train"]["env_threads"])
 
 
 def make_trainer(config: dict):
@@ -64,15 +60,9 @@ def make_trainer(config: dict):
     multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py). On the
     CUDA trainer, train.env_device=cpu steps the env on the CPU (host environments); self-play always
     does, since its opponents act on the CPU."""
-    tc = config["train"]
-    if tc["env_device"] not in ("cuda", "cpu"):
-        raise ConfigError(f"train.env_device={tc['env_device']!r}: use cuda (the env compiled for the GPU) or cpu "
-                          f"(CPU env batches stepped beside the CUDA trainer)")
-    if tc["env_groups"] < 1:
-        raise ConfigError(f"train.env_groups={tc['env_groups']} must be >= 1 (CPU env groups stepped in turn)")
-    device = resolve_device(tc["device"])
+    device = resolve_device(config["train"]["device"])
     if device == "cuda" and config["selfplay"]["enabled"]:
-        tc["env_device"] = "cpu"  # the opponents' seats are played by NumPy policies next to a CPU batch
+        config["train"]["env_device"] = "cpu"  # the opponents' seats are played by NumPy policies next to a CPU batch
     batch = make_batch(config)
     from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
@@ -111,9 +101,20 @@ def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | N
     newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...)."""
     from fastvec.trainer import distributed
     if config["train"]["gpus"] > 1 or distributed.launched():  # one process per GPU, or one rank of a launcher's job
-        return distributed.train(config, run_dir, resume, dashboard)
+        return distributed.train(config, run_dir, resume, dashboard, train_one_process)
+    return train_one_process(config, run_dir, resume, dashboard)
+
+
+def train_one_process(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
+    """The training loop in this process (alone, or as one rank with its process group active)."""
     with blas_threads(config["train"]["blas_threads"]):
         return _train(config, run_dir, resume, dashboard)
+
+
+def rank_main(argv: list[str] | None = None) -> int:
+    """The entry point of one rank that distributed.spawn starts (`--train.gpus=N`)."""
+    from fastvec.trainer import distributed
+    return distributed.main(argv, train_one_process)
 
 
 def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
@@ -122,6 +123,8 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
     made = time.perf_counter()
     trainer = make_trainer(config)
     startup = time.perf_counter() - made  # kernels compiled (or loaded from the disk cache), arena, env reset
+    if hasattr(trainer, "describe") and getattr(trainer, "rank", 0) == 0:
+        print(trainer.describe(), file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
     elapsed_before = 0.0
     if resume:
         path = checkpoint.latest(run_dir)
@@ -293,7 +296,7 @@ def record_episode(config: dict, spec, params, path: str, rng, deterministic: bo
             break  # the env has already reset (SAME_STEP), so its next frame belongs to a new episode
         starts[:] = 0
         frames.append(batch.render(0))
-    fps = ENVS[config["env"]["name"]].render_fps
+    fps = native.ENVS[config["env"]["name"]].render_fps
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".gif":
         iio.imwrite(path, np.stack(frames), duration=1000 / fps, loop=0)

@@ -4,7 +4,6 @@ Nothing here knows a particular game: seats, outcomes and the bot switch come fr
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
@@ -12,9 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from fastvec.native import ENVS
+from fastvec.native.batches import make_batch
 from fastvec.trainer import checkpoint
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import ConfigError
+from fastvec.trainer.config import ConfigError, env_params
 from fastvec.trainer.numpy_trainer import policy_act
 
 # Legend: N = games, A = agents (seats) per game, O = obs size, P = parameters.
@@ -167,25 +167,22 @@ class SelfPlayBatch:
 # MATCHES
 
 
-def env_config(config: dict, num_games: int, **env_overrides) -> dict:
-    out = copy.deepcopy(config)
-    out["env"].update(env_overrides)
-    out["env"]["num_envs"] = num_games
-    return out
+def games_batch(config: dict, num_games: int, **env_overrides):
+    """A CPU batch of `num_games` games of the configured env with some env parameters overridden."""
+    params = {**env_params(config), **env_overrides}
+    return make_batch(config["env"]["name"], num_games, params, config["train"]["env_threads"])
 
 
 def play_match(config: dict, player: Policy, opponent: Policy, games: int, seed: int,
                deterministic: bool = False) -> np.ndarray:
     """`games` games at once of `player` against `opponent` (player takes seat g % A in game g, the
     opponent every other seat); returns the player's score in each game's first finish (1/0.5/0)."""
-    from fastvec.trainer.run import make_batch
-
     sp = config["selfplay"]
     overrides = {sp["bot_switch_param"]: 0} if sp["bot_switch_param"] else {}
     rng = np.random.default_rng(seed)
     pool = OpponentPool(1, 1.0, rng)
     pool.add(opponent)
-    batch = SelfPlayBatch(make_batch(env_config(config, games, **overrides)), pool, rng, 0, deterministic)
+    batch = SelfPlayBatch(games_batch(config, games, **overrides), pool, rng, 0, deterministic)
     batch.reset((np.uint64(seed) << np.uint64(32)) + np.arange(games, dtype=np.uint64), None)
     return _play(batch, player, rng, deterministic, lambda b, done: game_scores(b.inner.episode_return[done],
                                                                                b.seat[done]))
@@ -195,10 +192,8 @@ def play_bot(config: dict, player: Policy, level: int, games: int, seed: int,
              deterministic: bool = False) -> np.ndarray:
     """`games` games of `player` against the env's scripted bot at `level`; the bot is the other side of
     a zero-sum game, so a positive return is a win (score 1), zero a tie (0.5), negative a loss (0)."""
-    from fastvec.trainer.run import make_batch
-
     sp = config["selfplay"]
-    batch = make_batch(env_config(config, games, **{sp["bot_switch_param"]: 1, sp["bot_level_param"]: level}))
+    batch = games_batch(config, games, **{sp["bot_switch_param"]: 1, sp["bot_level_param"]: level})
     if batch.obs.shape[1] != 1:
         raise ConfigError(f"{sp['bot_switch_param']}=1 should leave one agent per game, not {batch.obs.shape[1]}")
     rng = np.random.default_rng(seed)

@@ -263,7 +263,7 @@ def test_bias_grad_kernel_sums_columns_in_one_launch(gpu, rows, cols, blocks):
 
 def test_sampling_matches_reference_and_counter_rng(gpu):
     cuda, k, _ = gpu
-    from fastvec.trainer.cuda.trainer import policy_uniforms
+    from fastvec.trainer.reference import policy_uniforms
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(3)
     b, a = 4099, 5
@@ -308,7 +308,7 @@ def test_gae_matches_reference(gpu, vtrace):
 
 def test_ppo_loss_forward_backward_match_reference(gpu):
     cuda, k, _ = gpu
-    from fastvec.trainer.cuda.trainer import NORM_BLOCKS, SCALARS_DTYPE
+    from fastvec.trainer.cuda.plan import NORM_BLOCKS, SCALARS_DTYPE
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(5)
     n, a = 2000, 4
@@ -384,7 +384,7 @@ def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu):
 
 def test_clip_and_adam_match_reference(gpu):
     cuda, k, _ = gpu
-    from fastvec.trainer.cuda.trainer import NORM_BLOCKS, SCALARS_DTYPE
+    from fastvec.trainer.cuda.plan import NORM_BLOCKS, SCALARS_DTYPE
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(6)
     p = 10_007
@@ -414,7 +414,8 @@ def test_clip_and_adam_match_reference(gpu):
 @pytest.mark.parametrize("shape", [(24, 40), (96, 32), (3, 16)])
 def test_newton_schulz_and_muon_match_reference(gpu, shape):
     cuda, k, blas = gpu
-    from fastvec.trainer.cuda.trainer import SCALARS_DTYPE, record_newton_schulz
+    from fastvec.trainer.cuda.optimizers import record_newton_schulz
+    from fastvec.trainer.cuda.plan import SCALARS_DTYPE
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(7)
     g = rng.standard_normal(shape).astype(np.float32)
@@ -443,7 +444,8 @@ def test_muon_small_kernel_matches_reference(gpu):
     the matrix's bias's Adam step) against reference.muon_step: wide, tall (Breakout's 192 x 64), tiny and
     bias-less matrices in one launch, with a clip scale."""
     cuda, k, _ = gpu
-    from fastvec.trainer.cuda.trainer import MUON_SMALL_DTYPE, MUON_SMALL_THREADS, SCALARS_DTYPE, muon_small_shared_bytes
+    from fastvec.trainer.cuda.optimizers import MUON_SMALL_DTYPE, MUON_SMALL_THREADS, muon_small_shared_bytes
+    from fastvec.trainer.cuda.plan import SCALARS_DTYPE
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(11)
     layout = ref.FlatLayout([("a.w", (24, 40)), ("a.b", (24,)), ("b.w", (192, 64)), ("b.b", (192,)),
@@ -511,14 +513,16 @@ def load_numpy_trainer(cpu_tr, buf: dict, last_value) -> None:
     cpu_tr.last_value[...] = last_value
 
 
-def make_pair(config):
-    """A CudaTrainer and a NumpyTrainer (on a CPU batch of the same env) built from one config."""
+def make_pair(config, **choices):
+    """A CudaTrainer (with plan.Choices(**choices)) and a NumpyTrainer (on a CPU batch of the same env) built
+    from one config."""
     from fastvec.trainer import run
+    from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.trainer import CudaTrainer
     from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
     batch = run.make_batch(config)
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
-    return CudaTrainer(config, batch, spec), NumpyTrainer(config, run.make_batch(config), spec), spec
+    return CudaTrainer(config, batch, spec, choices=Choices(**choices)), NumpyTrainer(config, run.make_batch(config), spec), spec
 
 
 class FixedOrders:
@@ -534,48 +538,44 @@ class FixedOrders:
 
 
 @pytest.mark.parametrize("variant", [
-    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0"},
-    {"kind": "mlp", "optimizer": "adam", "vtrace": True, "fused": "0"},
-    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "1"},
-    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "thread"},
-    {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "1"},
-    {"kind": "mlp", "optimizer": "muon", "vtrace": False, "fused": "thread"},
-    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "1", "precision": "bf16"},
-    {"kind": "mlp", "optimizer": "adam", "vtrace": False, "fused": "0", "two_launch_mlp_backward": True},
-    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "fused": "0", "muon_gemm_chains": True},
-    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "0", "staged_env_step": True},
-    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0", "precision": "bf16"},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "rollout": "gemm"},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": True, "rollout": "gemm"},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "rollout": "warp"},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "rollout": "thread"},
+    {"kind": "mlp", "optimizer": "muon", "vtrace": False, "rollout": "warp"},
+    {"kind": "mlp", "optimizer": "muon", "vtrace": False, "rollout": "thread"},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "rollout": "warp", "precision": "bf16"},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": False, "rollout": "gemm", "two_launch_mlp_backward": True},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "rollout": "gemm", "muon_gemm_chains": True},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "rollout": "gemm", "staged_env_step": True},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "rollout": "gemm", "precision": "bf16"},
 ], ids=["mingru-muon", "mlp-adam-vtrace", "mingru-adam-fused-warp", "mingru-adam-fused-thread", "mlp-muon-fused-warp",
         "mlp-muon-fused-thread", "mingru-muon-bf16", "mlp-adam-two-launch-backward", "mingru-muon-gemm-chains",
         "mingru-adam-staged-env-step", "mingru-muon-vtrace-bf16-gemm-path"])
-def test_rollout_and_update_match_reference(variant, monkeypatch):
+def test_rollout_and_update_match_reference(variant):
     """fused: the one-kernel policy step (else GEMMs + kernels), at 24 envs a warp per env, or (thread) a thread
     per env as from FUSED_THREAD_MIN_ENVS envs on; bf16: GEMMs on bfloat16 tensor cores, checked with the bf16 tolerance 2e-2
     (the rollout itself stays fp32 in the fused kernel)."""
     _cuda_or_skip()
-    from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
+    from fastvec.trainer.reference import policy_uniforms, sequence_order
+    choices = {"rollout": variant["rollout"]}
     if variant.get("two_launch_mlp_backward"):  # the large-minibatch form: mlp_backward_kernel + a ones GEMM
-        from fastvec.trainer.cuda import trainer as trainer_module
-        monkeypatch.setattr(trainer_module, "MLP_FUSED_BIAS_MAX_ELEMENTS", 0)
+        choices["mlp_bias_fused_max"] = 0
     if variant.get("muon_gemm_chains"):  # Muon as larger matrices take it: GEMM chains on streams of their own
-        from fastvec.trainer.cuda import trainer as trainer_module
-        monkeypatch.setattr(trainer_module, "MUON_SMALL_SHARED_LIMIT", 0)
+        choices["muon_small_shared_max"] = 0
     if variant.get("staged_env_step"):  # the env step as Breakout's takes it: slots and obs staged in shared memory
-        from fastvec.trainer.cuda import trainer as trainer_module
-        monkeypatch.setattr(trainer_module, "ROLLOUT_STAGE_MIN_OBS_BYTES", 0)
+        choices["stage_min_obs_bytes"] = 0
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"])
     config["policy"]["kind"] = variant["kind"]
     config["train"]["precision"] = variant.get("precision", "fp32")
     update_tol = 2e-2 if variant.get("precision") == "bf16" else 1e-4
     # the fused rollout kernels compute in fp32 whatever the precision; the GEMM path's rollout in bf16
-    rollout_tol = 2e-2 if variant.get("precision") == "bf16" and variant["fused"] == "0" else F32_TOL
-    gpu_tr, cpu_tr, spec = make_pair(config)
-    assert bool(gpu_tr.fused_block) == (variant["fused"] != "0")
-    kernel = {"0": "", "1": "policy_rollout_warp_kernel", "thread": "policy_step_kernel"}[variant["fused"]]
-    assert gpu_tr._fused_kernel(gpu_tr.num_envs)[0] == kernel
-    staged = "rollout_step_staged_kernel" if variant.get("staged_env_step") else "rollout_step_kernel"
-    assert gpu_tr.rollout_step[0] == staged
+    rollout_tol = 2e-2 if variant.get("precision") == "bf16" and variant["rollout"] == "gemm" else F32_TOL
+    gpu_tr, cpu_tr, spec = make_pair(config, **choices)
+    assert gpu_tr.plan.rollout == variant["rollout"] and bool(gpu_tr.plan.fused_block) == (variant["rollout"] != "gemm")
+    if variant["rollout"] == "gemm":
+        staged = "rollout_step_staged_kernel" if variant.get("staged_env_step") else "rollout_step_kernel"
+        assert gpu_tr.rollout_path.step_kernel[0] == staged
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights
@@ -625,18 +625,16 @@ def test_rollout_and_update_match_reference(variant, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["mingru", "mlp"])
-def test_warp_rollout_in_one_launch_equals_one_launch_a_step(kind, monkeypatch):
+def test_warp_rollout_in_one_launch_equals_one_launch_a_step(kind):
     """policy_rollout_warp_kernel steps every env through the whole horizon in one launch; launched once per
-    step instead (FASTVEC_ROLLOUT_LAUNCH=step) it must give the same bits: rollout buffers, MinGRU segment
+    step instead (Choices(warp_launch="step")) it must give the same bits: rollout buffers, MinGRU segment
     states, live state, bootstrap values, and the update after them (two rollouts: eager, then a graph)."""
     _cuda_or_skip()
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "warp")
     runs = []
     for launch in ["horizon", "step"]:
-        monkeypatch.setenv("FASTVEC_ROLLOUT_LAUNCH", launch)
         config = small_config()
         config["policy"]["kind"] = kind
-        trainer, _, _ = make_pair(config)
+        trainer, _, _ = make_pair(config, rollout="warp", warp_launch=launch)
         out = []
         for _ in range(2):
             trainer.rollout()
@@ -723,7 +721,7 @@ def replay(spec, params, buf, t_len):
 
 
 @pytest.mark.parametrize("fused", ["0", "1", "thread", "host", "bf16"])
-def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fused, monkeypatch):
+def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fused):
     """Every rollout is replayed by the reference policy with the weights the schedule promises (and not with
     the newer ones); each slot starts from the state and env observations where the previous rollout (in the
     other slot) ended; the env agrees with the CPU env fed the same actions across all rollouts. "host": the
@@ -731,12 +729,12 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
     "bf16": the GEMM path in bf16 (the actor's weights cast to bfloat16 each rollout), bf16 tolerance."""
     _cuda_or_skip()
     from fastvec.trainer import run
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0" if fused in ("host", "bf16") else fused)
+    rollout = {"0": "gemm", "1": "warp", "thread": "thread", "host": "gemm", "bf16": "gemm"}[fused]
     config = small_config(**{"async": True, "vtrace": True}, **({"env_device": "cpu"} if fused == "host" else {}),
                           **({"precision": "bf16"} if fused == "bf16" else {}))
     tol = 2e-2 if fused == "bf16" else F32_TOL
-    gpu_tr, _, spec = make_pair(config)
-    assert gpu_tr.rollout_bf16 == (fused == "bf16")
+    gpu_tr, _, spec = make_pair(config, rollout=rollout)
+    assert gpu_tr.plan.rollout_bf16 == (fused == "bf16")
     cuda, t_len, rows, o = gpu_tr.cuda, gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     env = run.make_batch(config)
     env.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(env.num_envs, dtype=np.uint64), None)
@@ -770,24 +768,23 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
 
 
 @pytest.mark.parametrize("variant", [
-    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0"},
-    {"kind": "mlp", "optimizer": "adam", "vtrace": True, "fused": "1", "epochs": 1},
-    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "fused": "1"},
-    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "fused": "0", "env_device": "cpu"},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "rollout": "gemm"},
+    {"kind": "mlp", "optimizer": "adam", "vtrace": True, "rollout": "warp", "epochs": 1},
+    {"kind": "mingru", "optimizer": "adam", "vtrace": False, "rollout": "warp"},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": True, "rollout": "gemm", "env_device": "cpu"},
 ], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused", "mingru-muon-vtrace-host"])
-def test_async_updates_match_numpy_async(variant, monkeypatch):
+def test_async_updates_match_numpy_async(variant):
     """CudaTrainer and NumpyTrainer, both with train.async, over several updates: the same slot and weight
     version each update, and on the same slot data, weights and sequence order the same update. With one
     epoch, the advantages are V-trace's with pi / mu from the weights the update starts from (stale data)."""
     _cuda_or_skip()
-    from fastvec.trainer.cuda.trainer import sequence_order
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", variant["fused"])
+    from fastvec.trainer.reference import sequence_order
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"],
                           update_epochs=variant.get("epochs", 2), env_device=variant.get("env_device", "cuda"),
                           **{"async": True})
     config["policy"]["kind"] = variant["kind"]
     tc = config["train"]
-    gpu_tr, cpu_tr, spec = make_pair(config)
+    gpu_tr, cpu_tr, spec = make_pair(config, rollout=variant["rollout"])
     cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon
     for k in range(4):
         gpu_tr.rollout()
@@ -868,10 +865,10 @@ def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kin
     equals NumpyTrainer's on the same data, weights and sequence order."""
     _cuda_or_skip()
     from fastvec.trainer import run
-    from fastvec.trainer.cuda.trainer import policy_uniforms, sequence_order
+    from fastvec.trainer.reference import policy_uniforms, sequence_order
     config = host_config(kind=kind)
     gpu_tr, cpu_tr, spec = make_pair(config)
-    assert gpu_tr.host_env and len(gpu_tr.host_groups) == 2 and not gpu_tr.fused_block
+    assert gpu_tr.host_env and len(gpu_tr.rollout_path.groups) == 2 and not gpu_tr.plan.fused_block
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
     env = run.make_batch(config)
@@ -915,23 +912,22 @@ def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kin
         assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
         for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "explained_variance"]:
             assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), (k, key)
-    assert gpu_tr.host_graphs is not None and len(gpu_tr.host_graphs) == 2 * (t_len + 1) + 1  # captured, replayed
+    assert gpu_tr.rollout_path.graphs is not None and len(gpu_tr.rollout_path.graphs) == 2 * (t_len + 1) + 1  # captured, replayed
     logged = gpu_tr.pop_episodes()
     assert logged["episodes"] == episodes and logged["episodes"] > 0
     gpu_tr.close()
 
 
 @pytest.mark.parametrize("kind", ["mingru", "mlp"])
-def test_host_env_trains_like_the_gpu_env(kind, monkeypatch):
+def test_host_env_trains_like_the_gpu_env(kind):
     """The same config with the env on the CPU (two groups) and on the GPU (GEMM-path rollout): the env is the
     same C code compiled twice, the policy the same kernels, the sampling the same counter-based uniforms; so
     three rollouts and updates agree to float rounding (on the H200: obs bitwise equal, values within 7e-7,
     weights within 1.7e-7 relative). Kept small: with 1024 envs (256 Adam steps per update) the 1e-7
     differences grow to visibly different weights after one update (benchmarks/results/hostenv_cuda.md)."""
     _cuda_or_skip()
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0")
     host, _, _ = make_pair(host_config(kind=kind))
-    dev, _, _ = make_pair(host_config(kind=kind, env_device="cuda"))
+    dev, _, _ = make_pair(host_config(kind=kind, env_device="cuda"), rollout="gemm")
     assert host.host_env and not dev.host_env
     for k in range(3):
         host.rollout()
@@ -958,7 +954,7 @@ def test_host_env_groups_do_not_change_the_results():
     runs = []
     for groups in (1, 2, 3):
         trainer, _, _ = make_pair(host_config(groups=groups))
-        assert len(trainer.host_groups) == groups
+        assert len(trainer.rollout_path.groups) == groups
         for _ in range(3):
             trainer.rollout()
             trainer.update(num_updates=10)
@@ -1002,7 +998,7 @@ def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path, is_asyn
                                             "async": is_async}})
     summary = run.train(config, tmp_path / "sp", dashboard=False)
     trainer = summary["trainer"]
-    assert trainer.device == "cuda" and trainer.host_env and trainer.num_agents == 1 and len(trainer.host_groups) == 1
+    assert trainer.device == "cuda" and trainer.host_env and trainer.num_agents == 1 and len(trainer.rollout_path.groups) == 1
     assert config["train"]["env_device"] == "cpu"
     pool = trainer.selfplay.pool
     assert [pool.policies[p].label for p in pool.members] == ["u0", "u1", "u2", "u3"]

@@ -136,6 +136,9 @@ def _recorded_minibatch_step(norm_adv, world_size):
     from types import SimpleNamespace
 
     from fastvec.trainer.config import load_config
+    from fastvec.trainer.cuda.optimizers import Adam
+    from fastvec.trainer.cuda.plan import Choices
+    from fastvec.trainer.cuda.policy import GpuPolicy
     from fastvec.trainer.cuda.trainer import CudaTrainer
 
     log = []
@@ -146,27 +149,27 @@ def _recorded_minibatch_step(norm_adv, world_size):
     trainer.arena = SimpleNamespace(ptr=lambda name, offset=0: (name, offset))
     trainer.k, trainer.blas = _Recorder(log, "k"), _Recorder(log, "blas")
     trainer.stream = SimpleNamespace(handle=1234)
-    trainer.bptt, trainer.seqs_per_mb, trainer.rows, trainer.horizon = 4, 3, 6, 8
-    trainer.mb_rows = trainer.bptt * trainer.seqs_per_mb
+    trainer.plan = SimpleNamespace(bptt=4, seqs_per_mb=3, rows=6, mb_rows=12, bf16_acts=False, choices=Choices())
+    trainer.rows, trainer.horizon, trainer.mb_rows = 6, 8, 12
     trainer.world_size = world_size
     trainer.group = _Recorder(log, "group") if world_size > 1 else None
-    trainer.grad_allreduce = (lambda ptr, count: log.append(("grad_allreduce", ptr, count))) if world_size > 1 else None
-    trainer.bf16_acts, trainer.muon_branches, trainer.muon_join_pending = False, [], False
+    trainer.policy = GpuPolicy(spec, trainer.layout, trainer.arena, trainer.plan)
+    trainer.optimizer = Adam(trainer.train_cfg, trainer.layout, trainer.arena)
     trainer._record_minibatch_step(0)
     return trainer, log
 
 
 def test_cuda_trainer_averages_the_gradient_between_backward_and_clipping():
     trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=2)
-    at = log.index(("grad_allreduce", ("grads", 0), trainer.layout.size))  # the whole flat buffer, once
-    assert sum(entry[0] == "grad_allreduce" for entry in log) == 1
+    at = log.index(("group", "average", (("grads", 0), trainer.layout.size, 1234)))  # the whole flat buffer, once
+    assert sum(entry[:2] == ("group", "average") for entry in log) == 1
     backward = [i for i, e in enumerate(log) if e[0] == "blas" and e[2][0][0] == "grads"]  # GEMMs writing grads
     assert backward and max(backward) < at
     assert log[at + 1][:2] == ("k", "launch_grid") and log[at + 1][2][0] == "grad_norm_kernel"
 
 
 def test_cuda_trainer_normalises_advantages_with_global_moments():
-    from fastvec.trainer.cuda.trainer import NORM_BLOCKS
+    from fastvec.trainer.cuda.plan import NORM_BLOCKS
 
     trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=2)
     names = [e[2][0] if e[0] == "k" else e[1] for e in log]
@@ -179,7 +182,7 @@ def test_cuda_trainer_normalises_advantages_with_global_moments():
 
 def test_cuda_trainer_on_one_gpu_records_no_collective():
     trainer, log = _recorded_minibatch_step(norm_adv=True, world_size=1)
-    assert not [e for e in log if e[0] in ("group", "grad_allreduce")]
+    assert not [e for e in log if e[0] == "group"]
     # one GPU: the gather kernel computes the advantages' moments itself, over its own rows only
     names = [e[2][0] for e in log if e[0] == "k"]
     assert "moments_finish_kernel" not in names and "sums_partial_kernel" not in names
@@ -596,7 +599,6 @@ def test_two_gpus_update_equals_one_gpu_on_the_same_global_batch(tmp_path, monke
     from fastvec.trainer import run
     from fastvec.trainer.config import load_config
 
-    monkeypatch.setenv("FASTVEC_FUSED_ROLLOUT", "0")  # bootstrap values in r_y
     port = str(_free_port())
     procs = [subprocess.Popen([sys.executable, "-c", UPDATE_RANK, str(tmp_path), precision], stdout=subprocess.PIPE,
                               text=True, env=dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r),
@@ -618,9 +620,13 @@ def test_two_gpus_update_equals_one_gpu_on_the_same_global_batch(tmp_path, monke
     for name, axis in [("obs", 1), ("starts", 1), ("actions", 1), ("logp", 1), ("values", 1), ("rewards", 1),
                        ("dones", 1), ("segment_state", 2)]:
         a.set(cuda, name, np.concatenate([ranks[0][name], ranks[1][name]], axis=axis))
-    r_y = a.get(cuda, "r_y")
-    r_y[:, -1] = np.concatenate([ranks[0]["last_value"], ranks[1]["last_value"]])
-    a.set(cuda, "r_y", r_y)
+    last_value = np.concatenate([ranks[0]["last_value"], ranks[1]["last_value"]])
+    if one.plan.fused_block:  # the fused paths keep the bootstrap values in last_value, the GEMM path in r_y
+        a.set(cuda, "last_value", last_value)
+    else:
+        r_y = a.get(cuda, "r_y")
+        r_y[:, -1] = last_value
+        a.set(cuda, "r_y", r_y)
     one.update(num_updates=10)
     got, want = a.get(cuda, "params"), ranks[0]["params_after"]
     scale = np.abs(want).max()

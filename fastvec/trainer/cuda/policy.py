@@ -1,0 +1,111 @@
+"""The policy on the GPU: reference.policy_forward and policy_backward as cuBLAS GEMMs and kernels.cu's
+element-wise kernels, enqueued on a given stream (the rollouts' and the update's)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.cublas import CUDA_R_16BF
+from fastvec.trainer.cuda.plan import BIAS_GRAD_BLOCKS, Plan
+
+
+class GpuPolicy:
+    """Enqueues the policy's forward pass (any number of rows and steps) and the update's backward pass over
+    the arena's buffers; the caller picks the stream (a launcher k and its cuBLAS handle)."""
+
+    def __init__(self, spec: ref.PolicySpec, layout: ref.FlatLayout, arena, plan: Plan):
+        self.spec, self.layout, self.arena, self.plan = spec, layout, arena, plan
+
+    def forward(self, k, blas, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
+                acts, pres, hs, y: int, params: str = "params", acts_bf16=None, dec_bias: bool = True) -> None:
+        """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
+        pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
+        params: the arena's weights to use. acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L
+        pointers to bfloat16 copies of the layers' inputs; the layer GEMMs then multiply those by the
+        weights' bf16 copy (arena f"{params}_bf16") into bfloat16 pres, and the MinGRU forward reads its
+        highway input from them and stores hs in bfloat16. dec_bias=False leaves the decoder's bias out of y
+        (the GEMM-path rollout's env step adds it)."""
+        spec, a = self.spec, self.arena
+        rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
+        off = self.layout.offsets
+        pp = lambda name: a.ptr(params, off[name][0])  # noqa: E731
+        blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
+        k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h),
+                 acts_bf16[0] if acts_bf16 else 0)
+        for layer in range(spec.layers):
+            w = off[f"layer{layer}.w"][1][0]
+            if acts_bf16:
+                blas.matmul(pres[layer], acts_bf16[layer], a.ptr(f"{params}_bf16", off[f"layer{layer}.w"][0]), rows,
+                            w, h, trans_b=True, dtype=CUDA_R_16BF, out_dtype=CUDA_R_16BF)
+            else:
+                blas.matmul(pres[layer], acts[layer], pp(f"layer{layer}.w"), rows, w, h, trans_b=True)
+            if spec.recurrent:
+                next_bf16 = acts_bf16[layer + 1] if acts_bf16 and layer + 1 < spec.layers else 0
+                k.launch("mingru_forward_bf16_kernel" if acts_bf16 else "mingru_forward_kernel", rows_per_step * h,
+                         np.int32(steps), np.int32(rows_per_step), np.int32(h), np.int32(spec.highway),
+                         (acts_bf16 or acts)[layer], pres[layer], pp(f"layer{layer}.b"), starts, state_in[layer],
+                         hs[layer], acts[layer + 1], state_out[layer], next_bf16)
+            else:
+                k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
+                         pp(f"layer{layer}.b"), acts[layer + 1])
+        ny = spec.num_actions + 1
+        blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
+        if dec_bias:
+            k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
+
+    def backward(self, k, blas, states, acts, acts_bf16, pres, hs, widths) -> None:
+        """The minibatch's gradients (arena grads) from dy (n, Y) and the activations the forward kept
+        (update_forward's pointers). Every gradient is written exactly once (beta = 0): grads need no zeroing."""
+        spec, a, plan = self.spec, self.arena, self.plan
+        kk, bm, n = plan.bptt, plan.seqs_per_mb, plan.mb_rows
+        h, o, layers, ny = spec.hidden, spec.obs_size, spec.layers, spec.num_actions + 1
+        off = self.layout.offsets
+        gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
+        pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
+        blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
+        self.bias_grad(k, blas, gp("dec.b"), a.ptr("dy"), ny)
+        cur, other = a.ptr("dact"), a.ptr("dact", n * h)
+        blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
+        for layer in reversed(range(layers)):
+            w = widths[layer]
+            if spec.recurrent:
+                k.launch("mingru_backward_bf16_kernel" if acts_bf16 else "mingru_backward_kernel", bm * h,
+                         np.int32(kk), np.int32(bm), np.int32(h), np.int32(spec.highway), cur,
+                         (acts_bf16 or acts)[layer], pres[layer], pp(f"layer{layer}.b"), a.ptr("mb_starts"),
+                         states[layer], hs[layer], a.ptr("dpre"), other, a.ptr("dbias_seq"))
+                if acts_bf16:
+                    blas.matmul(other, a.ptr("dpre"), a.ptr("params_bf16", off[f"layer{layer}.w"][0]), n, h, w,
+                                beta=1.0, dtype=CUDA_R_16BF)
+                else:
+                    blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
+                self.bias_grad(k, blas, gp(f"layer{layer}.b"), a.ptr("dbias_seq"), w, rows=bm)
+            elif n * h <= plan.choices.mlp_bias_fused_max:  # mlp_backward and the bias gradient in one launch
+                self.bias_grad(k, blas, gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
+                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
+            else:
+                k.launch("mlp_backward_kernel", n * h, np.int64(n * h), cur, acts[layer + 1], a.ptr("dpre"))
+                self.bias_grad(k, blas, gp(f"layer{layer}.b"), a.ptr("dpre"), h)
+                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
+            if acts_bf16:
+                blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts_bf16[layer], w, h, n, trans_a=True,
+                            dtype=CUDA_R_16BF)
+            else:
+                blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
+            cur, other = other, cur
+        blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
+        self.bias_grad(k, blas, gp("enc.b"), cur, h)
+
+    def bias_grad(self, k, blas, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0,
+                  rows: int | None = None) -> None:
+        """db (cols,) = column sums of dout (rows, cols) (default the minibatch's n rows), a bias gradient; with
+        out and dpre (an MLP layer), of dpre = dout * (out > 0) (mlp_backward), which it also writes. Without
+        the mask it is a GEMM with a ones row, which uses the whole GPU where bias_grad_kernel's fixed grid
+        of blocks would be latency-bound."""
+        a, n = self.arena, self.plan.mb_rows if rows is None else rows
+        if not out:
+            blas.matmul(db, a.ptr("ones"), dout, 1, cols, n)
+            return
+        blocks = min(BIAS_GRAD_BLOCKS, max(1, -(-n * cols // 8192)))  # ~8K elements a block
+        k.launch_grid("bias_grad_kernel", blocks, 256, np.int64(n), np.int32(cols), dout, out, dpre,
+                      a.ptr("block_partial"), a.ptr("reduce_counter"), db)
