@@ -128,7 +128,7 @@ KEYS: tuple[Key, ...] = (
         "The CUDA trainer overlaps the two on separate streams (host envs: the CPU steps them during the "
         "update); the CPU trainer computes the same schedule sequentially (no speed gain; tests compare the "
         "two). Off by default: at high learning rates it can stall (Breakout at lr 0.05), at lower ones it "
-        "learned better than sync (BENCHMARKS.md); env configs turn it on."),
+        "can learn better than sync; env configs turn it on."),
     Key("train", "checkpoint_interval", int, 200, "updates between checkpoints (one is always written at the end)",
         min=1),
     Key("train", "log_interval", float, 1.0,
