@@ -5,9 +5,8 @@ by frozen past copies of itself, and the win rate against the scripted bot is re
     pip install torch   # CPU is enough
     python examples/selfplay_pong.py            # 8M agent steps
 
-Measured (2-core Xeon VM shared with other jobs, torch 2.13 CPU, seed 1): 8M agent steps in 68 s
-(~117K steps/s), then win rates over 128 games to 21 against bot levels 0-4: 1.00, 1.00, 1.00,
-1.00, 0.96 (mean point difference +20.6 ... +8.5).
+At the end it plays `--eval-games` games to 21 against each bot level (0-4) and prints the win rate
+and mean point difference; BENCHMARKS.md ("Self-play Pong") has a measured run.
 
 Rows are laid out as SuperSuit's (row = game * 2 + seat), so this loop is also what CleanRL's
 PettingZoo PPO would run; the seat hook `envs.agent_rows("right")` picks the rows that the frozen

@@ -6,7 +6,7 @@
  *
  * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same equations in float32 with a 16-byte
  * float32 state, like gymnax's CartPole (the observation is the state). Faster, above all on the GPU,
- * but the trajectories leave Gymnasium's after some steps (float32 rounding; tests/test_cartpole_float32.py
+ * but the trajectories leave Gymnasium's after some steps (float32 rounding; tests/native/test_cartpole_float32.py
  * measures how closely they track). Termination follows Gymnasium's rule on the float32 state exactly
  * (|x| > 2.4, |theta| > 12 degrees, both read as float64); resets draw from [-0.05, 0.05) like Gymnasium,
  * in steps of 0.1 / 65536 (four 16-bit uniforms from one RNG draw: on the GPU an episode's reset costs
@@ -153,8 +153,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
 /* sin and cos of x in float32: reduced to |r| <= pi/4, then Taylor polynomials to r^11 / r^12
  * (truncation < 1e-10) in fmaf steps, within ~1 float ulp of the true values. The same operations
  * on every target (no libm; no FMA but the explicit ones: CPU builds use -ffp-contract=off, nvcc
- * --fmad=false), so CPU and GPU agree bit for bit; branch-free (GCC 12 still leaves the CPU's float32
- * env loop scalar, unlike the float64 one).
+ * --fmad=false), so CPU and GPU agree bit for bit; branch-free (GCC 12 leaves the CPU's float32 env
+ * loop scalar, unlike the float64 one).
  * On the GPU a live pole skips the reduction, whose k is then 0 and r = x exactly: the same bits. */
 FV_FN void cartpole_sincosf(float x, float* sin_x, float* cos_x) {
     float k = 0.0f, r = x;

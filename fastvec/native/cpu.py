@@ -158,8 +158,9 @@ def _ptr(a: np.ndarray | None) -> int | None:
 
 
 def _data_address(a: np.ndarray) -> int:
-    """Address of a's data: through the buffer protocol (0.3 us; ndarray.ctypes costs 1 us), or
-    ndarray.ctypes for a read-only array, which the buffer protocol refuses to export writable."""
+    """Address of a's data: through the buffer protocol (a fraction of ndarray.ctypes's cost, which
+    matters once per step), or ndarray.ctypes for a read-only array, which the buffer protocol refuses
+    to export writable."""
     try:
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
     except (TypeError, ValueError):
@@ -205,7 +206,7 @@ class CpuBatch:
         self.episode_length = np.zeros(n, np.int32)
         self.episode_stats = np.zeros((n, len(env.stat_names)), np.float32)
         self.actions = np.zeros((n, a), np.int64)  # staging for actions of other dtypes
-        # Buffers never move, so their addresses are taken once (ndarray.ctypes costs ~1 us each).
+        # Buffers never move, so their addresses are taken once (ndarray.ctypes is too slow to call every step).
         self._step_ptrs = [_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated,
                                              self.final_obs, self.episode_return, self.episode_length,
                                              self.episode_stats)]
