@@ -15,7 +15,7 @@ static std::barrier<>* block_barrier;
 #define __syncthreads() block_barrier->arrive_and_wait()
 #include "newton_schulz.cu"
 
-static const int kThreads = 512; /* kernels.cu's MUON_SMALL_THREADS */
+static const int kThreads = 512; /* optimizers.cu's MUON_SMALL_THREADS */
 
 /* out (rows, cols) = newton_schulz(u) with muon_small_kernel's layout, normalisation and coefficients. */
 extern "C" void emu_newton_schulz(const float* u, int rows, int cols, int steps, float ns_a, float ns_b, float ns_c,

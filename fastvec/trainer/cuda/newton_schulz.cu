@@ -1,5 +1,5 @@
 /* newton_schulz.cu: Muon's Newton-Schulz iteration on one block's shared memory, for muon_small_kernel
- * (kernels.cu includes this file) and for its CPU emulation test (tests/emulation/newton_schulz_on_cpu.cpp).
+ * (optimizers.cu includes this file) and for its CPU emulation test (tests/emulation/newton_schulz_on_cpu.cpp).
  * The layout: the iterate and the next, (r4, muon_stride(c)) each, and gram and poly, (r4, muon_stride(r))
  * each, r = min(rows, cols) rows of c = max(rows, cols) (the wide orientation), r4 = r rounded up to 4,
  * everything past the true sizes zero. */

@@ -1,8 +1,9 @@
 /* rollout.cu: the env-dependent half of the fused CUDA trainer, compiled after an env file, batch.h
- * and kernels.cu. One kernel per policy step does, for each env: sample every agent's action from
- * the decoder output (counter-based RNG), write action, log-probability and value into the rollout
- * buffers, step the env (batch.h's fv_step_one, SAME_STEP autoreset), write reward (optionally
- * clamped), done flag and next observation, and add finished episodes to the log accumulators.
+ * and kernels.cu (whose policy.cu supplies the sampler and the activations). One kernel per policy
+ * step does, for each env: sample every agent's action from the decoder output (counter-based RNG),
+ * write action, log-probability and value into the rollout buffers, step the env (batch.h's
+ * fv_step_one, SAME_STEP autoreset), write reward (optionally clamped), done flag and next
+ * observation, and add finished episodes to the log accumulators.
  * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch; for small
  * policies the policy forward joins it (policy_step_kernel, a thread per env), and with a warp per env
  * (policy_rollout_warp_kernel) one launch steps the whole horizon. With host environments (a CPU batch
@@ -73,9 +74,9 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, c
 
 /* One policy step after the GEMM-path forward: y (R, A + 1) is the decoder output for obs[t]. STAGED: the
  * block's slots and obs live in shared memory during the step (batch.h's staging), FV_STAGE_THREADS envs a
- * block; the host picks it for envs with large observations (trainer.ROLLOUT_STAGE_MIN_OBS_BYTES): at
- * Breakout's 8,192 envs the in-place step, each thread storing its 118 obs floats 472 bytes apart from
- * its neighbour's, took ~47 us a step on the H200. */
+ * block; the host picks it for envs with large observations (trainer.ROLLOUT_STAGE_MIN_OBS_BYTES), where
+ * the in-place step has each thread store its obs a whole observation apart from its neighbour's, so a
+ * warp's every store touches a cache line per lane; staged, the block copies slots and obs out whole. */
 template <int STAGED>
 __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float* y, const float* dec_bias,
                                              OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,

@@ -1,0 +1,329 @@
+/* ppo.cu: the PPO update around the policy: GAE (with optional V-trace), the epoch's shuffle, the
+ * minibatch and recurrent-state gathers, the sums and moments of many rows, the PPO loss with its
+ * gradient, explained variance, and the bookkeeping kernels that advance the device scalars between
+ * graph replays. Legend as kernels.cu's. */
+#include "common.cu"
+
+#define GATHER_THREADS 256  /* gather_minibatch_kernel's block size: device.THREADS */
+#define GATHER_UNROLL 8     /* obs elements each of its threads loads before storing them */
+
+extern "C" {
+
+/* ------------------------------------------------------------------------------------------------
+ * GAE */
+
+/* gae (with optional V-trace), one thread per row, backward over T. values, rewards, dones,
+ * adv, returns: (T, R); last_value (R,) with a stride (the rollout reads the value column of the
+ * decoder output in place); gamma_lambda = gamma * lam rounded once, as the reference's Python
+ * floats are. With vtrace, ratios = exp(new_logp - old_logp).
+ * Writes advantages and returns = advantages + values. */
+__global__ void gae_kernel(int T, int R, const float* values, const float* last_value, int last_value_stride,
+                           const float* rewards, const float* dones, float gamma, float lam, float gamma_lambda,
+                           int vtrace, const float* new_logp, const float* old_logp, float rho_clip,
+                           float c_clip, float* adv, float* returns) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    float next_value = last_value[(long long)r * last_value_stride], next_adv = 0.0f;
+    for (int t = T - 1; t >= 0; t--) {
+        long long k = (long long)t * R + r;
+        float nonterminal = 1.0f - dones[k];
+        float delta = rewards[k] + gamma * nonterminal * next_value - values[k];
+        if (vtrace) {
+            float ratio = expf(new_logp[k] - old_logp[k]);
+            float rho = fminf(ratio, rho_clip);
+            float c = lam * fminf(ratio, c_clip);
+            next_adv = rho * delta + gamma * c * nonterminal * next_adv;
+        } else {
+            next_adv = delta + gamma_lambda * nonterminal * next_adv;
+        }
+        adv[k] = next_adv;
+        returns[k] = next_adv + values[k];
+        next_value = values[k];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * UPDATE: minibatch assembly */
+
+/* A random bijection of [0, count): a 4-round Feistel network on the next even power of two,
+ * cycle-walked back into range. perm[i] for every i < count, keyed by (key, update, epoch). */
+__device__ unsigned int feistel(unsigned int x, int half_bits, unsigned long long key) {
+    unsigned int mask = (1u << half_bits) - 1u;
+    unsigned int left = x >> half_bits, right = x & mask;
+    for (int round = 0; round < 4; round++) {
+        unsigned int f = (unsigned int)mix64(key + (unsigned long long)round * 0xD1B54A32D192ED03ULL + right) & mask;
+        unsigned int next = left ^ f;
+        left = right;
+        right = next;
+    }
+    return (left << half_bits) | right;
+}
+
+__global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed_key, int epoch,
+                               const TrainScalars* scalars, int* perm) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    unsigned long long key = mix64(seed_key ^ ((unsigned long long)scalars->update * 0x9E3779B97F4A7C15ULL +
+                                               (unsigned long long)epoch * 0xBF58476D1CE4E5B9ULL));
+    unsigned int x = (unsigned int)i;
+    do { x = feistel(x, half_bits, key); } while (x >= (unsigned int)count);
+    perm[i] = (int)x;
+}
+
+/* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers.
+ * Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
+ * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
+ * rollout index for scattering results back. One thread per minibatch row.
+ * With adv_moments given, also the minibatch advantages' mean and population standard deviation
+ * (moments_finish_kernel's), in the same launch: per-block (sum, sum of squares) in partial (blocks, 2),
+ * finished by the last block (last_block). */
+__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, const int* perm,
+                                        const float* obs, const float* starts, const int* actions,
+                                        const float* logp, const float* values, const float* adv,
+                                        const float* returns, float* mb_obs, float* mb_starts,
+                                        int* mb_actions, float* mb_logp, float* mb_values, float* mb_adv,
+                                        float* mb_returns, int* mb_src, double* partial, unsigned int* counter,
+                                        float* adv_moments) {
+    __shared__ double scratch_d[32];
+    __shared__ long long block_src[GATHER_THREADS];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double a = 0.0;
+    long long src = 0;
+    if (i < K * Bm) {
+        int k = i / Bm, c = i % Bm;
+        int q = perm[first + c];
+        int s = q / R, r = q % R;
+        src = (long long)(s * K + k) * R + r;
+        mb_starts[i] = starts[src];
+        mb_actions[i] = actions[src];
+        mb_logp[i] = logp[src];
+        mb_values[i] = values[src];
+        float v = adv[src];
+        mb_adv[i] = v;
+        mb_returns[i] = returns[src];
+        mb_src[i] = (int)src;
+        a = v;
+    }
+    /* The block's obs rows, copied by the whole block element by element, so that a warp's accesses are
+     * consecutive (a thread walking its own row would touch 32 rows' cache lines per access), with
+     * GATHER_UNROLL loads in flight before their stores, so the copy is not a memory round trip per
+     * element. */
+    block_src[threadIdx.x] = src;
+    __syncthreads();
+    long long row0 = (long long)blockIdx.x * blockDim.x;
+    int elements = (int)min((long long)blockDim.x, (long long)K * Bm - row0) * O;
+    float* mb_obs_block = mb_obs + row0 * O;
+    for (int e0 = threadIdx.x; e0 < elements; e0 += GATHER_UNROLL * blockDim.x) {
+        float v[GATHER_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GATHER_UNROLL; u++) {
+            int e = e0 + u * blockDim.x, row = e / O;
+            if (e < elements) v[u] = obs[block_src[row] * O + (e - row * O)];
+        }
+#pragma unroll
+        for (int u = 0; u < GATHER_UNROLL; u++) {
+            int e = e0 + u * blockDim.x;
+            if (e < elements) mb_obs_block[e] = v[u];
+        }
+    }
+    if (!adv_moments) return;
+    double sum = block_sum_d(a, scratch_d), squares = block_sum_d(a * a, scratch_d);
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = sum;
+        partial[2 * blockIdx.x + 1] = squares;
+    }
+    if (!last_block(counter)) return;
+    double s = 0.0, q = 0.0;
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
+        s += ((volatile double*)partial)[2 * b];
+        q += ((volatile double*)partial)[2 * b + 1];
+    }
+    s = block_sum_d(s, scratch_d);
+    q = block_sum_d(q, scratch_d);
+    if (threadIdx.x != 0) return;
+    long long n = (long long)K * Bm;
+    double mean = s / n, var = q / n - mean * mean;
+    adv_moments[0] = (float)mean;
+    adv_moments[1] = (float)sqrt(var > 0.0 ? var : 0.0);
+}
+
+/* The recurrent state entering each minibatch sequence: segment_state (S, Ls, R, H) ->
+ * mb_state (Ls, Bm, H). One thread per element. */
+__global__ void gather_state_kernel(int Ls, int Bm, int R, int H, int first, const int* perm,
+                                    const float* segment_state, float* mb_state) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= Ls * Bm * H) return;
+    int j = i % H, c = (i / H) % Bm, l = i / (H * Bm);
+    int q = perm[first + c];
+    int s = q / R, r = q % R;
+    mb_state[i] = segment_state[(((long long)s * Ls + l) * R + r) * H + j];
+}
+
+/* Reductions over many rows: a fixed grid of blocks writes per-block partial sums (in double) and a
+ * one-block finishing kernel adds them in a fixed order, so results are deterministic. (The minibatch's
+ * own reductions finish in the same launch, last_block; these two launches serve where a collective
+ * sums the partials across GPUs in between, and the once-per-update explained variance.)
+ * sums_partial: for each of k arrays of n (x is (k, n)), partial[block][a] = (sum x, sum x^2). */
+__global__ void sums_partial_kernel(long long n, int k, const float* x, double* partial) {
+    __shared__ double scratch_d[32];
+    for (int a = 0; a < k; a++) {
+        double s = 0.0, q = 0.0;
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (long long)gridDim.x * blockDim.x) {
+            double v = x[(long long)a * n + i];
+            s += v;
+            q += v * v;
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            double v = pass == 0 ? s : q;
+            for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+            __syncthreads();
+            if ((threadIdx.x & 31) == 0) scratch_d[threadIdx.x >> 5] = v;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                double total = 0.0;
+                for (int w = 0; w < (int)(blockDim.x >> 5); w++) total += scratch_d[w];
+                partial[((long long)blockIdx.x * k + a) * 2 + pass] = total;
+            }
+        }
+    }
+}
+
+/* Sum over the G blocks of partial (G, k, 2), in order: out (k, 2). */
+__device__ void finish_sums(int blocks, int k, const double* partial, double* out) {
+    for (int a = 0; a < k; a++) {
+        double s = 0.0, q = 0.0;
+        for (int b = 0; b < blocks; b++) {
+            s += partial[((long long)b * k + a) * 2];
+            q += partial[((long long)b * k + a) * 2 + 1];
+        }
+        out[2 * a] = s;
+        out[2 * a + 1] = q;
+    }
+}
+
+/* Mean and population standard deviation of the minibatch advantages: out = (mean, std). */
+__global__ void moments_finish_kernel(int blocks, const double* partial, long long n, float* out) {
+    double m[2];
+    finish_sums(blocks, 1, partial, m);
+    double mean = m[0] / n, var = m[1] / n - mean * mean;
+    out[0] = (float)mean;
+    out[1] = (float)sqrt(var > 0.0 ? var : 0.0);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * PPO LOSS: forward and backward in one pass, one thread per row.
+ * y (n, A + 1) decoder output (logits, value); actions, old_logp, old_values, adv, returns (n,);
+ * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y.
+ * With partial given, also adds the minibatch means of the five per-row loss terms (clipped policy
+ * loss, 0.5 * max value loss, entropy, approx kl, clipped flag) to scalars->stat[0..5), in the same
+ * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
+ * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
+__device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* actions, const float* old_logp,
+                             const float* old_values, const float* adv_in, const float* returns,
+                             const float* adv_moments, float ent_coef, float clip_coef, float vf_clip_coef,
+                             float vf_coef, float* dy, float* stats, float* new_logp, const int* src) {
+    const float* logits = y + (long long)i * (A + 1);
+    float* dl = dy + (long long)i * (A + 1);
+    float inv_n = 1.0f / (float)n;
+    float adv = adv_in[i];
+    if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
+
+    float m = logits[0];
+    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
+    float sum = 0.0f;
+    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
+    float lse = logf(sum);
+    float entropy = 0.0f;
+    for (int a = 0; a < A; a++) {
+        float lp = (logits[a] - m) - lse;
+        entropy -= expf(lp) * lp;
+    }
+    int action = actions[i];
+    float logp = (logits[action] - m) - lse;
+    float log_ratio = logp - old_logp[i];
+    float ratio = expf(log_ratio);
+    float lo = 1.0f - clip_coef, hi = 1.0f + clip_coef;
+    float pg_unclipped = -adv * ratio;
+    float pg_clipped = -adv * fminf(fmaxf(ratio, lo), hi);
+    int inside = ratio > lo && ratio < hi;
+    float dratio = (pg_unclipped >= pg_clipped || inside) ? -adv * inv_n : 0.0f;
+    float dlogp = dratio * ratio;
+    float ent_scale = ent_coef * inv_n;
+    for (int a = 0; a < A; a++) {
+        float lp = (logits[a] - m) - lse;
+        float p = expf(lp);
+        dl[a] = dlogp * ((a == action ? 1.0f : 0.0f) - p) + ent_scale * p * (lp + entropy);
+    }
+
+    float v = logits[A], old_v = old_values[i], ret = returns[i];
+    float v_clipped = old_v + fminf(fmaxf(v - old_v, -vf_clip_coef), vf_clip_coef);
+    float us = (v - ret) * (v - ret), cs = (v_clipped - ret) * (v_clipped - ret);
+    float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
+    dl[A] = dv * (vf_coef * inv_n);
+
+    stats[0] = fmaxf(pg_unclipped, pg_clipped);
+    stats[1] = 0.5f * fmaxf(us, cs);
+    stats[2] = entropy;
+    stats[3] = (ratio - 1.0f) - log_ratio;
+    stats[4] = inside ? 0.0f : 1.0f;
+    if (new_logp) new_logp[src[i]] = logp;
+}
+
+__global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions, const float* old_logp,
+                                const float* old_values, const float* adv_in, const float* returns,
+                                const float* adv_moments, TrainScalars* scalars, float clip_coef,
+                                float vf_clip_coef, float vf_coef, float* dy, double* partial,
+                                unsigned int* counter, float* new_logp, const int* src) {
+    __shared__ double scratch_d[32];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float stats[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (i < n)
+        ppo_loss_row(i, n, A, y, actions, old_logp, old_values, adv_in, returns, adv_moments, scalars->ent_coef,
+                     clip_coef, vf_clip_coef, vf_coef, dy, stats, new_logp, src);
+    if (!partial) return;
+    for (int k = 0; k < 5; k++) {
+        double total = block_sum_d((double)stats[k], scratch_d);
+        if (threadIdx.x == 0) partial[5LL * blockIdx.x + k] = total;
+    }
+    if (!last_block(counter)) return;
+    for (int k = 0; k < 5; k++) {
+        double total = 0.0;
+        for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
+            total += ((volatile double*)partial)[5LL * b + k];
+        total = block_sum_d(total, scratch_d);
+        if (threadIdx.x == 0) scalars->stat[k] += total / n;
+    }
+}
+
+/* explained_variance of values against returns, from the sums of [adv; returns] (2, count) (reduced by
+ * sums_partial_kernel): 1 - var(returns - values) / var(returns), NaN when var(returns) is 0. */
+__global__ void explained_variance_finish_kernel(int blocks, const double* partial, long long count,
+                                                 TrainScalars* scalars) {
+    double m[4];
+    finish_sums(blocks, 2, partial, m);
+    double mean_a = m[0] / count, var_a = m[1] / count - mean_a * mean_a;
+    double mean_r = m[2] / count, var_r = m[3] / count - mean_r * mean_r;
+    scalars->stat[STAT_EXPLAINED_VAR] = var_r <= 0.0 ? nan("") : 1.0 - var_a / var_r;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Bookkeeping between graph replays */
+
+/* Zero the per-update statistics (at the start of every captured update). */
+__global__ void begin_update_kernel(TrainScalars* scalars) {
+    for (int k = 0; k < 8; k++) scalars->stat[k] = 0.0;
+}
+
+/* learning_rate_at for the next update, after this one: update += 1 and the annealed rate. */
+__global__ void schedule_kernel(TrainScalars* scalars, double base_lr, int num_updates, int anneal) {
+    int update = scalars->update + 1;
+    scalars->update = update;
+    double frac = 1.0 - (double)update / (double)(num_updates > 1 ? num_updates : 1);
+    scalars->lr = anneal ? base_lr * (frac > 0.0 ? frac : 0.0) : base_lr;
+}
+
+/* The policy-step counter the sampling RNG reads, advanced once per rollout. */
+__global__ void advance_rollout_kernel(TrainScalars* scalars, int steps) { scalars->rollout_steps += steps; }
+
+} /* extern "C" */
