@@ -56,15 +56,16 @@ def cartpole_sps(num_envs: int, steps: int, tmp: Path) -> list[dict]:
 
 def agreement(num_envs: int, updates: int = 3) -> dict:
     """Host env (two groups) against GPU env, GEMM-path rollout, same seed: how far apart they drift."""
+    from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.trainer import CudaTrainer
     from fastvec.trainer.numpy_trainer import make_policy_spec
-    os.environ["FASTVEC_FUSED_ROLLOUT"] = "0"
     trainers = []
     for env_device in ("cpu", "cuda"):
         config = load_config("cartpole", {"env": {"num_envs": num_envs},
                                           "train": {"device": "cuda", "env_device": env_device}})
         batch = run.make_batch(config)
-        trainers.append(CudaTrainer(config, batch, make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)))
+        spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+        trainers.append(CudaTrainer(config, batch, spec, choices=Choices(rollout="gemm")))
     out = {"num_envs": num_envs, "updates": []}
     for k in range(updates):
         bufs = []
@@ -81,7 +82,6 @@ def agreement(num_envs: int, updates: int = 3) -> dict:
             "params_rel_diff": float(np.abs(params[0] - params[1]).max() / np.abs(params[1]).max())})
     for tr in trainers:
         tr.close()
-    del os.environ["FASTVEC_FUSED_ROLLOUT"]
     print(f"agreement at {num_envs} envs: {out['updates']}", flush=True)
     return out
 

@@ -1,15 +1,13 @@
-"""Where the CUDA trainer's time per update goes (issue 6), for one config (default: the best CartPole
+"""Where the CUDA trainer's time per update goes, for one config (default: the best CartPole
 time-to-solve config of sweep_cartpole.json): start-up, the first two iterations (eager, then graph capture),
 the training loop's wall time per call (rollout, update, pop_episodes), the rollout and update graphs'
 GPU time replayed back to back (CUDA events), and the graphs' node counts. Prints a table and writes
 benchmarks/results/update_profile<tag>.json (or --out).
 
-    python benchmarks/update_profile.py [--updates 50] [--fused auto|0|1|thread|warp] [--set env.num_envs=4096 ...]
+    python benchmarks/update_profile.py [--updates 50] [--rollout auto|gemm|thread|warp] [--set env.num_envs=4096 ...]
     python benchmarks/update_profile.py --breakdown     # also the GPU time of each operation of a rollout and an update
     python benchmarks/update_profile.py --overlap --set train.async=true ...   # the two graphs alone and together
     nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node python benchmarks/update_profile.py --nsys
-
-Results on the H200: benchmarks/results/update_profile_h2.md.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import argparse
 import ctypes
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -28,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sweep import parse_assignments  # noqa: E402
-from train_speed import fastvec_config, fastvec_trainer  # noqa: E402
+from train_speed import fastvec_config  # noqa: E402
 
 CARTPOLE = {"policy.kind": "mlp", "policy.hidden": 64, "policy.layers": 2, "train.total_timesteps": 20_000_000,
             "env.num_envs": 1024, "train.horizon": 32, "train.bptt_horizon": 32, "train.update_epochs": 2,
@@ -151,13 +148,26 @@ def ms(seconds: float) -> float:
     return round(seconds * 1e3, 4)
 
 
+def profiled_trainer(config: dict, rollout: str):
+    """A CudaTrainer for config with the rollout path forced (or "auto"), and its start-up seconds."""
+    from fastvec.trainer import run
+    from fastvec.trainer.cuda.plan import Choices
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+    from fastvec.trainer.numpy_trainer import make_policy_spec
+    t0 = time.perf_counter()
+    batch = run.make_batch(config)
+    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+    return CudaTrainer(config, batch, spec, choices=Choices(rollout=rollout)), time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="cartpole")
     parser.add_argument("--set", nargs="*", default=[], help="section.key=value over the CartPole config")
     parser.add_argument("--updates", type=int, default=50, help="timed training-loop iterations")
     parser.add_argument("--replays", type=int, default=20, help="back-to-back replays of each graph")
-    parser.add_argument("--fused", default=None, help="FASTVEC_FUSED_ROLLOUT for this run (auto, 0, 1, thread, warp)")
+    parser.add_argument("--rollout", default="auto", choices=["auto", "gemm", "thread", "warp"],
+                        help="the rollout's policy step (plan.Choices.rollout)")
     parser.add_argument("--nsys", action="store_true",
                         help="bracket the update-graph replays with cuProfilerStart/Stop")
     parser.add_argument("--breakdown", action="store_true",
@@ -167,16 +177,12 @@ def main() -> None:
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    if args.fused is not None:
-        os.environ["FASTVEC_FUSED_ROLLOUT"] = args.fused
     overrides = {**(CARTPOLE if args.env == "cartpole" else {}), **parse_assignments(args.set, multi=False)}
     config = fastvec_config(args.env, overrides)
-    trainer, startup = fastvec_trainer(config)
+    trainer, startup = profiled_trainer(config, args.rollout)
     cuda, stream = trainer.cuda, trainer.stream
     num_updates = math.ceil(config["train"]["total_timesteps"] / (trainer.horizon * trainer.num_envs))
-    result = {"env": args.env, "overrides": overrides, "fused": os.environ.get("FASTVEC_FUSED_ROLLOUT", "auto"),
-              "fused_kernel": trainer._fused_kernel(trainer.num_envs)[0] if hasattr(trainer, "_fused_kernel")
-              else ("policy_step_kernel" if trainer.fused_block else ""),
+    result = {"env": args.env, "overrides": overrides, "rollout": trainer.plan.rollout, "trainer": trainer.describe(),
               "params": trainer.layout.size, "steps_per_update": trainer.horizon * trainer.num_envs,
               "startup_ms": ms(startup)}
     if hasattr(trainer, "warm_up"):  # start-up work done before training (graphs captured, state restored)
@@ -216,7 +222,7 @@ def main() -> None:
         result["overlap_ms"] = overlap_ms(cuda, trainer)
     if args.breakdown:
         records = {"rollout": (trainer.actor_k, trainer.actor_blas, trainer.actor_stream,
-                               lambda: trainer._record_rollout(0)),
+                               lambda: trainer.rollout_path.record(0)),
                    "update": (trainer.k, trainer.blas, trainer.stream, lambda: trainer._record_update(num_updates))}
         for name, (k, blas, stream_of, record) in records.items():
             try:
@@ -225,7 +231,7 @@ def main() -> None:
                 result[f"{name}_breakdown_error"] = repr(err)
     trainer.close()
 
-    print(f"{args.env} {overrides} fused={result['fused']} ({result['fused_kernel'] or 'GEMM path'}), "
+    print(f"{args.env} {overrides} {result['trainer']}, "
           f"P={result['params']}, {result['steps_per_update']} steps/update")
     warm = f", warm-up {result['warm_up_ms']:.1f} ms" if "warm_up_ms" in result else ""
     print(f"start-up {result['startup_ms']:.1f} ms{warm}")

@@ -1008,3 +1008,53 @@ def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path, is_asyn
     assert "selfplay/score_bot4" in summary["metrics"] and (tmp_path / "sp" / "ratings.json").exists()
     rows = [json.loads(line) for line in (tmp_path / "sp" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all("selfplay/pool" in row for row in rows)
+
+
+# ------------------------------------------------------------------------------------------------
+# The env inside the trainer's rollout is the env backend's: the same C file, compiled with the same no-FMA
+# flags, steps bit for bit as the CPU batch fed the same actions (obs, rewards, dones, episode starts).
+
+def env_config(env: str, num_envs: int, horizon: int):
+    from fastvec.trainer.config import load_config
+    return load_config(env, {"env": {"num_envs": num_envs},
+                             "policy": {"kind": "mingru", "hidden": 32, "layers": 2},
+                             "train": {"device": "cuda", "horizon": horizon, "bptt_horizon": horizon,
+                                       "minibatch_size": num_envs * horizon, "precision": "fp32",
+                                       "async": False, "seed": 3}})
+
+
+@pytest.mark.parametrize("env,rollout", [("cartpole", "gemm"), ("cartpole", "warp"), ("cartpole", "thread"),
+                                         ("breakout", "gemm"), ("breakout", "warp"), ("breakout", "thread")])
+def test_in_graph_env_transitions_equal_the_cpu_batch_bit_for_bit(env, rollout):
+    """Three whole rollouts (eager, captured, replayed) of each rollout path: every obs, reward, done and
+    episode start the trainer recorded equals, bit for bit, what the CPU build of the same env produces from
+    the same seeds and the trainer's own actions; so do the finished episodes' count and returns."""
+    from fastvec.trainer import run
+    config = env_config(env, 256 if env == "cartpole" else 128, 64)
+    trainer, _, spec = make_pair(config, rollout=rollout)
+    assert trainer.plan.rollout == rollout
+    cpu = run.make_batch(config)
+    cpu.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(cpu.num_envs, dtype=np.uint64), None)
+    rows, o, t_len = trainer.rows, spec.obs_size, trainer.horizon
+    episodes, returns = 0, 0.0
+    for k in range(3):
+        trainer.rollout()
+        buf = rollout_buffers(trainer)
+        for t in range(t_len):
+            assert np.array_equal(buf["obs"][t], cpu.obs.reshape(rows, o).astype(np.float32)), (k, t)
+            cpu.step(buf["actions"][t].astype(np.int64).reshape(cpu.num_envs, -1))
+            done = cpu.terminated | cpu.truncated
+            assert np.array_equal(buf["rewards"][t], cpu.rewards.reshape(rows)), (k, t)
+            assert np.array_equal(buf["dones"][t], np.repeat(done, trainer.num_agents).astype(np.float32)), (k, t)
+            assert np.array_equal(buf["starts"][t + 1], np.repeat(done, trainer.num_agents).astype(np.float32)), (k, t)
+            episodes += int(done.sum())
+            returns += float(cpu.episode_return[done].astype(np.float64).sum())
+        assert np.array_equal(trainer.arena.get(trainer.cuda, "obs")[t_len], cpu.obs.reshape(rows, o).astype(np.float32))
+        trainer.update(num_updates=10)  # the policy changes between rollouts
+    logged = trainer.pop_episodes()
+    if env == "cartpole":
+        assert episodes > 0
+    if episodes:
+        assert logged["episodes"] == episodes
+        assert abs(logged["episode_return"] - returns / episodes) <= 1e-9 * max(abs(returns / episodes), 1.0)
+    trainer.close()
