@@ -1,5 +1,5 @@
 """Where the CUDA trainer's time per update goes, for one config (default: the best CartPole
-time-to-solve config of sweep_cartpole.json): start-up, the first two iterations (eager, then graph capture),
+time-to-solve config of a CartPole sweep): start-up, the first two iterations (eager, then graph capture),
 the training loop's wall time per call (rollout, update, pop_episodes), the rollout and update graphs'
 GPU time replayed back to back (CUDA events), and the graphs' node counts. Prints a table and writes
 benchmarks/results/update_profile<tag>.json (or --out).

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastvec.trainer.config import ConfigError
+from fastvec.trainer.config import ConfigError, check_world_size
 
 DEFAULT_PORT = 29500  # torchrun's default MASTER_PORT
 RENDEZVOUS_TIMEOUT = 300.0  # seconds ranks wait for rank 0 (a busy cluster starts ranks minutes apart)
@@ -370,6 +370,7 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
     with the CUDA trainer all-reducing through it. Ranks other than 0 write their logs and checkpoints to
     a scratch directory that is deleted at the end, and print nothing."""
     global _ACTIVE
+    check_world_size(config, launch.world_size)  # what validate() refuses for train.gpus > 1, for launched ranks too
     if config["train"]["device"] == "cpu":
         check_gpus(launch.world_size, launch.world_size, "cpu")
     select_gpu(launch.local_rank)

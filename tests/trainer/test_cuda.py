@@ -924,7 +924,7 @@ def test_host_env_trains_like_the_gpu_env(kind):
     same C code compiled twice, the policy the same kernels, the sampling the same counter-based uniforms; so
     three rollouts and updates agree to float rounding (on the H200: obs bitwise equal, values within 7e-7,
     weights within 1.7e-7 relative). Kept small: with 1024 envs (256 Adam steps per update) the 1e-7
-    differences grow to visibly different weights after one update (benchmarks/results/hostenv_cuda.md)."""
+    differences grow to visibly different weights after one update."""
     _cuda_or_skip()
     host, _, _ = make_pair(host_config(kind=kind))
     dev, _, _ = make_pair(host_config(kind=kind, env_device="cuda"), rollout="gemm")
