@@ -177,7 +177,10 @@ __global__ void host_record_kernel(int n, int agents, int obs_size, int num_stat
  * its env: the whole policy step is one launch. Same math as the GEMM path (sums in another order).
  * Dynamic shared memory: P floats of parameters, then (H, blockDim) floats of per-thread scratch
  * holding the current layer's input, overwritten unit by unit with its output.
- * With bootstrap = 1 it only writes V(obs) to last_value (R,) and the state to state_out. */
+ * With bootstrap = 1 it only writes V(obs) to last_value (R,) and the state to state_out.
+ * The module is compiled without FMA contraction (--fmad=false: the env code in it must step as the CPU
+ * build does), so the forwards here write their fused multiply-adds out with fmaf: the dot products'
+ * chains, which would take twice the instructions otherwise, and the MinGRU and highway mixes. */
 #define PH POLICY_HIDDEN
 #define PW ((POLICY_MINGRU ? (POLICY_HIGHWAY ? 3 : 2) : 1) * PH)
 #define P_ENC_W 0
@@ -187,14 +190,17 @@ __global__ void host_record_kernel(int n, int agents, int obs_size, int num_stat
 #define P_DEC_B (P_DEC_W + (NUM_ACTIONS + 1) * PH)
 #define P_TOTAL (P_DEC_B + NUM_ACTIONS + 1)
 
-/* w_row (H,) in shared memory, 16-byte aligned, dot x (H,) in registers. */
+/* w_row (H,) in shared memory, 16-byte aligned, dot x (H,) in registers: each group of four as one
+ * product and three fused multiply-adds, added to the running sum. */
 __device__ __forceinline__ float dot_row(const float* w_row, const float* x) {
     const float4* w4 = reinterpret_cast<const float4*>(w_row);
     float acc = 0.0f;
 #pragma unroll
     for (int k = 0; k < PH / 4; k++) {
         float4 w = w4[k];
-        acc += w.x * x[4 * k] + w.y * x[4 * k + 1] + w.z * x[4 * k + 2] + w.w * x[4 * k + 3];
+        float group = fmaf(w.x, x[4 * k], w.y * x[4 * k + 1]);
+        group = fmaf(w.z, x[4 * k + 2], group);
+        acc += fmaf(w.w, x[4 * k + 3], group);
     }
     return acc;
 }
@@ -225,7 +231,7 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
 #pragma unroll
         for (int j = 0; j < PH; j++) {
             float acc = 0.0f;
-            for (int k = 0; k < OBS_SIZE; k++) acc += w[P_ENC_W + j * OBS_SIZE + k] * (float)o[k];
+            for (int k = 0; k < OBS_SIZE; k++) acc = fmaf(w[P_ENC_W + j * OBS_SIZE + k], (float)o[k], acc);
             x[j] = acc + w[P_ENC_B + j];
             scratch[j * blockDim.x + threadIdx.x] = x[j];  /* each layer's input also sits in scratch */
         }
@@ -242,13 +248,13 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
                 float cp = dot_row(lw + (PH + j) * PH, x) + lb[PH + j];
                 float z = sigmoidf_ref(zp), c = mingru_g(cp);
                 long long si = ((long long)l * R + row) * PH + j;
-                float h = (1.0f - z) * keep * state_in[si] + z * c;
+                float h = fmaf(z, c, (1.0f - z) * keep * state_in[si]);
                 state_out[si] = h;
                 out = h;
 #if POLICY_HIGHWAY
                 float s = sigmoidf_ref(dot_row(lw + (2 * PH + j) * PH, x) + lb[2 * PH + j]);
                 float xj = scratch[j * blockDim.x + threadIdx.x];  /* the layer input, overwritten just below */
-                out = s * h + (1.0f - s) * xj;
+                out = fmaf(s, h, (1.0f - s) * xj);
 #endif
 #else
                 out = fmaxf(zp, 0.0f);
@@ -311,7 +317,7 @@ __device__ void warp_policy_forward(const float* w, int lane, long long row, lon
                                     const float* state_in, float* state_out, float* x, float* out, float* y) {
     for (int j = lane; j < PH; j += 32) {
         float acc = 0.0f;
-        for (int k = 0; k < OBS_SIZE; k++) acc += w[S_ENC_W + k * (PH + 1) + j] * (float)o[k];
+        for (int k = 0; k < OBS_SIZE; k++) acc = fmaf(w[S_ENC_W + k * (PH + 1) + j], (float)o[k], acc);
         x[j] = acc + w[S_ENC_B + j];
     }
     __syncwarp();
@@ -332,7 +338,7 @@ __device__ void warp_policy_forward(const float* w, int lane, long long row, lon
                 int j = lane + 32 * u;
                 if (j < PH) {
 #pragma unroll
-                    for (int g = 0; g < PW / PH; g++) acc[u][g] += col[g * PH + j] * xk;
+                    for (int g = 0; g < PW / PH; g++) acc[u][g] = fmaf(col[g * PH + j], xk, acc[u][g]);
                 }
             }
         }
@@ -346,12 +352,12 @@ __device__ void warp_policy_forward(const float* w, int lane, long long row, lon
             float cp = acc[u][1] + lb[PH + j];
             float z = sigmoidf_ref(zp), c = mingru_g(cp);
             long long si = ((long long)l * R + row) * PH + j;
-            float h = (1.0f - z) * keep * state_in[si] + z * c;
+            float h = fmaf(z, c, (1.0f - z) * keep * state_in[si]);
             state_out[si] = h;
             value = h;
 #if POLICY_HIGHWAY
             float s = sigmoidf_ref(acc[u][2] + lb[2 * PH + j]);
-            value = s * h + (1.0f - s) * x[j];
+            value = fmaf(s, h, (1.0f - s) * x[j]);
 #endif
 #else
             (void)keep;
@@ -369,7 +375,7 @@ __device__ void warp_policy_forward(const float* w, int lane, long long row, lon
     }
     for (int m = lane; m < NUM_ACTIONS + 1; m += 32) {
         float acc = 0.0f;
-        for (int k = 0; k < PH; k++) acc += w[S_DEC_W + k * (NUM_ACTIONS + 2) + m] * x[k];
+        for (int k = 0; k < PH; k++) acc = fmaf(w[S_DEC_W + k * (NUM_ACTIONS + 2) + m], x[k], acc);
         y[m] = acc + w[S_DEC_B + m];
     }
     __syncwarp(); /* y complete, and x free for the next forward */
