@@ -8,10 +8,10 @@ With --gpu (on a CUDA machine with PyCUDA): fastvec on the GPU through `step()` 
 (int64 actions pre-drawn on the device, nothing returns to the host) and through the fused
 `rollout("random", T)`, for CartPole (default float64, and the opt-in `float32=1`) and Breakout,
 beside gymnax's CartPole-v1 and MinAtar Breakout under jax.jit +
-lax.scan (vmapped over envs, random actions, T steps per call), in one run; and each step kernel
-(batch_gpu.h) in turn on the same batch, through `step()` and as T step kernels replayed in one CUDA
-graph (the kernel's own rate, without the Python call per step); writes
-benchmarks/results/env_steps_gpu.json (or --out).
+lax.scan (vmapped over envs, random actions, T steps per call), in one run; and each of fastvec's
+step kernels (batch_gpu.h) in turn on the same batch, through `step()` and as T step kernels replayed
+in one CUDA graph (the kernel's own rate, without the Python call per step); writes
+benchmarks/results/env_steps_gpu.json (or --out). Kernels that fastvec does not ship: benchmarks/lab/.
 
     python benchmarks/env_steps.py --gpu [--gpu-num-envs 65536 1048576 16777216] [--rollout-steps 100]
                                          [--kernels all | NAME ...]
@@ -188,9 +188,9 @@ def gpu_main(args) -> None:
             row[f"fastvec {game} step()"] = gpu_step_rate(envs, args.seconds)
             row[f"fastvec {game} rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             # Each step kernel in turn on the same batch (batch_gpu.h; all give the same bits), for the
-            # per-size choice in cuda.step_kernel_name. Breakout: only the staged ones and wide (the
-            # others keep its state in local memory: ~10x slower).
-            for kernel in sweep if env_id != "Breakout" else [k for k in sweep if k.startswith("staged") or k == "wide"]:
+            # choice in cuda.step_kernel_name. Breakout: staged_wide and wide only (the wide kernels
+            # keep its state in local memory; one of them shows that cost).
+            for kernel in sweep if env_id != "Breakout" else [k for k in sweep if k in ("staged_wide", "wide")]:
                 batch.use_step_kernel(kernel)
                 row[f"fastvec {game} step() {kernel} kernel"] = gpu_step_rate(envs, args.seconds)
                 if n <= 1 << 20:  # (above, step() is the kernel's rate: its Python call is hidden)
@@ -227,7 +227,7 @@ def gpu_main(args) -> None:
 
 def write_gpu_results(args, rows: list, kernels: dict, games: list) -> dict:
     """Write the GPU JSON; returns the fastest step kernel through step() per game and size (from
-    the sweep: cuda.step_kernel_name's table)."""
+    the sweep, what cuda.step_kernel_name's choice rests on)."""
     import pycuda.driver as drv
 
     best = {game: {r["num_envs"]: max((c for c in r if c.startswith(f"fastvec {game} step() ") and c.endswith(" kernel")),

@@ -100,7 +100,7 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* o
  * in place costs many more memory transactions than one that moves each block's slots and obs
  * between global and shared memory in contiguous runs and steps them there (batch_gpu.h's staged
  * step kernels, the trainer's rollout step). A block stages FV_STAGE_THREADS envs; 0 means one
- * env's slot and obs do not fit in FV_STAGE_BYTES and the plain kernels are used. */
+ * env's slot and obs do not fit in FV_STAGE_BYTES and the unstaged kernels are used. */
 #ifndef FV_STAGE_BYTES
 #define FV_STAGE_BYTES 40960
 #endif
@@ -138,21 +138,11 @@ static __device__ __forceinline__ void fv_block_copy_wide(void* dst, const void*
 }
 
 /* ---------------------------------------------------------------- GPU entry points */
+/* Reset over whole fv_slots (the trainer's layout; the env backend splits them: batch_gpu.h). */
 extern "C" __global__ void fv_reset_kernel(int n, fv_slot* slots, const fv_u64* seeds,
                                            const unsigned char* mask, OBS_T* obs) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) fv_reset_one(i, slots, seeds, mask, obs);
-}
-
-extern "C" __global__ void fv_step_kernel(int n, fv_slot* slots, const long long* actions,
-                                          OBS_T* obs, float* rewards, unsigned char* terminated,
-                                          unsigned char* truncated, OBS_T* final_obs,
-                                          float* ep_return, int* ep_length, float* stats,
-                                          int autoreset_mode, int max_episode_steps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
-                    ep_length, stats, autoreset_mode, max_episode_steps);
 }
 
 /* Sizes the host reads back with module.get_global. */
@@ -183,14 +173,14 @@ FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsign
  * (straight-line env_step: CartPole) has its range run in passes, so that its env_step runs 4-8
  * envs per vector instruction (`omp simd` over the inlined env_step, then over the bookkeeping,
  * fv_finish_live); other envs (branchy, like Breakout) step one at a time with fv_step_one,
- * which was ~10% faster for them than the passes. The passes:
+ * which is faster for them than the passes. The passes:
  *   1. NEXT_STEP envs with a reset pending take fv_step_one's reset step; their slot and obs are
  *      put aside;
  *   2. every env of the range is stepped, no branch per env (an env reset in pass 1 is stepped
  *      too, from its fresh state, which is always safe to step);
  *   3. the envs of pass 1 get their slot, obs and outputs of pass 1 back, as if never stepped;
  *   4. SAME_STEP: the envs that ended keep their final obs and are reset.
- * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/test_cpu_speed_paths.py
+ * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/native/test_cpu_speed_paths.py
  * checks this against a build with -DFV_CPU_SCALAR_STEP=1, the plain fv_step_one loop. */
 
 /* Env i's bookkeeping after its env_step (term: its return value, nonzero when terminated):

@@ -1,6 +1,7 @@
 /* batch_gpu.h: the GPU-only kernels that fastvec/native/cuda.py launches, compiled after an env
- * file and batch.h. They reuse fv_reset_slot / fv_step_one unchanged, so the GPU follows exactly
- * the CPU's semantics; what they add is what only a device needs:
+ * file and batch.h (the step kernels staged_wide, wide and wide_occ; cuda.step_kernel_name picks
+ * one). They reuse fv_reset_slot / fv_step_one unchanged, so the GPU follows exactly the CPU's
+ * semantics; what they add is what only a device needs:
  *   - the slots kept in GPU memory split by how often they are touched (below), so that a step
  *     moves fewer bytes; each kernel assembles env i's fv_slot privately (registers or shared
  *     memory) and hands fv_step_one base pointers already offset to env i (index 0),
@@ -32,18 +33,11 @@
  * are all 0 on a step that does not end an episode, so an env whose last stored outputs were those
  * zeros (its book's OUTPUTS_SET bit clear) skips them until an episode ends.
  *
- * Bytes per env-step of step() with int64 actions, CartPole, NEXT_STEP, a step that neither ends
- * nor resets an episode (floor = 4.3 TB/s device copy rate / bytes):
- *   before (one 64-byte fv_slot): action 8, slot 64 + 64, obs 16, reward 4, three flags 3, episode
- *     return 4 and length 4 = 167 B: floor 25.7 G env-steps/s;
- *   now (float64 State): action 8, state 32 + 32, book 8 + 8, obs 16, reward 4 = 108 B: 39.8 G;
- *   now with float32=1 (16-byte State): 8 + 16 + 16 + 8 + 8 + 16 + 4 = 76 B: 56.6 G.
- * An episode end adds the flags and episode outputs (11 B) on that step and their zeros on the
- * next, and the reset reads and writes the RNG (32 B): ~2.5 B per step at a random policy's
- * ~22-step episodes. (At 1M envs a float64 step touches 68 MB, the L2 holds 50 MB.)
- * Measured on the H200 (benchmarks/env_steps.py, 1M envs, plain1): 21.0 G env-steps/s = 2.3 TB/s at
- * 108 B, 28.0 G = 2.1 TB/s at 76 B (float32=1), not at the floor; 16M envs: 23.6 G / 31.0 G. The
- * wide variants below: what more loads in flight bought (little). */
+ * So a CartPole step with int64 actions that neither ends nor resets an episode moves the action
+ * (8 bytes), its state twice (32 + 32), its book twice (8 + 8), obs (16) and reward (4): 108 bytes
+ * (76 with float32=1), where one whole fv_slot read and written with every flag and episode output
+ * would be 167. An episode end adds the flags and episode outputs (11 bytes) on that step and their
+ * zeros on the next, and the reset reads and writes the RNG (32 bytes). */
 typedef struct {
     float ep_return[NUM_AGENTS]; /* fv_slot's */
     unsigned int ep_flags;       /* fv_slot's ep_length (bits 0-29) | needs_reset << 30 | OUTPUTS_SET << 31 */
@@ -229,66 +223,8 @@ static __device__ __forceinline__ long long fv_checked_action(long long v, int i
     return v;
 }
 
-
-/* Envs per thread of fv_step_any_kernel: an env with a small state and obs takes 4 per thread,
- * whose loads are all in flight at once before any is stepped (a thread's j-th envs are
- * consecutive across its warp, so each load is still coalesced). Meant to beat the latency-bound
- * ~2.2 TB/s of one env per thread; on the H200 it did not (CartPole at 1M envs: 18.9 G env-steps/s
- * vs 21.0 G for fv_step_any1_kernel; float32=1: 24.7 G vs 28.0 G), so cuda.py takes it only
- * when asked (FASTVEC_CUDA_KERNEL=plain). */
-enum { FV_PLAIN_ENVS = sizeof(State) + FV_OBS_BYTES <= 64 ? 4 : 1 };
-
-/* One step of every env (actions of any integer type and strides, in bytes), each thread with
- * E envs' slots in registers: envs blockIdx.x * blockDim.x * E + j * blockDim.x + threadIdx.x
- * for j < E. fv_step_any_kernel takes E = FV_PLAIN_ENVS, fv_step_any1_kernel E = 1. */
-template <int E>
-static __device__ __forceinline__ void fv_step_envs(
-    int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
-    int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
-    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
-    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
-    int first = blockIdx.x * blockDim.x * E + threadIdx.x;
-    fv_split p = fv_split_of(slots, n);
-    long long act[E][NUM_AGENTS];
-    fv_slot s[E];
-    fv_book book[E];
-    unsigned int outputs_set[E];
-    int may_draw[E];
-    fv_u64 counter[E];
-#pragma unroll
-    for (int j = 0; j < E; j++) { /* every load that does not depend on another */
-        int i = first + j * blockDim.x;
-        if (i < n) {
-            for (int a = 0; a < NUM_AGENTS; a++)
-                act[j][a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
-            book[j] = p.books[i];
-            s[j].env = p.states[i];
-            if (fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < E; j++) { /* the RNGs of envs that reset (the book says which) */
-        int i = first + j * blockDim.x;
-        if (i < n) {
-            outputs_set[j] = fv_unpack_book(book[j], &s[j]);
-            may_draw[j] = fv_step_may_draw(&s[j], autoreset_mode);
-            if (may_draw[j] && !fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < E; j++) {
-        int i = first + j * blockDim.x;
-        if (i < n) {
-            counter[j] = may_draw[j] ? s[j].rng.counter : 0;
-            for (int a = 0; a < NUM_AGENTS; a++) act[j][a] = fv_checked_action(act[j][a], i, a, error);
-            fv_step_loaded(i, p, &s[j], outputs_set[j], may_draw[j], counter[j], act[j],
-                           obs + (long long)i * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
-                           ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
-            p.states[i] = s[j].env;
-        }
-    }
-}
-
+/* The arguments of every step kernel: n envs, their slots, actions (any integer type and byte
+ * strides), the nine output buffers, the autoreset mode, the time limit and the error word. */
 #define FV_STEP_KERNEL_ARGS                                                                                   \
     int n, char *slots, const char *actions, long long env_stride, long long agent_stride, int action_bytes,      \
         int action_signed, OBS_T *obs, float *rewards, unsigned char *terminated, unsigned char *truncated,       \
@@ -297,9 +233,6 @@ static __device__ __forceinline__ void fv_step_envs(
 #define FV_STEP_KERNEL_CALL                                                                                     \
     n, slots, actions, env_stride, agent_stride, action_bytes, action_signed, obs, rewards, terminated, truncated, \
         done, final_obs, ep_return, ep_length, stats, autoreset_mode, max_episode_steps, error
-
-extern "C" __global__ void fv_step_any_kernel(FV_STEP_KERNEL_ARGS) { fv_step_envs<FV_PLAIN_ENVS>(FV_STEP_KERNEL_CALL); }
-extern "C" __global__ void fv_step_any1_kernel(FV_STEP_KERNEL_ARGS) { fv_step_envs<1>(FV_STEP_KERNEL_CALL); }
 
 /* ---------------------------------------------------------------- fused random rollouts */
 /* The per-step outputs of one env during a fused rollout, held in registers: only the last step's
@@ -340,7 +273,7 @@ static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, fv
 }
 
 /* `steps` steps of every env under the random policy (policy steps t0 .. t0 + steps - 1), in one
- * launch. Equal to alternating fv_random_actions_kernel and fv_step_any_kernel; the outputs hold
+ * launch. Equal to alternating fv_random_actions_kernel and a step kernel; the outputs hold
  * the last step's values (final_obs that of the last episode end, as after those steps). The slot,
  * the obs and the step outputs live in registers for the whole launch. */
 extern "C" __global__ void fv_rollout_random_kernel(
@@ -367,11 +300,11 @@ extern "C" __global__ void fv_rollout_random_kernel(
     fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
 }
 
-/* ---------------------------------------------------------------- staged variants
+/* ---------------------------------------------------------------- staged kernels
  * The same steps, with each block's slots and observations in shared memory (batch.h's staging:
- * FV_STAGE_THREADS envs a block, 0 where they do not fit and the host uses the plain kernels above);
- * envs that index their state dynamically (Breakout's bricks) then work on shared rather than local
- * memory too. */
+ * FV_STAGE_THREADS envs a block, 0 where they do not fit and the host uses the wide kernels below):
+ * a large obs then leaves in contiguous runs rather than strided per thread, and envs that index
+ * their state dynamically (Breakout's bricks) work on shared rather than local memory. */
 /* The block's states move as one contiguous run of words, each landing in (or coming from) its
  * env's fv_slot in shared memory. */
 template <int B> struct fv_word_of;
@@ -384,8 +317,8 @@ typedef fv_word_of<sizeof(State) % 8 == 0 ? 8 : sizeof(State) % 4 == 0 ? 4 : 1>:
 
 /* Loading the block's `count` states into sh[0 .. count - 1].env, in two halves: each thread
  * first issues all of its loads into registers r (unrolled), then, once the caller has issued
- * its other loads, stores them, so that all are in flight together: a loop that waited for each
- * load in turn was latency-bound (CartPole 1M envs: 12 G steps/s). Larger states: one loop. */
+ * its other loads, stores them, so that all are in flight together (a loop that waits for each
+ * load in turn is latency-bound). Larger states: one loop. */
 typedef struct {
     fv_state_word w[FV_STATE_UNROLL > 0 ? FV_STATE_UNROLL : 1];
 } fv_state_regs;
@@ -421,8 +354,8 @@ static __device__ __forceinline__ void fv_store_states(State* states, const fv_s
         g[k] = ((const fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS];
 }
 
-/* The staged step; WIDE: the obs leave shared memory by fv_block_copy_wide. */
-template <int WIDE>
+/* The staged step: one env per thread, the block's obs leaving shared memory in 16-byte words
+ * where they can (fv_block_copy_wide). */
 static __device__ __forceinline__ void fv_step_staged(
     int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
     int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
@@ -464,17 +397,11 @@ static __device__ __forceinline__ void fv_step_staged(
     }
     __syncthreads();
     fv_store_states(p.states + base, sh, count);
-    if (WIDE)
-        fv_block_copy_wide(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
-    else
-        fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+    fv_block_copy_wide(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
 
-extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_staged<0>(FV_STEP_KERNEL_CALL);
-}
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_wide_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_staged<1>(FV_STEP_KERNEL_CALL);
+    fv_step_staged(FV_STEP_KERNEL_CALL);
 }
 
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(
@@ -518,36 +445,19 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
     fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
 
-/* ---------------------------------------------------------------- wide variants
- * The plain kernels move a thread's own State, book, RNG and obs in words of their members' types
- * (4 or 8 bytes), and a warp's envs lie sizeof(State) apart: for the float64 CartPole (32-byte
- * State) each of its 4 state loads and 4 state stores touches 32 sectors for 8 bytes of each, its
- * obs takes 4 stores, its book 2 loads and 2 stores: per warp ~30 load and store instructions that
- * the L1 splits into ~400 sector requests to the L2 for ~3.4 KB of data. The wide kernels move
- * each in the widest words its size and alignment allow (16 bytes for CartPole's State and obs,
- * 8 for its book), assembled in registers, with the obs and rewards written once at the end: 2
- * state loads, 2 state stores, 1 obs store, 1 book load and store, ~140 sector requests per warp.
- * Every array starts on a 256-byte boundary and its elements are sizeof(T) apart, a multiple of
- * the word, so each word is aligned.
+/* ---------------------------------------------------------------- wide kernels
+ * One env per thread, for envs whose slot and obs are small or do not fit the staging. A warp's envs
+ * lie sizeof(State) apart, so moving a thread's State, book, RNG and obs in words of their members'
+ * types (4 or 8 bytes) makes each load and store touch many sectors for a few bytes of each: the
+ * float64 CartPole's 32-byte State takes 4 loads and 4 stores of 32 sectors each. These kernels move
+ * each in the widest words its size and alignment allow (16 bytes for CartPole's State and obs, 8
+ * for its book), assembled in registers, with the obs and rewards written once at the end: about a
+ * third of the sector requests per warp. Every array starts on a 256-byte boundary and its elements
+ * are sizeof(T) apart, a multiple of the word, so each word is aligned.
  *
- * Bytes in flight (why one env per thread looked latency-bound): at 4.3 TB/s over 132 SMs an SM
- * must move ~33 B/ns; with ~1 us of DRAM latency under load that is ~33 KB of loads in flight per
- * SM. plain1 on the float64 CartPole issues 48 B of loads per env (action 8, book 8, state 32) at
- * once, then, in the ~75% of warps where one of 32 envs resets (a ~22-step episode), waits one
- * more round trip for those RNGs (a load that depends on the book); 54 registers allow 4 blocks
- * of 256 threads: 1024 threads x 48 B = 48 KB per SM, but only while all are in their load phase.
- * Measured on the H200 (1M envs, step(), G env-steps/s, float64 / float32 CartPole, one run):
- *   plain1 21.0 / 27.8; wide 21.7 / 28.2; wide_occ (5 blocks per SM: 48 registers, no spill)
- *   22.0 / 27.9; the RNG loaded with the rest (no dependent round trip, 16 B more) 21.9 / 27.0;
- *   grid-stride over one wave, the next env's loads in flight while one steps, 20.6 / 26.8.
- * (The last two are not kept.) wide_occ keeps 25% more threads, so loads, in flight than wide
- * and gained 1.5%; the RNG variant removed the dependent round trip and gained 1%: the loads in
- * flight are not what limits. And the float32 variant, with 30% fewer bytes and little arithmetic,
- * moved fewer bytes per second (2.1 vs 2.4 TB/s): something costs per step, not per byte.
- * A candidate, not measured yet: at 1M envs the states and books that the next step reads (40 MB
- * float64, 24 MB float32) could stay in the 50 MB L2, but the streams read or written once
- * (actions, obs, rewards: 28 B per env) push them out; evict-first hints on those streams and
- * evict-last on a part of the states would keep them (branch h4-env-l2). */
+ * Everything a step reads that depends on nothing else is loaded at once, before the RNG, whose load
+ * waits for the book only where the env may draw (so a step that neither resets nor draws skips it).
+ * wide_occ bounds the registers so that more blocks, so more loads, are in flight per SM. */
 template <> struct fv_word_of<16> { typedef uint4 type; };
 #define FV_WORD_BYTES(b) ((b) % 16 == 0 ? 16 : (b) % 8 == 0 ? 8 : (b) % 4 == 0 ? 4 : 1)
 
@@ -583,8 +493,9 @@ typedef struct {
     fv_rng rng;
 } fv_env_loads;
 
-/* Whether the RNG is loaded with the rest (every step may draw), not after the book. (fv_steps_draw
- * under another name: in this form nvcc emits exactly the code measured and tested on the H200.) */
+/* Whether the RNG is loaded with the rest (every step may draw), not after the book. The same as
+ * fv_steps_draw, kept apart on purpose: nvcc emits other code for the wide kernels when they call
+ * fv_steps_draw directly, and this form is the one that the tests and benchmarks cover. */
 static __device__ __forceinline__ int fv_rng_with_rest(int autoreset_mode) {
     return fv_steps_draw(autoreset_mode);
 }
@@ -637,8 +548,8 @@ static __device__ __forceinline__ void fv_step_wide_loaded(
     if (FV_OBS_IN_REGISTERS) fv_store_wide((fv_obs_value*)(obs + (long long)i * NUM_AGENTS * OBS_SIZE), o);
 }
 
-/* One env per thread, wide: loads as fv_step_envs (everything that depends on nothing else at once,
- * then the RNG where the book says that the env may draw). */
+/* One env per thread, wide: everything that depends on nothing else loaded at once, then the RNG
+ * where the book says that the env may draw. */
 static __device__ __forceinline__ void fv_step_wide(FV_STEP_KERNEL_ARGS) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -650,14 +561,13 @@ static __device__ __forceinline__ void fv_step_wide(FV_STEP_KERNEL_ARGS) {
 }
 
 extern "C" __global__ void fv_step_wide_kernel(FV_STEP_KERNEL_ARGS) { fv_step_wide(FV_STEP_KERNEL_CALL); }
-/* The same with at least 5 blocks of 256 threads per SM (48 registers: the float64 CartPole takes
- * 54 unbounded, i.e. 4 blocks, and spills nothing at 48): more threads, so more loads, in flight. */
+/* The same with at least 5 blocks of 256 threads per SM (at most 48 registers a thread): more
+ * threads, so more loads, in flight; cuda.py takes it only where that costs no spills. */
 extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_occ_kernel(FV_STEP_KERNEL_ARGS) {
     fv_step_wide(FV_STEP_KERNEL_CALL);
 }
 
 extern "C" __device__ const int fv_stage_threads = FV_STAGE_THREADS;
-extern "C" __device__ const int fv_plain_envs = FV_PLAIN_ENVS;
 extern "C" __device__ const int fv_state_size = (int)sizeof(State);
 extern "C" __device__ const int fv_book_size = (int)sizeof(fv_book);
 

@@ -1,14 +1,9 @@
-"""The GPU backend: compiles an env source with PyCUDA (nvcc, cached on disk), runs it in the
-device's primary context (memory shared with PyTorch, JAX and CuPy), steps a batch with one kernel
-launch and no host synchronisation, and hands out zero-copy device arrays."""
+"""The GPU env backend: an env compiled for a GPU (through gpu.py), and CudaBatch, which steps N copies
+with one kernel launch and no host synchronisation and hands out zero-copy DeviceArrays."""
 
 from __future__ import annotations
 
-import atexit
-import ctypes
-import os
 import re
-import shutil
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -17,17 +12,21 @@ from types import SimpleNamespace
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, graphs
-from fastvec.native.cpu import ActionError, CompileError, cache_dir, driver_source
+from fastvec.native.cpu import ActionError, driver_source
+from fastvec.native.device_array import DL_CUDA, STREAMS, DeviceArray, dlpack_view, stream_event, torch_int_types
+from fastvec.native.gpu import INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module, primary_context
+
+__all__ = ["CudaBatch", "CudaCompiledEnv", "CudaUnavailableError", "DeviceArray", "INSTALL_HINT", "NVCC_FLAGS",
+           "STEP_KERNEL_NAMES", "load", "parse_device", "primary_context", "step_kernel_name"]
 
 THREADS_PER_BLOCK = 256
-NVCC_FLAGS = ["-O3", "--fmad=false"]  # no FMA contraction: the CPU build (x86-64, no -march) has none
 ERROR_POLL_STEPS = 64  # device mode looks (without waiting) for bad actions every this many steps
 NO_ERROR = 0xFFFF_FFFF_FFFF_FFFF
-INSTALL_HINT = "pip install 'fastvec[cuda]'"
-
-
-class CudaUnavailableError(RuntimeError):
-    """A GPU env was requested where PyCUDA, nvcc or a CUDA GPU is missing."""
+# The step kernels of batch_gpu.h by name: all give the same bits; step_kernel_name picks one.
+STEP_KERNEL_NAMES = ("staged_wide", "wide", "wide_occ")
+# Their arguments in pycuda letters (i int32, q int64, Q uint64, P pointer): n, slots, actions, env and
+# agent strides, action bytes, signed, the nine output buffers, autoreset mode, max_episode_steps, error.
+STEP_KERNEL_ARGS = "iPPqqii" + "P" * 9 + "iiP"
 
 
 def parse_device(device) -> int:
@@ -39,59 +38,9 @@ def parse_device(device) -> int:
     return int(match.group(1) or 0)
 
 
-def _driver():
-    """pycuda.driver, initialised, or an error that says how to get it."""
-    try:
-        import pycuda.driver as drv
-    except ImportError as err:
-        raise CudaUnavailableError(
-            f"device='cuda' needs PyCUDA, which is not importable ({err}); install it with `{INSTALL_HINT}`"
-        ) from None
-    try:
-        drv.init()
-    except drv.Error as err:
-        raise CudaUnavailableError(f"device='cuda' requested but the CUDA driver has no usable GPU ({err})") from None
-    return drv
-
-
-_contexts: dict[int, object] = {}
-
-
-def primary_context(index: int):
-    """Retain device `index`'s primary context (the one PyTorch/JAX/CuPy use) and make it current."""
-    if index in _contexts:
-        return _contexts[index]
-    drv = _driver()
-    count = drv.Device.count()
-    if count == 0:
-        raise CudaUnavailableError("device='cuda' requested but no CUDA GPU is visible")
-    if index >= count:
-        raise CudaUnavailableError(f"device='cuda:{index}' requested but only {count} CUDA GPU(s) are visible")
-    context = drv.Device(index).retain_primary_context()
-    context.push()
-    _contexts[index] = context
-    return context
-
-
-@atexit.register
-def _pop_contexts() -> None:
-    for context in _contexts.values():
-        try:
-            context.pop()
-        except Exception:  # already popped by someone else, or the driver is shutting down
-            pass
-    _contexts.clear()
-
-
-def _find_nvcc() -> str:
-    for candidate in [os.environ.get("NVCC"), shutil.which("nvcc"),
-                      os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")]:
-        if candidate and os.path.isfile(candidate):
-            return candidate
-    raise CudaUnavailableError(
-        "nvcc not found (tried $NVCC, PATH, $CUDA_HOME/bin): the GPU backend compiles envs with the CUDA "
-        "toolkit's nvcc; install the toolkit or set NVCC"
-    )
+def env_source(env_path: Path) -> str:
+    """The translation unit of an env on the GPU: the CPU's (env file, batch.h) and batch_gpu.h."""
+    return driver_source(env_path) + '#include "batch_gpu.h"\n'
 
 
 def _read_global(module, name: str, dtype, count: int = 1) -> np.ndarray:
@@ -107,24 +56,13 @@ class CudaCompiledEnv:
     attribute names as cpu.CompiledEnv."""
 
     def __init__(self, env_path: Path, defines: dict, device_index: int):
-        drv = _driver()
-        from pycuda.compiler import SourceModule
-
-        self.context = primary_context(device_index)
         self.device_index = device_index
         self.env_path, self.defines = env_path, dict(defines)
         self.name = env_path.stem
-        major, minor = drv.Device(device_index).compute_capability()
-        source = driver_source(env_path) + '#include "batch_gpu.h"\n'
-        options = NVCC_FLAGS + [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
-        kernel_cache = cache_dir() / "cuda"
-        kernel_cache.mkdir(exist_ok=True)
-        try:
-            self.module = SourceModule(source, nvcc=_find_nvcc(), options=options, no_extern_c=True,
-                                       arch=f"sm_{major}{minor}", include_dirs=[str(NATIVE_DIR), str(env_path.parent)],
-                                       cache_dir=str(kernel_cache))
-        except drv.CompileError as err:
-            raise CompileError(f"compiling {env_path.name} for the GPU failed:\n{err}") from None
+        self.module = load_module(env_source(env_path), include_dirs=[NATIVE_DIR, env_path.parent],
+                                  defines=check_define_names(defines), name=f"env-{self.name}",
+                                  device_index=device_index)
+        self.context = primary_context(device_index)
         ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
                 ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes", "state_size",
                  "book_size"]}
@@ -139,27 +77,20 @@ class CudaCompiledEnv:
             raise ValueError(f"{self.name}: STAT_NAMES lists {len(self.stat_names)} names but NUM_STATS is {ints['num_stats']}")
         # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
         self.reset_kernel = self.module.get_function("fv_reset_split_kernel").prepare("iPPPP")
-        self.step_kernel = self.module.get_function("fv_step_any_kernel").prepare("iPPqqii" + "P" * 9 + "iiP")
-        # The plain step kernel steps plain_envs envs per thread (batch_gpu.h); step1_kernel one.
-        self.plain_envs = int(_read_global(self.module, "fv_plain_envs", np.int32)[0])
-        self.step1_kernel = self.module.get_function("fv_step_any1_kernel").prepare(self.step_kernel.arg_format)
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
         self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
-        # Variants that pass each block's slots and obs through shared memory (see batch_gpu.h);
+        self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
+            self.rollout_kernel.arg_format)
+        # The staged kernels pass each block's slots and obs through shared memory (batch_gpu.h);
         # stage_threads is their block size, 0 where an env's slot and obs are too big for it.
         self.stage_threads = int(_read_global(self.module, "fv_stage_threads", np.int32)[0])
-        self.step_staged_kernel = self.module.get_function("fv_step_staged_kernel").prepare(self.step_kernel.arg_format)
-        # Every step kernel by the name FASTVEC_CUDA_KERNEL takes (batch_gpu.h; CudaBatch picks one per size).
-        self.step_kernels = {"plain": self.step_kernel, "plain1": self.step1_kernel, "staged": self.step_staged_kernel}
-        for name in ("staged_wide", "wide", "wide_occ"):
-            self.step_kernels[name] = self.module.get_function(f"fv_step_{name}_kernel").prepare(self.step_kernel.arg_format)
+        self.step_kernels = {name: self.module.get_function(f"fv_step_{name}_kernel").prepare(STEP_KERNEL_ARGS)
+                             for name in STEP_KERNEL_NAMES}
         # wide_occ is wide bounded to 5 blocks of 256 threads per SM: taken where that is more blocks
         # than wide gets and costs no spills (more local memory).
         wide, occ = self.step_kernels["wide"], self.step_kernels["wide_occ"]
         self.wide_kernel_name = "wide_occ" if resident_blocks(occ.num_regs) > resident_blocks(wide.num_regs) and \
             occ.local_size_bytes <= wide.local_size_bytes else "wide"
-        self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
-            self.rollout_kernel.arg_format)
 
     @property
     def cpu(self):
@@ -185,254 +116,11 @@ class CudaCompiledEnv:
 
 @lru_cache(maxsize=None)
 def load(env_path: Path, defines: tuple, device_index: int = 0) -> CudaCompiledEnv:
-    """Compile (or fetch from PyCUDA's disk cache) and load an env on a GPU; memoized per process."""
+    """Compile (or fetch from gpu.py's disk cache) and load an env on a GPU; memoized per process."""
     return CudaCompiledEnv(env_path, dict(defines), device_index)
 
 
-# ---------------------------------------------------------------------- device arrays
-_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # DLDataTypeCode: kDLInt, kDLUInt, kDLFloat, kDLBool
-_DL_CUDA = 2  # DLDeviceType kDLCUDA
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    pass
-
-
-_DLDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
-_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DLDeleter)]
-
-_capi = ctypes.pythonapi
-_capi.PyCapsule_New.restype = ctypes.py_object
-_capi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capi.PyCapsule_IsValid.restype = ctypes.c_int
-_capi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capi.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_capi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-# The destructor gets a capsule whose refcount is already 0: it must not become a Python object
-# again, so these two take it as a bare pointer.
-_capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _capi))
-_capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _capi))
-_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_DLTENSOR = b"dltensor"
-_exported: dict[int, tuple] = {}  # address of a DLManagedTensor -> what it keeps alive
-
-
-@_DLDeleter
-def _dl_deleter(managed) -> None:
-    _exported.pop(ctypes.addressof(managed.contents), None)
-
-
-@_CapsuleDestructor
-def _capsule_destructor(capsule_ptr) -> None:
-    # A consumer renames the capsule ("used_dltensor") and calls the deleter itself; an unconsumed
-    # capsule still named "dltensor" is ours to release.
-    if _capsule_is_valid_raw(capsule_ptr, _DLTENSOR):
-        _exported.pop(_capsule_pointer_raw(capsule_ptr, _DLTENSOR), None)
-
-
-class DeviceArray:
-    """A view of GPU memory that fastvec owns, exchanged without copies: it exposes
-    `__cuda_array_interface__` (v3, with our stream) for CuPy/Numba/PyTorch (`torch.as_tensor(a,
-    device="cuda")`) and `__dlpack__`/`__dlpack_device__` for JAX (`jax.numpy.from_dlpack(a)`) and
-    `torch.from_dlpack`. `np.asarray(a)` or `a.get()` copy to the host (and wait for the GPU).
-
-    The buffers of an env are reused: a view shows the values of the latest step."""
-
-    def __init__(self, ptr: int, shape: tuple, dtype, owner, stream: int, device_index: int,
-                 strides: tuple | None = None):
-        self.ptr, self.shape, self.dtype = int(ptr), tuple(int(s) for s in shape), np.dtype(dtype)
-        self.owner, self.stream, self.device_index = owner, int(stream), device_index
-        self.strides = strides  # in bytes; None: C-contiguous
-        self._cai = None
-
-    # sizes
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    @property
-    def device(self) -> str:
-        return f"cuda:{self.device_index}"
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device!r})"
-
-    # views and copies
-    def reshape(self, *shape) -> DeviceArray:
-        """A view with another shape (-1 allowed) of a C-contiguous array."""
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        self._need_contiguous("reshape")
-        return DeviceArray(self.ptr, _infer_shape(self.size, shape), self.dtype, self.owner, self.stream, self.device_index)
-
-    def column(self, k: int) -> DeviceArray:
-        """Column k of a C-contiguous 2-D array, as a strided view."""
-        self._need_contiguous("column")
-        return DeviceArray(self.ptr + k * self.dtype.itemsize, self.shape[:1], self.dtype, self.owner, self.stream,
-                           self.device_index, (self.shape[1] * self.dtype.itemsize,))
-
-    def _need_contiguous(self, what: str) -> None:
-        if self.strides is not None:
-            raise ValueError(f"{what}() needs a C-contiguous DeviceArray; this one has strides {self.strides}")
-
-    def copy(self) -> DeviceArray:
-        """A new device array with the same values (a device-to-device copy on our stream)."""
-        drv = sys.modules["pycuda.driver"]
-        self._need_contiguous("copy")
-        alloc = drv.mem_alloc(max(self.nbytes, 1))
-        drv.memcpy_dtod_async(alloc, self.ptr, self.nbytes, _STREAMS[self.stream])
-        return DeviceArray(int(alloc), self.shape, self.dtype, alloc, self.stream, self.device_index)
-
-    def get(self) -> np.ndarray:
-        """A host (NumPy) copy; waits for the work that writes this array."""
-        drv = sys.modules["pycuda.driver"]
-        if self.size == 0:
-            return np.empty(self.shape, self.dtype)
-        _STREAMS[self.stream].synchronize()
-        if self.strides is None:
-            out = np.empty(self.shape, self.dtype)
-            drv.memcpy_dtoh(out, self.ptr)
-            return out
-        span = sum((n - 1) * st for n, st in zip(self.shape, self.strides)) + self.dtype.itemsize
-        raw = np.empty(span, np.uint8)
-        drv.memcpy_dtoh(raw, self.ptr)
-        return np.ndarray(self.shape, self.dtype, raw, 0, self.strides).copy()
-
-    def __array__(self, dtype=None, copy=None):
-        out = self.get()
-        return out if dtype is None else out.astype(dtype, copy=False)
-
-    def __iter__(self):
-        # Lets Gymnasium's ArrayConversion treat this as an array (it asks for abc.Iterable).
-        return iter(self.get())
-
-    def __array_namespace__(self, api_version=None):
-        # Present so that array_api_compat.is_array_api_obj() accepts this array; conversions go
-        # through __dlpack__. The namespace named is NumPy's, used only by host-copy fallbacks.
-        return np
-
-    # interchange protocols
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        if self._cai is None:
-            self._cai = {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
-                         "version": 3, "strides": self.strides, "stream": self.stream or 1}
-        return self._cai
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return (_DL_CUDA, self.device_index)
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule of this array. `stream` is the consumer's: it is made to wait for the
-        work that writes this array (None/1 legacy default stream: ordered already, since ours is
-        a blocking stream; -1: no ordering)."""
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"this array lives on {self.device}; it cannot be exported to device {dl_device}")
-        if copy:
-            return self.copy().__dlpack__(stream=stream)
-        if stream is not None and stream not in (1, -1) and stream != self.stream:
-            _stream_event().make_wait(waiter=stream, producer=self.stream)
-        kind = self.dtype.kind
-        if kind not in _DLPACK_CODES:
-            raise BufferError(f"dtype {self.dtype} has no DLPack code")
-        managed = _DLManagedTensor()
-        shape = (ctypes.c_int64 * max(self.ndim, 1))(*self.shape)
-        strides = None if self.strides is None else \
-            (ctypes.c_int64 * self.ndim)(*(st // self.dtype.itemsize for st in self.strides))
-        t = managed.dl_tensor
-        t.data = self.ptr
-        t.device = _DLDevice(_DL_CUDA, self.device_index)
-        t.ndim = self.ndim
-        t.dtype = _DLDataType(_DLPACK_CODES[kind], self.dtype.itemsize * 8, 1)
-        t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
-        t.strides = None if strides is None else ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))  # None: C order
-        t.byte_offset = 0
-        managed.deleter = _dl_deleter
-        address = ctypes.addressof(managed)
-        _exported[address] = (managed, shape, strides, self.owner)
-        return _capi.PyCapsule_New(address, _DLTENSOR, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
-
-
-def _infer_shape(size: int, shape: tuple) -> tuple:
-    shape = list(shape)
-    if shape.count(-1) > 1:
-        raise ValueError("can only specify one unknown dimension")
-    if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-        shape[shape.index(-1)] = size // known if known else 0
-    if int(np.prod(shape, dtype=np.int64)) != size:
-        raise ValueError(f"cannot reshape an array of size {size} into shape {tuple(shape)}")
-    return tuple(shape)
-
-
-_STREAMS: dict[int, object] = {}  # stream handle -> pycuda Stream, for DeviceArray copies
-
-
-@lru_cache(maxsize=None)
-def _stream_event() -> graphs.Event:
-    return graphs.Event()
-
-
-# ---------------------------------------------------------------------- actions in
-_TORCH_INT_TYPES: dict = {}
-
-
-def _torch_int_types() -> dict:
-    if not _TORCH_INT_TYPES:
-        torch = sys.modules["torch"]
-        _TORCH_INT_TYPES.update({torch.int64: (8, 1), torch.int32: (4, 1), torch.int16: (2, 1), torch.int8: (1, 1),
-                                 torch.uint8: (1, 0)})
-        for name, size in [("uint16", 2), ("uint32", 4), ("uint64", 8)]:
-            if hasattr(torch, name):
-                _TORCH_INT_TYPES[getattr(torch, name)] = (size, 0)
-    return _TORCH_INT_TYPES
-
-
-def _dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, object]:
-    """(pointer, shape, byte strides or None, dtype, keep-alive) of a DLPack-only CUDA array."""
-    try:
-        capsule = obj.__dlpack__(stream=stream or 1)
-    except TypeError:
-        capsule = obj.__dlpack__()
-    address = _capi.PyCapsule_GetPointer(capsule, _DLTENSOR)
-    t = _DLManagedTensor.from_address(address).dl_tensor
-    if t.device.device_type != _DL_CUDA:
-        raise TypeError(f"{type(obj).__name__} is not on a CUDA device (DLPack device type {t.device.device_type})")
-    codes = {0: "i", 1: "u", 2: "f", 6: "b"}
-    dtype = np.dtype(f"{codes.get(t.dtype.code, 'V')}{t.dtype.bits // 8}")
-    shape = tuple(t.shape[k] for k in range(t.ndim))
-    strides = None if not t.strides else tuple(t.strides[k] * dtype.itemsize for k in range(t.ndim))
-    return t.data + t.byte_offset, shape, strides, dtype, capsule
-
-
 # ---------------------------------------------------------------------- the batch
-STEP_KERNEL_NAMES = ("plain1", "plain", "staged", "staged_wide", "wide", "wide_occ")
-
-
 def resident_blocks(registers: int, threads: int = THREADS_PER_BLOCK) -> int:
     """Blocks of `threads` threads using `registers` registers each (no shared memory) that fit on one
     SM of compute capability 9.0 (and 7.0-8.x): 65,536 registers, allocated per warp in units of
@@ -441,34 +129,22 @@ def resident_blocks(registers: int, threads: int = THREADS_PER_BLOCK) -> int:
     return max(1, min(65536 // (per_warp * (threads // 32)), 2048 // threads, 32))
 
 
-def step_kernel_name(env, num_envs: int, forced: str = "auto") -> str:
-    """The step kernel (batch_gpu.h) for num_envs envs of env: `forced` unless "auto"
-    ($FASTVEC_CUDA_KERNEL); a staged one where a block's slots and obs do not fit in shared memory
-    gives "plain1".
+def step_kernel_name(env, num_envs: int, name: str = "auto") -> str:
+    """The step kernel (batch_gpu.h) for num_envs envs of env: `name` unless "auto", where a staged one
+    falls back to env.wide_kernel_name if a block's slots and obs do not fit in shared memory.
 
     auto: "staged_wide" where an env's state and obs exceed 64 bytes and a block of them fits in
-    shared memory, else env.wide_kernel_name ("wide_occ" or "wide", whichever keeps more threads
-    per SM without spilling). From the H200 sweep (benchmarks/env_steps.py --gpu --seconds 0.3,
-    one run; step() with device actions, G env-steps/s):
-
-                            plain1  plain  staged  staged_wide  wide   wide_occ
-      CartPole float64, 1M   21.0    18.7   17.0     16.9       21.7   22.0  (54 / 48 registers)
-      CartPole float32, 1M   27.8    24.7   27.5     27.5       28.2   27.9  (40 / 43 registers)
-      Breakout, 1M             -       -     4.87     5.18       0.45     -
-      Breakout, 65,536         -       -     2.79     2.93       0.50     -
-      CartPole, 65,536: every kernel 5.8-8.6 (float64) and 5.8-8.1 (float32), the same kernel at
-        5.85 and 8.62 in one run: step() is bound by its Python call there, not by the kernel.
-      16M: the run ended before it (the previous session's plain1 / staged: 23.6, 31.0, 5.22).
-    No measured size changes the choice, so num_envs does not yet; where a sweep shows one (with
-    `--kernels all` the benchmark measures every kernel at every size), it goes here."""
-    if forced not in ("auto",) + STEP_KERNEL_NAMES:
-        raise ValueError(f"FASTVEC_CUDA_KERNEL={forced!r} is not one of auto, {', '.join(STEP_KERNEL_NAMES)}")
+    shared memory (a large obs leaves each block in contiguous runs, not strided per thread), else
+    env.wide_kernel_name ("wide_occ" or "wide", whichever keeps more threads per SM without
+    spilling). num_envs is an argument so that a choice by size has its place; none differs yet."""
+    if name not in ("auto",) + STEP_KERNEL_NAMES:
+        raise ValueError(f"step kernel {name!r} is not one of auto, {', '.join(STEP_KERNEL_NAMES)}")
     obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
-    if forced == "auto":
-        forced = "staged_wide" if env.state_size + obs_bytes > 64 and env.stage_threads > 0 else env.wide_kernel_name
-    if forced.startswith("staged") and env.stage_threads == 0:
-        return "plain1"
-    return forced
+    if name == "auto":
+        name = "staged_wide" if env.state_size + obs_bytes > 64 else env.wide_kernel_name
+    if name.startswith("staged") and env.stage_threads == 0:
+        return env.wide_kernel_name
+    return name
 
 
 class CudaBatch:
@@ -486,8 +162,8 @@ class CudaBatch:
     """
 
     def __init__(self, env: CudaCompiledEnv, num_envs: int, autoreset_code: int, max_episode_steps: int | None,
-                 *, numpy: bool = True, validate: bool = False):
-        drv = _driver()
+                 *, numpy: bool = True, validate: bool = False, step_kernel: str = "auto"):
+        drv = driver()
         primary_context(env.device_index)
         n, a, o, s = num_envs, env.num_agents, env.obs_size, len(env.stat_names)
         self.env, self.num_envs, self.numpy, self.validate = env, n, numpy, validate
@@ -496,17 +172,16 @@ class CudaBatch:
         self.max_episode_steps = int(max_episode_steps or 0)
         self.stream = drv.Stream()  # a blocking stream: ordered with the legacy default stream (torch's default)
         self.stream_handle = int(self.stream.handle)
-        _STREAMS[self.stream_handle] = self.stream
+        STREAMS[self.stream_handle] = self.stream
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
-        self.use_step_kernel(step_kernel_name(env, n, os.environ.get("FASTVEC_CUDA_KERNEL", "auto")))
-        kernel = os.environ.get("FASTVEC_CUDA_KERNEL", "auto")
+        self._graphs = {}
+        self.use_step_kernel(step_kernel)
         obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
-        # The fused rollout keeps the slot in registers (plain) or shared memory (staged, where the
-        # obs is written to shared memory every step): staged pays where the obs outweighs the
-        # slot. Measured on an H200, 1M envs, 100 steps: CartPole (16 B obs, 64 B slot) 64 G
-        # steps/s plain vs 50 G staged; Breakout (472 B obs, 104 B slot) 0.56 G vs 10.9 G.
-        staged = env.stage_threads > 0 and kernel != "plain" and kernel != "plain1"
-        self._rollout_fn = env.rollout_staged_kernel if staged and obs_bytes > env.slot_size else env.rollout_kernel
+        # The fused rollout keeps the slot in registers, or in shared memory (staged) where the obs,
+        # written every step, outweighs the slot: then each block's obs leave in contiguous runs
+        # rather than strided per thread.
+        staged = env.stage_threads > 0 and obs_bytes > env.slot_size
+        self._rollout_fn = env.rollout_staged_kernel if staged else env.rollout_kernel
         stage = max(env.stage_threads, 1)
         self._rollout_grid, self._rollout_block = (((n + stage - 1) // stage, 1), (stage, 1, 1)) \
             if self._rollout_fn is env.rollout_staged_kernel else (self._grid, self._block)
@@ -557,21 +232,16 @@ class CudaBatch:
                          self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
         self.random_key, self.random_step = 0x5EED, 0  # the "random" policy's stream (see rollout)
 
-    def use_step_kernel(self, name: str) -> None:
-        """Step with kernel `name` of STEP_KERNEL_NAMES from now on (all give the same bits; the
-        benchmark compares them on one batch). Sets the grid: 256 threads per block (the staged
-        kernels: env.stage_threads), one env per thread (plain: env.plain_envs)."""
+    def use_step_kernel(self, name: str = "auto") -> None:
+        """Step with kernel `name` ("auto" or one of STEP_KERNEL_NAMES; all give the same bits) from
+        now on, with its grid: one env per thread, 256 threads per block (the staged kernel:
+        env.stage_threads). Drops the graphs captured with the previous kernel."""
         env, n = self.env, self.num_envs
         name = step_kernel_name(env, n, name)
-        threads, envs_per_thread = THREADS_PER_BLOCK, 1
-        if name.startswith("staged"):
-            threads = env.stage_threads
-        elif name == "plain":
-            envs_per_thread = env.plain_envs
-        per_block = threads * envs_per_thread
+        threads = env.stage_threads if name.startswith("staged") else THREADS_PER_BLOCK
         self.step_kernel_name, self._step_fn = name, env.step_kernels[name]
-        self._step_grid, self._step_block = ((n + per_block - 1) // per_block, 1), (threads, 1, 1)
-        for g in getattr(self, "_graphs", {}).values():  # captured with the previous kernel
+        self._step_grid, self._step_block = ((n + threads - 1) // threads, 1), (threads, 1, 1)
+        for g in self._graphs.values():
             g.close()
         self._graphs = {}
 
@@ -633,31 +303,31 @@ class CudaBatch:
         if isinstance(actions, DeviceArray):
             ptr, shape, strides, dtype = actions.ptr, actions.shape, None, actions.dtype
             if actions.stream != self.stream_handle:
-                _stream_event().make_wait(waiter=self.stream_handle, producer=actions.stream)
+                stream_event().make_wait(waiter=self.stream_handle, producer=actions.stream)
         elif type(actions).__module__ == "torch" and getattr(actions, "is_cuda", False):
             ptr, shape = actions.data_ptr(), tuple(actions.shape)
-            if actions.dtype not in _torch_int_types():
+            if actions.dtype not in torch_int_types():
                 raise TypeError(f"actions must be integers for Discrete({self.env.num_actions}), got torch dtype {actions.dtype}")
-            size, signed = _torch_int_types()[actions.dtype]
+            size, signed = torch_int_types()[actions.dtype]
             dtype = np.dtype(f"{'i' if signed else 'u'}{size}")
             strides = tuple(st * size for st in actions.stride())
             if actions.device.index != self.env.device_index:
                 raise ValueError(f"actions are on {actions.device}, the envs on {self.device}")
             torch_stream = sys.modules["torch"].cuda.current_stream(actions.device).cuda_stream
             if torch_stream not in (0, self.stream_handle):  # torch's default stream is ordered with ours already
-                _stream_event().make_wait(waiter=self.stream_handle, producer=torch_stream)
+                stream_event().make_wait(waiter=self.stream_handle, producer=torch_stream)
         elif type(actions).__module__.startswith("jax") and hasattr(actions, "__dlpack__"):
             # JAX orders its own stream before ours when it exports through DLPack.
-            ptr, shape, strides, dtype, _ = _dlpack_view(actions, self.stream_handle)
+            ptr, shape, strides, dtype, _ = dlpack_view(actions, self.stream_handle)
         elif hasattr(actions, "__cuda_array_interface__") and not isinstance(actions, np.ndarray):
             cai = actions.__cuda_array_interface__
             ptr, shape, strides, dtype = cai["data"][0], tuple(cai["shape"]), cai.get("strides"), np.dtype(cai["typestr"])
             stream = cai.get("stream")
             if stream not in (None, 1, self.stream_handle):
-                _stream_event().make_wait(waiter=self.stream_handle, producer=stream)
+                stream_event().make_wait(waiter=self.stream_handle, producer=stream)
         elif hasattr(actions, "__dlpack__") and not isinstance(actions, np.ndarray) and \
-                getattr(actions, "__dlpack_device__", lambda: (1, 0))()[0] == _DL_CUDA:
-            ptr, shape, strides, dtype, _ = _dlpack_view(actions, self.stream_handle)
+                getattr(actions, "__dlpack_device__", lambda: (1, 0))()[0] == DL_CUDA:
+            ptr, shape, strides, dtype, _ = dlpack_view(actions, self.stream_handle)
         else:
             return self._host_action_view(actions)
         if dtype.kind not in "iu":

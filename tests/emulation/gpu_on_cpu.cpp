@@ -61,8 +61,7 @@ void emu_reset(int n, char* slots, const fv_u64* seeds, const unsigned char* mas
     launch(n, 256, [=] { fv_reset_split_kernel(n, slots, seeds, mask, obs); });
 }
 
-/* kernel: 0 plain (FV_PLAIN_ENVS per thread), 1 staged, 2 plain1, 3 staged_wide, 4 wide, 5 wide_occ;
- * int64 actions (N, NUM_AGENTS). */
+/* kernel: 0 staged_wide, 1 wide, 2 wide_occ (cuda.STEP_KERNEL_NAMES); int64 actions (N, NUM_AGENTS). */
 void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* obs, float* rewards,
               unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
               float* ep_return, int* ep_length, float* stats, int mode, int max_steps, fv_u64* error) {
@@ -71,11 +70,8 @@ void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* o
 #define EMU_STEP(fn) [=] { fn(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done, final_obs, ep_return, \
                               ep_length, stats, mode, max_steps, error); }
     switch (kernel) {
-    case 0: launch((n + FV_PLAIN_ENVS - 1) / FV_PLAIN_ENVS, 256, EMU_STEP(fv_step_any_kernel)); break;
-    case 1: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_kernel)); break;
-    case 2: launch(n, 256, EMU_STEP(fv_step_any1_kernel)); break;
-    case 3: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_wide_kernel)); break;
-    case 4: launch(n, 256, EMU_STEP(fv_step_wide_kernel)); break;
+    case 0: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_wide_kernel)); break;
+    case 1: launch(n, 256, EMU_STEP(fv_step_wide_kernel)); break;
     default: launch(n, 256, EMU_STEP(fv_step_wide_occ_kernel)); break;
     }
 #undef EMU_STEP

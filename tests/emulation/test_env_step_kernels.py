@@ -1,6 +1,6 @@
 """batch_gpu.h's kernels without a GPU: built for the CPU by tests/emulation/gpu_on_cpu.cpp (a
 std::thread per CUDA thread, a barrier per block) and driven as fastvec/native/cuda.py drives them
-(split slots, the three step kernels, resets, fused random rollouts). The CPU batch (the plain
+(split slots, the step kernels, resets, fused random rollouts). The CPU batch (the plain
 per-env loop) is the oracle; the GPU tests confirm the same on the device. Skipped where the C++
 compiler lacks C++20's <barrier>."""
 
@@ -28,7 +28,7 @@ ENVS = {
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
 }
 # The step kernels (emu_step's numbers); wide_occ is wide with launch bounds (no-ops on the CPU).
-KERNELS = {"plain": 0, "staged": 1, "plain1": 2, "staged_wide": 3, "wide": 4, "wide_occ": 5}
+KERNELS = {"staged_wide": 0, "wide": 1, "wide_occ": 2}
 
 
 @pytest.fixture(scope="module")
@@ -107,23 +107,22 @@ class EmulatedBatch:
 
 
 MODES = ("NextStep", "SameStep", "Disabled")
-# The base kernels in every mode for CartPole (its RNG read only at resets; float64 not under DISABLED,
-# where a fallen pole's sin comes from libm here and from the CPU's own reduction there) and the
-# random walk (two agents, statistics, draws in env_step); staged_wide (16-byte obs copies where the
-# block's obs allow), Breakout (a 72-byte state in 8-byte words) and the counting env in fewer, to
-# keep this file to seconds.
-BASE_KERNELS = ("plain", "staged", "plain1", "wide")
+# Both kernel families in every mode for CartPole (its RNG read only at resets; float64 not under
+# DISABLED, where a fallen pole's sin comes from libm here and from the CPU's own reduction there)
+# and the random walk (two agents, statistics, draws in env_step); wide_occ (wide with launch
+# bounds), Breakout (a 72-byte state in 8-byte words) and the counting env in fewer, to keep this
+# file to seconds.
+BASE_KERNELS = ("staged_wide", "wide")
 CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in BASE_KERNELS] +
-         [(env, "NextStep", "staged_wide") for env in ("cartpole", "random_walk")] +
-         [("breakout", "NextStep", k) for k in ("staged", "staged_wide", "plain1")] + [("counting", m, "plain1") for m in MODES])
+         [(env, "NextStep", "wide_occ") for env in ("cartpole", "random_walk")] +
+         [("breakout", "NextStep", k) for k in BASE_KERNELS] + [("counting", m, "wide") for m in MODES])
 
 
 @pytest.mark.parametrize("env_name,mode,kernel", CASES)
 def test_emulated_gpu_steps_equal_the_cpu_batch(build, env_name, mode, kernel):
     """Every buffer and every env's state after every step, through episode ends, autoresets and
-    masked resets (DISABLED); 300 envs: partial blocks for every kernel's grid (and the plain
-    kernel's second env per thread)."""
+    masked resets (DISABLED); 300 envs: partial blocks for every kernel's grid."""
     path, defines, max_steps = ENVS[env_name]
     env = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
     code, n = native.AUTORESET_CODES[mode], 300
@@ -172,7 +171,7 @@ def test_emulated_fused_rollout_equals_random_actions_and_steps(build, env_name,
     drawn, ended = [], 0
     for t in range(24):
         drawn.append(eager.random_actions(key, t))
-        eager.step(drawn[-1], "staged" if staged else "plain1")
+        eager.step(drawn[-1], "staged_wide" if staged else "wide")
         ended += int(eager.done.sum())
     for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length"):
         np.testing.assert_array_equal(getattr(fused, name), getattr(eager, name), err_msg=name)

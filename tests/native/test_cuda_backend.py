@@ -4,6 +4,7 @@ fused rollout equal eager stepping. Marked `gpu`: skipped without PyCUDA and a C
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX must leave the GPU to the others
 
@@ -44,36 +45,105 @@ def test_device_arguments_are_checked_before_compiling():
 def test_step_kernel_choice_and_grids_without_a_gpu():
     """cuda.step_kernel_name and CudaBatch.use_step_kernel on a stand-in compiled env (no GPU):
     staged_wide for envs whose state and obs exceed 64 bytes, the wide kernel that keeps more
-    threads per SM otherwise, forced names checked, staged falling back where nothing is staged,
+    threads per SM otherwise, names checked, staged falling back to wide where nothing is staged,
     and each kernel's grid covering every env."""
-    from types import SimpleNamespace
-
     from fastvec.native import cuda
 
     def fake_env(state_size, obs_size, stage_threads=256, wide="wide_occ"):
         return SimpleNamespace(num_agents=1, obs_size=obs_size, obs_dtype=np.dtype(np.float32), state_size=state_size,
-                               stage_threads=stage_threads, plain_envs=4, wide_kernel_name=wide,
+                               stage_threads=stage_threads, wide_kernel_name=wide,
                                step_kernels={name: name for name in STEP_KERNEL_NAMES})
 
-    cartpole, breakout = fake_env(32, 4), fake_env(72, 118, stage_threads=64)
+    cartpole, breakout, unstaged = fake_env(32, 4), fake_env(72, 118, stage_threads=64), fake_env(72, 118, 0, "wide")
     for n in (1, 65536, 1 << 20, 1 << 24):
         assert cuda.step_kernel_name(cartpole, n) == "wide_occ"
         assert cuda.step_kernel_name(fake_env(16, 4, wide="wide"), n) == "wide"
         assert cuda.step_kernel_name(breakout, n) == "staged_wide"
-    assert cuda.step_kernel_name(fake_env(72, 118, stage_threads=0, wide="wide"), 1000) == "wide"
-    assert cuda.step_kernel_name(fake_env(72, 118, stage_threads=0), 1000, "staged") == "plain1"
-    with pytest.raises(ValueError, match="FASTVEC_CUDA_KERNEL='fast' is not one of auto, plain1"):
-        cuda.step_kernel_name(cartpole, 1000, "fast")
+    assert cuda.step_kernel_name(unstaged, 1000) == "wide"
+    assert cuda.step_kernel_name(unstaged, 1000, "staged_wide") == "wide"
+    with pytest.raises(ValueError, match="step kernel 'plain1' is not one of auto, staged_wide"):
+        cuda.step_kernel_name(cartpole, 1000, "plain1")
     # 54 registers: 4 blocks of 256 threads per SM, 48: 5, 40: 6, 32 and fewer: 8 (2,048 threads).
     assert [cuda.resident_blocks(r) for r in (54, 48, 43, 40, 32, 16)] == [4, 5, 5, 6, 8, 8]
-    for env, name, threads, per_thread in [(cartpole, "plain", 256, 4), (cartpole, "wide_occ", 256, 1),
-                                           (breakout, "staged_wide", 64, 1), (breakout, "plain1", 256, 1)]:
+    for env, name, threads in [(cartpole, "wide_occ", 256), (cartpole, "wide", 256), (breakout, "staged_wide", 64),
+                               (unstaged, "staged_wide", 256)]:
         batch = cuda.CudaBatch.__new__(cuda.CudaBatch)  # no __init__: nothing is allocated
         batch.env, batch.num_envs, batch._graphs = env, 1000, {}
         batch.use_step_kernel(name)
-        assert batch.step_kernel_name == name and batch._step_fn == name
+        assert batch._step_fn == batch.step_kernel_name == (name if env is not unstaged else "wide")
         assert batch._step_block == (threads, 1, 1)
-        assert batch._step_grid[0] == -(-1000 // (threads * per_thread))
+        assert batch._step_grid[0] == -(-1000 // threads)
+
+
+class _Loaded(Exception):
+    """Raised where a stand-in build would load its cubin: nothing of the module is needed."""
+
+
+def _capture_nvcc(monkeypatch, tmp_path) -> list:
+    """Stand-ins for the GPU and nvcc in fastvec.native.gpu: every build runs up to the nvcc command,
+    which is recorded (and answered with a fake cubin), and stops with _Loaded at the load."""
+    from fastvec.native import gpu
+
+    commands = []
+
+    def run(cmd):
+        commands.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"cubin")
+        return SimpleNamespace(returncode=0, stderr="")
+
+    def module_from_buffer(cubin):
+        raise _Loaded
+
+    monkeypatch.setenv("FASTVEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(gpu, "driver", lambda: SimpleNamespace(module_from_buffer=module_from_buffer))
+    monkeypatch.setattr(gpu, "primary_context", lambda index=0: None)
+    monkeypatch.setattr(gpu, "device_arch", lambda index=0: "sm_90")
+    monkeypatch.setattr(gpu, "find_nvcc", lambda: "/stand-in/nvcc")
+    monkeypatch.setattr(gpu, "_nvcc_version", lambda nvcc: "stand-in")
+    monkeypatch.setattr(gpu, "_run_nvcc", run)
+    return commands
+
+
+def test_env_and_trainer_builds_use_the_same_nvcc_flags(monkeypatch, tmp_path):
+    """The env backend and the trainer compile through gpu.py with one set of flags, without FMA
+    contraction (the env headers' CPU/GPU bit equality needs it off); no GPU needed."""
+    from fastvec import native
+    from fastvec.native import cuda, gpu
+    from fastvec.trainer.cuda import device
+
+    commands = _capture_nvcc(monkeypatch, tmp_path)
+    monkeypatch.setattr(device, "init", lambda: None)
+    path = native.source_path("cartpole")
+    with pytest.raises(_Loaded):
+        cuda.CudaCompiledEnv(path, {"FLOAT32": 1}, 0)
+    with pytest.raises(_Loaded):
+        device.load_module(path, (("FLOAT32", 1),))
+    env_cmd, trainer_cmd = commands
+    assert gpu.NVCC_FLAGS == ["-O3", "--fmad=false"]
+    flags = lambda cmd: [c for c in cmd[1:] if c.startswith("-") and not c.startswith(("-I", "-D", "-o"))]
+    assert flags(env_cmd) == flags(trainer_cmd) == ["--cubin", "-arch=sm_90", "-O3", "--fmad=false"]
+    assert "-DFLOAT32=1" in env_cmd and "-DFLOAT32=1" in trainer_cmd
+
+
+def test_gpu_cubin_cache_follows_every_included_file(monkeypatch, tmp_path):
+    """One cubin per source, included files (followed through includes), defines and arch: an edit to
+    a header two includes deep rebuilds, an unchanged build comes from the disk cache."""
+    from fastvec.native import gpu
+
+    commands = _capture_nvcc(monkeypatch, tmp_path)
+    (tmp_path / "a.h").write_text('#include "sub/b.h"\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.h").write_text("#define B 1\n")
+    build = lambda **kw: gpu.compile_cubin('#include "a.h"\n', include_dirs=[tmp_path], arch="sm_90", **kw)
+    assert build() == b"cubin" and len(commands) == 1
+    build()
+    assert len(commands) == 1, "an unchanged build comes from the cache"
+    (tmp_path / "sub" / "b.h").write_text("#define B 2\n")
+    build()
+    assert len(commands) == 2
+    build(defines={"X": 1})
+    assert len(commands) == 3 and "-DX=1" in commands[-1]
+    assert not list((tmp_path / "cache" / "cuda").glob("*.tmp*")), "written to a temporary file, then renamed"
 
 
 # ---------------------------------------------------------------------- trajectories vs the CPU
@@ -141,21 +211,20 @@ def test_autoreset_modes_and_truncation_match_the_cpu(mode):
 @pytest.mark.parametrize("kernel", STEP_KERNEL_NAMES)
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("env", ["cartpole_float32", "counting"])
-def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel, monkeypatch):
+def test_every_buffer_equals_the_cpu_batch_through_resets(env, mode, kernel):
     """The GPU keeps the slots split (state, book, RNG) and stores flags and episode outputs only
     where they change (batch_gpu.h). Every buffer, not only where an episode ended, must still
     equal the CPU batch's after every step, through episode ends, full resets and masked resets."""
     from fastvec import native
     from fastvec.native import cpu, cuda
 
-    monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
     if env == "counting":
         path, defines, limit = COUNTING, {"TERMINATE_AT": 3}, 4
     else:
         path, defines, limit = native.source_path("cartpole"), native.resolve_defines("cartpole", {"float32": 1}), 30
     key, code, n = tuple(sorted(defines.items())), native.AUTORESET_CODES[mode], 500
     c = cpu.CpuBatch(cpu.load(path, key), n, code, limit)
-    g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True)
+    g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True, step_kernel=kernel)
     assert g.step_kernel_name == kernel and g._step_fn is g.env.step_kernels[kernel]
     rng = np.random.default_rng(6)
     seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
@@ -245,32 +314,31 @@ def test_device_mode_equals_numpy_mode_and_returns_views():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
-def test_every_step_kernel_gives_the_same_bits(env_id, params, monkeypatch):
-    """Every step kernel (batch_gpu.h: staged through shared memory, plain with one or several envs
-    per thread, wide words) must give the same bits as plain1, and switching kernels mid-run
-    (use_step_kernel) changes nothing. 1000 envs: partial last blocks."""
+def test_every_step_kernel_gives_the_same_bits(env_id, params):
+    """Every step kernel (batch_gpu.h: staged through shared memory, wide words, wide with fewer
+    registers) must give the same bits as wide, and switching kernels mid-run (use_step_kernel)
+    changes nothing. 1000 envs: partial last blocks."""
     n = 1000
     envs = {}
     for kernel in STEP_KERNEL_NAMES:
-        monkeypatch.setenv("FASTVEC_CUDA_KERNEL", kernel)
         envs[kernel] = _device_env(n, env_id, **params)
+        envs[kernel].unwrapped.batch.use_step_kernel(kernel)
         envs[kernel].reset(seed=3)
         assert envs[kernel].unwrapped.batch.step_kernel_name == kernel
-    monkeypatch.delenv("FASTVEC_CUDA_KERNEL")
     envs["switching"] = _device_env(n, env_id, **params)
     envs["switching"].reset(seed=3)
     rng = np.random.default_rng(4)
     ended = 0
     for t in range(50):
         envs["switching"].unwrapped.batch.use_step_kernel(STEP_KERNEL_NAMES[t % len(STEP_KERNEL_NAMES)])
-        actions = rng.integers(0, envs["plain1"].single_action_space.n, n)
+        actions = rng.integers(0, envs["wide"].single_action_space.n, n)
         outs = {kernel: e.step(actions) for kernel, e in envs.items()}
-        ended += int(outs["plain1"][2].get().sum())
+        ended += int(outs["wide"][2].get().sum())
         for kernel, out in outs.items():
-            for x, y in zip(outs["plain1"][:4], out[:4]):
+            for x, y in zip(outs["wide"][:4], out[:4]):
                 np.testing.assert_array_equal(x.get(), y.get(), err_msg=kernel)
     for kernel, e in envs.items():
-        np.testing.assert_array_equal(envs["plain1"].unwrapped.batch.dev.slots.get(), e.unwrapped.batch.dev.slots.get(),
+        np.testing.assert_array_equal(envs["wide"].unwrapped.batch.dev.slots.get(), e.unwrapped.batch.dev.slots.get(),
                                       err_msg=kernel)
     assert ended > 0 or env_id == "Breakout"  # Breakout's episodes outlast 50 steps
 
