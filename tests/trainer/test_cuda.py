@@ -25,6 +25,19 @@ def _cuda_or_skip():
     return device.init()
 
 
+def kernels_with_test_entry_points():
+    """The trainer's kernels (kernels.cu) and tests/trainer/test_kernels.cu's entry points into its device
+    functions, as one module built like the product's (device.load_module's flags and include path)."""
+    from pathlib import Path
+
+    from fastvec.native import NATIVE_DIR, gpu
+    from fastvec.trainer.cuda import device
+    device.init()
+    here = Path(__file__).resolve().parent
+    return gpu.load_module('#include "kernels.cu"\n#include "test_kernels.cu"\n',
+                           include_dirs=[device.CUDA_DIR, NATIVE_DIR, here], name="trainer-test-kernels")
+
+
 @pytest.fixture(scope="module")
 def gpu():
     """(pycuda.driver, a Launcher of kernels.cu on a fresh stream, a Cublas on that stream)."""
@@ -32,7 +45,8 @@ def gpu():
     from fastvec.trainer.cuda import device
     from fastvec.trainer.cuda.cublas import Cublas
     stream = cuda.Stream()
-    k = device.Launcher(device.load_module(), stream)
+    test_signatures = {"sample_actions_kernel": "iiiPPPP", "policy_uniforms_kernel": "iQqP"}
+    k = device.Launcher(kernels_with_test_entry_points(), stream, {**device.SIGNATURES, **test_signatures})
     workspace = cuda.mem_alloc(8 << 20)
     blas = Cublas(stream, int(workspace), 8 << 20)
     yield cuda, k, blas

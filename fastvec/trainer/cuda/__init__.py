@@ -1,6 +1,6 @@
-"""The fused CUDA trainer (kernels.cu, rollout.cu, arena, cuBLAS, CUDA graphs): the NumPy reference's
-math on the GPU, with the env stepped on the GPU. `available()` says whether it can run here;
-`make_trainer(config, batch)` is what fastvec-train's run.py calls for --train.device=cuda."""
+"""The CUDA trainer (trainer.py and the units it is built from; the kernels in kernels.cu and rollout.cu): the
+NumPy reference's math on the GPU. `available()` says whether it can run here; `make_trainer(config, batch)`
+builds one for a config."""
 
 from __future__ import annotations
 

@@ -23,8 +23,6 @@ SIGNATURES = {
     "mlp_forward_kernel": "qiPPP",
     "mlp_backward_kernel": "qPPP",
     "bias_grad_kernel": "qiPPPPPP",
-    "sample_actions_kernel": "iiiPPPP",
-    "policy_uniforms_kernel": "iQqP",
     "gae_kernel": "iiPPiPPfffiPPffPP",
     "shuffle_kernel": "iiQiPP",
     "gather_minibatch_kernel": "iiiii" + "P" * 19,

@@ -6,7 +6,7 @@
 
 /* Row stride (floats) of muon_small_kernel's shared buffers for rows of n floats: a multiple of 4 (rows
  * start 16-byte aligned, for float4 loads) that is 4 more than a multiple of 32, so that 8 lanes reading 16
- * bytes each from 8 consecutive rows cover the 32 banks once (trainer.py's muon_stride). */
+ * bytes each from 8 consecutive rows cover the 32 banks once (optimizers.py's muon_stride). */
 __device__ __forceinline__ int muon_stride(int n) {
     int s = (n + 3) / 4 * 4;
     while (s % 32 != 4) s += 4;

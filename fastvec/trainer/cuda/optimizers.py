@@ -14,14 +14,14 @@ from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.plan import NORM_BLOCKS
 
 NS_CUBLAS_WORKSPACE = 4 << 20  # each Muon branch's cuBLAS workspace (its GEMMs are at most hidden x 3 hidden)
-# kernels.cu's MuonMatrix, field for field: one row of muon_small_kernel's table.
+# optimizers.cu's MuonMatrix, field for field: one row of muon_small_kernel's table.
 MUON_SMALL_DTYPE = np.dtype([("offset", "i8"), ("bias_offset", "i8"), ("rows", "i4"), ("cols", "i4"),
                              ("bias_count", "i4"), ("pad", "i4"), ("scale", "f8")])
-MUON_SMALL_THREADS = 512  # kernels.cu's MUON_SMALL_THREADS: muon_small_kernel's block
+MUON_SMALL_THREADS = 512  # optimizers.cu's MUON_SMALL_THREADS: muon_small_kernel's block
 
 
 def muon_stride(n: int) -> int:
-    """kernels.cu's muon_stride: a row stride of at least n floats, a multiple of 4, 4 more than a multiple of 32."""
+    """newton_schulz.cu's muon_stride: a row stride of at least n floats, a multiple of 4, 4 more than a multiple of 32."""
     stride = -(-n // 4) * 4
     while stride % 32 != 4:
         stride += 4

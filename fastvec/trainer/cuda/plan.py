@@ -17,7 +17,7 @@ from fastvec.trainer.cuda.arena import Arena
 # (3H or 2H MinGRU, H MLP), Y = actions + 1, P = parameters, Q = S * R sequences, Bm = sequences per
 # minibatch, n = K * Bm rows per minibatch, G = sum-of-squares partial blocks.
 
-# kernels.cu's TrainScalars, field for field.
+# common.cu's TrainScalars, field for field.
 SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", "i8"), ("ent_coef", "f4"),
                           ("grad_norm", "f4"), ("clip_scale", "f4"), ("bias_correction1", "f4"),
                           ("bias_correction2", "f4"), ("opt_step", "i4"), ("update", "i4"), ("pad", "i4")])
@@ -26,12 +26,20 @@ NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid 
 BIAS_GRAD_BLOCKS = 128  # the most blocks of bias_grad_kernel (fixed per config, so its sum order is too)
 CUBLAS_WORKSPACE = 32 << 20
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
-MAX_ACTIONS = 64  # kernels.cu's MAX_ACTIONS: the samplers keep a row's logits in registers
+MAX_ACTIONS = 64  # policy.cu's MAX_ACTIONS: the sampler keeps a row's CDF in registers
 # The rollout buffers an update reads: with train.async there are two copies ("rollout slots"; the second's
 # arena names end in "@1"), one filled by the actor while the learner trains on the other. r_y holds the
 # GEMM path's bootstrap value, last_value the fused path's.
 SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value", "r_y")
 ROLLOUT_PATHS = ("auto", "thread", "warp", "gemm")
+
+
+def slot_addresses(arena):
+    """slot(name, slot, offset_elements) -> the device address of rollout buffer `name` (SLOT_BUFFERS) of rollout
+    slot `slot` (slot 1's copies are named "name@1"). A closure over the arena alone: the rollout paths hold it
+    without holding the trainer, so a dropped trainer is freed at once (not by the cycle collector, which may
+    run while another trainer captures a graph, where freeing pinned memory is an error)."""
+    return lambda name, slot, offset_elements=0: arena.ptr(name if slot == 0 else f"{name}@{slot}", offset_elements)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,7 +213,7 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     a.add("adv_moments", (2,), f32, "minibatch advantage mean, std")
     a.add("sums_partial", (NORM_BLOCKS, 5, 2), np.float64, "(G, k, 2) per-block sums and sums of squares")
     a.add("block_partial", (max(BIAS_GRAD_BLOCKS * max(w, y, h), 5 * -(-n // 256)),), np.float64,
-          "per-block partial sums of the one-launch reductions (kernels.cu last_block)")
+          "per-block partial sums of the one-launch reductions (common.cu's last_block)")
     a.add("ones", (n,), f32, "(n,) ones: unmasked bias gradients are ones (1, n) @ dout (n, cols) GEMMs")
     a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")
     # update: activations kept for the backward

@@ -1,4 +1,4 @@
-"""The policy on the GPU: reference.policy_forward and policy_backward as cuBLAS GEMMs and kernels.cu's
+"""The policy on the GPU: reference.policy_forward and policy_backward as cuBLAS GEMMs and policy.cu's
 element-wise kernels, enqueued on a given stream (the rollouts' and the update's)."""
 
 from __future__ import annotations

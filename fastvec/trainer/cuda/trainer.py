@@ -21,7 +21,7 @@ from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.host_envs import HostEnvs
 from fastvec.trainer.cuda.optimizers import make_optimizer
 from fastvec.trainer.cuda.plan import (CUBLAS_WORKSPACE, NORM_BLOCKS, SCALARS_DTYPE, STAT_NAMES, Choices, Plan,
-                                       plan_arena)
+                                       plan_arena, slot_addresses)
 from fastvec.trainer.cuda.policy import GpuPolicy
 from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS, module_int
 
@@ -86,7 +86,7 @@ class CudaTrainer:
                                 len(env.stat_names))
         self.policy = GpuPolicy(spec, self.layout, self.arena, plan)
         self.optimizer = make_optimizer(train, self.layout, self.arena, choices.muon_small_shared_max)
-        args = (plan, spec, self.layout, self.arena, self.policy, self._slot, train, self.seed_key)
+        args = (plan, spec, self.layout, self.arena, self.policy, slot_addresses(self.arena), train, self.seed_key)
         if self.host_env:
             self.rollout_path = HostEnvs(*args, batch, host_batches, self.timing)
         else:
@@ -482,8 +482,7 @@ class CudaTrainer:
     def _slot(self, name: str, slot: int | None = None, offset_elements: int = 0) -> int:
         """Device address of rollout buffer `name` (plan.SLOT_BUFFERS) of rollout slot `slot` (default: the one
         the next update trains on)."""
-        slot = self.active_slot if slot is None else slot
-        return self.arena.ptr(name if slot == 0 else f"{name}@{slot}", offset_elements)
+        return slot_addresses(self.arena)(name, self.active_slot if slot is None else slot, offset_elements)
 
     def _synchronize(self) -> None:
         """Wait for the learner and the actor (one stream without train.async)."""
