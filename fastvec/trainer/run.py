@@ -22,7 +22,7 @@ from fastvec.trainer.dashboard import Dashboard
 
 
 def cuda_trainer_available() -> bool:
-    """True when the fused CUDA trainer (fastvec.trainer.cuda, issue 6) is installed and sees a GPU."""
+    """True when the fused CUDA trainer (fastvec.trainer.cuda) is installed and sees a GPU."""
     try:
         from fastvec.trainer import cuda as cuda_trainer
     except ImportError:

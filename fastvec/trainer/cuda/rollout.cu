@@ -280,7 +280,7 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
  * nothing but its own env and the weights, so one launch can step a warp's env through many policy
  * steps: steps t0 .. t0 + steps - 1, where step T is the bootstrap (V(obs[T]) with the live state into
  * last_value, the state after it into last_state); the trainer launches the whole horizon at once (or
- * one step a launch, FASTVEC_ROLLOUT_LAUNCH=step). At steps t % K == 0 < T the state entering the step
+ * one step a launch, plan.Choices(warp_launch="step")). At steps t % K == 0 < T the state entering the step
  * is also saved to segment_state, as the GEMM path's copy does. Buffers are the rollout slot's whole
  * (T + 1, R, ...) / (T, R) arrays.
  * The weights sit in shared memory (loaded once a launch) with every matrix (rows, cols) stored column
