@@ -1,6 +1,6 @@
 """Data-parallel training on several GPUs and nodes: which rank this process is (torchrun, Slurm or MPI
 variables), the NCCL unique id exchange (a small TCP rendezvous, or mpi4py), `--train.gpus=N` starting one
-process per GPU, and the process group through which the CUDA trainer all-reduces its gradients.
+process per GPU, each rank's NCCL process group (cuda/nccl.py, through which the CUDA trainer all-reduces).
 
 Semantics (docs/multi-gpu.md): env.num_envs and train.minibatch_size are per GPU, so N GPUs train on an
 N times larger global batch; train.total_timesteps is the global total, split across the ranks. Every
@@ -304,39 +304,10 @@ def check_gpus(requested: int, available: int, device: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# THE PROCESS GROUP THE CUDA TRAINER USES
+# CHECKS
 
 
-class ProcessGroup:
-    """This rank's NCCL communicator and place in the job; every call enqueues on the given stream
-    (graph-capturable) and every rank must make the same calls in the same order."""
-
-    def __init__(self, launch: Launch, comm):
-        self.launch, self.comm = launch, comm
-        self.rank, self.world_size = launch.rank, launch.world_size
-
-    def average(self, ptr: int, count: int, stream: int) -> None:
-        """float32 buffer[0:count] at ptr becomes its mean over the ranks (the gradient all-reduce)."""
-        self.comm.all_reduce(ptr, count, np.float32, "avg", stream)
-
-    def sum(self, ptr: int, count: int, stream: int, dtype=np.float64) -> None:
-        """buffer[0:count] at ptr becomes its sum over the ranks (the advantage moments' partial sums)."""
-        self.comm.all_reduce(ptr, count, dtype, "sum", stream)
-
-    def broadcast(self, ptr: int, count: int, stream: int, dtype=np.float32) -> None:
-        """buffer[0:count] at ptr becomes rank 0's (the initial weights)."""
-        self.comm.broadcast(ptr, count, dtype, 0, stream)
-
-
-_ACTIVE: ProcessGroup | None = None
-
-
-def active_group() -> ProcessGroup | None:
-    """The process group of this rank while distributed training runs in it, else None (one GPU)."""
-    return _ACTIVE
-
-
-def check_in_sync(trainer, group: ProcessGroup) -> float:
+def check_in_sync(trainer, group) -> float:
     """The largest |params - rank 0's params| on this rank after training (0.0 when the ranks stayed
     in step, as they must: same start, same averaged gradients). Uses the gradient buffer as scratch."""
     cuda, a, p = trainer.cuda, trainer.arena, trainer.layout.size
@@ -369,7 +340,6 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
     """Train as one rank: pin the GPU, build the NCCL communicator, run fastvec-train's loop (train_rank)
     with the CUDA trainer all-reducing through it. Ranks other than 0 write their logs and checkpoints to
     a scratch directory that is deleted at the end, and print nothing."""
-    global _ACTIVE
     check_world_size(config, launch.world_size)  # what validate() refuses for train.gpus > 1, for launched ranks too
     if config["train"]["device"] == "cpu":
         check_gpus(launch.world_size, launch.world_size, "cpu")
@@ -392,20 +362,21 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
             shutil.copy2(checkpoint.latest(run_dir), scratch / "checkpoints")
         sys.stdout = open(os.devnull, "w")  # rank 0 alone reports
         dashboard = False
-    _ACTIVE = ProcessGroup(launch, comm)
+    group = nccl.ProcessGroup(launch.rank, launch.world_size, comm)
+    nccl.set_active_group(group)
     ok = False
     try:
         summary = train_rank(config, scratch or run_dir, resume, dashboard)
         trainer = summary["trainer"]
         # An interrupted rank 0 skips the check: the other ranks are still in training's collectives.
-        summary["params_drift"] = None if summary["interrupted"] else check_in_sync(trainer, _ACTIVE)
+        summary["params_drift"] = None if summary["interrupted"] else check_in_sync(trainer, group)
         if summary["params_drift"]:
             print(f"fastvec-train: warning: rank {launch.rank}'s weights differ from rank 0's by up to "
                   f"{summary['params_drift']:.3g} after training", file=sys.stderr)
         trainer.close()
         ok = not summary["interrupted"]
     finally:
-        _ACTIVE = None
+        nccl.set_active_group(None)
         if ok:
             comm.destroy()
         else:  # after an error or Ctrl-C a peer may never answer
@@ -447,8 +418,8 @@ def spawn(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> 
                        FASTVEC_RANK_SCRATCH=str(work))
             env.pop("TORCHELASTIC_RUN_ID", None)
             env.pop("FASTVEC_RENDEZVOUS_PORT", None)
-            # Not `python -m`: that would run a second copy of a module as __main__, whose active group the
-            # CUDA trainer (importing fastvec.trainer.distributed) never sees.
+            # Not `python -m`: that runs a second copy of a module as __main__, beside the imported one the
+            # rest of the package uses.
             cmd = [sys.executable, "-c", "import sys; from fastvec.trainer.run import rank_main; sys.exit(rank_main())",
                    str(config_path), str(run_dir)]
             cmd += ["--resume"] * resume + ([f"--dashboard={int(dashboard)}"] if dashboard is not None else [])

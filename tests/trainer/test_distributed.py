@@ -455,7 +455,7 @@ class Comm:
 nccl.Communicator = Comm
 nccl.get_unique_id = lambda: os.urandom(nccl.UNIQUE_ID_BYTES)  # stand-in ranks need no libnccl
 def fake_train(config, run_dir, resume, dashboard):
-    group = distributed.active_group()  # what CudaTrainer reads: must be this rank's group
+    group = nccl.active_group()  # what CudaTrainer reads: must be this rank's group
     print(f"rank {group.rank}/{group.world_size} gpu {os.environ['CUDA_VISIBLE_DEVICES']} device "
           f"{config['train']['device']} resume {resume} writes {'run_dir' if Path(run_dir) == Path(sys.argv[2]) else 'scratch'}",
           file=sys.stderr)
@@ -567,7 +567,7 @@ launch = d.discover()
 d.select_gpu(launch.local_rank)
 device.init()
 comm = nccl.Communicator(d.exchange_unique_id(launch, nccl.get_unique_id, timeout=60), launch.world_size, launch.rank)
-d._ACTIVE = d.ProcessGroup(launch, comm)
+nccl.set_active_group(nccl.ProcessGroup(launch.rank, launch.world_size, comm))
 config = load_config("cartpole", {"env": {"num_envs": 64}, "policy": {"hidden": 32, "layers": 2}, "train": {
     "device": "cuda", "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64 * 16, "update_epochs": 2,
     "optimizer": "muon", "learning_rate": 0.01, "precision": sys.argv[2]}})
@@ -581,7 +581,7 @@ trainer.update(num_updates=10)
 data["params_after"] = trainer.arena.get(trainer.cuda, "params")
 np.savez(f"{sys.argv[1]}/rank{launch.rank}.npz", **data)
 trainer.close()
-d._ACTIVE = None
+nccl.set_active_group(None)
 comm.destroy()
 print("ok", launch.rank)
 """

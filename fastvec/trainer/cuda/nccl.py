@@ -185,3 +185,37 @@ class Communicator:
             self.destroy()
         except Exception:  # interpreter shutdown: the library or the driver may be gone already
             pass
+
+
+class ProcessGroup:
+    """This rank's communicator and place in the job, as the CUDA trainer uses it: every call enqueues on the
+    given stream (graph-capturable) and every rank must make the same calls in the same order."""
+
+    def __init__(self, rank: int, world_size: int, comm):
+        self.rank, self.world_size, self.comm = rank, world_size, comm
+
+    def average(self, ptr: int, count: int, stream: int) -> None:
+        """float32 buffer[0:count] at ptr becomes its mean over the ranks (the gradient all-reduce)."""
+        self.comm.all_reduce(ptr, count, np.float32, "avg", stream)
+
+    def sum(self, ptr: int, count: int, stream: int, dtype=np.float64) -> None:
+        """buffer[0:count] at ptr becomes its sum over the ranks (the advantage moments' partial sums)."""
+        self.comm.all_reduce(ptr, count, dtype, "sum", stream)
+
+    def broadcast(self, ptr: int, count: int, stream: int, dtype=np.float32) -> None:
+        """buffer[0:count] at ptr becomes rank 0's (the initial weights)."""
+        self.comm.broadcast(ptr, count, dtype, 0, stream)
+
+
+_active_group: ProcessGroup | None = None
+
+
+def set_active_group(group: ProcessGroup | None) -> None:
+    """distributed.run_rank's group while this rank trains (None after): CUDA trainers made meanwhile use it."""
+    global _active_group
+    _active_group = group
+
+
+def active_group() -> ProcessGroup | None:
+    """The process group of this rank while distributed training runs in it, else None (one GPU)."""
+    return _active_group

@@ -13,10 +13,9 @@ import numpy as np
 from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.batches import make_batch
 from fastvec.native.graphs import CudaGraph, Event
-from fastvec.trainer import distributed
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import env_params
-from fastvec.trainer.cuda import device
+from fastvec.trainer.cuda import device, nccl
 from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.host_envs import HostEnvs
 from fastvec.trainer.cuda.optimizers import make_optimizer
@@ -55,10 +54,10 @@ class CudaTrainer:
         self.async_rollouts, self.slot_count = plan.async_rollouts, plan.slot_count
         self.rng = np.random.default_rng(train["seed"])  # only for the initial weights, as NumpyTrainer's
         self.seed_key = ref.splitmix64((train["seed"] * 0x9E3779B97F4A7C15 + 0x5EED) & ref.MASK64)
-        # DATA PARALLEL (distributed.py): this process is one rank of several when a group is active. Each
+        # DATA PARALLEL (distributed.py, nccl.py): this process is one rank of several when a group is active. Each
         # rank samples with its own key and steps its own envs; the flat gradient is averaged over the ranks
         # inside the update graph, between backward and clipping.
-        self.group = distributed.active_group()
+        self.group = nccl.active_group()
         self.rank, self.world_size = (self.group.rank, self.group.world_size) if self.group else (0, 1)
         if self.rank:
             self.seed_key = ref.splitmix64(self.seed_key ^ ((self.rank * 0xD1B54A32D192ED03) & ref.MASK64))
