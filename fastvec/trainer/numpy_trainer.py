@@ -21,18 +21,6 @@ def make_policy_spec(config: dict, obs_size: int, num_actions: int) -> ref.Polic
                           hidden=policy["hidden"], layers=policy["layers"], highway=policy["highway"])
 
 
-def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False):
-    """One policy step for R rows: obs (R, O), starts (R,), state (Ls, R, H) ->
-    actions (R,) int64, logp (R,), values (R,), the new state."""
-    logits, values, state, _ = ref.policy_forward(spec, param_views, obs[None], starts[None], state)
-    if deterministic:
-        actions = logits[0].argmax(-1)
-        logp = np.take_along_axis(ref.log_softmax(logits[0]), actions[:, None], -1)[:, 0]
-        return actions, logp, values[0], state
-    actions, logp = ref.sample_actions(logits[0], rng.random(len(obs), np.float32))
-    return actions, logp, values[0], state
-
-
 class NumpyTrainer:
     """Owns the policy, optimizer and rollout buffers; `rollout()` fills the buffers from the env batch,
     `update()` runs the PPO epochs on them. The CUDA trainer keeps this interface."""
@@ -80,7 +68,7 @@ class NumpyTrainer:
         batch.reset(seeds, None)
 
     def act(self, obs, starts, state):
-        return policy_act(self.spec, self.param_views, obs, starts, state, self.rng)
+        return ref.policy_act(self.spec, self.param_views, obs, starts, state, self.rng)
 
     SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value")
 

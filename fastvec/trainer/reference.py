@@ -261,6 +261,19 @@ def sample_actions(logits, uniforms):
     return actions.astype(np.int64), np.take_along_axis(logp, actions[:, None], -1)[:, 0]
 
 
+def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False):
+    """One policy step for R rows, as a rollout takes it (the host twin of the CUDA trainer's fused policy
+    step): obs (R, O), starts (R,), state (Ls, R, H) -> actions (R,) int64 (sampled with rng's uniforms, or
+    argmax if deterministic), logp (R,), values (R,), the new state."""
+    logits, values, state, _ = policy_forward(spec, param_views, obs[None], starts[None], state)
+    if deterministic:
+        actions = logits[0].argmax(-1)
+        logp = np.take_along_axis(log_softmax(logits[0]), actions[:, None], -1)[:, 0]
+        return actions, logp, values[0], state
+    actions, logp = sample_actions(logits[0], rng.random(len(obs), np.float32))
+    return actions, logp, values[0], state
+
+
 # ----------------------------------------------------------------------------------------------
 # GAE: advantages, plain or V-trace corrected
 

@@ -225,7 +225,7 @@ def evaluate(config: dict, path: Path, render: str = "") -> dict:
 
 
 def _evaluate(config: dict, path: Path, render: str) -> dict:
-    from fastvec.trainer.numpy_trainer import policy_act
+    from fastvec.trainer.reference import policy_act
     from fastvec.trainer.reference import FlatLayout, param_table
 
     meta, state = checkpoint.load(path)
@@ -273,7 +273,7 @@ def _evaluate(config: dict, path: Path, render: str) -> dict:
 
 def record_episode(config: dict, spec, params, path: str, rng, deterministic: bool) -> Path:
     """Play one episode in one env, rendering every step, and write it as a GIF or MP4."""
-    from fastvec.trainer.numpy_trainer import policy_act
+    from fastvec.trainer.reference import policy_act
     try:
         import imageio.v3 as iio
     except ImportError:

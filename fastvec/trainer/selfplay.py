@@ -15,7 +15,7 @@ from fastvec.native.batches import make_batch
 from fastvec.trainer import checkpoint
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, env_params
-from fastvec.trainer.numpy_trainer import policy_act
+from fastvec.trainer.reference import policy_act
 
 # Legend: N = games, A = agents (seats) per game, O = obs size, P = parameters.
 
