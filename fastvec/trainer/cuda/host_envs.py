@@ -85,13 +85,14 @@ class HostEnvs:
             dev = {name: a.ptr("host_in", staging_offset + off) for name, (off, _, _) in layout.items()}
             rows = (hi - lo) * plan.num_agents
             self.groups.append({"batch": batch, "envs": hi - lo, "row0": lo * plan.num_agents, "rows": rows,
-                                "pinned": pinned, "views": views, "dev": dev, "dev_in": a.ptr("host_in", staging_offset),
+                                "pinned": pinned, "views": views, "dev": dev,
+                                "dev_in": a.ptr("host_in", staging_offset),
                                 "actions": cuda.pagelocked_empty(rows, np.int32),
                                 "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
             staging_offset += nbytes
             first_obs = np.ascontiguousarray(batch.obs.reshape(rows, o), np.float32)
-            cuda.memcpy_htod(self.slot("obs", plan.slot_count - 1, (plan.horizon * plan.rows + lo * plan.num_agents) * o),
-                             first_obs)
+            first_row = plan.horizon * plan.rows + lo * plan.num_agents  # obs[T] of the last slot, this group's rows
+            cuda.memcpy_htod(self.slot("obs", plan.slot_count - 1, first_row * o), first_obs)
 
     def record(self, slot: int) -> None:
         """Collect into `slot`, pipelined over the env groups: the CPU waits for group g's actions at step t

@@ -21,7 +21,8 @@ MUON_SMALL_THREADS = 512  # optimizers.cu's MUON_SMALL_THREADS: muon_small_kerne
 
 
 def muon_stride(n: int) -> int:
-    """newton_schulz.cu's muon_stride: a row stride of at least n floats, a multiple of 4, 4 more than a multiple of 32."""
+    """newton_schulz.cu's muon_stride: a row stride of at least n floats, a multiple of 4, 4 more than a multiple
+    of 32."""
     stride = -(-n // 4) * 4
     while stride % 32 != 4:
         stride += 4
@@ -197,8 +198,9 @@ class Muon(Adam):
         if self.small:  # the small matrices (and their biases) in one launch, beside the chains
             k.launch_shared("muon_small_kernel", len(self.small) * MUON_SMALL_THREADS, MUON_SMALL_THREADS,
                             self.small_shared, a.ptr("muon_small_table"), a.ptr("params"), a.ptr("grads"),
-                            a.ptr("opt_state"), a.ptr("opt_state", p), a.ptr("scalars"), np.float32(tc["muon_momentum"]),
-                            *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5), *adam_args[1:])
+                            a.ptr("opt_state"), a.ptr("opt_state", p), a.ptr("scalars"),
+                            np.float32(tc["muon_momentum"]), *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5),
+                            *adam_args[1:])
         for name, _ in layout.table:  # any other vector, on the learner's stream
             if name not in self.matrix_names and name[:-2] + ".w" not in self.matrix_names:
                 self._record_adam(k, name, adam_args)

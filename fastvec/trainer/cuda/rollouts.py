@@ -77,7 +77,8 @@ class GemmRollout(GpuEnvRollout):
 
     def start(self, cuda, actor) -> None:
         super().start(cuda, actor)
-        obs_item, stage_threads = (module_int(cuda, self.k.module, n) for n in ("fv_obs_bytes", "rollout_stage_threads"))
+        obs_item = module_int(cuda, self.k.module, "fv_obs_bytes")
+        stage_threads = module_int(cuda, self.k.module, "rollout_stage_threads")
         obs_bytes = self.spec.obs_size * obs_item * self.plan.num_agents
         staged = stage_threads > 0 and obs_bytes > self.plan.choices.stage_min_obs_bytes
         self.step_kernel = ("rollout_step_staged_kernel", stage_threads) if staged else ("rollout_step_kernel", 256)

@@ -50,13 +50,12 @@ class CudaTrainer:
         plan = self.plan = Plan.make(train, spec, self.layout, batch.num_envs, num_agents, self.host_env, choices)
         self.num_envs, self.num_agents, self.rows, self.horizon, self.bptt = (
             plan.num_envs, plan.num_agents, plan.rows, plan.horizon, plan.bptt)
-        self.segments, self.samples_per_rollout, self.sequences = plan.segments, plan.samples_per_rollout, plan.sequences
-        self.async_rollouts, self.slot_count = plan.async_rollouts, plan.slot_count
+        self.segments, self.sequences, self.async_rollouts = plan.segments, plan.sequences, plan.async_rollouts
         self.rng = np.random.default_rng(train["seed"])  # only for the initial weights, as NumpyTrainer's
         self.seed_key = ref.splitmix64((train["seed"] * 0x9E3779B97F4A7C15 + 0x5EED) & ref.MASK64)
-        # DATA PARALLEL (distributed.py, nccl.py): this process is one rank of several when a group is active. Each
-        # rank samples with its own key and steps its own envs; the flat gradient is averaged over the ranks
-        # inside the update graph, between backward and clipping.
+        # DATA PARALLEL (distributed.py, nccl.py): this process is one rank of several when a group is active.
+        # Each rank samples with its own key and steps its own envs; the flat gradient is averaged over the
+        # ranks inside the update graph, between backward and clipping.
         self.group = nccl.active_group()
         self.rank, self.world_size = (self.group.rank, self.group.world_size) if self.group else (0, 1)
         if self.rank:
@@ -118,7 +117,8 @@ class CudaTrainer:
         # rollout slot, which the first rollout copies to its step 0, and starts[T] = 1 (every env begins an
         # episode). Rollouts alternate between the slots, each starting where the other one ended.
         n_env, rows, last = plan.num_envs, plan.rows, plan.slot_count - 1
-        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.uint64(self.rank * n_env) + np.arange(n_env, dtype=np.uint64)
+        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.uint64(self.rank * n_env) \
+            + np.arange(n_env, dtype=np.uint64)
         self.arena.set(cuda, "seeds", seeds)
         if self.host_env:
             self.rollout_path.start(cuda, actor, seeds, lambda count: make_batch(
@@ -142,8 +142,9 @@ class CudaTrainer:
 
     def describe(self) -> str:
         """The paths chosen at construction, for the start-up log."""
-        plan, extras = self.plan, [("bf16 MinGRU activations", self.plan.bf16_acts), ("async rollouts",
-                  self.plan.async_rollouts), (f"{self.world_size} GPUs", self.group), ("no CUDA graphs", not self.plan.choices.graphs)]
+        plan = self.plan
+        extras = [("bf16 MinGRU activations", plan.bf16_acts), ("async rollouts", plan.async_rollouts),
+                  (f"{self.world_size} GPUs", self.group), ("no CUDA graphs", not plan.choices.graphs)]
         return "; ".join([f"CUDA trainer: {self.rollout_path.describe()}", self.optimizer.describe(), plan.precision]
                          + [text for text, on in extras if on])
 
@@ -226,7 +227,8 @@ class CudaTrainer:
                       last, np.int32(stride), self._slot("rewards"), self._slot("dones"), np.float32(tc["gamma"]),
                       np.float32(tc["gae_lambda"]), np.float32(tc["gamma"] * tc["gae_lambda"]), np.int32(vtrace),
                       a.ptr("new_logp"), self._slot("logp"), np.float32(tc["vtrace_rho_clip"]),
-                      np.float32(tc["vtrace_c_clip"]), a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows))
+                      np.float32(tc["vtrace_c_clip"]), a.ptr("adv_returns"),
+                      a.ptr("adv_returns", self.horizon * self.rows))
 
     # UPDATE
     def update(self, num_updates: int) -> dict:
@@ -384,7 +386,8 @@ class CudaTrainer:
             return None
         # Zeroed on the learner's stream: ahead of every later rollout (async: the actor waits for it, collect).
         self.cuda.memset_d8_async(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"), self.stream)
-        out = {"episodes": int(acc[0]), "episode_return": float(acc[1] / acc[0]), "episode_length": float(acc[2] / acc[0])}
+        out = {"episodes": int(acc[0]), "episode_return": float(acc[1] / acc[0]),
+               "episode_length": float(acc[2] / acc[0])}
         for i, name in enumerate(self.batch.env.stat_names):
             out[name] = float(acc[3 + i] / acc[0])
         return out
@@ -409,20 +412,19 @@ class CudaTrainer:
         scalars = self.scalars().copy()
         scalars["opt_step"] = counters.get("opt_step", 0)
         scalars["update"] = self.update_index
-        scalars["rollout_steps"] = counters.get("rollout_steps", self.global_step // max(self.num_envs * self.world_size, 1))
+        scalars["rollout_steps"] = counters.get("rollout_steps",
+                                                self.global_step // max(self.num_envs * self.world_size, 1))
         self._write_scalars(scalars)
         self.num_updates_captured = None  # the next update() re-reads the learning rate
 
     # START-UP AND SHUT-DOWN
     def warm_up(self, num_updates: int) -> float:
         """Do the first two iterations' one-off work at start-up (returns its seconds): a rollout and an update
-        run eagerly (cuBLAS and the driver load their kernels), then again captured as the rollout and update
-        graphs and replayed (a graph's first launch uploads it). Then every byte of the arena (weights,
-        optimizer, env, rollout buffers, device scalars, episode logs) and every training counter is put back
-        as it was, so training starts exactly where it would have without it (bitwise: the tests check), only
-        with the graphs ready (rollouts_run, which says they exist, stays). The update graph is captured for
-        num_updates' schedule (update() captures again for another). A no-op with host environments,
-        train.async, several GPUs, without graphs, or once training has begun."""
+        eagerly (cuBLAS and the driver load their kernels), then captured as graphs and replayed (a graph's
+        first launch uploads it). Then every byte of the arena and every training counter is put back, so
+        training starts exactly where it would have without it (bitwise: the tests check), with the graphs
+        ready; the update graph is for num_updates' schedule. A no-op with host environments, train.async,
+        several GPUs, without graphs, or once training has begun."""
         t0 = time.perf_counter()
         if self.host_env or self.async_rollouts or self.group or not self.plan.choices.graphs or self.rollouts_run:
             return 0.0
