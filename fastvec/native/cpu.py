@@ -1,16 +1,29 @@
 """The CPU backend: compiles an env source with the system C compiler (-O3 -march=native, OpenMP
-over envs), caches the shared library by content hash, and steps a batch in place into NumPy buffers."""
+over envs), caches the shared library by content hash, and steps a batch in place into NumPy buffers.
+
+The build cache (shared with gpu.py's cubins) trusts nothing on disk: the directory must be the user's
+own and writable by no one else; every artefact is written beside its final path, fsynced and renamed
+into place, then recorded in a sidecar (its key and its own sha256) that is checked before every use; a
+bad artefact is rebuilt under a lock file; an env's file name reaches the compiler only as an argument
+(-include), never as source text."""
 
 from __future__ import annotations
 
 import ctypes
+import errno
+import fcntl
 import hashlib
+import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -19,22 +32,137 @@ from fastvec.native import NATIVE_DIR, check_define_names
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
 # arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
 C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffp-contract=off"]
+CACHE_FORMAT = 1  # the sidecar's layout; a sidecar of another format is not trusted
 
 
 class CompileError(RuntimeError):
     """An env source did not compile; the message carries the compiler's output."""
 
 
-def cache_dir() -> Path:
-    """Where compiled envs are kept: $FASTVEC_CACHE_DIR, else the user's cache dir."""
-    root = os.environ.get("FASTVEC_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastvec"
-    )
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+class CacheDirError(PermissionError):
+    """The build cache directory is not safe to load code from (another user's, or writable by others)."""
+
+
+# ---------------------------------------------------------------------- the cache directory
+def private_dir(path: Path) -> Path:
+    """`path`, created private (0700) if missing, refused with CacheDirError unless it is a directory
+    owned by this user that no one else can write (a library planted there would run as this user)."""
+    fix = ("set FASTVEC_CACHE_DIR to a directory you own that only you can write "
+           "(fastvec creates a missing one with mode 0700)")
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.stat(path)
+    except OSError as err:
+        raise CacheDirError(f"fastvec cannot create its build cache {path} ({err.strerror or err}); {fix}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheDirError(f"fastvec's build cache {path} is not a directory; {fix}")
+    uid = os.getuid() if hasattr(os, "getuid") else st.st_uid
+    if st.st_uid != uid:
+        raise CacheDirError(f"fastvec will not load code from its build cache {path}: it is owned by another "
+                            f"user (uid {st.st_uid}; you are uid {uid}); {fix}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheDirError(f"fastvec will not load code from its build cache {path}: it is writable by other "
+                            f"users (mode {stat.S_IMODE(st.st_mode):04o}); {fix}, or `chmod go-w {path}`")
     return path
 
 
+def cache_dir() -> Path:
+    """Where compiled envs are kept: $FASTVEC_CACHE_DIR, else the user's cache dir; checked by private_dir."""
+    root = os.environ.get("FASTVEC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastvec"
+    )
+    return private_dir(Path(root))
+
+
+def safe_name(name: str) -> str:
+    """`name` as a plain file-name part: characters other than letters, digits, `_`, `-`, `.` become `_`."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "env"
+
+
+# ---------------------------------------------------------------------- verified artefacts
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # a platform without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):  # file systems that cannot
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` as a temporary file beside it (same directory, so same file system),
+    fsynced, then renamed over `path` and the directory fsynced: readers see the old file or the new
+    one, never a part, and a crash never leaves a half file under the final name."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def sidecar(artefact: Path) -> Path:
+    """The record beside a cached artefact: NAME.json for NAME.so / NAME.cubin."""
+    return artefact.with_suffix(".json")
+
+
+def verified(artefact: Path, key: str) -> bytes | None:
+    """The artefact's bytes if its sidecar records this key and the artefact's own size and sha256;
+    None (so: rebuild) for a missing, truncated, altered, foreign or swapped artefact or sidecar."""
+    try:
+        meta = json.loads(sidecar(artefact).read_bytes())
+        data = artefact.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("key") != key \
+            or meta.get("artefact") != artefact.name or meta.get("size") != len(data) \
+            or meta.get("sha256") != hashlib.sha256(data).hexdigest():
+        return None
+    return data
+
+
+@contextmanager
+def _locked(lock_path: Path):
+    """An exclusive flock on lock_path (created 0600) for the block: one builder per artefact at a time."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def cached_build(artefact: Path, key: str, inputs: dict, build: Callable[[], bytes]) -> bytes:
+    """The bytes of `artefact` from the cache when verified() against `key`, else build() them and store
+    them: the artefact written atomically first, then its sidecar (key, inputs, size, sha256), so a crash
+    in between leaves an artefact that fails verification. Concurrent processes serialise on a lock file
+    per artefact and re-check under it, so one builds and the others take its result."""
+    data = verified(artefact, key)
+    if data is not None:
+        return data
+    with _locked(artefact.with_suffix(".lock")):
+        data = verified(artefact, key)
+        if data is not None:
+            return data
+        data = build()
+        write_atomic(artefact, data)
+        meta = {"format": CACHE_FORMAT, "key": key, "artefact": artefact.name, "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(), "inputs": inputs}
+        write_atomic(sidecar(artefact), json.dumps(meta, indent=1, sort_keys=True).encode())
+        return data
+
+
+# ---------------------------------------------------------------------- the C compiler
 def find_compiler() -> str:
     """The C compiler to use: $CC, else cc, gcc or clang, or an error that says how to get one."""
     for candidate in [os.environ.get("CC"), "cc", "gcc", "clang"]:
@@ -46,9 +174,26 @@ def find_compiler() -> str:
     )
 
 
-def driver_source(env_path: Path) -> str:
-    """The translation unit both backends compile: the env file followed by the batch layer."""
-    return f'#include "{env_path}"\n#include "batch.h"\n'
+def include_name(env_path: Path) -> str:
+    """env_path, absolute, as the text of an #include "..." line, or ValueError if it holds a character
+    that could end that line (a quote, a backslash, a control character)."""
+    text = str(Path(os.path.abspath(env_path)))
+    if re.search(r'["\\\x00-\x1f\x7f]', text):
+        raise ValueError(f"env file name {text!r} cannot be written into an #include (it holds a quote, a "
+                         "backslash or a control character); fastvec's own builds take any name")
+    return text
+
+
+def driver_source(env_path: Path | None = None) -> str:
+    """The translation unit both backends compile around an env: the env file, then the batch layer.
+
+    fastvec's builds call it without a path and hand the env over as a compiler argument (the CPU:
+    `-include <path>`) or as a copy under a fixed name (the GPU: gpu.ENV_INCLUDE), so a file name is
+    never source text. With env_path (a driver file written by hand), the path is written into an
+    #include only if include_name() finds nothing in it that could end the line."""
+    if env_path is None:
+        return '#include "batch.h"\n'
+    return f'#include "{include_name(env_path)}"\n#include "batch.h"\n'
 
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
@@ -82,33 +227,47 @@ def native_arch(cc: str) -> tuple[list[str], str]:
 def compile_env(env_path: Path, defines: dict) -> Path:
     """Compile env_path (with -D defines) into a cached shared library and return its path.
 
-    The cache key hashes the preprocessed source, the flags and the compiler version, so an edit
-    to the env file or to any header it includes triggers a rebuild."""
+    The cache key hashes the preprocessed source, the flags, the target and the compiler version,
+    so an edit to the env file or to any header it includes triggers a rebuild; the env's path and
+    content hash, the defines, compiler and flags are recorded beside the library (cached_build)."""
     cc = find_compiler()
     arch_flags, arch = native_arch(cc)
     flags = C_FLAGS + arch_flags
     define_flags = [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
-    include_flags = [f"-I{NATIVE_DIR}", f"-I{env_path.parent}"]
+    env_file = Path(os.path.abspath(env_path))
+    env_bytes = env_file.read_bytes()
+    # The env comes in through -include: its path is an argument (never parsed as C), and its own
+    # #include "..." lines search its directory first, exactly as if the driver had included it.
+    include_flags = [f"-I{NATIVE_DIR}", f"-I{env_file.parent}", "-include", str(env_file)]
+    folder = cache_dir()
     with tempfile.TemporaryDirectory(prefix="fastvec-") as tmp:
         src = Path(tmp) / "driver.c"
-        src.write_text(driver_source(env_path))
+        src.write_text(driver_source())
         # Preprocessed with the target's flags (its macros, e.g. __AVX2__, select code) and keyed on
         # the defines too (one that only selects code in a dead #if must still make its own build).
         pre = _run([cc, "-E", "-P", *arch_flags, *include_flags, *define_flags, str(src)],
-                   f"preprocessing {env_path.name}").stdout
-        key = hashlib.sha256("\n".join([pre, " ".join(flags + define_flags), arch, _compiler_version(cc)]).encode()).hexdigest()[:24]
-        lib_path = cache_dir() / f"{env_path.stem}-{key}.so"
-        if lib_path.exists():
-            return lib_path
-        out = Path(tmp) / lib_path.name
-        base = [cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"]
-        try:
-            _run(base[:1] + ["-fopenmp"] + base[1:], f"compiling {env_path.name}")
-        except CompileError as err:
-            if "openmp" not in str(err).lower() and "omp" not in str(err).lower():
-                raise
-            _run(base, f"compiling {env_path.name}")  # a compiler without OpenMP: single-threaded
-        os.replace(out, lib_path)  # atomic, so concurrent builds never see half a library
+                   f"preprocessing {env_file.name!r}").stdout
+        version = _compiler_version(cc)
+        inputs = {"env": str(env_file), "env_sha256": hashlib.sha256(env_bytes).hexdigest(),
+                  "preprocessed_sha256": hashlib.sha256(pre.encode()).hexdigest(), "defines": define_flags,
+                  "compiler": cc, "compiler_version": (version.strip().splitlines() or [""])[0], "flags": flags,
+                  "target_sha256": hashlib.sha256(arch.encode()).hexdigest()}
+        key = hashlib.sha256("\n".join([pre, " ".join(flags + define_flags), arch, version,
+                                        str(env_file)]).encode()).hexdigest()
+        lib_path = folder / f"{safe_name(env_file.stem)}-{key[:24]}.so"
+
+        def build() -> bytes:
+            out = Path(tmp) / "env.so"
+            base = [cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"]
+            try:
+                _run(base[:1] + ["-fopenmp"] + base[1:], f"compiling {env_file.name!r}")
+            except CompileError as err:
+                if "openmp" not in str(err).lower() and "omp" not in str(err).lower():
+                    raise
+                _run(base, f"compiling {env_file.name!r}")  # a compiler without OpenMP: single-threaded
+            return out.read_bytes()
+
+        cached_build(lib_path, key, inputs, build)
         return lib_path
 
 

@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, graphs
-from fastvec.native.cpu import ActionError, driver_source
+from fastvec.native.cpu import ActionError
 from fastvec.native.device_array import DL_CUDA, STREAMS, DeviceArray, dlpack_view, stream_event, torch_int_types
-from fastvec.native.gpu import INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module, primary_context
+from fastvec.native.gpu import (ENV_INCLUDE, INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module,
+                                primary_context)
 
 __all__ = ["CudaBatch", "CudaCompiledEnv", "CudaUnavailableError", "DeviceArray", "INSTALL_HINT", "NVCC_FLAGS",
            "STEP_KERNEL_NAMES", "load", "parse_device", "primary_context", "step_kernel_name"]
@@ -38,9 +39,11 @@ def parse_device(device) -> int:
     return int(match.group(1) or 0)
 
 
-def env_source(env_path: Path) -> str:
-    """The translation unit of an env on the GPU: the CPU's (env file, batch.h) and batch_gpu.h."""
-    return driver_source(env_path) + '#include "batch_gpu.h"\n'
+def env_source(env_path: Path | None = None) -> str:
+    """The translation unit of an env on the GPU: the env file, batch.h and batch_gpu.h. The env is
+    included as gpu.ENV_INCLUDE, the copy that load_module(..., env_path=) puts beside the source, so its
+    file name never becomes source text (env_path is not used; it stays for callers that pass it)."""
+    return f'#include "{ENV_INCLUDE}"\n#include "batch.h"\n#include "batch_gpu.h"\n'
 
 
 def _read_global(module, name: str, dtype, count: int = 1) -> np.ndarray:
@@ -59,9 +62,9 @@ class CudaCompiledEnv:
         self.device_index = device_index
         self.env_path, self.defines = env_path, dict(defines)
         self.name = env_path.stem
-        self.module = load_module(env_source(env_path), include_dirs=[NATIVE_DIR, env_path.parent],
+        self.module = load_module(env_source(), include_dirs=[NATIVE_DIR, env_path.parent],
                                   defines=check_define_names(defines), name=f"env-{self.name}",
-                                  device_index=device_index)
+                                  device_index=device_index, env_path=env_path)
         self.context = primary_context(device_index)
         ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
                 ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes", "state_size",

@@ -14,12 +14,18 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from fastvec.native.cpu import CompileError, cache_dir
+from fastvec.native.cpu import CompileError, cache_dir, cached_build, private_dir, safe_name
 
 INSTALL_HINT = "pip install 'fastvec[cuda]'"
 # No FMA contraction: the env headers promise the same bits on the CPU (x86-64 without -march has no
 # FMA) and the GPU only when neither side fuses; kernels that want a fused multiply-add write fmaf().
 NVCC_FLAGS = ["-O3", "--fmad=false"]
+# The name an env file is copied to beside the translation unit: sources include it by this fixed name
+# (cuda.env_source, trainer/cuda/device.module_source), so the env's own file name is never source text.
+ENV_INCLUDE = "fastvec_env.h"
+# Paths nvcc takes as they are: it runs its steps through a shell and drops or mangles quotes, `$`, `\`
+# and splits lists at commas, so an include directory with anything else reaches it as a link.
+_NVCC_SAFE_PATH = re.compile(r"[A-Za-z0-9_./+=@%:~ -]+")
 
 
 class CudaUnavailableError(RuntimeError):
@@ -95,16 +101,21 @@ def _nvcc_version(nvcc: str) -> str:
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
-def included_files(source: str, include_dirs: list) -> dict[Path, bytes]:
+def included_files(source: str, include_dirs: list, env: tuple[Path, bytes] | None = None) -> dict[Path, bytes]:
     """Every file that `source` can include with #include "..." (followed through the files it finds),
     searched as nvcc does: the including file's directory, then include_dirs. Files under an #if are
-    counted too, so the set is never smaller than what nvcc reads."""
+    counted too, so the set is never smaller than what nvcc reads. `env` is (path, content) of the env
+    file that the source includes as ENV_INCLUDE (a copy): its includes are followed from its own folder."""
     found: dict[Path, bytes] = {}
     todo = [(source.encode(), None)]
+    if env is not None:
+        path, content = Path(os.path.abspath(env[0])), env[1]
+        found[path] = content
+        todo.append((content, path.parent))
     while todo:
         text, here = todo.pop()
         for name in _QUOTED_INCLUDE.findall(text):
-            name = name.decode()
+            name = name.decode(errors="surrogateescape")
             for folder in ([here] if here else []) + [Path(d) for d in include_dirs]:
                 path = Path(name) if os.path.isabs(name) else folder / name
                 if path.is_file():
@@ -120,44 +131,70 @@ def _run_nvcc(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def _nvcc_include_flags(include_dirs: list[str], build_dir: Path) -> list[str]:
+    """-I flags for include_dirs, in order: a directory whose path nvcc's shell steps could mangle (a
+    quote, `$`, a backslash, a comma, ...) is given as a link to it inside build_dir instead."""
+    flags = []
+    for i, folder in enumerate(include_dirs):
+        if not _NVCC_SAFE_PATH.fullmatch(folder):
+            link = build_dir / f"include{i}"
+            link.symlink_to(os.path.abspath(folder), target_is_directory=True)
+            folder = str(link)
+        flags.append(f"-I{folder}")
+    return flags
+
+
 def compile_cubin(source: str, *, include_dirs: list, defines: dict | None = None, arch: str,
-                  name: str = "module") -> bytes:
+                  name: str = "module", env_path: Path | None = None) -> bytes:
     """The cubin of translation unit `source` for `arch`, built with NVCC_FLAGS and -D`defines`, from the
-    disk cache when one exists. The cache key hashes the source, every file it can include, the flags,
-    defines, arch and nvcc's version, so an edit to any of them rebuilds."""
+    disk cache when a verified one exists (cpu.cached_build: key and sha256 checked, a bad one rebuilt).
+    The cache key hashes the source, every file it can include, the flags, defines, arch and nvcc's
+    version, so an edit to any of them rebuilds. With env_path, the env file is copied beside the source
+    as ENV_INCLUDE (which the source includes): its name never becomes source text or an nvcc argument."""
     nvcc = find_nvcc()
     options = NVCC_FLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     include_dirs = [str(d) for d in include_dirs]
+    env = None if env_path is None else (Path(os.path.abspath(env_path)), Path(env_path).read_bytes())
     digest = hashlib.sha256("\0".join([source, arch, *options, _nvcc_version(nvcc)]).encode())
-    for path, content in sorted(included_files(source, include_dirs).items()):
-        digest.update(str(path).encode() + b"\0" + content)
-    folder = cache_dir() / "cuda"
-    folder.mkdir(exist_ok=True)
-    cubin_path = folder / f"{name}-{arch}-{digest.hexdigest()[:24]}.cubin"
-    if cubin_path.exists():
-        return cubin_path.read_bytes()
-    with tempfile.TemporaryDirectory(prefix="fastvec-nvcc-") as tmp:
-        src, out = Path(tmp) / f"{name}.cu", Path(tmp) / f"{name}.cubin"
-        src.write_text(source)
-        cmd = [nvcc, "--cubin", f"-arch={arch}", *options, *[f"-I{d}" for d in include_dirs], str(src), "-o", str(out)]
-        proc = _run_nvcc(cmd)
-        if proc.returncode != 0:
-            raise CompileError(f"compiling {name} for the GPU failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n"
-                               f"{proc.stderr.strip()}")
-        cubin = out.read_bytes()
-    partial = cubin_path.with_suffix(f".tmp{os.getpid()}")
-    partial.write_bytes(cubin)
-    os.replace(partial, cubin_path)  # atomic: a concurrent process never reads half a file
-    return cubin
+    for path, content in sorted(included_files(source, include_dirs, env).items()):
+        digest.update(str(path).encode(errors="surrogateescape") + b"\0" + content)
+    if env is not None:
+        digest.update(b"\0env\0" + str(env[0]).encode(errors="surrogateescape") + b"\0" + env[1])
+    key = digest.hexdigest()
+    name = safe_name(name)
+    folder = private_dir(cache_dir() / "cuda")
+    cubin_path = folder / f"{name}-{safe_name(arch)}-{key[:24]}.cubin"
+    inputs = {"name": name, "arch": arch, "options": options, "nvcc": nvcc,
+              "nvcc_version": (_nvcc_version(nvcc).strip().splitlines() or [""])[-1], "include_dirs": include_dirs,
+              "env": None if env is None else str(env[0]),
+              "env_sha256": None if env is None else hashlib.sha256(env[1]).hexdigest()}
+
+    def build() -> bytes:
+        with tempfile.TemporaryDirectory(prefix="fastvec-nvcc-") as tmp:
+            src, out = Path(tmp) / f"{name}.cu", Path(tmp) / f"{name}.cubin"
+            src.write_text(source)
+            if env is not None:
+                (Path(tmp) / ENV_INCLUDE).write_bytes(env[1])
+            cmd = [nvcc, "--cubin", f"-arch={arch}", *options, *_nvcc_include_flags(include_dirs, Path(tmp)),
+                   str(src), "-o", str(out)]
+            proc = _run_nvcc(cmd)
+            if proc.returncode != 0:
+                raise CompileError(f"compiling {name} for the GPU failed (exit {proc.returncode}):\n"
+                                   f"$ {' '.join(cmd)}\n{proc.stderr.strip()}")
+            return out.read_bytes()
+
+    return cached_build(cubin_path, key, inputs, build)
 
 
 def load_module(source: str, *, include_dirs: list, defines: dict | None = None, name: str = "module",
-                device_index: int = 0):
+                device_index: int = 0, env_path: Path | None = None):
     """Compile (or take from the cache) `source` for GPU `device_index` and load it into that device's
-    primary context; returns the pycuda Module."""
+    primary context; returns the pycuda Module. env_path: as compile_cubin's (the env the source
+    includes as ENV_INCLUDE)."""
     drv = driver()
     primary_context(device_index)
-    cubin = compile_cubin(source, include_dirs=include_dirs, defines=defines, arch=device_arch(device_index), name=name)
+    cubin = compile_cubin(source, include_dirs=include_dirs, defines=defines, arch=device_arch(device_index), name=name,
+                          env_path=env_path)
     return drv.module_from_buffer(cubin)
 
 

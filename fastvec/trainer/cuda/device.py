@@ -68,10 +68,11 @@ def init():
 
 
 def module_source(env_path: Path | None) -> str:
-    """The translation unit: [env file, batch.h,] kernels.cu[, rollout.cu]."""
+    """The translation unit: [env file, batch.h,] kernels.cu[, rollout.cu]. The env file is included as
+    gpu.ENV_INCLUDE, the copy load_module has gpu.py put beside the source: its name is never source text."""
     if env_path is None:
         return '#include "kernels.cu"\n'
-    return f'#include "{env_path}"\n#include "batch.h"\n#include "kernels.cu"\n#include "rollout.cu"\n'
+    return f'#include "{gpu.ENV_INCLUDE}"\n#include "batch.h"\n#include "kernels.cu"\n#include "rollout.cu"\n'
 
 
 def load_module(env_path: Path | None = None, defines: tuple = ()):
@@ -81,7 +82,7 @@ def load_module(env_path: Path | None = None, defines: tuple = ()):
     include_dirs = [CUDA_DIR, NATIVE_DIR] + ([Path(env_path).parent] if env_path is not None else [])
     name = "trainer-" + (Path(env_path).stem if env_path is not None else "kernels")
     return gpu.load_module(module_source(env_path), include_dirs=include_dirs,
-                           defines=check_define_names(dict(defines)), name=name)
+                           defines=check_define_names(dict(defines)), name=name, env_path=env_path)
 
 
 class Launcher(gpu.Launcher):
