@@ -32,7 +32,7 @@ class Lab:
         self.env = cuda.load(self.path, tuple(sorted(self.defines.items())))
         module = gpu.load_module(cuda.env_source(self.path) + '#include "step_kernels.h"\n',
                                  include_dirs=[NATIVE_DIR, self.path.parent, LAB_DIR],
-                                 defines=check_define_names(self.defines), name=f"lab-{env}")
+                                 defines=check_define_names(self.defines), name=f"lab-{env}", env_path=self.path)
         self.module = module  # keeps the lab kernels loaded
         plain_envs = int(cuda._read_global(module, "fv_plain_envs", np.int32)[0])
         self.kernels = {name: (module.get_function(fn).prepare(cuda.STEP_KERNEL_ARGS), per or plain_envs)
