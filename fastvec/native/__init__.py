@@ -7,12 +7,38 @@ import dataclasses
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+
+import numpy as np
 
 NATIVE_DIR = Path(__file__).resolve().parent
 
 # Autoreset modes as numbered in batch.h (FV_NEXT_STEP, FV_SAME_STEP, FV_DISABLED).
 AUTORESET_CODES = {"NextStep": 0, "SameStep": 1, "Disabled": 2}
+
+# batch.h takes the step limit, and counts an episode's steps and the batch's envs, in C ints;
+# it seeds each env's generator with a C uint64.
+C_INT_MAX = 2**31 - 1
+U64_MAX = 2**64 - 1
+
+
+def is_int(value) -> bool:
+    """An int or NumPy integer, not a bool (True is an int to Python, never a count or a seed here)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_step_limit(value, name: str = "max_episode_steps") -> int | None:
+    """A step limit as batch.h takes it: None (never truncate) or an int in [1, 2**31-1], else a
+    TypeError/ValueError naming the value as given (a larger one would wrap in batch.h's C int)."""
+    if value is None:
+        return None
+    if not is_int(value):
+        raise TypeError(f"{name}={value!r} is not an integer: pass a positive int (steps) or None")
+    if not 1 <= value <= C_INT_MAX:
+        raise ValueError(f"{name}={value!r} is out of range [1, 2**31-1]: {name} must be a positive int "
+                         "(batch.h counts steps in a C int) or None")
+    return int(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +61,9 @@ class NativeEnvInfo:
     params: dict[str, Param] = dataclasses.field(default_factory=dict)
     render_fps: int = 50
     obs_high: tuple[float, ...] | None = None  # symmetric observation bounds; None: unbounded
+
+    def __post_init__(self):
+        check_step_limit(self.max_episode_steps)
 
 
 ENVS: dict[str, NativeEnvInfo] = {
@@ -115,3 +144,40 @@ def check_define_names(defines: dict) -> dict[str, int | float | str]:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
             raise ValueError(f"define name {key!r} is not a C identifier")
     return dict(defines)
+
+
+def check_seed(seed, name: str = "seed", high: int = U64_MAX, why: str = "") -> int:
+    """One seed as an int in [0, high], else a TypeError/ValueError that shows it as given. Like
+    Gymnasium's np_random: non-negative integers only (NumPy integers too; no bools, floats or strings)."""
+    if not is_int(seed):
+        raise TypeError(f"{name}={seed!r} is not an integer: seeds are ints in [0, 2**64-1]")
+    if not 0 <= seed <= high:
+        bound = "2**64-1" if high == U64_MAX else str(high)
+        raise ValueError(f"{name}={seed!r} is out of range [0, {bound}]{why}")
+    return int(seed)
+
+
+def check_seeds(seed, n: int, unit: str = "env") -> tuple[int | None, np.ndarray, np.ndarray]:
+    """A reset's `seed` for n envs (or games) checked whole before anything is reseeded: returns (the
+    base seed or None, seeds (n,) uint64, given (n,) bool). An int seeds env i with seed + i, so it
+    must leave room for n envs below 2**64 (a wrapped seed would repeat another env's stream); a list
+    (or array) holds one int or None per env; None seeds nothing."""
+    if seed is None:
+        return None, np.zeros(n, np.uint64), np.zeros(n, np.bool_)
+    if isinstance(seed, np.ndarray) and seed.ndim == 0:
+        seed = seed[()]
+    if is_int(seed):
+        why = f": {unit} i is seeded with seed + i, so with {n} {unit}s seed must be at most 2**64 - {n}"
+        base = check_seed(seed, high=U64_MAX - (n - 1), why=why if n > 1 else "")
+        return base, np.arange(n, dtype=np.uint64) + np.uint64(base), np.ones(n, np.bool_)
+    if isinstance(seed, (str, bytes, Mapping)) or not hasattr(seed, "__iter__"):
+        raise TypeError(f"seed={seed!r} is not an integer: pass an int ({unit} i gets seed + i), a list of "
+                        f"{n} ints or Nones, or None")
+    seed = seed.tolist() if isinstance(seed, np.ndarray) else list(seed)
+    if len(seed) != n:
+        raise ValueError(
+            f"If seeds are passed as a list the length must match num_{unit}s={n} but got length={len(seed)}."
+        )
+    given = np.array([s is not None for s in seed], np.bool_)
+    values = [0 if s is None else check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
+    return None, np.array(values, np.uint64), given

@@ -3,7 +3,8 @@ one environment as a `gymnasium.Env` (so `gymnasium.make`, `check_env` and SyncV
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -15,7 +16,28 @@ from gymnasium.vector.utils import batch_space
 from fastvec import native
 from fastvec.native import cpu
 
-_SEED_LIMIT = 2**63
+_SEED_LIMIT = 2**63  # seeds drawn for envs reset without one
+
+TWO_THREADS = "fastvec env stepped from two threads at once; use one env object per thread"
+
+
+def two_threads() -> None:
+    """Raised by reset/step when another thread is inside the same env object: a native batch is
+    stepped in place, so two threads at once would lose steps (one env object, one thread at a time)."""
+    raise RuntimeError(TWO_THREADS)
+
+
+def check_options(options) -> None:
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options={options!r} must be a dict or None")
+
+
+def check_wide_actions(a: np.ndarray, n: int) -> None:
+    """uint64 actions above 2**63 would read as negative once cast to the batch's int64: refuse them
+    here, reporting the value as given (other dtypes are range-checked by the batch itself)."""
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.size and a.max() >= n:
+        k = int(np.argmax(a.ravel() >= n))
+        raise cpu.ActionError(f"action {a.ravel()[k]} out of range for Discrete({n}) at env {k}")
 
 
 def load_batch_env(env_name: str | None, source, params: dict, device: str = "cpu"):
@@ -105,6 +127,14 @@ class NativeVectorEnv(VectorEnv):
     and the env's own statistics (Breakout: `score`). Under SAME_STEP they are in `final_info`.
     With array_type="device" every step's infos hold these keys as device arrays of the last
     episode end, valid where the mask (the device array `done`) is True; `final_obs` is (N, O).
+
+    Inputs are checked before anything changes (a refused call leaves the env as it was): seeds
+    are ints in [0, 2**64-1] (NumPy integers too; bools, floats and strings are refused, as
+    Gymnasium's `np_random` refuses them), and an int seed needs seed + num_envs - 1 <= 2**64-1;
+    `max_episode_steps` is None or in [1, 2**31-1] (batch.h's C int); actions are integers.
+
+    Threads: one env object is used by one thread at a time (the batch is stepped in place). A
+    reset/step while another thread is inside one raises RuntimeError; use one env per thread.
     """
 
     env_name: str | None = None
@@ -113,10 +143,11 @@ class NativeVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps: int | None = None, render_mode: str | None = None, copy: bool | None = None,
                  source=None, device: str = "cpu", array_type: str = "numpy", validate: bool = False, **params):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        if max_episode_steps is not None and int(max_episode_steps) < 1:
-            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        if not native.is_int(num_envs) or not 1 <= num_envs <= native.C_INT_MAX:
+            raise ValueError(f"num_envs must be a positive int (at most 2**31-1), got {num_envs!r}")
+        max_episode_steps = native.check_step_limit(max_episode_steps)
+        self._lock = threading.Lock()  # held by the thread inside reset/step (see the class docstring)
+        self.batch = None
         self.device = str(device)
         if array_type not in ("numpy", "device"):
             raise ValueError(f"array_type={array_type!r} is not one of 'numpy', 'device'")
@@ -140,7 +171,7 @@ class NativeVectorEnv(VectorEnv):
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.copy = (array_type == "numpy") if copy is None else copy
-        self.max_episode_steps = max_episode_steps
+        self._max_episode_steps = max_episode_steps
         self.params = dict(params)
         self.single_observation_space, self.single_action_space = _spaces(self.env_name, compiled)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -169,29 +200,20 @@ class NativeVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ reset
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset all envs (or those in `options["reset_mask"]`); returns (obs, infos)."""
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            return self._reset(seed, options)
+        finally:
+            self._lock.release()
+
+    def _reset(self, seed, options):
         self._check_open()
         # Like SyncVectorEnv: an int seeds env i with seed + i; None keeps each env's RNG stream
-        # (only the very first reset draws fresh seeds); a list may mix ints and Nones.
-        n = self.num_envs
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            if seed < 0:
-                raise ValueError(f"seed must be >= 0, got {seed}")
-            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
-            seeds = np.arange(n, dtype=np.uint64) + np.uint64(seed)
-            given = np.ones(n, np.bool_)
-        elif seed is None:
-            seeds, given = np.zeros(n, np.uint64), np.zeros(n, np.bool_)
-        else:
-            seed = list(seed)
-            if len(seed) != n:
-                raise ValueError(
-                    f"If seeds are passed as a list the length must match num_envs={n} but got length={len(seed)}."
-                )
-            given = np.array([s is not None for s in seed], np.bool_)
-            seeds = np.array([0 if s is None else s for s in seed], dtype=np.uint64)
-        if not self._has_reset:  # the first reset seeds every env, drawing the missing seeds
-            seeds[~given] = self.np_random.integers(0, _SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
-            given[:] = True
+        # (only the very first reset draws fresh seeds); a list may mix ints and Nones. Everything
+        # is checked before anything (np_random included) changes.
+        base, seeds, given = native.check_seeds(seed, self.num_envs)
+        check_options(options)
         mask = None
         if options is not None and "reset_mask" in options:  # read, never pop: wrappers look at options too
             mask = options["reset_mask"]
@@ -205,6 +227,11 @@ class NativeVectorEnv(VectorEnv):
                 raise ValueError("`options['reset_mask']` must contain at least one True value")
             if not self._has_reset:
                 raise ResetNeeded("the first reset() must reset every env; call reset() without reset_mask first")
+        if base is not None:
+            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(base)
+        if not self._has_reset:  # the first reset seeds every env, drawing the missing seeds
+            seeds[~given] = self.np_random.integers(0, _SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
+            given[:] = True
         reset = np.ones(self.num_envs, np.bool_) if mask is None else mask
         if (reset & given).any():
             self.batch.reset(seeds, reset & given)
@@ -223,6 +250,14 @@ class NativeVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ step
     def step(self, actions):
         """Step every env; returns (obs, rewards, terminations, truncations, infos)."""
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            return self._step(actions)
+        finally:
+            self._lock.release()
+
+    def _step(self, actions):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")
@@ -293,12 +328,15 @@ class NativeVectorEnv(VectorEnv):
 
     def _check_actions(self, actions) -> np.ndarray:
         a = np.asarray(actions)
-        if a.dtype.kind not in "iu":
+        kind = a.dtype.kind
+        if kind != "i" and kind != "u":
             raise TypeError(
                 f"actions must be integers for {self.single_action_space} (shape ({self.num_envs},)), got dtype {a.dtype}"
             )
         if a.shape not in ((self.num_envs,), (self.num_envs, 1)):
             raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {a.shape}")
+        if kind == "u":
+            check_wide_actions(a, self.single_action_space.n)
         return a.reshape(self.num_envs, 1)
 
     def _episode_info(self, done: np.ndarray) -> dict[str, Any]:
@@ -334,7 +372,12 @@ class NativeVectorEnv(VectorEnv):
             raise NotImplementedError("rollout() runs fused on the GPU: make the env with device='cuda'")
         if not self._has_reset:
             raise ResetNeeded("call reset() before rollout()")
-        self.batch.rollout(policy, steps, graph=graph)
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            self.batch.rollout(policy, steps, graph=graph)
+        finally:
+            self._lock.release()
 
     def synchronize(self) -> None:
         """GPU envs: wait for the enqueued steps and raise ActionError if one had a bad action."""
@@ -371,6 +414,20 @@ class NativeVectorEnv(VectorEnv):
             raise ValueError(f"{name}: a native batch shares attributes, so every env must get the same value")
         setattr(self, name, values[0])
 
+    @property
+    def max_episode_steps(self) -> int | None:
+        """The step limit (None: none); setting it (or set_attr) checks it and applies it to the batch."""
+        return self._max_episode_steps
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value) -> None:
+        value = native.check_step_limit(value)
+        if value != self._max_episode_steps and self.batch is not None:
+            if self.device != "cpu":  # captured CUDA graphs hold the limit as a kernel argument
+                raise ValueError("a GPU env's max_episode_steps is fixed at construction; make a new env")
+            self.batch.max_episode_steps = value or 0
+        self._max_episode_steps = value
+
     def _check_open(self) -> None:
         if self.closed:
             raise ClosedEnvironmentError(f"{type(self).__name__} is closed; make a new one with gymnasium.make_vec")
@@ -383,7 +440,11 @@ class NativeVectorEnv(VectorEnv):
 
 class NativeEnv(gymnasium.Env):
     """One native environment as a `gymnasium.Env` (no internal time limit: `gymnasium.make` adds
-    TimeLimit). Mostly for checkers and single-env code; use the vector env for speed."""
+    TimeLimit). Mostly for checkers and single-env code; use the vector env for speed.
+
+    Seeds and actions are checked before anything changes, as in `NativeVectorEnv` (a seed is an
+    int in [0, 2**64-1]). One env object is used by one thread at a time: a reset/step while another
+    thread is inside one raises RuntimeError."""
 
     vector_class: type[NativeVectorEnv] = NativeVectorEnv
     metadata = {"render_modes": ["rgb_array"]}  # read by gymnasium.make before construction
@@ -398,6 +459,18 @@ class NativeEnv(gymnasium.Env):
         self._seeded = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        lock = self.vec._lock
+        if not lock.acquire(False):
+            two_threads()
+        try:
+            return self._reset(seed, options)
+        finally:
+            lock.release()
+
+    def _reset(self, seed, options):
+        self._check_open()
+        seed = None if seed is None else native.check_seed(seed)  # before super().reset reseeds np_random
+        check_options(options)
         super().reset(seed=seed)
         batch = self.vec.batch
         if seed is not None or not self._seeded:  # later resets continue this env's RNG stream
@@ -411,14 +484,30 @@ class NativeEnv(gymnasium.Env):
         return batch.obs[0, 0].copy(), {}
 
     def step(self, action):
-        if not self.vec._has_reset:
-            raise ResetNeeded("call reset() before step()")
-        self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
-        obs, reward, term, trunc, info = self.vec.step(np.asarray([action]))
+        lock = self.vec._lock
+        if not lock.acquire(False):
+            two_threads()
+        try:
+            if self.vec.closed:
+                self._check_open()
+            if not self.vec._has_reset:
+                raise ResetNeeded("call reset() before step()")
+            a = np.asarray([action])
+            if a.dtype.kind not in "iu" or a.size != 1:
+                raise TypeError(f"action {action!r} is not an integer: actions are ints in [0, {self.action_space.n})")
+            self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
+            obs, reward, term, trunc, info = self.vec._step(a)
+        finally:
+            lock.release()
         step_info = {k: v[0].item() for k, v in info.items() if not k.startswith("_") and k in self.vec.stat_names}
         return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), step_info
 
+    def _check_open(self) -> None:
+        if self.vec.closed:
+            raise ClosedEnvironmentError(f"{type(self).__name__} is closed; make a new one with gymnasium.make")
+
     def render(self):
+        self._check_open()
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
             return None

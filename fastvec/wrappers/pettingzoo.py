@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import gymnasium
@@ -16,7 +17,15 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 from fastvec import native
 from fastvec.native import cpu
-from fastvec.wrappers.gymnasium import _SEED_LIMIT, FrameSequence, _spaces, load_batch_env, pong_params
+from fastvec.wrappers.gymnasium import (
+    _SEED_LIMIT,
+    FrameSequence,
+    _spaces,
+    check_options,
+    load_batch_env,
+    pong_params,
+    two_threads,
+)
 
 # Seat names by game; games not listed name their agents agent_0, agent_1, ...
 AGENT_NAMES = {"pong": ("left", "right")}
@@ -49,9 +58,7 @@ def _step_limit(key: str, max_cycles) -> int | None:
     """max_cycles (PettingZoo's name for the step limit): None means the game's registered default."""
     if max_cycles is None:
         return native.ENVS[key].max_episode_steps
-    if isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1:
-        raise ValueError(f"max_cycles must be a positive int (steps per game) or None for the default, got {max_cycles!r}")
-    return int(max_cycles)
+    return native.check_step_limit(max_cycles, "max_cycles")
 
 
 def _episode_info(batch, game: int, agent: int, stat_names: list[str]) -> dict[str, Any]:
@@ -80,6 +87,10 @@ class NativeParallelEnv(ParallelEnv):
 
     The info of every agent at the game's end holds `episode_return`, `episode_length` and the
     game's statistics (Pong: `left_score`, `right_score`, `paddle_hits`).
+
+    Seeds are ints in [0, 2**64-1], checked (with the actions) before anything changes. One env
+    object is used by one thread at a time: a reset/step while another thread is inside one raises
+    RuntimeError.
     """
 
     def __init__(self, name: str, *, max_cycles: int | None = None, render_mode: str | None = None, **params):
@@ -101,6 +112,7 @@ class NativeParallelEnv(ParallelEnv):
         self.batch = cpu.CpuBatch(compiled, 1, native.AUTORESET_CODES["Disabled"], self.max_cycles)
         self._actions = np.zeros((1, len(names)), np.int64)
         self._seeded = False
+        self._lock = threading.Lock()  # held by the thread inside reset/step
 
     def __getstate__(self) -> dict:
         # The batch holds a ctypes library, so a copy (SuperSuit's cloudpickle, multiprocessing)
@@ -132,13 +144,20 @@ class NativeParallelEnv(ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Start a new game; `seed` reseeds it, None continues this env's random stream."""
-        if self.batch is None:
-            raise ClosedEnvironmentError("this env is closed; make a new one")
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            return self._reset(seed, options)
+        finally:
+            self._lock.release()
+
+    def _reset(self, seed, options):
+        self._check_open()
+        seed = None if seed is None else native.check_seed(seed)
+        check_options(options)
         if seed is not None or not self._seeded:
             if seed is None:
                 seed = int(gymnasium.utils.seeding.np_random()[0].integers(0, _SEED_LIMIT))
-            elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
             self.batch.reset(np.array([seed], np.uint64), None)
             self._seeded = True
         else:
@@ -150,8 +169,15 @@ class NativeParallelEnv(ParallelEnv):
     def step(self, actions: dict):
         """Step with one action per live agent; returns (obs, rewards, terminations, truncations,
         infos), each a dict over the agents that were live at the start of the step."""
-        if self.batch is None:
-            raise ClosedEnvironmentError("this env is closed; make a new one")
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            return self._step(actions)
+        finally:
+            self._lock.release()
+
+    def _step(self, actions: dict):
+        self._check_open()
         if not self.agents:
             raise ResetNeeded("the game is over (or was never started): call reset() before step()")
         if not isinstance(actions, dict):
@@ -176,10 +202,15 @@ class NativeParallelEnv(ParallelEnv):
 
     def render(self):
         """An (H, W, 3) uint8 frame of the game when render_mode is "rgb_array"."""
+        self._check_open()
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
             return None
         return self.batch.render(0)
+
+    def _check_open(self) -> None:
+        if self.batch is None:
+            raise ClosedEnvironmentError("this env is closed; make a new one")
 
     def close(self):
         self.batch = None
@@ -232,16 +263,19 @@ class MultiAgentVectorEnv(VectorEnv):
         copy: return fresh arrays (True) or views of the env's buffers (False, zero-copy).
         **params: the game's keywords (see `NativeParallelEnv`).
 
-    `reset(seed=int)` seeds game g with seed + g, like `concat_vec_envs_v1`; a list gives one
-    seed per game; None continues every game's random stream.
+    `reset(seed=int)` seeds game g with seed + g, like `concat_vec_envs_v1` (so seed + num_games - 1
+    must be at most 2**64-1); a list gives one seed (or None) per game; None continues every game's
+    random stream. Inputs are checked before anything changes. One env object is used by one thread
+    at a time: a reset/step while another thread is inside one raises RuntimeError.
     """
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, name: str, num_games: int, *, device: str = "cpu", max_cycles: int | None = None,
                  render_mode: str | None = None, copy: bool = True, **params):
-        if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
-            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        if not native.is_int(num_games) or not 1 <= num_games <= native.C_INT_MAX:
+            raise ValueError(f"num_games must be a positive int (at most 2**31-1), got {num_games!r}")
+        self._lock = threading.Lock()  # held by the thread inside reset/step
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
         self.device = str(device)
@@ -289,26 +323,43 @@ class MultiAgentVectorEnv(VectorEnv):
             raise KeyError(f"unknown agent {agent!r}; this game's agents are {self.possible_agents}") from None
 
     # ------------------------------------------------------------------ the VectorEnv API
-    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """Start every game; returns (obs (num_envs, O), infos)."""
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            return self._reset(seed, options)
+        finally:
+            self._lock.release()
+
+    def _reset(self, seed, options):
         self._check_open()
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            if seed < 0:
-                raise ValueError(f"seed must be >= 0, got {seed}")
-            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
-            seeds = np.arange(self.num_games, dtype=np.uint64) + np.uint64(seed)
-        elif seed is None:
-            seeds = None if self._has_reset else self.np_random.integers(0, _SEED_LIMIT, self.num_games, dtype=np.uint64)
-        else:
-            seeds = np.asarray(list(seed), dtype=np.uint64)
-            if seeds.shape != (self.num_games,):
-                raise ValueError(f"a list of seeds needs one per game (num_games={self.num_games}), got {len(seeds)}")
-        self.batch.reset(seeds, None)
+        base, seeds, given = native.check_seeds(seed, self.num_games, "game")
+        check_options(options)
+        if base is not None:
+            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(base)
+        if not self._has_reset:  # the first reset seeds every game, drawing the missing seeds
+            seeds[~given] = self.np_random.integers(0, _SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
+            given[:] = True
+        if given.all():
+            self.batch.reset(seeds, None)
+        else:  # a list with Nones: those games continue their streams
+            self.batch.reset(None, ~given)
+            if given.any():
+                self.batch.reset(seeds, given)
         self._has_reset = True
         return (self._obs.copy() if self.copy else self._obs), {}
 
     def step(self, actions):
         """Step every game: actions (num_envs,) ints by row, or {agent: (num_games,) ints}."""
+        if not self._lock.acquire(False):
+            two_threads()
+        try:
+            return self._step(actions)
+        finally:
+            self._lock.release()
+
+    def _step(self, actions):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")

@@ -13,11 +13,16 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 import fastvec
-from fastvec.wrappers.gymnasium import NativeVectorEnv
+from fastvec.wrappers.gymnasium import NativeVectorEnv, check_wide_actions, two_threads
+
+
+class ClosedVecEnvError(ClosedEnvironmentError, RuntimeError):
+    """A closed FastvecVecEnv was used: Gymnasium's ClosedEnvironmentError, and a RuntimeError as before."""
 
 
 class FastvecVecEnv(VecEnv):
@@ -37,6 +42,10 @@ class FastvecVecEnv(VecEnv):
     SB3 logs `rollout/ep_rew_mean` without wrappers) and the env's own statistics (Breakout:
     `score`). The envs of one batch share attributes: `get_attr`/`env_method` answer once for
     all, and `set_attr` must target every env.
+
+    One env object is used by one thread at a time: a reset/step while another thread is inside
+    one (of this adapter or of its vector env) raises RuntimeError. A closed one raises
+    `ClosedVecEnvError` (a `gymnasium.error.ClosedEnvironmentError` and a RuntimeError).
     """
 
     def __init__(self, env: str | NativeVectorEnv, num_envs: int = 1, **kwargs):
@@ -71,8 +80,7 @@ class FastvecVecEnv(VecEnv):
     # ------------------------------------------------------------------ reset and step
     def reset(self) -> np.ndarray:
         """Reset every env with the seeds and options set by `seed()`/`set_options()` (used once)."""
-        if self.venv.closed:
-            raise RuntimeError("this FastvecVecEnv is closed; make a new one")
+        self._check_open()
         options = self._options[0]
         if any(o != options for o in self._options):
             raise ValueError("a native batch takes one options dict for all envs; set_options() got different ones")
@@ -90,11 +98,24 @@ class FastvecVecEnv(VecEnv):
             raise TypeError(f"actions must be integers for {self.action_space}, got dtype {actions.dtype}")
         if actions.size != self.num_envs:
             raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {actions.shape}")
+        check_wide_actions(actions.ravel(), self.action_space.n)
         self._actions = actions.reshape(self.num_envs, 1)
 
     def step_wait(self) -> VecEnvStepReturn:
+        lock = self.venv._lock  # the vector env's: reset goes through it
+        if not lock.acquire(False):
+            two_threads()
+        try:
+            return self._step_wait()
+        finally:
+            lock.release()
+
+    def _check_open(self) -> None:
         if self.venv.closed:
-            raise RuntimeError("this FastvecVecEnv is closed; make a new one")
+            raise ClosedVecEnvError("this FastvecVecEnv is closed; make a new one")
+
+    def _step_wait(self) -> VecEnvStepReturn:
+        self._check_open()
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
         if self._actions is None:
@@ -154,6 +175,7 @@ class FastvecVecEnv(VecEnv):
 
     def get_images(self) -> list[np.ndarray | None]:
         """One (H, W, 3) uint8 frame per env when the env was made with render_mode="rgb_array"."""
+        self._check_open()
         if self.render_mode != "rgb_array":
             warnings.warn(f"get_images() needs render_mode='rgb_array' (this env has {self.render_mode!r}); "
                           "make it with FastvecVecEnv(..., render_mode='rgb_array')")
@@ -161,6 +183,7 @@ class FastvecVecEnv(VecEnv):
         return [self._frame(i) for i in range(self.num_envs)]
 
     def _frame(self, i: int) -> np.ndarray | None:
+        self._check_open()
         return self.batch.render(i % self.num_envs) if self.render_mode == "rgb_array" else None
 
     def close(self) -> None:

@@ -34,7 +34,10 @@ def as_tensor(x):
 class TorchVectorEnv(VectorWrapper):
     """A fastvec VectorEnv whose reset/step return torch tensors. On a GPU env made with
     array_type="device" they are views of the env's buffers, made once and overwritten by every
-    step (clone() what you keep); on a CPU env they share the NumPy arrays' memory."""
+    step (clone() what you keep); on a CPU env they share the NumPy arrays' memory.
+
+    Like the env it wraps, it is used by one thread at a time: a reset/step while another thread
+    is inside one raises RuntimeError; a closed one raises `gymnasium.error.ClosedEnvironmentError`."""
 
     def __init__(self, env):
         super().__init__(env)
