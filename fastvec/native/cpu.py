@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from fastvec.native import NATIVE_DIR, check_define_names
+from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit
 
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
 # arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
@@ -353,7 +353,7 @@ class CpuBatch:
         n, a, o = num_envs, env.num_agents, env.obs_size
         self.env, self.num_envs = env, n
         self.autoreset_code = autoreset_code
-        self.max_episode_steps = int(max_episode_steps or 0)
+        self.max_episode_steps = check_step_limit(max_episode_steps or None) or 0  # 0: never truncate
         self.slots = np.zeros((n, env.slot_size), np.uint8)  # (N, sizeof(fv_slot)): all simulator state
         self._slots_ptr = self.slots.ctypes.data
         self.obs = np.zeros((n, a, o), env.obs_dtype)
@@ -372,7 +372,12 @@ class CpuBatch:
 
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
         """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given."""
-        seeds = None if seeds is None else np.ascontiguousarray(seeds, np.uint64)
+        if seeds is not None:
+            given = np.asarray(seeds)
+            if given.dtype.kind not in "iu" or (given.dtype.kind == "i" and (given < 0).any()):
+                raise ValueError(f"seeds must be non-negative integers (uint64), got {given.dtype} "
+                                 f"{given.ravel()[:4].tolist()}...")
+            seeds = np.ascontiguousarray(given, np.uint64)
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
 
@@ -382,6 +387,7 @@ class CpuBatch:
         For the Gymnasium face: out, a contiguous block to fill with agent 0's outputs as
         `gym_out_layout` lays them out, and out_obs, a contiguous array like obs to copy obs into;
         the threads that step the envs write both."""
+        given = actions
         if actions.dtype != np.int64 or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions
@@ -394,7 +400,7 @@ class CpuBatch:
             env, agent = divmod(k, self.env.num_agents)
             where = f"env {env}" if self.env.num_agents == 1 else f"env {env}, agent {agent}"
             raise ActionError(
-                f"action {actions.ravel()[k]} out of range for Discrete({self.env.num_actions}) at {where}"
+                f"action {np.asarray(given).ravel()[k]} out of range for Discrete({self.env.num_actions}) at {where}"
             )
         return ended
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from fastvec.native import NATIVE_DIR, check_define_names, graphs
+from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit, graphs
 from fastvec.native.cpu import ActionError
 from fastvec.native.device_array import DL_CUDA, STREAMS, DeviceArray, dlpack_view, stream_event, torch_int_types
 from fastvec.native.gpu import (ENV_INCLUDE, INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module,
@@ -172,7 +172,7 @@ class CudaBatch:
         self.env, self.num_envs, self.numpy, self.validate = env, n, numpy, validate
         self.device = f"cuda:{env.device_index}"
         self.autoreset_code = autoreset_code
-        self.max_episode_steps = int(max_episode_steps or 0)
+        self.max_episode_steps = check_step_limit(max_episode_steps or None) or 0  # 0: never truncate
         self.stream = drv.Stream()  # a blocking stream: ordered with the legacy default stream (torch's default)
         self.stream_handle = int(self.stream.handle)
         STREAMS[self.stream_handle] = self.stream

@@ -1,0 +1,34 @@
+"""CpuBatch used directly (as the trainers do): bad seeds refused before anything changes, out-of-range
+actions reported as given, step limits that would wrap batch.h's C int refused."""
+
+import numpy as np
+import pytest
+
+from fastvec.native import AUTORESET_CODES, cpu, resolve_defines, source_path
+from fastvec.native.batches import make_batch
+
+
+def test_negative_or_non_integer_seeds_are_refused_and_nothing_changes():
+    batch = make_batch("cartpole", 4)
+    batch.reset(np.arange(4, dtype=np.uint64), None)
+    before = batch.obs.copy()
+    for seeds in (np.array([-1, 2, 3, 4]), np.array([0.5, 1, 2, 3])):
+        with pytest.raises(ValueError, match="seeds must be non-negative integers"):
+            batch.reset(seeds, None)
+        assert np.array_equal(batch.obs, before)
+
+
+def test_out_of_range_actions_are_reported_as_given():
+    batch = make_batch("cartpole", 4)
+    batch.reset(np.arange(4, dtype=np.uint64), None)
+    with pytest.raises(cpu.ActionError, match="action 9223372036854775813 out of range for Discrete.2. at env 0"):
+        batch.step(np.full((4, 1), 2**63 + 5, dtype=np.uint64))
+    with pytest.raises(cpu.ActionError, match="action 7 out of range for Discrete.2. at env 2"):
+        batch.step(np.array([[0], [1], [7], [0]], dtype=np.int32))
+
+
+@pytest.mark.parametrize("limit", [2**31, 2**32 + 3, -1])
+def test_step_limits_that_would_wrap_are_refused(limit):
+    compiled = cpu.load(source_path("cartpole"), tuple(sorted(resolve_defines("cartpole", {}).items())))
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        cpu.CpuBatch(compiled, 2, AUTORESET_CODES["SameStep"], limit)
