@@ -57,78 +57,113 @@ def parse_args(argv: list[str]) -> dict:
     return {"env": env, "overrides": parse_overrides(rest), "flags": flags, **special}
 
 
+STOP_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports a stopped job
+
+
 def main(argv: list[str] | None = None) -> int:
-    from fastvec.trainer import checkpoint, config as config_mod, run
+    """fastvec-train. Every failure a user can cause or meet (a config, a damaged file, the file system,
+    memory) is one line on stderr, `fastvec-train: error: ...`, with exit status 2."""
+    from fastvec.trainer import checkpoint, config as config_mod
 
     argv = sys.argv[1:] if argv is None else argv
+    state: dict = {}
     try:
-        args = parse_args(argv)
-        if "help-config" in args["flags"] and args["env"] is None:
-            print(config_mod.help_text())
-            return 0
-        if "help" in args["flags"] or args["env"] is None:
-            print(USAGE)
-            return 0 if "help" in args["flags"] else 2
-        if args["eval"] and not args["resume"]:
-            # Play the checkpoint in the env it was trained in (e.g. pong against the bot), unless the
-            # command line says otherwise.
-            meta, _ = checkpoint.load(Path(args["eval"]))
-            if args["env"] and meta["env"] == args["env"].lower():
-                saved = {k: v for k, v in meta["config"]["env"].items() if k not in ("name", "num_envs")}
-                args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
-        if args["resume"]:
-            config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
-        else:
-            config = config_mod.load_config(args["env"], args["overrides"])
-        if "help-config" in args["flags"]:
-            print(config_mod.help_text(config))
-            return 0
-        if "print-config" in args["flags"]:
-            print(config_mod.to_toml(config))
-            return 0
-        if args["eval"]:
-            if args["resume"] or args["run-dir"]:
-                raise config_mod.ConfigError("--eval plays a checkpoint; it takes neither --resume nor --run-dir")
-            if config["eval"]["opponent"]:
-                from fastvec.trainer.selfplay import evaluate_checkpoints
-                result = evaluate_checkpoints(config, Path(args["eval"]), config["eval"]["opponent"])
-                for match in result["matches"]:
-                    print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {match['score']:.3f} "
-                          f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
-                          f"{match['losses']} losses)")
-                print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
-                return 0
-            result = run.evaluate(config, Path(args["eval"]), render=config["eval"]["render"])
-            stats = "".join(f", {k} {result[k]:.2f}" for k in result
-                            if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",
-                                         "episode_length", "render"))
-            print(f"{result['env']}: mean return {result['episode_return']:.2f} "
-                  f"(std {result['episode_return_std']:.2f}) over {result['episodes']} episodes, "
-                  f"mean length {result['episode_length']:.1f}{stats}")
-            if "render" in result:
-                print(f"wrote {result['render']}")
-            return 0
-        run_dir = Path(args["resume"] or args["run-dir"] or run.default_run_dir(config["env"]["name"]))
-        summary = run.train(config, run_dir, resume=bool(args["resume"]))
-        if summary["interrupted"]:
-            print(f"fastvec-train: interrupted at step {summary['global_step']:,}; saved {summary['checkpoint']}; "
-                  f"continue with: fastvec-train {config['env']['name']} --resume={run_dir}", file=sys.stderr)
-            return 130
-        last = summary["metrics"]
-        if not last:
-            print(f"fastvec-train: nothing to do, {run_dir} already holds {summary['global_step']:,} steps "
-                  f"(train.total_timesteps={config['train']['total_timesteps']:,}); raise it to train on")
-            return 0
-        returns = summary["recent_returns"][-5:]
-        mean_return = f"{sum(returns) / len(returns):.1f}" if returns else "n/a"
-        print(f"fastvec-train {config['env']['name']}: {summary['global_step']:,} steps in "
-              f"{summary['elapsed']:.1f} s ({summary['sps']:,.0f} SPS; start-up {summary['startup']:.2f} s "
-              f"before that); mean return (last logs) {mean_return}; "
-              f"last log {last.get('episode_return')}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
+        return _main(argv, state)
+    except (config_mod.ConfigError, checkpoint.CheckpointError, checkpoint.RunFileError, ImportError) as err:
+        message = str(err)
+    except OSError as err:  # one that no file operation of the run named (those are RunFileErrors)
+        path = f" {err.filename}" if err.filename else ""
+        message = f"{err.strerror or err}{':' + path if path else ''}"
+    except MemoryError as err:
+        config = state.get("config")
+        sizes = (f" with env.num_envs={config['env']['num_envs']}, train.horizon={config['train']['horizon']}, "
+                 f"policy.hidden={config['policy']['hidden']}" if config else "")
+        message = (f"out of memory ({str(err) or 'MemoryError'}){sizes}; lower env.num_envs (or train.horizon, "
+                   f"policy.hidden)")
+    except KeyboardInterrupt:
+        print("fastvec-train: interrupted before training began; nothing was saved", file=sys.stderr)
+        return 130
+    print(f"fastvec-train: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def _main(argv: list[str], state: dict) -> int:
+    from fastvec.trainer import checkpoint, config as config_mod, run
+
+    args = parse_args(argv)
+    if "help-config" in args["flags"] and args["env"] is None:
+        print(config_mod.help_text())
         return 0
-    except (config_mod.ConfigError, checkpoint.CheckpointError, ImportError, FileNotFoundError) as err:
-        print(f"fastvec-train: error: {err}", file=sys.stderr)
-        return 2
+    if "help" in args["flags"] or args["env"] is None:
+        print(USAGE)
+        return 0 if "help" in args["flags"] else 2
+    eval_path = Path(args["eval"]) if args["eval"] else None
+    if eval_path and not args["resume"]:
+        if eval_path.is_dir():
+            eval_path = checkpoint.latest(eval_path)  # the newest valid one (a warning names any skipped)
+        # Play the checkpoint in the env it was trained in (e.g. pong against the bot), unless the
+        # command line says otherwise.
+        meta, _ = checkpoint.load(eval_path)
+        if args["env"] and meta["env"] == args["env"].lower() and isinstance(meta.get("config"), dict):
+            saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
+            args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
+    if args["resume"]:
+        config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
+    else:
+        config = config_mod.load_config(args["env"], args["overrides"])
+    state["config"] = config
+    if "help-config" in args["flags"]:
+        print(config_mod.help_text(config))
+        return 0
+    if "print-config" in args["flags"]:
+        print(config_mod.to_toml(config))
+        return 0
+    if eval_path:
+        if args["resume"] or args["run-dir"]:
+            raise config_mod.ConfigError("--eval plays a checkpoint; it takes neither --resume nor --run-dir")
+        if config["eval"]["opponent"]:
+            from fastvec.trainer.selfplay import evaluate_checkpoints
+            result = evaluate_checkpoints(config, eval_path, config["eval"]["opponent"])
+            for match in result["matches"]:
+                print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {match['score']:.3f} "
+                      f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
+                      f"{match['losses']} losses)")
+            print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
+            return 0
+        result = run.evaluate(config, eval_path, render=config["eval"]["render"])
+        stats = "".join(f", {k} {result[k]:.2f}" for k in result
+                        if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",
+                                     "episode_length", "render"))
+        print(f"{result['env']}: mean return {result['episode_return']:.2f} "
+              f"(std {result['episode_return_std']:.2f}) over {result['episodes']} episodes, "
+              f"mean length {result['episode_length']:.1f}{stats}")
+        if "render" in result:
+            print(f"wrote {result['render']}")
+        return 0
+    run_dir = Path(args["resume"] or args["run-dir"] or run.default_run_dir(config["env"]["name"]))
+    summary = run.train(config, run_dir, resume=bool(args["resume"]))
+    env = config["env"]["name"]
+    steps = summary.get("trained_steps", summary["global_step"])  # the steps the updates trained on
+    if summary["interrupted"]:
+        saved = (f"saved {summary['checkpoint']}" if summary.get("saved_at_stop") else
+                 f"nothing saved since {summary['checkpoint']}" if summary["checkpoint"] else
+                 "no checkpoint yet, so a resume starts over")
+        print(f"fastvec-train: stopped by {summary['signal'] or 'SIGINT'} at update {summary.get('update', '?')} "
+              f"(step {steps:,}); {saved}; continue with: fastvec-train {env} --resume={run_dir}",
+              file=sys.stderr)
+        return STOP_CODES.get(summary["signal"], 130)
+    last = summary["metrics"]
+    if not last:
+        print(f"fastvec-train: nothing to do, {run_dir} already holds {steps:,} steps "
+              f"(train.total_timesteps={config['train']['total_timesteps']:,}); raise it to train on")
+        return 0
+    returns = summary["recent_returns"][-5:]
+    mean_return = f"{sum(returns) / len(returns):.1f}" if returns else "n/a"
+    print(f"fastvec-train {env}: {steps:,} steps in "
+          f"{summary['elapsed']:.1f} s ({summary['sps']:,.0f} SPS; start-up {summary['startup']:.2f} s "
+          f"before that); mean return (last logs) {mean_return}; "
+          f"last log {last.get('episode_return')}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -51,7 +51,10 @@ def _checked_type(key: Key, value, where: str):
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif key.type is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        value = float(value) if ok else value
+        try:
+            value = float(value) if ok else value
+        except OverflowError:  # an int beyond any float
+            raise ConfigError(f"{where} = {value!r} must be a finite number (default {key.default!r})") from None
     else:
         ok = isinstance(value, key.type)
     if not ok:
@@ -129,17 +132,29 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
     return config
 
 
+# The first line and the last line of every config.toml fastvec-train writes (to_toml): a file that has the
+# first and lacks the last was cut short, and resume refuses it.
+RUN_CONFIG_HEAD = "# fastvec-train run config: the resolved settings of this run (--resume reads them back)"
+RUN_CONFIG_END = "# end of config.toml"
+# Keys that a config.toml written before RUN_CONFIG_HEAD existed may lack (they were added after the first
+# release that saved run configs); they take their defaults. Any other missing key means a damaged file.
+KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
+    "train.blas_threads", "train.env_threads", "train.async", "train.gpus", "train.env_device", "train.env_groups",
+    "train.precision", "train.checkpoint_seconds", "eval.opponent",
+    *(key.path for key in KEYS if key.section == "selfplay")})
+
+
 def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> dict:
-    """The config saved in RUN_DIR/config.toml (for --resume), with command-line overrides on top; keys the
-    saved file lacks take their defaults, so the result is complete."""
+    """The config saved in RUN_DIR/config.toml (for --resume), with command-line overrides on top. A file that
+    does not parse, was cut short or lacks keys it must have is refused (a ConfigError saying it is damaged),
+    never completed with defaults; only a file from a fastvec older than its keys gets their defaults."""
     saved_path = Path(run_dir) / "config.toml"
     if not saved_path.is_file():
         raise ConfigError(f"--resume={run_dir}: no config.toml there; give the run directory fastvec-train wrote")
-    saved = load_toml(saved_path)
-    try:
-        saved_env = saved["env"]["name"]
-    except (KeyError, TypeError):
-        raise ConfigError(f"{saved_path} names no env (env.name); give the run directory fastvec-train wrote") from None
+    saved = read_run_config(saved_path)
+    saved_env = saved["env"].get("name")
+    if not isinstance(saved_env, str):
+        raise ConfigError(f"{saved_path} names no env (env.name); give the run directory fastvec-train wrote")
     if saved_env != env.lower():
         raise ConfigError(f"--resume={run_dir} is a {saved_env!r} run, not {env!r}")
     config = merge(defaults(), saved, str(saved_path), allow_env_name=True)
@@ -147,6 +162,37 @@ def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> d
     apply_selfplay(config)
     validate(config)
     return config
+
+
+def read_run_config(path: Path) -> dict:
+    """RUN_DIR/config.toml as a dict, checked whole: a ConfigError naming the damage otherwise."""
+    def damaged(why: str) -> ConfigError:
+        return ConfigError(f"{path} is damaged ({why}); --resume does not guess a run's settings: restore the "
+                           f"file, or start a fresh run")
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+        saved = tomllib.loads(text)
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise damaged("it is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as err:
+        raise damaged(f"not valid TOML: {err}") from None
+    marked = text.startswith(RUN_CONFIG_HEAD)
+    if marked and text.rstrip().splitlines()[-1] != RUN_CONFIG_END:
+        raise damaged(f"it was cut short: its last line {RUN_CONFIG_END!r} is missing")
+    for section in SECTIONS:
+        needed = [key.path for key in section_keys(section).values()
+                  if marked or key.path not in KEYS_NEWER_THAN_UNMARKED_FILES]
+        if section not in saved and (needed or section == "env"):
+            raise damaged(f"it lacks its [{section}] section")
+        if section in saved and not isinstance(saved[section], dict):
+            raise damaged(f"[{section}] is not a table")
+        missing = [name for name in needed if name.partition(".")[2] not in saved.get(section, {})]
+        if missing:
+            raise damaged(f"it lacks {', '.join(missing[:4])}{' and more' if len(missing) > 4 else ''}")
+    return saved
 
 
 def env_params(config: dict) -> dict:
@@ -278,13 +324,14 @@ def _toml_value(v, pretty: bool = False) -> str:
 
 
 def to_toml(config: dict) -> str:
-    """The config as TOML text (flat tables of str, bool, int, float: all a config holds)."""
-    lines = []
+    """The config as TOML text (flat tables of str, bool, int, float: all a config holds), between
+    RUN_CONFIG_HEAD and RUN_CONFIG_END (read_run_config knows a file cut short by them)."""
+    lines = [RUN_CONFIG_HEAD]
     for section, values in config.items():
         lines.append(f"[{section}]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + [RUN_CONFIG_END, ""])
 
 
 WIDTH = 110  # default.toml's and --help-config's line width

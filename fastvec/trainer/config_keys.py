@@ -4,6 +4,7 @@ config.py loads, merges and validates configs against KEYS, and renders fastvec/
 from __future__ import annotations
 
 import dataclasses
+import math
 
 Value = bool | int | float | str
 
@@ -11,7 +12,8 @@ Value = bool | int | float | str
 @dataclasses.dataclass(frozen=True)
 class Key:
     """One config key. doc: its meaning in one line; note: a caveat worth a second line (or "").
-    choices: the allowed values (each named, quoted, in doc); min/max: inclusive bounds; gt/lt: exclusive."""
+    choices: the allowed values (each named, quoted, in doc); min/max: inclusive bounds; gt/lt: exclusive.
+    Every float must be finite (no inf or nan) and every int must fit in 64 bits, whatever its range."""
 
     section: str
     name: str
@@ -31,14 +33,14 @@ class Key:
 
     def range_text(self) -> str:
         """The numeric range as default.toml and errors write it: ">= 1", "> 0", "[0, 1]", "[0, 1)"."""
-        low = self.min if self.min is not None else self.gt
-        high = self.max if self.max is not None else self.lt
+        low = _number(self.min if self.min is not None else self.gt)
+        high = _number(self.max if self.max is not None else self.lt)
         if low is not None and high is not None:
-            return f"{'[' if self.min is not None else '('}{low:g}, {high:g}{']' if self.max is not None else ')'}"
+            return f"{'[' if self.min is not None else '('}{low}, {high}{']' if self.max is not None else ')'}"
         if low is not None:
-            return f">= {low:g}" if self.min is not None else f"> {low:g}"
+            return f">= {low}" if self.min is not None else f"> {low}"
         if high is not None:
-            return f"<= {high:g}" if self.max is not None else f"< {high:g}"
+            return f"<= {high}" if self.max is not None else f"< {high}"
         return ""
 
     def problem(self, value) -> str | None:
@@ -47,11 +49,29 @@ class Key:
             names = [str(c) for c in self.choices]
             listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
             return f"{self.path}={value!r}: use {listed}"
+        text = self.range_text()
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{self.path}={value!r} must be a finite number{' ' + _range_words(text) if text else ''}"
+        if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+            must = f"; it must be {_range_words(text)}" if text else ""
+            return f"{self.path}={value!r} does not fit in 64 bits{must}"
         if ((self.min is not None and value < self.min) or (self.max is not None and value > self.max)
                 or (self.gt is not None and value <= self.gt) or (self.lt is not None and value >= self.lt)):
-            text = self.range_text()
-            return f"{self.path}={value!r} must be {'in ' + text if text[0] in '[(' else text}"
+            return f"{self.path}={value!r} must be {_range_words(text)}"
         return None
+
+
+def _number(value) -> str | None:
+    """A bound as written in ranges: 0.5, 1e-08, 4_294_967_295."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return f"{value:_}" if abs(value) >= 10_000 else str(value)
+    return f"{value:g}"
+
+
+def _range_words(text: str) -> str:
+    return "in " + text if text[0] in "[(" else text
 
 
 SECTIONS = ("env", "policy", "train", "eval", "selfplay")
@@ -81,7 +101,8 @@ KEYS: tuple[Key, ...] = (
         '"cpu", "cuda", or "auto" (the CUDA trainer when it is available, else cpu)', choices=("cpu", "cuda", "auto")),
     Key("train", "gpus", int, 1, ">1: one CUDA training process per GPU of this machine, gradients averaged (NCCL)",
         "env.num_envs and train.minibatch_size are then per GPU (docs/multi-gpu.md)", min=1),
-    Key("train", "seed", int, 1, "seeds the weights, the action sampling and the environments", min=0),
+    Key("train", "seed", int, 1, "seeds the weights, the action sampling and the environments", min=0,
+        max=2**32 - 1),
     Key("train", "total_timesteps", int, 10_000_000, "agent steps to train for (rounded up to whole rollouts)", min=1),
     Key("train", "horizon", int, 64, "steps per env per rollout; a rollout is num_envs * agents * horizon samples",
         min=1),
@@ -129,8 +150,13 @@ KEYS: tuple[Key, ...] = (
         "update); the CPU trainer computes the same schedule sequentially (no speed gain; tests compare the "
         "two). Off by default: at high learning rates it can stall (Breakout at lr 0.05), at lower ones it "
         "can learn better than sync; env configs turn it on."),
-    Key("train", "checkpoint_interval", int, 200, "updates between checkpoints (one is always written at the end)",
-        min=1),
+    Key("train", "checkpoint_interval", int, 200,
+        "updates between checkpoints (also every checkpoint_seconds, at the end, and on SIGTERM or Ctrl-C)", min=1),
+    Key("train", "checkpoint_seconds", float, 60.0,
+        "seconds of training between checkpoints as well (0: by checkpoint_interval alone)",
+        "A kill -9 loses at most this much training (plus the update in progress), or checkpoint_interval "
+        "updates if those come sooner; --resume=RUN_DIR continues from the newest valid checkpoint. A checkpoint "
+        "taken for time alone is deleted once the next one is written.", min=0),
     Key("train", "log_interval", float, 1.0,
         "seconds between metrics.jsonl lines and dashboard refreshes (also one at every 5% of the run's updates)",
         min=0),

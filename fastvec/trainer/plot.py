@@ -15,8 +15,23 @@ def read_metrics(run_dir: Path) -> list[dict]:
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; give a run directory written by fastvec-train")
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    rows, skipped = [], 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                row = None
+            if isinstance(row, dict) and "global_step" in row and "time" in row:
+                rows.append(row)
+            else:  # a partial last line (a run killed mid-write, or a full disk); --resume repairs the file
+                skipped += 1
+    if skipped:
+        print(f"fastvec-plot: warning: skipped {skipped} unreadable line{'s' * (skipped > 1)} of {path}",
+              file=sys.stderr)
+    return rows
 
 
 def plot_runs(run_dirs: list[Path], out: Path) -> Path:
@@ -69,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         print(plot_runs(args.run_dirs, out))
     except (ImportError, FileNotFoundError) as err:
         print(f"fastvec-plot: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"fastvec-plot: error: {err.strerror or err}: {err.filename or out}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,5 +1,11 @@
 """What fastvec-train does once its arguments are parsed: train (with logs, checkpoints, resume) and
-evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one episode)."""
+evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one episode).
+
+What a stop costs: a checkpoint comes every train.checkpoint_interval updates and every
+train.checkpoint_seconds of training, so kill -9 loses at most the smaller of the two (plus the update in
+progress). SIGTERM and SIGINT (Ctrl-C) stop at the next update boundary and save a checkpoint there, counting
+only the steps the updates trained on; a second Ctrl-C stops at once, keeping the last checkpoint. --resume
+takes the newest valid checkpoint by update number (checkpoint.newest_valid) and cuts metrics.jsonl back to it."""
 
 from __future__ import annotations
 
@@ -7,8 +13,11 @@ import contextlib
 import importlib.util
 import json
 import math
+import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -117,6 +126,93 @@ def rank_main(argv: list[str] | None = None) -> int:
     return distributed.main(argv, train_one_process)
 
 
+@contextlib.contextmanager
+def file_op(operation: str, path):
+    """Turn an OSError inside the block into a one-line RunFileError: cannot OPERATION PATH: reason."""
+    try:
+        yield
+    except OSError as err:
+        raise checkpoint.file_error(err, operation, path) from None
+
+
+class StopRequest:
+    """SIGTERM and SIGINT while training: the first asks the loop to stop at the next update boundary, where it
+    saves a checkpoint (`signum` says which came); a second SIGINT stops at once (KeyboardInterrupt). A signal
+    that is ignored (SIG_IGN: a rank that leaves Ctrl-C to rank 0) stays ignored; sigterm=False leaves SIGTERM
+    as it is (the ranks other than rank 0, which the launcher stops)."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.previous: dict = {}
+
+    def install(self, sigterm: bool = True) -> "StopRequest":
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signal handlers belong to the main thread; Ctrl-C then stops at once
+        for sig in (signal.SIGINT, signal.SIGTERM) if sigterm else (signal.SIGINT,):
+            previous = signal.getsignal(sig)
+            if previous is not signal.SIG_IGN:
+                self.previous[sig] = previous
+                signal.signal(sig, self.handle)
+        return self
+
+    def handle(self, signum, frame) -> None:
+        if self.signum is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signum = self.signum or signum
+
+    def restore(self) -> None:
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
+        self.previous = {}
+
+
+def repair_metrics(path: Path, update: int) -> None:
+    """Cut metrics.jsonl back to the checkpoint a run resumes from: keep the whole lines of updates <= update;
+    drop those past it (a killed run logged them after its last checkpoint, and the resumed run logs them
+    again) and a partial line (a kill or a full disk mid-write). Rewritten atomically, only if needed."""
+    if not path.is_file():
+        return
+    with file_op("read", path):
+        lines = path.read_bytes().splitlines(keepends=True)
+    keep = []
+    for line in lines:
+        try:
+            row = json.loads(line) if line.endswith(b"\n") else None
+        except ValueError:
+            row = None
+        if isinstance(row, dict) and isinstance(row.get("update"), int) and row["update"] <= update:
+            keep.append(line)
+    if len(keep) != len(lines):
+        with file_op("rewrite", path):
+            checkpoint.atomic_write(path, b"".join(keep))
+
+
+def resume_state(trainer, run_dir: Path, env: str) -> float:
+    """Load the newest valid checkpoint of run_dir into trainer (checkpoint.newest_valid: by update number,
+    verified, compatible with this env and policy; newer ones that fail are set aside as NAME.rejected with one
+    warning line), clear the temporary files of an interrupted save, and cut metrics.jsonl back to it. Without
+    any checkpoint (a run stopped before its first) training starts over. Returns the training seconds so far."""
+    folder = run_dir / "checkpoints"
+    with file_op("clean up", folder):
+        checkpoint.remove_stale_temps(folder)
+        checkpoint.remove_stale_temps(run_dir)
+    elapsed = 0.0
+    if checkpoint.candidates(folder):
+        _, _, state, rejected = checkpoint.newest_valid(
+            folder, lambda meta, path: checkpoint.check_compatible(meta, trainer.spec, env, path))
+        for path, _ in rejected:
+            if checkpoint.NAME.fullmatch(path.name):
+                with file_op("set aside", path):
+                    os.replace(path, path.with_name(path.name + ".rejected"))
+        trainer.load_state_dict(state)
+        elapsed = float(state["counters"].get("time", 0.0))
+    else:
+        print(f"fastvec-train: warning: {run_dir} has no checkpoint yet (stopped before its first); training "
+              f"starts over from update 0", file=sys.stderr)
+    repair_metrics(run_dir / "metrics.jsonl", trainer.update_index)
+    return elapsed
+
+
 def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
     run_dir = Path(run_dir)
     env = config["env"]["name"]
@@ -125,18 +221,14 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
     startup = time.perf_counter() - made  # kernels compiled (or loaded from the disk cache), arena, env reset
     if hasattr(trainer, "describe") and getattr(trainer, "rank", 0) == 0:
         print(trainer.describe(), file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
-    elapsed_before = 0.0
-    if resume:
-        path = checkpoint.latest(run_dir)
-        meta, state = checkpoint.load(path)
-        checkpoint.check_compatible(meta, trainer.spec, env, path)
-        trainer.load_state_dict(state)
-        elapsed_before = float(state["counters"].get("time", 0.0))
+    elapsed_before = resume_state(trainer, run_dir, env) if resume else 0.0
     league = getattr(trainer, "selfplay", None)
     if league is not None:
         league.start(trainer, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.toml").write_text(to_toml(config))
+    with file_op("create the run directory", run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
+    with file_op("write", run_dir / "config.toml"):
+        checkpoint.atomic_write_text(run_dir / "config.toml", to_toml(config))
 
     tc = config["train"]
     steps_per_update = trainer.horizon * trainer.batch.num_envs * getattr(trainer, "world_size", 1)  # all ranks
@@ -149,26 +241,49 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                       num_updates * steps_per_update, enabled=dashboard)
     stat_names = trainer.batch.env.stat_names
     start_time = time.perf_counter()
-    start_step = trainer.global_step
-    last_log = start_time
+    # The steps the updates trained on: trainer.global_step also counts what rollout() collected for updates
+    # still to come (with train.async, one rollout ahead), which a checkpoint must not count.
+    trained_steps = start_step = trainer.global_step
+    last_log = last_save = start_time
+    saved_update = trainer.update_index  # the update of the newest checkpoint (none yet when it is 0)
+    replaceable = None  # this run's newest checkpoint by time (off checkpoint_interval): the next one replaces it
     update_totals: dict[str, float] = {}
     update_count = 0
     last_metrics: dict = {}
     recent_returns: list[float] = []
     ckpt_path = None
+    metrics_path = run_dir / "metrics.jsonl"
+
+    def log(line: str | None) -> None:
+        with file_op("write", metrics_path):
+            if line is not None:
+                log_file.write(line)
+            log_file.flush()
+            if line is None:
+                os.fsync(log_file.fileno())
 
     def save_checkpoint():
+        log(None)  # metrics.jsonl reaches the disk before the checkpoint that it covers
         state = trainer.state_dict()
+        state["counters"]["global_step"] = trained_steps
         state["counters"]["time"] = elapsed_before + time.perf_counter() - start_time
-        name = f"update_{trainer.update_index:06d}.npz"
-        return checkpoint.save(run_dir / "checkpoints" / name, trainer.spec, env, trainer.num_agents, state, config)
+        path = run_dir / "checkpoints" / checkpoint.checkpoint_name(trainer.update_index)
+        with file_op("write", path):
+            return checkpoint.save(path, trainer.spec, env, trainer.num_agents, state, config)
 
-    with open(run_dir / "metrics.jsonl", "a") as log_file:
-        interrupted = False
+    stop = StopRequest()
+    interrupted = False
+    with file_op("open for appending", metrics_path):
+        log_file = open(metrics_path, "a")
+    with log_file:
         try:
-            while trainer.update_index < num_updates:
+            stop.install(sigterm=getattr(trainer, "rank", 0) == 0)
+            while trainer.update_index < num_updates and stop.signum is None:
                 trainer.rollout()
+                if stop.signum is not None:
+                    break  # this rollout is dropped: no update trained on it
                 stats = trainer.update(num_updates)
+                trained_steps += steps_per_update
                 for key, value in stats.items():
                     update_totals[key] = update_totals.get(key, 0.0) + value
                 update_count += 1
@@ -180,8 +295,8 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                 # ~20 times, so its last log shows where training ended rather than the whole run's mean
                 if now - last_log >= tc["log_interval"] or final or trainer.update_index % log_every == 0:
                     elapsed = now - start_time
-                    metrics = {"global_step": trainer.global_step, "time": round(elapsed_before + elapsed, 3),
-                               "sps": round((trainer.global_step - start_step) / max(elapsed, 1e-9), 1),
+                    metrics = {"global_step": trained_steps, "time": round(elapsed_before + elapsed, 3),
+                               "sps": round((trained_steps - start_step) / max(elapsed, 1e-9), 1),
                                "update": trainer.update_index}
                     episodes = trainer.pop_episodes()
                     metrics.update(episodes or {"episodes": 0, "episode_return": None, "episode_length": None,
@@ -194,16 +309,30 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                     if league is not None:
                         metrics.update(league.metrics())
                     metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
-                    log_file.write(json.dumps(metrics) + "\n")
-                    log_file.flush()
+                    log(json.dumps(metrics) + "\n")
                     board.update(metrics, stat_names)
                     last_metrics = metrics
                     update_totals, update_count, last_log = {}, 0, now
-                if trainer.update_index % tc["checkpoint_interval"] == 0 or final:
+                seconds = tc["checkpoint_seconds"]
+                on_interval = final or trainer.update_index % tc["checkpoint_interval"] == 0
+                if (on_interval or stop.signum is not None
+                        or (seconds > 0 and time.perf_counter() - last_save >= seconds)):
                     ckpt_path = save_checkpoint()
-        except KeyboardInterrupt:  # Ctrl-C: keep what was learned, so that --resume can continue
-            interrupted = True
-            ckpt_path = save_checkpoint()
+                    last_save, saved_update = time.perf_counter(), trainer.update_index
+                    if replaceable is not None:  # only once its successor is safely written
+                        with file_op("remove the superseded checkpoint", replaceable):
+                            replaceable.unlink(missing_ok=True)
+                    replaceable = None if on_interval or stop.signum is not None else ckpt_path
+            if stop.signum is not None and trainer.update_index < num_updates:
+                interrupted = True
+                if saved_update != trainer.update_index:
+                    ckpt_path = save_checkpoint()
+        except KeyboardInterrupt:  # a second Ctrl-C (or one without the handler): mid-update, nothing consistent
+            interrupted = True  # to save, so the last checkpoint stands
+            last = run_dir / "checkpoints" / checkpoint.checkpoint_name(saved_update)
+            ckpt_path = last if ckpt_path is None and last.is_file() else ckpt_path
+        finally:
+            stop.restore()
 
     elapsed = time.perf_counter() - start_time
     if league is not None and (run_dir / "ratings.json").is_file():
@@ -212,9 +341,14 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
             plot_ratings(run_dir)  # RUN_DIR/ratings.png, the rating curve
         except ImportError:  # matplotlib is optional (fastvec[plot])
             pass
-    return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed, "startup": startup,
-            "global_step": trainer.global_step, "sps": (trainer.global_step - start_step) / max(elapsed, 1e-9),
-            "recent_returns": recent_returns, "trainer": trainer, "interrupted": interrupted}
+    signum = stop.signum if interrupted else None
+    return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
+            "startup": startup, "global_step": trainer.global_step, "trained_steps": trained_steps,
+            "update": trainer.update_index,
+            "sps": (trained_steps - start_step) / max(elapsed, 1e-9), "recent_returns": recent_returns,
+            "trainer": trainer, "interrupted": interrupted,
+            "signal": signal.Signals(signum).name if signum else ("SIGINT" if interrupted else None),
+            "saved_at_stop": bool(signum)}
 
 
 def evaluate(config: dict, path: Path, render: str = "") -> dict:
@@ -233,11 +367,8 @@ def _evaluate(config: dict, path: Path, render: str) -> dict:
     spec = checkpoint.spec_of(meta)
     episodes = config["eval"]["episodes"]
     batch = make_batch(config, episodes)
-    checkpoint.check_compatible(meta, spec, env, path)  # env and sizes; the architecture is the file's
-    if (batch.env.obs_size, batch.env.num_actions) != (spec.obs_size, spec.num_actions):
-        raise checkpoint.CheckpointError(f"{path}: policy has obs {spec.obs_size}, actions {spec.num_actions}, "
-                                         f"but {env} with these [env] settings has obs {batch.env.obs_size}, "
-                                         f"actions {batch.env.num_actions}")
+    # the env and the sizes must match (each side named with its own); the architecture is the file's
+    checkpoint.check_env(meta, env, batch.env.obs_size, batch.env.num_actions, path)
     params = FlatLayout(param_table(spec)).views(state["params"])
     rng = np.random.default_rng(config["train"]["seed"] + 1_000_003)
     deterministic = config["eval"]["deterministic"]

@@ -5,6 +5,7 @@ Nothing here knows a particular game: seats, outcomes and the bot switch come fr
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +33,11 @@ class Policy:
 def load_policy(path) -> Policy:
     meta, state = checkpoint.load(Path(path))
     return Policy(checkpoint.spec_of(meta), state["params"], Path(path).name)
+
+
+def _update_of(label: str) -> int:
+    """The update of a pool snapshot's label (u120 -> 120); 0 for other players (the bots)."""
+    return int(label[1:]) if label[:1] == "u" and label[1:].isdigit() else 0
 
 
 def game_scores(returns: np.ndarray, seats: np.ndarray) -> np.ndarray:
@@ -319,10 +325,17 @@ class SelfPlay:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{trainer.update_index}"))
             saved = self.run_dir / "ratings.json"
             if saved.is_file():
-                data = json.loads(saved.read_text())
-                for a, b, score, games in data.get("results", []):
-                    self.table.record(a, b, score, games)
-                self.history = data.get("history", [])
+                try:
+                    data = json.loads(saved.read_text())
+                    resumed = trainer.update_index  # results of updates past the checkpoint are played again
+                    for a, b, score, games in data.get("results", []):
+                        if all(_update_of(label) <= resumed for label in (a, b)):
+                            self.table.record(a, b, score, games)
+                    self.history = [h for h in data.get("history", []) if h["update"] <= resumed]
+                except (OSError, ValueError, TypeError, KeyError) as err:
+                    self.table, self.history = EloTable(), []
+                    print(f"fastvec-train: warning: {saved} is unreadable ({type(err).__name__}); the ratings "
+                          f"start over", file=sys.stderr)
 
     def after_update(self, trainer, final: bool) -> None:
         k = trainer.update_index
@@ -361,7 +374,7 @@ class SelfPlay:
                                  **{k: v for k, v in out.items() if k.startswith("selfplay/score")}})
             if self.run_dir is not None:
                 self.run_dir.mkdir(parents=True, exist_ok=True)
-                (self.run_dir / "ratings.json").write_text(json.dumps(
+                checkpoint.atomic_write_text(self.run_dir / "ratings.json", json.dumps(
                     {"ratings": ratings, "history": self.history, "results": self.table.as_list()}, indent=1))
         trainer.timing["selfplay_eval"] = trainer.timing.get("selfplay_eval", 0.0) + time.perf_counter() - t0
         return out
