@@ -39,7 +39,6 @@ FORMAT = "fastvec-checkpoint"
 VERSION = 1
 NAME = re.compile(r"update_(\d+)\.npz")  # a run's checkpoints: RUN_DIR/checkpoints/update_NNNNNN.npz
 TEMP = re.compile(r"\..+\.[0-9]+\.[0-9a-f]+\.tmp")  # atomic_write's temporary files (left by a kill)
-PAUSE_ENV = "FASTVEC_TEST_CHECKPOINT_PAUSE"  # tests: seconds to stall halfway through each checkpoint write
 
 
 class CheckpointError(ValueError):
@@ -79,22 +78,16 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data, pause: float = 0.0) -> Path:
+def atomic_write(path: Path, data) -> Path:
     """Write data (bytes) to path whole or not at all: a temporary file beside it, fsync, rename over path,
     fsync of the directory. A kill leaves either the old file or the new one (and at worst a stray
-    `.NAME.PID.HEX.tmp`, which remove_stale_temps clears). pause: tests stall halfway through the write."""
+    `.NAME.PID.HEX.tmp`, which remove_stale_temps clears)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            view = memoryview(data)
-            if pause > 0:
-                f.write(view[:len(view) // 2])
-                f.flush()
-                time.sleep(pause)
-                view = view[len(view) // 2:]
-            f.write(view)
+            f.write(memoryview(data))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -137,11 +130,7 @@ def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, c
         arrays["optimizer"] = np.asarray(state["optimizer"], np.float32)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    try:
-        pause = float(os.environ.get(PAUSE_ENV) or 0)
-    except ValueError:
-        pause = 0.0
-    return atomic_write(path, buffer.getbuffer(), pause)
+    return atomic_write(path, buffer.getbuffer())
 
 
 # ------------------------------------------------------------------------------------------------

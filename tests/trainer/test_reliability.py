@@ -112,14 +112,42 @@ KILL_CASES = [  # 4 runs x 5 kills = 20 kills at random points
 ]
 
 
+# Loaded into the trained process (as sitecustomize) where a case pauses saves: every checkpoint write first
+# leaves a half-written temporary file for PAUSE seconds, as a save in progress does, so kills land inside saves.
+SLOW_SAVES = """
+import os, time
+from pathlib import Path
+from fastvec.trainer import checkpoint
+PAUSE = float(os.environ["SLOW_SAVE_SECONDS"])
+write_whole = checkpoint.atomic_write
+def atomic_write(path, data):
+    path = Path(path)
+    if path.suffix == ".npz":
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        view = memoryview(data)
+        with open(tmp, "wb") as f:
+            f.write(view[:len(view) // 2])
+            f.flush()
+            time.sleep(PAUSE)
+        os.unlink(tmp)
+    return write_whole(path, data)
+checkpoint.atomic_write = atomic_write
+"""
+
+
 @pytest.mark.parametrize("name,train,pause", KILL_CASES, ids=[case[0] for case in KILL_CASES])
 def test_kill_9_at_random_points_then_resume_loses_and_repeats_nothing_beyond_the_interval(tmp_path, name, train,
                                                                                            pause):
-    """FASTVEC_TEST_CHECKPOINT_PAUSE stalls every checkpoint write halfway, so that kills land inside saves."""
+    """With a pause (SLOW_SAVES), every checkpoint write stalls halfway, so that kills land inside saves."""
     updates, kills, inside_save = 60, 0, 0
     rng = random.Random(name)
     run_dir = tmp_path / "run"
-    env = dict(os.environ, FASTVEC_TEST_CHECKPOINT_PAUSE=pause)
+    env = dict(os.environ)
+    if pause:
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(SLOW_SAVES)
+        env.update(SLOW_SAVE_SECONDS=pause, PYTHONPATH=os.pathsep.join([str(site), env.get("PYTHONPATH", "")]))
     args = tiny_args(updates, **train)
     for _ in range(5):
         resume_from = newest_good_update(run_dir)
