@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 USAGE = """usage: fastvec-train ENV [--section.key=value ...] [--run-dir=PATH] [--resume=RUN_DIR]
+       fastvec-train --list | --help-config | --version
        fastvec-train ENV --eval=CHECKPOINT [--eval.episodes=N] [--eval.render=PATH.gif|.mp4]
        fastvec-train ENV --eval=A --eval.opponent=B|bot   (multi-agent: A against checkpoint B or the bot)
 
@@ -19,11 +20,68 @@ Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
   --resume=RUN_DIR      continue the run in RUN_DIR from its newest checkpoint
   --eval=CHECKPOINT     play a checkpoint (file, or a run dir for its newest) and print the mean return
   --selfplay.enabled=true  train a multi-agent game (e.g. pong) by self-play against a pool of past selves
+  --list                list the registered envs: observation and action sizes, parameters (--env.KEY=value)
+  --version             print fastvec's version and exit
   --print-config        print the resolved config and exit
   --help-config         list every config key with its value and meaning (with ENV: that env's values
                         and parameters); defaults with caveats: fastvec/configs/default.toml
 Per-env values: fastvec/configs/ENV.toml.
-Plot a run: fastvec-plot RUN_DIR."""
+Plot a run: fastvec-plot RUN_DIR. Progress goes to stdout: a live panel on a terminal, a line every few
+seconds when stdout is a pipe or a file (| tee log, nohup, Slurm)."""
+
+
+def version() -> str:
+    """fastvec's installed version (importlib.metadata), else the package's own __version__."""
+    from importlib import metadata
+    try:
+        return metadata.version("fastvec")
+    except metadata.PackageNotFoundError:
+        import fastvec
+        return getattr(fastvec, "__version__", "unknown")
+
+
+def env_sizes(source: Path) -> dict[str, str]:
+    """OBS_SIZE, NUM_ACTIONS and NUM_AGENTS as the env's source defines them (read, not compiled; a size
+    defined under several #if branches, as Pong's agents, shows each value: '2/1')."""
+    import re
+    text = source.read_text(encoding="utf-8", errors="replace")
+    sizes = {}
+    for name in ("OBS_SIZE", "NUM_ACTIONS", "NUM_AGENTS"):
+        values = list(dict.fromkeys(re.findall(rf"^\s*#\s*define\s+{name}\s+(\d+)\b", text, re.M)))
+        sizes[name] = "/".join(values) or "?"
+    return sizes
+
+
+def list_envs() -> str:
+    """`fastvec-train --list`: every registered env with its sizes, episode limit and parameters."""
+    from fastvec.native import ENVS, source_path
+    lines = ["registered envs (fastvec-train ENV; a parameter is set with --env.KEY=value):"]
+    for name, info in sorted(ENVS.items()):
+        sizes = env_sizes(source_path(name))
+        limit = f"{info.max_episode_steps:,}" if info.max_episode_steps else "none"
+        lines.append(f"  {name:<10} {info.gym_id:<18} observation {sizes['OBS_SIZE']} floats, "
+                     f"actions Discrete({sizes['NUM_ACTIONS']}), agents {sizes['NUM_AGENTS']}, step limit {limit}")
+        for key, param in info.params.items():
+            lines.append(f"      --env.{key}={param.default}  [{param.low}, {param.high}]  {param.doc}")
+    lines.append("config keys and their values: fastvec-train --help-config (fastvec-train ENV --help-config)")
+    return "\n".join(lines)
+
+
+def suggest_env(message: str, env: str | None) -> str:
+    """An `unknown env 'X'` error with the closest registered names: `unknown env 'cartpol'; did you mean
+    'cartpole'? ...` (config.py raises it; config keys get their suggestions there)."""
+    import difflib
+    import re
+    from fastvec.native import ENVS
+    match = re.match(r"unknown env ('[^']*'|\"[^\"]*\")", message)
+    if env is None or match is None or "did you mean" in message:
+        return message
+    close = difflib.get_close_matches(env.lower(), sorted(ENVS), n=2, cutoff=0.6)
+    if not close:
+        return message
+    hint = " or ".join(repr(name) for name in close)
+    rest = message[match.end():].lstrip("; ")
+    return f"{match.group(0)}; did you mean {hint}?" + (f" ({rest})" if rest else "")
 
 
 def parse_args(argv: list[str]) -> dict:
@@ -40,7 +98,7 @@ def parse_args(argv: list[str]) -> dict:
         name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
         if arg in ("-h", "--help"):
             flags.add("help")
-        elif arg in ("--print-config", "--help-config"):
+        elif arg in ("--print-config", "--help-config", "--list", "--version"):
             flags.add(arg[2:])
         elif name in special:
             if not eq:
@@ -71,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv, state)
     except (config_mod.ConfigError, checkpoint.CheckpointError, checkpoint.RunFileError, ImportError) as err:
         message = str(err)
+    except BrokenPipeError:  # stdout closed early (`fastvec-train --list | head`): stop quietly, as a shell tool does
+        import os
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        except (OSError, ValueError):
+            pass
+        return 141  # 128 + SIGPIPE
     except OSError as err:  # one that no file operation of the run named (those are RunFileErrors)
         path = f" {err.filename}" if err.filename else ""
         message = f"{err.strerror or err}{':' + path if path else ''}"
@@ -89,8 +154,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], state: dict) -> int:
     from fastvec.trainer import checkpoint, config as config_mod, run
+    from fastvec.trainer.dashboard import fmt_number, fmt_si
 
     args = parse_args(argv)
+    if "version" in args["flags"]:
+        print(f"fastvec-train (fastvec {version()})")
+        return 0
+    if "list" in args["flags"]:
+        print(list_envs())
+        return 0
     if "help-config" in args["flags"] and args["env"] is None:
         print(config_mod.help_text())
         return 0
@@ -107,10 +179,13 @@ def _main(argv: list[str], state: dict) -> int:
         if args["env"] and meta["env"] == args["env"].lower() and isinstance(meta.get("config"), dict):
             saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
             args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
-    if args["resume"]:
-        config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
-    else:
-        config = config_mod.load_config(args["env"], args["overrides"])
+    try:
+        if args["resume"]:
+            config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
+        else:
+            config = config_mod.load_config(args["env"], args["overrides"])
+    except config_mod.ConfigError as err:
+        raise config_mod.ConfigError(suggest_env(str(err), args["env"])) from None
     state["config"] = config
     if "help-config" in args["flags"]:
         print(config_mod.help_text(config))
@@ -125,18 +200,18 @@ def _main(argv: list[str], state: dict) -> int:
             from fastvec.trainer.selfplay import evaluate_checkpoints
             result = evaluate_checkpoints(config, eval_path, config["eval"]["opponent"])
             for match in result["matches"]:
-                print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {match['score']:.3f} "
+                print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {fmt_number(match['score'], 3)} "
                       f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
                       f"{match['losses']} losses)")
             print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
             return 0
         result = run.evaluate(config, eval_path, render=config["eval"]["render"])
-        stats = "".join(f", {k} {result[k]:.2f}" for k in result
+        stats = "".join(f", {k} {fmt_number(result[k])}" for k in result
                         if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",
                                      "episode_length", "render"))
-        print(f"{result['env']}: mean return {result['episode_return']:.2f} "
-              f"(std {result['episode_return_std']:.2f}) over {result['episodes']} episodes, "
-              f"mean length {result['episode_length']:.1f}{stats}")
+        print(f"{result['env']}: mean return {fmt_number(result['episode_return'])} "
+              f"(std {fmt_number(result['episode_return_std'])}) over {result['episodes']} episodes, "
+              f"mean length {fmt_number(result['episode_length'])}{stats}")
         if "render" in result:
             print(f"wrote {result['render']}")
         return 0
@@ -149,20 +224,20 @@ def _main(argv: list[str], state: dict) -> int:
                  f"nothing saved since {summary['checkpoint']}" if summary["checkpoint"] else
                  "no checkpoint yet, so a resume starts over")
         print(f"fastvec-train: stopped by {summary['signal'] or 'SIGINT'} at update {summary.get('update', '?')} "
-              f"(step {steps:,}); {saved}; continue with: fastvec-train {env} --resume={run_dir}",
+              f"(step {fmt_si(steps)}); {saved}; continue with: fastvec-train {env} --resume={run_dir}",
               file=sys.stderr)
         return STOP_CODES.get(summary["signal"], 130)
     last = summary["metrics"]
     if not last:
-        print(f"fastvec-train: nothing to do, {run_dir} already holds {steps:,} steps "
+        print(f"fastvec-train: nothing to do, {run_dir} already holds {fmt_si(steps)} steps "
               f"(train.total_timesteps={config['train']['total_timesteps']:,}); raise it to train on")
         return 0
     returns = summary["recent_returns"][-5:]
-    mean_return = f"{sum(returns) / len(returns):.1f}" if returns else "n/a"
-    print(f"fastvec-train {env}: {steps:,} steps in "
-          f"{summary['elapsed']:.1f} s ({summary['sps']:,.0f} SPS; start-up {summary['startup']:.2f} s "
-          f"before that); mean return (last logs) {mean_return}; "
-          f"last log {last.get('episode_return')}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
+    mean_return = fmt_number(sum(returns) / len(returns)) if returns else "n/a"
+    print(f"fastvec-train {env}: {fmt_si(steps)} steps in "
+          f"{summary['elapsed']:.1f} s ({fmt_si(summary['sps'])} SPS; start-up {summary['startup']:.2f} s "
+          f"before that); mean return (last {len(returns)} logs) {mean_return}; "
+          f"last log {fmt_number(last.get('episode_return'))}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
     return 0
 
 

@@ -1,5 +1,7 @@
-"""`fastvec-plot RUN_DIR [RUN_DIR ...] [-o OUT.png]`: learning curves (mean episode return, the env's
-stats, SPS) from each run's metrics.jsonl, written as one PNG. Needs matplotlib (the [plot] extra)."""
+"""Plot the learning curves of fastvec-train runs (mean episode return, the env's stats, SPS) as one PNG.
+
+`fastvec-plot RUN_DIR [RUN_DIR ...] [-o OUT.png]` reads each run's metrics.jsonl. Needs matplotlib (the
+[plot] extra: pip install 'fastvec[plot]')."""
 
 from __future__ import annotations
 
@@ -75,7 +77,8 @@ def plot_runs(run_dirs: list[Path], out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fastvec-plot", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="fastvec-plot", description=__doc__.split("\n")[0],
+                                     epilog="Needs matplotlib: pip install 'fastvec[plot]' (or pip install matplotlib).")
     parser.add_argument("run_dirs", nargs="+", type=Path, help="run directories written by fastvec-train")
     parser.add_argument("-o", "--out", type=Path, help="PNG to write (default RUN_DIR/learning_curve.png)")
     args = parser.parse_args(argv)

@@ -189,13 +189,13 @@ def test_dashboard_draws_only_when_enabled():
     import io
     from fastvec.trainer.dashboard import Dashboard
     metrics = {"global_step": 100, "time": 1.0, "sps": 100.0, "episode_return": 12.5, "losses/entropy": 0.6}
-    quiet, shown = io.StringIO(), io.StringIO()
-    Dashboard("t", 1000, stream=quiet).update(metrics, [])  # StringIO is not a TTY
-    board = Dashboard("t", 1000, enabled=True, stream=shown)
+    quiet, piped = io.StringIO(), io.StringIO()
+    Dashboard("t", 1000, enabled=False, stream=quiet).update(metrics, [])
+    board = Dashboard("t", 1000, stream=piped)  # StringIO is not a TTY: the title, then plain progress lines
     board.update(metrics, [])
-    board.update(metrics, [])
+    board.update(metrics, [])  # within the line interval: no second line (the live panel: test_display.py)
     assert quiet.getvalue() == ""
-    assert "return 12.5" in shown.getvalue() and "\x1b[6F" in shown.getvalue()  # redrawn in place
+    assert piped.getvalue().splitlines() == ["t", "step 100/1K  100 SPS  return 12.5  elapsed 0:01  ETA 0:09"]
 
 
 def test_eval_plays_in_the_env_settings_the_checkpoint_was_trained_with(tmp_path, capsys):

@@ -1,0 +1,303 @@
+"""fastvec-train's display wherever its output goes (issue 20, "Not a terminal"): plain progress lines through a
+pipe within the first seconds of training, the live panel at any terminal width (rendered, and redrawn through
+a small terminal emulator), the notebook display, numbers formatted for people, and the CLI's --version,
+--list and env suggestions. CPU only; the one training run takes a few seconds."""
+
+import io
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import types
+
+import pytest
+
+from fastvec.trainer import cli
+from fastvec.trainer.dashboard import Dashboard, fmt_duration, fmt_number, fmt_si
+
+TITLE = "fastvec-train cartpole (cpu, mingru 64x2, 25,475 params) -> runs/cartpole/20250101-120000"
+
+
+def metrics_row(step: int, seconds: float, update: int, **extra) -> dict:
+    row = {"global_step": step, "time": seconds, "sps": step / max(seconds, 1e-9), "update": update,
+           "episodes": 3, "episode_return": 236.85714721679688, "episode_length": 236.85714721679688,
+           "losses/policy_loss": -0.0123456, "losses/value_loss": 12.345678, "losses/entropy": 0.6123,
+           "losses/approx_kl": 0.00123, "losses/clipfrac": 0.05, "losses/explained_variance": 0.91,
+           "charts/learning_rate": 0.005, "time_split": {"rollout": 1.25, "update": 2.5}}
+    row.update(extra)
+    return row
+
+
+# ---------------------------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize("value,text", [
+    (13572.4, "13.6K"), (303104, "303K"), (1_234_567, "1.23M"), (49152, "49.2K"), (999_999, "1M"),
+    (9_999.6, "10K"), (4096, "4.1K"), (1000, "1K"), (12, "12"), (850.25, "850.2"), (-13_600, "-13.6K"), (None, "--"),
+])
+def test_fmt_si(value, text):
+    assert fmt_si(value) == text
+
+
+@pytest.mark.parametrize("value,text", [
+    (236.85714721679688, "236.9"), (500.0, "500"), (12.5, "12.5"), (0.0123456, "0.01235"), (0.005, "0.005"),
+    (13572.4, "13.6K"), (3e-6, "3e-6"), (-1.234e-5, "-1.23e-5"), (0.0, "0"), (7, "7"), (None, "--"),
+    (float("nan"), "nan"),
+])
+def test_fmt_number(value, text):
+    assert fmt_number(value) == text
+
+
+def test_fmt_duration():
+    assert [fmt_duration(s) for s in (4.7, 750, 3723, float("inf"), None)] == ["0:04", "12:30", "1:02:03", "--", "--"]
+
+
+# ---------------------------------------------------------------------------------------------- plain lines
+
+
+def test_plain_lines_when_the_stream_is_not_a_terminal():
+    """A pipe or a file gets the title, a line at the first update, then one every line_interval seconds of
+    training and one at the end; disabled prints nothing."""
+    piped, quiet = io.StringIO(), io.StringIO()
+    board = Dashboard(TITLE, 20 * 4096, stream=piped)  # StringIO is not a TTY
+    off = Dashboard(TITLE, 20 * 4096, enabled=False, stream=quiet)
+    for update in range(1, 21):
+        row = metrics_row(update * 4096, update * 0.75, update)
+        board.update(row, [])
+        off.update(row, [])
+    lines = piped.getvalue().splitlines()
+    assert quiet.getvalue() == ""
+    assert lines[0] == TITLE
+    assert lines[1] == ("update 1/20  step 4.1K/81.9K  5.46K SPS  return 236.9  elapsed 0:00  ETA 0:14")
+    assert [line.split()[1] for line in lines[1:]] == ["1/20", "8/20", "15/20", "20/20"]  # at 0.75 s, then >= 5 s apart
+    assert lines[-1].endswith("ETA 0:00") and "step 81.9K/81.9K" in lines[-1]
+    assert "e+0" not in piped.getvalue() and "236.857" not in piped.getvalue()
+    board.update(metrics_row(30 * 4096, 30.0, 30), [])  # after the last update: nothing more
+    assert piped.getvalue().splitlines() == lines
+
+
+def test_a_closed_pipe_turns_the_display_off():
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    board = Dashboard(TITLE, 1000, stream=ClosedPipe())
+    board.update(metrics_row(100, 1.0, 1), [])  # no exception: training goes on
+    assert not board.enabled
+
+
+def read_lines(stream, lines: queue.Queue) -> None:
+    for line in iter(stream.readline, ""):
+        lines.put((time.monotonic(), line.rstrip("\n")))
+    lines.put((time.monotonic(), None))
+
+
+def test_piped_fastvec_train_prints_progress_within_its_first_seconds(tmp_path):
+    """`fastvec-train cartpole | tee log` shows progress while it trains: the first progress line arrives
+    within seconds of the title (printed as training starts) and before the run ends."""
+    steps_per_update = 16 * 64  # 16 envs x cartpole.toml's horizon 64: 20 short updates, about 3 s in all
+    cmd = [sys.executable, "-m", "fastvec.trainer.cli", "cartpole", "--train.device=cpu", "--env.num_envs=16",
+           f"--train.total_timesteps={20 * steps_per_update}", f"--run-dir={tmp_path / 'run'}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "0"})
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=read_lines, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        title_at = first_at = running_at_first = None
+        output = []
+        deadline = time.monotonic() + 120  # start-up compiles the env on a cold cache
+        while time.monotonic() < deadline:
+            try:
+                at, line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            output.append(line)
+            if title_at is None and line.startswith("fastvec-train cartpole (cpu"):
+                title_at = at
+            elif title_at is not None and line.startswith("update "):
+                first_at, running_at_first = at, proc.poll() is None
+                break
+        assert title_at is not None, output
+        assert first_at is not None, output
+        assert first_at - title_at < 10, f"the first progress line took {first_at - title_at:.1f} s"
+        assert running_at_first, "the first progress line came only when the run had ended"
+        assert re.fullmatch(r"update \d+/20  step [\d.]+K/20.5K  [\d.]+K? SPS  return ([\d.]+|--)  "
+                            r"elapsed \d:\d\d  ETA \d:\d\d", output[-1]), output[-1]
+        proc.wait(timeout=120)
+        while True:  # the rest of the output, through the reader thread
+            _, line = lines.get(timeout=10)
+            if line is None:
+                break
+            output.append(line)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, output
+    summary = output[-1]
+    assert re.match(r"fastvec-train cartpole: 20.5K steps in [\d.]+ s \([\d.]+K? SPS; start-up [\d.]+ s before that\)",
+                    summary), summary
+    assert "e+0" not in "\n".join(output)
+
+
+# ---------------------------------------------------------------------------------------------- the live panel
+
+
+def test_the_panel_fits_a_narrow_terminal_and_shows_the_title_once():
+    from rich.console import Console
+    board = Dashboard(TITLE, 303_104, enabled=True, stream=io.StringIO(), mode="live")
+    board._remember(metrics_row(49_152, 3.6, 12, sps=13572.4, score=12.25, **{"selfplay/score_bot": 0.625}), ["score"])
+    for width in (60, 40, 100):
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(board.renderable())
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width
+        assert text.count("fastvec-train cartpole") == 1
+        for part in ("13.6K SPS", "return 236.9", "score 12.25", "ETA 0:18", "lr 0.005", "vs bot 0.625",
+                     "49.2K/303K steps 16%", "update 12/74"):
+            assert part in text, (part, text)  # never broken inside a part
+
+
+class Terminal:
+    """Just enough of a VT100 to replay a redrawing display: a grid of `width` columns that wraps long lines,
+    carriage return, newline, cursor up / previous line / column, erase line; colours are ignored."""
+
+    def __init__(self, width: int):
+        self.width, self.rows, self.row, self.col = width, [[]], 0, 0
+
+    def feed(self, data: str) -> None:
+        for match in re.finditer(r"\x1b\[([?\d;]*)([A-Za-z])|\r|\n|[^\x1b\r\n]", data):
+            token = match.group(0)
+            if token == "\r":
+                self.col = 0
+            elif token == "\n":
+                self._down()
+            elif token.startswith("\x1b"):
+                args, code = match.group(1), match.group(2)
+                n = int(args) if args.isdigit() else 1
+                if code in "AF":
+                    self.row = max(self.row - n, 0)
+                    self.col = 0 if code == "F" else self.col
+                elif code == "G":
+                    self.col = n - 1
+                elif code == "K":  # 2: the whole line; none or 0: from the cursor on
+                    self.rows[self.row] = [] if args == "2" else self.rows[self.row][:self.col]
+            else:
+                if self.col >= self.width:  # a character past the last column wraps onto the next line
+                    self._down()
+                line = self.rows[self.row]
+                line.extend(" " * (self.col - len(line)))
+                line[self.col:self.col + 1] = [token]
+                self.col += 1
+
+    def _down(self) -> None:
+        self.row += 1
+        self.col = 0
+        while len(self.rows) <= self.row:
+            self.rows.append([])
+
+    def screen(self) -> list[str]:
+        return ["".join(line).rstrip() for line in self.rows]
+
+
+def test_the_live_redraw_in_a_narrow_terminal_never_repeats_its_title():
+    """The live panel redrawn 12 times on a 60-column terminal leaves one panel on the screen (the old ANSI
+    block, wider than the terminal, left a stack of title lines behind)."""
+    from rich.console import Console
+    out = io.StringIO()
+    console = Console(file=out, width=60, height=50, force_terminal=True, color_system=None, legacy_windows=False)
+    board = Dashboard(TITLE, 12 * 4096, stream=out, console=console)
+    assert board.mode == "live"
+    for update in range(1, 13):
+        board.update(metrics_row(update * 4096, update * 0.3, update), [])
+    assert board.closed  # the last update (global_step == total_steps) ended the live display
+    terminal = Terminal(60)
+    terminal.feed(out.getvalue())
+    screen = [line for line in terminal.screen() if line]
+    assert sum("fastvec-train cartpole" in line for line in screen) == 1, "\n".join(screen)
+    assert max(len(line) for line in screen) <= 60
+    assert any("49.2K/49.2K steps 100%" in line for line in screen), "\n".join(screen)
+
+
+def test_a_notebook_gets_one_display_updated_in_place(monkeypatch):
+    shown, updates = [], []
+
+    class Handle:
+        def update(self, obj):
+            updates.append(obj)
+
+    def display(obj, display_id=None):
+        shown.append(obj)
+        return Handle()
+
+    fake = types.ModuleType("IPython.display")
+    fake.display = display
+    monkeypatch.setitem(sys.modules, "IPython", types.ModuleType("IPython"))
+    monkeypatch.setitem(sys.modules, "IPython.display", fake)
+    board = Dashboard(TITLE, 3 * 4096, stream=io.StringIO(), mode="notebook")
+    for update in range(1, 4):
+        board.update(metrics_row(update * 4096, update * 1.0, update), [])
+    assert len(shown) == 1 and len(updates) == 2
+    bundle = updates[-1]._repr_mimebundle_()
+    assert "<pre" in bundle["text/html"] and "12.3K/12.3K steps 100%" in bundle["text/plain"]
+
+
+def test_import_fastvec_and_a_disabled_display_do_not_import_rich():
+    code = ("import sys, fastvec; from fastvec.trainer.dashboard import Dashboard; "
+            "Dashboard('t', 10, enabled=False).update({'global_step': 1, 'time': 1.0, 'sps': 1.0}, []); "
+            "assert 'rich' not in sys.modules, 'rich imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# ---------------------------------------------------------------------------------------------- the CLI
+
+
+def test_version(capsys):
+    from importlib import metadata
+    import fastvec
+    assert cli.main(["--version"]) == 0
+    out = capsys.readouterr().out.strip()
+    try:
+        expected = metadata.version("fastvec")
+    except metadata.PackageNotFoundError:
+        expected = fastvec.__version__
+    assert out == f"fastvec-train (fastvec {expected})"
+
+
+def test_list_shows_every_env_with_its_sizes_and_parameters(capsys):
+    from fastvec.native import ENVS
+    assert cli.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name, info in ENVS.items():
+        assert re.search(rf"^  {name} +{info.gym_id} ", out, re.M), name
+        for key in info.params:
+            assert f"--env.{key}=" in out
+    assert re.search(r"^  cartpole .*observation 4 floats, actions Discrete\(2\), agents 1", out, re.M)
+    assert re.search(r"^  breakout .*observation 118 floats, actions Discrete\(3\)", out, re.M)
+
+
+@pytest.mark.parametrize("typed,suggestion", [("cartpol", "cartpole"), ("Breakot", "breakout"), ("pongg", "pong")])
+def test_a_misspelt_env_gets_a_suggestion(typed, suggestion, capsys):
+    assert cli.main([typed, "--train.device=cpu"]) == 2
+    err = capsys.readouterr().err
+    assert f"unknown env '{typed.lower()}'; did you mean '{suggestion}'?" in err, err
+
+
+def test_an_env_like_no_other_gets_no_suggestion(capsys):
+    assert cli.main(["pacman"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown env 'pacman'" in err and "did you mean" not in err
+
+
+def test_fastvec_plot_help_is_whole_sentences(capsys):
+    from fastvec.trainer import plot
+    with pytest.raises(SystemExit):
+        plot.main(["--help"])
+    out = capsys.readouterr().out
+    description = " ".join(out.split("\n\n")[1].split())
+    assert description.endswith(".") and description.startswith("Plot the learning curves")
