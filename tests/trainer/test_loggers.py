@@ -1,0 +1,228 @@
+"""fastvec.trainer.loggers: CleanRL's metric names, TensorBoard event files read back, a W&B run in offline mode
+(its history read back from the .wandb file), the missing-package error, and nothing done with both options off."""
+
+import copy
+import json
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastvec.trainer.config import load_config
+from fastvec.trainer.loggers import WANDB_ID_FILE, RunLoggers, scalars
+
+
+def make_config(tensorboard: bool = False, wandb_project: str = "", wandb_mode: str = "offline") -> dict:
+    config = copy.deepcopy(load_config("cartpole"))
+    config["train"].update(tensorboard=tensorboard, wandb_project=wandb_project, wandb_mode=wandb_mode)
+    return config
+
+
+def make_row(update: int, episode_return: float | None = 20.5) -> dict:
+    """A metrics.jsonl row as run.py writes it (CartPole, 512 steps per update)."""
+    return {"global_step": 512 * update, "time": 0.25 * update, "sps": 2048.0 + update, "update": update,
+            "episodes": 3, "episode_return": episode_return,
+            "episode_length": None if episode_return is None else 21.0, "losses/policy_loss": -0.125,
+            "losses/value_loss": 4.5, "losses/entropy": 0.625, "losses/approx_kl": 0.0078125, "losses/clipfrac": 0.25,
+            "losses/explained_variance": 0.5, "charts/learning_rate": 0.005 - 0.0001 * update,
+            "time_split": {"rollout": 0.75, "update": 0.125}}
+
+
+def test_cleanrl_names_and_flattening():
+    row = make_row(3)
+    row.update({"score": np.float32(1.5), "selfplay/elo": 1210.5, "selfplay/train_score": None,
+                "selfplay/pool": np.int64(4), "device": "cpu", "flag": True, "deep": {"a": {"b": 2}}, "listed": [1, 2]})
+    assert scalars(row) == {
+        "time": 0.75, "charts/SPS": 2051.0, "update": 3.0, "episodes": 3.0,
+        "charts/episodic_return": 20.5, "charts/episodic_length": 21.0,  # fastvec's names -> CleanRL's
+        "losses/policy_loss": -0.125, "losses/value_loss": 4.5, "losses/entropy": 0.625, "losses/approx_kl": 0.0078125,
+        "losses/clipfrac": 0.25, "losses/explained_variance": 0.5, "charts/learning_rate": pytest.approx(0.0047),
+        "time_split/rollout": 0.75, "time_split/update": 0.125, "score": 1.5, "selfplay/elo": 1210.5,
+        "selfplay/pool": 4.0, "deep/a/b": 2.0}  # no global_step (the step), None, strings, bools or lists
+    assert all(type(v) is float for v in scalars(row).values())
+    assert "charts/episodic_return" not in scalars(make_row(1, episode_return=None))
+
+
+def test_both_off_does_nothing_and_imports_nothing(tmp_path):
+    loggers = RunLoggers(make_config(), tmp_path / "run", resume=False)
+    assert loggers.outputs == []
+    loggers.log(make_row(1))
+    loggers.close()
+    loggers.close()
+    assert not (tmp_path / "run").exists()
+    # in a fresh interpreter: constructing and logging with both off imports neither package
+    train = {"tensorboard": False, "wandb_project": "", "wandb_mode": "online"}
+    code = ("import sys, json; from fastvec.trainer.loggers import RunLoggers; "
+            f"r = RunLoggers({{'train': {train!r}}}, {str(tmp_path / 'run')!r}, False); "
+            "r.log(json.loads(sys.argv[1])); r.close(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorboard', 'wandb', 'torch')))")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(make_row(1))], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("missing, option", [("tensorboard", "train.tensorboard=true"),
+                                             ("wandb", "train.wandb_project='proj'")])
+def test_missing_package_names_the_extra(tmp_path, monkeypatch, missing, option):
+    for name in [m for m in sys.modules if m.split(".")[0] == missing] + [missing]:
+        monkeypatch.setitem(sys.modules, name, None)  # `import NAME` now raises ImportError
+    run_dir = tmp_path / "run"
+    with pytest.raises(ImportError) as err:
+        RunLoggers(make_config(tensorboard=True, wandb_project="proj"), run_dir, resume=False)
+    message = str(err.value)
+    assert "pip install 'fastvec[logging]'" in message and option in message and "\n" not in message
+    assert not run_dir.exists()  # raised before either output was opened
+
+
+def read_tensorboard(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    accumulator = EventAccumulator(str(run_dir / "tensorboard"))
+    accumulator.Reload()
+    return accumulator
+
+
+def test_tensorboard_event_files_round_trip(tmp_path):
+    pytest.importorskip("tensorboard")
+    run_dir = tmp_path / "run"
+    loggers = RunLoggers(make_config(tensorboard=True), run_dir, resume=False)
+    for update in (1, 2, 3):
+        loggers.log(make_row(update, episode_return=None if update == 2 else 10.0 * update))
+    loggers.close()
+    loggers.close()
+    assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+    tb = read_tensorboard(run_dir)
+    tags = set(tb.Tags()["scalars"])
+    assert {"charts/episodic_return", "charts/episodic_length", "charts/SPS", "charts/learning_rate",
+            "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl", "losses/clipfrac",
+            "losses/explained_variance", "time_split/rollout", "update", "time"} <= tags
+    assert not tags & {"episode_return", "sps", "global_step"}
+    returns = tb.Scalars("charts/episodic_return")
+    assert [(e.step, e.value) for e in returns] == [(512, 10.0), (1536, 30.0)]  # update 2 had no episodes
+    assert [(e.step, e.value) for e in tb.Scalars("charts/SPS")] == [(512, 2049.0), (1024, 2050.0), (1536, 2051.0)]
+    assert tb.Scalars("losses/policy_loss")[-1].value == -0.125
+    assert tb.Scalars("charts/learning_rate")[0].value == pytest.approx(0.0049)
+
+
+def test_tensorboard_resume_drops_what_the_checkpoint_did_not_keep(tmp_path):
+    """A run killed after update 5 resumes from its update-3 checkpoint: run.py has cut metrics.jsonl back to
+    updates 1-3, and TensorBoard shows the resumed run's update 4 and 5, not the killed run's."""
+    pytest.importorskip("tensorboard")
+    run_dir = tmp_path / "run"
+    loggers = RunLoggers(make_config(tensorboard=True), run_dir, resume=False)
+    for update in range(1, 6):
+        loggers.log(make_row(update, episode_return=1.0))
+    loggers.close()
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(make_row(u)) + "\n" for u in (1, 2, 3)))
+    loggers = RunLoggers(make_config(tensorboard=True), run_dir, resume=True)
+    for update in (4, 5):
+        loggers.log(make_row(update, episode_return=2.0))
+    loggers.close()
+    assert len(list((run_dir / "tensorboard").glob("events.out.tfevents.*"))) == 2
+    points = [(e.step, e.value) for e in read_tensorboard(run_dir).Scalars("charts/episodic_return")]
+    assert points == [(512, 1.0), (1024, 1.0), (1536, 1.0), (2048, 2.0), (2560, 2.0)]
+
+
+def wandb_history(run_file) -> list[dict]:
+    """The history rows of a .wandb file: a ':W&B' header (7 bytes), then LevelDB-log records (32 KiB blocks;
+    each record a 4-byte checksum, 2-byte length, 1-byte type: full, first, middle, last), each a Record proto.
+    wandb >= 0.19 ships no Python reader for it (its Go core writes it), hence this one."""
+    from wandb.proto import wandb_internal_pb2
+    data = run_file.read_bytes()
+    assert data[:4] == b":W&B", data[:8]
+    rows, pos, pending, block = [], 7, b"", 32768
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:  # a block's tail too short for a record header is padding
+            pos += block - pos % block
+            continue
+        length, kind = struct.unpack_from("<HB", data, pos + 4)
+        pending += data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # full, last
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            pending = b""
+            if record.HasField("history"):
+                rows.append({item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                             for item in record.history.item})
+    return rows
+
+
+@pytest.fixture
+def wandb_offline(tmp_path, monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb_dir"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_CONSOLE", "off")
+    return wandb
+
+
+def test_wandb_offline_run_holds_the_history(tmp_path, wandb_offline):
+    run_dir = tmp_path / "run"
+    loggers = RunLoggers(make_config(wandb_project="fastvec-tests"), run_dir, resume=False)
+    run = wandb_offline.run
+    assert run is not None and run.project == "fastvec-tests"
+    assert run.config["train"]["wandb_project"] == "fastvec-tests" and run.config["env"]["name"] == "cartpole"
+    for update in (1, 2, 3):
+        loggers.log(make_row(update, episode_return=None if update == 2 else 10.0 * update))
+    assert run.summary["charts/episodic_return"] == 30.0 and run.summary["global_step"] == 1536
+    assert run.summary["losses/value_loss"] == 4.5 and run.summary["time_split/rollout"] == 0.75
+    loggers.close()
+    loggers.close()
+    assert wandb_offline.run is None
+    run_id = (run_dir / WANDB_ID_FILE).read_text().strip()
+    (run_file,) = (run_dir / "wandb").glob(f"offline-run-*-{run_id}*/run-{run_id}.wandb")
+    history = wandb_history(run_file)
+    assert [row["global_step"] for row in history] == [512, 1024, 1536]
+    assert [row.get("charts/episodic_return") for row in history] == [10.0, None, 30.0]
+    assert [row["charts/SPS"] for row in history] == [2049.0, 2050.0, 2051.0]
+    assert {"losses/policy_loss", "losses/approx_kl", "charts/learning_rate", "update"} <= set(history[0])
+    assert not set(history[0]) & {"episode_return", "sps"}
+
+
+def test_wandb_resume_continues_the_same_run(tmp_path, wandb_offline):
+    run_dir = tmp_path / "run"
+    loggers = RunLoggers(make_config(wandb_project="fastvec-tests"), run_dir, resume=False)
+    loggers.log(make_row(1))
+    first = wandb_offline.run.id
+    loggers.close()
+    assert (run_dir / WANDB_ID_FILE).read_text().strip() == first
+    loggers = RunLoggers(make_config(wandb_project="fastvec-tests"), run_dir, resume=True)
+    assert wandb_offline.run.id == first
+    loggers.log(make_row(2))
+    loggers.close()
+    # two sessions with one run id (the second offline directory gets a -1 suffix when started in the same second)
+    assert len(list((run_dir / "wandb").glob(f"offline-run-*-{first}*/run-{first}.wandb"))) == 2
+    loggers = RunLoggers(make_config(wandb_project="fastvec-tests"), run_dir, resume=False)  # a fresh run: a new id
+    assert wandb_offline.run.id != first and (run_dir / WANDB_ID_FILE).read_text().strip() == wandb_offline.run.id
+    loggers.close()
+
+
+def test_both_outputs_together(tmp_path, wandb_offline):
+    pytest.importorskip("tensorboard")
+    run_dir = tmp_path / "run"
+    loggers = RunLoggers(make_config(tensorboard=True, wandb_project="fastvec-tests"), run_dir, resume=False)
+    loggers.log(make_row(1))
+    loggers.close()
+    assert [(e.step, e.value) for e in read_tensorboard(run_dir).Scalars("charts/SPS")] == [(512, 2049.0)]
+    run_id = (run_dir / WANDB_ID_FILE).read_text().strip()
+    (run_file,) = (run_dir / "wandb").glob(f"offline-run-*-{run_id}*/run-{run_id}.wandb")
+    assert wandb_history(run_file)[0]["charts/SPS"] == 2049.0
+
+
+def test_wandb_that_cannot_start_is_a_one_line_config_error(tmp_path, wandb_offline, monkeypatch):
+    from fastvec.trainer.config import ConfigError
+    pytest.importorskip("tensorboard")
+
+    def refuse(**kwargs):
+        raise wandb_offline.errors.UsageError("No API key configured.\nUse `wandb login` to log in.")
+    monkeypatch.setattr(wandb_offline, "init", refuse)
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError) as err:
+        RunLoggers(make_config(tensorboard=True, wandb_project="fastvec-tests", wandb_mode="online"), run_dir,
+                   resume=False)
+    assert not (run_dir / WANDB_ID_FILE).exists() and not (run_dir / "tensorboard").exists()
+    assert "train.wandb_project='fastvec-tests'" in str(err.value) and "No API key configured" in str(err.value)
+    assert "--train.wandb_mode=offline" in str(err.value) and "\n" not in str(err.value)
