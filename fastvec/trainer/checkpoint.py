@@ -6,7 +6,8 @@ Format (version 1), arrays in the archive:
                           "policy": {"kind", "hidden", "layers", "highway", ...},
                           "layout": [[name, shape], ...]  (the flat parameter order, shapes (out, in)),
                           "counters": {"global_step", "update", "opt_step"}, "rng": NumPy PCG64 state,
-                          "config": the resolved run config, "time": unix seconds}
+                          "config": the resolved run config, "time": unix seconds,
+                          "env_source": {"path", "sha256"} of a user's env file (only for one)}
   params     float32 (P,) the flat parameters in `layout` order (weights applied as x @ w.T)
   optimizer  float32 (2P,) [Adam m or Muon momentum | Adam v], same layout twice (absent in
                           weights-only files)
@@ -113,8 +114,10 @@ def remove_stale_temps(folder: Path) -> None:
                 stale.unlink(missing_ok=True)
 
 
-def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, config: dict) -> Path:
-    """Write a checkpoint atomically (atomic_write) and return its path."""
+def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, config: dict,
+         env_source: dict | None = None) -> Path:
+    """Write a checkpoint atomically (atomic_write) and return its path. env_source: for a user's env file, its
+    {"path", "sha256"} as trained on (meta's "env_source"; --resume and --eval warn when the file differs)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = spec.as_dict()
@@ -124,6 +127,8 @@ def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, c
         "policy": policy, "layout": [[name, list(shape)] for name, shape in param_table(spec)],
         "counters": state.get("counters", {}), "rng": state.get("rng"), "config": config, "time": time.time(),
     }
+    if env_source is not None:
+        meta["env_source"] = env_source
     arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8),
               "params": np.asarray(state["params"], np.float32)}
     if state.get("optimizer") is not None:

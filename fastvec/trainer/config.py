@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import copy
 import difflib
+import hashlib
+import os
 import textwrap
 import tomllib
 from pathlib import Path
 
-from fastvec.native import ENVS, resolve_defines
+from fastvec.native import ENVS, check_define_names, resolve_defines, source_path
 from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTION_NOTES, SECTIONS, Key, section_keys
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 # [env] keys the trainer uses itself; any other [env] key is an env parameter (checked by the env).
-ENV_TRAINER_KEYS = {"num_envs"}
+ENV_TRAINER_KEYS = set(section_keys("env"))
+# ENV as a Gymnasium id: fastvec-train gym:CartPole-v1 (the same as --env.gym_id=CartPole-v1).
+GYM_PREFIX = "gym:"
 
 class ConfigError(ValueError):
     """A bad config key, value or env name; the message names it and the valid choices."""
@@ -116,17 +120,92 @@ def parse_overrides(args: list[str]) -> dict:
     return overrides
 
 
+def looks_like_path(env: str) -> bool:
+    """ENV names an env file (not a built-in or a run's name): it ends in .h or holds a path separator."""
+    return env.endswith(".h") or os.sep in env or (os.altsep is not None and os.altsep in env)
+
+
+def parse_env_argument(env: str) -> tuple[str, dict]:
+    """fastvec-train's ENV argument as (env.name, the [env] keys it sets): cartpole -> ("cartpole", {}) (built-in,
+    any case); path/to/my_env.h -> ("my_env.h", {"source": "/abs/path/to/my_env.h"}); gym:CartPole-v1 ->
+    ("gym:CartPole-v1", {"gym_id": "CartPole-v1"}); my_env -> ("my_env", {}) (with --env.source or --env.gym_id)."""
+    if not isinstance(env, str) or not env:
+        raise ConfigError("ENV is empty; give a built-in env, a path to an env file (PATH.h) or gym:ID")
+    if env.startswith(GYM_PREFIX):
+        gym_id = env[len(GYM_PREFIX):]
+        if not gym_id:
+            raise ConfigError(f"ENV {env!r} names no Gymnasium id; e.g. fastvec-train gym:CartPole-v1")
+        return env, {"gym_id": gym_id}
+    if env.lower() in ENVS:
+        return env.lower(), {}
+    if looks_like_path(env) or Path(env).is_file():
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"env file {env!r} not found (ENV is a built-in env {sorted(ENVS)}, a path to an env "
+                              f"file, or gym:ID)")
+        return path.name, {"source": str(path.resolve())}
+    return env, {}
+
+
+def run_env_name(env: str) -> str:
+    """The env.name a run of ENV records (parse_env_argument's), without looking for an env file: my_env.h for
+    path/to/my_env.h, gym:ID for gym:ID, a built-in env's name in lower case."""
+    if env.startswith(GYM_PREFIX):
+        return env
+    if env.lower() in ENVS:
+        return env.lower()
+    return Path(env).name if looks_like_path(env) else env
+
+
+def env_kind(config: dict) -> str:
+    """How the config's env is built: "builtin" (a registered fastvec env), "source" (a user's env file,
+    env.source) or "gym" (a Gymnasium id, env.gym_id)."""
+    env = config["env"]
+    return "gym" if env.get("gym_id") else "source" if env.get("source") else "builtin"
+
+
+def _unknown_env(env: str) -> ConfigError:
+    """(fastvec-train's cli adds the closest built-in names to this message.)"""
+    return ConfigError(f"unknown env {env.lower()!r}; fastvec-train trains a built-in env {sorted(ENVS)}, a user's env "
+                       f"file (fastvec-train path/to/my_env.h, or NAME --env.source=PATH) or a Gymnasium id "
+                       f"(fastvec-train gym:CartPole-v1)")
+
+
+def _apply_env_argument(config: dict, env: str, implied: dict, source: str) -> dict:
+    """config with the [env] keys the ENV argument implies; a command line that sets them otherwise is refused."""
+    for key, value in implied.items():
+        given = config["env"].get(key)
+        # ENV's path wins over an env.source carried along (fastvec-train PATH.h --eval=CKPT takes the checkpoint's
+        # [env] keys as overrides: the file may have moved since)
+        if given and given != value and key != "source":
+            raise ConfigError(f"ENV {env!r} sets env.{key}={value!r}, but {source} sets env.{key}={given!r}; "
+                              f"give one of them")
+        config["env"][key] = value
+    if config["env"]["source"]:  # recorded absolute, so --resume and --eval find it from any directory
+        config["env"]["source"] = str(Path(config["env"]["source"]).expanduser().resolve())
+    return config
+
+
 def load_config(env: str, overrides: dict | None = None) -> dict:
-    """The resolved, complete config for env: KEYS' defaults < ENV.toml < overrides, validated."""
-    env = env.lower()
-    if env not in ENVS:
-        raise ConfigError(f"unknown env {env!r}; fastvec-train knows {sorted(ENVS)}")
+    """The resolved, complete config for env (parse_env_argument: a built-in env, PATH.h or gym:ID): KEYS'
+    defaults < ENV.toml (built-in envs only) < overrides, validated."""
+    overrides = overrides or {}
+    given_source = overrides.get("env", {}).get("source")
+    if isinstance(env, str) and looks_like_path(env) and not Path(env).expanduser().is_file() and given_source \
+            and Path(given_source).name == Path(env).name:
+        name, implied = Path(env).name, {}  # a run's file name, found where --env.source (e.g. its checkpoint) says
+    else:
+        name, implied = parse_env_argument(env)
+    custom = implied or any(overrides.get("env", {}).get(key) for key in ("source", "gym_id"))
+    if not custom and name not in ENVS:
+        raise _unknown_env(env)
     config = defaults()
-    env_file = CONFIG_DIR / f"{env}.toml"
-    if env_file.exists():
+    env_file = CONFIG_DIR / f"{name}.toml"
+    if not custom and env_file.exists():
         config = merge(config, load_toml(env_file), env_file.name)
-    config = merge(config, overrides or {}, "the command line")
-    config["env"]["name"] = env
+    config = merge(config, overrides, "the command line")
+    config = _apply_env_argument(config, env, implied, "the command line")
+    config["env"]["name"] = name
     apply_selfplay(config)
     validate(config)
     return config
@@ -142,12 +221,19 @@ KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
     "train.blas_threads", "train.env_threads", "train.async", "train.gpus", "train.env_device", "train.env_groups",
     "train.precision", "train.checkpoint_seconds", "eval.opponent",
     *(key.path for key in KEYS if key.section == "selfplay")})
+# Keys added after RUN_CONFIG_HEAD was: a marked file written before them lacks them, and they take their defaults
+# (their defaults are what those runs did). Any other missing key of a marked file means a damaged file.
+KEYS_NEWER_THAN_MARKED_FILES = frozenset({
+    "env.source", "env.gym_id", "env.gym_vectorization", "train.tensorboard", "train.wandb_project",
+    "train.wandb_mode"})
 
 
 def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> dict:
     """The config saved in RUN_DIR/config.toml (for --resume), with command-line overrides on top. A file that
     does not parse, was cut short or lacks keys it must have is refused (a ConfigError saying it is damaged),
-    never completed with defaults; only a file from a fastvec older than its keys gets their defaults."""
+    never completed with defaults; only a file from a fastvec older than its keys gets their defaults.
+    A user's env file is found where the run recorded it (env.source), or at the path given as ENV (or with
+    --env.source): a file that moved is resumed from its new path, a missing one is a ConfigError saying so."""
     saved_path = Path(run_dir) / "config.toml"
     if not saved_path.is_file():
         raise ConfigError(f"--resume={run_dir}: no config.toml there; give the run directory fastvec-train wrote")
@@ -155,10 +241,22 @@ def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> d
     saved_env = saved["env"].get("name")
     if not isinstance(saved_env, str):
         raise ConfigError(f"{saved_path} names no env (env.name); give the run directory fastvec-train wrote")
-    if saved_env != env.lower():
+    given_path = isinstance(env, str) and looks_like_path(env) and not env.startswith(GYM_PREFIX)
+    if given_path and Path(env).expanduser().is_file():
+        name, implied = parse_env_argument(env)
+    else:  # the run's name (a user env's file name, e.g. my_env.h, need not exist here: the run recorded it)
+        name, implied = (env.lower() if env.lower() in ENVS else env), {}
+    if saved_env != name:
         raise ConfigError(f"--resume={run_dir} is a {saved_env!r} run, not {env!r}")
     config = merge(defaults(), saved, str(saved_path), allow_env_name=True)
+    if implied.get("source"):  # the env file as given now (it may have moved since the run was saved)
+        config["env"]["source"] = implied["source"]
     config = merge(config, overrides or {}, "the command line")
+    config = _apply_env_argument(config, env, {}, "the command line")
+    source = config["env"]["source"]
+    if source and not Path(source).is_file():
+        raise ConfigError(f"--resume={run_dir}: the run's env file {source} is gone (moved or deleted); give its "
+                          f"new path as ENV: fastvec-train NEW/PATH/{Path(source).name} --resume={run_dir}")
     apply_selfplay(config)
     validate(config)
     return config
@@ -183,8 +281,8 @@ def read_run_config(path: Path) -> dict:
     if marked and text.rstrip().splitlines()[-1] != RUN_CONFIG_END:
         raise damaged(f"it was cut short: its last line {RUN_CONFIG_END!r} is missing")
     for section in SECTIONS:
-        needed = [key.path for key in section_keys(section).values()
-                  if marked or key.path not in KEYS_NEWER_THAN_UNMARKED_FILES]
+        needed = [key.path for key in section_keys(section).values() if key.path not in KEYS_NEWER_THAN_MARKED_FILES
+                  and (marked or key.path not in KEYS_NEWER_THAN_UNMARKED_FILES)]
         if section not in saved and (needed or section == "env"):
             raise damaged(f"it lacks its [{section}] section")
         if section in saved and not isinstance(saved[section], dict):
@@ -196,15 +294,56 @@ def read_run_config(path: Path) -> dict:
 
 
 def env_params(config: dict) -> dict:
-    """The [env] keys that are the env's own compile-time parameters (e.g. frameskip)."""
+    """The [env] keys that are the env's own parameters: a built-in env's compile-time parameters (e.g.
+    frameskip), a user env file's -D defines (source_defines), or a Gymnasium env's gymnasium.make arguments."""
     return {k: v for k, v in config["env"].items() if k not in ENV_TRAINER_KEYS and k != "name"}
+
+
+def source_defines(config: dict) -> dict[str, int | float]:
+    """A user env file's -D defines from its [env] parameters (names upper-cased, as make_vec_from_source does;
+    true/false as 1/0), or a ConfigError naming a parameter that is not a C identifier or not a number."""
+    defines = {}
+    for key, value in env_params(config).items():
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, (int, float)) or (isinstance(value, float) and value != value):
+            raise ConfigError(f"env.{key}={value!r}: a parameter of an env file is a -D define, an int or a float "
+                              f"(e.g. --env.{key}=8)")
+        if isinstance(value, int) and not -2**63 <= value < 2**63:
+            raise ConfigError(f"env.{key}={value!r} does not fit in 64 bits")
+        defines[str(key).upper()] = value
+    try:
+        return check_define_names(defines)
+    except ValueError as err:
+        raise ConfigError(f"[env]: {err}") from None
+
+
+def env_build(config: dict, batch) -> tuple[Path, dict, int]:
+    """What a GPU build of config's env compiles (the CUDA trainer's module): (the env source, its -D defines, its
+    step limit, 0 for none). A built-in env's registered file, a user's env file (env.source), or for a Gymnasium
+    env, which steps on the host, a stub of its sizes (batch.env's; gym_batch.host_stub_source) that the host-env
+    kernels are compiled around."""
+    kind, name = env_kind(config), config["env"]["name"]
+    if kind == "builtin":
+        return source_path(name), resolve_defines(name, env_params(config)), int(ENVS[name].max_episode_steps or 0)
+    if kind == "source":
+        return Path(config["env"]["source"]), source_defines(config), 0
+    from fastvec.native.cpu import cache_dir
+    from fastvec.native.gym_batch import host_stub_source
+    return host_stub_source(batch.env.obs_size, batch.env.num_actions, cache_dir()), {}, 0
+
+
+def source_sha256(path) -> str:
+    """The sha256 of a user env file (checkpoints record it; --resume and --eval warn when it changed)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def apply_selfplay(config: dict) -> None:
     """Self-play trains a policy on every seat, so the env's bot switch (selfplay.bot_switch_param, e.g.
     pong_bot) is turned off in the resolved config that the run records."""
     selfplay = config["selfplay"]
-    if selfplay["enabled"] and selfplay["bot_switch_param"] in ENVS[config["env"]["name"]].params:
+    info = ENVS.get(config["env"].get("name")) if env_kind(config) == "builtin" else None
+    if selfplay["enabled"] and info is not None and selfplay["bot_switch_param"] in info.params:
         config["env"][selfplay["bot_switch_param"]] = 0
 
 
@@ -226,8 +365,6 @@ def validate(config: dict) -> None:
         for name in config[section]:
             if f"{section}.{name}" not in BY_PATH and section != "env":
                 raise _unknown_key(section, name, "the config")
-    if "name" not in config["env"] or config["env"]["name"] not in ENVS:
-        raise ConfigError(f"env.name: the config names no fastvec env; use one of {sorted(ENVS)}")
     for key in KEYS:
         if key.name not in config[key.section]:
             raise ConfigError(f"the config lacks {key.path}; load_config and load_run_config fill in every "
@@ -236,7 +373,21 @@ def validate(config: dict) -> None:
         problem = key.problem(value)
         if problem:
             raise ConfigError(problem)
-    env = config["env"]["name"]
+    env = config["env"].get("name")
+    if not isinstance(env, str) or not env:
+        raise ConfigError(f"env.name: the config names no env; use one of {sorted(ENVS)}, PATH.h or gym:ID")
+    kind = env_kind(config)
+    if kind == "builtin":
+        if env not in ENVS:
+            raise _unknown_env(env)
+        _check_builtin_env(config, env)
+    else:
+        _check_custom_env(config, env, kind)
+    for problem in _cross_key_problems(config):
+        raise ConfigError(problem)
+
+
+def _check_builtin_env(config: dict, env: str) -> None:
     selfplay, params = config["selfplay"], ENVS[env].params
     for name in ("bot_switch_param", "bot_level_param"):
         if selfplay[name] and selfplay[name] not in params:
@@ -246,8 +397,37 @@ def validate(config: dict) -> None:
         resolve_defines(env, env_params(config))
     except (TypeError, ValueError) as err:
         raise ConfigError(f"[env]: {err}") from None
-    for problem in _cross_key_problems(config):
-        raise ConfigError(problem)
+
+
+def _check_custom_env(config: dict, env: str, kind: str) -> None:
+    """A user's env file (env.source) or a Gymnasium id (env.gym_id): one of them, under a name that is not a
+    built-in env's, without self-play (a built-in multi-agent game's); the file exists, its defines are numbers."""
+    source, gym_id = config["env"]["source"], config["env"]["gym_id"]
+    if source and gym_id:
+        raise ConfigError(f"env.source={source!r} and env.gym_id={gym_id!r}: train one env, a file or a Gymnasium id")
+    if env.lower() in ENVS:
+        what = f"env.source={source!r}" if source else f"env.gym_id={gym_id!r}"
+        raise ConfigError(f"{what} under the name {env!r}, a built-in env's; give the file's path as ENV "
+                          f"(fastvec-train PATH.h), gym:ID, or another name")
+    selfplay = config["selfplay"]
+    for name in ("enabled", "bot_switch_param", "bot_level_param"):
+        if selfplay[name]:
+            raise ConfigError(f"selfplay.{name}={selfplay[name]!r}: self-play trains the built-in multi-agent games "
+                              f"({', '.join(sorted(n for n in ENVS if n == 'pong'))}); not {env}")
+    if kind == "source":
+        if not Path(source).is_file():
+            raise ConfigError(f"env.source={source!r}: no such env file; give its path as ENV "
+                              f"(fastvec-train PATH.h) or --env.source=PATH")
+        source_defines(config)
+        return
+    try:
+        import gymnasium
+    except ImportError:  # pragma: no cover - gymnasium is a dependency
+        raise ConfigError(f"env.gym_id={gym_id!r} needs gymnasium: pip install gymnasium") from None
+    try:
+        gymnasium.spec(gym_id)
+    except (gymnasium.error.Error, ModuleNotFoundError) as err:
+        raise ConfigError(f"env.gym_id={gym_id!r}: {str(err).strip()}") from None
 
 
 def _cross_key_problems(config: dict):
@@ -384,15 +564,21 @@ def help_text(config: dict | None = None) -> str:
     config's values and its env's parameters, else the defaults."""
     values = config or defaults()
     env = config["env"]["name"] if config else ""
-    lines = [f"fastvec-train config keys (--section.key=value) with {env}'s values (defaults < {env}.toml < the "
-             f"command line):" if config else "fastvec-train config keys (--section.key=value) with their defaults; "
+    layers = f"defaults < {env}.toml < the command line" if config and env_kind(config) == "builtin" else \
+        "defaults < the command line"
+    lines = [f"fastvec-train config keys (--section.key=value) with {env}'s values ({layers}):" if config else "fastvec-train config keys (--section.key=value) with their defaults; "
              "fastvec-train ENV --help-config\nshows an env's values and parameters:"]
     for section in SECTIONS:
         lines.append(f"[{section}]")
         for key in section_keys(section).values():
             lines += _key_lines(f"  {key.name} = {_toml_value(values[section][key.name], pretty=True)}",
                                 [_described(key)], "")
-        if section == "env" and config:
+        if section == "env" and config and env_kind(config) != "builtin":
+            given = env_params(config)
+            what = "-D defines" if env_kind(config) == "source" else "gymnasium.make arguments"
+            lines.append(f"  {env}'s {what} (any other --env.KEY=value adds one):")
+            lines += [f"    {name} = {_toml_value(value)}" for name, value in given.items()] or ["    (none given)"]
+        elif section == "env" and config:
             params = ENVS[env].params
             current = {**{name: param.default for name, param in params.items()}, **env_params(config)}
             lines.append(f"  {env}'s parameters:" if params else f"  ({env} has no parameters)")

@@ -79,7 +79,9 @@ SECTIONS = ("env", "policy", "train", "eval", "selfplay")
 # Text under a section's header in default.toml: what holds for the whole section.
 SECTION_NOTES = {
     "env": "Any other key here is an env parameter (e.g. frameskip for breakout), checked against the env's "
-           "registered parameters (fastvec-train ENV --help-config lists them).",
+           "registered parameters (fastvec-train ENV --help-config lists them); for a user's env file, a -D "
+           "define of its source (an int or a float, e.g. --env.grid_size=8); for a Gymnasium id, a keyword "
+           "argument of gymnasium.make.",
     "selfplay": "Self-play for multi-agent games: the learner plays one seat per game (game g: seat g % agents, "
                 "so it learns every side), frozen snapshots of itself from a pool play the others. On the CUDA "
                 "trainer (--train.device=cuda) the games are CPU batches (train.env_device = \"cpu\", one env "
@@ -90,6 +92,19 @@ KEYS: tuple[Key, ...] = (
     # [env]
     Key("env", "num_envs", int, 256, "environments stepped together in one batch (per GPU with train.gpus > 1)",
         min=1),
+    Key("env", "source", str, "",
+        "a user's env file (.h, see examples/my_env.h) to train; fastvec-train PATH.h sets it (\"\" = ENV is a "
+        "built-in env)",
+        "The run records its path and its checkpoints the file's sha256: --resume and --eval find it there (a "
+        "file that moved: give its new path as ENV), and warn if its content changed since."),
+    Key("env", "gym_id", str, "",
+        "a Gymnasium env id to train (Discrete actions, flat Box observations), stepped on the host by "
+        "Gymnasium's own vector env; fastvec-train gym:ID sets it",
+        "With train.device=cuda it uses the host-env path (train.env_device = \"cpu\"). Its other [env] keys "
+        "are keyword arguments of gymnasium.make."),
+    Key("env", "gym_vectorization", str, "sync",
+        'env.gym_id: "sync" (one process, the envs stepped in turn) or "async" (a subprocess per env)',
+        choices=("sync", "async")),
     # [policy]
     Key("policy", "kind", str, "mingru", '"mingru" (recurrent, carries state across steps) or "mlp"',
         choices=("mingru", "mlp")),
@@ -157,6 +172,12 @@ KEYS: tuple[Key, ...] = (
         "A kill -9 loses at most this much training (plus the update in progress), or checkpoint_interval "
         "updates if those come sooner; --resume=RUN_DIR continues from the newest valid checkpoint. A checkpoint "
         "taken for time alone is deleted once the next one is written.", min=0),
+    Key("train", "tensorboard", bool, False,
+        "write TensorBoard event files to RUN_DIR/tensorboard (needs the [logging] extra)"),
+    Key("train", "wandb_project", str, "",
+        'log to Weights & Biases under this project ("" = off; needs the [logging] extra)'),
+    Key("train", "wandb_mode", str, "online", 'Weights & Biases: "online", "offline" (sync later) or "disabled"',
+        choices=("online", "offline", "disabled")),
     Key("train", "log_interval", float, 1.0,
         "seconds between metrics.jsonl lines and dashboard refreshes (also one at every 5% of the run's updates)",
         min=0),

@@ -26,7 +26,7 @@ import numpy as np
 from fastvec import native
 from fastvec.native.batches import make_batch as make_env_batch
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError, env_params, to_toml
+from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines, source_sha256, to_toml
 from fastvec.trainer.dashboard import Dashboard
 
 
@@ -58,10 +58,58 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
-def make_batch(config: dict, num_envs: int | None = None):
-    """A CPU batch of the configured env (native.batches.make_batch: SAME_STEP autoreset, train.env_threads threads)."""
-    return make_env_batch(config["env"]["name"], num_envs or config["env"]["num_envs"], env_params(config),
-                             config["train"]["env_threads"])
+def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
+    """A host batch of the configured env in SAME_STEP autoreset: a built-in env (native.batches.make_batch) or a
+    user's env file (env.source, its -D defines from [env]) as a CpuBatch stepped by train.env_threads threads, or
+    a Gymnasium id (env.gym_id) as a GymBatch (native/gym_batch.py) over Gymnasium's own vector env. A Gymnasium
+    env the trainer cannot train, or whose make refuses the [env] arguments, is a ConfigError."""
+    num_envs = num_envs or config["env"]["num_envs"]
+    kind, threads = env_kind(config), config["train"]["env_threads"]
+    if kind == "builtin":
+        return make_env_batch(config["env"]["name"], num_envs, env_params(config), threads)
+    if kind == "source":
+        compiled = native.cpu.load(Path(config["env"]["source"]), tuple(sorted(source_defines(config).items())))
+        if threads > 0:
+            compiled.lib.fv_set_num_threads(threads)
+        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], None)
+    import gymnasium
+    from fastvec.native.gym_batch import GymBatch, SpaceError
+    gym_id = config["env"]["gym_id"]
+    try:
+        return GymBatch(gym_id, num_envs, env_params(config), config["env"]["gym_vectorization"], render=render)
+    except SpaceError as err:
+        raise ConfigError(str(err)) from None
+    except TypeError as err:  # gymnasium.make's error for an argument the env does not take
+        raise ConfigError(f"gym:{gym_id} refused its [env] arguments {env_params(config)}: {err}") from None
+    except (gymnasium.error.Error, ImportError) as err:  # e.g. DependencyNotInstalled (Box2D, ALE)
+        raise ConfigError(f"gym:{gym_id} could not be made: {err}") from None
+
+
+def close_batches(batches) -> None:
+    """Close the batches that hold resources (a GymBatch's envs, an async one's subprocesses); CpuBatches need not."""
+    for batch in batches:
+        close = getattr(batch, "close", None)
+        if close is not None:
+            close()
+
+
+def resolve_env_device(config: dict, device: str) -> None:
+    """Record in config the device the run uses (train.device, never "auto") and where its env steps
+    (train.env_device): the CPU trainer always steps CPU envs; the CUDA trainer steps self-play's games and
+    Gymnasium envs on the host (they have no GPU build) and a user's env file on the host too until the CUDA
+    trainer builds one (CudaTrainer.trains_custom_envs)."""
+    train = config["train"]
+    train["device"] = device
+    kind = env_kind(config)
+    if device == "cpu" or config["selfplay"]["enabled"] or kind == "gym":
+        train["env_device"] = "cpu"
+    if device == "cuda" and kind != "builtin":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
+        from fastvec.trainer.cuda.trainer import CudaTrainer
+        if not getattr(CudaTrainer, "trains_custom_envs", False):
+            what = "a user's env file" if kind == "source" else "a Gymnasium env"
+            raise ConfigError(f"train.device=cuda: this fastvec's CUDA trainer does not train {what} yet; use "
+                              f"--train.device=cpu")
+        train["env_device"] = "cpu" if kind == "gym" else train["env_device"]
 
 
 def make_trainer(config: dict):
@@ -70,23 +118,37 @@ def make_trainer(config: dict):
     CUDA trainer, train.env_device=cpu steps the env on the CPU (host environments); self-play always
     does, since its opponents act on the CPU."""
     device = resolve_device(config["train"]["device"])
-    if device == "cuda" and config["selfplay"]["enabled"]:
-        config["train"]["env_device"] = "cpu"  # the opponents' seats are played by NumPy policies next to a CPU batch
+    # The config records the device used, not "auto" (config.toml, checkpoints). Self-play's opponents' seats
+    # are played by NumPy policies next to a CPU batch, and Gymnasium envs step on the host: env_device=cpu.
+    resolve_env_device(config, device)
     batch = make_batch(config)
-    from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
-    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
-    league = None
-    if config["selfplay"]["enabled"]:
-        from fastvec.trainer.selfplay import SelfPlay
-        league = SelfPlay(config)
-        batch = league.wrap(batch, spec)
-    if device == "cuda":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
-        from fastvec.trainer.cuda.trainer import CudaTrainer
-        # Self-play's one SelfPlayBatch cannot be split, so it is one env group.
-        trainer = CudaTrainer(config, batch, spec, [batch] if league is not None else None)
-    else:
-        trainer = NumpyTrainer(config, batch, spec)
+    batches = [batch]
+    try:
+        from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+        spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+        league = None
+        if config["selfplay"]["enabled"]:
+            from fastvec.trainer.selfplay import SelfPlay
+            league = SelfPlay(config)
+            batch = league.wrap(batch, spec)
+        if device == "cuda":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
+            from fastvec.trainer.cuda.trainer import CudaTrainer
+            # Self-play's one SelfPlayBatch cannot be split, so it is one env group; a user's env or a
+            # Gymnasium env on the host gets its groups' batches here (the CUDA trainer builds built-in ones).
+            host_batches = [batch] if league is not None else None
+            if env_kind(config) != "builtin" and config["train"]["env_device"] == "cpu":
+                from fastvec.trainer.cuda.host_envs import env_ranges
+                ranges = env_ranges(batch.num_envs, config["train"]["env_groups"], None)
+                host_batches = [batch] if len(ranges) == 1 else [make_batch(config, hi - lo) for lo, hi in ranges]
+                batches += host_batches[1:] if len(ranges) == 1 else host_batches
+            trainer = CudaTrainer(config, batch, spec, host_batches)
+        else:
+            trainer = NumpyTrainer(config, batch, spec)
+    except BaseException:
+        close_batches(batches)
+        raise
     trainer.selfplay = league
+    trainer.env_batches = batches  # closed when the run ends (close_batches)
     return trainer
 
 
@@ -102,7 +164,36 @@ def blas_threads(count: int):
 
 
 def default_run_dir(env: str) -> Path:
-    return Path("runs") / env / time.strftime("%Y%m%d-%H%M%S")
+    """runs/ENV/<time>; a Gymnasium env's name as one directory (gym:ALE/Pong-v5 -> gym-ALE-Pong-v5)."""
+    return Path("runs") / env.replace(":", "-").replace("/", "-") / time.strftime("%Y%m%d-%H%M%S")
+
+
+def open_loggers(config: dict, run_dir: Path, resume: bool):
+    """The optional logger outputs beside metrics.jsonl (loggers.RunLoggers: TensorBoard, Weights & Biases), or
+    None when neither train.tensorboard nor train.wandb_project asks for one (loggers.py is then never imported)."""
+    if not (config["train"]["tensorboard"] or config["train"]["wandb_project"]):
+        return None
+    from fastvec.trainer.loggers import RunLoggers
+    return RunLoggers(config, run_dir, resume)
+
+
+def env_source_record(config: dict) -> dict | None:
+    """What checkpoints record of a user's env file: {"path", "sha256"} (None for other envs)."""
+    if env_kind(config) != "source":
+        return None
+    return {"path": config["env"]["source"], "sha256": source_sha256(config["env"]["source"])}
+
+
+def warn_if_source_changed(meta: dict, config: dict, path) -> None:
+    """One warning line when the env file a checkpoint was trained on (meta's env_source) differs from the one
+    configured now: the same content under another path (the file moved) is fine; other content may change the
+    env's rules, so it is named (both paths, both hashes) but not refused: the sizes are checked anyway."""
+    saved, now = meta.get("env_source"), env_source_record(config)
+    if not isinstance(saved, dict) or now is None or saved.get("sha256") == now["sha256"]:
+        return
+    print(f"fastvec-train: warning: the env file {now['path']} (sha256 {now['sha256'][:12]}...) differs from the "
+          f"one {path} was trained on ({saved.get('path')}, sha256 {str(saved.get('sha256'))[:12]}...); its sizes "
+          f"match, so it runs, but the env's rules may have changed", file=sys.stderr)
 
 
 def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None) -> dict:
@@ -198,8 +289,9 @@ def resume_state(trainer, run_dir: Path, env: str) -> float:
         checkpoint.remove_stale_temps(run_dir)
     elapsed = 0.0
     if checkpoint.candidates(folder):
-        _, _, state, rejected = checkpoint.newest_valid(
+        chosen, meta, state, rejected = checkpoint.newest_valid(
             folder, lambda meta, path: checkpoint.check_compatible(meta, trainer.spec, env, path))
+        warn_if_source_changed(meta, trainer.config, chosen)
         for path, _ in rejected:
             if checkpoint.NAME.fullmatch(path.name):
                 with file_op("set aside", path):
@@ -214,10 +306,18 @@ def resume_state(trainer, run_dir: Path, env: str) -> float:
 
 
 def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
-    run_dir = Path(run_dir)
-    env = config["env"]["name"]
     made = time.perf_counter()
     trainer = make_trainer(config)
+    try:
+        return _train_with(trainer, made, config, Path(run_dir), resume, dashboard)
+    finally:
+        close_batches(getattr(trainer, "env_batches", []))
+
+
+def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
+    """The training loop around a made trainer (make_trainer): config.toml, metrics.jsonl (and the optional
+    loggers, closed on every way out), checkpoints."""
+    env = config["env"]["name"]
     startup = time.perf_counter() - made  # kernels compiled (or loaded from the disk cache), arena, env reset
     if hasattr(trainer, "describe") and getattr(trainer, "rank", 0) == 0:
         print(trainer.describe(), file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
@@ -229,6 +329,18 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
         run_dir.mkdir(parents=True, exist_ok=True)
     with file_op("write", run_dir / "config.toml"):
         checkpoint.atomic_write_text(run_dir / "config.toml", to_toml(config))
+    loggers = open_loggers(config, run_dir, resume)
+    try:
+        return _train_loop(trainer, startup, elapsed_before, league, config, run_dir, dashboard, loggers)
+    finally:
+        if loggers is not None:
+            loggers.close()
+
+
+def _train_loop(trainer, startup: float, elapsed_before: float, league, config: dict, run_dir: Path,
+                dashboard: bool | None, loggers) -> dict:
+    env = config["env"]["name"]
+    source_record = env_source_record(config)  # a user env file's path and sha256, as trained on
 
     tc = config["train"]
     steps_per_update = trainer.horizon * trainer.batch.num_envs * getattr(trainer, "world_size", 1)  # all ranks
@@ -269,7 +381,7 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
         state["counters"]["time"] = elapsed_before + time.perf_counter() - start_time
         path = run_dir / "checkpoints" / checkpoint.checkpoint_name(trainer.update_index)
         with file_op("write", path):
-            return checkpoint.save(path, trainer.spec, env, trainer.num_agents, state, config)
+            return checkpoint.save(path, trainer.spec, env, trainer.num_agents, state, config, source_record)
 
     stop = StopRequest()
     interrupted = False
@@ -310,6 +422,8 @@ def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) ->
                         metrics.update(league.metrics())
                     metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
                     log(json.dumps(metrics) + "\n")
+                    if loggers is not None:
+                        loggers.log(metrics)
                     board.update(metrics, stat_names)
                     last_metrics = metrics
                     update_totals, update_count, last_log = {}, 0, now
@@ -359,14 +473,21 @@ def evaluate(config: dict, path: Path, render: str = "") -> dict:
 
 
 def _evaluate(config: dict, path: Path, render: str) -> dict:
-    from fastvec.trainer.reference import policy_act
-    from fastvec.trainer.reference import FlatLayout, param_table
-
     meta, state = checkpoint.load(path)
+    warn_if_source_changed(meta, config, path)
+    batch = make_batch(config, config["eval"]["episodes"])
+    try:
+        return _evaluate_batch(config, path, render, meta, state, batch)
+    finally:
+        close_batches([batch])
+
+
+def _evaluate_batch(config: dict, path: Path, render: str, meta: dict, state: dict, batch) -> dict:
+    from fastvec.trainer.reference import FlatLayout, param_table, policy_act
+
     env = config["env"]["name"]
     spec = checkpoint.spec_of(meta)
     episodes = config["eval"]["episodes"]
-    batch = make_batch(config, episodes)
     # the env and the sizes must match (each side named with its own); the architecture is the file's
     checkpoint.check_env(meta, env, batch.env.obs_size, batch.env.num_actions, path)
     params = FlatLayout(param_table(spec)).views(state["params"])
@@ -413,21 +534,25 @@ def record_episode(config: dict, spec, params, path: str, rng, deterministic: bo
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
         raise ConfigError(f"eval.render={str(path)!r}: give a path ending in .gif or .mp4")
-    batch = make_batch(config, 1)
-    batch.reset(np.array([config["train"]["seed"]], np.uint64), None)
-    num_agents = batch.obs.shape[1]
-    state = np.zeros((spec.state_layers, num_agents, spec.hidden), np.float32)
-    starts = np.ones(num_agents, np.float32)
-    frames = [batch.render(0)]
-    for _ in range(config["eval"]["render_max_frames"]):
-        actions, _, _, state = policy_act(spec, params, batch.obs.reshape(num_agents, -1).astype(np.float32),
-                                          starts, state, rng, deterministic)
-        batch.step(actions.reshape(1, num_agents))
-        if batch.terminated[0] or batch.truncated[0]:
-            break  # the env has already reset (SAME_STEP), so its next frame belongs to a new episode
-        starts[:] = 0
-        frames.append(batch.render(0))
-    fps = native.ENVS[config["env"]["name"]].render_fps
+    batch = make_batch(config, 1, render=True)
+    try:
+        batch.reset(np.array([config["train"]["seed"]], np.uint64), None)
+        num_agents = batch.obs.shape[1]
+        state = np.zeros((spec.state_layers, num_agents, spec.hidden), np.float32)
+        starts = np.ones(num_agents, np.float32)
+        frames = [batch.render(0)]
+        for _ in range(config["eval"]["render_max_frames"]):
+            actions, _, _, state = policy_act(spec, params, batch.obs.reshape(num_agents, -1).astype(np.float32),
+                                              starts, state, rng, deterministic)
+            batch.step(actions.reshape(1, num_agents))
+            if batch.terminated[0] or batch.truncated[0]:
+                break  # the env has already reset (SAME_STEP), so its next frame belongs to a new episode
+            starts[:] = 0
+            frames.append(batch.render(0))
+    finally:
+        close_batches([batch])
+    info = native.ENVS.get(config["env"]["name"]) if env_kind(config) == "builtin" else None
+    fps = info.render_fps if info is not None else getattr(batch.env, "render_fps", 30)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".gif":
         iio.imwrite(path, np.stack(frames), duration=1000 / fps, loop=0)

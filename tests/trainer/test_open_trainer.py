@@ -1,0 +1,314 @@
+"""fastvec-train beyond the built-in envs (issue 20): a user's env file (PATH.h or --env.source, its -D
+parameters as --env.KEY=value) and a Gymnasium id (gym:ID) trained end to end on the CPU, evaluated and resumed;
+the Gymnasium adapter's SAME_STEP semantics checked step by step against Gymnasium's own envs; spaces the trainer
+cannot train refused; config.toml's device resolved; the optional loggers fed every metrics row and closed."""
+
+import json
+import re
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+from fastvec.native.gym_batch import GymBatch
+from fastvec.trainer import checkpoint, cli, config as config_mod, run
+from fastvec.trainer.config import ConfigError, load_config, load_run_config
+
+ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
+SMALL = ["--policy.hidden=16", "--policy.layers=1", "--train.horizon=16", "--train.bptt_horizon=8",
+         "--train.minibatch_size=128", "--train.log_interval=0", "--train.checkpoint_interval=10"]
+
+
+def rows(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def saved_config(run_dir: Path) -> dict:
+    return config_mod.read_run_config(run_dir / "config.toml")
+
+
+@pytest.fixture
+def env_file(tmp_path):
+    """tests/envs/counting.h in a folder of its own: the reward is the action (0..4), so a policy that learns
+    picks 4; an episode lasts TERMINATE_AT steps (a -D parameter)."""
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    return Path(shutil.copy(ENVS_DIR / "counting.h", folder / "counting.h"))
+
+
+# ---------------------------------------------------------------------------------------------- a user's env file
+
+
+def test_a_user_env_file_trains_evaluates_and_resumes(env_file, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    args = [str(env_file), "--env.terminate_at=4", "--env.num_envs=16", "--train.total_timesteps=12_000",
+            "--train.learning_rate=0.01", *SMALL, f"--run-dir={run_dir}"]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    logged = rows(run_dir)
+    assert logged[-1]["global_step"] >= 12_000 and logged[-1]["update"] == len(logged)
+    assert all(row["episode_length"] == 4.0 for row in logged if row["episodes"])  # the -D parameter took effect
+    assert logged[-1]["count"] == 4.0  # the env's own episode stat
+    # a random policy returns 4 steps x mean action 2 = 8; a learnt one towards 16
+    first, last = (np.mean([row["episode_return"] for row in part]) for part in (logged[:5], logged[-5:]))
+    assert first < 9 and last > first + 1, (first, last)
+    saved = saved_config(run_dir)
+    assert saved["env"]["name"] == "counting.h" and saved["env"]["source"] == str(env_file.resolve())
+    assert saved["env"]["terminate_at"] == 4
+    newest = checkpoint.latest(run_dir)
+    meta, _ = checkpoint.load(newest)
+    assert meta["env"] == "counting.h"
+    assert meta["env_source"] == {"path": str(env_file.resolve()), "sha256": config_mod.source_sha256(env_file)}
+
+    # --eval: the checkpoint's env file and its parameters (the run's name as ENV, found through the checkpoint)
+    capsys.readouterr()
+    assert cli.main(["counting.h", f"--eval={run_dir}", "--eval.episodes=16", "--eval.deterministic=true"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"mean length 4(\.0)?\b", out) and "counting.h: mean return" in out
+    assert float(out.split("mean return ")[1].split()[0]) > 12
+
+    # --resume continues the run: the same env file, the updates numbered on
+    updates = logged[-1]["update"]
+    assert cli.main([str(env_file), f"--resume={run_dir}", "--train.total_timesteps=16_000"]) == 0
+    resumed = rows(run_dir)
+    assert resumed[-1]["update"] > updates and [r["update"] for r in resumed] == sorted(r["update"] for r in resumed)
+    # from the learnt weights, not from scratch
+    assert np.mean([row["episode_return"] for row in resumed[len(logged):]]) > first + 1
+
+
+def test_a_moved_env_file_is_found_at_its_new_path_and_a_changed_one_is_named(env_file, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    base = ["--env.num_envs=8", *SMALL]
+    assert cli.main([str(env_file), "--train.total_timesteps=1000", *base, f"--run-dir={run_dir}"]) == 0
+    moved = tmp_path / "elsewhere" / "counting.h"
+    moved.parent.mkdir()
+    env_file.rename(moved)
+    capsys.readouterr()
+    # by its run's name: the recorded path is gone, and the message says how to go on
+    assert cli.main(["counting.h", f"--resume={run_dir}", "--train.total_timesteps=2000"]) == 2
+    err = capsys.readouterr().err
+    assert "is gone (moved or deleted)" in err and f"--resume={run_dir}" in err
+    # by its new path: resumed, and config.toml records where the file is now
+    assert cli.main([str(moved), f"--resume={run_dir}", "--train.total_timesteps=2000"]) == 0
+    assert saved_config(run_dir)["env"]["source"] == str(moved.resolve())
+    assert "differs from the one" not in capsys.readouterr().err  # moved, not changed: no warning
+    # changed content: it still runs (the sizes match), with one warning naming both files' hashes
+    moved.write_text(moved.read_text().replace("rewards[0] = (float)actions[0];", "rewards[0] = 1.0f;"))
+    assert cli.main([str(moved), f"--eval={run_dir}", "--eval.episodes=4"]) == 0
+    err = capsys.readouterr().err
+    assert "differs from the one" in err and "env's rules may have changed" in err
+
+
+def test_a_named_user_env_and_its_parameters_are_checked(env_file, tmp_path):
+    config = load_config("my_counter", {"env": {"source": str(env_file), "terminate_at": 7}})
+    assert config["env"]["name"] == "my_counter" and config["env"]["source"] == str(env_file.resolve())
+    assert config_mod.source_defines(config) == {"TERMINATE_AT": 7}
+    with pytest.raises(ConfigError, match="env.mode='fast': a parameter of an env file is a -D define"):
+        load_config(str(env_file), {"env": {"mode": "fast"}})
+    with pytest.raises(ConfigError, match="under the name 'cartpole', a built-in env's"):
+        load_config("cartpole", {"env": {"source": str(env_file)}})
+    with pytest.raises(ConfigError, match="env file 'nowhere/my_env.h' not found"):
+        load_config("nowhere/my_env.h")
+    with pytest.raises(ConfigError, match="self-play trains the built-in multi-agent games"):
+        load_config(str(env_file), {"selfplay": {"enabled": True}})
+    with pytest.raises(ConfigError, match=r"unknown env 'cartpol'; .* a user's env file .* a Gymnasium id"):
+        load_config("cartpol")
+    # a run of a user env resumes under its name from any directory (the run recorded the file)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.toml").write_text(config_mod.to_toml(load_config(str(env_file))))
+    assert load_run_config(run_dir, "counting.h")["env"]["source"] == str(env_file.resolve())
+    with pytest.raises(ConfigError, match="is a 'counting.h' run, not 'cartpole'"):
+        load_run_config(run_dir, "cartpole")
+
+
+# ---------------------------------------------------------------------------------------------- a Gymnasium id
+
+
+def test_a_gymnasium_id_trains_end_to_end_and_evaluates(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(["gym:CartPole-v1", "--env.num_envs=8", "--train.total_timesteps=4000", *SMALL,
+                     f"--run-dir={run_dir}"]) == 0, capsys.readouterr().err
+    logged = rows(run_dir)
+    assert logged[-1]["global_step"] >= 4000 and sum(row["episodes"] for row in logged) > 50
+    assert all(row["episode_length"] == pytest.approx(row["episode_return"])  # CartPole: +1 a step
+               for row in logged if row["episodes"])
+    saved = saved_config(run_dir)
+    assert saved["env"]["name"] == "gym:CartPole-v1" and saved["env"]["gym_id"] == "CartPole-v1"
+    assert saved["train"]["device"] == "cpu" and saved["train"]["env_device"] == "cpu"
+    assert checkpoint.load(checkpoint.latest(run_dir))[0]["env"] == "gym:CartPole-v1"
+    capsys.readouterr()
+    assert cli.main(["gym:CartPole-v1", f"--eval={run_dir}", "--eval.episodes=5"]) == 0
+    assert "gym:CartPole-v1: mean return" in capsys.readouterr().out
+    assert run.default_run_dir("gym:ALE/Pong-v5").parts[1] == "gym-ALE-Pong-v5"
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"max_episode_steps": 12}])
+def test_the_gym_batch_steps_as_gymnasiums_own_envs_with_same_step_autoreset(kwargs):
+    """A whole rollout of GymBatch against one gymnasium.make env per slot stepped by hand: the same obs,
+    rewards, terminated and truncated every step; where an episode ends, its return and length, its last obs in
+    final_obs, and obs already the next episode's first (the env reset in the same step, unseeded, as
+    Gymnasium's SAME_STEP autoreset does)."""
+    n, steps = 4, 300
+    seeds = np.arange(n, dtype=np.uint64) + np.uint64(11 << 32)
+    batch = GymBatch("CartPole-v1", n, kwargs)
+    envs = [gymnasium.make("CartPole-v1", **kwargs) for _ in range(n)]
+    batch.reset(seeds, None)
+    obs = np.stack([env.reset(seed=int(s))[0] for env, s in zip(envs, seeds)])
+    np.testing.assert_array_equal(batch.obs[:, 0], obs.astype(np.float32))
+    assert batch.obs.shape == (n, 1, 4) and batch.obs.dtype == np.float32 and batch.episode_stats.shape == (n, 0)
+    returns, lengths = np.zeros(n), np.zeros(n, int)
+    ends = {"terminated": 0, "truncated": 0}
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        actions = rng.integers(0, 2, (n, 1))
+        ended = batch.step(actions)
+        assert ended == int((batch.terminated | batch.truncated).sum())
+        for i, env in enumerate(envs):
+            o, r, term, trunc, _ = env.step(int(actions[i, 0]))
+            returns[i] += r
+            lengths[i] += 1
+            assert (batch.rewards[i, 0], batch.terminated[i], batch.truncated[i]) == (r, term, trunc)
+            if term or trunc:
+                ends["terminated" if term else "truncated"] += 1
+                np.testing.assert_array_equal(batch.final_obs[i, 0], np.float32(o))
+                assert (batch.episode_return[i, 0], batch.episode_length[i]) == (returns[i], lengths[i])
+                o, _ = env.reset()
+                returns[i], lengths[i] = 0, 0
+            np.testing.assert_array_equal(batch.obs[i, 0], np.float32(o))
+    assert ends["terminated"] > 10
+    assert ends["truncated"] > 10 if kwargs else ends["truncated"] == 0
+    # a masked reset starts only those envs' episodes over
+    batch.reset(np.arange(n, dtype=np.uint64), np.array([True, False, False, True]))
+    np.testing.assert_array_equal(batch.obs[0, 0], np.float32(envs[0].reset(seed=0)[0]))
+    np.testing.assert_array_equal(batch.obs[3, 0], np.float32(envs[3].reset(seed=3)[0]))
+    with pytest.raises(ValueError, match=r"action 2 out of range for Discrete\(2\) at env 1"):
+        batch.step(np.array([[0], [2], [0], [0]]))
+    batch.close()
+
+
+class ImageEnv(gymnasium.Env):
+    observation_space = gymnasium.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros((8, 8, 3), np.uint8), {}
+
+    def step(self, action):
+        return np.zeros((8, 8, 3), np.uint8), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize("env_id,message", [
+    ("Pendulum-v1", r"gym:Pendulum-v1 has Box\(-2.0, 2.0, \(1,\), float32\) actions"),
+    ("FastvecTestImage-v0", r"gym:FastvecTestImage-v0 has Box\(0, 255, \(8, 8, 3\), uint8\) observations "
+                            r"\(images need a convolutional policy"),
+])
+def test_a_space_the_trainer_cannot_train_is_refused_naming_it(env_id, message, tmp_path, capsys):
+    if env_id not in gymnasium.registry:
+        gymnasium.register(env_id, entry_point=ImageEnv)
+    assert cli.main([f"gym:{env_id}", f"--run-dir={tmp_path / 'run'}"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    assert "the bundled trainer trains Discrete actions and flat Box observations" in err
+
+
+def test_gymnasium_ids_and_their_arguments_are_checked(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="Did you mean: `CartPole`"):
+        load_config("gym:CartPol-v1")
+    config = load_config("cart", {"env": {"gym_id": "CartPole-v1", "max_episode_steps": 50}})
+    assert config["env"]["name"] == "cart" and config_mod.env_params(config) == {"max_episode_steps": 50}
+    with pytest.raises(ConfigError, match="train one env, a file or a Gymnasium id"):
+        load_config("gym:CartPole-v1", {"env": {"source": str(ENVS_DIR / "counting.h")}})
+    assert cli.main(["gym:CartPole-v1", "--env.gravity_x=1", f"--run-dir={tmp_path / 'run'}"]) == 2
+    assert "refused its [env] arguments {'gravity_x': 1}" in capsys.readouterr().err
+
+
+def test_env_build_names_what_a_gpu_build_compiles_for_each_kind_of_env(env_file):
+    """config.env_build: what the CUDA trainer compiles its module around. A Gymnasium env gets a stub of its
+    sizes (the host-env kernels need OBS_SIZE and NUM_ACTIONS); it must compile, here with the C compiler."""
+    from fastvec.native import cpu
+    builtin = load_config("breakout", {"env": {"frameskip": 2}})
+    source, defines, limit = config_mod.env_build(builtin, None)
+    assert (source.name, defines, limit) == ("breakout.h", {"FRAMESKIP": 2}, 10_000)
+    user = load_config(str(env_file), {"env": {"terminate_at": 6}})
+    assert config_mod.env_build(user, None) == (env_file.resolve(), {"TERMINATE_AT": 6}, 0)
+    gym = load_config("gym:CartPole-v1", {"env": {"num_envs": 2}})
+    batch = run.make_batch(gym)
+    source, defines, limit = config_mod.env_build(gym, batch)
+    batch.close()
+    stub = cpu.load(source, ())
+    assert (stub.obs_size, stub.num_actions, stub.num_agents, stub.stat_names, defines, limit) == (4, 2, 1, [], {}, 0)
+
+
+# ---------------------------------------------------------------------------------------------- the run's files
+
+
+def test_config_toml_records_the_device_used_and_reads_back(tmp_path):
+    run_dir = tmp_path / "run"
+    config = load_config("cartpole", {"env": {"num_envs": 8}, "train": {
+        "total_timesteps": 256, "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64, "device": "auto"}})
+    assert config["train"]["device"] == "auto" and config["train"]["env_device"] == "cuda"
+    run.train(config, run_dir, dashboard=False)
+    expected = run.resolve_device("auto")
+    saved = saved_config(run_dir)["train"]
+    assert saved["device"] == expected != "auto"
+    assert saved["env_device"] == ("cpu" if expected == "cpu" else "cuda")
+    assert load_run_config(run_dir, "cartpole")["train"]["device"] == expected
+
+
+def test_a_run_config_written_before_the_new_keys_still_resumes(tmp_path):
+    text = config_mod.to_toml(load_config("cartpole"))
+    for line in ("source = \"\"", "gym_id = \"\"", "gym_vectorization = \"sync\"", "tensorboard = false",
+                 "wandb_project = \"\"", "wandb_mode = \"online\""):
+        assert line + "\n" in text
+        text = text.replace(line + "\n", "")
+    (tmp_path / "config.toml").write_text(text)
+    config = load_run_config(tmp_path, "cartpole")
+    assert config["env"]["source"] == "" and config["train"]["tensorboard"] is False
+
+
+def fake_loggers(monkeypatch, fail_on_log: int | None = None) -> list:
+    """Stand in for fastvec/trainer/loggers.py: RunLoggers records what it is given."""
+    calls: list = []
+
+    class RunLoggers:
+        def __init__(self, config, run_dir, resume):
+            calls.append(("init", config["train"]["tensorboard"], Path(run_dir), resume, Path(run_dir).is_dir()))
+
+        def log(self, row):
+            calls.append(("log", dict(row)))
+            if fail_on_log is not None and len(calls) - 1 == fail_on_log:
+                raise RuntimeError("logger failed")
+
+        def close(self):
+            calls.append(("close",))
+
+    monkeypatch.setitem(sys.modules, "fastvec.trainer.loggers", types.SimpleNamespace(RunLoggers=RunLoggers))
+    return calls
+
+
+def test_the_optional_loggers_get_every_metrics_row_and_are_closed(tmp_path, monkeypatch):
+    overrides = {"env": {"num_envs": 8}, "train": {"total_timesteps": 8 * 16 * 4, "horizon": 16, "bptt_horizon": 8,
+                                                   "minibatch_size": 64, "log_interval": 0.0, "tensorboard": True}}
+    calls = fake_loggers(monkeypatch)
+    run.train(load_config("cartpole", overrides), tmp_path / "run", dashboard=False)
+    assert calls[0] == ("init", True, tmp_path / "run", False, True)  # made once the run directory exists
+    assert [c[1] for c in calls if c[0] == "log"] == rows(tmp_path / "run")
+    assert calls[-1] == ("close",)
+    # closed on the way out of a failed run too
+    calls = fake_loggers(monkeypatch, fail_on_log=2)
+    with pytest.raises(RuntimeError, match="logger failed"):
+        run.train(load_config("cartpole", overrides), tmp_path / "run2", dashboard=False)
+    assert calls[-1] == ("close",)
+
+
+def test_without_a_logger_option_loggers_py_is_never_imported(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "fastvec.trainer.loggers", None)  # any import of it would fail
+    config = load_config("cartpole", {"env": {"num_envs": 8}, "train": {
+        "total_timesteps": 256, "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64}})
+    assert run.open_loggers(config, tmp_path, False) is None
+    run.train(config, tmp_path / "run", dashboard=False)
