@@ -13,7 +13,8 @@ USAGE = """usage: fastvec-train ENV [--section.key=value ...] [--run-dir=PATH] [
        fastvec-train ENV --eval=A --eval.opponent=B|bot   (multi-agent: A against checkpoint B or the bot)
 
 Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
-  ENV                   a registered env name
+  ENV                   a registered env name, your env file (PATH.h; its -D parameters as --env.KEY=value),
+                        or gym:ID (a Gymnasium id with Discrete actions and flat observations, e.g. gym:CartPole-v1)
   --section.key=value   override a config value, e.g. --train.total_timesteps=20_000_000
                         --env.num_envs=1024 --policy.hidden=128 --train.device=cpu
   --run-dir=PATH        where to write config.toml, metrics.jsonl, checkpoints/ (default runs/ENV/<time>)
@@ -176,7 +177,7 @@ def _main(argv: list[str], state: dict) -> int:
         # Play the checkpoint in the env it was trained in (e.g. pong against the bot), unless the
         # command line says otherwise.
         meta, _ = checkpoint.load(eval_path)
-        if args["env"] and meta["env"] == args["env"].lower() and isinstance(meta.get("config"), dict):
+        if args["env"] and meta["env"] == config_mod.run_env_name(args["env"]) and isinstance(meta.get("config"), dict):
             saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
             args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
     try:

@@ -96,20 +96,12 @@ def close_batches(batches) -> None:
 def resolve_env_device(config: dict, device: str) -> None:
     """Record in config the device the run uses (train.device, never "auto") and where its env steps
     (train.env_device): the CPU trainer always steps CPU envs; the CUDA trainer steps self-play's games and
-    Gymnasium envs on the host (they have no GPU build) and a user's env file on the host too until the CUDA
-    trainer builds one (CudaTrainer.trains_custom_envs)."""
+    Gymnasium envs on the host (they have no GPU build), a built-in or user's env file where env_device says."""
     train = config["train"]
     train["device"] = device
     kind = env_kind(config)
     if device == "cpu" or config["selfplay"]["enabled"] or kind == "gym":
         train["env_device"] = "cpu"
-    if device == "cuda" and kind != "builtin":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
-        from fastvec.trainer.cuda.trainer import CudaTrainer
-        if not getattr(CudaTrainer, "trains_custom_envs", False):
-            what = "a user's env file" if kind == "source" else "a Gymnasium env"
-            raise ConfigError(f"train.device=cuda: this fastvec's CUDA trainer does not train {what} yet; use "
-                              f"--train.device=cpu")
-        train["env_device"] = "cpu" if kind == "gym" else train["env_device"]
 
 
 def make_trainer(config: dict):
@@ -329,7 +321,8 @@ def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool,
         run_dir.mkdir(parents=True, exist_ok=True)
     with file_op("write", run_dir / "config.toml"):
         checkpoint.atomic_write_text(run_dir / "config.toml", to_toml(config))
-    loggers = open_loggers(config, run_dir, resume)
+    # Rank 0 alone logs (the other ranks of a multi-GPU run would open the same W&B run and more event files).
+    loggers = open_loggers(config, run_dir, resume) if getattr(trainer, "rank", 0) == 0 else None
     try:
         return _train_loop(trainer, startup, elapsed_before, league, config, run_dir, dashboard, loggers)
     finally:
@@ -447,6 +440,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
             ckpt_path = last if ckpt_path is None and last.is_file() else ckpt_path
         finally:
             stop.restore()
+    board.close()  # the live display ends before cli.py prints the summary or the stop message
 
     elapsed = time.perf_counter() - start_time
     if league is not None and (run_dir / "ratings.json").is_file():

@@ -10,11 +10,10 @@ import time
 
 import numpy as np
 
-from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.batches import make_batch
 from fastvec.native.graphs import CudaGraph, Event
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import env_params
+from fastvec.trainer.config import env_build, env_params
 from fastvec.trainer.cuda import device, nccl
 from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.host_envs import HostEnvs
@@ -71,13 +70,12 @@ class CudaTrainer:
         cuda = self.cuda = device.init()
         self.stream = cuda.Stream()  # the learner's (and, without train.async, the actor's too)
         self.actor_stream = cuda.Stream() if plan.async_rollouts else self.stream
-        defines = resolve_defines(name, env_params(config))
+        env_source, defines, self.max_episode_steps = env_build(config, batch)  # a user's env file, a gym stub
         if plan.fused_block:  # the fused policy step is compiled for this policy's sizes
             defines.update(POLICY_HIDDEN=spec.hidden, POLICY_LAYERS=spec.layers, POLICY_MINGRU=int(spec.recurrent),
                            POLICY_HIGHWAY=int(spec.highway))
-        self.k = device.Launcher(device.load_module(source_path(name), tuple(sorted(defines.items()))), self.stream)
+        self.k = device.Launcher(device.load_module(env_source, tuple(sorted(defines.items()))), self.stream)
         self.actor_k = device.Launcher(self.k.module, self.actor_stream) if plan.async_rollouts else self.k
-        self.max_episode_steps = int(ENVS[name].max_episode_steps or 0)
 
         # ARENA: the shared tensors, then the optimizer's and the rollout path's own.
         self.arena = plan_arena(plan, spec, self.layout, module_int(cuda, self.k.module, "fv_slot_size"),
