@@ -13,6 +13,12 @@ __version__ = "0.1.0"
 __all__ = ["make_vec", "make_vec_from_source", "ENVS", "__version__"]
 
 
+# Gymnasium's `reward_threshold` (the return at which a task counts as solved), from the Gymnasium env each
+# fastvec env reproduces: CartPole is CartPole-v1 (500 steps, threshold 475.0). Breakout and Pong are
+# fastvec's own games from state (not ALE's pixel games), so they have no declared threshold (None).
+REWARD_THRESHOLDS = {"fastvec/CartPole": 475.0}
+
+
 def _register_gymnasium() -> None:
     # Unversioned ids only: registering a versioned twin would make Gymnasium warn on every make.
     for info in ENVS.values():
@@ -24,6 +30,7 @@ def _register_gymnasium() -> None:
             entry_point=f"fastvec.wrappers.gymnasium:{cls}Env",
             vector_entry_point=f"fastvec.wrappers.gymnasium:{cls}VectorEnv",
             max_episode_steps=info.max_episode_steps,
+            reward_threshold=REWARD_THRESHOLDS.get(info.gym_id),
         )
 
 

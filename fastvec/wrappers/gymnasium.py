@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from gymnasium.error import ClosedEnvironmentError, DependencyNotInstalled, ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -27,9 +28,58 @@ def two_threads() -> None:
     raise RuntimeError(TWO_THREADS)
 
 
+@contextmanager
+def one_thread(lock: threading.Lock):
+    """Hold an env object's lock for a call; another thread inside the same object raises (see two_threads)."""
+    if not lock.acquire(False):
+        two_threads()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def check_options(options) -> None:
     if options is not None and not isinstance(options, Mapping):
         raise TypeError(f"options={options!r} must be a dict or None")
+
+
+def check_keywords(func: str, env_name: str | None, params: dict, extra: tuple[str, ...] = ()) -> None:
+    """Python's own `TypeError: func() got an unexpected keyword argument 'x'` for a keyword a built-in env does
+    not take (TorchRL's GymEnv matches that wording); a user's env file (env_name None) takes any -D define."""
+    known = sorted((*native.ENVS[env_name].params, *extra)) if env_name else []
+    for key in params if env_name else ():
+        if key not in known:
+            raise TypeError(f"{func}() got an unexpected keyword argument {key!r} (fastvec's {env_name} takes: "
+                            f"{', '.join(known) or 'no parameters'})")
+
+
+class HumanWindow:
+    """render_mode="human": a pygame window showing the env's rgb_array frame at the env's render_fps, as
+    Gymnasium's own envs draw theirs. pygame is imported only here (`pip install 'fastvec[render]'`)."""
+
+    def __init__(self, fps: int):
+        try:
+            import pygame
+        except ImportError as e:
+            raise DependencyNotInstalled("render_mode='human' draws with pygame, which is not installed: "
+                                         "pip install 'fastvec[render]' (or pip install pygame)") from e
+        self.pygame, self.fps, self.screen, self.clock = pygame, fps, None, None
+
+    def show(self, frame: np.ndarray) -> None:
+        pg = self.pygame
+        if self.screen is None:  # the window opens at the first frame, as in Gymnasium's envs
+            pg.display.init()
+            self.screen, self.clock = pg.display.set_mode(frame.shape[1::-1]), pg.time.Clock()
+        self.screen.blit(pg.surfarray.make_surface(frame.swapaxes(0, 1)), (0, 0))
+        pg.event.pump()
+        self.clock.tick(self.fps)
+        pg.display.flip()
+
+    def close(self) -> None:
+        if self.screen is not None:
+            self.pygame.display.quit()
+            self.screen = None
 
 
 def check_wide_actions(a: np.ndarray, n: int) -> None:
@@ -108,19 +158,17 @@ class NativeVectorEnv(VectorEnv):
         autoreset_mode: an `AutoresetMode` (or its value string).
         max_episode_steps: truncate episodes after this many steps (None: never).
         render_mode: None or "rgb_array"; `render()` then returns a lazy sequence of frames.
-        copy: return fresh arrays from reset/step (True, like SyncVectorEnv) or views of the
-            env's buffers that the next call overwrites (False, zero-copy). Default: True for
-            NumPy arrays, False for device arrays.
+        copy: return fresh arrays from reset/step (True, like SyncVectorEnv) or views of the env's buffers that the
+            next call overwrites (False, zero-copy). Default: True for NumPy arrays, False for device arrays.
         device: "cpu" (default), "cuda" or "cuda:N": where the envs run (the GPU needs
             `pip install 'fastvec[cuda]'`).
-        array_type: for a GPU env, "numpy" (default, Gymnasium-compatible: one copy through pinned
-            memory and one synchronisation per step) or "device": reset/step return
-            `fastvec.native.cuda.DeviceArray`s (`__cuda_array_interface__`, `__dlpack__`; wrap
-            them with `fastvec.wrappers.torch` or `jax.numpy.from_dlpack`) without waiting for
-            the GPU, and step() takes actions from any CUDA array (torch, JAX, CuPy) in place.
-        validate: device arrays only. Actions are always range-checked on the GPU; a bad one is
-            reported (ActionError) at the next synchronisation (reset, `synchronize()`) or within
-            64 steps. True: synchronise every step and raise at once (for debugging; slow).
+        array_type: for a GPU env, "numpy" (default, Gymnasium-compatible: one copy through pinned memory and
+            one synchronisation per step) or "device": reset/step return `fastvec.native.cuda.DeviceArray`s
+            (`__cuda_array_interface__`, `__dlpack__`; wrap them with `fastvec.wrappers.torch` or
+            `jax.numpy.from_dlpack`) without waiting for the GPU, and step() takes any CUDA array's actions in place.
+        validate: device arrays only. Actions are always range-checked on the GPU; a bad one is reported
+            (ActionError) at the next synchronisation (reset, `synchronize()`) or within 64 steps. True:
+            synchronise every step and raise at once (for debugging; slow).
         **params: the env's parameters, e.g. Breakout's `frameskip`; unknown names are errors.
 
     Info keys at episode end (with Gymnasium's `_key` masks): `episode_return`, `episode_length`
@@ -154,18 +202,16 @@ class NativeVectorEnv(VectorEnv):
         if array_type == "device" and self.device == "cpu":
             raise ValueError("array_type='device' needs a GPU env: pass device='cuda'")
         self.array_type = array_type
+        check_keywords(f"{type(self).__name__}.__init__", self.env_name, params)
         compiled = load_batch_env(self.env_name, source, params, self.device)
         if compiled.num_agents != 1:
             raise ValueError(
                 f"{compiled.name} has {compiled.num_agents} agents; use fastvec.pettingzoo.vector_env for multi-agent games"
             )
         name = self.env_name or compiled.name
-        self.metadata = {
-            "render_modes": ["rgb_array"],
-            "render_fps": native.ENVS[name].render_fps if name in native.ENVS else 30,
-        }
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": getattr(native.ENVS.get(name), "render_fps", 30)}
+        if render_mode not in (None, "rgb_array"):  # "human" shows one env: gym.make(id, render_mode="human")
+            raise ValueError(f"render_mode={render_mode!r} is not supported by a vector env; use None or 'rgb_array'")
         self.autoreset_mode = _parse_autoreset_mode(autoreset_mode)
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.num_envs = int(num_envs)
@@ -200,12 +246,8 @@ class NativeVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ reset
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset all envs (or those in `options["reset_mask"]`); returns (obs, infos)."""
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
+        with one_thread(self._lock):
             return self._reset(seed, options)
-        finally:
-            self._lock.release()
 
     def _reset(self, seed, options):
         self._check_open()
@@ -271,10 +313,8 @@ class NativeVectorEnv(VectorEnv):
         actions = self._check_actions(actions)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()
-            raise RuntimeError(
-                f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options={{'reset_mask': ...}}) "
-                "for them before stepping again"
-            )
+            raise RuntimeError(f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options="
+                               "{'reset_mask': ...}) for them before stepping again")
         if self.device == "cpu":
             return self._step_cpu(actions)
         batch = self.batch
@@ -282,17 +322,7 @@ class NativeVectorEnv(VectorEnv):
         infos: dict[str, Any] = {}
         if ended:
             done = batch.terminated | batch.truncated
-            episode_info = self._episode_info(done)
-            if self.autoreset_mode == AutoresetMode.SAME_STEP:
-                final_obs = np.empty(self.num_envs, dtype=object)
-                for i in np.flatnonzero(done):
-                    final_obs[i] = batch.final_obs[i, 0].copy()
-                infos = {"final_obs": final_obs, "_final_obs": done.copy(),
-                         "final_info": episode_info, "_final_info": done.copy()}
-            else:
-                infos = episode_info
-            if self.autoreset_mode == AutoresetMode.DISABLED:
-                self._needs_reset |= done
+            infos = self._end_infos(done, self._episode_info(done))
         obs = self._obs.copy() if self.copy else self._obs
         return obs, self._rewards.astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
 
@@ -315,24 +345,26 @@ class NativeVectorEnv(VectorEnv):
                 stats = np.frombuffer(out, *fields["stats"]).reshape(-1, n)
                 for k, name in enumerate(self.stat_names):
                     info[name], info["_" + name] = stats[k], done.copy()
-            if self.autoreset_mode == AutoresetMode.SAME_STEP:
-                final_obs = np.empty(n, dtype=object)
-                for i in np.flatnonzero(done):
-                    final_obs[i] = batch.final_obs[i, 0].copy()
-                infos = {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": info, "_final_info": done.copy()}
-            else:
-                infos = info
-            if self.autoreset_mode == AutoresetMode.DISABLED:
-                self._needs_reset |= done
+            infos = self._end_infos(done, info)
         return obs, np.frombuffer(out, *fields["rewards"]), flags[0], flags[1], infos
+
+    def _end_infos(self, done: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
+        """A step's infos where envs `done` ended with episode `info` (SAME_STEP: as `final_info`, with `final_obs`)."""
+        if self.autoreset_mode == AutoresetMode.DISABLED:
+            self._needs_reset |= done
+        if self.autoreset_mode != AutoresetMode.SAME_STEP:
+            return info
+        final_obs = np.empty(self.num_envs, dtype=object)
+        for i in np.flatnonzero(done):
+            final_obs[i] = self.batch.final_obs[i, 0].copy()
+        return {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": info, "_final_info": done.copy()}
 
     def _check_actions(self, actions) -> np.ndarray:
         a = np.asarray(actions)
         kind = a.dtype.kind
         if kind != "i" and kind != "u":
-            raise TypeError(
-                f"actions must be integers for {self.single_action_space} (shape ({self.num_envs},)), got dtype {a.dtype}"
-            )
+            raise TypeError(f"actions must be integers for {self.single_action_space} (shape ({self.num_envs},)), "
+                            f"got dtype {a.dtype}")
         if a.shape not in ((self.num_envs,), (self.num_envs, 1)):
             raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {a.shape}")
         if kind == "u":
@@ -344,8 +376,7 @@ class NativeVectorEnv(VectorEnv):
         info = {"episode_return": self._episode_return.copy(), "_episode_return": done,
                 "episode_length": b.episode_length.copy(), "_episode_length": done.copy()}
         for k, name in enumerate(self.stat_names):
-            info[name] = b.episode_stats[:, k].copy()
-            info["_" + name] = done.copy()
+            info[name], info["_" + name] = b.episode_stats[:, k].copy(), done.copy()
         return info
 
     def _device_episode_info(self) -> dict[str, Any]:
@@ -372,12 +403,8 @@ class NativeVectorEnv(VectorEnv):
             raise NotImplementedError("rollout() runs fused on the GPU: make the env with device='cuda'")
         if not self._has_reset:
             raise ResetNeeded("call reset() before rollout()")
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
+        with one_thread(self._lock):
             self.batch.rollout(policy, steps, graph=graph)
-        finally:
-            self._lock.release()
 
     def synchronize(self) -> None:
         """GPU envs: wait for the enqueued steps and raise ActionError if one had a bad action."""
@@ -439,33 +466,35 @@ class NativeVectorEnv(VectorEnv):
 
 
 class NativeEnv(gymnasium.Env):
-    """One native environment as a `gymnasium.Env` (no internal time limit: `gymnasium.make` adds
-    TimeLimit). Mostly for checkers and single-env code; use the vector env for speed.
+    """One native environment as a `gymnasium.Env` (no internal time limit: `gymnasium.make` adds TimeLimit).
+    Mostly for checkers and single-env code; use the vector env for speed. render_mode="human" shows each reset
+    and step in a pygame window at the env's render_fps (`pip install 'fastvec[render]'`); render() returns None.
 
-    Seeds and actions are checked before anything changes, as in `NativeVectorEnv` (a seed is an
-    int in [0, 2**64-1]). One env object is used by one thread at a time: a reset/step while another
-    thread is inside one raises RuntimeError."""
+    Seeds and actions are checked before anything changes, as in `NativeVectorEnv` (a seed is an int in
+    [0, 2**64-1]). One env object is used by one thread at a time: a reset/step while another thread is inside
+    one raises RuntimeError."""
 
     vector_class: type[NativeVectorEnv] = NativeVectorEnv
-    metadata = {"render_modes": ["rgb_array"]}  # read by gymnasium.make before construction
+    vector_keywords: tuple[str, ...] = ()  # keywords the vector class takes besides the env's parameters
+    metadata = {"render_modes": ["human", "rgb_array"]}  # read by gymnasium.make before construction
 
     def __init__(self, render_mode: str | None = None, source=None, **params):
-        self.vec = self.vector_class(1, autoreset_mode=AutoresetMode.DISABLED, render_mode=render_mode,
+        check_keywords(f"{type(self).__name__}.__init__", self.vector_class.env_name, params, self.vector_keywords)
+        if render_mode not in (None, "human", "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use None, 'human' or 'rgb_array'")
+        self.vec = self.vector_class(1, autoreset_mode=AutoresetMode.DISABLED, render_mode=render_mode and "rgb_array",
                                      source=source, **params)
-        self.metadata = {k: v for k, v in self.vec.metadata.items() if k != "autoreset_mode"}
+        self.metadata = {**{k: v for k, v in self.vec.metadata.items() if k != "autoreset_mode"},
+                         "render_modes": ["human", "rgb_array"]}
+        self.window = HumanWindow(self.metadata["render_fps"]) if render_mode == "human" else None
         self.render_mode = render_mode
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
         self._seeded = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        lock = self.vec._lock
-        if not lock.acquire(False):
-            two_threads()
-        try:
+        with one_thread(self.vec._lock):
             return self._reset(seed, options)
-        finally:
-            lock.release()
 
     def _reset(self, seed, options):
         self._check_open()
@@ -481,13 +510,12 @@ class NativeEnv(gymnasium.Env):
             batch.reset(None, None)
         self.vec._has_reset = True
         self.vec._needs_reset[:] = False
+        if self.window is not None:
+            self.window.show(batch.render(0))
         return batch.obs[0, 0].copy(), {}
 
     def step(self, action):
-        lock = self.vec._lock
-        if not lock.acquire(False):
-            two_threads()
-        try:
+        with one_thread(self.vec._lock):
             if self.vec.closed:
                 self._check_open()
             if not self.vec._has_reset:
@@ -497,9 +525,9 @@ class NativeEnv(gymnasium.Env):
                 raise TypeError(f"action {action!r} is not an integer: actions are ints in [0, {self.action_space.n})")
             self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
             obs, reward, term, trunc, info = self.vec._step(a)
-        finally:
-            lock.release()
         step_info = {k: v[0].item() for k, v in info.items() if not k.startswith("_") and k in self.vec.stat_names}
+        if self.window is not None:
+            self.window.show(self.vec.batch.render(0))
         return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), step_info
 
     def _check_open(self) -> None:
@@ -511,9 +539,12 @@ class NativeEnv(gymnasium.Env):
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
             return None
-        return self.vec.batch.render(0)
+        frame = self.vec.batch.render(0)
+        return frame if self.window is None else self.window.show(frame)  # human: draws, returns None (as Gymnasium)
 
     def close(self):
+        if getattr(self, "window", None) is not None:
+            self.window.close()
         self.vec.close()
         super().close()
 
@@ -566,3 +597,4 @@ class PongVectorEnv(NativeVectorEnv):
 
 class PongEnv(NativeEnv):
     vector_class = PongVectorEnv
+    vector_keywords = ("opponent", "difficulty")

@@ -20,7 +20,9 @@ from fastvec.native import cpu
 from fastvec.wrappers.gymnasium import (
     _SEED_LIMIT,
     FrameSequence,
+    HumanWindow,
     _spaces,
+    check_keywords,
     check_options,
     load_batch_env,
     pong_params,
@@ -38,9 +40,11 @@ def _env_key(name: str) -> str:
     return key
 
 
-def _compile(name: str, params: dict, device: str = "cpu"):
-    """The registry key, the compiled env and its agent names for game `name` with keywords."""
+def _compile(name: str, params: dict, device: str = "cpu", caller: str = "parallel_env"):
+    """The registry key, the compiled env and its agent names for game `name` with keywords (a keyword the game
+    does not take is Python's own `TypeError: caller() got an unexpected keyword argument ...`)."""
     key = _env_key(name)
+    check_keywords(caller, key, params, ("opponent", "difficulty") if key == "pong" else ())
     params = dict(params)
     if key == "pong":  # two players unless opponent="bot"
         opponent, difficulty = params.pop("opponent", None), params.pop("difficulty", None)
@@ -81,7 +85,8 @@ class NativeParallelEnv(ParallelEnv):
     Args:
         name: a built-in game, e.g. "Pong" (agents "left" and "right"), "CartPole" ("agent_0").
         max_cycles: truncate after this many steps (None: the game's default step limit).
-        render_mode: None or "rgb_array".
+        render_mode: None, "human" (each reset and step drawn in a pygame window at the game's render_fps, as
+            PettingZoo's own games do; `pip install 'fastvec[render]'`; render() then returns None) or "rgb_array".
         **params: the game's keywords, e.g. Pong's `points`, `return_bonus_milli`,
             `opponent="bot"` (then the one agent "left" plays the scripted bot) and `difficulty`.
 
@@ -94,12 +99,13 @@ class NativeParallelEnv(ParallelEnv):
     """
 
     def __init__(self, name: str, *, max_cycles: int | None = None, render_mode: str | None = None, **params):
-        key, compiled, names = _compile(name, params)
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        key, compiled, names = _compile(name, params, caller=f"{type(self).__name__}.__init__")
+        if render_mode not in (None, "human", "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use None, 'human' or 'rgb_array'")
         self._init_args = (name, {"max_cycles": max_cycles, "render_mode": render_mode, **params})
-        self.metadata = {"name": f"fastvec_{key}_v0", "render_modes": ["rgb_array"],
+        self.metadata = {"name": f"fastvec_{key}_v0", "render_modes": ["human", "rgb_array"],
                          "render_fps": native.ENVS[key].render_fps, "is_parallelizable": True}
+        self.window = HumanWindow(self.metadata["render_fps"]) if render_mode == "human" else None
         self.render_mode = render_mode
         self.max_cycles = _step_limit(key, max_cycles)
         self.possible_agents = names
@@ -164,6 +170,8 @@ class NativeParallelEnv(ParallelEnv):
             self.batch.reset(None, None)
         self.agents = list(self.possible_agents)
         obs = self.batch.obs[0]
+        if self.window is not None:
+            self.window.show(self.batch.render(0))
         return {a: obs[i].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
 
     def step(self, actions: dict):
@@ -198,21 +206,26 @@ class NativeParallelEnv(ParallelEnv):
             self.agents = []
         else:
             infos = {a: {} for a in self.agents}
+        if self.window is not None:
+            self.window.show(b.render(0))
         return obs, rewards, terminations, truncations, infos
 
     def render(self):
-        """An (H, W, 3) uint8 frame of the game when render_mode is "rgb_array"."""
+        """An (H, W, 3) uint8 frame of the game when render_mode is "rgb_array"; "human" draws it and returns None."""
         self._check_open()
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
             return None
-        return self.batch.render(0)
+        frame = self.batch.render(0)
+        return frame if self.window is None else self.window.show(frame)
 
     def _check_open(self) -> None:
         if self.batch is None:
             raise ClosedEnvironmentError("this env is closed; make a new one")
 
     def close(self):
+        if self.window is not None:
+            self.window.close()
         self.batch = None
 
 
@@ -276,12 +289,12 @@ class MultiAgentVectorEnv(VectorEnv):
         if not native.is_int(num_games) or not 1 <= num_games <= native.C_INT_MAX:
             raise ValueError(f"num_games must be a positive int (at most 2**31-1), got {num_games!r}")
         self._lock = threading.Lock()  # held by the thread inside reset/step
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
+        if render_mode not in (None, "rgb_array"):  # "human" shows one game: parallel_env(name, render_mode="human")
+            raise ValueError(f"render_mode={render_mode!r} is not supported by a vector env; use None or 'rgb_array'")
         self.device = str(device)
         if self.device != "cpu" and not self.device.startswith("cuda"):
             raise ValueError(f"device={device!r} is not supported; use 'cpu', 'cuda' or 'cuda:N'")
-        key, compiled, names = _compile(name, params, self.device)
+        key, compiled, names = _compile(name, params, self.device, f"{type(self).__name__}.__init__")
         self.metadata = {**self.metadata, "name": f"fastvec_{key}_v0", "render_fps": native.ENVS[key].render_fps}
         self.possible_agents = names
         self.num_games, self.num_agents = int(num_games), len(names)
