@@ -1,5 +1,7 @@
-"""The CPU backend: compiles an env source with the system C compiler (-O3 -march=native, OpenMP
-over envs), caches the shared library by content hash, and steps a batch in place into NumPy buffers.
+"""The CPU backend: compiles an env source with the system C compiler (-O3 -march=native; batch.h's
+pool of threads steps chunks of envs), caches the shared library by content hash, and steps a batch in
+place into NumPy buffers. A compile error is raised once, as CompileError, and names what an env file
+lacks of fastvec.h's contract (`env_step not defined in my_env.h`) when that is the cause.
 
 The build cache (shared with gpu.py's cubins) trusts nothing on disk: the directory must be the user's
 own and writable by no one else; every artefact is written beside its final path, fsynced and renamed
@@ -31,7 +33,12 @@ from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit
 
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
 # arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
-C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffp-contract=off"]
+# -pthread: batch.h's worker pool. -Werror=implicit-function-declaration: a call to a function the env
+# file never declared (a missing env_step) stops the build instead of leaving an undefined symbol.
+C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffp-contract=off",
+           "-pthread", "-Werror=implicit-function-declaration"]
+# What an env file defines (fastvec.h's contract), so a compile error about one of them can say so.
+CONTRACT = ("OBS_SIZE", "NUM_ACTIONS", "RENDER_W", "RENDER_H", "State", "env_reset", "env_step", "env_render")
 CACHE_FORMAT = 1  # the sidecar's layout; a sidecar of another format is not trusted
 
 
@@ -197,10 +204,50 @@ def driver_source(env_path: Path | None = None) -> str:
 
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # LC_ALL=C: the compiler's messages in plain ASCII quotes, which missing_names() reads.
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
         raise CompileError(f"{what} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stderr.strip()}")
     return proc
+
+
+# gcc and clang: "implicit declaration of function 'env_step'", "call to undeclared function 'env_step'",
+# "'OBS_SIZE' undeclared", "use of undeclared identifier 'OBS_SIZE'", "unknown type name 'State'"; the
+# dynamic loader: "undefined symbol: env_step".
+_MISSING = [re.compile(r"(?:implicit declaration of function|undeclared function|undeclared identifier|"
+                       r"unknown type name|undefined symbol:|undefined reference to)\s*['`\"]?(\w+)"),
+            re.compile(r"['`\"](\w+)['`\"] undeclared")]
+
+
+def missing_names(output: str) -> list[str]:
+    """The names of fastvec.h's contract that a compiler's (or loader's) message says are not defined,
+    in contract order (a missing size or State alone, when the env functions' errors follow from it)."""
+    found = {m.group(1) for pattern in _MISSING for m in pattern.finditer(output)}
+    missing = [name for name in CONTRACT if name in found]
+    # Without a size or State, the env's functions fail to parse and then read as undeclared: name the cause.
+    return [name for name in missing if not name.startswith("env_")] or missing
+
+
+def contract_error(env_name: str, err: Exception) -> CompileError | None:
+    """A CompileError that names the contract's missing definitions (`env_step not defined in my_env.h`)
+    when err's message is about them, else None."""
+    missing = missing_names(str(err))
+    if not missing:
+        return None
+    return CompileError(f"{', '.join(missing)} not defined in {env_name}: an env file defines "
+                        f"{', '.join(CONTRACT)} (the contract at the top of fastvec/native/fastvec.h; "
+                        f"examples/my_env.h is a complete env)\n{err}")
+
+
+@lru_cache(maxsize=None)
+def simd_flags(cc: str) -> list[str]:
+    """["-fopenmp-simd"] where the compiler takes it (gcc >= 4.9, clang >= 3.7), else []. It turns on
+    batch.h's `#pragma omp simd` loops (vectorised across envs) without the OpenMP runtime; without it
+    the pragmas are ignored (the same results, slower). Probed once per compiler, never guessed from a
+    failed build's output, so a compile error is compiled and reported once."""
+    proc = subprocess.run([cc, "-fopenmp-simd", "-Werror", "-x", "c", "-c", os.devnull, "-o", os.devnull],
+                          capture_output=True, text=True)
+    return ["-fopenmp-simd"] if proc.returncode == 0 else []
 
 
 @lru_cache(maxsize=None)
@@ -232,7 +279,7 @@ def compile_env(env_path: Path, defines: dict) -> Path:
     content hash, the defines, compiler and flags are recorded beside the library (cached_build)."""
     cc = find_compiler()
     arch_flags, arch = native_arch(cc)
-    flags = C_FLAGS + arch_flags
+    flags = C_FLAGS + simd_flags(cc) + arch_flags
     define_flags = [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
     env_file = Path(os.path.abspath(env_path))
     env_bytes = env_file.read_bytes()
@@ -245,8 +292,12 @@ def compile_env(env_path: Path, defines: dict) -> Path:
         src.write_text(driver_source())
         # Preprocessed with the target's flags (its macros, e.g. __AVX2__, select code) and keyed on
         # the defines too (one that only selects code in a dead #if must still make its own build).
-        pre = _run([cc, "-E", "-P", *arch_flags, *include_flags, *define_flags, str(src)],
-                   f"preprocessing {env_file.name!r}").stdout
+        what = f"compiling {env_file.name!r}"
+        try:
+            pre = _run([cc, "-E", "-P", *arch_flags, *include_flags, *define_flags, str(src)],
+                       f"preprocessing {env_file.name!r}").stdout
+        except CompileError as err:
+            raise contract_error(env_file.name, err) or err from None
         version = _compiler_version(cc)
         inputs = {"env": str(env_file), "env_sha256": hashlib.sha256(env_bytes).hexdigest(),
                   "preprocessed_sha256": hashlib.sha256(pre.encode()).hexdigest(), "defines": define_flags,
@@ -258,13 +309,14 @@ def compile_env(env_path: Path, defines: dict) -> Path:
 
         def build() -> bytes:
             out = Path(tmp) / "env.so"
-            base = [cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"]
             try:
-                _run(base[:1] + ["-fopenmp"] + base[1:], f"compiling {env_file.name!r}")
+                _run([cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"], what)
+                try:  # a symbol the library uses but nothing defines (a declared, never defined env_step)
+                    ctypes.CDLL(str(out))
+                except OSError as err:
+                    raise CompileError(f"{what} failed: the library does not load: {err}") from None
             except CompileError as err:
-                if "openmp" not in str(err).lower() and "omp" not in str(err).lower():
-                    raise
-                _run(base, f"compiling {env_file.name!r}")  # a compiler without OpenMP: single-threaded
+                raise contract_error(env_file.name, err) or err from None
             return out.read_bytes()
 
         cached_build(lib_path, key, inputs, build)
@@ -301,9 +353,23 @@ class CompiledEnv:
         self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i, p, p]
         self.lib.fv_step.restype = i
         self.lib.fv_render.argtypes = [p, i, p]
-        threads = os.environ.get("FASTVEC_NUM_THREADS")
-        if threads:  # e.g. 1 on a machine shared with other busy processes, where OpenMP barriers stall
-            self.lib.fv_set_num_threads(int(threads))
+        self.lib.fv_set_num_threads(default_threads())
+
+
+def default_threads() -> int:
+    """Threads that step a batch: $FASTVEC_NUM_THREADS if set, else every CPU this process may run on
+    (its affinity mask). batch.h's pool does not stall when another process takes a core (its threads
+    claim chunks of envs; none waits for a descheduled one), so all CPUs is the default on a shared
+    machine too; benchmarks/busy_cpu.py measures it."""
+    value = os.environ.get("FASTVEC_NUM_THREADS", "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"FASTVEC_NUM_THREADS must be a positive integer, got {value!r}")
+        return int(value)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity masks (macOS)
+        return os.cpu_count() or 1
 
 
 @lru_cache(maxsize=None)

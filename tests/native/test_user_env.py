@@ -78,3 +78,59 @@ def test_missing_compiler_says_how_to_get_one(monkeypatch):
     monkeypatch.setattr(cpu.shutil, "which", lambda name: None)
     with pytest.raises(cpu.CompileError, match="no C compiler found.*apt install gcc"):
         cpu.compile_env(EXAMPLE, {"LENGTH": 5})
+
+
+def _count_compiles(monkeypatch) -> list:
+    """The compiler runs that build a library (cpu._run's "compiling ..." calls, not the preprocessing run
+    that computes the cache key), recorded in order."""
+    calls, real_run = [], cpu._run
+    monkeypatch.setattr(cpu, "_run", lambda cmd, what: (calls.append(what) if what.startswith("compiling") else None)
+                        or real_run(cmd, what))
+    return calls
+
+
+def test_compile_error_is_compiled_and_reported_once(tmp_path, monkeypatch):
+    """The error text always holds the command line, -fopenmp(-simd) included: it used to be taken for
+    a compiler without OpenMP and compiled a second time. Support for the flag is probed instead."""
+    monkeypatch.setenv("FASTVEC_CACHE_DIR", str(tmp_path / "cache"))
+    bad = tmp_path / "bad_env.h"
+    bad.write_text(EXAMPLE.read_text().replace("s->steps += 1;", "s->steps += undefined_thing;"))
+    calls = _count_compiles(monkeypatch)
+    with pytest.raises(cpu.CompileError, match="undefined_thing") as err:
+        cpu.compile_env(bad, {})
+    assert calls == ["compiling 'bad_env.h'"]
+    assert str(err.value).count("undefined_thing' undeclared") <= 1  # one compiler output, not two
+
+
+@pytest.mark.parametrize("case", ["missing", "declared_only", "renamed"])
+def test_missing_env_step_is_named(tmp_path, monkeypatch, case):
+    """An env file without env_step: a CompileError that says so (it was a raw `OSError: undefined symbol:
+    env_step` from the loader, the build having passed with an implicit declaration)."""
+    monkeypatch.setenv("FASTVEC_CACHE_DIR", str(tmp_path / "cache"))
+    source = EXAMPLE.read_text()
+    start = source.index("FV_FN int env_step(")
+    end = source.index("FV_FN void env_render(")
+    body = {"missing": "",
+            "declared_only": "int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, "
+                             "float* rewards, float* stats);\n",
+            "renamed": source[start:end].replace("env_step(", "env_stepp(")}[case]
+    env = tmp_path / "my_env.h"
+    env.write_text(source[:start] + body + source[end:])
+    calls = _count_compiles(monkeypatch)
+    with pytest.raises(cpu.CompileError, match=r"^env_step not defined in my_env\.h: an env file defines"):
+        fastvec.make_vec_from_source(env, num_envs=2)
+    assert calls == ["compiling 'my_env.h'"]
+    assert not list((tmp_path / "cache").glob("*.so"))  # nothing broken was cached
+
+
+def test_missing_size_and_state_are_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTVEC_CACHE_DIR", str(tmp_path / "cache"))
+    source = EXAMPLE.read_text()
+    no_size = tmp_path / "no_size.h"
+    no_size.write_text(source.replace("#define OBS_SIZE 2", ""))
+    with pytest.raises(cpu.CompileError, match=r"^OBS_SIZE not defined in no_size\.h"):
+        cpu.compile_env(no_size, {})
+    no_state = tmp_path / "no_state.h"
+    no_state.write_text(source.replace("} State;", "} Stat;"))
+    with pytest.raises(cpu.CompileError, match=r"^State not defined in no_state\.h"):
+        cpu.compile_env(no_state, {})
