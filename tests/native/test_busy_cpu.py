@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -142,10 +145,18 @@ def test_forked_child_steps_with_a_pool_of_its_own():
         finally:
             os._exit(0)
     os.close(write)
-    data = b""
+    data, deadline = b"", time.monotonic() + 60  # a child stuck on the parent's workers fails, never hangs
     with os.fdopen(read, "rb") as f:
-        while chunk := f.read(1 << 16):
+        while time.monotonic() < deadline:
+            if not select.select([f], [], [], max(deadline - time.monotonic(), 0))[0]:
+                break
+            if not (chunk := os.read(f.fileno(), 1 << 16)):
+                break
             data += chunk
+    if time.monotonic() >= deadline:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child did not finish its steps within 60 s")
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     np.testing.assert_array_equal(np.frombuffer(data, reference[-1][1]["obs"].dtype).reshape(-1),
