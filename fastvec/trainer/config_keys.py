@@ -192,11 +192,11 @@ KEYS: tuple[Key, ...] = (
         "the GPU runs the other's policy",
         "Pays when the env step costs about as much as a policy step; for a cheap env (CartPole) 1 is faster.",
         min=1),
-    Key("train", "env_threads", int, 1, "OpenMP threads stepping the CPU env batch (0 = OpenMP's default, all cores)",
-        "1 suffices: envs step far faster than the NumPy trainer learns, and idle OpenMP workers spinning "
-        "between steps steal the trainer's core.", min=0),
+    Key("train", "env_threads", int, 1, "threads stepping the CPU env batch (0 = FASTVEC_NUM_THREADS, else all CPUs)",
+        "1 suffices: envs step far faster than the NumPy trainer learns, and the pool's workers would share the "
+        "trainer's cores.", min=0),
     Key("train", "blas_threads", int, 1, "CPU trainer: BLAS threads (0 = leave as is)",
-        "1 is fastest on small CPUs: BLAS threads on small matrices fight the env's OpenMP threads.", min=0),
+        "1 is fastest on small CPUs: BLAS threads on small matrices fight the env's threads.", min=0),
     # [eval]
     Key("eval", "episodes", int, 100,
         "--eval plays this many episodes (one per env, in parallel); with eval.opponent, games per opponent", min=1),
