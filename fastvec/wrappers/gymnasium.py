@@ -3,9 +3,9 @@ one environment as a `gymnasium.Env` (so `gymnasium.make`, `check_env` and SyncV
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import gymnasium
@@ -28,15 +28,19 @@ def two_threads() -> None:
     raise RuntimeError(TWO_THREADS)
 
 
-@contextmanager
-def one_thread(lock: threading.Lock):
-    """Hold an env object's lock for a call; another thread inside the same object raises (see two_threads)."""
-    if not lock.acquire(False):
-        two_threads()
-    try:
-        yield
-    finally:
-        lock.release()
+def one_thread(method):
+    """Decorates an env method to run holding the object's `_lock` (a threading.Lock); another thread inside
+    the same object raises (see two_threads). Costs one lock acquire and release per call."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        lock = self._lock
+        if not lock.acquire(False):
+            two_threads()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            lock.release()
+    return call
 
 
 def check_options(options) -> None:
@@ -194,7 +198,9 @@ class NativeVectorEnv(VectorEnv):
         if not native.is_int(num_envs) or not 1 <= num_envs <= native.C_INT_MAX:
             raise ValueError(f"num_envs must be a positive int (at most 2**31-1), got {num_envs!r}")
         max_episode_steps = native.check_step_limit(max_episode_steps)
-        self._lock = threading.Lock()  # held by the thread inside reset/step (see the class docstring)
+        # Held by the thread inside reset/step (see the class docstring); re-entrant because the single-env face
+        # and the SB3 adapter step through this object while holding it.
+        self._lock = threading.RLock()
         self.batch = None
         self.device = str(device)
         if array_type not in ("numpy", "device"):
@@ -244,12 +250,9 @@ class NativeVectorEnv(VectorEnv):
         self._has_reset = False
 
     # ------------------------------------------------------------------ reset
+    @one_thread
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset all envs (or those in `options["reset_mask"]`); returns (obs, infos)."""
-        with one_thread(self._lock):
-            return self._reset(seed, options)
-
-    def _reset(self, seed, options):
         self._check_open()
         # Like SyncVectorEnv: an int seeds env i with seed + i; None keeps each env's RNG stream
         # (only the very first reset draws fresh seeds); a list may mix ints and Nones. Everything
@@ -290,16 +293,9 @@ class NativeVectorEnv(VectorEnv):
         return (self._obs.copy() if self.copy else self._obs), {}
 
     # ------------------------------------------------------------------ step
+    @one_thread
     def step(self, actions):
         """Step every env; returns (obs, rewards, terminations, truncations, infos)."""
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
-            return self._step(actions)
-        finally:
-            self._lock.release()
-
-    def _step(self, actions):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")
@@ -390,6 +386,7 @@ class NativeVectorEnv(VectorEnv):
         return info
 
     # ------------------------------------------------------------------ GPU only
+    @one_thread
     def rollout(self, policy="random", steps: int = 1, *, graph: bool = True) -> None:
         """Run `steps` steps on the GPU without returning to Python in between; afterwards the
         env's buffers hold the last step, as after step() (NumPy mode copies them back once).
@@ -403,8 +400,7 @@ class NativeVectorEnv(VectorEnv):
             raise NotImplementedError("rollout() runs fused on the GPU: make the env with device='cuda'")
         if not self._has_reset:
             raise ResetNeeded("call reset() before rollout()")
-        with one_thread(self._lock):
-            self.batch.rollout(policy, steps, graph=graph)
+        self.batch.rollout(policy, steps, graph=graph)
 
     def synchronize(self) -> None:
         """GPU envs: wait for the enqueued steps and raise ActionError if one had a bad action."""
@@ -492,11 +488,8 @@ class NativeEnv(gymnasium.Env):
         self.action_space = self.vec.single_action_space
         self._seeded = False
 
+    @one_thread
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        with one_thread(self.vec._lock):
-            return self._reset(seed, options)
-
-    def _reset(self, seed, options):
         self._check_open()
         seed = None if seed is None else native.check_seed(seed)  # before super().reset reseeds np_random
         check_options(options)
@@ -514,17 +507,21 @@ class NativeEnv(gymnasium.Env):
             self.window.show(batch.render(0))
         return batch.obs[0, 0].copy(), {}
 
+    @property
+    def _lock(self):
+        return self.vec._lock  # one env object: the single env and the vector env it steps through
+
+    @one_thread
     def step(self, action):
-        with one_thread(self.vec._lock):
-            if self.vec.closed:
-                self._check_open()
-            if not self.vec._has_reset:
-                raise ResetNeeded("call reset() before step()")
-            a = np.asarray([action])
-            if a.dtype.kind not in "iu" or a.size != 1:
-                raise TypeError(f"action {action!r} is not an integer: actions are ints in [0, {self.action_space.n})")
-            self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
-            obs, reward, term, trunc, info = self.vec._step(a)
+        if self.vec.closed:
+            self._check_open()
+        if not self.vec._has_reset:
+            raise ResetNeeded("call reset() before step()")
+        a = np.asarray([action])
+        if a.dtype.kind not in "iu" or a.size != 1:
+            raise TypeError(f"action {action!r} is not an integer: actions are ints in [0, {self.action_space.n})")
+        self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
+        obs, reward, term, trunc, info = self.vec.step(a)
         step_info = {k: v[0].item() for k, v in info.items() if not k.startswith("_") and k in self.vec.stat_names}
         if self.window is not None:
             self.window.show(self.vec.batch.render(0))

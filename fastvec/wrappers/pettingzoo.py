@@ -25,8 +25,8 @@ from fastvec.wrappers.gymnasium import (
     check_keywords,
     check_options,
     load_batch_env,
+    one_thread,
     pong_params,
-    two_threads,
 )
 
 # Seat names by game; games not listed name their agents agent_0, agent_1, ...
@@ -148,16 +148,9 @@ class NativeParallelEnv(ParallelEnv):
             raise KeyError(f"unknown agent {agent!r}; this game's agents are {self.possible_agents}")
         return agent
 
+    @one_thread
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Start a new game; `seed` reseeds it, None continues this env's random stream."""
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
-            return self._reset(seed, options)
-        finally:
-            self._lock.release()
-
-    def _reset(self, seed, options):
         self._check_open()
         seed = None if seed is None else native.check_seed(seed)
         check_options(options)
@@ -174,17 +167,10 @@ class NativeParallelEnv(ParallelEnv):
             self.window.show(self.batch.render(0))
         return {a: obs[i].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
 
+    @one_thread
     def step(self, actions: dict):
         """Step with one action per live agent; returns (obs, rewards, terminations, truncations,
         infos), each a dict over the agents that were live at the start of the step."""
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
-            return self._step(actions)
-        finally:
-            self._lock.release()
-
-    def _step(self, actions: dict):
         self._check_open()
         if not self.agents:
             raise ResetNeeded("the game is over (or was never started): call reset() before step()")
@@ -336,16 +322,9 @@ class MultiAgentVectorEnv(VectorEnv):
             raise KeyError(f"unknown agent {agent!r}; this game's agents are {self.possible_agents}") from None
 
     # ------------------------------------------------------------------ the VectorEnv API
+    @one_thread
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """Start every game; returns (obs (num_envs, O), infos)."""
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
-            return self._reset(seed, options)
-        finally:
-            self._lock.release()
-
-    def _reset(self, seed, options):
         self._check_open()
         base, seeds, given = native.check_seeds(seed, self.num_games, "game")
         check_options(options)
@@ -363,16 +342,9 @@ class MultiAgentVectorEnv(VectorEnv):
         self._has_reset = True
         return (self._obs.copy() if self.copy else self._obs), {}
 
+    @one_thread
     def step(self, actions):
         """Step every game: actions (num_envs,) ints by row, or {agent: (num_games,) ints}."""
-        if not self._lock.acquire(False):
-            two_threads()
-        try:
-            return self._step(actions)
-        finally:
-            self._lock.release()
-
-    def _step(self, actions):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")

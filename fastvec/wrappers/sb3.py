@@ -18,7 +18,7 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 import fastvec
-from fastvec.wrappers.gymnasium import NativeVectorEnv, check_wide_actions, two_threads
+from fastvec.wrappers.gymnasium import NativeVectorEnv, check_wide_actions, one_thread
 
 
 class ClosedVecEnvError(ClosedEnvironmentError, RuntimeError):
@@ -101,20 +101,16 @@ class FastvecVecEnv(VecEnv):
         check_wide_actions(actions.ravel(), self.action_space.n)
         self._actions = actions.reshape(self.num_envs, 1)
 
-    def step_wait(self) -> VecEnvStepReturn:
-        lock = self.venv._lock  # the vector env's: reset goes through it
-        if not lock.acquire(False):
-            two_threads()
-        try:
-            return self._step_wait()
-        finally:
-            lock.release()
+    @property
+    def _lock(self):
+        return self.venv._lock  # the vector env's: reset goes through it
 
     def _check_open(self) -> None:
         if self.venv.closed:
             raise ClosedVecEnvError("this FastvecVecEnv is closed; make a new one")
 
-    def _step_wait(self) -> VecEnvStepReturn:
+    @one_thread
+    def step_wait(self) -> VecEnvStepReturn:
         self._check_open()
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
