@@ -20,16 +20,21 @@ LOSS_KEYS = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "e
 MODES = ("live", "lines", "notebook")
 
 
-def fmt_si(value, digits: int = 3) -> str:
-    """A count or rate with an SI suffix and `digits` significant digits: 13572 -> '13.6K', 303104 ->
-    '303K', 1234567 -> '1.23M', 4096 -> '4.1K'; below 1,000 an int prints whole and a float as fmt_number does."""
+def _not_a_finite_number(value) -> str | None:
+    """How fmt_si and fmt_number print a value that is not a finite number (None -> '--'), else None."""
     if value is None:
         return "--"
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         return str(value)
+    return None if math.isfinite(float(value)) else str(float(value))
+
+
+def fmt_si(value, digits: int = 3) -> str:
+    """A count or rate with an SI suffix and `digits` significant digits: 13572 -> '13.6K', 303104 ->
+    '303K', 1234567 -> '1.23M', 4096 -> '4.1K'; below 1,000 an int prints whole and a float as fmt_number does."""
+    if (text := _not_a_finite_number(value)) is not None:
+        return text
     x = float(value)
-    if not math.isfinite(x):
-        return str(x)
     if abs(x) < 1000:
         return str(int(value)) if isinstance(value, int) else fmt_number(x)
     x = float(f"{x:.{digits}g}")  # rounded first, so 999,999 is 1M and 9,999.6 is 10K, never 1000K
@@ -46,13 +51,9 @@ def fmt_number(value, digits: int = 4) -> str:
     """A metric for people: `digits` significant digits without trailing zeros (236.857 -> '236.9',
     0.0123456 -> '0.01235', 500.0 -> '500'), an SI suffix from 10,000 up (13572.4 -> '13.6K'), and an
     exponent only for tiny values (3e-06); None -> '--'."""
-    if value is None:
-        return "--"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        return str(value)
+    if (text := _not_a_finite_number(value)) is not None:
+        return text
     x = float(value)
-    if not math.isfinite(x):
-        return str(x)
     if abs(x) >= 10_000:
         return fmt_si(x)
     if isinstance(value, int) or x == 0:
