@@ -76,7 +76,7 @@ class _TensorBoard:
         wall_time = time.time()
         Event, Summary = self.event_pb2.Event, self.summary_pb2.Summary
         if self.purge_pending:
-            # a resumed run's first event: a session start, on which TensorBoard drops the earlier files' events
+            # a resumed run's first event: SessionLog START, at which TensorBoard drops the earlier files' later steps
             # at steps >= its step (SummaryWriter(purge_step=...) writes the same), so the curves lose the points
             # the killed run logged after its checkpoint
             self.purge_pending = False
