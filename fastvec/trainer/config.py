@@ -92,7 +92,7 @@ def merge(base: dict, override: dict, source: str, allow_env_name: bool = False)
                 value = _checked_type(key, value, where)
             elif section == "env" and name == "name" and not allow_env_name:
                 raise ConfigError(f"env.name in {source}: the env is fastvec-train's ENV argument, not a key")
-            elif section != "env":
+            elif section != "env" and not (section == "sweep" and "." in name):  # a search-space entry
                 raise _unknown_key(section, name, source)
             out[section][name] = value
     return out
@@ -225,7 +225,7 @@ KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
 # (their defaults are what those runs did). Any other missing key of a marked file means a damaged file.
 KEYS_NEWER_THAN_MARKED_FILES = frozenset({
     "env.source", "env.gym_id", "env.gym_vectorization", "train.tensorboard", "train.wandb_project",
-    "train.wandb_mode"})
+    "train.wandb_mode", *(key.path for key in KEYS if key.section == "sweep")})
 
 
 def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> dict:
@@ -363,7 +363,7 @@ def validate(config: dict) -> None:
             raise ConfigError(f"the config lacks its [{section}] section; load_config and load_run_config "
                               f"give complete configs")
         for name in config[section]:
-            if f"{section}.{name}" not in BY_PATH and section != "env":
+            if f"{section}.{name}" not in BY_PATH and section != "env" and not (section == "sweep" and "." in name):
                 raise _unknown_key(section, name, "the config")
     for key in KEYS:
         if key.name not in config[key.section]:
@@ -509,7 +509,7 @@ def to_toml(config: dict) -> str:
     lines = [RUN_CONFIG_HEAD]
     for section, values in config.items():
         lines.append(f"[{section}]")
-        lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+        lines += [f"{_toml_value(k) if '.' in k else k} = {_toml_value(v)}" for k, v in values.items()]
         lines.append("")
     return "\n".join(lines + [RUN_CONFIG_END, ""])
 

@@ -74,7 +74,7 @@ def _range_words(text: str) -> str:
     return "in " + text if text[0] in "[(" else text
 
 
-SECTIONS = ("env", "policy", "train", "eval", "selfplay")
+SECTIONS = ("env", "policy", "train", "eval", "selfplay", "sweep")
 
 # Text under a section's header in default.toml: what holds for the whole section.
 SECTION_NOTES = {
@@ -86,6 +86,10 @@ SECTION_NOTES = {
                 "so it learns every side), frozen snapshots of itself from a pool play the others. On the CUDA "
                 "trainer (--train.device=cuda) the games are CPU batches (train.env_device = \"cpu\", one env "
                 "group) and the opponents act with NumPy on the CPU while the learner acts and trains on the GPU.",
+    "sweep": "fastvec-sweep's settings (fastvec-train ignores them; docs/sweeps.md). Any other key here, a quoted "
+             "config path, is a dimension of the search space: \"train.learning_rate\" = \"1e-4:1e-1:log\" (lo:hi, "
+             "lo:hi:log or lo:hi:STEP), \"policy.hidden\" = \"32,64,128\" (choices), or a single value, which "
+             "every trial trains with; on the command line: --train.learning_rate=1e-4:1e-1:log.",
 }
 
 KEYS: tuple[Key, ...] = (
@@ -226,6 +230,42 @@ KEYS: tuple[Key, ...] = (
     Key("selfplay", "bot_level_param", str, "",
         "the [env] parameter giving the bot's difficulty (pong: \"bot_level\"); every value in its registered "
         "range is evaluated"),
+    # [sweep]
+    Key("sweep", "objective", str, "score",
+        '"score" (the metric at the end of each trial\'s budget, maximised), "time_to_target" (training seconds '
+        'until a log\'s metric reaches sweep.target, minimised) or "pareto" (score up, training seconds down)',
+        "time_to_target needs sweep.trial_seconds: a trial that misses the target scores trial_seconds x (1 + its "
+        "shortfall), so every hit ranks ahead of every miss. pareto is multi-objective: no pruning.",
+        choices=("score", "time_to_target", "pareto")),
+    Key("sweep", "metric", str, "episode_return",
+        "the logged metric the objective reads: episode_return or one of the env's statistics (breakout: score)"),
+    Key("sweep", "target", float, 0.0, "time_to_target: the metric's value to reach (a log's mean over its episodes)"),
+    Key("sweep", "trial_seconds", float, 0.0,
+        "training seconds per trial (start-up excluded; 0: train.total_timesteps alone bounds a trial)", min=0),
+    Key("sweep", "trials", int, 20, "trials this process runs (0: until sweep.timeout)", min=0),
+    Key("sweep", "timeout", float, 0.0, "seconds this process sweeps for (0: until sweep.trials are done)", min=0),
+    Key("sweep", "seeds", int, 1, "training seeds per trial (train.seed, train.seed + 1, ...); objectives average "
+        "over them", min=1),
+    Key("sweep", "sampler", str, "tpe",
+        'Optuna\'s sampler: "tpe" (single- and multi-objective), "nsga2" (multi-objective, genetic) or "random"',
+        choices=("tpe", "nsga2", "random")),
+    Key("sweep", "sampler_seed", int, -1, "the sampler's seed (-1: a fresh one per process)",
+        "Processes sharing one study need different seeds, or their first random trials repeat each other.",
+        min=-1, max=2**32 - 1),
+    Key("sweep", "pruner", str, "median",
+        '"median" (stop a trial whose metric falls below the median of earlier trials at the same point of the '
+        'budget) or "none"', choices=("median", "none")),
+    Key("sweep", "prune_startup", int, 3, "trials completed before any trial is pruned", min=0),
+    Key("sweep", "prune_warmup", float, 0.2, "fraction of a trial's budget before it can be pruned", min=0, max=1),
+    Key("sweep", "reports", int, 20,
+        "intermediate reports to the pruner per trial budget (per seed): every 1/reports of trial_seconds, or of "
+        "train.total_timesteps when trial_seconds = 0", min=1),
+    Key("sweep", "storage", str, "",
+        'Optuna storage URL shared by every process of the study ("" = sqlite:///SWEEP_DIR/study.db); e.g. '
+        "postgresql://user@host/db or mysql+pymysql://user@host/db for several machines"),
+    Key("sweep", "study", str, "", 'the study\'s name in the storage ("" = ENV-OBJECTIVE, e.g. cartpole-score)'),
+    Key("sweep", "dir", str, "", 'the sweep directory: trials, best.toml, plots ("" = sweeps/ENV/STUDY)'),
+    Key("sweep", "keep_checkpoints", bool, False, "keep each trial's final checkpoint (under SWEEP_DIR/trials/)"),
 )
 
 BY_PATH: dict[str, Key] = {key.path: key for key in KEYS}

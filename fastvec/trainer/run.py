@@ -188,19 +188,21 @@ def warn_if_source_changed(meta: dict, config: dict, path) -> None:
           f"match, so it runs, but the env's rules may have changed", file=sys.stderr)
 
 
-def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None) -> dict:
+def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None, watch=None) -> dict:
     """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
-    newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...)."""
+    newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...).
+    watch(metrics or None, training seconds, trained steps), called after every update (with the log's metrics
+    when it logged), ends the run there when it returns True: fastvec-sweep's pruning and trial budgets."""
     from fastvec.trainer import distributed
     if config["train"]["gpus"] > 1 or distributed.launched():  # one process per GPU, or one rank of a launcher's job
         return distributed.train(config, run_dir, resume, dashboard, train_one_process)
-    return train_one_process(config, run_dir, resume, dashboard)
+    return train_one_process(config, run_dir, resume, dashboard, watch)
 
 
-def train_one_process(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
+def train_one_process(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, watch=None) -> dict:
     """The training loop in this process (alone, or as one rank with its process group active)."""
     with blas_threads(config["train"]["blas_threads"]):
-        return _train(config, run_dir, resume, dashboard)
+        return _train(config, run_dir, resume, dashboard, watch)
 
 
 def rank_main(argv: list[str] | None = None) -> int:
@@ -297,16 +299,17 @@ def resume_state(trainer, run_dir: Path, env: str) -> float:
     return elapsed
 
 
-def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
+def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, watch=None) -> dict:
     made = time.perf_counter()
     trainer = make_trainer(config)
     try:
-        return _train_with(trainer, made, config, Path(run_dir), resume, dashboard)
+        return _train_with(trainer, made, config, Path(run_dir), resume, dashboard, watch)
     finally:
         close_batches(getattr(trainer, "env_batches", []))
 
 
-def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
+def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool, dashboard: bool | None,
+                watch=None) -> dict:
     """The training loop around a made trainer (make_trainer): config.toml, metrics.jsonl (and the optional
     loggers, closed on every way out), checkpoints."""
     env = config["env"]["name"]
@@ -324,14 +327,14 @@ def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool,
     # Rank 0 alone logs (the other ranks of a multi-GPU run would open the same W&B run and more event files).
     loggers = open_loggers(config, run_dir, resume) if getattr(trainer, "rank", 0) == 0 else None
     try:
-        return _train_loop(trainer, startup, elapsed_before, league, config, run_dir, dashboard, loggers)
+        return _train_loop(trainer, startup, elapsed_before, league, config, run_dir, dashboard, loggers, watch)
     finally:
         if loggers is not None:
             loggers.close()
 
 
 def _train_loop(trainer, startup: float, elapsed_before: float, league, config: dict, run_dir: Path,
-                dashboard: bool | None, loggers) -> dict:
+                dashboard: bool | None, loggers, watch=None) -> dict:
     env = config["env"]["name"]
     source_record = env_source_record(config)  # a user env file's path and sha256, as trained on
 
@@ -395,7 +398,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                 final = trainer.update_index >= num_updates
                 if league is not None:
                     league.after_update(trainer, final)
-                now = time.perf_counter()
+                now, logged = time.perf_counter(), None
                 # every log_interval seconds, and at every 5% of the run: a sub-second GPU run still logs
                 # ~20 times, so its last log shows where training ended rather than the whole run's mean
                 if now - last_log >= tc["log_interval"] or final or trainer.update_index % log_every == 0:
@@ -418,7 +421,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                     if loggers is not None:
                         loggers.log(metrics)
                     board.update(metrics, stat_names)
-                    last_metrics = metrics
+                    last_metrics = logged = metrics
                     update_totals, update_count, last_log = {}, 0, now
                 seconds = tc["checkpoint_seconds"]
                 on_interval = final or trainer.update_index % tc["checkpoint_interval"] == 0
@@ -430,6 +433,8 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                         with file_op("remove the superseded checkpoint", replaceable):
                             replaceable.unlink(missing_ok=True)
                     replaceable = None if on_interval or stop.signum is not None else ckpt_path
+                if watch is not None and watch(logged, elapsed_before + now - start_time, trained_steps):
+                    break
             if stop.signum is not None and trainer.update_index < num_updates:
                 interrupted = True
                 if saved_update != trainer.update_index:
