@@ -34,6 +34,8 @@
 #endif
 
 #define OBS_SIZE 118
+#define OBS_LOW -1 /* every entry is normalised into [-1, 1] */
+#define OBS_HIGH 1
 #define NUM_ACTIONS 3
 #define NUM_AGENTS 1
 #define NUM_STATS 1

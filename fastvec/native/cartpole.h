@@ -16,6 +16,9 @@
 #include "fastvec.h"
 
 #define OBS_SIZE 4
+/* Gymnasium's observation bounds: twice the termination thresholds, the velocities unbounded. */
+#define OBS_HIGH_ARRAY {4.8f, FV_INF, (float)(12 * 2 * 3.14159265358979323846 / 360 * 2), FV_INF}
+#define OBS_LOW_ARRAY {-4.8f, -FV_INF, -(float)(12 * 2 * 3.14159265358979323846 / 360 * 2), -FV_INF}
 #define NUM_ACTIONS 2
 #define NUM_AGENTS 1
 #define NUM_STATS 0

@@ -37,6 +37,8 @@
 #endif
 
 #define OBS_SIZE 8
+#define OBS_LOW -1 /* every entry is normalised into [-1, 1] */
+#define OBS_HIGH 1
 #define NUM_ACTIONS 3
 #if PONG_BOT
 #define NUM_AGENTS 1
