@@ -261,16 +261,16 @@ def sample_actions(logits, uniforms):
     return actions.astype(np.int64), np.take_along_axis(logp, actions[:, None], -1)[:, 0]
 
 
-def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False):
+def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False, uniforms=None):
     """One policy step for R rows, as a rollout takes it (the host twin of the CUDA trainer's fused policy
     step): obs (R, O), starts (R,), state (Ls, R, H) -> actions (R,) int64 (sampled with rng's uniforms, or
-    argmax if deterministic), logp (R,), values (R,), the new state."""
+    the given uniforms (R,) float32, or argmax if deterministic), logp (R,), values (R,), the new state."""
     logits, values, state, _ = policy_forward(spec, param_views, obs[None], starts[None], state)
     if deterministic:
         actions = logits[0].argmax(-1)
         logp = np.take_along_axis(log_softmax(logits[0]), actions[:, None], -1)[:, 0]
         return actions, logp, values[0], state
-    actions, logp = sample_actions(logits[0], rng.random(len(obs), np.float32))
+    actions, logp = sample_actions(logits[0], rng.random(len(obs), np.float32) if uniforms is None else uniforms)
     return actions, logp, values[0], state
 
 
@@ -445,6 +445,12 @@ def splitmix64(z: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
     return z ^ (z >> 31)
+
+
+def sampling_key(seed: int) -> int:
+    """The counter-based samplers' key of a run with train.seed = seed (the CUDA trainer's actions, self-play's
+    opponents and pool draws)."""
+    return splitmix64((seed * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
 
 
 def policy_uniforms(seed_key: int, rows: int, step: int) -> np.ndarray:
