@@ -1,0 +1,201 @@
+"""Rules and batch contracts asserted one situation at a time: Breakout's last ball, Pong's ball-speed cap and
+serve directions, DISABLED-mode partial resets and reset with a list of seeds (against Gymnasium's
+SyncVectorEnv over fastvec's single env). Situations are written into the raw state bytes and played by the
+real step, as in test_breakout.py and test_pong.py."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import fastvec  # noqa: F401  (registers fastvec/...)
+from fastvec import native
+from fastvec.native import cpu
+from fastvec.wrappers.gymnasium import load_batch_env
+
+# breakout.h's State and pong.h's State: the first bytes of every slot (their layouts are checked against the
+# observations in test_breakout.py::test_state_mirror and test_pong.py::test_state_layout_matches_the_header).
+BREAKOUT = np.dtype([("paddle_x", "f4"), ("paddle_w", "f4"), ("ball_x", "f4"), ("ball_y", "f4"),
+                     ("ball_vx", "f4"), ("ball_vy", "f4"), ("ball_speed", "f4"), ("score", "i4"),
+                     ("balls_left", "i4"), ("paddle_hits", "i4"), ("bricks_left", "i4"),
+                     ("wall_respawned", "i4"), ("destroyed", "u4", (6,))])
+PONG = np.dtype([("ball", "<f4", 4), ("ball_speed", "<f4"), ("paddle_y", "<f4", 2), ("bot_aim", "<f4"),
+                 ("score", "<i4", 2), ("paddle_hits", "<i4")])
+
+
+def batch(env, n, autoreset="Disabled", max_steps=None, **params):
+    return cpu.CpuBatch(load_batch_env(env, None, params), n, native.AUTORESET_CODES[autoreset], max_steps)
+
+
+def states(b, dtype):
+    return b.slots[:, :dtype.itemsize].view(dtype)[:, 0]
+
+
+# ------------------------------------------------------------------------------------------------ Breakout
+
+
+def falling_past_the_paddle(balls_left):
+    """A ball under the paddle's top, falling, the paddle far away: lost within one 4-tick step."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["balls_left"], s["paddle_x"], s["score"] = balls_left, 500.0, 12
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 100.0, 300.0, 0.0, 6.0
+    b.step(np.zeros((1, 1), np.int64))
+    return b, s
+
+
+def test_breakout_losing_the_last_ball_ends_the_game_where_the_ball_fell():
+    b, s = falling_past_the_paddle(balls_left=1)
+    assert b.terminated[0] and not b.truncated[0]
+    assert s["balls_left"][0] == 0 and b.obs[0, 0, 8] == 0.0  # balls left / 5
+    assert s["ball_y"][0] >= 320.0 and b.obs[0, 0, 3] * 330 >= 320.0  # no new ball after the last one
+    assert s["ball_x"][0] == 100.0 and s["paddle_x"][0] == 500.0
+    assert b.rewards[0, 0] == 0.0 and b.obs[0, 0, 7] == np.float32(12 / 864)
+
+
+@pytest.mark.parametrize("balls_left", [2, 5])
+def test_breakout_losing_another_ball_launches_the_next_from_the_start(balls_left):
+    b, s = falling_past_the_paddle(balls_left)
+    assert not b.terminated[0] and s["balls_left"][0] == balls_left - 1
+    assert b.obs[0, 0, 8] == np.float32((balls_left - 1) / 5)
+    assert s["paddle_w"][0] == 62.0 and s["paddle_x"][0] == (576 - 62) / 2 and s["ball_speed"][0] == 256.0
+    speed = 256 / 60  # px per tick, launched pi / 3.25 from vertical, downward
+    assert abs(s["ball_vx"][0]) == pytest.approx(speed * math.sin(math.pi / 3.25), rel=1e-6)
+    assert s["ball_vy"][0] == pytest.approx(speed * math.cos(math.pi / 3.25), rel=1e-6)
+    ticks_since_launch = (s["ball_y"][0] - 135.0) / s["ball_vy"][0]  # lost on one of the 4 ticks
+    assert 0 <= ticks_since_launch <= 4 and ticks_since_launch == pytest.approx(round(ticks_since_launch), abs=1e-3)
+    assert s["ball_x"][0] == pytest.approx(272.0 + s["ball_vx"][0] * ticks_since_launch, abs=1e-3)
+
+
+# ------------------------------------------------------------------------------------------------ Pong
+
+
+def pong_hit(speed, seed=5):
+    """The left paddle returns a ball that arrives at `speed`, hitting the paddle's centre."""
+    b = batch("pong", 1)
+    b.reset(np.array([seed], np.uint64), None)
+    s = states(b, PONG)
+    s["paddle_y"][0] = [0.0, 0.0]
+    s["ball"][0] = [-0.85, 0.0, -speed, 0.0]
+    s["ball_speed"][0] = speed
+    b.step(np.zeros((1, 2), np.int64))
+    assert s["paddle_hits"][0] == 1 and s["ball"][0, 2] > 0
+    return float(np.hypot(s["ball"][0, 2], s["ball"][0, 3])), float(s["ball_speed"][0])
+
+
+@pytest.mark.parametrize("before,after", [(0.03, 0.032), (0.066, 0.068), (0.069, 0.07), (0.0695, 0.07), (0.07, 0.07)])
+def test_pong_returns_speed_the_ball_up_by_0_002_to_at_most_0_07(before, after):
+    velocity, speed = pong_hit(before)
+    assert speed == pytest.approx(after, abs=1e-7)
+    assert velocity == pytest.approx(after, rel=1e-6)
+
+
+def test_pong_speed_never_exceeds_the_cap_over_long_rallies():
+    b = batch("pong", 1)
+    b.reset(np.array([9], np.uint64), None)
+    s = states(b, PONG)
+    for _ in range(1200):  # a rally of 20+ returns: both paddles always under the ball
+        s["paddle_y"][0] = [s["ball"][0, 1]] * 2
+        b.step(np.zeros((1, 2), np.int64))
+        assert s["ball_speed"][0] <= np.float32(0.07)
+    assert s["paddle_hits"][0] >= 22 and s["ball_speed"][0] == np.float32(0.07) and s["score"].sum() == 0
+
+
+@pytest.mark.parametrize("scorer", [0, 1])
+def test_pong_a_point_serves_from_the_centre_toward_the_player_who_conceded(scorer):
+    b = batch("pong", 1)
+    b.reset(np.array([7], np.uint64), None)
+    s = states(b, PONG)
+    direction = 1.0 if scorer == 0 else -1.0  # the ball flies toward the conceding player's goal
+    s["ball"][0] = [0.99 * direction, 0.5, 0.03 * direction, 0.0]
+    s["paddle_y"][0] = [-0.6, -0.6]  # neither paddle near the ball
+    b.step(np.zeros((1, 2), np.int64))
+    assert b.rewards[0, scorer] == 1.0 and b.rewards[0, 1 - scorer] == -1.0
+    x, y, vx, vy = s["ball"][0]
+    assert x == 0.0 and np.sign(vx) == direction
+    assert s["ball_speed"][0] == np.float32(0.03) and math.hypot(vx, vy) == pytest.approx(0.03, rel=1e-6)
+    assert abs(vy) <= 0.5 * 0.03 + 1e-9 and abs(y) < 0.4
+
+
+def test_pong_reset_serves_to_either_side_at_the_serve_speed_and_angle():
+    n = 400
+    b = batch("pong", n)
+    b.reset(np.arange(n, dtype=np.uint64) + 1000, None)
+    s = states(b, PONG)
+    x, y, vx, vy = s["ball"].T
+    toward_left = float((vx < 0).mean())
+    assert 0.4 < toward_left < 0.6  # a fair coin (binomial sd 0.025)
+    assert (x == 0).all() and (np.abs(y) < 0.4).all() and np.abs(y).max() > 0.3
+    assert (np.abs(vy) <= 0.015 + 1e-9).all() and np.abs(vy).max() > 0.012
+    np.testing.assert_allclose(np.hypot(vx, vy), 0.03, rtol=1e-6)
+    assert (s["score"] == 0).all() and (s["paddle_y"] == 0).all() and (s["paddle_hits"] == 0).all()
+
+
+# ------------------------------------------------------------------------------------------------ resets
+
+
+def vector_pair(n, seeds):
+    ours = gym.make_vec("fastvec/CartPole", num_envs=n, autoreset_mode=AutoresetMode.DISABLED)
+    sync = SyncVectorEnv([lambda: gym.make("fastvec/CartPole")] * n, autoreset_mode=AutoresetMode.DISABLED)
+    a, _ = ours.reset(seed=seeds)
+    b, _ = sync.reset(seed=seeds)
+    np.testing.assert_array_equal(a, b)
+    return ours, sync
+
+
+def test_reset_with_a_list_of_seeds_seeds_env_i_with_seed_i_like_sync_vector_env():
+    seeds = [11, 5, 11, 2**40]
+    ours, _ = vector_pair(4, seeds)
+    obs, _ = ours.reset(seed=seeds)
+    assert (obs[0] == obs[2]).all() and not (obs[0] == obs[1]).all()  # equal seeds, equal envs
+    by_int, _ = ours.reset(seed=30)
+    by_list, _ = ours.reset(seed=[30, 31, 32, 33])
+    np.testing.assert_array_equal(by_int, by_list)
+
+
+def test_disabled_partial_resets_with_seeds_match_sync_vector_env_over_whole_episodes():
+    """Every episode end is followed by a reset of just the envs that ended, alternately with a list of seeds
+    (None for some: they go on with their own RNG streams) and without; the other envs must not notice."""
+    n = 6
+    ours, sync = vector_pair(n, [1, 2, 3, 4, 5, 6])
+    rng = np.random.default_rng(0)
+    resets = 0
+    for step in range(400):
+        actions = rng.integers(0, 2, n)
+        a, b = ours.step(actions), sync.step(actions)
+        for x, y in zip(a[:4], b[:4]):
+            np.testing.assert_array_equal(x, y)
+        done = a[2] | a[3]
+        if done.any():
+            with pytest.raises(RuntimeError, match="autoreset_mode is DISABLED"):
+                ours.step(actions)  # refused until the ended envs are reset
+            seeds = [int(s) if rng.random() < 0.5 else None for s in rng.integers(0, 2**31, n)]
+            kwargs = {"seed": seeds} if resets % 2 else {}
+            untouched = ours.unwrapped.batch.slots[~done].copy()
+            obs_a, _ = ours.reset(options={"reset_mask": done}, **kwargs)
+            obs_b, _ = sync.reset(options={"reset_mask": done.copy()}, **kwargs)
+            np.testing.assert_array_equal(obs_a, obs_b)
+            np.testing.assert_array_equal(ours.unwrapped.batch.slots[~done], untouched)
+            resets += 1
+    assert resets > 15
+
+
+def test_batch_reset_mask_and_seeds_touch_only_the_masked_envs():
+    b = batch("cartpole", 5)
+    b.reset(np.arange(5, dtype=np.uint64), None)
+    for _ in range(3):
+        b.step(np.ones((5, 1), np.int64))
+    before, obs_before = b.slots.copy(), b.obs.copy()
+    mask = np.array([0, 1, 0, 1, 1], np.uint8)
+    b.reset(np.array([0, 7, 0, 8, 7], np.uint64), mask)
+    keep = mask == 0
+    np.testing.assert_array_equal(b.slots[keep], before[keep])
+    np.testing.assert_array_equal(b.obs[keep], obs_before[keep])
+    np.testing.assert_array_equal(b.obs[1], b.obs[4])  # same seed, same start
+    fresh = batch("cartpole", 1)
+    fresh.reset(np.array([8], np.uint64), None)
+    np.testing.assert_array_equal(b.obs[3], fresh.obs[0])
+    np.testing.assert_array_equal(b.slots[3], fresh.slots[0])  # episode counters zeroed too

@@ -1,0 +1,196 @@
+"""The NumPy trainer's bookkeeping, asserted directly rather than through a learning curve: which steps end an
+episode (termination and truncation both, so nothing is bootstrapped across a reset), the GAE returns and
+per-minibatch normalised advantages handed to the PPO loss, every sequence trained once per epoch, the
+learning rate of each update, and the approx_kl / clipfrac statistics' definitions."""
+
+import numpy as np
+import pytest
+
+from fastvec import native
+from fastvec.native import cpu
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import load_config
+from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+from fastvec.wrappers.gymnasium import load_batch_env
+
+GAMMA, LAM = 0.9, 0.8
+
+
+def make(num_envs=4, max_steps=12, kind="mingru", **train):
+    """A trainer on CartPole with a 12-step limit: under the first random policy some episodes terminate
+    (the pole falls) before the limit and the rest are truncated at it."""
+    settings = {"horizon": 32, "bptt_horizon": 8, "minibatch_size": 32, "seed": 5, "gamma": GAMMA,
+                "gae_lambda": LAM, "update_epochs": 2, **train}
+    config = load_config("cartpole", {"env": {"num_envs": num_envs}, "train": settings,
+                                      "policy": {"kind": kind, "hidden": 8, "layers": 1}})
+    batch = cpu.CpuBatch(load_batch_env("cartpole", None, {}), num_envs, native.AUTORESET_CODES["SameStep"],
+                         max_steps)
+    return NumpyTrainer(config, batch, make_policy_spec(config, batch.env.obs_size, batch.env.num_actions))
+
+
+def record_endings(trainer):
+    """Wrap the batch's step to keep a copy of (terminated, truncated) after every step."""
+    endings, step = [], trainer.batch.step
+
+    def recording_step(actions):
+        step(actions)
+        endings.append((trainer.batch.terminated.copy(), trainer.batch.truncated.copy()))
+
+    trainer.batch.step = recording_step
+    return endings
+
+
+def gae_by_direct_sums(values, last_value, rewards, ends, gamma, lam):
+    """GAE(lambda) written as its definition: A_t = sum_l (gamma lam)^l delta_{t+l} up to the step that ends
+    the episode, delta_t = r_t + gamma V(s_{t+1}) - V(s_t) with no V(s_{t+1}) after an episode's last step."""
+    horizon, rows = values.shape
+    next_values = np.concatenate([values[1:], last_value[None]])
+    delta = rewards + gamma * next_values * (1 - ends) - values
+    out = np.zeros_like(values, dtype=np.float64)
+    for row in range(rows):
+        for t in range(horizon):
+            total, weight = 0.0, 1.0
+            for u in range(t, horizon):
+                total += weight * delta[u, row]
+                if ends[u, row]:
+                    break
+                weight *= gamma * lam
+            out[t, row] = total
+    return out
+
+
+def test_termination_and_truncation_both_end_the_episode_and_cut_the_bootstrap():
+    trainer = make()
+    endings = record_endings(trainer)
+    trainer.rollout()
+    terminated = np.array([e[0] for e in endings], bool)
+    truncated = np.array([e[1] for e in endings], bool)
+    assert terminated.any() and truncated.any(), "the test needs both kinds of episode end"
+    ends = (terminated | truncated).astype(np.float32)
+    np.testing.assert_array_equal(trainer.dones, ends)
+    np.testing.assert_array_equal(trainer.starts[1:], ends[:-1])  # the obs after either end starts an episode
+    expected = gae_by_direct_sums(trainer.values, trainer.last_value, trainer.rewards, ends, GAMMA, LAM)
+    np.testing.assert_allclose(trainer.advantages(), expected, rtol=1e-4, atol=1e-5)
+    # A truncation is an end: the truncated step's advantage is r - V, as for a termination.
+    t, row = np.argwhere(truncated & ~terminated)[0]
+    assert trainer.advantages()[t, row] == pytest.approx(trainer.rewards[t, row] - trainer.values[t, row], abs=1e-5)
+
+
+def test_the_last_value_bootstraps_only_an_unfinished_episode():
+    trainer = make(max_steps=None)
+    trainer.rollout()
+    adv = trainer.advantages()
+    last = trainer.horizon - 1
+    for row in range(trainer.rows):
+        bootstrap = 0.0 if trainer.dones[last, row] else GAMMA * trainer.last_value[row]
+        delta = trainer.rewards[last, row] + bootstrap - trainer.values[last, row]
+        assert adv[last, row] == pytest.approx(delta, abs=1e-5)
+
+
+class LossRecorder:
+    """Stands in for ref.ppo_loss inside the trainer and keeps each call's inputs and stats."""
+
+    def __init__(self):
+        self.calls = []
+        self.real = ref.ppo_loss
+
+    def __call__(self, logits, values, actions, old_logp, old_values, advantages, returns, *coefs):
+        result = self.real(logits, values, actions, old_logp, old_values, advantages, returns, *coefs)
+        self.calls.append({"old_values": old_values.copy(), "advantages": advantages.copy(),
+                           "returns": returns.copy(), "stats": result[3], "coefs": coefs})
+        return result
+
+
+def record_minibatches(trainer, monkeypatch):
+    """Record every minibatch's sequence indices and ppo_loss inputs during the next update."""
+    loss = LossRecorder()
+    monkeypatch.setattr(ref, "ppo_loss", loss)
+    indices, real_step = [], trainer.minibatch_step
+
+    def step(seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp):
+        indices.append(idx.copy())
+        return real_step(seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp)
+
+    monkeypatch.setattr(trainer, "minibatch_step", step)
+    return indices, loss
+
+
+@pytest.mark.parametrize("norm_adv", [True, False])
+def test_the_loss_gets_gae_returns_and_per_minibatch_normalised_advantages(monkeypatch, norm_adv):
+    trainer = make(norm_adv=norm_adv)
+    trainer.rollout()
+    ends = trainer.dones.copy()
+    raw = gae_by_direct_sums(trainer.values, trainer.last_value, trainer.rewards, ends, GAMMA, LAM)
+    seg_adv, seg_returns = trainer.to_segments(raw), trainer.to_segments(raw + trainer.values)
+    seg_values = trainer.to_segments(trainer.values)
+    indices, loss = record_minibatches(trainer, monkeypatch)
+    stats = trainer.update(num_updates=4)
+
+    per_epoch = trainer.segments * trainer.rows // (32 // 8)
+    assert len(indices) == 2 * per_epoch == len(loss.calls)
+    for epoch in range(2):  # each (segment, row) sequence trained exactly once per epoch
+        drawn = np.concatenate(indices[epoch * per_epoch:(epoch + 1) * per_epoch])
+        np.testing.assert_array_equal(np.sort(drawn), np.arange(trainer.segments * trainer.rows))
+    for idx, call in zip(indices, loss.calls):
+        adv = seg_adv[:, idx]
+        if norm_adv:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            assert abs(call["advantages"].mean()) < 1e-5 and call["advantages"].std() == pytest.approx(1, abs=1e-4)
+        np.testing.assert_allclose(call["advantages"], adv, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(call["returns"], seg_returns[:, idx], rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(call["old_values"], seg_values[:, idx])
+        tc = trainer.train_cfg
+        assert call["coefs"] == (tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], tc["ent_coef"])
+    # The update's statistics are the minibatches' means.
+    for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"):
+        assert stats[key] == pytest.approx(np.mean([c["stats"][key] for c in loss.calls]), rel=1e-6, abs=1e-9)
+    assert stats["explained_variance"] == pytest.approx(
+        1 - np.var(raw + trainer.values - trainer.values) / np.var(raw + trainer.values), abs=1e-4)
+
+
+@pytest.mark.parametrize("optimizer,anneal", [("adam", True), ("adam", False), ("muon", True)])
+def test_each_update_steps_with_the_linearly_annealed_learning_rate(monkeypatch, optimizer, anneal):
+    trainer = make(optimizer=optimizer, anneal_lr=anneal, learning_rate=0.01, update_epochs=1)
+    step_name = "muon_step" if optimizer == "muon" else "adam_step"
+    used, real = [], getattr(ref, step_name)
+
+    def recording(*args):
+        used.append(args[6] if optimizer == "muon" else args[5])  # the lr argument
+        return real(*args)
+
+    monkeypatch.setattr(ref, step_name, recording)
+    num_updates, steps_per_update = 4, trainer.segments * trainer.rows // (32 // 8)
+    for update in range(num_updates):
+        trainer.rollout()
+        stats = trainer.update(num_updates=num_updates)
+        expected = 0.01 * (1 - update / num_updates) if anneal else 0.01
+        assert stats["learning_rate"] == pytest.approx(expected)
+        assert used[-steps_per_update:] == [pytest.approx(expected)] * steps_per_update
+    assert trainer.opt_step == num_updates * steps_per_update
+
+
+def test_learning_rate_schedule_values():
+    assert [ref.learning_rate_at(3.0, u, 3, True) for u in range(4)] == pytest.approx([3.0, 2.0, 1.0, 0.0])
+    assert ref.learning_rate_at(3.0, 5, 3, True) == 0.0  # past the end: zero, never negative
+    assert ref.learning_rate_at(3.0, 2, 3, False) == 3.0
+    assert ref.learning_rate_at(3.0, 0, 0, True) == 3.0
+
+
+def test_approx_kl_and_clipfrac_are_cleanrls_definitions():
+    """approx_kl is the k3 estimator mean((r - 1) - log r) of KL(old || new); clipfrac the fraction of samples
+    whose ratio r lies outside (1 - clip, 1 + clip); both over the new policy's log-probs of the taken actions."""
+    ratios = np.array([0.5, 0.95, 1.0, 1.1, 1.3, 1.25])
+    logits = np.zeros((6, 2))
+    actions = np.zeros(6, np.int64)
+    new_logp = np.log(0.5)  # uniform over 2 actions
+    old_logp = new_logp - np.log(ratios)
+    zeros = np.zeros(6)
+    _, _, _, stats = ref.ppo_loss(logits, zeros, actions, old_logp, zeros, np.ones(6), zeros,
+                                  clip_coef=0.2, vf_clip_coef=1.0, vf_coef=0.5, ent_coef=0.0)
+    kl_terms = [(r - 1) - np.log(r) for r in ratios]
+    assert stats["approx_kl"] == pytest.approx(sum(kl_terms) / 6, rel=1e-9)
+    assert stats["approx_kl"] > 0
+    assert stats["clipfrac"] == pytest.approx(3 / 6)  # 0.5, 1.3 and 1.25 are outside (0.8, 1.2)
+    assert stats["entropy"] == pytest.approx(np.log(2))
+    # pg: mean(max(-A r, -A clip(r))) with A = 1
+    assert stats["policy_loss"] == pytest.approx(np.mean(np.maximum(-ratios, -np.clip(ratios, 0.8, 1.2))))

@@ -1,0 +1,188 @@
+"""Checkpoint files (trainer/checkpoint.py) at the unit level: the format version 1 layout written and read back,
+other format versions and other files refused by name, structure checks, the newest valid checkpoint chosen by
+update number, and architecture/env mismatches named on both sides."""
+
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import checkpoint as ckpt
+from fastvec.trainer.reference import FlatLayout, PolicySpec, param_table
+
+SPEC = PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=8, layers=2)
+SIZE = FlatLayout(param_table(SPEC)).size
+
+
+def state(update=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"params": rng.standard_normal(SIZE).astype(np.float32),
+            "optimizer": rng.standard_normal(2 * SIZE).astype(np.float32),
+            "counters": {"update": update, "global_step": 100 * update, "opt_step": 4 * update},
+            "rng": np.random.default_rng(1).bit_generator.state}
+
+
+def write(folder, update, **kw):
+    return ckpt.save(folder / ckpt.checkpoint_name(update), SPEC, "cartpole", 1, state(update, **kw), {"train": {}})
+
+
+def rewrite_meta(path, **changes):
+    """Rewrite a checkpoint's meta JSON with some fields changed (None: removed)."""
+    with np.load(path) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    for key, value in changes.items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+
+
+def test_version_1_layout_round_trips(tmp_path):
+    path = write(tmp_path, 7)
+    assert path.name == "update_000007.npz"
+    with np.load(path) as archive:
+        assert sorted(archive.files) == ["meta", "optimizer", "params"]
+        meta = json.loads(bytes(archive["meta"]).decode())
+    assert (meta["format"], meta["version"]) == ("fastvec-checkpoint", 1)
+    assert (meta["env"], meta["obs_size"], meta["num_actions"], meta["num_agents"]) == ("cartpole", 4, 2, 1)
+    assert meta["policy"] == {"kind": "mingru", "hidden": 8, "layers": 2, "highway": True}
+    assert meta["layout"] == [[name, list(shape)] for name, shape in param_table(SPEC)]
+    loaded_meta, loaded = ckpt.load(path)
+    expected = state(7)
+    np.testing.assert_array_equal(loaded["params"], expected["params"])
+    np.testing.assert_array_equal(loaded["optimizer"], expected["optimizer"])
+    assert loaded["counters"] == expected["counters"] and loaded["rng"] == expected["rng"]
+    assert ckpt.spec_of(loaded_meta) == SPEC
+
+
+def test_weights_only_checkpoints_load_without_optimizer_state(tmp_path):
+    weights = {"params": state()["params"], "counters": {"update": 0, "global_step": 0}}
+    path = ckpt.save(tmp_path / "w.npz", SPEC, "cartpole", 1, weights, {})
+    with np.load(path) as archive:
+        assert "optimizer" not in archive.files
+    assert ckpt.load(path)[1]["optimizer"] is None
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", None])
+def test_other_format_versions_are_refused_naming_both_versions(tmp_path, version):
+    path = write(tmp_path, 1)
+    rewrite_meta(path, version=version)
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.load(path)
+    shown = "None" if version is None else version
+    assert str(err.value) == (f"{path} is checkpoint format version {shown}, this fastvec reads version 1; "
+                              f"evaluate it with the fastvec release that wrote it")
+
+
+def test_another_format_is_not_a_checkpoint(tmp_path):
+    path = write(tmp_path, 1)
+    rewrite_meta(path, format="someone-else")
+    with pytest.raises(ckpt.CheckpointError, match=r"is not a fastvec checkpoint \(format 'someone-else'\)"):
+        ckpt.load(path)
+    np.savez(tmp_path / "plain.npz", params=np.zeros(3, np.float32))
+    with pytest.raises(ckpt.CheckpointError, match="it lacks meta;"):
+        ckpt.load(tmp_path / "plain.npz")
+
+
+@pytest.mark.parametrize("change,problem", [
+    ({"env": None}, "its metadata lacks env"),
+    ({"obs_size": "4"}, "its obs_size is not a int"),
+    ({"counters": {"global_step": 1}}, "its counters lack update"),
+    ({"counters": {"update": -1, "global_step": 1}}, "its counters' update is not a count"),
+    ({"counters": {"update": True, "global_step": 1}}, "its counters' update is not a count"),
+    ({"counters": {"update": 1, "global_step": 1.5}}, "its counters' global_step is not a count"),
+    ({"policy": {"kind": "lstm", "hidden": 8, "layers": 2}}, "its recorded architecture is not one fastvec builds"),
+    ({"policy": {"kind": "mingru", "hidden": 9, "layers": 2, "highway": True}},
+     "its parameter layout does not match its recorded architecture"),
+])
+def test_structure_problems_are_named(tmp_path, change, problem):
+    path = write(tmp_path, 1)
+    rewrite_meta(path, **change)
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.load(path)
+    assert str(err.value).startswith(f"{path} is damaged: {problem}")
+
+
+@pytest.mark.parametrize("array,bad,problem", [
+    ("params", np.nan, "1 of its {n} weights are NaN or infinite"),
+    ("optimizer", np.inf, "1 of its {n} optimizer state are NaN or infinite"),
+])
+def test_non_finite_numbers_are_damage(tmp_path, array, bad, problem):
+    s = state()
+    s[array][5] = bad
+    path = ckpt.save(tmp_path / "x.npz", SPEC, "cartpole", 1, s, {})
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.load(path)
+    assert str(err.value) == f"{path} is damaged: " + problem.format(n=f"{s[array].size:,}")
+
+
+def test_wrong_optimizer_shape_and_dtype(tmp_path):
+    s = state()
+    s["optimizer"] = s["optimizer"][:-1]
+    path = ckpt.save(tmp_path / "x.npz", SPEC, "cartpole", 1, s, {})
+    with pytest.raises(ckpt.CheckpointError, match=rf"optimizer state has shape \({2 * SIZE - 1},\), not \({2 * SIZE},\)"):
+        ckpt.load(path)
+
+
+def test_the_newest_valid_checkpoint_is_chosen_by_update_number(tmp_path, capsys):
+    folder = tmp_path / "checkpoints"
+    for update in (2, 10, 9):
+        write(folder, update)
+    os.utime(folder / "update_000002.npz", (2e9, 2e9))  # the newest modification time does not count
+    path, meta, _, rejected = ckpt.newest_valid(tmp_path)
+    assert path.name == "update_000010.npz" and meta["counters"]["update"] == 10 and rejected == []
+    assert [u for u, _ in ckpt.candidates(tmp_path)] == [10, 9, 2]
+    (folder / "update_000010.npz").write_bytes(b"not a zip")
+    (folder / ".update_000011.npz.123.abcd.tmp").write_bytes(b"partial")
+    path, _, _, rejected = ckpt.newest_valid(tmp_path)
+    assert path.name == "update_000009.npz" and len(rejected) == 1
+    assert "skipped 1 newer checkpoint (" in capsys.readouterr().err
+    assert ckpt.latest(tmp_path) == path
+    ckpt.remove_stale_temps(folder)
+    assert not (folder / ".update_000011.npz.123.abcd.tmp").exists()
+
+
+def test_a_renamed_checkpoint_is_passed_over(tmp_path):
+    folder = tmp_path / "checkpoints"
+    write(folder, 4)
+    (folder / "update_000004.npz").rename(folder / "update_000005.npz")
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.newest_valid(tmp_path)
+    assert "its counters say update 4, its name update 5" in str(err.value)
+    assert str(err.value).startswith(f"no usable checkpoint in {folder}: ")
+
+
+def test_no_checkpoint_at_all(tmp_path):
+    with pytest.raises(ckpt.CheckpointError, match="no checkpoint"):
+        ckpt.newest_valid(tmp_path)
+
+
+def test_mismatches_name_both_sides(tmp_path):
+    meta, _ = ckpt.load(write(tmp_path, 1))
+    ckpt.check_compatible(meta, SPEC, "cartpole", "p")
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.check_env(meta, "pong", 8, 3, "p")
+    assert str(err.value) == ("p was trained on cartpole (obs 4, actions 2), not pong (obs 8, actions 3) with "
+                              "these [env] settings")
+    with pytest.raises(ckpt.CheckpointError, match="obs 4, actions 2"):
+        ckpt.check_env(meta, "cartpole", 5, 2, "p")
+    other = PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=8, layers=2)
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.check_compatible(meta, other, "cartpole", "p")
+    assert ("holds another architecture: policy.kind=mingru, policy.hidden=8, policy.layers=2, highway=true "
+            "(obs 4, actions 2); this run asks for policy.kind=mlp, policy.hidden=8, policy.layers=2 (obs 4, "
+            "actions 2)") in str(err.value)
+
+
+def test_atomic_write_leaves_no_temporary_file(tmp_path):
+    path = ckpt.atomic_write(tmp_path / "f.bin", b"abc")
+    assert path.read_bytes() == b"abc" and os.listdir(tmp_path) == ["f.bin"]
+    ckpt.atomic_write(path, b"de")
+    assert path.read_bytes() == b"de" and os.listdir(tmp_path) == ["f.bin"]

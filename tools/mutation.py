@@ -1,0 +1,371 @@
+"""Mutation testing before a release: plant one small bug at a time in a snapshot clone of the repository
+and run the planted file's fast CPU tests under a time limit; a mutant the tests do not fail on survived.
+Python modules mutate through cosmic-ray's operators, the C env and batch headers through the small token
+mutator below. Usage and the current report: docs/testing.md.
+
+    python tools/mutation.py                    # the release campaign: a seeded sample per file
+    python tools/mutation.py --per-file 0       # every mutant of every file (hours)
+    python tools/mutation.py --files fastvec/native/pong.h --per-file 10 --jobs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EQUIVALENT_FILE = REPO / "tools" / "mutation_equivalent.toml"
+
+# Each mutated file and the fast tests that stand guard over it (pytest arguments, run in the clone).
+_NOT_SLOW = "not compiles_for_the_gpu and not env_sources_compile_as_cuda and not learns and not cleanrl"
+_WRAPPER_TESTS = ["tests/wrappers", "tests/native/test_autoreset.py", "tests/native/test_rules.py",
+                  "-k", _NOT_SLOW + " and not torchrl and not pygame"]
+TARGETS: dict[str, list[str]] = {
+    "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py"],
+    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py"],
+    "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
+    "fastvec/trainer/checkpoint.py": ["tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
+    "fastvec/wrappers/gymnasium.py": _WRAPPER_TESTS,
+    "fastvec/wrappers/pettingzoo.py": _WRAPPER_TESTS,
+    "fastvec/wrappers/sb3.py": _WRAPPER_TESTS,
+    "fastvec/wrappers/torch.py": _WRAPPER_TESTS,
+    "fastvec/native/batch.h": ["tests/native/test_autoreset.py", "tests/native/test_cpu_batch_inputs.py",
+                               "tests/native/test_rules.py", "tests/native/test_cartpole.py",
+                               "tests/native/test_cpu_speed_paths.py", "-k", _NOT_SLOW],
+    "fastvec/native/cartpole.h": ["tests/native/test_cartpole.py", "tests/native/test_cartpole_float32.py",
+                                  "-k", _NOT_SLOW],
+    "fastvec/native/breakout.h": ["tests/native/test_breakout.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
+    "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
+}
+
+# cosmic-ray operators kept: the slips a developer makes (an off-by-one comparison, a flipped sign, a
+# wrong constant, an inverted condition), not every operator pair (Add -> BitXor is noise, killed by
+# any test that runs the line at all).
+PY_OPERATORS = {
+    *(f"core/ReplaceBinaryOperator_{a}_{b}" for a, b in [
+        ("Add", "Sub"), ("Sub", "Add"), ("Mult", "Div"), ("Div", "Mult"), ("FloorDiv", "Div"), ("Mod", "FloorDiv"),
+        ("Pow", "Mult"), ("BitAnd", "BitOr"), ("BitOr", "BitAnd"), ("BitXor", "BitOr"), ("LShift", "RShift"),
+        ("RShift", "LShift")]),
+    *(f"core/ReplaceComparisonOperator_{a}_{b}" for a, b in [
+        ("Lt", "LtE"), ("LtE", "Lt"), ("Gt", "GtE"), ("GtE", "Gt"), ("Eq", "NotEq"), ("NotEq", "Eq"),
+        ("Lt", "Gt"), ("Gt", "Lt"), ("Is", "IsNot"), ("IsNot", "Is"), ("In", "NotIn"), ("NotIn", "In")]),
+    "core/ReplaceUnaryOperator_USub_UAdd", "core/ReplaceUnaryOperator_Delete_Not", "core/AddNot",
+    "core/ReplaceTrueWithFalse", "core/ReplaceFalseWithTrue", "core/ReplaceAndWithOr", "core/ReplaceOrWithAnd",
+    "core/ReplaceBreakWithContinue", "core/ReplaceContinueWithBreak", "core/NumberReplacer",
+    "core/ZeroIterationForLoop",
+}
+
+
+@dataclass
+class Mutant:
+    file: str  # repository-relative
+    line: int  # 1-based
+    source: str  # the original line, stripped: with `change` and `index`, the mutant's identity
+    change: str  # e.g. "< -> <=" or cosmic-ray's operator name
+    index: int  # which same-`change` site on that line
+    spec: dict = field(default_factory=dict)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
+    outcome: str = ""  # killed | survived | timeout | equivalent | error
+    reason: str = ""
+    seconds: float = 0.0
+
+    def key(self) -> tuple:
+        return (self.file, self.source, self.change, self.index)
+
+
+# ---------------------------------------------------------------------------------------- C mutants
+
+_C_TOKEN = re.compile(r"""
+    (?P<num>(?<![\w.])(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fFuUlL]*(?![\w.]))
+  | (?P<op>&&|\|\||<<=|>>=|<<|>>|<=|>=|==|!=|->|\+\+|--|\+=|-=|\*=|/=|[-+*/<>])
+""", re.VERBOSE)
+_C_SWAP = {"+": "-", "-": "+", "*": "/", "/": "*", "+=": "-=", "-=": "+=", "*=": "/=", "/=": "*=",
+           "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "&&": "||", "||": "&&"}
+# Functions left out of the C campaign: pixels of render frames (colours, digit glyphs), checked by the
+# render tests' shapes and a few pixels rather than rule by rule.
+_C_SKIP_FUNCTION = re.compile(r"^FV_FN\b.*\b\w*(render|draw|digit)\w*\s*\(")
+
+
+def _mask_comments_and_strings(text: str) -> str:
+    """The text with comments and string literals blanked (newlines and offsets kept)."""
+    out = list(text)
+    for m in re.finditer(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])'", text, re.DOTALL):
+        for i in range(m.start(), m.end()):
+            if out[i] != "\n":
+                out[i] = " "
+    return "".join(out)
+
+
+def _skipped_lines(masked: str) -> set[int]:
+    """0-based lines of preprocessor conditionals/includes and of render/draw functions."""
+    lines = masked.split("\n")
+    skip: set[int] = set()
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if stripped.startswith("#") and not stripped.startswith("#define"):
+            skip.add(i)
+        if _C_SKIP_FUNCTION.match(stripped):
+            depth, started, j = 0, False, i
+            while j < len(lines):
+                depth += lines[j].count("{") - lines[j].count("}")
+                started |= "{" in lines[j]
+                skip.add(j)
+                if started and depth <= 0:
+                    break
+                j += 1
+            i = j
+        i += 1
+    return skip
+
+
+def _number_variants(token: str) -> list[str]:
+    m = re.fullmatch(r"(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?([fFuUlL]*)", token)
+    body, exponent, suffix = m.group(1), m.group(2) or "", m.group(3)
+    if "." in body or exponent:
+        value = float(body + exponent)
+        return [("1.0" if value == 0 else repr(value * 1.5)) + suffix]
+    value = int(body)
+    return [str(value + 1) + suffix] + ([str(value - 1) + suffix] if value > 0 else [])
+
+
+def c_mutants(rel: str, text: str) -> list[Mutant]:
+    """Operator, comparison, logical, unary-minus and constant mutations of one C header."""
+    masked = _mask_comments_and_strings(text)
+    skip = _skipped_lines(masked)
+    lines = text.split("\n")
+    line_starts = [0]
+    for line in lines:
+        line_starts.append(line_starts[-1] + len(line) + 1)
+    found: list[Mutant] = []
+    seen: dict[tuple, int] = {}
+    for m in _C_TOKEN.finditer(masked):
+        start, end, token = m.start(), m.end(), m.group()
+        lineno = next(i for i in range(len(lines)) if line_starts[i + 1] > start)
+        if lineno in skip:
+            continue
+        line_text = masked[line_starts[lineno]:line_starts[lineno + 1] - 1]
+        if line_text.strip().startswith("#define"):
+            name_end = re.match(r"\s*#define\s+\w+", line_text).end()
+            if start - line_starts[lineno] < name_end or m.group("op"):
+                continue  # only the constants of a #define's value
+        before = masked[start - 1] if start else " "
+        after = masked[end] if end < len(masked) else " "
+        replacements: list[str] = []
+        if m.group("num"):
+            replacements = _number_variants(token)
+        elif token in _C_SWAP and before.isspace() and after.isspace():
+            replacements = [_C_SWAP[token]]  # spaced: a binary operator, not a pointer or #include <...>
+        elif token == "-" and not after.isspace():
+            prev = masked[:start].rstrip()[-1:]
+            if prev in "(=,?:" or masked[:start].rstrip().endswith("return"):
+                replacements = [""]  # unary minus dropped
+        for new in replacements:
+            change = f"{token} -> {new or '(removed)'}"
+            source = lines[lineno].strip()
+            index = seen.get((lineno, change), 0)
+            seen[(lineno, change)] = index + 1
+            found.append(Mutant(rel, lineno + 1, source, change, index, {"start": start, "end": end, "new": new}))
+    return found
+
+
+def apply_c(path: Path, original: str, spec: dict) -> None:
+    path.write_text(original[:spec["start"]] + spec["new"] + original[spec["end"]:])
+
+
+# ----------------------------------------------------------------------------------- Python mutants
+
+
+def py_mutants(rel: str, path: Path) -> list[Mutant]:
+    """cosmic-ray's work items for one module (the operators in PY_OPERATORS)."""
+    from cosmic_ray.commands.init import _all_work_items
+
+    lines = path.read_text().split("\n")
+    found: list[Mutant] = []
+    seen: dict[tuple, int] = {}
+    for item in _all_work_items([path], {}):
+        spec = item.mutations[0]
+        if spec.operator_name not in PY_OPERATORS:
+            continue
+        lineno = spec.start_pos[0]
+        index = seen.get((lineno, spec.operator_name), 0)
+        seen[(lineno, spec.operator_name)] = index + 1
+        found.append(Mutant(rel, lineno, lines[lineno - 1].strip(), spec.operator_name, index,
+                            {"operator": spec.operator_name, "occurrence": spec.occurrence}))
+    return found
+
+
+def apply_py(path: Path, spec: dict) -> bool:
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import apply_mutation
+
+    operator = cosmic_ray.plugins.get_operator(spec["operator"])()
+    _, mutated = apply_mutation(path, operator, spec["occurrence"])
+    return mutated is not None
+
+
+# ------------------------------------------------------------------------------------------- running
+
+
+def load_equivalents() -> dict[tuple, str]:
+    data = tomllib.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
+    return {(e["file"], e["source"], e["change"], e.get("index", 0)): e["reason"] for e in data.get("equivalent", [])}
+
+
+def run_tests(clone: Path, args: list[str], timeout: float) -> tuple[str, str]:
+    """('passed' | 'failed' | 'timeout', output tail) of the fast tests in `clone`."""
+    env = dict(os.environ, PYTHONPATH=str(clone), PYTHONDONTWRITEBYTECODE="1",
+               FASTVEC_CACHE_DIR=str(clone / ".mutation-cache"))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", *args]
+    proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        return "timeout", ""
+    return ("passed" if proc.returncode == 0 else "failed"), out[-2000:]
+
+
+def snapshot(source: str, dest: Path) -> str:
+    """Clone the committed HEAD of `source` into `dest`; returns its commit (the measured one)."""
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", source, str(dest)], check=True)
+    return subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", default=str(REPO), help="repository to snapshot (its committed HEAD)")
+    parser.add_argument("--files", nargs="*", default=list(TARGETS), help="repository-relative files to mutate")
+    parser.add_argument("--per-file", type=int, default=20, help="mutants sampled per file (0: all)")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--jobs", type=int, default=2, help="clones tested in parallel")
+    parser.add_argument("--only-survivors", help="re-run just the survivors listed in this earlier JSON report")
+    parser.add_argument("--json", default="benchmarks/results/mutation.json", help="report file (repo-relative)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary clones")
+    args = parser.parse_args(argv)
+
+    unknown = [f for f in args.files if f not in TARGETS]
+    if unknown:
+        parser.error(f"no fast tests known for {unknown}; add the file and its tests to TARGETS in {__file__}")
+    workdir = Path(tempfile.mkdtemp(prefix="mut-"))
+    clones = [workdir / f"w{k}" for k in range(max(args.jobs, 1))]
+    commit = snapshot(args.source, clones[0])
+    for clone in clones[1:]:
+        snapshot(str(clones[0]), clone)
+    print(f"snapshot {commit[:12]} of {args.source} in {workdir}", flush=True)
+
+    equivalents = load_equivalents()
+    wanted = None
+    if args.only_survivors:
+        earlier = json.loads(Path(args.only_survivors).read_text())
+        wanted = {tuple(m["key"]) for m in earlier["mutants"] if m["outcome"] in ("survived", "error")}
+
+    # Baseline: each file's tests must pass unmutated; their time sets the mutant's time limit.
+    limits: dict[str, float] = {}
+    for rel in args.files:
+        t0 = time.perf_counter()
+        status, out = run_tests(clones[0], TARGETS[rel], 1800)
+        if status != "passed":
+            print(f"{rel}: its tests fail before any mutation; fix them first:\n{out}", file=sys.stderr)
+            return 2
+        limits[rel] = 3 * (time.perf_counter() - t0) + 30
+        print(f"baseline {rel}: {time.perf_counter() - t0:.1f} s, mutant limit {limits[rel]:.0f} s", flush=True)
+
+    mutants: list[Mutant] = []
+    for rel in args.files:
+        path = clones[0] / rel
+        found = c_mutants(rel, path.read_text()) if rel.endswith(".h") else py_mutants(rel, path)
+        if wanted is not None:
+            found = [m for m in found if m.key() in wanted]
+        elif args.per_file and len(found) > args.per_file:
+            found = random.Random(f"{args.seed}:{rel}").sample(found, args.per_file)
+        mutants += sorted(found, key=lambda m: (m.line, m.change, m.index))
+    for m in mutants:
+        if m.key() in equivalents:
+            m.outcome, m.reason = "equivalent", equivalents[m.key()]
+
+    free = list(clones)
+    lock = threading.Lock()
+
+    def test_one(m: Mutant) -> Mutant:
+        with lock:
+            clone = free.pop()
+        path = clone / m.file
+        original = path.read_text()
+        t0 = time.perf_counter()
+        try:
+            if m.file.endswith(".h"):
+                apply_c(path, original, m.spec)
+                applied = True
+            else:
+                applied = apply_py(path, m.spec)
+            if not applied:
+                m.outcome, m.reason = "error", "cosmic-ray found no such mutation"
+            else:
+                status, out = run_tests(clone, TARGETS[m.file], limits[m.file])
+                m.outcome = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[status]
+                failed = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
+                m.reason = failed[0][:200] if failed else ""  # the test that caught it
+        finally:
+            path.write_text(original)
+            m.seconds = time.perf_counter() - t0
+            with lock:
+                free.append(clone)
+        return m
+
+    todo = [m for m in mutants if not m.outcome]
+    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed as equivalent)",
+          flush=True)
+    with concurrent.futures.ThreadPoolExecutor(len(clones)) as pool:
+        for done, m in enumerate(pool.map(test_one, todo), 1):
+            print(f"[{done}/{len(todo)}] {m.outcome:9s} {m.file}:{m.line} {m.change}  `{m.source[:70]}`",
+                  flush=True)
+
+    report = {"commit": commit, "source": args.source, "per_file": args.per_file, "seed": args.seed,
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "mutants": [{**asdict(m), "key": list(m.key())} for m in mutants]}
+    out_path = REPO / args.json
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(report, indent=1) + "\n")
+    print_table(mutants)
+    print(f"report: {out_path}")
+    if not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def print_table(mutants: list[Mutant]) -> None:
+    """Per file: killed (a test failed, or the time limit hit), survived, equivalent, score."""
+    print("\n| file | mutants | killed | survived | equivalent | score |\n|---|---|---|---|---|---|")
+    files = list(dict.fromkeys(m.file for m in mutants))
+    for f in files + [None]:
+        group = [m for m in mutants if f is None or m.file == f]
+        k = sum(m.outcome in ("killed", "timeout") for m in group)
+        s = sum(m.outcome in ("survived", "error") for m in group)
+        e = sum(m.outcome == "equivalent" for m in group)
+        score = f"{100 * k / (k + s):.0f}%" if k + s else "-"
+        print(f"| {f or '**all**'} | {len(group)} | {k} | {s} | {e} | {score} |")
+    survivors = [m for m in mutants if m.outcome in ("survived", "error")]
+    if survivors:
+        print("\nsurvivors:")
+        for m in survivors:
+            print(f"  {m.file}:{m.line} {m.change} [{m.index}] `{m.source}`")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
