@@ -277,12 +277,13 @@ def main(argv=None) -> int:
 
     # Baseline: each file's tests must pass unmutated; their time sets the mutant's time limit.
     limits: dict[str, float] = {}
-    for rel in args.files:
+    for rel in list(args.files):
         t0 = time.perf_counter()
         status, out = run_tests(clones[0], TARGETS[rel], 1800)
         if status != "passed":
-            print(f"{rel}: its tests fail before any mutation; fix them first:\n{out}", file=sys.stderr)
-            return 2
+            print(f"{rel}: left out, its tests fail before any mutation (fix them first):\n{out}", file=sys.stderr)
+            args.files.remove(rel)
+            continue
         limits[rel] = 3 * (time.perf_counter() - t0) + 30
         print(f"baseline {rel}: {time.perf_counter() - t0:.1f} s, mutant limit {limits[rel]:.0f} s", flush=True)
 
