@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-USAGE = """usage: fastvec-train ENV [--section.key=value ...] [--run-dir=PATH] [--resume=RUN_DIR]
+USAGE = """usage: fastvec-train ENV [--config=PATH] [--section.key=value ...] [--run-dir=PATH] [--resume=RUN_DIR]
        fastvec-train --list | --help-config | --version
        fastvec-train ENV --eval=CHECKPOINT [--eval.episodes=N] [--eval.render=PATH.gif|.mp4]
        fastvec-train ENV --eval=A --eval.opponent=B|bot   (multi-agent: A against checkpoint B or the bot)
@@ -17,6 +17,8 @@ Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
                         or gym:ID (a Gymnasium id with Discrete actions and flat observations, e.g. gym:CartPole-v1)
   --section.key=value   override a config value, e.g. --train.total_timesteps=20_000_000
                         --env.num_envs=1024 --policy.hidden=128 --train.device=cpu
+  --config=PATH         a TOML of config values over ENV.toml's, under the command line's: a sweep's
+                        best.toml, a run's config.toml, or your own (any subset of the sections)
   --run-dir=PATH        where to write config.toml, metrics.jsonl, checkpoints/ (default runs/ENV/<time>)
   --resume=RUN_DIR      continue the run in RUN_DIR from its newest checkpoint
   --eval=CHECKPOINT     play a checkpoint (file, or a run dir for its newest) and print the mean return
@@ -26,7 +28,7 @@ Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
   --print-config        print the resolved config and exit
   --help-config         list every config key with its value and meaning (with ENV: that env's values
                         and parameters); defaults with caveats: fastvec/configs/default.toml
-Per-env values: fastvec/configs/ENV.toml.
+Per-env values: fastvec/configs/ENV.toml. Hyperparameter search: fastvec-sweep ENV (docs/sweeps.md).
 Plot a run: fastvec-plot RUN_DIR. Progress goes to stdout: a live panel on a terminal, a line every few
 seconds when stdout is a pipe or a file (| tee log, nohup, Slurm)."""
 
@@ -85,11 +87,27 @@ def suggest_env(message: str, env: str | None) -> str:
     return f"{match.group(0)}; did you mean {hint}?" + (f" ({rest})" if rest else "")
 
 
+def config_file(path: str, env: str) -> dict:
+    """A --config TOML as config overrides (checked key by key, naming the file). A run's config.toml or a sweep's
+    best.toml names its env (env.name): it must be ENV, and is dropped (ENV names the env)."""
+    from fastvec.trainer import config as config_mod
+    if not Path(path).is_file():
+        raise config_mod.ConfigError(f"--config={path}: no such file; give a TOML of config values (e.g. a "
+                                     f"fastvec-sweep best.toml)")
+    values = config_mod.load_toml(Path(path))
+    named = values.get("env", {}).pop("name", None) if isinstance(values.get("env"), dict) else None
+    if named is not None and named != config_mod.run_env_name(env):
+        raise config_mod.ConfigError(f"--config={path} is a config for {named!r}, not {env!r}; give it with "
+                                     f"fastvec-train {named} --config={path}")
+    config_mod.merge(config_mod.defaults(), values, path)  # its keys and types, with the file named in errors
+    return values
+
+
 def parse_args(argv: list[str]) -> dict:
     """Split argv into the env, the special flags and the config overrides."""
     from fastvec.trainer.config import ConfigError, parse_overrides
 
-    special = {"run-dir": None, "resume": None, "eval": None}
+    special = {"run-dir": None, "resume": None, "eval": None, "config": None}
     flags = set()
     rest = []
     env = None
@@ -180,6 +198,13 @@ def _main(argv: list[str], state: dict) -> int:
         if args["env"] and meta["env"] == config_mod.run_env_name(args["env"]) and isinstance(meta.get("config"), dict):
             saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
             args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
+    if args["config"]:
+        if args["resume"]:
+            raise config_mod.ConfigError("--config and --resume: a resumed run keeps its own config.toml; give "
+                                         "changes as --section.key=value")
+        given = config_file(args["config"], args["env"])
+        args["overrides"] = {section: {**given.get(section, {}), **args["overrides"].get(section, {})}
+                             for section in {**given, **args["overrides"]}}
     try:
         if args["resume"]:
             config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
