@@ -34,7 +34,8 @@ _NOT_SLOW = "not compiles_for_the_gpu and not env_sources_compile_as_cuda and no
 _WRAPPER_TESTS = ["tests/wrappers", "tests/native/test_autoreset.py", "tests/native/test_rules.py",
                   "-k", _NOT_SLOW + " and not torchrl and not pygame"]
 TARGETS: dict[str, list[str]] = {
-    "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py"],
+    "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
+                                     "tests/trainer/test_counter_streams.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
