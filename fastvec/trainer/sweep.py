@@ -4,8 +4,10 @@ Trials train back to back in this process; the sweep directory collects each tri
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import fcntl
 import json
 import math
 import os
@@ -150,14 +152,9 @@ def open_study(plan: Plan):
                                              n_warmup_steps=int(s["prune_warmup"] * s["reports"]))
     else:
         pruner = optuna.pruners.NopPruner()
-    storage = plan.storage
-    if storage.startswith("sqlite:///"):
-        plan.sweep_dir.mkdir(parents=True, exist_ok=True)
-        # several processes on one SQLite file wait for its lock rather than fail at once
-        storage = optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}})
     try:
-        study = optuna.create_study(storage=storage, sampler=sampler, pruner=pruner, study_name=plan.study,
-                                    directions=DIRECTIONS[s["objective"]], load_if_exists=True)
+        with storage_lock(plan.storage):
+            study = create_study(optuna, plan, sampler, pruner)
     except ValueError as err:
         raise ConfigError(f"study {plan.study!r} in {plan.storage}: {err}; use another --sweep.study") from None
     except Exception as err:  # the storage's own errors (a bad URL, an unreachable database, a missing driver)
@@ -176,6 +173,38 @@ def open_study(plan: Plan):
         if key not in saved:
             study.set_user_attr(key, value)
     return study
+
+
+@contextlib.contextmanager
+def storage_lock(url: str):
+    """For a SQLite storage, an exclusive lock on DB.lock beside its file while this process opens the study:
+    processes started together would otherwise race to create the database's tables."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
+        yield
+        return
+    path = Path(url[len("sqlite:///"):] + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def create_study(optuna, plan: Plan, sampler, pruner, attempts: int = 3):
+    """optuna.create_study(load_if_exists=True) on the plan's storage; a database server's transient refusal
+    (several processes creating its tables at once) is retried."""
+    storage = plan.storage
+    if storage.startswith("sqlite:///"):  # several processes on one SQLite file wait for its lock, not fail at once
+        storage = optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}})
+    for attempt in range(attempts):
+        try:
+            return optuna.create_study(storage=storage, sampler=sampler, pruner=pruner, study_name=plan.study,
+                                       directions=DIRECTIONS[plan.settings["objective"]], load_if_exists=True)
+        except ValueError:
+            raise
+        except Exception:
+            if attempt == attempts - 1 or isinstance(storage, optuna.storages.RDBStorage):
+                raise
+            time.sleep(1.0 + attempt)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ front's configs, and the plots (score against training seconds, each parameter's
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -208,7 +209,7 @@ def write_plots(plan, study, folder: Path) -> list[str]:
         ax.set_title(f"{plan.study}: {len(points)} trials")
         ax.legend(loc="lower right")
         fig.tight_layout()
-        fig.savefig(folder / "front.png", dpi=120)
+        save_figure(fig, folder / "front.png", 120)
         plt.close(fig)
         written.append(str(folder / "front.png"))
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -250,6 +251,12 @@ def plot_params(plt, plan, trials, best, path: Path) -> None:
         ax.set_visible(False)
     fig.suptitle(f"{plan.study}: {len(trials)} complete trials")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, 110)
     plt.close(fig)
 
+
+def save_figure(fig, path: Path, dpi: int) -> None:
+    """Save a figure whole or not at all (processes sharing a sweep dir each write the plots at their end)."""
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.png")
+    fig.savefig(temporary, dpi=dpi)
+    os.replace(temporary, path)

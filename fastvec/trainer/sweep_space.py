@@ -38,7 +38,8 @@ class Space:
                 lines.append(f"{path}  one of {', '.join(str(c) for c in dist.choices)}")
             else:
                 extra = " (log)" if dist.log else f" (step {dist.step})" if dist.step not in (None, 1) else ""
-                lines.append(f"{path}  {dist.low:g} .. {dist.high:g}{extra}")
+                low, high = (f"{v:_}" if isinstance(v, int) else f"{v:g}" for v in (dist.low, dist.high))
+                lines.append(f"{path}  {low} .. {high}{extra}")
         return lines
 
 
