@@ -1,0 +1,94 @@
+/* minatar_common.h: what the five MinAtar games (minatar_*.h, after the `minatar` package 1.0.15,
+ * Young and Tian 2019) share: the 6-action alphabet and each game's minimal set, sticky actions,
+ * the random draws, the (10, 10, C) uint8 observation, and the rgb_array palette.
+ *
+ * Parameters (-D, registered in fastvec/native/__init__.py):
+ *   STICKY_ACTION_MILLI  probability, in thousandths, that the previous action repeats (minatar: 0.1)
+ *   DIFFICULTY_RAMPING   1: the games speed up as minatar's ramping=True does (Breakout and Freeway have none)
+ *   MINIMAL_ACTION_SET   1: Discrete(k) over the game's minimal set, as MinAtar/<Game>-v1; 0: all 6, as -v0
+ * Random draws go through MA_UNIFORM(rng) (a double in [0, 1), numpy's rand()) and MA_RANDINT(rng, n)
+ * (an int in [0, n), numpy's randint(n)), in the reference's order; a test harness may define both
+ * before including a game to feed it the reference's own draws (tests/envs/minatar_draws.h).
+ * Sticky actions as minatar's Environment.act: one uniform per step, drawn before the game's own, and
+ * the previous action (as a full-set id) replaces the chosen one below the probability. The previous
+ * action is 0 at every reset (minatar keeps it across episodes; a seeded reset must not depend on the
+ * episode before it).
+ */
+#ifndef FASTVEC_MINATAR_COMMON_H
+#define FASTVEC_MINATAR_COMMON_H
+#include "fastvec.h"
+
+#ifndef STICKY_ACTION_MILLI
+#define STICKY_ACTION_MILLI 100
+#endif
+#ifndef DIFFICULTY_RAMPING
+#define DIFFICULTY_RAMPING 1
+#endif
+#ifndef MINIMAL_ACTION_SET
+#define MINIMAL_ACTION_SET 1
+#endif
+
+#ifndef MA_UNIFORM
+#define MA_UNIFORM(rng) fv_rand_double(rng)
+#endif
+#ifndef MA_RANDINT
+#define MA_RANDINT(rng, n) fv_rand_int(rng, n)
+#endif
+
+/* minatar's action alphabet ['n', 'l', 'u', 'r', 'd', 'f']. */
+#define MA_NOOP 0
+#define MA_LEFT 1
+#define MA_UP 2
+#define MA_RIGHT 3
+#define MA_DOWN 4
+#define MA_FIRE 5
+
+#define NUM_AGENTS 1
+#define NUM_STATS 1
+#define STAT_NAMES "score"
+#define OBS_T unsigned char
+#define OBS_SIZE (10 * 10 * MA_CHANNELS)
+#define OBS_SHAPE 10, 10, MA_CHANNELS
+#define OBS_LOW 0
+#define OBS_HIGH 1
+#define MA_CELL 16 /* rgb_array pixels per grid cell */
+#define RENDER_W (10 * MA_CELL)
+#define RENDER_H (10 * MA_CELL)
+
+/* The full-set id of agent action `a` (a game defines MA_MINIMAL_SET, its minimal set in minatar's
+ * order), then minatar's sticky-action draw against the previous full-set id. */
+FV_FN int ma_sticky_action(signed char* last_action, fv_rng* rng, long long a) {
+    const signed char minimal[] = MA_MINIMAL_SET;
+    int full = MINIMAL_ACTION_SET ? minimal[a] : (int)a;
+#if STICKY_ACTION_MILLI > 0
+    if (MA_UNIFORM(rng) < STICKY_ACTION_MILLI / 1000.0) full = *last_action;
+#else
+    (void)rng;
+#endif
+    *last_action = (signed char)full;
+    return full;
+}
+
+/* Set channel c of cell (y, x) of an observation laid out (10, 10, MA_CHANNELS). */
+#define MA_SET(obs, y, x, c) ((obs)[((y) * 10 + (x)) * MA_CHANNELS + (c)] = 1)
+
+FV_FN void ma_clear(unsigned char* obs) {
+    for (int k = 0; k < OBS_SIZE; k++) obs[k] = 0;
+}
+
+/* minatar's rgb_array: each cell takes the colour of its highest set channel in seaborn's cubehelix
+ * palette of MA_CHANNELS colours (black where none is set), drawn as MA_CELL x MA_CELL pixels. */
+FV_FN void ma_render(const unsigned char* obs, const unsigned char (*palette)[3], unsigned char* rgb) {
+    for (int y = 0; y < 10; y++) {
+        for (int x = 0; x < 10; x++) {
+            int top = -1;
+            for (int c = 0; c < MA_CHANNELS; c++)
+                if (obs[(y * 10 + x) * MA_CHANNELS + c]) top = c;
+            unsigned char r = top < 0 ? 0 : palette[top][0], g = top < 0 ? 0 : palette[top][1];
+            unsigned char b = top < 0 ? 0 : palette[top][2];
+            fv_fill_rect(rgb, RENDER_W, RENDER_H, x * MA_CELL, y * MA_CELL, (x + 1) * MA_CELL, (y + 1) * MA_CELL, r, g, b);
+        }
+    }
+}
+
+#endif /* FASTVEC_MINATAR_COMMON_H */

@@ -1,0 +1,107 @@
+/* minatar_freeway.h: MinAtar Freeway, the rules of minatar 1.0.15's freeway.py exactly.
+ * A chicken in column 4 crosses eight lanes of cars (one per row 1..8); it moves at most every 3rd
+ * step, +1 for reaching the top row (back to the bottom, and every car's speed and direction is
+ * drawn anew), back to the bottom when a car hits it. A car with speed k moves one cell every k
+ * steps and wraps around. Terminated after 2,500 steps (the 2,501st). Channels: 0 chicken, 1 car,
+ * 2..6 the car's trail (its previous cell) on the channel of its speed 1..5. No difficulty ramp.
+ * Minimal actions: no-op, up, down. Shared parts: minatar_common.h.
+ */
+#define MA_CHANNELS 7
+#define MA_MINIMAL_SET {MA_NOOP, MA_UP, MA_DOWN}
+#include "minatar_common.h"
+
+#define NUM_ACTIONS (MINIMAL_ACTION_SET ? 3 : 6)
+#define MAF_PLAYER_SPEED 3
+#define MAF_TIME_LIMIT 2500
+
+typedef struct {
+    int score;
+    short terminate_timer;
+    signed char car_x[8], car_timer[8], car_speed[8]; /* car i drives in row i + 1; speed -5..5, sign = direction */
+    signed char pos, move_timer, last_action;
+} State;
+
+/* minatar's _randomize_cars (speeds and timers; positions are left alone): eight speeds randint(1, 6),
+ * then eight directions sign(rand() - 0.5). */
+FV_FN void maf_randomize_cars(State* s, fv_rng* rng) {
+    int speed[8];
+    for (int i = 0; i < 8; i++) speed[i] = 1 + MA_RANDINT(rng, 5);
+    for (int i = 0; i < 8; i++) {
+        double u = MA_UNIFORM(rng);
+        int sign = u > 0.5 ? 1 : (u < 0.5 ? -1 : 0);
+        s->car_speed[i] = (signed char)(sign * speed[i]);
+        s->car_timer[i] = (signed char)speed[i] * (sign != 0);
+    }
+}
+
+FV_FN void maf_write_obs(const State* s, unsigned char* obs) {
+    ma_clear(obs);
+    MA_SET(obs, s->pos, 4, 0);
+    for (int i = 0; i < 8; i++) {
+        int x = s->car_x[i], v = s->car_speed[i];
+        MA_SET(obs, i + 1, x, 1);
+        int back = v > 0 ? x - 1 : x + 1;
+        if (back < 0) back = 9;
+        else if (back > 9) back = 0;
+        int k = v < 0 ? -v : v;
+        if (k >= 1) MA_SET(obs, i + 1, back, 1 + k);
+    }
+}
+
+FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
+    maf_randomize_cars(s, rng);
+    for (int i = 0; i < 8; i++) s->car_x[i] = 0;
+    s->pos = 9;
+    s->move_timer = MAF_PLAYER_SPEED;
+    s->terminate_timer = MAF_TIME_LIMIT;
+    s->last_action = 0;
+    s->score = 0;
+    maf_write_obs(s, obs);
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards,
+                   float* stats) {
+    int a = ma_sticky_action(&s->last_action, rng, actions[0]);
+    int r = 0, terminal = 0;
+    if (a == MA_UP && s->move_timer == 0) {
+        s->move_timer = MAF_PLAYER_SPEED;
+        s->pos = s->pos > 0 ? s->pos - 1 : 0;
+    } else if (a == MA_DOWN && s->move_timer == 0) {
+        s->move_timer = MAF_PLAYER_SPEED;
+        s->pos = s->pos < 9 ? s->pos + 1 : 9;
+    }
+    if (s->pos == 0) { /* crossed: new speeds, positions kept */
+        r += 1;
+        maf_randomize_cars(s, rng);
+        s->pos = 9;
+    }
+    for (int i = 0; i < 8; i++) {
+        if (s->car_x[i] == 4 && i + 1 == s->pos) s->pos = 9;
+        if (s->car_timer[i] == 0) {
+            int v = s->car_speed[i];
+            s->car_timer[i] = (signed char)(v < 0 ? -v : v);
+            int x = s->car_x[i] + (v > 0 ? 1 : -1);
+            s->car_x[i] = (signed char)(x < 0 ? 9 : (x > 9 ? 0 : x));
+            if (s->car_x[i] == 4 && i + 1 == s->pos) s->pos = 9;
+        } else {
+            s->car_timer[i] -= 1;
+        }
+    }
+    if (s->move_timer > 0) s->move_timer -= 1;
+    s->terminate_timer -= 1;
+    if (s->terminate_timer < 0) terminal = 1;
+
+    s->score += r;
+    rewards[0] = (float)r;
+    stats[0] = (float)s->score;
+    maf_write_obs(s, obs);
+    return terminal;
+}
+
+FV_FN void env_render(const State* s, unsigned char* rgb) {
+    const unsigned char palette[MA_CHANNELS][3] = {{27, 30, 59}, {22, 83, 76}, {68, 119, 49}, {161, 121, 74},
+                                                   {212, 132, 169}, {198, 180, 238}, {203, 232, 240}};
+    unsigned char obs[OBS_SIZE];
+    maf_write_obs(s, obs);
+    ma_render(obs, palette, rgb);
+}

@@ -1,0 +1,306 @@
+"""The MinAtar games (fastvec/native/minatar_*.h) against the `minatar` package (1.0.15), the reference:
+both play in lockstep from the same reset, the reference's random draws (sticky actions, spawns, car
+speeds, the ball's side) fed to fastvec's step through tests/envs/minatar_draws.h, so every transition
+the reference's own play reaches under random and scripted policies gives the same observation,
+reward and terminal flag. Each game's run covers its rare events (asserted, so the comparison is not
+vacuous): sticky actions that change the action, difficulty ramps, every kind of spawn, refills and
+waves, surfacing with a full load of divers."""
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastvec import native
+from fastvec.native import cpu
+
+minatar = pytest.importorskip("minatar")
+
+DRAWS_ENV = Path(__file__).resolve().parents[1] / "envs" / "minatar_draws.h"
+GAMES = {"breakout": 1, "freeway": 2, "asterix": 3, "space_invaders": 4, "seaquest": 5}
+TRANSITIONS = 10_000
+
+
+class Recorder:
+    """A numpy RandomState that logs its draws as minatar_draws.h takes them: uniforms as drawn,
+    integers minus their lower bound."""
+
+    def __init__(self, seed: int):
+        self.rs = np.random.RandomState(seed)
+        self.log: list[float] = []
+
+    def rand(self, *size):
+        v = self.rs.rand(*size)
+        self.log.extend(np.ravel(v).tolist())
+        return v
+
+    def randint(self, low, high=None, size=None):
+        v = self.rs.randint(low, high, size)
+        self.log.extend((np.ravel(v) - (0 if high is None else low)).tolist())
+        return v
+
+
+class Quiet:
+    """Draws for a lookahead copy of the reference (no spawns land: every side/kind coin is high)."""
+
+    @staticmethod
+    def rand(*size):
+        return np.full(size, 0.999) if size else 0.999
+
+    @staticmethod
+    def randint(low, high=None, size=None):
+        return np.zeros(size, int) if size else 0
+
+
+def snapshot(game):
+    """A copy of a reference game's state for lookahead (its lists of lists and arrays copied)."""
+    copy = object.__new__(type(game))
+    for key, value in game.__dict__.items():
+        if isinstance(value, list):
+            value = [x[:] if isinstance(x, list) else x for x in value]
+        elif isinstance(value, np.ndarray):
+            value = value.copy()
+        copy.__dict__[key] = value
+    copy.random = Quiet
+    return copy
+
+
+def safe_actions(game, actions, depth=2):
+    """The actions after which the reference game survives `depth` steps (no-ops after the first)."""
+    safe = []
+    for a in actions:
+        g = snapshot(game)
+        dead = g.act(a)[1]
+        for _ in range(depth - 1):
+            dead = dead or g.act(0)[1]
+        if not dead:
+            safe.append(a)
+    return safe or list(actions)
+
+
+def shot_hits(game, horizon=10):
+    """Whether a shot fired now kills an alien within `horizon` steps of no-ops (reference lookahead)."""
+    g = snapshot(game)
+    reward = g.act(5)[0]
+    for _ in range(horizon):
+        if reward or g.terminal:
+            break
+        reward += g.act(0)[0]
+    return reward > 0
+
+
+def toward(dx, dy=0):
+    """The full-set action that moves by (dx, dy) first in x, no-op when there."""
+    if dx:
+        return 1 if dx < 0 else 3
+    if dy:
+        return 2 if dy < 0 else 4
+    return 0
+
+
+def scripted(name, game, rng):
+    """A policy that plays on into the late game: tracks the ball, crosses, dodges with lookahead,
+    shoots, collects divers and surfaces."""
+    if name == "breakout":
+        return toward(np.sign(game.ball_x - game.pos)) if rng.random() < 0.9 else int(rng.integers(6))
+    if name == "freeway":
+        return 2 if rng.random() < 0.8 else int(rng.integers(6))
+    if name == "asterix":
+        golds = [e for e in game.entities if e is not None and e[3]]
+        want = toward(*np.sign([golds[0][0] - game.player_x, golds[0][1] - game.player_y])) if golds else 0
+        safe = safe_actions(game, range(5), depth=3)
+        return want if want in safe else int(rng.choice(safe))
+    if name == "space_invaders":
+        cols = np.flatnonzero(game.alien_map.any(axis=0))
+        target = cols[np.argmin(np.abs(cols - game.pos))] if len(cols) else game.pos
+        want = 5 if game.shot_timer == 0 and target == game.pos else toward(np.sign(target - game.pos))
+        if game.alien_map.sum() <= 3:  # the last fast aliens: fire when the shot will hit, else wait under them
+            want = 5 if game.shot_timer == 0 and shot_hits(game) else (0 if game.shot_timer == 0 else want)
+        near = game.e_bullet_map[6:, max(game.pos - 1, 0):game.pos + 2].any() or game.alien_map[7:].any()
+        if not near:  # nothing can reach the cannon within two steps: skip the (slow) lookahead
+            return want
+        safe = safe_actions(game, [0, 1, 3, 5])
+        return want if want in safe else int(rng.choice(safe))
+    if name == "seaquest":
+        if game.diver_count >= 6 or game.oxygen < 40 or (game.diver_count > 0 and game.oxygen < 100):
+            want = 2
+        elif game.divers:
+            d = game.divers[0]
+            want = toward(*np.sign([d[0] - game.sub_x, d[1] - game.sub_y]))
+        else:
+            want = 5 if rng.random() < 0.5 else int(rng.integers(1, 5))
+        if want == 2 and game.sub_y == 1 and game.diver_count == 0:  # surfacing with no diver ends the game
+            want = 0
+        threats = game.e_fish + game.e_subs + game.e_bullets
+        if not any(abs(t[0] - game.sub_x) <= 2 and abs(t[1] - game.sub_y) <= 1 for t in threats):
+            return want  # nothing can reach the sub within two steps: skip the (slow) lookahead
+        safe = safe_actions(game, range(6))
+        return want if want in safe else int(rng.choice(safe))
+    raise KeyError(name)
+
+
+def hooked_batch(name, minimal=0, ramping=1, sticky_milli=100):
+    defines = (("DIFFICULTY_RAMPING", ramping), ("MA_GAME", GAMES[name]), ("MINIMAL_ACTION_SET", minimal),
+               ("STICKY_ACTION_MILLI", sticky_milli))
+    env = cpu.load(DRAWS_ENV, defines)
+    env.lib.ma_test_feed.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    return cpu.CpuBatch(env, 1, native.AUTORESET_CODES["Disabled"], None)
+
+
+class Lockstep:
+    """The reference and the hooked fastvec env, one transition at a time."""
+
+    def __init__(self, name, seed, minimal=0, ramping=1, sticky=0.1):
+        self.name = name
+        self.ref = minatar.Environment(name, sticky_action_prob=sticky, difficulty_ramping=bool(ramping))
+        self.rec = Recorder(seed)
+        self.ref.random = self.ref.env.random = self.rec
+        self.batch = hooked_batch(name, minimal, ramping, round(sticky * 1000))
+        self.action_set = self.ref.minimal_action_set() if minimal else list(range(6))
+        self.events = {"sticky_changed": 0, "episodes": 0, "reward": 0.0, "steps": 0}
+        self.reset()
+
+    def feed(self):
+        draws = np.array(self.rec.log, np.float64)
+        self.batch.env.lib.ma_test_feed(draws.ctypes.data, len(draws))
+        self.rec.log.clear()
+
+    def check_draws_used(self):
+        left = self.batch.env.lib.ma_test_left()
+        assert left == 0, f"{self.name}: fastvec took {'more' if left < 0 else 'fewer'} draws than the reference"
+
+    def reset(self):
+        self.rec.log.clear()
+        self.ref.reset()
+        self.ref.last_action = 0  # fastvec starts each episode without a previous action
+        self.feed()
+        self.batch.reset(None, None)
+        self.check_draws_used()
+        self.compare(None, None, "reset")
+
+    def compare(self, reward, terminal, what):
+        want = self.ref.state().astype(np.uint8)
+        got = self.batch.obs[0, 0].reshape(want.shape)
+        if not np.array_equal(got, want):
+            diff = np.argwhere(got != want)
+            raise AssertionError(f"{self.name} {what}: observations differ at (y, x, channel) {diff[:6].tolist()}")
+        if reward is None:  # a reset: only the observation
+            return
+        assert self.batch.rewards[0, 0] == reward, f"{self.name} {what}: reward {self.batch.rewards[0, 0]} != {reward}"
+        assert bool(self.batch.terminated[0]) == terminal, f"{self.name} {what}: terminal differs"
+
+    def step(self, index):
+        chosen = self.action_set[index]
+        before = self.ref.last_action
+        self.rec.log.clear()
+        reward, terminal = self.ref.act(chosen)
+        if self.ref.last_action != chosen and before != chosen:
+            self.events["sticky_changed"] += 1
+        self.feed()
+        self.batch.step(np.array([index], np.int64))
+        self.check_draws_used()
+        self.compare(float(reward), bool(terminal), f"step {self.events['steps']}")
+        self.events["steps"] += 1
+        self.events["reward"] += reward
+        if terminal:
+            self.events["episodes"] += 1
+            self.reset()
+        return reward, terminal
+
+
+def play(name, seed, steps, on_step=None, random_share=0.3, **kw):
+    """`steps` transitions of lockstep play: episodes alternate between the random policy
+    (random_share of them) and the scripted one; on_step(run) may tally events after each."""
+    run = Lockstep(name, seed, **kw)
+    rng = np.random.default_rng(seed)
+    random_episode = rng.random() < random_share
+    full = run.action_set == list(range(6))
+    for _ in range(steps):
+        if random_episode or not full:
+            index = int(rng.integers(len(run.action_set)))
+        else:
+            index = scripted(name, run.ref.env, rng)
+        _, terminal = run.step(index)
+        if on_step:
+            on_step(run)
+        if terminal:
+            random_episode = rng.random() < random_share
+    return run
+
+
+def test_breakout_matches_the_reference():
+    seen = {"refill": 0, "sides": set(), "strike": 0}
+
+    def tally(run):
+        g = run.ref.env
+        seen["refill"] += g.brick_map.sum() == 30 and run.events["reward"] > 0 and g.ball_y == 8
+        seen["sides"].add(g.last_x if run.events["steps"] == 0 else g.ball_dir)
+        seen["strike"] += bool(g.strike)
+
+    run = play("breakout", 0, TRANSITIONS, tally)
+    assert run.events["episodes"] > 20 and run.events["reward"] > 300 and seen["strike"] > 0
+    assert run.events["sticky_changed"] > 100 and seen["refill"] > 0
+
+
+def test_freeway_matches_the_reference():
+    hits = []
+
+    def tally(run):
+        hits.append(run.ref.env.pos == 9 and run.events["reward"] >= 0)
+
+    run = play("freeway", 1, TRANSITIONS, tally)
+    assert run.events["episodes"] >= 3, "episodes end at the time limit"
+    assert run.events["reward"] > 20, "crossings redraw every car's speed"
+    assert run.events["sticky_changed"] > 100
+
+
+def test_asterix_matches_the_reference():
+    top = {"ramp": 0, "gold": 0, "full": 0}
+
+    def tally(run):
+        g = run.ref.env
+        top["ramp"] = max(top["ramp"], g.ramp_index)
+        top["full"] += all(e is not None for e in g.entities)
+
+    run = play("asterix", 7, TRANSITIONS, tally, random_share=0.05)
+    assert run.events["episodes"] > 10 and run.events["reward"] > 100
+    assert top["ramp"] >= 6 and top["full"] > 0, top
+    assert run.events["sticky_changed"] > 100
+
+
+def test_space_invaders_matches_the_reference():
+    top = {"ramp": 0}
+
+    def tally(run):
+        top["ramp"] = max(top["ramp"], run.ref.env.ramp_index)
+
+    run = play("space_invaders", 3, TRANSITIONS, tally)
+    assert run.events["episodes"] > 5 and run.events["reward"] > 300
+    assert top["ramp"] >= 1, "a cleared wave speeds the next one up"
+    assert run.events["sticky_changed"] > 100
+
+
+def test_seaquest_matches_the_reference():
+    seen = {"ramp": 0, "full_load": 0, "subs": 0, "e_bullets": 0}
+
+    def tally(run):
+        g = run.ref.env
+        seen["ramp"] = max(seen["ramp"], g.ramp_index)
+        seen["full_load"] += g.diver_count == -1
+        seen["subs"] += len(g.e_subs) > 0
+        seen["e_bullets"] += len(g.e_bullets) > 0
+
+    run = play("seaquest", 4, TRANSITIONS, tally)
+    assert run.events["episodes"] > 10 and run.events["reward"] > 100
+    assert seen["ramp"] >= 3 and seen["subs"] > 0 and seen["e_bullets"] > 0, seen
+    assert seen["full_load"] > 0, "surfacing with 6 divers pays for the oxygen left"
+    assert run.events["sticky_changed"] > 100
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_minimal_action_set_and_no_ramping_match_the_reference(name):
+    """MinAtar/<Game>-v1's minimal action set (agent action i is the set's i-th), and
+    difficulty_ramping=False, under random play."""
+    run = play(name, 5, 1000, minimal=1, ramping=0)
+    assert run.events["steps"] == 1000
