@@ -1,8 +1,9 @@
 /* cartpole.h: Gymnasium's CartPole-v1, exactly: same constants, Euler integration in double
  * precision, reward 1 on every step (the terminating one included), float32 observation.
  * Truncation at 500 steps is the backend's (max_episode_steps), not this file's.
- * sin/cos of a live pole's angle come from a Taylor polynomial accurate to about 1 double ulp
- * (faster than libm's sincos, and it vectorises); the float32 observations are identical to Gymnasium's.
+ * sin and cos of the pole's angle are glibc's bits (glibc_math.h), the values NumPy's np.sin/np.cos give
+ * Gymnasium, so whole trajectories are Gymnasium's to the bit; where the CPU vectorises the step
+ * (SIMD_STEP), the branch-free form of the same functions.
  *
  * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same equations in float32 with a 16-byte
  * float32 state, like gymnax's CartPole (the observation is the state). Faster, above all on the GPU,
@@ -14,6 +15,7 @@
  * multiply-adds are explicit fmaf (one IEEE rounding on every target; a CPU without FMA instructions
  * calls libm's fmaf, correct but slower). */
 #include "fastvec.h"
+#include "glibc_math.h"
 
 #define OBS_SIZE 4
 /* Gymnasium's observation bounds: twice the termination thresholds, the velocities unbounded. */
@@ -29,9 +31,10 @@
 #define FLOAT32 0
 #endif
 #if defined(__AVX2__) && !defined(__CUDACC__)
-#define SIMD_STEP 1 /* env_step is straight-line code here (see cartpole_sincos): vectorised across envs */
+#define SIMD_STEP 1 /* env_step is straight-line code here (fv_sincos_branchless): vectorised across envs */
 #endif
 #define STEP_USES_RNG 0 /* env_step never draws: the GPU step leaves the RNG in memory unless an env resets */
+#define STATE_SIZE 4 /* x, x_dot, theta, theta_dot: Gymnasium's unwrapped.state */
 
 #define CP_GRAVITY 9.8
 #define CP_MASSCART 1.0
@@ -55,49 +58,13 @@ typedef struct {
 #endif
 
 #if !FLOAT32
-/* sin and cos of the pole's angle: a Taylor series to x^17 / x^18 (truncation error < 1e-19 for
- * |x| <= pi/4), within 1 double ulp of libm, so the float32 observations are Gymnasium's. A live
- * pole has |x| < 0.21; only a fallen pole stepped on (DISABLED) gets further.
- * Where the CPU has AVX2 or wider, batch.h's loop over envs vectorises if env_step has no branch
- * and no call, so larger angles are reduced in line: x = k pi/2 + r with |r| <= pi/4 (Cody-Waite,
- * pi/2 in 33-bit parts, exact products for |k| < 2^20) and the quadrant's swap and signs, within 3
- * ulps of libm up to |x| = 1e6; for |x| < pi/4, k = 0 and r = x exactly. Elsewhere (scalar CPU
- * code, and the GPU) larger angles call libm, which costs nothing on a live pole. */
-#if defined(__AVX2__) && !defined(__CUDACC__)
-#define CP_INV_PIO2 6.36619772367581382433e-01 /* 2 / pi */
-#define CP_PIO2_1 1.57079632673412561417e+00   /* the first 33 bits of pi/2 */
-#define CP_PIO2_2 6.07710050630396597660e-11   /* the next 33 bits */
-#define CP_PIO2_3 2.02226624871116645580e-21   /* the next 33 bits */
-#define CP_PIO2_3T 8.47842766036889956997e-32  /* pi/2 - CP_PIO2_1 - CP_PIO2_2 - CP_PIO2_3 */
-#define CP_ROUND_MAGIC 6755399441055744.0      /* 1.5 * 2^52: adding then subtracting it rounds to an integer */
-#endif
-
+/* sin and cos of the pole's angle, glibc's (and so NumPy's) to the bit. */
 FV_FN void cartpole_sincos(double x, double* sin_x, double* cos_x) {
-#if defined(__AVX2__) && !defined(__CUDACC__)
-    double k = (x * CP_INV_PIO2 + CP_ROUND_MAGIC) - CP_ROUND_MAGIC;
-    double r = x - k * CP_PIO2_1 - k * CP_PIO2_2 - k * CP_PIO2_3 - k * CP_PIO2_3T;
+#if SIMD_STEP
+    fv_sincos_branchless(x, sin_x, cos_x);
 #else
-    if (fabs(x) > 0.5) { *sin_x = sin(x); *cos_x = cos(x); return; }
-    double r = x;
-#endif
-    double r2 = r * r;
-    double s = r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
-               r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0 + r2 * (-1.0 / 1307674368000.0 +
-               r2 * (1.0 / 355687428096000.0)))))))));
-    double c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 +
-               r2 * (-1.0 / 3628800 + r2 * (1.0 / 479001600 + r2 * (-1.0 / 87178291200.0 +
-               r2 * (1.0 / 20922789888000.0))))))));
-#if defined(__AVX2__) && !defined(__CUDACC__)
-    /* k mod 4 as k4 in {-2, ..., 2}, in doubles (no 64-bit integer conversion to vectorise);
-     * sin(r + q pi/2) is s, c, -s, -c and cos(r + q pi/2) is c, -s, -c, s for q = 0, 1, 2, 3. */
-    double k4 = k - 4.0 * ((k * 0.25 + CP_ROUND_MAGIC) - CP_ROUND_MAGIC);
-    int odd = (k4 == 1.0) | (k4 == -1.0);
-    double sin_q = odd ? c : s, cos_q = odd ? s : c;
-    *sin_x = ((k4 < -0.5) | (k4 > 1.5)) ? -sin_q : sin_q; /* q = 2 or 3 */
-    *cos_x = ((k4 > 0.5) | (k4 < -1.5)) ? -cos_q : cos_q; /* q = 1 or 2 */
-#else
-    *sin_x = s;
-    *cos_x = c;
+    *sin_x = fv_sin(x);
+    *cos_x = fv_cos(x);
 #endif
 }
 
@@ -123,9 +90,10 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     double force = actions[0] == 1 ? CP_FORCE_MAG : -CP_FORCE_MAG;
     double sintheta, costheta;
     cartpole_sincos(s->theta, &sintheta, &costheta);
-    double temp = (force + CP_POLEMASS_LENGTH * s->theta_dot * s->theta_dot * sintheta) / CP_TOTAL_MASS;
+    /* Gymnasium's order of operations; np.square(v) is v * v, one rounding */
+    double temp = (force + CP_POLEMASS_LENGTH * (s->theta_dot * s->theta_dot) * sintheta) / CP_TOTAL_MASS;
     double thetaacc = (CP_GRAVITY * sintheta - costheta * temp) /
-                      (CP_LENGTH * (4.0 / 3.0 - CP_MASSPOLE * costheta * costheta / CP_TOTAL_MASS));
+                      (CP_LENGTH * (4.0 / 3.0 - CP_MASSPOLE * (costheta * costheta) / CP_TOTAL_MASS));
     double xacc = temp - CP_POLEMASS_LENGTH * thetaacc * costheta / CP_TOTAL_MASS;
     s->x = s->x + CP_TAU * s->x_dot;
     s->x_dot = s->x_dot + CP_TAU * xacc;
@@ -234,6 +202,22 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
            (s->theta <= -CP_F_THETA_THRESHOLD) | (s->theta >= CP_F_THETA_THRESHOLD);
 }
 #endif /* FLOAT32 */
+
+/* The state as float64, Gymnasium's order (the float32 build rounds a set state to float32). */
+FV_FN void env_get_state(const State* s, double* out) {
+    out[0] = s->x;
+    out[1] = s->x_dot;
+    out[2] = s->theta;
+    out[3] = s->theta_dot;
+}
+
+FV_FN void env_set_state(State* s, const double* in, float* obs) {
+    s->x = in[0];
+    s->x_dot = in[1];
+    s->theta = in[2];
+    s->theta_dot = in[3];
+    cartpole_write_obs(s, obs);
+}
 
 /* Drawn like Gymnasium's pygame renderer: white field, black cart and track, brown pole. */
 FV_FN void env_render(const State* s, unsigned char* rgb) {

@@ -1,0 +1,160 @@
+/* mountaincar_continuous.h: Gymnasium's MountainCarContinuous-v0, exactly: force = the action clipped to
+ * [-1, 1] times 0.0015, gravity 0.0025 * cos(3 position) (glibc's cos, glibc_math.h), velocity clipped to
+ * +-0.07, position to [-1.2, 0.6] with the velocity zeroed at the left wall; terminated at position >=
+ * 0.45 with velocity >= goal_velocity; reward 100 on that step, minus 0.1 action^2 on every step.
+ * Truncation at 999 steps is the backend's.
+ * Gymnasium stores the state as float32 after each step, so from then on NumPy computes in float32
+ * wherever a float32 meets a Python float (NEP 50: 3 * position, the velocity and position updates,
+ * the comparisons); the first step after a reset (or a set state) computes in float64. `float32_state`
+ * records which, and every operation below takes the type NumPy gives it. Rewards are Gymnasium's
+ * float64 values rounded to float32 (the batch's reward type).
+ * GOAL_VELOCITY_MICRO: Gymnasium's goal_velocity in millionths (see mountaincar.h). */
+#include "fastvec.h"
+#include "glibc_math.h"
+
+#define ACTION_SPACE FV_BOX
+#define ACTION_DIMS 1
+#define ACTION_LOW {-1.0f}
+#define ACTION_HIGH {1.0f}
+#define NUM_AGENTS 1
+#define NUM_STATS 0
+#define STAT_NAMES ""
+#define RENDER_W 600
+#define RENDER_H 400
+#define STEP_USES_RNG 0
+#define OBS_SIZE 2
+#define OBS_LOW_ARRAY {-1.2f, -0.07f}
+#define OBS_HIGH_ARRAY {0.6f, 0.07f}
+#define STATE_SIZE 2
+#ifndef GOAL_VELOCITY_MICRO
+#define GOAL_VELOCITY_MICRO 0
+#endif
+
+#define MCC_MIN_POSITION -1.2
+#define MCC_MAX_POSITION 0.6
+#define MCC_MAX_SPEED 0.07
+#define MCC_GOAL_POSITION 0.45
+#define MCC_GOAL_VELOCITY (GOAL_VELOCITY_MICRO / 1e6)
+#define MCC_POWER 0.0015
+
+typedef struct {
+    double position, velocity; /* Gymnasium's unwrapped.state */
+    int float32_state;         /* 1 once stepped: the values are float32 and NumPy computes with them as such */
+} State;
+
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    s->position = -0.6 + (-0.4 - -0.6) * fv_rand_double(rng); /* uniform in [-0.6, -0.4) */
+    s->velocity = 0.0;
+    s->float32_state = 0;
+    obs[0] = (float)s->position;
+    obs[1] = 0.0f;
+}
+
+/* A value with the type NumPy gives it: a float32 (np.float32) or a double (np.float64 or a Python float). */
+typedef struct {
+    double value;
+    int is_float32;
+} mcc_num;
+
+/* a > b, a < b and a == b for a Python float b, as NumPy compares: in float32 when a is float32. */
+FV_FN int mcc_gt(mcc_num a, double b) { return a.is_float32 ? (float)a.value > (float)b : a.value > b; }
+FV_FN int mcc_lt(mcc_num a, double b) { return a.is_float32 ? (float)a.value < (float)b : a.value < b; }
+FV_FN int mcc_ge(mcc_num a, double b) { return a.is_float32 ? (float)a.value >= (float)b : a.value >= b; }
+FV_FN int mcc_eq(mcc_num a, double b) { return a.is_float32 ? (float)a.value == (float)b : a.value == b; }
+
+/* a + b: float32 when both are float32, or one is float32 and the other a Python float (b_is_python). */
+FV_FN mcc_num mcc_add(mcc_num a, mcc_num b, int b_is_python) {
+    mcc_num r;
+    if (a.is_float32 && (b.is_float32 || b_is_python)) {
+        r.value = (float)a.value + (float)b.value;
+        r.is_float32 = 1;
+    } else {
+        r.value = a.value + b.value;
+        r.is_float32 = 0;
+    }
+    return r;
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, float* rewards, float* stats) {
+    (void)rng;
+    (void)stats;
+    float action = actions[0];
+    int f32 = s->float32_state;
+    mcc_num position = {s->position, f32}, velocity = {s->velocity, f32};
+    /* force = min(max(action, -1.0), 1.0): the float32 action unless a (Python float) bound replaces it */
+    int force_is_python = action < -1.0f || action > 1.0f;
+    /* term = force * power - 0.0025 * math.cos(3 * position) */
+    double cos_arg = f32 ? (double)(3.0f * (float)s->position) : 3 * s->position;
+    double gravity_term = 0.0025 * fv_cos(cos_arg);
+    mcc_num term;
+    if (force_is_python) {
+        term.value = (action < -1.0f ? -1.0 : 1.0) * MCC_POWER - gravity_term;
+        term.is_float32 = 0;
+    } else {
+        term.value = action * (float)MCC_POWER - (float)gravity_term;
+        term.is_float32 = 1;
+    }
+    velocity = mcc_add(velocity, term, force_is_python);
+    int velocity_is_python = 0;
+    if (mcc_gt(velocity, MCC_MAX_SPEED)) { velocity.value = MCC_MAX_SPEED; velocity.is_float32 = 0; velocity_is_python = 1; }
+    if (mcc_lt(velocity, -MCC_MAX_SPEED)) { velocity.value = -MCC_MAX_SPEED; velocity.is_float32 = 0; velocity_is_python = 1; }
+    position = mcc_add(position, velocity, velocity_is_python);
+    if (mcc_gt(position, MCC_MAX_POSITION)) { position.value = MCC_MAX_POSITION; position.is_float32 = 0; }
+    if (mcc_lt(position, MCC_MIN_POSITION)) { position.value = MCC_MIN_POSITION; position.is_float32 = 0; }
+    if (mcc_eq(position, MCC_MIN_POSITION) && mcc_lt(velocity, 0.0)) { velocity.value = 0.0; velocity.is_float32 = 0; }
+    int terminated = mcc_ge(position, MCC_GOAL_POSITION) && mcc_ge(velocity, MCC_GOAL_VELOCITY);
+    double reward = terminated ? 100.0 : 0.0;
+    reward -= ((double)action * (double)action) * 0.1; /* math.pow of a float32: exact, as the product is */
+    s->position = (float)position.value;
+    s->velocity = (float)velocity.value;
+    s->float32_state = 1;
+    obs[0] = (float)s->position;
+    obs[1] = (float)s->velocity;
+    rewards[0] = (float)reward;
+    return terminated;
+}
+
+FV_FN void env_get_state(const State* s, double* out) {
+    out[0] = s->position;
+    out[1] = s->velocity;
+}
+
+/* A set state is float64 (as a float64 array assigned to Gymnasium's unwrapped.state). */
+FV_FN void env_set_state(State* s, const double* in, float* obs) {
+    s->position = in[0];
+    s->velocity = in[1];
+    s->float32_state = 0;
+    obs[0] = (float)in[0];
+    obs[1] = (float)in[1];
+}
+
+FV_FN double mcc_height(double position) {
+    return sin(3 * position) * 0.45 + 0.55;
+}
+
+/* Drawn like Gymnasium's renderer: white field, the black hill curve, the black car, the goal flag. */
+FV_FN void env_render(const State* s, unsigned char* rgb) {
+    const double scale = RENDER_W / (MCC_MAX_POSITION - MCC_MIN_POSITION);
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, 0, 0, RENDER_W, RENDER_H, 255, 255, 255);
+    for (int x = 0; x < RENDER_W; x++) { /* the hill, 2 pixels thick; image rows grow downward */
+        int y = RENDER_H - 1 - (int)(mcc_height(MCC_MIN_POSITION + x / scale) * scale);
+        fv_fill_rect(rgb, RENDER_W, RENDER_H, x, y - 1, x + 1, y + 1, 0, 0, 0);
+    }
+    int flag_x = (int)((MCC_GOAL_POSITION - MCC_MIN_POSITION) * scale);
+    int flag_y = RENDER_H - 1 - (int)(mcc_height(MCC_GOAL_POSITION) * scale);
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, flag_x, flag_y - 50, flag_x + 1, flag_y, 0, 0, 0);
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, flag_x + 1, flag_y - 50, flag_x + 25, flag_y - 40, 204, 204, 0);
+    double cx = (s->position - MCC_MIN_POSITION) * scale;
+    double cy = RENDER_H - 1 - (mcc_height(s->position) * scale + 10);
+    double angle = cos(3 * s->position), ux = cos(angle), uy = -sin(angle);
+    for (int y = 0; y < RENDER_H; y++) {
+        for (int x = 0; x < RENDER_W; x++) {
+            double dx = x + 0.5 - cx, dy = y + 0.5 - cy;
+            double along = dx * ux + dy * uy, up = dx * uy - dy * ux;
+            if (along >= -20 && along <= 20 && up >= 0 && up <= 20) {
+                unsigned char* p = rgb + 3 * (y * RENDER_W + x);
+                p[0] = 0; p[1] = 0; p[2] = 0;
+            }
+        }
+    }
+}
