@@ -96,6 +96,18 @@ ENVS: dict[str, NativeEnvInfo] = {
         render_fps=30,
         obs_high=(1.0,) * 8,
     ),
+    # MinAtar (the `minatar` package's five games, rules exact; minatar_*.h). Keys and ids as gymnax's
+    # (Breakout-MinAtar, ...); the `minatar` package's own ids are MinAtar/Breakout-v1 (minimal actions) and -v0.
+    **{key: NativeEnvInfo(
+        f"minatar_{source}.h", f"fastvec/{game}-MinAtar", None,
+        {"sticky_action_milli": Param(100, 0, 1000, "probability, in thousandths, that the previous action repeats"),
+         "difficulty_ramping": Param(1, 0, 1, "1: the game speeds up as it goes on (minatar's default)"),
+         "minimal_action_set": Param(1, 0, 1, "1: the game's minimal action set (MinAtar/*-v1, gymnax); "
+                                              "0: all 6 actions (MinAtar/*-v0)")},
+        render_fps=20,
+    ) for key, source, game in [("asterix-minatar", "asterix", "Asterix"), ("breakout-minatar", "breakout", "Breakout"),
+                                ("freeway-minatar", "freeway", "Freeway"), ("seaquest-minatar", "seaquest", "Seaquest"),
+                                ("spaceinvaders-minatar", "space_invaders", "SpaceInvaders")]},
 }
 
 
