@@ -95,23 +95,22 @@ def close_batches(batches) -> None:
 
 def resolve_env_device(config: dict, device: str) -> None:
     """Record in config the device the run uses (train.device, never "auto") and where its env steps
-    (train.env_device): the CPU trainer always steps CPU envs; the CUDA trainer steps self-play's games and
-    Gymnasium envs on the host (they have no GPU build), a built-in or user's env file where env_device says."""
+    (train.env_device): the CPU trainer always steps CPU envs; the CUDA trainer steps Gymnasium envs on the
+    host (they have no GPU build), a built-in or user's env file (self-play's games too) where env_device says."""
     train = config["train"]
     train["device"] = device
     kind = env_kind(config)
-    if device == "cpu" or config["selfplay"]["enabled"] or kind == "gym":
+    if device == "cpu" or kind == "gym":
         train["env_device"] = "cpu"
 
 
 def make_trainer(config: dict):
     """The trainer for config's device; with selfplay.enabled its batch is the learner's seats of a
     multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py). On the
-    CUDA trainer, train.env_device=cpu steps the env on the CPU (host environments); self-play always
-    does, since its opponents act on the CPU."""
+    CUDA trainer, train.env_device=cpu steps the env on the CPU (host environments; self-play's opponents
+    then act with NumPy beside it), "cuda" steps it, and self-play's opponents, in the rollout graph."""
     device = resolve_device(config["train"]["device"])
-    # The config records the device used, not "auto" (config.toml, checkpoints). Self-play's opponents' seats
-    # are played by NumPy policies next to a CPU batch, and Gymnasium envs step on the host: env_device=cpu.
+    # The config records the device used, not "auto" (config.toml, checkpoints); Gymnasium envs step on the host.
     resolve_env_device(config, device)
     batch = make_batch(config)
     batches = [batch]
@@ -122,12 +121,12 @@ def make_trainer(config: dict):
         if config["selfplay"]["enabled"]:
             from fastvec.trainer.selfplay import SelfPlay
             league = SelfPlay(config)
-            batch = league.wrap(batch, spec)
+            batch = league.wrap(batch, spec, on_gpu=device == "cuda" and config["train"]["env_device"] == "cuda")
         if device == "cuda":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
             from fastvec.trainer.cuda.trainer import CudaTrainer
             # Self-play's one SelfPlayBatch cannot be split, so it is one env group; a user's env or a
             # Gymnasium env on the host gets its groups' batches here (the CUDA trainer builds built-in ones).
-            host_batches = [batch] if league is not None else None
+            host_batches = [batch] if league is not None and config["train"]["env_device"] == "cpu" else None
             if env_kind(config) != "builtin" and config["train"]["env_device"] == "cpu":
                 from fastvec.trainer.cuda.host_envs import env_ranges
                 ranges = env_ranges(batch.num_envs, config["train"]["env_groups"], None)

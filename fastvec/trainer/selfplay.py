@@ -50,13 +50,32 @@ def game_scores(returns: np.ndarray, seats: np.ndarray) -> np.ndarray:
     return np.where(mine > best_other, 1.0, np.where(mine == best_other, 0.5, 0.0))
 
 
+# selfplay.cu's second pool-draw stream (the index of a uniform draw from the pool).
+POOL_SECOND_STREAM = 0x706F6F6C2D75
+
+
+def selfplay_keys(seed_key: int) -> tuple[int, int]:
+    """(opponents' sampling key, pool-draw key) of a learner sampling with seed_key (reference.sampling_key)."""
+    return ref.splitmix64(seed_key ^ 0x4F50504F4E454E54), ref.splitmix64(seed_key ^ 0x504F4F4C)
+
+
+def draw_opponents(pool_key: int, games: np.ndarray, num_games: int, step: int, members, latest_prob: float):
+    """The next opponents of `games` (indices among num_games) at rollout step `step` (-1 at a reset): the
+    newest of `members` (oldest first) with probability latest_prob, else one drawn uniformly; counter-based,
+    selfplay.cu's draw_opponent bit for bit (float32 comparisons and products as the kernel's)."""
+    u = ref.policy_uniforms(pool_key, num_games, step)[games]
+    v = ref.policy_uniforms(pool_key ^ POOL_SECOND_STREAM, num_games, step)[games]
+    index = np.minimum((v * np.float32(len(members))).astype(np.int64), len(members) - 1)
+    return np.where(u < np.float32(latest_prob), members[-1], np.asarray(members)[index])
+
+
 class OpponentPool:
     """Frozen snapshots of the learner. `members` (oldest first, at most `size`) are the ones new games
-    draw from: the newest with probability latest_prob, else one uniformly. A snapshot that leaves the
-    pool stays alive (in `policies`) while a game still plays it, so no game changes opponent mid-game."""
+    draw from: the newest with probability latest_prob, else one uniformly (draw_opponents). A snapshot that
+    leaves the pool stays alive (in `policies`) while a game still plays it, so no game changes opponent mid-game."""
 
-    def __init__(self, size: int, latest_prob: float, rng: np.random.Generator):
-        self.size, self.latest_prob, self.rng = size, latest_prob, rng
+    def __init__(self, size: int, latest_prob: float):
+        self.size, self.latest_prob = size, latest_prob
         self.policies: dict[int, Policy] = {}
         self.members: list[int] = []
         self.next_id = 0
@@ -71,12 +90,10 @@ class OpponentPool:
         del self.members[:-self.size]
         return pid
 
-    def sample(self, count: int) -> np.ndarray:
-        if not self.members:
-            raise ValueError("the opponent pool is empty; add a policy first")
-        newest = self.rng.random(count) < self.latest_prob
-        uniform = np.asarray(self.members)[self.rng.integers(0, len(self.members), count)]
-        return np.where(newest, self.members[-1], uniform)
+    def forget(self, pid: int) -> None:
+        """Take snapshot `pid` out of the pool (one no game plays yet)."""
+        self.members.remove(pid)
+        del self.policies[pid]
 
     def prune(self, in_use) -> None:
         """Forget the snapshots that left the pool and that no game plays any more."""
@@ -93,14 +110,18 @@ class SelfPlayBatch:
     """The learner's face of a multi-agent batch: looks like a one-agent batch (obs (N, 1, O), actions
     (N, 1)) to the trainer, so only the learner's rows enter its rollout buffers. Game g's learner seat is
     (g + seat_offset) % A; every other seat is played by the game's opponent from the pool, which changes
-    only on the step the game ends (the batch autoresets on that step, SAME_STEP)."""
+    only on the step the game ends (the batch autoresets on that step, SAME_STEP). The opponents sample and
+    the games draw their opponents with counter-based uniforms (keys: selfplay_keys), so this is the host twin
+    of the GPU's self-play rollout (selfplay.cu): the same learner actions give the same games."""
 
-    def __init__(self, inner, pool: OpponentPool, rng: np.random.Generator, seat_offset: int = 0,
+    def __init__(self, inner, pool: OpponentPool, keys: tuple[int, int], seat_offset: int = 0,
                  deterministic_opponents: bool = False):
         n, agents, obs_size = inner.obs.shape
         if agents < 2:
             raise ConfigError(f"self-play needs a multi-agent env; this one has {agents} agent per game")
-        self.inner, self.pool, self.rng = inner, pool, rng
+        self.inner, self.pool = inner, pool
+        self.opponent_key, self.pool_key = keys
+        self.steps = 0  # env steps so far: the counter of the step's uniforms
         self.env, self.num_envs, self.agents = inner.env, n, agents
         self.deterministic_opponents = deterministic_opponents
         self.seat = (np.arange(n) + seat_offset) % agents  # (N,) the learner's seat in each game
@@ -130,9 +151,12 @@ class SelfPlayBatch:
         spec = self.pool.spec
         if self.opp_state is None:
             self.opp_state = np.zeros((spec.state_layers, self.opp_rows, spec.hidden), np.float32)
-        self.opponent[games] = self.pool.sample(int(games.sum()))
+        self.opponent[games] = self.draw(np.flatnonzero(games), -1)
         self.opp_starts[np.repeat(games, self.agents - 1)] = 1
         self.gather()
+
+    def draw(self, games: np.ndarray, step: int) -> np.ndarray:
+        return draw_opponents(self.pool_key, games, self.num_envs, step, self.pool.members, self.pool.latest_prob)
 
     def step(self, actions) -> None:
         """actions (N, 1): the learner's; the opponents' come from their policies on their own obs."""
@@ -140,11 +164,12 @@ class SelfPlayBatch:
         self.full_actions[self.learner_mask] = np.asarray(actions).reshape(n)
         opp_obs = self.inner.obs[self.opponent_mask].astype(np.float32)  # (N * (A - 1), O)
         opp_actions = np.zeros(self.opp_rows, np.int64)
+        uniforms = ref.policy_uniforms(self.opponent_key, self.opp_rows, self.steps)  # (N * (A - 1),)
         for pid in np.unique(self.opponent):
             policy = self.pool.policies[int(pid)]
             rows = np.repeat(self.opponent == pid, agents - 1)
             acts, _, _, state = policy_act(policy.spec, policy.views, opp_obs[rows], self.opp_starts[rows],
-                                           self.opp_state[:, rows], self.rng, self.deterministic_opponents)
+                                           self.opp_state[:, rows], None, self.deterministic_opponents, uniforms[rows])
             opp_actions[rows] = acts
             self.opp_state[:, rows] = state
         self.full_actions[self.opponent_mask] = opp_actions
@@ -155,11 +180,20 @@ class SelfPlayBatch:
         if done.any():
             scores = game_scores(self.inner.episode_return[done], self.seat[done])
             self.outcomes.append((scores, self.opponent[done].copy()))
-            self.opponent[done] = self.pool.sample(int(done.sum()))  # the next game's opponent
+            self.opponent[done] = self.draw(np.flatnonzero(done), self.steps)  # the next game's opponent
             self.pool.prune(self.opponent)
+        self.steps += 1
 
     def render(self, i: int):
         return self.inner.render(i)
+
+    def sync_pool(self, pool: OpponentPool) -> None:
+        """The pool changed (the GPU's games copy it to the device; these read it directly)."""
+
+    def pop_score_sums(self) -> tuple[int, float]:
+        """(games finished, sum of the learner's scores) since the last call."""
+        scores, _ = self.pop_outcomes()
+        return len(scores), float(scores.sum())
 
     def pop_outcomes(self) -> tuple[np.ndarray, np.ndarray]:
         """Scores (1 win, 0.5 tie, 0 loss) and opponent ids of the games finished since the last call."""
@@ -186,9 +220,10 @@ def play_match(config: dict, player: Policy, opponent: Policy, games: int, seed:
     sp = config["selfplay"]
     overrides = {sp["bot_switch_param"]: 0} if sp["bot_switch_param"] else {}
     rng = np.random.default_rng(seed)
-    pool = OpponentPool(1, 1.0, rng)
+    pool = OpponentPool(1, 1.0)
     pool.add(opponent)
-    batch = SelfPlayBatch(games_batch(config, games, **overrides), pool, rng, 0, deterministic)
+    keys = selfplay_keys(ref.sampling_key(seed))
+    batch = SelfPlayBatch(games_batch(config, games, **overrides), pool, keys, 0, deterministic)
     batch.reset((np.uint64(seed) << np.uint64(32)) + np.arange(games, dtype=np.uint64), None)
     return _play(batch, player, rng, deterministic, lambda b, done: game_scores(b.inner.episode_return[done],
                                                                                b.seat[done]))
@@ -296,31 +331,38 @@ class SelfPlay:
 
     def __init__(self, config: dict):
         self.config, self.cfg = config, config["selfplay"]
-        seed = config["train"]["seed"]
-        self.rng = np.random.default_rng([seed, 7_001])
-        self.pool = OpponentPool(self.cfg["pool_size"], self.cfg["latest_prob"], self.rng)
+        self.pool = OpponentPool(self.cfg["pool_size"], self.cfg["latest_prob"])
         self.table = EloTable()
         self.history: list[dict] = []
         self.pending: dict = {}
         self.evaluations = 0
         self.run_dir: Path | None = None
-        self.batch: SelfPlayBatch | None = None
+        self.games = None  # the games' side: a SelfPlayBatch, or the GPU's self-play rollout (sync_pool, pop_score_sums)
+        self.matches = None  # evaluation games on the GPU (cuda/matches.py), else play_bot/play_match on the CPU
 
-    def wrap(self, batch, spec: ref.PolicySpec) -> SelfPlayBatch:
-        """The learner's batch. The pool starts with the learner's own initial weights (the same init and
-        seed as the trainer's) so the first games are against an untrained copy of itself."""
+    def wrap(self, batch, spec: ref.PolicySpec, on_gpu: bool = False):
+        """The learner's batch: a SelfPlayBatch around a CPU batch, or with on_gpu the multi-agent batch itself
+        (its games step in the CUDA trainer's rollout). The pool starts with the learner's own initial weights
+        (the same init and seed as the trainer's) so the first games are against an untrained copy of itself."""
         if batch.obs.shape[1] < 2:
             raise ConfigError(f"selfplay.enabled=true needs a multi-agent env, and {self.config['env']['name']} "
                               f"with these [env] settings has {batch.obs.shape[1]} agent per game; self-play "
                               f"trains one policy on every seat of a game (e.g. fastvec-train pong)")
         init = ref.init_params(spec, np.random.default_rng(self.config["train"]["seed"]), np.float32)
         self.pool.add(Policy(spec, init, "u0"))
-        self.batch = SelfPlayBatch(batch, self.pool, self.rng)
-        return self.batch
+        if on_gpu:
+            return batch
+        keys = selfplay_keys(ref.sampling_key(self.config["train"]["seed"]))
+        self.games = SelfPlayBatch(batch, self.pool, keys)
+        return self.games
 
     def start(self, trainer, run_dir: Path) -> None:
-        """After the trainer exists (and resumed): a resumed learner joins the pool; old results reload."""
+        """After the trainer exists (and resumed): a resumed learner joins the pool; old results reload. With
+        the games on the GPU, the pool goes to the device and the evaluations play there too."""
         self.run_dir = Path(run_dir)
+        if getattr(trainer, "plan", None) is not None and trainer.plan.rollout == "selfplay":
+            self.games = trainer.rollout_path
+            self.matches = self.games.matches(self.config)
         if trainer.update_index > 0:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{trainer.update_index}"))
             saved = self.run_dir / "ratings.json"
@@ -336,6 +378,8 @@ class SelfPlay:
                     self.table, self.history = EloTable(), []
                     print(f"fastvec-train: warning: {saved} is unreadable ({type(err).__name__}); the ratings "
                           f"start over", file=sys.stderr)
+        if self.games is not None:
+            self.games.sync_pool(self.pool)
 
     def after_update(self, trainer, final: bool) -> None:
         k = trainer.update_index
@@ -344,6 +388,7 @@ class SelfPlay:
             self.pending.update(self.evaluate(trainer, Policy(trainer.spec, trainer.params, f"u{k}")))
         if k % self.cfg["refresh_interval"] == 0:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{k}"))
+            self.games.sync_pool(self.pool)
 
     def evaluate(self, trainer, learner: Policy) -> dict:
         t0 = time.perf_counter()
@@ -351,15 +396,17 @@ class SelfPlay:
         deterministic = self.config["eval"]["deterministic"]
         self.evaluations += 1
         out: dict = {}
+        play_bot_fn, play_match_fn = (self.matches.play_bot, self.matches.play_match) if self.matches else (
+            play_bot, play_match)
         for level in bot_levels(self.config):
-            scores = play_bot(self.config, learner, level, games, seed, deterministic)
+            scores = play_bot_fn(self.config, learner, level, games, seed, deterministic)
             self.table.record(learner.label, f"bot{level}", scores.sum(), len(scores))
             out[f"selfplay/score_bot{level}"] = round(float(scores.mean()), 4)
         past = [self.pool.policies[pid] for pid in reversed(self.pool.members)
                 if self.pool.policies[pid].label != learner.label][:self.cfg["eval_past"]]
         past_scores = []
         for opponent in past:
-            scores = play_match(self.config, learner, opponent, games, seed, deterministic)
+            scores = play_match_fn(self.config, learner, opponent, games, seed, deterministic)
             self.table.record(learner.label, opponent.label, scores.sum(), len(scores))
             past_scores.append(scores.mean())
         if past_scores:
@@ -383,9 +430,9 @@ class SelfPlay:
         """For the next metrics.jsonl line: the latest evaluation (if new) and the learner's score in its
         training games against the pool since the last line."""
         out, self.pending = self.pending, {}
-        scores, _ = self.batch.pop_outcomes()
-        out["selfplay/train_games"] = int(len(scores))
-        out["selfplay/train_score"] = round(float(scores.mean()), 4) if len(scores) else None
+        games, total = self.games.pop_score_sums()
+        out["selfplay/train_games"] = games
+        out["selfplay/train_score"] = round(total / games, 4) if games else None
         out["selfplay/pool"] = len(self.pool.members)
         return out
 

@@ -996,9 +996,9 @@ def test_fastvec_train_with_host_envs(tmp_path):
 
 @pytest.mark.parametrize("is_async", [False, True])
 def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path, is_async):
-    """fastvec-train pong --selfplay.enabled=true --train.device=cuda: the learner's seats are a SelfPlayBatch
-    stepped on the host (env_device becomes cpu, one group), the pool gets the GPU weights as snapshots;
-    also with train.async (the host envs are stepped while the update runs)."""
+    """fastvec-train pong --selfplay.enabled=true --train.device=cuda --train.env_device=cpu: the learner's seats
+    are a SelfPlayBatch stepped on the host (one group), the pool gets the GPU weights as snapshots; also with
+    train.async (the host envs are stepped while the update runs)."""
     _cuda_or_skip()
     import json
 
@@ -1007,7 +1007,8 @@ def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path, is_asyn
     config = load_config("pong", {"env": {"num_envs": 16, "points": 1}, "policy": {"hidden": 16, "layers": 1},
                                   "selfplay": {"enabled": True, "refresh_interval": 1, "eval_interval": 0,
                                                "eval_games": 4, "eval_past": 1},
-                                  "train": {"device": "cuda", "total_timesteps": 16 * 32 * 3, "horizon": 32,
+                                  "train": {"device": "cuda", "env_device": "cpu", "total_timesteps": 16 * 32 * 3,
+                                            "horizon": 32,
                                             "bptt_horizon": 16, "minibatch_size": 128, "log_interval": 0.0,
                                             "async": is_async}})
     summary = run.train(config, tmp_path / "sp", dashboard=False)

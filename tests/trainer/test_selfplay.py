@@ -52,10 +52,9 @@ def test_seats_in_the_vector_layout():
     and the opponent policy's actions fill the other seat."""
     games = 7
     inner = RecordingBatch(run.make_batch(pong_config(points=3), games))
-    rng = np.random.default_rng(0)
-    pool = OpponentPool(1, 1.0, rng)
+    pool = OpponentPool(1, 1.0)
     pool.add(random_policy(3, "opp", scale=3.0))
-    batch = SelfPlayBatch(inner, pool, rng, deterministic_opponents=True)
+    batch = SelfPlayBatch(inner, pool, (11, 12), deterministic_opponents=True)
     np.testing.assert_array_equal(batch.seat, np.arange(games) % 2)
     batch.reset(np.arange(games, dtype=np.uint64), None)
     opponent = pool.policies[pool.members[0]]
@@ -81,10 +80,9 @@ def test_the_pool_never_swaps_an_opponent_mid_game():
     started with, and the evicted policies they play are still the ones acting (checked action by action)."""
     games = 12
     inner = RecordingBatch(run.make_batch(pong_config(points=1), games))
-    rng = np.random.default_rng(1)
-    pool = OpponentPool(2, 0.5, rng)
+    pool = OpponentPool(2, 0.5)
     pool.add(random_policy(100, "s0", scale=3.0))
-    batch = SelfPlayBatch(inner, pool, rng, seat_offset=1, deterministic_opponents=True)
+    batch = SelfPlayBatch(inner, pool, (21, 22), seat_offset=1, deterministic_opponents=True)
     batch.reset(np.arange(games, dtype=np.uint64) + 50, None)
     swaps = evicted_in_use = 0
     for step in range(600):
@@ -259,10 +257,9 @@ def test_any_multi_agent_env_three_seats(tmp_path):
     spec = ref.PolicySpec(obs_size=2, num_actions=3, kind="mlp", hidden=2, layers=1, highway=False)
     stay = Policy(spec, np.zeros(ref.FlatLayout(ref.param_table(spec)).size, np.float32), "zero")
     stay.views["dec.b"][0] = 50  # always action 0
-    rng = np.random.default_rng(0)
-    pool = OpponentPool(3, 0.5, rng)
+    pool = OpponentPool(3, 0.5)
     pool.add(stay)
-    batch = SelfPlayBatch(inner, pool, rng)
+    batch = SelfPlayBatch(inner, pool, (31, 32))
     batch.reset(np.arange(games, dtype=np.uint64), None)
     np.testing.assert_array_equal(batch.obs[:, 0, 0], np.arange(games) % 3)  # the learner's own seat index
     for _ in range(3):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from fastvec.native import NATIVE_DIR, check_define_names, gpu
 
 CUDA_DIR = Path(__file__).resolve().parent
@@ -48,6 +50,10 @@ SIGNATURES = {
     "fv_reset_kernel": "iPPPP",
     "host_sample_kernel": "iiPPPPPiQ",
     "host_record_kernel": "iiii" + "P" * 12 + "i",
+    "pool_forward_kernel": "iiiiPqPPPPPQPqi",
+    "selfplay_step_kernel": "ii" + "P" * 24 + "iQQii",
+    "match_step_kernel": "iii" + "P" * 11 + "i",
+    "selfplay_gather_kernel": "iiPP",
 }
 
 THREADS = 256  # block size of the element-wise kernels
@@ -83,6 +89,13 @@ def load_module(env_path: Path | None = None, defines: tuple = ()):
     name = "trainer-" + (Path(env_path).stem if env_path is not None else "kernels")
     return gpu.load_module(module_source(env_path), include_dirs=include_dirs,
                            defines=check_define_names(dict(defines)), name=name, env_path=env_path)
+
+
+def module_int(cuda, module, name: str) -> int:
+    """A `__device__ const int` of a compiled module (sizes the host needs)."""
+    value = np.empty(1, np.int32)
+    cuda.memcpy_dtoh(value, module.get_global(name)[0])
+    return int(value[0])
 
 
 class Launcher(gpu.Launcher):

@@ -87,34 +87,56 @@ class Plan:
     mb_rows: int  # n
     precision: str  # "fp32", "tf32" or "bf16" GEMM inputs
     bf16_acts: bool  # bf16 MinGRU updates keep the layers' GEMM operands and results in bfloat16
+    env_agents: int  # agents per env in the env's build (self-play: the seats; rows are the learner's alone)
+    pool_slots: int  # self-play on the GPU: snapshots the arena holds (the pool's, and evicted ones still played)
     host_env: bool  # the env is CPU batches stepped beside the GPU (train.env_device = "cpu")
     async_rollouts: bool  # train.async: the actor's rollout overlaps the learner's update
     slot_count: int  # rollout slots: 2 with train.async, else 1
-    rollout: str  # "thread", "warp", "gemm" or "host": how a rollout steps the policy and the env
+    rollout: str  # "thread", "warp", "gemm", "selfplay" or "host": how a rollout steps the policy and the env
     fused_block: int  # threads per block of the fused policy step (0 unless rollout is thread or warp)
     rollout_bf16: bool  # the GEMM-path rollout forward in bf16 too (as the update's: same numbers, half the bytes)
     choices: Choices
 
     @classmethod
     def make(cls, train: dict, spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
-             host_env: bool, choices: Choices) -> Plan:
+             host_env: bool, choices: Choices, selfplay_seats: int = 0, pool_size: int = 0) -> Plan:
+        """selfplay_seats > 0: self-play with the games on the GPU (that many seats a game, the learner's
+        alone in the rollout's rows, a pool of pool_size snapshots): the learner's forward as GEMMs, the
+        opponents' as selfplay.cu's."""
         if spec.num_actions > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions, this env has "
                               f"{spec.num_actions}; use --train.device=cpu")
+        if selfplay_seats:
+            num_agents = 1
+            if spec.hidden % 4 or spec.hidden > 128:
+                raise ConfigError(f"self-play with the games on the GPU runs the opponents' policy a thread per "
+                                  f"seat, which needs policy.hidden a multiple of 4 and at most 128 (it is "
+                                  f"{spec.hidden}); use --train.env_device=cpu (games and opponents on the CPU)")
         rows, horizon, bptt, segments, samples = rollout_sizes(train, num_envs, num_agents)
         seqs_per_mb = train["minibatch_size"] // bptt
         sequences = segments * rows
         bf16_acts = train["precision"] == "bf16" and spec.recurrent
         if host_env:
             rollout, block = "host", 0
+        elif selfplay_seats:
+            rollout, block = "selfplay", 0
         else:
             rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout)
         return cls(num_envs=num_envs, num_agents=num_agents, rows=rows, horizon=horizon, bptt=bptt,
                    segments=segments, samples_per_rollout=samples, seqs_per_mb=seqs_per_mb, sequences=sequences,
                    minibatches=sequences // seqs_per_mb, mb_rows=bptt * seqs_per_mb, precision=train["precision"],
-                   bf16_acts=bf16_acts, host_env=host_env, async_rollouts=bool(train["async"]),
+                   bf16_acts=bf16_acts, env_agents=selfplay_seats or num_agents,
+                   pool_slots=2 * pool_size + 2 if selfplay_seats else 0, host_env=host_env,
+                   async_rollouts=bool(train["async"]),
                    slot_count=2 if train["async"] else 1, rollout=rollout, fused_block=block,
-                   rollout_bf16=bf16_acts and rollout == "gemm", choices=choices)
+                   rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay"), choices=choices)
+
+    def policy_defines(self, spec: ref.PolicySpec) -> dict:
+        """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's)."""
+        if not (self.fused_block or self.rollout == "selfplay"):
+            return {}
+        return {"POLICY_HIDDEN": spec.hidden, "POLICY_LAYERS": spec.layers, "POLICY_MINGRU": int(spec.recurrent),
+                "POLICY_HIGHWAY": int(spec.highway)}
 
 
 # The fused policy step: from here on a thread per env (a launch a step) beats a warp per env (one launch for

@@ -205,6 +205,58 @@ __device__ __forceinline__ float dot_row(const float* w_row, const float* x) {
     return acc;
 }
 
+/* One policy forward of one row by one thread (reference.policy_forward for one step): w the flat weights
+ * (shared or global memory, 16-byte aligned), o the row's obs, keep = 1 - its start flag; MinGRU: its state
+ * is row `row` of the (Ls, rows, H) state_in / state_out (may be the same). scratch: the thread's (H,)
+ * buffer, element j at scratch[j * stride], holding each layer's input, overwritten unit by unit with its
+ * output. Writes the decoder row y (A + 1). */
+__device__ __forceinline__ void thread_policy_forward(const float* w, const OBS_T* o, float keep, const float* state_in,
+                                                      float* state_out, long long row, long long rows, float* scratch,
+                                                      int stride, float* y) {
+    float x[PH];
+#pragma unroll
+    for (int j = 0; j < PH; j++) {
+        float acc = 0.0f;
+        for (int k = 0; k < OBS_SIZE; k++) acc = fmaf(w[P_ENC_W + j * OBS_SIZE + k], (float)o[k], acc);
+        x[j] = acc + w[P_ENC_B + j];
+        scratch[j * stride] = x[j];  /* each layer's input also sits in scratch */
+    }
+#if !POLICY_MINGRU
+    (void)keep;
+    (void)state_in;
+    (void)state_out;
+    (void)row;
+    (void)rows;
+#endif
+    for (int l = 0; l < POLICY_LAYERS; l++) {
+        const float* lw = w + P_LAYER(l);
+        const float* lb = lw + PW * PH;
+        for (int j = 0; j < PH; j++) {
+            float zp = dot_row(lw + j * PH, x) + lb[j];
+            float out;
+#if POLICY_MINGRU
+            float cp = dot_row(lw + (PH + j) * PH, x) + lb[PH + j];
+            float z = sigmoidf_ref(zp), c = mingru_g(cp);
+            long long si = ((long long)l * rows + row) * PH + j;
+            float h = fmaf(z, c, (1.0f - z) * keep * state_in[si]);
+            state_out[si] = h;
+            out = h;
+#if POLICY_HIGHWAY
+            float s = sigmoidf_ref(dot_row(lw + (2 * PH + j) * PH, x) + lb[2 * PH + j]);
+            float xj = scratch[j * stride];  /* the layer input, overwritten just below */
+            out = fmaf(s, h, (1.0f - s) * xj);
+#endif
+#else
+            out = fmaxf(zp, 0.0f);
+#endif
+            scratch[j * stride] = out;
+        }
+#pragma unroll
+        for (int k = 0; k < PH; k++) x[k] = scratch[k * stride];
+    }
+    for (int m = 0; m < NUM_ACTIONS + 1; m++) y[m] = dot_row(w + P_DEC_W + m * PH, x) + w[P_DEC_B + m];
+}
+
 __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs, const float* starts,
                                    const float* state_in, float* state_out, int bootstrap, float* last_value,
                                    fv_slot* slots, OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
@@ -220,51 +272,12 @@ __global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs,
     __syncthreads();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= N) return;
-#if POLICY_MINGRU
-    const int R = N * NUM_AGENTS;
-#endif
+    const long long R = (long long)N * NUM_AGENTS;
     float y[NUM_AGENTS][NUM_ACTIONS + 1];
     for (int a = 0; a < NUM_AGENTS; a++) {
-        int row = i * NUM_AGENTS + a;
-        float x[PH];
-        const OBS_T* o = obs + (long long)row * OBS_SIZE;
-#pragma unroll
-        for (int j = 0; j < PH; j++) {
-            float acc = 0.0f;
-            for (int k = 0; k < OBS_SIZE; k++) acc = fmaf(w[P_ENC_W + j * OBS_SIZE + k], (float)o[k], acc);
-            x[j] = acc + w[P_ENC_B + j];
-            scratch[j * blockDim.x + threadIdx.x] = x[j];  /* each layer's input also sits in scratch */
-        }
-#if POLICY_MINGRU
-        float keep = 1.0f - starts[row];
-#endif
-        for (int l = 0; l < POLICY_LAYERS; l++) {
-            const float* lw = w + P_LAYER(l);
-            const float* lb = lw + PW * PH;
-            for (int j = 0; j < PH; j++) {
-                float zp = dot_row(lw + j * PH, x) + lb[j];
-                float out;
-#if POLICY_MINGRU
-                float cp = dot_row(lw + (PH + j) * PH, x) + lb[PH + j];
-                float z = sigmoidf_ref(zp), c = mingru_g(cp);
-                long long si = ((long long)l * R + row) * PH + j;
-                float h = fmaf(z, c, (1.0f - z) * keep * state_in[si]);
-                state_out[si] = h;
-                out = h;
-#if POLICY_HIGHWAY
-                float s = sigmoidf_ref(dot_row(lw + (2 * PH + j) * PH, x) + lb[2 * PH + j]);
-                float xj = scratch[j * blockDim.x + threadIdx.x];  /* the layer input, overwritten just below */
-                out = fmaf(s, h, (1.0f - s) * xj);
-#endif
-#else
-                out = fmaxf(zp, 0.0f);
-#endif
-                scratch[j * blockDim.x + threadIdx.x] = out;
-            }
-#pragma unroll
-            for (int k = 0; k < PH; k++) x[k] = scratch[k * blockDim.x + threadIdx.x];
-        }
-        for (int m = 0; m < NUM_ACTIONS + 1; m++) y[a][m] = dot_row(w + P_DEC_W + m * PH, x) + w[P_DEC_B + m];
+        long long row = (long long)i * NUM_AGENTS + a;
+        thread_policy_forward(w, obs + row * OBS_SIZE, 1.0f - starts[row], state_in, state_out, row, R,
+                              scratch + threadIdx.x, blockDim.x, y[a]);
         if (bootstrap) last_value[row] = y[a][NUM_ACTIONS];
     }
     if (bootstrap) return;
@@ -433,6 +446,7 @@ __global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int step
         __syncwarp(); /* the env's next obs and start flag, written by lane 0, before every lane reads them */
     }
 }
+#include "selfplay.cu"
 #endif /* POLICY_HIDDEN */
 
 } /* extern "C" */

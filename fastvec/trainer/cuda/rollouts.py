@@ -5,16 +5,12 @@ env, a launch a step) and `WarpRollout` (policy_rollout_warp_kernel: a warp per 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
+from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.plan import Plan, warp_scratch_floats, warp_weight_floats
-
-
-def module_int(cuda, module, name: str) -> int:
-    """A `__device__ const int` of a compiled module (sizes the host needs)."""
-    value = np.empty(1, np.int32)
-    cuda.memcpy_dtoh(value, module.get_global(name)[0])
-    return int(value[0])
 
 
 class GpuEnvRollout:
@@ -36,6 +32,14 @@ class GpuEnvRollout:
 
     def close(self) -> None:
         """The trainer frees the graphs and the arena."""
+
+    def reset_envs(self, k) -> None:
+        """Reset every env with the arena's seeds; the obs go to step T of the last rollout slot (the first
+        rollout copies them to its step 0)."""
+        plan = self.plan
+        k.launch("fv_reset_kernel", plan.num_envs, np.int32(plan.num_envs), self.arena.ptr("slots"),
+                 self.arena.ptr("seeds"), 0, self.slot("obs", plan.slot_count - 1,
+                                                       plan.horizon * plan.rows * self.spec.obs_size))
 
     def record(self, slot: int) -> None:
         """Enqueue a rollout into `slot`, starting from the obs after the previous rollout (step T of the other
@@ -104,15 +108,19 @@ class GemmRollout(GpuEnvRollout):
             self.save_segment_state(slot, t)
             self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t * r * o), self.slot("starts", slot, t * r),
                                 state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False)
-            name, threads = self.step_kernel
-            k.launch_shared(name, plan.num_envs, threads, 0, np.int32(plan.num_envs), a.ptr("slots"), y,
-                            a.ptr(self.params, self.layout.offsets["dec.b"][0]), *self.env_outputs(slot, t)[1:],
-                            np.int32(t), np.uint64(self.seed_key), np.int32(self.reward_clamp),
-                            np.int32(self.max_episode_steps))
+            self.step_envs(slot, t, y)
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t_len * r * o),
                             self.slot("starts", slot, t_len * r), state, last_state, acts, pres, hs, y, self.params,
                             acts_bf16)
+
+    def step_envs(self, slot: int, t: int, y: int) -> None:
+        """Sample step t's actions from the decoder output y (R, Y) (adding its bias) and step every env."""
+        name, threads = self.step_kernel
+        self.k.launch_shared(name, self.plan.num_envs, threads, 0, np.int32(self.plan.num_envs), self.arena.ptr("slots"),
+                             y, self.arena.ptr(self.params, self.layout.offsets["dec.b"][0]),
+                             *self.env_outputs(slot, t)[1:], np.int32(t), np.uint64(self.seed_key),
+                             np.int32(self.reward_clamp), np.int32(self.max_episode_steps))
 
 
 class ThreadRollout(GpuEnvRollout):
@@ -166,7 +174,7 @@ class WarpRollout(GpuEnvRollout):
     def record_steps(self, slot: int) -> None:
         a, k, plan = self.arena, self.k, self.plan
         t_len, n_env = plan.horizon, plan.num_envs
-        buf = lambda name: self.slot(name, slot)  # noqa: E731
+        buf = lambda name: self.slot(name, slot)
         per_step = plan.choices.warp_launch == "step"
         for t0, steps in ([(t, 1) for t in range(t_len + 1)] if per_step else [(0, t_len + 1)]):
             k.launch_shared("policy_rollout_warp_kernel", n_env * 32, plan.fused_block, self.shared, np.int32(n_env),
@@ -179,4 +187,123 @@ class WarpRollout(GpuEnvRollout):
                             np.int32(self.max_episode_steps))
 
 
-GPU_ENV_ROLLOUTS = {"gemm": GemmRollout, "thread": ThreadRollout, "warp": WarpRollout}
+class SelfPlayRollout(GemmRollout):
+    """Self-play with the games on the GPU (selfplay.cu): the rollout's rows are the learner's seats (game g: seat
+    g % A), whose policy runs as GemmRollout's; each step pool_forward_kernel acts for every other seat with the
+    snapshot its game plays (the pool's weights are arena rows), and selfplay_step_kernel steps the games, records
+    the learner's seat and, where a game ends, its score and its next opponent. sync_pool mirrors the host's
+    OpponentPool (selfplay.py) into the arena between rollouts; selfplay.SelfPlayBatch is the host twin."""
+
+    name = "selfplay"
+    POOL_BLOCK = 128  # pool_forward_kernel's threads per block
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        from fastvec.trainer.selfplay import selfplay_keys
+        plan = self.plan
+        self.seats, self.pool_slots = plan.env_agents, plan.pool_slots
+        self.opp_rows = plan.num_envs * (self.seats - 1)
+        self.stride = (self.layout.size + 3) // 4 * 4  # a pool row: 16-byte aligned for the forward's float4 loads
+        self.opponent_key, self.pool_key = selfplay_keys(self.seed_key)
+        self.slot_pid: dict[int, int] = {}  # pool slot -> OpponentPool id of the snapshot in it
+        self.warned_full = False
+
+    def matches(self, config: dict):
+        """Evaluation games on the GPU in this rollout's env build (cuda/matches.py)."""
+        from fastvec.trainer.cuda.matches import GpuMatches
+        return GpuMatches(config, self.spec, self.k.module)
+
+    def add_tensors(self, arena) -> None:
+        n, agents, o, q = self.plan.num_envs, self.seats, self.spec.obs_size, max(self.opp_rows, 1)
+        arena.add("pool", (self.pool_slots, self.stride), np.float32, "(M, P4) the snapshots' flat weights")
+        arena.add("pool_table", (2 + self.pool_slots,), np.int32, "members, latest_prob bits, members' pool slots")
+        arena.add("game_weights", (n,), np.int32, "(N,) the pool slot each game's opponents play")
+        arena.add("game_obs", (n, agents, o), np.float32, "(N, A, O) every seat's obs (OBS_T elements)")
+        arena.add("game_final_obs", (n, agents, o), np.float32, "(N, A, O) batch-layer scratch (terminal obs)")
+        arena.add("game_ep_return", (n, agents), np.float32, "(N, A) finished episodes' returns, every seat")
+        arena.add("opp_actions", (q,), np.int32, "(N * (A - 1),) the opponents' actions this step")
+        arena.add("opp_starts", (q,), np.float32, "(N * (A - 1),) 1: an opponent row begins a game")
+        arena.add("opp_state", (max(self.spec.state_layers, 1), q, self.spec.hidden), np.float32,
+                  "(Ls, N * (A - 1), H) the opponents' recurrent state")
+        arena.add("selfplay_acc", (2,), np.float64, "games finished, sum of the learner's scores")
+
+    def start(self, cuda, actor) -> None:
+        super().start(cuda, actor)
+        self.shared = 4 * self.spec.hidden * self.POOL_BLOCK
+        self.k.function("pool_forward_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                             self.shared)
+
+    def describe(self) -> str:
+        return (f"self-play on the GPU ({self.seats} seats a game, {self.pool_slots} pool slots): the learner's policy "
+                f"as GEMMs{' (bf16)' if self.plan.rollout_bf16 else ''}, the opponents' a thread per seat")
+
+    def reset_envs(self, k) -> None:
+        a, plan = self.arena, self.plan
+        n = plan.num_envs
+        k.launch("fv_reset_kernel", n, np.int32(n), a.ptr("slots"), a.ptr("seeds"), 0, a.ptr("game_obs"))
+        k.launch("selfplay_gather_kernel", n, np.int32(n), np.int32(0), a.ptr("game_obs"),
+                 self.slot("obs", plan.slot_count - 1, plan.horizon * plan.rows * self.spec.obs_size))
+        k.launch("fill_kernel", max(self.opp_rows, 1), a.ptr("opp_starts"), np.int64(max(self.opp_rows, 1)),
+                 np.float32(1.0))
+
+    def step_envs(self, slot: int, t: int, y: int) -> None:
+        a, k, n, r, o = self.arena, self.k, self.plan.num_envs, self.plan.rows, self.spec.obs_size
+        if self.opp_rows:
+            k.launch_shared("pool_forward_kernel", self.opp_rows, self.POOL_BLOCK, self.shared, np.int32(self.opp_rows),
+                            np.int32(self.seats - 1), np.int32(0), np.int32(-1), a.ptr("pool"), np.int64(self.stride),
+                            a.ptr("game_weights"), a.ptr("game_obs"), a.ptr("opp_starts"), a.ptr("opp_state"),
+                            a.ptr("opp_actions"), np.uint64(self.opponent_key), a.ptr("scalars"), np.int64(t),
+                            np.int32(0))
+        k.launch("selfplay_step_kernel", n, np.int32(n), np.int32(0), a.ptr("slots"), y,
+                 a.ptr(self.params, self.layout.offsets["dec.b"][0]), a.ptr("game_obs"), a.ptr("opp_actions"),
+                 self.slot("obs", slot, (t + 1) * r * o), a.ptr("game_final_obs"), self.slot("actions", slot, t * r),
+                 self.slot("logp", slot, t * r), self.slot("values", slot, t * r), self.slot("rewards", slot, t * r),
+                 self.slot("dones", slot, t * r), self.slot("starts", slot, (t + 1) * r), a.ptr("opp_starts"),
+                 a.ptr("terminated"), a.ptr("truncated"), a.ptr("game_ep_return"), a.ptr("ep_length"),
+                 a.ptr("ep_stats"), a.ptr("episode_acc"), a.ptr("game_weights"), a.ptr("pool_table"),
+                 a.ptr("selfplay_acc"), a.ptr("scalars"), np.int32(t), np.uint64(self.seed_key),
+                 np.uint64(self.pool_key), np.int32(self.reward_clamp), np.int32(self.max_episode_steps))
+
+    def sync_pool(self, pool) -> None:
+        """Mirror `pool` (an OpponentPool) into the arena, between rollouts: snapshots that no game plays and
+        that left the pool free their slots; new members are copied into free slots (a member that finds none,
+        while evicted snapshots still play their last games, leaves the pool again); the member table is
+        rewritten. At the first call every game draws its opponent (draw_opponents at step -1, as a reset)."""
+        from fastvec.trainer.selfplay import draw_opponents
+        cuda, a = self.cuda, self.arena
+        self.k.stream.synchronize()  # the actor's rollouts read the pool
+        first = not self.slot_pid
+        playing = set() if first else {self.slot_pid[int(s)] for s in np.unique(a.get(cuda, "game_weights"))}
+        pool.prune(playing)
+        self.slot_pid = {s: pid for s, pid in self.slot_pid.items() if pid in pool.policies}
+        placed = set(self.slot_pid.values())
+        for pid in [p for p in pool.members if p not in placed]:
+            free = [s for s in range(self.pool_slots) if s not in self.slot_pid]
+            if not free:
+                pool.forget(pid)
+                if not self.warned_full:
+                    print(f"fastvec-train: warning: all {self.pool_slots} pool slots hold snapshots that games "
+                          f"still play; a snapshot was skipped", file=sys.stderr)
+                    self.warned_full = True
+                continue
+            self.slot_pid[free[0]] = pid
+            cuda.memcpy_htod(a.ptr("pool", free[0] * self.stride), np.ascontiguousarray(pool.policies[pid].params))
+        slot_of = {pid: s for s, pid in self.slot_pid.items()}
+        members = [slot_of[pid] for pid in pool.members]
+        table = np.zeros(2 + self.pool_slots, np.int32)
+        table[0], table[1] = len(members), np.float32(pool.latest_prob).view(np.int32)
+        table[2:2 + len(members)] = members
+        a.set(cuda, "pool_table", table)
+        if first:
+            n = self.plan.num_envs
+            a.set(cuda, "game_weights", draw_opponents(self.pool_key, np.arange(n), n, -1, members, pool.latest_prob))
+
+    def pop_score_sums(self) -> tuple[int, float]:
+        """(games finished, sum of the learner's scores) since the last call."""
+        self.k.stream.synchronize()
+        games, total = self.arena.get(self.cuda, "selfplay_acc")
+        self.cuda.memset_d8(self.arena.ptr("selfplay_acc"), 0, 16)
+        return int(games), float(total)
+
+
+GPU_ENV_ROLLOUTS = {"gemm": GemmRollout, "thread": ThreadRollout, "warp": WarpRollout, "selfplay": SelfPlayRollout}

@@ -21,7 +21,7 @@ from fastvec.trainer.cuda.optimizers import make_optimizer
 from fastvec.trainer.cuda.plan import (CUBLAS_WORKSPACE, NORM_BLOCKS, SCALARS_DTYPE, STAT_NAMES, Choices, Plan,
                                        plan_arena, slot_addresses)
 from fastvec.trainer.cuda.policy import GpuPolicy
-from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS, module_int
+from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
 
 # Legend as plan.py's: T = horizon, N = envs, R = rows, O = obs size, K = bptt, Bm = sequences per minibatch,
 # n = K * Bm rows per minibatch, P = parameters.
@@ -45,13 +45,15 @@ class CudaTrainer:
         self.host_env = train["env_device"] == "cpu"
         # A host batch's agents per env are its obs' (self-play's SelfPlayBatch shows the learner's seat only).
         num_agents = batch.obs.shape[1] if self.host_env else env.num_agents
+        selfplay_seats = env.num_agents if config["selfplay"]["enabled"] and not self.host_env else 0
         self.layout = ref.FlatLayout(ref.param_table(spec))
-        plan = self.plan = Plan.make(train, spec, self.layout, batch.num_envs, num_agents, self.host_env, choices)
+        plan = self.plan = Plan.make(train, spec, self.layout, batch.num_envs, num_agents, self.host_env, choices,
+                                     selfplay_seats, config["selfplay"]["pool_size"])
         self.num_envs, self.num_agents, self.rows, self.horizon, self.bptt = (
             plan.num_envs, plan.num_agents, plan.rows, plan.horizon, plan.bptt)
         self.segments, self.sequences, self.async_rollouts = plan.segments, plan.sequences, plan.async_rollouts
         self.rng = np.random.default_rng(train["seed"])  # only for the initial weights, as NumpyTrainer's
-        self.seed_key = ref.splitmix64((train["seed"] * 0x9E3779B97F4A7C15 + 0x5EED) & ref.MASK64)
+        self.seed_key = ref.sampling_key(train["seed"])
         # DATA PARALLEL (distributed.py, nccl.py): this process is one rank of several when a group is active.
         # Each rank samples with its own key and steps its own envs; the flat gradient is averaged over the
         # ranks inside the update graph, between backward and clipping.
@@ -71,14 +73,12 @@ class CudaTrainer:
         self.stream = cuda.Stream()  # the learner's (and, without train.async, the actor's too)
         self.actor_stream = cuda.Stream() if plan.async_rollouts else self.stream
         env_source, defines, self.max_episode_steps = env_build(config, batch)  # a user's env file, a gym stub
-        if plan.fused_block:  # the fused policy step is compiled for this policy's sizes
-            defines.update(POLICY_HIDDEN=spec.hidden, POLICY_LAYERS=spec.layers, POLICY_MINGRU=int(spec.recurrent),
-                           POLICY_HIGHWAY=int(spec.highway))
+        defines.update(plan.policy_defines(spec))  # the fused policy step and self-play's, for this policy's sizes
         self.k = device.Launcher(device.load_module(env_source, tuple(sorted(defines.items()))), self.stream)
         self.actor_k = device.Launcher(self.k.module, self.actor_stream) if plan.async_rollouts else self.k
 
         # ARENA: the shared tensors, then the optimizer's and the rollout path's own.
-        self.arena = plan_arena(plan, spec, self.layout, module_int(cuda, self.k.module, "fv_slot_size"),
+        self.arena = plan_arena(plan, spec, self.layout, device.module_int(cuda, self.k.module, "fv_slot_size"),
                                 len(env.stat_names))
         self.policy = GpuPolicy(spec, self.layout, self.arena, plan)
         self.optimizer = make_optimizer(train, self.layout, self.arena, choices.muon_small_shared_max)
@@ -123,8 +123,7 @@ class CudaTrainer:
                 name, count, env_params(config), train["env_threads"]))
         else:
             self.rollout_path.start(cuda, actor)
-            self.k.launch("fv_reset_kernel", n_env, np.int32(n_env), self.arena.ptr("slots"), self.arena.ptr("seeds"),
-                          0, self._slot("obs", last, plan.horizon * rows * spec.obs_size))
+            self.rollout_path.reset_envs(self.k)
         self.k.launch("fill_kernel", rows, self._slot("starts", last, plan.horizon * rows), np.int64(rows),
                       np.float32(1.0))
         self.stream.synchronize()

@@ -1,0 +1,158 @@
+"""Self-play with the games and the frozen opponents on the GPU (trainer/cuda/rollouts.py's SelfPlayRollout,
+selfplay.cu): its rollouts equal the host twin (selfplay.SelfPlayBatch fed the learner's actions) step for step
+with swaps at game ends, only learner rows reach the update, the device pool follows the host pool, the GPU
+evaluation games equal the CPU ones, and fastvec-train runs it end to end."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import load_config
+from fastvec.trainer.selfplay import (
+    Policy,
+    SelfPlayBatch,
+    play_bot,
+    play_match,
+    selfplay_keys,
+)
+
+pytestmark = pytest.mark.gpu
+
+
+def gpu_selfplay_config(**train):
+    return load_config("pong", {"env": {"num_envs": 96, "points": 1},
+                                "policy": {"kind": "mingru", "hidden": 16, "layers": 2},
+                                "selfplay": {"enabled": True, "pool_size": 3, "latest_prob": 0.4, "eval_interval": 0},
+                                "train": {"device": "cuda", "env_device": "cuda", "horizon": 128, "bptt_horizon": 16,
+                                          "minibatch_size": 96 * 32, "async": False, "precision": "fp32",
+                                          "seed": 5, **train}})
+
+
+def random_policy(spec, seed, label, scale=2.0):
+    params = ref.init_params(spec, np.random.default_rng(seed), np.float32)
+    views = ref.FlatLayout(ref.param_table(spec)).views(params)
+    views["dec.w"][...] = np.random.default_rng(seed + 1).normal(0, scale, views["dec.w"].shape)
+    return Policy(spec, params, label)
+
+
+def slot_buffers(trainer):
+    suffix = "" if trainer.active_slot == 0 else "@1"
+    return {name: trainer.arena.get(trainer.cuda, name + suffix)
+            for name in ["obs", "starts", "actions", "rewards", "dones"]}
+
+
+def game_opponents(trainer):
+    """The pool id each game's opponents play, read from the device."""
+    path = trainer.rollout_path
+    return np.array([path.slot_pid[int(s)] for s in trainer.arena.get(trainer.cuda, "game_weights")])
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_gpu_selfplay_rollouts_equal_the_host_twin(tmp_path, is_async):
+    """Three rollouts (eager, captured, replayed; updates between them): every learner obs, reward, done and
+    start equals, bit for bit, SelfPlayBatch's (the CPU build of Pong, the pool's snapshots acting with the
+    same counter-based draws) fed the trainer's learner actions; the games' opponents agree after each rollout
+    (swaps happen only where a game ended, in both); the rollout's rows are the learner's seats alone."""
+    from fastvec.trainer import run
+    config = gpu_selfplay_config(**{"async": is_async})
+    trainer = run.make_trainer(config)
+    league = trainer.selfplay
+    assert trainer.plan.rollout == "selfplay" and trainer.rows == 96 and trainer.num_agents == 1
+    for i in range(2):  # three distinct snapshots in the pool
+        league.pool.add(random_policy(trainer.spec, 40 + i, f"r{i}"))
+    twin_pool = copy.deepcopy(league.pool)
+    league.start(trainer, tmp_path)
+    twin = SelfPlayBatch(run.make_batch(config), twin_pool, selfplay_keys(trainer.seed_key))
+    twin.reset((np.uint64(5) << np.uint64(32)) + np.arange(96, dtype=np.uint64), None)
+    np.testing.assert_array_equal(game_opponents(trainer), twin.opponent)
+    ends = swaps = 0
+    for k in range(3):
+        before = twin.opponent.copy()
+        trainer.rollout()
+        buf = slot_buffers(trainer)
+        assert buf["obs"].shape == (129, 96, 8)  # (T + 1, learner rows, O): no opponent row
+        for t in range(128):
+            np.testing.assert_array_equal(buf["obs"][t], twin.obs[:, 0], err_msg=f"rollout {k} step {t}")
+            twin.step(buf["actions"][t].astype(np.int64).reshape(96, 1))
+            done = (twin.terminated | twin.truncated).astype(np.float32)
+            np.testing.assert_array_equal(buf["rewards"][t], np.clip(twin.rewards[:, 0], -1, 1))
+            np.testing.assert_array_equal(buf["dones"][t], done)
+            np.testing.assert_array_equal(buf["starts"][t + 1], done)
+            ends += int(done.sum())
+        np.testing.assert_array_equal(buf["obs"][128], twin.obs[:, 0])
+        if not is_async:  # (async: the device has collected one rollout ahead)
+            np.testing.assert_array_equal(game_opponents(trainer), twin.opponent)
+        swaps += int((twin.opponent != before).sum())
+        trainer.update(num_updates=10)
+    assert ends > 20 and swaps > 5 and len(set(twin.opponent.tolist())) >= 2  # the draws were exercised
+    games, total = league.games.pop_score_sums()
+    assert (games >= ends if is_async else games == ends) and 0 <= total <= games
+    trainer.close()
+
+
+def test_the_device_pool_follows_the_host_pool(tmp_path):
+    """Snapshots every update through a pool of 3: the device table lists the pool's members (newest last),
+    every game plays a live snapshot whose weights are the device row, and slots are reused."""
+    from fastvec.trainer import run
+    config = gpu_selfplay_config(horizon=32, minibatch_size=96 * 16)
+    config["selfplay"]["refresh_interval"] = 1
+    trainer = run.make_trainer(config)
+    league = trainer.selfplay
+    league.start(trainer, tmp_path)
+    path = trainer.rollout_path
+    for _ in range(12):
+        trainer.rollout()
+        trainer.update(num_updates=20)
+        league.after_update(trainer, final=False)
+        table = trainer.arena.get(trainer.cuda, "pool_table")
+        members = [path.slot_pid[int(s)] for s in table[2:2 + table[0]]]
+        assert members == league.pool.members and np.float32(0.4).view(np.int32) == table[1]
+        pool = trainer.arena.get(trainer.cuda, "pool")
+        for slot in set(trainer.arena.get(trainer.cuda, "game_weights").tolist()):
+            pid = path.slot_pid[slot]
+            np.testing.assert_array_equal(pool[slot, :trainer.layout.size], league.pool.policies[pid].params)
+    assert league.pool.next_id > path.pool_slots  # more snapshots than slots: slots were reused
+    trainer.close()
+
+
+def test_gpu_evaluation_games_equal_the_cpu_ones():
+    """Deterministic play (argmax, no draws): the GPU's matches against a past self and against the bot at
+    every level give the CPU's scores game for game."""
+    from fastvec.trainer.config import env_build
+    from fastvec.trainer.cuda import device
+    from fastvec.trainer.cuda.matches import GpuMatches
+    config = gpu_selfplay_config()
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=16, layers=2, highway=True)
+    a, b = random_policy(spec, 1, "a"), random_policy(spec, 2, "b", scale=1.0)
+    source, defines, _ = env_build(config, None)
+    defines.update(POLICY_HIDDEN=16, POLICY_LAYERS=2, POLICY_MINGRU=1, POLICY_HIGHWAY=1)
+    matches = GpuMatches(config, spec, device.load_module(source, tuple(sorted(defines.items()))))
+    gpu = matches.play_match(config, a, b, 48, seed=9, deterministic=True)
+    np.testing.assert_array_equal(gpu, play_match(config, a, b, 48, seed=9, deterministic=True))
+    for level in (0, 4):
+        np.testing.assert_array_equal(matches.play_bot(config, a, level, 32, seed=3, deterministic=True),
+                                      play_bot(config, a, level, 32, seed=3, deterministic=True))
+    sampled = matches.play_match(config, a, b, 64, seed=9)
+    assert set(np.unique(sampled)) <= {0.0, 0.5, 1.0}
+
+
+def test_fastvec_train_selfplay_on_the_gpu(tmp_path):
+    """fastvec-train pong --selfplay.enabled=true on the CUDA trainer steps the games on the GPU (async, bf16):
+    snapshots join the pool, evaluations run (on the GPU), ratings.json and the training-game scores are logged."""
+    from fastvec.trainer import checkpoint, run
+    config = gpu_selfplay_config(total_timesteps=96 * 32 * 4, horizon=32, minibatch_size=96 * 16, precision="bf16",
+                                 log_interval=0.0, **{"async": True})
+    config["selfplay"].update(refresh_interval=1, eval_interval=2, eval_games=16, eval_past=1)
+    summary = run.train(config, tmp_path / "sp", dashboard=False)
+    trainer = summary["trainer"]
+    assert trainer.plan.rollout == "selfplay" and trainer.selfplay.matches is not None
+    pool = trainer.selfplay.pool
+    assert [pool.policies[p].label for p in pool.members] == ["u2", "u3", "u4"]
+    _, state = checkpoint.load(summary["checkpoint"])
+    assert np.array_equal(state["params"], trainer.params)
+    assert "selfplay/score_bot4" in summary["metrics"] and (tmp_path / "sp" / "ratings.json").exists()
+    rows = [json.loads(line) for line in (tmp_path / "sp" / "metrics.jsonl").read_text().splitlines()]
+    assert sum(row["selfplay/train_games"] for row in rows) > 0
