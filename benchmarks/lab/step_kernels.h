@@ -10,19 +10,16 @@
 
 enum { FV_PLAIN_ENVS = sizeof(State) + FV_OBS_BYTES <= 64 ? 4 : 1 };
 
-/* One step of every env (actions of any integer type and strides, in bytes), each thread with
+/* One step of every env (actions as batch_gpu.h's step kernels take them), each thread with
  * E envs' slots in registers: envs blockIdx.x * blockDim.x * E + j * blockDim.x + threadIdx.x
  * for j < E. fv_step_any_kernel takes E = FV_PLAIN_ENVS, fv_step_any1_kernel E = 1. They load each
  * member of the State, book and RNG in words of its own type (compare batch_gpu.h's wide kernels). */
 template <int E>
 static __device__ __forceinline__ void fv_step_envs(
-    int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
-    int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
-    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
-    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
+    FV_STEP_KERNEL_ARGS) {
     int first = blockIdx.x * blockDim.x * E + threadIdx.x;
     fv_split p = fv_split_of(slots, n);
-    long long act[E][NUM_AGENTS];
+    ACT_T act[E][FV_ACT_LEN];
     fv_slot s[E];
     fv_book book[E];
     unsigned int outputs_set[E];
@@ -32,8 +29,7 @@ static __device__ __forceinline__ void fv_step_envs(
     for (int j = 0; j < E; j++) { /* every load that does not depend on another */
         int i = first + j * blockDim.x;
         if (i < n) {
-            for (int a = 0; a < NUM_AGENTS; a++)
-                act[j][a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+            fv_load_actions(act[j], actions, env_stride, agent_stride, dim_stride, action_bytes, action_signed, i);
             book[j] = p.books[i];
             s[j].env = p.states[i];
             if (fv_steps_draw(autoreset_mode)) s[j].rng = p.rngs[i];
@@ -53,7 +49,7 @@ static __device__ __forceinline__ void fv_step_envs(
         int i = first + j * blockDim.x;
         if (i < n) {
             counter[j] = may_draw[j] ? s[j].rng.counter : 0;
-            for (int a = 0; a < NUM_AGENTS; a++) act[j][a] = fv_checked_action(act[j][a], i, a, error);
+            fv_check_actions(act[j], i, error);
             fv_step_loaded(i, p, &s[j], outputs_set[j], may_draw[j], counter[j], act[j],
                            obs + (long long)i * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
                            ep_return, ep_length, stats, autoreset_mode, max_episode_steps);

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -59,8 +58,7 @@ class NativeEnvInfo:
     gym_id: str
     max_episode_steps: int | None
     params: dict[str, Param] = dataclasses.field(default_factory=dict)
-    render_fps: int = 50
-    obs_high: tuple[float, ...] | None = None  # symmetric observation bounds; None: unbounded
+    render_fps: int = 50  # the spaces (observation bounds included) are the env file's own (fastvec.h)
 
     def __post_init__(self):
         check_step_limit(self.max_episode_steps)
@@ -72,7 +70,6 @@ ENVS: dict[str, NativeEnvInfo] = {
         {"float32": Param(0, 0, 1, "1: float32 state and physics (16-byte state, like gymnax; faster on the GPU); "
                                    "0: Gymnasium's float64, observations identical to Gymnasium's")},
         render_fps=50,
-        obs_high=(4.8, float("inf"), 2 * 12 * 2 * math.pi / 360, float("inf")),  # as Gymnasium's
     ),
     "breakout": NativeEnvInfo(
         "breakout.h",
@@ -80,7 +77,6 @@ ENVS: dict[str, NativeEnvInfo] = {
         10_000,
         {"frameskip": Param(4, 1, 8, "physics ticks (1/60 s) per agent step")},
         render_fps=15,
-        obs_high=(1.0,) * 118,  # every entry is normalised into [-1, 1]
     ),
     # Two players; the Gymnasium face (PongEnv) sets pong_bot=1 so the right paddle is the bot.
     "pong": NativeEnvInfo(
@@ -94,7 +90,6 @@ ENVS: dict[str, NativeEnvInfo] = {
             "bot_level": Param(2, 0, 4, "the bot's difficulty, 0 (easy) to 4 (hard)"),
         },
         render_fps=30,
-        obs_high=(1.0,) * 8,
     ),
     # MinAtar (the `minatar` package's five games, rules exact; minatar_*.h). Keys and ids as gymnax's
     # (Breakout-MinAtar, ...); the `minatar` package's own ids are MinAtar/Breakout-v1 (minimal actions) and -v0.

@@ -1,6 +1,7 @@
 /* batch.h: the batch layer both backends compile after an env file: per-env slots (state, RNG,
  * episode bookkeeping), truncation, the three Gymnasium autoreset modes, and the exported entry
- * points (a pool of threads claiming chunks of envs on the CPU, one thread per environment on the GPU).
+ * points (pool.h's threads claiming chunks of envs on the CPU, one thread per environment on the GPU).
+ * The env's spaces and the action check are spaces.h's.
  */
 #ifndef FASTVEC_BATCH_H
 #define FASTVEC_BATCH_H
@@ -20,6 +21,7 @@
 #ifndef SIMD_STEP
 #define SIMD_STEP 0
 #endif
+#include "spaces.h"
 
 /* Autoreset modes, numbered as fastvec/native/__init__.py's AUTORESET_CODES. */
 #define FV_NEXT_STEP 0
@@ -50,10 +52,11 @@ FV_FN void fv_reset_one(int i, fv_slot* slots, const fv_u64* seeds, const unsign
     fv_reset_slot(&slots[i], obs + (long long)i * NUM_AGENTS * OBS_SIZE);
 }
 
-/* Step env i. Buffers are batch-major: obs/final_obs (N, NUM_AGENTS, OBS_SIZE), actions and
- * rewards and ep_return (N, NUM_AGENTS), terminated/truncated/ep_length (N), stats (N, NUM_STATS).
+/* Step env i. Buffers are batch-major: obs/final_obs (N, NUM_AGENTS, OBS_SIZE), actions (N,
+ * NUM_AGENTS, ACTION_DIMS), rewards and ep_return (N, NUM_AGENTS), terminated/truncated/ep_length
+ * (N), stats (N, NUM_STATS).
  * ep_return, ep_length and stats hold the finished episode's values where the env is done, else 0. */
-FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* obs,
+FV_FN void fv_step_one(int i, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
                        float* rewards, unsigned char* terminated, unsigned char* truncated,
                        OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                        int autoreset_mode, int max_episode_steps) {
@@ -70,7 +73,7 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const long long* actions, OBS_T* o
         return;
     }
     float st[NUM_STATS > 0 ? NUM_STATS : 1];
-    int term = env_step(&s->env, &s->rng, actions + i * NUM_AGENTS, o, r, st);
+    int term = env_step(&s->env, &s->rng, actions + (long long)i * FV_ACT_LEN, o, r, st);
     s->ep_length += 1;
     for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] += r[a];
     /* As Gymnasium's TimeLimit: truncated at the limit even if the same step also terminated. */
@@ -148,6 +151,9 @@ extern "C" __global__ void fv_reset_kernel(int n, fv_slot* slots, const fv_u64* 
 /* Sizes the host reads back with module.get_global. */
 extern "C" __device__ const int fv_obs_size = OBS_SIZE;
 extern "C" __device__ const int fv_num_actions = NUM_ACTIONS;
+extern "C" __device__ const int fv_action_kind = ACTION_SPACE;
+extern "C" __device__ const int fv_action_dims = ACTION_DIMS;
+extern "C" __device__ const int fv_state_values = FV_HAS_STATE ? STATE_SIZE : -1;
 extern "C" __device__ const int fv_num_agents = NUM_AGENTS;
 extern "C" __device__ const int fv_num_stats = NUM_STATS;
 extern "C" __device__ const int fv_slot_size = (int)sizeof(fv_slot);
@@ -156,192 +162,7 @@ extern "C" __device__ const int fv_obs_bytes = (int)sizeof(OBS_T);
 #else
 /* ---------------------------------------------------------------- CPU entry points */
 #define FV_EXPORT __attribute__((visibility("default")))
-#include <stdlib.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <time.h>
-
-/* ---------------------------------------------------------------- the worker pool
- * fv_reset and fv_step split the batch into chunks of envs that threads claim, one atomic flag per
- * chunk: the calling thread and the pool's workers each claim the chunks of their own share of the batch
- * first (so an env tends to stay on one core's caches from step to step), then any chunk still unclaimed,
- * and the call returns once every chunk is done. Nothing waits for a thread that has not claimed a
- * chunk, so a worker that is descheduled (another process busy on its core) costs at most the chunk it
- * holds, never the step: the caller and the other workers step the rest. (An OpenMP team makes every
- * thread check in at a barrier, so one descheduled thread stalled every step for a scheduler time
- * slice; benchmarks/busy_cpu.py.) An idle worker spins for FV_WORKER_SPIN_NS in case the next call
- * comes soon (a loop of steps), then sleeps on a condition variable; the caller waits for chunks that
- * others hold by spinning. Spinning threads yield their core after FV_PAUSE_NS (fv_spin), so that
- * one never keeps a thread with work, the caller or a worker holding a chunk, waiting for its core.
- * Which thread steps an env never changes its results. One call at a time uses the pool: a call from a
- * second thread while it is busy steps its batch alone. A forked child starts a pool of its own. */
-#define FV_WORKER_SPIN_NS 50000 /* an idle worker spins this long for the next call, then sleeps */
-#define FV_PAR_MIN_ENVS 256     /* below this many envs the caller steps them alone */
-#define FV_CHUNKS_PER_THREAD 4
-#define FV_PAUSE_NS 2000        /* spin on the CPU this long before spinning with sched_yield */
-#define FV_MAX_THREADS 256
-#define FV_MAX_CHUNKS 1024
-
-typedef int (*fv_chunk_fn)(const void* job, int lo, int hi);
-
-static struct {
-    pthread_mutex_t busy, lock; /* busy: held by the call using the pool; lock: for the sleepers */
-    pthread_cond_t wake;
-    int threads;               /* threads per call, the caller included (fv_set_num_threads) */
-    int started, forked, sleepers; /* workers running, pthread_atfork registered, workers asleep */
-    fv_chunk_fn fn;            /* the current job, written before its number is published */
-    const void* job;
-    int n, chunk, num_chunks, team;
-    /* each on a cache line of its own: */
-    __attribute__((aligned(64))) unsigned long long gen;  /* the current job's number */
-    __attribute__((aligned(64))) unsigned long long done; /* its chunks done << 32 | sum of their results */
-    __attribute__((aligned(64))) unsigned long long claimed[FV_MAX_CHUNKS]; /* chunk k: the job that claimed it */
-} fv_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1};
-
-#if defined(__x86_64__) || defined(__i386__)
-#define fv_pause() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define fv_pause() __asm__ __volatile__("yield")
-#else
-#define fv_pause() ((void)0)
-#endif
-
-static inline long long fv_now_ns(void) {
-    struct timespec t;
-    return clock_gettime(CLOCK_MONOTONIC, &t), (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* Spins a moment on the CPU, then hands the core to any other runnable thread (sched_yield): a thread
- * waiting here never keeps a thread with work off a shared core. Returns the nanoseconds since start
- * (measured every 16th call, else 0). */
-static long long fv_spin(long long start, int i) {
-    long long elapsed = i % 16 == 0 ? fv_now_ns() - start : 0;
-    if (elapsed > FV_PAUSE_NS)
-        sched_yield();
-    else
-        fv_pause();
-    return elapsed;
-}
-
-/* Thread `id` claims and runs chunks of job `gen`: its own share first, then whatever is unclaimed.
- * A claim is a compare-and-swap of the chunk's flag from an older job's number to gen (flags only
- * grow), kept only if gen is still the current job afterwards: a worker that slept through a whole job
- * leaves its stale claim behind as a flag that the current job still takes for unclaimed, and never
- * touches a flag of a newer job. A kept claim means job gen is not finished, so its caller has not
- * written the next job over the fields read before it. */
-static void fv_pool_work(unsigned long long gen, int id) {
-#define FV_GET(field) __atomic_load_n(&fv_pool.field, __ATOMIC_RELAXED)
-    fv_chunk_fn fn = FV_GET(fn);
-    const void* job = FV_GET(job);
-    int n = FV_GET(n), chunk = FV_GET(chunk), num_chunks = FV_GET(num_chunks), team = FV_GET(team);
-    if (id >= team || num_chunks > FV_MAX_CHUNKS) return;
-    int home = (int)((long long)id * num_chunks / team);
-    for (int j = 0; j < num_chunks; j++) {
-        int k = home + j < num_chunks ? home + j : home + j - num_chunks;
-        unsigned long long flag = __atomic_load_n(&fv_pool.claimed[k], __ATOMIC_RELAXED);
-        if (flag >= gen ||
-            !__atomic_compare_exchange_n(&fv_pool.claimed[k], &flag, gen, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-            continue; /* claimed in this job (or, seen by a stale worker, in a newer one) */
-        if (__atomic_load_n(&fv_pool.gen, __ATOMIC_SEQ_CST) != gen) return; /* a stale worker */
-        int lo = k * chunk, hi = lo + chunk < n ? lo + chunk : n;
-        __atomic_fetch_add(&fv_pool.done, (1ULL << 32) + (unsigned)fn(job, lo, hi), __ATOMIC_RELEASE);
-    }
-}
-
-/* The number of the next job after `seen`: spin a while, then sleep until one is published. */
-static unsigned long long fv_pool_wait(unsigned long long seen) {
-    long long start = fv_now_ns();
-    for (int i = 1;; i++) {
-        unsigned long long gen = __atomic_load_n(&fv_pool.gen, __ATOMIC_ACQUIRE);
-        if (gen != seen) return gen;
-        if (fv_spin(start, i) > FV_WORKER_SPIN_NS) break;
-    }
-    unsigned long long gen;
-    pthread_mutex_lock(&fv_pool.lock);
-    __atomic_fetch_add(&fv_pool.sleepers, 1, __ATOMIC_SEQ_CST); /* then read gen: see fv_pool_run */
-    while ((gen = __atomic_load_n(&fv_pool.gen, __ATOMIC_SEQ_CST)) == seen)
-        pthread_cond_wait(&fv_pool.wake, &fv_pool.lock);
-    __atomic_fetch_sub(&fv_pool.sleepers, 1, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&fv_pool.lock);
-    return gen;
-}
-
-static void* fv_worker(void* arg) {
-    int id = (int)(long)arg; /* 1, 2, ...: the caller is thread 0 */
-    unsigned long long seen = __atomic_load_n(&fv_pool.gen, __ATOMIC_ACQUIRE);
-    for (;;) {
-        seen = fv_pool_wait(seen);
-        fv_pool_work(seen, id);
-    }
-    return NULL;
-}
-
-/* In a forked child only the forking thread exists: the pool starts afresh there. */
-static void fv_pool_after_fork(void) {
-    pthread_mutex_t unlocked = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
-    fv_pool.busy = fv_pool.lock = unlocked;
-    fv_pool.wake = fresh;
-    fv_pool.started = fv_pool.sleepers = 0;
-}
-
-/* Starts workers up to `workers` (called under fv_pool.busy); they block every signal, which are
- * then delivered to the process's own threads, as before the pool. */
-static void fv_pool_start(int workers) {
-    if (!fv_pool.forked) fv_pool.forked = 1, pthread_atfork(NULL, NULL, fv_pool_after_fork);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* on a failure: fewer workers (the caller steps whatever they do not) */
-    while (fv_pool.started < workers && pthread_create(&t, &attr, fv_worker, (void*)(long)(fv_pool.started + 1)) == 0)
-        fv_pool.started += 1;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* Runs fn over envs [0, n) in chunks claimed by the caller and the pool's workers; returns the sum of
- * fn's results. Chunks are whole 64-env blocks so that no two threads write one cache line of a
- * byte-per-env output (terminated, truncated). */
-static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
-    int threads = __atomic_load_n(&fv_pool.threads, __ATOMIC_RELAXED);
-    if (threads <= 1 || n < FV_PAR_MIN_ENVS) return fn(job, 0, n);
-    if (pthread_mutex_trylock(&fv_pool.busy) != 0) return fn(job, 0, n); /* another thread's call has it */
-    if (fv_pool.started < threads - 1) fv_pool_start(threads - 1);
-    int team = fv_pool.started + 1 < threads ? fv_pool.started + 1 : threads;
-    if (team <= 1) {
-        pthread_mutex_unlock(&fv_pool.busy);
-        return fn(job, 0, n);
-    }
-    int target = team * FV_CHUNKS_PER_THREAD < FV_MAX_CHUNKS ? team * FV_CHUNKS_PER_THREAD : FV_MAX_CHUNKS;
-    int chunk = ((n + target - 1) / target + 63) / 64 * 64;
-    int num_chunks = (n + chunk - 1) / chunk;
-#define FV_SET(field, value) __atomic_store_n(&fv_pool.field, value, __ATOMIC_RELAXED)
-    FV_SET(fn, fn), FV_SET(job, job), FV_SET(n, n), FV_SET(chunk, chunk), FV_SET(num_chunks, num_chunks);
-    FV_SET(team, team), FV_SET(done, 0);
-    unsigned long long gen = __atomic_load_n(&fv_pool.gen, __ATOMIC_RELAXED) + 1;
-    /* Publish, then wake sleepers: a worker counts itself a sleeper before it reads gen, so either it
-     * sees this job or this call sees it asleep and wakes it (sequentially consistent). */
-    __atomic_store_n(&fv_pool.gen, gen, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&fv_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
-        pthread_mutex_lock(&fv_pool.lock);
-        pthread_cond_broadcast(&fv_pool.wake);
-        pthread_mutex_unlock(&fv_pool.lock);
-    }
-    fv_pool_work(gen, 0);
-    unsigned long long done;
-    long long start = 0;
-    for (int i = 1; ((done = __atomic_load_n(&fv_pool.done, __ATOMIC_ACQUIRE)) >> 32) < (unsigned)num_chunks; i++) {
-        if (start == 0) start = fv_now_ns();
-        fv_spin(start, i); /* a worker holding a chunk may be waiting for this core */
-    }
-    pthread_mutex_unlock(&fv_pool.busy);
-    return (int)(unsigned)done;
-}
+#include "pool.h"
 
 typedef struct { fv_slot* slots; const fv_u64* seeds; const unsigned char* mask; OBS_T* obs; } fv_reset_job;
 
@@ -398,7 +219,7 @@ FV_FN void fv_finish_live(int i, fv_slot* slots, const float* rewards, int term,
 #define FV_TILE 2048
 
 /* Steps envs [lo, hi), at most FV_TILE of them, in the passes above; returns how many ended. */
-FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const long long* actions, OBS_T* obs,
+FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
                         float* rewards, unsigned char* terminated, unsigned char* truncated,
                         OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                         int autoreset_mode, int max_episode_steps) {
@@ -441,7 +262,7 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const long long* actions,
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
     #pragma omp simd
     for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
-        term[i - lo] = env_step(&slots[i].env, &slots[i].rng, actions + i * NUM_AGENTS,
+        term[i - lo] = env_step(&slots[i].env, &slots[i].rng, actions + (long long)i * FV_ACT_LEN,
                            obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
     #pragma omp simd
     for (int i = lo; i < hi; i++)
@@ -478,7 +299,7 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const long long* actions,
 }
 
 /* Steps envs [lo, hi) in the passes above, FV_TILE envs at a time; returns how many ended. */
-FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const long long* actions, OBS_T* obs,
+FV_FN int fv_step_range(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
                          float* rewards, unsigned char* terminated, unsigned char* truncated,
                          OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                          int autoreset_mode, int max_episode_steps) {
@@ -521,16 +342,17 @@ FV_FN void fv_copy_out(int lo, int hi, int n, const OBS_T* obs, const float* rew
                sizeof(OBS_T) * (size_t)(hi - lo) * NUM_AGENTS * OBS_SIZE);
 }
 
-/* Whether an action of envs [lo, hi) is out of range: one branch-free pass (it vectorises). */
-FV_FN int fv_any_bad_action(int lo, int hi, const long long* actions) {
+/* Whether an action value of envs [lo, hi) may not reach env_step (fv_action_bad): one branch-free
+ * pass (it vectorises). */
+FV_FN int fv_any_bad_action(int lo, int hi, const ACT_T* actions) {
     int bad = 0;
-    for (long long k = (long long)lo * NUM_AGENTS; k < (long long)hi * NUM_AGENTS; k++)
-        bad |= (unsigned long long)actions[k] >= NUM_ACTIONS;
+    for (long long k = (long long)lo * FV_ACT_LEN; k < (long long)hi * FV_ACT_LEN; k++)
+        bad |= fv_action_bad(actions[k], (int)(k % ACTION_DIMS));
     return bad;
 }
 
 typedef struct { /* fv_step's arguments */
-    fv_slot* slots; const long long* actions; OBS_T* obs; float* rewards; unsigned char *terminated, *truncated;
+    fv_slot* slots; const ACT_T* actions; OBS_T* obs; float* rewards; unsigned char *terminated, *truncated;
     OBS_T* final_obs; float* ep_return; int* ep_length; float* stats; int autoreset_mode, max_episode_steps, n;
     unsigned char* out; OBS_T* out_obs;
 } fv_step_job;
@@ -556,17 +378,18 @@ static int fv_step_chunk(const void* p, int lo, int hi) {
     return ended;
 }
 
-/* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index) is out
- * of range, in which case nothing was stepped: the caller checks every action first (one vectorised
- * pass, about 1% of a CartPole step), then the pool steps the chunks.
+/* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index into (N,
+ * NUM_AGENTS, ACTION_DIMS)) may not reach env_step (fv_action_bad), in which case nothing was
+ * stepped: the caller checks every action first (one vectorised pass, about 1% of a CartPole step),
+ * then the pool steps the chunks.
  * out, out_obs: NULL, or fv_copy_out's block and obs copy to fill. */
-FV_EXPORT int fv_step(int n, fv_slot* slots, const long long* actions, OBS_T* obs,
+FV_EXPORT int fv_step(int n, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
                       float* rewards, unsigned char* terminated, unsigned char* truncated,
                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                       int autoreset_mode, int max_episode_steps, unsigned char* out, OBS_T* out_obs) {
     if (fv_any_bad_action(0, n, actions)) /* the first bad action, for the error message */
-        for (int k = 0; k < n * NUM_AGENTS; k++)
-            if (actions[k] < 0 || actions[k] >= NUM_ACTIONS) return -1 - k;
+        for (int k = 0; k < n * FV_ACT_LEN; k++)
+            if (fv_action_bad(actions[k], k % ACTION_DIMS)) return -1 - k;
     fv_step_job job = {slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return, ep_length,
                        stats, autoreset_mode, max_episode_steps, n, out, out_obs};
     return fv_pool_run(fv_step_chunk, &job, n);
@@ -584,8 +407,39 @@ FV_EXPORT int fv_set_num_threads(int n) {
     return previous;
 }
 
+/* State access (fastvec.h's optional env_get_state / env_set_state): the envs at indices[0 .. count). */
+FV_EXPORT void fv_get_state(const fv_slot* slots, int count, const long long* indices, double* out) {
+#if FV_HAS_STATE
+    for (int j = 0; j < count; j++) env_get_state(&slots[indices[j]].env, out + (long long)j * STATE_SIZE);
+#else
+    (void)slots, (void)count, (void)indices, (void)out;
+#endif
+}
+
+/* Sets those envs' states and writes their observations into obs (N, NUM_AGENTS, OBS_SIZE); their
+ * episode bookkeeping (return, length) stays, as Gymnasium's TimeLimit keeps counting. */
+FV_EXPORT void fv_set_state(fv_slot* slots, int count, const long long* indices, const double* in, OBS_T* obs) {
+#if FV_HAS_STATE
+    for (int j = 0; j < count; j++)
+        env_set_state(&slots[indices[j]].env, in + (long long)j * STATE_SIZE,
+                      obs + indices[j] * NUM_AGENTS * OBS_SIZE);
+#else
+    (void)slots, (void)count, (void)indices, (void)in, (void)obs;
+#endif
+}
+
+/* The spaces (spaces.h): returns the observation's number of axes. */
+FV_EXPORT int fv_spaces(int* obs_shape, float* obs_low, float* obs_high, long long* nvec, float* action_low,
+                        float* action_high) {
+    fv_fill_action_space(nvec, action_low, action_high);
+    return fv_fill_obs_space(obs_shape, obs_low, obs_high);
+}
+
 FV_EXPORT int fv_obs_size(void) { return OBS_SIZE; }
 FV_EXPORT int fv_num_actions(void) { return NUM_ACTIONS; }
+FV_EXPORT int fv_action_kind(void) { return ACTION_SPACE; }
+FV_EXPORT int fv_action_dims(void) { return ACTION_DIMS; }
+FV_EXPORT int fv_state_values(void) { return FV_HAS_STATE ? STATE_SIZE : -1; }
 FV_EXPORT int fv_num_agents(void) { return NUM_AGENTS; }
 FV_EXPORT int fv_num_stats(void) { return NUM_STATS; }
 FV_EXPORT const char* fv_stat_names(void) { return STAT_NAMES; }

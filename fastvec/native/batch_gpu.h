@@ -5,11 +5,12 @@
  *   - the slots kept in GPU memory split by how often they are touched (below), so that a step
  *     moves fewer bytes; each kernel assembles env i's fv_slot privately (registers or shared
  *     memory) and hands fv_step_one base pointers already offset to env i (index 0),
- *   - actions read in place from any integer device array (any width, any strides), validated on
- *     the device (the first bad one is recorded for the host; the env steps with action 0),
+ *   - actions read in place from any device array of the action space's kind (integers of any width,
+ *     or float32/float64 for Box; any strides), validated on the device (the first bad one is
+ *     recorded for the host; the env steps with action 0),
  *   - a `done` flag per env (terminated | truncated) for masks without a host round trip,
- *   - a random-action kernel and a fused multi-step random rollout that keeps each env's slot in
- *     registers for all steps (one launch, no per-step global traffic for the state).
+ *   - state access (get/set of chosen envs' states) and the spaces for the host, and
+ *   - random_gpu.h's random-action kernel and fused multi-step random rollouts, included at the end.
  */
 #ifndef FASTVEC_BATCH_GPU_H
 #define FASTVEC_BATCH_GPU_H
@@ -91,72 +92,34 @@ static __device__ __forceinline__ int fv_step_may_draw(const fv_slot* s, int aut
     return fv_steps_draw(autoreset_mode) || (autoreset_mode == FV_NEXT_STEP && s->needs_reset);
 }
 
-/* Action of agent a of env i from an integer array with byte strides; unsigned 64-bit values
- * above 2^63 read as negative, so they fail the range check like any other bad value. */
-static __device__ __forceinline__ long long fv_load_action(const char* base, long long env_stride,
-                                                           long long agent_stride, int bytes,
-                                                           int is_signed, int i, int a) {
-    const char* p = base + (long long)i * env_stride + (long long)a * agent_stride;
+/* Value d of agent a of env i from an array with byte strides: integers of `bytes` bytes (signed or
+ * not) for the discrete kinds, where unsigned 64-bit values above 2^63 read as negative, so they fail
+ * the range check like any other bad value; float32 (bytes 4) or float64 (8) for Box. */
+static __device__ __forceinline__ ACT_T fv_load_action(const char* base, long long env_stride, long long agent_stride,
+                                                       long long dim_stride, int bytes, int is_signed, int i, int a,
+                                                       int d) {
+    const char* p = base + (long long)i * env_stride + (long long)a * agent_stride + (long long)d * dim_stride;
+#if ACTION_SPACE == FV_BOX
+    (void)is_signed;
+    return bytes == 8 ? (float)*(const double*)p : *(const float*)p;
+#else
     switch (bytes) {
     case 1: return is_signed ? (long long)*(const signed char*)p : (long long)*(const unsigned char*)p;
     case 2: return is_signed ? (long long)*(const short*)p : (long long)*(const unsigned short*)p;
     case 4: return is_signed ? (long long)*(const int*)p : (long long)*(const unsigned int*)p;
     default: return *(const long long*)p;
     }
+#endif
 }
 
-/* ---------------------------------------------------------------- the random policy
- * Action of agent a at policy step t of env i: flat index k = t * NUM_AGENTS + a in the
- * counter-based stream keyed by fv_mix64(key + i); one 64-bit draw holds FV_ACTIONS_PER_DRAW
- * actions of FV_ACTION_BITS bits each (k's draw is k / FV_ACTIONS_PER_DRAW), so the fused rollout
- * hashes once per 64 CartPole steps rather than every step, and the eager kernel draws the same
- * actions. Power-of-two action counts take exactly log2(n) bits (unbiased); others take 32 bits
- * and (bits * n) >> 32 (bias below n / 2^32). */
-#define FV_IS_POW2(n) (((n) & ((n) - 1)) == 0)
-#define FV_LOG2(n) ((n) >= 32768 ? 15 : (n) >= 16384 ? 14 : (n) >= 8192 ? 13 : (n) >= 4096 ? 12 : (n) >= 2048 ? 11 : \
-                    (n) >= 1024 ? 10 : (n) >= 512 ? 9 : (n) >= 256 ? 8 : (n) >= 128 ? 7 : (n) >= 64 ? 6 : \
-                    (n) >= 32 ? 5 : (n) >= 16 ? 4 : (n) >= 8 ? 3 : (n) >= 4 ? 2 : 1)
-#define FV_ACTION_BITS (NUM_ACTIONS <= 2 ? 1 : FV_IS_POW2(NUM_ACTIONS) && NUM_ACTIONS <= 32768 ? FV_LOG2(NUM_ACTIONS) : 32)
-#define FV_ACTIONS_PER_DRAW (64 / FV_ACTION_BITS)
-
-static __device__ __forceinline__ fv_u64 fv_random_draw(fv_u64 env_key, fv_u64 draw) {
-    fv_rng r;
-    r.key = env_key; /* fv_mix64(key + i), computed once per env by the fused rollout */
-    r.counter = draw;
-    return fv_rand_u64(&r);
-}
-
-static __device__ __forceinline__ long long fv_action_of_draw(fv_u64 bits, int j) {
-    fv_u64 chunk = (bits >> (j * FV_ACTION_BITS)) & ((1ULL << FV_ACTION_BITS) - 1);
-    return (long long)((chunk * (fv_u64)NUM_ACTIONS) >> FV_ACTION_BITS);
-}
-
-static __device__ __forceinline__ long long fv_random_action(fv_u64 key, int i, long long t, int a) {
-    fv_u64 k = (fv_u64)t * NUM_AGENTS + (fv_u64)a;
-    return fv_action_of_draw(fv_random_draw(fv_mix64(key + (fv_u64)i), k / FV_ACTIONS_PER_DRAW),
-                             (int)(k % FV_ACTIONS_PER_DRAW));
-}
-
-/* The fused rollout's last draw per env, so that consecutive steps share it. */
-typedef struct {
-    fv_u64 draw, bits;
-} fv_action_cache;
-
-static __device__ __forceinline__ long long fv_cached_random_action(fv_action_cache* c, fv_u64 env_key, long long t,
-                                                                    int a) {
-    fv_u64 k = (fv_u64)t * NUM_AGENTS + (fv_u64)a, draw = k / FV_ACTIONS_PER_DRAW;
-    if (draw != c->draw) { /* the same for every env of a warp: no divergence */
-        c->bits = fv_random_draw(env_key, draw);
-        c->draw = draw;
-    }
-    return fv_action_of_draw(c->bits, (int)(k % FV_ACTIONS_PER_DRAW));
-}
-
-/* actions (N, NUM_AGENTS) int64 of the random policy at step t. */
-extern "C" __global__ void fv_random_actions_kernel(int n, fv_u64 key, long long t, long long* actions) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    for (int a = 0; a < NUM_AGENTS; a++) actions[i * NUM_AGENTS + a] = fv_random_action(key, i, t, a);
+/* Every action value of env i into act (NUM_AGENTS, ACTION_DIMS). */
+static __device__ __forceinline__ void fv_load_actions(ACT_T* act, const char* base, long long env_stride,
+                                                       long long agent_stride, long long dim_stride, int bytes,
+                                                       int is_signed, int i) {
+    for (int a = 0; a < NUM_AGENTS; a++)
+        for (int d = 0; d < ACTION_DIMS; d++)
+            act[a * ACTION_DIMS + d] =
+                fv_load_action(base, env_stride, agent_stride, dim_stride, bytes, is_signed, i, a, d);
 }
 
 /* ---------------------------------------------------------------- reset and step */
@@ -198,7 +161,7 @@ static __device__ __forceinline__ void fv_store_outputs(
  * and episode outputs only where they change, and the book. The state and obs are the caller's
  * to store. Callers load everything a step needs before stepping, so that the loads overlap. */
 static __device__ __forceinline__ void fv_step_loaded(
-    int i, fv_split p, fv_slot* s, unsigned int outputs_set, int may_draw, fv_u64 counter, const long long* act,
+    int i, fv_split p, fv_slot* s, unsigned int outputs_set, int may_draw, fv_u64 counter, const ACT_T* act,
     OBS_T* obs_i, float* rewards, unsigned char* terminated, unsigned char* truncated, unsigned char* done,
     OBS_T* final_obs, float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
     float ret[NUM_AGENTS], st[NUM_STATS > 0 ? NUM_STATS : 1];
@@ -213,92 +176,29 @@ static __device__ __forceinline__ void fv_step_loaded(
     fv_store_book(&p.books[i], s, ended);
 }
 
-/* Action of agent a of env i, range-checked: *error keeps the smallest (flat index << 32 | low 32
- * bits of the value) of the bad actions, and a bad one steps as action 0. */
-static __device__ __forceinline__ long long fv_checked_action(long long v, int i, int a, fv_u64* error) {
-    if (v < 0 || v >= NUM_ACTIONS) {
-        atomicMin(error, ((fv_u64)(i * NUM_AGENTS + a) << 32) | (fv_u64)(unsigned int)v);
-        return 0;
+/* Env i's actions (NUM_AGENTS, ACTION_DIMS), checked (spaces.h's fv_action_bad): *error keeps the
+ * smallest (flat index into (N, NUM_AGENTS, ACTION_DIMS) << 32 | low 32 bits of the value, a Box
+ * action's float bits) of the bad values, and a bad one steps as 0. */
+static __device__ __forceinline__ void fv_check_actions(ACT_T* act, int i, fv_u64* error) {
+    for (int k = 0; k < FV_ACT_LEN; k++) {
+        if (fv_action_bad(act[k], k % ACTION_DIMS)) {
+            atomicMin(error, (((fv_u64)i * FV_ACT_LEN + (fv_u64)k) << 32) | (fv_u64)fv_action_bits(act[k]));
+            act[k] = 0;
+        }
     }
-    return v;
 }
 
-/* The arguments of every step kernel: n envs, their slots, actions (any integer type and byte
- * strides), the nine output buffers, the autoreset mode, the time limit and the error word. */
+/* The arguments of every step kernel: n envs, their slots, actions (byte strides per env, agent and
+ * dimension; fv_load_action's types), the nine output buffers, the autoreset mode, the time limit
+ * and the error word. */
 #define FV_STEP_KERNEL_ARGS                                                                                   \
-    int n, char *slots, const char *actions, long long env_stride, long long agent_stride, int action_bytes,      \
-        int action_signed, OBS_T *obs, float *rewards, unsigned char *terminated, unsigned char *truncated,       \
-        unsigned char *done, OBS_T *final_obs, float *ep_return, int *ep_length, float *stats, int autoreset_mode, \
-        int max_episode_steps, fv_u64 *error
+    int n, char *slots, const char *actions, long long env_stride, long long agent_stride, long long dim_stride, \
+        int action_bytes, int action_signed, OBS_T *obs, float *rewards, unsigned char *terminated,             \
+        unsigned char *truncated, unsigned char *done, OBS_T *final_obs, float *ep_return, int *ep_length,       \
+        float *stats, int autoreset_mode, int max_episode_steps, fv_u64 *error
 #define FV_STEP_KERNEL_CALL                                                                                     \
-    n, slots, actions, env_stride, agent_stride, action_bytes, action_signed, obs, rewards, terminated, truncated, \
-        done, final_obs, ep_return, ep_length, stats, autoreset_mode, max_episode_steps, error
-
-/* ---------------------------------------------------------------- fused random rollouts */
-/* The per-step outputs of one env during a fused rollout, held in registers: only the last step's
- * values reach global memory (one store each at the end instead of one per step). */
-typedef struct {
-    float rewards[NUM_AGENTS];
-    float ep_return[NUM_AGENTS];
-    float stats[NUM_STATS > 0 ? NUM_STATS : 1];
-    int ep_length;
-    unsigned char terminated, truncated;
-} fv_step_outputs;
-
-static __device__ __forceinline__ void fv_store_outputs(int i, const fv_step_outputs* out, float* rewards,
-                                                        unsigned char* terminated, unsigned char* truncated,
-                                                        unsigned char* done, float* ep_return, int* ep_length,
-                                                        float* stats) {
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        rewards[i * NUM_AGENTS + a] = out->rewards[a];
-        ep_return[i * NUM_AGENTS + a] = out->ep_return[a];
-    }
-    for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = out->stats[k];
-    ep_length[i] = out->ep_length;
-    terminated[i] = out->terminated;
-    truncated[i] = out->truncated;
-    done[i] = out->terminated | out->truncated;
-}
-
-/* One step of env i (private slot s, observation o) under the random policy at policy step t, with
- * the step outputs in registers; final_obs (written only where an episode ends) goes straight out. */
-static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, fv_action_cache* cache, long long t,
-                                                       fv_slot* s, OBS_T* o, fv_step_outputs* out, OBS_T* final_obs,
-                                                       int autoreset_mode, int max_episode_steps) {
-    long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_cached_random_action(cache, env_key, t, a);
-    fv_step_one(0, s, act, o, out->rewards, &out->terminated, &out->truncated,
-                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, out->ep_return, &out->ep_length, out->stats,
-                autoreset_mode, max_episode_steps);
-}
-
-/* `steps` steps of every env under the random policy (policy steps t0 .. t0 + steps - 1), in one
- * launch. Equal to alternating fv_random_actions_kernel and a step kernel; the outputs hold
- * the last step's values (final_obs that of the last episode end, as after those steps). The slot,
- * the obs and the step outputs live in registers for the whole launch. */
-extern "C" __global__ void fv_rollout_random_kernel(
-    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
-    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
-    float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fv_split p = fv_split_of(slots, n);
-    fv_slot s;
-    s.env = p.states[i];
-    fv_unpack_book(p.books[i], &s);
-    s.rng = p.rngs[i];
-    OBS_T o[NUM_AGENTS * OBS_SIZE];
-    fv_step_outputs out;
-    fv_u64 env_key = fv_mix64(key + (fv_u64)i);
-    fv_action_cache cache = {~0ULL, 0};
-    for (int t = 0; t < steps; t++)
-        fv_rollout_step(i, env_key, &cache, t0 + t, &s, o, &out, final_obs, autoreset_mode, max_episode_steps);
-    p.states[i] = s.env;
-    fv_store_book(&p.books[i], &s, out.terminated | out.truncated);
-    p.rngs[i] = s.rng;
-    for (int k = 0; k < NUM_AGENTS * OBS_SIZE; k++) obs[(long long)i * NUM_AGENTS * OBS_SIZE + k] = o[k];
-    fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
-}
+    n, slots, actions, env_stride, agent_stride, dim_stride, action_bytes, action_signed, obs, rewards, terminated, \
+        truncated, done, final_obs, ep_return, ep_length, stats, autoreset_mode, max_episode_steps, error
 
 /* ---------------------------------------------------------------- staged kernels
  * The same steps, with each block's slots and observations in shared memory (batch.h's staging:
@@ -357,10 +257,7 @@ static __device__ __forceinline__ void fv_store_states(State* states, const fv_s
 /* The staged step: one env per thread, the block's obs leaving shared memory in 16-byte words
  * where they can (fv_block_copy_wide). */
 static __device__ __forceinline__ void fv_step_staged(
-    int n, char* slots, const char* actions, long long env_stride, long long agent_stride,
-    int action_bytes, int action_signed, OBS_T* obs, float* rewards, unsigned char* terminated,
-    unsigned char* truncated, unsigned char* done, OBS_T* final_obs, float* ep_return,
-    int* ep_length, float* stats, int autoreset_mode, int max_episode_steps, fv_u64* error) {
+    FV_STEP_KERNEL_ARGS) {
     __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
     __shared__ __align__(16) unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
     fv_slot* sh = (fv_slot*)sh_slots;
@@ -368,15 +265,14 @@ static __device__ __forceinline__ void fv_step_staged(
     int count = min((int)blockDim.x, n - base);
     int i = base + tid;
     fv_split p = fv_split_of(slots, n);
-    long long act[NUM_AGENTS];
+    ACT_T act[FV_ACT_LEN];
     fv_book book;
     fv_rng rng;
     fv_state_regs r;
     unsigned int outputs_set = 0;
     int may_draw = 0;
     if (tid < count) { /* every load that does not depend on another, issued together */
-        for (int a = 0; a < NUM_AGENTS; a++)
-            act[a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+        fv_load_actions(act, actions, env_stride, agent_stride, dim_stride, action_bytes, action_signed, i);
         book = p.books[i];
         if (fv_steps_draw(autoreset_mode)) rng = p.rngs[i];
     }
@@ -390,7 +286,7 @@ static __device__ __forceinline__ void fv_step_staged(
     fv_finish_state_loads(sh, &r, p.states + base, count);
     __syncthreads();
     if (tid < count) {
-        for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(act[a], i, a, error);
+        fv_check_actions(act, i, error);
         fv_step_loaded(i, p, &sh[tid], outputs_set, may_draw, may_draw ? rng.counter : 0, act,
                        (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, rewards, terminated, truncated, done, final_obs,
                        ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
@@ -402,47 +298,6 @@ static __device__ __forceinline__ void fv_step_staged(
 
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_wide_kernel(FV_STEP_KERNEL_ARGS) {
     fv_step_staged(FV_STEP_KERNEL_CALL);
-}
-
-extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(
-    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
-    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
-    float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
-    __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
-    __shared__ unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
-    fv_slot* sh = (fv_slot*)sh_slots;
-    int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
-    int count = min((int)blockDim.x, n - base);
-    int i = base + tid;
-    fv_split p = fv_split_of(slots, n);
-    fv_book book;
-    fv_rng rng;
-    fv_state_regs r;
-    if (tid < count) {
-        book = p.books[i];
-        rng = p.rngs[i];
-    }
-    fv_issue_state_loads(&r, p.states + base, count);
-    if (tid < count) {
-        fv_unpack_book(book, &sh[tid]);
-        sh[tid].rng = rng;
-    }
-    fv_finish_state_loads(sh, &r, p.states + base, count);
-    __syncthreads();
-    if (tid < count) {
-        fv_step_outputs out;
-        fv_u64 env_key = fv_mix64(key + (fv_u64)i);
-        fv_action_cache cache = {~0ULL, 0};
-        for (int t = 0; t < steps; t++)
-            fv_rollout_step(i, env_key, &cache, t0 + t, &sh[tid], (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, &out,
-                            final_obs, autoreset_mode, max_episode_steps);
-        fv_store_book(&p.books[i], &sh[tid], out.terminated | out.truncated);
-        p.rngs[i] = sh[tid].rng;
-        fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
-    }
-    __syncthreads();
-    fv_store_states(p.states + base, sh, count);
-    fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
 
 /* ---------------------------------------------------------------- wide kernels
@@ -487,7 +342,7 @@ typedef struct {
 
 /* What env i's step reads that depends on nothing else (its RNG where every step may draw). */
 typedef struct {
-    long long act[NUM_AGENTS];
+    ACT_T act[FV_ACT_LEN];
     fv_book book;
     State env;
     fv_rng rng;
@@ -501,10 +356,10 @@ static __device__ __forceinline__ int fv_rng_with_rest(int autoreset_mode) {
 }
 
 static __device__ __forceinline__ void fv_issue_loads(fv_env_loads* l, fv_split p, int i, const char* actions,
-                                                      long long env_stride, long long agent_stride, int action_bytes,
-                                                      int action_signed, int autoreset_mode) {
-    for (int a = 0; a < NUM_AGENTS; a++)
-        l->act[a] = fv_load_action(actions, env_stride, agent_stride, action_bytes, action_signed, i, a);
+                                                      long long env_stride, long long agent_stride,
+                                                      long long dim_stride, int action_bytes, int action_signed,
+                                                      int autoreset_mode) {
+    fv_load_actions(l->act, actions, env_stride, agent_stride, dim_stride, action_bytes, action_signed, i);
     l->book = fv_load_wide(&p.books[i]);
     l->env = fv_load_wide(&p.states[i]);
     if (fv_rng_with_rest(autoreset_mode)) l->rng = fv_load_wide(&p.rngs[i]);
@@ -525,8 +380,9 @@ static __device__ __forceinline__ void fv_step_wide_loaded(
     else if (may_draw)
         s.rng = fv_load_wide(&p.rngs[i]);
     fv_u64 counter = may_draw ? s.rng.counter : 0;
-    long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++) act[a] = fv_checked_action(l->act[a], i, a, error);
+    ACT_T act[FV_ACT_LEN];
+    for (int k = 0; k < FV_ACT_LEN; k++) act[k] = l->act[k];
+    fv_check_actions(act, i, error);
     fv_obs_value o;
     OBS_T* obs_i = FV_OBS_IN_REGISTERS ? o.v : obs + (long long)i * NUM_AGENTS * OBS_SIZE;
     float reward[NUM_AGENTS], ret[NUM_AGENTS], st[NUM_STATS > 0 ? NUM_STATS : 1];
@@ -555,7 +411,8 @@ static __device__ __forceinline__ void fv_step_wide(FV_STEP_KERNEL_ARGS) {
     if (i >= n) return;
     fv_split p = fv_split_of(slots, n);
     fv_env_loads l;
-    fv_issue_loads(&l, p, i, actions, env_stride, agent_stride, action_bytes, action_signed, autoreset_mode);
+    fv_issue_loads(&l, p, i, actions, env_stride, agent_stride, dim_stride, action_bytes, action_signed,
+                   autoreset_mode);
     fv_step_wide_loaded(&l, i, p, obs, rewards, terminated, truncated, done, final_obs, ep_return, ep_length, stats,
                         autoreset_mode, max_episode_steps, error);
 }
@@ -573,5 +430,38 @@ extern "C" __device__ const int fv_book_size = (int)sizeof(fv_book);
 
 /* The env's statistic names, for the host (module.get_global). */
 extern "C" __device__ const char fv_stat_names[] = STAT_NAMES;
+
+/* ---------------------------------------------------------------- spaces and state access */
+/* The spaces (spaces.h) into device buffers, by one thread: obs_shape (FV_MAX_OBS_DIMS), obs bounds
+ * (OBS_SIZE each), nvec and action bounds (ACTION_DIMS each), and ndim (the obs's number of axes). */
+extern "C" __global__ void fv_spaces_kernel(int* obs_shape, float* obs_low, float* obs_high, long long* nvec,
+                                            float* action_low, float* action_high, int* ndim) {
+    if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
+    fv_fill_action_space(nvec, action_low, action_high);
+    *ndim = fv_fill_obs_space(obs_shape, obs_low, obs_high);
+}
+
+/* State access (fastvec.h's optional env_get_state / env_set_state) of the envs at indices[0 .. count)
+ * of the n envs' split slots; set writes their observations into obs and leaves their books. */
+extern "C" __global__ void fv_get_state_kernel(int n, char* slots, int count, const long long* indices, double* out) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+#if FV_HAS_STATE
+    State s = fv_split_of(slots, n).states[indices[j]];
+    env_get_state(&s, out + (long long)j * STATE_SIZE);
+#endif
+}
+
+extern "C" __global__ void fv_set_state_kernel(int n, char* slots, int count, const long long* indices,
+                                               const double* in, OBS_T* obs) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+#if FV_HAS_STATE
+    State* s = &fv_split_of(slots, n).states[indices[j]];
+    env_set_state(s, in + (long long)j * STATE_SIZE, obs + indices[j] * NUM_AGENTS * OBS_SIZE);
+#endif
+}
+
+#include "random_gpu.h"
 
 #endif /* FASTVEC_BATCH_GPU_H */

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit
+from fastvec.native.spaces import MAX_OBS_DIMS, ActionError, EnvSpaces  # noqa: F401  (callers catch cpu.ActionError)
 
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
 # arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
@@ -323,10 +324,6 @@ def compile_env(env_path: Path, defines: dict) -> Path:
         return lib_path
 
 
-class ActionError(ValueError):
-    """An action outside the env's Discrete range; the batch was not stepped."""
-
-
 class CompiledEnv:
     """A compiled env library and the sizes it declares."""
 
@@ -353,7 +350,25 @@ class CompiledEnv:
         self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i, p, p]
         self.lib.fv_step.restype = i
         self.lib.fv_render.argtypes = [p, i, p]
+        self.lib.fv_spaces.argtypes = [p] * 6
+        self.lib.fv_get_state.argtypes = [p, i, p, p]
+        self.lib.fv_set_state.argtypes = [p, i, p, p, p]
         self.lib.fv_set_num_threads(default_threads())
+        self.spaces = read_spaces(self.lib, name, self.obs_size, self.obs_dtype)
+        self.action_kind, self.action_dims = self.spaces.action_kind, self.spaces.action_dims
+        self.action_dtype, self.state_size = self.spaces.action_dtype, self.spaces.state_size
+
+
+def read_spaces(lib, name: str, obs_size: int, obs_dtype) -> EnvSpaces:
+    """The spaces a CPU library declares (batch.h's fv_spaces)."""
+    dims = lib.fv_action_dims()
+    shape = np.zeros(MAX_OBS_DIMS, np.int32)
+    obs_low, obs_high = np.zeros(obs_size, np.float32), np.zeros(obs_size, np.float32)
+    nvec = np.zeros(dims, np.int64)
+    action_low, action_high = np.zeros(dims, np.float32), np.zeros(dims, np.float32)
+    ndim = lib.fv_spaces(*(a.ctypes.data for a in (shape, obs_low, obs_high, nvec, action_low, action_high)))
+    return EnvSpaces.from_arrays(name, lib.fv_action_kind(), obs_size, obs_dtype, ndim, shape, obs_low, obs_high, nvec,
+                                 action_low, action_high, lib.fv_state_values())
 
 
 def default_threads() -> int:
@@ -407,9 +422,41 @@ def gym_out_layout(num_envs: int, num_stats: int) -> tuple[int, dict[str, tuple[
     }
 
 
+def state_indices(indices, num_envs: int) -> np.ndarray:
+    """Env indices for get_state/set_state as int64 (None: every env; negative ones count from the end),
+    or an IndexError/TypeError naming the bad one."""
+    if indices is None:
+        return np.arange(num_envs, dtype=np.int64)
+    given = np.asarray(indices)
+    if given.ndim > 1 or given.dtype.kind not in "iu" or given.dtype == np.bool_:
+        raise TypeError(f"indices must be an int or a 1-D list of ints, got {indices!r}")
+    flat = given.reshape(-1).astype(np.int64)
+    bad = (flat < -num_envs) | (flat >= num_envs)
+    if bad.any():
+        raise IndexError(f"env index {flat[bad][0]} out of range for {num_envs} envs")
+    return np.ascontiguousarray(flat % num_envs)
+
+
+def state_values(values, count: int, spaces: EnvSpaces) -> np.ndarray:
+    """Values for set_state as a contiguous (count, STATE_SIZE) float64 array, or a ValueError naming the shape."""
+    given = np.asarray(values, dtype=np.float64)
+    want = (count, spaces.state_size)
+    if given.shape == want[1:] and count == 1:
+        given = given.reshape(want)
+    if given.shape != want:
+        raise ValueError(f"state values for {count} env(s) of {spaces.name} must have shape {want}, got {given.shape}")
+    return np.ascontiguousarray(given)
+
+
+def require_state_access(spaces: EnvSpaces) -> None:
+    if spaces.state_size < 0:
+        raise AttributeError(f"{spaces.name} has no state access: its env file defines no STATE_SIZE, env_get_state "
+                             "and env_set_state (fastvec/native/fastvec.h)")
+
+
 class CpuBatch:
-    """num_envs copies of one env, stepped in place. Buffers (A = agents, O = obs size, S = stats):
-    obs (N, A, O), rewards (N, A) float32, terminated / truncated (N,) bool, final_obs (N, A, O)
+    """num_envs copies of one env, stepped in place. Buffers (A = agents, O = obs size, S = stats, D =
+    action values per agent): obs (N, A, O), rewards (N, A) float32, terminated / truncated (N,) bool, final_obs (N, A, O)
     (the terminal obs under SAME_STEP), and where an env is done: episode_return (N, A),
     episode_length (N,) int32, episode_stats (N, S)."""
 
@@ -430,7 +477,7 @@ class CpuBatch:
         self.episode_return = np.zeros((n, a), np.float32)
         self.episode_length = np.zeros(n, np.int32)
         self.episode_stats = np.zeros((n, len(env.stat_names)), np.float32)
-        self.actions = np.zeros((n, a), np.int64)  # staging for actions of other dtypes
+        self.actions = np.zeros((n, a, env.action_dims), env.action_dtype)  # staging for other dtypes and layouts
         # Buffers never move, so their addresses are taken once (ndarray.ctypes is too slow to call every step).
         self._step_ptrs = [_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated,
                                              self.final_obs, self.episode_return, self.episode_length,
@@ -448,13 +495,14 @@ class CpuBatch:
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
 
     def step(self, actions: np.ndarray, out: np.ndarray | None = None, out_obs: np.ndarray | None = None) -> int:
-        """Step every env with integer actions (N, A) and autoreset per the mode. Returns how many
-        envs ended; raises ActionError (nothing stepped) if an action is out of range.
+        """Step every env with actions (N, A, D) (or any shape of N * A * D values; int64 for the discrete
+        kinds, float32 for Box, others are cast) and autoreset per the mode. Returns how many envs ended;
+        raises ActionError (nothing stepped) if an action is out of range (discrete) or not finite (Box).
         For the Gymnasium face: out, a contiguous block to fill with agent 0's outputs as
         `gym_out_layout` lays them out, and out_obs, a contiguous array like obs to copy obs into;
         the threads that step the envs write both."""
         given = actions
-        if actions.dtype != np.int64 or not actions.flags.c_contiguous:
+        if actions.dtype != self.env.action_dtype or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions
         ended = self.env.lib.fv_step(self.num_envs, self._slots_ptr, _data_address(actions), *self._step_ptrs,
@@ -463,12 +511,25 @@ class CpuBatch:
                                      None if out_obs is None else _data_address(out_obs))
         if ended < 0:
             k = -1 - ended
-            env, agent = divmod(k, self.env.num_agents)
-            where = f"env {env}" if self.env.num_agents == 1 else f"env {env}, agent {agent}"
-            raise ActionError(
-                f"action {np.asarray(given).ravel()[k]} out of range for Discrete({self.env.num_actions}) at {where}"
-            )
+            raise self.env.spaces.action_error(k, np.asarray(given).ravel()[k], self.env.num_agents)
         return ended
+
+    def get_state(self, indices=None) -> np.ndarray:
+        """The states (len(indices), STATE_SIZE) float64 of envs `indices` (None: all), in the layout of
+        Gymnasium's `env.unwrapped.state` (fastvec.h's env_get_state)."""
+        require_state_access(self.env.spaces)
+        idx = state_indices(indices, self.num_envs)
+        out = np.zeros((len(idx), self.env.state_size), np.float64)
+        self.env.lib.fv_get_state(self._slots_ptr, len(idx), _ptr(idx), _ptr(out))
+        return out
+
+    def set_state(self, indices, values) -> None:
+        """Set the states of envs `indices` (None: all) to values (len, STATE_SIZE) and write their
+        observations into obs; their episode return and length carry on."""
+        require_state_access(self.env.spaces)
+        idx = state_indices(indices, self.num_envs)
+        values = state_values(values, len(idx), self.env.spaces)
+        self.env.lib.fv_set_state(self._slots_ptr, len(idx), _ptr(idx), _ptr(values), _ptr(self.obs))
 
     def render(self, i: int) -> np.ndarray:
         """An rgb_array frame (H, W, 3) uint8 of env i."""

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit, graphs
-from fastvec.native.cpu import ActionError
-from fastvec.native.device_array import DL_CUDA, STREAMS, DeviceArray, dlpack_view, stream_event, torch_int_types
+from fastvec.native.cpu import require_state_access, state_indices, state_values
+from fastvec.native.device_array import DL_CUDA, STREAMS, DeviceArray, dlpack_view, stream_event, torch_dtype
+from fastvec.native.spaces import MAX_OBS_DIMS, EnvSpaces
 from fastvec.native.gpu import (ENV_INCLUDE, INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module,
                                 primary_context)
 
@@ -25,9 +26,9 @@ ERROR_POLL_STEPS = 64  # device mode looks (without waiting) for bad actions eve
 NO_ERROR = 0xFFFF_FFFF_FFFF_FFFF
 # The step kernels of batch_gpu.h by name: all give the same bits; step_kernel_name picks one.
 STEP_KERNEL_NAMES = ("staged_wide", "wide", "wide_occ")
-# Their arguments in pycuda letters (i int32, q int64, Q uint64, P pointer): n, slots, actions, env and
-# agent strides, action bytes, signed, the nine output buffers, autoreset mode, max_episode_steps, error.
-STEP_KERNEL_ARGS = "iPPqqii" + "P" * 9 + "iiP"
+# Their arguments in pycuda letters (i int32, q int64, Q uint64, P pointer): n, slots, actions, env, agent
+# and dimension strides, action bytes, signed, the nine output buffers, autoreset mode, max_episode_steps, error.
+STEP_KERNEL_ARGS = "iPPqqqii" + "P" * 9 + "iiP"
 
 
 def parse_device(device) -> int:
@@ -68,7 +69,7 @@ class CudaCompiledEnv:
         self.context = primary_context(device_index)
         ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
                 ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes", "state_size",
-                 "book_size"]}
+                 "book_size", "action_kind", "action_dims", "state_values"]}
         self.obs_size, self.num_actions = ints["obs_size"], ints["num_actions"]
         self.num_agents, self.slot_size = ints["num_agents"], ints["slot_size"]
         # The slots on the GPU are split into states, books and RNGs (batch_gpu.h): their sizes.
@@ -78,7 +79,13 @@ class CudaCompiledEnv:
         self.stat_names = [s.strip() for s in names.split(",") if s.strip()]
         if len(self.stat_names) != ints["num_stats"]:
             raise ValueError(f"{self.name}: STAT_NAMES lists {len(self.stat_names)} names but NUM_STATS is {ints['num_stats']}")
+        self.spaces = read_spaces(self.module, self.name, self.obs_size, self.obs_dtype, ints)
+        self.action_kind, self.action_dims = self.spaces.action_kind, self.spaces.action_dims
+        # state_size is sizeof(State) here (the split slots); the state access's values are spaces.state_size.
+        self.action_dtype = self.spaces.action_dtype
         # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
+        self.get_state_kernel = self.module.get_function("fv_get_state_kernel").prepare("iPiPP")
+        self.set_state_kernel = self.module.get_function("fv_set_state_kernel").prepare("iPiPPP")
         self.reset_kernel = self.module.get_function("fv_reset_split_kernel").prepare("iPPPP")
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
         self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
@@ -115,6 +122,23 @@ class CudaCompiledEnv:
         two rounded up to 256 B, as batch_gpu.h's fv_split_of lays them out."""
         round_up = lambda b: -(-b // 256) * 256
         return round_up(num_envs * self.state_size) + round_up(num_envs * self.book_size) + num_envs * 16
+
+
+def read_spaces(module, name: str, obs_size: int, obs_dtype, ints: dict) -> EnvSpaces:
+    """The spaces a GPU module declares (batch_gpu.h's fv_spaces_kernel, run once by one thread)."""
+    drv = sys.modules["pycuda.driver"]
+    dims = ints["action_dims"]
+    host = {"shape": np.zeros(MAX_OBS_DIMS, np.int32), "obs_low": np.zeros(obs_size, np.float32),
+            "obs_high": np.zeros(obs_size, np.float32), "nvec": np.zeros(dims, np.int64),
+            "action_low": np.zeros(dims, np.float32), "action_high": np.zeros(dims, np.float32),
+            "ndim": np.zeros(1, np.int32)}
+    dev = {k: drv.mem_alloc(v.nbytes) for k, v in host.items()}
+    module.get_function("fv_spaces_kernel")(*dev.values(), block=(1, 1, 1), grid=(1, 1))
+    for k, v in host.items():
+        drv.memcpy_dtoh(v, dev[k])
+    return EnvSpaces.from_arrays(name, ints["action_kind"], obs_size, obs_dtype, int(host["ndim"][0]), host["shape"],
+                                 host["obs_low"], host["obs_high"], host["nvec"], host["action_low"],
+                                 host["action_high"], ints["state_values"])
 
 
 @lru_cache(maxsize=None)
@@ -154,8 +178,9 @@ class CudaBatch:
     """num_envs copies of one env on a GPU, stepped by one kernel launch per step(). Buffers have
     cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
     (N, A), terminated / truncated (N,), final_obs, episode_return (N, A), episode_length (N,),
-    episode_stats (N, S), plus done (N,) (terminated | truncated) and actions (N, A) int64 (staging
-    for host actions; policies of `rollout` write it).
+    episode_stats (N, S), plus done (N,) (terminated | truncated) and actions: (N, A) int64 for
+    Discrete, (N, A, D) for MultiDiscrete (int64) and Box (float32), D values per agent (staging for
+    host actions; policies of `rollout` write it).
 
     numpy=False: those names are DeviceArrays, step() returns at once (no host synchronisation),
     and a bad device action is reported at a later synchronisation (reset, synchronize(),
@@ -201,18 +226,21 @@ class CudaBatch:
             size += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // 256) * 256
         self._arena = drv.mem_alloc(size)
         self._slots = drv.mem_alloc(max(env.slots_bytes(n), 1))
-        self._actions = drv.mem_alloc(max(n * a * 8, 1))
+        action_bytes = n * a * env.action_dims * env.action_dtype.itemsize
+        self._actions = drv.mem_alloc(max(action_bytes, 1))
         self._slots_ptr = int(self._slots)
         drv.memset_d8(self._arena, 0, size)
         drv.memset_d8(self._slots, 0, max(env.slots_bytes(n), 1))
-        drv.memset_d8(self._actions, 0, max(n * a * 8, 1))
+        drv.memset_d8(self._actions, 0, max(action_bytes, 1))
         base = int(self._arena)
         view = lambda ptr, shape, dtype, owner: DeviceArray(ptr, shape, dtype, owner, self.stream_handle, env.device_index)
         self.dev = SimpleNamespace(**{name: view(base + offsets[name], shape, dtype, self._arena)
                                       for name, shape, dtype in fields})
         # All simulator state as opaque bytes (states, then books, then RNGs: batch_gpu.h).
         self.dev.slots = view(int(self._slots), (env.slots_bytes(n),), np.uint8, self._slots)
-        self.dev.actions = view(int(self._actions), (n, a), np.int64, self._actions)
+        self._action_axes = (n, a, env.action_dims)  # an array of actions may leave out axes 1 and 2 of size 1
+        action_shape = (n, a) if env.action_kind == "discrete" else self._action_axes
+        self.dev.actions = view(int(self._actions), action_shape, env.action_dtype, self._actions)
         self._error_ptr = self.dev.error.ptr
         drv.memset_d8(self._error_ptr, 0xFF, 8)
         self._error_host = drv.pagelocked_empty(1, np.uint64)
@@ -222,7 +250,7 @@ class CudaBatch:
             self._host_arena = drv.pagelocked_empty(size, np.uint8)
             host = {name: self._host_arena[offsets[name]:offsets[name] + int(np.prod(shape)) * np.dtype(dtype).itemsize]
                     .view(dtype).reshape(shape) for name, shape, dtype in fields}
-            host["actions"] = np.zeros((n, a), np.int64)
+            host["actions"] = np.zeros(action_shape, env.action_dtype)
             arrays = host
         else:
             arrays = {name: getattr(self.dev, name) for name, _, _ in fields}
@@ -276,13 +304,15 @@ class CudaBatch:
 
     # ------------------------------------------------------------------ step
     def step(self, actions) -> int | None:
-        """Step every env with integer actions (N, A) or (N,): a NumPy array or any CUDA array
-        (PyTorch, JAX, CuPy, DeviceArray; used in place, no copy) and autoreset per the mode.
-        NumPy mode returns how many envs ended; device mode returns None without waiting."""
-        ptr, env_stride, agent_stride, itemsize, signed = self._action_view(actions)
+        """Step every env with actions (N, A, D), where axes of size 1 other than N may be left out ((N,) for
+        one agent's Discrete action, (N, D) for one agent's MultiDiscrete or Box action): a NumPy array or any
+        CUDA array (PyTorch, JAX, CuPy, DeviceArray; used in place, no copy) of integers for the discrete
+        kinds, float32 or float64 for Box; autoreset per the mode. NumPy mode returns how many envs
+        ended; device mode returns None without waiting."""
+        view = self._action_view(actions)
         self._step_fn.prepared_async_call(
-            self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, ptr, env_stride, agent_stride,
-            itemsize, signed, *self._outputs, self.autoreset_code, self.max_episode_steps, self._error_ptr)
+            self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, *view, *self._outputs,
+            self.autoreset_code, self.max_episode_steps, self._error_ptr)
         return self._after_steps(1)
 
     def _after_steps(self, steps: int) -> int | None:
@@ -300,20 +330,18 @@ class CudaBatch:
             self._poll_errors()
         return None
 
-    def _action_view(self, actions) -> tuple[int, int, int, int, int]:
-        """(pointer, env stride, agent stride, item size, signed) of the actions, on the device."""
-        n, a = self.num_envs, self.env.num_agents
+    def _action_view(self, actions) -> tuple[int, int, int, int, int, int]:
+        """(pointer, env stride, agent stride, dimension stride, item size, signed) of the actions, on the device."""
         if isinstance(actions, DeviceArray):
-            ptr, shape, strides, dtype = actions.ptr, actions.shape, None, actions.dtype
+            ptr, shape, strides, dtype = actions.ptr, actions.shape, actions.strides, actions.dtype
             if actions.stream != self.stream_handle:
                 stream_event().make_wait(waiter=self.stream_handle, producer=actions.stream)
         elif type(actions).__module__ == "torch" and getattr(actions, "is_cuda", False):
             ptr, shape = actions.data_ptr(), tuple(actions.shape)
-            if actions.dtype not in torch_int_types():
-                raise TypeError(f"actions must be integers for Discrete({self.env.num_actions}), got torch dtype {actions.dtype}")
-            size, signed = torch_int_types()[actions.dtype]
-            dtype = np.dtype(f"{'i' if signed else 'u'}{size}")
-            strides = tuple(st * size for st in actions.stride())
+            dtype = torch_dtype(actions.dtype)
+            if dtype is None:
+                raise self._dtype_error(f"torch dtype {actions.dtype}")
+            strides = tuple(st * dtype.itemsize for st in actions.stride())
             if actions.device.index != self.env.device_index:
                 raise ValueError(f"actions are on {actions.device}, the envs on {self.device}")
             torch_stream = sys.modules["torch"].cuda.current_stream(actions.device).cuda_stream
@@ -333,38 +361,58 @@ class CudaBatch:
             ptr, shape, strides, dtype, _ = dlpack_view(actions, self.stream_handle)
         else:
             return self._host_action_view(actions)
-        if dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers for Discrete({self.env.num_actions}), got dtype {dtype}")
-        if shape == (n,) and a == 1:
-            env_stride, agent_stride = (strides[0] if strides else dtype.itemsize), 0
-        elif shape == (n, a):
-            env_stride = strides[0] if strides else a * dtype.itemsize
-            agent_stride = strides[1] if strides else dtype.itemsize
-        else:
-            want = f"({n},)" if a == 1 else f"({n}, {a})"
-            raise ValueError(f"actions must have shape {want} for {n} envs, got {shape}")
-        return ptr, env_stride, agent_stride, dtype.itemsize, int(dtype.kind == "i")
+        if not self._device_dtype_ok(dtype):
+            raise self._dtype_error(f"dtype {dtype}")
+        kept = self._kept_axes(tuple(shape))
+        given = strides or tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * dtype.itemsize for k in range(len(shape)))
+        layout = [0, 0, 0]  # the byte strides of (N, A, D); an axis left out has size 1, so its stride is never used
+        for axis, k in enumerate(kept):
+            layout[k] = given[axis]
+        return (ptr, *layout, dtype.itemsize, int(dtype.kind == "i"))
 
-    def _host_action_view(self, actions) -> tuple[int, int, int, int, int]:
+    def _kept_axes(self, shape: tuple) -> list[int]:
+        """Which axes of (N, A, D) an array of `shape` has: all, or all but some of size 1 after N."""
+        full = self._action_axes
+        optional = [k for k in (1, 2) if full[k] == 1]
+        for drop in ([], *[[k] for k in optional], optional):
+            kept = [k for k in range(3) if k not in drop]
+            if shape == tuple(full[k] for k in kept):
+                return kept
+        want = tuple(full[k] for k in range(3) if k == 0 or full[k] > 1)
+        raise ValueError(f"actions must have shape {want} for {self.num_envs} envs of {self.env.spaces.describe()}, "
+                         f"got {shape}")
+
+    def _device_dtype_ok(self, dtype: np.dtype) -> bool:
+        """Device actions are read in place: integers for the discrete kinds, float32 or float64 for Box."""
+        if self.env.action_kind == "box":
+            return dtype.kind == "f" and dtype.itemsize in (4, 8)
+        return dtype.kind in "iu"
+
+    def _dtype_error(self, what: str) -> TypeError:
+        need = "float32 or float64" if self.env.action_kind == "box" else "integers"
+        return TypeError(f"actions must be {need} for {self.env.spaces.describe()}, got {what}")
+
+    def _host_action_view(self, actions) -> tuple[int, int, int, int, int, int]:
         drv = sys.modules["pycuda.driver"]
-        n, a, k = self.num_envs, self.env.num_agents, self.env.num_actions
+        spaces, full = self.env.spaces, self.dev.actions.shape
         host = np.asarray(actions)
-        if host.dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers for Discrete({k}), got dtype {host.dtype}")
-        if host.size != n * a or host.shape not in ((n,), (n, a), (n * a,)):
-            raise ValueError(f"actions must have shape ({n},) for {n} envs, got {host.shape}")
-        bad = (host < 0) | (host >= k)  # host data: check here, so that nothing is stepped
-        if bad.any():
-            flat = int(np.flatnonzero(bad.ravel())[0])
-            raise ActionError(f"action {host.ravel()[flat]} out of range for Discrete({k}) at {self._where(flat)}")
+        if not spaces.accepts_dtype(host.dtype):
+            raise self._dtype_error(f"dtype {host.dtype}")
+        if host.shape != (self.num_envs * self.env.num_agents,) or self.env.action_dims > 1:
+            self._kept_axes(host.shape)  # else a flat (N * A,) array of one value per agent, taken as before
+        flat = spaces.first_bad(host)  # host data: check here, so that nothing is stepped
+        if flat is not None:
+            raise spaces.action_error(flat, host.ravel()[flat], self.env.num_agents)
         # From pageable memory the copy takes the data before returning, so the next step may
         # reuse the host array while this one is still queued (pinned staging would race).
-        drv.memcpy_htod_async(self.dev.actions.ptr, np.ascontiguousarray(host.reshape(n, a), np.int64), self.stream)
-        return self.dev.actions.ptr, a * 8, 8, 8, 1
+        drv.memcpy_htod_async(self.dev.actions.ptr, np.ascontiguousarray(host.reshape(full), self.env.action_dtype),
+                              self.stream)
+        return self._staged_action_view()
 
-    def _where(self, flat: int) -> str:
-        env, agent = divmod(flat, self.env.num_agents)
-        return f"env {env}" if self.env.num_agents == 1 else f"env {env}, agent {agent}"
+    def _staged_action_view(self) -> tuple[int, int, int, int, int, int]:
+        """The view of dev.actions (N, A, D) of the env's action dtype."""
+        size, (_, a, d) = self.env.action_dtype.itemsize, self._action_axes
+        return self.dev.actions.ptr, a * d * size, d * size, size, size, int(self.env.action_kind != "box")
 
     # ------------------------------------------------------------------ errors and synchronisation
     def error_word(self) -> int:
@@ -376,9 +424,10 @@ class CudaBatch:
             return
         drv = sys.modules["pycuda.driver"]
         drv.memset_d8(self._error_ptr, 0xFF, 8)
-        flat, value = word >> 32, int(np.uint32(word & 0xFFFFFFFF).view(np.int32))
-        raise ActionError(f"action {value} out of range for Discrete({self.env.num_actions}) at {self._where(flat)} "
-                          "(checked on the GPU; that env was stepped with action 0)")
+        bits = np.uint32(word & 0xFFFFFFFF)
+        value = bits.view(np.float32) if self.env.action_kind == "box" else int(bits.view(np.int32))
+        raise self.env.spaces.action_error(word >> 32, value, self.env.num_agents,
+                                           " (checked on the GPU; that env was stepped with action 0)")
 
     def _poll_errors(self) -> None:
         """Look at the error word copied after an earlier step, without waiting for the GPU."""
@@ -417,7 +466,8 @@ class CudaBatch:
         policy="random": one fused kernel launch; each env draws uniform actions from its own
         stream (keyed by the reset seed, continued across calls).
         policy=callable: called as policy(t, batch) for t in range(steps); it must only enqueue
-        work on batch.stream that writes batch.dev.actions (N, A) int64 from batch.dev.obs. With
+        work on batch.stream that writes batch.dev.actions (N, A, D) (int64, or float32 for Box) from
+        batch.dev.obs. With
         graph=True the whole loop is captured once as a CUDA graph (cached per (policy, steps))
         and replayed with one launch, so the callable runs at capture only.
         Afterwards the buffers hold the last step's results, as after step()."""
@@ -449,9 +499,42 @@ class CudaBatch:
         for t in range(steps):
             policy(t, self)
             self._step_fn.prepared_async_call(
-                self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, self.dev.actions.ptr,
-                self.env.num_agents * 8, 8, 8, 1, *self._outputs, self.autoreset_code, self.max_episode_steps,
+                self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr,
+                *self._staged_action_view(), *self._outputs, self.autoreset_code, self.max_episode_steps,
                 self._error_ptr)
+
+    # ------------------------------------------------------------------ state access
+    def get_state(self, indices=None) -> np.ndarray:
+        """As cpu.CpuBatch.get_state: (len(indices), STATE_SIZE) float64 (waits for the GPU)."""
+        drv = sys.modules["pycuda.driver"]
+        require_state_access(self.env.spaces)
+        idx = state_indices(indices, self.num_envs)
+        out = np.zeros((len(idx), self.env.spaces.state_size), np.float64)
+        if len(idx):
+            idx_dev, out_dev = drv.to_device(idx), drv.mem_alloc(max(out.nbytes, 1))
+            self.env.get_state_kernel.prepared_async_call(self._grid_of(len(idx)), self._block, self.stream,
+                                                          self.num_envs, self._slots_ptr, len(idx), int(idx_dev),
+                                                          int(out_dev))
+            drv.memcpy_dtoh_async(out, out_dev, self.stream)
+            self.stream.synchronize()
+        return out
+
+    def set_state(self, indices, values) -> None:
+        """As cpu.CpuBatch.set_state; the observations are written on the GPU (and copied back in NumPy mode)."""
+        drv = sys.modules["pycuda.driver"]
+        require_state_access(self.env.spaces)
+        idx = state_indices(indices, self.num_envs)
+        values = state_values(values, len(idx), self.env.spaces)
+        if len(idx):
+            idx_dev, values_dev = drv.to_device(idx), drv.to_device(values)
+            self.env.set_state_kernel.prepared_async_call(self._grid_of(len(idx)), self._block, self.stream,
+                                                          self.num_envs, self._slots_ptr, len(idx), int(idx_dev),
+                                                          int(values_dev), self.dev.obs.ptr)
+            self._download()
+            self.stream.synchronize()  # idx_dev and values_dev are freed when this returns
+
+    def _grid_of(self, count: int) -> tuple[int, int]:
+        return (count + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1
 
     # ------------------------------------------------------------------ the rest
     def render(self, i: int) -> np.ndarray:

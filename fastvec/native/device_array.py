@@ -1,5 +1,5 @@
 """GPU memory handed out without copies: DeviceArray (`__cuda_array_interface__` and DLPack, for
-PyTorch, JAX, CuPy) and the readers of other libraries' CUDA arrays (DLPack, torch integer types)."""
+PyTorch, JAX, CuPy) and the readers of other libraries' CUDA arrays (DLPack, torch dtypes)."""
 
 from __future__ import annotations
 
@@ -220,19 +220,18 @@ def stream_event() -> graphs.Event:
 
 
 # ---------------------------------------------------------------------- other libraries' arrays
-_TORCH_INT_TYPES: dict = {}
+_TORCH_DTYPES: dict = {}
 
 
-def torch_int_types() -> dict:
-    """torch integer dtype -> (bytes, signed), built on first use (torch is imported by then)."""
-    if not _TORCH_INT_TYPES:
+def torch_dtype(dtype) -> np.dtype | None:
+    """The NumPy dtype of a torch integer or float dtype (None for others: bool, complex, bfloat16), from a
+    table built on first use (torch is imported by then)."""
+    if not _TORCH_DTYPES:
         torch = sys.modules["torch"]
-        _TORCH_INT_TYPES.update({torch.int64: (8, 1), torch.int32: (4, 1), torch.int16: (2, 1), torch.int8: (1, 1),
-                                 torch.uint8: (1, 0)})
-        for name, size in [("uint16", 2), ("uint32", 4), ("uint64", 8)]:
-            if hasattr(torch, name):
-                _TORCH_INT_TYPES[getattr(torch, name)] = (size, 0)
-    return _TORCH_INT_TYPES
+        names = ["int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "float64", "float32",
+                 "float16"]
+        _TORCH_DTYPES.update({getattr(torch, name): np.dtype(name) for name in names if hasattr(torch, name)})
+    return _TORCH_DTYPES.get(dtype)
 
 
 def dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, object]:

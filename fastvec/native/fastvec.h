@@ -1,20 +1,36 @@
 /* fastvec.h: the portable environment ABI. An env file includes this header and then defines,
- * for ONE environment: its sizes, a `State` struct, `env_reset`, `env_step` and `env_render`.
- * The same file compiles as C99 (CPU backend, OpenMP) and as CUDA (GPU backend); see batch.h.
+ * for ONE environment: its sizes and spaces, a `State` struct, `env_reset`, `env_step` and `env_render`.
+ * The same file compiles as C99 (CPU backend) and as CUDA (GPU backend); see batch.h.
  *
  * Contract an env file fulfils (sizes may depend on -D parameters, e.g. FRAMESKIP):
- *   #define OBS_SIZE      floats (or bytes) per agent observation
- *   #define NUM_ACTIONS   size of each agent's Discrete action space
+ *   #define OBS_SIZE      elements per agent observation
  *   #define NUM_AGENTS    agents per environment (1 for single-agent games)
  *   #define NUM_STATS     episode statistics the env reports at episode end (0 allowed)
  *   #define STAT_NAMES    comma-separated names of those statistics, e.g. "score"
  *   #define RENDER_W / RENDER_H  size of an rgb_array frame
+ *   the action space (per agent), one of:
+ *     #define NUM_ACTIONS n                          Discrete(n) (ACTION_SPACE FV_DISCRETE, the default)
+ *     #define ACTION_SPACE FV_MULTI_DISCRETE, ACTION_DIMS k, ACTION_NVEC {n1, ..., nk}   MultiDiscrete
+ *     #define ACTION_SPACE FV_BOX, ACTION_DIMS k, ACTION_LOW {l1, ..., lk}, ACTION_HIGH {h1, ..., hk}
+ *                                                    Box of float32 with these bounds per dimension
  *   typedef struct {...} State;
  *   FV_FN void env_reset(State* s, fv_rng* rng, OBS_T* obs);          obs: (NUM_AGENTS, OBS_SIZE)
- *   FV_FN int  env_step(State* s, fv_rng* rng, const long long* actions, OBS_T* obs,
+ *   FV_FN int  env_step(State* s, fv_rng* rng, const ACT_T* actions, OBS_T* obs,
  *                       float* rewards, float* stats);                 returns 1 when terminated
  *   FV_FN void env_render(const State* s, unsigned char* rgb);         rgb: (RENDER_H, RENDER_W, 3)
- * Optional: #define OBS_T unsigned char (default float). #define SIMD_STEP 1 where env_step is
+ * ACT_T is `long long` for Discrete and MultiDiscrete, `float` for Box; `actions` is (NUM_AGENTS,
+ * ACTION_DIMS) (ACTION_DIMS is 1 for Discrete). Only valid actions reach env_step: discrete ones in
+ * range, Box ones finite (the backends raise on NaN and infinity, and step nothing); a finite Box
+ * action outside the bounds is passed as it is, and the env clips it as its Gymnasium original does.
+ * Observation space, optional: #define OBS_T unsigned char (default float: float32); #define OBS_SHAPE
+ * 10, 10, 4 (the product is OBS_SIZE; default (OBS_SIZE,)); bounds for every element, #define OBS_LOW x /
+ * OBS_HIGH x, or per element, OBS_LOW_ARRAY {...} / OBS_HIGH_ARRAY {...} (OBS_SIZE values; FV_INF is
+ * infinity). Default bounds: float (-FV_INF, FV_INF), unsigned char (0, 255). They are the Gymnasium
+ * observation space's, which the host reads back from the build.
+ * State access, optional (as Gymnasium's `env.unwrapped.state`): #define STATE_SIZE k and
+ *   FV_FN void env_get_state(const State* s, double* out);              k float64 values, Gymnasium's order
+ *   FV_FN void env_set_state(State* s, const double* in, OBS_T* obs);   sets them, writes the observation(s)
+ * #define SIMD_STEP 1 where env_step is
  * straight-line code (no branches and no calls; selects, `|` rather than `||`, and loops of fixed
  * length are fine): the CPU backend then runs it across envs in vector instructions (cartpole.h).
  * #define STEP_USES_RNG 0 where env_step never draws from rng (only env_reset does): the GPU step then
@@ -33,6 +49,25 @@
 #endif
 
 typedef unsigned long long fv_u64;
+
+/* The action space kinds (ACTION_SPACE). */
+#define FV_DISCRETE 0
+#define FV_MULTI_DISCRETE 1
+#define FV_BOX 2
+
+/* An action's type, from ACTION_SPACE as defined when it is used (an env defines ACTION_SPACE after
+ * including this file): long long for the discrete kinds (and when ACTION_SPACE is not defined),
+ * float for FV_BOX. */
+#define ACT_T FV_ACT_T_OF(ACTION_SPACE)
+#define FV_ACT_T_OF(kind) FV_ACT_T_PASTE(kind)
+#define FV_ACT_T_PASTE(kind) fv_act_t_##kind
+#define fv_act_t_0 long long
+#define fv_act_t_1 long long
+#define fv_act_t_2 float
+#define fv_act_t_ACTION_SPACE long long
+
+/* Infinity as a float constant, for observation bounds. */
+#define FV_INF (__builtin_inff())
 
 /* Counter-based RNG: draw k of the stream keyed by `key` is mix(mix(key) + k * golden), so the
  * stream of env i depends only on its seed (seed + i), never on num_envs or the backend. */

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.error import ClosedEnvironmentError, DependencyNotInstalled, ResetNeeded
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from fastvec import native
 from fastvec.native import cpu
+from fastvec.wrappers.render import FrameSequence, HumanWindow
+from fastvec.wrappers.spaces import batch_actions, gym_spaces, single_action
 
 _SEED_LIMIT = 2**63  # seeds drawn for envs reset without one
 
@@ -58,42 +60,6 @@ def check_keywords(func: str, env_name: str | None, params: dict, extra: tuple[s
                             f"{', '.join(known) or 'no parameters'})")
 
 
-class HumanWindow:
-    """render_mode="human": a pygame window showing the env's rgb_array frame at the env's render_fps, as
-    Gymnasium's own envs draw theirs. pygame is imported only here (`pip install 'fastvec[render]'`)."""
-
-    def __init__(self, fps: int):
-        try:
-            import pygame
-        except ImportError as e:
-            raise DependencyNotInstalled("render_mode='human' draws with pygame, which is not installed: "
-                                         "pip install 'fastvec[render]' (or pip install pygame)") from e
-        self.pygame, self.fps, self.screen, self.clock = pygame, fps, None, None
-
-    def show(self, frame: np.ndarray) -> None:
-        pg = self.pygame
-        if self.screen is None:  # the window opens at the first frame, as in Gymnasium's envs
-            pg.display.init()
-            self.screen, self.clock = pg.display.set_mode(frame.shape[1::-1]), pg.time.Clock()
-        self.screen.blit(pg.surfarray.make_surface(frame.swapaxes(0, 1)), (0, 0))
-        pg.event.pump()
-        self.clock.tick(self.fps)
-        pg.display.flip()
-
-    def close(self) -> None:
-        if self.screen is not None:
-            self.pygame.display.quit()
-            self.screen = None
-
-
-def check_wide_actions(a: np.ndarray, n: int) -> None:
-    """uint64 actions above 2**63 would read as negative once cast to the batch's int64: refuse them
-    here, reporting the value as given (other dtypes are range-checked by the batch itself)."""
-    if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.size and a.max() >= n:
-        k = int(np.argmax(a.ravel() >= n))
-        raise cpu.ActionError(f"action {a.ravel()[k]} out of range for Discrete({n}) at env {k}")
-
-
 def load_batch_env(env_name: str | None, source, params: dict, device: str = "cpu"):
     """Compile (cached) and load a built-in env by name, or a user env source with -D params, for
     the CPU (device="cpu") or a GPU ("cuda", "cuda:N"; PyCUDA, see fastvec/native/cuda.py)."""
@@ -110,17 +76,10 @@ def load_batch_env(env_name: str | None, source, params: dict, device: str = "cp
     return cuda.load(path, tuple(sorted(defines.items())), cuda.parse_device(device))
 
 
-def _spaces(env_name: str | None, compiled) -> tuple[gymnasium.spaces.Box, gymnasium.spaces.Discrete]:
-    info = native.ENVS.get(env_name) if env_name else None
-    shape = (compiled.obs_size,)
-    if compiled.obs_dtype == np.uint8:
-        obs_space = gymnasium.spaces.Box(0, 255, shape, np.uint8)
-    elif info is not None and info.obs_high is not None:
-        high = np.array(info.obs_high, np.float32)
-        obs_space = gymnasium.spaces.Box(-high, high, dtype=np.float32)
-    else:
-        obs_space = gymnasium.spaces.Box(-np.inf, np.inf, shape, np.float32)
-    return obs_space, gymnasium.spaces.Discrete(compiled.num_actions)
+def _spaces(env_name: str | None, compiled):
+    """(observation space, action space) of one agent: spaces.gym_spaces (the env file declares them; env_name
+    is not needed)."""
+    return gym_spaces(compiled)
 
 
 def _parse_autoreset_mode(mode) -> AutoresetMode:
@@ -129,24 +88,6 @@ def _parse_autoreset_mode(mode) -> AutoresetMode:
     except ValueError:
         choices = ", ".join(f"AutoresetMode.{m.name}" for m in AutoresetMode)
         raise ValueError(f"autoreset_mode={mode!r} is not one of {choices}") from None
-
-
-class FrameSequence(Sequence):
-    """The frames of every env as a lazy sequence: env i is rendered only when frames[i] is read,
-    so RecordVideo(record_first_only=True) on 4096 envs renders one frame per step."""
-
-    def __init__(self, render_one, num_envs: int):
-        self._render_one, self._num_envs = render_one, num_envs
-
-    def __len__(self) -> int:
-        return self._num_envs
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._num_envs))]
-        if not -self._num_envs <= i < self._num_envs:
-            raise IndexError(f"env index {i} out of range for {self._num_envs} envs")
-        return self._render_one(i % self._num_envs)
 
 
 class NativeVectorEnv(VectorEnv):
@@ -183,7 +124,14 @@ class NativeVectorEnv(VectorEnv):
     Inputs are checked before anything changes (a refused call leaves the env as it was): seeds
     are ints in [0, 2**64-1] (NumPy integers too; bools, floats and strings are refused, as
     Gymnasium's `np_random` refuses them), and an int seed needs seed + num_envs - 1 <= 2**64-1;
-    `max_episode_steps` is None or in [1, 2**31-1] (batch.h's C int); actions are integers.
+    `max_episode_steps` is None or in [1, 2**31-1] (batch.h's C int); actions are of the action space's
+    kind and shape (integers for Discrete and MultiDiscrete, numbers for Box), in range for the discrete
+    kinds and finite for Box (a finite Box action outside the bounds is clipped by the env, as Gymnasium's).
+
+    Spaces are the env file's (fastvec.h): `single_action_space` Discrete, MultiDiscrete or Box,
+    `single_observation_space` a float32 or uint8 Box of the declared shape and bounds; the batched ones
+    are `gymnasium.vector.utils.batch_space` of those. Envs that declare state access (classic control,
+    CartPole) read and set chosen sub-envs' states with `get_state(indices)` and `set_state(values, indices)`.
 
     Threads: one env object is used by one thread at a time (the batch is stepped in place). A
     reset/step while another thread is inside one raises RuntimeError; use one env per thread.
@@ -225,7 +173,8 @@ class NativeVectorEnv(VectorEnv):
         self.copy = (array_type == "numpy") if copy is None else copy
         self._max_episode_steps = max_episode_steps
         self.params = dict(params)
-        self.single_observation_space, self.single_action_space = _spaces(self.env_name, compiled)
+        self.single_observation_space, self.single_action_space = gym_spaces(compiled)
+        self.spaces = compiled.spaces
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.stat_names = compiled.stat_names
@@ -237,7 +186,7 @@ class NativeVectorEnv(VectorEnv):
 
             self.batch = cuda.CudaBatch(compiled, self.num_envs, autoreset_code, max_episode_steps,
                                         numpy=array_type == "numpy", validate=validate)
-        self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (N, O) view of the (N, 1, O) buffer
+        self._obs = self.batch.obs.reshape(self.num_envs, *self.spaces.obs_shape)  # a view of the (N, 1, O) buffer
         if array_type == "numpy":  # (N,) views of the (N, 1) buffers: contiguous, so step() casts them fast
             self._rewards = self.batch.rewards.reshape(self.num_envs)
             self._episode_return = self.batch.episode_return.reshape(self.num_envs)
@@ -306,7 +255,7 @@ class NativeVectorEnv(VectorEnv):
                 return (self._obs.copy(), self._device_rewards.copy(), b.terminated.copy(), b.truncated.copy(),
                         dict(self._device_infos))
             return self._obs, self._device_rewards, b.terminated, b.truncated, dict(self._device_infos)
-        actions = self._check_actions(actions)
+        actions = batch_actions(actions, self.spaces, self.num_envs)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()
             raise RuntimeError(f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options="
@@ -314,7 +263,7 @@ class NativeVectorEnv(VectorEnv):
         if self.device == "cpu":
             return self._step_cpu(actions)
         batch = self.batch
-        ended = batch.step(actions)  # validates the range in C; raises before stepping anything
+        ended = batch.step(actions)  # checks the values on the host; raises before stepping anything
         infos: dict[str, Any] = {}
         if ended:
             done = batch.terminated | batch.truncated
@@ -330,7 +279,7 @@ class NativeVectorEnv(VectorEnv):
         batch, n, fields = self.batch, self.num_envs, self._out_fields
         out = np.empty(self._out_bytes, np.uint8)
         obs = np.empty_like(self._obs) if self.copy else self._obs
-        ended = batch.step(actions, out, obs if self.copy else None)  # validates the range in C; raises before stepping
+        ended = batch.step(actions, out, obs if self.copy else None)  # checks the values in C; raises before stepping
         flags = np.frombuffer(out, *fields["flags"]).reshape(4, n)  # terminated, truncated, done, done
         infos: dict[str, Any] = {}
         if ended:
@@ -352,20 +301,8 @@ class NativeVectorEnv(VectorEnv):
             return info
         final_obs = np.empty(self.num_envs, dtype=object)
         for i in np.flatnonzero(done):
-            final_obs[i] = self.batch.final_obs[i, 0].copy()
+            final_obs[i] = self.batch.final_obs[i, 0].reshape(self.spaces.obs_shape).copy()
         return {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": info, "_final_info": done.copy()}
-
-    def _check_actions(self, actions) -> np.ndarray:
-        a = np.asarray(actions)
-        kind = a.dtype.kind
-        if kind != "i" and kind != "u":
-            raise TypeError(f"actions must be integers for {self.single_action_space} (shape ({self.num_envs},)), "
-                            f"got dtype {a.dtype}")
-        if a.shape not in ((self.num_envs,), (self.num_envs, 1)):
-            raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {a.shape}")
-        if kind == "u":
-            check_wide_actions(a, self.single_action_space.n)
-        return a.reshape(self.num_envs, 1)
 
     def _episode_info(self, done: np.ndarray) -> dict[str, Any]:
         b = self.batch  # the batch zeroes these where an env is not done
@@ -382,8 +319,25 @@ class NativeVectorEnv(VectorEnv):
         for k, name in enumerate(self.stat_names):
             info[name], info["_" + name] = b.episode_stats.column(k), b.done
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            return {"final_obs": b.final_obs.reshape(n, -1), "_final_obs": b.done, "final_info": info, "_final_info": b.done}
+            return {"final_obs": b.final_obs.reshape(n, *self.spaces.obs_shape), "_final_obs": b.done, "final_info": info, "_final_info": b.done}
         return info
+
+    # ------------------------------------------------------------------ state access
+    @one_thread
+    def get_state(self, indices=None) -> np.ndarray:
+        """The states of sub-envs `indices` (an int, a list of ints, or None for all) as a (len, STATE_SIZE)
+        float64 array, each in the layout of the Gymnasium env's `unwrapped.state` (envs whose file declares
+        state access: CartPole and the classic-control envs); an AttributeError for other envs."""
+        self._check_open()
+        return self.batch.get_state(None if indices is None else np.atleast_1d(indices))
+
+    @one_thread
+    def set_state(self, values, indices=None) -> None:
+        """Set the states of sub-envs `indices` (None: all) to `values` (len, STATE_SIZE), as assigning each
+        Gymnasium env's `unwrapped.state`: the next step starts from them. Their observations in the env's
+        buffers are updated; their episodes' step counts and returns carry on."""
+        self._check_open()
+        self.batch.set_state(None if indices is None else np.atleast_1d(indices), values)
 
     # ------------------------------------------------------------------ GPU only
     @one_thread
@@ -505,7 +459,7 @@ class NativeEnv(gymnasium.Env):
         self.vec._needs_reset[:] = False
         if self.window is not None:
             self.window.show(batch.render(0))
-        return batch.obs[0, 0].copy(), {}
+        return batch.obs[0, 0].reshape(self.vec.spaces.obs_shape).copy(), {}
 
     @property
     def _lock(self):
@@ -517,15 +471,28 @@ class NativeEnv(gymnasium.Env):
             self._check_open()
         if not self.vec._has_reset:
             raise ResetNeeded("call reset() before step()")
-        a = np.asarray([action])
-        if a.dtype.kind not in "iu" or a.size != 1:
-            raise TypeError(f"action {action!r} is not an integer: actions are ints in [0, {self.action_space.n})")
+        a = single_action(action, self.vec.spaces)
         self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
         obs, reward, term, trunc, info = self.vec.step(a)
         step_info = {k: v[0].item() for k, v in info.items() if not k.startswith("_") and k in self.vec.stat_names}
         if self.window is not None:
             self.window.show(self.vec.batch.render(0))
         return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), step_info
+
+    @property
+    def state(self) -> np.ndarray | None:
+        """The env's state as Gymnasium's classic-control envs' `unwrapped.state`: a float64 array in the same
+        order and meaning (None before the first reset, as there). A read is a copy; assigning sets the state
+        (and the observation the env holds), and the next step starts from it. Envs whose file declares no
+        state access raise AttributeError."""
+        self._check_open()
+        values = self.vec.get_state([0])[0]
+        return values if self.vec._has_reset else None
+
+    @state.setter
+    def state(self, values) -> None:
+        self._check_open()
+        self.vec.set_state(np.asarray(values, np.float64).reshape(1, -1), [0])
 
     def _check_open(self) -> None:
         if self.vec.closed:

@@ -18,7 +18,8 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 import fastvec
-from fastvec.wrappers.gymnasium import NativeVectorEnv, check_wide_actions, one_thread
+from fastvec.wrappers.gymnasium import NativeVectorEnv, one_thread
+from fastvec.wrappers.spaces import batch_actions
 
 
 class ClosedVecEnvError(ClosedEnvironmentError, RuntimeError):
@@ -93,13 +94,12 @@ class FastvecVecEnv(VecEnv):
         return obs.reshape(self._obs_shape)
 
     def step_async(self, actions: np.ndarray) -> None:
+        """Take the actions of every env: (N,) for Discrete, (N, D) for MultiDiscrete and Box (SB3 clips Box
+        actions to the bounds itself); checked as the vector env checks them (spaces.batch_actions)."""
         actions = np.asarray(actions)
-        if actions.dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers for {self.action_space}, got dtype {actions.dtype}")
-        if actions.size != self.num_envs:
-            raise ValueError(f"actions must have shape ({self.num_envs},) for {self.num_envs} envs, got {actions.shape}")
-        check_wide_actions(actions.ravel(), self.action_space.n)
-        self._actions = actions.reshape(self.num_envs, 1)
+        if self.venv.spaces.action_kind == "discrete" and actions.size == self.num_envs:
+            actions = actions.reshape(self.num_envs)  # SB3 hands Discrete actions as (N,) or (N, 1)
+        self._actions = batch_actions(actions, self.venv.spaces, self.num_envs)
 
     @property
     def _lock(self):
@@ -126,7 +126,7 @@ class FastvecVecEnv(VecEnv):
             for i in np.flatnonzero(done):
                 info = infos[i]
                 info["TimeLimit.truncated"] = bool(b.truncated[i] and not b.terminated[i])
-                info["terminal_observation"] = b.final_obs[i, 0].copy()
+                info["terminal_observation"] = b.final_obs[i, 0].reshape(self._obs_shape[1:]).copy()
                 info["episode"] = {"r": float(b.episode_return[i, 0]), "l": int(b.episode_length[i]), "t": elapsed}
                 for k, name in enumerate(self.venv.stat_names):
                     info[name] = float(b.episode_stats[i, k])

@@ -20,6 +20,7 @@ static std::mutex fv_atomic_mutex;
 #define __global__
 #define __forceinline__ inline
 #define __shared__ static
+#define __constant__
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() fv_block_barrier->arrive_and_wait()
@@ -57,18 +58,31 @@ extern "C" {
 int emu_state_size(void) { return (int)sizeof(State); }
 int emu_book_size(void) { return (int)sizeof(fv_book); }
 
+void emu_get_state(int n, char* slots, int count, const long long* indices, double* out) {
+    launch(count, 256, [=] { fv_get_state_kernel(n, slots, count, indices, out); });
+}
+
+void emu_set_state(int n, char* slots, int count, const long long* indices, const double* in, OBS_T* obs) {
+    launch(count, 256, [=] { fv_set_state_kernel(n, slots, count, indices, in, obs); });
+}
+
+void emu_spaces(int* obs_shape, float* obs_low, float* obs_high, long long* nvec, float* action_low,
+                float* action_high, int* ndim) {
+    launch(1, 1, [=] { fv_spaces_kernel(obs_shape, obs_low, obs_high, nvec, action_low, action_high, ndim); });
+}
+
 void emu_reset(int n, char* slots, const fv_u64* seeds, const unsigned char* mask, OBS_T* obs) {
     launch(n, 256, [=] { fv_reset_split_kernel(n, slots, seeds, mask, obs); });
 }
 
-/* kernel: 0 staged_wide, 1 wide, 2 wide_occ (cuda.STEP_KERNEL_NAMES); int64 actions (N, NUM_AGENTS). */
-void emu_step(int kernel, int n, char* slots, const long long* actions, OBS_T* obs, float* rewards,
-              unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
-              float* ep_return, int* ep_length, float* stats, int mode, int max_steps, fv_u64* error) {
-    const char* a = (const char*)actions;
-    long long es = NUM_AGENTS * 8;
-#define EMU_STEP(fn) [=] { fn(n, slots, a, es, 8, 8, 1, obs, rewards, terminated, truncated, done, final_obs, ep_return, \
-                              ep_length, stats, mode, max_steps, error); }
+/* kernel: 0 staged_wide, 1 wide, 2 wide_occ (cuda.STEP_KERNEL_NAMES); actions (N, NUM_AGENTS, ACTION_DIMS)
+ * with the given byte strides, `bytes` bytes each (integers, signed or not, or Box's float32/float64). */
+void emu_step(int kernel, int n, char* slots, const char* a, long long es, long long as, long long ds, int bytes,
+              int is_signed, OBS_T* obs, float* rewards, unsigned char* terminated, unsigned char* truncated,
+              unsigned char* done, OBS_T* final_obs, float* ep_return, int* ep_length, float* stats, int mode,
+              int max_steps, fv_u64* error) {
+#define EMU_STEP(fn) [=] { fn(n, slots, a, es, as, ds, bytes, is_signed, obs, rewards, terminated, truncated, done, \
+                              final_obs, ep_return, ep_length, stats, mode, max_steps, error); }
     switch (kernel) {
     case 0: launch(n, FV_STAGE_THREADS, EMU_STEP(fv_step_staged_wide_kernel)); break;
     case 1: launch(n, 256, EMU_STEP(fv_step_wide_kernel)); break;
@@ -89,7 +103,7 @@ void emu_rollout(int staged, int n, int steps, fv_u64 key, long long t0, char* s
                                                       final_obs, ep_return, ep_length, stats, mode, max_steps); });
 }
 
-void emu_random_actions(int n, fv_u64 key, long long t, long long* actions) {
+void emu_random_actions(int n, fv_u64 key, long long t, ACT_T* actions) {
     launch(n, 256, [=] { fv_random_actions_kernel(n, key, t, actions); });
 }
 }

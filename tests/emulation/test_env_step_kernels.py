@@ -93,8 +93,9 @@ class EmulatedBatch:
 
     def step(self, actions, kernel: str):
         actions = np.ascontiguousarray(actions, np.int64)
-        self.lib.emu_step(KERNELS[kernel], self.n, _ptr(self.slots), _ptr(actions), *self._outputs(), self.mode,
-                          self.max_steps, _ptr(self.error))
+        strides = [ctypes.c_int64(s) for s in (self.agents * 8, 8, 8)]
+        self.lib.emu_step(KERNELS[kernel], self.n, _ptr(self.slots), _ptr(actions), *strides, 8, 1, *self._outputs(),
+                          self.mode, self.max_steps, _ptr(self.error))
 
     def rollout(self, steps: int, key: int, t0: int, staged: bool):
         self.lib.emu_rollout(int(staged), self.n, steps, ctypes.c_uint64(key), ctypes.c_int64(t0), _ptr(self.slots),

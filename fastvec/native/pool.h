@@ -1,0 +1,194 @@
+/* pool.h: the CPU backend's pool of threads (batch.h's fv_reset and fv_step run on it): threads claim
+ * chunks of envs, so that no call waits for a thread that another process keeps off its core. Plain C99
+ * with pthreads; it knows nothing of envs (a job is a function over a range of env indices). */
+#ifndef FASTVEC_POOL_H
+#define FASTVEC_POOL_H
+
+#include <stdlib.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- the worker pool
+ * fv_reset and fv_step split the batch into chunks of envs that threads claim, one atomic flag per
+ * chunk: the calling thread and the pool's workers each claim the chunks of their own share of the batch
+ * first (so an env tends to stay on one core's caches from step to step), then any chunk still unclaimed,
+ * and the call returns once every chunk is done. Nothing waits for a thread that has not claimed a
+ * chunk, so a worker that is descheduled (another process busy on its core) costs at most the chunk it
+ * holds, never the step: the caller and the other workers step the rest. (An OpenMP team makes every
+ * thread check in at a barrier, so one descheduled thread stalled every step for a scheduler time
+ * slice; benchmarks/busy_cpu.py.) An idle worker spins for FV_WORKER_SPIN_NS in case the next call
+ * comes soon (a loop of steps), then sleeps on a condition variable; the caller waits for chunks that
+ * others hold by spinning. Spinning threads yield their core after FV_PAUSE_NS (fv_spin), so that
+ * one never keeps a thread with work, the caller or a worker holding a chunk, waiting for its core.
+ * Which thread steps an env never changes its results. One call at a time uses the pool: a call from a
+ * second thread while it is busy steps its batch alone. A forked child starts a pool of its own. */
+#define FV_WORKER_SPIN_NS 50000 /* an idle worker spins this long for the next call, then sleeps */
+#define FV_PAR_MIN_ENVS 256     /* below this many envs the caller steps them alone */
+#define FV_CHUNKS_PER_THREAD 4
+#define FV_PAUSE_NS 2000        /* spin on the CPU this long before spinning with sched_yield */
+#define FV_MAX_THREADS 256
+#define FV_MAX_CHUNKS 1024
+
+typedef int (*fv_chunk_fn)(const void* job, int lo, int hi);
+
+static struct {
+    pthread_mutex_t busy, lock; /* busy: held by the call using the pool; lock: for the sleepers */
+    pthread_cond_t wake;
+    int threads;               /* threads per call, the caller included (fv_set_num_threads) */
+    int started, forked, sleepers; /* workers running, pthread_atfork registered, workers asleep */
+    fv_chunk_fn fn;            /* the current job, written before its number is published */
+    const void* job;
+    int n, chunk, num_chunks, team;
+    /* each on a cache line of its own: */
+    __attribute__((aligned(64))) unsigned long long gen;  /* the current job's number */
+    __attribute__((aligned(64))) unsigned long long done; /* its chunks done << 32 | sum of their results */
+    __attribute__((aligned(64))) unsigned long long claimed[FV_MAX_CHUNKS]; /* chunk k: the job that claimed it */
+} fv_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1};
+
+#if defined(__x86_64__) || defined(__i386__)
+#define fv_pause() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define fv_pause() __asm__ __volatile__("yield")
+#else
+#define fv_pause() ((void)0)
+#endif
+
+static inline long long fv_now_ns(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_MONOTONIC, &t), (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Spins a moment on the CPU, then hands the core to any other runnable thread (sched_yield): a thread
+ * waiting here never keeps a thread with work off a shared core. Returns the nanoseconds since start
+ * (measured every 16th call, else 0). */
+static long long fv_spin(long long start, int i) {
+    long long elapsed = i % 16 == 0 ? fv_now_ns() - start : 0;
+    if (elapsed > FV_PAUSE_NS)
+        sched_yield();
+    else
+        fv_pause();
+    return elapsed;
+}
+
+/* Thread `id` claims and runs chunks of job `gen`: its own share first, then whatever is unclaimed.
+ * A claim is a compare-and-swap of the chunk's flag from an older job's number to gen (flags only
+ * grow), kept only if gen is still the current job afterwards: a worker that slept through a whole job
+ * leaves its stale claim behind as a flag that the current job still takes for unclaimed, and never
+ * touches a flag of a newer job. A kept claim means job gen is not finished, so its caller has not
+ * written the next job over the fields read before it. */
+static void fv_pool_work(unsigned long long gen, int id) {
+#define FV_GET(field) __atomic_load_n(&fv_pool.field, __ATOMIC_RELAXED)
+    fv_chunk_fn fn = FV_GET(fn);
+    const void* job = FV_GET(job);
+    int n = FV_GET(n), chunk = FV_GET(chunk), num_chunks = FV_GET(num_chunks), team = FV_GET(team);
+    if (id >= team || num_chunks > FV_MAX_CHUNKS) return;
+    int home = (int)((long long)id * num_chunks / team);
+    for (int j = 0; j < num_chunks; j++) {
+        int k = home + j < num_chunks ? home + j : home + j - num_chunks;
+        unsigned long long flag = __atomic_load_n(&fv_pool.claimed[k], __ATOMIC_RELAXED);
+        if (flag >= gen ||
+            !__atomic_compare_exchange_n(&fv_pool.claimed[k], &flag, gen, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            continue; /* claimed in this job (or, seen by a stale worker, in a newer one) */
+        if (__atomic_load_n(&fv_pool.gen, __ATOMIC_SEQ_CST) != gen) return; /* a stale worker */
+        int lo = k * chunk, hi = lo + chunk < n ? lo + chunk : n;
+        __atomic_fetch_add(&fv_pool.done, (1ULL << 32) + (unsigned)fn(job, lo, hi), __ATOMIC_RELEASE);
+    }
+}
+
+/* The number of the next job after `seen`: spin a while, then sleep until one is published. */
+static unsigned long long fv_pool_wait(unsigned long long seen) {
+    long long start = fv_now_ns();
+    for (int i = 1;; i++) {
+        unsigned long long gen = __atomic_load_n(&fv_pool.gen, __ATOMIC_ACQUIRE);
+        if (gen != seen) return gen;
+        if (fv_spin(start, i) > FV_WORKER_SPIN_NS) break;
+    }
+    unsigned long long gen;
+    pthread_mutex_lock(&fv_pool.lock);
+    __atomic_fetch_add(&fv_pool.sleepers, 1, __ATOMIC_SEQ_CST); /* then read gen: see fv_pool_run */
+    while ((gen = __atomic_load_n(&fv_pool.gen, __ATOMIC_SEQ_CST)) == seen)
+        pthread_cond_wait(&fv_pool.wake, &fv_pool.lock);
+    __atomic_fetch_sub(&fv_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&fv_pool.lock);
+    return gen;
+}
+
+static void* fv_worker(void* arg) {
+    int id = (int)(long)arg; /* 1, 2, ...: the caller is thread 0 */
+    unsigned long long seen = __atomic_load_n(&fv_pool.gen, __ATOMIC_ACQUIRE);
+    for (;;) {
+        seen = fv_pool_wait(seen);
+        fv_pool_work(seen, id);
+    }
+    return NULL;
+}
+
+/* In a forked child only the forking thread exists: the pool starts afresh there. */
+static void fv_pool_after_fork(void) {
+    pthread_mutex_t unlocked = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
+    fv_pool.busy = fv_pool.lock = unlocked;
+    fv_pool.wake = fresh;
+    fv_pool.started = fv_pool.sleepers = 0;
+}
+
+/* Starts workers up to `workers` (called under fv_pool.busy); they block every signal, which are
+ * then delivered to the process's own threads, as before the pool. */
+static void fv_pool_start(int workers) {
+    if (!fv_pool.forked) fv_pool.forked = 1, pthread_atfork(NULL, NULL, fv_pool_after_fork);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* on a failure: fewer workers (the caller steps whatever they do not) */
+    while (fv_pool.started < workers && pthread_create(&t, &attr, fv_worker, (void*)(long)(fv_pool.started + 1)) == 0)
+        fv_pool.started += 1;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Runs fn over envs [0, n) in chunks claimed by the caller and the pool's workers; returns the sum of
+ * fn's results. Chunks are whole 64-env blocks so that no two threads write one cache line of a
+ * byte-per-env output (terminated, truncated). */
+static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
+    int threads = __atomic_load_n(&fv_pool.threads, __ATOMIC_RELAXED);
+    if (threads <= 1 || n < FV_PAR_MIN_ENVS) return fn(job, 0, n);
+    if (pthread_mutex_trylock(&fv_pool.busy) != 0) return fn(job, 0, n); /* another thread's call has it */
+    if (fv_pool.started < threads - 1) fv_pool_start(threads - 1);
+    int team = fv_pool.started + 1 < threads ? fv_pool.started + 1 : threads;
+    if (team <= 1) {
+        pthread_mutex_unlock(&fv_pool.busy);
+        return fn(job, 0, n);
+    }
+    int target = team * FV_CHUNKS_PER_THREAD < FV_MAX_CHUNKS ? team * FV_CHUNKS_PER_THREAD : FV_MAX_CHUNKS;
+    int chunk = ((n + target - 1) / target + 63) / 64 * 64;
+    int num_chunks = (n + chunk - 1) / chunk;
+#define FV_SET(field, value) __atomic_store_n(&fv_pool.field, value, __ATOMIC_RELAXED)
+    FV_SET(fn, fn), FV_SET(job, job), FV_SET(n, n), FV_SET(chunk, chunk), FV_SET(num_chunks, num_chunks);
+    FV_SET(team, team), FV_SET(done, 0);
+    unsigned long long gen = __atomic_load_n(&fv_pool.gen, __ATOMIC_RELAXED) + 1;
+    /* Publish, then wake sleepers: a worker counts itself a sleeper before it reads gen, so either it
+     * sees this job or this call sees it asleep and wakes it (sequentially consistent). */
+    __atomic_store_n(&fv_pool.gen, gen, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&fv_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&fv_pool.lock);
+        pthread_cond_broadcast(&fv_pool.wake);
+        pthread_mutex_unlock(&fv_pool.lock);
+    }
+    fv_pool_work(gen, 0);
+    unsigned long long done;
+    long long start = 0;
+    for (int i = 1; ((done = __atomic_load_n(&fv_pool.done, __ATOMIC_ACQUIRE)) >> 32) < (unsigned)num_chunks; i++) {
+        if (start == 0) start = fv_now_ns();
+        fv_spin(start, i); /* a worker holding a chunk may be waiting for this core */
+    }
+    pthread_mutex_unlock(&fv_pool.busy);
+    return (int)(unsigned)done;
+}
+
+#endif /* FASTVEC_POOL_H */
