@@ -2,8 +2,7 @@
  * precision, reward 1 on every step (the terminating one included), float32 observation.
  * Truncation at 500 steps is the backend's (max_episode_steps), not this file's.
  * sin and cos of the pole's angle are glibc's bits (glibc_math.h), the values NumPy's np.sin/np.cos give
- * Gymnasium, so whole trajectories are Gymnasium's to the bit; where the CPU vectorises the step
- * (SIMD_STEP), the branch-free form of the same functions.
+ * Gymnasium, so whole trajectories are Gymnasium's to the bit.
  *
  * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same equations in float32 with a 16-byte
  * float32 state, like gymnax's CartPole (the observation is the state). Faster, above all on the GPU,
@@ -30,8 +29,11 @@
 #ifndef FLOAT32
 #define FLOAT32 0
 #endif
-#if defined(__AVX2__) && !defined(__CUDACC__)
-#define SIMD_STEP 1 /* env_step is straight-line code here (fv_sincos_branchless): vectorised across envs */
+/* The float32 step is straight-line code: the CPU runs it across envs in vector passes. The float64 step
+ * is not: glibc's sin/cos branch on the angle's range, and their branch-free form (every range computed,
+ * then selected; benchmarks/lab/cartpole_simd_exact.h) runs slower in vector passes than the branches do. */
+#if defined(__AVX2__) && !defined(__CUDACC__) && FLOAT32
+#define SIMD_STEP 1
 #endif
 #define STEP_USES_RNG 0 /* env_step never draws: the GPU step leaves the RNG in memory unless an env resets */
 #define STATE_SIZE 4 /* x, x_dot, theta, theta_dot: Gymnasium's unwrapped.state */
@@ -58,16 +60,6 @@ typedef struct {
 #endif
 
 #if !FLOAT32
-/* sin and cos of the pole's angle, glibc's (and so NumPy's) to the bit. */
-FV_FN void cartpole_sincos(double x, double* sin_x, double* cos_x) {
-#if SIMD_STEP
-    fv_sincos_branchless(x, sin_x, cos_x);
-#else
-    *sin_x = fv_sin(x);
-    *cos_x = fv_cos(x);
-#endif
-}
-
 FV_FN void cartpole_write_obs(const State* s, float* obs) {
     obs[0] = (float)s->x;
     obs[1] = (float)s->x_dot;
@@ -88,8 +80,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     (void)rng;
     (void)stats;
     double force = actions[0] == 1 ? CP_FORCE_MAG : -CP_FORCE_MAG;
-    double sintheta, costheta;
-    cartpole_sincos(s->theta, &sintheta, &costheta);
+    double sintheta = fv_sin(s->theta), costheta = fv_cos(s->theta); /* np.sin, np.cos: glibc's bits */
     /* Gymnasium's order of operations; np.square(v) is v * v, one rounding */
     double temp = (force + CP_POLEMASS_LENGTH * (s->theta_dot * s->theta_dot) * sintheta) / CP_TOTAL_MASS;
     double thetaacc = (CP_GRAVITY * sintheta - costheta * temp) /

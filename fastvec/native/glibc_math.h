@@ -495,35 +495,4 @@ FV_FN float fv_powf2(float x) {
     return (float)(p * s);
 }
 
-/* Branch-free sin and cos of one angle with fv_sin's and fv_cos's bits, for code that must vectorise
- * (cartpole.h's SIMD_STEP): every path is computed and the right one selected, so it costs several times
- * a branchy call; beyond |x| = 105414350 it keeps the reduction (not glibc's bits there). */
-FV_FN double fvm_sel_sin(double a, double da, int use_cos) { /* do_cos or do_sin of (a, da), no branch */
-    double ua = fabs(a), u = FVM_BIG + ua, v = ua - (u - FVM_BIG);
-    unsigned row = (unsigned)fvm_bits(u);
-    const double* t = fvm_sincos_table + 4 * (row < 109u ? row : 109u);
-    double dxs = a <= 0 ? -da : da, dxc = a < 0 ? -da : da, xc = v + dxc;
-    double xx = v * v, xxc = xc * xc;
-    double s = v + fma(v * xx, fma(xx, FVM_SN5, FVM_SN3), dxs);
-    double c = fma(v, dxs, xx * fma(xx, fma(xx, FVM_CS6, FVM_CS4), FVM_CS2));
-    double table_sin = copysign(t[0] + fma(s, t[2], fma(-c, t[0], fma(s, t[3], t[1]))), a);
-    double sc = fma(xc * xxc, fma(xxc, FVM_SN5, FVM_SN3), xc);
-    double cc = xxc * fma(xxc, fma(xxc, FVM_CS6, FVM_CS4), FVM_CS2);
-    double table_cos = t[2] + fma(-t[0], sc, fma(-t[2], cc, fma(-sc, t[1], t[3])));
-    return use_cos ? table_cos : (ua < 0.126 ? fvm_taylor_sin(a, da) : table_sin);
-}
-
-FV_FN void fv_sincos_branchless(double x, double* sin_x, double* cos_x) {
-    unsigned k = (unsigned)(fvm_bits(x) >> 32) & 0x7fffffffu;
-    double a, da, y = FVM_HP0 - fabs(x), ya = y + FVM_HP1;
-    int n = fvm_reduce(x, &a, &da), small = k < 0x3feb6000u, middle = !small & (k < 0x400368fdu);
-    double s = fvm_sel_sin(small ? x : (middle ? y : a), small ? 0.0 : (middle ? FVM_HP1 : da), !small & (middle | (n & 1)));
-    s = middle ? copysign(s, x) : ((!small & ((n & 2) != 0)) ? -s : s);
-    double c = fvm_sel_sin(small ? x : (middle ? ya : a), small ? 0.0 : (middle ? (y - ya) + FVM_HP1 : da),
-                           small | (!middle & !(n & 1)));
-    c = (!small & !middle & (((n + 1) & 2) != 0)) ? -c : c;
-    *sin_x = k < 0x3e500000u ? x : s;
-    *cos_x = k < 0x3e400000u ? 1.0 : c;
-}
-
 #endif /* FASTVEC_GLIBC_MATH_H */
