@@ -136,8 +136,10 @@ def import_optuna():
     return optuna
 
 
-def open_study(plan: Plan):
-    """The Optuna study (created, or joined when the storage holds it), with the sweep's sampler and pruner."""
+def open_study(plan: Plan, adopt: bool = False):
+    """The Optuna study (created, or joined when the storage holds it), with the sweep's sampler and pruner. A
+    study made for other settings (objective, metric, target, trial_seconds) is refused, or with adopt (--report,
+    which runs no trial) its settings replace the plan's."""
     optuna = import_optuna()
     s = plan.settings
     seed = None if s["sampler_seed"] < 0 else s["sampler_seed"]
@@ -165,7 +167,10 @@ def open_study(plan: Plan):
                 "target": s["target"], "trial_seconds": s["trial_seconds"]}
     saved = {k: study.user_attrs[k] for k in made_for if k in study.user_attrs}
     differs = {k: (v, made_for[k]) for k, v in saved.items() if v != made_for[k]}
-    if differs:
+    if adopt and "env" not in differs:
+        plan.settings.update(saved)
+        plan.settings.pop("env", None)
+    elif differs:
         listed = ", ".join(f"{k} {old!r} (here {new!r})" for k, (old, new) in differs.items())
         raise ConfigError(f"study {plan.study!r} in {plan.storage} was made for {listed}; its trials would not "
                           f"compare with this sweep's: join it with the same settings, or use another --sweep.study")
@@ -199,10 +204,10 @@ def create_study(optuna, plan: Plan, sampler, pruner, attempts: int = 3):
         try:
             return optuna.create_study(storage=storage, sampler=sampler, pruner=pruner, study_name=plan.study,
                                        directions=DIRECTIONS[plan.settings["objective"]], load_if_exists=True)
-        except ValueError:
-            raise
-        except Exception:
-            if attempt == attempts - 1 or isinstance(storage, optuna.storages.RDBStorage):
+        except Exception as err:
+            from sqlalchemy.exc import DBAPIError
+            if attempt == attempts - 1 or isinstance(storage, optuna.storages.RDBStorage) \
+                    or not isinstance(err, DBAPIError):
                 raise
             time.sleep(1.0 + attempt)
 
@@ -420,7 +425,7 @@ def _main(argv: list[str]) -> int:
         print("fixed for every trial:\n  " + "\n  ".join(f"{k} = {v!r}" for k, v in plan.space.fixed.items())
               if plan.space.fixed else "fixed for every trial: (none)")
         return 0
-    study = open_study(plan)
+    study = open_study(plan, adopt="--report" in flags)
     if "--report" in flags:
         for line in write_report(plan, study):
             print(line)

@@ -64,9 +64,6 @@ def check_path(path: str, env: str | None) -> None:
     if section == "sweep":
         raise ConfigError(f"search-space entry {path!r}: the sweep's own settings are not searched; set them as "
                           f"--{path}=VALUE")
-    if path in NOT_SEARCHABLE:
-        raise ConfigError(f"search-space entry {path!r}: a sweep trains one env on one process; set it once "
-                          f"(or run one sweep per value)")
     if section != "env" and path not in BY_PATH:
         import difflib
         close = difflib.get_close_matches(path, list(BY_PATH), n=1)
@@ -93,6 +90,14 @@ def parse_entry(path: str, spec, env: str | None = None):
     """One search-space entry as ("fixed", value) or ("search", an Optuna distribution). spec is a string in the
     command line's grammar (SPEC_FORMS) or a TOML value (a fixed one). Bad entries are ConfigErrors naming the
     entry and the forms it may take."""
+    what, value = _parse_entry(path, spec, env)
+    if what == "search" and path in NOT_SEARCHABLE:
+        raise ConfigError(f"search-space entry {path!r}: a sweep trains one env on one process; set it once "
+                          f"(or run one sweep per value)")
+    return what, value
+
+
+def _parse_entry(path: str, spec, env: str | None):
     check_path(path, env)
     kind = value_type(path, env)
     if not isinstance(spec, str):
