@@ -14,9 +14,11 @@ __all__ = ["make_vec", "make_vec_from_source", "ENVS", "__version__"]
 
 
 # Gymnasium's `reward_threshold` (the return at which a task counts as solved), from the Gymnasium env each
-# fastvec env reproduces: CartPole is CartPole-v1 (500 steps, threshold 475.0). Breakout and Pong are
-# fastvec's own games from state (not ALE's pixel games), so they have no declared threshold (None).
-REWARD_THRESHOLDS = {"fastvec/CartPole": 475.0}
+# fastvec env reproduces: CartPole is CartPole-v1 (500 steps, threshold 475.0), and so on for the classic-control
+# envs (Pendulum-v1 declares none). Breakout and Pong are fastvec's own games from state (not ALE's pixel games),
+# so they have no declared threshold (None).
+REWARD_THRESHOLDS = {"fastvec/CartPole": 475.0, "fastvec/Acrobot": -100.0, "fastvec/MountainCar": -110.0,
+                     "fastvec/MountainCarContinuous": 90.0}
 
 
 def _register_gymnasium() -> None:

@@ -91,6 +91,28 @@ ENVS: dict[str, NativeEnvInfo] = {
         },
         render_fps=30,
     ),
+    # Gymnasium's classic control, bit for bit (float64 physics, glibc's sin/cos/pow as NumPy calls them).
+    # Float parameters of Gymnasium's are integers here: n / 1000 (or / 1e6) is the double Python reads for the decimal.
+    "acrobot": NativeEnvInfo(
+        "acrobot.h", "fastvec/Acrobot", 500,
+        {"nips": Param(0, 0, 1, "1: the NeurIPS paper's dynamics (Gymnasium's book_or_nips='nips'); 0: the book's")},
+        render_fps=15,
+    ),
+    "mountaincar": NativeEnvInfo(
+        "mountaincar.h", "fastvec/MountainCar", 200,
+        {"goal_velocity_micro": Param(0, -70_000, 70_000, "Gymnasium's goal_velocity in millionths (0.01 is 10000)")},
+        render_fps=30,
+    ),
+    "mountaincarcontinuous": NativeEnvInfo(
+        "mountaincar_continuous.h", "fastvec/MountainCarContinuous", 999,
+        {"goal_velocity_micro": Param(0, -70_000, 70_000, "Gymnasium's goal_velocity in millionths (0.01 is 10000)")},
+        render_fps=30,
+    ),
+    "pendulum": NativeEnvInfo(
+        "pendulum.h", "fastvec/Pendulum", 200,
+        {"g_milli": Param(10_000, 0, 1_000_000, "Gymnasium's g (gravity, m/s^2) in thousandths (9.81 is 9810)")},
+        render_fps=30,
+    ),
     # MinAtar (the `minatar` package's five games, rules exact; minatar_*.h). Keys and ids as gymnax's
     # (Breakout-MinAtar, ...); the `minatar` package's own ids are MinAtar/Breakout-v1 (minimal actions) and -v0.
     **{key: NativeEnvInfo(
