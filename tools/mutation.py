@@ -11,6 +11,7 @@ mutator below. Usage and the current report: docs/testing.md.
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import json
 import os
@@ -193,12 +194,14 @@ def py_mutants(rel: str, path: Path) -> list[Mutant]:
     """cosmic-ray's work items for one module (the operators in PY_OPERATORS)."""
     from cosmic_ray.commands.init import _all_work_items
 
-    lines = path.read_text().split("\n")
+    text = path.read_text()
+    lines = text.split("\n")
+    lazy = _lazy_annotation_spans(text)
     found: list[Mutant] = []
     seen: dict[tuple, int] = {}
     for item in _all_work_items([path], {}):
         spec = item.mutations[0]
-        if spec.operator_name not in PY_OPERATORS:
+        if spec.operator_name not in PY_OPERATORS or any(a <= tuple(spec.start_pos) < b for a, b in lazy):
             continue
         lineno = spec.start_pos[0]
         index = seen.get((lineno, spec.operator_name), 0)
@@ -206,6 +209,22 @@ def py_mutants(rel: str, path: Path) -> list[Mutant]:
         found.append(Mutant(rel, lineno, lines[lineno - 1].strip(), spec.operator_name, index,
                             {"operator": spec.operator_name, "occurrence": spec.occurrence}))
     return found
+
+
+def _lazy_annotation_spans(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the annotations of a module with `from __future__ import annotations` are: never evaluated, so a
+    mutant inside one (`int | None` -> `int & None`) is equivalent by construction and is not generated."""
+    tree = ast.parse(text)
+    if not any(isinstance(node, ast.ImportFrom) and node.module == "__future__" and
+               any(alias.name == "annotations" for alias in node.names) for node in tree.body):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        for annotation in (getattr(node, "annotation", None), getattr(node, "returns", None)):
+            if isinstance(annotation, ast.expr):
+                spans.append(((annotation.lineno, annotation.col_offset),
+                              (annotation.end_lineno, annotation.end_col_offset)))
+    return spans
 
 
 def apply_py(path: Path, spec: dict) -> bool:
