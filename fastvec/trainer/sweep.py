@@ -8,6 +8,7 @@ import contextlib
 import copy
 import dataclasses
 import fcntl
+import gc
 import json
 import math
 import os
@@ -326,6 +327,7 @@ def run_trial(plan: Plan, trial, progress) -> dict:
         except ConfigError as err:  # e.g. a minibatch larger than the sampled rollout
             return {**record, "state": "FAIL", "error": str(err), "results": results}
         summary.pop("trainer", None)
+        gc.collect()  # the trainer's memory (on the GPU, its arena) goes before the next trial's is allocated
         results.append(watch.result({**summary, "seed": seed}))
         if not plan.settings["keep_checkpoints"]:
             shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -65,24 +66,17 @@ def describe_trial(plan, record: dict) -> str:
 
 
 class Progress:
-    """The sweep's display on stdout: a line per finished trial with the best so far and trials per hour, on a
-    terminal a live status line about the running trial under them (rich), in a pipe or a file a status line
-    every STATUS_LINE_SECONDS of a long trial."""
+    """The sweep's display on stdout: a line per finished trial with the best so far and trials per hour; under
+    them, on a terminal, a status line about the running trial redrawn in place, and in a pipe or a file (no
+    cursor moves there) a plain status line every STATUS_LINE_SECONDS of a long trial."""
 
     def __init__(self, plan, study, stream=None):
         self.plan, self.study, self.stream = plan, study, stream or sys.stdout
         self.status_every = STATUS_LINE_SECONDS
-        self.live = None
+        self.terminal = _isatty(self.stream) and os.environ.get("TERM") != "dumb"
+        self.status = ""  # the status line on screen (terminal only)
         self.last_status = 0.0
         self.best_text = "best --"
-        if _isatty(self.stream):
-            from rich.console import Console
-            from rich.live import Live
-            from rich.text import Text
-            console = Console(file=self.stream)
-            if not console.is_dumb_terminal:
-                self.live = Live(Text("starting"), console=console, auto_refresh=False, transient=True)
-                self.live.start()
         s = plan.settings
         budget = f"{fmt_number(s['trial_seconds'])} s" if s["trial_seconds"] else \
             f"{fmt_si(plan.base['train']['total_timesteps'])} steps"
@@ -94,22 +88,26 @@ class Progress:
                    f"{s['seeds']} seed(s); {s['sampler']} sampler, pruner {s['pruner'] if not plan.multi else 'none'}")
         self.write("searching: " + "; ".join(plan.space.describe()))
 
-    def write(self, line: str) -> None:
+    def _emit(self, text: str) -> None:
         try:
-            if self.live is not None:
-                self.live.console.print(line, highlight=False, markup=False, soft_wrap=True)
-            else:
-                self.stream.write(line + "\n")
-                self.stream.flush()
+            self.stream.write(text)
+            self.stream.flush()
         except (OSError, ValueError):  # a closed pipe: the sweep goes on without its display
             pass
+
+    def write(self, line: str, keep_status: bool = True) -> None:
+        """A line above the status line, which is redrawn under it (or, with keep_status False, cleared)."""
+        erase = "\r\x1b[2K" if self.status else ""
+        self.status = self.status if keep_status else ""
+        self._emit(erase + line + "\n" + self.status)
 
     def running(self, number: int, seconds: float, steps: int, value: float) -> None:
         text = (f"trial {number} running: {seconds:.1f} s, {fmt_si(steps)} steps, "
                 f"{self.plan.settings['metric'].replace('episode_', '')} {fmt_number(value)}  |  {self.best_text}")
-        if self.live is not None:
-            from rich.text import Text
-            self.live.update(Text(text, overflow="ellipsis", no_wrap=True), refresh=True)
+        if self.terminal:
+            width = shutil.get_terminal_size().columns - 1
+            self.status = text if len(text) <= width else text[:max(width - 3, 0)] + "..."
+            self._emit("\r\x1b[2K" + self.status)
         elif time.perf_counter() - self.last_status >= self.status_every:
             self.last_status = time.perf_counter()
             self.write(text)
@@ -122,15 +120,15 @@ class Progress:
             self.best_text = f"best {text} (trial {best.number})"
         self.last_status = time.perf_counter()
         self.write(f"{line}  |  {self.best_text}  |  {done} done here, {fmt_si(3600 * done / max(elapsed, 1e-9))} "
-                   f"trials/h")
+                   f"trials/h", keep_status=False)
 
     def note(self, line: str) -> None:
         self.write(line)
 
     def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+        if self.status:
+            self._emit("\r\x1b[2K")
+            self.status = ""
 
 
 def write_report(plan, study) -> list[str]:
