@@ -3,6 +3,8 @@ episode (termination and truncation both, so nothing is bootstrapped across a re
 per-minibatch normalised advantages handed to the PPO loss, every sequence trained once per epoch, the
 learning rate of each update, and the approx_kl / clipfrac statistics' definitions."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -194,3 +196,122 @@ def test_approx_kl_and_clipfrac_are_cleanrls_definitions():
     assert stats["entropy"] == pytest.approx(np.log(2))
     # pg: mean(max(-A r, -A clip(r))) with A = 1
     assert stats["policy_loss"] == pytest.approx(np.mean(np.maximum(-ratios, -np.clip(ratios, 0.8, 1.2))))
+
+
+COUNTING = Path(__file__).resolve().parents[1] / "envs" / "counting.h"
+
+
+def counting_trainer(num_envs=3, **train):
+    """A trainer on tests/envs/counting.h: reward = the action (0..4), episodes of exactly 3 steps."""
+    settings = {"horizon": 8, "bptt_horizon": 4, "minibatch_size": 4, "seed": 2, **train}
+    config = load_config("cartpole", {"env": {"num_envs": num_envs}, "train": settings,
+                                      "policy": {"kind": "mlp", "hidden": 8, "layers": 1}})
+    compiled = cpu.load(COUNTING, (("TERMINATE_AT", 3),))
+    batch = cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], None)
+    return NumpyTrainer(config, batch, make_policy_spec(config, batch.env.obs_size, batch.env.num_actions))
+
+
+@pytest.mark.parametrize("clamp", [True, False])
+def test_rewards_are_clamped_to_plus_minus_one_only_when_asked(clamp):
+    trainer = counting_trainer(reward_clamp=clamp)
+    trainer.rollout()
+    raw = trainer.actions.astype(np.float32)  # the env pays the action
+    assert raw.max() > 1
+    np.testing.assert_array_equal(trainer.rewards, np.minimum(raw, 1) if clamp else raw)
+
+
+def test_finished_episodes_are_reported_once_with_their_returns_and_lengths():
+    trainer = counting_trainer()
+    endings = record_endings(trainer)
+    trainer.rollout()
+    actions = trainer.actions  # (T, R); every env ends at steps 2 and 5 (3-step episodes from reset)
+    assert [t for t, (term, _) in enumerate(endings) if term.any()] == [2, 5]
+    returns = np.concatenate([actions[0:3].sum(0), actions[3:6].sum(0)]).astype(np.float64)
+    report = trainer.pop_episodes()
+    assert report["episodes"] == 6 and report["episode_length"] == 3.0 and report["count"] == 3.0
+    assert report["episode_return"] == pytest.approx(returns.mean())
+    assert trainer.pop_episodes() is None
+
+
+def test_timing_counters_add_up_to_at_most_the_wall_time():
+    import time
+
+    trainer = counting_trainer()
+    t0 = time.perf_counter()
+    trainer.rollout()
+    trainer.update(num_updates=2)
+    elapsed = time.perf_counter() - t0
+    assert all(0 < value <= elapsed for value in trainer.timing.values()), trainer.timing
+    assert sum(trainer.timing.values()) <= elapsed
+
+
+@pytest.mark.parametrize("bptt", [8, 4, 2])
+def test_segments_are_consecutive_steps_of_one_row(bptt):
+    """to_segments: sequence s * R + r is steps s*K .. s*K + K - 1 of row r; from_segments inverts it."""
+    trainer = counting_trainer(horizon=8, bptt_horizon=bptt, minibatch_size=bptt)
+    t, r = trainer.horizon, trainer.rows
+    x = np.arange(t * r).reshape(t, r) * 10
+    seg = trainer.to_segments(x)
+    assert seg.shape == (bptt, (t // bptt) * r)
+    for s in range(t // bptt):
+        for row in range(r):
+            np.testing.assert_array_equal(seg[:, s * r + row], x[s * bptt:(s + 1) * bptt, row])
+    np.testing.assert_array_equal(trainer.from_segments(seg), x)
+
+
+def test_vtrace_reweights_later_epochs_by_the_current_over_the_behaviour_policy(monkeypatch):
+    """Epoch 0 of synchronous data is plain GAE; every later epoch recomputes the advantages with ratios
+    pi/mu, pi being the log-probs each sequence got in its latest minibatch forward pass."""
+    trainer = make(vtrace=True, update_epochs=3, learning_rate=0.05)
+    trainer.rollout()
+    gae_calls, real_gae = [], ref.gae
+
+    def recording_gae(values, last_value, rewards, dones, gamma, lam, ratios=None, *clips):
+        gae_calls.append(None if ratios is None else ratios.copy())
+        return real_gae(values, last_value, rewards, dones, gamma, lam, ratios, *clips)
+
+    monkeypatch.setattr(ref, "gae", recording_gae)
+    indices, loss = record_minibatches(trainer, monkeypatch)
+    logits_seen, real_loss = [], loss.real
+
+    def loss_with_logits(logits, values, actions, *rest):
+        logits_seen.append((logits.copy(), actions.copy()))
+        return real_loss(logits, values, actions, *rest)
+
+    loss.real = loss_with_logits
+    trainer.update(num_updates=4)
+    assert len(gae_calls) == 3 and gae_calls[0] is None
+    per_epoch = len(indices) // 3
+    new_logp = trainer.to_segments(trainer.logp).copy()
+    for epoch in (1, 2):
+        for i in range((epoch - 1) * per_epoch, epoch * per_epoch):  # the previous epoch's forward passes
+            logits, actions = logits_seen[i]
+            new_logp[:, indices[i]] = np.take_along_axis(ref.log_softmax(logits), actions[..., None], -1)[..., 0]
+        expected = np.exp(trainer.from_segments(new_logp) - trainer.logp)
+        np.testing.assert_allclose(gae_calls[epoch], expected, rtol=1e-5)
+        assert not np.allclose(gae_calls[epoch], 1.0, atol=1e-4)  # the policy moved
+
+
+@pytest.mark.parametrize("kind", ["mingru", "mlp"])
+def test_policy_act_is_one_step_of_the_policy(kind):
+    """policy_act (the rollout's step) against policy_forward over a one-step horizon: argmax actions and their
+    log-probs when deterministic, inverse-CDF samples of rng's uniforms otherwise, and the new state."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=4, kind=kind, hidden=6, layers=2)
+    rng = np.random.default_rng(0)
+    params = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, rng) * 30)  # peaked logits
+    obs = rng.standard_normal((5, 3)).astype(np.float32)
+    starts = np.array([1, 0, 0, 1, 0], np.float32)
+    state = rng.standard_normal((spec.state_layers, 5, 6)).astype(np.float32)
+    logits, values, new_state, _ = ref.policy_forward(spec, params, obs[None], starts[None], state)
+    logp_all = ref.log_softmax(logits[0])
+    actions, logp, v, s = ref.policy_act(spec, params, obs, starts, state, None, deterministic=True)
+    np.testing.assert_array_equal(actions, logits[0].argmax(-1))
+    assert len(set(actions.tolist())) > 1
+    np.testing.assert_allclose(logp, logp_all[np.arange(5), actions], rtol=1e-6)
+    np.testing.assert_allclose(v, values[0], rtol=1e-6)
+    np.testing.assert_allclose(s, new_state, rtol=1e-6)
+    uniforms = np.random.default_rng(7).random(5, np.float32)
+    actions, logp, _, _ = ref.policy_act(spec, params, obs, starts, state, np.random.default_rng(7))
+    expected, expected_logp = ref.sample_actions(logits[0], uniforms)
+    np.testing.assert_array_equal(actions, expected)
+    np.testing.assert_allclose(logp, expected_logp, rtol=1e-6)

@@ -186,3 +186,54 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     assert path.read_bytes() == b"abc" and os.listdir(tmp_path) == ["f.bin"]
     ckpt.atomic_write(path, b"de")
     assert path.read_bytes() == b"de" and os.listdir(tmp_path) == ["f.bin"]
+
+
+def test_saving_creates_missing_folders_and_a_file_readable_under_the_umask(tmp_path):
+    path = ckpt.save(tmp_path / "run" / "checkpoints" / "x.npz", SPEC, "cartpole", 1, state(), {})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    ckpt.save(path, SPEC, "cartpole", 1, state(seed=1), {})  # over an existing file, in an existing folder
+    np.testing.assert_array_equal(ckpt.load(path)[1]["params"], state(seed=1)["params"])
+
+
+def test_other_files_beside_the_checkpoints(tmp_path):
+    """Numbered checkpoints come first by number, then other .npz files newest first; files that are not
+    .npz and atomic_write's temporary files are never candidates."""
+    folder = tmp_path / "checkpoints"
+    write(folder, 1)
+    for name, mtime in (("best.npz", 1e9), ("final.npz", 1.5e9), ("old.npz", 5e8)):
+        ckpt.save(folder / name, SPEC, "cartpole", 1, state(), {})
+        os.utime(folder / name, (mtime, mtime))
+    (folder / "notes.txt").write_text("x")
+    (folder / ".update_000002.npz.77.beef.tmp").write_bytes(b"x")
+    assert [p.name for _, p in ckpt.candidates(tmp_path)] == ["update_000001.npz", "final.npz", "best.npz", "old.npz"]
+    assert ckpt.candidates(tmp_path / "nothing") == []
+
+
+def test_several_rejected_checkpoints_are_counted_in_the_messages(tmp_path, capsys):
+    folder = tmp_path / "checkpoints"
+    write(folder, 1)
+    for update in (2, 3):
+        (folder / ckpt.checkpoint_name(update)).write_bytes(b"damaged")
+    path, _, _, rejected = ckpt.newest_valid(tmp_path)
+    assert path.name == "update_000001.npz" and len(rejected) == 2
+    assert "skipped 2 newer checkpoints (" in capsys.readouterr().err
+    (folder / "update_000001.npz").write_bytes(b"damaged")
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.newest_valid(tmp_path)
+    assert str(err.value).endswith(" (and 2 older checkpoints rejected too)")
+    (folder / "update_000001.npz").unlink()
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.newest_valid(tmp_path)
+    assert str(err.value).endswith(" (and 1 older checkpoint rejected too)")
+
+
+def test_error_lines_name_the_operation_path_and_reason(tmp_path):
+    err = OSError(13, "Permission denied", str(tmp_path / "a"))
+    assert str(ckpt.file_error(err, "write", tmp_path / "a")) == f"cannot write {tmp_path / 'a'}: Permission denied"
+    other = OSError(2, "No such file or directory", "/elsewhere")
+    assert str(ckpt.file_error(other, "read", "p")) == "cannot read p: No such file or directory (/elsewhere)"
+    assert ckpt._first_line(ValueError("first\nsecond")) == "ValueError: first"
+    assert ckpt._first_line(ValueError("")) == "ValueError"
+    assert ckpt._first_line(ValueError("x" * 300)) == "ValueError: " + "x" * 160
