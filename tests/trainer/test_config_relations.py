@@ -1,10 +1,28 @@
 """The relations between train.horizon, train.bptt_horizon and train.minibatch_size: each refused combination
 gives exactly its own error (the whole message, so a different error cannot pass for it), the fix each
-message suggests is accepted, and the boundary combinations (equal sizes, a minibatch of a whole rollout) run."""
+message suggests is accepted, and the boundary combinations (equal sizes, a minibatch of a whole rollout) run.
+Also the ENV argument's forms (built-in, PATH.h, gym:ID), an env file's -D parameters, a damaged run config's
+message and the generated default.toml."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from fastvec.trainer.config import ConfigError, load_config, rollout_sizes
+from fastvec.trainer.config import (
+    ConfigError,
+    default_toml,
+    help_text,
+    load_config,
+    looks_like_path,
+    parse_env_argument,
+    read_run_config,
+    rollout_sizes,
+    source_defines,
+    to_toml,
+)
 
 
 def refusal(train: dict, env="cartpole") -> str:
@@ -51,3 +69,80 @@ def test_a_minibatch_of_one_whole_rollout_runs_and_one_more_sequence_is_refused(
         rollout_sizes(train, num_envs, agents)
     assert str(err.value) == (f"train.minibatch_size={samples + 4} is larger than a rollout ({num_envs * agents} "
                               f"rows x horizon 16 = {samples} samples); lower it or raise env.num_envs / train.horizon")
+
+
+# ---------------------------------------------------------------------------------------------- env arguments
+
+COUNTING = Path(__file__).resolve().parents[1] / "envs" / "counting.h"
+
+
+def test_what_names_an_env_file():
+    assert looks_like_path("my_env.h") and looks_like_path(f"envs{os.sep}mine") and not looks_like_path("cartpole")
+    assert parse_env_argument("CartPole") == ("cartpole", {})
+    assert parse_env_argument("gym:Acrobot-v1") == ("gym:Acrobot-v1", {"gym_id": "Acrobot-v1"})
+    assert parse_env_argument(str(COUNTING)) == ("counting.h", {"source": str(COUNTING.resolve())})
+    with pytest.raises(ConfigError) as err:
+        parse_env_argument("gym:")
+    assert str(err.value) == "ENV 'gym:' names no Gymnasium id; e.g. fastvec-train gym:CartPole-v1"
+    with pytest.raises(ConfigError, match="env file 'nowhere/x.h' not found"):
+        parse_env_argument("nowhere/x.h")
+
+
+def test_an_env_file_given_by_key_under_any_name_loads():
+    config = load_config("my_counting", {"env": {"source": str(COUNTING), "terminate_at": 4, "fast": True}})
+    assert config["env"]["name"] == "my_counting" and config["env"]["source"] == str(COUNTING)
+    assert source_defines(config) == {"TERMINATE_AT": 4, "FAST": 1}
+
+
+@pytest.mark.parametrize("value,message", [
+    ("four", ("env.terminate_at='four': a parameter of an env file is a -D define, an int or a float "
+              "(e.g. --env.terminate_at=8)")),
+    (float("nan"), "env.terminate_at=nan: a parameter of an env file is a -D define"),
+    (2**63, f"env.terminate_at={2**63} does not fit in 64 bits"),
+    (-2**63 - 1, f"env.terminate_at={-2**63 - 1} does not fit in 64 bits"),
+])
+def test_env_file_parameters_must_be_64_bit_numbers(value, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(str(COUNTING), {"env": {"terminate_at": value}})
+    assert str(err.value).startswith(message)
+    for fits in (2**63 - 1, -2**63, 2.5):
+        load_config(str(COUNTING), {"env": {"terminate_at": fits}})
+
+
+@pytest.mark.parametrize("key,value", [("gym_id", "CartPole-v1"), ("source", str(COUNTING))])
+def test_a_custom_env_under_a_builtin_name_is_refused_naming_its_key(key, value):
+    with pytest.raises(ConfigError) as err:
+        load_config("cartpole", {"env": {key: value}})
+    assert str(err.value).startswith(f"env.{key}={value!r} under the name 'cartpole', a built-in env's")
+
+
+def test_a_damaged_run_config_names_at_most_four_missing_keys(tmp_path):
+    config = load_config("cartpole")
+    names = ["horizon", "bptt_horizon", "minibatch_size", "gamma", "seed"]
+    for name in names[:5]:
+        del config["train"][name]
+    path = tmp_path / "config.toml"
+    path.write_text(to_toml(config))
+    with pytest.raises(ConfigError) as err:
+        read_run_config(path)
+    missing = [f"train.{n}" for n in sorted(names, key=list(load_config("cartpole")["train"]).index)]
+    assert f"is damaged (it lacks {', '.join(missing[:4])} and more)" in str(err.value)
+    del_one = load_config("cartpole")
+    del del_one["train"]["gamma"]
+    path.write_text(to_toml(del_one))
+    with pytest.raises(ConfigError, match=r"is damaged \(it lacks train.gamma\); --resume"):
+        read_run_config(path)
+
+
+def test_help_for_an_env_file_lists_its_defines():
+    text = help_text(load_config(str(COUNTING), {"env": {"terminate_at": 4}}))
+    assert "counting.h's -D defines (any other --env.KEY=value adds one):\n    terminate_at = 4" in text
+    assert "with counting.h's values (defaults < the command line)" in text
+    text = help_text(load_config("pong"))
+    assert "with pong's values (defaults < pong.toml < the command line)" in text and "pong's parameters:" in text
+
+
+def test_running_the_module_prints_the_default_toml():
+    out = subprocess.run([sys.executable, "-m", "fastvec.trainer.config"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == default_toml()
