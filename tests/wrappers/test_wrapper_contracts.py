@@ -1,0 +1,52 @@
+"""Small contracts of the Gymnasium faces that whole-episode comparisons do not reach: stepping before the first
+reset, a partial reset before any full one, uint64 actions beyond int64 reported as given, and unseeded single
+envs drawing their own seeds."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import ResetNeeded
+from gymnasium.vector import AutoresetMode
+
+import fastvec  # noqa: F401  (registers fastvec/...)
+from fastvec.native.cpu import ActionError
+
+
+def test_the_vector_env_refuses_to_step_before_its_first_reset():
+    envs = gym.make_vec("fastvec/CartPole", num_envs=2)
+    with pytest.raises(ResetNeeded, match=r"call reset\(\) before step\(\)"):
+        envs.step(np.zeros(2, np.int64))
+    envs = gym.make_vec("fastvec/CartPole", num_envs=2, autoreset_mode=AutoresetMode.DISABLED)
+    with pytest.raises(ResetNeeded, match="the first reset"):
+        envs.reset(options={"reset_mask": np.array([True, False])})
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, np.int64))
+
+
+def test_the_single_env_refuses_to_step_before_its_first_reset():
+    env = gym.make("fastvec/CartPole")
+    with pytest.raises(ResetNeeded):
+        env.step(0)
+    env.reset(seed=1)
+    env.step(0)
+
+
+@pytest.mark.parametrize("value", [2**64 - 1, 2**63 + 5, 2])
+def test_big_unsigned_actions_are_reported_as_given(value):
+    envs = gym.make_vec("fastvec/CartPole", num_envs=3)
+    envs.reset(seed=0)
+    actions = np.array([1, 0, value], np.uint64)
+    with pytest.raises(ActionError, match=rf"action {value} out of range for Discrete\(2\) at env 2"):
+        envs.step(actions)
+    obs, *_ = envs.step(np.array([1, 0, 1], np.uint64))  # valid unsigned actions step
+    assert obs.shape == (3, 4)
+
+
+def test_unseeded_single_envs_draw_their_own_seeds():
+    starts = {tuple(gym.make("fastvec/CartPole").reset()[0]) for _ in range(4)}
+    assert len(starts) == 4
+    env = gym.make("fastvec/CartPole")
+    first, _ = env.reset(seed=3)
+    again, _ = env.reset()  # continues the seeded stream: a new episode, not a repeat
+    assert not np.array_equal(first, again)
+    np.testing.assert_array_equal(gym.make("fastvec/CartPole").reset(seed=3)[0], first)
