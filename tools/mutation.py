@@ -36,7 +36,7 @@ _WRAPPER_TESTS = ["tests/wrappers", "tests/native/test_autoreset.py", "tests/nat
                   "-k", _NOT_SLOW + " and not torchrl and not pygame"]
 TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
-                                     "tests/trainer/test_counter_streams.py"],
+                                     "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
