@@ -51,6 +51,8 @@ TARGETS: dict[str, list[str]] = {
                                   "-k", _NOT_SLOW],
     "fastvec/native/breakout.h": ["tests/native/test_breakout.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
     "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
+    # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
+    "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
 }
 
 # cosmic-ray operators kept: the slips a developer makes (an off-by-one comparison, a flipped sign, a
@@ -101,9 +103,11 @@ _C_SKIP_FUNCTION = re.compile(r"^FV_FN\b.*\b\w*(render|draw|digit)\w*\s*\(")
 
 
 def _mask_comments_and_strings(text: str) -> str:
-    """The text with comments and string literals blanked (newlines and offsets kept)."""
+    """The text with comments, string literals and launch bounds blanked (newlines and offsets kept)."""
     out = list(text)
-    for m in re.finditer(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])'", text, re.DOTALL):
+    # __launch_bounds__(threads, blocks) too: an occupancy hint, never a change of results.
+    for m in re.finditer(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])'|__launch_bounds__\([^)]*\)",
+                         text, re.DOTALL):
         for i in range(m.start(), m.end()):
             if out[i] != "\n":
                 out[i] = " "
