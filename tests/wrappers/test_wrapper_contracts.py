@@ -50,3 +50,41 @@ def test_unseeded_single_envs_draw_their_own_seeds():
     again, _ = env.reset()  # continues the seeded stream: a new episode, not a repeat
     assert not np.array_equal(first, again)
     np.testing.assert_array_equal(gym.make("fastvec/CartPole").reset(seed=3)[0], first)
+
+
+def pong_trajectory(make, steps=200):
+    """Observations of a Pong face under fixed actions from seed 4 (the bot's paddle is obs[1])."""
+    env = make()
+    obs, _ = env.reset(seed=4)
+    rng, seen = np.random.default_rng(0), [np.asarray(obs).copy()]
+    for _ in range(steps):
+        obs = env.step(rng.integers(0, 3, np.shape(obs)[:-1]) if np.ndim(obs) > 1 else int(rng.integers(0, 3)))[0]
+        seen.append(np.asarray(obs).copy())
+    return np.array(seen)
+
+
+def test_pongs_gymnasium_faces_default_to_one_env_and_bot_level_2():
+    from fastvec.wrappers.gymnasium import PongVectorEnv
+
+    default = PongVectorEnv()
+    assert default.num_envs == 1
+    level2 = pong_trajectory(lambda: PongVectorEnv(difficulty=2))
+    np.testing.assert_array_equal(pong_trajectory(PongVectorEnv), level2)
+    assert not np.array_equal(pong_trajectory(lambda: PongVectorEnv(difficulty=3)), level2)
+
+
+def test_pettingzoos_pong_bot_defaults_to_level_2():
+    from fastvec import pettingzoo as fpz
+
+    def trajectory(**kw):
+        env = fpz.parallel_env("Pong", **kw)
+        obs, _ = env.reset(seed=4)
+        rng, seen = np.random.default_rng(0), []
+        for _ in range(200):
+            obs, *_ = env.step({agent: int(rng.integers(0, 3)) for agent in env.agents})
+            seen.append(np.concatenate([obs[agent] for agent in sorted(obs)]))
+        return np.array(seen)
+
+    level2 = trajectory(opponent="bot", difficulty=2)
+    np.testing.assert_array_equal(trajectory(opponent="bot"), level2)
+    assert not np.array_equal(trajectory(opponent="bot", difficulty=0), level2)
