@@ -1,0 +1,138 @@
+"""glibc_math.h against the oracle it copies: this machine's libm (NumPy's float64 sin/cos and ** 2, float32 ** 2)
+on millions of arguments over every range its algorithms distinguish, and its tables against values recomputed
+from their definitions with mpmath (sin/cos of i/128, log(c), 2^(i/128), log2(c), 2^(i/32))."""
+
+import ctypes
+import platform
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from fastvec.native import NATIVE_DIR
+
+HEADER = NATIVE_DIR / "glibc_math.h"
+
+
+def glibc_fma() -> bool:
+    """glibc >= 2.28 on an x86-64 CPU with FMA: the libm build (its FMA variant) that glibc_math.h reproduces."""
+    name, version = platform.libc_ver()
+    if name != "glibc" or tuple(int(v) for v in version.split(".")[:2]) < (2, 28) or platform.machine() != "x86_64":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return re.search(r"\bfma\b", flags) is not None and re.search(r"\bavx2\b", flags) is not None
+
+
+needs_glibc_fma = pytest.mark.skipif(not glibc_fma(), reason="Gymnasium's sin/cos/pow bits here come from a libm "
+                                     "other than glibc's FMA build, which glibc_math.h reproduces")
+
+SOURCE = r"""
+#include "glibc_math.h"
+void v_sin(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_sin(x[i]); }
+void v_cos(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_cos(x[i]); }
+void v_pow2(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_pow2(x[i]); }
+void v_powf2(const float* x, float* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_powf2(x[i]); }
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    tmp = tmp_path_factory.mktemp("glibc_math")
+    (tmp / "wrap.c").write_text(SOURCE)
+    out = tmp / "wrap.so"
+    cmd = [cc, "-O2", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno", f"-I{NATIVE_DIR}",
+           str(tmp / "wrap.c"), "-o", str(out), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return ctypes.CDLL(str(out))
+
+
+def call(lib, name: str, x: np.ndarray) -> np.ndarray:
+    y = np.empty_like(x)
+    getattr(lib, name)(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(x.size))
+    return y
+
+
+def arguments(rng) -> np.ndarray:
+    """Uniform arguments in each range the functions branch on, both signs, plus their boundaries."""
+    parts = [rng.uniform(-b, b, 200_000) for b in (2**-26, 0.126, 0.855469, 2.426265, 10.0, 1e3, 1e8)]
+    edges = np.array([0.0, 2**-27, 2**-26, 0.126, 0.855469, 2.426265, 105414350.0, np.pi / 4, np.pi / 2, np.pi])
+    edges = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, 1)])
+    return np.concatenate(parts + [edges, -edges])
+
+
+@needs_glibc_fma
+def test_sin_cos_pow2_equal_numpys(lib):
+    x = arguments(np.random.default_rng(0))
+    for name, ref in (("v_sin", np.sin), ("v_cos", np.cos)):
+        got, want = call(lib, name, x), ref(x)
+        bad = np.flatnonzero(got.view(np.uint64) != want.view(np.uint64))
+        assert bad.size == 0, f"{name}: {bad.size} of {x.size} differ, e.g. x={x[bad[0]]!r}"
+    # float64 ** 2 is libm's pow, not x * x (they differ in ~0.1% of cases): scalars as Gymnasium's envs use them
+    x2 = np.concatenate([x[::20], np.ldexp(np.random.default_rng(1).uniform(1, 2, 20_000), np.arange(20_000) % 400 - 200)])
+    want = np.array([np.float64(v) ** 2 for v in x2])
+    got = call(lib, "v_pow2", x2)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    assert not np.array_equal(x2 * x2, want)  # the test can tell pow from a product
+
+
+@needs_glibc_fma
+def test_powf2_equals_numpys_float32_square(lib):
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.uniform(-2, 2, 60_000), np.ldexp(rng.uniform(1, 2, 20_000), rng.integers(-60, 60, 20_000))])
+    x = x.astype(np.float32)
+    want = np.array([v ** 2 for v in x], np.float32)  # np.float32 ** 2: libm's powf
+    got = call(lib, "v_powf2", x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not np.array_equal(x * x, want)
+
+
+def table(name: str) -> list[str]:
+    text = HEADER.read_text()
+    body = re.search(rf"{name}\[\d+\] = \{{(.*?)\}};", text, re.DOTALL).group(1)
+    return [v for v in re.split(r"[,\s]+", body) if v]
+
+
+def test_tables_are_their_definitions():
+    mpmath = pytest.importorskip("mpmath")
+    from mpmath.libmp import to_float
+
+    mpmath.mp.prec = 300
+
+    def rn(v):
+        return to_float(v._mpf_, rnd="n")
+
+    def u64(v: float) -> int:
+        return int(np.float64(v).view(np.uint64))
+
+    sincos = [float.fromhex(v) for v in table("fvm_sincos_table")]
+    for i in range(110):
+        x = mpmath.mpf(i) / 128
+        sn, cs = rn(mpmath.sin(x)), rn(mpmath.cos(x))
+        assert sincos[4 * i:4 * i + 4] == [sn, rn(mpmath.sin(x) - sn), cs, rn(mpmath.cos(x) - cs)], i
+    log = [float.fromhex(v) for v in table("fvm_log_table")]
+    for i in range(128):
+        invc, logc, logctail = log[3 * i:3 * i + 3]
+        assert (invc * 256).is_integer()  # 1/c = j/256: z/c - 1 is exact
+        exact = -mpmath.log(mpmath.mpf(invc))
+        assert logc == float(mpmath.nint(exact * 2**43) / 2**43) and logctail == rn(exact - logc), i
+    for name, n, shift in (("fvm_exp_table", 128, 45), ("fvm_exp2_table", 32, 47)):
+        entries = [int(v.removesuffix("ULL"), 16) for v in table(name)]
+        for k in range(n):
+            exact = mpmath.mpf(2) ** (mpmath.mpf(k) / n)
+            top = (u64(rn(exact)) - (k << shift)) % 2**64
+            if n == 128:  # exp's table also holds each entry's relative rounding error
+                assert entries[2 * k] == u64(rn((exact - rn(exact)) / rn(exact))) and entries[2 * k + 1] == top, k
+            else:
+                assert entries[k] == top, k
+    log2 = [float.fromhex(v) for v in table("fvm_log2_table")]
+    for i in range(16):
+        assert log2[2 * i + 1] == rn(-mpmath.log(mpmath.mpf(log2[2 * i]), 2)), i
