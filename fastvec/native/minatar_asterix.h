@@ -20,7 +20,7 @@ typedef struct {
     short ramp_timer;
     /* entity i lives in row i + 1 while on */
     signed char ent_on[8], ent_x[8], ent_right[8], ent_gold[8];
-    signed char player_x, player_y, spawn_speed, spawn_timer, move_speed, move_timer, last_action;
+    signed char player_x, player_y, spawn_speed, spawn_timer, move_speed, move_timer, last_action, terminal;
 } State;
 
 FV_FN void maa_write_obs(const State* s, unsigned char* obs) {
@@ -67,6 +67,7 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->ramp_timer = MAA_RAMP_INTERVAL;
     s->ramp_index = 0;
     s->last_action = 0;
+    s->terminal = 0;
     s->score = 0;
     maa_write_obs(s, obs);
 }
@@ -86,6 +87,12 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
                    float* stats) {
     int a = ma_sticky_action(&s->last_action, rng, actions[0]);
     int r = 0, terminal = 0;
+    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
+        rewards[0] = 0.0f;
+        stats[0] = (float)s->score;
+        maa_write_obs(s, obs);
+        return 1;
+    }
     if (s->spawn_timer == 0) {
         maa_spawn(s, rng);
         s->spawn_timer = s->spawn_speed;
@@ -120,6 +127,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
         }
     }
 
+    s->terminal = (signed char)terminal;
     s->score += r;
     rewards[0] = (float)r;
     stats[0] = (float)s->score;

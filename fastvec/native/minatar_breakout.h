@@ -15,7 +15,7 @@ typedef struct {
     int score;
     unsigned short bricks[10]; /* bit x of row y: a brick at (y, x) */
     signed char ball_x, ball_y, ball_dir; /* dir 0: up-left, 1: up-right, 2: down-right, 3: down-left */
-    signed char last_x, last_y, pos, strike, last_action;
+    signed char last_x, last_y, pos, strike, last_action, terminal;
 } State;
 
 FV_FN void mab_write_obs(const State* s, unsigned char* obs) {
@@ -39,6 +39,7 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->last_x = s->ball_x;
     s->last_y = s->ball_y;
     s->last_action = 0;
+    s->terminal = 0;
     s->score = 0;
     mab_write_obs(s, obs);
 }
@@ -47,6 +48,12 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
                    float* stats) {
     int a = ma_sticky_action(&s->last_action, rng, actions[0]);
     int r = 0, terminal = 0;
+    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
+        rewards[0] = 0.0f;
+        stats[0] = (float)s->score;
+        mab_write_obs(s, obs);
+        return 1;
+    }
     if (a == MA_LEFT) s->pos = s->pos > 0 ? s->pos - 1 : 0;
     else if (a == MA_RIGHT) s->pos = s->pos < 9 ? s->pos + 1 : 9;
 
@@ -93,6 +100,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
     s->ball_x = (signed char)new_x;
     s->ball_y = (signed char)new_y;
 
+    s->terminal = (signed char)terminal;
     s->score += r;
     rewards[0] = (float)r;
     stats[0] = (float)s->score;

@@ -18,7 +18,7 @@ typedef struct {
     int score;
     short terminate_timer;
     signed char car_x[8], car_timer[8], car_speed[8]; /* car i drives in row i + 1; speed -5..5, sign = direction */
-    signed char pos, move_timer, last_action;
+    signed char pos, move_timer, last_action, terminal;
 } State;
 
 /* minatar's _randomize_cars (speeds and timers; positions are left alone): eight speeds randint(1, 6),
@@ -55,6 +55,7 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->move_timer = MAF_PLAYER_SPEED;
     s->terminate_timer = MAF_TIME_LIMIT;
     s->last_action = 0;
+    s->terminal = 0;
     s->score = 0;
     maf_write_obs(s, obs);
 }
@@ -63,6 +64,12 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
                    float* stats) {
     int a = ma_sticky_action(&s->last_action, rng, actions[0]);
     int r = 0, terminal = 0;
+    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
+        rewards[0] = 0.0f;
+        stats[0] = (float)s->score;
+        maf_write_obs(s, obs);
+        return 1;
+    }
     if (a == MA_UP && s->move_timer == 0) {
         s->move_timer = MAF_PLAYER_SPEED;
         s->pos = s->pos > 0 ? s->pos - 1 : 0;
@@ -91,6 +98,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
     s->terminate_timer -= 1;
     if (s->terminate_timer < 0) terminal = 1;
 
+    s->terminal = (signed char)terminal;
     s->score += r;
     rewards[0] = (float)r;
     stats[0] = (float)s->score;

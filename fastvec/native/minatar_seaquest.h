@@ -50,7 +50,7 @@ typedef struct {
     maq_bullet f_bullets[MAQ_MAX_FBULLETS];
     signed char n_subs, n_fish, n_divers, n_e_bullets, n_f_bullets;
     signed char sub_x, sub_y, sub_right, surface, shot_timer, last_action;
-    signed char e_spawn_speed, e_spawn_timer, d_spawn_timer, move_speed;
+    signed char e_spawn_speed, e_spawn_timer, d_spawn_timer, move_speed, terminal;
 } State;
 
 FV_FN int maq_bullet_eq(maq_bullet a, maq_bullet b) { return a.x == b.x && a.y == b.y && a.right == b.right; }
@@ -124,6 +124,7 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->shot_timer = 0;
     s->surface = 1;
     s->last_action = 0;
+    s->terminal = 0;
     s->score = 0;
     maq_write_obs(s, obs);
 }
@@ -310,6 +311,12 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
                    float* stats) {
     int a = ma_sticky_action(&s->last_action, rng, actions[0]);
     int r = 0, terminal = 0;
+    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
+        rewards[0] = 0.0f;
+        stats[0] = (float)s->score;
+        maq_write_obs(s, obs);
+        return 1;
+    }
     if (s->e_spawn_timer == 0) {
         maq_spawn_enemy(s, rng);
         s->e_spawn_timer = s->e_spawn_speed;
@@ -354,6 +361,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
         else r += maq_surface(s);
     }
 
+    s->terminal = (signed char)terminal;
     s->score += r;
     rewards[0] = (float)r;
     stats[0] = (float)s->score;

@@ -22,7 +22,7 @@
 typedef struct {
     int score, ramp_index;
     unsigned short alien[10], f_bullet[10], e_bullet[10];
-    signed char pos, alien_dir, move_interval, alien_move_timer, alien_shot_timer, shot_timer, last_action;
+    signed char pos, alien_dir, move_interval, alien_move_timer, alien_shot_timer, shot_timer, last_action, terminal;
 } State;
 
 FV_FN int mas_popcount(unsigned int v) {
@@ -63,6 +63,7 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->ramp_index = 0;
     s->shot_timer = 0;
     s->last_action = 0;
+    s->terminal = 0;
     s->score = 0;
     mas_write_obs(s, obs);
 }
@@ -71,6 +72,12 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
                    float* stats) {
     int a = ma_sticky_action(&s->last_action, rng, actions[0]);
     int r = 0, terminal = 0;
+    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
+        rewards[0] = 0.0f;
+        stats[0] = (float)s->score;
+        mas_write_obs(s, obs);
+        return 1;
+    }
     unsigned int cannon = 1u << s->pos;
     if (a == MA_FIRE && s->shot_timer == 0) {
         s->f_bullet[9] |= (unsigned short)cannon;
@@ -152,6 +159,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
         mas_new_wave(s);
     }
 
+    s->terminal = (signed char)terminal;
     s->score += r;
     rewards[0] = (float)r;
     stats[0] = (float)s->score;

@@ -151,8 +151,8 @@ def hooked_batch(name, minimal=0, ramping=1, sticky_milli=100):
 class Lockstep:
     """The reference and the hooked fastvec env, one transition at a time."""
 
-    def __init__(self, name, seed, minimal=0, ramping=1, sticky=0.1):
-        self.name = name
+    def __init__(self, name, seed, minimal=0, ramping=1, sticky=0.1, past_end=False):
+        self.name, self.past_end = name, past_end
         self.ref = minatar.Environment(name, sticky_action_prob=sticky, difficulty_ramping=bool(ramping))
         self.rec = Recorder(seed)
         self.ref.random = self.ref.env.random = self.rec
@@ -190,7 +190,7 @@ class Lockstep:
         assert self.batch.rewards[0, 0] == reward, f"{self.name} {what}: reward {self.batch.rewards[0, 0]} != {reward}"
         assert bool(self.batch.terminated[0]) == terminal, f"{self.name} {what}: terminal differs"
 
-    def step(self, index):
+    def step(self, index, reset=True):
         chosen = self.action_set[index]
         before = self.ref.last_action
         self.rec.log.clear()
@@ -203,8 +203,10 @@ class Lockstep:
         self.compare(float(reward), bool(terminal), f"step {self.events['steps']}")
         self.events["steps"] += 1
         self.events["reward"] += reward
-        if terminal:
+        if terminal and reset:
             self.events["episodes"] += 1
+            if self.past_end:  # a step past the end changes nothing (fastvec with autoreset off)
+                self.step(index, reset=False)
             self.reset()
         return reward, terminal
 
@@ -301,6 +303,7 @@ def test_seaquest_matches_the_reference():
 @pytest.mark.parametrize("name", sorted(GAMES))
 def test_minimal_action_set_and_no_ramping_match_the_reference(name):
     """MinAtar/<Game>-v1's minimal action set (agent action i is the set's i-th), and
-    difficulty_ramping=False, under random play."""
-    run = play(name, 5, 1000, minimal=1, ramping=0)
-    assert run.events["steps"] == 1000
+    difficulty_ramping=False, under random play; a step past an episode's end changes nothing."""
+    run = play(name, 5, 1000, minimal=1, ramping=0, past_end=True)
+    assert run.events["steps"] == 1000 + run.events["episodes"]
+    assert run.events["episodes"] > 0 or name == "freeway"  # Freeway's episodes last 2,501 steps
