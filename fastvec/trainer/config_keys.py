@@ -265,6 +265,9 @@ KEYS: tuple[Key, ...] = (
         "postgresql://user@host/db or mysql+pymysql://user@host/db for several machines"),
     Key("sweep", "study", str, "", 'the study\'s name in the storage ("" = ENV-OBJECTIVE, e.g. cartpole-score)'),
     Key("sweep", "dir", str, "", 'the sweep directory: trials, best.toml, plots ("" = sweeps/ENV/STUDY)'),
+    Key("sweep", "env_space", bool, True,
+        "search the entries of fastvec/configs/ENV.toml's [sweep] section too (false: only --config's and the "
+        "command line's; e.g. to refine a best.toml along a few keys)"),
     Key("sweep", "keep_checkpoints", bool, False, "keep each trial's final checkpoint (under SWEEP_DIR/trials/)"),
 )
 

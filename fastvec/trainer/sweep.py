@@ -89,7 +89,10 @@ def make_plan(env: str, settings: dict, entries: dict, config_path: str | None) 
     given = config_file(config_path, env) if config_path else {}
     first = load_config(env, layer(given, {"sweep": settings}))
     name = first["env"]["name"]
-    space = parse_space({**{k: v for k, v in first["sweep"].items() if "." in k}, **entries}, name)
+    listed = {k: v for k, v in first["sweep"].items() if "." in k}
+    if not first["sweep"]["env_space"]:  # only --config's entries and the command line's
+        listed = {k: v for k, v in given.get("sweep", {}).items() if "." in k}
+    space = parse_space({**listed, **entries}, name)
     overrides = layer(given, {"sweep": settings}, space.overrides())
     base = load_config(env, overrides)
     s = base["sweep"]
@@ -240,6 +243,9 @@ class TrialWatch:
             self.progress.running(self.trial.number, seconds, steps, self.logs[-1][2])
             if self.target is not None and self.logs[-1][2] >= self.target:
                 self.hit = (seconds, steps)
+                if self.prunes:  # at every later point of the budget it stands at the target, for the pruner's
+                    for step in range(self.reported + 1, self.reports + 1):  # medians there
+                        self.trial.report(self.target - self.logs[-1][2], self.offset + step)
                 return True
         if self.budget and seconds >= self.budget:
             return True

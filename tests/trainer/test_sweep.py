@@ -105,6 +105,8 @@ def test_sweep_settings_are_config_keys_and_env_tomls_carry_a_search_space(tmp_p
     assert tomllib.loads(to_toml(config))["sweep"] == config["sweep"]  # the dotted entries are quoted keys
     (tmp_path / "config.toml").write_text(to_toml(config))  # a run's config.toml with them resumes
     assert load_run_config(tmp_path, "cartpole")["sweep"] == config["sweep"]
+    alone = sweep.make_plan("cartpole", {"env_space": False}, {"train.learning_rate": "1e-3:1e-2"}, None)
+    assert list(alone.space.distributions) == ["train.learning_rate"]  # cartpole.toml's entries left out
     breakout = load_config("breakout")["sweep"]
     assert breakout["metric"] == "score" and breakout["target"] == 850
     assert len(parse_space({k: v for k, v in breakout.items() if "." in k}, "breakout").distributions) >= 10
