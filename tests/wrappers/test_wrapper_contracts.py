@@ -88,3 +88,27 @@ def test_pettingzoos_pong_bot_defaults_to_level_2():
     level2 = trajectory(opponent="bot", difficulty=2)
     np.testing.assert_array_equal(trajectory(opponent="bot"), level2)
     assert not np.array_equal(trajectory(opponent="bot", difficulty=0), level2)
+
+
+def test_unseeded_pettingzoo_games_draw_their_own_seeds():
+    from fastvec import pettingzoo as fpz
+
+    starts = set()
+    for _ in range(4):
+        obs, _ = fpz.parallel_env("Pong").reset()
+        starts.add(tuple(np.concatenate(list(obs.values())).tolist()))
+    assert len(starts) == 4
+
+
+def test_the_sb3_adapter_defaults_to_one_env_and_refuses_to_step_before_reset():
+    pytest.importorskip("stable_baselines3")
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    venv = FastvecVecEnv("fastvec/CartPole")
+    assert venv.num_envs == 1
+    venv.step_async(np.zeros(1, np.int64))
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        venv.step_wait()
+    venv.reset()
+    obs, *_ = venv.step(np.zeros(1, np.int64))
+    assert obs.shape == (1, 4)
