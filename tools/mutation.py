@@ -32,18 +32,23 @@ EQUIVALENT_FILE = REPO / "tools" / "mutation_equivalent.toml"
 
 # Each mutated file and the fast tests that stand guard over it (pytest arguments, run in the clone).
 _NOT_SLOW = "not compiles_for_the_gpu and not env_sources_compile_as_cuda and not learns and not cleanrl"
-_WRAPPER_TESTS = ["tests/wrappers", "tests/native/test_autoreset.py", "tests/native/test_rules.py",
-                  "-k", _NOT_SLOW + " and not torchrl and not pygame"]
+_CONTRACTS = "tests/wrappers/test_wrapper_contracts.py"
+_ADAPTER_TESTS = ["tests/wrappers/test_integrations.py", "tests/wrappers/test_env_inputs.py", _CONTRACTS,
+                  "-k", _NOT_SLOW + " and not rllib and not record_video"]
 TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
-    "fastvec/wrappers/gymnasium.py": _WRAPPER_TESTS,
-    "fastvec/wrappers/pettingzoo.py": _WRAPPER_TESTS,
-    "fastvec/wrappers/sb3.py": _WRAPPER_TESTS,
-    "fastvec/wrappers/torch.py": _WRAPPER_TESTS,
+    "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_env_inputs.py", "tests/wrappers/test_render_and_kwargs.py",
+                                      _CONTRACTS, "tests/native/test_autoreset.py", "tests/native/test_rules.py",
+                                      "tests/native/test_cartpole.py", "tests/native/test_pong.py",
+                                      "-k", _NOT_SLOW + " and not pygame"],
+    "fastvec/wrappers/pettingzoo.py": ["tests/wrappers/test_pettingzoo.py", "tests/wrappers/test_env_inputs.py",
+                                       _CONTRACTS, "-k", _NOT_SLOW],
+    "fastvec/wrappers/sb3.py": _ADAPTER_TESTS,
+    "fastvec/wrappers/torch.py": _ADAPTER_TESTS,
     "fastvec/native/batch.h": ["tests/native/test_autoreset.py", "tests/native/test_cpu_batch_inputs.py",
                                "tests/native/test_rules.py", "tests/native/test_cartpole.py",
                                "tests/native/test_cpu_speed_paths.py", "-k", _NOT_SLOW],

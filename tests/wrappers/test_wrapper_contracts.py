@@ -112,3 +112,30 @@ def test_the_sb3_adapter_defaults_to_one_env_and_refuses_to_step_before_reset():
     venv.reset()
     obs, *_ = venv.step(np.zeros(1, np.int64))
     assert obs.shape == (1, 4)
+
+
+def test_the_torch_face_of_a_cpu_env_is_the_numpy_env_as_tensors():
+    torch = pytest.importorskip("torch")
+    from fastvec.wrappers.torch import TorchVectorEnv, as_tensor
+
+    def make():
+        return gym.make_vec("fastvec/CartPole", num_envs=3, autoreset_mode=AutoresetMode.SAME_STEP,
+                            max_episode_steps=4)
+
+    envs, plain = TorchVectorEnv(make()), make()
+    obs, info = envs.reset(seed=1)
+    assert isinstance(obs, torch.Tensor) and obs.dtype == torch.float32 and info == {}
+    np.testing.assert_array_equal(obs.numpy(), plain.reset(seed=1)[0])
+    for step in range(4):
+        actions = torch.tensor([0, 1, step % 2])
+        got, want = envs.step(actions), plain.step(actions.numpy())
+        for tensor, array in zip(got[:4], want[:4]):
+            assert isinstance(tensor, torch.Tensor)
+            np.testing.assert_array_equal(tensor.numpy(), array)
+    info = got[4]
+    assert bool(info["_final_obs"].all()) and isinstance(info["_final_obs"], torch.Tensor)
+    assert info["final_obs"].dtype == object  # object arrays stay NumPy
+    np.testing.assert_array_equal(info["final_info"]["episode_length"].numpy(), [4, 4, 4])
+    shared = np.zeros(3, np.float32)
+    as_tensor(shared)[1] = 5.0  # a view, not a copy
+    assert shared[1] == 5.0 and as_tensor(7) == 7
