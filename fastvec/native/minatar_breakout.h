@@ -23,9 +23,7 @@ FV_FN void mab_write_obs(const State* s, unsigned char* obs) {
     MA_SET(obs, s->ball_y, s->ball_x, 1);
     MA_SET(obs, 9, s->pos, 0);
     MA_SET(obs, s->last_y, s->last_x, 2);
-    for (int y = 0; y < 10; y++)
-        for (int x = 0; x < 10; x++)
-            if ((s->bricks[y] >> x) & 1) MA_SET(obs, y, x, 3);
+    for (int y = 1; y <= 3; y++) ma_set_row(obs, y, s->bricks[y], 3); /* bricks only ever lie in rows 1..3 */
 }
 
 FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {

@@ -76,6 +76,19 @@ FV_FN void ma_clear(unsigned char* obs) {
     for (int k = 0; k < OBS_SIZE; k++) obs[k] = 0;
 }
 
+FV_FN int ma_lowest_bit(unsigned int v) {
+#ifdef __CUDA_ARCH__
+    return __ffs(v) - 1;
+#else
+    return __builtin_ctz(v);
+#endif
+}
+
+/* Set channel c of row y at each set bit x of v (a row as a 10-bit mask). */
+FV_FN void ma_set_row(unsigned char* obs, int y, unsigned int v, int c) {
+    for (; v; v &= v - 1) MA_SET(obs, y, ma_lowest_bit(v), c);
+}
+
 /* minatar's rgb_array: each cell takes the colour of its highest set channel in seaborn's cubehelix
  * palette of MA_CHANNELS colours (black where none is set), drawn as MA_CELL x MA_CELL pixels. */
 FV_FN void ma_render(const unsigned char* obs, const unsigned char (*palette)[3], unsigned char* rgb) {

@@ -26,9 +26,11 @@ typedef struct {
 } State;
 
 FV_FN int mas_popcount(unsigned int v) {
-    int n = 0;
-    for (; v; v &= v - 1) n++;
-    return n;
+#ifdef __CUDA_ARCH__
+    return __popc(v);
+#else
+    return __builtin_popcount(v);
+#endif
 }
 
 FV_FN void mas_new_wave(State* s) {
@@ -40,14 +42,10 @@ FV_FN void mas_write_obs(const State* s, unsigned char* obs) {
     MA_SET(obs, 9, s->pos, 0);
     int dir_channel = s->alien_dir < 0 ? 2 : 3;
     for (int y = 0; y < 10; y++) {
-        for (int x = 0; x < 10; x++) {
-            if ((s->alien[y] >> x) & 1) {
-                MA_SET(obs, y, x, 1);
-                MA_SET(obs, y, x, dir_channel);
-            }
-            if ((s->f_bullet[y] >> x) & 1) MA_SET(obs, y, x, 4);
-            if ((s->e_bullet[y] >> x) & 1) MA_SET(obs, y, x, 5);
-        }
+        ma_set_row(obs, y, s->alien[y], 1);
+        ma_set_row(obs, y, s->alien[y], dir_channel);
+        ma_set_row(obs, y, s->f_bullet[y], 4);
+        ma_set_row(obs, y, s->e_bullet[y], 5);
     }
 }
 
