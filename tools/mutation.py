@@ -119,13 +119,27 @@ def _mask_comments_and_strings(text: str) -> str:
     return "".join(out)
 
 
-def _skipped_lines(masked: str) -> set[int]:
-    """0-based lines of preprocessor conditionals/includes and of render/draw functions."""
+def _skipped_lines(masked: str, cuda_code: bool) -> set[int]:
+    """0-based lines of preprocessor conditionals/includes and of render/draw functions, and unless cuda_code,
+    of `#ifdef __CUDACC__` blocks (never compiled for the CPU; batch_gpu.h's campaign covers the kernels)."""
     lines = masked.split("\n")
     skip: set[int] = set()
+    frames: list[list[bool]] = []  # per open #if: [tests __CUDACC__, current branch compiled only by nvcc]
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
+        directive = stripped.split()[0] if stripped.startswith("#") else ""
+        if directive in ("#if", "#ifdef", "#ifndef"):
+            about_cuda = "__CUDACC__" in stripped
+            negated = directive == "#ifndef" or "!" in stripped
+            frames.append([about_cuda, about_cuda and not negated])
+        elif directive == "#else" and frames and frames[-1][0]:
+            frames[-1][1] = not frames[-1][1]
+        elif directive == "#endif" and frames:
+            frames.pop()
+        cuda_only = [frame[1] for frame in frames]
+        if not cuda_code and any(cuda_only):
+            skip.add(i)
         if stripped.startswith("#") and not stripped.startswith("#define"):
             skip.add(i)
         if _C_SKIP_FUNCTION.match(stripped):
@@ -155,7 +169,7 @@ def _number_variants(token: str) -> list[str]:
 def c_mutants(rel: str, text: str) -> list[Mutant]:
     """Operator, comparison, logical, unary-minus and constant mutations of one C header."""
     masked = _mask_comments_and_strings(text)
-    skip = _skipped_lines(masked)
+    skip = _skipped_lines(masked, cuda_code=rel.endswith("_gpu.h"))
     lines = text.split("\n")
     line_starts = [0]
     for line in lines:
