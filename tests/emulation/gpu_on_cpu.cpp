@@ -31,6 +31,11 @@ static unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
     if (v < old) *p = v;
     return old;
 }
+/* CUDA's bit-cast intrinsics, which the GPU branches of env files use. */
+static long long __double_as_longlong(double x) { long long u; memcpy(&u, &x, 8); return u; }
+static double __longlong_as_double(long long u) { double x; memcpy(&x, &u, 8); return x; }
+static unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
+static float __uint_as_float(unsigned u) { float x; memcpy(&x, &u, 4); return x; }
 #define __CUDACC__ 1 /* the GPU branches of the env and batch files */
 #include ENV
 #include "batch.h"

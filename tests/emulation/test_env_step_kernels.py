@@ -26,6 +26,8 @@ ENVS = {
     "breakout": (native.source_path("breakout"), native.resolve_defines("breakout", {}), 8),
     "counting": (ENVS_DIR / "counting.h", {"TERMINATE_AT": 3}, 4),
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
+    "box_point": (ENVS_DIR / "box_point.h", {}, 6),  # Box actions (float32), state access
+    "multi_discrete": (ENVS_DIR / "multi_discrete.h", {"AGENTS": 2}, 3),  # MultiDiscrete([3, 5]), two agents
 }
 # The step kernels (emu_step's numbers); wide_occ is wide with launch bounds (no-ops on the CPU).
 KERNELS = {"staged_wide": 0, "wide": 1, "wide_occ": 2}
@@ -53,7 +55,8 @@ def build(tmp_path_factory):
             proc = subprocess.run(cmd, capture_output=True, text=True)
             assert proc.returncode == 0, proc.stderr[-3000:]
             libs[name] = ctypes.CDLL(str(out))
-            for fn in ("emu_reset", "emu_step", "emu_rollout", "emu_random_actions"):
+            for fn in ("emu_reset", "emu_step", "emu_rollout", "emu_random_actions", "emu_get_state", "emu_set_state",
+                       "emu_spaces"):
                 getattr(libs[name], fn).restype = None
         return libs[name]
 
@@ -69,6 +72,7 @@ class EmulatedBatch:
 
     def __init__(self, lib, env: cpu.CompiledEnv, n: int, mode: int, max_steps: int):
         self.lib, self.n, self.mode, self.max_steps, self.agents = lib, n, mode, max_steps, env.num_agents
+        self.env = env
         round_up = lambda b: -(-b // 256) * 256  # as CudaCompiledEnv.slots_bytes
         self.slots = np.zeros(round_up(n * lib.emu_state_size()) + round_up(n * lib.emu_book_size()) + n * 16, np.uint8)
         self.state_size = lib.emu_state_size()
@@ -92,17 +96,24 @@ class EmulatedBatch:
             self.terminated[:] = self.truncated[:] = self.done[:] = 0
 
     def step(self, actions, kernel: str):
-        actions = np.ascontiguousarray(actions, np.int64)
-        strides = [ctypes.c_int64(s) for s in (self.agents * 8, 8, 8)]
-        self.lib.emu_step(KERNELS[kernel], self.n, _ptr(self.slots), _ptr(actions), *strides, 8, 1, *self._outputs(),
-                          self.mode, self.max_steps, _ptr(self.error))
+        """Actions (N, A, D) of any dtype the device reads and any strides (as cuda.CudaBatch passes them);
+        integer lists and arrays of another layout become the env's own type."""
+        actions = np.asarray(actions)
+        if actions.dtype.kind not in "iuf" or actions.dtype == np.float16:
+            actions = actions.astype(self.env.action_dtype)
+        if actions.ndim < 3:
+            actions = np.ascontiguousarray(actions).reshape(self.n, self.agents, self.env.action_dims)
+        strides = [ctypes.c_int64(s) for s in actions.strides]
+        self.lib.emu_step(KERNELS[kernel], self.n, _ptr(self.slots), actions.ctypes.data_as(ctypes.c_void_p), *strides,
+                          actions.dtype.itemsize, int(actions.dtype.kind == "i"), *self._outputs(), self.mode,
+                          self.max_steps, _ptr(self.error))
 
     def rollout(self, steps: int, key: int, t0: int, staged: bool):
         self.lib.emu_rollout(int(staged), self.n, steps, ctypes.c_uint64(key), ctypes.c_int64(t0), _ptr(self.slots),
                              *self._outputs(), self.mode, self.max_steps)
 
     def random_actions(self, key: int, t: int) -> np.ndarray:
-        actions = np.zeros((self.n, self.agents), np.int64)
+        actions = np.zeros((self.n, self.agents, self.env.action_dims), self.env.action_dtype)
         self.lib.emu_random_actions(self.n, ctypes.c_uint64(key), ctypes.c_int64(t), _ptr(actions))
         return actions
 
