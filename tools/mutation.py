@@ -86,7 +86,7 @@ class Mutant:
     change: str  # e.g. "< -> <=" or cosmic-ray's operator name
     index: int  # which same-`change` site on that line
     spec: dict = field(default_factory=dict)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
-    outcome: str = ""  # killed | survived | timeout | equivalent | error
+    outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only
     reason: str = ""
     seconds: float = 0.0
 
@@ -262,9 +262,13 @@ def apply_py(path: Path, spec: dict) -> bool:
 # ------------------------------------------------------------------------------------------- running
 
 
-def load_equivalents() -> dict[tuple, str]:
+def load_listed() -> dict[tuple, tuple[str, str]]:
+    """Mutants listed once with a reason, by identity: (outcome, reason); outcome "equivalent" (no behaviour
+    changes) or "gpu-only" (the changed code runs only with a GPU: the @gpu tests' business, not the CPU suite's)."""
     data = tomllib.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
-    return {(e["file"], e["source"], e["change"], e.get("index", 0)): e["reason"] for e in data.get("equivalent", [])}
+    return {(e["file"], e["source"], e["change"], e.get("index", 0)): (outcome, e["reason"])
+            for table, outcome in (("equivalent", "equivalent"), ("gpu_only", "gpu-only"))
+            for e in data.get(table, [])}
 
 
 def run_tests(clone: Path, args: list[str], timeout: float) -> tuple[str, str]:
@@ -312,7 +316,7 @@ def main(argv=None) -> int:
         snapshot(str(clones[0]), clone)
     print(f"snapshot {commit[:12]} of {args.source} in {workdir}", flush=True)
 
-    equivalents = load_equivalents()
+    listed = load_listed()
     wanted = None
     if args.only_survivors:
         earlier = json.loads(Path(args.only_survivors).read_text())
@@ -340,8 +344,8 @@ def main(argv=None) -> int:
             found = random.Random(f"{args.seed}:{rel}").sample(found, args.per_file)
         mutants += sorted(found, key=lambda m: (m.line, m.change, m.index))
     for m in mutants:
-        if m.key() in equivalents:
-            m.outcome, m.reason = "equivalent", equivalents[m.key()]
+        if m.key() in listed:
+            m.outcome, m.reason = listed[m.key()]
 
     free = list(clones)
     lock = threading.Lock()
@@ -373,7 +377,7 @@ def main(argv=None) -> int:
         return m
 
     todo = [m for m in mutants if not m.outcome]
-    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed as equivalent)",
+    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed as equivalent or GPU-only)",
           flush=True)
     with concurrent.futures.ThreadPoolExecutor(len(clones)) as pool:
         for done, m in enumerate(pool.map(test_one, todo), 1):
@@ -394,16 +398,18 @@ def main(argv=None) -> int:
 
 
 def print_table(mutants: list[Mutant]) -> None:
-    """Per file: killed (a test failed, or the time limit hit), survived, equivalent, score."""
-    print("\n| file | mutants | killed | survived | equivalent | score |\n|---|---|---|---|---|---|")
+    """Per file: killed (a test failed, or the time limit hit), survived, equivalent, GPU-only, and the score:
+    killed / (killed + survived)."""
+    print("\n| file | mutants | killed | survived | equivalent | GPU-only | score |\n|---|---|---|---|---|---|---|")
     files = list(dict.fromkeys(m.file for m in mutants))
-    for f in files + [None]:
+    for f in [*files, None]:
         group = [m for m in mutants if f is None or m.file == f]
         k = sum(m.outcome in ("killed", "timeout") for m in group)
         s = sum(m.outcome in ("survived", "error") for m in group)
         e = sum(m.outcome == "equivalent" for m in group)
-        score = f"{100 * k / (k + s):.0f}%" if k + s else "-"
-        print(f"| {f or '**all**'} | {len(group)} | {k} | {s} | {e} | {score} |")
+        g = sum(m.outcome == "gpu-only" for m in group)
+        score = f"{100 * k / (k + s):.1f}%" if k + s else "-"
+        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {e} | {g} | {score} |")
     survivors = [m for m in mutants if m.outcome in ("survived", "error")]
     if survivors:
         print("\nsurvivors:")
