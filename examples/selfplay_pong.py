@@ -3,14 +3,18 @@ both seats of `fastvec.pettingzoo.vector_env("Pong", num_games)`, some of the ri
 by frozen past copies of itself, and the win rate against the scripted bot is reported.
 
     pip install torch   # CPU is enough
-    python examples/selfplay_pong.py            # 8M agent steps
+    python examples/selfplay_pong.py                   # 8M agent steps
+    python examples/selfplay_pong.py --device cuda     # the games on the GPU, zero-copy to a policy there
 
 At the end it plays `--eval-games` games to 21 against each bot level (0-4) and prints the win rate
 and mean point difference; BENCHMARKS.md ("Self-play Pong") has a measured run.
 
 Rows are laid out as SuperSuit's (row = game * 2 + seat), so this loop is also what CleanRL's
 PettingZoo PPO would run; the seat hook `envs.agent_rows("right")` picks the rows that the frozen
-opponents play, and their actions overwrite the learner's there before the one step() call.
+opponents play, and their actions overwrite the learner's there before the one step() call. With
+`--device cuda` the games run on the GPU (`vector_env(..., device="cuda", array_type="device")`): observations,
+rewards and flags come back as device arrays that `torch.as_tensor` takes without a copy, and the policy's
+CUDA actions go to step() as they are.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def parse_args():
     p.add_argument("--eval-games", type=int, default=128, help="games per bot level at the end")
     p.add_argument("--eval-points", type=int, default=21)
     p.add_argument("--eval-levels", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: the games and the policy on the GPU")
     p.add_argument("--threads", type=int, default=1, help="torch threads (small MLPs run fastest on one; 0: torch default)")
     return p.parse_args()
 
@@ -83,7 +88,8 @@ class Agent(nn.Module):
 
 
 @torch.no_grad()
-def win_rate_vs_bot(agent: Agent, level: int, num_games: int, points: int, seed: int) -> tuple[float, float]:
+def win_rate_vs_bot(agent: Agent, level: int, num_games: int, points: int, seed: int,
+                    device: str = "cpu") -> tuple[float, float]:
     """Play one game per env against the bot at `level`; return (win rate, mean point difference)."""
     envs = fastvec.make_vec("Pong", num_envs=num_games, difficulty=level, points=points, max_episode_steps=50_000)
     obs, _ = envs.reset(seed=seed)
@@ -91,8 +97,8 @@ def win_rate_vs_bot(agent: Agent, level: int, num_games: int, points: int, seed:
     wins = np.zeros(num_games)
     margin = np.zeros(num_games)
     while not finished.all():
-        action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs))
-        obs, _, term, trunc, info = envs.step(action.numpy())
+        action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, device=device))
+        obs, _, term, trunc, info = envs.step(action.cpu().numpy())
         ended = (term | trunc) & ~finished
         if ended.any():
             wins[ended] = info["score"][ended] > info["opponent_score"][ended]
@@ -110,10 +116,12 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    envs = vector_env("Pong", args.num_games, points=args.points, return_bonus_milli=args.return_bonus_milli)
+    dev = torch.device(args.device)
+    gpu = {"device": "cuda", "array_type": "device"} if dev.type == "cuda" else {}
+    envs = vector_env("Pong", args.num_games, points=args.points, return_bonus_milli=args.return_bonus_milli, **gpu)
     n = envs.num_envs  # rows: game * 2 + seat
     obs_size, num_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
-    agent = Agent(obs_size, num_actions, args.hidden)
+    agent = Agent(obs_size, num_actions, args.hidden).to(dev)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
     pool: list[Agent] = [copy.deepcopy(agent)]
 
@@ -124,21 +132,25 @@ def main():
     opponent_rows = right_rows[:pool_games]
     learner = np.ones(n, bool)
     learner[opponent_rows] = False
-    learner_t = torch.as_tensor(learner)
+    learner_t = torch.as_tensor(learner, device=dev)
     vs_pool = np.zeros(n, bool)  # the learner's rows in games against a past self
     vs_pool[envs.agent_rows("left")[:pool_games]] = True
+    vs_pool_t = torch.as_tensor(vs_pool, device=dev)
 
     T = args.num_steps
-    obs_buf = torch.zeros((T, n, obs_size))
-    act_buf = torch.zeros((T, n), dtype=torch.long)
-    logp_buf = torch.zeros((T, n))
-    rew_buf = torch.zeros((T, n))
-    done_buf = torch.zeros((T, n))
-    val_buf = torch.zeros((T, n))
+    obs_buf = torch.zeros((T, n, obs_size), device=dev)
+    act_buf = torch.zeros((T, n), dtype=torch.long, device=dev)
+    logp_buf = torch.zeros((T, n), device=dev)
+    rew_buf = torch.zeros((T, n), device=dev)
+    done_buf = torch.zeros((T, n), device=dev)
+    val_buf = torch.zeros((T, n), device=dev)
+
+    def tensor(a, dtype=None):  # NumPy arrays, or the GPU games' device arrays (no copy)
+        return torch.as_tensor(a, dtype=dtype, device=dev)
 
     num_updates = max(1, args.total_steps // (T * n))
-    next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0])
-    next_done = torch.zeros(n)
+    next_obs = tensor(envs.reset(seed=args.seed)[0])
+    next_done = torch.zeros(n, device=dev)
     opponent = pool[0]
     start, step = time.time(), 0
     recent_returns: list[float] = []
@@ -157,19 +169,20 @@ def main():
                 if pool_games:
                     action[opponent_rows] = opponent.get_action_and_value(next_obs[opponent_rows])[0]
             act_buf[t], logp_buf[t], val_buf[t] = action, logp, value.flatten()
-            obs, reward, term, trunc, info = envs.step(action.numpy())
-            rew_buf[t] = torch.as_tensor(reward, dtype=torch.float32)
-            next_obs, next_done = torch.as_tensor(obs), torch.as_tensor(term | trunc, dtype=torch.float32)
-            if "final_info" in info:
-                ended = info["_final_info"] & vs_pool
-                recent_returns.extend(info["final_info"]["episode_return"][ended].tolist())
-                recent_returns = recent_returns[-200:]
+            obs, reward, term, trunc, info = envs.step(action if dev.type == "cuda" else action.numpy())
+            rew_buf[t] = tensor(reward, torch.float32)
+            next_obs, next_done = tensor(obs), (tensor(term) | tensor(trunc)).float()
+            if "final_info" in info:  # (GPU games: every step, valid where the mask is True)
+                ended = tensor(info["_final_info"]) & vs_pool_t
+                if ended.any():
+                    recent_returns.extend(tensor(info["final_info"]["episode_return"])[ended].tolist())
+                    recent_returns = recent_returns[-200:]
 
         # GAE (a game's truncation is treated as an end, like CleanRL)
         with torch.no_grad():
             next_value = agent.get_value(next_obs).flatten()
             adv = torch.zeros_like(rew_buf)
-            last = torch.zeros(n)
+            last = torch.zeros(n, device=dev)
             for t in reversed(range(T)):
                 nonterminal = 1.0 - (next_done if t == T - 1 else done_buf[t + 1])
                 value_next = next_value if t == T - 1 else val_buf[t + 1]
@@ -186,7 +199,7 @@ def main():
         batch = b_obs.shape[0]
         mb = batch // args.num_minibatches
         for _ in range(args.update_epochs):
-            perm = torch.randperm(batch)
+            perm = torch.randperm(batch, device=dev)
             for s in range(0, batch, mb):
                 idx = perm[s:s + mb]
                 _, newlogp, entropy, newv = agent.get_action_and_value(b_obs[idx], b_act[idx])
@@ -211,7 +224,7 @@ def main():
     envs.close()
     print(f"trained {step:,} agent steps in {time.time() - start:.0f} s")
     for level in args.eval_levels:
-        rate, margin = win_rate_vs_bot(agent, level, args.eval_games, args.eval_points, seed=10_000 + level)
+        rate, margin = win_rate_vs_bot(agent, level, args.eval_games, args.eval_points, 10_000 + level, dev)
         print(f"vs bot level {level}: win rate {rate:.2f} over {args.eval_games} games to {args.eval_points}, "
               f"mean point difference {margin:+.1f}", flush=True)
 

@@ -28,6 +28,7 @@ from fastvec.wrappers.gymnasium import (
     one_thread,
     pong_params,
 )
+from fastvec.wrappers.spaces import single_action
 
 # Seat names by game; games not listed name their agents agent_0, agent_1, ...
 AGENT_NAMES = {"pong": ("left", "right")}
@@ -113,10 +114,10 @@ class NativeParallelEnv(ParallelEnv):
         obs_space, act_space = _spaces(key, compiled)
         self._observation_spaces = {a: obs_space for a in names}
         self._action_spaces = {a: act_space for a in names}
-        self._num_actions = compiled.num_actions
+        self._spaces = compiled.spaces
         self._stat_names = compiled.stat_names
         self.batch = cpu.CpuBatch(compiled, 1, native.AUTORESET_CODES["Disabled"], self.max_cycles)
-        self._actions = np.zeros((1, len(names)), np.int64)
+        self._actions = np.zeros((1, len(names), compiled.spaces.action_dims), compiled.spaces.action_dtype)
         self._seeded = False
         self._lock = threading.Lock()  # held by the thread inside reset/step
 
@@ -162,10 +163,14 @@ class NativeParallelEnv(ParallelEnv):
         else:
             self.batch.reset(None, None)
         self.agents = list(self.possible_agents)
-        obs = self.batch.obs[0]
+        obs = self._agent_obs()
         if self.window is not None:
             self.window.show(self.batch.render(0))
         return {a: obs[i].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
+
+    def _agent_obs(self) -> np.ndarray:
+        """(agents, *OBS_SHAPE) view of the game's observations."""
+        return self.batch.obs[0].reshape(len(self.possible_agents), *self._spaces.obs_shape)
 
     @one_thread
     def step(self, actions: dict):
@@ -179,11 +184,12 @@ class NativeParallelEnv(ParallelEnv):
         _check_agent_keys(actions, self.agents, "the live agents are",
                           f"every live agent acts every step ({self.agents})", "no action")
         for i, agent in enumerate(self.possible_agents):
-            self._actions[0, i] = _check_action(actions[agent], self._num_actions, f"agent {agent!r}")
-        self.batch.step(self._actions)
+            self._actions[0, i] = _check_action(actions[agent], self._spaces, f"agent {agent!r}")
+        self.batch.step(self._actions)  # range, NaN and infinity are checked here, before anything is stepped
         b = self.batch
         done = bool(b.terminated[0] or b.truncated[0])
-        obs = {a: b.obs[0, i].copy() for i, a in enumerate(self.agents)}
+        agent_obs = self._agent_obs()
+        obs = {a: agent_obs[i].copy() for i, a in enumerate(self.agents)}
         rewards = {a: float(b.rewards[0, i]) for i, a in enumerate(self.agents)}
         terminations = dict.fromkeys(self.agents, bool(b.terminated[0]))
         truncations = dict.fromkeys(self.agents, bool(b.truncated[0]))
@@ -225,8 +231,15 @@ def _check_agent_keys(actions: dict, agents: list[str], known: str, rule: str, m
         raise ValueError(f"{missing_label} for agent(s) {missing}: {rule}")
 
 
-def _check_action(action, n: int, where: str) -> int:
-    """One Discrete(n) action as an int, or an error that names the agent and the problem."""
+def _check_action(action, sp, where: str):
+    """One agent's action: an int for Discrete(n) (checked here, the error naming the agent), an array of
+    ACTION_DIMS values for MultiDiscrete or Box (kind and shape checked here, values by the batch)."""
+    if sp.action_kind != "discrete":
+        try:
+            return single_action(action, sp)[0]
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{err} (for {where})") from None
+    n = sp.num_actions
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action[()]
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
@@ -255,8 +268,15 @@ class MultiAgentVectorEnv(VectorEnv):
     Args:
         name: a built-in game, e.g. "Pong".
         num_games: number of games.
-        device: "cpu", or "cuda" / "cuda:N": the games run on the GPU (fastvec/native/cuda.py) and
-            reset/step still take and return NumPy arrays (one pinned copy per step).
+        device: "cpu", or "cuda" / "cuda:N": the games run on the GPU (fastvec/native/cuda.py).
+        array_type: for GPU games, "numpy" (default: reset/step take and return NumPy arrays, one pinned copy
+            per step) or "device": they return `fastvec.native.cuda.DeviceArray`s in the same row layout
+            (zero-copy to PyTorch with `torch.as_tensor(a, device="cuda")`, to JAX with `jax.numpy.from_dlpack`)
+            without waiting for the GPU, and step() takes any CUDA array of integer actions in place: (num_envs,)
+            by row, (num_games, num_agents), or {agent: (num_games,)} per seat. Bad actions are checked on the
+            GPU and raised at the next synchronisation (as the Gymnasium face's). Infos then hold, every step,
+            the per-row device arrays of the last game ends (final_obs, episode_return, episode_length, stats),
+            valid where the mask (the device array `done` by row) is True.
         max_cycles: steps per game before truncation (None: the game's default).
         render_mode: None or "rgb_array" (`render()`: a lazy sequence, one frame per row).
         copy: return fresh arrays (True) or views of the env's buffers (False, zero-copy).
@@ -270,8 +290,8 @@ class MultiAgentVectorEnv(VectorEnv):
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
 
-    def __init__(self, name: str, num_games: int, *, device: str = "cpu", max_cycles: int | None = None,
-                 render_mode: str | None = None, copy: bool = True, **params):
+    def __init__(self, name: str, num_games: int, *, device: str = "cpu", array_type: str = "numpy",
+                 max_cycles: int | None = None, render_mode: str | None = None, copy: bool | None = None, **params):
         if not native.is_int(num_games) or not 1 <= num_games <= native.C_INT_MAX:
             raise ValueError(f"num_games must be a positive int (at most 2**31-1), got {num_games!r}")
         self._lock = threading.Lock()  # held by the thread inside reset/step
@@ -280,13 +300,19 @@ class MultiAgentVectorEnv(VectorEnv):
         self.device = str(device)
         if self.device != "cpu" and not self.device.startswith("cuda"):
             raise ValueError(f"device={device!r} is not supported; use 'cpu', 'cuda' or 'cuda:N'")
+        if array_type not in ("numpy", "device"):
+            raise ValueError(f"array_type={array_type!r} is not one of 'numpy', 'device'")
+        if array_type == "device" and self.device == "cpu":
+            raise ValueError("array_type='device' needs GPU games: pass device='cuda'")
+        self.array_type = array_type
         key, compiled, names = _compile(name, params, self.device, f"{type(self).__name__}.__init__")
         self.metadata = {**self.metadata, "name": f"fastvec_{key}_v0", "render_fps": native.ENVS[key].render_fps}
         self.possible_agents = names
         self.num_games, self.num_agents = int(num_games), len(names)
         self.num_envs = self.num_games * self.num_agents
         self.autoreset_mode = AutoresetMode.SAME_STEP
-        self.render_mode, self.copy = render_mode, copy
+        self.render_mode = render_mode
+        self.copy = (array_type == "numpy") if copy is None else copy
         self.max_cycles = _step_limit(key, max_cycles)
         self.single_observation_space, self.single_action_space = _spaces(key, compiled)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -298,10 +324,16 @@ class MultiAgentVectorEnv(VectorEnv):
             from fastvec.native import cuda
 
             self.batch = cuda.CudaBatch(compiled, self.num_games, native.AUTORESET_CODES["SameStep"], self.max_cycles,
-                                        numpy=True)
+                                        numpy=array_type == "numpy")
         self.agent_of_row = np.tile(np.arange(self.num_agents), self.num_games)  # (num_envs,) seat index
-        self._obs = self.batch.obs.reshape(self.num_envs, -1)  # (G*A, O) view of (G, A, O)
-        self._actions = np.zeros((self.num_games, self.num_agents), np.int64)
+        self._sp = compiled.spaces
+        self._obs = self.batch.obs.reshape(self.num_envs, *self._sp.obs_shape)  # (G*A, *OBS_SHAPE) view of (G, A, O)
+        self._actions = np.zeros((self.num_games, self.num_agents, self._sp.action_dims), self._sp.action_dtype)
+        if array_type == "device":  # per-row views of the per-game device arrays, refreshed by each step
+            from fastvec.native.game_rows import GameRows
+
+            self._rows = GameRows(self.batch, self.num_agents)
+            self._device_infos = self._device_episode_info()
         self._has_reset = False
 
     # ------------------------------------------------------------------ self-play hooks
@@ -340,6 +372,8 @@ class MultiAgentVectorEnv(VectorEnv):
             if given.any():
                 self.batch.reset(seeds, given)
         self._has_reset = True
+        if self.array_type == "device":
+            self._rows.expand()
         return (self._obs.copy() if self.copy else self._obs), {}
 
     @one_thread
@@ -348,6 +382,8 @@ class MultiAgentVectorEnv(VectorEnv):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")
+        if self.array_type == "device":
+            return self._step_device(actions)
         self.batch.step(self._check_actions(actions))
         b, a = self.batch, self.num_agents
         done = b.terminated | b.truncated
@@ -356,7 +392,7 @@ class MultiAgentVectorEnv(VectorEnv):
             rows = np.repeat(done, a)
             final_obs = np.empty(self.num_envs, dtype=object)
             for r in np.flatnonzero(rows):
-                final_obs[r] = b.final_obs[r // a, r % a].copy()
+                final_obs[r] = b.final_obs[r // a, r % a].reshape(self._sp.obs_shape).copy()
             final_info = {"episode_return": b.episode_return.reshape(-1).astype(np.float64),
                           "_episode_return": rows,
                           "episode_length": np.repeat(b.episode_length, a).astype(np.int64),
@@ -370,37 +406,74 @@ class MultiAgentVectorEnv(VectorEnv):
         return (obs, b.rewards.reshape(-1).astype(np.float64), np.repeat(b.terminated, a),
                 np.repeat(b.truncated, a), infos)
 
+    def _step_device(self, actions):
+        """step() with device arrays: one launch for the games and one for the rows, no wait."""
+        b, rows = self.batch, self._rows
+        if isinstance(actions, dict):
+            _check_agent_keys(actions, self.possible_agents, "the agents are",
+                              "step() needs (num_games,) actions for every agent", "no actions")
+            for i, agent in enumerate(self.possible_agents):
+                rows.seat_actions(i, actions[agent], f"actions[{agent!r}]")
+            b.step(b.dev.actions)
+        else:
+            if tuple(getattr(actions, "shape", ())) == (self.num_envs,) and hasattr(actions, "reshape"):
+                actions = actions.reshape(self.num_games, self.num_agents)  # rows are (game, agent) in order
+            b.step(actions)
+        rows.expand()
+        out = (self._obs, self._device_rewards, rows.terminated, rows.truncated)
+        if self.copy:
+            out = tuple(a.copy() for a in out)
+        return (*out, dict(self._device_infos))
+
+    def _device_episode_info(self) -> dict[str, Any]:
+        b, rows, n = self.batch, self._rows, self.num_envs
+        self._device_rewards = b.dev.rewards.reshape(n)
+        info = {"episode_return": b.dev.episode_return.reshape(n), "_episode_return": rows.done,
+                "episode_length": rows.episode_length, "_episode_length": rows.done}
+        for k, stat in enumerate(self.stat_names):
+            info[stat], info["_" + stat] = rows.episode_stats[k], rows.done
+        final_obs = b.dev.final_obs.reshape(n, -1)
+        return {"final_obs": final_obs, "_final_obs": rows.done, "final_info": info, "_final_info": rows.done,
+                "terminal_observation": final_obs, "_terminal_observation": rows.done}
+
     def _check_actions(self, actions) -> np.ndarray:
-        n = self.single_action_space.n
+        """(games, agents, ACTION_DIMS) actions from (num_envs,) [or (num_envs, ACTION_DIMS)] by row or
+        {agent: (num_games,) [or (num_games, ACTION_DIMS)]}; kinds, shapes and values checked (Box values
+        finite), naming the row, game and agent of a bad one."""
+        sp, d = self._sp, self._sp.action_dims
         if isinstance(actions, dict):
             _check_agent_keys(actions, self.possible_agents, "the agents are",
                               "step() needs (num_games,) actions for every agent", "no actions")
             for i, agent in enumerate(self.possible_agents):
                 a = np.asarray(actions[agent])
-                if a.shape != (self.num_games,):
-                    raise ValueError(f"actions[{agent!r}] must have shape ({self.num_games},) (one per game), got {a.shape}")
-                self._actions[:, i] = self._check_values(a, n)
+                if a.shape not in ((self.num_games,), (self.num_games, d)) or (a.ndim == 1 and d > 1):
+                    want = (self.num_games,) if sp.action_kind == "discrete" else (self.num_games, d)
+                    raise ValueError(f"actions[{agent!r}] must have shape {want} (one per game), got {a.shape}")
+                self._actions[:, i] = self._check_values(a, f" (agent {agent!r})").reshape(self.num_games, d)
             return self._actions
-        a = self._check_values(np.asarray(actions), n)
-        if a.shape != (self.num_envs,):
-            raise ValueError(
-                f"actions must have shape ({self.num_envs},) (num_games * num_agents rows) or be a dict "
-                f"{{agent: (num_games,)}}, got {a.shape}"
-            )
-        return a.reshape(self.num_games, self.num_agents)
+        a = np.asarray(actions)
+        if a.shape not in ((self.num_envs,), (self.num_envs, d)) or (a.ndim == 1 and d > 1):
+            rows = f"({self.num_envs},)" if sp.action_kind == "discrete" else f"({self.num_envs}, {d})"
+            raise ValueError(f"actions must have shape {rows} (num_games * num_agents rows) or be a dict "
+                             f"{{agent: (num_games,)}}, got {a.shape}")
+        return self._check_values(a, "").reshape(self.num_games, self.num_agents, d)
 
-    def _check_values(self, a: np.ndarray, n: int) -> np.ndarray:
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers for Discrete({n}), got dtype {a.dtype}")
-        bad = (a < 0) | (a >= n)
-        if bad.any():
-            k = int(np.flatnonzero(bad.ravel())[0])
-            raise ValueError(f"action {a.ravel()[k]} out of range for Discrete({n}) at index {k}"
+    def _check_values(self, a: np.ndarray, where: str) -> np.ndarray:
+        sp = self._sp
+        if not sp.accepts_dtype(a.dtype):
+            need = "numbers" if sp.action_kind == "box" else "integers"
+            raise TypeError(f"actions must be {need} for {sp.describe()}, got dtype {a.dtype}")
+        flat = sp.first_bad(a)
+        if flat is not None:
+            k = flat // sp.action_dims
+            value = a.reshape(-1)[flat]
+            what = "not finite" if sp.action_kind == "box" else "out of range"
+            raise ValueError(f"action {value} {what} for {sp.describe()} at index {k}{where}"
                              + self._describe_row(k, a))
         return a
 
     def _describe_row(self, k: int, a: np.ndarray) -> str:
-        if a.shape != (self.num_envs,):
+        if len(a) != self.num_envs:
             return ""
         return f" (row {k}: game {k // self.num_agents}, agent {self.possible_agents[k % self.num_agents]!r})"
 
