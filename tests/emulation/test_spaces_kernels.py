@@ -8,11 +8,14 @@ import ctypes
 
 import numpy as np
 import pytest
-from test_env_step_kernels import ENVS, NO_ERROR, EmulatedBatch, _ptr, build  # noqa: F401  (build: the fixture)
+import test_env_step_kernels as emulation
+from test_env_step_kernels import ENVS, NO_ERROR, EmulatedBatch, _ptr
 
 from fastvec import native
 from fastvec.native import cpu
 from fastvec.native.spaces import MAX_OBS_DIMS
+
+build = emulation.build  # the fixture: an env's kernels built for the CPU
 
 
 def _env(name: str, scalar: bool = True) -> cpu.CompiledEnv:
@@ -147,7 +150,7 @@ def test_the_spaces_kernel_gives_the_cpu_builds_spaces(build, name):
 
 
 def test_emulated_state_access_equals_the_cpu_batch(build):
-    env, ref, emu = _pair(build, "box_point", "NextStep", n=40)
+    _, ref, emu = _pair(build, "box_point", "NextStep", n=40)
     idx = np.array([3, 0, 39], np.int64)
     out = np.zeros((3, 2))
     emu.lib.emu_get_state(emu.n, _ptr(emu.slots), 3, _ptr(idx), _ptr(out))
