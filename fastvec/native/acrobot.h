@@ -4,9 +4,8 @@
  * (cos, sin of both angles, both velocities). Truncation at 500 steps is the backend's.
  * sin, cos and ** 2 are glibc's bits (glibc_math.h), as NumPy computes them: a chaotic double pendulum
  * turns any 1-ulp difference into a different trajectory within a few hundred steps.
- * One difference remains, at reset only: Gymnasium's reset state is float32 and its first observation
- * takes NumPy's float32 cos/sin of it (NumPy's own polynomial); here it is float64 cos/sin rounded to
- * float32, which can differ in the last bit. Stepping from a state uses float64 in both. */
+ * Gymnasium's reset state is float32, so its first observation takes NumPy's float32 cos/sin (NumPy's
+ * own polynomial, not libm's: acrobot_numpy_sincosf); from the first step on, the state is float64. */
 #include "fastvec.h"
 #include "glibc_math.h"
 
@@ -91,13 +90,44 @@ FV_FN void acrobot_write_obs(const State* s, float* obs) {
     obs[5] = (float)s->dtheta2;
 }
 
-/* Each variable uniform in [-0.1, 0.1), rounded to float32 as Gymnasium's reset rounds it. */
+/* NumPy's float32 sin (want_cos 0) or cos (1) as its SIMD loop computes them on CPUs with FMA: x = q pi/2 + r
+ * (Cody-Waite, three parts of pi/2), minimax polynomials in r, quadrant swap and sign. The reset range
+ * (|x| <= 0.1) is checked against NumPy; NumPy itself calls libm beyond |x| = 71476. */
+FV_FN float acrobot_numpy_sincosf(float x, int want_cos) {
+    float q = (x * 0x1.45f306p-1f + 0x1.8p23f) - 0x1.8p23f;
+    float r = fmaf(q, -0x1.921fb0p+00f, x);
+    r = fmaf(q, -0x1.5110b4p-22f, r);
+    r = fmaf(q, -0x1.846988p-48f, r);
+    float r2 = r * r;
+    float c = fmaf(fmaf(fmaf(fmaf(0x1.98e616p-16f, r2, -0x1.6c06dcp-10f), r2, 0x1.55553cp-05f), r2, -0.5f), r2, 1.0f);
+    float p = fmaf(fmaf(fmaf(0x1.7d3bbcp-19f, r2, -0x1.a06bbap-13f), r2, 0x1.11119ap-07f), r2, -0x1.555556p-03f);
+    float sn = fmaf(fmaf(p, r2, 0.0f), r, r);
+    int quadrant = (int)q + want_cos;
+    float v = (quadrant & 1) ? c : sn;
+    return (quadrant & 2) ? 0.0f - v : v;
+}
+
+/* A uniform in [-0.1, 0.1), rounded to float32 as Gymnasium's reset rounds it. The rounding goes through a
+ * volatile float: GCC 12's SLP vectoriser (-O2 and up, x86-64) otherwise stored the four unrounded doubles
+ * (it converted them to float for the observation, then reused the pre-conversion vector for the state). */
+FV_FN float acrobot_reset_value(fv_rng* rng) {
+    volatile float v = (float)(-0.1 + 0.2 * fv_rand_double(rng));
+    return v;
+}
+
 FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
-    s->theta1 = (float)(-0.1 + 0.2 * fv_rand_double(rng));
-    s->theta2 = (float)(-0.1 + 0.2 * fv_rand_double(rng));
-    s->dtheta1 = (float)(-0.1 + 0.2 * fv_rand_double(rng));
-    s->dtheta2 = (float)(-0.1 + 0.2 * fv_rand_double(rng));
-    acrobot_write_obs(s, obs);
+    float theta1 = acrobot_reset_value(rng), theta2 = acrobot_reset_value(rng);
+    float dtheta1 = acrobot_reset_value(rng), dtheta2 = acrobot_reset_value(rng);
+    obs[0] = acrobot_numpy_sincosf(theta1, 1);
+    obs[1] = acrobot_numpy_sincosf(theta1, 0);
+    obs[2] = acrobot_numpy_sincosf(theta2, 1);
+    obs[3] = acrobot_numpy_sincosf(theta2, 0);
+    obs[4] = dtheta1;
+    obs[5] = dtheta2;
+    s->theta1 = theta1;
+    s->theta2 = theta2;
+    s->dtheta1 = dtheta1;
+    s->dtheta2 = dtheta2;
 }
 
 FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
