@@ -356,7 +356,7 @@ class CompiledEnv:
         self.lib.fv_set_num_threads(default_threads())
         self.spaces = read_spaces(self.lib, name, self.obs_size, self.obs_dtype)
         self.action_kind, self.action_dims = self.spaces.action_kind, self.spaces.action_dims
-        self.action_dtype, self.state_size = self.spaces.action_dtype, self.spaces.state_size
+        self.action_dtype = self.spaces.action_dtype
 
 
 def read_spaces(lib, name: str, obs_size: int, obs_dtype) -> EnvSpaces:
@@ -519,7 +519,7 @@ class CpuBatch:
         Gymnasium's `env.unwrapped.state` (fastvec.h's env_get_state)."""
         require_state_access(self.env.spaces)
         idx = state_indices(indices, self.num_envs)
-        out = np.zeros((len(idx), self.env.state_size), np.float64)
+        out = np.zeros((len(idx), self.env.spaces.state_size), np.float64)
         self.env.lib.fv_get_state(self._slots_ptr, len(idx), _ptr(idx), _ptr(out))
         return out
 

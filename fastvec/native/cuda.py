@@ -515,8 +515,8 @@ class CudaBatch:
             self.env.get_state_kernel.prepared_async_call(self._grid_of(len(idx)), self._block, self.stream,
                                                           self.num_envs, self._slots_ptr, len(idx), int(idx_dev),
                                                           int(out_dev))
-            drv.memcpy_dtoh_async(out, out_dev, self.stream)
             self.stream.synchronize()
+            drv.memcpy_dtoh(out, out_dev)
         return out
 
     def set_state(self, indices, values) -> None:
