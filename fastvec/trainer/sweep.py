@@ -247,21 +247,18 @@ class TrialWatch:
                     for step in range(self.reported + 1, self.reports + 1):  # medians there
                         self.trial.report(self.target - self.logs[-1][2], self.offset + step)
                 return True
-        if self.budget and seconds >= self.budget:
-            return True
-        if not (self.prunes and self.logs):
-            return False
+        spent = bool(self.budget) and seconds >= self.budget
         progress = seconds / self.budget if self.budget else steps / self.total_steps
         due = min(int(progress * self.reports), self.reports)
-        if due <= self.reported:
-            return False
+        if not (self.prunes and self.logs) or due <= self.reported:
+            return spent
         latest = self.logs[-1][2]
         value = self.target - latest if self.target is not None else latest  # the study's direction: lower is better
         for step in range(self.reported + 1, due + 1):  # for time_to_target: the distance to the target
             self.trial.report(value, self.offset + step)
         self.reported = due
-        self.pruned = bool(self.trial.should_prune())
-        return self.pruned
+        self.pruned = not spent and bool(self.trial.should_prune())
+        return spent or self.pruned
 
     def result(self, summary: dict) -> dict:
         """This seed's figures: training seconds and steps, start-up, the final score (the metric's mean over the
