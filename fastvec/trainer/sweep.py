@@ -79,12 +79,13 @@ class Plan:
         return self.settings["objective"] == "pareto"
 
     def trial_config(self, params: dict) -> dict:
-        return load_config(self.env, layer(self.overrides, self.space.overrides(params)))
+        return load_config(self.env, layer(self.overrides, self.space.overrides(params, only=set())))
 
 
 def make_plan(env: str, settings: dict, entries: dict, config_path: str | None) -> Plan:
-    """The Plan for ENV: config defaults < ENV.toml (with its [sweep] section) < --config < the command line.
-    The search space is ENV.toml's [sweep] entries with the command line's over them; problems are ConfigErrors."""
+    """The Plan for ENV: config defaults < ENV.toml < the values its [sweep] section fixes < --config < the command
+    line. The search space is ENV.toml's (and --config's) [sweep] entries with the command line's over them; a
+    searched key is searched whatever the layers below say. Problems are ConfigErrors."""
     from fastvec.trainer.cli import config_file
     given = config_file(config_path, env) if config_path else {}
     first = load_config(env, layer(given, {"sweep": settings}))
@@ -93,7 +94,10 @@ def make_plan(env: str, settings: dict, entries: dict, config_path: str | None) 
     if not first["sweep"]["env_space"]:  # only --config's entries and the command line's
         listed = {k: v for k, v in given.get("sweep", {}).items() if "." in k}
     space = parse_space({**listed, **entries}, name)
-    overrides = layer(given, {"sweep": settings}, space.overrides())
+    # a value that [sweep] fixes sits under --config's, one that the command line fixes over it
+    listed_fixed = set(space.fixed) - set(entries)
+    overrides = layer(space.overrides(only=listed_fixed), given, {"sweep": settings},
+                      space.overrides(only=set(entries)))
     base = load_config(env, overrides)
     s = base["sweep"]
     if s["objective"] == "time_to_target" and s["trial_seconds"] <= 0:

@@ -22,10 +22,12 @@ class Space:
     distributions: dict
     fixed: dict
 
-    def overrides(self, params: dict | None = None) -> dict:
-        """The fixed values and a trial's sampled params as config overrides {section: {name: value}}."""
+    def overrides(self, params: dict | None = None, only: set | None = None) -> dict:
+        """The fixed values (those in `only`, if given) and a trial's sampled params as config overrides
+        {section: {name: value}}."""
         out: dict = {}
-        for path, value in {**self.fixed, **(params or {})}.items():
+        fixed = {path: value for path, value in self.fixed.items() if only is None or path in only}
+        for path, value in {**fixed, **(params or {})}.items():
             section, _, name = path.partition(".")
             out.setdefault(section, {})[name] = value
         return out

@@ -57,6 +57,7 @@ def test_search_space_entries_parse_into_optuna_distributions():
     space = parse_space({"train.learning_rate": "1e-3:1e-2:log", "policy.hidden": "16,32", "train.seed": "4"})
     assert list(space.distributions) == ["train.learning_rate", "policy.hidden"]
     assert space.overrides({"policy.hidden": 16}) == {"train": {"seed": 4}, "policy": {"hidden": 16}}
+    assert space.overrides({"policy.hidden": 16}, only=set()) == {"policy": {"hidden": 16}}
 
 
 @pytest.mark.parametrize("path, spec, message", [
@@ -105,6 +106,11 @@ def test_sweep_settings_are_config_keys_and_env_tomls_carry_a_search_space(tmp_p
     assert tomllib.loads(to_toml(config))["sweep"] == config["sweep"]  # the dotted entries are quoted keys
     (tmp_path / "config.toml").write_text(to_toml(config))  # a run's config.toml with them resumes
     assert load_run_config(tmp_path, "cartpole")["sweep"] == config["sweep"]
+    given = tmp_path / "given.toml"  # layers: [sweep]'s fixed values < --config < the command line
+    given.write_text('[train]\nseed = 5\n[sweep]\n"train.seed" = "9"\n"train.gamma" = "0.9"\n"train.vf_coef" = 0.7\n')
+    plan = sweep.make_plan("cartpole", {}, {"train.gamma": "0.95"}, str(given))
+    train = plan.trial_config({"train.learning_rate": 0.01})["train"]
+    assert (train["seed"], train["gamma"], train["vf_coef"], train["learning_rate"]) == (5, 0.95, 0.7, 0.01)
     alone = sweep.make_plan("cartpole", {"env_space": False}, {"train.learning_rate": "1e-3:1e-2"}, None)
     assert list(alone.space.distributions) == ["train.learning_rate"]  # cartpole.toml's entries left out
     breakout = load_config("breakout")["sweep"]
