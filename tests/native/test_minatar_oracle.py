@@ -157,6 +157,7 @@ class Lockstep:
         self.rec = Recorder(seed)
         self.ref.random = self.ref.env.random = self.rec
         self.batch = hooked_batch(name, minimal, ramping, round(sticky * 1000))
+        self.sticky = sticky
         self.action_set = self.ref.minimal_action_set() if minimal else list(range(6))
         self.events = {"sticky_changed": 0, "episodes": 0, "reward": 0.0, "steps": 0}
         self.reset()
@@ -197,6 +198,8 @@ class Lockstep:
         reward, terminal = self.ref.act(chosen)
         if self.ref.last_action != chosen and before != chosen:
             self.events["sticky_changed"] += 1
+        if self.sticky == 0:  # minatar draws for sticky actions at probability 0 too; fastvec does not
+            del self.rec.log[0]
         self.feed()
         self.batch.step(np.array([index], np.int64))
         self.check_draws_used()
@@ -302,8 +305,30 @@ def test_seaquest_matches_the_reference():
 
 @pytest.mark.parametrize("name", sorted(GAMES))
 def test_minimal_action_set_and_no_ramping_match_the_reference(name):
-    """MinAtar/<Game>-v1's minimal action set (agent action i is the set's i-th), and
-    difficulty_ramping=False, under random play; a step past an episode's end changes nothing."""
-    run = play(name, 5, 1000, minimal=1, ramping=0, past_end=True)
+    """MinAtar/<Game>-v1's minimal action set (agent action i is the set's i-th), difficulty_ramping=False
+    and another sticky-action probability, under random play; a step past an episode's end changes nothing."""
+    run = play(name, 5, 1000, minimal=1, ramping=0, sticky=0.25, past_end=True)
     assert run.events["steps"] == 1000 + run.events["episodes"]
     assert run.events["episodes"] > 0 or name == "freeway"  # Freeway's episodes last 2,501 steps
+
+
+def test_without_sticky_actions_the_chosen_action_is_played():
+    run = play("breakout", 6, 1000, sticky=0.0)
+    assert run.events["sticky_changed"] == 0 and run.events["episodes"] > 10
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_rgb_array_frames_are_minatars(name):
+    """Each 16 x 16 cell takes minatar's rgb_array colour (its highest set channel in seaborn's
+    cubehelix palette, black where none), scaled to 0..255."""
+    import seaborn
+
+    run = play(name, 7, 60)
+    state = run.ref.state()
+    channels = state.shape[-1]
+    palette = np.array([(0, 0, 0)] + seaborn.color_palette("cubehelix", channels))
+    want = np.rint(palette[np.amax(state * np.arange(1, channels + 1), axis=2)] * 255).astype(np.uint8)
+    frame = run.batch.render(0)
+    assert frame.shape == (160, 160, 3)
+    np.testing.assert_array_equal(frame, np.repeat(np.repeat(want, 16, axis=0), 16, axis=1))
+    assert len(np.unique(want.reshape(-1, 3), axis=0)) > 2  # not a blank frame
