@@ -193,3 +193,19 @@ def test_parameters_are_checked():
         native.resolve_defines("pendulum", {"g_milli": -1})
     assert native.resolve_defines("pendulum", {})["G_MILLI"] == 10_000
     assert native.resolve_defines("acrobot", {"nips": 1})["NIPS"] == 1
+
+
+@pytest.mark.parametrize("name", ["Acrobot", "MountainCar", "MountainCarContinuous", "Pendulum"])
+def test_rgb_array_frames_have_gymnasiums_size_and_show_the_state(name):
+    pytest.importorskip("pygame")  # Gymnasium's renderer, for the frame size
+    ref = gym.make(ENVS[name][0], render_mode="rgb_array")
+    ref.reset(seed=0)
+    env = make_fastvec(name, render_mode="rgb_array")
+    env.reset(seed=0)
+    first = env.render()
+    assert first.shape == ref.render().shape and first.dtype == np.uint8
+    assert len(np.unique(first.reshape(-1, 3), axis=0)) >= 2  # more than the background
+    state = env.unwrapped.state
+    state[0] += 1.0  # another angle or position: another picture
+    env.unwrapped.state = state
+    assert not np.array_equal(env.render(), first)
