@@ -1,8 +1,11 @@
 """The MinAtar games on the GPU (PyCUDA): the CPU build is the oracle, bit for bit, for 1,000 steps
 in every autoreset mode and with every step kernel, through the fused random rollout and the
-rgb_array frame. Marked `gpu`: skipped without PyCUDA and a CUDA GPU."""
+rgb_array frame. Marked `gpu`: skipped without PyCUDA and a CUDA GPU. Without one, each game's GPU
+build still compiles where nvcc is installed."""
 
 import os
+import shutil
+import subprocess
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
@@ -11,6 +14,7 @@ import pytest
 
 from fastvec import native
 from fastvec.native.cuda import STEP_KERNEL_NAMES
+from fastvec.native.gpu import NVCC_FLAGS
 from fastvec.wrappers.gymnasium import NativeVectorEnv
 
 GAMES = ["asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar", "spaceinvaders-minatar"]
@@ -30,6 +34,17 @@ def batches(game, n, mode, limit, kernel="auto", **params):
     c = cpu.CpuBatch(cpu.load(path, key), n, code, limit)
     g = cuda.CudaBatch(cuda.load(path, key, 0), n, code, limit, numpy=True, step_kernel=kernel)
     return c, g
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("game", GAMES)
+def test_compiles_for_the_gpu(game, tmp_path):
+    driver = tmp_path / "driver.cu"
+    driver.write_text(f'#include "{native.source_path(game).name}"\n#include "batch.h"\n')
+    cmd = ["nvcc", "--cubin", "-arch=sm_90", *NVCC_FLAGS, f"-I{native.NATIVE_DIR}", str(driver), "-o",
+           str(tmp_path / "env.cubin")]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.gpu
