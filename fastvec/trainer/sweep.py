@@ -164,7 +164,10 @@ def open_study(plan: Plan, adopt: bool = False):
         pruner = optuna.pruners.NopPruner()
     try:
         with storage_lock(plan.storage):
-            study = create_study(optuna, plan, sampler, pruner)
+            study = create_study(optuna, plan, sampler, pruner, load=adopt)
+    except KeyError:  # load_study's: no such study
+        raise ConfigError(f"no study {plan.study!r} in {plan.storage}; name it with --sweep.study (and its "
+                          f"--sweep.storage)") from None
     except ValueError as err:
         raise ConfigError(f"study {plan.study!r} in {plan.storage}: {err}; use another --sweep.study") from None
     except Exception as err:  # the storage's own errors (a bad URL, an unreachable database, a missing driver)
@@ -202,14 +205,17 @@ def storage_lock(url: str):
         yield
 
 
-def create_study(optuna, plan: Plan, sampler, pruner, attempts: int = 3):
-    """optuna.create_study(load_if_exists=True) on the plan's storage; a database server's transient refusal
-    (several processes creating its tables at once) is retried."""
+def create_study(optuna, plan: Plan, sampler, pruner, load: bool = False, attempts: int = 3):
+    """optuna.create_study(load_if_exists=True) on the plan's storage (with load, load_study: the study must exist,
+    whatever its directions); a database server's transient refusal (several processes creating its tables at
+    once) is retried."""
     storage = plan.storage
     if storage.startswith("sqlite:///"):  # several processes on one SQLite file wait for its lock, not fail at once
         storage = optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}})
     for attempt in range(attempts):
         try:
+            if load:
+                return optuna.load_study(study_name=plan.study, storage=storage, sampler=sampler, pruner=pruner)
             return optuna.create_study(storage=storage, sampler=sampler, pruner=pruner, study_name=plan.study,
                                        directions=DIRECTIONS[plan.settings["objective"]], load_if_exists=True)
         except Exception as err:

@@ -211,7 +211,7 @@ def write_plots(plan, study, folder: Path) -> list[str]:
         plt.close(fig)
         written.append(str(folder / "front.png"))
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if complete and plan.space.distributions:
+    if any(t.params for t in complete):
         plot_params(plt, plan, complete, pick_best(study, s), folder / "params.png")
         written.append(str(folder / "params.png"))
     return [f"wrote {', '.join(written)}"] if written else []
@@ -223,12 +223,16 @@ def plot_params(plt, plan, trials, best, path: Path) -> None:
     s = plan.settings
     label = {"score": s["metric"], "time_to_target": f"seconds to {fmt_number(s['target'])}",
              "pareto": s["metric"]}[s["objective"]]
-    names = list(plan.space.distributions)
+    distributions = {}  # the searched keys as the trials record them (every process's, whatever this one searches)
+    for trial in trials:
+        for name, dist in trial.distributions.items():
+            distributions.setdefault(name, dist)
+    names = list(distributions)
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names):
-        dist = plan.space.distributions[name]
+        dist = distributions[name]
         shown = [t for t in trials if name in t.params]
         if hasattr(dist, "choices"):
             index = {choice: i for i, choice in enumerate(dist.choices)}
@@ -238,6 +242,7 @@ def plot_params(plt, plan, trials, best, path: Path) -> None:
             xs = [t.params[name] for t in shown]
             if dist.log:
                 ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(plt.NullFormatter())  # minor-tick labels crowd a short range
         ax.scatter(xs, [t.values[0] for t in shown], alpha=0.6, s=18)
         if best is not None and name in best.params:
             x = index[best.params[name]] if hasattr(dist, "choices") else best.params[name]
