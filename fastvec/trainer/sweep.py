@@ -416,13 +416,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     flags = {arg for arg in argv if arg in ("-h", "--help", "--report", "--print-space")}
-    config_path = None
-    rest, env = [], None
-    for arg in argv:
+    config_path, rest, env = None, [], None
+    args = iter(argv)
+    for arg in args:
         if arg in flags:
             continue
-        if arg.startswith("--config="):
-            config_path = arg.partition("=")[2]
+        if arg == "--config" or arg.startswith("--config="):
+            config_path = arg.partition("=")[2] if "=" in arg else next(args, None)
+            if not config_path:
+                raise ConfigError("--config needs a value: --config=PATH")
         elif not arg.startswith("-") and env is None:
             env = arg
         else:
