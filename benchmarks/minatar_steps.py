@@ -63,6 +63,7 @@ def cpu_main(args) -> None:
     from minatar.gym import register_envs
 
     register_envs()
+    load_before = os.getloadavg()  # a shared VM: what else ran shows in the load average
     rows = []
     for key, game, name in GAMES:
         row = {"game": name, "num_envs": args.num_envs}
@@ -85,7 +86,7 @@ def cpu_main(args) -> None:
     out = {"date": str(date.today()), "machine": machine, "threads": os.environ.get("FASTVEC_NUM_THREADS", "all"),
            "command": "python benchmarks/minatar_steps.py " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in
                                                              [("seconds", args.seconds), ("num_envs", args.num_envs)]),
-           "rows": rows}
+           "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]}, "rows": rows}
     RESULTS.mkdir(exist_ok=True)
     Path(args.out or RESULTS / "minatar_cpu.json").write_text(json.dumps(out, indent=2))
 
