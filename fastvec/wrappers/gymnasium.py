@@ -513,20 +513,18 @@ class NativeEnv(gymnasium.Env):
         super().close()
 
 
-class CartPoleVectorEnv(NativeVectorEnv):
-    env_name = "cartpole"
-
-
-class CartPoleEnv(NativeEnv):
-    vector_class = CartPoleVectorEnv
-
-
-class BreakoutVectorEnv(NativeVectorEnv):
-    env_name = "breakout"
-
-
-class BreakoutEnv(NativeEnv):
-    vector_class = BreakoutVectorEnv
+def __getattr__(name: str):
+    """The Gymnasium entry points `{Id}VectorEnv` and `{Id}Env` of a registered env (fastvec/__init__.py registers
+    them for every `native.ENVS` entry, e.g. `CartPoleEnv`, `Breakout-MinAtarVectorEnv`), made on first use as
+    subclasses that name the env; Pong's, which differ, are written out below."""
+    for key, info in native.ENVS.items():
+        base = info.gym_id.split("/")[1]
+        if name in (f"{base}VectorEnv", f"{base}Env"):
+            vector = type(f"{base}VectorEnv", (NativeVectorEnv,), {"env_name": key, "__module__": __name__})
+            single = type(f"{base}Env", (NativeEnv,), {"vector_class": vector, "__module__": __name__})
+            globals().update({vector.__name__: vector, single.__name__: single})
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pong_params(opponent: str | None, difficulty: int, params: dict) -> dict:

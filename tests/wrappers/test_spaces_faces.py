@@ -59,15 +59,26 @@ def test_spaces_are_what_gymnasium_builds(source):
     assert obs.shape == vec.observation_space.shape and obs.dtype == obs_space.dtype
 
 
-def test_builtin_spaces_are_gymnasiums():
-    ours, theirs = gym.make("fastvec/CartPole"), gym.make("CartPole-v1")
-    assert_space_equal(ours.observation_space, theirs.observation_space)
-    assert_space_equal(ours.action_space, theirs.action_space)
+@pytest.mark.parametrize("ours,theirs", [("CartPole", "CartPole-v1"), ("Acrobot", "Acrobot-v1"),
+                                         ("MountainCar", "MountainCar-v0"),
+                                         ("MountainCarContinuous", "MountainCarContinuous-v0"),
+                                         ("Pendulum", "Pendulum-v1")])
+def test_builtin_spaces_are_gymnasiums(ours, theirs):
+    """Single spaces against Gymnasium's env, batched ones against its SyncVectorEnv of that env."""
+    if f"fastvec/{ours}" not in gym.registry:
+        pytest.skip(f"fastvec/{ours} is not registered")
+    single, their_single = gym.make(f"fastvec/{ours}"), gym.make(theirs)
+    assert_space_equal(single.observation_space, their_single.observation_space)
+    assert_space_equal(single.action_space, their_single.action_space)
+    vec, their_vec = gym.make_vec(f"fastvec/{ours}", 3), gym.make_vec(theirs, 3, vectorization_mode="sync")
+    for name in ("single_observation_space", "single_action_space", "observation_space", "action_space"):
+        assert_space_equal(getattr(vec, name), getattr(their_vec, name))
 
 
-@pytest.mark.parametrize("source", [BOX, MULTI, IMAGE])
+@pytest.mark.parametrize("source", [BOX, MULTI, IMAGE, *(info.gym_id for info in fastvec.ENVS.values())])
 def test_check_env_passes(source):
-    check_env(NativeEnv(source=source), skip_render_check=True)
+    env = gym.make(source).unwrapped if source.startswith("fastvec/") else NativeEnv(source=source)
+    check_env(env, skip_render_check=True)
 
 
 @pytest.mark.parametrize("mode", list(AutoresetMode))
