@@ -1,6 +1,7 @@
-"""Rules and batch contracts asserted one situation at a time: Breakout's last ball, Pong's ball-speed cap and
-serve directions, DISABLED-mode partial resets and reset with a list of seeds (against Gymnasium's
-SyncVectorEnv over fastvec's single env). Situations are written into the raw state bytes and played by the
+"""Rules and batch contracts asserted one situation at a time: Breakout's last ball and seams, Pong's ball-speed
+cap and serve directions, CartPole's termination thresholds and spaces (against Gymnasium's CartPole-v1),
+DISABLED-mode partial resets and reset with a list of seeds (against Gymnasium's SyncVectorEnv over fastvec's
+single env). Situations are written into the raw state bytes and played by the
 real step, as in test_breakout.py and test_pong.py."""
 
 import math
@@ -83,6 +84,7 @@ def pong_hit(speed, seed=5):
     s["ball_speed"][0] = speed
     b.step(np.zeros((1, 2), np.int64))
     assert s["paddle_hits"][0] == 1 and s["ball"][0, 2] > 0
+    assert b.rewards[0].tolist() == [0.0, 0.0]  # no return bonus by default
     return float(np.hypot(s["ball"][0, 2], s["ball"][0, 3])), float(s["ball_speed"][0])
 
 
@@ -199,3 +201,51 @@ def test_batch_reset_mask_and_seeds_touch_only_the_masked_envs():
     fresh.reset(np.array([8], np.uint64), None)
     np.testing.assert_array_equal(b.obs[3], fresh.obs[0])
     np.testing.assert_array_equal(b.slots[3], fresh.slots[0])  # episode counters zeroed too
+
+
+# ------------------------------------------------------------------------------------------------ Breakout seams
+
+
+@pytest.mark.parametrize("x0,winner", [(176.0, 6), (172.0, 5)])
+def test_breakout_a_ball_meeting_two_bricks_at_once_breaks_the_one_it_covers_most(x0, winner):
+    """The ball rises under the seam of bricks 5 and 6 of the bottom row (x = 192) and meets both bottom faces
+    at t = 0.5 tick; at that moment its left edge is at x0 + 1, so it covers brick 6 more for x0 = 176
+    (15 px of brick 5, 17 of brick 6) and brick 5 more for x0 = 172 (19 and 13)."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = x0, 123.5, 2.0, -3.0  # bottom row ends at y = 122
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["destroyed"][0, 5] == 1 << winner and s["destroyed"][0, :5].sum() == 0
+    assert b.rewards[0, 0] == 1.0 and s["bricks_left"][0] == 107
+    assert s["ball_vy"][0] == 3.0 and s["ball_vx"][0] == 2.0  # bounced off a bottom face
+
+
+# ------------------------------------------------------------------------------------------------ CartPole
+
+
+THETA = 12 * 2 * math.pi / 360
+
+
+@pytest.mark.parametrize("state", [
+    [2.4, 0, 0, 0], [-2.4, 0, 0, 0], [0, 0, THETA, 0], [0, 0, -THETA, 0],
+    [np.nextafter(2.4, 3), 0, 0, 0], [np.nextafter(-2.4, -3), 0, 0, 0],
+    [0, 0, np.nextafter(THETA, 1), 0], [0, 0, np.nextafter(-THETA, -1), 0],
+])
+def test_cartpole_ends_exactly_where_gymnasiums_does(state):
+    """At the thresholds (|x| = 2.4, |theta| = 12 degrees: still alive) and a hair beyond (terminated), from
+    states set through `unwrapped.state` in both envs; velocities 0 so the step keeps x and theta."""
+    ours, theirs = gym.make("fastvec/CartPole"), gym.make("CartPole-v1")
+    ours.reset(seed=0)
+    theirs.reset(seed=0)
+    ours.unwrapped.state = np.array(state, np.float64)
+    theirs.unwrapped.state = np.array(state, np.float64)
+    a, b = ours.step(1), theirs.step(1)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[2] == b[2] and a[1] == b[1]
+
+
+def test_cartpole_spaces_are_gymnasiums():
+    ours, theirs = gym.make("fastvec/CartPole"), gym.make("CartPole-v1")
+    assert ours.observation_space == theirs.observation_space and ours.action_space == theirs.action_space
+    np.testing.assert_array_equal(ours.observation_space.high, theirs.observation_space.high)
