@@ -86,7 +86,7 @@ class Mutant:
     change: str  # e.g. "< -> <=" or cosmic-ray's operator name
     index: int  # which same-`change` site on that line
     spec: dict = field(default_factory=dict)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
-    outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only
+    outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only | unreachable
     reason: str = ""
     seconds: float = 0.0
 
@@ -264,11 +264,11 @@ def apply_py(path: Path, spec: dict) -> bool:
 
 def load_listed() -> dict[tuple, tuple[str, str]]:
     """Mutants listed once with a reason, by identity: (outcome, reason); outcome "equivalent" (no behaviour
-    changes) or "gpu-only" (the changed code runs only with a GPU: the @gpu tests' business, not the CPU suite's)."""
+    changes), "gpu-only" (the changed code runs only with a GPU: the @gpu tests' business, not the CPU suite's)
+    or "unreachable" (a path no test can provoke, e.g. a failed malloc)."""
     data = tomllib.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
-    return {(e["file"], e["source"], e["change"], e.get("index", 0)): (outcome, e["reason"])
-            for table, outcome in (("equivalent", "equivalent"), ("gpu_only", "gpu-only"))
-            for e in data.get(table, [])}
+    return {(e["file"], e["source"], e["change"], e.get("index", 0)): (table.replace("_", "-"), e["reason"])
+            for table in ("equivalent", "gpu_only", "unreachable") for e in data.get(table, [])}
 
 
 def run_tests(clone: Path, args: list[str], timeout: float) -> tuple[str, str]:
@@ -387,7 +387,7 @@ def main(argv=None) -> int:
         return m
 
     todo = [m for m in mutants if not m.outcome]
-    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed as equivalent or GPU-only)",
+    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed in {EQUIVALENT_FILE.name})",
           flush=True)
     with concurrent.futures.ThreadPoolExecutor(len(clones)) as pool:
         for done, m in enumerate(pool.map(test_one, todo), 1):
@@ -408,16 +408,17 @@ def main(argv=None) -> int:
 
 
 def print_table(mutants: list[Mutant]) -> None:
-    """Per file: killed (a test failed, or the time limit hit), survived, equivalent, GPU-only, and the score:
+    """Per file: killed (a test failed, or the time limit hit), survived, the listed ones, and the score:
     killed / (killed + survived)."""
-    print("\n| file | mutants | killed | survived | equivalent | GPU-only | score |\n|---|---|---|---|---|---|---|")
+    print("\n| file | mutants | killed | survived | equivalent | GPU-only or unreachable | score |\n"
+          "|---|---|---|---|---|---|---|")
     files = list(dict.fromkeys(m.file for m in mutants))
     for f in [*files, None]:
         group = [m for m in mutants if f is None or m.file == f]
         k = sum(m.outcome in ("killed", "timeout") for m in group)
         s = sum(m.outcome in ("survived", "error") for m in group)
         e = sum(m.outcome == "equivalent" for m in group)
-        g = sum(m.outcome == "gpu-only" for m in group)
+        g = sum(m.outcome in ("gpu-only", "unreachable") for m in group)
         score = f"{100 * k / (k + s):.1f}%" if k + s else "-"
         print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {e} | {g} | {score} |")
     survivors = [m for m in mutants if m.outcome in ("survived", "error")]
