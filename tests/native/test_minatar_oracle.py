@@ -159,6 +159,7 @@ class Lockstep:
         self.batch = hooked_batch(name, minimal, ramping, round(sticky * 1000))
         self.sticky = sticky
         self.action_set = self.ref.minimal_action_set() if minimal else list(range(6))
+        assert self.batch.env.num_actions == len(self.action_set)
         self.events = {"sticky_changed": 0, "episodes": 0, "reward": 0.0, "steps": 0}
         self.reset()
 
@@ -332,3 +333,24 @@ def test_rgb_array_frames_are_minatars(name):
     assert frame.shape == (160, 160, 3)
     np.testing.assert_array_equal(frame, np.repeat(np.repeat(want, 16, axis=0), 16, axis=1))
     assert len(np.unique(want.reshape(-1, 3), axis=0)) > 2  # not a blank frame
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_gymnasium_spaces_are_minatars_and_pass_the_env_checker(name):
+    """Box(0, 1, (10, 10, C), uint8) (minatar's bool grid as 0s and 1s) and Discrete over the minimal
+    set (MinAtar/<Game>-v1, the default; the full set's six actions: the oracle runs above); Gymnasium's
+    env checker passes."""
+    from gymnasium.spaces import Box, Discrete
+    from gymnasium.utils.env_checker import check_env
+
+    from fastvec.wrappers.gymnasium import NativeEnv, NativeVectorEnv
+
+    key = {"space_invaders": "spaceinvaders"}.get(name, name) + "-minatar"
+    vector_class = type("MinAtarVectorEnv", (NativeVectorEnv,), {"env_name": key})
+    single_class = type("MinAtarEnv", (NativeEnv,), {"vector_class": vector_class})
+    ref = minatar.Environment(name)
+    env = single_class(render_mode="rgb_array")
+    assert env.observation_space == Box(0, 1, tuple(ref.state_shape()), np.uint8)
+    assert env.action_space == Discrete(len(ref.minimal_action_set()))
+    check_env(env, skip_render_check=False)
+    env.close()
