@@ -354,3 +354,30 @@ def test_gymnasium_spaces_are_minatars_and_pass_the_env_checker(name):
     assert env.action_space == Discrete(len(ref.minimal_action_set()))
     check_env(env, skip_render_check=False)
     env.close()
+
+
+def shipped_batch(key, n, **params):
+    env = cpu.load(native.source_path(key), tuple(sorted(native.resolve_defines(key, params).items())))
+    batch = cpu.CpuBatch(env, n, native.AUTORESET_CODES["Disabled"], None)
+    batch.reset(np.arange(n, dtype=np.uint64) + 1000, None)
+    return batch
+
+
+def test_shipped_builds_draw_with_minatars_probabilities():
+    """The shipped builds draw from fastvec's generator (the oracle feeds minatar's draws instead):
+    the ball starts on either side, cars get speeds 1..5 and both directions evenly, and the previous
+    action repeats with the sticky probability."""
+    n = 8192
+    breakout = shipped_batch("breakout-minatar", n).obs.reshape(n, 10, 10, 4)
+    left = breakout[:, 3, 0, 1].mean()
+    assert breakout[:, 3, 0, 1].sum() + breakout[:, 3, 9, 1].sum() == n and abs(left - 0.5) < 0.02
+    freeway = shipped_batch("freeway-minatar", n).obs.reshape(n, 10, 10, 7)
+    trails = freeway[:, 1:9, :, 2:].sum(axis=(0, 1, 2))  # one trail per car, on its speed's channel
+    np.testing.assert_allclose(trails / trails.sum(), 0.2, atol=0.01)
+    right = (freeway[:, 1:9, 9, 2:].sum(axis=-1)).mean()  # cars start at x = 0: a right-mover's trail wraps to 9
+    assert abs(right - 0.5) < 0.01
+    for milli in (100, 300):
+        b = shipped_batch("breakout-minatar", n, sticky_action_milli=milli)
+        b.step(np.full(n, 2, np.int64))  # right: the paddle stays where the previous action (no-op) repeats
+        stayed = b.obs.reshape(n, 10, 10, 4)[:, 9, 4, 0].mean()
+        assert abs(stayed - milli / 1000) < 0.015, (milli, stayed)
