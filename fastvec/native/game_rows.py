@@ -23,7 +23,7 @@ DL_CUDA = 2  # DLPack's kDLCUDA
 
 @cache
 def _module(device_index: int):
-    return gpu.load_module('#include "game_rows.cu"\n', include_dirs=[NATIVE_DIR], name="game_rows",
+    return gpu.load_module('#include "game_rows.cu"\n', include_dirs=[NATIVE_DIR], name="pettingzoo_rows",
                            device_index=device_index)
 
 
