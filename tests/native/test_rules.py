@@ -249,3 +249,65 @@ def test_cartpole_spaces_are_gymnasiums():
     ours, theirs = gym.make("fastvec/CartPole"), gym.make("CartPole-v1")
     assert ours.observation_space == theirs.observation_space and ours.action_space == theirs.action_space
     np.testing.assert_array_equal(ours.observation_space.high, theirs.observation_space.high)
+
+
+# ------------------------------------------------------------------------------------------------ Pong's bot
+
+BOT_SPEED = (0.4, 0.55, 0.7, 0.85, 1.0)  # of the agent's 0.035 per step, by level
+BOT_NOISE = (1.8, 1.5, 1.3, 1.15, 1.05)  # the aim's spread, in paddle reaches (0.12 + 0.02)
+
+
+@pytest.mark.parametrize("level", range(5))
+def test_pong_bot_chases_the_ball_at_its_levels_speed(level):
+    b = batch("pong", 1, pong_bot=1, bot_level=level)
+    b.reset(np.array([2], np.uint64), None)
+    s = states(b, PONG)
+    s["ball"][0] = [0.0, 0.6, 0.01, 0.0]  # coming toward the bot, high up
+    s["paddle_y"][0] = [0.0, -0.2]
+    s["bot_aim"][0] = 0.0
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["paddle_y"][0, 1] == pytest.approx(-0.2 + 0.035 * BOT_SPEED[level], abs=1e-6)
+    s["ball"][0] = [0.0, 0.6, -0.01, 0.0]  # going away: the bot drifts back toward the centre
+    s["paddle_y"][0, 1] = 0.5
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["paddle_y"][0, 1] == pytest.approx(0.5 - 0.035 * BOT_SPEED[level], abs=1e-6)
+
+
+@pytest.mark.parametrize("level", range(5))
+def test_pong_bot_aims_within_its_levels_spread(level):
+    """A serve toward the bot draws its aim uniformly in +-noise * reach (reach 0.14)."""
+    n = 2000
+    b = batch("pong", n, pong_bot=1, bot_level=level)
+    b.reset(np.arange(n, dtype=np.uint64), None)
+    s = states(b, PONG)
+    toward_bot = s["ball"][:, 2] > 0
+    aims = s["bot_aim"][toward_bot]
+    bound = BOT_NOISE[level] * 0.14
+    assert toward_bot.sum() > 800 and (s["bot_aim"][~toward_bot] == 0).all()
+    assert np.abs(aims).max() <= bound * (1 + 1e-6) and np.abs(aims).max() > 0.99 * bound
+    assert abs(aims.mean()) < 0.05 * bound
+
+
+def test_pong_reset_centres_both_paddles_and_clears_the_score():
+    b = batch("pong", 2)
+    b.reset(np.array([1, 2], np.uint64), None)
+    s = states(b, PONG)
+    s["paddle_y"] = [[0.3, -0.4], [-0.5, 0.6]]
+    s["score"] = [[3, 4], [5, 6]]
+    s["paddle_hits"] = [7, 8]
+    b.reset(np.array([3, 4], np.uint64), None)
+    assert (s["paddle_y"] == 0).all() and (s["score"] == 0).all() and (s["paddle_hits"] == 0).all()
+
+
+def test_pong_a_returned_ball_travels_the_rest_of_the_step():
+    """Contact happens a fraction t into the step; the ball leaves the paddle's face for the remaining 1 - t."""
+    b = batch("pong", 1)
+    b.reset(np.array([5], np.uint64), None)
+    s = states(b, PONG)
+    s["paddle_y"][0] = [0.0, 0.0]
+    s["ball"][0] = [-0.85, 0.0, -0.03, 0.0]
+    s["ball_speed"][0] = 0.03
+    b.step(np.zeros((1, 2), np.int64))
+    face = -(0.9 - 0.02) + 0.02  # the ball's centre at contact
+    t = (-0.85 - face) / 0.03
+    assert s["ball"][0, 0] == pytest.approx(face + (1 - t) * 0.032, abs=1e-6)

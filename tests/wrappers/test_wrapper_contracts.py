@@ -132,6 +132,8 @@ def test_the_torch_face_of_a_cpu_env_is_the_numpy_env_as_tensors():
         for tensor, array in zip(got[:4], want[:4]):
             assert isinstance(tensor, torch.Tensor)
             np.testing.assert_array_equal(tensor.numpy(), array)
+    obs, *_ = envs.step(np.array([1, 1, 1]))  # NumPy actions step too
+    np.testing.assert_array_equal(obs.numpy(), plain.step(np.array([1, 1, 1]))[0])
     info = got[4]
     assert bool(info["_final_obs"].all()) and isinstance(info["_final_obs"], torch.Tensor)
     assert info["final_obs"].dtype == object  # object arrays stay NumPy
@@ -139,3 +141,20 @@ def test_the_torch_face_of_a_cpu_env_is_the_numpy_env_as_tensors():
     shared = np.zeros(3, np.float32)
     as_tensor(shared)[1] = 5.0  # a view, not a copy
     assert shared[1] == 5.0 and as_tensor(7) == 7
+
+
+def test_the_sb3_adapters_frames_are_each_envs_own():
+    pytest.importorskip("stable_baselines3")
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    venv = FastvecVecEnv("fastvec/Pong", 3, render_mode="rgb_array")
+    venv.seed(5)
+    venv.reset()
+    for _ in range(30):
+        venv.step(np.array([1, 2, 0]))
+    frames = venv.get_images()
+    assert len(frames) == 3 and frames[0].shape == (240, 320, 3)
+    for i, frame in enumerate(frames):
+        np.testing.assert_array_equal(frame, venv.batch.render(i))
+    assert not np.array_equal(frames[0], frames[1])
+    np.testing.assert_array_equal(venv.env_method("render", indices=[2])[0], frames[2])
