@@ -271,11 +271,12 @@ def load_listed() -> dict[tuple, tuple[str, str]]:
             for table in ("equivalent", "gpu_only", "unreachable") for e in data.get(table, [])}
 
 
-def run_tests(clone: Path, args: list[str], timeout: float) -> tuple[str, str]:
+def run_tests(clone: Path, args: list[str], timeout: float, first_failure: bool = True) -> tuple[str, str]:
     """('passed' | 'failed' | 'timeout', output tail) of the fast tests in `clone`."""
     env = dict(os.environ, PYTHONPATH=str(clone), PYTHONDONTWRITEBYTECODE="1",
                FASTVEC_CACHE_DIR=str(clone / ".mutation-cache"))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", *args]
+    cmd = [sys.executable, "-m", "pytest", *(["-x"] if first_failure else []), "-q", "-p", "no:cacheprovider",
+           "-W", "ignore", "-rf", *args]
     proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, text=True)
     try:
@@ -284,7 +285,7 @@ def run_tests(clone: Path, args: list[str], timeout: float) -> tuple[str, str]:
         os.killpg(proc.pid, 9)
         proc.communicate()
         return "timeout", ""
-    return ("passed" if proc.returncode == 0 else "failed"), out[-2000:]
+    return ("passed" if proc.returncode == 0 else "failed"), out if not first_failure else out[-2000:]
 
 
 def snapshot(source: str, dest: Path) -> str:
@@ -332,11 +333,20 @@ def main(argv=None) -> int:
         earlier = json.loads(Path(args.only_survivors).read_text())
         wanted = {tuple(m["key"]) for m in earlier["mutants"] if m["outcome"] in ("survived", "error")}
 
-    # Baseline: each file's tests must pass unmutated; their time sets the mutant's time limit.
+    # Baseline: each file's tests must pass unmutated (tests already failing in the snapshot are deselected
+    # and reported); their time sets the mutant's time limit.
     limits: dict[str, float] = {}
+    broken: dict[str, list[str]] = {}
     for rel in list(args.files):
         t0 = time.perf_counter()
         status, out = run_tests(clones[0], TARGETS[rel], 1800)
+        if status == "failed":
+            _, full = run_tests(clones[0], TARGETS[rel], 1800, first_failure=False)
+            broken[rel] = re.findall(r"^FAILED (\S+)", full, re.MULTILINE)
+            TARGETS[rel] = [*TARGETS[rel], *(f"--deselect={test}" for test in broken[rel])]
+            print(f"{rel}: deselected, failing before any mutation: {broken[rel]}", flush=True)
+            t0 = time.perf_counter()
+            status, out = run_tests(clones[0], TARGETS[rel], 1800)
         if status != "passed":
             print(f"{rel}: left out, its tests fail before any mutation (fix them first):\n{out}", file=sys.stderr)
             args.files.remove(rel)
@@ -395,6 +405,7 @@ def main(argv=None) -> int:
                   flush=True)
 
     report = {"commit": commit, "source": args.source, "per_file": args.per_file, "seed": args.seed,
+              "deselected_failing_before_mutation": broken,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "mutants": [{**asdict(m), "key": list(m.key())} for m in mutants]}
     out_path = REPO / args.json
