@@ -342,7 +342,7 @@ def main(argv=None) -> int:
         status, out = run_tests(clones[0], TARGETS[rel], 1800)
         if status == "failed":
             _, full = run_tests(clones[0], TARGETS[rel], 1800, first_failure=False)
-            broken[rel] = re.findall(r"^FAILED (\S+)", full, re.MULTILINE)
+            broken[rel] = re.findall(r"^FAILED (.+?)(?: - .*)?$", full, re.MULTILINE)
             TARGETS[rel] = [*TARGETS[rel], *(f"--deselect={test}" for test in broken[rel])]
             print(f"{rel}: deselected, failing before any mutation: {broken[rel]}", flush=True)
             t0 = time.perf_counter()
