@@ -68,7 +68,8 @@ ENVS: dict[str, NativeEnvInfo] = {
     "cartpole": NativeEnvInfo(
         "cartpole.h", "fastvec/CartPole", 500,
         {"float32": Param(0, 0, 1, "1: float32 state and physics (16-byte state, like gymnax; faster on the GPU); "
-                                   "0: Gymnasium's float64, observations identical to Gymnasium's")},
+                                   "0: Gymnasium's float64, observations identical to Gymnasium's"),
+         "sutton_barto_reward": Param(0, 0, 1, "1: Gymnasium's sutton_barto_reward=True (0 per step, -1 at the end)")},
         render_fps=50,
     ),
     "breakout": NativeEnvInfo(

@@ -1,6 +1,8 @@
 /* cartpole.h: Gymnasium's CartPole-v1, exactly: same constants, Euler integration in double
  * precision, reward 1 on every step (the terminating one included), float32 observation.
- * Truncation at 500 steps is the backend's (max_episode_steps), not this file's.
+ * Truncation at 500 steps is the backend's (max_episode_steps), not this file's. SUTTON_BARTO_REWARD=1 is
+ * Gymnasium's sutton_barto_reward=True. One difference: a terminated pole stepped on (DISABLED autoreset, or
+ * a single env past its end) keeps earning 1 here, where Gymnasium gives 0 (and warns).
  * sin and cos of the pole's angle are glibc's bits (glibc_math.h), the values NumPy's np.sin/np.cos give
  * Gymnasium, so whole trajectories are Gymnasium's to the bit.
  *
@@ -28,6 +30,9 @@
 #define RENDER_H 400
 #ifndef FLOAT32
 #define FLOAT32 0
+#endif
+#ifndef SUTTON_BARTO_REWARD
+#define SUTTON_BARTO_REWARD 0 /* 1: Gymnasium's sutton_barto_reward=True: 0 per step, -1 on the terminating one */
 #endif
 /* The float32 step is straight-line code: the CPU runs it across envs in vector passes. The float64 step
  * is not: glibc's sin/cos branch on the angle's range, and their branch-free form (every range computed,
@@ -91,9 +96,10 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     s->theta = s->theta + CP_TAU * s->theta_dot;
     s->theta_dot = s->theta_dot + CP_TAU * thetaacc;
     cartpole_write_obs(s, obs);
-    rewards[0] = 1.0f;
-    return (s->x < -CP_X_THRESHOLD) | (s->x > CP_X_THRESHOLD) | /* | rather than ||: no branches */
-           (s->theta < -CP_THETA_THRESHOLD) | (s->theta > CP_THETA_THRESHOLD);
+    int terminated = (s->x < -CP_X_THRESHOLD) | (s->x > CP_X_THRESHOLD) | /* | rather than ||: no branches */
+                     (s->theta < -CP_THETA_THRESHOLD) | (s->theta > CP_THETA_THRESHOLD);
+    rewards[0] = SUTTON_BARTO_REWARD ? (terminated ? -1.0f : 0.0f) : 1.0f;
+    return terminated;
 }
 
 #else /* FLOAT32 */
@@ -188,9 +194,10 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     s->theta = fmaf(tau, s->theta_dot, s->theta);
     s->theta_dot = fmaf(tau, thetaacc, s->theta_dot);
     cartpole_write_obs(s, obs);
-    rewards[0] = 1.0f;
-    return (s->x <= -CP_F_X_THRESHOLD) | (s->x >= CP_F_X_THRESHOLD) |
-           (s->theta <= -CP_F_THETA_THRESHOLD) | (s->theta >= CP_F_THETA_THRESHOLD);
+    int terminated = (s->x <= -CP_F_X_THRESHOLD) | (s->x >= CP_F_X_THRESHOLD) |
+                     (s->theta <= -CP_F_THETA_THRESHOLD) | (s->theta >= CP_F_THETA_THRESHOLD);
+    rewards[0] = SUTTON_BARTO_REWARD ? (terminated ? -1.0f : 0.0f) : 1.0f;
+    return terminated;
 }
 #endif /* FLOAT32 */
 

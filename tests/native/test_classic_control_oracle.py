@@ -83,7 +83,10 @@ def test_cartpole_whole_episodes():
     balance = play("CartPole", starts, lambda s, r: int(s[2] + 0.5 * s[3] + 0.01 * s[0] + 0.1 * s[1] > 0))
     random = play("CartPole", starts, lambda s, r: int(r.integers(2)), seed=2)
     push = play("CartPole", starts[:4], lambda s, r: 1)
+    sutton = play("CartPole", starts[:3], lambda s, r: int(r.integers(2)), gym_kwargs={"sutton_barto_reward": True},
+                  fastvec_kwargs={"sutton_barto_reward": 1})  # rewards 0 and -1
     assert balance["truncated"] >= 5 and random["terminated"] == len(starts) and push["terminated"] == 4
+    assert sutton["terminated"] == 3
     assert balance["transitions"] + random["transitions"] + push["transitions"] >= 3000
 
 
