@@ -116,11 +116,11 @@ def scripted(name, game, rng):
         target = cols[np.argmin(np.abs(cols - game.pos))] if len(cols) else game.pos
         want = 5 if game.shot_timer == 0 and target == game.pos else toward(np.sign(target - game.pos))
         if game.alien_map.sum() <= 3:  # the last fast aliens: fire when the shot will hit, else wait under them
-            want = 5 if game.shot_timer == 0 and shot_hits(game) else (0 if game.shot_timer == 0 else want)
+            want = 5 if game.shot_timer == 0 and shot_hits(game, 8) else (0 if game.shot_timer == 0 else want)
         near = game.e_bullet_map[6:, max(game.pos - 1, 0):game.pos + 2].any() or game.alien_map[7:].any()
         if not near:  # nothing can reach the cannon within two steps: skip the (slow) lookahead
             return want
-        safe = safe_actions(game, [0, 1, 3, 5])
+        safe = safe_actions(game, [0, 1, 3, 5], depth=1)
         return want if want in safe else int(rng.choice(safe))
     if name == "seaquest":
         if game.diver_count >= 6 or game.oxygen < 40 or (game.diver_count > 0 and game.oxygen < 100):
