@@ -5,26 +5,12 @@ checks and error messages for bad actions that the CPU and GPU backends share.""
 from __future__ import annotations
 
 import dataclasses
-import re
-from pathlib import Path
 
 import numpy as np
 
 # ACTION_SPACE's values in fastvec.h (FV_DISCRETE, FV_MULTI_DISCRETE, FV_BOX).
 ACTION_KINDS = {0: "discrete", 1: "multi_discrete", 2: "box"}
 MAX_OBS_DIMS = 8  # spaces.h's FV_MAX_OBS_DIMS
-
-
-_ACTION_SPACE_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+ACTION_SPACE[ \t]+(\w+)", re.MULTILINE)
-_KIND_NAMES = {"FV_DISCRETE": "discrete", "FV_MULTI_DISCRETE": "multi_discrete", "FV_BOX": "box"}
-
-
-def declared_action_kind(source) -> str:
-    """The action space kind an env file declares ("discrete" where it defines no ACTION_SPACE), read from its
-    text, not compiled: for checks that must not build the env (the trainer's config). A kind other than
-    Discrete under any #if branch counts."""
-    found = [_KIND_NAMES.get(name, name) for name in _ACTION_SPACE_DEFINE.findall(Path(source).read_text(errors="replace"))]
-    return next((kind for kind in found if kind != "discrete"), "discrete")
 
 
 class ActionError(ValueError):

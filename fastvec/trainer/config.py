@@ -13,7 +13,6 @@ import tomllib
 from pathlib import Path
 
 from fastvec.native import ENVS, check_define_names, resolve_defines, source_path
-from fastvec.native.spaces import declared_action_kind
 from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTION_NOTES, SECTIONS, Key, section_keys
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -384,10 +383,6 @@ def validate(config: dict) -> None:
         _check_builtin_env(config, env)
     else:
         _check_custom_env(config, env, kind)
-    if kind != "gym" and (actions := declared_action_kind(
-            source_path(env) if kind == "builtin" else config["env"]["source"])) != "discrete":
-        raise ConfigError(f"{env} has {actions} actions; fastvec-train's policies are Discrete only (train it through "
-                          "the Gymnasium face, e.g. Stable-Baselines3 on fastvec.wrappers.sb3.FastvecVecEnv)")
     for problem in _cross_key_problems(config):
         raise ConfigError(problem)
 

@@ -9,13 +9,19 @@ import time
 import numpy as np
 
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import rollout_sizes
+from fastvec.trainer.config import ConfigError, rollout_sizes
 
 # Legend: T = horizon, R = rows = num_envs * agents, O = obs size, K = bptt_horizon, S = T / K segments,
 # Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
 
 
 def make_policy_spec(config: dict, obs_size: int, num_actions: int) -> ref.PolicySpec:
+    """The policy for an env of obs_size observations and Discrete(num_actions) actions; an env without a Discrete
+    action space (Box, MultiDiscrete: num_actions 0) is a ConfigError, as the trainer has no heads for them."""
+    if num_actions < 1:
+        raise ConfigError(f"{config['env']['name']} has no Discrete action space (a Box or MultiDiscrete env): "
+                          "fastvec-train's policies are Discrete only; train it through the Gymnasium face, e.g. "
+                          "Stable-Baselines3 on fastvec.wrappers.sb3.FastvecVecEnv")
     policy = config["policy"]
     return ref.PolicySpec(obs_size=obs_size, num_actions=num_actions, kind=policy["kind"],
                           hidden=policy["hidden"], layers=policy["layers"], highway=policy["highway"])

@@ -10,7 +10,7 @@ import pytest
 
 from fastvec import native
 from fastvec.native import cpu
-from fastvec.native.spaces import ActionError, declared_action_kind
+from fastvec.native.spaces import ActionError
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 BOX, MULTI, IMAGE = ENVS_DIR / "box_point.h", ENVS_DIR / "multi_discrete.h", ENVS_DIR / "image_obs.h"
@@ -48,10 +48,6 @@ def test_a_build_declares_its_spaces():
     assert (unbounded.obs_low == -np.inf).all() and (unbounded.obs_high == np.inf).all()
     random_walk = cpu.load(ENVS_DIR / "random_walk.h", ()).spaces  # bytes, no bounds declared
     assert (random_walk.obs_low == 0).all() and (random_walk.obs_high == 255).all()
-
-
-def test_declared_action_kind_reads_the_env_file():
-    assert [declared_action_kind(p) for p in (BOX, MULTI, IMAGE)] == ["box", "multi_discrete", "discrete"]
 
 
 def test_box_actions_reach_the_env_as_float32_and_out_of_bound_ones_are_clipped_by_it():
