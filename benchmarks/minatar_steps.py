@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 from env_steps import gpu_rollout_rate, gpu_step_rate, gymnax_rate, steps_per_second
 
-from fastvec.wrappers.gymnasium import NativeVectorEnv
+from fastvec import ENVS
 
 RESULTS = Path(__file__).parent / "results"
 # (fastvec registry key, minatar game, the Gymnasium/gymnax name)
@@ -36,8 +36,8 @@ GAMES = [("asterix-minatar", "asterix", "Asterix"), ("breakout-minatar", "breako
 
 
 def fastvec_vec(key: str, n: int, **kw):
-    """fastvec's Gymnasium vector env of a MinAtar game (what gym.make_vec("fastvec/<Game>-MinAtar") makes)."""
-    return type("MinAtarVectorEnv", (NativeVectorEnv,), {"env_name": key})(n, **kw)
+    """fastvec's Gymnasium vector env of a MinAtar game, through its registered id (fastvec/<Game>-MinAtar)."""
+    return gym.make_vec(ENVS[key].gym_id, n, **kw)
 
 
 def minatar_loop_rate(game: str, n: int, seconds: float) -> float:

@@ -9,21 +9,22 @@ import subprocess
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+import fastvec  # noqa: F401  (registers fastvec/<Game>-MinAtar)
 from fastvec import native
 from fastvec.native.cuda import STEP_KERNEL_NAMES
 from fastvec.native.gpu import NVCC_FLAGS
-from fastvec.wrappers.gymnasium import NativeVectorEnv
 
 GAMES = ["asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar", "spaceinvaders-minatar"]
 MODES = ["NextStep", "SameStep", "Disabled"]
 
 
 def vector_env(game, n, **kw):
-    """The Gymnasium vector env of a MinAtar game (the class its registered id makes)."""
-    return type("MinAtarVectorEnv", (NativeVectorEnv,), {"env_name": game})(n, **kw)
+    """The Gymnasium vector env of a MinAtar game, through its registered id (fastvec/<Game>-MinAtar)."""
+    return gym.make_vec(native.ENVS[game].gym_id, n, **kw)
 
 
 def batches(game, n, mode, limit, kernel="auto", **params):
