@@ -7,10 +7,16 @@
  * Shared parts: minatar_common.h.
  */
 #define MA_CHANNELS 4
+#define OBS_SIZE 400 /* (10, 10, MA_CHANNELS) */
+#define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_UP, MA_RIGHT, MA_DOWN}
 #include "minatar_common.h"
 
-#define NUM_ACTIONS (MINIMAL_ACTION_SET ? 5 : 6)
+#if MINIMAL_ACTION_SET
+#define NUM_ACTIONS 5
+#else
+#define NUM_ACTIONS 6
+#endif
 #define MAA_RAMP_INTERVAL 100
 #define MAA_SPAWN_SPEED 10
 #define MAA_MOVE_INTERVAL 5

@@ -6,10 +6,16 @@
  * Shared parts (actions, sticky actions, draws, observation, rendering): minatar_common.h.
  */
 #define MA_CHANNELS 4
+#define OBS_SIZE 400 /* (10, 10, MA_CHANNELS) */
+#define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_RIGHT}
 #include "minatar_common.h"
 
-#define NUM_ACTIONS (MINIMAL_ACTION_SET ? 3 : 6)
+#if MINIMAL_ACTION_SET
+#define NUM_ACTIONS 3
+#else
+#define NUM_ACTIONS 6
+#endif
 
 typedef struct {
     int score;

@@ -2,6 +2,7 @@
  * Young and Tian 2019) share: the 6-action alphabet and each game's minimal set, sticky actions,
  * the random draws, the (10, 10, C) uint8 observation, and the rgb_array palette.
  *
+ * A game defines MA_CHANNELS, OBS_SIZE (10 * 10 * MA_CHANNELS), NUM_AGENTS and MA_MINIMAL_SET, then includes this.
  * Parameters (-D, registered in fastvec/native/__init__.py):
  *   STICKY_ACTION_MILLI  probability, in thousandths, that the previous action repeats (minatar: 0.1)
  *   DIFFICULTY_RAMPING   1: the games speed up as minatar's ramping=True does (Breakout and Freeway have none)
@@ -43,11 +44,12 @@
 #define MA_DOWN 4
 #define MA_FIRE 5
 
-#define NUM_AGENTS 1
+#if OBS_SIZE != 100 * MA_CHANNELS
+#error "a MinAtar game defines MA_CHANNELS and OBS_SIZE = 10 * 10 * MA_CHANNELS before including minatar_common.h"
+#endif
 #define NUM_STATS 1
 #define STAT_NAMES "score"
 #define OBS_T unsigned char
-#define OBS_SIZE (10 * 10 * MA_CHANNELS)
 #define OBS_SHAPE 10, 10, MA_CHANNELS
 #define OBS_LOW 0
 #define OBS_HIGH 1

@@ -7,10 +7,16 @@
  * Minimal actions: no-op, up, down. Shared parts: minatar_common.h.
  */
 #define MA_CHANNELS 7
+#define OBS_SIZE 700 /* (10, 10, MA_CHANNELS) */
+#define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_UP, MA_DOWN}
 #include "minatar_common.h"
 
-#define NUM_ACTIONS (MINIMAL_ACTION_SET ? 3 : 6)
+#if MINIMAL_ACTION_SET
+#define NUM_ACTIONS 3
+#else
+#define NUM_ACTIONS 6
+#endif
 #define MAF_PLAYER_SPEED 3
 #define MAF_TIME_LIMIT 2500
 

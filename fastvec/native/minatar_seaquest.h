@@ -19,6 +19,8 @@
  * lives at most 66 (4).
  */
 #define MA_CHANNELS 10
+#define OBS_SIZE 1000 /* (10, 10, MA_CHANNELS) */
+#define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_UP, MA_RIGHT, MA_DOWN, MA_FIRE}
 #include "minatar_common.h"
 

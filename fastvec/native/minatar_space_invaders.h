@@ -9,10 +9,16 @@
  * Shared parts: minatar_common.h. Maps are 10 rows of 10-bit masks (bit x = column x).
  */
 #define MA_CHANNELS 6
+#define OBS_SIZE 600 /* (10, 10, MA_CHANNELS) */
+#define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_RIGHT, MA_FIRE}
 #include "minatar_common.h"
 
-#define NUM_ACTIONS (MINIMAL_ACTION_SET ? 4 : 6)
+#if MINIMAL_ACTION_SET
+#define NUM_ACTIONS 4
+#else
+#define NUM_ACTIONS 6
+#endif
 #define MAS_SHOT_COOL_DOWN 5
 #define MAS_MOVE_INTERVAL 12
 #define MAS_SHOT_INTERVAL 10
