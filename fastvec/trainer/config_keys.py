@@ -84,8 +84,9 @@ SECTION_NOTES = {
            "argument of gymnasium.make.",
     "selfplay": "Self-play for multi-agent games: the learner plays one seat per game (game g: seat g % agents, "
                 "so it learns every side), frozen snapshots of itself from a pool play the others. On the CUDA "
-                "trainer (--train.device=cuda) the games are CPU batches (train.env_device = \"cpu\", one env "
-                "group) and the opponents act with NumPy on the CPU while the learner acts and trains on the GPU.",
+                "trainer the games, the opponents (the pool's snapshots in the arena) and the evaluations run on "
+                "the GPU; with train.env_device = \"cpu\" the games are a CPU batch (one env group) and the "
+                "opponents act with NumPy beside it.",
     "sweep": "fastvec-sweep's settings (fastvec-train ignores them; docs/sweeps.md). Any other key here, a quoted "
              "config path, is a dimension of the search space: \"train.learning_rate\" = \"1e-4:1e-1:log\" (lo:hi, "
              "lo:hi:log or lo:hi:STEP), \"policy.hidden\" = \"32,64,128\" (choices), or a single value, which "
