@@ -10,7 +10,7 @@
  * Random draws go through MA_UNIFORM(rng) (a double in [0, 1), numpy's rand()) and MA_RANDINT(rng, n)
  * (an int in [0, n), numpy's randint(n)), in the reference's order; a test harness may define both
  * before including a game to feed it the reference's own draws (tests/envs/minatar_draws.h).
- * Sticky actions as minatar's Environment.act: one uniform per step, drawn before the game's own, and
+ * Sticky actions as minatar's Environment.act: one uniform per step (none at probability 0), drawn before the game's own, and
  * the previous action (as a full-set id) replaces the chosen one below the probability. The previous
  * action is 0 at every reset (minatar keeps it across episodes; a seeded reset must not depend on the
  * episode before it).

@@ -165,7 +165,7 @@ FV_FN int maq_surface(State* s) {
     s->surface = 1;
     if (s->diver_count == 6) {
         s->diver_count = 0;
-        r = s->oxygen * 10 / MAQ_MAX_OXYGEN; /* oxygen > 0 here: floor division as Python's */
+        r = s->oxygen * 10 / MAQ_MAX_OXYGEN; /* oxygen >= 0 here, where C division floors as Python's */
     }
     s->oxygen = MAQ_MAX_OXYGEN;
     s->diver_count -= 1;
