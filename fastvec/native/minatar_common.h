@@ -2,7 +2,8 @@
  * Young and Tian 2019) share: the 6-action alphabet and each game's minimal set, sticky actions,
  * the random draws, the (10, 10, C) uint8 observation, and the rgb_array palette.
  *
- * A game defines MA_CHANNELS, OBS_SIZE (10 * 10 * MA_CHANNELS), NUM_AGENTS and MA_MINIMAL_SET, then includes this.
+ * A game defines MA_CHANNELS, OBS_SIZE (10 * 10 * MA_CHANNELS), NUM_AGENTS and MA_MINIMAL_SET, then
+ * includes this file.
  * Parameters (-D, registered in fastvec/native/__init__.py):
  *   STICKY_ACTION_MILLI  probability, in thousandths, that the previous action repeats (minatar: 0.1)
  *   DIFFICULTY_RAMPING   1: the games speed up as minatar's ramping=True does (Breakout and Freeway have none)
@@ -10,10 +11,10 @@
  * Random draws go through MA_UNIFORM(rng) (a double in [0, 1), numpy's rand()) and MA_RANDINT(rng, n)
  * (an int in [0, n), numpy's randint(n)), in the reference's order; a test harness may define both
  * before including a game to feed it the reference's own draws (tests/envs/minatar_draws.h).
- * Sticky actions as minatar's Environment.act: one uniform per step (none at probability 0), drawn before the game's own, and
- * the previous action (as a full-set id) replaces the chosen one below the probability. The previous
- * action is 0 at every reset (minatar keeps it across episodes; a seeded reset must not depend on the
- * episode before it).
+ * Sticky actions as minatar's Environment.act: one uniform per step (none at probability 0), drawn
+ * before the game's own, and the previous action (as a full-set id) replaces the chosen one below the
+ * probability. The previous action is 0 at every reset (minatar keeps it across episodes; a seeded
+ * reset must not depend on the episode before it).
  */
 #ifndef FASTVEC_MINATAR_COMMON_H
 #define FASTVEC_MINATAR_COMMON_H
