@@ -102,7 +102,8 @@ FV_FN void ma_render(const unsigned char* obs, const unsigned char (*palette)[3]
                 if (obs[(y * 10 + x) * MA_CHANNELS + c]) top = c;
             unsigned char r = top < 0 ? 0 : palette[top][0], g = top < 0 ? 0 : palette[top][1];
             unsigned char b = top < 0 ? 0 : palette[top][2];
-            fv_fill_rect(rgb, RENDER_W, RENDER_H, x * MA_CELL, y * MA_CELL, (x + 1) * MA_CELL, (y + 1) * MA_CELL, r, g, b);
+            fv_fill_rect(rgb, RENDER_W, RENDER_H, x * MA_CELL, y * MA_CELL, (x + 1) * MA_CELL, (y + 1) * MA_CELL,
+                         r, g, b);
         }
     }
 }
