@@ -38,7 +38,8 @@ _ADAPTER_TESTS = ["tests/wrappers/test_integrations.py", "tests/wrappers/test_en
 TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
-    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py"],
+    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
+                                         "tests/trainer/test_async.py"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
     "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_env_inputs.py", "tests/wrappers/test_render_and_kwargs.py",

@@ -250,13 +250,13 @@ def test_segments_are_consecutive_steps_of_one_row(bptt):
     """to_segments: sequence s * R + r is steps s*K .. s*K + K - 1 of row r; from_segments inverts it."""
     trainer = counting_trainer(horizon=8, bptt_horizon=bptt, minibatch_size=bptt)
     t, r = trainer.horizon, trainer.rows
-    x = np.arange(t * r).reshape(t, r) * 10
-    seg = trainer.to_segments(x)
-    assert seg.shape == (bptt, (t // bptt) * r)
-    for s in range(t // bptt):
-        for row in range(r):
-            np.testing.assert_array_equal(seg[:, s * r + row], x[s * bptt:(s + 1) * bptt, row])
-    np.testing.assert_array_equal(trainer.from_segments(seg), x)
+    for x in (np.arange(t * r).reshape(t, r) * 10, np.arange(t * r * 3).reshape(t, r, 3)):  # (T, R), (T, R, O)
+        seg = trainer.to_segments(x)
+        assert seg.shape == (bptt, (t // bptt) * r, *x.shape[2:])
+        for s in range(t // bptt):
+            for row in range(r):
+                np.testing.assert_array_equal(seg[:, s * r + row], x[s * bptt:(s + 1) * bptt, row])
+        np.testing.assert_array_equal(trainer.from_segments(seg), x)
 
 
 def test_vtrace_reweights_later_epochs_by_the_current_over_the_behaviour_policy(monkeypatch):
@@ -290,6 +290,12 @@ def test_vtrace_reweights_later_epochs_by_the_current_over_the_behaviour_policy(
         expected = np.exp(trainer.from_segments(new_logp) - trainer.logp)
         np.testing.assert_allclose(gae_calls[epoch], expected, rtol=1e-5)
         assert not np.allclose(gae_calls[epoch], 1.0, atol=1e-4)  # the policy moved
+        tc = trainer.train_cfg  # this epoch's targets: the V-trace advantages plus the old values
+        vtrace = real_gae(trainer.values, trainer.last_value, trainer.rewards, trainer.dones, tc["gamma"],
+                          tc["gae_lambda"], gae_calls[epoch], tc["vtrace_rho_clip"], tc["vtrace_c_clip"])
+        seg_returns = trainer.to_segments(vtrace + trainer.values)
+        for i in range(epoch * per_epoch, (epoch + 1) * per_epoch):
+            np.testing.assert_allclose(loss.calls[i]["returns"], seg_returns[:, indices[i]], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["mingru", "mlp"])
@@ -315,3 +321,36 @@ def test_policy_act_is_one_step_of_the_policy(kind):
     expected, expected_logp = ref.sample_actions(logits[0], uniforms)
     np.testing.assert_array_equal(actions, expected)
     np.testing.assert_allclose(logp, expected_logp, rtol=1e-6)
+
+
+def test_one_minibatch_update_reports_that_minibatchs_statistics(monkeypatch):
+    trainer = make(update_epochs=1, minibatch_size=4 * 32, horizon=32, bptt_horizon=8)
+    trainer.rollout()
+    _, loss = record_minibatches(trainer, monkeypatch)
+    stats = trainer.update(num_updates=1)
+    assert len(loss.calls) == 1
+    for key, value in loss.calls[0]["stats"].items():
+        assert stats[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_loading_a_state_without_counters_starts_them_at_zero():
+    trainer = make()
+    trainer.rollout()
+    trainer.update(num_updates=2)
+    params = trainer.params.copy()
+    fresh = make()
+    fresh.load_state_dict({"params": params})
+    np.testing.assert_array_equal(fresh.params, params)
+    assert (fresh.update_index, fresh.opt_step, fresh.global_step) == (0, 0, 0)
+    assert not fresh.opt_state.any()
+
+
+def test_value_loss_gradient_at_a_tie_takes_the_unclipped_branch():
+    """max((v - R)^2, (v_clip - R)^2) at a tie: the unclipped branch's gradient, as ppo.cu's value loss
+    (`us >= cs`). Here v = 2, v_old = 0, clip 1 -> v_clip = 1, R = 1.5: both squares are 0.25."""
+    logits = np.zeros((1, 2))
+    zeros = np.zeros(1)
+    _, _, dvalues, stats = ref.ppo_loss(logits, np.array([2.0]), np.zeros(1, np.int64), zeros, zeros, zeros,
+                                        np.array([1.5]), clip_coef=0.2, vf_clip_coef=1.0, vf_coef=0.5, ent_coef=0.0)
+    assert stats["value_loss"] == pytest.approx(0.5 * 0.25)
+    assert dvalues[0] == pytest.approx(0.5 * (2.0 - 1.5))

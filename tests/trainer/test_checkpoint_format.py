@@ -237,3 +237,14 @@ def test_error_lines_name_the_operation_path_and_reason(tmp_path):
     assert ckpt._first_line(ValueError("first\nsecond")) == "ValueError: first"
     assert ckpt._first_line(ValueError("")) == "ValueError"
     assert ckpt._first_line(ValueError("x" * 300)) == "ValueError: " + "x" * 160
+
+
+def test_pickled_arrays_are_refused_not_unpickled(tmp_path):
+    path = write(tmp_path, 1)
+    with np.load(path) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    arrays["optimizer"] = np.array([object()], dtype=object)  # would run pickle on load
+    np.savez(path, **arrays)
+    with pytest.raises(ckpt.CheckpointError) as err:
+        ckpt.load(path)
+    assert "Object arrays cannot be loaded when allow_pickle=False" in str(err.value)

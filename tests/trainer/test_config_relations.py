@@ -16,6 +16,7 @@ from fastvec.trainer.config import (
     default_toml,
     help_text,
     load_config,
+    load_run_config,
     looks_like_path,
     parse_env_argument,
     read_run_config,
@@ -146,3 +147,36 @@ def test_running_the_module_prints_the_default_toml():
     out = subprocess.run([sys.executable, "-m", "fastvec.trainer.config"], capture_output=True, text=True,
                          check=True).stdout
     assert out == default_toml()
+
+
+def test_a_run_config_missing_exactly_four_keys_names_all_four(tmp_path):
+    config = load_config("cartpole")
+    order = list(config["train"])
+    gone = ["horizon", "bptt_horizon", "minibatch_size", "gamma"]
+    for name in gone:
+        del config["train"][name]
+    path = tmp_path / "config.toml"
+    path.write_text(to_toml(config))
+    with pytest.raises(ConfigError) as err:
+        read_run_config(path)
+    names = ", ".join(f"train.{n}" for n in sorted(gone, key=order.index))
+    assert f"is damaged (it lacks {names}); --resume" in str(err.value)
+
+
+def test_a_run_of_an_env_file_resumes_from_the_files_new_path(tmp_path):
+    original = tmp_path / "a" / "counting.h"
+    original.parent.mkdir()
+    original.write_text(COUNTING.read_text())
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.toml").write_text(to_toml(load_config(str(original), {"env": {"terminate_at": 4}})))
+    moved = tmp_path / "b" / "counting.h"
+    moved.parent.mkdir()
+    original.rename(moved)
+    config = load_run_config(run_dir, str(moved))
+    assert config["env"]["source"] == str(moved.resolve()) and config["env"]["terminate_at"] == 4
+    assert load_run_config(run_dir, "counting.h", {"env": {"source": str(moved)}})["env"]["source"] == str(moved)
+    with pytest.raises(ConfigError, match="the run's env file .* is gone"):
+        load_run_config(run_dir, "counting.h")
+    with pytest.raises(ConfigError, match="is a 'counting.h' run, not 'cartpole'"):
+        load_run_config(run_dir, "cartpole")
