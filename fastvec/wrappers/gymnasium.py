@@ -319,7 +319,8 @@ class NativeVectorEnv(VectorEnv):
         for k, name in enumerate(self.stat_names):
             info[name], info["_" + name] = b.episode_stats.column(k), b.done
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            return {"final_obs": b.final_obs.reshape(n, *self.spaces.obs_shape), "_final_obs": b.done, "final_info": info, "_final_info": b.done}
+            return {"final_obs": b.final_obs.reshape(n, *self.spaces.obs_shape), "_final_obs": b.done,
+                    "final_info": info, "_final_info": b.done}
         return info
 
     # ------------------------------------------------------------------ state access
