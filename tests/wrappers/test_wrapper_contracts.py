@@ -158,3 +158,22 @@ def test_the_sb3_adapters_frames_are_each_envs_own():
         np.testing.assert_array_equal(frame, venv.batch.render(i))
     assert not np.array_equal(frames[0], frames[1])
     np.testing.assert_array_equal(venv.env_method("render", indices=[2])[0], frames[2])
+
+
+def test_vector_get_and_set_state_by_index_match_the_single_envs():
+    """get_state/set_state with an index, a list or None against each single env's `unwrapped.state`."""
+    envs = gym.make_vec("fastvec/CartPole", num_envs=3)
+    theirs = [gym.make("fastvec/CartPole") for _ in range(3)]
+    envs.reset(seed=[1, 2, 3])
+    for env, seed in zip(theirs, [1, 2, 3]):
+        env.reset(seed=seed)
+    states = np.array([env.unwrapped.state for env in theirs])
+    np.testing.assert_array_equal(envs.get_state(), states)
+    np.testing.assert_array_equal(envs.get_state([2, 0]), states[[2, 0]])
+    np.testing.assert_array_equal(envs.get_state(1), states[[1]])
+    new = np.array([[0.1, 0.2, 0.03, -0.4]])
+    envs.set_state(new, 1)
+    theirs[1].unwrapped.state = new[0].copy()
+    np.testing.assert_array_equal(envs.get_state(), np.array([env.unwrapped.state for env in theirs]))
+    envs.set_state(np.zeros((3, 4)))
+    np.testing.assert_array_equal(envs.get_state(), np.zeros((3, 4)))
