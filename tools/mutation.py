@@ -86,13 +86,24 @@ class Mutant:
     source: str  # the original line, stripped: with `change` and `index`, the mutant's identity
     change: str  # e.g. "< -> <=" or cosmic-ray's operator name
     index: int  # which same-`change` site on that line
-    spec: dict = field(default_factory=dict)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
+    spec: dict = field(default_factory=dict)
+    occurrence: int = 0  # which line of the file with this same text (0: the first)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
     outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only | unreachable
     reason: str = ""
     seconds: float = 0.0
 
     def key(self) -> tuple:
-        return (self.file, self.source, self.change, self.index)
+        return (self.file, self.source, self.change, self.index, self.occurrence)
+
+
+def _line_occurrences(lines: list[str]) -> list[int]:
+    """For each line, how many earlier lines have the same stripped text (so identical lines stay apart)."""
+    seen: dict[str, int] = {}
+    out = []
+    for line in lines:
+        out.append(seen.get(line.strip(), 0))
+        seen[line.strip()] = out[-1] + 1
+    return out
 
 
 # ---------------------------------------------------------------------------------------- C mutants
@@ -172,6 +183,7 @@ def c_mutants(rel: str, text: str) -> list[Mutant]:
     masked = _mask_comments_and_strings(text)
     skip = _skipped_lines(masked, cuda_code=rel.endswith("_gpu.h"))
     lines = text.split("\n")
+    occurrences = _line_occurrences(lines)
     line_starts = [0]
     for line in lines:
         line_starts.append(line_starts[-1] + len(line) + 1)
@@ -203,7 +215,8 @@ def c_mutants(rel: str, text: str) -> list[Mutant]:
             source = lines[lineno].strip()
             index = seen.get((lineno, change), 0)
             seen[(lineno, change)] = index + 1
-            found.append(Mutant(rel, lineno + 1, source, change, index, {"start": start, "end": end, "new": new}))
+            found.append(Mutant(rel, lineno + 1, source, change, index, {"start": start, "end": end, "new": new},
+                                occurrence=occurrences[lineno]))
     return found
 
 
@@ -221,6 +234,7 @@ def py_mutants(rel: str, path: Path) -> list[Mutant]:
     text = path.read_text()
     lines = text.split("\n")
     lazy = _lazy_annotation_spans(text)
+    occurrences = _line_occurrences(lines)
     found: list[Mutant] = []
     seen: dict[tuple, int] = {}
     for item in _all_work_items([path], {}):
@@ -231,7 +245,8 @@ def py_mutants(rel: str, path: Path) -> list[Mutant]:
         index = seen.get((lineno, spec.operator_name), 0)
         seen[(lineno, spec.operator_name)] = index + 1
         found.append(Mutant(rel, lineno, lines[lineno - 1].strip(), spec.operator_name, index,
-                            {"operator": spec.operator_name, "occurrence": spec.occurrence}))
+                            {"operator": spec.operator_name, "occurrence": spec.occurrence},
+                            occurrence=occurrences[lineno - 1]))
     return found
 
 
@@ -268,7 +283,8 @@ def load_listed() -> dict[tuple, tuple[str, str]]:
     changes), "gpu-only" (the changed code runs only with a GPU: the @gpu tests' business, not the CPU suite's)
     or "unreachable" (a path no test can provoke, e.g. a failed malloc)."""
     data = tomllib.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
-    return {(e["file"], e["source"], e["change"], e.get("index", 0)): (table.replace("_", "-"), e["reason"])
+    return {(e["file"], e["source"], e["change"], e.get("index", 0), e.get("occurrence", 0)):
+            (table.replace("_", "-"), e["reason"])
             for table in ("equivalent", "gpu_only", "unreachable") for e in data.get(table, [])}
 
 
@@ -332,7 +348,8 @@ def main(argv=None) -> int:
     wanted = None
     if args.only_survivors:
         earlier = json.loads(Path(args.only_survivors).read_text())
-        wanted = {tuple(m["key"]) for m in earlier["mutants"] if m["outcome"] in ("survived", "error")}
+        wanted = {Mutant(**{k: v for k, v in m.items() if k != "key"}).key() for m in earlier["mutants"]
+                  if m["outcome"] in ("survived", "error")}
 
     # Baseline: each file's tests must pass unmutated (tests already failing in the snapshot are deselected
     # and reported); their time sets the mutant's time limit.
