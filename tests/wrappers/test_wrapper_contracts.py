@@ -177,3 +177,19 @@ def test_vector_get_and_set_state_by_index_match_the_single_envs():
     np.testing.assert_array_equal(envs.get_state(), np.array([env.unwrapped.state for env in theirs]))
     envs.set_state(np.zeros((3, 4)))
     np.testing.assert_array_equal(envs.get_state(), np.zeros((3, 4)))
+
+
+def test_the_multi_agent_vector_envs_first_reset_seeds_every_game_and_later_ones_continue():
+    from fastvec.wrappers.pettingzoo import vector_env
+
+    envs = vector_env("Pong", 4)
+    first, _ = envs.reset()
+    assert len({tuple(first[2 * g]) for g in range(4)}) == 4  # every game drew its own seed
+    second, _ = envs.reset()
+    assert not any(np.array_equal(first[2 * g], second[2 * g]) for g in range(4))  # streams go on
+    seeded = vector_env("Pong", 4)
+    obs, _ = seeded.reset(seed=[7, None, 7, None])
+    np.testing.assert_array_equal(obs[0], obs[4])  # games 0 and 2, both from seed 7
+    again, _ = seeded.reset(seed=[None, None, 7, None])
+    np.testing.assert_array_equal(again[4], obs[4])  # reseeded: the same start
+    assert not np.array_equal(again[0], obs[0])  # continued: a new start
