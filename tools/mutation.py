@@ -322,12 +322,17 @@ def main(argv=None) -> int:
     parser.add_argument("--only-survivors", help="re-run just the survivors listed in this earlier JSON report")
     parser.add_argument("--json", default="benchmarks/results/mutation.json", help="report file (repo-relative)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary clones")
-    parser.add_argument("--report", help="print the table of an earlier JSON report (with today's listed mutants)")
+    parser.add_argument("--report", nargs="+", help="print the table of earlier JSON reports (with today's listed "
+                        "mutants); a later report's outcome (e.g. an --only-survivors re-run) replaces an earlier one's")
     args = parser.parse_args(argv)
     if args.report:
         listed = load_listed()
-        mutants = [Mutant(**{k: v for k, v in m.items() if k != "key"}) for m in
-                   json.loads(Path(args.report).read_text())["mutants"]]
+        merged: dict[tuple, Mutant] = {}
+        for report in args.report:
+            for m in json.loads(Path(report).read_text())["mutants"]:
+                mutant = Mutant(**{k: v for k, v in m.items() if k != "key"})
+                merged[mutant.key()] = mutant
+        mutants = list(merged.values())
         for m in mutants:
             if m.key() in listed and m.outcome in ("survived", "error"):
                 m.outcome, m.reason = listed[m.key()]
