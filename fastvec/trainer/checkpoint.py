@@ -3,9 +3,12 @@
 Format (version 1), arrays in the archive:
   meta       uint8 (n,)   UTF-8 JSON: {"format": "fastvec-checkpoint", "version": 1, "env": "breakout",
                           "obs_size": 118, "num_actions": 3, "num_agents": 1,
-                          "policy": {"kind", "hidden", "layers", "highway", ...},
+                          "policy": {"kind", "hidden", "layers", "highway", "action_kind", "action_nvec",
+                                     "action_dims", "obs_scale", "norm_obs"} (the last five only where they
+                                     differ from OPTIONAL_POLICY_FIELDS, so a discrete policy's as before),
                           "layout": [[name, shape], ...]  (the flat parameter order, shapes (out, in)),
                           "counters": {"global_step", "update", "opt_step"}, "rng": NumPy PCG64 state,
+                          "reward_norm": [mean, var, count] of train.norm_reward's returns (only with it),
                           "config": the resolved run config, "time": unix seconds,
                           "env_source": {"path", "sha256"} of a user's env file (only for one)}
   params     float32 (P,) the flat parameters in `layout` order (weights applied as x @ w.T)
@@ -40,6 +43,11 @@ FORMAT = "fastvec-checkpoint"
 VERSION = 1
 NAME = re.compile(r"update_(\d+)\.npz")  # a run's checkpoints: RUN_DIR/checkpoints/update_NNNNNN.npz
 TEMP = re.compile(r"\..+\.[0-9]+\.[0-9a-f]+\.tmp")  # atomic_write's temporary files (left by a kill)
+
+
+# PolicySpec's fields that a checkpoint records only when they differ from these defaults.
+OPTIONAL_POLICY_FIELDS = {"action_kind": "discrete", "action_nvec": (), "action_dims": 0, "obs_scale": 1.0,
+                          "norm_obs": False}
 
 
 class CheckpointError(ValueError):
@@ -121,6 +129,9 @@ def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, c
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = spec.as_dict()
+    for name in OPTIONAL_POLICY_FIELDS:  # at their defaults, a discrete policy's meta is as it always was
+        if policy[name] == OPTIONAL_POLICY_FIELDS[name]:
+            del policy[name]
     meta = {
         "format": FORMAT, "version": VERSION, "env": env,
         "obs_size": policy.pop("obs_size"), "num_actions": policy.pop("num_actions"), "num_agents": num_agents,
@@ -129,6 +140,8 @@ def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, c
     }
     if env_source is not None:
         meta["env_source"] = env_source
+    if config.get("train", {}).get("norm_reward") and state.get("reward_norm") is not None:
+        meta["reward_norm"] = [float(m) for m in state["reward_norm"]]
     arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8),
               "params": np.asarray(state["params"], np.float32)}
     if state.get("optimizer") is not None:
@@ -184,6 +197,7 @@ def load(path: Path) -> tuple[dict, dict]:
         raise CheckpointError(f"{path} is damaged: {problem}")
     state["counters"] = meta["counters"]
     state["rng"] = meta.get("rng")
+    state["reward_norm"] = meta.get("reward_norm")
     return meta, state
 
 
@@ -229,8 +243,11 @@ def spec_of(meta: dict) -> PolicySpec:
 
 def describe(spec: PolicySpec) -> str:
     extra = f", highway={str(spec.highway).lower()}" if spec.recurrent else ""
+    extra += ", train.norm_obs=true" if spec.norm_obs else ""
+    actions = {"discrete": spec.num_actions, "multi_discrete": f"MultiDiscrete{list(spec.action_nvec)}",
+               "box": f"Box of {spec.action_dims}"}[spec.action_kind]
     return (f"policy.kind={spec.kind}, policy.hidden={spec.hidden}, policy.layers={spec.layers}{extra} "
-            f"(obs {spec.obs_size}, actions {spec.num_actions})")
+            f"(obs {spec.obs_size}, actions {actions})")
 
 
 def check_env(meta: dict, env: str, obs_size: int, num_actions: int, path) -> None:

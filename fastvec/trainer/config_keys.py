@@ -158,6 +158,13 @@ KEYS: tuple[Key, ...] = (
     Key("train", "max_grad_norm", float, 0.5, "global gradient-norm clip", gt=0),
     Key("train", "norm_adv", bool, True, "normalise advantages per minibatch"),
     Key("train", "reward_clamp", bool, False, "clamp rewards to [-1, 1]"),
+    Key("train", "norm_obs", bool, False,
+        "running observation normalisation: clip((obs - mean) / std, -10, 10) before the encoder (CPU trainer)",
+        "The statistics are updated from each rollout after its update and live in the policy's parameters, so "
+        "checkpoints, --eval and --resume apply them as training did."),
+    Key("train", "norm_reward", bool, False,
+        "divide rewards by the running std of discounted returns, clipped to [-10, 10] (CPU trainer)",
+        "As Gym's NormalizeReward in CleanRL's continuous PPO; updated from each rollout, saved in checkpoints."),
     Key("train", "vtrace", bool, False,
         "V-trace correction of the advantages for off-policy data (later epochs, async rollouts)"),
     Key("train", "vtrace_rho_clip", float, 1.0, "V-trace's clip of the importance ratio in the targets (rho bar)",

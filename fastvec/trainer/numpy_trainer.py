@@ -15,16 +15,35 @@ from fastvec.trainer.config import ConfigError, rollout_sizes
 # Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
 
 
-def make_policy_spec(config: dict, obs_size: int, num_actions: int) -> ref.PolicySpec:
-    """The policy for an env of obs_size observations and Discrete(num_actions) actions; an env without a Discrete
-    action space (Box, MultiDiscrete: num_actions 0) is a ConfigError, as the trainer has no heads for them."""
-    if num_actions < 1:
-        raise ConfigError(f"{config['env']['name']} has no Discrete action space (a Box or MultiDiscrete env): "
-                          "fastvec-train's policies are Discrete only; train it through the Gymnasium face, e.g. "
-                          "Stable-Baselines3 on fastvec.wrappers.sb3.FastvecVecEnv")
-    policy = config["policy"]
-    return ref.PolicySpec(obs_size=obs_size, num_actions=num_actions, kind=policy["kind"],
-                          hidden=policy["hidden"], layers=policy["layers"], highway=policy["highway"])
+def make_policy_spec(config: dict, obs_size: int, num_actions: int, spaces=None) -> ref.PolicySpec:
+    """The policy for an env of obs_size observations and Discrete(num_actions) actions, or for the env whose
+    spaces (native.spaces.EnvSpaces: its action head, byte observations scaled to [0, 1]) are given. Without
+    spaces, an env with no Discrete action space (num_actions 0) is a ConfigError."""
+    policy, kind = config["policy"], spaces.action_kind if spaces is not None else "discrete"
+    if kind == "discrete" and num_actions < 1:
+        raise ConfigError(f"{config['env']['name']} has no Discrete action space (a Box or MultiDiscrete env) and "
+                          "this trainer was not given its spaces: train it with --train.device=cpu")
+    scale = 1.0
+    if spaces is not None and spaces.obs_dtype == np.uint8 and float(spaces.obs_high.max()) > 0:
+        scale = 1.0 / float(spaces.obs_high.max())  # bytes to [0, 1] by their declared bound (255 unless set)
+    nvec = tuple(int(n) for n in spaces.nvec) if kind == "multi_discrete" else ()
+    return ref.PolicySpec(obs_size=obs_size, num_actions=num_actions if kind == "discrete" else 0,
+                          kind=policy["kind"], hidden=policy["hidden"], layers=policy["layers"],
+                          highway=policy["highway"], action_kind=kind, action_nvec=nvec,
+                          action_dims=spaces.action_dims if kind == "box" else 0, obs_scale=scale,
+                          norm_obs=config["train"]["norm_obs"])
+
+
+def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
+    """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
+    implement the discrete head on float or 0/1-byte observations, without running normalisation."""
+    if spec.action_kind != "discrete":
+        return f"the CUDA trainer has no {spec.action_kind} action head"
+    if spec.obs_scale != 1:
+        return "the CUDA trainer does not scale byte observations"
+    if config["train"]["norm_obs"] or config["train"]["norm_reward"]:
+        return "the CUDA trainer has no train.norm_obs or train.norm_reward"
+    return None
 
 
 class NumpyTrainer:
@@ -65,6 +84,9 @@ class NumpyTrainer:
         ls, h = spec.state_layers, spec.hidden
         self.state = np.zeros((ls, self.rows, h), np.float32)  # (Ls, R, H) live recurrent state
         self.next_starts = np.ones(self.rows, np.float32)  # (R,) the first obs after reset starts episodes
+        # train.norm_reward: each row's running discounted return and the running moments of those returns
+        self.reward_returns = np.zeros(self.rows, np.float64)  # (R,)
+        self.reward_moments = (0.0, 1.0, 1e-4)  # (mean, var, count), as Gymnasium's RunningMeanStd starts
 
         self.global_step = 0
         self.update_index = 0
@@ -82,9 +104,9 @@ class NumpyTrainer:
         t, r, o = self.horizon, self.rows, self.spec.obs_size
         ls, h = self.spec.state_layers, self.spec.hidden
         return {
-            "obs": np.zeros((t, r, o), np.float32),  # (T, R, O)
+            "obs": np.zeros((t, r, o), self.batch.obs.dtype),  # (T, R, O) as the env writes them (bytes stay bytes)
             "starts": np.zeros((t, r), np.float32),  # (T, R) 1: obs[t] begins an episode
-            "actions": np.zeros((t, r), np.int64),  # (T, R)
+            "actions": np.zeros((t, r, *self.spec.action_shape), self.spec.action_dtype),  # (T, R, *action_shape)
             "logp": np.zeros((t, r), np.float32),  # (T, R) log mu(a|s), the behaviour policy's
             "values": np.zeros((t, r), np.float32),  # (T, R) V_old(s)
             "rewards": np.zeros((t, r), np.float32),  # (T, R)
@@ -138,7 +160,7 @@ class NumpyTrainer:
             actions, logp, values, self.state = self.act(self.obs[t], self.starts[t], self.state)
             self.actions[t], self.logp[t], self.values[t] = actions, logp, values
             t1 = time.perf_counter()
-            batch.step(actions.reshape(batch.num_envs, self.num_agents))
+            batch.step(actions.reshape(batch.num_envs, self.num_agents, *self.spec.action_shape))
             rewards = batch.rewards.reshape(self.rows)
             self.rewards[t] = np.clip(rewards, -1, 1) if clamp else rewards
             done = batch.terminated | batch.truncated  # (N,)
@@ -152,6 +174,9 @@ class NumpyTrainer:
             self.timing["env"] += t2 - t1
         t0 = time.perf_counter()
         _, _, self.last_value[:], _ = self.act(batch.obs.reshape(self.rows, -1), self.next_starts, self.state.copy())
+        if self.train_cfg["norm_reward"]:
+            self.rewards[:], self.reward_moments = ref.scale_rewards(self.rewards, self.dones, self.reward_returns,
+                                                                     self.reward_moments, self.train_cfg["gamma"])
         self.timing["inference"] += time.perf_counter() - t0
         self.global_step += self.horizon * batch.num_envs
 
@@ -198,7 +223,7 @@ class NumpyTrainer:
         stale = self.async_rollouts and self.behaviour_version < self.update_index
         if tc["vtrace"] and stale:  # correct from the first epoch: pi/mu with the current weights
             logits, _, _, _ = ref.policy_forward(self.spec, self.param_views, seg["obs"], seg["starts"], seg_state)
-            new_logp = np.take_along_axis(ref.log_softmax(logits), seg["actions"][..., None], -1)[..., 0]
+            new_logp = ref.action_log_prob(self.spec, logits, seg["actions"])
         totals: dict[str, float] = {}
         count = 0
         for epoch in range(tc["update_epochs"]):
@@ -216,6 +241,8 @@ class NumpyTrainer:
                     totals[key] = totals.get(key, 0.0) + value
                 count += 1
         self.update_index += 1
+        if self.spec.norm_obs:  # after the epochs: the rollout was collected, and trained on, with the old ones
+            ref.update_obs_norm(self.spec, self.param_views, self.obs)
         out = {key: value / max(count, 1) for key, value in totals.items()}
         out["learning_rate"] = lr
         out["explained_variance"] = ref.explained_variance(self.values, returns)
@@ -231,11 +258,12 @@ class NumpyTrainer:
         if tc["norm_adv"]:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         actions = seg["actions"][:, idx]
+        head = {} if self.spec.action_kind == "discrete" else {"spec": self.spec}  # ppo_loss's default: one categorical
         loss, dlogits, dvalues, stats = ref.ppo_loss(
             logits, values, actions, seg["logp"][:, idx], seg["values"][:, idx], adv, seg_returns[:, idx],
-            tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], tc["ent_coef"])
+            tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], tc["ent_coef"], **head)
         if tc["vtrace"]:
-            new_logp[:, idx] = np.take_along_axis(ref.log_softmax(logits), actions[..., None], -1)[..., 0]
+            new_logp[:, idx] = ref.action_log_prob(self.spec, logits, actions)
         self.grads[:] = 0
         ref.policy_backward(self.spec, self.param_views, self.grad_views, dlogits, dvalues, cache)
         stats["grad_norm"] = ref.clip_grad_norm(self.grads, tc["max_grad_norm"])
@@ -269,7 +297,7 @@ class NumpyTrainer:
     def state_dict(self) -> dict:
         return {"params": self.params.copy(), "optimizer": self.opt_state.copy(),
                 "counters": {"opt_step": self.opt_step, "update": self.update_index, "global_step": self.global_step},
-                "rng": self.rng.bit_generator.state}
+                "rng": self.rng.bit_generator.state, "reward_norm": [float(m) for m in self.reward_moments]}
 
     def load_state_dict(self, state: dict) -> None:
         self.params[...] = state["params"]
@@ -281,3 +309,5 @@ class NumpyTrainer:
         self.global_step = counters.get("global_step", 0)
         if state.get("rng"):
             self.rng.bit_generator.state = state["rng"]
+        if state.get("reward_norm"):
+            self.reward_moments = tuple(float(m) for m in state["reward_norm"])

@@ -1,9 +1,11 @@
 """The bundled trainer's algorithm written once as plain NumPy math, with explicit forward and backward
 passes: policy (linear encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss,
-global-norm clipping, Adam and Muon. The fused CUDA trainer implements these same functions as kernels.
+global-norm clipping, Adam and Muon; the action heads (heads.py) and running normalisation (normalize.py) are
+imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
 
 Legend for shape comments: T = time steps, B = rows of a batch (env x agent), O = observation size,
-H = hidden size, L = layers, A = number of actions, P = total parameter count.
+H = hidden size, L = layers, A = number of actions, P = total parameter count, D = action dimensions,
+Y = the action head's width (spec.dist_size: A logits, sum(nvec) logits, or D means then D log-stds).
 Every function works in the dtype of its inputs (float32 for training, float64 in the gradient tests).
 """
 
@@ -14,8 +16,26 @@ import math
 
 import numpy as np
 
+# The action heads' math is part of this reference (ref.sample_actions, ref.head_log_prob, ...).
+from fastvec.trainer.heads import (  # noqa: F401
+    ACTION_KINDS,
+    action_log_prob,
+    gaussian_from_uniforms,
+    head_grad,
+    head_log_prob,
+    head_mode,
+    log_softmax,
+    sample_actions,
+    sample_head,
+    uniforms_per_row,
+)
+from fastvec.trainer.normalize import merge_moments, scale_rewards, update_obs_norm  # noqa: F401
+
 # ----------------------------------------------------------------------------------------------
 # POLICY: spec, flat parameter layout, initialisation
+
+
+OBS_NORM_EPS, OBS_NORM_CLIP = 1e-8, 10.0  # as Gymnasium's NormalizeObservation with CleanRL's clip to [-10, 10]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,12 +48,46 @@ class PolicySpec:
     hidden: int = 64
     layers: int = 2
     highway: bool = True  # MinGRU only: a learned gate mixes each layer's input back into its output
+    # The action head: "discrete" (one categorical of num_actions), "multi_discrete" (one categorical per
+    # entry of action_nvec; num_actions 0) or "box" (a diagonal Gaussian over action_dims, num_actions 0).
+    action_kind: str = "discrete"
+    action_nvec: tuple = ()
+    action_dims: int = 0
+    obs_scale: float = 1.0  # the encoder multiplies observations by this first (1 / 255 for bytes)
+    norm_obs: bool = False  # running observation normalisation (train.norm_obs), its statistics in the layout
 
     def __post_init__(self):
         if self.kind not in ("mingru", "mlp"):
             raise ValueError(f"policy.kind={self.kind!r} is not supported; use 'mingru' or 'mlp'")
         if self.hidden < 1 or self.layers < 1:
             raise ValueError(f"policy.hidden={self.hidden} and policy.layers={self.layers} must both be >= 1")
+        object.__setattr__(self, "action_nvec", tuple(int(n) for n in self.action_nvec))  # JSON gives a list
+        if self.action_kind not in ACTION_KINDS:
+            raise ValueError(f"action kind {self.action_kind!r} is not one of {', '.join(ACTION_KINDS)}")
+        if self.action_kind == "multi_discrete" and (not self.action_nvec or min(self.action_nvec) < 1):
+            raise ValueError(f"a multi_discrete head needs action_nvec counts >= 1, got {list(self.action_nvec)}")
+        if self.action_kind == "box" and self.action_dims < 1:
+            raise ValueError(f"a box head needs action_dims >= 1, got {self.action_dims}")
+
+    @property
+    def head_size(self) -> int:
+        """Decoder rows before the value: A logits, sum(nvec) logits, or D Gaussian means."""
+        return {"discrete": self.num_actions, "multi_discrete": sum(self.action_nvec),
+                "box": self.action_dims}[self.action_kind]
+
+    @property
+    def dist_size(self) -> int:
+        """Y, the width of policy_forward's distribution output (a box head adds its D log-stds)."""
+        return self.head_size + (self.action_dims if self.action_kind == "box" else 0)
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """One row's action: () for discrete (an int64), (D,) int64 for multi_discrete, (D,) float32 for box."""
+        return {"discrete": (), "multi_discrete": (len(self.action_nvec),), "box": (self.action_dims,)}[self.action_kind]
+
+    @property
+    def action_dtype(self):
+        return np.float32 if self.action_kind == "box" else np.int64
 
     @property
     def recurrent(self) -> bool:
@@ -49,14 +103,20 @@ class PolicySpec:
 
 
 def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
-    """The parameters in layout order: (name, shape). Weights are (out, in), applied as x @ w.T."""
-    h, o, a = spec.hidden, spec.obs_size, spec.num_actions
+    """The parameters in layout order: (name, shape). Weights are (out, in), applied as x @ w.T. A box head adds
+    its state-independent log-stds; train.norm_obs adds the running observation statistics (mean, var, count),
+    which no gradient reaches (the update sets them; see update_obs_norm)."""
+    h, o, a = spec.hidden, spec.obs_size, spec.head_size
     table = [("enc.w", (h, o)), ("enc.b", (h,))]
     # A MinGRU layer's rows are [z gate | candidate h~ | highway gate]; an MLP layer's are [h].
     width = (3 if spec.highway else 2) * h if spec.recurrent else h
     for layer in range(spec.layers):
         table += [(f"layer{layer}.w", (width, h)), (f"layer{layer}.b", (width,))]
-    table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits, then the value
+    table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits (or D means), then the value
+    if spec.action_kind == "box":
+        table.append(("dec.logstd", (spec.action_dims,)))
+    if spec.norm_obs:
+        table += [("obs_norm.mean", (o,)), ("obs_norm.var", (o,)), ("obs_norm.count", (1,))]
     return table
 
 
@@ -86,7 +146,8 @@ class FlatLayout:
 
 def init_params(spec: PolicySpec, rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
     """Orthogonal init as in CleanRL: gain sqrt(2) for hidden layers, 0.01 for the logits (a near-uniform
-    first policy), 1 for the value; zero biases."""
+    first policy, or Gaussian means near 0), 1 for the value; zero biases and log-stds (std 1, as CleanRL and
+    PureJaxRL); observation statistics mean 0, var 1, count 1e-4 (Gymnasium's RunningMeanStd)."""
     layout = FlatLayout(param_table(spec))
     flat = np.zeros(layout.size, dtype)
     views = layout.views(flat)
@@ -101,8 +162,11 @@ def init_params(spec: PolicySpec, rng: np.random.Generator, dtype=np.float32) ->
         w = views[f"layer{layer}.w"]
         for k in range(w.shape[0] // spec.hidden):
             w[k * spec.hidden:(k + 1) * spec.hidden] = orthogonal((spec.hidden, spec.hidden), 1.0)
-    views["dec.w"][:-1] = orthogonal((spec.num_actions, spec.hidden), 0.01)
+    views["dec.w"][:-1] = orthogonal((spec.head_size, spec.hidden), 0.01)
     views["dec.w"][-1:] = orthogonal((1, spec.hidden), 1.0)
+    if spec.norm_obs:
+        views["obs_norm.var"][...] = 1
+        views["obs_norm.count"][...] = 1e-4
     return flat
 
 
@@ -206,8 +270,10 @@ def mlp_backward(dout, cache, w):
 def policy_forward(spec: PolicySpec, params: dict, obs, starts, state):
     """The whole policy over a horizon segment. obs: (T, B, O); starts: (T, B) 1 where obs[t] is an
     episode's first observation; state: (L_state, B, H) entering step 0 (L_state = 0 for an MLP).
-    Returns logits (T, B, A), values (T, B), the state after the last step, and the cache."""
-    x = obs @ params["enc.w"].T + params["enc.b"]  # (T, B, H)
+    Returns the head's distribution parameters (T, B, Y) (logits for the discrete kinds), values (T, B), the
+    state after the last step, and the cache. obs may be bytes (uint8): encoder_input scales it."""
+    x0 = encoder_input(spec, params, obs)
+    x = x0 @ params["enc.w"].T + params["enc.b"]  # (T, B, H)
     keep = 1 - starts.astype(x.dtype)
     caches = []
     new_state = np.empty_like(state)
@@ -219,12 +285,34 @@ def policy_forward(spec: PolicySpec, params: dict, obs, starts, state):
             x, cache = mlp_forward(x, w, bias)
         caches.append(cache)
     y = x @ params["dec.w"].T + params["dec.b"]  # (T, B, A + 1)
-    return y[..., :-1], y[..., -1], new_state, (obs, x, caches)
+    dist = y[..., :-1]
+    if spec.action_kind == "box":  # means, then the log-stds broadcast to every row
+        dist = np.concatenate([dist, np.broadcast_to(params["dec.logstd"], dist.shape)], axis=-1)
+    return dist, y[..., -1], new_state, (x0, x, caches)
+
+
+def encoder_input(spec: PolicySpec, params: dict, obs):
+    """What the encoder multiplies: obs in the weights' dtype, times spec.obs_scale (bytes to [0, 1]), then with
+    spec.norm_obs clip((x - mean) / sqrt(var + 1e-8), -10, 10) from the layout's statistics. Float observations
+    without either reach the encoder unchanged (no copy)."""
+    dtype = params["enc.w"].dtype
+    x = obs if obs.dtype == dtype else obs.astype(dtype)
+    if spec.obs_scale != 1:
+        x = x * dtype.type(spec.obs_scale)
+    if spec.norm_obs:
+        x = np.clip((x - params["obs_norm.mean"]) / np.sqrt(params["obs_norm.var"] + dtype.type(OBS_NORM_EPS)),
+                    -OBS_NORM_CLIP, OBS_NORM_CLIP)
+    return x
 
 
 def policy_backward(spec: PolicySpec, params: dict, grads: dict, dlogits, dvalues, cache) -> None:
-    """Accumulate parameter gradients (into the `grads` views) given dlogits (T, B, A), dvalues (T, B)."""
+    """Accumulate parameter gradients (into the `grads` views) given dlogits (T, B, Y), dvalues (T, B).
+    A box head's log-std gradient is the sum over rows of its columns of dlogits."""
     obs, top, caches = cache
+    if spec.action_kind == "box":
+        d = spec.action_dims
+        grads["dec.logstd"] += dlogits[..., d:].reshape(-1, d).sum(0)
+        dlogits = dlogits[..., :d]
     dy = np.concatenate([dlogits, dvalues[..., None]], axis=-1)  # (T, B, A + 1)
     rows = dy.reshape(-1, dy.shape[-1])
     grads["dec.w"] += rows.T @ top.reshape(-1, top.shape[-1])
@@ -247,30 +335,18 @@ def policy_backward(spec: PolicySpec, params: dict, grads: dict, dlogits, dvalue
 # SAMPLING
 
 
-def log_softmax(logits):
-    shifted = logits - logits.max(-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-
-
-def sample_actions(logits, uniforms):
-    """Inverse-CDF sampling of one action per row. logits: (B, A); uniforms: (B,) in [0, 1).
-    Returns actions (B,) int64 and their log-probabilities (B,)."""
-    logp = log_softmax(logits)
-    cdf = np.cumsum(np.exp(logp), axis=-1)
-    actions = np.minimum((cdf < uniforms[:, None] * cdf[:, -1:]).sum(-1), logits.shape[-1] - 1)
-    return actions.astype(np.int64), np.take_along_axis(logp, actions[:, None], -1)[:, 0]
-
-
 def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False, uniforms=None):
     """One policy step for R rows, as a rollout takes it (the host twin of the CUDA trainer's fused policy
-    step): obs (R, O), starts (R,), state (Ls, R, H) -> actions (R,) int64 (sampled with rng's uniforms, or
-    the given uniforms (R,) float32, or argmax if deterministic), logp (R,), values (R,), the new state."""
+    step): obs (R, O), starts (R,), state (Ls, R, H) -> actions (R, *spec.action_shape) (sampled with rng's
+    uniforms, or the given uniforms (R, *uniforms_per_row(spec)) float32, or the mode if deterministic),
+    logp (R,), values (R,), the new state."""
     logits, values, state, _ = policy_forward(spec, param_views, obs[None], starts[None], state)
     if deterministic:
-        actions = logits[0].argmax(-1)
-        logp = np.take_along_axis(log_softmax(logits[0]), actions[:, None], -1)[:, 0]
-        return actions, logp, values[0], state
-    actions, logp = sample_actions(logits[0], rng.random(len(obs), np.float32) if uniforms is None else uniforms)
+        actions = head_mode(spec, logits[0])
+        return actions, head_log_prob(spec, logits[0], actions)[0], values[0], state
+    if uniforms is None:
+        uniforms = rng.random((len(obs), *uniforms_per_row(spec)), np.float32)
+    actions, logp = sample_head(spec, logits[0], uniforms)
     return actions, logp, values[0], state
 
 
@@ -305,17 +381,16 @@ def gae(values, last_value, rewards, dones, gamma, lam, ratios=None, rho_clip=1.
 
 
 def ppo_loss(logits, values, actions, old_logp, old_values, advantages, returns,
-             clip_coef, vf_clip_coef, vf_coef, ent_coef):
+             clip_coef, vf_clip_coef, vf_coef, ent_coef, spec=None):
     """Clipped PPO loss, mean over all N = T * B samples, and its gradient.
-    logits (..., A); values, actions, old_logp, old_values, advantages, returns (...).
+    logits (..., Y): the head's distribution parameters (spec's head; spec None: one categorical);
+    actions (..., *spec.action_shape); values, old_logp, old_values, advantages, returns (...).
     loss = mean(max(-adv * r, -adv * clip(r, 1 - c, 1 + c)))
          + vf_coef * 0.5 * mean(max((v - R)^2, (v_old + clip(v - v_old, -vc, vc) - R)^2))
          - ent_coef * mean(entropy),  with r = exp(logp - old_logp).
     Returns (loss, dlogits, dvalues, stats dict)."""
     n = values.size
-    logp_all = log_softmax(logits)
-    probs = np.exp(logp_all)
-    logp = np.take_along_axis(logp_all, actions[..., None], -1)[..., 0]
+    logp, entropy_each, head_cache = head_log_prob(spec, logits, actions)
     log_ratio = logp - old_logp
     ratio = np.exp(log_ratio)
     pg_unclipped = -advantages * ratio
@@ -326,14 +401,8 @@ def ppo_loss(logits, values, actions, old_logp, old_values, advantages, returns,
     inside = (ratio > 1 - clip_coef) & (ratio < 1 + clip_coef)
     dratio = np.where((pg_unclipped >= pg_clipped) | inside, -advantages, 0.0) / n
     dlogp = dratio * ratio
-    onehot = np.zeros_like(logits)
-    np.put_along_axis(onehot, actions[..., None], 1.0, -1)
-    dlogits = dlogp[..., None] * (onehot - probs)
-
-    entropy_each = -(probs * logp_all).sum(-1)
+    dlogits = head_grad(spec, head_cache, dlogp, ent_coef / n)
     entropy = entropy_each.mean()
-    # dH/dlogits_j = -p_j (log p_j + H); the loss has -ent_coef * mean(H).
-    dlogits += (ent_coef / n) * probs * (logp_all + entropy_each[..., None])
 
     v_clipped = old_values + np.clip(values - old_values, -vf_clip_coef, vf_clip_coef)
     v_unclipped_sq = (values - returns) ** 2
@@ -459,6 +528,14 @@ def policy_uniforms(seed_key: int, rows: int, step: int) -> np.ndarray:
         keys = _mix64(np.uint64(seed_key) + np.arange(rows, dtype=np.uint64))
         r = _mix64(keys + np.uint64(((step + 1) * 0x9E3779B97F4A7C15) & MASK64))
     return (r >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def head_uniforms(spec: PolicySpec, seed_key: int, rows: int, step: int) -> np.ndarray:
+    """The counter-based uniforms of one policy step, (rows, *uniforms_per_row(spec)): row r's j-th uniform
+    (row-major over uniforms_per_row) is policy_uniform's of index r * k + j, k uniforms per row; a discrete
+    head's are exactly policy_uniforms(seed_key, rows, step)."""
+    shape = (rows, *uniforms_per_row(spec))
+    return policy_uniforms(seed_key, math.prod(shape), step).reshape(shape)
 
 
 def sequence_order(count: int, shuffle_key: int, update: int, epoch: int) -> np.ndarray:
