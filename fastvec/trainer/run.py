@@ -115,8 +115,10 @@ def make_trainer(config: dict):
     batch = make_batch(config)
     batches = [batch]
     try:
-        from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
-        spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+        from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
+        spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, getattr(batch.env, "spaces", None))
+        if device == "cuda" and (why := cuda_unsupported(spec, config)):
+            raise ConfigError(f"train.device=cuda: {why}; train {config['env']['name']} with --train.device=cpu")
         league = None
         if config["selfplay"]["enabled"]:
             from fastvec.trainer.selfplay import SelfPlay
@@ -506,7 +508,7 @@ def _evaluate_batch(config: dict, path: Path, render: str, meta: dict, state: di
     while not finished.all():
         actions, _, _, hidden_state = policy_act(spec, params, batch.obs.reshape(rows, -1).astype(np.float32),
                                                  starts, hidden_state, rng, deterministic)
-        batch.step(actions.reshape(episodes, num_agents))
+        batch.step(actions.reshape(episodes, num_agents, *spec.action_shape))
         done = batch.terminated | batch.truncated
         first = done & ~finished
         returns[first] = batch.episode_return[first].mean(1)
@@ -544,7 +546,7 @@ def record_episode(config: dict, spec, params, path: str, rng, deterministic: bo
         for _ in range(config["eval"]["render_max_frames"]):
             actions, _, _, state = policy_act(spec, params, batch.obs.reshape(num_agents, -1).astype(np.float32),
                                               starts, state, rng, deterministic)
-            batch.step(actions.reshape(1, num_agents))
+            batch.step(actions.reshape(1, num_agents, *spec.action_shape))
             if batch.terminated[0] or batch.truncated[0]:
                 break  # the env has already reset (SAME_STEP), so its next frame belongs to a new episode
             starts[:] = 0
