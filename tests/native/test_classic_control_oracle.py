@@ -7,12 +7,10 @@ truncated agree bit for bit to the episode's end. Also: spaces, specs, parameter
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.wrappers import TimeLimit
 from test_glibc_math import needs_glibc_fma
 
 import fastvec  # registers fastvec/...
 from fastvec import native
-from fastvec.wrappers import gymnasium as face
 
 # id: (Gymnasium's id, registry key, keyword arguments for Gymnasium's env, the same for fastvec's)
 ENVS = {
@@ -28,14 +26,7 @@ ENVS = {
 
 
 def make_fastvec(name: str, **params) -> gym.Env:
-    """gym.make("fastvec/<name>"); where the Gymnasium face has no class for the env yet, the same env built
-    from its registry entry (a NativeEnv over a NativeVectorEnv subclass, in Gymnasium's TimeLimit)."""
-    if hasattr(face, f"{name}Env"):
-        return gym.make(f"fastvec/{name}", **params)
-    key = ENVS[name][1]
-    vector_class = type(f"{name}VectorEnv", (face.NativeVectorEnv,), {"env_name": key})
-    single = type(f"{name}Env", (face.NativeEnv,), {"vector_class": vector_class})(**params)
-    return TimeLimit(single, native.ENVS[key].max_episode_steps)
+    return gym.make(f"fastvec/{name}", **params)
 
 
 def bits(a) -> np.ndarray:
@@ -181,8 +172,7 @@ def test_reset_draws_gymnasiums_ranges_and_observation(name):
 
 
 def test_state_round_trip_and_vector_state_access():
-    envs = fastvec.make_vec("MountainCar", 3) if hasattr(face, "MountainCarVectorEnv") else \
-        type("V", (face.NativeVectorEnv,), {"env_name": "mountaincar"})(3)
+    envs = fastvec.make_vec("MountainCar", 3)
     envs.reset(seed=0)
     values = np.array([[-0.5, 0.01], [0.3, -0.02], [-1.2, 0.0]])
     envs.set_state(values)
