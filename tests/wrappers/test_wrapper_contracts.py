@@ -193,3 +193,23 @@ def test_the_multi_agent_vector_envs_first_reset_seeds_every_game_and_later_ones
     again, _ = seeded.reset(seed=[None, None, 7, None])
     np.testing.assert_array_equal(again[4], obs[4])  # reseeded: the same start
     assert not np.array_equal(again[0], obs[0])  # continued: a new start
+
+
+def test_the_sb3_adapters_episode_infos_carry_the_envs_stats():
+    pytest.importorskip("stable_baselines3")
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    venv = FastvecVecEnv("fastvec/Pong", 2, points=1)
+    venv.seed(3)
+    venv.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        _, rewards, done, infos = venv.step(rng.integers(0, 3, 2))
+        if done.any():
+            break
+    i = int(np.flatnonzero(done)[0])
+    info = infos[i]
+    assert {"score", "opponent_score", "paddle_hits"} <= set(info)
+    assert (info["score"], info["opponent_score"]) in ((1.0, 0.0), (0.0, 1.0))
+    assert info["episode"]["r"] == info["score"] - info["opponent_score"] == rewards[i]
+    assert info["terminal_observation"].shape == (8,) and not info["TimeLimit.truncated"]
