@@ -1,8 +1,7 @@
 """Every space through the faces: the Gymnasium vector and single envs (spaces as Gymnasium builds them,
 check_env, the three autoreset modes against Gymnasium's own SyncVectorEnv, unwrapped.state and the vector
 env's get_state/set_state, bad actions), the SB3 adapter with a Box env (against SB3's DummyVecEnv), the
-torch wrapper, make_vec_from_source with the user's continuous env of examples/, and the trainer's refusal
-of actions it has no policy head for."""
+torch wrapper, and make_vec_from_source with the user's continuous env of examples/."""
 
 from pathlib import Path
 
@@ -268,17 +267,3 @@ def test_make_vec_from_source_runs_the_users_continuous_env():
             assert (info["reached_target"][terminated] == 1).all()
             reached += int(terminated.sum())
     assert reached >= 8
-
-
-def test_the_trainer_refuses_actions_it_has_no_policy_for():
-    """fastvec-train's policies are Discrete: a Box or MultiDiscrete env is a ConfigError when its trainer is made
-    (its config loads, as every env's does); a Discrete env of the same kind of file trains."""
-    from fastvec.trainer.config import ConfigError, load_config, parse_overrides
-    from fastvec.trainer.run import make_trainer
-
-    cpu_only = parse_overrides(["--train.device=cpu", "--env.num_envs=4", "--train.minibatch_size=64"])
-    for source in (str(EXAMPLE), MULTI):
-        config = load_config(source, cpu_only)
-        with pytest.raises(ConfigError, match="has no Discrete action space .* Discrete only"):
-            make_trainer(config)
-    make_trainer(load_config(IMAGE, cpu_only))
