@@ -311,3 +311,98 @@ def test_pong_a_returned_ball_travels_the_rest_of_the_step():
     face = -(0.9 - 0.02) + 0.02  # the ball's centre at contact
     t = (-0.85 - face) / 0.03
     assert s["ball"][0, 0] == pytest.approx(face + (1 - t) * 0.032, abs=1e-6)
+
+
+def test_breakout_a_slow_sideways_ball_still_meets_the_brick_beside_it():
+    """vx = 0.5 px per tick: the ball's right edge, 0.3 px short of brick 6 of the bottom row, reaches it
+    0.6 into the first tick (bricks 4 and 5 of that row are gone, so the ball sits in their gap)."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["destroyed"][0, 5] = (1 << 4) | (1 << 5)
+    s["bricks_left"] = 106
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 159.7, 115.0, 0.5, 3.0
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["destroyed"][0, 5] == (1 << 4) | (1 << 5) | (1 << 6) and b.rewards[0, 0] == 1.0
+    assert s["ball_vx"][0] == -0.5 and s["ball_x"][0] == pytest.approx(160.0 - 0.5 * 3.4, abs=1e-4)
+
+
+def test_breakout_the_nearest_surface_of_a_tick_comes_first():
+    """Up and to the left near the left wall: the wall at t = 0.2 tick, then brick 0 of the bottom row at 0.8;
+    four ticks end at x = 11.4, y = 131.6 (hand-computed), the brick broken once."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["destroyed"][0, 5] = 1 << 1  # brick 1 gone: brick 0 is the only one in reach
+    s["bricks_left"] = 107
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 0.6, 124.4, -3.0, -3.0
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["destroyed"][0, 5] == 0b11 and b.rewards[0, 0] == 1.0
+    assert (s["ball_vx"][0], s["ball_vy"][0]) == (3.0, 3.0)
+    assert s["ball_x"][0] == pytest.approx(11.4, abs=1e-4) and s["ball_y"][0] == pytest.approx(131.6, abs=1e-4)
+
+
+def test_cartpole_resets_uniformly_in_plus_minus_0_05():
+    n = 2000
+    b = batch("cartpole", n)
+    b.reset(np.arange(n, dtype=np.uint64), None)
+    state = b.get_state(None)
+    assert state.shape == (n, 4) and (np.abs(state) < 0.05).all()
+    assert (state.min(0) < -0.048).all() and (state.max(0) > 0.048).all()
+    assert (np.abs(state.mean(0)) < 0.003).all()
+
+
+def test_cartpole_state_access_round_trips_and_steps_as_gymnasiums():
+    ours, theirs = gym.make("fastvec/CartPole"), gym.make("CartPole-v1")
+    ours.reset(seed=0)
+    theirs.reset(seed=0)
+    state = np.array([0.1, -0.2, 0.03, 0.4])
+    ours.unwrapped.state = state
+    theirs.unwrapped.state = state.copy()
+    np.testing.assert_array_equal(ours.unwrapped.state, state)
+    for action in (1, 0, 0, 1, 1):
+        a, b = ours.step(action), theirs.step(action)
+        np.testing.assert_array_equal(ours.unwrapped.state, np.asarray(theirs.unwrapped.state, np.float64))
+        np.testing.assert_array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("theta", [1.0, -2.5, 3.0, 40.0])
+def test_cartpole_float32_steps_a_fallen_pole_like_float64(theta):
+    """Stepped on past its end (DISABLED), a pole reaches any angle: the float32 build's own sin/cos, with its
+    reduction to [-pi/4, pi/4], stays within float32 rounding of the float64 build."""
+    results = []
+    for params in ({}, {"float32": 1}):
+        b = batch("cartpole", 1, **params)
+        b.reset(np.array([1], np.uint64), None)
+        b.set_state(None, np.array([[0.0, 0.0, theta, 0.5]]))
+        for _ in range(3):
+            b.step(np.ones((1, 1), np.int64))
+        results.append(b.get_state(None)[0])
+    np.testing.assert_allclose(results[1], results[0], rtol=2e-5, atol=2e-5)
+
+
+def test_envs_without_state_access_say_so():
+    envs = gym.make_vec("fastvec/Breakout", num_envs=2)
+    envs.reset(seed=0)
+    with pytest.raises(AttributeError):
+        envs.get_state()
+
+
+@pytest.mark.parametrize("env,defines", [("pong", {}), ("pong", {"PONG_BOT": 1}), ("breakout", {}), ("cartpole", {})])
+def test_a_headers_own_defaults_are_the_registrys(env, defines):
+    """Compiled without -D (as a user's nvcc or make_vec_from_source would), an env header plays exactly as the
+    registry's build with default parameters."""
+    n, rng = 8, np.random.default_rng(0)
+    bare = cpu.CpuBatch(cpu.load(native.source_path(env), tuple(sorted(defines.items()))), n,
+                        native.AUTORESET_CODES["SameStep"], None)
+    registry = batch(env, n, "SameStep", **{k.lower(): v for k, v in defines.items()})
+    for b in (bare, registry):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+    assert bare.obs.shape == registry.obs.shape
+    for _ in range(800):
+        actions = rng.integers(0, registry.env.num_actions, registry.obs.shape[:2])
+        bare.step(actions)
+        registry.step(actions)
+        np.testing.assert_array_equal(bare.obs, registry.obs)
+        np.testing.assert_array_equal(bare.rewards, registry.rewards)
+        np.testing.assert_array_equal(bare.terminated, registry.terminated)
