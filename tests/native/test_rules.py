@@ -406,3 +406,36 @@ def test_a_headers_own_defaults_are_the_registrys(env, defines):
         np.testing.assert_array_equal(bare.obs, registry.obs)
         np.testing.assert_array_equal(bare.rewards, registry.rewards)
         np.testing.assert_array_equal(bare.terminated, registry.terminated)
+
+
+def test_breakout_a_brick_the_ball_leaves_behind_is_not_hit():
+    """Up and to the left, the ball's right edge 1 px into brick 6's column: it leaves that column (t = 1/3)
+    before its top reaches the bottom row (t = 0.5), so brick 6 stays; bricks 3 to 5 are gone, so nothing else
+    is in reach, and four ticks end at (149, 111.5)."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["destroyed"][0, 5] = 0b111 << 3
+    s["bricks_left"] = 105
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 161.0, 123.5, -3.0, -3.0
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["destroyed"][0, 5] == 0b111 << 3 and b.rewards[0, 0] == 0.0
+    assert (s["ball_x"][0], s["ball_y"][0], s["ball_vx"][0], s["ball_vy"][0]) == (149.0, 111.5, -3.0, -3.0)
+
+
+def test_pong_observations_are_each_seats_egocentric_view():
+    b = batch("pong", 1, points=7)
+    b.reset(np.array([1], np.uint64), None)
+    s = states(b, PONG)
+    b.step(np.zeros((1, 2), np.int64))
+    s["paddle_y"][0] = [0.3, -0.45]
+    s["score"][0] = [2, 5]
+    s["ball"][0] = [0.25, -0.3, 0.02, 0.01]
+    s["ball_speed"][0] = np.hypot(0.02, 0.01)
+    b.step(np.zeros((1, 2), np.int64))  # the ball moves on: x 0.27, y -0.29
+    f = np.float32
+    left = [f(0.3) / f(0.75), f(-0.45) / f(0.75), f(0.27), f(-0.29) / f(0.75), f(0.02) / f(0.07),
+            f(0.01) / f(0.07), f(2) / f(7), f(5) / f(7)]
+    right = [left[1], left[0], -left[2], left[3], -left[4], left[5], left[7], left[6]]
+    np.testing.assert_allclose(b.obs[0, 0], left, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(b.obs[0, 1], right, rtol=1e-6, atol=1e-7)

@@ -213,3 +213,36 @@ def test_the_sb3_adapters_episode_infos_carry_the_envs_stats():
     assert (info["score"], info["opponent_score"]) in ((1.0, 0.0), (0.0, 1.0))
     assert info["episode"]["r"] == info["score"] - info["opponent_score"] == rewards[i]
     assert info["terminal_observation"].shape == (8,) and not info["TimeLimit.truncated"]
+
+
+def test_the_single_envs_episode_end_info_holds_its_stats():
+    env = gym.make("fastvec/Pong", points=1)
+    env.reset(seed=2)
+    for step in range(3000):
+        _, reward, terminated, _, info = env.step(step % 3)
+        if terminated:
+            break
+    assert terminated and info["score"] + info["opponent_score"] == 1.0 and reward == info["score"] * 2 - 1
+    assert set(info) >= {"score", "opponent_score", "paddle_hits"}
+
+
+def test_copied_observations_are_the_envs_own_each_step():
+    """copy=True returns fresh arrays, equal to what copy=False returns (its views of the env's buffers)."""
+    a = gym.make_vec("fastvec/Breakout", num_envs=5, copy=True)
+    b = gym.make_vec("fastvec/Breakout", num_envs=5, copy=False)
+    obs_a, _ = a.reset(seed=4)
+    obs_b, _ = b.reset(seed=4)
+    rng, kept = np.random.default_rng(0), []
+    for _ in range(20):
+        actions = rng.integers(0, 3, 5)
+        obs_a = a.step(actions)[0]
+        obs_b = b.step(actions)[0]
+        np.testing.assert_array_equal(obs_a, obs_b)
+        kept.append(obs_a)
+    assert not np.shares_memory(kept[-1], kept[-2]) and not np.array_equal(kept[-1], kept[0])
+
+
+def test_pettingzoo_games_declare_themselves_parallelizable():
+    from fastvec import pettingzoo as fpz
+
+    assert fpz.parallel_env("Pong").metadata["is_parallelizable"] is True
