@@ -44,14 +44,24 @@ def version() -> str:
 
 
 def env_sizes(source: Path) -> dict[str, str]:
-    """OBS_SIZE, NUM_ACTIONS and NUM_AGENTS as the env's source defines them (read, not compiled; a size
-    defined under several #if branches, as Pong's agents, shows each value: '2/1')."""
+    """OBS_SIZE, NUM_ACTIONS, NUM_AGENTS and ACTION_DIMS as the env's source (and the fastvec headers it
+    includes) define them, the observation's element type and the action space's kind (read, not compiled; a
+    size defined under several #if branches, as Pong's agents, shows each value: '2/1')."""
     import re
     text = source.read_text(encoding="utf-8", errors="replace")
+    for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):  # e.g. minatar_common.h
+        if header != "fastvec.h" and (source.parent / header).is_file():
+            text += (source.parent / header).read_text(encoding="utf-8", errors="replace")
     sizes = {}
-    for name in ("OBS_SIZE", "NUM_ACTIONS", "NUM_AGENTS"):
+    for name in ("OBS_SIZE", "NUM_ACTIONS", "NUM_AGENTS", "ACTION_DIMS"):
         values = list(dict.fromkeys(re.findall(rf"^\s*#\s*define\s+{name}\s+(\d+)\b", text, re.M)))
         sizes[name] = "/".join(values) or "?"
+    kind = re.search(r"^\s*#\s*define\s+ACTION_SPACE\s+(\w+)", text, re.M)
+    sizes["actions"] = {"FV_BOX": f"Box({sizes['ACTION_DIMS']} dims)",
+                        "FV_MULTI_DISCRETE": f"MultiDiscrete({sizes['ACTION_DIMS']} dims)"}.get(
+        kind.group(1) if kind else "", f"Discrete({sizes['NUM_ACTIONS']})")
+    byte_obs = re.search(r"^\s*#\s*define\s+OBS_T\s+unsigned\s+char\b", text, re.M)
+    sizes["obs"] = f"{sizes['OBS_SIZE']} {'bytes' if byte_obs else 'floats'}"
     return sizes
 
 
@@ -62,8 +72,8 @@ def list_envs() -> str:
     for name, info in sorted(ENVS.items()):
         sizes = env_sizes(source_path(name))
         limit = f"{info.max_episode_steps:,}" if info.max_episode_steps else "none"
-        lines.append(f"  {name:<10} {info.gym_id:<18} observation {sizes['OBS_SIZE']} floats, "
-                     f"actions Discrete({sizes['NUM_ACTIONS']}), agents {sizes['NUM_AGENTS']}, step limit {limit}")
+        lines.append(f"  {name:<22} {info.gym_id:<30} observation {sizes['obs']}, actions {sizes['actions']}, "
+                     f"agents {sizes['NUM_AGENTS']}, step limit {limit}")
         for key, param in info.params.items():
             lines.append(f"      --env.{key}={param.default}  [{param.low}, {param.high}]  {param.doc}")
     lines.append("config keys and their values: fastvec-train --help-config (fastvec-train ENV --help-config)")
