@@ -28,6 +28,9 @@ ENVS = {
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
     "box_point": (ENVS_DIR / "box_point.h", {}, 6),  # Box actions (float32), state access
     "multi_discrete": (ENVS_DIR / "multi_discrete.h", {"AGENTS": 2}, 3),  # MultiDiscrete([3, 5]), two agents
+    **{game: (native.source_path(game), native.resolve_defines(game, {}), 8)  # test_minatar_kernels.py's cases
+       for game in ("asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar",
+                    "spaceinvaders-minatar")},
 }
 # The step kernels (emu_step's numbers); wide_occ is wide with launch bounds (no-ops on the CPU).
 KERNELS = {"staged_wide": 0, "wide": 1, "wide_occ": 2}

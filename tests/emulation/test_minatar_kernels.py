@@ -3,16 +3,10 @@ tests/emulation/gpu_on_cpu.cpp: every buffer and every env's state equal the CPU
 step, through truncations, autoresets and masked resets, in every autoreset mode."""
 
 import pytest
-from test_env_step_kernels import ENVS, build  # noqa: F401  (build: the harness fixture)
+from test_env_step_kernels import build  # noqa: F401  (build: the harness fixture; its ENVS list the games)
 from test_env_step_kernels import (
     test_emulated_gpu_steps_equal_the_cpu_batch as check_steps,
 )
-
-from fastvec import native
-
-GAMES = ["asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar", "spaceinvaders-minatar"]
-for _game in GAMES:  # the harness builds an env by its name in ENVS: (source, defines, max_episode_steps)
-    ENVS[_game] = (native.source_path(_game), native.resolve_defines(_game, {}), 8)
 
 # Every game and every autoreset mode, each kernel family (Seaquest's state and observation, about 1.6 KB
 # an env, are too large to stage in shared memory: the GPU steps it with the wide kernel only); the
