@@ -52,9 +52,9 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/wrappers/torch.py": _ADAPTER_TESTS,
     "fastvec/native/batch.h": ["tests/native/test_autoreset.py", "tests/native/test_cpu_batch_inputs.py",
                                "tests/native/test_rules.py", "tests/native/test_cartpole.py",
-                               "tests/native/test_cpu_speed_paths.py", "-k", _NOT_SLOW],
+                               "tests/native/test_cpu_speed_paths.py", _CONTRACTS, "-k", _NOT_SLOW],
     "fastvec/native/cartpole.h": ["tests/native/test_cartpole.py", "tests/native/test_cartpole_float32.py",
-                                  "-k", _NOT_SLOW],
+                                  "tests/native/test_rules.py", "-k", _NOT_SLOW],
     "fastvec/native/breakout.h": ["tests/native/test_breakout.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
     "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
