@@ -226,15 +226,16 @@ def test_the_single_envs_episode_end_info_holds_its_stats():
     assert set(info) >= {"score", "opponent_score", "paddle_hits"}
 
 
-def test_copied_observations_are_the_envs_own_each_step():
+@pytest.mark.parametrize("num_envs", [5, 700])  # 700: several chunks for the CPU step's threads
+def test_copied_observations_are_the_envs_own_each_step(num_envs):
     """copy=True returns fresh arrays, equal to what copy=False returns (its views of the env's buffers)."""
-    a = gym.make_vec("fastvec/Breakout", num_envs=5, copy=True)
-    b = gym.make_vec("fastvec/Breakout", num_envs=5, copy=False)
+    a = gym.make_vec("fastvec/Breakout", num_envs=num_envs, copy=True)
+    b = gym.make_vec("fastvec/Breakout", num_envs=num_envs, copy=False)
     obs_a, _ = a.reset(seed=4)
     obs_b, _ = b.reset(seed=4)
     rng, kept = np.random.default_rng(0), []
     for _ in range(20):
-        actions = rng.integers(0, 3, 5)
+        actions = rng.integers(0, 3, num_envs)
         obs_a = a.step(actions)[0]
         obs_b = b.step(actions)[0]
         np.testing.assert_array_equal(obs_a, obs_b)
