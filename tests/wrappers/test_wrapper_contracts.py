@@ -231,15 +231,20 @@ def test_copied_observations_are_the_envs_own_each_step(num_envs):
     """copy=True returns fresh arrays, equal to what copy=False returns (its views of the env's buffers)."""
     a = gym.make_vec("fastvec/Breakout", num_envs=num_envs, copy=True)
     b = gym.make_vec("fastvec/Breakout", num_envs=num_envs, copy=False)
-    obs_a, _ = a.reset(seed=4)
-    obs_b, _ = b.reset(seed=4)
-    rng, kept = np.random.default_rng(0), []
-    for _ in range(20):
-        actions = rng.integers(0, 3, num_envs)
-        obs_a = a.step(actions)[0]
-        obs_b = b.step(actions)[0]
-        np.testing.assert_array_equal(obs_a, obs_b)
-        kept.append(obs_a)
+    lib = a.unwrapped.batch.env.lib  # (one library for both envs)
+    previous = lib.fv_set_num_threads(2)  # whatever an earlier test left: two threads, so several chunks
+    try:
+        obs_a, _ = a.reset(seed=4)
+        obs_b, _ = b.reset(seed=4)
+        rng, kept = np.random.default_rng(0), []
+        for _ in range(20):
+            actions = rng.integers(0, 3, num_envs)
+            obs_a = a.step(actions)[0]
+            obs_b = b.step(actions)[0]
+            np.testing.assert_array_equal(obs_a, obs_b)
+            kept.append(obs_a)
+    finally:
+        lib.fv_set_num_threads(previous)
     assert not np.shares_memory(kept[-1], kept[-2]) and not np.array_equal(kept[-1], kept[0])
 
 
