@@ -329,9 +329,11 @@ def main(argv=None) -> int:
         listed = load_listed()
         merged: dict[tuple, Mutant] = {}
         for report in args.report:
+            seen: dict[tuple, int] = {}  # reports from before `occurrence` existed may repeat a key
             for m in json.loads(Path(report).read_text())["mutants"]:
                 mutant = Mutant(**{k: v for k, v in m.items() if k != "key"})
-                merged[mutant.key()] = mutant
+                nth = seen[mutant.key()] = seen.get(mutant.key(), -1) + 1
+                merged[(*mutant.key(), nth)] = mutant
         mutants = list(merged.values())
         for m in mutants:
             if m.key() in listed and m.outcome in ("survived", "error"):
