@@ -129,8 +129,8 @@ def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, c
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = spec.as_dict()
-    for name in OPTIONAL_POLICY_FIELDS:  # at their defaults, a discrete policy's meta is as it always was
-        if policy[name] == OPTIONAL_POLICY_FIELDS[name]:
+    for name, default in OPTIONAL_POLICY_FIELDS.items():  # at their defaults, a discrete policy's meta is as before
+        if policy[name] == default:
             del policy[name]
     meta = {
         "format": FORMAT, "version": VERSION, "env": env,
