@@ -354,3 +354,30 @@ def test_value_loss_gradient_at_a_tie_takes_the_unclipped_branch():
                                         np.array([1.5]), clip_coef=0.2, vf_clip_coef=1.0, vf_coef=0.5, ent_coef=0.0)
     assert stats["value_loss"] == pytest.approx(0.5 * 0.25)
     assert dvalues[0] == pytest.approx(0.5 * (2.0 - 1.5))
+
+
+def test_an_episode_start_forgets_the_carried_state():
+    """Where starts[t] = 1 the recurrent state entering step t is zeroed: from then on the outputs are those of
+    a policy started from a zero state at t; before it they depend on the carried state."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=2, kind="mingru", hidden=5, layers=2)
+    rng = np.random.default_rng(4)
+    params = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, rng))
+    obs = rng.standard_normal((6, 2, 3))
+    starts = np.zeros((6, 2))
+    starts[3] = 1
+    carried = rng.standard_normal((2, 2, 5))
+    logits, values, _, _ = ref.policy_forward(spec, params, obs, starts, carried)
+    fresh_logits, fresh_values, _, _ = ref.policy_forward(spec, params, obs[3:], np.zeros((3, 2)), np.zeros((2, 2, 5)))
+    np.testing.assert_allclose(logits[3:], fresh_logits, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(values[3:], fresh_values, rtol=1e-12, atol=1e-12)
+    zero_logits, _, _, _ = ref.policy_forward(spec, params, obs[:3], starts[:3], np.zeros((2, 2, 5)))
+    assert not np.allclose(logits[:3], zero_logits)
+
+
+def test_observation_statistics_close_the_parameter_layout():
+    """The layout is the checkpoint contract: with policy.norm_obs the running statistics follow the decoder."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=2, kind="mlp", hidden=4, layers=1, norm_obs=True)
+    table = ref.param_table(spec)
+    assert table[-3:] == [("obs_norm.mean", (3,)), ("obs_norm.var", (3,)), ("obs_norm.count", (1,))]
+    plain = ref.param_table(ref.PolicySpec(obs_size=3, num_actions=2, kind="mlp", hidden=4, layers=1))
+    assert table[:-3] == plain

@@ -13,16 +13,19 @@ import pytest
 
 from fastvec.trainer.config import (
     ConfigError,
+    _toml_value,
     default_toml,
     help_text,
     load_config,
     load_run_config,
     looks_like_path,
     parse_env_argument,
+    parse_overrides,
     read_run_config,
     rollout_sizes,
     source_defines,
     to_toml,
+    validate,
 )
 
 
@@ -180,3 +183,34 @@ def test_a_run_of_an_env_file_resumes_from_the_files_new_path(tmp_path):
         load_run_config(run_dir, "counting.h")
     with pytest.raises(ConfigError, match="is a 'counting.h' run, not 'cartpole'"):
         load_run_config(run_dir, "cartpole")
+
+
+def test_command_line_details():
+    with pytest.raises(ConfigError) as err:
+        parse_overrides(["--train.seed"])
+    assert str(err.value) == "--train.seed needs a value: --train.seed=VALUE"
+    assert parse_overrides(["--train.seed", "3"]) == {"train": {"seed": 3}}
+    with pytest.raises(ConfigError) as err:
+        load_config("gym:CartPole-v1", {"env": {"gym_id": "Acrobot-v1"}})
+    assert str(err.value) == ("ENV 'gym:CartPole-v1' sets env.gym_id='CartPole-v1', but the command line sets "
+                              "env.gym_id='Acrobot-v1'; give one of them")
+    assert load_config("gym:CartPole-v1", {"env": {"gym_id": "CartPole-v1"}})["env"]["gym_id"] == "CartPole-v1"
+
+
+@pytest.mark.parametrize("section,name", [("sweep", "bogus"), ("train", "a.b"), ("policy", "depth")])
+def test_validate_refuses_unknown_keys_outside_env_and_sweep_parameters(section, name):
+    config = load_config("cartpole")
+    config[section][name] = 1
+    with pytest.raises(ConfigError, match=f"unknown config key {section}.{name}"):
+        validate(config)
+    config = load_config("cartpole")
+    config["sweep"]["train.gamma"] = {"low": 0.9, "high": 0.99}  # a sweep parameter names a key
+    validate(config)
+
+
+def test_toml_values_are_written_readably():
+    assert _toml_value(1e-05) == "1e-05" and _toml_value(1e-05, pretty=True) == "1e-5"
+    assert _toml_value(300000) == "300000" and _toml_value(300000, pretty=True) == "300_000"
+    assert _toml_value(64, pretty=True) == "64" and _toml_value(0.5, pretty=True) == "0.5"
+    lines = help_text(load_config("cartpole")).splitlines()
+    assert any(line.startswith("  total_timesteps = 300_000 ") for line in lines)

@@ -190,6 +190,8 @@ def test_the_multi_agent_vector_envs_first_reset_seeds_every_game_and_later_ones
     seeded = vector_env("Pong", 4)
     obs, _ = seeded.reset(seed=[7, None, 7, None])
     np.testing.assert_array_equal(obs[0], obs[4])  # games 0 and 2, both from seed 7
+    for _ in range(5):
+        seeded.step(np.ones(8, np.int64))
     again, _ = seeded.reset(seed=[None, None, 7, None])
     np.testing.assert_array_equal(again[4], obs[4])  # reseeded: the same start
     assert not np.array_equal(again[0], obs[0])  # continued: a new start
@@ -252,3 +254,39 @@ def test_pettingzoo_games_declare_themselves_parallelizable():
     from fastvec import pettingzoo as fpz
 
     assert fpz.parallel_env("Pong").metadata["is_parallelizable"] is True
+
+
+def test_pong_difficulty_takes_0_to_4():
+    from fastvec.wrappers.gymnasium import PongVectorEnv
+
+    for level in (0, 4):
+        assert PongVectorEnv(2, difficulty=level).num_envs == 2
+    for bad in (-1, 5, True, 2.0):
+        with pytest.raises(ValueError, match="for Pong's bot must be an int from 0"):
+            PongVectorEnv(2, difficulty=bad)
+
+
+def test_set_attr_on_a_one_env_vector():
+    envs = gym.make_vec("fastvec/CartPole", num_envs=1, max_episode_steps=50)
+    envs.set_attr("max_episode_steps", 3)
+    envs.reset(seed=0)
+    for _ in range(3):
+        *_, truncated, _ = envs.step(np.zeros(1, np.int64))
+    assert truncated[0]
+
+
+def test_the_multi_agent_vector_envs_episode_infos_carry_the_games_stats():
+    from fastvec.wrappers.pettingzoo import vector_env
+
+    envs = vector_env("Pong", 2, points=1)  # same-step autoreset: the ended games' infos in final_info
+    envs.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        _, _, terminated, _, info = envs.step(rng.integers(0, 3, 4))
+        if terminated.any():
+            break
+    final = info["final_info"]
+    rows = np.flatnonzero(terminated)
+    for name in ("left_score", "right_score", "paddle_hits"):
+        assert final["_" + name][rows].all()
+    np.testing.assert_array_equal(final["left_score"][rows] + final["right_score"][rows], 1.0)
