@@ -381,3 +381,24 @@ def test_observation_statistics_close_the_parameter_layout():
     assert table[-3:] == [("obs_norm.mean", (3,)), ("obs_norm.var", (3,)), ("obs_norm.count", (1,))]
     plain = ref.param_table(ref.PolicySpec(obs_size=3, num_actions=2, kind="mlp", hidden=4, layers=1))
     assert table[:-3] == plain
+
+
+def test_reward_scaling_keeps_gymnasiums_running_moments_of_the_discounted_returns():
+    """train.norm_reward against Gymnasium's own RunningMeanStd (NormalizeReward's), over two rollouts of the
+    counting env (reward = the action, 3-step episodes): moments of every step's discounted return, rewards
+    divided by sqrt(var + 1e-8)."""
+    from gymnasium.wrappers.utils import RunningMeanStd
+
+    trainer = counting_trainer(norm_reward=True, gamma=0.9)
+    rms, returns = RunningMeanStd(epsilon=1e-4, shape=()), np.zeros(trainer.rows)
+    for _ in range(2):
+        trainer.rollout()
+        raw = trainer.actions.astype(np.float64)
+        seen = []
+        for t in range(trainer.horizon):
+            returns = 0.9 * returns + raw[t]
+            seen.append(returns.copy())
+            returns = returns * (1 - trainer.dones[t])
+        rms.update(np.concatenate(seen))
+        np.testing.assert_allclose(trainer.reward_moments, (rms.mean, rms.var, rms.count), rtol=1e-9)
+        np.testing.assert_allclose(trainer.rewards, raw / np.sqrt(rms.var + 1e-8), rtol=1e-6)
