@@ -290,3 +290,29 @@ def test_the_multi_agent_vector_envs_episode_infos_carry_the_games_stats():
     for name in ("left_score", "right_score", "paddle_hits"):
         assert final["_" + name][rows].all()
     np.testing.assert_array_equal(final["left_score"][rows] + final["right_score"][rows], 1.0)
+
+
+def test_the_multi_agent_vector_env_renders_each_rows_game():
+    from fastvec.wrappers.pettingzoo import vector_env
+
+    envs = vector_env("Pong", 2, render_mode="rgb_array")
+    envs.reset(seed=[1, 2])
+    for _ in range(10):
+        envs.step(np.array([1, 2, 0, 1]))
+    frames = envs.render()
+    assert len(frames) == 4
+    np.testing.assert_array_equal(frames[1], frames[0])  # both seats of game 0
+    np.testing.assert_array_equal(frames[3], envs.batch.render(1))
+    assert not np.array_equal(frames[0], frames[2])
+
+
+def test_the_sb3_adapter_refuses_actions_of_the_wrong_shape():
+    pytest.importorskip("stable_baselines3")
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    venv = FastvecVecEnv("fastvec/CartPole", 3)
+    venv.reset()
+    with pytest.raises(ValueError, match=r"actions must have shape \(3,\)"):
+        venv.step_async(np.zeros((3, 2), np.int64))
+    venv.step_async(np.zeros((3, 1), np.int64))  # SB3's (N, 1) Discrete actions
+    assert venv.step_wait()[0].shape == (3, 4)
