@@ -439,3 +439,65 @@ def test_pong_observations_are_each_seats_egocentric_view():
     right = [left[1], left[0], -left[2], left[3], -left[4], left[5], left[7], left[6]]
     np.testing.assert_allclose(b.obs[0, 0], left, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(b.obs[0, 1], right, rtol=1e-6, atol=1e-7)
+
+
+def test_breakout_a_brick_the_ball_leaves_behind_to_the_right_is_not_hit():
+    """The mirror of the passed-by test: up and to the right, the ball's left edge 1 px into brick 2's column."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["destroyed"][0, 5] = 0b111 << 3
+    s["bricks_left"] = 105
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 95.0, 123.5, 3.0, -3.0
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["destroyed"][0, 5] == 0b111 << 3 and b.rewards[0, 0] == 0.0
+    assert (s["ball_x"][0], s["ball_y"][0], s["ball_vx"][0], s["ball_vy"][0]) == (107.0, 111.5, 3.0, -3.0)
+
+
+def test_breakout_a_brick_at_the_left_wall_met_before_the_wall():
+    """2 px from the left wall, up and to the left: brick 0's bottom at t = 0.5 tick, then the wall at 2/3;
+    four ticks end at (10, 132.5)."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    s["destroyed"][0, 5] = 1 << 1
+    s["bricks_left"] = 107
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 2.0, 123.5, -3.0, -3.0
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["destroyed"][0, 5] == 0b11 and b.rewards[0, 0] == 1.0
+    assert (s["ball_vx"][0], s["ball_vy"][0]) == (3.0, 3.0)
+    assert s["ball_x"][0] == pytest.approx(10.0, abs=1e-4) and s["ball_y"][0] == pytest.approx(132.5, abs=1e-4)
+
+
+@pytest.mark.parametrize("top,winner", [(101.0, 5), (85.0, 4)])
+def test_breakout_a_ball_meeting_two_stacked_bricks_breaks_the_one_it_covers_most(top, winner):
+    """Moving right into the left faces of brick 6 in rows 4 and 5 (the seam at y = 110) at t = 0.5 tick, the
+    ball's top then at `top`: it covers row 5 more at 101 (9 px of row 4, 12 of row 5), row 4 more at 85
+    (12 and 7; row 3's brick is gone). Bricks 4 and 5 of rows 2 to 5 are gone: the ball sits in their gap."""
+    b = batch("breakout", 1)
+    b.reset(np.array([3], np.uint64), None)
+    s = states(b, BREAKOUT)
+    gap = (1 << 4) | (1 << 5)
+    s["destroyed"][0, 2:6] = [gap, gap | (1 << 6), gap, gap]
+    s["bricks_left"] = 99
+    s["ball_x"], s["ball_y"], s["ball_vx"], s["ball_vy"] = 158.5, top - 1.5, 3.0, 3.0
+    b.step(np.zeros((1, 1), np.int64))
+    other = 9 - winner
+    assert s["destroyed"][0, winner] & (1 << 6) and not s["destroyed"][0, other] & (1 << 6)
+    assert b.rewards[0, 0] == 1.0 and s["ball_vx"][0] == -3.0 and s["destroyed"][0, 2] == gap
+
+
+@pytest.mark.parametrize("state", [[0.0, 0.0, 0.2, 0.5], [2.3, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+def test_cartpole_sutton_barto_reward_is_gymnasiums(state):
+    ours = gym.make("fastvec/CartPole", sutton_barto_reward=1)
+    theirs = gym.make("CartPole-v1", sutton_barto_reward=True)
+    ours.reset(seed=0)
+    theirs.reset(seed=0)
+    ours.unwrapped.state = np.array(state)
+    theirs.unwrapped.state = np.array(state)
+    for _ in range(6):
+        a, b = ours.step(1), theirs.step(1)
+        assert a[1] == b[1] and a[2] == b[2]
+        if b[2]:
+            assert a[1] == -1.0
+            break
