@@ -501,3 +501,14 @@ def test_cartpole_sutton_barto_reward_is_gymnasiums(state):
         if b[2]:
             assert a[1] == -1.0
             break
+
+
+def test_pong_bot_mode_pays_the_return_bonus_to_the_agent():
+    b = batch("pong", 1, pong_bot=1, return_bonus_milli=250)
+    b.reset(np.array([5], np.uint64), None)
+    s = states(b, PONG)
+    s["paddle_y"][0] = [0.0, 0.0]
+    s["ball"][0] = [-0.85, 0.0, -0.03, 0.0]
+    s["ball_speed"][0] = 0.03
+    b.step(np.zeros((1, 1), np.int64))
+    assert s["paddle_hits"][0] == 1 and b.rewards[0, 0] == np.float32(0.25)
