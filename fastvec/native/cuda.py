@@ -13,7 +13,7 @@ import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit, graphs
 from fastvec.native.cpu import require_state_access, state_indices, state_values
-from fastvec.native.device_array import DL_CUDA, STREAMS, DeviceArray, dlpack_view, stream_event, torch_dtype
+from fastvec.native.device_array import STREAMS, DeviceArray, device_view
 from fastvec.native.spaces import MAX_OBS_DIMS, EnvSpaces
 from fastvec.native.gpu import (ENV_INCLUDE, INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module,
                                 primary_context)
@@ -332,35 +332,12 @@ class CudaBatch:
 
     def _action_view(self, actions) -> tuple[int, int, int, int, int, int]:
         """(pointer, env stride, agent stride, dimension stride, item size, signed) of the actions, on the device."""
-        if isinstance(actions, DeviceArray):
-            ptr, shape, strides, dtype = actions.ptr, actions.shape, actions.strides, actions.dtype
-            if actions.stream != self.stream_handle:
-                stream_event().make_wait(waiter=self.stream_handle, producer=actions.stream)
-        elif type(actions).__module__ == "torch" and getattr(actions, "is_cuda", False):
-            ptr, shape = actions.data_ptr(), tuple(actions.shape)
-            dtype = torch_dtype(actions.dtype)
-            if dtype is None:
-                raise self._dtype_error(f"torch dtype {actions.dtype}")
-            strides = tuple(st * dtype.itemsize for st in actions.stride())
-            if actions.device.index != self.env.device_index:
-                raise ValueError(f"actions are on {actions.device}, the envs on {self.device}")
-            torch_stream = sys.modules["torch"].cuda.current_stream(actions.device).cuda_stream
-            if torch_stream not in (0, self.stream_handle):  # torch's default stream is ordered with ours already
-                stream_event().make_wait(waiter=self.stream_handle, producer=torch_stream)
-        elif type(actions).__module__.startswith("jax") and hasattr(actions, "__dlpack__"):
-            # JAX orders its own stream before ours when it exports through DLPack.
-            ptr, shape, strides, dtype, _ = dlpack_view(actions, self.stream_handle)
-        elif hasattr(actions, "__cuda_array_interface__") and not isinstance(actions, np.ndarray):
-            cai = actions.__cuda_array_interface__
-            ptr, shape, strides, dtype = cai["data"][0], tuple(cai["shape"]), cai.get("strides"), np.dtype(cai["typestr"])
-            stream = cai.get("stream")
-            if stream not in (None, 1, self.stream_handle):
-                stream_event().make_wait(waiter=self.stream_handle, producer=stream)
-        elif hasattr(actions, "__dlpack__") and not isinstance(actions, np.ndarray) and \
-                getattr(actions, "__dlpack_device__", lambda: (1, 0))()[0] == DL_CUDA:
-            ptr, shape, strides, dtype, _ = dlpack_view(actions, self.stream_handle)
-        else:
+        view = device_view(actions, self.stream_handle, self.env.device_index)
+        if view is None:
             return self._host_action_view(actions)
+        ptr, shape, strides, dtype = view
+        if dtype is None:
+            raise self._dtype_error(f"torch dtype {actions.dtype}")
         if not self._device_dtype_ok(dtype):
             raise self._dtype_error(f"dtype {dtype}")
         kept = self._kept_axes(tuple(shape))

@@ -249,3 +249,34 @@ def dlpack_view(obj, stream: int) -> tuple[int, tuple, tuple | None, np.dtype, o
     shape = tuple(t.shape[k] for k in range(t.ndim))
     strides = None if not t.strides else tuple(t.strides[k] * dtype.itemsize for k in range(t.ndim))
     return t.data + t.byte_offset, shape, strides, dtype, capsule
+
+
+def device_view(array, stream: int, device_index: int) -> tuple[int, tuple, tuple | None, np.dtype | None] | None:
+    """(pointer, shape, byte strides or None, dtype) of a CUDA array of any library: a DeviceArray, PyTorch,
+    JAX, CuPy, or anything with __cuda_array_interface__ or a CUDA __dlpack__; work on `stream` is ordered
+    after the array's producer. None for a host array; dtype None for a torch dtype NumPy has no name for."""
+    if isinstance(array, DeviceArray):
+        if array.stream != stream:
+            stream_event().make_wait(waiter=stream, producer=array.stream)
+        return array.ptr, array.shape, array.strides, array.dtype
+    if type(array).__module__ == "torch" and getattr(array, "is_cuda", False):
+        dtype = torch_dtype(array.dtype)
+        if array.device.index != device_index:
+            raise ValueError(f"the array is on {array.device}, the envs on cuda:{device_index}")
+        torch_stream = sys.modules["torch"].cuda.current_stream(array.device).cuda_stream
+        if torch_stream not in (0, stream):  # torch's default stream is ordered with ours already
+            stream_event().make_wait(waiter=stream, producer=torch_stream)
+        strides = None if dtype is None else tuple(st * dtype.itemsize for st in array.stride())
+        return array.data_ptr(), tuple(array.shape), strides, dtype
+    if type(array).__module__.startswith("jax") and hasattr(array, "__dlpack__"):
+        # JAX orders its own stream before ours when it exports through DLPack.
+        return dlpack_view(array, stream)[:4]
+    if hasattr(array, "__cuda_array_interface__") and not isinstance(array, np.ndarray):
+        cai = array.__cuda_array_interface__
+        if cai.get("stream") not in (None, 1, stream):
+            stream_event().make_wait(waiter=stream, producer=cai["stream"])
+        return cai["data"][0], tuple(cai["shape"]), cai.get("strides"), np.dtype(cai["typestr"])
+    if hasattr(array, "__dlpack__") and not isinstance(array, np.ndarray) and \
+            getattr(array, "__dlpack_device__", lambda: (1, 0))()[0] == DL_CUDA:
+        return dlpack_view(array, stream)[:4]
+    return None

@@ -10,51 +10,15 @@ from functools import cache
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, gpu
-from fastvec.native.device_array import (
-    DeviceArray,
-    dlpack_view,
-    stream_event,
-    torch_dtype,
-)
+from fastvec.native.device_array import DeviceArray, device_view
 
 THREADS = 256
-DL_CUDA = 2  # DLPack's kDLCUDA
 
 
 @cache
 def _module(device_index: int):
     return gpu.load_module('#include "game_rows.cu"\n', include_dirs=[NATIVE_DIR], name="pettingzoo_rows",
                            device_index=device_index)
-
-
-def device_view(array, stream: int, device_index: int):
-    """(pointer, shape, byte strides or None, dtype) of a CUDA array of any library (a DeviceArray, PyTorch,
-    JAX, CuPy or anything with __cuda_array_interface__ or CUDA __dlpack__), ordered before work on `stream`;
-    None for a host array."""
-    if isinstance(array, DeviceArray):
-        if array.stream != stream:
-            stream_event().make_wait(waiter=stream, producer=array.stream)
-        return array.ptr, array.shape, array.strides, array.dtype
-    if type(array).__module__ == "torch" and getattr(array, "is_cuda", False):
-        dtype = torch_dtype(array.dtype)
-        if dtype is None:
-            raise TypeError(f"actions must be integers, got torch dtype {array.dtype}")
-        if array.device.index != device_index:
-            raise ValueError(f"actions are on {array.device}, the games on cuda:{device_index}")
-        torch_stream = sys.modules["torch"].cuda.current_stream(array.device).cuda_stream
-        if torch_stream not in (0, stream):
-            stream_event().make_wait(waiter=stream, producer=torch_stream)
-        return array.data_ptr(), tuple(array.shape), tuple(s * dtype.itemsize for s in array.stride()), dtype
-    if hasattr(array, "__cuda_array_interface__") and not isinstance(array, np.ndarray):
-        cai = array.__cuda_array_interface__
-        if cai.get("stream") not in (None, 1, stream):
-            stream_event().make_wait(waiter=stream, producer=cai["stream"])
-        return cai["data"][0], tuple(cai["shape"]), cai.get("strides"), np.dtype(cai["typestr"])
-    if hasattr(array, "__dlpack__") and not isinstance(array, np.ndarray) and \
-            getattr(array, "__dlpack_device__", lambda: (1, 0))()[0] == DL_CUDA:
-        ptr, shape, strides, dtype, _ = dlpack_view(array, stream)
-        return ptr, shape, strides, dtype
-    return None
 
 
 class GameRows:
@@ -95,9 +59,13 @@ class GameRows:
     def seat_actions(self, seat: int, array, where: str) -> None:
         """Seat `seat`'s actions (games,) from a device array into the batch's (games, agents) int64 actions."""
         b = self.batch
-        ptr, shape, strides, dtype = device_view(array, b.stream_handle, b.env.device_index)
-        if dtype.kind not in "iu":
-            raise TypeError(f"{where} must be integers for {b.env.spaces.describe()}, got dtype {dtype}")
+        view = device_view(array, b.stream_handle, b.env.device_index)
+        if view is None:
+            raise TypeError(f"{where} must be a CUDA array with array_type='device', got {type(array).__name__}")
+        ptr, shape, strides, dtype = view
+        if dtype is None or dtype.kind not in "iu":
+            given = getattr(array, "dtype", dtype)
+            raise TypeError(f"{where} must be integers for {b.env.spaces.describe()}, got dtype {given}")
         if tuple(shape) != (self.games,):
             raise ValueError(f"{where} must have shape ({self.games},) (one per game), got {tuple(shape)}")
         stride = strides[0] if strides else dtype.itemsize
