@@ -50,6 +50,42 @@ def game_opponents(trainer):
     return np.array([path.slot_pid[int(s)] for s in trainer.arena.get(trainer.cuda, "game_weights")])
 
 
+def test_any_multi_agent_env_of_the_contract_plays_on_the_gpu(tmp_path):
+    """A user's 3-player env file (the learner on seat g % 3, two opponent seats a game, each reward the
+    seat's own action): its GPU self-play rollouts equal SelfPlayBatch's, and the game scores, which depend on
+    the opponents' actions, equal the twin's."""
+    from test_selfplay import THREE_SEATS
+
+    from fastvec.trainer import run
+
+    source = tmp_path / "three_seats.h"
+    source.write_text(THREE_SEATS)
+    config = load_config(str(source), {"env": {"num_envs": 40}, "policy": {"kind": "mlp", "hidden": 8, "layers": 1},
+                                       "selfplay": {"enabled": True, "pool_size": 2, "eval_interval": 0},
+                                       "train": {"device": "cuda", "env_device": "cuda", "horizon": 16,
+                                                 "bptt_horizon": 16, "minibatch_size": 320, "precision": "fp32"}})
+    trainer = run.make_trainer(config)
+    league = trainer.selfplay
+    league.pool.add(random_policy(trainer.spec, 7, "r0"))
+    twin_pool = copy.deepcopy(league.pool)
+    league.start(trainer, tmp_path)
+    assert trainer.plan.rollout == "selfplay" and trainer.plan.env_agents == 3 and trainer.rows == 40
+    twin = SelfPlayBatch(run.make_batch(config), twin_pool, selfplay_keys(trainer.seed_key))
+    twin.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(40, dtype=np.uint64), None)
+    for _ in range(2):
+        trainer.rollout()
+        buf = slot_buffers(trainer)
+        for t in range(16):
+            np.testing.assert_array_equal(buf["obs"][t], twin.obs[:, 0])
+            twin.step(buf["actions"][t].astype(np.int64).reshape(40, 1))
+            np.testing.assert_array_equal(buf["rewards"][t], np.clip(twin.rewards[:, 0], -1, 1)
+                                          if config["train"]["reward_clamp"] else twin.rewards[:, 0])
+        np.testing.assert_array_equal(game_opponents(trainer), twin.opponent)
+        trainer.update(num_updates=4)
+    assert league.games.pop_score_sums() == twin.pop_score_sums()
+    trainer.close()
+
+
 @pytest.mark.parametrize("is_async", [False, True])
 def test_gpu_selfplay_rollouts_equal_the_host_twin(tmp_path, is_async):
     """Three rollouts (eager, captured, replayed; updates between them): every learner obs, reward, done and
