@@ -512,3 +512,11 @@ def test_pong_bot_mode_pays_the_return_bonus_to_the_agent():
     s["ball_speed"][0] = 0.03
     b.step(np.zeros((1, 1), np.int64))
     assert s["paddle_hits"][0] == 1 and b.rewards[0, 0] == np.float32(0.25)
+
+
+def test_cartpole_float32_pays_the_sutton_barto_reward_too():
+    b = batch("cartpole", 2, float32=1, sutton_barto_reward=1)
+    b.reset(np.array([1, 2], np.uint64), None)
+    b.set_state(None, np.array([[0.0, 0.0, 0.0, 0.0], [2.39, 3.0, 0.0, 0.0]]))
+    b.step(np.ones((2, 1), np.int64))
+    assert b.terminated.tolist() == [False, True] and b.rewards[:, 0].tolist() == [0.0, -1.0]
