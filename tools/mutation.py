@@ -1,7 +1,6 @@
-"""Mutation testing before a release: plant one small bug at a time in a snapshot clone of the repository
-and run the planted file's fast CPU tests under a time limit; a mutant the tests do not fail on survived.
-Python modules mutate through cosmic-ray's operators, the C env and batch headers through the small token
-mutator below. Usage and the current report: docs/testing.md.
+"""Mutation testing before a release: one small bug at a time in a snapshot clone (Python through cosmic-ray's
+operators, C headers through the token mutator below), each run against its file's fast CPU tests under a time
+limit; a mutant the tests do not fail on survived. Usage and the current report: docs/testing.md.
 
     python tools/mutation.py                    # the release campaign: a seeded sample per file
     python tools/mutation.py --per-file 0       # every mutant of every file (hours)
