@@ -401,7 +401,7 @@ def _check_builtin_env(config: dict, env: str) -> None:
 
 def _check_custom_env(config: dict, env: str, kind: str) -> None:
     """A user's env file (env.source) or a Gymnasium id (env.gym_id): one of them, under a name that is not a
-    built-in env's, without self-play (a built-in multi-agent game's); the file exists, its defines are numbers."""
+    built-in env's, self-play only for an env file (no bot switch); the file exists, its defines are numbers."""
     source, gym_id = config["env"]["source"], config["env"]["gym_id"]
     if source and gym_id:
         raise ConfigError(f"env.source={source!r} and env.gym_id={gym_id!r}: train one env, a file or a Gymnasium id")
@@ -411,9 +411,10 @@ def _check_custom_env(config: dict, env: str, kind: str) -> None:
                           f"(fastvec-train PATH.h), gym:ID, or another name")
     selfplay = config["selfplay"]
     for name in ("enabled", "bot_switch_param", "bot_level_param"):
-        if selfplay[name]:
-            raise ConfigError(f"selfplay.{name}={selfplay[name]!r}: self-play trains the built-in multi-agent games "
-                              f"({', '.join(sorted(n for n in ENVS if n == 'pong'))}); not {env}")
+        if selfplay[name] and (kind == "gym" or name != "enabled"):
+            raise ConfigError(f"selfplay.{name}={selfplay[name]!r}: self-play trains a multi-agent env file or a "
+                              f"built-in game ({', '.join(sorted(n for n in ENVS if n == 'pong'))}), and a bot "
+                              f"switch is a built-in game's parameter; not for {env}")
     if kind == "source":
         if not Path(source).is_file():
             raise ConfigError(f"env.source={source!r}: no such env file; give its path as ENV "

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from fastvec import native
-from fastvec.native.batches import make_batch as make_env_batch
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines, source_sha256, to_toml
+from fastvec.trainer.config import ConfigError, env_kind, source_sha256, to_toml
 from fastvec.trainer.dashboard import Dashboard
+from fastvec.trainer.env_batch import make_batch
 
 
 def cuda_trainer_available() -> bool:
@@ -56,33 +56,6 @@ def resolve_device(requested: str) -> str:
         raise ConfigError("train.device=cuda: the CUDA trainer needs an NVIDIA GPU and PyCUDA "
                           "(pip install 'fastvec[cuda]'), and none answered here; use --train.device=cpu")
     return requested
-
-
-def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
-    """A host batch of the configured env in SAME_STEP autoreset: a built-in env (native.batches.make_batch) or a
-    user's env file (env.source, its -D defines from [env]) as a CpuBatch stepped by train.env_threads threads, or
-    a Gymnasium id (env.gym_id) as a GymBatch (native/gym_batch.py) over Gymnasium's own vector env. A Gymnasium
-    env the trainer cannot train, or whose make refuses the [env] arguments, is a ConfigError."""
-    num_envs = num_envs or config["env"]["num_envs"]
-    kind, threads = env_kind(config), config["train"]["env_threads"]
-    if kind == "builtin":
-        return make_env_batch(config["env"]["name"], num_envs, env_params(config), threads)
-    if kind == "source":
-        compiled = native.cpu.load(Path(config["env"]["source"]), tuple(sorted(source_defines(config).items())))
-        if threads > 0:
-            compiled.lib.fv_set_num_threads(threads)
-        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], None)
-    import gymnasium
-    from fastvec.native.gym_batch import GymBatch, SpaceError
-    gym_id = config["env"]["gym_id"]
-    try:
-        return GymBatch(gym_id, num_envs, env_params(config), config["env"]["gym_vectorization"], render=render)
-    except SpaceError as err:
-        raise ConfigError(str(err)) from None
-    except TypeError as err:  # gymnasium.make's error for an argument the env does not take
-        raise ConfigError(f"gym:{gym_id} refused its [env] arguments {env_params(config)}: {err}") from None
-    except (gymnasium.error.Error, ImportError) as err:  # e.g. DependencyNotInstalled (Box2D, ALE)
-        raise ConfigError(f"gym:{gym_id} could not be made: {err}") from None
 
 
 def close_batches(batches) -> None:

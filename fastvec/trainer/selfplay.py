@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from fastvec.native import ENVS
-from fastvec.native.batches import make_batch
 from fastvec.trainer import checkpoint
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import ConfigError, env_params
+from fastvec.trainer.config import ConfigError
+from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.reference import policy_act
 
 # Legend: N = games, A = agents (seats) per game, O = obs size, P = parameters.
@@ -208,9 +208,9 @@ class SelfPlayBatch:
 
 
 def games_batch(config: dict, num_games: int, **env_overrides):
-    """A CPU batch of `num_games` games of the configured env with some env parameters overridden."""
-    params = {**env_params(config), **env_overrides}
-    return make_batch(config["env"]["name"], num_games, params, config["train"]["env_threads"])
+    """A CPU batch of `num_games` games of the configured env (built-in or a user's env file) with some env
+    parameters overridden."""
+    return make_batch({**config, "env": {**config["env"], **env_overrides}}, num_games)
 
 
 def play_match(config: dict, player: Policy, opponent: Policy, games: int, seed: int,

@@ -112,8 +112,11 @@ def test_a_named_user_env_and_its_parameters_are_checked(env_file, tmp_path):
         load_config("cartpole", {"env": {"source": str(env_file)}})
     with pytest.raises(ConfigError, match="env file 'nowhere/my_env.h' not found"):
         load_config("nowhere/my_env.h")
-    with pytest.raises(ConfigError, match="self-play trains the built-in multi-agent games"):
-        load_config(str(env_file), {"selfplay": {"enabled": True}})
+    assert load_config(str(env_file), {"selfplay": {"enabled": True}})["selfplay"]["enabled"]  # agents: checked at start
+    with pytest.raises(ConfigError, match="a bot switch is a built-in game's parameter"):
+        load_config(str(env_file), {"selfplay": {"enabled": True, "bot_switch_param": "terminate_at"}})
+    with pytest.raises(ConfigError, match="self-play trains a multi-agent env file or a built-in game"):
+        load_config("gym:CartPole-v1", {"selfplay": {"enabled": True}})
     with pytest.raises(ConfigError, match=r"unknown env 'cartpol'; .* a user's env file .* a Gymnasium id"):
         load_config("cartpol")
     # a run of a user env resumes under its name from any directory (the run recorded the file)

@@ -272,3 +272,20 @@ def test_any_multi_agent_env_three_seats(tmp_path):
     np.testing.assert_array_equal(batch.episode_return[:, 0], 6)
     scores, ids = batch.pop_outcomes()
     np.testing.assert_array_equal(scores, np.ones(games))
+
+
+def test_fastvec_train_self_plays_a_users_multi_agent_env_file(tmp_path):
+    """fastvec-train PATH.h --selfplay.enabled=true: a user's 3-seat env file trains by self-play (the CPU
+    trainer here; the GPU path: tests/trainer/test_selfplay_gpu.py), its training games scored from the returns."""
+    source = tmp_path / "three_seats.h"
+    source.write_text(THREE_SEATS)
+    config = load_config(str(source), {"env": {"num_envs": 6}, "policy": {"kind": "mlp", "hidden": 8, "layers": 1},
+                                       "selfplay": {"enabled": True, "refresh_interval": 1, "eval_interval": 0},
+                                       "train": {"device": "cpu", "total_timesteps": 6 * 12 * 3, "horizon": 12,
+                                                 "bptt_horizon": 12, "minibatch_size": 72, "log_interval": 0.0}})
+    summary = run.train(config, tmp_path / "run", dashboard=False)
+    trainer = summary["trainer"]
+    assert trainer.rows == 6 and trainer.batch.agents == 3
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert sum(row["selfplay/train_games"] for row in rows) == 6 * 12 * 3 // 3  # every game lasts 3 steps
+    assert [trainer.selfplay.pool.policies[p].label for p in trainer.selfplay.pool.members][-1] == "u3"
