@@ -84,45 +84,9 @@ def cpu_main(args) -> None:
     print(f"wrote {path}")
 
 
-def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float:
-    """Env steps per second of gymnax's env: vmap over envs, lax.scan over steps, under jax.jit; uniform
-    random actions from its action space (Discrete or Box)."""
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    from env_steps import _flax_struct_shim
-
-    _flax_struct_shim()
-    import gymnax
-    import jax
-
-    env, params = gymnax.make(env_id)
-    space = env.action_space(params)
-
-    @jax.jit
-    def run(key, state):
-        def body(carry, _):
-            state, key = carry
-            key, k_act, k_step = jax.random.split(key, 3)
-            actions = jax.vmap(space.sample)(jax.random.split(k_act, num_envs))
-            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state, actions, params)
-            return (out[1], key), out[2].sum()
-        (state, key), rewards = jax.lax.scan(body, (state, key), None, length=steps)
-        return state, key, rewards
-
-    key = jax.random.PRNGKey(0)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
-    state, key, r = run(key, state)  # compile
-    jax.block_until_ready(r)
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds or calls < 2:
-        state, key, r = run(key, state)
-        calls += 1
-    jax.block_until_ready(r)
-    return calls * steps * num_envs / (time.perf_counter() - start)
-
-
 def gpu_main(args) -> None:
     import pycuda.driver as drv
-    from env_steps import gpu_rollout_rate
+    from env_steps import gpu_rollout_rate, gymnax_rate
 
     rows = []
     for key, (_, gymnax_id) in ENVS.items():

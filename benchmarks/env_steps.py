@@ -135,7 +135,8 @@ def _flax_struct_shim() -> None:
 
 
 def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float:
-    """Env steps per second of a gymnax env: vmap over envs, lax.scan over steps, under jax.jit."""
+    """Env steps per second of a gymnax env: vmap over envs, lax.scan over steps, under jax.jit; uniform random
+    actions (Discrete: one randint draw for all envs; other spaces: the space's own sample per env)."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     _flax_struct_shim()
     import gymnax
@@ -143,14 +144,20 @@ def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float
     import jax.numpy as jnp
 
     env, params = gymnax.make(env_id)
-    n_actions = env.action_space(params).n
+    space = env.action_space(params)
+    if hasattr(space, "n"):
+        def sample(key):
+            return jax.random.randint(key, (num_envs,), 0, space.n)
+    else:
+        def sample(key):
+            return jax.vmap(space.sample)(jax.random.split(key, num_envs))
 
     @jax.jit
     def run(key, state):
         def body(carry, _):
             state, key = carry
             key, k_act, k_step = jax.random.split(key, 3)
-            actions = jax.random.randint(k_act, (num_envs,), 0, n_actions)
+            actions = sample(k_act)
             out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state, actions, params)
             return (out[1], key), out[2].sum()
         (state, key), rewards = jax.lax.scan(body, (state, key), None, length=steps)
