@@ -12,6 +12,7 @@ from fastvec.trainer.config import ConfigError, env_build
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.device import module_int
+from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
 
 POOL_BLOCK = 128  # pool_forward_kernel's threads per block
 CHECK_EVERY = 32  # steps between the host's looks at whether every game has finished
@@ -25,10 +26,8 @@ class GpuMatches:
     def __init__(self, config: dict, spec: ref.PolicySpec, module):
         self.spec = spec
         self.layout = ref.FlatLayout(ref.param_table(spec))
-        self.stride = (self.layout.size + 3) // 4 * 4
+        self.stride = pool_row_floats(self.layout)
         self.modules = {(): module}
-        self.policy_defines = {"POLICY_HIDDEN": spec.hidden, "POLICY_LAYERS": spec.layers,
-                               "POLICY_MINGRU": int(spec.recurrent), "POLICY_HIGHWAY": int(spec.highway)}
         self.cuda = device.init()
         self.stream = self.cuda.Stream()
 
@@ -37,7 +36,7 @@ class GpuMatches:
         if key not in self.modules:
             env_config = {**config, "env": {**config["env"], **overrides}}
             source, defines, _ = env_build(env_config, None)
-            defines.update(self.policy_defines)
+            defines.update(policy_defines(self.spec))
             self.modules[key] = device.load_module(source, tuple(sorted(defines.items())))
         return self.modules[key]
 

@@ -133,10 +133,19 @@ class Plan:
 
     def policy_defines(self, spec: ref.PolicySpec) -> dict:
         """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's)."""
-        if not (self.fused_block or self.rollout == "selfplay"):
-            return {}
-        return {"POLICY_HIDDEN": spec.hidden, "POLICY_LAYERS": spec.layers, "POLICY_MINGRU": int(spec.recurrent),
-                "POLICY_HIGHWAY": int(spec.highway)}
+        return policy_defines(spec) if self.fused_block or self.rollout == "selfplay" else {}
+
+
+def policy_defines(spec: ref.PolicySpec) -> dict:
+    """The -D sizes of rollout.cu's per-thread and per-warp policy kernels (and selfplay.cu's) for `spec`."""
+    return {"POLICY_HIDDEN": spec.hidden, "POLICY_LAYERS": spec.layers, "POLICY_MINGRU": int(spec.recurrent),
+            "POLICY_HIGHWAY": int(spec.highway)}
+
+
+def pool_row_floats(layout: ref.FlatLayout) -> int:
+    """A row of self-play's snapshot buffers: the flat parameters rounded up to 16 bytes (the thread-per-row
+    forward reads its weights with float4 loads)."""
+    return (layout.size + 3) // 4 * 4
 
 
 # The fused policy step: from here on a thread per env (a launch a step) beats a warp per env (one launch for

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 
 from fastvec.trainer.cuda.device import module_int
-from fastvec.trainer.cuda.plan import Plan, warp_scratch_floats, warp_weight_floats
+from fastvec.trainer.cuda.plan import Plan, pool_row_floats, warp_scratch_floats, warp_weight_floats
+from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
 
 class GpuEnvRollout:
@@ -199,11 +200,10 @@ class SelfPlayRollout(GemmRollout):
 
     def __init__(self, *args):
         super().__init__(*args)
-        from fastvec.trainer.selfplay import selfplay_keys
         plan = self.plan
         self.seats, self.pool_slots = plan.env_agents, plan.pool_slots
         self.opp_rows = plan.num_envs * (self.seats - 1)
-        self.stride = (self.layout.size + 3) // 4 * 4  # a pool row: 16-byte aligned for the forward's float4 loads
+        self.stride = pool_row_floats(self.layout)
         self.opponent_key, self.pool_key = selfplay_keys(self.seed_key)
         self.slot_pid: dict[int, int] = {}  # pool slot -> OpponentPool id of the snapshot in it
         self.warned_full = False
@@ -269,7 +269,6 @@ class SelfPlayRollout(GemmRollout):
         that left the pool free their slots; new members are copied into free slots (a member that finds none,
         while evicted snapshots still play their last games, leaves the pool again); the member table is
         rewritten. At the first call every game draws its opponent (draw_opponents at step -1, as a reset)."""
-        from fastvec.trainer.selfplay import draw_opponents
         cuda, a = self.cuda, self.arena
         self.k.stream.synchronize()  # the actor's rollouts read the pool
         first = not self.slot_pid
