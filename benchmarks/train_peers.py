@@ -58,7 +58,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
     """One fastvec-train run: time to the first logged mean return >= threshold, start-up, the final policy's
     evaluation; or the trainer's refusal."""
     from fastvec.trainer import checkpoint, run
-    from fastvec.trainer.config import load_config
+    from fastvec.trainer.config import ConfigError, load_config
 
     train = {"device": device, "seed": seed, "log_interval": 0.0, "checkpoint_seconds": 0.0,
              "checkpoint_interval": 10 ** 9}
@@ -67,7 +67,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
     result = {"env": env, "seed": seed, "device": device, "threshold": threshold}
     try:
         config = load_config(env, {"train": train, "eval": {"episodes": eval_episodes}})
-    except Exception as err:  # an unknown env or key: recorded, the other runs go on
+    except ConfigError as err:  # an unknown env or key: recorded, the other runs go on
         return {**result, "error": f"{type(err).__name__}: {err}"}
     reached, curve = [], []
 
@@ -82,7 +82,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
     t0 = time.perf_counter()
     try:
         summary = run.train(config, run_dir, dashboard=False, watch=watch)
-    except Exception as err:  # the trainer refused this env on this device (its message says why)
+    except (ConfigError, ImportError, RuntimeError, OSError) as err:  # refused on this device (the message says why)
         return {**result, "refused": f"{type(err).__name__}: {err}", "process_s": round(time.perf_counter() - t0, 3)}
     trainer = summary["trainer"]
     # the policy as trained when the run ended (--max-seconds stops it between checkpoints), saved as run.py saves
@@ -121,7 +121,7 @@ def peer_runs(gymnax_id: str, seeds: list[int], threshold: float | None, max_sec
             cmd += ["--total-timesteps", str(total_timesteps)]
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+            proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
         except subprocess.TimeoutExpired:
             return {"env_id": gymnax_id, "error": f"peer timed out after {timeout:.0f} s", "command": " ".join(cmd[1:])}
         wall = time.perf_counter() - t0
@@ -214,7 +214,7 @@ def main(argv=None) -> None:
         try:
             from fastvec.trainer.cuda import device
             out["gpu"] = device.init().Context.get_device().name()
-        except Exception as err:  # no GPU here: the runs will record the trainer's refusal
+        except Exception as err:  # noqa: BLE001 - PyCUDA's errors, no GPU: each run records the trainer's refusal
             out["gpu"] = f"unavailable: {err}"
     for env, (gymnax_id, threshold) in envs.items():
         minatar = env in MINATAR

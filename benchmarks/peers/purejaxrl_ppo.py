@@ -429,8 +429,8 @@ def print_table(result: dict) -> None:
           f"{'SPS':>11} {'final ret':>10} {'eval ret':>10}")
     for r in result["runs"]:
         def fmt(x, spec):
-            return format("-", ">" + spec.split(".")[0]) if x is None else format(x, spec)
-        print(f"{r['seed']:>5} {str(r['reached']):>8} {fmt(r['time_to_threshold_s'], '14.2f')} "
+            return format("-", ">" + spec.split(".")[0].rstrip(",d")) if x is None else format(x, spec)
+        print(f"{r['seed']:>5} {r['reached']!s:>8} {fmt(r['time_to_threshold_s'], '14.2f')} "
               f"{fmt(r['steps_to_threshold'], '13,d')} {r['train_s']:>8.2f} {r['steps']:>11,} {r['sps']:>11,} "
               f"{fmt(r['final_return'], '10.1f')} {fmt(r.get('eval_return'), '10.1f')}")
 
