@@ -107,9 +107,12 @@ def test_the_cuda_trainer_refuses_what_only_the_cpu_trainer_trains():
         return make_policy_spec(config, trainer_batch.env.obs_size, trainer_batch.env.num_actions,
                                 trainer_batch.env.spaces), config
 
-    assert "no box action head" in cuda_unsupported(*spec(BOX))
-    assert "no multi_discrete action head" in cuda_unsupported(*spec(MULTI))
+    assert cuda_unsupported(*spec(BOX, norm_obs=True, norm_reward=True)) is None
+    assert cuda_unsupported(*spec(MULTI)) is None
+    assert "box action head with the env on the GPU only" in cuda_unsupported(*spec(BOX, env_device="cpu"))
     assert "byte observations" in cuda_unsupported(*spec(BYTES))
-    assert "norm_obs" in cuda_unsupported(*spec("cartpole", norm_obs=True))
+    normalised, config = spec("cartpole", norm_obs=True)
+    config["train"]["gpus"] = 2  # as a CUDA run's config (a CPU one refuses several GPUs itself)
+    assert "--train.gpus=1" in cuda_unsupported(normalised, config)
     assert cuda_unsupported(*spec("cartpole")) is None
     assert cuda_unsupported(*spec("breakout-minatar")) is None  # 0/1 bytes: nothing to scale

@@ -24,5 +24,5 @@ def make_trainer(config: dict, batch):
     from fastvec.trainer.cuda.trainer import CudaTrainer
     from fastvec.trainer.numpy_trainer import make_policy_spec
 
-    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
+    spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, getattr(batch.env, "spaces", None))
     return CudaTrainer(config, batch, spec)

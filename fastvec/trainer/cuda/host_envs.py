@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from fastvec.native.graphs import CudaDriverError, CudaGraph
-from fastvec.trainer.cuda.plan import Plan
+from fastvec.trainer.cuda.plan import Plan, transforms_obs
 
 
 def env_ranges(num_envs: int, groups: int, host_batches: list | None) -> list[tuple[int, int]]:
@@ -143,7 +143,7 @@ class HostEnvs:
         obs[t], the sampling into actions/logp/values[t], and the actions' copy to g's pinned buffer."""
         spec, a, k, plan = self.spec, self.arena, self.k, self.plan
         r, o, h, row0, rows = plan.rows, spec.obs_size, spec.hidden, g["row0"], g["rows"]
-        ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.num_actions + 1
+        ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.head_size + 1
         buf = lambda name, offset=0: self.slot(name, slot, offset)  # noqa: E731
         if t % plan.bptt == 0 and ls:
             for layer in range(ls):
@@ -155,7 +155,7 @@ class HostEnvs:
         y = buf("r_y", row0 * ny)
         self.policy.forward(k, self.blas, rows, 1, buf("obs", (t * r + row0) * o), buf("starts", t * r + row0),
                             state, state, acts, [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers, y,
-                            self.params)
+                            self.params, x0=self.x0(row0))
         k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, buf("actions", t * r + row0),
                  buf("logp", t * r + row0), buf("values", t * r + row0), a.ptr("scalars"), np.int32(t),
                  np.uint64(self.seed_key))
@@ -179,7 +179,7 @@ class HostEnvs:
         """V(obs[T]) into the slot's r_y with the live state, which stays as it is (last_state is scratch)."""
         spec, a, plan = self.spec, self.arena, self.plan
         t_len, r, o, h, ls = plan.horizon, plan.rows, spec.obs_size, spec.hidden, spec.state_layers
-        ny, w = spec.num_actions + 1, self.layout.offsets["layer0.w"][1][0]
+        ny, w = spec.head_size + 1, self.layout.offsets["layer0.w"][1][0]
         for g in self.groups:
             row0, rows = g["row0"], g["rows"]
             state = [a.ptr("state", layer * r * h + row0 * h) for layer in range(ls)] or [0] * spec.layers
@@ -188,8 +188,12 @@ class HostEnvs:
             self.policy.forward(self.k, self.blas, rows, 1, self.slot("obs", slot, (t_len * r + row0) * o),
                                 self.slot("starts", slot, t_len * r + row0), state, last, acts,
                                 [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers,
-                                self.slot("r_y", slot, row0 * ny), self.params)
+                                self.slot("r_y", slot, row0 * ny), self.params, x0=self.x0(row0))
         self.k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
+
+    def x0(self, row0: int) -> int:
+        """Where a group's encoder input goes (its rows of r_x0) when the policy transforms observations, else 0."""
+        return self.arena.ptr("r_x0", row0 * self.spec.obs_size) if transforms_obs(self.spec) else 0
 
     def segment(self, key, record) -> None:
         """Run `record` (which enqueues GPU work on the actor's stream): eagerly in the first rollout (so

@@ -17,4 +17,6 @@
 #include "common.cu"     /* bf16, TrainScalars, mix64, block reductions, last_block */
 #include "policy.cu"     /* layers, bias gradient, action sampling */
 #include "ppo.cu"        /* GAE, minibatches, PPO loss, statistics, scalar bookkeeping */
+#include "heads.cu"      /* MultiDiscrete and Box heads: samplers and their PPO loss */
+#include "normalize.cu"  /* running observation normalisation and reward scaling */
 #include "optimizers.cu" /* gradient norm, Adam, Muon (with newton_schulz.cu) */

@@ -14,8 +14,9 @@ from fastvec.trainer.cuda.arena import Arena
 
 # Legend as numpy_trainer.py: T = horizon, N = envs, R = rows = N * agents, O = obs size, K = bptt_horizon,
 # S = T / K segments, Ls = recurrent layers (0 for an MLP), L = layers, H = hidden, W = layer width
-# (3H or 2H MinGRU, H MLP), Y = actions + 1, P = parameters, Q = S * R sequences, Bm = sequences per
-# minibatch, n = K * Bm rows per minibatch, G = sum-of-squares partial blocks.
+# (3H or 2H MinGRU, H MLP), Y = spec.head_size + 1 (the head's columns, then the value), P = parameters,
+# Q = S * R sequences, Bm = sequences per minibatch, n = K * Bm rows per minibatch, G = sum-of-squares partial
+# blocks, D = action dimensions (a MultiDiscrete or Box head), Wa = action_words(spec) 32-bit words a row's action.
 
 # common.cu's TrainScalars, field for field.
 SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", "i8"), ("ent_coef", "f4"),
@@ -32,6 +33,17 @@ MAX_ACTIONS = 64  # policy.cu's MAX_ACTIONS: the sampler keeps a row's CDF in re
 # GEMM path's bootstrap value, last_value the fused path's.
 SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value", "r_y")
 ROLLOUT_PATHS = ("auto", "thread", "warp", "gemm")
+
+
+def action_words(spec: ref.PolicySpec) -> int:
+    """Wa: a row's action in 32-bit words: 1 (Discrete, int32), D (Box, float32) or 2D (MultiDiscrete, int64, the
+    env's ACT_T, so the env step reads the rollout's actions in place)."""
+    return {"discrete": 1, "box": spec.action_dims, "multi_discrete": 2 * len(spec.action_nvec)}[spec.action_kind]
+
+
+def transforms_obs(spec: ref.PolicySpec) -> bool:
+    """Whether the encoder's input differs from the observations (reference.encoder_input: norm_obs or a scale)."""
+    return spec.norm_obs or spec.obs_scale != 1
 
 
 def slot_addresses(arena):
@@ -96,6 +108,7 @@ class Plan:
     fused_block: int  # threads per block of the fused policy step (0 unless rollout is thread or warp)
     rollout_bf16: bool  # the GEMM-path rollout forward in bf16 too (as the update's: same numbers, half the bytes)
     choices: Choices
+    norm_reward: bool = False  # train.norm_reward: rewards scaled at the end of every rollout (cuda/normalize.py)
 
     @classmethod
     def make(cls, train: dict, spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
@@ -103,9 +116,15 @@ class Plan:
         """selfplay_seats > 0: self-play with the games on the GPU (that many seats a game, the learner's
         alone in the rollout's rows, a pool of pool_size snapshots): the learner's forward as GEMMs, the
         opponents' as selfplay.cu's."""
-        if spec.num_actions > MAX_ACTIONS:
-            raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions, this env has "
-                              f"{spec.num_actions}; use --train.device=cpu")
+        if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
+            raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
+                              f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
+        if selfplay_seats and (spec.action_kind != "discrete" or transforms_obs(spec)):
+            raise ConfigError("self-play with the games on the GPU plays Discrete heads on unnormalised observations; "
+                              "use --train.env_device=cpu or turn train.norm_obs off")
+        if host_env and spec.action_kind != "discrete":
+            raise ConfigError(f"the CUDA trainer steps envs with a {spec.action_kind} head on the GPU only; use "
+                              "--train.env_device=cuda (or --train.device=cpu)")
         if selfplay_seats:
             num_agents = 1
             if spec.hidden % 4 or spec.hidden > 128:
@@ -129,11 +148,14 @@ class Plan:
                    pool_slots=2 * pool_size + 2 if selfplay_seats else 0, host_env=host_env,
                    async_rollouts=bool(train["async"]),
                    slot_count=2 if train["async"] else 1, rollout=rollout, fused_block=block,
-                   rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay"), choices=choices)
+                   rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay"), choices=choices,
+                   norm_reward=bool(train["norm_reward"]))
 
     def policy_defines(self, spec: ref.PolicySpec) -> dict:
-        """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's)."""
-        return policy_defines(spec) if self.fused_block or self.rollout == "selfplay" else {}
+        """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's, and
+        rollout.cu's decoder width POLICY_HEAD_SIZE)."""
+        fused = policy_defines(spec) if self.fused_block or self.rollout == "selfplay" else {}
+        return {**fused, "POLICY_HEAD_SIZE": spec.head_size}
 
 
 def policy_defines(spec: ref.PolicySpec) -> dict:
@@ -170,7 +192,10 @@ def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs:
     """(path, threads per block) of a GPU-env rollout's policy step: ("thread", block) for policy_step_kernel
     (a thread per env, a launch a step) from FUSED_THREAD_MIN_ENVS envs on, ("warp", block) for
     policy_rollout_warp_kernel (a warp per env, the whole horizon in one launch) below, or ("gemm", 0) where
-    every weight does not fit a block's shared memory (or `forced` says so)."""
+    every weight does not fit a block's shared memory (or `forced` says so), or the policy has a MultiDiscrete
+    or Box head or transforms its observations (the fused kernels implement the Discrete head on raw observations)."""
+    if spec.action_kind != "discrete" or transforms_obs(spec):
+        return "gemm", 0
     if forced == "gemm" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > MAX_ACTIONS:
         return "gemm", 0
     kind = forced if forced in ("thread", "warp") else "thread" if num_envs >= FUSED_THREAD_MIN_ENVS else "warp"
@@ -188,7 +213,8 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     add their own tensors (Muon.add_tensors, HostEnvs.add_tensors) before the arena is allocated."""
     a = Arena()
     t, r, n_env, s = plan.horizon, plan.rows, plan.num_envs, plan.segments
-    o, h, ls, layers, y = spec.obs_size, spec.hidden, spec.state_layers, spec.layers, spec.num_actions + 1
+    o, h, ls, layers, y = spec.obs_size, spec.hidden, spec.state_layers, spec.layers, spec.head_size + 1
+    aw = action_words(spec)
     w = layout.offsets["layer0.w"][1][0]
     p, n, bm, q = layout.size, plan.mb_rows, plan.seqs_per_mb, plan.sequences
     f32, i32 = np.float32, np.int32
@@ -212,7 +238,10 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     # rollout buffers, as NumpyTrainer's
     a.add("obs", (t + 1, r, o), f32, "(T+1, R, O); slot T: obs after the last step")
     a.add("starts", (t + 1, r), f32, "(T+1, R) 1: obs[t] begins an episode")
-    a.add("actions", (t, r), i32, "(T, R)")
+    if spec.action_kind == "discrete":
+        a.add("actions", (t, r), i32, "(T, R)")
+    else:  # the env's ACT_T, as NumpyTrainer's (T, R, D) actions
+        a.add("actions", (t, r, spec.action_dims), spec.action_dtype, "(T, R, D) the env's action type")
     a.add("logp", (t, r), f32, "(T, R) log pi_old(a|s)")
     a.add("values", (t, r), f32, "(T, R) V_old(s)")
     a.add("rewards", (t, r), f32, "(T, R)")
@@ -233,7 +262,7 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
     a.add("mb_obs", (n, o), f32, "(K, Bm, O)")
     a.add("mb_starts", (n,), f32, "(K, Bm)")
-    a.add("mb_actions", (n,), i32, "(K, Bm)")
+    a.add("mb_actions", (n, aw), i32, "(K, Bm, Wa) each row's action as 32-bit words")
     a.add("mb_logp", (n,), f32, "(K, Bm)")
     a.add("mb_values", (n,), f32, "(K, Bm)")
     a.add("mb_adv", (n,), f32, "(K, Bm)")
@@ -253,6 +282,16 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     a.add("pre", (layers, n, w), act_dtype, "(L, n, W) pre-activations (without the bias)")
     a.add("hseq", (max(ls, 1), n, h), act_dtype, "(Ls, n, H) MinGRU states")
     a.add("y", (n, y), f32, "(n, Y) decoder output")
+    if spec.action_kind == "box":
+        a.add("dlogstd", (n, spec.action_dims), f32, "(n, D) each row's loss gradient into dec.logstd")
+    if spec.action_kind == "multi_discrete":
+        a.add("head_nvec", (len(spec.action_nvec),), np.int64, "(D,) the MultiDiscrete head's counts")
+    if transforms_obs(spec):
+        a.add("r_x0", (r, o), f32, "(R, O) the rollout forward's encoder input (reference.encoder_input)")
+    if plan.norm_reward:  # normalize.scale_rewards' running state
+        a.add("reward_returns", (r,), np.float64, "(R,) each row's running discounted return")
+        a.add("reward_seen", (t, r), np.float64, "(T, R) scratch: the returns of the last rollout")
+        a.add("reward_moments", (4,), np.float64, "the returns' running mean, var, count; then the rewards' scale")
     a.add("dy", (n, y), f32, "(n, Y) loss gradient")
     a.add("dact", (2, n, h), f32, "(2, n, H) layer gradients, ping-pong")
     a.add("dpre", (n, w), act_dtype, "(n, W)")

@@ -18,18 +18,24 @@ class GpuPolicy:
         self.spec, self.layout, self.arena, self.plan = spec, layout, arena, plan
 
     def forward(self, k, blas, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
-                acts, pres, hs, y: int, params: str = "params", acts_bf16=None, dec_bias: bool = True) -> None:
+                acts, pres, hs, y: int, params: str = "params", acts_bf16=None, dec_bias: bool = True,
+                x0: int = 0) -> None:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
         params: the arena's weights to use. acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L
         pointers to bfloat16 copies of the layers' inputs; the layer GEMMs then multiply those by the
         weights' bf16 copy (arena f"{params}_bf16") into bfloat16 pres, and the MinGRU forward reads its
         highway input from them and stores hs in bfloat16. dec_bias=False leaves the decoder's bias out of y
-        (the GEMM-path rollout's env step adds it)."""
+        (the GEMM-path rollout's env step adds it). x0: where the encoder's input (reference.encoder_input) goes
+        when the policy transforms its observations (plan.transforms_obs), which the encoder then reads; 0: obs
+        already is that input (the update encodes its minibatch in place, encode())."""
         spec, a = self.spec, self.arena
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
         pp = lambda name: a.ptr(params, off[name][0])  # noqa: E731
+        if x0:
+            self.encode(k, obs, x0, rows, params)
+            obs = x0
         blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
         k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h),
                  acts_bf16[0] if acts_bf16 else 0)
@@ -49,7 +55,7 @@ class GpuPolicy:
             else:
                 k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
                          pp(f"layer{layer}.b"), acts[layer + 1])
-        ny = spec.num_actions + 1
+        ny = spec.head_size + 1
         blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
         if dec_bias:
             k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
@@ -59,12 +65,14 @@ class GpuPolicy:
         (update_forward's pointers). Every gradient is written exactly once (beta = 0): grads need no zeroing."""
         spec, a, plan = self.spec, self.arena, self.plan
         kk, bm, n = plan.bptt, plan.seqs_per_mb, plan.mb_rows
-        h, o, layers, ny = spec.hidden, spec.obs_size, spec.layers, spec.num_actions + 1
+        h, o, layers, ny = spec.hidden, spec.obs_size, spec.layers, spec.head_size + 1
         off = self.layout.offsets
         gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
         pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
         blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
         self.bias_grad(k, blas, gp("dec.b"), a.ptr("dy"), ny)
+        if spec.action_kind == "box":  # the log-stds' gradient: the column sums of the loss's per-row dlogstd
+            self.bias_grad(k, blas, gp("dec.logstd"), a.ptr("dlogstd"), spec.action_dims)
         cur, other = a.ptr("dact"), a.ptr("dact", n * h)
         blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
         for layer in reversed(range(layers)):
@@ -95,6 +103,14 @@ class GpuPolicy:
             cur, other = other, cur
         blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
         self.bias_grad(k, blas, gp("enc.b"), cur, h)
+
+    def encode(self, k, obs: int, x: int, rows: int, params: str = "params") -> None:
+        """x (rows, O) = reference.encoder_input of obs (rows, O) (float observations; x may be obs): times
+        spec.obs_scale, then with norm_obs normalised by the statistics in the weights `params`."""
+        spec = self.spec
+        norm = self.arena.ptr(params, self.layout.offsets["obs_norm.mean"][0]) if spec.norm_obs else 0
+        k.launch("encode_obs_kernel", rows * spec.obs_size, np.int64(rows), np.int32(spec.obs_size), obs,
+                 np.float32(spec.obs_scale), norm, x)
 
     def bias_grad(self, k, blas, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0,
                   rows: int | None = None) -> None:

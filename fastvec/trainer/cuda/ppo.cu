@@ -73,11 +73,13 @@ __global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed
 /* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers.
  * Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
  * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
- * rollout index for scattering results back. One thread per minibatch row.
+ * rollout index for scattering results back. One thread per minibatch row. A row's action is action_words
+ * 32-bit words (1: a Discrete int32; D: a Box head's float32 values; 2D: a MultiDiscrete head's int64s),
+ * copied as they are: actions (T, R, words) -> mb_actions (K, Bm, words).
  * With adv_moments given, also the minibatch advantages' mean and population standard deviation
  * (moments_finish_kernel's), in the same launch: per-block (sum, sum of squares) in partial (blocks, 2),
  * finished by the last block (last_block). */
-__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, const int* perm,
+__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, int action_words, const int* perm,
                                         const float* obs, const float* starts, const int* actions,
                                         const float* logp, const float* values, const float* adv,
                                         const float* returns, float* mb_obs, float* mb_starts,
@@ -95,7 +97,7 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
         int s = q / R, r = q % R;
         src = (long long)(s * K + k) * R + r;
         mb_starts[i] = starts[src];
-        mb_actions[i] = actions[src];
+        for (int w = 0; w < action_words; w++) mb_actions[(long long)i * action_words + w] = actions[src * action_words + w];
         mb_logp[i] = logp[src];
         mb_values[i] = values[src];
         float v = adv[src];

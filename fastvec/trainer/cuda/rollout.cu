@@ -36,12 +36,21 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
     }
 }
 
+/* The decoder row's width: the action head's columns (POLICY_HEAD_SIZE, the trainer's -D: A logits, sum(nvec)
+ * logits, or D Gaussian means), then the value. */
+#ifndef POLICY_HEAD_SIZE
+#define POLICY_HEAD_SIZE NUM_ACTIONS
+#endif
+#define HEAD_Y (POLICY_HEAD_SIZE + 1)
+
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
  * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1; dec_bias (A + 1)
  * or NULL is added to them (the GEMM path leaves the decoder's bias to this: one launch a step fewer).
  * slot: env i's slot; obs_i: where it writes its obs[t + 1] rows (A, O) (in the (R, O) buffer, or
  * staged in shared memory); actions/logp/values/rewards/dones (R,): step t's slices of the (T, R)
- * buffers; starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/truncated/ep_length (N,),
+ * buffers (a MultiDiscrete or Box head's actions: step t's (R, D) ACT_T slice, the env's own action type;
+ * their decoder rows are HEAD_Y wide and a Box head's log-stds follow dec_bias, as in the flat layout);
+ * starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/truncated/ep_length (N,),
  * ep_return (R,) and ep_stats (N, S) are the batch layer's scratch; episode_acc (3 + S) doubles:
  * episodes, sum of returns (mean over agents), sum of lengths, sums of the env's stats.
  * Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
@@ -52,6 +61,7 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, c
                                     int* ep_length, float* ep_stats,
                                     double* episode_acc, long long step, unsigned long long seed_key,
                                     int reward_clamp, int max_episode_steps) {
+#if ACTION_SPACE == FV_DISCRETE
     long long act[NUM_AGENTS];
     for (int a = 0; a < NUM_AGENTS; a++) {
         int row = i * NUM_AGENTS + a;
@@ -64,6 +74,21 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, c
         values[row] = yr[NUM_ACTIONS];
         act[a] = action;
     }
+#else
+    ACT_T* act = reinterpret_cast<ACT_T*>(actions) + (long long)i * FV_ACT_LEN;
+    for (int a = 0; a < NUM_AGENTS; a++) {
+        int row = i * NUM_AGENTS + a;
+        float yr[HEAD_Y];
+        for (int m = 0; m < HEAD_Y; m++) yr[m] = y[a * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
+#if ACTION_SPACE == FV_BOX
+        logp[row] = sample_box_row(yr, dec_bias + HEAD_Y, ACTION_DIMS, seed_key, row, step, act + a * ACTION_DIMS);
+#else
+        logp[row] = sample_multi_discrete_row(yr, fv_action_nvec, ACTION_DIMS, seed_key, row, step,
+                                              act + a * ACTION_DIMS);
+#endif
+        values[row] = yr[POLICY_HEAD_SIZE];
+    }
+#endif
     /* fv_step_one on env i's slot and obs with every other array offset to env i (its index 0) */
     fv_step_one(0, slot, act, obs_i, rewards + i * NUM_AGENTS, terminated + i, truncated + i,
                 final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ep_return + i * NUM_AGENTS, ep_length + i,
@@ -86,11 +111,11 @@ __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float*
                                              const TrainScalars* scalars, int t, unsigned long long seed_key,
                                              int reward_clamp, int max_episode_steps) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    const float* y_i = y + (long long)i * NUM_AGENTS * (NUM_ACTIONS + 1);
+    const float* y_i = y + (long long)i * NUM_AGENTS * HEAD_Y;
     long long step = scalars->rollout_steps + t;
     if (!STAGED) {
         if (i < N)
-            sample_and_step_env(i, y_i, NUM_ACTIONS + 1, dec_bias, &slots[i],
+            sample_and_step_env(i, y_i, HEAD_Y, dec_bias, &slots[i],
                                 obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
                                 rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
                                 episode_acc, step, seed_key, reward_clamp, max_episode_steps);
@@ -103,7 +128,7 @@ __device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float*
     fv_block_copy(sh, slots + base, count * (int)sizeof(fv_slot));
     __syncthreads();
     if (i < N)
-        sample_and_step_env(i, y_i, NUM_ACTIONS + 1, dec_bias, &sh[threadIdx.x],
+        sample_and_step_env(i, y_i, HEAD_Y, dec_bias, &sh[threadIdx.x],
                             (OBS_T*)sh_obs + threadIdx.x * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
                             rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
                             episode_acc, step, seed_key, reward_clamp, max_episode_steps);

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from fastvec.trainer.cuda.device import module_int
-from fastvec.trainer.cuda.plan import Plan, pool_row_floats, warp_scratch_floats, warp_weight_floats
+from fastvec.trainer.cuda.plan import Plan, pool_row_floats, transforms_obs, warp_scratch_floats, warp_weight_floats
 from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
 
@@ -65,8 +65,9 @@ class GpuEnvRollout:
     def env_outputs(self, slot: int, step: int) -> tuple:
         """The env step kernels' common arguments after the policy's: step `step`'s outputs and the batch state."""
         a, r, o = self.arena, self.plan.rows, self.spec.obs_size
+        per_row = self.spec.action_dims if self.spec.action_kind != "discrete" else 1  # (T, R[, D]) actions
         return (a.ptr("slots"), self.slot("obs", slot, (step + 1) * r * o), a.ptr("final_obs"),
-                self.slot("actions", slot, step * r), self.slot("logp", slot, step * r),
+                self.slot("actions", slot, step * r * per_row), self.slot("logp", slot, step * r),
                 self.slot("values", slot, step * r), self.slot("rewards", slot, step * r),
                 self.slot("dones", slot, step * r), self.slot("starts", slot, (step + 1) * r),
                 a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"), a.ptr("ep_stats"),
@@ -105,15 +106,16 @@ class GemmRollout(GpuEnvRollout):
             k.launch("to_bf16_kernel", p, np.int64(p), a.ptr(self.params), a.ptr(f"{self.params}_bf16"))
             acts_bf16 = [a.ptr("r_act_bf16", i * r * h) for i in range(spec.layers)]
         y = self.slot("r_y", slot)
+        x0 = a.ptr("r_x0") if transforms_obs(spec) else 0
         for t in range(t_len):
             self.save_segment_state(slot, t)
             self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t * r * o), self.slot("starts", slot, t * r),
-                                state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False)
+                                state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False, x0=x0)
             self.step_envs(slot, t, y)
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t_len * r * o),
                             self.slot("starts", slot, t_len * r), state, last_state, acts, pres, hs, y, self.params,
-                            acts_bf16)
+                            acts_bf16, x0=x0)
 
     def step_envs(self, slot: int, t: int, y: int) -> None:
         """Sample step t's actions from the decoder output y (R, Y) (adding its bias) and step every env."""

@@ -5,6 +5,7 @@ optimizers.py's step) another. Checkpoints are interchangeable with the CPU trai
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -16,10 +17,11 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import env_build, env_params
 from fastvec.trainer.cuda import device, nccl
 from fastvec.trainer.cuda.cublas import Cublas
+from fastvec.trainer.cuda.heads import HeadOps
 from fastvec.trainer.cuda.host_envs import HostEnvs
 from fastvec.trainer.cuda.optimizers import make_optimizer
 from fastvec.trainer.cuda.plan import (CUBLAS_WORKSPACE, NORM_BLOCKS, SCALARS_DTYPE, STAT_NAMES, Choices, Plan,
-                                       plan_arena, slot_addresses)
+                                       action_words, plan_arena, slot_addresses)
 from fastvec.trainer.cuda.policy import GpuPolicy
 from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
 
@@ -28,14 +30,15 @@ from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
 
 
 class CudaTrainer:
-    """Owns the arena, the graphs and the env; `rollout()` replays the rollout graph, `update()` the update
-    graph. `batch` describes the env (num_envs, env.obs_size/num_actions/num_agents/stat_names); with the env
-    on the GPU it is compiled from the same source. With train.env_device = "cpu" the env is `batch` itself
-    (a CpuBatch, or self-play's SelfPlayBatch) when there is one env group, else host_batches, or CpuBatches
-    made here. `choices` forces a path where tests and benchmarks need one (plan.Choices)."""
+    """Owns the arena, the graphs and the env; `rollout()` replays the rollout graph, `update()` the update graph.
+    `batch` describes the env (num_envs, env.obs_size/num_actions/num_agents/stat_names); with the env on the GPU
+    it is compiled from the same source. With train.env_device = "cpu" the env is `batch` itself (a CpuBatch, or
+    self-play's SelfPlayBatch) when there is one env group, else host_batches, or CpuBatches made here.
+    `choices` forces a path where tests and benchmarks need one (plan.Choices)."""
 
     device = "cuda"
     active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
+    GATHERED = ("obs", "starts", "actions", "logp", "values")  # the rollout buffers a minibatch gathers
 
     def __init__(self, config: dict, batch, spec: ref.PolicySpec, host_batches: list | None = None,
                  choices: Choices = Choices()):
@@ -90,6 +93,7 @@ class CudaTrainer:
         self.optimizer.add_tensors(self.arena)
         self.rollout_path.add_tensors(self.arena)
         self.arena.allocate(cuda)
+        self.heads.start(cuda)
         self.blas = Cublas(self.stream, self.arena.ptr("cublas_workspace"), CUBLAS_WORKSPACE, plan.precision)
         self.actor_blas, self.actor_params = self.blas, "params"
         if plan.async_rollouts:  # the actor's own cuBLAS handle and workspace, and its copy of the weights
@@ -145,6 +149,10 @@ class CudaTrainer:
         return "; ".join([f"CUDA trainer: {self.rollout_path.describe()}", self.optimizer.describe(), plan.precision]
                          + [text for text, on in extras if on])
 
+    @functools.cached_property
+    def heads(self) -> HeadOps:  # the action head's loss and the running normalisation (cuda/heads.py)
+        return HeadOps(self.spec, self.layout, self.arena, self.plan, self.train_cfg, self.group)
+
     @property
     def behaviour_version(self) -> int:
         """update_index of the weights that collected the slot the next update trains on (as NumpyTrainer's)."""
@@ -194,17 +202,21 @@ class CudaTrainer:
             if defer_host:
                 self.pending_host_slot = slot
             else:
-                self.rollout_path.record(slot)
+                self._record_rollout(slot)
             return
         if not self.plan.choices.graphs or self.rollouts_run == 0:
-            self.rollout_path.record(slot)
+            self._record_rollout(slot)
         else:
             if self.rollout_graphs[slot] is None:
                 self.rollout_graphs[slot] = CudaGraph(self.actor_stream.handle)
                 with self.rollout_graphs[slot].capture():
-                    self.rollout_path.record(slot)
+                    self._record_rollout(slot)
             self.rollout_graphs[slot].launch()
         self.rollouts_run += 1
+
+    def _record_rollout(self, slot: int) -> None:  # the rollout into `slot`, then train.norm_reward's scaling
+        self.rollout_path.record(slot)
+        self.heads.scale_rewards(self.actor_k, lambda name: self._slot(name, slot))
 
     def _collect_pending_host_rollout(self) -> float:
         """Step the host envs for the rollout rollout() prepared (async host envs); returns the seconds spent."""
@@ -212,13 +224,13 @@ class CudaTrainer:
             return 0.0
         t0 = time.perf_counter()
         slot, self.pending_host_slot = self.pending_host_slot, None
-        self.rollout_path.record(slot)
+        self._record_rollout(slot)
         return time.perf_counter() - t0
 
     # GAE
     def _record_gae(self, vtrace: bool) -> None:
         tc, a = self.train_cfg, self.arena
-        ny = self.spec.num_actions + 1
+        ny = self.spec.head_size + 1
         last, stride = (self._slot("last_value"), 1) if self.plan.fused_block else (self._slot("r_y", None, ny - 1), ny)
         self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), self._slot("values"),
                       last, np.int32(stride), self._slot("rewards"), self._slot("dones"), np.float32(tc["gamma"]),
@@ -290,6 +302,7 @@ class CudaTrainer:
             for mb in range(plan.minibatches):
                 self._record_minibatch_step(mb * plan.seqs_per_mb)
         self.optimizer.join(self.stream)  # before the schedule changes the learning rate the branches read
+        self.heads.update_obs_norm(k, self._slot("obs"))  # after the epochs, as NumpyTrainer.update
         count = self.horizon * self.rows
         k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(count), np.int32(2), a.ptr("adv_returns"),
                       a.ptr("sums_partial"))
@@ -301,17 +314,14 @@ class CudaTrainer:
     def _record_current_logp(self, half_bits: int) -> None:
         """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
         NumpyTrainer's forward pass before the first epoch), a minibatch forward at a time in epoch 0's order
-        (any order covering every sequence once would do). ppo_loss_kernel's scatter writes the log-probs;
+        (any order covering every sequence once would do). The loss kernel's scatter writes the log-probs;
         its other outputs are scratch the minibatch steps overwrite, and no statistic is accumulated."""
-        tc, a, k, n = self.train_cfg, self.arena, self.k, self.plan.mb_rows
+        a, k = self.arena, self.k
         k.launch("shuffle_kernel", self.sequences, np.int32(self.sequences), np.int32(half_bits),
                  np.uint64(self.shuffle_key), np.int32(0), a.ptr("scalars"), a.ptr("perm"))
         for mb in range(self.plan.minibatches):
             self._record_minibatch_forward(mb * self.plan.seqs_per_mb)
-            k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(self.spec.num_actions), a.ptr("y"),
-                     a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), 0,
-                     a.ptr("scalars"), np.float32(tc["clip_coef"]), np.float32(tc["vf_clip_coef"]),
-                     np.float32(tc["vf_coef"]), a.ptr("dy"), 0, 0, a.ptr("new_logp"), a.ptr("mb_src"))
+            self.heads.loss(k, norm_adv=False, stats=False, scatter=True)
 
     def _record_minibatch_forward(self, first: int, adv_moments: bool = False):
         """Gather sequences perm[first : first + Bm] of the active slot (with adv_moments, also their advantages'
@@ -321,8 +331,8 @@ class CudaTrainer:
         kk, bm, n, r = plan.bptt, plan.seqs_per_mb, plan.mb_rows, plan.rows
         h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
         k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-                 a.ptr("perm"), self._slot("obs"), self._slot("starts"), self._slot("actions"), self._slot("logp"),
-                 self._slot("values"), a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows),
+                 np.int32(action_words(spec)), a.ptr("perm"), *[self._slot(name) for name in self.GATHERED],
+                 a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows),
                  a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"),
                  a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"), a.ptr("block_partial"),
                  a.ptr("reduce_counter"), a.ptr("adv_moments") if adv_moments else 0)
@@ -330,6 +340,7 @@ class CudaTrainer:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
                      np.int32(first), a.ptr("perm"), self._slot("segment_state"), a.ptr("mb_state"))
         self.optimizer.join(self.stream)  # the weights are read from here on
+        self.heads.encode_minibatch(k, self.policy)  # norm_obs: with the statistics in the weights
         widths = [self.layout.offsets[f"layer{layer}.w"][1][0] for layer in range(layers)]
         acts = [a.ptr("act", i * n * h) for i in range(layers + 1)]
         pres = [a.ptr("pre", i * n * widths[0]) for i in range(layers)]
@@ -347,7 +358,7 @@ class CudaTrainer:
 
     def _record_minibatch_step(self, first: int) -> None:
         """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]: forward, loss, backward, step."""
-        tc, spec, a, k, n = self.train_cfg, self.spec, self.arena, self.k, self.plan.mb_rows
+        tc, a, k, n = self.train_cfg, self.arena, self.k, self.plan.mb_rows
         # FORWARD (the gather also computes the advantages' moments, except across GPUs: see below)
         states, acts, acts_bf16, pres, hs, widths = self._record_minibatch_forward(
             first, tc["norm_adv"] and not self.group)
@@ -358,12 +369,7 @@ class CudaTrainer:
             self.group.sum(a.ptr("sums_partial"), NORM_BLOCKS * 2, self.stream.handle)
             k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
                           np.int64(n * self.world_size), a.ptr("adv_moments"))
-        k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
-                 a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
-                 a.ptr("adv_moments") if tc["norm_adv"] else 0, a.ptr("scalars"), np.float32(tc["clip_coef"]),
-                 np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]), a.ptr("dy"), a.ptr("block_partial"),
-                 a.ptr("reduce_counter"), a.ptr("new_logp") if tc["vtrace"] else 0,
-                 a.ptr("mb_src") if tc["vtrace"] else 0)
+        self.heads.loss(k, norm_adv=tc["norm_adv"], stats=True, scatter=tc["vtrace"])
         # BACKWARD
         self.policy.backward(k, self.blas, states, acts, acts_bf16, pres, hs, widths)
         # OPTIMIZER (data parallel: clip and step on the ranks' mean gradient)
@@ -383,11 +389,8 @@ class CudaTrainer:
             return None
         # Zeroed on the learner's stream: ahead of every later rollout (async: the actor waits for it, collect).
         self.cuda.memset_d8_async(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"), self.stream)
-        out = {"episodes": int(acc[0]), "episode_return": float(acc[1] / acc[0]),
-               "episode_length": float(acc[2] / acc[0])}
-        for i, name in enumerate(self.batch.env.stat_names):
-            out[name] = float(acc[3 + i] / acc[0])
-        return out
+        names = ("episode_return", "episode_length", *self.batch.env.stat_names)  # acc[1], acc[2], acc[3:]
+        return {"episodes": int(acc[0]), **{name: float(acc[1 + i] / acc[0]) for i, name in enumerate(names)}}
 
     # CHECKPOINT STATE (checkpoint.py's format: the CPU trainer loads it, and vice versa)
     def state_dict(self) -> dict:
@@ -396,13 +399,14 @@ class CudaTrainer:
         return {"params": self.arena.get(self.cuda, "params"), "optimizer": self.arena.get(self.cuda, "opt_state"),
                 "counters": {"opt_step": int(scalars["opt_step"]), "update": self.update_index,
                              "global_step": self.global_step, "rollout_steps": int(scalars["rollout_steps"])},
-                "rng": None}
+                "rng": None, "reward_norm": self.heads.reward_norm()}
 
     def load_state_dict(self, state: dict) -> None:
         self._synchronize()  # async: the actor may still be collecting (with its own copy of the weights)
         self.arena.set(self.cuda, "params", state["params"])
         if state.get("optimizer") is not None:
             self.arena.set(self.cuda, "opt_state", state["optimizer"])
+        self.heads.load_reward_norm(state.get("reward_norm"))
         counters = state.get("counters", {})
         self.update_index = counters.get("update", 0)
         self.global_step = counters.get("global_step", 0)
@@ -416,12 +420,11 @@ class CudaTrainer:
 
     # START-UP AND SHUT-DOWN
     def warm_up(self, num_updates: int) -> float:
-        """Do the first two iterations' one-off work at start-up (returns its seconds): a rollout and an update
-        eagerly (cuBLAS and the driver load their kernels), then captured as graphs and replayed (a graph's
-        first launch uploads it). Then every byte of the arena and every training counter is put back, so
-        training starts exactly where it would have without it (bitwise: the tests check), with the graphs
-        ready; the update graph is for num_updates' schedule. A no-op with host environments, train.async,
-        several GPUs, without graphs, or once training has begun."""
+        """Do the first two iterations' one-off work at start-up (returns its seconds): a rollout and an update eagerly
+        (cuBLAS and the driver load their kernels), then captured as graphs and replayed (a graph's first launch
+        uploads it). Then every arena byte and training counter is put back: training starts exactly where it would
+        have (bitwise: the tests check), with the graphs ready for num_updates' schedule. A no-op with host envs,
+        train.async, several GPUs, without graphs, or once training has begun."""
         t0 = time.perf_counter()
         if self.host_env or self.async_rollouts or self.group or not self.plan.choices.graphs or self.rollouts_run:
             return 0.0
@@ -465,7 +468,7 @@ class CudaTrainer:
         self._synchronize()
         if self.plan.fused_block:
             return self.arena.get(self.cuda, "last_value" if self.active_slot == 0 else "last_value@1")
-        return self.arena.get(self.cuda, "r_y" if self.active_slot == 0 else "r_y@1")[:, self.spec.num_actions].copy()
+        return self.arena.get(self.cuda, "r_y" if self.active_slot == 0 else "r_y@1")[:, self.spec.head_size].copy()
 
     def scalars(self) -> np.ndarray:
         """The device scalars (synchronous read, after the learner and the actor)."""

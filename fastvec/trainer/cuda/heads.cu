@@ -1,0 +1,176 @@
+/* heads.cu: the MultiDiscrete and Box action heads (fastvec/trainer/heads.py) on the GPU: the samplers
+ * rollout.cu calls (from policy.cu's counter-based uniforms) and the PPO loss with its gradient for these
+ * heads (ppo_loss_head_kernel; ppo.cu's ppo_loss_kernel keeps the Discrete head). Legend as kernels.cu's,
+ * with D = action dimensions, Y = the decoder's width: the head's columns (sum(nvec) logits, or D means),
+ * then the value. A Box head's log-stds are parameters (dec.logstd), not decoder outputs. */
+#include "common.cu"
+
+#define HEAD_MULTI_DISCRETE 1
+#define HEAD_BOX 2
+#define HALF_LOG_2PI 0.91893853320467274178 /* heads.HALF_LOG_2PI = log(2 pi) / 2 */
+
+/* heads.gaussian_from_uniforms: sqrt(-2 log1p(-u0)) cos(2 pi u1) in double, rounded to float. */
+__device__ __forceinline__ float gaussian_from_uniforms(float u0, float u1) {
+    double u = (double)u0, v = (double)u1;
+    return (float)(sqrt(-2.0 * log1p(-u)) * cos(2.0 * 3.141592653589793 * v));
+}
+
+/* Row `row`'s Box action at policy step `step` (heads.sample_head): per dimension d, mean m + exp(s) z with
+ * z from the uniforms of index (row * D + d) * 2 + k (reference.head_uniforms), unclipped; means (D,) and
+ * logstd (D,); writes actions (D,) and returns their log-probability (heads.head_log_prob, which recomputes z
+ * from the rounded action: sum_d of -z^2 / 2 - s - log(2 pi) / 2, in float). */
+__device__ float sample_box_row(const float* means, const float* logstd, int D, unsigned long long key, long long row,
+                                long long step, float* actions) {
+    float logp = 0.0f;
+    for (int d = 0; d < D; d++) {
+        long long u = (row * D + d) * 2;
+        float z = gaussian_from_uniforms(policy_uniform(key, u, step), policy_uniform(key, u + 1, step));
+        float m = means[d], s = logstd[d], std = expf(s);
+        float a = m + std * z;
+        actions[d] = a;
+        float zz = (a - m) / std;
+        logp += -0.5f * zz * zz - s - (float)HALF_LOG_2PI;
+    }
+    return logp;
+}
+
+/* Row `row`'s MultiDiscrete action (heads.sample_head): dimension d is sample_row on its nvec[d] logits with
+ * the uniform of index row * D + d; writes actions (D,) and returns the summed log-probability. */
+__device__ float sample_multi_discrete_row(const float* logits, const long long* nvec, int D, unsigned long long key,
+                                           long long row, long long step, long long* actions) {
+    float logp = 0.0f;
+    int offset = 0;
+    for (int d = 0; d < D; d++) {
+        float lp;
+        int n = (int)nvec[d];
+        actions[d] = sample_row(logits + offset, n, policy_uniform(key, row * D + d, step), &lp);
+        logp += lp;
+        offset += n;
+    }
+    return logp;
+}
+
+/* One categorical's log-probability of `action`, its entropy, and (with dl given) the gradient of
+ * dlogp * logp - went * entropy into dl (heads._categorical_grad): dlogp (onehot - p) + went p (log p + H). */
+__device__ void categorical_row(const float* logits, int A, int action, float dlogp, float went, float* logp_out,
+                                float* entropy_out, float* dl) {
+    float m = logits[0];
+    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
+    float sum = 0.0f;
+    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
+    float lse = logf(sum);
+    float entropy = 0.0f;
+    for (int a = 0; a < A; a++) {
+        float lp = (logits[a] - m) - lse;
+        entropy -= expf(lp) * lp;
+    }
+    *logp_out = (logits[action] - m) - lse;
+    *entropy_out = entropy;
+    if (!dl) return;
+    for (int a = 0; a < A; a++) {
+        float lp = (logits[a] - m) - lse;
+        float p = expf(lp);
+        dl[a] = dlogp * ((a == action ? 1.0f : 0.0f) - p) + went * p * (lp + entropy);
+    }
+}
+
+extern "C" {
+
+/* ppo_loss_kernel for a MultiDiscrete (kind 1) or Box (kind 2) head: reference.ppo_loss(spec=...), one thread
+ * per row. y (n, Y) decoder rows (head columns, then the value); actions (n, D): int64 (MultiDiscrete) or
+ * float32 (Box), as their bits in the minibatch's int32 words; nvec (D,) int64 (MultiDiscrete); logstd (D,)
+ * (Box). Log-probabilities and entropies are summed over the dimensions in order. Writes dy (n, Y) =
+ * d loss / d y and, for a Box head, dlogstd (n, D): each row's d loss / d log-std, which the caller sums over
+ * the rows (a fixed-order reduction). Statistics, new_logp and src as ppo_loss_kernel's. */
+__global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float* y, const int* actions,
+                                     const long long* nvec, const float* logstd, const float* old_logp,
+                                     const float* old_values, const float* adv_in, const float* returns,
+                                     const float* adv_moments, TrainScalars* scalars, float clip_coef,
+                                     float vf_clip_coef, float vf_coef, float* dy, float* dlogstd, double* partial,
+                                     unsigned int* counter, float* new_logp, const int* src) {
+    __shared__ double scratch_d[32];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float stats[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (i < n) {
+        const float* yr = y + (long long)i * Y;
+        float* dl = dy + (long long)i * Y;
+        float adv = adv_in[i];
+        if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
+        float went = (float)((double)scalars->ent_coef / (double)n);
+        /* log-probability and entropy (the gradient needs dlogp, which needs the log-probability first) */
+        float logp = 0.0f, entropy = 0.0f;
+        if (kind == HEAD_BOX) {
+            const float* a = reinterpret_cast<const float*>(actions) + (long long)i * D;
+            for (int d = 0; d < D; d++) {
+                float s = logstd[d];
+                float z = (a[d] - yr[d]) / expf(s);
+                logp += -0.5f * z * z - s - (float)HALF_LOG_2PI;
+                entropy += (float)(0.5 + HALF_LOG_2PI) + s;
+            }
+        } else {
+            const long long* a = reinterpret_cast<const long long*>(actions) + (long long)i * D;
+            int offset = 0;
+            for (int d = 0; d < D; d++) {
+                float lp, h;
+                categorical_row(yr + offset, (int)nvec[d], (int)a[d], 0.0f, 0.0f, &lp, &h, nullptr);
+                logp += lp;
+                entropy += h;
+                offset += (int)nvec[d];
+            }
+        }
+        float log_ratio = logp - old_logp[i];
+        float ratio = expf(log_ratio);
+        float lo = 1.0f - clip_coef, hi = 1.0f + clip_coef;
+        float pg_unclipped = -adv * ratio;
+        float pg_clipped = -adv * fminf(fmaxf(ratio, lo), hi);
+        int inside = ratio > lo && ratio < hi;
+        float dratio = (pg_unclipped >= pg_clipped || inside) ? -adv / (float)n : 0.0f;
+        float dlogp = dratio * ratio;
+        /* the head's gradient (heads.head_grad) */
+        if (kind == HEAD_BOX) {
+            const float* a = reinterpret_cast<const float*>(actions) + (long long)i * D;
+            for (int d = 0; d < D; d++) {
+                float s = logstd[d], std = expf(s);
+                float z = (a[d] - yr[d]) / std;
+                dl[d] = dlogp * z / std;
+                dlogstd[(long long)i * D + d] = dlogp * (z * z - 1.0f) - went;
+            }
+        } else {
+            const long long* a = reinterpret_cast<const long long*>(actions) + (long long)i * D;
+            int offset = 0;
+            for (int d = 0; d < D; d++) {
+                float lp, h;
+                categorical_row(yr + offset, (int)nvec[d], (int)a[d], dlogp, went, &lp, &h, dl + offset);
+                offset += (int)nvec[d];
+            }
+        }
+        /* the value loss, as ppo_loss_row's */
+        int H = Y - 1;
+        float v = yr[H], old_v = old_values[i], ret = returns[i];
+        float v_clipped = old_v + fminf(fmaxf(v - old_v, -vf_clip_coef), vf_clip_coef);
+        float us = (v - ret) * (v - ret), cs = (v_clipped - ret) * (v_clipped - ret);
+        float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
+        dl[H] = dv * (vf_coef / (float)n);
+        stats[0] = fmaxf(pg_unclipped, pg_clipped);
+        stats[1] = 0.5f * fmaxf(us, cs);
+        stats[2] = entropy;
+        stats[3] = (ratio - 1.0f) - log_ratio;
+        stats[4] = inside ? 0.0f : 1.0f;
+        if (new_logp) new_logp[src[i]] = logp;
+    }
+    if (!partial) return;
+    for (int k = 0; k < 5; k++) {
+        double total = block_sum_d((double)stats[k], scratch_d);
+        if (threadIdx.x == 0) partial[5LL * blockIdx.x + k] = total;
+    }
+    if (!last_block(counter)) return;
+    for (int k = 0; k < 5; k++) {
+        double total = 0.0;
+        for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
+            total += ((volatile double*)partial)[5LL * b + k];
+        total = block_sum_d(total, scratch_d);
+        if (threadIdx.x == 0) scalars->stat[k] += total / n;
+    }
+}
+
+} /* extern "C" */
