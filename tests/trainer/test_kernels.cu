@@ -18,4 +18,20 @@ __global__ void policy_uniforms_kernel(int B, unsigned long long key, long long 
     if (b < B) out[b] = policy_uniform(key, b, step);
 }
 
+/* heads.cu's samplers, as the rollout calls them, for rows 0..B-1 at policy step `step`: dist rows of stride ld
+ * (a Box head's D means; a MultiDiscrete head's sum(nvec) logits), logstd (D,) or nvec (D,) int64 ->
+ * actions (B, D) (float32 or int64) and their log-probabilities (B,). */
+__global__ void sample_box_kernel(int B, int D, int ld, const float* means, const float* logstd,
+                                  unsigned long long key, long long step, float* actions, float* logp) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < B) logp[b] = sample_box_row(means + (long long)b * ld, logstd, D, key, b, step, actions + (long long)b * D);
+}
+
+__global__ void sample_multi_discrete_kernel(int B, int D, int ld, const float* logits, const long long* nvec,
+                                             unsigned long long key, long long step, long long* actions, float* logp) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < B)
+        logp[b] = sample_multi_discrete_row(logits + (long long)b * ld, nvec, D, key, b, step, actions + (long long)b * D);
+}
+
 } /* extern "C" */

@@ -241,7 +241,7 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     if spec.action_kind == "discrete":
         a.add("actions", (t, r), i32, "(T, R)")
     else:  # the env's ACT_T, as NumpyTrainer's (T, R, D) actions
-        a.add("actions", (t, r, spec.action_dims), spec.action_dtype, "(T, R, D) the env's action type")
+        a.add("actions", (t, r, *spec.action_shape), spec.action_dtype, "(T, R, D) the env's action type")
     a.add("logp", (t, r), f32, "(T, R) log pi_old(a|s)")
     a.add("values", (t, r), f32, "(T, R) V_old(s)")
     a.add("rewards", (t, r), f32, "(T, R)")

@@ -5,6 +5,7 @@ env, a launch a step) and `WarpRollout` (policy_rollout_warp_kernel: a warp per 
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -65,7 +66,7 @@ class GpuEnvRollout:
     def env_outputs(self, slot: int, step: int) -> tuple:
         """The env step kernels' common arguments after the policy's: step `step`'s outputs and the batch state."""
         a, r, o = self.arena, self.plan.rows, self.spec.obs_size
-        per_row = self.spec.action_dims if self.spec.action_kind != "discrete" else 1  # (T, R[, D]) actions
+        per_row = math.prod(self.spec.action_shape)  # (T, R) or (T, R, D) actions
         return (a.ptr("slots"), self.slot("obs", slot, (step + 1) * r * o), a.ptr("final_obs"),
                 self.slot("actions", slot, step * r * per_row), self.slot("logp", slot, step * r),
                 self.slot("values", slot, step * r), self.slot("rewards", slot, step * r),
