@@ -2,8 +2,8 @@
 PureJaxRL-style PPO on gymnax's version of the same env (benchmarks/peers/purejaxrl_ppo.py), in one run. Prints a
 table and writes benchmarks/results/train_peers.json.
 
-    python benchmarks/train_peers.py                              # pendulum, acrobot, mountaincar(continuous), 3 seeds
-    python benchmarks/train_peers.py --minatar                    # also the MinAtar games (10M steps each)
+    python benchmarks/train_peers.py               # pendulum, acrobot (3 seeds), mountaincar(continuous) (1 seed)
+    python benchmarks/train_peers.py --minatar     # also the MinAtar games (10M steps each); --minatar --envs: only them
     python benchmarks/train_peers.py --fastvec-device cpu --envs pendulum --seeds 1
 
 fastvec: each seed trains through the trainer's public API (fastvec.trainer.run.train, what `fastvec-train ENV
@@ -109,7 +109,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
 
 
 def peer_runs(gymnax_id: str, seeds: list[int], threshold: float | None, max_seconds: float, eval_episodes: int,
-              total_timesteps: int | None, python: str, timeout: float) -> dict:
+              total_timesteps: int | None, python: str, timeout: float, settings: list[str] = ()) -> dict:
     """The peer for every seed in one subprocess (one compile); its JSON, or the error that stopped it."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "peer.json"
@@ -119,6 +119,8 @@ def peer_runs(gymnax_id: str, seeds: list[int], threshold: float | None, max_sec
             cmd += ["--threshold", str(threshold)]
         if total_timesteps:
             cmd += ["--total-timesteps", str(total_timesteps)]
+        if settings:
+            cmd += ["--set", *settings]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -182,18 +184,22 @@ def print_table(rows: list[dict], device: str, seeds: list[int]) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(CLASSIC), help=f"from {', '.join([*CLASSIC, *MINATAR])}")
+    parser.add_argument("--envs", nargs="*", default=list(CLASSIC), help=f"from {', '.join([*CLASSIC, *MINATAR])}")
     parser.add_argument("--minatar", action="store_true", help="also every MinAtar game (10M steps each)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="seeds of the envs with a threshold")
+    parser.add_argument("--report-seeds", type=int, nargs="+", default=[1],
+                        help="seeds of the report-only classic envs (mountaincar, mountaincarcontinuous)")
     parser.add_argument("--minatar-seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--fastvec-device", default="cuda", choices=["cuda", "cpu"])
-    parser.add_argument("--max-seconds", type=float, default=12.0, help="training seconds per classic-control run")
+    parser.add_argument("--max-seconds", type=float, default=20.0, help="training seconds per classic-control run")
     parser.add_argument("--minatar-max-seconds", type=float, default=60.0, help="training seconds per MinAtar run")
     parser.add_argument("--total-seconds", type=float, default=540.0,
                         help="skip the runs that would start after this many seconds of the whole script")
     parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--skip-fastvec", action="store_true")
+    parser.add_argument("--peer-set", nargs="*", default=[], metavar="[ENV:]KEY=VALUE",
+                        help="change the peer's PureJaxRL settings, for every env or one: pendulum:GAMMA=0.95")
     parser.add_argument("--peer-python", default=sys.executable, help="the Python with JAX, optax and gymnax")
     parser.add_argument("--out", default=str(RESULTS / "train_peers.json"))
     args = parser.parse_args(argv)
@@ -208,8 +214,10 @@ def main(argv=None) -> None:
     run_root = Path(tempfile.mkdtemp(prefix="train_peers-"))
     out = {"date": date.today().isoformat(), "machine": platform.platform(), "cores": os.cpu_count(),
            "python": platform.python_version(), "fastvec_device": args.fastvec_device, "seeds": args.seeds,
-           "max_seconds": args.max_seconds, "eval_episodes": args.eval_episodes, "rows": [], "fastvec": {},
+           "max_seconds": args.max_seconds, "peer_set": args.peer_set, "eval_episodes": args.eval_episodes, "rows": [], "fastvec": {},
            "peer": {}, "skipped": []}
+    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True, cwd=ROOT)
+    out["commit"] = git.stdout.strip() or None
     if args.fastvec_device == "cuda":
         try:
             from fastvec.trainer.cuda import device
@@ -218,7 +226,7 @@ def main(argv=None) -> None:
             out["gpu"] = f"unavailable: {err}"
     for env, (gymnax_id, threshold) in envs.items():
         minatar = env in MINATAR
-        seeds = args.minatar_seeds if minatar else args.seeds
+        seeds = args.minatar_seeds if minatar else args.seeds if threshold is not None else args.report_seeds
         max_seconds = args.minatar_max_seconds if minatar else args.max_seconds
         steps = MINATAR_STEPS if minatar else None
         fastvec = []
@@ -236,8 +244,10 @@ def main(argv=None) -> None:
             if left <= 0:
                 out["skipped"].append(f"peer {gymnax_id}")
             else:
+                settings = [item.split(":", 1)[-1] for item in args.peer_set
+                            if ":" not in item.split("=", 1)[0] or item.split(":", 1)[0] == env]
                 peer = peer_runs(gymnax_id, seeds, threshold, max_seconds, args.eval_episodes, steps,
-                                 args.peer_python, timeout=max(left, 60.0) + 120.0)
+                                 args.peer_python, timeout=max(left, 60.0) + 120.0, settings=settings)
                 print(json.dumps({k: v for k, v in peer.items() if k != "runs"}), flush=True)
         out["fastvec"][env], out["peer"][env] = fastvec, peer
         out["rows"].append(summarize(env, gymnax_id, threshold, fastvec, peer))

@@ -136,7 +136,7 @@ class Peer:
     chunk(state) -> (state, (return sums, episode counts) per update) for `chunk_updates` updates,
     evaluate(state, key) -> per-episode returns of `eval_episodes` parallel episodes."""
 
-    def __init__(self, env_id: str, config: dict, chunk_steps: int = 100_000, eval_episodes: int = 1000):
+    def __init__(self, env_id: str, config: dict, chunk_steps: int = 20_000, eval_episodes: int = 1000):
         gymnax = import_gymnax()
         import jax
         import jax.numpy as jnp
@@ -396,7 +396,7 @@ class Peer:
 
 
 def run_peer(env_id: str, seeds=(0,), threshold: float | None = None, max_seconds: float | None = None,
-             overrides: dict | None = None, chunk_steps: int = 100_000, eval_episodes: int = 1000,
+             overrides: dict | None = None, chunk_steps: int = 20_000, eval_episodes: int = 1000,
              stop_at_threshold: bool = False) -> dict:
     """Compile env_id's PPO program once (PureJaxRL's settings for its family, with overrides) and train it for
     each seed; returns {"env_id", "config", "compile_s", "runs": [per-seed results], "jax", "device"}."""
@@ -443,7 +443,7 @@ def main(argv=None) -> None:
     parser.add_argument("--max-seconds", type=float, default=None, help="stop a run after this many training seconds")
     parser.add_argument("--stop-at-threshold", action="store_true")
     parser.add_argument("--total-timesteps", type=int, default=None, help="the step budget (default: the family's)")
-    parser.add_argument("--chunk-steps", type=int, default=100_000, help="env steps between host checks")
+    parser.add_argument("--chunk-steps", type=int, default=20_000, help="env steps between host checks")
     parser.add_argument("--eval-episodes", type=int, default=1000, help="0: no evaluation")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="override PureJaxRL settings, e.g. NUM_ENVS=1024 LR=1e-3")
