@@ -1,9 +1,10 @@
-/* cartpole_simd_exact.h: the experiment behind cartpole.h's float64 step being scalar. A branch-free
- * form of glibc_math.h's sin and cos (same bits: in every range, sin and cos of x take one do_sin and one
- * do_cos between them, so both are computed and assigned by range and quadrant), which lets CartPole's
- * float64 step keep SIMD_STEP. Measured on a 2-core AVX-512 VM (GCC 12, -O3 -march=native, 4,096 envs,
- * one thread, env_step alone): old Taylor sin/cos (not Gymnasium's bits) ~35-50M steps/s, this form
- * ~15-17M, the branchy fv_sin/fv_cos ~17-21M (a live pole's angle keeps the branches predictable).
+/* cartpole_simd_exact.h: a branch-free form of glibc_math.h's sin and cos over EVERY range (same bits: in
+ * every range, sin and cos of x take one do_sin and one do_cos between them, so both are computed and
+ * assigned by range and quadrant). Measured on a 2-core AVX-512 VM (GCC 12, -O3 -march=native, 4,096 envs,
+ * one thread, env_step alone): ~15-17M steps/s, slower than the branchy fv_sin/fv_cos (~17-21M): GCC left
+ * its table reads (through a pointer, 32-bit index) scalar. What cartpole.h ships instead: fvm_sincos_mid,
+ * only the range of a live pole, table reads by 64-bit index (vector gathers), ~100M steps/s for env_step
+ * alone, the other states stepped one at a time by batch.h (SIMD_STEP_VALID).
  * To try it: include this after glibc_math.h and call fv_sincos_branchless in cartpole.h's step. */
 #include "glibc_math.h"
 

@@ -182,15 +182,20 @@ FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsign
  * (straight-line env_step: CartPole) has each chunk run in passes, so that its env_step runs 4-8
  * envs per vector instruction (`omp simd`, -fopenmp-simd, over the inlined env_step, then over the bookkeeping,
  * fv_finish_live); other envs (branchy, like Breakout) step one at a time with fv_step_one,
- * which is faster for them than the passes. The passes:
- *   1. NEXT_STEP envs with a reset pending take fv_step_one's reset step; their slot and obs are
- *      put aside;
- *   2. every env of the range is stepped, no branch per env (an env reset in pass 1 is stepped
- *      too, from its fresh state, which is always safe to step);
- *   3. the envs of pass 1 get their slot, obs and outputs of pass 1 back, as if never stepped;
- *   4. SAME_STEP: the envs that ended keep their final obs and are reset.
+ * which is faster for them than the passes. An env whose vector step is right only for part of its
+ * states declares SIMD_STEP_VALID(state) and env_step_simd (cartpole.h). The passes:
+ *   1. the envs that the vector pass cannot step (NEXT_STEP envs with a reset pending, and states outside
+ *      SIMD_STEP_VALID) are set aside: their slots are saved;
+ *   2. every env of the range is stepped, no branch per env (an env set aside is stepped too, from a
+ *      state that may give meaningless but harmless results);
+ *   3. SAME_STEP: the envs that ended keep their final obs and are reset (not those set aside);
+ *   4. the envs set aside get their saved slots back and take fv_step_one, which writes all their outputs.
  * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/native/test_cpu_speed_paths.py
  * checks this against a build with -DFV_CPU_SCALAR_STEP=1, the plain fv_step_one loop. */
+#ifndef SIMD_STEP_VALID
+#define SIMD_STEP_VALID(s) 1
+#define env_step_simd env_step
+#endif
 
 /* Env i's bookkeeping after its env_step (term: its return value, nonzero when terminated):
  * fv_step_one's second half without the SAME_STEP reset (the caller's), with selects rather than
@@ -224,64 +229,44 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS
                         OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                         int autoreset_mode, int max_episode_steps) {
     const long long obs_len = NUM_AGENTS * OBS_SIZE;
-    int count = hi - lo, num_pending = 0;
-    int flags[3 * FV_TILE]; /* term, trunc, pending list */
+    int count = hi - lo, num_aside = 0;
+    int flags[3 * FV_TILE]; /* term, trunc, envs set aside */
+    int* aside = flags + 2 * count;
+    int pending_resets = autoreset_mode == FV_NEXT_STEP;
+    for (int i = lo; i < hi; i++) {
+        aside[num_aside] = i;
+        num_aside += (pending_resets & (slots[i].needs_reset != 0)) | !SIMD_STEP_VALID(&slots[i].env);
+    }
     fv_slot* saved_slots = NULL;
-    OBS_T* saved_obs = NULL;
-    int* pending = flags + 2 * count;
-    if (autoreset_mode == FV_NEXT_STEP) {
-        for (int i = lo; i < hi; i++) {
-            pending[num_pending] = i;
-            num_pending += slots[i].needs_reset != 0;
+    if (num_aside > 0) {
+        saved_slots = (fv_slot*)malloc(sizeof(fv_slot) * (size_t)num_aside);
+        if (!saved_slots) { /* out of memory: the plain loop */
+            int ended = 0;
+            for (int i = lo; i < hi; i++) {
+                fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                            ep_length, stats, autoreset_mode, max_episode_steps);
+                ended += terminated[i] | truncated[i];
+            }
+            return ended;
         }
-        if (num_pending > 0) {
-            saved_slots = (fv_slot*)malloc(sizeof(fv_slot) * (size_t)num_pending);
-            saved_obs = (OBS_T*)malloc(sizeof(OBS_T) * (size_t)(num_pending * obs_len));
-        }
-    }
-    int ended = 0;
-    if (num_pending > 0 && (!saved_slots || !saved_obs)) { /* out of memory: the plain loop */
-        for (int i = lo; i < hi; i++) {
-            fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
-                        ep_length, stats, autoreset_mode, max_episode_steps);
-            ended += terminated[i] | truncated[i];
-        }
-        free(saved_slots);
-        free(saved_obs);
-        return ended;
-    }
-    for (int j = 0; j < num_pending; j++) {
-        int i = pending[j];
-        fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
-                    ep_length, stats, autoreset_mode, max_episode_steps);
-        saved_slots[j] = slots[i];
-        memcpy(saved_obs + j * obs_len, obs + i * obs_len, sizeof(OBS_T) * obs_len);
+        for (int j = 0; j < num_aside; j++) saved_slots[j] = slots[aside[j]];
     }
     int* term = flags; /* of env lo + j at j */
     int* trunc = flags + count;
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
     #pragma omp simd
     for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
-        term[i - lo] = env_step(&slots[i].env, &slots[i].rng, actions + (long long)i * FV_ACT_LEN,
-                           obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
+        term[i - lo] = env_step_simd(&slots[i].env, &slots[i].rng, actions + (long long)i * FV_ACT_LEN,
+                                     obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
     #pragma omp simd
     for (int i = lo; i < hi; i++)
         fv_finish_live(i, slots, rewards, term[i - lo], &trunc[i - lo], ep_return, ep_length, stats,
                        autoreset_mode, max_episode_steps);
+    for (int j = 0; j < num_aside; j++) term[aside[j] - lo] = trunc[aside[j] - lo] = 0; /* pass 4's */
     #pragma omp simd
     for (int i = lo; i < hi; i++) {
         terminated[i] = (unsigned char)term[i - lo];
         truncated[i] = (unsigned char)trunc[i - lo];
-    }
-    for (int j = 0; j < num_pending; j++) { /* undo pass 2 for the envs reset in pass 1 */
-        int i = pending[j];
-        slots[i] = saved_slots[j];
-        memcpy(obs + i * obs_len, saved_obs + j * obs_len, sizeof(OBS_T) * obs_len);
-        for (int a = 0; a < NUM_AGENTS; a++) rewards[i * NUM_AGENTS + a] = ep_return[i * NUM_AGENTS + a] = 0.0f;
-        for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = 0.0f;
-        ep_length[i] = 0;
-        terminated[i] = 0;
-        truncated[i] = 0;
     }
     if (autoreset_mode == FV_SAME_STEP) {
         for (int i = lo; i < hi; i++) {
@@ -291,10 +276,15 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS
             }
         }
     }
+    for (int j = 0; j < num_aside; j++) {
+        slots[aside[j]] = saved_slots[j];
+        fv_step_one(aside[j], slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
+                    ep_length, stats, autoreset_mode, max_episode_steps);
+    }
+    int ended = 0;
     #pragma omp simd reduction(+ : ended)
     for (int i = lo; i < hi; i++) ended += terminated[i] | truncated[i];
     free(saved_slots);
-    free(saved_obs);
     return ended;
 }
 

@@ -34,11 +34,15 @@
 #ifndef SUTTON_BARTO_REWARD
 #define SUTTON_BARTO_REWARD 0 /* 1: Gymnasium's sutton_barto_reward=True: 0 per step, -1 on the terminating one */
 #endif
-/* The float32 step is straight-line code: the CPU runs it across envs in vector passes. The float64 step
- * is not: glibc's sin/cos branch on the angle's range, and their branch-free form (every range computed,
- * then selected; benchmarks/lab/cartpole_simd_exact.h) runs slower in vector passes than the branches do. */
-#if defined(__AVX2__) && !defined(__CUDACC__) && FLOAT32
+/* Both steps run across envs in the CPU's vector passes. The float32 step is straight-line code. The
+ * float64 step's glibc sin/cos branch on the angle's range: the passes run env_step_simd, whose sin/cos
+ * cover only the range of a live pole (fvm_sincos_mid, branch-free), and batch.h steps the envs outside it
+ * (a fallen pole stepped on, an angle under 2^-26) with env_step, one at a time. */
+#if defined(__AVX2__) && !defined(__CUDACC__)
 #define SIMD_STEP 1
+#if !FLOAT32
+#define SIMD_STEP_VALID(s) FVM_SINCOS_MID((s)->theta)
+#endif
 #endif
 #define STEP_USES_RNG 0 /* env_step never draws: the GPU step leaves the RNG in memory unless an env resets */
 #define STATE_SIZE 4 /* x, x_dot, theta, theta_dot: Gymnasium's unwrapped.state */
@@ -80,12 +84,10 @@ FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     cartpole_write_obs(s, obs);
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
-                   float* stats) {
-    (void)rng;
-    (void)stats;
+/* Gymnasium's step given sin and cos of the pole's angle. */
+FV_FN int cartpole_step(State* s, double sintheta, double costheta, const long long* actions, float* obs,
+                        float* rewards) {
     double force = actions[0] == 1 ? CP_FORCE_MAG : -CP_FORCE_MAG;
-    double sintheta = fv_sin(s->theta), costheta = fv_cos(s->theta); /* np.sin, np.cos: glibc's bits */
     /* Gymnasium's order of operations; np.square(v) is v * v, one rounding */
     double temp = (force + CP_POLEMASS_LENGTH * (s->theta_dot * s->theta_dot) * sintheta) / CP_TOTAL_MASS;
     double thetaacc = (CP_GRAVITY * sintheta - costheta * temp) /
@@ -100,6 +102,23 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
                      (s->theta < -CP_THETA_THRESHOLD) | (s->theta > CP_THETA_THRESHOLD);
     rewards[0] = SUTTON_BARTO_REWARD ? (terminated ? -1.0f : 0.0f) : 1.0f;
     return terminated;
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                   float* stats) {
+    (void)rng;
+    (void)stats;
+    return cartpole_step(s, fv_sin(s->theta), fv_cos(s->theta), actions, obs, rewards); /* np.sin, np.cos */
+}
+
+/* env_step where SIMD_STEP_VALID(s). */
+FV_FN int env_step_simd(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                        float* stats) {
+    (void)rng;
+    (void)stats;
+    double sintheta, costheta;
+    fvm_sincos_mid(s->theta, &sintheta, &costheta);
+    return cartpole_step(s, sintheta, costheta, actions, obs, rewards);
 }
 
 #else /* FLOAT32 */

@@ -163,6 +163,34 @@ FV_FN double fvm_do_cos(double x, double dx) {
     return t[2] + cor;
 }
 
+/* glibc's sin(x) and cos(x) where 2^-26 <= |x| < 0.855469 (FVM_SINCOS_MID), without branches, so that a
+ * loop over many x runs in vector instructions: fv_sin's Taylor and table results are both computed and
+ * one selected, and the table work (entry, remainder, polynomials) is shared by sin and cos; the
+ * operations are fvm_do_sin's and fvm_do_cos's with dx = 0, so the bits are fv_sin's and fv_cos's.
+ * Any other x gives a meaningless finite or NaN result and reads no further than the table's end. */
+#define FVM_SINCOS_MID(x) \
+    ((((unsigned)(fvm_bits(x) >> 32) & 0x7fffffffu) - 0x3e500000u) < (0x3feb6000u - 0x3e500000u))
+FV_FN void fvm_sincos_mid(double x, double* sin_x, double* cos_x) {
+    double ax = fabs(x);
+    double u = FVM_BIG + ax;
+    double r = ax - (u - FVM_BIG);
+    /* Table reads by index, with a 64-bit one: GCC vectorises those as gathers, not reads through a pointer. */
+    fv_u64 row = (fvm_bits(u) & 0xffffffffu) << 2;
+    row = row < 436u ? row : 436u;
+    double t0 = fvm_sincos_table[row], t1 = fvm_sincos_table[row + 1];
+    double t2 = fvm_sincos_table[row + 2], t3 = fvm_sincos_table[row + 3];
+    double xx = r * r;
+    double c = xx * fma(xx, fma(xx, FVM_CS6, FVM_CS4), FVM_CS2);
+    double p = fma(xx, FVM_SN5, FVM_SN3);
+    double s_sin = r + fma(r * xx, p, 0.0);
+    double cor_sin = fma(s_sin, t2, fma(-fma(r, 0.0, c), t0, fma(s_sin, t3, t1)));
+    double table_sin = copysign(t0 + cor_sin, x);
+    double s_cos = fma(r * xx, p, r);
+    double cor_cos = fma(-t0, s_cos, fma(-t2, c, fma(-s_cos, t1, t3)));
+    *cos_x = t2 + cor_cos;
+    *sin_x = ax < 0.126 ? fvm_taylor_sin(x, 0.0) : table_sin;
+}
+
 /* x = n pi/2 + (a + da) with |a + da| <= pi/4; returns n mod 4. */
 FV_FN int fvm_reduce(double x, double* a, double* da) {
     double t = fma(x, FVM_HPINV, FVM_TOINT);

@@ -98,6 +98,49 @@ def test_cartpole_past_its_end_matches_gymnasium():
         np.testing.assert_array_equal(batch.obs[i, 0], obs, err_msg=f"state {states[i]}")
 
 
+def test_cartpole_vector_step_matches_gymnasium_at_every_sin_cos_boundary():
+    """The vector pass's sin/cos (glibc_math.h's fvm_sincos_mid: Taylor below |theta| = 0.126, the table
+    above, up to 0.855469; outside, batch.h steps the env alone): one step from angles on and around each
+    boundary, at table-entry midpoints and log-spaced over the whole range, both signs, vs Gymnasium."""
+    edges = [2.0**-27, 2.0**-26, 0.126, 0.855469] + [(k + 0.5) / 128 for k in range(110)]
+    near = [np.nextafter(e, d) for e in edges for d in (0.0, 1.0)] + edges
+    thetas = np.concatenate([near, np.geomspace(2.0**-28, 1.0, 3000), [0.0]])
+    thetas = np.concatenate([thetas, -thetas])
+    n = len(thetas)
+    batch = cpu.CpuBatch(cpu.load(native.source_path("cartpole"), ()), n, native.AUTORESET_CODES["Disabled"], None)
+    batch.reset(np.arange(n, dtype=np.uint64), None)
+    rng = np.random.default_rng(11)
+    states = rng.uniform(-1, 1, (n, 4)) * [2.0, 2.0, 0.0, 3.0]
+    states[:, 2] = thetas
+    batch.slots[:, :32].view(np.float64)[:] = states
+    actions = rng.integers(0, 2, (n, 1))
+    batch.step(actions)
+    ref = GymCartPole()
+    ref.reset(seed=0)
+    for i in range(n):
+        ref.state = states[i].copy()
+        ref.steps_beyond_terminated = None
+        obs, *_ = ref.step(int(actions[i, 0]))
+        np.testing.assert_array_equal(batch.obs[i, 0], obs, err_msg=f"theta {states[i, 2]!r}")
+        assert batch.slots[i, :32].view(np.float64).tolist() == list(ref.state), f"theta {states[i, 2]!r}"
+
+
+def test_cartpole_vector_sin_cos_matches_the_scalar_step_over_the_live_range():
+    """The vector pass against the one-env-at-a-time build (fv_sin/fv_cos, tests/native/test_glibc_math.py's
+    oracle) on 200,000 random angles over the whole range the vector pass covers, both signs."""
+    n = 200_000
+    fast, plain = batches("cartpole", n, native.AUTORESET_CODES["Disabled"])
+    rng = np.random.default_rng(12)
+    states = rng.uniform(-1, 1, (n, 4)) * [2.0, 2.0, 0.0, 3.0]
+    states[:, 2] = rng.choice([-1.0, 1.0], n) * np.exp(rng.uniform(math.log(2.0**-26), math.log(0.855469), n))
+    actions = rng.integers(0, 2, (n, 1))
+    for b in (fast, plain):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+        b.slots[:, :32].view(np.float64)[:] = states
+        b.step(actions)
+    np.testing.assert_array_equal(fast.slots, plain.slots)
+
+
 @pytest.mark.parametrize("copy", [True, False])
 def test_gymnasium_step_returns_fresh_arrays(copy):
     """The CPU Gymnasium face cuts its returned arrays out of a block the C step fills: each step's
