@@ -33,6 +33,10 @@
  * #define SIMD_STEP 1 where env_step is
  * straight-line code (no branches and no calls; selects, `|` rather than `||`, and loops of fixed
  * length are fine): the CPU backend then runs it across envs in vector instructions (cartpole.h).
+ * Where only part of the state space has a straight-line step, also #define SIMD_STEP_VALID(s), true for
+ * the states that FV_FN int env_step_simd(...) (env_step's signature and results) steps; the others take
+ * env_step one at a time. env_step_simd must be harmless on any state (it runs on all, its results for
+ * the others are discarded).
  * #define STEP_USES_RNG 0 where env_step never draws from rng (only env_reset does): the GPU step then
  * reads an env's RNG state only when that env may reset (batch_gpu.h; cartpole.h).
  * Truncation, episode returns, autoreset and seeding are the backends' job, never the env's.
