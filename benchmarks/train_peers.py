@@ -149,8 +149,9 @@ def summarize(env: str, gymnax_id: str, threshold, fastvec: list[dict], peer: di
            median(r["train_s"] for r in trained),
            "fastvec_startup_s": median(r["startup_s"] for r in trained),
            "fastvec_eval_return": median(r["eval_return"] for r in trained),
-           "fastvec_refused": next((r.get("refused") or r.get("error") for r in fastvec
-                                    if r.get("refused") or r.get("error")), None),
+           "fastvec_devices": sorted({r["device"] for r in trained}),
+           "fastvec_refused": next((r.get("refused") or r.get("error") or r.get("refused_on_cuda") for r in fastvec
+                                    if r.get("refused") or r.get("error") or r.get("refused_on_cuda")), None),
            "peer_runs": len(peer_ok), "peer_reached": sum(r["reached"] for r in peer_ok),
            "peer_time_s": median(r["time_to_threshold_s"] for r in peer_ok) if threshold is not None else
            median(r["train_s"] for r in peer_ok),
@@ -168,10 +169,12 @@ def print_table(rows: list[dict], device: str, seeds: list[int]) -> None:
         return format("-", ">" + spec.split(".")[0].rstrip("f,d")) if x is None else format(x, spec)
     print(f"\nfastvec-train (--train.device={device}) beside PureJaxRL-style PPO on gymnax, seeds {seeds}: "
           "time = median training seconds to the threshold (to the run's end where there is none)")
-    print(f"{'env':<22} {'thr':>6} {'fv hit':>6} {'fv s':>8} {'fv start':>8} {'fv eval':>8} {'peer hit':>8} "
+    print(f"{'env':<28} {'thr':>6} {'fv hit':>6} {'fv s':>8} {'fv start':>8} {'fv eval':>8} {'peer hit':>8} "
           f"{'peer s':>8} {'compile':>8} {'peer eval':>9} {'ratio':>6}")
     for r in rows:
-        print(f"{r['env']:<22} {fmt(r['threshold'], '6.0f')} "
+        name = r["env"] + (f" ({r['fastvec_devices'][0]})" if r["fastvec_devices"] != [device] and
+                           r["fastvec_devices"] else "")
+        print(f"{name:<28} {fmt(r['threshold'], '6.0f')} "
               f"{r['fastvec_reached']:>2}/{r['fastvec_runs']:<3} {fmt(r['fastvec_time_s'])} "
               f"{fmt(r['fastvec_startup_s'])} {fmt(r['fastvec_eval_return'], '8.1f')} "
               f"{r['peer_reached']:>4}/{r['peer_runs']:<3} {fmt(r['peer_time_s'])} {fmt(r['peer_compile_s'])} "
@@ -191,6 +194,8 @@ def main(argv=None) -> None:
                         help="seeds of the report-only classic envs (mountaincar, mountaincarcontinuous)")
     parser.add_argument("--minatar-seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--fastvec-device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--fallback-device", choices=["cpu"], default=None,
+                        help="train on this device where --fastvec-device's trainer refuses the env")
     parser.add_argument("--max-seconds", type=float, default=20.0, help="training seconds per classic-control run")
     parser.add_argument("--minatar-max-seconds", type=float, default=60.0, help="training seconds per MinAtar run")
     parser.add_argument("--total-seconds", type=float, default=540.0,
@@ -236,6 +241,9 @@ def main(argv=None) -> None:
                 continue
             res = fastvec_run(env, seed, args.fastvec_device, threshold, max_seconds, args.eval_episodes, steps,
                               run_root)
+            if "refused" in res and args.fallback_device:  # the refusal is kept beside the other device's run
+                res = {**fastvec_run(env, seed, args.fallback_device, threshold, max_seconds, args.eval_episodes,
+                                     steps, run_root), "refused_on_" + args.fastvec_device: res["refused"]}
             fastvec.append(res)
             print(json.dumps({k: v for k, v in res.items() if k != "curve"}), flush=True)
         peer = {}
