@@ -5,6 +5,7 @@ table and writes benchmarks/results/train_peers.json.
     python benchmarks/train_peers.py               # pendulum, acrobot (3 seeds), mountaincar(continuous) (1 seed)
     python benchmarks/train_peers.py --minatar     # also the MinAtar games (10M steps each); --minatar --envs: only them
     python benchmarks/train_peers.py --fastvec-device cpu --envs pendulum --seeds 1
+    python benchmarks/train_peers.py --fallback-device cpu        # the CPU trainer where the CUDA one refuses an env
 
 fastvec: each seed trains through the trainer's public API (fastvec.trainer.run.train, what `fastvec-train ENV
 --train.device=...` runs) with the env's config from fastvec/configs/, logging every update (train.log_interval=0)
