@@ -222,8 +222,12 @@ def main(argv=None) -> None:
            "python": platform.python_version(), "fastvec_device": args.fastvec_device, "seeds": args.seeds,
            "max_seconds": args.max_seconds, "peer_set": args.peer_set, "eval_episodes": args.eval_episodes, "rows": [], "fastvec": {},
            "peer": {}, "skipped": []}
-    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True, cwd=ROOT)
-    out["commit"] = git.stdout.strip() or None
+    try:  # the GPU machine's copy of the tree may have no git history
+        git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True,
+                             cwd=ROOT)
+        out["commit"] = git.stdout.strip() or None
+    except OSError:
+        out["commit"] = None
     if args.fastvec_device == "cuda":
         try:
             from fastvec.trainer.cuda import device
