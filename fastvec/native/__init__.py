@@ -96,7 +96,9 @@ ENVS: dict[str, NativeEnvInfo] = {
     # Float parameters of Gymnasium's are integers here: n / 1000 (or / 1e6) is the double Python reads for the decimal.
     "acrobot": NativeEnvInfo(
         "acrobot.h", "fastvec/Acrobot", 500,
-        {"nips": Param(0, 0, 1, "1: the NeurIPS paper's dynamics (Gymnasium's book_or_nips='nips'); 0: the book's")},
+        {"nips": Param(0, 0, 1, "1: the NeurIPS paper's dynamics (Gymnasium's book_or_nips='nips'); 0: the book's"),
+         "float32": Param(0, 0, 1, "1: float32 state and physics (like gymnax; much faster on the GPU, leaves "
+                                   "Gymnasium's trajectories); 0: Gymnasium's float64, identical to Gymnasium's")},
         render_fps=15,
     ),
     "mountaincar": NativeEnvInfo(

@@ -5,9 +5,14 @@
  * sin, cos and ** 2 are glibc's bits (glibc_math.h), as NumPy computes them: a chaotic double pendulum
  * turns any 1-ulp difference into a different trajectory within a few hundred steps.
  * Gymnasium's reset state is float32, so its first observation takes NumPy's float32 cos/sin (NumPy's
- * own polynomial, not libm's: acrobot_numpy_sincosf); from the first step on, the state is float64. */
+ * own polynomial, not libm's: acrobot_numpy_sincosf); from the first step on, the state is float64.
+ *
+ * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same equations in float32 (a 16-byte state, sin and
+ * cos from math32.h, x ** 2 as x * x), like gymnax's Acrobot. Much faster on the GPU; trajectories leave
+ * Gymnasium's (the system is chaotic), and CPU and GPU still give the same bits. */
 #include "fastvec.h"
 #include "glibc_math.h"
+#include "math32.h"
 
 #define NUM_ACTIONS 3
 #define NUM_AGENTS 1
@@ -26,6 +31,9 @@
 #ifndef NIPS
 #define NIPS 0 /* 1: the NeurIPS paper's equations (Gymnasium's book_or_nips = "nips") */
 #endif
+#ifndef FLOAT32
+#define FLOAT32 0
+#endif
 
 #define AC_DT 0.2
 #define AC_L1 1.0  /* link lengths */
@@ -37,9 +45,17 @@
 #define AC_I2 1.0
 #define AC_G 9.8
 
+#if FLOAT32
+typedef struct {
+    float theta1, theta2, dtheta1, dtheta2; /* the opt-in float32 variant */
+} State;
+#else
 typedef struct {
     double theta1, theta2, dtheta1, dtheta2; /* Gymnasium's unwrapped.state */
 } State;
+#endif
+
+#if !FLOAT32
 
 /* Gymnasium's _dsdt: the derivative of (theta1, theta2, dtheta1, dtheta2) under torque s[4]. Every
  * expression keeps Python's evaluation order; Python's constants fold to the same doubles here. */
@@ -81,6 +97,7 @@ FV_FN double acrobot_bound(double x, double m) {
     return (m < v) ? m : v;
 }
 
+
 FV_FN void acrobot_write_obs(const State* s, float* obs) {
     obs[0] = (float)fv_cos(s->theta1);
     obs[1] = (float)fv_sin(s->theta1);
@@ -89,6 +106,109 @@ FV_FN void acrobot_write_obs(const State* s, float* obs) {
     obs[4] = (float)s->dtheta1;
     obs[5] = (float)s->dtheta2;
 }
+
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                   float* stats) {
+    (void)rng;
+    (void)stats;
+    double y0[5] = {s->theta1, s->theta2, s->dtheta1, s->dtheta2, (double)(actions[0] - 1)};
+    double k1[5], k2[5], k3[5], k4[5], y[5];
+    const double dt = AC_DT - 0, dt2 = dt / 2.0; /* rk4's t = [0, dt] */
+    acrobot_dsdt(y0, k1);
+    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt2 * k1[i];
+    acrobot_dsdt(y, k2);
+    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt2 * k2[i];
+    acrobot_dsdt(y, k3);
+    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt * k3[i];
+    acrobot_dsdt(y, k4);
+    for (int i = 0; i < 4; i++) y[i] = y0[i] + dt / 6.0 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
+    s->theta1 = acrobot_wrap(y[0]);
+    s->theta2 = acrobot_wrap(y[1]);
+    s->dtheta1 = acrobot_bound(y[2], AC_MAX_VEL_1);
+    s->dtheta2 = acrobot_bound(y[3], AC_MAX_VEL_2);
+    int terminated = -fv_cos(s->theta1) - fv_cos(s->theta2 + s->theta1) > 1.0;
+    acrobot_write_obs(s, obs);
+    rewards[0] = terminated ? 0.0f : -1.0f;
+    return terminated;
+}
+
+#else /* FLOAT32 */
+#define AC_F(x) ((float)(x)) /* a constant folded in double, as Gymnasium's, then rounded to float32 */
+
+/* acrobot_dsdt in float32. */
+FV_FN void acrobot_dsdt(const float* s, float* d) {
+    float a = s[4], theta1 = s[0], theta2 = s[1], dtheta1 = s[2], dtheta2 = s[3];
+    float sin2, cos2, sin_a, cos_a, sin_b, cos_b;
+    fv_sincosf(theta2, &sin2, &cos2);
+    fv_sincosf(theta1 + theta2 - AC_F(AC_PI / 2.0), &sin_a, &cos_a);
+    fv_sincosf(theta1 - AC_F(AC_PI / 2), &sin_b, &cos_b);
+    float d1 = AC_F(AC_M1 * (AC_LC1 * AC_LC1)) +
+               AC_F(AC_M2) * (AC_F(AC_L1 * AC_L1 + AC_LC2 * AC_LC2) + AC_F(2 * AC_L1 * AC_LC2) * cos2) + AC_F(AC_I1 + AC_I2);
+    float d2 = AC_F(AC_M2) * (AC_F(AC_LC2 * AC_LC2) + AC_F(AC_L1 * AC_LC2) * cos2) + AC_F(AC_I2);
+    float phi2 = AC_F(AC_M2 * AC_LC2 * AC_G) * cos_a;
+    float phi1 = -AC_F(AC_M2 * AC_L1 * AC_LC2) * (dtheta2 * dtheta2) * sin2 -
+                 AC_F(2 * AC_M2 * AC_L1 * AC_LC2) * dtheta2 * dtheta1 * sin2 +
+                 AC_F((AC_M1 * AC_LC1 + AC_M2 * AC_L1) * AC_G) * cos_b + phi2;
+    float den = AC_F(AC_M2 * (AC_LC2 * AC_LC2) + AC_I2) - (d2 * d2) / d1;
+#if NIPS
+    float ddtheta2 = (a + d2 / d1 * phi1 - phi2) / den;
+#else
+    float ddtheta2 = (a + d2 / d1 * phi1 - AC_F(AC_M2 * AC_L1 * AC_LC2) * (dtheta1 * dtheta1) * sin2 - phi2) / den;
+#endif
+    d[0] = dtheta1;
+    d[1] = dtheta2;
+    d[2] = -(d2 * ddtheta2 + phi1) / d1;
+    d[3] = ddtheta2;
+    d[4] = 0.0f;
+}
+
+FV_FN float acrobot_wrap(float x) {
+    const float diff = AC_F(AC_PI - (-AC_PI));
+    if (!(fabsf(x) <= 1.0e30f)) return x;
+    while (x > AC_F(AC_PI)) x = x - diff;
+    while (x < -AC_F(AC_PI)) x = x + diff;
+    return x;
+}
+
+FV_FN float acrobot_bound(float x, float m) {
+    float v = (-m > x) ? -m : x;
+    return (m < v) ? m : v;
+}
+
+FV_FN void acrobot_write_obs(const State* s, float* obs) {
+    fv_sincosf(s->theta1, &obs[1], &obs[0]);
+    fv_sincosf(s->theta2, &obs[3], &obs[2]);
+    obs[4] = s->dtheta1;
+    obs[5] = s->dtheta2;
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                   float* stats) {
+    (void)rng;
+    (void)stats;
+    float y0[5] = {s->theta1, s->theta2, s->dtheta1, s->dtheta2, (float)(actions[0] - 1)};
+    float k1[5], k2[5], k3[5], k4[5], y[5];
+    const float dt = AC_F(AC_DT), dt2 = AC_F(AC_DT / 2.0), dt6 = AC_F(AC_DT / 6.0);
+    acrobot_dsdt(y0, k1);
+    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt2 * k1[i];
+    acrobot_dsdt(y, k2);
+    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt2 * k2[i];
+    acrobot_dsdt(y, k3);
+    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt * k3[i];
+    acrobot_dsdt(y, k4);
+    for (int i = 0; i < 4; i++) y[i] = y0[i] + dt6 * (k1[i] + 2.0f * k2[i] + 2.0f * k3[i] + k4[i]);
+    s->theta1 = acrobot_wrap(y[0]);
+    s->theta2 = acrobot_wrap(y[1]);
+    s->dtheta1 = acrobot_bound(y[2], AC_F(AC_MAX_VEL_1));
+    s->dtheta2 = acrobot_bound(y[3], AC_F(AC_MAX_VEL_2));
+    acrobot_write_obs(s, obs);
+    float sin12, cos12;
+    fv_sincosf(s->theta2 + s->theta1, &sin12, &cos12);
+    int terminated = -obs[0] - cos12 > 1.0f;
+    rewards[0] = terminated ? 0.0f : -1.0f;
+    return terminated;
+}
+#endif /* FLOAT32 */
 
 /* NumPy's float32 sin (want_cos 0) or cos (1) as its SIMD loop computes them on CPUs with FMA: x = q pi/2 + r
  * (Cody-Waite, three parts of pi/2), minimax polynomials in r, quadrant swap and sign. The reset range
@@ -128,31 +248,6 @@ FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     s->theta2 = theta2;
     s->dtheta1 = dtheta1;
     s->dtheta2 = dtheta2;
-}
-
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
-                   float* stats) {
-    (void)rng;
-    (void)stats;
-    double y0[5] = {s->theta1, s->theta2, s->dtheta1, s->dtheta2, (double)(actions[0] - 1)};
-    double k1[5], k2[5], k3[5], k4[5], y[5];
-    const double dt = AC_DT - 0, dt2 = dt / 2.0; /* rk4's t = [0, dt] */
-    acrobot_dsdt(y0, k1);
-    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt2 * k1[i];
-    acrobot_dsdt(y, k2);
-    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt2 * k2[i];
-    acrobot_dsdt(y, k3);
-    for (int i = 0; i < 5; i++) y[i] = y0[i] + dt * k3[i];
-    acrobot_dsdt(y, k4);
-    for (int i = 0; i < 4; i++) y[i] = y0[i] + dt / 6.0 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-    s->theta1 = acrobot_wrap(y[0]);
-    s->theta2 = acrobot_wrap(y[1]);
-    s->dtheta1 = acrobot_bound(y[2], AC_MAX_VEL_1);
-    s->dtheta2 = acrobot_bound(y[3], AC_MAX_VEL_2);
-    int terminated = -fv_cos(s->theta1) - fv_cos(s->theta2 + s->theta1) > 1.0;
-    acrobot_write_obs(s, obs);
-    rewards[0] = terminated ? 0.0f : -1.0f;
-    return terminated;
 }
 
 FV_FN void env_get_state(const State* s, double* out) {

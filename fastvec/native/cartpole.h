@@ -17,6 +17,7 @@
  * calls libm's fmaf, correct but slower). */
 #include "fastvec.h"
 #include "glibc_math.h"
+#include "math32.h"
 
 #define OBS_SIZE 4
 /* Gymnasium's observation bounds: twice the termination thresholds, the velocities unbounded. */
@@ -122,55 +123,10 @@ FV_FN int env_step_simd(State* s, fv_rng* rng, const long long* actions, float* 
 }
 
 #else /* FLOAT32 */
-/* pi/2 in three parts for the reduction x = k pi/2 + r (Cody-Waite): the first two have few
- * significant bits, so k * part is exact for |k| < 2^15; r is then within float rounding of the
- * true remainder up to |x| ~ 1e4 (a live pole has |x| < 0.21; a fallen one stepped on under DISABLED
- * goes further). */
-#define CP_F_INV_PIO2 0.636619772367581382f /* 2 / pi */
-#define CP_F_PIO2_1 1.5703125f
-#define CP_F_PIO2_2 4.837512969970703125e-4f
-#define CP_F_PIO2_3 7.54978995489188216e-8f
-#define CP_F_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23: adding then subtracting it rounds to an integer */
-#define CP_F_PIO4 0.785398163397448310f
 /* Thresholds as floats that make the float32 comparisons Gymnasium's float64 ones: (float)2.4 and
  * (float)(12 * 2 pi / 360) both round up, so for a float v, v > 2.4 exactly when v >= 2.4f. */
 #define CP_F_X_THRESHOLD 2.4f                 /* 2.4000000953674316 */
 #define CP_F_THETA_THRESHOLD 0.2094395160675f /* 0.20943951606750488 */
-
-/* sin and cos of x in float32: reduced to |r| <= pi/4, then Taylor polynomials to r^11 / r^12
- * (truncation < 1e-10) in fmaf steps, within ~1 float ulp of the true values. The same operations
- * on every target (no libm; no FMA but the explicit ones: CPU builds use -ffp-contract=off, nvcc
- * --fmad=false), so CPU and GPU agree bit for bit; branch-free (GCC 12 leaves the CPU's float32 env
- * loop scalar, unlike the float64 one).
- * On the GPU a live pole skips the reduction, whose k is then 0 and r = x exactly: the same bits. */
-FV_FN void cartpole_sincosf(float x, float* sin_x, float* cos_x) {
-    float k = 0.0f, r = x;
-#ifdef __CUDACC__
-    if (fabsf(x) > CP_F_PIO4)
-#endif
-    {
-        k = (x * CP_F_INV_PIO2 + CP_F_ROUND_MAGIC) - CP_F_ROUND_MAGIC;
-        r = ((x - k * CP_F_PIO2_1) - k * CP_F_PIO2_2) - k * CP_F_PIO2_3;
-    }
-    float r2 = r * r;
-    float ps = fmaf(r2, -1.0f / 39916800, 1.0f / 362880);
-    ps = fmaf(r2, ps, -1.0f / 5040);
-    ps = fmaf(r2, ps, 1.0f / 120);
-    ps = fmaf(r2, ps, -1.0f / 6);
-    float s = fmaf(r * r2, ps, r);
-    float pc = fmaf(r2, 1.0f / 479001600, -1.0f / 3628800);
-    pc = fmaf(r2, pc, 1.0f / 40320);
-    pc = fmaf(r2, pc, -1.0f / 720);
-    pc = fmaf(r2, pc, 1.0f / 24);
-    pc = fmaf(r2, pc, -0.5f);
-    float c = fmaf(r2, pc, 1.0f);
-    /* k mod 4 as k4 in {-2, ..., 2}; sin(r + q pi/2) is s, c, -s, -c and cos is c, -s, -c, s. */
-    float k4 = k - 4.0f * ((k * 0.25f + CP_F_ROUND_MAGIC) - CP_F_ROUND_MAGIC);
-    int odd = (k4 == 1.0f) | (k4 == -1.0f);
-    float sin_q = odd ? c : s, cos_q = odd ? s : c;
-    *sin_x = ((k4 < -0.5f) | (k4 > 1.5f)) ? -sin_q : sin_q; /* q = 2 or 3 */
-    *cos_x = ((k4 > 0.5f) | (k4 < -1.5f)) ? -cos_q : cos_q; /* q = 1 or 2 */
-}
 
 FV_FN void cartpole_write_obs(const State* s, float* obs) {
     obs[0] = s->x;
@@ -203,7 +159,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     const float polemass_length = (float)CP_POLEMASS_LENGTH, tau = (float)CP_TAU;
     float force = actions[0] == 1 ? (float)CP_FORCE_MAG : -(float)CP_FORCE_MAG;
     float sintheta, costheta;
-    cartpole_sincosf(s->theta, &sintheta, &costheta);
+    fv_sincosf(s->theta, &sintheta, &costheta);
     float temp = fmaf(polemass_length * s->theta_dot * s->theta_dot, sintheta, force) * inv_total_mass;
     float thetaacc = fmaf((float)CP_GRAVITY, sintheta, -(costheta * temp)) /
                      ((float)CP_LENGTH * fmaf(-(float)(CP_MASSPOLE / CP_TOTAL_MASS) * costheta, costheta, (float)(4.0 / 3.0)));

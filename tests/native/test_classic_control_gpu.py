@@ -8,11 +8,12 @@ import pytest
 import fastvec
 from fastvec import native
 
-KEYS = ["cartpole", "acrobot", "mountaincar", "mountaincarcontinuous", "pendulum"]
+KEYS = ["cartpole", "acrobot", "acrobot-float32", "mountaincar", "mountaincarcontinuous", "pendulum"]
 # random set states: (low, high) per state variable, wider than a reset draws
 STATE_RANGES = {
     "cartpole": ([-2.4, -3, -0.2, -3], [2.4, 3, 0.2, 3]),
     "acrobot": ([-np.pi, -np.pi, -4 * np.pi, -9 * np.pi], [np.pi, np.pi, 4 * np.pi, 9 * np.pi]),
+    "acrobot-float32": ([-np.pi, -np.pi, -4 * np.pi, -9 * np.pi], [np.pi, np.pi, 4 * np.pi, 9 * np.pi]),
     "mountaincar": ([-1.2, -0.07], [0.6, 0.07]),
     "mountaincarcontinuous": ([-1.2, -0.07], [0.6, 0.07]),
     "pendulum": ([-100.0, -8.0], [100.0, 8.0]),
@@ -20,8 +21,11 @@ STATE_RANGES = {
 
 
 def pair(key: str, n: int):
+    """The CPU and GPU batches of a registry key, or of its float32 variant ("<key>-float32")."""
+    key, float32 = key.removesuffix("-float32"), key.endswith("-float32")
     path, limit = native.source_path(key), native.ENVS[key].max_episode_steps
-    return [fastvec.make_vec_from_source(path, n, max_episode_steps=limit, device=d) for d in ("cpu", "cuda")]
+    defines = {"FLOAT32": 1} if float32 else {}
+    return [fastvec.make_vec_from_source(path, n, max_episode_steps=limit, device=d, **defines) for d in ("cpu", "cuda")]
 
 
 def actions(envs, rng):
