@@ -38,6 +38,7 @@ ENVS = {
     "pendulum": ("Pendulum-v1", "Pendulum-v1"),
     "cartpole": ("CartPole-v1", "CartPole-v1"),
 }
+FLOAT32_VARIANTS = ["cartpole", "acrobot"]  # envs with an opt-in float32=1 (GPU table only)
 
 
 def make_fastvec(key: str, num_envs: int, **kwargs):
@@ -89,9 +90,12 @@ def gpu_main(args) -> None:
     from env_steps import gpu_rollout_rate, gymnax_rate
 
     rows = []
-    for key, (_, gymnax_id) in ENVS.items():
+    # the float64 envs (Gymnasium's bits), then the opt-in float32 variants (gymnax computes in float32)
+    variants = [(key, gymnax_id, {}) for key, (_, gymnax_id) in ENVS.items()]
+    variants += [(key, ENVS[key][1], {"float32": 1}) for key in FLOAT32_VARIANTS]
+    for key, gymnax_id, params in variants:
         for n in args.gpu_num_envs:
-            envs = make_fastvec(key, n, device="cuda", array_type="device")
+            envs = make_fastvec(key, n, device="cuda", array_type="device", **params)
             envs.reset(seed=0)
             fv = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             envs.close()
@@ -101,10 +105,11 @@ def gpu_main(args) -> None:
                 jx, why = None, f"gymnax unavailable: {e}"
             else:
                 why = ""
-            rows.append({"env": key, "gymnax_id": gymnax_id, "num_envs": n, "rollout_steps": args.rollout_steps,
+            name = key + "".join(f" {k}={v}" for k, v in params.items())
+            rows.append({"env": name, "gymnax_id": gymnax_id, "num_envs": n, "rollout_steps": args.rollout_steps,
                          "fastvec_rollout": fv, "gymnax_scan": jx, "note": why})
             ratio = f"({fv / jx:5.1f}x)" if jx else why
-            print(f"{key:<22} n={n:>9,}  fastvec rollout {fv / 1e9:7.3f}G  gymnax {0 if jx is None else jx / 1e9:7.3f}G "
+            print(f"{name:<22} n={n:>9,}  fastvec rollout {fv / 1e9:7.3f}G  gymnax {0 if jx is None else jx / 1e9:7.3f}G "
                   f"{ratio}", flush=True)
     out = {"date": str(date.today()), "machine": platform.platform(), "gpu": drv.Device(0).name(),
            "command": "python benchmarks/classic_control.py --gpu", "rows": rows}
