@@ -382,7 +382,7 @@ def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu):
             for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]}
     partial, counter, moments = dev.empty(2 * -(-n // 256), np.float64), dev.empty(1, np.uint32), dev.empty(2)
     k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-             np.int32(1), dev(perm), *[dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]],
+             np.int32(1), np.int32(0), dev(perm), *[dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]],
              *[outs[name] for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]],
              partial, counter, moments)
     seqs = perm[first:first + bm]

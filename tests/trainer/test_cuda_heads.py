@@ -203,7 +203,7 @@ def test_gather_copies_multi_word_actions(gpu):
         mb_actions = dev.empty((n, words), np.int32)
         outs = [dev.empty((n, o)), dev.empty(n), mb_actions] + [dev.empty(n) for _ in range(4)] + [dev.empty(n, np.int32)]
         k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-                 np.int32(words), dev(perm), *floats, dev(actions.view(np.int32)), *rest, *outs, 0, 0, 0)
+                 np.int32(words), np.int32(0), dev(perm), *floats, dev(actions.view(np.int32)), *rest, *outs, 0, 0, 0)
         got = dev.get(mb_actions, (n, words), np.int32).view(actions.dtype).reshape(n, actions.shape[-1])
         assert np.array_equal(got, actions.reshape(t_len * r, -1)[src])
 
@@ -223,15 +223,15 @@ def test_encoder_input_and_observation_statistics_match_normalize(gpu):
             obs = (rng.standard_normal((t_len, rows, o)) * [1, 3, 10, 0.1, 30] + [0, 1, -4, 2, 50]).astype(np.float32)
             norm = np.concatenate([views["obs_norm.mean"], views["obs_norm.var"], views["obs_norm.count"]])
             pn, pobs = dev(norm), dev(obs)
-            k.launch_grid("obs_norm_update_kernel", o, 256, np.int64(t_len * rows), np.int32(o), pobs,
-                          np.float64(scale), pn)
+            k.launch_grid("obs_norm_update_kernel", o, 256, np.int64(t_len * rows), np.int32(o), np.int32(rows),
+                          np.int32(0), pobs, np.float64(scale), pn)
             k.launch_grid("obs_norm_count_kernel", 1, 1, np.int64(t_len * rows), np.int32(o), pn)
             ref.update_obs_norm(ref.PolicySpec(**{**spec.as_dict(), "obs_scale": scale}), views, obs)
             want = np.concatenate([views["obs_norm.mean"], views["obs_norm.var"], views["obs_norm.count"]])
             assert rel_err(dev.get(pn, (2 * o + 1,)), want) <= 1e-6
         x = dev.empty((t_len * rows, o))
-        k.launch("encode_obs_kernel", t_len * rows * o, np.int64(t_len * rows), np.int32(o), pobs, np.float32(scale),
-                 dev(want.astype(np.float32)), x)
+        k.launch("encode_obs_kernel", t_len * rows * o, np.int64(t_len * rows), np.int32(o), np.int32(0), pobs,
+                 np.float32(scale), dev(want.astype(np.float32)), x)
         scaled = ref.PolicySpec(**{**spec.as_dict(), "obs_scale": scale})
         assert rel_err(dev.get(x, (t_len * rows, o)), ref.encoder_input(scaled, views, obs.reshape(-1, o))) <= F32_TOL
 
@@ -276,42 +276,63 @@ def heads_pair(config):
     return CudaTrainer(config, batch, spec), NumpyTrainer(config, run.make_batch(config), spec), spec
 
 
+def rollout_obs(trainer) -> np.ndarray:
+    """The observations (T + 1, R, O) of the slot the next update trains on, in the env's type: byte observations
+    (an env's OBS_T unsigned char) fill the first R * O bytes of their step's floats (rollout.cu's step_obs)."""
+    obs = trainer.arena.get(trainer.cuda, "obs" if trainer.active_slot == 0 else "obs@1")
+    if not trainer.obs_bytes:
+        return obs
+    steps, rows, size = obs.shape
+    return obs.view(np.uint8).reshape(steps, rows * size * 4)[:, :rows * size].reshape(steps, rows, size)
+
+
+RANDOM_WALK = str(ENVS_DIR / "random_walk.h")  # Discrete(3), two agents, byte observations scaled by 1/255
+CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
+         "box-norm": (BOX, {"norm_obs": True, "norm_reward": True}, "gemm"),
+         "multi_discrete-norm": (MULTI, {"norm_obs": True, "norm_reward": True}, "gemm"),
+         "bytes": (RANDOM_WALK, {}, "gemm"), "bytes-norm": (RANDOM_WALK, {"norm_obs": True}, "gemm"),
+         "minatar-bytes-warp": ("breakout-minatar", {}, "warp")}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("env,normalised", [(BOX, False), (MULTI, False), (BOX, True), (MULTI, True)],
-                         ids=["box", "multi_discrete", "box-norm", "multi_discrete-norm"])
-def test_rollout_and_update_match_numpy(env, normalised):
-    """ROLLOUT: the env against the CPU env fed the GPU's actions (float32 Box values, int64 MultiDiscrete
-    ones, in place as the env's ACT_T), the actions against heads.sample_head on the reference policy's output with
-    the counter uniforms, log-probs and values against the reference (norm: with train.norm_obs and
-    train.norm_reward, the scaled rewards against normalize.scale_rewards). UPDATE: NumpyTrainer on the same
-    buffers in the CUDA trainer's sequence order. With one minibatch and one epoch the update is one loss and
-    one gradient on the same weights and data: the gradient (dec.logstd's too) within 1e-5; then a two-epoch
-    update of two minibatches each, whose optimizer steps compound float32 rounding, within 1e-4 (as
-    test_cuda.py's). norm: the observation statistics after the update (part of the weights) too."""
+@pytest.mark.parametrize("case", list(CASES))
+def test_rollout_and_update_match_numpy(case):
+    """ROLLOUT: the env against the CPU env fed the GPU's actions (Box float32 and MultiDiscrete int64 values in
+    place as the env's ACT_T; byte observations as bytes), the actions against heads.sample_head on the reference
+    policy's output with the counter uniforms, log-probs and values against the reference (with train.norm_reward,
+    the scaled rewards against normalize.scale_rewards). UPDATE: NumpyTrainer on the same buffers in the CUDA
+    trainer's sequence order. With one minibatch and one epoch the update is one loss and one gradient on the same
+    weights and data: the gradient (dec.logstd's too) within 1e-5; then a two-epoch update of two minibatches
+    each, whose optimizer steps compound float32 rounding, within 1e-4 (as test_cuda.py's), and with
+    train.norm_obs the observation statistics after it (part of the weights). minatar-bytes-warp: 0/1 byte
+    observations (no scale) through the fused warp-per-env rollout, which reads them as bytes, as the update."""
     _cuda_or_skip()
     from fastvec.trainer.reference import sequence_order
-    norm = {"norm_obs": normalised, "norm_reward": normalised}
-    for epochs, minibatch, tol in [(1, 16 * 24, F32_TOL), (2, 64, 1e-4)]:
-        config = heads_config(env, update_epochs=epochs, minibatch_size=minibatch, **norm)
+    env, norm, path = CASES[case]
+    for epochs, tol in [(1, F32_TOL), (2, 1e-4)]:
+        config = heads_config(env, update_epochs=epochs, **norm)
+        agents = 2 if env == RANDOM_WALK else 1
+        config["train"]["minibatch_size"] = 16 * 24 * agents if epochs == 1 else 8 * 24 * agents
         gpu_tr, cpu_tr, spec = heads_pair(config)
         cuda, a = gpu_tr.cuda, gpu_tr.arena
         t_len, rows, o = gpu_tr.horizon, gpu_tr.rows, spec.obs_size
-        assert gpu_tr.plan.rollout == "gemm" and spec.action_kind == ("box" if env == BOX else "multi_discrete")
+        assert gpu_tr.plan.rollout == path and gpu_tr.obs_bytes == (env in (RANDOM_WALK, "breakout-minatar"))
         assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights
 
         gpu_tr.rollout()
         buf = rollout_buffers(gpu_tr)
-        assert buf["actions"].shape == (t_len, rows, 2) and buf["actions"].dtype == spec.action_dtype
+        buf["obs"] = rollout_obs(gpu_tr)
+        assert buf["actions"].shape == (t_len, rows, *spec.action_shape)
         batch = cpu_tr.batch
         batch.reset((np.uint64(config["train"]["seed"]) << np.uint64(32)) + np.arange(batch.num_envs, dtype=np.uint64),
                     None)
         raw_rewards = np.zeros((t_len, rows), np.float32)
         for t in range(t_len):
-            assert rel_err(buf["obs"][t], batch.obs.reshape(rows, o)) <= 1e-6, t
-            batch.step(buf["actions"][t].reshape(batch.num_envs, 1, 2))
-            assert np.array_equal(buf["dones"][t], (batch.terminated | batch.truncated).astype(np.float32)), t
+            assert buf["obs"].dtype == batch.obs.dtype and np.array_equal(buf["obs"][t], batch.obs.reshape(rows, o)), t
+            batch.step(buf["actions"][t].astype(spec.action_dtype).reshape(batch.num_envs, agents, *spec.action_shape))
+            assert np.array_equal(buf["dones"][t], np.repeat(batch.terminated | batch.truncated, agents)), t
             raw_rewards[t] = batch.rewards.reshape(rows)
-        if normalised:
+        if config["train"]["norm_reward"]:
             want, moments = ref.scale_rewards(raw_rewards, buf["dones"], np.zeros(rows), (0.0, 1.0, 1e-4),
                                               config["train"]["gamma"])
             assert rel_err(buf["rewards"], want) <= 1e-6
@@ -321,14 +342,15 @@ def test_rollout_and_update_match_numpy(env, normalised):
         views = cpu_tr.layout.views(cpu_tr.params)
         dist, values, _, _ = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len],
                                                 buf["segment_state"][0][:spec.state_layers])
+        actions = buf["actions"].astype(spec.action_dtype)
         assert rel_err(buf["values"], values) <= F32_TOL
-        assert rel_err(buf["logp"], ref.action_log_prob(spec, dist, buf["actions"])) <= F32_TOL
+        assert rel_err(buf["logp"], ref.action_log_prob(spec, dist, actions)) <= F32_TOL
         drawn = np.stack([ref.sample_head(spec, dist[t], ref.head_uniforms(spec, gpu_tr.seed_key, rows, t))[0]
                           for t in range(t_len)])
         if spec.action_kind == "box":
-            assert rel_err(buf["actions"], drawn) <= F32_TOL
+            assert rel_err(actions, drawn) <= F32_TOL
         else:
-            assert np.mean(np.all(buf["actions"] == drawn, -1)) > 0.999
+            assert np.mean((actions == drawn).reshape(t_len * rows, -1).all(-1)) > 0.999
 
         load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
         cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, 0, e) for e in range(epochs)])
@@ -339,7 +361,7 @@ def test_rollout_and_update_match_numpy(env, normalised):
                 assert np.abs(cpu_tr.grad_views["dec.logstd"]).max() > 0
         assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= tol
         assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= tol
-        if normalised:
+        if spec.norm_obs:
             got = gpu_tr.layout.views(a.get(cuda, "params"))
             for name in ["obs_norm.mean", "obs_norm.var", "obs_norm.count"]:
                 assert rel_err(got[name], cpu_tr.param_views[name]) <= 1e-6, name

@@ -15,8 +15,23 @@ MOMENT_THREADS = 256  # normalize.cu's MOMENT_THREADS
 REWARD_MOMENTS_START = (0.0, 1.0, 1e-4)  # NumpyTrainer.reward_moments' start (Gymnasium's RunningMeanStd)
 
 
+def record_reward_scaling(k, arena, plan: Plan, train: dict, rewards: int, dones: int) -> None:
+    """train.norm_reward: normalize.scale_rewards on the rollout just recorded (NumpyTrainer.collect's last step),
+    enqueued on k's stream (the actor's) by the rollout paths: the slot's rewards (T, R) divided by the running std
+    of the rows' discounted returns, given its dones (T, R). Nothing without train.norm_reward."""
+    if not train["norm_reward"]:
+        return
+    t_len, r = plan.horizon, plan.rows
+    k.launch("reward_returns_kernel", r, np.int32(t_len), np.int32(r), rewards, dones, np.float64(train["gamma"]),
+             arena.ptr("reward_returns"), arena.ptr("reward_seen"))
+    k.launch_grid("reward_moments_kernel", 1, MOMENT_THREADS, np.int64(t_len * r), arena.ptr("reward_seen"),
+                  arena.ptr("reward_moments"))
+    k.launch("reward_scale_kernel", t_len * r, np.int64(t_len * r), rewards, arena.ptr("reward_moments"))
+
+
 class HeadOps:
-    """Enqueues the head-dependent and normalisation steps of a rollout and an update over the arena's tensors."""
+    """Enqueues an update's head-dependent and normalisation steps over the arena's tensors (the rollout paths
+    enqueue record_reward_scaling), and carries the reward moments in and out of checkpoints."""
 
     def __init__(self, spec: ref.PolicySpec, layout: ref.FlatLayout, arena, plan: Plan, train: dict, group=None):
         self.norm_reward = bool(train["norm_reward"])  # plan.norm_reward: the arena holds its state
@@ -71,22 +86,10 @@ class HeadOps:
         if not self.spec.norm_obs:
             return
         count, o, norm = self.plan.horizon * self.plan.rows, self.spec.obs_size, self.param("obs_norm.mean")
-        k.launch_grid("obs_norm_update_kernel", o, MOMENT_THREADS, np.int64(count), np.int32(o), obs,
-                      np.float64(self.spec.obs_scale), norm)
+        k.launch_grid("obs_norm_update_kernel", o, MOMENT_THREADS, np.int64(count), np.int32(o),
+                      np.int32(self.plan.rows), np.int32(self.plan.obs_bytes), obs, np.float64(self.spec.obs_scale),
+                      norm)
         k.launch_grid("obs_norm_count_kernel", 1, 1, np.int64(count), np.int32(o), norm)
-
-    # ROLLOUT
-    def scale_rewards(self, k, slot) -> None:
-        """normalize.scale_rewards on the rollout just recorded: rewards[slot] divided by the running std of the
-        rows' discounted returns (NumpyTrainer.collect's last step). slot(name) is the slot's buffer address."""
-        if not self.norm_reward:
-            return
-        a, t_len, r = self.arena, self.plan.horizon, self.plan.rows
-        k.launch("reward_returns_kernel", r, np.int32(t_len), np.int32(r), slot("rewards"), slot("dones"),
-                 np.float64(self.train["gamma"]), a.ptr("reward_returns"), a.ptr("reward_seen"))
-        k.launch_grid("reward_moments_kernel", 1, MOMENT_THREADS, np.int64(t_len * r), a.ptr("reward_seen"),
-                      a.ptr("reward_moments"))
-        k.launch("reward_scale_kernel", t_len * r, np.int64(t_len * r), slot("rewards"), a.ptr("reward_moments"))
 
     # CHECKPOINT STATE
     def reward_norm(self) -> list[float]:

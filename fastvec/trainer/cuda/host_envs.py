@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from fastvec.native.graphs import CudaDriverError, CudaGraph
+from fastvec.trainer.cuda.heads import record_reward_scaling
 from fastvec.trainer.cuda.plan import Plan, transforms_obs
 
 
@@ -33,7 +34,7 @@ class HostEnvs:
     def __init__(self, plan: Plan, spec, layout, arena, policy, slot, train: dict, seed_key: int,
                  batch, host_batches: list | None, timing: dict):
         self.plan, self.spec, self.layout, self.arena, self.policy, self.slot = plan, spec, layout, arena, policy, slot
-        self.seed_key, self.reward_clamp, self.timing = seed_key, train["reward_clamp"], timing
+        self.seed_key, self.reward_clamp, self.timing, self.train = seed_key, train["reward_clamp"], timing, train
         self.batch, self.host_batches = batch, host_batches
         self.num_stats = len(batch.env.stat_names)
         self.ranges = env_ranges(plan.num_envs, train["env_groups"], host_batches)
@@ -136,6 +137,8 @@ class HostEnvs:
                 if t + 1 < t_len:
                     g["event"].record(stream)
         self.segment((slot, "bootstrap"), lambda: self.bootstrap(slot))
+        record_reward_scaling(self.k, self.arena, plan, self.train, self.slot("rewards", slot),
+                              self.slot("dones", slot))
         self.rollouts_run += 1
 
     def infer(self, g: dict, t: int, slot: int) -> None:

@@ -23,21 +23,30 @@ __device__ __forceinline__ void merge_moments(double* mean, double* var, double*
     *count = total;
 }
 
-/* Mean and population variance (two passes, numpy's var) of x[k * stride] for k < count, by one block in a
- * fixed order; every thread gets them. x is float (as_double 0) or double (1). */
-__device__ void block_moments(const void* x, int as_double, long long count, long long stride, double scale,
-                              double* mean_out, double* var_out) {
+/* Element k of block_moments' x: x[k * stride + column] of a float (kind 0) or double (kind 1) array; kind 2:
+ * byte observations, element `column` of rollout row k = t * R + r (rollout.cu's step_obs layout, O = stride). */
+__device__ __forceinline__ double moments_element(const void* x, int kind, long long k, long long stride, int column,
+                                                  int R) {
+    if (kind == 1) return ((const double*)x)[k * stride + column];
+    if (kind == 0) return (double)((const float*)x)[k * stride + column];
+    return (double)obs_byte((const float*)x, k, R, (int)stride, column);
+}
+
+/* Mean and population variance (two passes, numpy's var) of the count elements of x (moments_element), times
+ * scale, by one block in a fixed order; every thread gets them. */
+__device__ void block_moments(const void* x, int kind, long long count, long long stride, int column, int R,
+                              double scale, double* mean_out, double* var_out) {
     __shared__ double scratch_d[32];
     __shared__ double shared_mean;
     double s = 0.0;
     for (long long k = threadIdx.x; k < count; k += blockDim.x)
-        s += (as_double ? ((const double*)x)[k * stride] : (double)((const float*)x)[k * stride]) * scale;
+        s += moments_element(x, kind, k, stride, column, R) * scale;
     s = block_sum_d(s, scratch_d);
     if (threadIdx.x == 0) shared_mean = s / (double)count;
     __syncthreads();
     double mean = shared_mean, q = 0.0;
     for (long long k = threadIdx.x; k < count; k += blockDim.x) {
-        double v = (as_double ? ((const double*)x)[k * stride] : (double)((const float*)x)[k * stride]) * scale;
+        double v = moments_element(x, kind, k, stride, column, R) * scale;
         q += (v - mean) * (v - mean);
     }
     q = block_sum_d(q, scratch_d);
@@ -50,13 +59,14 @@ __device__ void block_moments(const void* x, int as_double, long long count, lon
 
 extern "C" {
 
-/* reference.encoder_input on float observations, in place or into x: x (rows, O) = obs * scale, then with
- * norm given (the layout's obs_norm.mean (O), obs_norm.var (O)) clip((x - mean) / sqrt(var + 1e-8), -10, 10),
- * in float as the reference. */
-__global__ void encode_obs_kernel(long long rows, int O, const float* obs, float scale, const float* norm, float* x) {
+/* reference.encoder_input, in place or into x: x (rows, O) = obs * scale, then with norm given (the layout's
+ * obs_norm.mean (O), obs_norm.var (O)) clip((x - mean) / sqrt(var + 1e-8), -10, 10), in float as the reference.
+ * obs (rows, O): floats, or with obs_bytes one step's bytes (OBS_T unsigned char) at its float address. */
+__global__ void encode_obs_kernel(long long rows, int O, int obs_bytes, const float* obs, float scale,
+                                  const float* norm, float* x) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows * O) return;
-    float v = obs[i];
+    float v = obs_bytes ? (float)reinterpret_cast<const unsigned char*>(obs)[i] : obs[i];
     if (scale != 1.0f) v = v * scale;
     if (norm) {
         int j = (int)(i % O);
@@ -67,11 +77,13 @@ __global__ void encode_obs_kernel(long long rows, int O, const float* obs, float
 
 /* normalize.update_obs_norm: merge the rollout's observations obs (count, O) (times scale) into the layout's
  * statistics norm = [mean (O) | var (O) | count (1)], float32, one block per observation element j. The count
- * is read here and advanced by obs_norm_count_kernel after (every block merges with the same old count). */
-__global__ void obs_norm_update_kernel(long long count, int O, const float* obs, double scale, float* norm) {
+ * is read here and advanced by obs_norm_count_kernel after (every block merges with the same old count).
+ * obs_bytes: the rollout's byte observations (rollout.cu's step_obs layout, R rows a step). */
+__global__ void obs_norm_update_kernel(long long count, int O, int R, int obs_bytes, const float* obs, double scale,
+                                       float* norm) {
     int j = blockIdx.x;
     double batch_mean, batch_var;
-    block_moments(obs + j, 0, count, O, scale, &batch_mean, &batch_var);
+    block_moments(obs, obs_bytes ? 2 : 0, count, O, j, R, scale, &batch_mean, &batch_var);
     if (threadIdx.x != 0) return;
     double mean = (double)norm[j], var = (double)norm[O + j], n = (double)norm[2 * O];
     merge_moments(&mean, &var, &n, (double)count, batch_mean, batch_var);
@@ -105,7 +117,7 @@ __global__ void reward_returns_kernel(int T, int R, const float* rewards, const 
  * moments[3] = 1 / sqrt(var + 1e-8), the rewards' scale. One block of MOMENT_THREADS. */
 __global__ void reward_moments_kernel(long long count, const double* seen, double* moments) {
     double batch_mean, batch_var;
-    block_moments(seen, 1, count, 1, 1.0, &batch_mean, &batch_var);
+    block_moments(seen, 1, count, 1, 0, 1, 1.0, &batch_mean, &batch_var);
     if (threadIdx.x != 0) return;
     merge_moments(&moments[0], &moments[1], &moments[2], (double)count, batch_mean, batch_var);
     moments[3] = 1.0 / sqrt(moments[1] + REWARD_EPS);

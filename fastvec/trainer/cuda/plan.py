@@ -109,6 +109,7 @@ class Plan:
     rollout_bf16: bool  # the GEMM-path rollout forward in bf16 too (as the update's: same numbers, half the bytes)
     choices: Choices
     norm_reward: bool = False  # train.norm_reward: rewards scaled at the end of every rollout (cuda/normalize.py)
+    obs_bytes: bool = False  # the GPU env's observations are bytes (OBS_T unsigned char; set once its build loads)
 
     @classmethod
     def make(cls, train: dict, spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
@@ -286,7 +287,7 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
         a.add("dlogstd", (n, spec.action_dims), f32, "(n, D) each row's loss gradient into dec.logstd")
     if spec.action_kind == "multi_discrete":
         a.add("head_nvec", (len(spec.action_nvec),), np.int64, "(D,) the MultiDiscrete head's counts")
-    if transforms_obs(spec):
+    if transforms_obs(spec) or plan.obs_bytes:
         a.add("r_x0", (r, o), f32, "(R, O) the rollout forward's encoder input (reference.encoder_input)")
     if plan.norm_reward:  # normalize.scale_rewards' running state
         a.add("reward_returns", (r,), np.float64, "(R,) each row's running discounted return")

@@ -19,7 +19,7 @@ class GpuPolicy:
 
     def forward(self, k, blas, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
                 acts, pres, hs, y: int, params: str = "params", acts_bf16=None, dec_bias: bool = True,
-                x0: int = 0) -> None:
+                x0: int = 0, obs_bytes: bool = False) -> None:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
         params: the arena's weights to use. acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L
@@ -27,14 +27,15 @@ class GpuPolicy:
         weights' bf16 copy (arena f"{params}_bf16") into bfloat16 pres, and the MinGRU forward reads its
         highway input from them and stores hs in bfloat16. dec_bias=False leaves the decoder's bias out of y
         (the GEMM-path rollout's env step adds it). x0: where the encoder's input (reference.encoder_input) goes
-        when the policy transforms its observations (plan.transforms_obs), which the encoder then reads; 0: obs
-        already is that input (the update encodes its minibatch in place, encode())."""
+        when the policy transforms its observations (plan.transforms_obs) or they are bytes (obs_bytes: an env's
+        OBS_T unsigned char, at obs's float address), which the encoder then reads; 0: obs already is that input
+        (the update encodes its minibatch in place, encode())."""
         spec, a = self.spec, self.arena
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         off = self.layout.offsets
         pp = lambda name: a.ptr(params, off[name][0])  # noqa: E731
         if x0:
-            self.encode(k, obs, x0, rows, params)
+            self.encode(k, obs, x0, rows, params, obs_bytes)
             obs = x0
         blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
         k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h),
@@ -104,13 +105,13 @@ class GpuPolicy:
         blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
         self.bias_grad(k, blas, gp("enc.b"), cur, h)
 
-    def encode(self, k, obs: int, x: int, rows: int, params: str = "params") -> None:
-        """x (rows, O) = reference.encoder_input of obs (rows, O) (float observations; x may be obs): times
+    def encode(self, k, obs: int, x: int, rows: int, params: str = "params", obs_bytes: bool = False) -> None:
+        """x (rows, O) = reference.encoder_input of obs (rows, O) (floats, x may be obs; or bytes): times
         spec.obs_scale, then with norm_obs normalised by the statistics in the weights `params`."""
         spec = self.spec
         norm = self.arena.ptr(params, self.layout.offsets["obs_norm.mean"][0]) if spec.norm_obs else 0
-        k.launch("encode_obs_kernel", rows * spec.obs_size, np.int64(rows), np.int32(spec.obs_size), obs,
-                 np.float32(spec.obs_scale), norm, x)
+        k.launch("encode_obs_kernel", rows * spec.obs_size, np.int64(rows), np.int32(spec.obs_size),
+                 np.int32(obs_bytes), obs, np.float32(spec.obs_scale), norm, x)
 
     def bias_grad(self, k, blas, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0,
                   rows: int | None = None) -> None:

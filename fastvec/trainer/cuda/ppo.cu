@@ -75,11 +75,14 @@ __global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed
  * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
  * rollout index for scattering results back. One thread per minibatch row. A row's action is action_words
  * 32-bit words (1: a Discrete int32; D: a Box head's float32 values; 2D: a MultiDiscrete head's int64s),
- * copied as they are: actions (T, R, words) -> mb_actions (K, Bm, words).
+ * copied as they are: actions (T, R, words) -> mb_actions (K, Bm, words). obs_bytes: the rollout's observations
+ * are bytes (an env's OBS_T unsigned char, each step's R * O of them at float offset t * R * O: rollout.cu's
+ * step_obs), gathered as floats of their values.
  * With adv_moments given, also the minibatch advantages' mean and population standard deviation
  * (moments_finish_kernel's), in the same launch: per-block (sum, sum of squares) in partial (blocks, 2),
  * finished by the last block (last_block). */
-__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, int action_words, const int* perm,
+__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, int action_words, int obs_bytes,
+                                        const int* perm,
                                         const float* obs, const float* starts, const int* actions,
                                         const float* logp, const float* values, const float* adv,
                                         const float* returns, float* mb_obs, float* mb_starts,
@@ -120,7 +123,8 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
 #pragma unroll
         for (int u = 0; u < GATHER_UNROLL; u++) {
             int e = e0 + u * blockDim.x, row = e / O;
-            if (e < elements) v[u] = obs[block_src[row] * O + (e - row * O)];
+            if (e < elements) v[u] = obs_bytes ? obs_byte(obs, block_src[row], R, O, e - row * O)
+                                               : obs[block_src[row] * O + (e - row * O)];
         }
 #pragma unroll
         for (int u = 0; u < GATHER_UNROLL; u++) {

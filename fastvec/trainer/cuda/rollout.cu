@@ -43,6 +43,13 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
 #endif
 #define HEAD_Y (POLICY_HEAD_SIZE + 1)
 
+/* Step t's observations in a (T + 1, R, O) rollout buffer: every step's R * O elements start at float offset
+ * t * R * O whatever OBS_T is (byte observations fill the first quarter of their step's floats), which is where
+ * the host's slot addresses put a step; the update's gather and the statistics read them there. */
+__device__ __forceinline__ OBS_T* step_obs(OBS_T* obs, long long t, long long R) {
+    return reinterpret_cast<OBS_T*>(reinterpret_cast<float*>(obs) + t * R * OBS_SIZE);
+}
+
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
  * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1; dec_bias (A + 1)
  * or NULL is added to them (the GEMM path leaves the decoder's bias to this: one launch a step fewer).
@@ -452,7 +459,7 @@ __global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int step
         for (int a = 0; a < NUM_AGENTS; a++) {
             long long row = (long long)i * NUM_AGENTS + a;
             long long tr = (long long)t * R + row;
-            warp_policy_forward(w, lane, row, R, obs + tr * OBS_SIZE, 1.0f - starts[tr], state,
+            warp_policy_forward(w, lane, row, R, step_obs(obs, t, R) + row * OBS_SIZE, 1.0f - starts[tr], state,
                                 bootstrap ? last_state : state, x, x + PH, ys + a * (NUM_ACTIONS + 1));
         }
         if (lane == 0) {
@@ -462,7 +469,8 @@ __global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int step
             } else {
                 long long t_r = (long long)t * R, next_r = (long long)(t + 1) * R;
                 sample_and_step_env(i, ys, NUM_ACTIONS + 1, nullptr, &slots[i],
-                                    obs + (next_r + i * NUM_AGENTS) * OBS_SIZE, final_obs, actions + t_r, logp + t_r,
+                                    step_obs(obs, t + 1, R) + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs,
+                                    actions + t_r, logp + t_r,
                                     values + t_r, rewards + t_r, dones + t_r, starts + next_r, terminated, truncated,
                                     ep_return, ep_length, ep_stats, episode_acc, rollout_steps + t, seed_key,
                                     reward_clamp, max_episode_steps);

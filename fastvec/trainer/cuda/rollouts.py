@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from fastvec.trainer.cuda.device import module_int
+from fastvec.trainer.cuda.heads import record_reward_scaling
 from fastvec.trainer.cuda.plan import Plan, pool_row_floats, transforms_obs, warp_scratch_floats, warp_weight_floats
 from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
@@ -23,6 +24,7 @@ class GpuEnvRollout:
                  max_episode_steps: int):
         self.plan, self.spec, self.layout, self.arena, self.policy, self.slot = plan, spec, layout, arena, policy, slot
         self.seed_key, self.reward_clamp, self.max_episode_steps = seed_key, train["reward_clamp"], max_episode_steps
+        self.train = train
 
     def add_tensors(self, arena) -> None:
         """The GPU-env paths use the shared rollout tensors only (plan_arena)."""
@@ -45,7 +47,7 @@ class GpuEnvRollout:
 
     def record(self, slot: int) -> None:
         """Enqueue a rollout into `slot`, starting from the obs after the previous rollout (step T of the other
-        slot; of the same one without train.async)."""
+        slot; of the same one without train.async), then (train.norm_reward) its reward scaling."""
         plan, k = self.plan, self.k
         t_len, r, o = plan.horizon, plan.rows, self.spec.obs_size
         previous = (slot + 1) % plan.slot_count
@@ -55,6 +57,7 @@ class GpuEnvRollout:
                                     k.stream)
         self.record_steps(slot)
         k.launch_grid("advance_rollout_kernel", 1, 1, self.arena.ptr("scalars"), np.int32(t_len))
+        record_reward_scaling(k, self.arena, plan, self.train, self.slot("rewards", slot), self.slot("dones", slot))
 
     def save_segment_state(self, slot: int, t: int) -> None:
         """At a segment's first step, the live recurrent state into segment_state[t / K] (the update's start)."""
@@ -107,16 +110,17 @@ class GemmRollout(GpuEnvRollout):
             k.launch("to_bf16_kernel", p, np.int64(p), a.ptr(self.params), a.ptr(f"{self.params}_bf16"))
             acts_bf16 = [a.ptr("r_act_bf16", i * r * h) for i in range(spec.layers)]
         y = self.slot("r_y", slot)
-        x0 = a.ptr("r_x0") if transforms_obs(spec) else 0
+        x0 = a.ptr("r_x0") if transforms_obs(spec) or plan.obs_bytes else 0  # the encoder reads floats
         for t in range(t_len):
             self.save_segment_state(slot, t)
             self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t * r * o), self.slot("starts", slot, t * r),
-                                state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False, x0=x0)
+                                state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False, x0=x0,
+                                obs_bytes=plan.obs_bytes)
             self.step_envs(slot, t, y)
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t_len * r * o),
                             self.slot("starts", slot, t_len * r), state, last_state, acts, pres, hs, y, self.params,
-                            acts_bf16, x0=x0)
+                            acts_bf16, x0=x0, obs_bytes=plan.obs_bytes)
 
     def step_envs(self, slot: int, t: int, y: int) -> None:
         """Sample step t's actions from the decoder output y (R, Y) (adding its bias) and step every env."""

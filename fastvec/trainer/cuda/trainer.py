@@ -38,7 +38,7 @@ class CudaTrainer:
 
     device = "cuda"
     active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
-    GATHERED = ("obs", "starts", "actions", "logp", "values")  # the rollout buffers a minibatch gathers
+    obs_bytes = False  # the GPU env's observations are bytes (OBS_T unsigned char), which the gather converts
 
     def __init__(self, config: dict, batch, spec: ref.PolicySpec, host_batches: list | None = None,
                  choices: Choices = Choices()):
@@ -79,6 +79,8 @@ class CudaTrainer:
         defines.update(plan.policy_defines(spec))  # the fused policy step and self-play's, for this policy's sizes
         self.k = device.Launcher(device.load_module(env_source, tuple(sorted(defines.items()))), self.stream)
         self.actor_k = device.Launcher(self.k.module, self.actor_stream) if plan.async_rollouts else self.k
+        obs_item = device.module_int(cuda, self.k.module, "fv_obs_bytes")  # sizeof(OBS_T); host envs upload floats
+        plan.obs_bytes = self.obs_bytes = obs_item == 1 and not self.host_env
 
         # ARENA: the shared tensors, then the optimizer's and the rollout path's own.
         self.arena = plan_arena(plan, spec, self.layout, device.module_int(cuda, self.k.module, "fv_slot_size"),
@@ -202,21 +204,17 @@ class CudaTrainer:
             if defer_host:
                 self.pending_host_slot = slot
             else:
-                self._record_rollout(slot)
+                self.rollout_path.record(slot)
             return
         if not self.plan.choices.graphs or self.rollouts_run == 0:
-            self._record_rollout(slot)
+            self.rollout_path.record(slot)
         else:
             if self.rollout_graphs[slot] is None:
                 self.rollout_graphs[slot] = CudaGraph(self.actor_stream.handle)
                 with self.rollout_graphs[slot].capture():
-                    self._record_rollout(slot)
+                    self.rollout_path.record(slot)
             self.rollout_graphs[slot].launch()
         self.rollouts_run += 1
-
-    def _record_rollout(self, slot: int) -> None:  # the rollout into `slot`, then train.norm_reward's scaling
-        self.rollout_path.record(slot)
-        self.heads.scale_rewards(self.actor_k, lambda name: self._slot(name, slot))
 
     def _collect_pending_host_rollout(self) -> float:
         """Step the host envs for the rollout rollout() prepared (async host envs); returns the seconds spent."""
@@ -224,7 +222,7 @@ class CudaTrainer:
             return 0.0
         t0 = time.perf_counter()
         slot, self.pending_host_slot = self.pending_host_slot, None
-        self._record_rollout(slot)
+        self.rollout_path.record(slot)
         return time.perf_counter() - t0
 
     # GAE
@@ -331,11 +329,12 @@ class CudaTrainer:
         kk, bm, n, r = plan.bptt, plan.seqs_per_mb, plan.mb_rows, plan.rows
         h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
         k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-                 np.int32(action_words(spec)), a.ptr("perm"), *[self._slot(name) for name in self.GATHERED],
-                 a.ptr("adv_returns"), a.ptr("adv_returns", self.horizon * self.rows),
-                 a.ptr("mb_obs"), a.ptr("mb_starts"), a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"),
-                 a.ptr("mb_adv"), a.ptr("mb_returns"), a.ptr("mb_src"), a.ptr("block_partial"),
-                 a.ptr("reduce_counter"), a.ptr("adv_moments") if adv_moments else 0)
+                 np.int32(action_words(spec)), np.int32(self.obs_bytes), a.ptr("perm"),
+                 *map(self._slot, ("obs", "starts", "actions", "logp", "values")), a.ptr("adv_returns"),
+                 a.ptr("adv_returns", self.horizon * self.rows), a.ptr("mb_obs"), a.ptr("mb_starts"),
+                 a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
+                 a.ptr("mb_src"), a.ptr("block_partial"), a.ptr("reduce_counter"),
+                 a.ptr("adv_moments") if adv_moments else 0)
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
                      np.int32(first), a.ptr("perm"), self._slot("segment_state"), a.ptr("mb_state"))
