@@ -373,6 +373,47 @@ def test_rollout_and_update_match_numpy(case):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", [BOX, MULTI], ids=["box", "multi_discrete"])
+def test_async_heads_match_numpy_async_with_vtrace(env):
+    """train.async with V-trace and both normalisations: the actor samples with its copy of the weights (the Box
+    head's log-stds follow its decoder bias), and each update (one epoch) matches NumpyTrainer's on the same slot
+    data, starting weights and order, with V-trace's advantages from the head's log-probs under the weights the
+    update starts from (the stale data's ratios, heads.ppo_loss_head_kernel's scatter)."""
+    _cuda_or_skip()
+    from fastvec.trainer.reference import sequence_order
+    config = heads_config(env, update_epochs=1, vtrace=True, norm_obs=True, norm_reward=True, **{"async": True})
+    tc = config["train"]
+    gpu_tr, cpu_tr, spec = heads_pair(config)
+    cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon
+    for k in range(4):
+        gpu_tr.rollout()
+        cpu_tr.rollout()  # its own env and sampling: only the schedule is compared, the data is the GPU's
+        assert (gpu_tr.active_slot, gpu_tr.behaviour_version) == (cpu_tr.active_slot, cpu_tr.behaviour_version)
+        buf = rollout_buffers(gpu_tr)
+        load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
+        start_weights = a.get(cuda, "params")
+        cpu_tr.params[...] = start_weights  # the same starting point every update: float32 rounding
+        cpu_tr.opt_state[...] = a.get(cuda, "opt_state")  # would otherwise compound over the updates
+        sampling_rng = cpu_tr.rng
+        cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, k, 0)])
+        stats_gpu, stats_cpu = gpu_tr.update(num_updates=10), cpu_tr.update(num_updates=10)
+        cpu_tr.rng = sampling_rng
+        assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
+        assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= 1e-4, k
+        for key in ["policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm", "explained_variance"]:
+            assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), (k, key)
+        if k >= 1:  # update 0's data is fresh (plain GAE); later ones are one update old
+            views = ref.FlatLayout(ref.param_table(spec)).views(start_weights)
+            dist = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len],
+                                      buf["segment_state"][0][:spec.state_layers])[0]
+            ratios = np.exp(ref.action_log_prob(spec, dist, buf["actions"]) - buf["logp"])
+            expected = ref.gae(buf["values"], cpu_tr.last_value, buf["rewards"], buf["dones"], tc["gamma"],
+                               tc["gae_lambda"], ratios, tc["vtrace_rho_clip"], tc["vtrace_c_clip"])
+            assert rel_err(a.get(cuda, "adv_returns")[0], expected) <= 1e-4, k
+    gpu_tr.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", [BOX, MULTI], ids=["box", "multi_discrete"])
 def test_heads_train_bitwise_repeatably_with_graphs(env):
     """Two runs of four iterations (the first eager, the second captures the graphs, the rest replay them) with
     both normalisations end with the same bits: weights (with the observation statistics), optimizer state,
