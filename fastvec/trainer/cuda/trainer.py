@@ -76,7 +76,7 @@ class CudaTrainer:
         self.stream = cuda.Stream()  # the learner's (and, without train.async, the actor's too)
         self.actor_stream = cuda.Stream() if plan.async_rollouts else self.stream
         env_source, defines, self.max_episode_steps = env_build(config, batch)  # a user's env file, a gym stub
-        defines.update(plan.policy_defines(spec))  # the fused policy step and self-play's, for this policy's sizes
+        defines.update(plan.policy_defines(spec))  # the policy kernels' -D sizes (head width, fused step, self-play)
         self.k = device.Launcher(device.load_module(env_source, tuple(sorted(defines.items()))), self.stream)
         self.actor_k = device.Launcher(self.k.module, self.actor_stream) if plan.async_rollouts else self.k
         obs_item = device.module_int(cuda, self.k.module, "fv_obs_bytes")  # sizeof(OBS_T); host envs upload floats
