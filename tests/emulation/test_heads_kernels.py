@@ -1,0 +1,213 @@
+"""The CUDA trainer's MultiDiscrete and Box heads and its running normalisation (fastvec/trainer/cuda/heads.cu,
+normalize.cu, and ppo.cu's gather of multi-word actions and byte observations) without a GPU: built for the CPU by
+tests/emulation/heads_on_cpu.cpp and compared with the NumPy reference (heads.py, normalize.py, reference.py) on
+random inputs. tests/trainer/test_cuda_heads.py checks the same kernels, and the whole trainer, on the device.
+Skipped without a C++20 compiler or CUDA's headers (common.cu's bfloat16 type)."""
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+
+HARNESS = Path(__file__).resolve().parent / "heads_on_cpu.cpp"
+CUDA_DIR = Path(ref.__file__).parent / "cuda"
+HEAD_KINDS = {"multi_discrete": 1, "box": 2}
+BOX = ref.PolicySpec(obs_size=3, num_actions=0, action_kind="box", action_dims=3)
+MULTI = ref.PolicySpec(obs_size=3, num_actions=0, action_kind="multi_discrete", action_nvec=(3, 5, 2))
+
+
+def cuda_include() -> Path | None:
+    nvcc = shutil.which("nvcc")
+    for root in ([Path(nvcc).resolve().parent.parent] if nvcc else []) + [Path("/usr/local/cuda")]:
+        if (root / "include" / "cuda_bf16.h").is_file():
+            return root / "include"
+    return None
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("no C++ compiler or no CUDA headers")
+    out = tmp_path_factory.mktemp("heads") / "emu.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+           f"-I{include}", str(HARNESS), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "barrier" in proc.stderr:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return ctypes.CDLL(str(out))
+
+
+def call(fn, *args) -> None:
+    """fn(*args) with each argument as its C type: arrays by address, NumPy scalars by their width, ints as int."""
+    types = {np.int64: ctypes.c_longlong, np.uint64: ctypes.c_ulonglong, np.float64: ctypes.c_double,
+             np.float32: ctypes.c_float, np.int32: ctypes.c_int}
+    converted = []
+    for x in args:
+        if isinstance(x, np.ndarray):
+            assert x.flags.c_contiguous
+            converted.append(ctypes.c_void_p(x.ctypes.data))
+        elif x is None:
+            converted.append(ctypes.c_void_p(0))
+        elif type(x) in types:
+            converted.append(types[type(x)](x))
+        else:
+            converted.append(ctypes.c_int(x))
+    fn.restype = None
+    fn(*converted)
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+@pytest.mark.parametrize("spec", [BOX, MULTI], ids=["box", "multi_discrete"])
+def test_samplers_draw_the_reference_actions_from_the_counter_uniforms(emu, spec):
+    rng = np.random.default_rng(1)
+    rows, d, step, key = 600, spec.action_shape[0], 9, ref.sampling_key(4)
+    y = rng.standard_normal((rows, spec.head_size + 1)).astype(np.float32)
+    logp = np.zeros(rows, np.float32)
+    if spec.action_kind == "box":
+        logstd = (rng.standard_normal(d) * 0.5).astype(np.float32)
+        got = np.zeros((rows, d), np.float32)
+        call(emu.emu_sample_box, rows, d, spec.head_size + 1, y, logstd, np.uint64(key), np.int64(step), got, logp)
+        dist = np.concatenate([y[:, :d], np.broadcast_to(logstd, (rows, d))], -1)
+    else:
+        got = np.zeros((rows, d), np.int64)
+        call(emu.emu_sample_multi_discrete, rows, d, spec.head_size + 1, y, np.asarray(spec.action_nvec, np.int64),
+             np.uint64(key), np.int64(step), got, logp)
+        dist = y[:, :spec.head_size]
+    want, _ = ref.sample_head(spec, dist, ref.head_uniforms(spec, key, rows, step))
+    if spec.action_kind == "box":  # float32 exp and the Box-Muller in double: within a few ulps
+        assert rel_err(got, want) <= 1e-6
+    else:
+        assert np.array_equal(got, want)
+    assert rel_err(logp, ref.action_log_prob(spec, dist, got)) <= 1e-6
+
+
+@pytest.mark.parametrize("spec", [BOX, MULTI], ids=["box", "multi_discrete"])
+def test_ppo_loss_head_kernel_matches_ppo_loss(emu, spec):
+    """dy (head columns, value), a Box head's per-row log-std gradient, the five statistics (finished by the last
+    block) and the V-trace scatter, against reference.ppo_loss(spec=...) with normalised advantages."""
+    rng = np.random.default_rng(2)
+    n, d, width = 700, spec.action_shape[0], spec.head_size + 1
+    y = rng.standard_normal((n, width)).astype(np.float32)
+    logstd = (rng.standard_normal(d) * 0.3).astype(np.float32)
+    if spec.action_kind == "box":
+        dist = np.concatenate([y[:, :d], np.broadcast_to(logstd, (n, d))], -1)
+        actions = (y[:, :d] + np.exp(logstd) * rng.standard_normal((n, d))).astype(np.float32)
+    else:
+        dist = y[:, :spec.head_size]
+        actions = np.stack([rng.integers(0, m, n) for m in spec.action_nvec], -1).astype(np.int64)
+    old_logp = (ref.action_log_prob(spec, dist, actions) + rng.standard_normal(n) * 0.2).astype(np.float32)
+    old_values = (y[:, -1] + rng.standard_normal(n) * 0.3).astype(np.float32)
+    adv, returns = (rng.standard_normal(n) * 2 + 0.5).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    moments = np.array([adv.astype(np.float64).mean(), adv.astype(np.float64).std()], np.float32)
+    adv_n = ((adv - moments[0]) / (moments[1] + np.float32(1e-8))).astype(np.float32)
+    _, dlogits, dvalues, stats = ref.ppo_loss(dist, y[:, -1], actions, old_logp, old_values, adv_n, returns, 0.2, 0.2,
+                                             0.5, 0.01, spec=spec)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["ent_coef"] = 0.01
+    scalars = np.frombuffer(scalars.tobytes(), np.uint8).copy()
+    dy, dlogstd, new_logp = np.zeros((n, width), np.float32), np.zeros((n, d), np.float32), np.zeros(n, np.float32)
+    src = rng.permutation(n).astype(np.int32)
+    blocks = -(-n // 256)
+    call(emu.emu_ppo_loss_head, n, HEAD_KINDS[spec.action_kind], d, width, y, np.ascontiguousarray(actions.view(np.int32)),
+         np.asarray(spec.action_nvec or (1,), np.int64), logstd, old_logp, old_values, adv, returns, moments, scalars,
+         np.float32(0.2), np.float32(0.2), np.float32(0.5), dy, dlogstd, np.zeros(5 * blocks), np.zeros(1, np.uint32),
+         new_logp, src)
+    assert rel_err(dy[:, :spec.head_size], dlogits[:, :spec.head_size]) <= 1e-5
+    assert rel_err(dy[:, -1], dvalues) <= 1e-6
+    if spec.action_kind == "box":
+        assert rel_err(dlogstd, dlogits[:, d:]) <= 1e-5
+    scattered = np.empty(n, np.float32)
+    scattered[src] = ref.action_log_prob(spec, dist, actions)
+    assert rel_err(new_logp, scattered) <= 1e-6
+    got = np.frombuffer(scalars.tobytes(), SCALARS_DTYPE)[0]["stat"]
+    for i, key in enumerate(["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"]):
+        assert abs(got[i] - stats[key]) <= 1e-5 * max(abs(stats[key]), 1.0), key
+
+
+def byte_rollout(rng, t_len, rows, size):
+    """Byte observations (T, R, O) and the float rollout buffer holding them as the trainer does: each step's
+    R * O bytes at its float offset t * R * O (rollout.cu's step_obs)."""
+    raw = rng.integers(0, 256, (t_len, rows, size)).astype(np.uint8)
+    buf = np.zeros((t_len, rows, size), np.float32)
+    buf.view(np.uint8).reshape(t_len, rows * size * 4)[:, :rows * size] = raw.reshape(t_len, rows * size)
+    return raw, buf
+
+
+@pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])
+def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes):
+    rng = np.random.default_rng(3)
+    t_len, r, o, kk, bm, first = 8, 6, 3, 4, 5, 3
+    raw, buf = byte_rollout(rng, t_len, r, o)
+    obs = buf if obs_bytes else rng.standard_normal((t_len, r, o)).astype(np.float32)
+    perm = rng.permutation((t_len // kk) * r).astype(np.int32)
+    seqs = perm[first:first + bm]
+    src = (((seqs // r) * kk)[None, :] * r + np.arange(kk)[:, None] * r + (seqs % r)[None, :]).reshape(-1)
+    for actions in [rng.standard_normal((t_len, r, 2)).astype(np.float32),
+                    rng.integers(-2**40, 2**40, (t_len, r, 3)).astype(np.int64)]:
+        words = actions.itemsize * actions.shape[-1] // 4
+        rows_in = [rng.standard_normal((t_len, r)).astype(np.float32) for _ in range(5)]  # starts logp values adv ret
+        n = kk * bm
+        mb_obs, mb_actions, mb_src = np.zeros((n, o), np.float32), np.zeros((n, words), np.int32), np.zeros(n, np.int32)
+        mb_rows = [np.zeros(n, np.float32) for _ in range(5)]
+        call(emu.emu_gather, kk, bm, r, o, first, words, obs_bytes, perm, obs, rows_in[0],
+             np.ascontiguousarray(actions.view(np.int32)), *rows_in[1:], mb_obs, mb_rows[0], mb_actions, *mb_rows[1:],
+             mb_src)
+        assert np.array_equal(mb_src, src)
+        want_obs = raw.reshape(-1, o)[src].astype(np.float32) if obs_bytes else obs.reshape(-1, o)[src]
+        assert np.array_equal(mb_obs, want_obs)
+        assert np.array_equal(mb_actions.view(actions.dtype), actions.reshape(t_len * r, -1)[src])
+        for got, want in zip(mb_rows, rows_in):
+            assert np.array_equal(got, want.reshape(-1)[src])
+
+
+@pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])
+def test_observation_statistics_and_encoder_input_match_normalize(emu, obs_bytes):
+    """obs_norm_update_kernel + obs_norm_count_kernel are normalize.update_obs_norm over two rollouts (bytes times
+    1/255); encode_obs_kernel is reference.encoder_input with the statistics after them."""
+    rng = np.random.default_rng(4)
+    t_len, rows, o = 16, 20, 3
+    scale = 1 / 255 if obs_bytes else 1.0
+    spec = ref.PolicySpec(obs_size=o, num_actions=2, kind="mlp", hidden=8, layers=1, norm_obs=True, obs_scale=scale)
+    views = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, rng))
+    for _ in range(2):
+        if obs_bytes:
+            raw, obs = byte_rollout(rng, t_len, rows, o)
+        else:
+            raw = obs = (rng.standard_normal((t_len, rows, o)) * [1, 5, 0.1] + [0, 3, -2]).astype(np.float32)
+        norm = np.concatenate([views["obs_norm.mean"], views["obs_norm.var"], views["obs_norm.count"]])
+        call(emu.emu_obs_norm, np.int64(t_len * rows), o, rows, obs_bytes, obs, np.float64(scale), norm)
+        ref.update_obs_norm(spec, views, raw)
+        assert np.array_equal(norm, np.concatenate([views["obs_norm.mean"], views["obs_norm.var"],
+                                                    views["obs_norm.count"]]))
+    step = obs[3] if not obs_bytes else obs[3:]  # a step's rows, at the step's float address
+    x = np.zeros((rows, o), np.float32)
+    call(emu.emu_encode_obs, np.int64(rows), o, obs_bytes, np.ascontiguousarray(step), np.float32(scale), norm, x)
+    assert np.array_equal(x, ref.encoder_input(spec, views, raw[3]))
+
+
+def test_reward_scaling_matches_scale_rewards_across_rollouts(emu):
+    rng = np.random.default_rng(5)
+    t_len, rows, gamma = 32, 50, 0.97
+    returns, moments = np.zeros(rows), (0.0, 1.0, 1e-4)
+    k_returns, k_seen, k_moments = np.zeros(rows), np.zeros((t_len, rows)), np.array([0.0, 1.0, 1e-4, 0.0])
+    for scale in (1.0, 50.0, 0.01):
+        rewards = (rng.standard_normal((t_len, rows)) * scale).astype(np.float32)
+        dones = (rng.random((t_len, rows)) < 0.05).astype(np.float32)
+        got = rewards.copy()
+        call(emu.emu_scale_rewards, t_len, rows, got, dones, np.float64(gamma), k_returns, k_seen, k_moments)
+        want, moments = ref.scale_rewards(rewards, dones, returns, moments, gamma)
+        assert np.array_equal(k_returns, returns)
+        assert rel_err(k_moments[:3], moments) <= 1e-12
+        assert np.array_equal(got, want)
