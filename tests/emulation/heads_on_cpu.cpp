@@ -90,7 +90,8 @@ void emu_sample_box(int B, int D, int ld, const float* means, const float* logst
 void emu_sample_multi_discrete(int B, int D, int ld, const float* logits, const long long* nvec,
                                unsigned long long key, long long step, long long* actions, float* logp) {
     for (int b = 0; b < B; b++)
-        logp[b] = sample_multi_discrete_row(logits + (long long)b * ld, nvec, D, key, b, step, actions + (long long)b * D);
+        logp[b] = sample_multi_discrete_row(logits + (long long)b * ld, nvec, D, key, b, step,
+                                            actions + (long long)b * D);
 }
 
 void emu_ppo_loss_head(int n, int kind, int D, int Y, const float* y, const int* actions, const long long* nvec,

@@ -201,7 +201,7 @@ def test_gather_copies_multi_word_actions(gpu):
                   for name in ["obs", "starts"]]
         rest = [dev(rng.standard_normal((t_len, r)).astype(np.float32)) for _ in range(4)]  # logp values adv returns
         mb_actions = dev.empty((n, words), np.int32)
-        outs = [dev.empty((n, o)), dev.empty(n), mb_actions] + [dev.empty(n) for _ in range(4)] + [dev.empty(n, np.int32)]
+        outs = [dev.empty((n, o)), dev.empty(n), mb_actions, *[dev.empty(n) for _ in range(4)], dev.empty(n, np.int32)]
         k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
                  np.int32(words), np.int32(0), dev(perm), *floats, dev(actions.view(np.int32)), *rest, *outs, 0, 0, 0)
         got = dev.get(mb_actions, (n, words), np.int32).view(actions.dtype).reshape(n, actions.shape[-1])

@@ -100,7 +100,8 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
         int s = q / R, r = q % R;
         src = (long long)(s * K + k) * R + r;
         mb_starts[i] = starts[src];
-        for (int w = 0; w < action_words; w++) mb_actions[(long long)i * action_words + w] = actions[src * action_words + w];
+        for (int w = 0; w < action_words; w++)
+            mb_actions[(long long)i * action_words + w] = actions[src * action_words + w];
         mb_logp[i] = logp[src];
         mb_values[i] = values[src];
         float v = adv[src];
