@@ -122,8 +122,8 @@ def test_ppo_loss_head_kernel_matches_ppo_loss(emu, spec):
     blocks = -(-n // 256)
     call(emu.emu_ppo_loss_head, n, HEAD_KINDS[spec.action_kind], d, width, y,
          np.ascontiguousarray(actions.view(np.int32)), np.asarray(spec.action_nvec or (1,), np.int64), logstd,
-         old_logp, old_values, adv, returns, moments, scalars, np.float32(0.2), np.float32(0.2), np.float32(0.5), dy, dlogstd, np.zeros(5 * blocks), np.zeros(1, np.uint32),
-         new_logp, src)
+         old_logp, old_values, adv, returns, moments, scalars, np.float32(0.2), np.float32(0.2), np.float32(0.5), dy,
+         dlogstd, np.zeros(5 * blocks), np.zeros(1, np.uint32), new_logp, src)
     assert rel_err(dy[:, :spec.head_size], dlogits[:, :spec.head_size]) <= 1e-5
     assert rel_err(dy[:, -1], dvalues) <= 1e-6
     if spec.action_kind == "box":
