@@ -291,7 +291,8 @@ CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "box-norm": (BOX, {"norm_obs": True, "norm_reward": True}, "gemm"),
          "multi_discrete-norm": (MULTI, {"norm_obs": True, "norm_reward": True}, "gemm"),
          "bytes": (RANDOM_WALK, {}, "gemm"), "bytes-norm": (RANDOM_WALK, {"norm_obs": True}, "gemm"),
-         "minatar-bytes-warp": ("breakout-minatar", {}, "warp")}
+         "minatar-bytes-warp": ("breakout-minatar", {}, "warp"),
+         "host-env-norm": ("cartpole", {"norm_obs": True, "norm_reward": True, "env_device": "cpu"}, "host")}
 
 
 @pytest.mark.gpu
@@ -305,7 +306,8 @@ def test_rollout_and_update_match_numpy(case):
     weights and data: the gradient (dec.logstd's too) within 1e-5; then a two-epoch update of two minibatches
     each, whose optimizer steps compound float32 rounding, within 1e-4 (as test_cuda.py's), and with
     train.norm_obs the observation statistics after it (part of the weights). minatar-bytes-warp: 0/1 byte
-    observations (no scale) through the fused warp-per-env rollout, which reads them as bytes, as the update."""
+    observations (no scale) through the fused warp-per-env rollout, which reads them as bytes, as the update.
+    host-env-norm: the env stepped on the CPU (train.env_device=cpu) with both normalisations."""
     _cuda_or_skip()
     from fastvec.trainer.reference import sequence_order
     env, norm, path = CASES[case]
