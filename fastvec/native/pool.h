@@ -192,7 +192,7 @@ static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
     long long start = fv_now_ns();
     int result = pooled ? fv_pool_run_team(fn, job, n, threads) : fn(job, 0, n);
     double ns = (double)(fv_now_ns() - start) / n, *mean = &fv_pool.kinds[kind].ns_per_env[pooled];
-    if (fv_pool.kinds[kind].calls > 1) *mean = *mean == 0.0 ? ns : 0.75 * *mean + 0.25 * ns;
+    if (fv_pool.kinds[kind].calls > 1) *mean = *mean == 0.0 ? ns : (15.0 * *mean + ns) / 16.0;
     pthread_mutex_unlock(&fv_pool.busy);
     return result;
 }
