@@ -82,7 +82,8 @@ def make_trainer(config: dict):
     multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py). On the
     CUDA trainer, train.env_device=cpu steps the env on the CPU (host environments; self-play's opponents
     then act with NumPy beside it), "cuda" steps it, and self-play's opponents, in the rollout graph."""
-    device = resolve_device(config["train"]["device"])
+    requested = config["train"]["device"]
+    device = resolve_device(requested)
     # The config records the device used, not "auto" (config.toml, checkpoints); Gymnasium envs step on the host.
     resolve_env_device(config, device)
     batch = make_batch(config)
@@ -91,7 +92,15 @@ def make_trainer(config: dict):
         from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
         spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, getattr(batch.env, "spaces", None))
         if device == "cuda" and (why := cuda_unsupported(spec, config)):
-            raise ConfigError(f"train.device=cuda: {why}; train {config['env']['name']} with --train.device=cpu")
+            if requested != "auto":
+                raise ConfigError(f"train.device=cuda: {why}; train {config['env']['name']} with --train.device=cpu")
+            print(f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it trains on the CPU",
+                  file=sys.stderr)
+            device = "cpu"
+            resolve_env_device(config, device)
+            close_batches(batches)
+            batch = make_batch(config)
+            batches = [batch]
         league = None
         if config["selfplay"]["enabled"]:
             from fastvec.trainer.selfplay import SelfPlay

@@ -116,3 +116,23 @@ def test_the_cuda_trainer_refuses_what_only_the_cpu_trainer_trains():
     assert "--train.gpus=1" in cuda_unsupported(normalised, config)
     assert cuda_unsupported(*spec("cartpole")) is None
     assert cuda_unsupported(*spec("breakout-minatar")) is None  # 0/1 bytes: nothing to scale
+
+
+def test_auto_device_trains_on_the_cpu_what_the_cuda_trainer_refuses(monkeypatch, capsys):
+    """train.device=auto where the CUDA trainer runs (patched in: no GPU here) but refuses the run (a Box head with
+    the env on the host): the CPU trainer trains it, config records "cpu", and a line on stderr says why; an
+    explicit train.device=cuda stays an error naming the refusal."""
+    from fastvec.trainer.config import ConfigError
+    from fastvec.trainer.numpy_trainer import NumpyTrainer
+    monkeypatch.setattr(run, "resolve_device", lambda requested: "cuda" if requested == "auto" else requested)
+    config = config_for(BOX, 8, device="auto", env_device="cpu")
+    trainer = run.make_trainer(config)
+    try:
+        assert isinstance(trainer, NumpyTrainer) and config["train"]["device"] == "cpu"
+        assert config["train"]["env_device"] == "cpu"
+        assert "box action head" in capsys.readouterr().err
+        trainer.rollout()  # it trains
+    finally:
+        run.close_batches(trainer.env_batches)
+    with pytest.raises(ConfigError, match="train.device=cuda: .*box action head"):
+        run.make_trainer(config_for(BOX, 8, device="cuda", env_device="cpu"))
