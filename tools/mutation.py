@@ -57,7 +57,8 @@ TARGETS: dict[str, list[str]] = {
                                   "tests/native/test_classic_control_oracle.py", "-k", _NOT_SLOW],
     "fastvec/native/glibc_math.h": ["tests/native/test_glibc_math.py", "tests/native/test_cpu_speed_paths.py",
                                     "tests/native/test_classic_control_oracle.py", "-k", _NOT_SLOW],
-    "fastvec/native/math32.h": ["tests/native/test_cartpole_float32.py", "tests/native/test_acrobot_float32.py"],
+    "fastvec/native/math32.h": ["tests/native/test_math32.py", "tests/native/test_cartpole_float32.py",
+                                "tests/native/test_acrobot_float32.py"],
     "fastvec/native/breakout.h": ["tests/native/test_breakout.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
     "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.

@@ -1,0 +1,57 @@
+"""math32.h's float32 sin and cos (the opt-in float32 CartPole and Acrobot) against NumPy's float64 sin and cos:
+within 1.1 float32 ulps for |x| <= 1 (a pole's angle) and 1.5 ulps for |x| < 8 (Acrobot's wrapped angles and their
+sums, where the reduction's rounding adds), ulps taken at max(|value|, 1/4) (near a zero of sin or cos the
+reduction's absolute error is what counts), and sin^2 + cos^2 = 1 to float rounding."""
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from fastvec.native import NATIVE_DIR
+
+SOURCE = r"""
+#include "math32.h"
+void v_sincosf(const float* x, float* s, float* c, long n) { for (long i = 0; i < n; i++) fv_sincosf(x[i], &s[i], &c[i]); }
+"""
+
+
+@pytest.fixture(scope="module")
+def sincosf(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    tmp = tmp_path_factory.mktemp("math32")
+    (tmp / "wrap.c").write_text(SOURCE)
+    out = tmp / "wrap.so"
+    subprocess.run([cc, "-O2", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
+                    f"-I{NATIVE_DIR}", str(tmp / "wrap.c"), "-o", str(out), "-lm"], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(out))
+
+    def call(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = np.ascontiguousarray(x, np.float32)
+        s, c = np.empty_like(x), np.empty_like(x)
+        lib.v_sincosf(*(a.ctypes.data_as(ctypes.c_void_p) for a in (x, s, c)), ctypes.c_long(x.size))
+        return s, c
+
+    return call
+
+
+def ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """|got - exact| in float32 ulps of max(|exact|, 1/4)."""
+    scale = np.maximum(np.abs(exact), 0.25).astype(np.float32)
+    return np.abs(got.astype(np.float64) - exact) / np.spacing(scale).astype(np.float64)
+
+
+@pytest.mark.parametrize("limit,bound", [(1.0, 1.1), (8.0, 1.5)])
+def test_close_to_the_exact_values_over_the_envs_angles(sincosf, limit, bound):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-limit, limit, 1_000_000),
+                        np.arange(-int(limit / (np.pi / 4)), int(limit / (np.pi / 4)) + 1) * (np.pi / 4)])
+    x = x.astype(np.float32)
+    s, c = sincosf(x)
+    x64 = x.astype(np.float64)
+    assert ulps(s, np.sin(x64)).max() <= bound and ulps(c, np.cos(x64)).max() <= bound
+    assert np.abs(s.astype(np.float64) ** 2 + c.astype(np.float64) ** 2 - 1).max() < 4e-7
