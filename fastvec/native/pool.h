@@ -24,8 +24,8 @@
  * one never keeps a thread with work, the caller or a worker holding a chunk, waiting for its core.
  * Whether the workers help at all is measured, not assumed: each kind of job (its function) keeps the
  * time per env of its recent calls with the workers and of those on the caller alone, takes the faster
- * way, and tries the other one call in FV_PROBE_CALLS so that a change (a competitor starting or ending)
- * is seen. On an idle machine the pool wins; on a busy one, one thread that keeps its core can beat two
+ * way, and every FV_PROBE_CALLS calls tries the other for FV_PROBE_RUN calls, so that a change (a competitor
+ * starting or ending) is seen. On an idle machine the pool wins; on a busy one, one thread that keeps its core can beat two
  * that wait for each other.
  * Which thread steps an env never changes its results. One call at a time uses the pool: a call from a
  * second thread while it is busy steps its batch alone. A forked child starts a pool of its own. */
@@ -35,7 +35,8 @@
 #define FV_PAUSE_NS 2000        /* spin on the CPU this long before spinning with sched_yield */
 #define FV_MAX_THREADS 256
 #define FV_MAX_CHUNKS 1024
-#define FV_PROBE_CALLS 32       /* one call in this many tries the way that is not the faster now */
+#define FV_PROBE_CALLS 64       /* every this many calls, FV_PROBE_RUN calls try the way that is not the faster now */
+#define FV_PROBE_RUN 4
 #define FV_JOB_KINDS 4          /* job functions whose timings are kept */
 
 typedef int (*fv_chunk_fn)(const void* job, int lo, int hi);
@@ -50,7 +51,7 @@ static struct {
     int n, chunk, num_chunks, team;
     /* per job kind: fn, calls so far, and the mean ns per env on the caller alone [0] and with the pool [1]
      * (exponential moving averages, 0 until measured) */
-    struct { fv_chunk_fn fn; unsigned calls; double ns_per_env[2]; } kinds[FV_JOB_KINDS];
+    struct { fv_chunk_fn fn; unsigned calls; int trial_left, last_way; double ns_per_env[2]; } kinds[FV_JOB_KINDS];
     /* each on a cache line of its own: */
     __attribute__((aligned(64))) unsigned long long gen;  /* the current job's number */
     __attribute__((aligned(64))) unsigned long long done; /* its chunks done << 32 | sum of their results */
@@ -167,32 +168,47 @@ static void fv_pool_start(int workers) {
  * byte-per-env output (terminated, truncated). */
 static int fv_pool_run_team(fv_chunk_fn fn, const void* job, int n, int threads);
 
-/* Which way a call of fn takes (0: the caller alone, 1: the pool), from its kind's timings (under busy). */
-static int fv_pool_choose(fv_chunk_fn fn, int* kind) {
+/* Which way a call of fn takes (0: the caller alone, 1: the pool), from its kind's timings (under busy); *timed:
+ * whether to record this call's time. The first call after a change of way is not recorded: it pays for the
+ * change (a worker still spinning from the pool's last call takes CPU from the caller alone; a sleeping one
+ * must be woken), which a run of calls in one way does not. */
+static int fv_pool_choose(fv_chunk_fn fn, int* kind, int* timed) {
     int k = 0;
     while (k < FV_JOB_KINDS - 1 && fv_pool.kinds[k].fn != fn && fv_pool.kinds[k].fn != NULL) k++;
     if (fv_pool.kinds[k].fn != fn) { /* a new kind (the last slot is reused when all are taken) */
-        fv_pool.kinds[k].fn = fn, fv_pool.kinds[k].calls = 0;
+        fv_pool.kinds[k].fn = fn, fv_pool.kinds[k].calls = 0, fv_pool.kinds[k].trial_left = 0;
+        fv_pool.kinds[k].last_way = -1;
         fv_pool.kinds[k].ns_per_env[0] = fv_pool.kinds[k].ns_per_env[1] = 0.0;
     }
     *kind = k;
     const double* t = fv_pool.kinds[k].ns_per_env;
     unsigned calls = fv_pool.kinds[k].calls++;
-    if (t[1] == 0.0) return 1; /* the pool first (its first call, which starts the workers, is not timed) */
-    if (t[0] == 0.0) return 0;
-    int faster = t[1] <= t[0];
-    return calls % FV_PROBE_CALLS == 0 ? !faster : faster;
+    int way;
+    if (t[1] == 0.0) {
+        way = 1; /* the pool first (its first call starts the workers) */
+    } else if (t[0] == 0.0) {
+        way = 0;
+    } else if (fv_pool.kinds[k].trial_left > 0) {
+        fv_pool.kinds[k].trial_left -= 1;
+        way = fv_pool.kinds[k].last_way;
+    } else {
+        way = t[1] <= t[0];
+        if (calls % FV_PROBE_CALLS == 0) way = !way, fv_pool.kinds[k].trial_left = FV_PROBE_RUN - 1;
+    }
+    *timed = way == fv_pool.kinds[k].last_way;
+    fv_pool.kinds[k].last_way = way;
+    return way;
 }
 
 static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
     int threads = __atomic_load_n(&fv_pool.threads, __ATOMIC_RELAXED);
     if (threads <= 1 || n < FV_PAR_MIN_ENVS) return fn(job, 0, n);
     if (pthread_mutex_trylock(&fv_pool.busy) != 0) return fn(job, 0, n); /* another thread's call has it */
-    int kind, pooled = fv_pool_choose(fn, &kind);
+    int kind, timed, pooled = fv_pool_choose(fn, &kind, &timed);
     long long start = fv_now_ns();
     int result = pooled ? fv_pool_run_team(fn, job, n, threads) : fn(job, 0, n);
     double ns = (double)(fv_now_ns() - start) / n, *mean = &fv_pool.kinds[kind].ns_per_env[pooled];
-    if (fv_pool.kinds[kind].calls > 1) *mean = *mean == 0.0 ? ns : (15.0 * *mean + ns) / 16.0;
+    if (timed) *mean = *mean == 0.0 ? ns : (15.0 * *mean + ns) / 16.0;
     pthread_mutex_unlock(&fv_pool.busy);
     return result;
 }
