@@ -94,6 +94,7 @@ __global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float*
     if (i < n) {
         const float* yr = y + (long long)i * Y;
         float* dl = dy + (long long)i * Y;
+        float inv_n = 1.0f / (float)n;
         float adv = adv_in[i];
         if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
         float went = (float)((double)scalars->ent_coef / (double)n);
@@ -118,14 +119,7 @@ __global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float*
                 offset += (int)nvec[d];
             }
         }
-        float log_ratio = logp - old_logp[i];
-        float ratio = expf(log_ratio);
-        float lo = 1.0f - clip_coef, hi = 1.0f + clip_coef;
-        float pg_unclipped = -adv * ratio;
-        float pg_clipped = -adv * fminf(fmaxf(ratio, lo), hi);
-        int inside = ratio > lo && ratio < hi;
-        float dratio = (pg_unclipped >= pg_clipped || inside) ? -adv / (float)n : 0.0f;
-        float dlogp = dratio * ratio;
+        float dlogp = ppo_policy_row(logp, old_logp[i], adv, clip_coef, inv_n, stats);
         /* the head's gradient (heads.head_grad) */
         if (kind == HEAD_BOX) {
             const float* a = reinterpret_cast<const float*>(actions) + (long long)i * D;
@@ -144,33 +138,11 @@ __global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float*
                 offset += (int)nvec[d];
             }
         }
-        /* the value loss, as ppo_loss_row's */
-        int H = Y - 1;
-        float v = yr[H], old_v = old_values[i], ret = returns[i];
-        float v_clipped = old_v + fminf(fmaxf(v - old_v, -vf_clip_coef), vf_clip_coef);
-        float us = (v - ret) * (v - ret), cs = (v_clipped - ret) * (v_clipped - ret);
-        float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
-        dl[H] = dv * (vf_coef / (float)n);
-        stats[0] = fmaxf(pg_unclipped, pg_clipped);
-        stats[1] = 0.5f * fmaxf(us, cs);
+        dl[Y - 1] = ppo_value_row(yr[Y - 1], old_values[i], returns[i], vf_clip_coef, vf_coef, inv_n, stats);
         stats[2] = entropy;
-        stats[3] = (ratio - 1.0f) - log_ratio;
-        stats[4] = inside ? 0.0f : 1.0f;
         if (new_logp) new_logp[src[i]] = logp;
     }
-    if (!partial) return;
-    for (int k = 0; k < 5; k++) {
-        double total = block_sum_d((double)stats[k], scratch_d);
-        if (threadIdx.x == 0) partial[5LL * blockIdx.x + k] = total;
-    }
-    if (!last_block(counter)) return;
-    for (int k = 0; k < 5; k++) {
-        double total = 0.0;
-        for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
-            total += ((volatile double*)partial)[5LL * b + k];
-        total = block_sum_d(total, scratch_d);
-        if (threadIdx.x == 0) scalars->stat[k] += total / n;
-    }
+    if (partial) ppo_add_stats(stats, n, partial, counter, scalars, scratch_d);
 }
 
 } /* extern "C" */

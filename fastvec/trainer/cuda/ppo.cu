@@ -226,6 +226,50 @@ __global__ void moments_finish_kernel(int blocks, const double* partial, long lo
  * loss, 0.5 * max value loss, entropy, approx kl, clipped flag) to scalars->stat[0..5), in the same
  * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
  * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
+/* One row's clipped policy-gradient terms, every head's: returns d loss / d logp; writes stats[0] (the clipped
+ * policy loss), stats[3] (approx kl) and stats[4] (clipped or not). inv_n: 1 / the minibatch's rows. */
+__device__ float ppo_policy_row(float logp, float old_logp, float adv, float clip_coef, float inv_n, float* stats) {
+    float log_ratio = logp - old_logp;
+    float ratio = expf(log_ratio);
+    float lo = 1.0f - clip_coef, hi = 1.0f + clip_coef;
+    float pg_unclipped = -adv * ratio;
+    float pg_clipped = -adv * fminf(fmaxf(ratio, lo), hi);
+    int inside = ratio > lo && ratio < hi;
+    float dratio = (pg_unclipped >= pg_clipped || inside) ? -adv * inv_n : 0.0f;
+    stats[0] = fmaxf(pg_unclipped, pg_clipped);
+    stats[3] = (ratio - 1.0f) - log_ratio;
+    stats[4] = inside ? 0.0f : 1.0f;
+    return dratio * ratio;
+}
+
+/* One row's clipped value loss: returns d loss / d v; writes stats[1] (0.5 * the larger squared error). */
+__device__ float ppo_value_row(float v, float old_v, float ret, float vf_clip_coef, float vf_coef, float inv_n,
+                               float* stats) {
+    float v_clipped = old_v + fminf(fmaxf(v - old_v, -vf_clip_coef), vf_clip_coef);
+    float us = (v - ret) * (v - ret), cs = (v_clipped - ret) * (v_clipped - ret);
+    float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
+    stats[1] = 0.5f * fmaxf(us, cs);
+    return dv * (vf_coef * inv_n);
+}
+
+/* Every thread of the block: adds the minibatch means of the rows' five loss terms to scalars->stat (per-block
+ * sums in double in partial (blocks, 5), finished by the last block). */
+__device__ void ppo_add_stats(const float* stats, int n, double* partial, unsigned int* counter,
+                              TrainScalars* scalars, double* scratch_d) {
+    for (int k = 0; k < 5; k++) {
+        double total = block_sum_d((double)stats[k], scratch_d);
+        if (threadIdx.x == 0) partial[5LL * blockIdx.x + k] = total;
+    }
+    if (!last_block(counter)) return;
+    for (int k = 0; k < 5; k++) {
+        double total = 0.0;
+        for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
+            total += ((volatile double*)partial)[5LL * b + k];
+        total = block_sum_d(total, scratch_d);
+        if (threadIdx.x == 0) scalars->stat[k] += total / n;
+    }
+}
+
 __device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* actions, const float* old_logp,
                              const float* old_values, const float* adv_in, const float* returns,
                              const float* adv_moments, float ent_coef, float clip_coef, float vf_clip_coef,
@@ -248,14 +292,7 @@ __device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* act
     }
     int action = actions[i];
     float logp = (logits[action] - m) - lse;
-    float log_ratio = logp - old_logp[i];
-    float ratio = expf(log_ratio);
-    float lo = 1.0f - clip_coef, hi = 1.0f + clip_coef;
-    float pg_unclipped = -adv * ratio;
-    float pg_clipped = -adv * fminf(fmaxf(ratio, lo), hi);
-    int inside = ratio > lo && ratio < hi;
-    float dratio = (pg_unclipped >= pg_clipped || inside) ? -adv * inv_n : 0.0f;
-    float dlogp = dratio * ratio;
+    float dlogp = ppo_policy_row(logp, old_logp[i], adv, clip_coef, inv_n, stats);
     float ent_scale = ent_coef * inv_n;
     for (int a = 0; a < A; a++) {
         float lp = (logits[a] - m) - lse;
@@ -263,17 +300,8 @@ __device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* act
         dl[a] = dlogp * ((a == action ? 1.0f : 0.0f) - p) + ent_scale * p * (lp + entropy);
     }
 
-    float v = logits[A], old_v = old_values[i], ret = returns[i];
-    float v_clipped = old_v + fminf(fmaxf(v - old_v, -vf_clip_coef), vf_clip_coef);
-    float us = (v - ret) * (v - ret), cs = (v_clipped - ret) * (v_clipped - ret);
-    float dv = us >= cs ? v - ret : (fabsf(v - old_v) < vf_clip_coef ? v_clipped - ret : 0.0f);
-    dl[A] = dv * (vf_coef * inv_n);
-
-    stats[0] = fmaxf(pg_unclipped, pg_clipped);
-    stats[1] = 0.5f * fmaxf(us, cs);
+    dl[A] = ppo_value_row(logits[A], old_values[i], returns[i], vf_clip_coef, vf_coef, inv_n, stats);
     stats[2] = entropy;
-    stats[3] = (ratio - 1.0f) - log_ratio;
-    stats[4] = inside ? 0.0f : 1.0f;
     if (new_logp) new_logp[src[i]] = logp;
 }
 
@@ -288,19 +316,7 @@ __global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions
     if (i < n)
         ppo_loss_row(i, n, A, y, actions, old_logp, old_values, adv_in, returns, adv_moments, scalars->ent_coef,
                      clip_coef, vf_clip_coef, vf_coef, dy, stats, new_logp, src);
-    if (!partial) return;
-    for (int k = 0; k < 5; k++) {
-        double total = block_sum_d((double)stats[k], scratch_d);
-        if (threadIdx.x == 0) partial[5LL * blockIdx.x + k] = total;
-    }
-    if (!last_block(counter)) return;
-    for (int k = 0; k < 5; k++) {
-        double total = 0.0;
-        for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
-            total += ((volatile double*)partial)[5LL * b + k];
-        total = block_sum_d(total, scratch_d);
-        if (threadIdx.x == 0) scalars->stat[k] += total / n;
-    }
+    if (partial) ppo_add_stats(stats, n, partial, counter, scalars, scratch_d);
 }
 
 /* explained_variance of values against returns, from the sums of [adv; returns] (2, count) (reduced by
