@@ -105,6 +105,17 @@ void emu_ppo_loss_head(int n, int kind, int D, int Y, const float* y, const int*
     });
 }
 
+/* ppo.cu's Discrete-head loss kernel, which shares its per-row terms and statistics with the kernel above. */
+void emu_ppo_loss(int n, int A, const float* y, const int* actions, const float* old_logp, const float* old_values,
+                  const float* adv, const float* returns, const float* adv_moments, TrainScalars* scalars,
+                  float clip_coef, float vf_clip_coef, float vf_coef, float* dy, double* partial, unsigned int* counter,
+                  float* new_logp, const int* src) {
+    launch(n, [=] {
+        ppo_loss_kernel(n, A, y, actions, old_logp, old_values, adv, returns, adv_moments, scalars, clip_coef,
+                        vf_clip_coef, vf_coef, dy, partial, counter, new_logp, src);
+    });
+}
+
 void emu_gather(int K, int Bm, int R, int O, int first, int action_words, int obs_bytes, const int* perm,
                 const float* obs, const float* starts, const int* actions, const float* logp, const float* values,
                 const float* adv, const float* returns, float* mb_obs, float* mb_starts, int* mb_actions,

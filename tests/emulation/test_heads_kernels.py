@@ -20,6 +20,7 @@ CUDA_DIR = Path(ref.__file__).parent / "cuda"
 HEAD_KINDS = {"multi_discrete": 1, "box": 2}
 BOX = ref.PolicySpec(obs_size=3, num_actions=0, action_kind="box", action_dims=3)
 MULTI = ref.PolicySpec(obs_size=3, num_actions=0, action_kind="multi_discrete", action_nvec=(3, 5, 2))
+DISCRETE = ref.PolicySpec(obs_size=3, num_actions=5)
 
 
 def cuda_include() -> Path | None:
@@ -93,20 +94,24 @@ def test_samplers_draw_the_reference_actions_from_the_counter_uniforms(emu, spec
     assert rel_err(logp, ref.action_log_prob(spec, dist, got)) <= 1e-6
 
 
-@pytest.mark.parametrize("spec", [BOX, MULTI], ids=["box", "multi_discrete"])
+@pytest.mark.parametrize("spec", [BOX, MULTI, DISCRETE], ids=["box", "multi_discrete", "discrete"])
 def test_ppo_loss_head_kernel_matches_ppo_loss(emu, spec):
     """dy (head columns, value), a Box head's per-row log-std gradient, the five statistics (finished by the last
-    block) and the V-trace scatter, against reference.ppo_loss(spec=...) with normalised advantages."""
+    block) and the V-trace scatter, against reference.ppo_loss(spec=...) with normalised advantages; a Discrete
+    head through ppo.cu's ppo_loss_kernel, which shares the per-row policy and value terms and the statistics."""
     rng = np.random.default_rng(2)
-    n, d, width = 700, spec.action_shape[0], spec.head_size + 1
+    n, d, width = 700, (spec.action_shape or (1,))[0], spec.head_size + 1
     y = rng.standard_normal((n, width)).astype(np.float32)
     logstd = (rng.standard_normal(d) * 0.3).astype(np.float32)
     if spec.action_kind == "box":
         dist = np.concatenate([y[:, :d], np.broadcast_to(logstd, (n, d))], -1)
         actions = (y[:, :d] + np.exp(logstd) * rng.standard_normal((n, d))).astype(np.float32)
-    else:
+    elif spec.action_kind == "multi_discrete":
         dist = y[:, :spec.head_size]
         actions = np.stack([rng.integers(0, m, n) for m in spec.action_nvec], -1).astype(np.int64)
+    else:
+        dist = y[:, :spec.head_size]
+        actions = rng.integers(0, spec.num_actions, n).astype(np.int32)
     old_logp = (ref.action_log_prob(spec, dist, actions) + rng.standard_normal(n) * 0.2).astype(np.float32)
     old_values = (y[:, -1] + rng.standard_normal(n) * 0.3).astype(np.float32)
     adv, returns = (rng.standard_normal(n) * 2 + 0.5).astype(np.float32), rng.standard_normal(n).astype(np.float32)
@@ -120,10 +125,15 @@ def test_ppo_loss_head_kernel_matches_ppo_loss(emu, spec):
     dy, dlogstd, new_logp = np.zeros((n, width), np.float32), np.zeros((n, d), np.float32), np.zeros(n, np.float32)
     src = rng.permutation(n).astype(np.int32)
     blocks = -(-n // 256)
-    call(emu.emu_ppo_loss_head, n, HEAD_KINDS[spec.action_kind], d, width, y,
-         np.ascontiguousarray(actions.view(np.int32)), np.asarray(spec.action_nvec or (1,), np.int64), logstd,
-         old_logp, old_values, adv, returns, moments, scalars, np.float32(0.2), np.float32(0.2), np.float32(0.5), dy,
-         dlogstd, np.zeros(5 * blocks), np.zeros(1, np.uint32), new_logp, src)
+    clips = (np.float32(0.2), np.float32(0.2), np.float32(0.5))
+    if spec.action_kind == "discrete":
+        call(emu.emu_ppo_loss, n, spec.num_actions, y, actions, old_logp, old_values, adv, returns, moments, scalars,
+             *clips, dy, np.zeros(5 * blocks), np.zeros(1, np.uint32), new_logp, src)
+    else:
+        call(emu.emu_ppo_loss_head, n, HEAD_KINDS[spec.action_kind], d, width, y,
+             np.ascontiguousarray(actions.view(np.int32)), np.asarray(spec.action_nvec or (1,), np.int64), logstd,
+             old_logp, old_values, adv, returns, moments, scalars, *clips, dy, dlogstd, np.zeros(5 * blocks),
+             np.zeros(1, np.uint32), new_logp, src)
     assert rel_err(dy[:, :spec.head_size], dlogits[:, :spec.head_size]) <= 1e-5
     assert rel_err(dy[:, -1], dvalues) <= 1e-6
     if spec.action_kind == "box":
