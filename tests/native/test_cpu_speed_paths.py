@@ -77,15 +77,12 @@ def test_fast_step_matches_plain_loop_with_one_step_episodes(mode):
             np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
 
 
-def test_cartpole_past_its_end_matches_gymnasium():
-    """sin/cos of any angle (a fallen pole stepped on, under DISABLED), not only a live pole's:
-    one step from random states with |theta| up to 60 rad, and a few huge ones, vs Gymnasium."""
-    n = 2000
+def assert_one_cartpole_step_matches_gymnasium(states: np.ndarray, rng) -> None:
+    """One step of CartPole (the CPU build's passes) from each of states (N, 4) with random actions, against
+    Gymnasium's CartPole from the same state: observations and float64 states bit for bit."""
+    n = len(states)
     batch = cpu.CpuBatch(cpu.load(native.source_path("cartpole"), ()), n, native.AUTORESET_CODES["Disabled"], None)
     batch.reset(np.arange(n, dtype=np.uint64), None)
-    rng = np.random.default_rng(7)
-    states = rng.uniform(-1, 1, (n, 4)) * [3.0, 5.0, 60.0, 20.0]
-    states[:8, 2] = [math.pi / 4, -math.pi / 4, math.pi / 2, math.pi, -3 * math.pi / 2, 1e3, -4e4, 1e5]
     batch.slots[:, :32].view(np.float64)[:] = states
     actions = rng.integers(0, 2, (n, 1))
     batch.step(actions)
@@ -95,7 +92,17 @@ def test_cartpole_past_its_end_matches_gymnasium():
         ref.state = states[i].copy()
         ref.steps_beyond_terminated = None
         obs, *_ = ref.step(int(actions[i, 0]))
-        np.testing.assert_array_equal(batch.obs[i, 0], obs, err_msg=f"state {states[i]}")
+        np.testing.assert_array_equal(batch.obs[i, 0], obs, err_msg=f"state {states[i]!r}")
+        assert batch.slots[i, :32].view(np.float64).tolist() == list(ref.state), f"state {states[i]!r}"
+
+
+def test_cartpole_past_its_end_matches_gymnasium():
+    """sin/cos of any angle (a fallen pole stepped on, under DISABLED), not only a live pole's:
+    one step from random states with |theta| up to 60 rad, and a few huge ones, vs Gymnasium."""
+    rng = np.random.default_rng(7)
+    states = rng.uniform(-1, 1, (2000, 4)) * [3.0, 5.0, 60.0, 20.0]
+    states[:8, 2] = [math.pi / 4, -math.pi / 4, math.pi / 2, math.pi, -3 * math.pi / 2, 1e3, -4e4, 1e5]
+    assert_one_cartpole_step_matches_gymnasium(states, rng)
 
 
 def test_cartpole_vector_step_matches_gymnasium_at_every_sin_cos_boundary():
@@ -106,23 +113,10 @@ def test_cartpole_vector_step_matches_gymnasium_at_every_sin_cos_boundary():
     near = [np.nextafter(e, d) for e in edges for d in (0.0, 1.0)] + edges
     thetas = np.concatenate([near, np.geomspace(2.0**-28, 1.0, 3000), [0.0]])
     thetas = np.concatenate([thetas, -thetas])
-    n = len(thetas)
-    batch = cpu.CpuBatch(cpu.load(native.source_path("cartpole"), ()), n, native.AUTORESET_CODES["Disabled"], None)
-    batch.reset(np.arange(n, dtype=np.uint64), None)
     rng = np.random.default_rng(11)
-    states = rng.uniform(-1, 1, (n, 4)) * [2.0, 2.0, 0.0, 3.0]
+    states = rng.uniform(-1, 1, (len(thetas), 4)) * [2.0, 2.0, 0.0, 3.0]
     states[:, 2] = thetas
-    batch.slots[:, :32].view(np.float64)[:] = states
-    actions = rng.integers(0, 2, (n, 1))
-    batch.step(actions)
-    ref = GymCartPole()
-    ref.reset(seed=0)
-    for i in range(n):
-        ref.state = states[i].copy()
-        ref.steps_beyond_terminated = None
-        obs, *_ = ref.step(int(actions[i, 0]))
-        np.testing.assert_array_equal(batch.obs[i, 0], obs, err_msg=f"theta {states[i, 2]!r}")
-        assert batch.slots[i, :32].view(np.float64).tolist() == list(ref.state), f"theta {states[i, 2]!r}"
+    assert_one_cartpole_step_matches_gymnasium(states, rng)
 
 
 def test_cartpole_vector_sin_cos_matches_the_scalar_step_over_the_live_range():
