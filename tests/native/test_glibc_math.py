@@ -5,8 +5,6 @@ from their definitions with mpmath (sin/cos of i/128, log(c), 2^(i/128), log2(c)
 import ctypes
 import platform
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -42,17 +40,8 @@ void v_powf2(const float* x, float* y, long n) { for (long i = 0; i < n; i++) y[
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    tmp = tmp_path_factory.mktemp("glibc_math")
-    (tmp / "wrap.c").write_text(SOURCE)
-    out = tmp / "wrap.so"
-    cmd = [cc, "-O2", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno", f"-I{NATIVE_DIR}",
-           str(tmp / "wrap.c"), "-o", str(out), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True)
-    return ctypes.CDLL(str(out))
+def lib(c_shim):
+    return c_shim(SOURCE)
 
 
 def call(lib, name: str, x: np.ndarray) -> np.ndarray:

@@ -4,13 +4,9 @@ sums, where the reduction's rounding adds), ulps taken at max(|value|, 1/4) (nea
 reduction's absolute error is what counts), and sin^2 + cos^2 = 1 to float rounding."""
 
 import ctypes
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
-
-from fastvec.native import NATIVE_DIR
 
 SOURCE = r"""
 #include "math32.h"
@@ -19,16 +15,8 @@ void v_sincosf(const float* x, float* s, float* c, long n) { for (long i = 0; i 
 
 
 @pytest.fixture(scope="module")
-def sincosf(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    tmp = tmp_path_factory.mktemp("math32")
-    (tmp / "wrap.c").write_text(SOURCE)
-    out = tmp / "wrap.so"
-    subprocess.run([cc, "-O2", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
-                    f"-I{NATIVE_DIR}", str(tmp / "wrap.c"), "-o", str(out), "-lm"], check=True, capture_output=True)
-    lib = ctypes.CDLL(str(out))
+def sincosf(c_shim):
+    lib = c_shim(SOURCE)
 
     def call(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.ascontiguousarray(x, np.float32)
