@@ -1,36 +1,13 @@
-/* gpu_on_cpu.cpp: batch_gpu.h's kernels built for the CPU, for tests/emulation/test_env_step_kernels.py.
- * Each CUDA thread of a block is a std::thread, __syncthreads() a std::barrier over the block,
- * __shared__ a static (blocks run one after another); ENV names the env file. The launchers below
- * use the grids that fastvec/native/cuda.py uses. */
-#include <math.h>
-#include <string.h>
-#include <algorithm>
-#include <barrier>
-#include <mutex>
-#include <thread>
-#include <vector>
+/* gpu_on_cpu.cpp: batch_gpu.h's kernels built for the CPU, for tests/emulation/test_env_step_kernels.py,
+ * on cuda_on_cpu.h's threads; ENV names the env file. The launchers below use the grids that
+ * fastvec/native/cuda.py uses. */
+#include "cuda_on_cpu.h"
 
-struct fv_dim3 { unsigned x, y, z; };
-thread_local fv_dim3 threadIdx, blockIdx, blockDim, gridDim;
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(8) uint2 { unsigned x, y; };
-static std::barrier<>* fv_block_barrier;
-static std::mutex fv_atomic_mutex;
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __shared__ static
 #define __constant__
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __syncthreads() fv_block_barrier->arrive_and_wait()
-using std::min;
-static unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
-    std::lock_guard<std::mutex> lock(fv_atomic_mutex);
-    unsigned long long old = *p;
-    if (v < old) *p = v;
-    return old;
-}
 /* CUDA's bit-cast intrinsics, which the GPU branches of env files use. */
 static long long __double_as_longlong(double x) { long long u; memcpy(&u, &x, 8); return u; }
 static double __longlong_as_double(long long u) { double x; memcpy(&x, &u, 8); return x; }
@@ -40,24 +17,6 @@ static float __uint_as_float(unsigned u) { float x; memcpy(&x, &u, 4); return x;
 #include ENV
 #include "batch.h"
 #include "batch_gpu.h"
-
-template <typename Kernel> static void launch(long long threads, int block, Kernel kernel) {
-    long long grid = (threads + block - 1) / block;
-    for (long long b = 0; b < grid; b++) {
-        std::barrier<> barrier(block);
-        fv_block_barrier = &barrier;
-        std::vector<std::thread> team;
-        for (int t = 0; t < block; t++)
-            team.emplace_back([=] {
-                threadIdx = {(unsigned)t, 0, 0};
-                blockIdx = {(unsigned)b, 0, 0};
-                blockDim = {(unsigned)block, 1, 1};
-                gridDim = {(unsigned)grid, 1, 1};
-                kernel();
-            });
-        for (auto& thread : team) thread.join();
-    }
-}
 
 extern "C" {
 int emu_state_size(void) { return (int)sizeof(State); }

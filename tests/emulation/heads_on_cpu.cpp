@@ -1,49 +1,9 @@
 /* heads_on_cpu.cpp: the CUDA trainer's action-head and normalisation kernels (fastvec/trainer/cuda/heads.cu,
- * normalize.cu, and ppo.cu's minibatch gather, with the policy.cu and common.cu they call) built for the CPU, for
- * tests/emulation/test_heads_kernels.py. Each CUDA thread of a block is a std::thread, __syncthreads() a
- * std::barrier over the block, a warp shuffle barriers of its warp around an exchange array, __shared__ a static
- * (blocks run one after another). The launchers below use the trainer's grids (device.THREADS a block). */
-#include <math.h>
-#include <string.h>
-#include <algorithm>
-#include <barrier>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-struct fv_dim3 { unsigned x, y, z; };
-thread_local fv_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static std::barrier<>* block_barrier;
-static std::vector<std::barrier<>*> warp_barriers; /* one per warp of the running block */
-static std::mutex atomic_mutex;
-static double shuffle_slots[1024];
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __shared__ static
-#define __syncthreads() block_barrier->arrive_and_wait()
-#define __threadfence()
+ * normalize.cu, and ppo.cu's minibatch gather and loss, with the policy.cu and common.cu they call) built for the CPU, for
+ * tests/emulation/test_heads_kernels.py, on cuda_on_cpu.h's threads. The launchers below use the trainer's grids
+ * (device.THREADS a block). */
+#include "cuda_on_cpu.h"
 #define __ldcg(p) (*(p))
-using std::min;
-
-/* __shfl_down_sync by every thread of a warp: v of lane + off (its own past the warp's end). */
-static double __shfl_down_sync(unsigned, double v, int off) {
-    std::barrier<>* warp = warp_barriers[threadIdx.x >> 5];
-    warp->arrive_and_wait();
-    shuffle_slots[threadIdx.x] = v;
-    warp->arrive_and_wait();
-    unsigned lane = threadIdx.x & 31;
-    double out = lane + off < 32 && threadIdx.x + off < blockDim.x ? shuffle_slots[threadIdx.x + off] : v;
-    warp->arrive_and_wait();
-    return out;
-}
-static float __shfl_down_sync(unsigned mask, float v, int off) { return (float)__shfl_down_sync(mask, (double)v, off); }
-static unsigned atomicAdd(unsigned* p, unsigned v) {
-    std::lock_guard<std::mutex> lock(atomic_mutex);
-    unsigned old = *p;
-    *p += v;
-    return old;
-}
 
 #include "common.cu"
 #include "policy.cu"
@@ -52,31 +12,6 @@ static unsigned atomicAdd(unsigned* p, unsigned v) {
 #include "normalize.cu"
 
 static const int kThreads = 256; /* device.THREADS */
-
-/* Run `kernel` on `blocks` blocks of `block` threads, one block after another. */
-template <typename Kernel> static void launch_grid(long long blocks, int block, Kernel kernel) {
-    for (long long b = 0; b < blocks; b++) {
-        std::barrier<> barrier(block);
-        block_barrier = &barrier;
-        std::vector<std::barrier<>*> warps;
-        for (int w = 0; w < (block + 31) / 32; w++) warps.push_back(new std::barrier<>(std::min(32, block - 32 * w)));
-        warp_barriers = warps;
-        std::vector<std::thread> team;
-        for (int t = 0; t < block; t++)
-            team.emplace_back([=] {
-                threadIdx = {(unsigned)t, 0, 0};
-                blockIdx = {(unsigned)b, 0, 0};
-                blockDim = {(unsigned)block, 1, 1};
-                gridDim = {(unsigned)blocks, 1, 1};
-                kernel();
-            });
-        for (auto& thread : team) thread.join();
-        for (auto* w : warps) delete w;
-    }
-}
-template <typename Kernel> static void launch(long long threads, Kernel kernel) {
-    launch_grid((threads + kThreads - 1) / kThreads, kThreads, kernel);
-}
 
 extern "C" {
 
@@ -99,7 +34,7 @@ void emu_ppo_loss_head(int n, int kind, int D, int Y, const float* y, const int*
                        const float* returns, const float* adv_moments, TrainScalars* scalars, float clip_coef,
                        float vf_clip_coef, float vf_coef, float* dy, float* dlogstd, double* partial,
                        unsigned int* counter, float* new_logp, const int* src) {
-    launch(n, [=] {
+    launch(n, kThreads, [=] {
         ppo_loss_head_kernel(n, kind, D, Y, y, actions, nvec, logstd, old_logp, old_values, adv, returns, adv_moments,
                              scalars, clip_coef, vf_clip_coef, vf_coef, dy, dlogstd, partial, counter, new_logp, src);
     });
@@ -110,7 +45,7 @@ void emu_ppo_loss(int n, int A, const float* y, const int* actions, const float*
                   const float* adv, const float* returns, const float* adv_moments, TrainScalars* scalars,
                   float clip_coef, float vf_clip_coef, float vf_coef, float* dy, double* partial, unsigned int* counter,
                   float* new_logp, const int* src) {
-    launch(n, [=] {
+    launch(n, kThreads, [=] {
         ppo_loss_kernel(n, A, y, actions, old_logp, old_values, adv, returns, adv_moments, scalars, clip_coef,
                         vf_clip_coef, vf_coef, dy, partial, counter, new_logp, src);
     });
@@ -120,7 +55,7 @@ void emu_gather(int K, int Bm, int R, int O, int first, int action_words, int ob
                 const float* obs, const float* starts, const int* actions, const float* logp, const float* values,
                 const float* adv, const float* returns, float* mb_obs, float* mb_starts, int* mb_actions,
                 float* mb_logp, float* mb_values, float* mb_adv, float* mb_returns, int* mb_src) {
-    launch((long long)K * Bm, [=] {
+    launch((long long)K * Bm, kThreads, [=] {
         gather_minibatch_kernel(K, Bm, R, O, first, action_words, obs_bytes, perm, obs, starts, actions, logp, values,
                                 adv, returns, mb_obs, mb_starts, mb_actions, mb_logp, mb_values, mb_adv, mb_returns,
                                 mb_src, nullptr, nullptr, nullptr);
@@ -128,7 +63,7 @@ void emu_gather(int K, int Bm, int R, int O, int first, int action_words, int ob
 }
 
 void emu_encode_obs(long long rows, int O, int obs_bytes, const float* obs, float scale, const float* norm, float* x) {
-    launch(rows * O, [=] { encode_obs_kernel(rows, O, obs_bytes, obs, scale, norm, x); });
+    launch(rows * O, kThreads, [=] { encode_obs_kernel(rows, O, obs_bytes, obs, scale, norm, x); });
 }
 
 void emu_obs_norm(long long count, int O, int R, int obs_bytes, const float* obs, double scale, float* norm) {
@@ -138,9 +73,9 @@ void emu_obs_norm(long long count, int O, int R, int obs_bytes, const float* obs
 
 void emu_scale_rewards(int T, int R, float* rewards, const float* dones, double gamma, double* returns, double* seen,
                        double* moments) {
-    launch(R, [=] { reward_returns_kernel(T, R, rewards, dones, gamma, returns, seen); });
+    launch(R, kThreads, [=] { reward_returns_kernel(T, R, rewards, dones, gamma, returns, seen); });
     launch_grid(1, MOMENT_THREADS, [=] { reward_moments_kernel((long long)T * R, seen, moments); });
-    launch((long long)T * R, [=] { reward_scale_kernel((long long)T * R, rewards, moments); });
+    launch((long long)T * R, kThreads, [=] { reward_scale_kernel((long long)T * R, rewards, moments); });
 }
 
 } /* extern "C" */
