@@ -1,7 +1,7 @@
 /* heads_on_cpu.cpp: the CUDA trainer's action-head and normalisation kernels (fastvec/trainer/cuda/heads.cu,
- * normalize.cu, and ppo.cu's minibatch gather and loss, with the policy.cu and common.cu they call) built for the CPU, for
- * tests/emulation/test_heads_kernels.py, on cuda_on_cpu.h's threads. The launchers below use the trainer's grids
- * (device.THREADS a block). */
+ * normalize.cu, and ppo.cu's minibatch gather and loss, with the policy.cu and common.cu they call) built for the
+ * CPU, for tests/emulation/test_heads_kernels.py, on cuda_on_cpu.h's threads. The launchers below use the
+ * trainer's grids (device.THREADS a block). */
 #include "cuda_on_cpu.h"
 #define __ldcg(p) (*(p))
 
