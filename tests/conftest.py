@@ -1,10 +1,12 @@
 """Shared test set-up: a private compile cache for this run, so tests never depend on a user's cache (nor
-on a fixed /tmp path another user could have made), and the `gpu` marker: tests marked `gpu` are skipped
-where PyCUDA or a CUDA GPU is missing."""
+on a fixed /tmp path another user could have made); the `gpu` marker: tests marked `gpu` are skipped
+where PyCUDA or a CUDA GPU is missing; and `c_shim`, which builds small C files against fastvec/native's headers."""
 
 import atexit
+import ctypes
 import os
 import shutil
+import subprocess
 import tempfile
 from functools import lru_cache
 
@@ -36,3 +38,25 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def c_shim(tmp_path_factory):
+    """build(source) -> ctypes.CDLL of C `source` compiled with -I fastvec/native and the CPU backend's
+    floating-point flags (no contraction, no errno); skips without a C compiler."""
+    from fastvec.native import NATIVE_DIR
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+
+    def build(source: str) -> ctypes.CDLL:
+        if cc is None:
+            pytest.skip("no C compiler")
+        tmp = tmp_path_factory.mktemp("shim")
+        (tmp / "shim.c").write_text(source)
+        out = tmp / "shim.so"
+        subprocess.run([cc, "-O2", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
+                        f"-I{NATIVE_DIR}", str(tmp / "shim.c"), "-o", str(out), "-lm"], check=True,
+                       capture_output=True)
+        return ctypes.CDLL(str(out))
+
+    return build
