@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fastvec.trainer.config import ConfigError, parse_value  # noqa: E402
+from fastvec.trainer.config import ENVS, ConfigError, parse_value  # noqa: E402
 from train_speed import fastvec_config, fastvec_time_to_solve  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def summary(runs: list[dict]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("env", choices=["cartpole", "breakout", "pong"])
+    parser.add_argument("env", choices=sorted(ENVS))
     parser.add_argument("--grid", nargs="*", default=[], help="section.key=v1,v2,... (the product is searched)")
     parser.add_argument("--base", nargs="*", default=[], help="section.key=value applied to every run")
     parser.add_argument("--target", type=float, default=475.0)
