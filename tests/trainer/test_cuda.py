@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.plan import gather_threads
 
 pytestmark = pytest.mark.gpu
 
@@ -363,13 +364,16 @@ def test_ppo_loss_forward_backward_match_reference(gpu):
         assert abs(got[0] + vf * got[1] - ent * got[2] - loss) <= F32_TOL * abs(loss)
 
 
-def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu):
+@pytest.mark.parametrize("o", [5, 37])
+@pytest.mark.parametrize("threads", ["rows", "planned", "surplus"])
+def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu, o, threads):
     """gather_minibatch_kernel against NumPy indexing of the rollout buffers in a random sequence order, and
-    (same launch, last block) the mean and population std of the gathered advantages, as NumpyTrainer's."""
+    (same launch, last block) the mean and population std of the gathered advantages, as NumpyTrainer's; launched
+    with a thread a row, with the trainer's count (plan.gather_threads), and with more threads than elements."""
     cuda, k, _ = gpu
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(8)
-    t_len, r, kk, o = 16, 300, 8, 5  # S = 2 segments, Q = 600 sequences
+    t_len, r, kk = 16, 300, 8  # S = 2 segments, Q = 600 sequences
     bm, first = 200, 200  # the second minibatch of three: n = 1600 rows over 7 blocks
     q_count, n = (t_len // kk) * r, kk * bm
     perm = rng.permutation(q_count).astype(np.int32)
@@ -380,8 +384,9 @@ def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu):
     buf = {name: x.astype(np.int32 if name == "actions" else np.float32) for name, x in buf.items()}
     outs = {name: dev.empty((n, o) if name == "obs" else (n,), np.int32 if name in ("actions", "src") else np.float32)
             for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]}
-    partial, counter, moments = dev.empty(2 * -(-n // 256), np.float64), dev.empty(1, np.uint32), dev.empty(2)
-    k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
+    count = {"rows": n, "planned": gather_threads(n, o), "surplus": 3 * n * o}[threads]
+    partial, counter, moments = dev.empty(2 * -(-count // 256), np.float64), dev.empty(1, np.uint32), dev.empty(2)
+    k.launch("gather_minibatch_kernel", count, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
              np.int32(1), np.int32(0), dev(perm), *[dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]],
              *[outs[name] for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]],
              partial, counter, moments)

@@ -17,6 +17,7 @@ import pytest
 from fastvec.trainer import cli, distributed
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda import nccl
+from fastvec.trainer.cuda.plan import gather_threads
 
 # ------------------------------------------------------------------------------------------------
 # THE REDUCTION, SIMULATED: W ranks, each with an equal shard of one minibatch and the same weights
@@ -187,7 +188,7 @@ def test_cuda_trainer_on_one_gpu_records_no_collective():
     names = [e[2][0] for e in log if e[0] == "k"]
     assert "moments_finish_kernel" not in names and "sums_partial_kernel" not in names
     gather = next(e[2] for e in log if e[0] == "k" and e[2][0] == "gather_minibatch_kernel")
-    assert int(gather[1]) == trainer.mb_rows and gather[-1] == ("adv_moments", 0)
+    assert int(gather[1]) == gather_threads(trainer.mb_rows, trainer.spec.obs_size) and gather[-1] == ("adv_moments", 0)
 
 
 # ------------------------------------------------------------------------------------------------

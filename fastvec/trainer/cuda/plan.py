@@ -25,6 +25,8 @@ SCALARS_DTYPE = np.dtype([("lr", "f8"), ("stat", "f8", (8,)), ("rollout_steps", 
 STAT_NAMES = ["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm"]
 NORM_BLOCKS = 128  # G: fixed grid of the gradient-norm reduction (a fixed grid keeps the sum order fixed)
 BIAS_GRAD_BLOCKS = 128  # the most blocks of bias_grad_kernel (fixed per config, so its sum order is too)
+GATHER_UNROLL = 8  # ppo.cu's GATHER_UNROLL: observation elements a thread of gather_minibatch_kernel copies at once
+GATHER_MAX_BLOCKS = 1024  # of gather_minibatch_kernel's 256-thread blocks (device.THREADS)
 CUBLAS_WORKSPACE = 32 << 20
 SHARED_LIMIT = 227 * 1024  # dynamic shared memory per block on Hopper (sm_90)
 MAX_ACTIONS = 64  # policy.cu's MAX_ACTIONS: the sampler keeps a row's CDF in registers
@@ -39,6 +41,13 @@ def action_words(spec: ref.PolicySpec) -> int:
     """Wa: a row's action in 32-bit words: 1 (Discrete, int32), D (Box, float32) or 2D (MultiDiscrete, int64, the
     env's ACT_T, so the env step reads the rollout's actions in place)."""
     return {"discrete": 1, "box": spec.action_dims, "multi_discrete": 2 * len(spec.action_nvec)}[spec.action_kind]
+
+
+def gather_threads(rows: int, obs_size: int) -> int:
+    """Threads of gather_minibatch_kernel for a minibatch of rows x obs_size observations: one a row at least,
+    and one per GATHER_UNROLL observation elements (up to GATHER_MAX_BLOCKS blocks), so that a small minibatch's
+    copy runs on the whole GPU rather than on its rows' few blocks."""
+    return max(rows, min(-(-rows * obs_size // GATHER_UNROLL), GATHER_MAX_BLOCKS * 256))
 
 
 def transforms_obs(spec: ref.PolicySpec) -> bool:
@@ -273,7 +282,8 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     a.add("mb_state_out", (bm, h), f32, "(Bm, H) scratch: state after the sequence")
     a.add("adv_moments", (2,), f32, "minibatch advantage mean, std")
     a.add("sums_partial", (NORM_BLOCKS, 5, 2), np.float64, "(G, k, 2) per-block sums and sums of squares")
-    a.add("block_partial", (max(BIAS_GRAD_BLOCKS * max(w, y, h), 5 * -(-n // 256)),), np.float64,
+    a.add("block_partial", (max(BIAS_GRAD_BLOCKS * max(w, y, h), 5 * -(-n // 256), 2 * GATHER_MAX_BLOCKS),),
+          np.float64,
           "per-block partial sums of the one-launch reductions (common.cu's last_block)")
     a.add("ones", (n,), f32, "(n,) ones: unmasked bias gradients are ones (1, n) @ dout (n, cols) GEMMs")
     a.add("reduce_counter", (1,), np.uint32, "blocks done in the running one-launch reduction (0 between)")

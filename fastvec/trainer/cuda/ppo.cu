@@ -4,8 +4,7 @@
  * graph replays. Legend as kernels.cu's. */
 #include "common.cu"
 
-#define GATHER_THREADS 256  /* gather_minibatch_kernel's block size: device.THREADS */
-#define GATHER_UNROLL 8     /* obs elements each of its threads loads before storing them */
+#define GATHER_UNROLL 8  /* obs elements each of its threads loads before storing them: plan.GATHER_UNROLL */
 
 extern "C" {
 
@@ -73,7 +72,10 @@ __global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed
 /* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers.
  * Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
  * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
- * rollout index for scattering results back. One thread per minibatch row. A row's action is action_words
+ * rollout index for scattering results back. Launched with at least K * Bm threads (plan.gather_threads: more
+ * where the observations are wide, so a small minibatch's copy is spread over the whole GPU, not over its few
+ * rows' blocks): thread i < K * Bm copies row i's scalars, and every thread copies observation elements,
+ * grid-stride, each finding its row's source from perm. A row's action is action_words
  * 32-bit words (1: a Discrete int32; D: a Box head's float32 values; 2D: a MultiDiscrete head's int64s),
  * copied as they are: actions (T, R, words) -> mb_actions (K, Bm, words). obs_bytes: the rollout's observations
  * are bytes (an env's OBS_T unsigned char, each step's R * O of them at float offset t * R * O: rollout.cu's
@@ -90,18 +92,16 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
                                         float* mb_returns, int* mb_src, double* partial, unsigned int* counter,
                                         float* adv_moments) {
     __shared__ double scratch_d[32];
-    __shared__ long long block_src[GATHER_THREADS];
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, rows = (long long)K * Bm;
     double a = 0.0;
-    long long src = 0;
-    if (i < K * Bm) {
-        int k = i / Bm, c = i % Bm;
+    if (i < rows) {
+        int k = (int)(i / Bm), c = (int)(i % Bm);
         int q = perm[first + c];
         int s = q / R, r = q % R;
-        src = (long long)(s * K + k) * R + r;
+        long long src = (long long)(s * K + k) * R + r;
         mb_starts[i] = starts[src];
         for (int w = 0; w < action_words; w++)
-            mb_actions[(long long)i * action_words + w] = actions[src * action_words + w];
+            mb_actions[i * action_words + w] = actions[src * action_words + w];
         mb_logp[i] = logp[src];
         mb_values[i] = values[src];
         float v = adv[src];
@@ -110,27 +110,26 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
         mb_src[i] = (int)src;
         a = v;
     }
-    /* The block's obs rows, copied by the whole block element by element, so that a warp's accesses are
-     * consecutive (a thread walking its own row would touch 32 rows' cache lines per access), with
-     * GATHER_UNROLL loads in flight before their stores, so the copy is not a memory round trip per
-     * element. */
-    block_src[threadIdx.x] = src;
-    __syncthreads();
-    long long row0 = (long long)blockIdx.x * blockDim.x;
-    int elements = (int)min((long long)blockDim.x, (long long)K * Bm - row0) * O;
-    float* mb_obs_block = mb_obs + row0 * O;
-    for (int e0 = threadIdx.x; e0 < elements; e0 += GATHER_UNROLL * blockDim.x) {
+    /* Observations element by element over the whole grid, so that a warp's accesses are consecutive (a
+     * thread walking its own row would touch 32 rows' cache lines per access), with GATHER_UNROLL loads in
+     * flight before their stores, so the copy is not a memory round trip per element. */
+    long long elements = rows * O, stride = (long long)gridDim.x * blockDim.x;
+    for (long long e0 = i; e0 < elements; e0 += GATHER_UNROLL * stride) {
         float v[GATHER_UNROLL];
 #pragma unroll
         for (int u = 0; u < GATHER_UNROLL; u++) {
-            int e = e0 + u * blockDim.x, row = e / O;
-            if (e < elements) v[u] = obs_bytes ? obs_byte(obs, block_src[row], R, O, e - row * O)
-                                               : obs[block_src[row] * O + (e - row * O)];
+            long long e = e0 + u * stride;
+            if (e < elements) {
+                long long row = e / O;
+                int j = (int)(e - row * O), k = (int)(row / Bm), q = perm[first + (int)(row % Bm)];
+                long long src = (long long)((q / R) * K + k) * R + q % R;
+                v[u] = obs_bytes ? obs_byte(obs, src, R, O, j) : obs[src * O + j];
+            }
         }
 #pragma unroll
         for (int u = 0; u < GATHER_UNROLL; u++) {
-            int e = e0 + u * blockDim.x;
-            if (e < elements) mb_obs_block[e] = v[u];
+            long long e = e0 + u * stride;
+            if (e < elements) mb_obs[e] = v[u];
         }
     }
     if (!adv_moments) return;

@@ -21,7 +21,7 @@ from fastvec.trainer.cuda.heads import HeadOps
 from fastvec.trainer.cuda.host_envs import HostEnvs
 from fastvec.trainer.cuda.optimizers import make_optimizer
 from fastvec.trainer.cuda.plan import (CUBLAS_WORKSPACE, NORM_BLOCKS, SCALARS_DTYPE, STAT_NAMES, Choices, Plan,
-                                       action_words, plan_arena, slot_addresses)
+                                       action_words, gather_threads, plan_arena, slot_addresses)
 from fastvec.trainer.cuda.policy import GpuPolicy
 from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
 
@@ -328,7 +328,7 @@ class CudaTrainer:
         spec, a, k, plan = self.spec, self.arena, self.k, self.plan
         kk, bm, n, r = plan.bptt, plan.seqs_per_mb, plan.mb_rows, plan.rows
         h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
-        k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
+        k.launch("gather_minibatch_kernel", gather_threads(n, o), np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
                  np.int32(action_words(spec)), np.int32(self.obs_bytes), a.ptr("perm"),
                  *map(self._slot, ("obs", "starts", "actions", "logp", "values")), a.ptr("adv_returns"),
                  a.ptr("adv_returns", self.horizon * self.rows), a.ptr("mb_obs"), a.ptr("mb_starts"),
