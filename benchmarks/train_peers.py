@@ -14,7 +14,8 @@ arena, env reset, graph capture), reported beside it. The final policy is evalua
 (`fastvec-train ENV --eval`). A run the trainer refuses (e.g. an action head the CUDA trainer lacks) is recorded
 with the refusal's text. The peer runs in a subprocess (--peer-python: JAX may live in another environment),
 compiled once per env, every seed after it; its time counts from its first update, its compile is reported beside.
-Ratio = the peer's median time to the threshold / fastvec's (>= 2 is the issues' target).
+Ratio = the peer's median time to the threshold / fastvec's (>= 2 is the issues' target); for an env without a
+threshold, the same for the lower of the two runs' final returns (same_return_times: both curves smoothed alike).
 """
 
 from __future__ import annotations
@@ -149,6 +150,35 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def smoothed(curve: list, window_steps: int) -> list[tuple[float, float]]:
+    """(seconds, mean of the returns logged over the last window_steps steps) at every logged point of a
+    (steps, seconds, return) curve: both runs' curves compared at one smoothing, whatever each logs per update."""
+    out, lo, total = [], 0, 0.0
+    for i, (steps, seconds, value) in enumerate(curve):
+        total += value
+        while curve[lo][0] <= steps - window_steps:
+            total -= curve[lo][2]
+            lo += 1
+        out.append((seconds, total / (i - lo + 1)))
+    return out
+
+
+def same_return_times(fastvec_curve: list, peer_curve: list, budget_steps: int) -> dict | None:
+    """Where a game has no threshold: the return both runs reach (the lower of their final returns, each the mean
+    over the budget's last tenth) and the training seconds each took to first reach it (its mean over a
+    trailing twentieth of the budget)."""
+    if not fastvec_curve or not peer_curve:
+        return None
+    finals = [statistics.fmean(v for st, _, v in c if st >= c[-1][0] - budget_steps // 10)
+              for c in (fastvec_curve, peer_curve)]
+    common = min(finals)
+    times = [next((t for t, m in smoothed(c, budget_steps // 20) if m >= common), None)
+             for c in (fastvec_curve, peer_curve)]
+    return {"return": round(common, 3), "fastvec_final": round(finals[0], 3), "peer_final": round(finals[1], 3),
+            "fastvec_s": times[0], "peer_s": times[1],
+            "ratio": round(times[1] / times[0], 3) if times[0] and times[1] else None}
+
+
 def summarize(env: str, gymnax_id: str, threshold, fastvec: list[dict], peer: dict) -> dict:
     trained = [r for r in fastvec if "eval_return" in r]
     peer_ok = [r for r in peer.get("runs", [])]
@@ -170,6 +200,13 @@ def summarize(env: str, gymnax_id: str, threshold, fastvec: list[dict], peer: di
         row["ratio"] = round(row["peer_time_s"] / row["fastvec_time_s"], 3)
     else:
         row["ratio"] = None
+    if threshold is None and trained and peer_ok:  # seed by seed, the medians reported
+        pairs = [same_return_times(f.get("curve", []), p.get("curve", []), f["budget_steps"])
+                 for f, p in zip(trained, peer_ok)]
+        pairs = [pair for pair in pairs if pair]
+        if pairs:
+            row["same_return"] = {key: median(pair[key] for pair in pairs) for key in pairs[0]}
+            row["ratio"] = row["same_return"]["ratio"]
     return row
 
 
@@ -188,6 +225,11 @@ def print_table(rows: list[dict], device: str, seeds: list[int]) -> None:
               f"{fmt(r['fastvec_startup_s'])} {fmt(r['fastvec_eval_return'], '8.1f')} "
               f"{r['peer_reached']:>4}/{r['peer_runs']:<3} {fmt(r['peer_time_s'])} {fmt(r['peer_compile_s'])} "
               f"{fmt(r['peer_eval_return'], '9.1f')} {fmt(r['ratio'], '6.2f')}")
+        if r.get("same_return"):
+            same = r["same_return"]
+            print(f"    same return {same['return']:.1f} (finals: fastvec {same['fastvec_final']:.1f}, peer "
+                  f"{same['peer_final']:.1f}): fastvec {fmt(same['fastvec_s'], '.2f')} s, peer "
+                  f"{fmt(same['peer_s'], '.2f')} s")
         if r["fastvec_refused"]:
             print(f"    fastvec: {r['fastvec_refused']}")
         if r["peer_error"]:
