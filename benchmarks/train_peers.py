@@ -54,10 +54,11 @@ MINATAR = {
 }
 MINATAR_STEPS = 10_000_000
 # gymnax's MinAtar games have no sticky actions (the `minatar` package's, and fastvec's, default 0.1 repeats the
-# previous action one step in ten), so fastvec plays the same game: the measured difference is large (Breakout on
-# the CPU trainer, 1.2M steps: 42.8 without, 21.2 with). gymnax also ends episodes at 1,000 steps (Freeway 2,500);
-# fastvec's MinAtar episodes run to the game's end, as the `minatar` package's.
-MINATAR_ENV = {"sticky_action_milli": 0}
+# previous action one step in ten) and end episodes at 1,000 steps (Freeway 2,500; the `minatar` package's, and
+# fastvec's, run to the game's end), so fastvec plays the same game. Sticky actions cost much (Breakout on the CPU
+# trainer, 1.2M steps: 42.8 without, 21.2 with), and without a step limit a good policy's episodes never end.
+MINATAR_ENV = {"sticky_action_milli": 0, "max_episode_steps": 1000}
+MINATAR_STEP_LIMITS = {"freeway-minatar": 2500}
 
 
 def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_seconds: float,
@@ -72,7 +73,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
     if total_timesteps:
         train["total_timesteps"] = total_timesteps
     result = {"env": env, "seed": seed, "device": device, "threshold": threshold}
-    env_overrides = dict(MINATAR_ENV) if env in MINATAR else {}
+    env_overrides = {**MINATAR_ENV, "max_episode_steps": MINATAR_STEP_LIMITS.get(env, 1000)} if env in MINATAR else {}
     if env_overrides:
         result["env_overrides"] = env_overrides
     try:

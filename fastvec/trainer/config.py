@@ -224,7 +224,7 @@ KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
 # Keys added after RUN_CONFIG_HEAD was: a marked file written before them lacks them, and they take their defaults
 # (their defaults are what those runs did). Any other missing key of a marked file means a damaged file.
 KEYS_NEWER_THAN_MARKED_FILES = frozenset({
-    "env.source", "env.gym_id", "env.gym_vectorization", "train.tensorboard", "train.wandb_project",
+    "env.source", "env.gym_id", "env.gym_vectorization", "env.max_episode_steps", "train.tensorboard", "train.wandb_project",
     "train.wandb_mode", *(key.path for key in KEYS if key.section == "sweep")})
 
 
@@ -318,6 +318,15 @@ def source_defines(config: dict) -> dict[str, int | float]:
         raise ConfigError(f"[env]: {err}") from None
 
 
+def step_limit(config: dict) -> int:
+    """The steps after which the configured env's episodes are truncated (0: never): env.max_episode_steps, or
+    with -1 a built-in env's registered limit (an env file has none; a Gymnasium id's is its registration's)."""
+    limit = config["env"]["max_episode_steps"]
+    if limit >= 0:
+        return limit
+    return int(ENVS[config["env"]["name"]].max_episode_steps or 0) if env_kind(config) == "builtin" else 0
+
+
 def env_build(config: dict, batch) -> tuple[Path, dict, int]:
     """What a GPU build of config's env compiles (the CUDA trainer's module): (the env source, its -D defines, its
     step limit, 0 for none). A built-in env's registered file, a user's env file (env.source), or for a Gymnasium
@@ -325,9 +334,9 @@ def env_build(config: dict, batch) -> tuple[Path, dict, int]:
     kernels are compiled around."""
     kind, name = env_kind(config), config["env"]["name"]
     if kind == "builtin":
-        return source_path(name), resolve_defines(name, env_params(config)), int(ENVS[name].max_episode_steps or 0)
+        return source_path(name), resolve_defines(name, env_params(config)), step_limit(config)
     if kind == "source":
-        return Path(config["env"]["source"]), source_defines(config), 0
+        return Path(config["env"]["source"]), source_defines(config), step_limit(config)
     from fastvec.native.cpu import cache_dir
     from fastvec.native.gym_batch import host_stub_source
     return host_stub_source(batch.env.obs_size, batch.env.num_actions, cache_dir()), {}, 0

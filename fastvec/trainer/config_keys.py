@@ -97,6 +97,11 @@ KEYS: tuple[Key, ...] = (
     # [env]
     Key("env", "num_envs", int, 256, "environments stepped together in one batch (per GPU with train.gpus > 1)",
         min=1),
+    Key("env", "max_episode_steps", int, -1,
+        "truncate episodes after this many steps: -1 = the env's own limit (CartPole 500; the MinAtar games none, "
+        "as the minatar package), 0 = never",
+        "gymnax's MinAtar games end at 1,000 steps (Freeway 2,500); an env file has no limit of its own. With "
+        "env.gym_id a count > 0 goes to gymnasium.make.", min=-1, max=2**31 - 1),
     Key("env", "source", str, "",
         "a user's env file (.h, see examples/my_env.h) to train; fastvec-train PATH.h sets it (\"\" = ENV is a "
         "built-in env)",

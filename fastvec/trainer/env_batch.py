@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fastvec import native
 from fastvec.native.batches import make_batch as make_env_batch
-from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines
+from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines, step_limit
 
 
 def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
@@ -18,18 +18,22 @@ def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
     num_envs = num_envs or config["env"]["num_envs"]
     kind, threads = env_kind(config), config["train"]["env_threads"]
     if kind == "builtin":
-        return make_env_batch(config["env"]["name"], num_envs, env_params(config), threads)
+        return make_env_batch(config["env"]["name"], num_envs, env_params(config), threads, step_limit(config))
     if kind == "source":
         compiled = native.cpu.load(Path(config["env"]["source"]), tuple(sorted(source_defines(config).items())))
         if threads > 0:
             compiled.lib.fv_set_num_threads(threads)
-        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], None)
+        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], step_limit(config) or None)
     import gymnasium
 
     from fastvec.native.gym_batch import GymBatch, SpaceError
-    gym_id = config["env"]["gym_id"]
+    gym_id, limit = config["env"]["gym_id"], config["env"]["max_episode_steps"]
+    if limit == 0:
+        raise ConfigError(f"env.max_episode_steps=0 (never truncate) is not available for gym:{gym_id}: its "
+                          "registration's TimeLimit applies; give a step count (> 0) or -1 (the registration's)")
+    make_args = {**env_params(config), **({"max_episode_steps": limit} if limit > 0 else {})}
     try:
-        return GymBatch(gym_id, num_envs, env_params(config), config["env"]["gym_vectorization"], render=render)
+        return GymBatch(gym_id, num_envs, make_args, config["env"]["gym_vectorization"], render=render)
     except SpaceError as err:
         raise ConfigError(str(err)) from None
     except TypeError as err:  # gymnasium.make's error for an argument the env does not take

@@ -222,8 +222,8 @@ def test_a_space_the_trainer_cannot_train_is_refused_naming_it(env_id, message, 
 def test_gymnasium_ids_and_their_arguments_are_checked(tmp_path, capsys):
     with pytest.raises(ConfigError, match="Did you mean: `CartPole`"):
         load_config("gym:CartPol-v1")
-    config = load_config("cart", {"env": {"gym_id": "CartPole-v1", "max_episode_steps": 50}})
-    assert config["env"]["name"] == "cart" and config_mod.env_params(config) == {"max_episode_steps": 50}
+    config = load_config("cart", {"env": {"gym_id": "CartPole-v1", "sutton_barto_reward": True}})
+    assert config["env"]["name"] == "cart" and config_mod.env_params(config) == {"sutton_barto_reward": True}
     with pytest.raises(ConfigError, match="train one env, a file or a Gymnasium id"):
         load_config("gym:CartPole-v1", {"env": {"source": str(ENVS_DIR / "counting.h")}})
     assert cli.main(["gym:CartPole-v1", "--env.gravity_x=1", f"--run-dir={tmp_path / 'run'}"]) == 2

@@ -126,7 +126,7 @@ class CudaTrainer:
         self.arena.set(cuda, "seeds", seeds)
         if self.host_env:
             self.rollout_path.start(cuda, actor, seeds, lambda count: make_batch(
-                name, count, env_params(config), train["env_threads"]))
+                name, count, env_params(config), train["env_threads"], self.max_episode_steps))
         else:
             self.rollout_path.start(cuda, actor)
             self.rollout_path.reset_envs(self.k)
