@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -23,6 +24,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+def machine() -> str:
+    """The host, and its GPU where there is one (PyCUDA's name for device 0)."""
+    try:
+        from fastvec.trainer.cuda import device
+        return f"{platform.node()}, {device.init().Context.get_device().name()}"
+    except Exception:  # noqa: BLE001 - no PyCUDA or no GPU: the CPU trainer's sweep
+        return f"{platform.node()}, {os.cpu_count()} cores, no GPU"
 
 
 def median(values):
@@ -65,13 +75,13 @@ def main() -> None:
     best = row["best"] or {}
     print(f"\nfastvec-sweep {args.env}: {plan.settings['objective']} ({plan.settings['metric']}"
           f"{' >= ' + str(plan.settings['target']) if plan.settings['objective'] == 'time_to_target' else ''}), "
-          f"{args.minutes:g} min on {platform.node()}")
+          f"{args.minutes:g} min on {machine()}")
     print(f"{'trials':>7} {'complete':>9} {'pruned':>7} {'failed':>7} {'trials/h':>9} {'start-up s':>11} "
           f"{'train s':>8} {'best':>12}")
     print(f"{row['trials']:>7} {row['complete']:>9} {row['pruned']:>7} {row['fail']:>7} {row['trials_per_hour']:>9} "
           f"{row['median_startup_s'] or 0:>11.3f} {row['median_train_s'] or 0:>8.3f} "
           f"{[round(v, 3) for v in best.get('values', [])]!s:>12}")
-    out = {"env": args.env, "machine": platform.node(), "date": time.strftime("%Y-%m-%d"),
+    out = {"env": args.env, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
            "command": "python benchmarks/sweep_rate.py " + " ".join(sys.argv[1:]), "settings": plan.settings,
            "space": plan.space.describe(), "sweep_dir": str(folder), **row}
     results_dir = ROOT / "benchmarks" / "results"
