@@ -24,9 +24,11 @@
  * one never keeps a thread with work, the caller or a worker holding a chunk, waiting for its core.
  * Whether the workers help at all is measured, not assumed: each kind of job (its function) keeps the
  * time per env of its recent calls with the workers and of those on the caller alone, takes the faster
- * way, and every FV_PROBE_CALLS calls tries the other for FV_PROBE_RUN calls, so that a change (a competitor
- * starting or ending) is seen. On an idle machine the pool wins; on a busy one, one thread that keeps its core can beat two
- * that wait for each other.
+ * way, and now and then tries the other for FV_PROBE_RUN calls, so that a change (a competitor starting or
+ * ending) is seen: after FV_PROBE_CALLS calls, then twice as many after each try that changed nothing (up to
+ * FV_PROBE_MAX), because on a busy machine a try of the pool can stall a call for a scheduler time slice, a
+ * hundred times a step's cost. On an idle machine the pool wins; on a busy one, one thread that keeps its
+ * core can beat two that wait for each other.
  * Which thread steps an env never changes its results. One call at a time uses the pool: a call from a
  * second thread while it is busy steps its batch alone. A forked child starts a pool of its own. */
 #define FV_WORKER_SPIN_NS 50000 /* an idle worker spins this long for the next call, then sleeps */
@@ -35,7 +37,8 @@
 #define FV_PAUSE_NS 2000        /* spin on the CPU this long before spinning with sched_yield */
 #define FV_MAX_THREADS 256
 #define FV_MAX_CHUNKS 1024
-#define FV_PROBE_CALLS 64       /* every this many calls, FV_PROBE_RUN calls try the way that is not the faster now */
+#define FV_PROBE_CALLS 64       /* FV_PROBE_RUN calls try the way that is not the faster now after this many calls, */
+#define FV_PROBE_MAX 4096       /* twice as many after each try that left the faster way as it was, up to this */
 #define FV_PROBE_RUN 4
 #define FV_JOB_KINDS 4          /* job functions whose timings are kept */
 
@@ -51,7 +54,12 @@ static struct {
     int n, chunk, num_chunks, team;
     /* per job kind: fn, calls so far, and the mean ns per env on the caller alone [0] and with the pool [1]
      * (exponential moving averages, 0 until measured) */
-    struct { fv_chunk_fn fn; unsigned calls; int trial_left, last_way; double ns_per_env[2]; } kinds[FV_JOB_KINDS];
+    struct {
+        fv_chunk_fn fn;
+        unsigned calls, next_probe, probe_every; /* the call that starts the next try, and the calls between tries */
+        int trial_left, last_way, probe_from;    /* probe_from: the faster way when the last try began, or -1 */
+        double ns_per_env[2];
+    } kinds[FV_JOB_KINDS];
     /* each on a cache line of its own: */
     __attribute__((aligned(64))) unsigned long long gen;  /* the current job's number */
     __attribute__((aligned(64))) unsigned long long done; /* its chunks done << 32 | sum of their results */
@@ -177,7 +185,8 @@ static int fv_pool_choose(fv_chunk_fn fn, int* kind, int* timed) {
     while (k < FV_JOB_KINDS - 1 && fv_pool.kinds[k].fn != fn && fv_pool.kinds[k].fn != NULL) k++;
     if (fv_pool.kinds[k].fn != fn) { /* a new kind (the last slot is reused when all are taken) */
         fv_pool.kinds[k].fn = fn, fv_pool.kinds[k].calls = 0, fv_pool.kinds[k].trial_left = 0;
-        fv_pool.kinds[k].last_way = -1;
+        fv_pool.kinds[k].last_way = fv_pool.kinds[k].probe_from = -1;
+        fv_pool.kinds[k].next_probe = fv_pool.kinds[k].probe_every = FV_PROBE_CALLS;
         fv_pool.kinds[k].ns_per_env[0] = fv_pool.kinds[k].ns_per_env[1] = 0.0;
     }
     *kind = k;
@@ -193,7 +202,17 @@ static int fv_pool_choose(fv_chunk_fn fn, int* kind, int* timed) {
         way = fv_pool.kinds[k].last_way;
     } else {
         way = t[1] <= t[0];
-        if (calls % FV_PROBE_CALLS == 0) way = !way, fv_pool.kinds[k].trial_left = FV_PROBE_RUN - 1;
+        if (fv_pool.kinds[k].probe_from >= 0) { /* the first choice after a try: did the try change it? */
+            unsigned every = fv_pool.kinds[k].probe_every;
+            fv_pool.kinds[k].probe_every = way != fv_pool.kinds[k].probe_from ? FV_PROBE_CALLS
+                                           : every < FV_PROBE_MAX / 2 ? 2 * every : FV_PROBE_MAX;
+            fv_pool.kinds[k].probe_from = -1;
+        }
+        if ((int)(calls - fv_pool.kinds[k].next_probe) >= 0) { /* (wrap-safe: calls counts on past 2^32) */
+            fv_pool.kinds[k].probe_from = way;
+            fv_pool.kinds[k].next_probe = calls + fv_pool.kinds[k].probe_every;
+            way = !way, fv_pool.kinds[k].trial_left = FV_PROBE_RUN - 1;
+        }
     }
     *timed = way == fv_pool.kinds[k].last_way;
     fv_pool.kinds[k].last_way = way;

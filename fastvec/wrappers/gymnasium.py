@@ -300,8 +300,10 @@ class NativeVectorEnv(VectorEnv):
         if self.autoreset_mode != AutoresetMode.SAME_STEP:
             return info
         final_obs = np.empty(self.num_envs, dtype=object)
-        for i in np.flatnonzero(done):
-            final_obs[i] = self.batch.final_obs[i, 0].reshape(self.spaces.obs_shape).copy()
+        ended = np.flatnonzero(done)
+        rows = self.batch.final_obs[ended, 0].reshape(len(ended), *self.spaces.obs_shape)  # one copy of them all
+        for i, row in zip(ended.tolist(), rows):  # each env's its own row of that copy
+            final_obs[i] = row
         return {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": info, "_final_info": done.copy()}
 
     def _episode_info(self, done: np.ndarray) -> dict[str, Any]:

@@ -250,6 +250,40 @@ def test_copied_observations_are_the_envs_own_each_step(num_envs):
     assert not np.shares_memory(kept[-1], kept[-2]) and not np.array_equal(kept[-1], kept[0])
 
 
+def _held_arrays_keep_their_values(envs, steps: int, hold) -> None:
+    """Steps envs with random actions; every third step, hold(step's outputs) returns (array, values) pairs to keep;
+    at the end each kept array still has the values it had when returned."""
+    rng, held = np.random.default_rng(0), []
+    for t in range(steps):
+        outputs = envs.step(rng.integers(0, 2, envs.num_envs))
+        if t % 3 == 0:
+            held += hold(outputs)
+    assert held
+    for array, values in held:
+        np.testing.assert_array_equal(np.asarray(array), values)
+
+
+def test_arrays_the_caller_holds_are_never_written_again():
+    """step()'s arrays (copy=True) are the caller's: one still held, directly, as a view or inside an info dict,
+    keeps the values it was returned with while the env steps on (the C step writes a fresh block each step)."""
+    envs = gym.make_vec("fastvec/CartPole", num_envs=300)
+    envs.reset(seed=1)
+
+    def hold(outputs):
+        obs, rewards, terminated, _, infos = outputs
+        pairs = [(obs, obs.copy()), (rewards[::2], rewards[::2].copy()), (terminated, terminated.copy())]
+        return pairs + [(value, np.array(value)) for value in infos.values() if isinstance(value, np.ndarray)]
+
+    _held_arrays_keep_their_values(envs, 90, hold)
+
+
+def test_a_torch_tensor_over_a_returned_array_keeps_its_values():
+    torch = pytest.importorskip("torch")
+    envs = gym.make_vec("fastvec/CartPole", num_envs=300)
+    envs.reset(seed=2)
+    _held_arrays_keep_their_values(envs, 30, lambda outputs: [(torch.from_numpy(outputs[0]), outputs[0].copy())])
+
+
 def test_pettingzoo_games_declare_themselves_parallelizable():
     from fastvec import pettingzoo as fpz
 
