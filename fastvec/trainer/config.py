@@ -12,7 +12,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from fastvec.native import ENVS, check_define_names, resolve_defines, source_path
+from fastvec.native import ENVS, check_define_names, resolve_defines
 from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTION_NOTES, SECTIONS, Key, section_keys
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -316,30 +316,6 @@ def source_defines(config: dict) -> dict[str, int | float]:
         return check_define_names(defines)
     except ValueError as err:
         raise ConfigError(f"[env]: {err}") from None
-
-
-def step_limit(config: dict) -> int:
-    """The steps after which the configured env's episodes are truncated (0: never): env.max_episode_steps, or
-    with -1 a built-in env's registered limit (an env file has none; a Gymnasium id's is its registration's)."""
-    limit = config["env"]["max_episode_steps"]
-    if limit >= 0:
-        return limit
-    return int(ENVS[config["env"]["name"]].max_episode_steps or 0) if env_kind(config) == "builtin" else 0
-
-
-def env_build(config: dict, batch) -> tuple[Path, dict, int]:
-    """What a GPU build of config's env compiles (the CUDA trainer's module): (the env source, its -D defines, its
-    step limit, 0 for none). A built-in env's registered file, a user's env file (env.source), or for a Gymnasium
-    env, which steps on the host, a stub of its sizes (batch.env's; gym_batch.host_stub_source) that the host-env
-    kernels are compiled around."""
-    kind, name = env_kind(config), config["env"]["name"]
-    if kind == "builtin":
-        return source_path(name), resolve_defines(name, env_params(config)), step_limit(config)
-    if kind == "source":
-        return Path(config["env"]["source"]), source_defines(config), step_limit(config)
-    from fastvec.native.cpu import cache_dir
-    from fastvec.native.gym_batch import host_stub_source
-    return host_stub_source(batch.env.obs_size, batch.env.num_actions, cache_dir()), {}, 0
 
 
 def source_sha256(path) -> str:

@@ -1,13 +1,15 @@
-"""The env batch a training run steps on the host for a config: a built-in env, a user's env file or a
-Gymnasium id (run.py's trainers, self-play's training and evaluation games, --eval)."""
+"""The env a config trains, made: the batch a training run steps on the host (a built-in env, a user's env file
+or a Gymnasium id; run.py's trainers, self-play's training and evaluation games, --eval), what a GPU build of it
+compiles (env_build), and where its episodes are truncated (step_limit)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from fastvec import native
+from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.batches import make_batch as make_env_batch
-from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines, step_limit
+from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines
 
 
 def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
@@ -40,3 +42,27 @@ def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
         raise ConfigError(f"gym:{gym_id} refused its [env] arguments {env_params(config)}: {err}") from None
     except (gymnasium.error.Error, ImportError) as err:  # e.g. DependencyNotInstalled (Box2D, ALE)
         raise ConfigError(f"gym:{gym_id} could not be made: {err}") from None
+
+
+def step_limit(config: dict) -> int:
+    """The steps after which the configured env's episodes are truncated (0: never): env.max_episode_steps, or
+    with -1 a built-in env's registered limit (an env file has none; a Gymnasium id's is its registration's)."""
+    limit = config["env"]["max_episode_steps"]
+    if limit >= 0:
+        return limit
+    return int(ENVS[config["env"]["name"]].max_episode_steps or 0) if env_kind(config) == "builtin" else 0
+
+
+def env_build(config: dict, batch) -> tuple[Path, dict, int]:
+    """What a GPU build of config's env compiles (the CUDA trainer's module): (the env source, its -D defines, its
+    step limit, 0 for none). A built-in env's registered file, a user's env file (env.source), or for a Gymnasium
+    env, which steps on the host, a stub of its sizes (batch.env's; gym_batch.host_stub_source) that the host-env
+    kernels are compiled around."""
+    kind, name = env_kind(config), config["env"]["name"]
+    if kind == "builtin":
+        return source_path(name), resolve_defines(name, env_params(config)), step_limit(config)
+    if kind == "source":
+        return Path(config["env"]["source"]), source_defines(config), step_limit(config)
+    from fastvec.native.cpu import cache_dir
+    from fastvec.native.gym_batch import host_stub_source
+    return host_stub_source(batch.env.obs_size, batch.env.num_actions, cache_dir()), {}, 0

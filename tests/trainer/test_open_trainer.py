@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fastvec.native.gym_batch import GymBatch
-from fastvec.trainer import checkpoint, cli, config as config_mod, run
+from fastvec.trainer import checkpoint, cli, config as config_mod, env_batch, run
 from fastvec.trainer.config import ConfigError, load_config, load_run_config
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
@@ -231,17 +231,17 @@ def test_gymnasium_ids_and_their_arguments_are_checked(tmp_path, capsys):
 
 
 def test_env_build_names_what_a_gpu_build_compiles_for_each_kind_of_env(env_file):
-    """config.env_build: what the CUDA trainer compiles its module around. A Gymnasium env gets a stub of its
+    """env_batch.env_build: what the CUDA trainer compiles its module around. A Gymnasium env gets a stub of its
     sizes (the host-env kernels need OBS_SIZE and NUM_ACTIONS); it must compile, here with the C compiler."""
     from fastvec.native import cpu
     builtin = load_config("breakout", {"env": {"frameskip": 2}})
-    source, defines, limit = config_mod.env_build(builtin, None)
+    source, defines, limit = env_batch.env_build(builtin, None)
     assert (source.name, defines, limit) == ("breakout.h", {"FRAMESKIP": 2}, 10_000)
     user = load_config(str(env_file), {"env": {"terminate_at": 6}})
-    assert config_mod.env_build(user, None) == (env_file.resolve(), {"TERMINATE_AT": 6}, 0)
+    assert env_batch.env_build(user, None) == (env_file.resolve(), {"TERMINATE_AT": 6}, 0)
     gym = load_config("gym:CartPole-v1", {"env": {"num_envs": 2}})
     batch = run.make_batch(gym)
-    source, defines, limit = config_mod.env_build(gym, batch)
+    source, defines, limit = env_batch.env_build(gym, batch)
     batch.close()
     stub = cpu.load(source, ())
     assert (stub.obs_size, stub.num_actions, stub.num_agents, stub.stat_names, defines, limit) == (4, 2, 1, [], {}, 0)

@@ -157,7 +157,7 @@ def test_the_device_pool_follows_the_host_pool(tmp_path):
 def test_gpu_evaluation_games_equal_the_cpu_ones():
     """Deterministic play (argmax, no draws): the GPU's matches against a past self and against the bot at
     every level give the CPU's scores game for game."""
-    from fastvec.trainer.config import env_build
+    from fastvec.trainer.env_batch import env_build
     from fastvec.trainer.cuda import device
     from fastvec.trainer.cuda.matches import GpuMatches
     config = gpu_selfplay_config()

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastvec.trainer.config import ConfigError, load_config, step_limit
-from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.env_batch import make_batch, step_limit
 
 EXAMPLE_ENV = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import ConfigError, env_build
+from fastvec.trainer.config import ConfigError
+from fastvec.trainer.env_batch import env_build
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.device import module_int

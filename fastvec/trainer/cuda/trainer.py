@@ -14,7 +14,8 @@ import numpy as np
 from fastvec.native.batches import make_batch
 from fastvec.native.graphs import CudaGraph, Event
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import env_build, env_params
+from fastvec.trainer.config import env_params
+from fastvec.trainer.env_batch import env_build
 from fastvec.trainer.cuda import device, nccl
 from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.heads import HeadOps
