@@ -51,15 +51,22 @@ void emu_ppo_loss(int n, int A, const float* y, const int* actions, const float*
     });
 }
 
-void emu_gather(int K, int Bm, int R, int O, int first, int action_words, int obs_bytes, const int* perm,
-                const float* obs, const float* starts, const int* actions, const float* logp, const float* values,
-                const float* adv, const float* returns, float* mb_obs, float* mb_starts, int* mb_actions,
-                float* mb_logp, float* mb_values, float* mb_adv, float* mb_returns, int* mb_src) {
-    launch((long long)K * Bm, kThreads, [=] {
+/* ppo.cu's gather on `threads` threads (the trainer launches plan.gather_threads: at least one a row). */
+void emu_gather(long long threads, int K, int Bm, int R, int O, int first, int action_words, int obs_bytes,
+                const int* perm, const float* obs, const float* starts, const int* actions, const float* logp,
+                const float* values, const float* adv, const float* returns, float* mb_obs, float* mb_starts,
+                int* mb_actions, float* mb_logp, float* mb_values, float* mb_adv, float* mb_returns, int* mb_src) {
+    launch(threads, kThreads, [=] {
         gather_minibatch_kernel(K, Bm, R, O, first, action_words, obs_bytes, perm, obs, starts, actions, logp, values,
                                 adv, returns, mb_obs, mb_starts, mb_actions, mb_logp, mb_values, mb_adv, mb_returns,
                                 mb_src, nullptr, nullptr, nullptr);
     });
+}
+
+/* policy.cu's bias gradient on `blocks` blocks of 256 threads; with out and dpre, of the ReLU-masked dout. */
+void emu_bias_grad(long long rows, int cols, int blocks, const float* dout, const float* out, float* dpre,
+                   double* partial, unsigned int* counter, float* db) {
+    launch_grid(blocks, 256, [=] { bias_grad_kernel(rows, cols, dout, out, dpre, partial, counter, db); });
 }
 
 void emu_encode_obs(long long rows, int O, int obs_bytes, const float* obs, float scale, const float* norm, float* x) {

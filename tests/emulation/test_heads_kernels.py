@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fastvec.trainer import reference as ref
-from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+from fastvec.trainer.cuda.plan import BIAS_GRAD_BLOCKS, SCALARS_DTYPE, gather_threads
 
 HARNESS = Path(__file__).resolve().parent / "heads_on_cpu.cpp"
 CUDA_DIR = Path(ref.__file__).parent / "cuda"
@@ -155,10 +155,13 @@ def byte_rollout(rng, t_len, rows, size):
     return raw, buf
 
 
+@pytest.mark.parametrize("threads", ["rows", "planned", "surplus"])
 @pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])
-def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes):
+def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes, threads):
+    """On a thread a row, on the trainer's count (plan.gather_threads: here 93 threads for 20 rows, the observations
+    copied grid-stride) and on more threads than elements."""
     rng = np.random.default_rng(3)
-    t_len, r, o, kk, bm, first = 8, 6, 3, 4, 5, 3
+    t_len, r, o, kk, bm, first = 8, 6, 37, 4, 5, 3
     raw, buf = byte_rollout(rng, t_len, r, o)
     obs = buf if obs_bytes else rng.standard_normal((t_len, r, o)).astype(np.float32)
     perm = rng.permutation((t_len // kk) * r).astype(np.int32)
@@ -171,7 +174,8 @@ def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes):
         n = kk * bm
         mb_obs, mb_actions, mb_src = np.zeros((n, o), np.float32), np.zeros((n, words), np.int32), np.zeros(n, np.int32)
         mb_rows = [np.zeros(n, np.float32) for _ in range(5)]
-        call(emu.emu_gather, kk, bm, r, o, first, words, obs_bytes, perm, obs, rows_in[0],
+        count = {"rows": n, "planned": gather_threads(n, o), "surplus": 3 * n * o}[threads]
+        call(emu.emu_gather, np.int64(count), kk, bm, r, o, first, words, obs_bytes, perm, obs, rows_in[0],
              np.ascontiguousarray(actions.view(np.int32)), *rows_in[1:], mb_obs, mb_rows[0], mb_actions, *mb_rows[1:],
              mb_src)
         assert np.array_equal(mb_src, src)
@@ -180,6 +184,26 @@ def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes):
         assert np.array_equal(mb_actions.view(actions.dtype), actions.reshape(t_len * r, -1)[src])
         for got, want in zip(mb_rows, rows_in):
             assert np.array_equal(got, want.reshape(-1)[src])
+
+
+@pytest.mark.parametrize("rows, cols, blocks", [(2048, 128, 32), (1000, 7, 3), (37, 300, 5), (4096, 64, BIAS_GRAD_BLOCKS)])
+@pytest.mark.parametrize("masked", [False, True], ids=["plain", "relu-masked"])
+def test_bias_grad_sums_columns_and_writes_the_masked_gradient(emu, rows, cols, blocks, masked):
+    """policy.cu's bias_grad_kernel: db = the column sums of dout (with out: of dpre = dout * (out > 0), which it
+    writes, reference.mlp_backward's mask), summed in double over blocks of rows, so within float32 rounding of
+    NumPy's float64 sums; dpre exactly."""
+    rng = np.random.default_rng(rows + cols)
+    dout = rng.standard_normal((rows, cols)).astype(np.float32)
+    out = rng.standard_normal((rows, cols)).astype(np.float32) if masked else None
+    dpre, db = np.zeros((rows, cols), np.float32), np.zeros(cols, np.float32)
+    partial, counter = np.zeros(blocks * cols), np.zeros(1, np.uint32)
+    call(emu.emu_bias_grad, np.int64(rows), cols, blocks, dout, out if masked else None, dpre if masked else None, partial,
+         counter, db)
+    want = np.where(out > 0, dout, 0.0).astype(np.float32) if masked else dout
+    if masked:
+        assert np.array_equal(dpre, want)
+    np.testing.assert_allclose(db, want.astype(np.float64).sum(axis=0), rtol=0, atol=1e-5 * np.sqrt(rows))
+    assert counter[0] == 0  # the finishing block resets the counter for the next launch
 
 
 @pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])

@@ -196,6 +196,8 @@ __device__ __forceinline__ double bias_grad_lanes_sum(double acc, double* lanes,
     return sum;
 }
 
+#define BIAS_GRAD_UNROLL 8 /* rows whose loads bias_grad_kernel's threads issue before using them */
+
 /* A linear layer's bias gradient db (cols,) = the column sums of dpre (rows, cols); with `out` given
  * (an MLP layer), first mlp_backward: dpre = dout * (out > 0), written to dpre. One launch (last_block):
  * block b sums rows [b * rows / G, (b + 1) * rows / G) into partial (G, cols) in double, the finishing
@@ -212,14 +214,27 @@ __global__ void bias_grad_kernel(long long rows, int cols, const float* dout, co
         int c = tile + c0;
         double acc = 0.0;
         if (lane < row_lanes && c < cols) {
-            for (long long r = r0 + lane; r < r1; r += row_lanes) {
-                long long i = r * cols + c;
-                float v = dout[i];
-                if (out) {
-                    v = out[i] > 0.0f ? v : 0.0f;
-                    dpre[i] = v;
+            /* BIAS_GRAD_UNROLL rows' loads in flight before their stores and sums: a row at a time, each load
+             * waited for the store before it (dpre may alias dout or out as far as the compiler knows), so a
+             * thread's rows took a memory round trip each. The sum's order is the row order, as before. */
+            for (long long r = r0 + lane; r < r1; r += (long long)BIAS_GRAD_UNROLL * row_lanes) {
+                float v[BIAS_GRAD_UNROLL], m[BIAS_GRAD_UNROLL];
+#pragma unroll
+                for (int u = 0; u < BIAS_GRAD_UNROLL; u++) {
+                    long long i = (r + (long long)u * row_lanes) * cols + c;
+                    bool live = r + (long long)u * row_lanes < r1;
+                    v[u] = live ? dout[i] : 0.0f;
+                    m[u] = live && out ? out[i] : 0.0f;
                 }
-                acc += v;
+#pragma unroll
+                for (int u = 0; u < BIAS_GRAD_UNROLL; u++) {
+                    if (r + (long long)u * row_lanes >= r1) break;
+                    if (out) {
+                        v[u] = m[u] > 0.0f ? v[u] : 0.0f;
+                        dpre[(r + (long long)u * row_lanes) * cols + c] = v[u];
+                    }
+                    acc += v[u];
+                }
             }
         }
         bool adder = lane == 0 && c < cols;
