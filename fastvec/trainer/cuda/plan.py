@@ -46,7 +46,11 @@ def action_words(spec: ref.PolicySpec) -> int:
 def gather_threads(rows: int, obs_size: int) -> int:
     """Threads of gather_minibatch_kernel for a minibatch of rows x obs_size observations: one a row at least,
     and one per GATHER_UNROLL observation elements (up to GATHER_MAX_BLOCKS blocks), so that a small minibatch's
-    copy runs on the whole GPU rather than on its rows' few blocks."""
+    copy runs on the whole GPU rather than on its rows' few blocks. The kernel indexes a minibatch's observation
+    elements in 32 bits."""
+    if rows * obs_size >= 2**32:
+        raise ConfigError(f"a minibatch of {rows:,} rows of {obs_size:,} observation values is over 2^32 values: "
+                          "lower train.minibatch_size")
     return max(rows, min(-(-rows * obs_size // GATHER_UNROLL), GATHER_MAX_BLOCKS * 256))
 
 

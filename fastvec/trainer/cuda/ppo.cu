@@ -119,11 +119,13 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
 #pragma unroll
         for (int u = 0; u < GATHER_UNROLL; u++) {
             long long e = e0 + u * stride;
-            if (e < elements) {
-                long long row = e / O;
-                int j = (int)(e - row * O), k = (int)(row / Bm), q = perm[first + (int)(row % Bm)];
-                long long src = (long long)((q / R) * K + k) * R + q % R;
-                v[u] = obs_bytes ? obs_byte(obs, src, R, O, j) : obs[src * O + j];
+            if (e < elements) { /* 32-bit index math (elements < 2^32, plan.gather_threads): 64-bit division
+                                  * is a long software routine on the GPU */
+                unsigned row = (unsigned)e / (unsigned)O, j = (unsigned)e - row * (unsigned)O;
+                unsigned k = row / (unsigned)Bm, q = (unsigned)perm[first + (int)(row - k * (unsigned)Bm)];
+                unsigned s = q / (unsigned)R;
+                long long src = (long long)(s * (unsigned)K + k) * R + (q - s * (unsigned)R);
+                v[u] = obs_bytes ? obs_byte(obs, src, R, O, (int)j) : obs[src * O + j];
             }
         }
 #pragma unroll
