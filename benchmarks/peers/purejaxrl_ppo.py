@@ -352,7 +352,8 @@ class Peer:
         key = jax.random.PRNGKey(0)
         self.init = jax.jit(init).lower(key).compile()
         self.chunk = jax.jit(chunk, donate_argnums=0).lower(self.init(key)).compile()
-        self.evaluate = jax.jit(evaluate).lower(self.init(key), key).compile()
+        # --eval-episodes 0: nothing to evaluate (a batch of 0 envs does not trace)
+        self.evaluate = jax.jit(evaluate).lower(self.init(key), key).compile() if eval_episodes else None
         self.compile_s = time.perf_counter() - t0
         self.jax = jax
 
