@@ -15,7 +15,7 @@ import pytest
 
 from fastvec.native import cpu
 from fastvec.trainer import checkpoint, cli, sweep
-from fastvec.trainer.config import ConfigError, load_config, load_run_config, to_toml
+from fastvec.trainer.config import CONFIG_DIR, ConfigError, load_config, load_run_config, to_toml
 from fastvec.trainer.sweep_space import parse_entry, parse_space, split_arguments
 
 optuna = pytest.importorskip("optuna")
@@ -116,6 +116,22 @@ def test_sweep_settings_are_config_keys_and_env_tomls_carry_a_search_space(tmp_p
     breakout = load_config("breakout")["sweep"]
     assert breakout["metric"] == "score" and breakout["target"] == 850
     assert len(parse_space({k: v for k, v in breakout.items() if "." in k}, "breakout").distributions) >= 10
+
+
+SWEPT_ENVS = sorted(path.stem for path in CONFIG_DIR.glob("*.toml")
+                    if path.stem != "default" and "sweep" in tomllib.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("env", SWEPT_ENVS)
+def test_every_shipped_sweep_section_makes_a_plan(env):
+    """`fastvec-sweep ENV` with nothing else works for each env whose config carries a [sweep] section: its
+    settings are valid together and every entry of its search space parses."""
+    plan = sweep.make_plan(env, {}, {}, None)
+    assert plan.space.distributions and plan.settings["objective"] in ("score", "time_to_target", "pareto")
+
+
+def test_breakout_seaquest_and_asterix_minatar_carry_a_search_space():
+    assert {"breakout-minatar", "seaquest-minatar", "asterix-minatar"} <= set(SWEPT_ENVS)
 
 
 @pytest.mark.parametrize("extra, message", [
