@@ -6,6 +6,7 @@ table and writes benchmarks/results/train_peers.json.
     python benchmarks/train_peers.py --minatar     # also the MinAtar games (10M steps each); --minatar --envs: only them
     python benchmarks/train_peers.py --fastvec-device cpu --envs pendulum --seeds 1
     python benchmarks/train_peers.py --fallback-device cpu        # the CPU trainer where the CUDA one refuses an env
+    python benchmarks/train_peers.py --minatar --envs --fastvec-set seaquest-minatar:train.learning_rate=2.5e-3
 
 fastvec: each seed trains through the trainer's public API (fastvec.trainer.run.train, what `fastvec-train ENV
 --train.device=...` runs) with the env's config from fastvec/configs/, logging every update (train.log_interval=0)
@@ -62,22 +63,28 @@ MINATAR_STEP_LIMITS = {"freeway-minatar": 2500}
 
 
 def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_seconds: float,
-                eval_episodes: int, total_timesteps: int | None, run_root: Path) -> dict:
+                eval_episodes: int, total_timesteps: int | None, run_root: Path, settings: dict | None = None) -> dict:
     """One fastvec-train run: time to the first logged mean return >= threshold, start-up, the final policy's
-    evaluation; or the trainer's refusal."""
+    evaluation; or the trainer's refusal. settings: {section: {key: value}} over the env's config
+    (--fastvec-set), under the run's own seed, device, budget and logging."""
     from fastvec.trainer import checkpoint, run
     from fastvec.trainer.config import ConfigError, load_config
 
-    train = {"device": device, "seed": seed, "log_interval": 0.0, "checkpoint_seconds": 0.0,
-             "checkpoint_interval": 10 ** 9}
+    settings = settings or {}
+    train = {**settings.get("train", {}), "device": device, "seed": seed, "log_interval": 0.0,
+             "checkpoint_seconds": 0.0, "checkpoint_interval": 10 ** 9}
     if total_timesteps:
         train["total_timesteps"] = total_timesteps
     result = {"env": env, "seed": seed, "device": device, "threshold": threshold}
     env_overrides = {**MINATAR_ENV, "max_episode_steps": MINATAR_STEP_LIMITS.get(env, 1000)} if env in MINATAR else {}
+    env_overrides.update(settings.get("env", {}))
     if env_overrides:
         result["env_overrides"] = env_overrides
+    if settings:
+        result["settings"] = settings
+    overrides = {**settings, "env": env_overrides, "train": train, "eval": {"episodes": eval_episodes}}
     try:
-        config = load_config(env, {"env": env_overrides, "train": train, "eval": {"episodes": eval_episodes}})
+        config = load_config(env, overrides)
     except ConfigError as err:  # an unknown env or key: recorded, the other runs go on
         return {**result, "error": f"{type(err).__name__}: {err}"}
     reached, curve = [], []
@@ -117,6 +124,23 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
         eval_episodes=evaluation["episodes"], eval_s=round(time.perf_counter() - t1, 3),
         process_s=round(time.perf_counter() - t0, 3), curve=curve)
     return result
+
+
+def fastvec_settings(items: list[str], env: str) -> dict:
+    """--fastvec-set's [ENV:]SECTION.KEY=VALUE items that apply to env, as load_config's {section: {key: value}}."""
+    from fastvec.trainer.config import parse_value
+
+    settings: dict = {}
+    for item in items:
+        target, _, assignment = item.rpartition(":") if ":" in item.split("=", 1)[0] else ("", "", item)
+        if target and target != env:
+            continue
+        path, _, text = assignment.partition("=")
+        section, _, key = path.partition(".")
+        if not key or not text:
+            raise SystemExit(f"--fastvec-set {item!r}: use [ENV:]SECTION.KEY=VALUE, e.g. train.learning_rate=3e-3")
+        settings.setdefault(section, {})[key] = parse_value(text)
+    return settings
 
 
 def peer_runs(gymnax_id: str, seeds: list[int], threshold: float | None, max_seconds: float, eval_episodes: int,
@@ -257,6 +281,8 @@ def main(argv=None) -> None:
     parser.add_argument("--skip-fastvec", action="store_true")
     parser.add_argument("--peer-set", nargs="*", default=[], metavar="[ENV:]KEY=VALUE",
                         help="change the peer's PureJaxRL settings, for every env or one: pendulum:GAMMA=0.95")
+    parser.add_argument("--fastvec-set", nargs="*", default=[], metavar="[ENV:]SECTION.KEY=VALUE",
+                        help="change fastvec's config, for every env or one: breakout-minatar:train.learning_rate=3e-3")
     parser.add_argument("--peer-python", default=sys.executable, help="the Python with JAX, optax and gymnax")
     parser.add_argument("--out", default=str(RESULTS / "train_peers.json"))
     args = parser.parse_args(argv)
@@ -271,8 +297,8 @@ def main(argv=None) -> None:
     run_root = Path(tempfile.mkdtemp(prefix="train_peers-"))
     out = {"date": date.today().isoformat(), "machine": platform.platform(), "cores": os.cpu_count(),
            "python": platform.python_version(), "fastvec_device": args.fastvec_device, "seeds": args.seeds,
-           "max_seconds": args.max_seconds, "peer_set": args.peer_set, "eval_episodes": args.eval_episodes, "rows": [], "fastvec": {},
-           "peer": {}, "skipped": []}
+           "max_seconds": args.max_seconds, "peer_set": args.peer_set, "fastvec_set": args.fastvec_set,
+           "eval_episodes": args.eval_episodes, "rows": [], "fastvec": {}, "peer": {}, "skipped": []}
     try:  # the GPU machine's copy of the tree may have no git history
         git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True,
                              cwd=ROOT)
@@ -296,10 +322,11 @@ def main(argv=None) -> None:
                 out["skipped"].append(f"fastvec {env} seed {seed}")
                 continue
             res = fastvec_run(env, seed, args.fastvec_device, threshold, max_seconds, args.eval_episodes, steps,
-                              run_root)
+                              run_root, fastvec_settings(args.fastvec_set, env))
             if "refused" in res and args.fallback_device:  # the refusal is kept beside the other device's run
                 res = {**fastvec_run(env, seed, args.fallback_device, threshold, max_seconds, args.eval_episodes,
-                                     steps, run_root), "refused_on_" + args.fastvec_device: res["refused"]}
+                                     steps, run_root, fastvec_settings(args.fastvec_set, env)),
+                       "refused_on_" + args.fastvec_device: res["refused"]}
             fastvec.append(res)
             print(json.dumps({k: v for k, v in res.items() if k != "curve"}), flush=True)
         peer = {}
