@@ -121,6 +121,11 @@ KEYS: tuple[Key, ...] = (
     Key("policy", "hidden", int, 64, "width of every hidden layer", min=1),
     Key("policy", "layers", int, 2, "MinGRU or MLP layers between the linear encoder and decoder", min=1),
     Key("policy", "highway", bool, True, "MinGRU: a learned gate mixes each layer's input into its output"),
+    Key("policy", "critic", str, "shared",
+        '"shared": the value is the decoder\'s last row over the policy\'s torso; "separate" (MLP): a critic of its '
+        "own, with the policy's widths (PureJaxRL's and CleanRL's actor-critics)",
+        "separate trains on the CPU trainer only for now (train.device=auto picks it)",
+        choices=("shared", "separate")),
     # [train]
     Key("train", "device", str, "auto",
         '"cpu", "cuda", or "auto" (the CUDA trainer when it is available, else cpu)', choices=("cpu", "cuda", "auto")),

@@ -31,15 +31,17 @@ def make_policy_spec(config: dict, obs_size: int, num_actions: int, spaces=None)
                           kind=policy["kind"], hidden=policy["hidden"], layers=policy["layers"],
                           highway=policy["highway"], action_kind=kind, action_nvec=nvec,
                           action_dims=spaces.action_dims if kind == "box" else 0, obs_scale=scale,
-                          norm_obs=config["train"]["norm_obs"])
+                          norm_obs=config["train"]["norm_obs"], critic=policy["critic"])
 
 
 def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
     implement every head (Discrete, MultiDiscrete, Box), byte and float observations, train.norm_obs and
     train.norm_reward; a MultiDiscrete or Box head with the env on the GPU (train.env_device=cuda), without
-    self-play on the GPU; the running normalisation on one GPU."""
+    self-play on the GPU; the running normalisation on one GPU; the shared critic only."""
     train, kind = config["train"], spec.action_kind
+    if spec.critic != "shared":
+        return "the CUDA trainer's kernels have the shared critic only (policy.critic=shared)"
     if kind != "discrete" and train["env_device"] == "cpu":
         return (f"the CUDA trainer trains a {kind} action head with the env on the GPU only (train.env_device=cuda; "
                 "a Gymnasium env steps on the host)")

@@ -55,6 +55,9 @@ class PolicySpec:
     action_dims: int = 0
     obs_scale: float = 1.0  # the encoder multiplies observations by this first (1 / 255 for bytes)
     norm_obs: bool = False  # running observation normalisation (train.norm_obs), its statistics in the layout
+    # "shared": one torso, the decoder's last row the value; "separate" (MLP only): the value from a critic of
+    # its own (encoder, layers and a one-row decoder, "critic.*"), as PureJaxRL's and CleanRL's actor-critics.
+    critic: str = "shared"
 
     def __post_init__(self):
         if self.kind not in ("mingru", "mlp"):
@@ -68,6 +71,11 @@ class PolicySpec:
             raise ValueError(f"a multi_discrete head needs action_nvec counts >= 1, got {list(self.action_nvec)}")
         if self.action_kind == "box" and self.action_dims < 1:
             raise ValueError(f"a box head needs action_dims >= 1, got {self.action_dims}")
+        if self.critic not in ("shared", "separate"):
+            raise ValueError(f"policy.critic={self.critic!r} is not supported; use 'shared' or 'separate'")
+        if self.critic == "separate" and self.recurrent:
+            raise ValueError("policy.critic='separate' is for an MLP policy (policy.kind='mlp'); a MinGRU's critic "
+                             "shares its torso")
 
     @property
     def head_size(self) -> int:
@@ -112,7 +120,13 @@ def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
     width = (3 if spec.highway else 2) * h if spec.recurrent else h
     for layer in range(spec.layers):
         table += [(f"layer{layer}.w", (width, h)), (f"layer{layer}.b", (width,))]
-    table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits (or D means), then the value
+    if spec.critic == "shared":
+        table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits (or D means), then the value
+    else:  # the actor's decoder, then the critic: its encoder, MLP layers and one-row decoder
+        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.enc.w", (h, o)), ("critic.enc.b", (h,))]
+        for layer in range(spec.layers):
+            table += [(f"critic.layer{layer}.w", (h, h)), (f"critic.layer{layer}.b", (h,))]
+        table += [("critic.dec.w", (1, h)), ("critic.dec.b", (1,))]
     if spec.action_kind == "box":
         table.append(("dec.logstd", (spec.action_dims,)))
     if spec.norm_obs:
@@ -162,8 +176,14 @@ def init_params(spec: PolicySpec, rng: np.random.Generator, dtype=np.float32) ->
         w = views[f"layer{layer}.w"]
         for k in range(w.shape[0] // spec.hidden):
             w[k * spec.hidden:(k + 1) * spec.hidden] = orthogonal((spec.hidden, spec.hidden), 1.0)
-    views["dec.w"][:-1] = orthogonal((spec.head_size, spec.hidden), 0.01)
-    views["dec.w"][-1:] = orthogonal((1, spec.hidden), 1.0)
+    views["dec.w"][:spec.head_size] = orthogonal((spec.head_size, spec.hidden), 0.01)
+    if spec.critic == "shared":
+        views["dec.w"][-1:] = orthogonal((1, spec.hidden), 1.0)
+    else:  # the critic's own stack, initialised as the shared one would be
+        views["critic.enc.w"][...] = orthogonal(views["critic.enc.w"].shape, math.sqrt(2))
+        for layer in range(spec.layers):
+            views[f"critic.layer{layer}.w"][...] = orthogonal((spec.hidden, spec.hidden), 1.0)
+        views["critic.dec.w"][...] = orthogonal((1, spec.hidden), 1.0)
     if spec.norm_obs:
         views["obs_norm.var"][...] = 1
         views["obs_norm.count"][...] = 1e-4
@@ -273,22 +293,32 @@ def policy_forward(spec: PolicySpec, params: dict, obs, starts, state):
     Returns the head's distribution parameters (T, B, Y) (logits for the discrete kinds), values (T, B), the
     state after the last step, and the cache. obs may be bytes (uint8): encoder_input scales it."""
     x0 = encoder_input(spec, params, obs)
-    x = x0 @ params["enc.w"].T + params["enc.b"]  # (T, B, H)
-    keep = 1 - starts.astype(x.dtype)
-    caches = []
-    new_state = np.empty_like(state)
+    keep = 1 - starts.astype(x0.dtype)
+    y, new_state, actor = stack_forward(spec, params, "", x0, keep, state)  # (T, B, A + 1), or A without a value
+    if spec.critic == "shared":
+        dist, values, critic = y[..., :-1], y[..., -1], None
+    else:
+        values, _, critic = stack_forward(spec, params, "critic.", x0, keep, state)
+        dist, values = y, values[..., 0]
+    if spec.action_kind == "box":  # means, then the log-stds broadcast to every row
+        dist = np.concatenate([dist, np.broadcast_to(params["dec.logstd"], dist.shape)], axis=-1)
+    return dist, values, new_state, (x0, actor, critic)
+
+
+def stack_forward(spec: PolicySpec, params: dict, prefix: str, x0, keep, state):
+    """One stack, the encoder, layers and decoder named prefix + "enc." ... (the policy's, or a separate critic's
+    "critic." one, always an MLP), over encoder input x0 (T, B, O): its decoder output (T, B, rows), the state
+    after the last step and the cache."""
+    x = x0 @ params[prefix + "enc.w"].T + params[prefix + "enc.b"]  # (T, B, H)
+    caches, new_state = [], np.empty_like(state)
     for layer in range(spec.layers):
-        w, bias = params[f"layer{layer}.w"], params[f"layer{layer}.b"]
+        w, bias = params[f"{prefix}layer{layer}.w"], params[f"{prefix}layer{layer}.b"]
         if spec.recurrent:
             x, new_state[layer], cache = mingru_forward(x, keep, state[layer], w, bias, spec.highway)
         else:
             x, cache = mlp_forward(x, w, bias)
         caches.append(cache)
-    y = x @ params["dec.w"].T + params["dec.b"]  # (T, B, A + 1)
-    dist = y[..., :-1]
-    if spec.action_kind == "box":  # means, then the log-stds broadcast to every row
-        dist = np.concatenate([dist, np.broadcast_to(params["dec.logstd"], dist.shape)], axis=-1)
-    return dist, y[..., -1], new_state, (x0, x, caches)
+    return x @ params[prefix + "dec.w"].T + params[prefix + "dec.b"], new_state, (x, caches)
 
 
 def encoder_input(spec: PolicySpec, params: dict, obs):
@@ -308,27 +338,36 @@ def encoder_input(spec: PolicySpec, params: dict, obs):
 def policy_backward(spec: PolicySpec, params: dict, grads: dict, dlogits, dvalues, cache) -> None:
     """Accumulate parameter gradients (into the `grads` views) given dlogits (T, B, Y), dvalues (T, B).
     A box head's log-std gradient is the sum over rows of its columns of dlogits."""
-    obs, top, caches = cache
+    obs, actor, critic = cache
     if spec.action_kind == "box":
         d = spec.action_dims
         grads["dec.logstd"] += dlogits[..., d:].reshape(-1, d).sum(0)
         dlogits = dlogits[..., :d]
-    dy = np.concatenate([dlogits, dvalues[..., None]], axis=-1)  # (T, B, A + 1)
+    if spec.critic == "shared":
+        stack_backward(spec, params, grads, "", np.concatenate([dlogits, dvalues[..., None]], axis=-1), obs, actor)
+    else:
+        stack_backward(spec, params, grads, "", dlogits, obs, actor)
+        stack_backward(spec, params, grads, "critic.", dvalues[..., None], obs, critic)
+
+
+def stack_backward(spec: PolicySpec, params: dict, grads: dict, prefix: str, dy, obs, cache) -> None:
+    """stack_forward's gradients given its decoder output's dy (T, B, rows) and encoder input obs (T, B, O)."""
+    top, caches = cache
     rows = dy.reshape(-1, dy.shape[-1])
-    grads["dec.w"] += rows.T @ top.reshape(-1, top.shape[-1])
-    grads["dec.b"] += rows.sum(0)
-    dx = dy @ params["dec.w"]
+    grads[prefix + "dec.w"] += rows.T @ top.reshape(-1, top.shape[-1])
+    grads[prefix + "dec.b"] += rows.sum(0)
+    dx = dy @ params[prefix + "dec.w"]
     for layer in reversed(range(spec.layers)):
-        w = params[f"layer{layer}.w"]
+        w = params[f"{prefix}layer{layer}.w"]
         if spec.recurrent:
             dx, dw, db = mingru_backward(dx, caches[layer])
         else:
             dx, dw, db = mlp_backward(dx, caches[layer], w)
-        grads[f"layer{layer}.w"] += dw
-        grads[f"layer{layer}.b"] += db
+        grads[f"{prefix}layer{layer}.w"] += dw
+        grads[f"{prefix}layer{layer}.b"] += db
     rows = dx.reshape(-1, dx.shape[-1])
-    grads["enc.w"] += rows.T @ obs.reshape(-1, obs.shape[-1])
-    grads["enc.b"] += rows.sum(0)
+    grads[prefix + "enc.w"] += rows.T @ obs.reshape(-1, obs.shape[-1])
+    grads[prefix + "enc.b"] += rows.sum(0)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -199,10 +199,12 @@ def test_ppo_loss_value_matches_its_definition():
     assert loss == pytest.approx(total_pg / n + 0.5 * total_v / n - 0.01 * total_h / n, rel=1e-10)
 
 
-@pytest.mark.parametrize("kind,highway", [("mingru", True), ("mingru", False), ("mlp", False)])
-def test_whole_policy_and_loss_backward_matches_finite_differences(kind, highway):
-    """End to end: encoder, layers, decoder and the PPO loss, gradient w.r.t. every parameter."""
-    spec = ref.PolicySpec(obs_size=3, num_actions=3, kind=kind, hidden=4, layers=2, highway=highway)
+@pytest.mark.parametrize("kind,highway,critic", [("mingru", True, "shared"), ("mingru", False, "shared"),
+                                                 ("mlp", False, "shared"), ("mlp", False, "separate")])
+def test_whole_policy_and_loss_backward_matches_finite_differences(kind, highway, critic):
+    """End to end: encoder, layers, decoder (and a separate critic's stack) and the PPO loss, gradient w.r.t.
+    every parameter."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=3, kind=kind, hidden=4, layers=2, highway=highway, critic=critic)
     layout = ref.FlatLayout(ref.param_table(spec))
     flat = ref.init_params(spec, RNG, np.float64)
     flat += 0.3 * RNG.standard_normal(flat.shape)  # away from the tiny-logit init, so every branch is live
@@ -386,3 +388,34 @@ def test_flat_layout_views_share_memory_and_cover_every_parameter_once():
     assert counts[0] == 0, "a parameter entry belongs to no view"
     assert list(counts[1:]) == [int(np.prod(s)) for _, s in layout.table]
     assert layout.size == 7 * 8 + 8 + 3 * (24 * 8 + 24) + 4 * 8 + 4
+
+
+def test_a_separate_critic_is_its_own_network():
+    """policy.critic=separate: the values come from the critic's stack alone (its weights move them, the actor's
+    do not), the logits from the actor's alone, and the value loss reaches no actor weight."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=3, kind="mlp", hidden=4, layers=2, critic="separate")
+    layout = ref.FlatLayout(ref.param_table(spec))
+    assert [name for name in layout.offsets if name.startswith("critic.")] == [
+        "critic.enc.w", "critic.enc.b", "critic.layer0.w", "critic.layer0.b", "critic.layer1.w", "critic.layer1.b",
+        "critic.dec.w", "critic.dec.b"]
+    assert layout.offsets["dec.w"][1] == (3, 4)  # the actor's decoder has no value row
+    flat = ref.init_params(spec, RNG, np.float64)
+    params = layout.views(flat)
+    obs, starts, state = RNG.standard_normal((2, 5, 3)), np.zeros((2, 5)), np.zeros((0, 5, 4))
+    logits, values, _, cache = ref.policy_forward(spec, params, obs, starts, state)
+    params["enc.w"][...] += 1.0
+    logits2, values2, _, _ = ref.policy_forward(spec, params, obs, starts, state)
+    assert np.array_equal(values, values2) and not np.array_equal(logits, logits2)
+    params["critic.enc.w"][...] += 1.0
+    logits3, values3, _, _ = ref.policy_forward(spec, params, obs, starts, state)
+    assert np.array_equal(logits2, logits3) and not np.array_equal(values2, values3)
+    grads = np.zeros_like(flat)
+    ref.policy_backward(spec, params, layout.views(grads), np.zeros_like(logits), np.ones_like(values), cache)
+    for name, (off, shape) in layout.offsets.items():
+        touched = np.any(grads[off:off + int(np.prod(shape))] != 0)
+        assert touched == name.startswith("critic."), name
+
+
+def test_a_separate_critic_needs_an_mlp_policy():
+    with pytest.raises(ValueError, match="is for an MLP policy"):
+        ref.PolicySpec(obs_size=3, num_actions=3, kind="mingru", critic="separate")

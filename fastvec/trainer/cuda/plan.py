@@ -130,6 +130,9 @@ class Plan:
         """selfplay_seats > 0: self-play with the games on the GPU (that many seats a game, the learner's
         alone in the rollout's rows, a pool of pool_size snapshots): the learner's forward as GEMMs, the
         opponents' as selfplay.cu's."""
+        if spec.critic != "shared":
+            raise ConfigError("the CUDA trainer's kernels have the shared critic only; use --policy.critic=shared or "
+                              "--train.device=cpu")
         if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
                               f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
