@@ -4,8 +4,8 @@ Format (version 1), arrays in the archive:
   meta       uint8 (n,)   UTF-8 JSON: {"format": "fastvec-checkpoint", "version": 1, "env": "breakout",
                           "obs_size": 118, "num_actions": 3, "num_agents": 1,
                           "policy": {"kind", "hidden", "layers", "highway", "action_kind", "action_nvec",
-                                     "action_dims", "obs_scale", "norm_obs"} (the last five only where they
-                                     differ from OPTIONAL_POLICY_FIELDS, so a discrete policy's as before),
+                                     "action_dims", "obs_scale", "norm_obs", "critic"} (the last six only where
+                                     they differ from OPTIONAL_POLICY_FIELDS, so a discrete policy's as before),
                           "layout": [[name, shape], ...]  (the flat parameter order, shapes (out, in)),
                           "counters": {"global_step", "update", "opt_step"}, "rng": NumPy PCG64 state,
                           "reward_norm": [mean, var, count] of train.norm_reward's returns (only with it),
@@ -47,7 +47,7 @@ TEMP = re.compile(r"\..+\.[0-9]+\.[0-9a-f]+\.tmp")  # atomic_write's temporary f
 
 # PolicySpec's fields that a checkpoint records only when they differ from these defaults.
 OPTIONAL_POLICY_FIELDS = {"action_kind": "discrete", "action_nvec": (), "action_dims": 0, "obs_scale": 1.0,
-                          "norm_obs": False}
+                          "norm_obs": False, "critic": "shared"}
 
 
 class CheckpointError(ValueError):
