@@ -171,9 +171,6 @@ static void fv_pool_start(int workers) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Runs fn over envs [0, n) in chunks claimed by the caller and the pool's workers; returns the sum of
- * fn's results. Chunks are whole 64-env blocks so that no two threads write one cache line of a
- * byte-per-env output (terminated, truncated). */
 static int fv_pool_run_team(fv_chunk_fn fn, const void* job, int n, int threads);
 
 /* Which way a call of fn takes (0: the caller alone, 1: the pool), from its kind's timings (under busy); *timed:
@@ -219,6 +216,9 @@ static int fv_pool_choose(fv_chunk_fn fn, int* kind, int* timed) {
     return way;
 }
 
+/* Runs fn over envs [0, n) in chunks claimed by the caller and the pool's workers (or on the caller alone, as
+ * fv_pool_choose decides); returns the sum of fn's results. Chunks are whole 64-env blocks so that no two threads
+ * write one cache line of a byte-per-env output (terminated, truncated). */
 static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
     int threads = __atomic_load_n(&fv_pool.threads, __ATOMIC_RELAXED);
     if (threads <= 1 || n < FV_PAR_MIN_ENVS) return fn(job, 0, n);

@@ -46,11 +46,15 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
     return z ^ (z >> 31);
 }
 
-/* Element j of rollout row src = t * R + r of byte observations (an env's OBS_T unsigned char) in a (T + 1, R, O)
- * float rollout buffer: step t's R * O bytes start at its float offset t * R * O (rollout.cu's step_obs). */
-__device__ __forceinline__ float obs_byte(const float* obs, long long src, int R, int O, int j) {
-    long long t = src / R, r = src % R;
+/* Element j of step t, row r of byte observations (an env's OBS_T unsigned char) in a (T + 1, R, O) float
+ * rollout buffer: step t's R * O bytes start at its float offset t * R * O (rollout.cu's step_obs). */
+__device__ __forceinline__ float obs_byte_at(const float* obs, long long t, long long r, int R, int O, int j) {
     return (float)reinterpret_cast<const unsigned char*>(obs + t * R * O)[r * O + j];
+}
+
+/* The same for rollout row src = t * R + r. */
+__device__ __forceinline__ float obs_byte(const float* obs, long long src, int R, int O, int j) {
+    return obs_byte_at(obs, src / R, src % R, R, O, j);
 }
 
 /* ------------------------------------------------------------------------------------------------

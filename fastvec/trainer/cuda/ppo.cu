@@ -123,9 +123,8 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
                                   * is a long software routine on the GPU */
                 unsigned row = (unsigned)e / (unsigned)O, j = (unsigned)e - row * (unsigned)O;
                 unsigned k = row / (unsigned)Bm, q = (unsigned)perm[first + (int)(row - k * (unsigned)Bm)];
-                unsigned s = q / (unsigned)R;
-                long long src = (long long)(s * (unsigned)K + k) * R + (q - s * (unsigned)R);
-                v[u] = obs_bytes ? obs_byte(obs, src, R, O, (int)j) : obs[src * O + j];
+                unsigned s = q / (unsigned)R, t = s * (unsigned)K + k, r = q - s * (unsigned)R;
+                v[u] = obs_bytes ? obs_byte_at(obs, t, r, R, O, (int)j) : obs[((long long)t * R + r) * O + j];
             }
         }
 #pragma unroll
@@ -219,14 +218,6 @@ __global__ void moments_finish_kernel(int blocks, const double* partial, long lo
     out[1] = (float)sqrt(var > 0.0 ? var : 0.0);
 }
 
-/* ------------------------------------------------------------------------------------------------
- * PPO LOSS: forward and backward in one pass, one thread per row.
- * y (n, A + 1) decoder output (logits, value); actions, old_logp, old_values, adv, returns (n,);
- * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y.
- * With partial given, also adds the minibatch means of the five per-row loss terms (clipped policy
- * loss, 0.5 * max value loss, entropy, approx kl, clipped flag) to scalars->stat[0..5), in the same
- * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
- * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
 /* One row's clipped policy-gradient terms, every head's: returns d loss / d logp; writes stats[0] (the clipped
  * policy loss), stats[3] (approx kl) and stats[4] (clipped or not). inv_n: 1 / the minibatch's rows. */
 __device__ float ppo_policy_row(float logp, float old_logp, float adv, float clip_coef, float inv_n, float* stats) {
@@ -271,6 +262,14 @@ __device__ void ppo_add_stats(const float* stats, int n, double* partial, unsign
     }
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * PPO LOSS: forward and backward in one pass, one thread per row.
+ * y (n, A + 1) decoder output (logits, value); actions, old_logp, old_values, adv, returns (n,);
+ * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y.
+ * With partial given, also adds the minibatch means of the five per-row loss terms (clipped policy
+ * loss, 0.5 * max value loss, entropy, approx kl, clipped flag) to scalars->stat[0..5), in the same
+ * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
+ * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
 __device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* actions, const float* old_logp,
                              const float* old_values, const float* adv_in, const float* returns,
                              const float* adv_moments, float ent_coef, float clip_coef, float vf_clip_coef,
