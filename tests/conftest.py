@@ -1,6 +1,7 @@
 """Shared test set-up: a private compile cache for this run, so tests never depend on a user's cache (nor
 on a fixed /tmp path another user could have made); the `gpu` marker: tests marked `gpu` are skipped
-where PyCUDA or a CUDA GPU is missing; and `c_shim`, which builds small C files against fastvec/native's headers."""
+where PyCUDA or a CUDA GPU is missing; `c_shim`, which builds small C files against fastvec/native's headers; and
+`minibatch_sources`, the rollout rows of a minibatch of sequences, the oracle of the gather kernel's tests."""
 
 import atexit
 import ctypes
@@ -10,6 +11,7 @@ import subprocess
 import tempfile
 from functools import lru_cache
 
+import numpy as np
 import pytest
 
 # A cache of this run's own (mkdtemp: mode 0700, a fresh name), removed at exit; a FASTVEC_CACHE_DIR the
@@ -60,3 +62,11 @@ def c_shim(tmp_path_factory):
         return ctypes.CDLL(str(out))
 
     return build
+
+
+def minibatch_sources(perm: np.ndarray, first: int, seqs_per_mb: int, rows: int, bptt: int) -> np.ndarray:
+    """(K, Bm): the rollout index t * R + r of each row of the minibatch of sequences perm[first : first + Bm]:
+    sequence q is segment q // R of rollout row q % R, its steps (q // R) * K .. + K - 1 (NumpyTrainer.to_segments'
+    order, which gather_minibatch_kernel copies)."""
+    seqs = perm[first:first + seqs_per_mb]
+    return ((seqs // rows) * bptt)[None, :] * rows + np.arange(bptt)[:, None] * rows + (seqs % rows)[None, :]

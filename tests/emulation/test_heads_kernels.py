@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import minibatch_sources
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.plan import BIAS_GRAD_BLOCKS, SCALARS_DTYPE, gather_threads
@@ -165,8 +166,7 @@ def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes, 
     raw, buf = byte_rollout(rng, t_len, r, o)
     obs = buf if obs_bytes else rng.standard_normal((t_len, r, o)).astype(np.float32)
     perm = rng.permutation((t_len // kk) * r).astype(np.int32)
-    seqs = perm[first:first + bm]
-    src = (((seqs // r) * kk)[None, :] * r + np.arange(kk)[:, None] * r + (seqs % r)[None, :]).reshape(-1)
+    src = minibatch_sources(perm, first, bm, r, kk).reshape(-1)
     for actions in [rng.standard_normal((t_len, r, 2)).astype(np.float32),
                     rng.integers(-2**40, 2**40, (t_len, r, 3)).astype(np.int64)]:
         words = actions.itemsize * actions.shape[-1] // 4

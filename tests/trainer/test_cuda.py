@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import minibatch_sources
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.plan import gather_threads
@@ -390,8 +391,7 @@ def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu, o
              np.int32(1), np.int32(0), dev(perm), *[dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]],
              *[outs[name] for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]],
              partial, counter, moments)
-    seqs = perm[first:first + bm]
-    src = ((seqs // r) * kk)[None, :] * r + np.arange(kk)[:, None] * r + (seqs % r)[None, :]  # (K, Bm) t * R + r
+    src = minibatch_sources(perm, first, bm, r, kk)  # (K, Bm) t * R + r
     for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]:
         want = buf[name].reshape(t_len * r, -1)[src.reshape(-1)].reshape((n, o) if name == "obs" else (n,))
         got = dev.get(outs[name], want.shape, want.dtype)

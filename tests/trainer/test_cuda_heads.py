@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import minibatch_sources
 from test_cuda import (F32_TOL, Dev, FixedOrders, _cuda_or_skip, kernels_with_test_entry_points, load_numpy_trainer,
                        rel_err, rollout_buffers)
 
@@ -192,8 +193,7 @@ def test_gather_copies_multi_word_actions(gpu):
     t_len, r, kk, o, bm, first = 16, 30, 8, 3, 20, 20
     n = kk * bm
     perm = rng.permutation((t_len // kk) * r).astype(np.int32)
-    seqs = perm[first:first + bm]
-    src = (((seqs // r) * kk)[None, :] * r + np.arange(kk)[:, None] * r + (seqs % r)[None, :]).reshape(-1)
+    src = minibatch_sources(perm, first, bm, r, kk).reshape(-1)
     for actions in [rng.standard_normal((t_len, r, 2)).astype(np.float32),
                     rng.integers(-2**40, 2**40, (t_len, r, 3)).astype(np.int64)]:
         words = actions.itemsize * actions.shape[-1] // 4
