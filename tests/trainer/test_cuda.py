@@ -556,6 +556,26 @@ class FixedOrders:
         return order
 
 
+def start_async_update(gpu_tr, cpu_tr, update: int, epochs: int):
+    """One update of a train.async comparison: both trainers roll out (asserting the same slot and weight version),
+    and NumpyTrainer takes the GPU's slot data, starting weights, optimizer state and epoch orders, so that its
+    update is the CUDA trainer's on the same inputs. Returns (the slot's buffers, the starting weights, NumpyTrainer's
+    own sampling rng, to give back after its update)."""
+    from fastvec.trainer.reference import sequence_order
+    cuda, a = gpu_tr.cuda, gpu_tr.arena
+    gpu_tr.rollout()
+    cpu_tr.rollout()  # its own env and sampling: only the schedule is compared, the data is the GPU's
+    assert (gpu_tr.active_slot, gpu_tr.behaviour_version) == (cpu_tr.active_slot, cpu_tr.behaviour_version)
+    buf = rollout_buffers(gpu_tr)
+    load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
+    start_weights = a.get(cuda, "params")
+    cpu_tr.params[...] = start_weights  # the same starting point every update: float32 rounding
+    cpu_tr.opt_state[...] = a.get(cuda, "opt_state")  # would otherwise compound over the updates
+    sampling_rng = cpu_tr.rng
+    cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, update, e) for e in range(epochs)])
+    return buf, start_weights, sampling_rng
+
+
 @pytest.mark.parametrize("variant", [
     {"kind": "mingru", "optimizer": "muon", "vtrace": False, "rollout": "gemm"},
     {"kind": "mlp", "optimizer": "adam", "vtrace": True, "rollout": "gemm"},
@@ -797,7 +817,6 @@ def test_async_updates_match_numpy_async(variant):
     version each update, and on the same slot data, weights and sequence order the same update. With one
     epoch, the advantages are V-trace's with pi / mu from the weights the update starts from (stale data)."""
     _cuda_or_skip()
-    from fastvec.trainer.reference import sequence_order
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"],
                           update_epochs=variant.get("epochs", 2), env_device=variant.get("env_device", "cuda"),
                           **{"async": True})
@@ -806,17 +825,7 @@ def test_async_updates_match_numpy_async(variant):
     gpu_tr, cpu_tr, spec = make_pair(config, rollout=variant["rollout"])
     cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon
     for k in range(4):
-        gpu_tr.rollout()
-        cpu_tr.rollout()  # its own env and sampling: only the schedule is compared, the data is the GPU's
-        assert (gpu_tr.active_slot, gpu_tr.behaviour_version) == (cpu_tr.active_slot, cpu_tr.behaviour_version)
-        buf = rollout_buffers(gpu_tr)
-        load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
-        start_weights = a.get(cuda, "params")
-        cpu_tr.params[...] = start_weights  # the same starting point every update: float32 rounding
-        cpu_tr.opt_state[...] = a.get(cuda, "opt_state")  # would otherwise compound over the updates
-        sampling_rng = cpu_tr.rng
-        cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, k, e)
-                                  for e in range(config["train"]["update_epochs"])])
+        buf, start_weights, sampling_rng = start_async_update(gpu_tr, cpu_tr, k, tc["update_epochs"])
         stats_gpu = gpu_tr.update(num_updates=10)
         stats_cpu = cpu_tr.update(num_updates=10)
         cpu_tr.rng = sampling_rng

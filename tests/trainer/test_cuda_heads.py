@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import minibatch_sources
 from test_cuda import (F32_TOL, Dev, FixedOrders, _cuda_or_skip, kernels_with_test_entry_points, load_numpy_trainer,
-                       rel_err, rollout_buffers)
+                       rel_err, rollout_buffers, start_async_update)
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, load_config
@@ -387,22 +387,12 @@ def test_async_heads_match_numpy_async_with_vtrace(env):
     data, starting weights and order, with V-trace's advantages from the head's log-probs under the weights the
     update starts from (the stale data's ratios, heads.ppo_loss_head_kernel's scatter)."""
     _cuda_or_skip()
-    from fastvec.trainer.reference import sequence_order
     config = heads_config(env, update_epochs=1, vtrace=True, norm_obs=True, norm_reward=True, **{"async": True})
     tc = config["train"]
     gpu_tr, cpu_tr, spec = heads_pair(config)
-    cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon
+    cuda, a = gpu_tr.cuda, gpu_tr.arena
     for k in range(4):
-        gpu_tr.rollout()
-        cpu_tr.rollout()  # its own env and sampling: only the schedule is compared, the data is the GPU's
-        assert (gpu_tr.active_slot, gpu_tr.behaviour_version) == (cpu_tr.active_slot, cpu_tr.behaviour_version)
-        buf = rollout_buffers(gpu_tr)
-        load_numpy_trainer(cpu_tr, buf, gpu_tr.last_values())
-        start_weights = a.get(cuda, "params")
-        cpu_tr.params[...] = start_weights  # the same starting point every update: float32 rounding
-        cpu_tr.opt_state[...] = a.get(cuda, "opt_state")  # would otherwise compound over the updates
-        sampling_rng = cpu_tr.rng
-        cpu_tr.rng = FixedOrders([sequence_order(gpu_tr.sequences, gpu_tr.shuffle_key, k, 0)])
+        buf, start_weights, sampling_rng = start_async_update(gpu_tr, cpu_tr, k, 1)
         stats_gpu, stats_cpu = gpu_tr.update(num_updates=10), cpu_tr.update(num_updates=10)
         cpu_tr.rng = sampling_rng
         assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
