@@ -37,18 +37,16 @@ def make_policy_spec(config: dict, obs_size: int, num_actions: int, spaces=None)
 def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
     implement every head (Discrete, MultiDiscrete, Box), byte and float observations, train.norm_obs and
-    train.norm_reward; a MultiDiscrete or Box head with the env on the GPU (train.env_device=cuda), without
-    self-play on the GPU; the running normalisation on one GPU; the shared critic only."""
+    train.norm_reward, a shared or a separate critic; a MultiDiscrete or Box head with the env on the GPU
+    (train.env_device=cuda), without self-play on the GPU; the running normalisation on one GPU."""
     train, kind = config["train"], spec.action_kind
-    if spec.critic != "shared":
-        return "the CUDA trainer's kernels have the shared critic only (policy.critic=shared)"
     if kind != "discrete" and train["env_device"] == "cpu":
         return (f"the CUDA trainer trains a {kind} action head with the env on the GPU only (train.env_device=cuda; "
                 "a Gymnasium env steps on the host)")
-    if (kind != "discrete" or spec.norm_obs or spec.obs_scale != 1) and config["selfplay"]["enabled"] \
-            and train["env_device"] == "cuda":
-        return ("the CUDA trainer's self-play on the GPU plays Discrete heads on raw observations (no train.norm_obs, "
-                "no byte scaling); use --train.env_device=cpu")
+    if (kind != "discrete" or spec.norm_obs or spec.obs_scale != 1 or spec.critic != "shared") \
+            and config["selfplay"]["enabled"] and train["env_device"] == "cuda":
+        return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic on raw "
+                "observations (no train.norm_obs, no byte scaling, policy.critic=shared); use --train.env_device=cpu")
     if (train["norm_obs"] or train["norm_reward"]) and train.get("gpus", 1) != 1:
         return "the CUDA trainer keeps train.norm_obs and train.norm_reward statistics on one GPU; use --train.gpus=1"
     return None

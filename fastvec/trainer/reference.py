@@ -122,11 +122,13 @@ def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
         table += [(f"layer{layer}.w", (width, h)), (f"layer{layer}.b", (width,))]
     if spec.critic == "shared":
         table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits (or D means), then the value
-    else:  # the actor's decoder, then the critic: its encoder, MLP layers and one-row decoder
-        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.enc.w", (h, o)), ("critic.enc.b", (h,))]
+    else:  # the actor's decoder, then the critic: its one-row decoder's bias (so that the A + 1 decoder biases
+        # are contiguous, as the shared dec.b: the GPU adds them in one pass), encoder, MLP layers, decoder
+        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.dec.b", (1,)), ("critic.enc.w", (h, o)),
+                  ("critic.enc.b", (h,))]
         for layer in range(spec.layers):
             table += [(f"critic.layer{layer}.w", (h, h)), (f"critic.layer{layer}.b", (h,))]
-        table += [("critic.dec.w", (1, h)), ("critic.dec.b", (1,))]
+        table.append(("critic.dec.w", (1, h)))
     if spec.action_kind == "box":
         table.append(("dec.logstd", (spec.action_dims,)))
     if spec.norm_obs:

@@ -1,6 +1,6 @@
-"""policy.critic: a separate critic trains end to end on the CPU trainer (checkpoint, --resume, --eval read it back),
-the CUDA trainer refuses it with a message that `train.device=auto` turns into a CPU run, and a MinGRU with one is a
-clear config error."""
+"""policy.critic: a separate critic trains end to end on the CPU trainer (checkpoint, --resume, --eval read it back);
+the CUDA trainer takes it (test_cuda_heads.py compares it with the CPU trainer) except for self-play with the games
+on the GPU, which it refuses by name; a MinGRU with one is a clear config error."""
 
 from __future__ import annotations
 
@@ -25,12 +25,13 @@ def test_a_separate_critic_trains_resumes_and_evaluates_on_the_cpu(tmp_path, cap
     assert "mean return" in capsys.readouterr().out
 
 
-def test_the_cuda_trainer_refuses_a_separate_critic_by_name():
+def test_the_cuda_trainer_takes_a_separate_critic_except_for_selfplay_on_the_gpu():
     config = load_config("cartpole", {"policy": {"kind": "mlp", "critic": "separate"}})
-    spec = make_policy_spec(config, 4, 2)
-    assert "shared critic only" in cuda_unsupported(spec, config)
-    shared = load_config("cartpole", {"policy": {"kind": "mlp"}})
-    assert cuda_unsupported(make_policy_spec(shared, 4, 2), shared) is None
+    assert cuda_unsupported(make_policy_spec(config, 4, 2), config) is None
+    pong = load_config("pong", {"policy": {"kind": "mlp", "critic": "separate"}, "selfplay": {"enabled": True}})
+    assert "policy.critic=shared" in cuda_unsupported(make_policy_spec(pong, 8, 3), pong)
+    pong["train"]["env_device"] = "cpu"  # self-play with the games and opponents on the CPU
+    assert cuda_unsupported(make_policy_spec(pong, 8, 3), pong) is None
 
 
 def test_a_mingru_with_a_separate_critic_is_a_config_error():

@@ -811,7 +811,9 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
     {"kind": "mlp", "optimizer": "adam", "vtrace": True, "rollout": "warp", "epochs": 1},
     {"kind": "mingru", "optimizer": "adam", "vtrace": False, "rollout": "warp"},
     {"kind": "mingru", "optimizer": "muon", "vtrace": True, "rollout": "gemm", "env_device": "cpu"},
-], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused", "mingru-muon-vtrace-host"])
+    {"kind": "mlp", "optimizer": "muon", "vtrace": True, "rollout": "gemm", "critic": "separate"},
+], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused", "mingru-muon-vtrace-host",
+        "mlp-muon-vtrace-separate-critic"])
 def test_async_updates_match_numpy_async(variant):
     """CudaTrainer and NumpyTrainer, both with train.async, over several updates: the same slot and weight
     version each update, and on the same slot data, weights and sequence order the same update. With one
@@ -821,6 +823,7 @@ def test_async_updates_match_numpy_async(variant):
                           update_epochs=variant.get("epochs", 2), env_device=variant.get("env_device", "cuda"),
                           **{"async": True})
     config["policy"]["kind"] = variant["kind"]
+    config["policy"]["critic"] = variant.get("critic", "shared")
     tc = config["train"]
     gpu_tr, cpu_tr, spec = make_pair(config, rollout=variant["rollout"])
     cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon

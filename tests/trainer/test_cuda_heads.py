@@ -26,9 +26,9 @@ MULTI_SPEC = ref.PolicySpec(obs_size=2, num_actions=0, kind="mingru", hidden=16,
 HEAD_KINDS = {"multi_discrete": 1, "box": 2}  # heads.cu's HEAD_MULTI_DISCRETE, HEAD_BOX
 
 
-def heads_config(env: str, **train) -> dict:
+def heads_config(env: str, policy: dict | None = None, **train) -> dict:
     return load_config(env, {"env": {"num_envs": 24},
-                             "policy": {"kind": "mingru", "hidden": 16, "layers": 2, "highway": True},
+                             "policy": {"kind": "mingru", "hidden": 16, "layers": 2, "highway": True, **(policy or {})},
                              "train": {"horizon": 16, "bptt_horizon": 8, "minibatch_size": 64, "update_epochs": 2,
                                        "optimizer": "adam", "learning_rate": 0.01, "device": "cuda", "seed": 5,
                                        **train}})
@@ -55,6 +55,19 @@ def test_plan_gives_every_head_the_gemm_rollout_and_its_action_buffers(spec):
     assert arena.entries["y"][1] == arena.entries["dy"][1] == (plan.mb_rows, spec.head_size + 1)
     assert ("dlogstd" in arena.entries) == (spec.action_kind == "box")
     assert ("head_nvec" in arena.entries) == (spec.action_kind == "multi_discrete")
+
+
+def test_plan_gives_a_separate_critic_the_gemm_rollout_and_its_own_activations():
+    from fastvec.trainer.cuda.plan import Choices, Plan, plan_arena
+    train = heads_config("cartpole", SEPARATE_CRITIC)["train"]
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=16, layers=2, critic="separate")
+    layout = ref.FlatLayout(ref.param_table(spec))
+    plan = Plan.make(train, spec, layout, 24, 1, False, Choices(rollout="warp"))
+    assert plan.rollout == "gemm" and plan.fused_block == 0  # the fused kernels run a shared actor-critic only
+    _, shape, _, _ = plan_arena(plan, spec, layout, 64, 0).entries["critic_act"]
+    assert shape == (3, plan.mb_rows, 16)  # the critic's encoder and layer outputs, kept for the backward
+    with pytest.raises(ConfigError, match="policy.critic=shared"):  # self-play's opponents: a shared actor-critic
+        Plan.make(train, spec, layout, 24, 1, False, Choices(), selfplay_seats=2, pool_size=4)
 
 
 def test_plan_normalised_observations_and_rewards_add_their_state():
@@ -286,13 +299,19 @@ def rollout_obs(trainer) -> np.ndarray:
     return obs.view(np.uint8).reshape(steps, rows * size * 4)[:, :rows * size].reshape(steps, rows, size)
 
 
+SEPARATE_CRITIC = {"kind": "mlp", "critic": "separate"}  # the value from a critic network of its own
 RANDOM_WALK = str(ENVS_DIR / "random_walk.h")  # Discrete(3), two agents, byte observations scaled by 1/255
 CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "box-norm": (BOX, {"norm_obs": True, "norm_reward": True}, "gemm"),
          "multi_discrete-norm": (MULTI, {"norm_obs": True, "norm_reward": True}, "gemm"),
          "bytes": (RANDOM_WALK, {}, "gemm"), "bytes-norm": (RANDOM_WALK, {"norm_obs": True}, "gemm"),
          "minatar-bytes-warp": ("breakout-minatar", {}, "warp"),
-         "host-env-norm": ("cartpole", {"norm_obs": True, "norm_reward": True, "env_device": "cpu"}, "host")}
+         "host-env-norm": ("cartpole", {"norm_obs": True, "norm_reward": True, "env_device": "cpu"}, "host"),
+         "separate-critic": ("cartpole", {"policy": SEPARATE_CRITIC, "optimizer": "muon"}, "gemm"),
+         "separate-critic-bytes-norm": (RANDOM_WALK, {"policy": SEPARATE_CRITIC, "norm_obs": True}, "gemm"),
+         "separate-critic-minatar": ("breakout-minatar", {"policy": SEPARATE_CRITIC}, "gemm"),
+         "separate-critic-box": (BOX, {"policy": SEPARATE_CRITIC}, "gemm"),
+         "separate-critic-host-env": ("cartpole", {"policy": SEPARATE_CRITIC, "env_device": "cpu"}, "host")}
 
 
 @pytest.mark.gpu
@@ -307,12 +326,16 @@ def test_rollout_and_update_match_numpy(case):
     each, whose optimizer steps compound float32 rounding, within 1e-4 (as test_cuda.py's), and with
     train.norm_obs the observation statistics after it (part of the weights). minatar-bytes-warp: 0/1 byte
     observations (no scale) through the fused warp-per-env rollout, which reads them as bytes, as the update.
-    host-env-norm: the env stepped on the CPU (train.env_device=cpu) with both normalisations."""
+    host-env-norm: the env stepped on the CPU (train.env_device=cpu) with both normalisations. separate-critic-*: an
+    MLP actor and a critic network of its own (policy.critic=separate), which the GEMM-path rollouts and the update
+    run as two stacks writing one decoder output."""
     _cuda_or_skip()
     from fastvec.trainer.reference import sequence_order
     env, norm, path = CASES[case]
+    norm = dict(norm)
+    policy = norm.pop("policy", None)
     for epochs, tol in [(1, F32_TOL), (2, 1e-4)]:
-        config = heads_config(env, update_epochs=epochs, **norm)
+        config = heads_config(env, policy, update_epochs=epochs, **norm)
         agents = 2 if env == RANDOM_WALK else 1
         config["train"]["minibatch_size"] = 16 * 24 * agents if epochs == 1 else 8 * 24 * agents
         gpu_tr, cpu_tr, spec = heads_pair(config)

@@ -396,9 +396,11 @@ def test_a_separate_critic_is_its_own_network():
     spec = ref.PolicySpec(obs_size=3, num_actions=3, kind="mlp", hidden=4, layers=2, critic="separate")
     layout = ref.FlatLayout(ref.param_table(spec))
     assert [name for name in layout.offsets if name.startswith("critic.")] == [
-        "critic.enc.w", "critic.enc.b", "critic.layer0.w", "critic.layer0.b", "critic.layer1.w", "critic.layer1.b",
-        "critic.dec.w", "critic.dec.b"]
+        "critic.dec.b", "critic.enc.w", "critic.enc.b", "critic.layer0.w", "critic.layer0.b", "critic.layer1.w",
+        "critic.layer1.b", "critic.dec.w"]
     assert layout.offsets["dec.w"][1] == (3, 4)  # the actor's decoder has no value row
+    # the A + 1 decoder biases are contiguous, as the shared critic's dec.b (the CUDA trainer adds them in one pass)
+    assert layout.offsets["critic.dec.b"][0] == layout.offsets["dec.b"][0] + 3
     flat = ref.init_params(spec, RNG, np.float64)
     params = layout.views(flat)
     obs, starts, state = RNG.standard_normal((2, 5, 3)), np.zeros((2, 5)), np.zeros((0, 5, 4))

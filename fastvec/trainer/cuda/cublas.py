@@ -68,11 +68,12 @@ class Cublas:
 
     def matmul(self, out: int, a: int, b: int, m: int, n: int, k: int, trans_a: bool = False,
                trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0, dtype: int = CUDA_R_32F,
-               out_dtype: int = CUDA_R_32F) -> None:
+               out_dtype: int = CUDA_R_32F, lda: int = 0, ldc: int = 0) -> None:
         """Row-major out (m, n) = alpha * op(a) @ op(b) + beta * out, op(a) (m, k), op(b) (k, n).
         a is stored (m, k), or (k, m) when trans_a; b is stored (k, n), or (n, k) when trans_b.
         a and b are `dtype`, out `out_dtype` (fp32, or bf16 where a and b are). fp32 operands are multiplied
-        per the handle's precision; bf16 operands as they are, with fp32 accumulation."""
+        per the handle's precision; bf16 operands as they are, with fp32 accumulation. lda, ldc: the row strides
+        (elements) of a and out where they are columns of a wider matrix (0: dense)."""
         compute = COMPUTE_TYPES["fp32"] if dtype == CUDA_R_16BF else self.compute
         c_int = ctypes.c_int
         alpha_c, beta_c = ctypes.c_float(alpha), ctypes.c_float(beta)
@@ -80,8 +81,8 @@ class Cublas:
             self.handle, c_int(OP_T if trans_b else OP_N), c_int(OP_T if trans_a else OP_N),
             c_int(n), c_int(m), c_int(k), ctypes.byref(alpha_c),
             ctypes.c_void_p(b), c_int(dtype), c_int(k if trans_b else n),
-            ctypes.c_void_p(a), c_int(dtype), c_int(m if trans_a else k),
-            ctypes.byref(beta_c), ctypes.c_void_p(out), c_int(out_dtype), c_int(n),
+            ctypes.c_void_p(a), c_int(dtype), c_int(lda or (m if trans_a else k)),
+            ctypes.byref(beta_c), ctypes.c_void_p(out), c_int(out_dtype), c_int(ldc or n),
             c_int(compute), c_int(GEMM_DEFAULT))
         check(status, f"cublasGemmEx(m={m}, n={n}, k={k})")
 

@@ -130,15 +130,13 @@ class Plan:
         """selfplay_seats > 0: self-play with the games on the GPU (that many seats a game, the learner's
         alone in the rollout's rows, a pool of pool_size snapshots): the learner's forward as GEMMs, the
         opponents' as selfplay.cu's."""
-        if spec.critic != "shared":
-            raise ConfigError("the CUDA trainer's kernels have the shared critic only; use --policy.critic=shared or "
-                              "--train.device=cpu")
         if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
                               f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
-        if selfplay_seats and (spec.action_kind != "discrete" or transforms_obs(spec)):
-            raise ConfigError("self-play with the games on the GPU plays Discrete heads on unnormalised observations; "
-                              "use --train.env_device=cpu or turn train.norm_obs off")
+        if selfplay_seats and (spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared"):
+            raise ConfigError("self-play with the games on the GPU plays Discrete heads with a shared critic on "
+                              "unnormalised observations; use --train.env_device=cpu, or turn train.norm_obs off and "
+                              "policy.critic=shared")
         if host_env and spec.action_kind != "discrete":
             raise ConfigError(f"the CUDA trainer steps envs with a {spec.action_kind} head on the GPU only; use "
                               "--train.env_device=cuda (or --train.device=cpu)")
@@ -210,8 +208,9 @@ def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs:
     (a thread per env, a launch a step) from FUSED_THREAD_MIN_ENVS envs on, ("warp", block) for
     policy_rollout_warp_kernel (a warp per env, the whole horizon in one launch) below, or ("gemm", 0) where
     every weight does not fit a block's shared memory (or `forced` says so), or the policy has a MultiDiscrete
-    or Box head or transforms its observations (the fused kernels implement the Discrete head on raw observations)."""
-    if spec.action_kind != "discrete" or transforms_obs(spec):
+    or Box head, a separate critic, or transforms its observations (the fused kernels implement the Discrete head of a
+    shared actor-critic on raw observations)."""
+    if spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared":
         return "gemm", 0
     if forced == "gemm" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > MAX_ACTIONS:
         return "gemm", 0
@@ -299,6 +298,8 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     act_dtype = np.uint16 if plan.bf16_acts else f32  # uint16: bfloat16 bits
     a.add("pre", (layers, n, w), act_dtype, "(L, n, W) pre-activations (without the bias)")
     a.add("hseq", (max(ls, 1), n, h), act_dtype, "(Ls, n, H) MinGRU states")
+    if spec.critic != "shared":
+        a.add("critic_act", (layers + 1, n, h), f32, "(L+1, n, H) a separate critic's encoder and layer outputs")
     a.add("y", (n, y), f32, "(n, Y) decoder output")
     if spec.action_kind == "box":
         a.add("dlogstd", (n, spec.action_dims), f32, "(n, D) each row's loss gradient into dec.logstd")

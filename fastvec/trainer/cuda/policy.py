@@ -19,7 +19,7 @@ class GpuPolicy:
 
     def forward(self, k, blas, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
                 acts, pres, hs, y: int, params: str = "params", acts_bf16=None, dec_bias: bool = True,
-                x0: int = 0, obs_bytes: bool = False) -> None:
+                x0: int = 0, obs_bytes: bool = False, critic_acts=None) -> None:
         """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
         params: the arena's weights to use. acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L
@@ -29,81 +29,131 @@ class GpuPolicy:
         (the GEMM-path rollout's env step adds it). x0: where the encoder's input (reference.encoder_input) goes
         when the policy transforms its observations (plan.transforms_obs) or they are bytes (obs_bytes: an env's
         OBS_T unsigned char, at obs's float address), which the encoder then reads; 0: obs already is that input
-        (the update encodes its minibatch in place, encode())."""
-        spec, a = self.spec, self.arena
-        rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
-        off = self.layout.offsets
-        pp = lambda name: a.ptr(params, off[name][0])  # noqa: E731
+        (the update encodes its minibatch in place, encode()). A separate critic's stack writes y's value column
+        and keeps its activations in critic_acts (the update's, update_critic_acts()), or by default in acts once
+        the actor's decoder has read them (a rollout keeps none); pres are its scratch."""
+        spec = self.spec
+        rows, h, ny = rows_per_step * steps, spec.hidden, spec.head_size + 1
+        pp = self.pointer(params)
         if x0:
             self.encode(k, obs, x0, rows, params, obs_bytes)
             obs = x0
-        blas.matmul(acts[0], obs, pp("enc.w"), rows, h, o, trans_b=True)
-        k.launch("add_bias_kernel", rows * h, acts[0], pp("enc.b"), np.int64(rows), np.int32(h),
+        self.stack_forward(k, blas, "", rows_per_step, steps, obs, starts, state_in, state_out, acts, pres, hs,
+                           params, acts_bf16)
+        if spec.critic == "shared":
+            blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
+        else:  # the actor's A columns, then the critic's stack into the value column
+            blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny - 1, h, trans_b=True, ldc=ny)
+            critic_acts = critic_acts or acts
+            self.stack_forward(k, blas, "critic.", rows_per_step, steps, obs, starts, state_in, state_out,
+                               critic_acts, pres, hs, params, None)
+            blas.matmul(y + 4 * (ny - 1), critic_acts[spec.layers], pp("critic.dec.w"), rows, 1, h, trans_b=True,
+                        ldc=ny)
+        if dec_bias:  # dec.b: the A + 1 biases (with a separate critic, critic.dec.b follows dec.b in the layout)
+            k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
+
+    def stack_forward(self, k, blas, prefix: str, rows_per_step: int, steps: int, x: int, starts: int, state_in,
+                      state_out, acts, pres, hs, params: str, acts_bf16) -> None:
+        """reference.stack_forward's encoder and layers (those named prefix + "enc." ...) over encoder input x into
+        acts; the decoder is forward()'s."""
+        spec, a, off = self.spec, self.arena, self.layout.offsets
+        rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
+        pp = self.pointer(params)
+        blas.matmul(acts[0], x, pp(prefix + "enc.w"), rows, h, o, trans_b=True)
+        k.launch("add_bias_kernel", rows * h, acts[0], pp(prefix + "enc.b"), np.int64(rows), np.int32(h),
                  acts_bf16[0] if acts_bf16 else 0)
         for layer in range(spec.layers):
-            w = off[f"layer{layer}.w"][1][0]
+            name = f"{prefix}layer{layer}"
+            w = off[f"{name}.w"][1][0]
             if acts_bf16:
-                blas.matmul(pres[layer], acts_bf16[layer], a.ptr(f"{params}_bf16", off[f"layer{layer}.w"][0]), rows,
+                blas.matmul(pres[layer], acts_bf16[layer], a.ptr(f"{params}_bf16", off[f"{name}.w"][0]), rows,
                             w, h, trans_b=True, dtype=CUDA_R_16BF, out_dtype=CUDA_R_16BF)
             else:
-                blas.matmul(pres[layer], acts[layer], pp(f"layer{layer}.w"), rows, w, h, trans_b=True)
+                blas.matmul(pres[layer], acts[layer], pp(f"{name}.w"), rows, w, h, trans_b=True)
             if spec.recurrent:
                 next_bf16 = acts_bf16[layer + 1] if acts_bf16 and layer + 1 < spec.layers else 0
                 k.launch("mingru_forward_bf16_kernel" if acts_bf16 else "mingru_forward_kernel", rows_per_step * h,
                          np.int32(steps), np.int32(rows_per_step), np.int32(h), np.int32(spec.highway),
-                         (acts_bf16 or acts)[layer], pres[layer], pp(f"layer{layer}.b"), starts, state_in[layer],
+                         (acts_bf16 or acts)[layer], pres[layer], pp(f"{name}.b"), starts, state_in[layer],
                          hs[layer], acts[layer + 1], state_out[layer], next_bf16)
             else:
                 k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
-                         pp(f"layer{layer}.b"), acts[layer + 1])
-        ny = spec.head_size + 1
-        blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny, h, trans_b=True)
-        if dec_bias:
-            k.launch("add_bias_kernel", rows * ny, y, pp("dec.b"), np.int64(rows), np.int32(ny), 0)
+                         pp(f"{name}.b"), acts[layer + 1])
+
+    def update_critic_acts(self) -> list | None:
+        """A separate critic's activations in the update (arena critic_act, kept for the backward); None when
+        the value is the shared decoder's last row."""
+        if self.spec.critic == "shared":
+            return None
+        n, h = self.plan.mb_rows, self.spec.hidden
+        return [self.arena.ptr("critic_act", i * n * h) for i in range(self.spec.layers + 1)]
 
     def backward(self, k, blas, states, acts, acts_bf16, pres, hs, widths) -> None:
         """The minibatch's gradients (arena grads) from dy (n, Y) and the activations the forward kept
-        (update_forward's pointers). Every gradient is written exactly once (beta = 0): grads need no zeroing."""
-        spec, a, plan = self.spec, self.arena, self.plan
-        kk, bm, n = plan.bptt, plan.seqs_per_mb, plan.mb_rows
-        h, o, layers, ny = spec.hidden, spec.obs_size, spec.layers, spec.head_size + 1
-        off = self.layout.offsets
-        gp = lambda name: a.ptr("grads", off[name][0])  # noqa: E731
-        pp = lambda name: a.ptr("params", off[name][0])  # noqa: E731
-        blas.matmul(gp("dec.w"), a.ptr("dy"), acts[layers], ny, h, n, trans_a=True)
-        self.bias_grad(k, blas, gp("dec.b"), a.ptr("dy"), ny)
+        (update_forward's pointers; a separate critic's in update_critic_acts()). Every gradient is written
+        exactly once (beta = 0): grads need no zeroing."""
+        spec, a, n = self.spec, self.arena, self.plan.mb_rows
+        h, layers, ny, dy = spec.hidden, spec.layers, spec.head_size + 1, a.ptr("dy")
+        gp, pp = self.pointer("grads"), self.pointer("params")
+        critic_acts = self.update_critic_acts()
+        if critic_acts is None:
+            blas.matmul(gp("dec.w"), dy, acts[layers], ny, h, n, trans_a=True)
+        else:  # dy's first A columns are the actor's, its last the critic's
+            blas.matmul(gp("dec.w"), dy, acts[layers], ny - 1, h, n, trans_a=True, lda=ny)
+            blas.matmul(gp("critic.dec.w"), dy + 4 * (ny - 1), critic_acts[layers], 1, h, n, trans_a=True, lda=ny)
+        self.bias_grad(k, blas, gp("dec.b"), dy, ny)  # with a separate critic, dec.b and critic.dec.b
         if spec.action_kind == "box":  # the log-stds' gradient: the column sums of the loss's per-row dlogstd
             self.bias_grad(k, blas, gp("dec.logstd"), a.ptr("dlogstd"), spec.action_dims)
+        if critic_acts is None:
+            blas.matmul(a.ptr("dact"), dy, pp("dec.w"), n, h, ny)
+        else:
+            blas.matmul(a.ptr("dact"), dy, pp("dec.w"), n, h, ny - 1, lda=ny)
+        self.stack_backward(k, blas, "", states, acts, acts_bf16, pres, hs, widths)
+        if critic_acts is not None:
+            blas.matmul(a.ptr("dact"), dy + 4 * (ny - 1), pp("critic.dec.w"), n, h, 1, lda=ny)
+            self.stack_backward(k, blas, "critic.", states, critic_acts, None, pres, hs, [h] * layers)
+
+    def stack_backward(self, k, blas, prefix: str, states, acts, acts_bf16, pres, hs, widths) -> None:
+        """reference.stack_backward's layers and encoder (prefix + ...) from the top layer's gradient in dact's
+        first half."""
+        spec, a, plan = self.spec, self.arena, self.plan
+        kk, bm, n = plan.bptt, plan.seqs_per_mb, plan.mb_rows
+        h, o, off = spec.hidden, spec.obs_size, self.layout.offsets
+        gp, pp = self.pointer("grads"), self.pointer("params")
         cur, other = a.ptr("dact"), a.ptr("dact", n * h)
-        blas.matmul(cur, a.ptr("dy"), pp("dec.w"), n, h, ny)
-        for layer in reversed(range(layers)):
-            w = widths[layer]
+        for layer in reversed(range(spec.layers)):
+            name, w = f"{prefix}layer{layer}", widths[layer]
             if spec.recurrent:
                 k.launch("mingru_backward_bf16_kernel" if acts_bf16 else "mingru_backward_kernel", bm * h,
                          np.int32(kk), np.int32(bm), np.int32(h), np.int32(spec.highway), cur,
-                         (acts_bf16 or acts)[layer], pres[layer], pp(f"layer{layer}.b"), a.ptr("mb_starts"),
+                         (acts_bf16 or acts)[layer], pres[layer], pp(f"{name}.b"), a.ptr("mb_starts"),
                          states[layer], hs[layer], a.ptr("dpre"), other, a.ptr("dbias_seq"))
                 if acts_bf16:
-                    blas.matmul(other, a.ptr("dpre"), a.ptr("params_bf16", off[f"layer{layer}.w"][0]), n, h, w,
+                    blas.matmul(other, a.ptr("dpre"), a.ptr("params_bf16", off[f"{name}.w"][0]), n, h, w,
                                 beta=1.0, dtype=CUDA_R_16BF)
                 else:
-                    blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w, beta=1.0)
-                self.bias_grad(k, blas, gp(f"layer{layer}.b"), a.ptr("dbias_seq"), w, rows=bm)
+                    blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w, beta=1.0)
+                self.bias_grad(k, blas, gp(f"{name}.b"), a.ptr("dbias_seq"), w, rows=bm)
             elif n * h <= plan.choices.mlp_bias_fused_max:  # mlp_backward and the bias gradient in one launch
-                self.bias_grad(k, blas, gp(f"layer{layer}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
-                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
+                self.bias_grad(k, blas, gp(f"{name}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
+                blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w)
             else:
                 k.launch("mlp_backward_kernel", n * h, np.int64(n * h), cur, acts[layer + 1], a.ptr("dpre"))
-                self.bias_grad(k, blas, gp(f"layer{layer}.b"), a.ptr("dpre"), h)
-                blas.matmul(other, a.ptr("dpre"), pp(f"layer{layer}.w"), n, h, w)
+                self.bias_grad(k, blas, gp(f"{name}.b"), a.ptr("dpre"), h)
+                blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w)
             if acts_bf16:
-                blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts_bf16[layer], w, h, n, trans_a=True,
+                blas.matmul(gp(f"{name}.w"), a.ptr("dpre"), acts_bf16[layer], w, h, n, trans_a=True,
                             dtype=CUDA_R_16BF)
             else:
-                blas.matmul(gp(f"layer{layer}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
+                blas.matmul(gp(f"{name}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
             cur, other = other, cur
-        blas.matmul(gp("enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
-        self.bias_grad(k, blas, gp("enc.b"), cur, h)
+        blas.matmul(gp(prefix + "enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
+        self.bias_grad(k, blas, gp(prefix + "enc.b"), cur, h)
+
+    def pointer(self, buffer: str):
+        """name -> the device address of parameter `name` in the arena's flat buffer `buffer` (params, grads...)."""
+        off, a = self.layout.offsets, self.arena
+        return lambda name: a.ptr(buffer, off[name][0])
 
     def encode(self, k, obs: int, x: int, rows: int, params: str = "params", obs_bytes: bool = False) -> None:
         """x (rows, O) = reference.encoder_input of obs (rows, O) (floats, x may be obs; or bytes): times

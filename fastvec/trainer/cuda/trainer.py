@@ -353,7 +353,7 @@ class CudaTrainer:
             k.launch("to_bf16_kernel", p, np.int64(p), a.ptr("params"), a.ptr("params_bf16"))
             acts_bf16 = [a.ptr("act_bf16", i * n * h) for i in range(layers)]
         self.policy.forward(k, self.blas, bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs,
-                            a.ptr("y"), acts_bf16=acts_bf16)
+                            a.ptr("y"), acts_bf16=acts_bf16, critic_acts=self.policy.update_critic_acts())
         return states, acts, acts_bf16, pres, hs, widths
 
     def _record_minibatch_step(self, first: int) -> None:
