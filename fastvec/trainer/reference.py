@@ -122,15 +122,15 @@ def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
         table += [(f"layer{layer}.w", (width, h)), (f"layer{layer}.b", (width,))]
     if spec.critic == "shared":
         table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits (or D means), then the value
-    else:  # the actor's decoder, then the critic: its one-row decoder's bias (so that the A + 1 decoder biases
-        # are contiguous, as the shared dec.b: the GPU adds them in one pass), encoder, MLP layers, decoder
-        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.dec.b", (1,)), ("critic.enc.w", (h, o)),
-                  ("critic.enc.b", (h,))]
+    else:  # the critic's decoder bias follows the actor's: the A + 1 biases are contiguous either way (the GPU
+        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.dec.b", (1,))]  # adds them in one pass)
+    if spec.action_kind == "box":  # after the A + 1 biases, where the GPU's env step reads them
+        table.append(("dec.logstd", (spec.action_dims,)))
+    if spec.critic == "separate":  # the critic's encoder, MLP layers and one-row decoder
+        table += [("critic.enc.w", (h, o)), ("critic.enc.b", (h,))]
         for layer in range(spec.layers):
             table += [(f"critic.layer{layer}.w", (h, h)), (f"critic.layer{layer}.b", (h,))]
         table.append(("critic.dec.w", (1, h)))
-    if spec.action_kind == "box":
-        table.append(("dec.logstd", (spec.action_dims,)))
     if spec.norm_obs:
         table += [("obs_norm.mean", (o,)), ("obs_norm.var", (o,)), ("obs_norm.count", (1,))]
     return table

@@ -401,6 +401,10 @@ def test_a_separate_critic_is_its_own_network():
     assert layout.offsets["dec.w"][1] == (3, 4)  # the actor's decoder has no value row
     # the A + 1 decoder biases are contiguous, as the shared critic's dec.b (the CUDA trainer adds them in one pass)
     assert layout.offsets["critic.dec.b"][0] == layout.offsets["dec.b"][0] + 3
+    box = ref.PolicySpec(obs_size=3, num_actions=0, kind="mlp", hidden=4, layers=1, action_kind="box", action_dims=2,
+                         critic="separate")
+    box_offsets = ref.FlatLayout(ref.param_table(box)).offsets  # the GPU's env step reads the log-stds there
+    assert box_offsets["dec.logstd"][0] == box_offsets["dec.b"][0] + 3
     flat = ref.init_params(spec, RNG, np.float64)
     params = layout.views(flat)
     obs, starts, state = RNG.standard_normal((2, 5, 3)), np.zeros((2, 5)), np.zeros((0, 5, 4))
