@@ -27,7 +27,7 @@ def emu(tmp_path_factory):
     out = tmp_path_factory.mktemp("newton_schulz") / "emu.so"
     cmd = [cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", f"-I{CUDA_DIR}",
            str(HARNESS), "-o", str(out), "-lm"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode and "ucontext" in proc.stderr:
         pytest.skip(f"{cxx}'s C library has no <ucontext.h>")
     assert proc.returncode == 0, proc.stderr[-3000:]
