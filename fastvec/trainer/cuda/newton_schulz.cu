@@ -51,8 +51,7 @@ __device__ __forceinline__ int muon_split_sum(float acc[16], int split, int part
  * tiles of rows q, q + Gn, q + 2Gn, q + 3Gn and columns g, g + Gn, g + 2Gn, g + 3Gn (Gn = ceil(r / 4)), so a
  * warp's lanes read consecutive rows of X (distinct banks) for consecutive g. Tile (g, q) is tile (q, g)
  * transposed, so only the Gn (Gn + 1) / 2 tiles with q <= g are computed, each writing its transpose too
- * (fmaf(a, b, s) = fmaf(b, a, s): the same bits as computing it, so a tile on the diagonal writes its
- * off-diagonal elements twice, the same value both times): tile t is row a = t / (Gn + 1), place
+ * (fmaf(a, b, s) = fmaf(b, a, s): the same bits as computing it): tile t is row a = t / (Gn + 1), place
  * b = t % (Gn + 1) of the upper triangle folded into a rectangle (row a's Gn - a tiles, then row Gn - 1 - a's
  * a + 1). A tile's `split` lanes take every split-th float4 of K from part on: consecutive float4s of a
  * row, distinct banks. */
