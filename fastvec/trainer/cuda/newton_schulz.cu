@@ -13,14 +13,13 @@ __device__ __forceinline__ int muon_stride(int n) {
     return s;
 }
 
-/* Split-K: threads per 4x4 output tile, for phases with few tiles (r = 32: 36 Gram tiles, r = 64: 136). A
- * power of two up to 16, doubled while the tiles' threads fill fewer than 8 warps: two for each of the SM's four
- * schedulers, which alternate (one's 64 FMAs a float4 chunk hide the other's shared loads); past that a split
- * adds no issue slots, only its shuffles. Each thread keeps at least 4 chunks of K, so that combining the
- * partial sums (muon_split_sum: at most 15 shuffles) stays well under its FMAs. */
+/* Split-K: threads per 4x4 output tile, so that phases with few tiles (r = 32: 64 gram tiles) still keep the
+ * block's threads busy and cut each thread's serial chain of FMAs over K. A power of two up to 16 with
+ * tiles * split <= blockDim.x, and at least 4 float4 chunks of K per thread, so that combining the split's
+ * partial sums (at most 15 shuffles, muon_split_sum) stays well under the FMAs (64 per chunk). */
 __device__ __forceinline__ int muon_split(int tiles, int chunks) {
     int split = 1;
-    while (split < 16 && (tiles * split + 31) / 32 < 8 && chunks >= 8 * split) split *= 2;
+    while (split < 16 && 2 * split * tiles <= (int)blockDim.x && chunks >= 8 * split) split *= 2;
     return split;
 }
 
