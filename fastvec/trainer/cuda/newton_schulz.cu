@@ -47,42 +47,37 @@ __device__ __forceinline__ int muon_split_sum(float acc[16], int split, int part
 }
 
 /* gram (r, r) = X X^T over K4 columns (a multiple of 4; X's columns past its true width are zeros), in 4x4
- * tiles of rows q, q + Gn, q + 2Gn, q + 3Gn and columns g, g + Gn, g + 2Gn, g + 3Gn (Gn = ceil(r / 4)), so a
- * warp's lanes read consecutive rows of X (distinct banks) for consecutive g. Tile (g, q) is tile (q, g)
- * transposed, so only the Gn (Gn + 1) / 2 tiles with q <= g are computed, each writing its transpose too
- * (fmaf(a, b, s) = fmaf(b, a, s): the same bits as computing it): tile t is row a = t / (Gn + 1), place
- * b = t % (Gn + 1) of the upper triangle folded into a rectangle (row a's Gn - a tiles, then row Gn - 1 - a's
- * a + 1). A tile's `split` lanes take every split-th float4 of K from part on: consecutive float4s of a
- * row, distinct banks. */
+ * tiles: rows 4q..4q+3 and columns g, g + Gn, g + 2Gn, g + 3Gn (Gn = ceil(r / 4)), so a warp's lanes read
+ * consecutive rows of X for the right operand (distinct banks) and share the left operand's rows. A tile's
+ * `split` lanes take every split-th float4 of K from part on: consecutive float4s of a row, distinct banks. */
 __device__ void muon_gram(int r, int K4, const float* x, int ldx, float* gram, int ldg) {
-    int Gn = (r + 3) / 4, tiles = Gn * (Gn + 1) / 2, split = muon_split(tiles, K4 / 4);
-    for (int t = threadIdx.x; t < tiles * split; t += blockDim.x) {
-        int tile = t / split, part = t - tile * split, a = tile / (Gn + 1), b = tile - a * (Gn + 1);
-        int q = b < Gn - a ? a : Gn - 1 - a, g = b < Gn - a ? a + b : b - 1;
-        float acc[16] = {};  /* element 4u + v: row q + u Gn, column g + v Gn */
+    int Gn = (r + 3) / 4, split = muon_split(Gn * Gn, K4 / 4);
+    for (int t = threadIdx.x; t < Gn * Gn * split; t += blockDim.x) {
+        int tile = t / split, part = t - tile * split, q = tile / Gn, g = tile - q * Gn;
+        float acc[16] = {};  /* element 4u + v: row 4q + u, column g + v Gn */
         for (int k = 4 * part; k < K4; k += 4 * split) {
-            float4 xq[4], xg[4];
+            float4 a[4], b[4];
 #pragma unroll
             for (int u = 0; u < 4; u++) {
-                xq[u] = *(const float4*)(x + (q + u * Gn) * ldx + k);
-                xg[u] = *(const float4*)(x + (g + u * Gn) * ldx + k);
+                a[u] = *(const float4*)(x + (4 * q + u) * ldx + k);
+                b[u] = *(const float4*)(x + (g + u * Gn) * ldx + k);
             }
 #pragma unroll
             for (int u = 0; u < 4; u++)
 #pragma unroll
                 for (int v = 0; v < 4; v++) {
                     float sum = acc[4 * u + v];
-                    sum = fmaf(xq[u].x, xg[v].x, sum);
-                    sum = fmaf(xq[u].y, xg[v].y, sum);
-                    sum = fmaf(xq[u].z, xg[v].z, sum);
-                    acc[4 * u + v] = fmaf(xq[u].w, xg[v].w, sum);
+                    sum = fmaf(a[u].x, b[v].x, sum);
+                    sum = fmaf(a[u].y, b[v].y, sum);
+                    sum = fmaf(a[u].z, b[v].z, sum);
+                    acc[4 * u + v] = fmaf(a[u].w, b[v].w, sum);
                 }
         }
         int first = muon_split_sum(acc, split, part);
 #pragma unroll
         for (int e = 0; e < 16; e++) {
-            int i = q + (first + e) / 4 * Gn, j = g + (first + e) % 4 * Gn;
-            if (e < 16 / split && i < r && j < r) gram[i * ldg + j] = gram[j * ldg + i] = acc[e];
+            int i = 4 * q + (first + e) / 4, j = g + (first + e) % 4 * Gn;
+            if (e < 16 / split && i < r && j < r) gram[i * ldg + j] = acc[e];
         }
     }
 }
