@@ -109,16 +109,12 @@ struct MuonMatrix {
  * bias's Adam step. The GEMM form (record_newton_schulz) is a chain of some 25 dependent launches of tiny
  * GEMMs, each bound by its launch latency; this is one launch. Shared memory, zero-padded to whole float4s:
  * the iterate and the next, (r4, muon_stride(c)) each, and gram and poly, (r4, muon_stride(r)) each, r4 = r
- * rounded up to 4. m, v: the optimizer state (Muon momentum at a matrix's offset, Adam's m and v at a bias's).
- * The loops over the matrix in global memory step by the constant MUON_SMALL_THREADS and the pointers are
- * __restrict__, so that the compiler can see an unrolled iteration's loads of m and params do not alias the
- * previous one's stores: a thread waits one memory round trip per 4 elements, not per element. */
+ * rounded up to 4. m, v: the optimizer state (Muon momentum at a matrix's offset, Adam's m and v at a bias's). */
 #define MUON_SMALL_THREADS 512
 __global__ void __launch_bounds__(MUON_SMALL_THREADS, 1)
-muon_small_kernel(const MuonMatrix* __restrict__ table, float* __restrict__ params, const float* __restrict__ grads,
-                  float* __restrict__ m, float* __restrict__ v, const TrainScalars* __restrict__ scalars,
-                  float momentum, float ns_a, float ns_b, float ns_c, int steps, float beta1, float beta2,
-                  float one_minus_beta1, float one_minus_beta2, float eps) {
+muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, float* m, float* v,
+                  const TrainScalars* scalars, float momentum, float ns_a, float ns_b, float ns_c, int steps,
+                  float beta1, float beta2, float one_minus_beta1, float one_minus_beta2, float eps) {
     extern __shared__ float4 smem4[];
     __shared__ float scratch[32];
     float* smem = (float*)smem4;
@@ -134,8 +130,7 @@ muon_small_kernel(const MuonMatrix* __restrict__ table, float* __restrict__ para
     for (int e = threadIdx.x; e < 2 * r4 * (ldx + ldg); e += blockDim.x) smem[e] = 0.0f;  /* the padding */
     __syncthreads();
     float squares = 0.0f;
-#pragma unroll 4
-    for (int e = threadIdx.x; e < count; e += MUON_SMALL_THREADS) {
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
         float u = muon_momentum_element(mat.offset + e, grads, m, scalars, momentum);
         int row = e / cols, col = e - row * cols;
         x[tall ? col * ldx + row : row * ldx + col] = u;
@@ -150,8 +145,7 @@ muon_small_kernel(const MuonMatrix* __restrict__ table, float* __restrict__ para
     __syncthreads();
     x = muon_newton_schulz(x, xn, gram, poly, r, c, steps, ns_a, ns_b, ns_c);
     float lr_scale = (float)(scalars->lr * mat.scale);
-#pragma unroll 4
-    for (int e = threadIdx.x; e < count; e += MUON_SMALL_THREADS) {
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
         int row = e / cols, col = e - row * cols;
         params[mat.offset + e] -= lr_scale * x[tall ? col * ldx + row : row * ldx + col];
     }
