@@ -5,9 +5,10 @@ where a result carries one. Writes <out-dir>/<name>.png (default benchmarks/resu
     pip install matplotlib
     python benchmarks/plots.py benchmarks/results/env_steps_cpu.json benchmarks/results/env_steps_gpu.json
     python benchmarks/plots.py --out-dir /tmp/plots     # every benchmarks/results/*.json
+    python benchmarks/plots.py benchmarks/results/breakout_time_to_850.json --x seconds   # curves over training time
 
-The README shows plots/env_steps_cpu.png and plots/env_steps_gpu.png, made by the first command; only those
-two are kept in the repository.
+The README shows plots/env_steps_cpu.png and plots/env_steps_gpu.png, made by the first command, and
+BENCHMARKS.md the Breakout curves of the third; only the plots the two documents show are kept in the repository.
 """
 
 from __future__ import annotations
@@ -103,28 +104,30 @@ def find_curves(data, path=()) -> list[tuple[str, list]]:
     return found
 
 
-def curve_points(curve: list) -> list[tuple[float, float]]:
+def curve_points(curve: list, x_axis: str = "steps") -> list[tuple[float, float]]:
+    """(x, return) pairs of a curve; x_axis "seconds" takes the points' training time ("time"), dicts only."""
+    x_keys = ("time",) if x_axis == "seconds" else ("global_step", "step", "steps", "env_steps")
     points = []
     for p in curve:
-        if isinstance(p, (list, tuple)) and len(p) >= 2:
+        if isinstance(p, (list, tuple)) and len(p) >= 2 and x_axis == "steps":
             points.append((float(p[0]), float(p[1])))
         elif isinstance(p, dict):
-            x = next((p[k] for k in ("global_step", "step", "steps", "env_steps") if k in p), None)
+            x = next((p[k] for k in x_keys if k in p), None)
             y = next((p[k] for k in ("mean_return", "return", "episode_return", "score") if k in p), None)
             if x is not None and y is not None:
                 points.append((float(x), float(y)))
     return points
 
 
-def plot_curves(name: str, data: dict, out: Path) -> bool:
-    curves = [(label, curve_points(c)) for label, c in find_curves(data)]
+def plot_curves(name: str, data: dict, out: Path, x_axis: str = "steps") -> bool:
+    curves = [(label, curve_points(c, x_axis)) for label, c in find_curves(data)]
     curves = [(label, pts) for label, pts in curves if pts]
     if not curves:
         return False
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, pts in curves:
         ax.plot(*zip(*pts), label=str(label)[:60])
-    ax.set_xlabel("env steps")
+    ax.set_xlabel("training seconds" if x_axis == "seconds" else "env steps")
     ax.set_ylabel("mean episodic return")
     ax.set_title(f"{name}: learning curves\n{subtitle(data)}", fontsize=9)
     ax.grid(True, alpha=0.3)
@@ -139,6 +142,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", type=Path, help="result JSON files (default: every benchmarks/results/*.json)")
     parser.add_argument("--out-dir", type=Path, default=RESULTS / "plots")
+    parser.add_argument("--x", choices=["steps", "seconds"], default="steps", help="the learning curves' x axis")
     args = parser.parse_args()
     files = args.files or sorted(RESULTS.glob("*.json"))
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +156,8 @@ def main():
             print(f"skip {path}: not a JSON object")
             continue
         made = []
-        for kind, plot in (("", plot_throughput), ("", plot_time_to_target), ("_curves", plot_curves)):
+        curves = lambda name, data, out: plot_curves(name, data, out, args.x)  # noqa: E731
+        for kind, plot in (("", plot_throughput), ("", plot_time_to_target), ("_curves", curves)):
             out = args.out_dir / f"{path.stem}{kind}.png"
             if plot(path.stem, data, out):
                 made.append(out)
