@@ -124,7 +124,7 @@ KEYS: tuple[Key, ...] = (
     Key("policy", "critic", str, "shared",
         '"shared": the value is the decoder\'s last row over the policy\'s torso; "separate" (MLP): a critic of its '
         "own, with the policy's widths (PureJaxRL's and CleanRL's actor-critics)",
-        "separate trains on the CPU trainer only for now (train.device=auto picks it)",
+        "separate: both trainers; not with self-play's games on the GPU (use train.env_device=cpu there)",
         choices=("shared", "separate")),
     # [train]
     Key("train", "device", str, "auto",
