@@ -122,8 +122,8 @@ def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
         table += [(f"layer{layer}.w", (width, h)), (f"layer{layer}.b", (width,))]
     if spec.critic == "shared":
         table += [("dec.w", (a + 1, h)), ("dec.b", (a + 1,))]  # rows: A logits (or D means), then the value
-    else:  # the critic's decoder bias follows the actor's: the A + 1 biases are contiguous either way (the GPU
-        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.dec.b", (1,))]  # adds them in one pass)
+    else:  # the critic's decoder bias right after the actor's: the A + 1 biases contiguous, as the GPU adds them
+        table += [("dec.w", (a, h)), ("dec.b", (a,)), ("critic.dec.b", (1,))]
     if spec.action_kind == "box":  # after the A + 1 biases, where the GPU's env step reads them
         table.append(("dec.logstd", (spec.action_dims,)))
     if spec.critic == "separate":  # the critic's encoder, MLP layers and one-row decoder
