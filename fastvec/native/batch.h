@@ -103,7 +103,9 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
  * in place costs many more memory transactions than one that moves each block's slots and obs
  * between global and shared memory in contiguous runs and steps them there (batch_gpu.h's staged
  * step kernels, the trainer's rollout step). A block stages FV_STAGE_THREADS envs; 0 means one
- * env's slot and obs do not fit in FV_STAGE_BYTES and the unstaged kernels are used. */
+ * env's slot and obs do not fit in FV_STAGE_BYTES and the unstaged kernels are used. Blocks of fewer than
+ * 32 envs (half-empty warps) still beat the unstaged step for a large state (Seaquest's ~1.6 KB): in place,
+ * every access to the state is a strided global one, and a small batch fills only a few SMs. */
 #ifndef FV_STAGE_BYTES
 #define FV_STAGE_BYTES 40960
 #endif
@@ -113,7 +115,7 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
 #define FV_ENV_STAGE_BYTES (8 * (FV_SLOT_WORDS + FV_OBS_WORDS))
 #define FV_STAGE_FITS(t) ((t) * FV_ENV_STAGE_BYTES <= FV_STAGE_BYTES)
 #define FV_STAGE_THREADS (FV_STAGE_FITS(256) ? 256 : FV_STAGE_FITS(128) ? 128 : FV_STAGE_FITS(64) ? 64 : \
-                          FV_STAGE_FITS(32) ? 32 : 0)
+                          FV_STAGE_FITS(32) ? 32 : FV_STAGE_FITS(16) ? 16 : FV_STAGE_FITS(8) ? 8 : 0)
 #define FV_STAGE_ALLOC (FV_STAGE_THREADS > 0 ? FV_STAGE_THREADS : 1)
 
 /* Copy `bytes` bytes between global and shared memory with the whole block, in 8-, 4- or 1-byte

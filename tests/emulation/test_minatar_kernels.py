@@ -9,11 +9,11 @@ from test_env_step_kernels import (
 )
 
 # Every game and every autoreset mode, each kernel family (Seaquest's state and observation, about 1.6 KB
-# an env, are too large to stage in shared memory: the GPU steps it with the wide kernel only); the
-# GPU tests (tests/native/test_minatar_gpu.py) run every game in every mode on the device.
+# an env, stage 16 envs a block: blocks of half a warp); the GPU tests (tests/native/test_minatar_gpu.py)
+# run every game in every mode on the device.
 CASES = [("asterix-minatar", "NextStep", "wide"), ("breakout-minatar", "SameStep", "staged_wide"),
          ("breakout-minatar", "Disabled", "wide"), ("freeway-minatar", "Disabled", "staged_wide"),
-         ("seaquest-minatar", "SameStep", "wide"), ("seaquest-minatar", "Disabled", "wide"),
+         ("seaquest-minatar", "SameStep", "staged_wide"), ("seaquest-minatar", "Disabled", "wide"),
          ("spaceinvaders-minatar", "NextStep", "staged_wide"), ("spaceinvaders-minatar", "SameStep", "wide")]
 
 

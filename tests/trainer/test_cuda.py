@@ -695,22 +695,28 @@ def whole_arena(trainer) -> np.ndarray:
     return out
 
 
-def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path):
+@pytest.mark.parametrize("is_async", [False, True])
+def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path, is_async):
     """Two runs end with the same bits; so does a third warmed up first (CudaTrainer.warm_up: an eager and a
     captured iteration at start-up whose every change to the arena and the counters is undone, so that the
-    first update replays a graph): the warm-up changes only when the graphs are made, nothing else."""
+    first update replays a graph): the warm-up changes only when the graphs are made, nothing else. With
+    train.async too, whose two rollout slots each have their graphs after the warm-up."""
     _cuda_or_skip()
     from fastvec.trainer import checkpoint, run
-    config = small_config()
+    config = small_config(**{"async": is_async})
     runs = []
     for warm in (False, False, True):
         trainer, _, spec = make_pair(config)
+        assert trainer.async_rollouts == is_async
         if warm:
             before = whole_arena(trainer)
             assert trainer.warm_up(num_updates=4) > 0
             assert np.array_equal(whole_arena(trainer), before)
             assert (trainer.global_step, trainer.update_index, trainer.opt_step) == (0, 0, 0)
             assert trainer.rollout_graphs[0] is not None and trainer.update_graphs[0] is not None
+            if is_async:
+                assert trainer.rollout_graphs[1] is not None and trainer.update_graphs[1] is not None
+                assert (trainer.active_slot, trainer.fill_slot, trainer.ready_slot) == (0, 0, None)
         losses = []
         for _ in range(4):  # update 1 runs eagerly, 2 captures the graphs, 3-4 replay them (warm: all replay)
             trainer.rollout()
@@ -1056,7 +1062,8 @@ def env_config(env: str, num_envs: int, horizon: int):
 
 
 @pytest.mark.parametrize("env,rollout", [("cartpole", "gemm"), ("cartpole", "warp"), ("cartpole", "thread"),
-                                         ("breakout", "gemm"), ("breakout", "warp"), ("breakout", "thread")])
+                                         ("breakout", "gemm"), ("breakout", "warp"), ("breakout", "thread"),
+                                         ("seaquest-minatar", "gemm")])
 def test_in_graph_env_transitions_equal_the_cpu_batch_bit_for_bit(env, rollout):
     """Three whole rollouts (eager, captured, replayed) of each rollout path: every obs, reward, done and
     episode start the trainer recorded equals, bit for bit, what the CPU build of the same env produces from

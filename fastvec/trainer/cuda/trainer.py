@@ -423,24 +423,27 @@ class CudaTrainer:
         """Do the first two iterations' one-off work at start-up (returns its seconds): a rollout and an update eagerly
         (cuBLAS and the driver load their kernels), then captured as graphs and replayed (a graph's first launch
         uploads it). Then every arena byte and training counter is put back: training starts exactly where it would
-        have (bitwise: the tests check), with the graphs ready for num_updates' schedule. A no-op with host envs,
-        train.async, several GPUs, without graphs, or once training has begun."""
+        have (bitwise: the tests check), with the graphs ready for num_updates' schedule. train.async: three
+        iterations, so that both slots' rollout and (stale) update graphs exist. A no-op with host envs, several
+        GPUs, without graphs, or once training has begun."""
         t0 = time.perf_counter()
-        if self.host_env or self.async_rollouts or self.group or not self.plan.choices.graphs or self.rollouts_run:
+        if self.host_env or self.group or not self.plan.choices.graphs or self.rollouts_run:
             return 0.0
         cuda, arena = self.cuda, self.arena
         self._synchronize()
         saved = cuda.mem_alloc(arena.size)
         cuda.memcpy_dtod(saved, arena.base, arena.size)
-        counters = (self.global_step, self.update_index, self.opt_step, dict(self.timing), list(self.slot_version))
-        for _ in range(2):
+        counters = (self.global_step, self.update_index, self.opt_step, dict(self.timing), list(self.slot_version),
+                    self.active_slot, self.fill_slot, self.ready_slot)
+        for _ in range(3 if self.async_rollouts else 2):
             self.rollout()
             self.update(num_updates)
         self._synchronize()
         cuda.memcpy_dtod(arena.base, saved, arena.size)
         cuda.Context.synchronize()
         saved.free()
-        self.global_step, self.update_index, self.opt_step, self.timing, self.slot_version = counters
+        (self.global_step, self.update_index, self.opt_step, self.timing, self.slot_version,
+         self.active_slot, self.fill_slot, self.ready_slot) = counters
         return time.perf_counter() - t0
 
     def close(self) -> None:
