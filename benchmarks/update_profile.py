@@ -148,8 +148,9 @@ def ms(seconds: float) -> float:
     return round(seconds * 1e3, 4)
 
 
-def profiled_trainer(config: dict, rollout: str):
-    """A CudaTrainer for config with the rollout path forced (or "auto"), and its start-up seconds."""
+def profiled_trainer(config: dict, rollout: str, warp_block: int = 256):
+    """A CudaTrainer for config with the rollout path forced (or "auto") and the warp-per-env rollout's block
+    size, and its start-up seconds."""
     from fastvec.trainer import run
     from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.trainer import CudaTrainer
@@ -157,7 +158,7 @@ def profiled_trainer(config: dict, rollout: str):
     t0 = time.perf_counter()
     batch = run.make_batch(config)
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
-    return CudaTrainer(config, batch, spec, choices=Choices(rollout=rollout)), time.perf_counter() - t0
+    return CudaTrainer(config, batch, spec, choices=Choices(rollout=rollout, warp_block=warp_block)), time.perf_counter() - t0
 
 
 def main() -> None:
@@ -168,6 +169,8 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=20, help="back-to-back replays of each graph")
     parser.add_argument("--rollout", default="auto", choices=["auto", "gemm", "thread", "warp"],
                         help="the rollout's policy step (plan.Choices.rollout)")
+    parser.add_argument("--warp-block", type=int, default=256,
+                        help="threads per block of the warp-per-env rollout (plan.Choices.warp_block)")
     parser.add_argument("--nsys", action="store_true",
                         help="bracket the update-graph replays with cuProfilerStart/Stop")
     parser.add_argument("--breakdown", action="store_true",
@@ -179,7 +182,7 @@ def main() -> None:
     args = parser.parse_args()
     overrides = {**(CARTPOLE if args.env == "cartpole" else {}), **parse_assignments(args.set, multi=False)}
     config = fastvec_config(args.env, overrides)
-    trainer, startup = profiled_trainer(config, args.rollout)
+    trainer, startup = profiled_trainer(config, args.rollout, args.warp_block)
     cuda, stream = trainer.cuda, trainer.stream
     num_updates = math.ceil(config["train"]["total_timesteps"] / (trainer.horizon * trainer.num_envs))
     result = {"env": args.env, "overrides": overrides, "rollout": trainer.plan.rollout, "trainer": trainer.describe(),

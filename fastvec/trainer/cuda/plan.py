@@ -79,7 +79,8 @@ class Choices:
     muon_small_shared_max: matrices whose Newton-Schulz needs at most this much shared memory take Muon's
     step in muon_small_kernel; larger ones a chain of GEMMs on a stream of their own.
     stage_min_obs_bytes: the GEMM path's env step stages slots and obs in shared memory above this many
-    obs bytes per env (large observations are written coalesced from shared memory)."""
+    obs bytes per env (large observations are written coalesced from shared memory).
+    warp_block: the most threads a block of the warp-per-env rollout (32 per env)."""
 
     rollout: str = "auto"
     warp_launch: str = "horizon"
@@ -87,6 +88,7 @@ class Choices:
     mlp_bias_fused_max: int = 1 << 21
     muon_small_shared_max: int = SHARED_LIMIT - 1024
     stage_min_obs_bytes: int = 64
+    warp_block: int = 256
 
     def __post_init__(self):
         if self.rollout not in ROLLOUT_PATHS:
@@ -155,7 +157,8 @@ class Plan:
         elif selfplay_seats:
             rollout, block = "selfplay", 0
         else:
-            rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout)
+            rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout,
+                                                  choices.warp_block)
         return cls(num_envs=num_envs, num_agents=num_agents, rows=rows, horizon=horizon, bptt=bptt,
                    segments=segments, samples_per_rollout=samples, seqs_per_mb=seqs_per_mb, sequences=sequences,
                    minibatches=sequences // seqs_per_mb, mb_rows=bptt * seqs_per_mb, precision=train["precision"],
@@ -189,7 +192,6 @@ def pool_row_floats(layout: ref.FlatLayout) -> int:
 # the horizon), which keeps more of the GPU busy when there are few envs.
 FUSED_THREAD_MIN_ENVS = 24576
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
-FUSED_WARP_BLOCK = 256  # the warp-per-env rollout kernel: 8 envs per block
 
 
 def warp_weight_floats(spec: ref.PolicySpec, layout: ref.FlatLayout) -> int:
@@ -203,7 +205,7 @@ def warp_scratch_floats(spec: ref.PolicySpec, num_agents: int) -> int:
 
 
 def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
-                         forced: str = "auto") -> tuple[str, int]:
+                         forced: str = "auto", warp_block: int = 256) -> tuple[str, int]:
     """(path, threads per block) of a GPU-env rollout's policy step: ("thread", block) for policy_step_kernel
     (a thread per env, a launch a step) from FUSED_THREAD_MIN_ENVS envs on, ("warp", block) for
     policy_rollout_warp_kernel (a warp per env, the whole horizon in one launch) below, or ("gemm", 0) where
@@ -219,7 +221,7 @@ def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs:
         param_bytes = (layout.size + 3) // 4 * 16
         block = min(FUSED_MAX_BLOCK, (SHARED_LIMIT - param_bytes) // (4 * spec.hidden) // 32 * 32)
     else:
-        block = min(FUSED_WARP_BLOCK, (SHARED_LIMIT - warp_weight_floats(spec, layout) * 4)
+        block = min(warp_block, (SHARED_LIMIT - warp_weight_floats(spec, layout) * 4)
                     // (4 * warp_scratch_floats(spec, num_agents)) * 32)
     return (kind, block) if block >= 32 else ("gemm", 0)
 
