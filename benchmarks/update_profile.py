@@ -148,7 +148,7 @@ def ms(seconds: float) -> float:
     return round(seconds * 1e3, 4)
 
 
-def profiled_trainer(config: dict, rollout: str, warp_block: int = 256):
+def profiled_trainer(config: dict, rollout: str, warp_block: int = 0):
     """A CudaTrainer for config with the rollout path forced (or "auto") and the warp-per-env rollout's block
     size, and its start-up seconds."""
     from fastvec.trainer import run
@@ -169,8 +169,8 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=20, help="back-to-back replays of each graph")
     parser.add_argument("--rollout", default="auto", choices=["auto", "gemm", "thread", "warp"],
                         help="the rollout's policy step (plan.Choices.rollout)")
-    parser.add_argument("--warp-block", type=int, default=256,
-                        help="threads per block of the warp-per-env rollout (plan.Choices.warp_block)")
+    parser.add_argument("--warp-block", type=int, default=0,
+                        help="threads per block of the warp-per-env rollout (plan.Choices.warp_block; 0: auto)")
     parser.add_argument("--nsys", action="store_true",
                         help="bracket the update-graph replays with cuProfilerStart/Stop")
     parser.add_argument("--breakdown", action="store_true",

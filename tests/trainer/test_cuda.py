@@ -513,10 +513,15 @@ def small_config(**train):
 
 
 def rollout_buffers(trainer) -> dict:
-    """Host copies of the rollout slot the next update trains on (slot 0 without train.async)."""
+    """Host copies of the rollout slot the next update trains on (slot 0 without train.async). Byte observations
+    (an env's OBS_T unsigned char) fill the first R * O bytes of their step's floats (rollout.cu's step_obs)."""
     suffix = "" if trainer.active_slot == 0 else "@1"
     names = ["obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state"]
-    return {name: trainer.arena.get(trainer.cuda, name + suffix) for name in names}
+    out = {name: trainer.arena.get(trainer.cuda, name + suffix) for name in names}
+    if trainer.obs_bytes:
+        steps, rows, size = out["obs"].shape
+        out["obs"] = out["obs"].view(np.uint8).reshape(steps, rows * size * 4)[:, :rows * size].reshape(steps, rows, size)
+    return out
 
 
 def load_numpy_trainer(cpu_tr, buf: dict, last_value) -> None:
@@ -1088,7 +1093,7 @@ def test_in_graph_env_transitions_equal_the_cpu_batch_bit_for_bit(env, rollout):
             assert np.array_equal(buf["starts"][t + 1], np.repeat(done, trainer.num_agents).astype(np.float32)), (k, t)
             episodes += int(done.sum())
             returns += float(cpu.episode_return[done].astype(np.float64).sum())
-        assert np.array_equal(trainer.arena.get(trainer.cuda, "obs")[t_len], cpu.obs.reshape(rows, o).astype(np.float32))
+        assert np.array_equal(buf["obs"][t_len], cpu.obs.reshape(rows, o).astype(np.float32))
         trainer.update(num_updates=10)  # the policy changes between rollouts
     logged = trainer.pop_episodes()
     if env == "cartpole":

@@ -70,6 +70,17 @@ def test_plan_gives_a_separate_critic_the_gemm_rollout_and_its_own_activations()
         Plan.make(train, spec, layout, 24, 1, False, Choices(), selfplay_seats=2, pool_size=4)
 
 
+@pytest.mark.parametrize("is_async,warp_block,expected", [(False, 0, 256), (True, 0, 512), (True, 128, 128)])
+def test_plan_gives_async_training_larger_warp_rollout_blocks(is_async, warp_block, expected):
+    """train.async: 16 envs a block of the warp-per-env rollout (8 without), so that it leaves SMs to the update
+    beside it; Choices(warp_block=...) overrides both (the kernel's registers may lower it again at start)."""
+    from fastvec.trainer.cuda.plan import Choices, Plan
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=16, layers=2)
+    train = heads_config("cartpole", **{"async": is_async})["train"]
+    plan = Plan.make(train, spec, ref.FlatLayout(ref.param_table(spec)), 24, 1, False, Choices(warp_block=warp_block))
+    assert (plan.rollout, plan.fused_block) == ("warp", expected)
+
+
 def test_plan_normalised_observations_and_rewards_add_their_state():
     from fastvec.trainer.cuda.plan import Choices, Plan, plan_arena
     spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=16, layers=1, norm_obs=True)

@@ -80,7 +80,8 @@ class Choices:
     step in muon_small_kernel; larger ones a chain of GEMMs on a stream of their own.
     stage_min_obs_bytes: the GEMM path's env step stages slots and obs in shared memory above this many
     obs bytes per env (large observations are written coalesced from shared memory).
-    warp_block: the most threads a block of the warp-per-env rollout (32 per env)."""
+    warp_block: the most threads a block of the warp-per-env rollout (32 per env); 0: WARP_BLOCK, or with
+    train.async ASYNC_WARP_BLOCK (either lowered where the kernel's registers allow fewer)."""
 
     rollout: str = "auto"
     warp_launch: str = "horizon"
@@ -88,7 +89,7 @@ class Choices:
     mlp_bias_fused_max: int = 1 << 21
     muon_small_shared_max: int = SHARED_LIMIT - 1024
     stage_min_obs_bytes: int = 64
-    warp_block: int = 256
+    warp_block: int = 0
 
     def __post_init__(self):
         if self.rollout not in ROLLOUT_PATHS:
@@ -157,8 +158,8 @@ class Plan:
         elif selfplay_seats:
             rollout, block = "selfplay", 0
         else:
-            rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout,
-                                                  choices.warp_block)
+            warp_block = choices.warp_block or (ASYNC_WARP_BLOCK if train["async"] else WARP_BLOCK)
+            rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout, warp_block)
         return cls(num_envs=num_envs, num_agents=num_agents, rows=rows, horizon=horizon, bptt=bptt,
                    segments=segments, samples_per_rollout=samples, seqs_per_mb=seqs_per_mb, sequences=sequences,
                    minibatches=sequences // seqs_per_mb, mb_rows=bptt * seqs_per_mb, precision=train["precision"],
@@ -192,6 +193,10 @@ def pool_row_floats(layout: ref.FlatLayout) -> int:
 # the horizon), which keeps more of the GPU busy when there are few envs.
 FUSED_THREAD_MIN_ENVS = 24576
 FUSED_MAX_BLOCK = 256  # the fused policy step uses ~170 registers per thread at hidden 64
+# The warp-per-env rollout: 8 envs a block. With train.async 16, so that the rollout's blocks sit on half as many
+# SMs and the update's small kernels find room beside them (each block is resident for the whole horizon).
+WARP_BLOCK = 256
+ASYNC_WARP_BLOCK = 512
 
 
 def warp_weight_floats(spec: ref.PolicySpec, layout: ref.FlatLayout) -> int:
@@ -205,7 +210,7 @@ def warp_scratch_floats(spec: ref.PolicySpec, num_agents: int) -> int:
 
 
 def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
-                         forced: str = "auto", warp_block: int = 256) -> tuple[str, int]:
+                         forced: str = "auto", warp_block: int = WARP_BLOCK) -> tuple[str, int]:
     """(path, threads per block) of a GPU-env rollout's policy step: ("thread", block) for policy_step_kernel
     (a thread per env, a launch a step) from FUSED_THREAD_MIN_ENVS envs on, ("warp", block) for
     policy_rollout_warp_kernel (a warp per env, the whole horizon in one launch) below, or ("gemm", 0) where

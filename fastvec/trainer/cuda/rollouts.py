@@ -170,10 +170,13 @@ class WarpRollout(GpuEnvRollout):
     def start(self, cuda, actor) -> None:
         super().start(cuda, actor)
         spec, plan = self.spec, self.plan
+        function = self.k.function("policy_rollout_warp_kernel")
+        # a wide policy's registers may allow fewer threads a block than planned
+        fits = function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK) // 32 * 32
+        plan.fused_block = min(plan.fused_block, fits)
         self.shared = 4 * (warp_weight_floats(spec, self.layout)
                            + plan.fused_block // 32 * warp_scratch_floats(spec, plan.num_agents))
-        self.k.function("policy_rollout_warp_kernel").set_attribute(
-            cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared)
+        function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared)
 
     def describe(self) -> str:
         return (f"fused policy step, a warp per env (policy_rollout_warp_kernel, {self.plan.fused_block} threads a "
