@@ -224,7 +224,7 @@ KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
 # Keys added after RUN_CONFIG_HEAD was: a marked file written before them lacks them, and they take their defaults
 # (their defaults are what those runs did). Any other missing key of a marked file means a damaged file.
 KEYS_NEWER_THAN_MARKED_FILES = frozenset({
-    "env.source", "env.gym_id", "env.gym_vectorization", "env.max_episode_steps", "policy.critic",
+    "env.source", "env.gym_id", "env.gym_vectorization", "env.max_episode_steps", "policy.critic", "policy.encoder",
     "train.tensorboard", "train.wandb_project",
     "train.wandb_mode", *(key.path for key in KEYS if key.section == "sweep")})
 
@@ -430,6 +430,8 @@ def _cross_key_problems(config: dict):
     yield from world_size_problems(config, train["gpus"], f"train.gpus={train['gpus']}")
     if config["policy"]["critic"] == "separate" and config["policy"]["kind"] != "mlp":
         yield "policy.critic=separate is for an MLP policy; add --policy.kind=mlp (a MinGRU's critic shares its torso)"
+    if config["policy"]["encoder"] == "relu" and config["policy"]["kind"] != "mlp":
+        yield "policy.encoder=relu is for an MLP policy; add --policy.kind=mlp (a MinGRU's encoder feeds its gates)"
     if ev["opponent"] == "bot" and not (selfplay["bot_switch_param"] and selfplay["bot_level_param"]):
         yield (f"eval.opponent=bot: {config['env']['name']} has no scripted bot (selfplay.bot_switch_param / "
                f"bot_level_param are empty)")

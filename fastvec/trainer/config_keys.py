@@ -126,6 +126,11 @@ KEYS: tuple[Key, ...] = (
         "own, with the policy's widths (PureJaxRL's and CleanRL's actor-critics)",
         "separate: both trainers; not with self-play's games on the GPU (use train.env_device=cpu there)",
         choices=("shared", "separate")),
+    Key("policy", "encoder", str, "linear",
+        '"linear": the layers read the encoder\'s output as it is; "relu" (MLP): through a ReLU, so that '
+        "policy.layers=1 is PureJaxRL's and CleanRL's two-hidden-layer network",
+        "relu: both trainers (the CUDA trainer's GEMM-path rollouts); not with self-play's games on the GPU",
+        choices=("linear", "relu")),
     # [train]
     Key("train", "device", str, "auto",
         '"cpu", "cuda", or "auto" (the CUDA trainer when it is available, else cpu)', choices=("cpu", "cuda", "auto")),

@@ -31,7 +31,8 @@ def make_policy_spec(config: dict, obs_size: int, num_actions: int, spaces=None)
                           kind=policy["kind"], hidden=policy["hidden"], layers=policy["layers"],
                           highway=policy["highway"], action_kind=kind, action_nvec=nvec,
                           action_dims=spaces.action_dims if kind == "box" else 0, obs_scale=scale,
-                          norm_obs=config["train"]["norm_obs"], critic=policy["critic"])
+                          norm_obs=config["train"]["norm_obs"], critic=policy["critic"],
+                          encoder=policy["encoder"])
 
 
 def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
@@ -43,10 +44,11 @@ def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
     if kind != "discrete" and train["env_device"] == "cpu":
         return (f"the CUDA trainer trains a {kind} action head with the env on the GPU only (train.env_device=cuda; "
                 "a Gymnasium env steps on the host)")
-    if (kind != "discrete" or spec.norm_obs or spec.obs_scale != 1 or spec.critic != "shared") \
-            and config["selfplay"]["enabled"] and train["env_device"] == "cuda":
-        return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic on raw "
-                "observations (no train.norm_obs, no byte scaling, policy.critic=shared); use --train.env_device=cpu")
+    if (kind != "discrete" or spec.norm_obs or spec.obs_scale != 1 or spec.critic != "shared"
+            or spec.encoder != "linear") and config["selfplay"]["enabled"] and train["env_device"] == "cuda":
+        return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
+                "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "
+                "policy.encoder=linear); use --train.env_device=cpu")
     if (train["norm_obs"] or train["norm_reward"]) and train.get("gpus", 1) != 1:
         return "the CUDA trainer keeps train.norm_obs and train.norm_reward statistics on one GPU; use --train.gpus=1"
     return None

@@ -1,5 +1,5 @@
 """The bundled trainer's algorithm written once as plain NumPy math, with explicit forward and backward
-passes: policy (linear encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss,
+passes: policy (encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss,
 global-norm clipping, Adam and Muon; the action heads (heads.py) and running normalisation (normalize.py) are
 imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
 
@@ -58,6 +58,7 @@ class PolicySpec:
     # "shared": one torso, the decoder's last row the value; "separate" (MLP only): the value from a critic of
     # its own (encoder, layers and a one-row decoder, "critic.*"), as PureJaxRL's and CleanRL's actor-critics.
     critic: str = "shared"
+    encoder: str = "linear"  # "relu" (MLP only): a ReLU on the encoder's output, as PureJaxRL's first layer
 
     def __post_init__(self):
         if self.kind not in ("mingru", "mlp"):
@@ -76,6 +77,8 @@ class PolicySpec:
         if self.critic == "separate" and self.recurrent:
             raise ValueError("policy.critic='separate' is for an MLP policy (policy.kind='mlp'); a MinGRU's critic "
                              "shares its torso")
+        if self.encoder not in ("linear", "relu") or (self.encoder == "relu" and self.recurrent):
+            raise ValueError(f"policy.encoder={self.encoder!r}: use 'linear', or 'relu' with policy.kind='mlp'")
 
     @property
     def head_size(self) -> int:
@@ -111,9 +114,8 @@ class PolicySpec:
 
 
 def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
-    """The parameters in layout order: (name, shape). Weights are (out, in), applied as x @ w.T. A box head adds
-    its state-independent log-stds; train.norm_obs adds the running observation statistics (mean, var, count),
-    which no gradient reaches (the update sets them; see update_obs_norm)."""
+    """The parameters in layout order: (name, shape); weights (out, in), applied as x @ w.T. A box head adds its
+    state-independent log-stds, train.norm_obs the observation statistics (no gradient: update_obs_norm)."""
     h, o, a = spec.hidden, spec.obs_size, spec.head_size
     table = [("enc.w", (h, o)), ("enc.b", (h,))]
     # A MinGRU layer's rows are [z gate | candidate h~ | highway gate]; an MLP layer's are [h].
@@ -276,8 +278,7 @@ def mingru_backward(dout, cache):
 
 
 def mlp_forward(x, w, bias):
-    """One MLP layer: relu(x @ w.T + b). x: (..., H). (ReLU, not tanh: with a shared torso the value head
-    needs unbounded features to reach returns in the hundreds.)"""
+    """One MLP layer: relu(x @ w.T + b), x (..., H) (ReLU, not tanh: a shared torso's value needs unbounded ones)."""
     out = np.maximum(x @ w.T + bias, 0)
     return out, (x, out)
 
@@ -312,6 +313,7 @@ def stack_forward(spec: PolicySpec, params: dict, prefix: str, x0, keep, state):
     "critic." one, always an MLP), over encoder input x0 (T, B, O): its decoder output (T, B, rows), the state
     after the last step and the cache."""
     x = x0 @ params[prefix + "enc.w"].T + params[prefix + "enc.b"]  # (T, B, H)
+    x = np.maximum(x, 0) if spec.encoder == "relu" else x
     caches, new_state = [], np.empty_like(state)
     for layer in range(spec.layers):
         w, bias = params[f"{prefix}layer{layer}.w"], params[f"{prefix}layer{layer}.b"]
@@ -367,6 +369,7 @@ def stack_backward(spec: PolicySpec, params: dict, grads: dict, prefix: str, dy,
             dx, dw, db = mlp_backward(dx, caches[layer], w)
         grads[f"{prefix}layer{layer}.w"] += dw
         grads[f"{prefix}layer{layer}.b"] += db
+    dx = dx * (caches[0][0] > 0) if spec.encoder == "relu" else dx  # layer 0's input: the encoder's output
     rows = dx.reshape(-1, dx.shape[-1])
     grads[prefix + "enc.w"] += rows.T @ obs.reshape(-1, obs.shape[-1])
     grads[prefix + "enc.b"] += rows.sum(0)
@@ -558,8 +561,7 @@ def splitmix64(z: int) -> int:
 
 
 def sampling_key(seed: int) -> int:
-    """The counter-based samplers' key of a run with train.seed = seed (the CUDA trainer's actions, self-play's
-    opponents and pool draws)."""
+    """The counter-based samplers' key of train.seed = seed (CUDA actions, self-play's opponents and pools)."""
     return splitmix64((seed * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
 
 
@@ -572,16 +574,14 @@ def policy_uniforms(seed_key: int, rows: int, step: int) -> np.ndarray:
 
 
 def head_uniforms(spec: PolicySpec, seed_key: int, rows: int, step: int) -> np.ndarray:
-    """The counter-based uniforms of one policy step, (rows, *uniforms_per_row(spec)): row r's j-th uniform
-    (row-major over uniforms_per_row) is policy_uniform's of index r * k + j, k uniforms per row; a discrete
-    head's are exactly policy_uniforms(seed_key, rows, step)."""
+    """One policy step's counter-based uniforms, (rows, *uniforms_per_row(spec)): row r's j-th (row-major) is
+    policy_uniform's of index r * k + j, k a row; a discrete head's are policy_uniforms(seed_key, rows, step)."""
     shape = (rows, *uniforms_per_row(spec))
     return policy_uniforms(seed_key, math.prod(shape), step).reshape(shape)
 
 
 def sequence_order(count: int, shuffle_key: int, update: int, epoch: int) -> np.ndarray:
-    """The CUDA trainer's shuffle_kernel: the order in which an epoch visits the `count` sequences, a
-    4-round Feistel permutation of the next power of four, cycle-walked into [0, count)."""
+    """shuffle_kernel's order of an epoch's `count` sequences: a 4-round Feistel permutation, cycle-walked."""
     half = max(1, math.ceil(math.ceil(math.log2(max(count, 2))) / 2))
     key = splitmix64(shuffle_key ^ ((update * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9) & MASK64))
     mask = np.uint64((1 << half) - 1)

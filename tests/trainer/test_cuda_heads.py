@@ -311,6 +311,7 @@ def rollout_obs(trainer) -> np.ndarray:
 
 
 SEPARATE_CRITIC = {"kind": "mlp", "critic": "separate"}  # the value from a critic network of its own
+RELU_ENCODER = {"kind": "mlp", "encoder": "relu", "layers": 1}  # PureJaxRL's network: a ReLU on the encoder too
 RANDOM_WALK = str(ENVS_DIR / "random_walk.h")  # Discrete(3), two agents, byte observations scaled by 1/255
 CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "box-norm": (BOX, {"norm_obs": True, "norm_reward": True}, "gemm"),
@@ -322,7 +323,10 @@ CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "separate-critic-bytes-norm": (RANDOM_WALK, {"policy": SEPARATE_CRITIC, "norm_obs": True}, "gemm"),
          "separate-critic-minatar": ("breakout-minatar", {"policy": SEPARATE_CRITIC}, "gemm"),
          "separate-critic-box": (BOX, {"policy": SEPARATE_CRITIC}, "gemm"),
-         "separate-critic-host-env": ("cartpole", {"policy": SEPARATE_CRITIC, "env_device": "cpu"}, "host")}
+         "separate-critic-host-env": ("cartpole", {"policy": SEPARATE_CRITIC, "env_device": "cpu"}, "host"),
+         "relu-encoder": ("cartpole", {"policy": RELU_ENCODER}, "gemm"),
+         "relu-encoder-separate-critic-minatar": ("breakout-minatar", {"policy": {**RELU_ENCODER, "critic": "separate"}},
+                                                  "gemm")}
 
 
 @pytest.mark.gpu
@@ -339,7 +343,8 @@ def test_rollout_and_update_match_numpy(case):
     observations (no scale) through the fused warp-per-env rollout, which reads them as bytes, as the update.
     host-env-norm: the env stepped on the CPU (train.env_device=cpu) with both normalisations. separate-critic-*: an
     MLP actor and a critic network of its own (policy.critic=separate), which the GEMM-path rollouts and the update
-    run as two stacks writing one decoder output."""
+    run as two stacks writing one decoder output. relu-encoder-*: an MLP with a ReLU on its encoder's output
+    (policy.encoder=relu), the encoder's backward an MLP layer's."""
     _cuda_or_skip()
     from fastvec.trainer.reference import sequence_order
     env, norm, path = CASES[case]

@@ -2,6 +2,8 @@
 backward pass, direct-sum definitions for GAE and V-trace, step-by-step loops for the MinGRU scan, and
 the textbook formulas (or SVD) for Adam and Muon."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -199,12 +201,14 @@ def test_ppo_loss_value_matches_its_definition():
     assert loss == pytest.approx(total_pg / n + 0.5 * total_v / n - 0.01 * total_h / n, rel=1e-10)
 
 
-@pytest.mark.parametrize("kind,highway,critic", [("mingru", True, "shared"), ("mingru", False, "shared"),
-                                                 ("mlp", False, "shared"), ("mlp", False, "separate")])
-def test_whole_policy_and_loss_backward_matches_finite_differences(kind, highway, critic):
-    """End to end: encoder, layers, decoder (and a separate critic's stack) and the PPO loss, gradient w.r.t.
-    every parameter."""
-    spec = ref.PolicySpec(obs_size=3, num_actions=3, kind=kind, hidden=4, layers=2, highway=highway, critic=critic)
+@pytest.mark.parametrize("kind,highway,critic,encoder", [
+    ("mingru", True, "shared", "linear"), ("mingru", False, "shared", "linear"), ("mlp", False, "shared", "linear"),
+    ("mlp", False, "separate", "linear"), ("mlp", False, "shared", "relu"), ("mlp", False, "separate", "relu")])
+def test_whole_policy_and_loss_backward_matches_finite_differences(kind, highway, critic, encoder):
+    """End to end: encoder (and its ReLU), layers, decoder (and a separate critic's stack) and the PPO loss,
+    gradient w.r.t. every parameter."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=3, kind=kind, hidden=4, layers=2, highway=highway, critic=critic,
+                          encoder=encoder)
     layout = ref.FlatLayout(ref.param_table(spec))
     flat = ref.init_params(spec, RNG, np.float64)
     flat += 0.3 * RNG.standard_normal(flat.shape)  # away from the tiny-logit init, so every branch is live
@@ -420,6 +424,38 @@ def test_a_separate_critic_is_its_own_network():
     for name, (off, shape) in layout.offsets.items():
         touched = np.any(grads[off:off + int(np.prod(shape))] != 0)
         assert touched == name.startswith("critic."), name
+
+
+@pytest.mark.parametrize("critic", ["shared", "separate"])
+def test_a_relu_encoder_with_one_layer_is_the_two_hidden_layer_relu_network(critic):
+    """policy.encoder=relu, policy.layers=1: PureJaxRL's and CleanRL's actor-critic, written out here by its
+    definition (Dense, ReLU, Dense, ReLU, Dense for the logits and, shared or in a network of its own, the value)."""
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mlp", hidden=6, layers=1, critic=critic, encoder="relu")
+    flat = ref.init_params(spec, RNG, np.float64) + 0.3 * RNG.standard_normal(ref.FlatLayout(ref.param_table(spec)).size)
+    p = ref.FlatLayout(ref.param_table(spec)).views(flat)
+    obs = RNG.standard_normal((2, 4, 5))
+
+    def network(prefix):
+        hidden = np.maximum(obs @ p[prefix + "enc.w"].T + p[prefix + "enc.b"], 0)
+        hidden = np.maximum(hidden @ p[prefix + "layer0.w"].T + p[prefix + "layer0.b"], 0)
+        return hidden @ p[prefix + "dec.w"].T
+
+    logits, values, _, _ = ref.policy_forward(spec, p, obs, np.zeros((2, 4)), np.zeros((0, 4, 6)))
+    if critic == "shared":
+        expected = network("") + p["dec.b"]
+        np.testing.assert_allclose(logits, expected[..., :3], rtol=1e-12)
+        np.testing.assert_allclose(values, expected[..., 3], rtol=1e-12)
+    else:
+        np.testing.assert_allclose(logits, network("") + p["dec.b"], rtol=1e-12)
+        np.testing.assert_allclose(values, (network("critic.") + p["critic.dec.b"])[..., 0], rtol=1e-12)
+    linear = ref.policy_forward(dataclasses.replace(spec, encoder="linear"), p, obs, np.zeros((2, 4)),
+                                np.zeros((0, 4, 6)))[0]
+    assert not np.allclose(linear, logits)  # the ReLU is live on these weights
+
+
+def test_a_relu_encoder_needs_an_mlp_policy():
+    with pytest.raises(ValueError, match="policy.encoder='relu': use 'linear', or 'relu' with policy.kind='mlp'"):
+        ref.PolicySpec(obs_size=3, num_actions=3, kind="mingru", encoder="relu")
 
 
 def test_a_separate_critic_needs_an_mlp_policy():

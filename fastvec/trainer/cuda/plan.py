@@ -136,10 +136,11 @@ class Plan:
         if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
                               f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
-        if selfplay_seats and (spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared"):
-            raise ConfigError("self-play with the games on the GPU plays Discrete heads with a shared critic on "
-                              "unnormalised observations; use --train.env_device=cpu, or turn train.norm_obs off and "
-                              "policy.critic=shared")
+        if selfplay_seats and (spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared"
+                               or spec.encoder != "linear"):
+            raise ConfigError("self-play with the games on the GPU plays Discrete heads with a shared critic and a "
+                              "linear encoder on unnormalised observations; use --train.env_device=cpu, or turn "
+                              "train.norm_obs off, policy.critic=shared and policy.encoder=linear")
         if host_env and spec.action_kind != "discrete":
             raise ConfigError(f"the CUDA trainer steps envs with a {spec.action_kind} head on the GPU only; use "
                               "--train.env_device=cuda (or --train.device=cpu)")
@@ -215,9 +216,9 @@ def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs:
     (a thread per env, a launch a step) from FUSED_THREAD_MIN_ENVS envs on, ("warp", block) for
     policy_rollout_warp_kernel (a warp per env, the whole horizon in one launch) below, or ("gemm", 0) where
     every weight does not fit a block's shared memory (or `forced` says so), or the policy has a MultiDiscrete
-    or Box head, a separate critic, or transforms its observations (the fused kernels implement the Discrete head of a
-    shared actor-critic on raw observations)."""
-    if spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared":
+    or Box head, a separate critic or a ReLU encoder, or transforms its observations (the fused kernels implement the
+    Discrete head of a shared actor-critic with a linear encoder on raw observations)."""
+    if spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared" or spec.encoder != "linear":
         return "gemm", 0
     if forced == "gemm" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > MAX_ACTIONS:
         return "gemm", 0

@@ -60,8 +60,12 @@ class GpuPolicy:
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         pp = self.pointer(params)
         blas.matmul(acts[0], x, pp(prefix + "enc.w"), rows, h, o, trans_b=True)
-        k.launch("add_bias_kernel", rows * h, acts[0], pp(prefix + "enc.b"), np.int64(rows), np.int32(h),
-                 acts_bf16[0] if acts_bf16 else 0)
+        if spec.encoder == "relu":  # an MLP's (no bf16 copies): relu(pre + b) in place
+            k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), acts[0], pp(prefix + "enc.b"),
+                     acts[0])
+        else:
+            k.launch("add_bias_kernel", rows * h, acts[0], pp(prefix + "enc.b"), np.int64(rows), np.int32(h),
+                     acts_bf16[0] if acts_bf16 else 0)
         for layer in range(spec.layers):
             name = f"{prefix}layer{layer}"
             w = off[f"{name}.w"][1][0]
@@ -134,12 +138,8 @@ class GpuPolicy:
                 else:
                     blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w, beta=1.0)
                 self.bias_grad(k, blas, gp(f"{name}.b"), a.ptr("dbias_seq"), w, rows=bm)
-            elif n * h <= plan.choices.mlp_bias_fused_max:  # mlp_backward and the bias gradient in one launch
-                self.bias_grad(k, blas, gp(f"{name}.b"), cur, h, acts[layer + 1], a.ptr("dpre"))
-                blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w)
             else:
-                k.launch("mlp_backward_kernel", n * h, np.int64(n * h), cur, acts[layer + 1], a.ptr("dpre"))
-                self.bias_grad(k, blas, gp(f"{name}.b"), a.ptr("dpre"), h)
+                self.mlp_backward(k, blas, name, cur, acts[layer + 1])
                 blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w)
             if acts_bf16:
                 blas.matmul(gp(f"{name}.w"), a.ptr("dpre"), acts_bf16[layer], w, h, n, trans_a=True,
@@ -147,8 +147,23 @@ class GpuPolicy:
             else:
                 blas.matmul(gp(f"{name}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
             cur, other = other, cur
+        if spec.encoder == "relu":  # the encoder's ReLU as an MLP layer's, its output in acts[0]
+            self.mlp_backward(k, blas, prefix + "enc", cur, acts[0])
+            cur = a.ptr("dpre")
+        else:
+            self.bias_grad(k, blas, gp(prefix + "enc.b"), cur, h)
         blas.matmul(gp(prefix + "enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
-        self.bias_grad(k, blas, gp(prefix + "enc.b"), cur, h)
+
+    def mlp_backward(self, k, blas, name: str, dout: int, out: int) -> None:
+        """reference.mlp_backward's dpre = dout * (out > 0) (n, H) into the arena's dpre, and the bias gradient
+        (grads name + ".b") from it: one launch up to plan.choices.mlp_bias_fused_max elements, else two."""
+        a, n, h = self.arena, self.plan.mb_rows, self.spec.hidden
+        db = self.pointer("grads")(f"{name}.b")
+        if n * h <= self.plan.choices.mlp_bias_fused_max:
+            self.bias_grad(k, blas, db, dout, h, out, a.ptr("dpre"))
+        else:
+            k.launch("mlp_backward_kernel", n * h, np.int64(n * h), dout, out, a.ptr("dpre"))
+            self.bias_grad(k, blas, db, a.ptr("dpre"), h)
 
     def pointer(self, buffer: str):
         """name -> the device address of parameter `name` in the arena's flat buffer `buffer` (params, grads...)."""

@@ -1,0 +1,59 @@
+"""policy.encoder=relu: an MLP whose encoder output passes a ReLU (with policy.layers=1, PureJaxRL's and CleanRL's
+network) trains end to end on the CPU trainer (checkpoint, --resume, --eval read it back); the CUDA trainer takes it
+on its GEMM path (test_cuda_heads.py compares it with the CPU trainer), refusing it by name only for self-play with
+the games on the GPU; a MinGRU with one is a clear config error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import checkpoint, cli
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.cuda.plan import Choices, Plan
+from fastvec.trainer.numpy_trainer import cuda_unsupported, make_policy_spec
+
+SMALL = ["--policy.kind=mlp", "--policy.encoder=relu", "--policy.layers=1", "--policy.hidden=16",
+         "--train.horizon=16", "--train.bptt_horizon=8", "--env.num_envs=8", "--train.minibatch_size=64",
+         "--train.total_timesteps=2048", "--train.device=cpu", "--train.log_interval=0",
+         "--train.checkpoint_interval=4"]
+
+
+def test_a_relu_encoder_trains_resumes_and_evaluates_on_the_cpu(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(["cartpole", *SMALL, f"--run-dir={run_dir}"]) == 0
+    assert 'encoder = "relu"' in (run_dir / "config.toml").read_text()
+    meta, _ = checkpoint.load(run_dir)
+    assert checkpoint.spec_of(meta).encoder == "relu"  # the policy --eval and --resume rebuild
+    assert cli.main(["cartpole", f"--resume={run_dir}", "--train.total_timesteps=4096"]) == 0
+    assert cli.main(["cartpole", f"--eval={run_dir}", "--eval.episodes=4"]) == 0
+    assert "mean return" in capsys.readouterr().out
+
+
+def test_a_checkpoint_without_the_field_has_a_linear_encoder(tmp_path):
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=8, layers=1)
+    state = {"params": ref.init_params(spec, np.random.default_rng(0)),
+             "counters": {"update": 0, "global_step": 0, "opt_step": 0}}
+    path = checkpoint.save(tmp_path / "c.npz", spec, "cartpole", 1, state, load_config("cartpole"))
+    meta, _ = checkpoint.load(path)
+    assert "encoder" not in meta["policy"]  # at its default, the meta is as before the field existed
+    assert checkpoint.spec_of(meta).encoder == "linear"
+
+
+def test_the_cuda_trainer_takes_a_relu_encoder_on_the_gemm_path_except_for_selfplay_on_the_gpu():
+    config = load_config("cartpole", {"policy": {"kind": "mlp", "encoder": "relu"}})
+    spec = make_policy_spec(config, 4, 2)
+    assert spec.encoder == "relu" and cuda_unsupported(spec, config) is None
+    plan = Plan.make(config["train"], spec, ref.FlatLayout(ref.param_table(spec)), 24, 1, False,
+                     Choices(rollout="warp"))
+    assert plan.rollout == "gemm" and plan.fused_block == 0  # the fused kernels read a linear encoder
+    pong = load_config("pong", {"policy": {"kind": "mlp", "encoder": "relu"}, "selfplay": {"enabled": True}})
+    assert "policy.encoder=linear" in cuda_unsupported(make_policy_spec(pong, 8, 3), pong)
+    pong["train"]["env_device"] = "cpu"  # self-play with the games and opponents on the CPU
+    assert cuda_unsupported(make_policy_spec(pong, 8, 3), pong) is None
+
+
+def test_a_mingru_with_a_relu_encoder_is_a_config_error():
+    with pytest.raises(ConfigError, match="policy.encoder=relu is for an MLP policy; add --policy.kind=mlp"):
+        load_config("cartpole", {"policy": {"kind": "mingru", "encoder": "relu"}})
