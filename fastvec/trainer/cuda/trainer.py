@@ -312,9 +312,8 @@ class CudaTrainer:
 
     def _record_current_logp(self, half_bits: int) -> None:
         """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
-        NumpyTrainer's forward pass before the first epoch), a minibatch forward at a time in epoch 0's order
-        (any order covering every sequence once would do). The loss kernel's scatter writes the log-probs;
-        its other outputs are scratch the minibatch steps overwrite, and no statistic is accumulated."""
+        NumpyTrainer's forward pass before the first epoch), a minibatch forward at a time in epoch 0's order (any
+        covering order would do). The loss kernel scatters the log-probs; its other outputs are scratch."""
         a, k = self.arena, self.k
         k.launch("shuffle_kernel", self.sequences, np.int32(self.sequences), np.int32(half_bits),
                  np.uint64(self.shuffle_key), np.int32(0), a.ptr("scalars"), a.ptr("perm"))
@@ -420,12 +419,10 @@ class CudaTrainer:
 
     # START-UP AND SHUT-DOWN
     def warm_up(self, num_updates: int) -> float:
-        """Do the first two iterations' one-off work at start-up (returns its seconds): a rollout and an update eagerly
-        (cuBLAS and the driver load their kernels), then captured as graphs and replayed (a graph's first launch
-        uploads it). Then every arena byte and training counter is put back: training starts exactly where it would
-        have (bitwise: the tests check), with the graphs ready for num_updates' schedule. train.async: three
-        iterations, so that both slots' rollout and (stale) update graphs exist. A no-op with host envs, several
-        GPUs, without graphs, or once training has begun."""
+        """The first iterations' one-off work at start-up (returns its seconds): a rollout and an update eagerly (cuBLAS
+        and the driver load their kernels), then captured as graphs and replayed (uploaded); three with train.async
+        (both slots' graphs). Then every arena byte and counter is put back: training starts exactly where it would
+        have (bitwise: the tests check). A no-op with host envs, several GPUs, without graphs, or once begun."""
         t0 = time.perf_counter()
         if self.host_env or self.group or not self.plan.choices.graphs or self.rollouts_run:
             return 0.0
@@ -434,7 +431,7 @@ class CudaTrainer:
         saved = cuda.mem_alloc(arena.size)
         cuda.memcpy_dtod(saved, arena.base, arena.size)
         counters = (self.global_step, self.update_index, self.opt_step, dict(self.timing), list(self.slot_version),
-                    self.active_slot, self.fill_slot, self.ready_slot)
+                    self.active_slot, self.fill_slot, self.ready_slot)  # the async slots' roles too
         for _ in range(3 if self.async_rollouts else 2):
             self.rollout()
             self.update(num_updates)
