@@ -158,7 +158,8 @@ def profiled_trainer(config: dict, rollout: str, warp_block: int = 0):
     t0 = time.perf_counter()
     batch = run.make_batch(config)
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
-    return CudaTrainer(config, batch, spec, choices=Choices(rollout=rollout, warp_block=warp_block)), time.perf_counter() - t0
+    trainer = CudaTrainer(config, batch, spec, choices=Choices(rollout=rollout, warp_block=warp_block))
+    return trainer, time.perf_counter() - t0
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, rollout_sizes
+from fastvec.trainer.cuda.plan import fused_kernels_run  # pure Python: what the GPU's fused kernels implement
 
 # Legend: T = horizon, R = rows = num_envs * agents, O = obs size, K = bptt_horizon, S = T / K segments,
 # Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
@@ -44,8 +45,7 @@ def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
     if kind != "discrete" and train["env_device"] == "cpu":
         return (f"the CUDA trainer trains a {kind} action head with the env on the GPU only (train.env_device=cuda; "
                 "a Gymnasium env steps on the host)")
-    if (kind != "discrete" or spec.norm_obs or spec.obs_scale != 1 or spec.critic != "shared"
-            or spec.encoder != "linear") and config["selfplay"]["enabled"] and train["env_device"] == "cuda":
+    if not fused_kernels_run(spec) and config["selfplay"]["enabled"] and train["env_device"] == "cuda":
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "
                 "policy.encoder=linear); use --train.env_device=cpu")

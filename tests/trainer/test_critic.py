@@ -25,11 +25,14 @@ def test_a_separate_critic_trains_resumes_and_evaluates_on_the_cpu(tmp_path, cap
     assert "mean return" in capsys.readouterr().out
 
 
-def test_the_cuda_trainer_takes_a_separate_critic_except_for_selfplay_on_the_gpu():
-    config = load_config("cartpole", {"policy": {"kind": "mlp", "critic": "separate"}})
+@pytest.mark.parametrize("option,refusal", [({"critic": "separate"}, "policy.critic=shared"),
+                                           ({"encoder": "relu"}, "policy.encoder=linear")])
+def test_the_cuda_trainer_takes_each_mlp_option_except_for_selfplay_on_the_gpu(option, refusal):
+    """policy.critic=separate and policy.encoder=relu (test_encoder.py) alike."""
+    config = load_config("cartpole", {"policy": {"kind": "mlp", **option}})
     assert cuda_unsupported(make_policy_spec(config, 4, 2), config) is None
-    pong = load_config("pong", {"policy": {"kind": "mlp", "critic": "separate"}, "selfplay": {"enabled": True}})
-    assert "policy.critic=shared" in cuda_unsupported(make_policy_spec(pong, 8, 3), pong)
+    pong = load_config("pong", {"policy": {"kind": "mlp", **option}, "selfplay": {"enabled": True}})
+    assert refusal in cuda_unsupported(make_policy_spec(pong, 8, 3), pong)
     pong["train"]["env_device"] = "cpu"  # self-play with the games and opponents on the CPU
     assert cuda_unsupported(make_policy_spec(pong, 8, 3), pong) is None
 

@@ -59,6 +59,13 @@ def transforms_obs(spec: ref.PolicySpec) -> bool:
     return spec.norm_obs or spec.obs_scale != 1
 
 
+def fused_kernels_run(spec: ref.PolicySpec) -> bool:
+    """Whether rollout.cu's per-thread and per-warp policy steps and selfplay.cu's opponents can run spec: they
+    implement the Discrete head of a shared actor-critic with a linear encoder on raw observations."""
+    return (spec.action_kind == "discrete" and not transforms_obs(spec) and spec.critic == "shared"
+            and spec.encoder == "linear")
+
+
 def slot_addresses(arena):
     """slot(name, slot, offset_elements) -> the device address of rollout buffer `name` (SLOT_BUFFERS) of rollout
     slot `slot` (slot 1's copies are named "name@1"). A closure over the arena alone: the rollout paths hold it
@@ -136,8 +143,7 @@ class Plan:
         if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
                               f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
-        if selfplay_seats and (spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared"
-                               or spec.encoder != "linear"):
+        if selfplay_seats and not fused_kernels_run(spec):
             raise ConfigError("self-play with the games on the GPU plays Discrete heads with a shared critic and a "
                               "linear encoder on unnormalised observations; use --train.env_device=cpu, or turn "
                               "train.norm_obs off, policy.critic=shared and policy.encoder=linear")
@@ -218,7 +224,7 @@ def fused_rollout_kernel(spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs:
     every weight does not fit a block's shared memory (or `forced` says so), or the policy has a MultiDiscrete
     or Box head, a separate critic or a ReLU encoder, or transforms its observations (the fused kernels implement the
     Discrete head of a shared actor-critic with a linear encoder on raw observations)."""
-    if spec.action_kind != "discrete" or transforms_obs(spec) or spec.critic != "shared" or spec.encoder != "linear":
+    if not fused_kernels_run(spec):
         return "gemm", 0
     if forced == "gemm" or spec.hidden % 4 or spec.hidden > 128 or spec.num_actions > MAX_ACTIONS:
         return "gemm", 0
