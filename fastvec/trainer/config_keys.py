@@ -267,8 +267,12 @@ KEYS: tuple[Key, ...] = (
         "training seconds per trial (start-up excluded; 0: train.total_timesteps alone bounds a trial)", min=0),
     Key("sweep", "trials", int, 20, "trials this process runs (0: until sweep.timeout)", min=0),
     Key("sweep", "timeout", float, 0.0, "seconds this process sweeps for (0: until sweep.trials are done)", min=0),
-    Key("sweep", "seeds", int, 1, "training seeds per trial (train.seed, train.seed + 1, ...); objectives average "
-        "over them", min=1),
+    Key("sweep", "seeds", int, 1, "training seeds per trial (train.seed, train.seed + 1, ...); sweep.seed_reduce "
+        "combines their objectives", min=1),
+    Key("sweep", "seed_reduce", str, "mean",
+        '"mean" (each objective averaged over the seeds) or "worst" (the lowest seed\'s score, the slowest seed\'s '
+        'seconds)', "worst ranks a trial by its unluckiest seed: for a config that must reach a target on every seed.",
+        choices=("mean", "worst")),
     Key("sweep", "sampler", str, "tpe",
         'Optuna\'s sampler: "tpe" (single- and multi-objective), "nsga2" (multi-objective, genetic) or "random"',
         choices=("tpe", "nsga2", "random")),

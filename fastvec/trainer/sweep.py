@@ -34,8 +34,8 @@ another in this process; start another process (here or on another machine, same
                         --policy.hidden=32,64,128 --train.bptt_horizon=16:64:16; one value (no ':' or ',')
                         fixes the key for every trial: --train.total_timesteps=200_000
   --sweep.key=value     a setting: objective (score | time_to_target | pareto), metric, target, trial_seconds,
-                        trials, timeout, seeds, sampler (tpe | nsga2 | random), pruner (median | none),
-                        storage (an Optuna URL; default sqlite in the sweep dir), study, dir, ...
+                        trials, timeout, seeds, seed_reduce (mean | worst), sampler (tpe | nsga2 | random),
+                        pruner (median | none), storage (an Optuna URL; default sqlite in the sweep dir), study, dir, ...
                         (fastvec-train --help-config lists them with their meanings)
   --config=PATH         a TOML of config values under the command line (e.g. a best.toml to refine)
   --report              write best.toml and the plots from the study's trials so far, run no trial
@@ -146,8 +146,8 @@ def import_optuna():
 
 def open_study(plan: Plan, adopt: bool = False):
     """The Optuna study (created, or joined when the storage holds it), with the sweep's sampler and pruner. A
-    study made for other settings (objective, metric, target, trial_seconds) is refused, or with adopt (--report,
-    which runs no trial) its settings replace the plan's."""
+    study made for other settings (objective, metric, target, trial_seconds, seed_reduce) is refused, or with adopt
+    (--report, which runs no trial) its settings replace the plan's."""
     optuna = import_optuna()
     s = plan.settings
     seed = None if s["sampler_seed"] < 0 else s["sampler_seed"]
@@ -175,7 +175,7 @@ def open_study(plan: Plan, adopt: bool = False):
             raise
         raise ConfigError(f"sweep.storage={plan.storage!r}: {type(err).__name__}: {str(err).splitlines()[0]}") from None
     made_for = {"env": plan.base["env"]["name"], "objective": s["objective"], "metric": s["metric"],
-                "target": s["target"], "trial_seconds": s["trial_seconds"]}
+                "target": s["target"], "trial_seconds": s["trial_seconds"], "seed_reduce": s["seed_reduce"]}
     saved = {k: study.user_attrs[k] for k in made_for if k in study.user_attrs}
     differs = {k: (v, made_for[k]) for k, v in saved.items() if v != made_for[k]}
     if adopt and "env" not in differs:
@@ -287,18 +287,20 @@ def objective_values(settings: dict, results: list[dict]) -> list[float] | None:
     """The trial's objective values from its seeds' results, or None when a seed logged no episode."""
     if any(r["score"] is None for r in results):
         return None
-    score = sum(r["score"] for r in results) / len(results)
-    seconds = sum(r["seconds"] for r in results) / len(results)
+    worst = settings["seed_reduce"] == "worst"
+    scores, seconds = [r["score"] for r in results], [r["seconds"] for r in results]
+    score = min(scores) if worst else sum(scores) / len(scores)
+    slowest = max(seconds) if worst else sum(seconds) / len(seconds)
     if settings["objective"] == "score":
         return [score]
     if settings["objective"] == "pareto":
-        return [score, seconds]
+        return [score, slowest]
     target, budget = settings["target"], settings["trial_seconds"]
     times = []
     for r in results:
         shortfall = min(max((target - r["best"]) / max(abs(target), 1e-9), 0.0), 1.0)
         times.append(r["hit_seconds"] if r["hit_seconds"] is not None else budget * (1 + shortfall))
-    return [sum(times) / len(times)]
+    return [max(times) if worst else sum(times) / len(times)]
 
 
 def run_config(config: dict, seed: int, plan: Plan) -> dict:

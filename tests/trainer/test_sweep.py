@@ -234,6 +234,19 @@ def test_pruned_trials_and_trials_that_reach_the_target_stop_early(tmp_path):
     assert record["values"] == [result["hit_seconds"]]
 
 
+@pytest.mark.parametrize("reduce, expected", [
+    ("mean", {"score": [800.0], "pareto": [800.0, 1.0], "time_to_target": [(0.8 + 3.0 * 1.1) / 2]}),
+    ("worst", {"score": [765.0], "pareto": [765.0, 1.2], "time_to_target": [3.0 * 1.1]}),
+])
+def test_seed_reduce_ranks_a_trial_by_the_mean_or_its_unluckiest_seed(reduce, expected):
+    # seed 1 reached 850 at 0.8 s; seed 2 missed it, its best log 765 (a 10% shortfall) and its run 1.2 s
+    results = [{"score": 835.0, "seconds": 0.8, "best": 851.0, "hit_seconds": 0.8},
+               {"score": 765.0, "seconds": 1.2, "best": 765.0, "hit_seconds": None}]
+    for objective, values in expected.items():
+        settings = {"objective": objective, "seed_reduce": reduce, "target": 850.0, "trial_seconds": 3.0}
+        assert sweep.objective_values(settings, results) == pytest.approx(values)
+
+
 def test_a_second_process_joins_the_study_through_its_storage(tmp_path):
     folder = tmp_path / "shared"
     args = sweep_args(folder, "--sweep.objective=score", "--sweep.trial_seconds=0", "--sweep.trials=2",
