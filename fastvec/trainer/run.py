@@ -175,7 +175,8 @@ def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | N
     """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
     newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...).
     watch(metrics or None, training seconds, trained steps), called after every update (with the log's metrics
-    when it logged), ends the run there when it returns True: fastvec-sweep's pruning and trial budgets."""
+    when it logged), ends the run there when it returns True: fastvec-sweep's pruning and trial budgets. Its calls'
+    own time is not training time: not in the seconds it is given, the logs' times or the summary's."""
     from fastvec.trainer import distributed
     if config["train"]["gpus"] > 1 or distributed.launched():  # one process per GPU, or one rank of a launcher's job
         return distributed.train(config, run_dir, resume, dashboard, train_one_process)
@@ -338,6 +339,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
     # still to come (with train.async, one rollout ahead), which a checkpoint must not count.
     trained_steps = start_step = trainer.global_step
     last_log = last_save = start_time
+    paused = 0.0  # seconds spent in watch() (a sweep's pruner and its database): not training time
     saved_update = trainer.update_index  # the update of the newest checkpoint (none yet when it is 0)
     replaceable = None  # this run's newest checkpoint by time (off checkpoint_interval): the next one replaces it
     update_totals: dict[str, float] = {}
@@ -359,7 +361,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
         log(None)  # metrics.jsonl reaches the disk before the checkpoint that it covers
         state = trainer.state_dict()
         state["counters"]["global_step"] = trained_steps
-        state["counters"]["time"] = elapsed_before + time.perf_counter() - start_time
+        state["counters"]["time"] = elapsed_before + time.perf_counter() - start_time - paused
         path = run_dir / "checkpoints" / checkpoint.checkpoint_name(trainer.update_index)
         with file_op("write", path):
             return checkpoint.save(path, trainer.spec, env, trainer.num_agents, state, config, source_record)
@@ -387,7 +389,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                 # every log_interval seconds, and at every 5% of the run: a sub-second GPU run still logs
                 # ~20 times, so its last log shows where training ended rather than the whole run's mean
                 if now - last_log >= tc["log_interval"] or final or trainer.update_index % log_every == 0:
-                    elapsed = now - start_time
+                    elapsed = now - start_time - paused
                     metrics = {"global_step": trained_steps, "time": round(elapsed_before + elapsed, 3),
                                "sps": round((trained_steps - start_step) / max(elapsed, 1e-9), 1),
                                "update": trainer.update_index}
@@ -418,8 +420,12 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                         with file_op("remove the superseded checkpoint", replaceable):
                             replaceable.unlink(missing_ok=True)
                     replaceable = None if on_interval or stop.signum is not None else ckpt_path
-                if watch is not None and watch(logged, elapsed_before + now - start_time, trained_steps):
-                    break
+                if watch is not None:
+                    called = time.perf_counter()
+                    done = watch(logged, elapsed_before + now - start_time - paused, trained_steps)
+                    paused += time.perf_counter() - called
+                    if done:
+                        break
             if stop.signum is not None and trainer.update_index < num_updates:
                 interrupted = True
                 if saved_update != trainer.update_index:
@@ -432,7 +438,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
             stop.restore()
     board.close()  # the live display ends before cli.py prints the summary or the stop message
 
-    elapsed = time.perf_counter() - start_time
+    elapsed = time.perf_counter() - start_time - paused
     if league is not None and (run_dir / "ratings.json").is_file():
         try:
             from fastvec.trainer.selfplay import plot_ratings

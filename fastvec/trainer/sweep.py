@@ -232,8 +232,9 @@ def create_study(optuna, plan: Plan, sampler, pruner, load: bool = False, attemp
 
 class TrialWatch:
     """One seed's run of a trial as run.train's watch: records the metric at each log, stops the run when the
-    trial's time budget is spent or the target is reached (time_to_target), and reports to the pruner every
-    1/reports of the budget (training seconds for a time budget, else steps; seed i's reports follow seed i-1's)."""
+    trial's time budget is spent or the target is reached (time_to_target), and reports to the pruner at the first
+    log after every 1/reports of the budget (training seconds for a time budget, else steps; seed i's reports follow
+    seed i-1's)."""
 
     def __init__(self, plan: Plan, trial, seed_index: int, total_steps: int, progress):
         s = plan.settings
@@ -260,7 +261,9 @@ class TrialWatch:
         spent = bool(self.budget) and seconds >= self.budget
         progress = seconds / self.budget if self.budget else steps / self.total_steps
         due = min(int(progress * self.reports), self.reports)
-        if not (self.prunes and self.logs) or due <= self.reported:
+        # reports go to the pruner only at a log, where the trainer has just waited for the GPU: the run's clock
+        # leaves out this call's time, exact while nothing runs on the device
+        if not (self.prunes and self.logs) or metrics is None or due <= self.reported:
             return spent
         latest = self.logs[-1][2]
         value = self.target - latest if self.target is not None else latest  # the study's direction: lower is better

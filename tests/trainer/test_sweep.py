@@ -7,6 +7,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from fastvec.native import cpu
-from fastvec.trainer import checkpoint, cli, sweep
+from fastvec.trainer import checkpoint, cli, run, sweep
 from fastvec.trainer.config import CONFIG_DIR, ConfigError, load_config, load_run_config, to_toml
 from fastvec.trainer.sweep_space import parse_entry, parse_space, split_arguments
 
@@ -232,6 +233,27 @@ def test_pruned_trials_and_trials_that_reach_the_target_stop_early(tmp_path):
     result = record["results"][0]
     assert record["state"] == "COMPLETE" and result["steps"] < total and result["hit_steps"] == result["steps"]
     assert record["values"] == [result["hit_seconds"]]
+
+
+def test_the_watchs_own_time_is_not_training_time(tmp_path):
+    # a sweep's pruner reads and writes its database inside watch(); a trial's seconds (its objective, its budget)
+    # must be what the same run takes without it, as fastvec-train times it
+    config = load_config("cartpole", {"train": {"device": "cpu", "total_timesteps": 30 * STEPS, "horizon": 16,
+                                                "bptt_horizon": 8, "minibatch_size": 64},
+                                      "env": {"num_envs": 8}, "policy": {"hidden": 8, "layers": 1}})
+    given = []
+
+    def slow_watch(metrics, seconds, steps):
+        given.append(seconds)
+        time.sleep(0.1)
+        return False
+
+    summary = run.train(config, tmp_path, dashboard=False, watch=slow_watch)
+    slept = 0.1 * len(given)
+    assert len(given) == 30 and summary["elapsed"] < slept
+    assert given[-1] < slept - 0.1 and given == sorted(given)
+    logged = [json.loads(line)["time"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert logged[-1] <= summary["elapsed"] < slept
 
 
 @pytest.mark.parametrize("reduce, expected", [
