@@ -367,13 +367,18 @@ def runnable_toml(config: dict, title: str) -> str:
     return head + to_toml({section: values for section, values in config.items() if section != "sweep"})
 
 
-def finish_trial(study, trial, record: dict, sweep_dir: Path) -> None:
+def finish_trial(study, trial, record: dict, sweep_dir: Path, seed_reduce: str = "mean") -> None:
     """Tell the study the trial's outcome and write trial.json and a trials.jsonl line (every process of the
-    sweep dir appends whole lines; trial numbers come from the storage, so they never collide)."""
+    sweep dir appends whole lines; trial numbers come from the storage, so they never collide). The trial's
+    seconds and score (the Pareto plot's) combine its seeds as the objective does (sweep.seed_reduce)."""
     from optuna.trial import TrialState
     summary = {k: v for k, v in record.items() if k != "interrupted"}
-    means = {k: _mean(r[k] for r in record.get("results", [])) for k in ("seconds", "steps", "startup", "score")}
-    for key, value in means.items():
+    results = record.get("results", [])
+    figures = {k: _mean(r[k] for r in results) for k in ("seconds", "steps", "startup", "score")}
+    if seed_reduce == "worst":
+        figures["seconds"] = max((r["seconds"] for r in results if r["seconds"] is not None), default=None)
+        figures["score"] = min((r["score"] for r in results if r["score"] is not None), default=None)
+    for key, value in figures.items():
         trial.set_user_attr(key, value)
     trial.set_user_attr("hit", bool(record.get("results")) and all(r["hit_seconds"] is not None
                                                                     for r in record["results"]))
@@ -467,7 +472,7 @@ def sweep(plan: Plan, study, progress) -> int:
         while (not s["trials"] or done < s["trials"]) and (not s["timeout"] or time.perf_counter() - start < s["timeout"]):
             trial = study.ask(plan.space.distributions)
             record = run_trial(plan, trial, progress)
-            finish_trial(study, trial, record, plan.sweep_dir)
+            finish_trial(study, trial, record, plan.sweep_dir, plan.settings["seed_reduce"])
             trial, done = None, done + 1
             progress.finished(describe_trial(plan, record), done, time.perf_counter() - start)
             if record.get("interrupted"):

@@ -260,13 +260,22 @@ def test_the_watchs_own_time_is_not_training_time(tmp_path):
     ("mean", {"score": [800.0], "pareto": [800.0, 1.0], "time_to_target": [(0.8 + 3.0 * 1.1) / 2]}),
     ("worst", {"score": [765.0], "pareto": [765.0, 1.2], "time_to_target": [3.0 * 1.1]}),
 ])
-def test_seed_reduce_ranks_a_trial_by_the_mean_or_its_unluckiest_seed(reduce, expected):
+def test_seed_reduce_ranks_a_trial_by_the_mean_or_its_unluckiest_seed(reduce, expected, tmp_path):
     # seed 1 reached 850 at 0.8 s; seed 2 missed it, its best log 765 (a 10% shortfall) and its run 1.2 s
     results = [{"score": 835.0, "seconds": 0.8, "best": 851.0, "hit_seconds": 0.8},
                {"score": 765.0, "seconds": 1.2, "best": 765.0, "hit_seconds": None}]
     for objective, values in expected.items():
         settings = {"objective": objective, "seed_reduce": reduce, "target": 850.0, "trial_seconds": 3.0}
         assert sweep.objective_values(settings, results) == pytest.approx(values)
+    # the trial's recorded score and seconds (the Pareto plot's points) combine the seeds the same way
+    trial, told = StubTrial(), []
+    study = type("Study", (), {"tell": lambda self, t, values=None, state=None: told.append(values)})()
+    record = {"trial": 0, "state": "COMPLETE", "values": expected["pareto"],
+              "results": [{**r, "steps": 100, "startup": 0.1} for r in results]}
+    sweep.finish_trial(study, trial, record, tmp_path, reduce)
+    pareto = expected["pareto"]
+    assert told == [pareto] and [trial.attrs["score"], trial.attrs["seconds"]] == pytest.approx(pareto)
+    assert trial.attrs["steps"] == 100 and trial.attrs["hit"] is False
 
 
 def test_a_second_process_joins_the_study_through_its_storage(tmp_path):
