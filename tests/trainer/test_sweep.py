@@ -16,7 +16,13 @@ import pytest
 
 from fastvec.native import cpu
 from fastvec.trainer import checkpoint, cli, run, sweep
-from fastvec.trainer.config import CONFIG_DIR, ConfigError, load_config, load_run_config, to_toml
+from fastvec.trainer.config import (
+    CONFIG_DIR,
+    ConfigError,
+    load_config,
+    load_run_config,
+    to_toml,
+)
 from fastvec.trainer.sweep_space import parse_entry, parse_space, split_arguments
 
 optuna = pytest.importorskip("optuna")
