@@ -290,20 +290,27 @@ def objective_values(settings: dict, results: list[dict]) -> list[float] | None:
     """The trial's objective values from its seeds' results, or None when a seed logged no episode."""
     if any(r["score"] is None for r in results):
         return None
-    worst = settings["seed_reduce"] == "worst"
-    scores, seconds = [r["score"] for r in results], [r["seconds"] for r in results]
-    score = min(scores) if worst else sum(scores) / len(scores)
-    slowest = max(seconds) if worst else sum(seconds) / len(seconds)
+    reduce = settings["seed_reduce"]
+    score = reduce_seeds([r["score"] for r in results], reduce, min)
     if settings["objective"] == "score":
         return [score]
     if settings["objective"] == "pareto":
-        return [score, slowest]
+        return [score, reduce_seeds([r["seconds"] for r in results], reduce, max)]
     target, budget = settings["target"], settings["trial_seconds"]
     times = []
     for r in results:
         shortfall = min(max((target - r["best"]) / max(abs(target), 1e-9), 0.0), 1.0)
         times.append(r["hit_seconds"] if r["hit_seconds"] is not None else budget * (1 + shortfall))
-    return [max(times) if worst else sum(times) / len(times)]
+    return [reduce_seeds(times, reduce, max)]
+
+
+def reduce_seeds(values, seed_reduce: str, worst=min) -> float | None:
+    """A trial's seeds' figures as one (None values skipped; None if none is left): their mean, or with
+    sweep.seed_reduce = worst the worst of them (`worst`: min for a score, max for seconds)."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return worst(values) if seed_reduce == "worst" else sum(values) / len(values)
 
 
 def run_config(config: dict, seed: int, plan: Plan) -> dict:
@@ -374,10 +381,9 @@ def finish_trial(study, trial, record: dict, sweep_dir: Path, seed_reduce: str =
     from optuna.trial import TrialState
     summary = {k: v for k, v in record.items() if k != "interrupted"}
     results = record.get("results", [])
-    figures = {k: _mean(r[k] for r in results) for k in ("seconds", "steps", "startup", "score")}
-    if seed_reduce == "worst":
-        figures["seconds"] = max((r["seconds"] for r in results if r["seconds"] is not None), default=None)
-        figures["score"] = min((r["score"] for r in results if r["score"] is not None), default=None)
+    figures = {"seconds": reduce_seeds([r["seconds"] for r in results], seed_reduce, max),
+               "score": reduce_seeds([r["score"] for r in results], seed_reduce, min),
+               **{k: reduce_seeds([r[k] for r in results], "mean") for k in ("steps", "startup")}}
     for key, value in figures.items():
         trial.set_user_attr(key, value)
     trial.set_user_attr("hit", bool(record.get("results")) and all(r["hit_seconds"] is not None
@@ -393,11 +399,6 @@ def finish_trial(study, trial, record: dict, sweep_dir: Path, seed_reduce: str =
     checkpoint.atomic_write_text(trial_dir / "trial.json", json.dumps(summary, indent=1) + "\n")
     with open(sweep_dir / "trials.jsonl", "a") as log:
         log.write(json.dumps(summary) + "\n")
-
-
-def _mean(values):
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
 
 
 # ------------------------------------------------------------------------------------------------
