@@ -31,15 +31,16 @@ RESULTS = ROOT / "benchmarks" / "results"
 def case_config(env: str, config_path: str, assignments: list[str], seed: int, episodes: int) -> dict:
     """The resolved config of one run: ENV.toml < CONFIG < the case's values < seed, evaluation and checkpoints."""
     from fastvec.trainer import cli
-    from fastvec.trainer.config import load_config, parse_value
+    from fastvec.trainer.config import ConfigError, load_config, parse_overrides
 
     overrides = cli.config_file(config_path, env) if config_path != "-" else {}
-    for item in assignments:
-        path, eq, text = item.partition("=")
-        section, _, key = path.partition(".")
-        if not eq or not key:
-            raise SystemExit(f"--case value {item!r}: use SECTION.KEY=VALUE, e.g. train.total_timesteps=60e6")
-        overrides.setdefault(section, {})[key] = parse_value(text)
+    try:
+        values = parse_overrides([f"--{item}" for item in assignments])
+    except ConfigError as err:
+        raise SystemExit(f"--case values {assignments}: use SECTION.KEY=VALUE, e.g. train.total_timesteps=60e6 "
+                         f"({err})") from None
+    for section, keys in values.items():
+        overrides.setdefault(section, {}).update(keys)
     train = overrides.setdefault("train", {})
     train.update(seed=seed, checkpoint_interval=10 ** 9, checkpoint_seconds=0.0)
     overrides.setdefault("eval", {})["episodes"] = episodes

@@ -1,20 +1,13 @@
 """benchmarks/confirm_config.py on the CPU: a case's config is ENV.toml < its TOML < its values < the seed, and a
 tiny run reports its first log at the target and an evaluation over the episodes asked for."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "confirm_config.py"
-
 
 @pytest.fixture(scope="module")
-def confirm():
-    spec = importlib.util.spec_from_file_location("confirm_config", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def confirm(load_benchmark):
+    return load_benchmark("confirm_config")
 
 
 def test_a_case_layers_the_toml_its_values_and_the_seed(confirm, tmp_path):

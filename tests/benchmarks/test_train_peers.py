@@ -1,21 +1,14 @@
 """benchmarks/train_peers.py's fastvec side on the CPU: a tiny run is timed to its threshold and evaluated, and a
 device the trainer refuses is recorded with its message instead of stopping the benchmark."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "train_peers.py"
-
 
 @pytest.fixture(scope="module")
-def train_peers():
-    spec = importlib.util.spec_from_file_location("train_peers", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def train_peers(load_benchmark):
+    return load_benchmark("train_peers")
 
 
 @pytest.mark.parametrize("threshold, reached", [(-1e9, True), (1e9, False)])
