@@ -1,7 +1,6 @@
 """benchmarks/confirm_config.py on the CPU: a case's config is ENV.toml < its TOML < its values < the seed, and a
 tiny run reports its first log at the target and an evaluation over the episodes asked for."""
 
-
 import pytest
 
 
