@@ -1,15 +1,18 @@
 """Shared test set-up: a private compile cache for this run, so tests never depend on a user's cache (nor
 on a fixed /tmp path another user could have made); the `gpu` marker: tests marked `gpu` are skipped
-where PyCUDA or a CUDA GPU is missing; `c_shim`, which builds small C files against fastvec/native's headers; and
-`minibatch_sources`, the rollout rows of a minibatch of sequences, the oracle of the gather kernel's tests."""
+where PyCUDA or a CUDA GPU is missing; `c_shim`, which builds small C files against fastvec/native's headers;
+`load_benchmark`, a script of benchmarks/ as a module; and `minibatch_sources`, the rollout rows of a minibatch
+of sequences, the oracle of the gather kernel's tests."""
 
 import atexit
 import ctypes
+import importlib.util
 import os
 import shutil
 import subprocess
 import tempfile
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,6 +65,18 @@ def c_shim(tmp_path_factory):
         return ctypes.CDLL(str(out))
 
     return build
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """load_benchmark("train_peers") -> benchmarks/train_peers.py as a module (benchmarks/ is not a package)."""
+    def load(name: str):
+        path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
 
 
 def minibatch_sources(perm: np.ndarray, first: int, seqs_per_mb: int, rows: int, bptt: int) -> np.ndarray:
