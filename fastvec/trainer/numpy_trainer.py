@@ -217,7 +217,8 @@ class NumpyTrainer:
         """PPO epochs over the rollout in minibatches of whole sequence segments; returns mean stats."""
         t_start = time.perf_counter()
         tc = self.train_cfg
-        lr = ref.learning_rate_at(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        lr = ref.annealed(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        ent_coef = ref.ent_coef_at(tc["ent_coef"], self.update_index, num_updates, tc["anneal_ent"])
         advantages = self.advantages()
         returns = advantages + self.values
         seg = {name: self.to_segments(getattr(self, name)) for name in
@@ -244,7 +245,7 @@ class NumpyTrainer:
             order = self.rng.permutation(seq_count)
             for start in range(0, seq_count - seqs_per_mb + 1, seqs_per_mb):
                 idx = order[start:start + seqs_per_mb]
-                stats = self.minibatch_step(seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp)
+                stats = self.minibatch_step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp)
                 for key, value in stats.items():
                     totals[key] = totals.get(key, 0.0) + value
                 count += 1
@@ -252,12 +253,12 @@ class NumpyTrainer:
         if self.spec.norm_obs:  # after the epochs: the rollout was collected, and trained on, with the old ones
             ref.update_obs_norm(self.spec, self.param_views, self.obs)
         out = {key: value / max(count, 1) for key, value in totals.items()}
-        out["learning_rate"] = lr
+        out["learning_rate"], out["ent_coef"] = lr, ent_coef
         out["explained_variance"] = ref.explained_variance(self.values, returns)
         self.timing["update"] += time.perf_counter() - t_start
         return out
 
-    def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp) -> dict:
+    def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp) -> dict:
         tc = self.train_cfg
         obs = seg["obs"][:, idx]
         logits, values, _, cache = ref.policy_forward(self.spec, self.param_views, obs, seg["starts"][:, idx],
@@ -269,7 +270,7 @@ class NumpyTrainer:
         head = {} if self.spec.action_kind == "discrete" else {"spec": self.spec}  # ppo_loss's default: one categorical
         loss, dlogits, dvalues, stats = ref.ppo_loss(
             logits, values, actions, seg["logp"][:, idx], seg["values"][:, idx], adv, seg_returns[:, idx],
-            tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], tc["ent_coef"], **head)
+            tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], ent_coef, **head)
         if tc["vtrace"]:
             new_logp[:, idx] = ref.action_log_prob(self.spec, logits, actions)
         self.grads[:] = 0

@@ -527,11 +527,18 @@ def muon_step(params: dict, grads: dict, m: dict, v: dict, matrix_names, step, l
             adam_step(params[name], grads[name], m[name], v[name], step, lr, beta1, beta2, eps)
 
 
-def learning_rate_at(base_lr, update, num_updates, anneal):
-    """Linear annealing from base_lr at update 0 towards 0 at the last update (constant if not anneal)."""
+def annealed(base, update, num_updates, anneal):
+    """Linear annealing from base at update 0 towards 0 at the last update (constant if not anneal): the
+    learning rate's schedule (anneal_lr) and the entropy bonus's (anneal_ent)."""
     if not anneal:
-        return base_lr
-    return base_lr * max(1.0 - update / max(num_updates, 1), 0.0)
+        return base
+    return base * max(1.0 - update / max(num_updates, 1), 0.0)
+
+
+def ent_coef_at(base, update, num_updates, anneal):
+    """The entropy bonus of an update as the trainers use it: annealed, then rounded to float32 (the CUDA
+    trainer keeps it in a float32 scalar that its graphs read)."""
+    return float(np.float32(annealed(base, update, num_updates, anneal)))
 
 
 def explained_variance(predicted, target) -> float:

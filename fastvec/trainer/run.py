@@ -399,7 +399,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                     if episodes:
                         recent_returns.append(episodes["episode_return"])
                     for key, value in update_totals.items():
-                        prefix = "charts/" if key == "learning_rate" else "losses/"
+                        prefix = "charts/" if key in ("learning_rate", "ent_coef") else "losses/"
                         metrics[prefix + key] = round(value / update_count, 6)
                     if league is not None:
                         metrics.update(league.metrics())

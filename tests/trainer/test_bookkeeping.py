@@ -109,9 +109,9 @@ def record_minibatches(trainer, monkeypatch):
     monkeypatch.setattr(ref, "ppo_loss", loss)
     indices, real_step = [], trainer.minibatch_step
 
-    def step(seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp):
+    def step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp):
         indices.append(idx.copy())
-        return real_step(seg, seg_adv, seg_returns, seg_state, idx, lr, new_logp)
+        return real_step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp)
 
     monkeypatch.setattr(trainer, "minibatch_step", step)
     return indices, loss
@@ -142,7 +142,8 @@ def test_the_loss_gets_gae_returns_and_per_minibatch_normalised_advantages(monke
         np.testing.assert_allclose(call["returns"], seg_returns[:, idx], rtol=1e-4, atol=1e-4)
         np.testing.assert_array_equal(call["old_values"], seg_values[:, idx])
         tc = trainer.train_cfg
-        assert call["coefs"] == (tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], tc["ent_coef"])
+        # the entropy bonus as a float32, the CUDA trainer's scalar
+        assert call["coefs"] == (tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], float(np.float32(tc["ent_coef"])))
     # The update's statistics are the minibatches' means.
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"):
         assert stats[key] == pytest.approx(np.mean([c["stats"][key] for c in loss.calls]), rel=1e-6, abs=1e-9)
@@ -171,11 +172,31 @@ def test_each_update_steps_with_the_linearly_annealed_learning_rate(monkeypatch,
     assert trainer.opt_step == num_updates * steps_per_update
 
 
+@pytest.mark.parametrize("anneal", [True, False])
+def test_each_update_weights_the_entropy_bonus_by_its_schedule(monkeypatch, anneal):
+    trainer = make(anneal_ent=anneal, ent_coef=0.02, update_epochs=1)
+    used, real = [], ref.ppo_loss
+
+    def recording(*args, **kwargs):
+        used.append(args[10])  # the ent_coef argument
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ref, "ppo_loss", recording)
+    num_updates, steps_per_update = 4, trainer.segments * trainer.rows // (32 // 8)
+    for update in range(num_updates):
+        trainer.rollout()
+        stats = trainer.update(num_updates=num_updates)
+        expected = 0.02 * (1 - update / num_updates) if anneal else 0.02
+        assert stats["ent_coef"] == pytest.approx(expected, rel=1e-7)
+        assert used[-steps_per_update:] == [stats["ent_coef"]] * steps_per_update
+    assert len(used) == num_updates * steps_per_update
+
+
 def test_learning_rate_schedule_values():
-    assert [ref.learning_rate_at(3.0, u, 3, True) for u in range(4)] == pytest.approx([3.0, 2.0, 1.0, 0.0])
-    assert ref.learning_rate_at(3.0, 5, 3, True) == 0.0  # past the end: zero, never negative
-    assert ref.learning_rate_at(3.0, 2, 3, False) == 3.0
-    assert ref.learning_rate_at(3.0, 0, 0, True) == 3.0
+    assert [ref.annealed(3.0, u, 3, True) for u in range(4)] == pytest.approx([3.0, 2.0, 1.0, 0.0])
+    assert ref.annealed(3.0, 5, 3, True) == 0.0  # past the end: zero, never negative
+    assert ref.annealed(3.0, 2, 3, False) == 3.0
+    assert ref.annealed(3.0, 0, 0, True) == 3.0
 
 
 def test_approx_kl_and_clipfrac_are_cleanrls_definitions():

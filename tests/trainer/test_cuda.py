@@ -823,12 +823,14 @@ def test_async_trains_on_the_weights_one_update_old_with_each_slots_own_state(fu
     {"kind": "mingru", "optimizer": "adam", "vtrace": False, "rollout": "warp"},
     {"kind": "mingru", "optimizer": "muon", "vtrace": True, "rollout": "gemm", "env_device": "cpu"},
     {"kind": "mlp", "optimizer": "muon", "vtrace": True, "rollout": "gemm", "critic": "separate"},
+    {"kind": "mingru", "optimizer": "muon", "vtrace": False, "rollout": "warp", "anneal_ent": True},
 ], ids=["mingru-muon-vtrace", "mlp-adam-vtrace-fused", "mingru-adam-fused", "mingru-muon-vtrace-host",
-        "mlp-muon-vtrace-separate-critic"])
+        "mlp-muon-vtrace-separate-critic", "mingru-muon-fused-annealed-entropy"])
 def test_async_updates_match_numpy_async(variant):
     """CudaTrainer and NumpyTrainer, both with train.async, over several updates: the same slot and weight
     version each update, and on the same slot data, weights and sequence order the same update. With one
-    epoch, the advantages are V-trace's with pi / mu from the weights the update starts from (stale data)."""
+    epoch, the advantages are V-trace's with pi / mu from the weights the update starts from (stale data).
+    anneal_ent: the graphs' schedule kernel sets each update's entropy bonus as the reference's ent_coef_at."""
     _cuda_or_skip()
     config = small_config(optimizer=variant["optimizer"], vtrace=variant["vtrace"],
                           update_epochs=variant.get("epochs", 2), env_device=variant.get("env_device", "cuda"),
@@ -836,6 +838,8 @@ def test_async_updates_match_numpy_async(variant):
     config["policy"]["kind"] = variant["kind"]
     config["policy"]["critic"] = variant.get("critic", "shared")
     tc = config["train"]
+    if variant.get("anneal_ent"):  # a bonus large enough that a stale coefficient moves the weights past 1e-4
+        tc["anneal_ent"], tc["ent_coef"] = True, 0.2
     gpu_tr, cpu_tr, spec = make_pair(config, rollout=variant["rollout"])
     cuda, a, t_len = gpu_tr.cuda, gpu_tr.arena, gpu_tr.horizon
     for k in range(4):
@@ -844,6 +848,10 @@ def test_async_updates_match_numpy_async(variant):
         stats_cpu = cpu_tr.update(num_updates=10)
         cpu_tr.rng = sampling_rng
         assert gpu_tr.opt_step == cpu_tr.opt_step
+        assert stats_gpu["ent_coef"] == stats_cpu["ent_coef"] == ref.ent_coef_at(tc["ent_coef"], k, 10,
+                                                                                  tc["anneal_ent"])
+        next_ent = ref.ent_coef_at(tc["ent_coef"], k + 1, 10, tc["anneal_ent"])
+        assert float(gpu_tr.scalars()["ent_coef"]) == next_ent, k  # what the next replay will read
         assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
         assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= 1e-4, k
         for key in ["policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm", "learning_rate",

@@ -365,9 +365,9 @@ def test_clip_grad_norm_scales_to_max_and_leaves_small_gradients():
 
 
 def test_learning_rate_anneals_linearly_to_zero():
-    assert ref.learning_rate_at(0.1, 0, 10, True) == pytest.approx(0.1)
-    assert ref.learning_rate_at(0.1, 5, 10, True) == pytest.approx(0.05)
-    assert ref.learning_rate_at(0.1, 5, 10, False) == pytest.approx(0.1)
+    assert ref.annealed(0.1, 0, 10, True) == pytest.approx(0.1)
+    assert ref.annealed(0.1, 5, 10, True) == pytest.approx(0.05)
+    assert ref.annealed(0.1, 5, 10, False) == pytest.approx(0.1)
 
 
 # ---------------------------------------------------------------------------------------------- sampling, layout

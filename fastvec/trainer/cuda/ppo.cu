@@ -338,12 +338,16 @@ __global__ void begin_update_kernel(TrainScalars* scalars) {
     for (int k = 0; k < 8; k++) scalars->stat[k] = 0.0;
 }
 
-/* learning_rate_at for the next update, after this one: update += 1 and the annealed rate. */
-__global__ void schedule_kernel(TrainScalars* scalars, double base_lr, int num_updates, int anneal) {
+/* The reference's annealed and ent_coef_at for the next update, after this one: update += 1, the learning
+ * rate and the entropy bonus (rounded to float32 as the reference rounds it). */
+__global__ void schedule_kernel(TrainScalars* scalars, double base_lr, int num_updates, int anneal_lr,
+                                double base_ent, int anneal_ent) {
     int update = scalars->update + 1;
     scalars->update = update;
     double frac = 1.0 - (double)update / (double)(num_updates > 1 ? num_updates : 1);
-    scalars->lr = anneal ? base_lr * (frac > 0.0 ? frac : 0.0) : base_lr;
+    if (frac < 0.0) frac = 0.0;
+    scalars->lr = anneal_lr ? base_lr * frac : base_lr;
+    scalars->ent_coef = (float)(anneal_ent ? base_ent * frac : base_ent);
 }
 
 /* The policy-step counter the sampling RNG reads, advanced once per rollout. */

@@ -245,12 +245,13 @@ class CudaTrainer:
         the learner is waited for."""
         t0 = time.perf_counter()
         tc = self.train_cfg
-        lr = ref.learning_rate_at(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        lr = ref.annealed(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
+        ent_coef = ref.ent_coef_at(tc["ent_coef"], self.update_index, num_updates, tc["anneal_ent"])
         slot = self.active_slot
         stale = self.async_rollouts and self.slot_version[slot] < self.update_index  # as NumpyTrainer's
         if self.num_updates_captured != num_updates:  # first update, or a new schedule: eager, then capture
             scalars = self.scalars().copy()
-            scalars["lr"] = lr  # the schedule kernel keeps it from here on
+            scalars["lr"], scalars["ent_coef"] = lr, ent_coef  # the schedule kernel keeps them from here on
             self._write_scalars(scalars)
             self._close_graphs(self.update_graphs)
             self.num_updates_captured = num_updates
@@ -274,8 +275,8 @@ class CudaTrainer:
         self.opt_step = int(scalars["opt_step"])
         count = max(float(scalars["stat"][6]), 1.0)
         out = {name: float(scalars["stat"][i]) / count for i, name in enumerate(STAT_NAMES)}
-        out["loss"] = out["policy_loss"] + tc["vf_coef"] * out["value_loss"] - tc["ent_coef"] * out["entropy"]
-        out["learning_rate"] = lr
+        out["loss"] = out["policy_loss"] + tc["vf_coef"] * out["value_loss"] - ent_coef * out["entropy"]
+        out["learning_rate"], out["ent_coef"] = lr, ent_coef
         out["explained_variance"] = float(scalars["stat"][7])
         self.timing["update"] += time.perf_counter() - t0
         return out
@@ -308,7 +309,8 @@ class CudaTrainer:
         k.launch_grid("explained_variance_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
                       np.int64(count), a.ptr("scalars"))
         k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]),
-                      np.int32(num_updates), np.int32(tc["anneal_lr"]))
+                      np.int32(num_updates), np.int32(tc["anneal_lr"]), np.float64(tc["ent_coef"]),
+                      np.int32(tc["anneal_ent"]))
 
     def _record_current_logp(self, half_bits: int) -> None:
         """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
