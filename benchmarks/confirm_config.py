@@ -2,7 +2,8 @@
 given to `fastvec-train ENV --config`, or the env's own config) trains once per seed through the trainer's public
 API, its final checkpoint is evaluated over --eval-episodes sampled episodes, and a table and JSON are written.
 
-    python benchmarks/confirm_config.py breakout --case shipped - --case t45 sweep/best.toml train.total_timesteps=60e6 \
+    python benchmarks/confirm_config.py breakout --case shipped - \
+        --case t45 sweep/best.toml train.total_timesteps=60_000_000 \
         --seeds 1 2 3 --target 850 --metric score --out benchmarks/results/breakout_confirm.json
 
 --case LABEL CONFIG [SECTION.KEY=VALUE ...]: CONFIG is a TOML path or "-" (ENV.toml alone), the values go over it.
@@ -37,7 +38,7 @@ def case_config(env: str, config_path: str, assignments: list[str], seed: int, e
     try:
         values = parse_overrides([f"--{item}" for item in assignments])
     except ConfigError as err:
-        raise SystemExit(f"--case values {assignments}: use SECTION.KEY=VALUE, e.g. train.total_timesteps=60e6 "
+        raise SystemExit(f"--case values {assignments}: use SECTION.KEY=VALUE, e.g. train.total_timesteps=60_000_000 "
                          f"({err})") from None
     for section, keys in values.items():
         overrides.setdefault(section, {}).update(keys)

@@ -48,7 +48,7 @@ SIGNATURES = {
     "ns_poly_init_kernel": "iPPff",
     "muon_small_kernel": "PPPPPPffffifffff",
     "begin_update_kernel": "P",
-    "schedule_kernel": "Pdii",
+    "schedule_kernel": "Pdiidi",
     "advance_rollout_kernel": "Pi",
     "rollout_step_kernel": "i" + "P" * 18 + "iQii",
     "rollout_step_staged_kernel": "i" + "P" * 18 + "iQii",
