@@ -72,7 +72,7 @@ def test_help_lists_every_key_from_the_definition(capsys):
 
 def test_env_toml_overrides_defaults_and_command_line_overrides_both():
     config = load_config("breakout", parse_overrides(["--train.total_timesteps=20_000", "--policy.hidden", "16"]))
-    assert config["train"]["total_timesteps"] == 20_000  # the command line over breakout.toml's 62.5M
+    assert config["train"]["total_timesteps"] == 20_000  # the command line over breakout.toml's 50M
     assert config["policy"]["hidden"] == 16
     assert config["train"]["async"] is True and config["env"]["frameskip"] == 4  # from breakout.toml
     assert config["train"]["vf_clip_coef"] == 0.2  # from the defaults: breakout.toml does not set it
