@@ -387,6 +387,26 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
     return fv_pool_run(fv_step_chunk, &job, n);
 }
 
+/* fv_step with all but the actions and the out blocks bound once (fv_bind_step, into a buffer of
+ * fv_step_job_size() bytes): the host's foreign-function call converts four arguments each step rather
+ * than fifteen, which at 4,096 CartPoles is a few percent of the step. */
+FV_EXPORT int fv_step_job_size(void) { return (int)sizeof(fv_step_job); }
+
+FV_EXPORT void fv_bind_step(fv_step_job* job, int n, fv_slot* slots, OBS_T* obs, float* rewards,
+                            unsigned char* terminated, unsigned char* truncated, OBS_T* final_obs,
+                            float* ep_return, int* ep_length, float* stats, int autoreset_mode,
+                            int max_episode_steps) {
+    fv_step_job bound = {slots, NULL, obs, rewards, terminated, truncated, final_obs, ep_return, ep_length,
+                         stats, autoreset_mode, max_episode_steps, n, NULL, NULL};
+    *job = bound;
+}
+
+FV_EXPORT int fv_step_bound(const fv_step_job* job, const ACT_T* actions, unsigned char* out, OBS_T* out_obs) {
+    return fv_step(job->n, job->slots, actions, job->obs, job->rewards, job->terminated, job->truncated,
+                   job->final_obs, job->ep_return, job->ep_length, job->stats, job->autoreset_mode,
+                   job->max_episode_steps, out, out_obs);
+}
+
 FV_EXPORT void fv_render(const fv_slot* slots, int i, unsigned char* rgb) {
     env_render(&slots[i].env, rgb);
 }

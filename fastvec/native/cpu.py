@@ -349,6 +349,9 @@ class CompiledEnv:
         self.lib.fv_reset.argtypes = [i, p, p, p, p]
         self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i, p, p]
         self.lib.fv_step.restype = i
+        self.lib.fv_bind_step.argtypes = [p, i, p, p, p, p, p, p, p, p, p, i, i]
+        self.lib.fv_step_bound.argtypes = [p, p, p, p]
+        self.lib.fv_step_bound.restype = i
         self.lib.fv_render.argtypes = [p, i, p]
         self.lib.fv_spaces.argtypes = [p] * 6
         self.lib.fv_get_state.argtypes = [p, i, p, p]
@@ -466,7 +469,6 @@ class CpuBatch:
         n, a, o = num_envs, env.num_agents, env.obs_size
         self.env, self.num_envs = env, n
         self.autoreset_code = autoreset_code
-        self.max_episode_steps = check_step_limit(max_episode_steps or None) or 0  # 0: never truncate
         self.slots = np.zeros((n, env.slot_size), np.uint8)  # (N, sizeof(fv_slot)): all simulator state
         self._slots_ptr = self.slots.ctypes.data
         self.obs = np.zeros((n, a, o), env.obs_dtype)
@@ -478,10 +480,27 @@ class CpuBatch:
         self.episode_length = np.zeros(n, np.int32)
         self.episode_stats = np.zeros((n, len(env.stat_names)), np.float32)
         self.actions = np.zeros((n, a, env.action_dims), env.action_dtype)  # staging for other dtypes and layouts
-        # Buffers never move, so their addresses are taken once (ndarray.ctypes is too slow to call every step).
-        self._step_ptrs = [_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated,
-                                             self.final_obs, self.episode_return, self.episode_length,
-                                             self.episode_stats)]
+        # Buffers never move, so fv_step's arguments but the actions and the out blocks are bound once, in C.
+        self._job = ctypes.create_string_buffer(env.lib.fv_step_job_size())
+        self._job_ptr = ctypes.addressof(self._job)
+        self._step_bound = env.lib.fv_step_bound
+        self.max_episode_steps = max_episode_steps  # binds them
+        self._gym_out_bytes = gym_out_layout(n, len(env.stat_names))[0]
+        self._obs_bytes = self.obs.nbytes
+
+    @property
+    def max_episode_steps(self) -> int:
+        """The step limit (0: never truncate); setting it binds the new limit for the next step."""
+        return self._max_episode_steps
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value: int | None) -> None:
+        self._max_episode_steps = check_step_limit(value or None) or 0
+        self.env.lib.fv_bind_step(self._job_ptr, self.num_envs, self._slots_ptr,
+                                  *(_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated,
+                                                      self.final_obs, self.episode_return, self.episode_length,
+                                                      self.episode_stats)),
+                                  self.autoreset_code, self._max_episode_steps)
 
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
         """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given."""
@@ -501,14 +520,23 @@ class CpuBatch:
         For the Gymnasium face: out, a contiguous block to fill with agent 0's outputs as
         `gym_out_layout` lays them out, and out_obs, a contiguous array like obs to copy obs into;
         the threads that step the envs write both."""
+        return self._step(actions, None if out is None else _data_address(out),
+                          None if out_obs is None else _data_address(out_obs))
+
+    def gym_step(self, actions: np.ndarray, copy_obs: bool) -> tuple[int, np.ndarray]:
+        """`step` for the Gymnasium face: (envs ended, a fresh uint8 block) where the block holds the
+        `gym_out_layout` arrays and, if copy_obs, a copy of obs after them (at byte `gym_out_bytes`): one
+        allocation and one address per step."""
+        block = np.empty(self._gym_out_bytes + (self._obs_bytes if copy_obs else 0), np.uint8)
+        address = _data_address(block)
+        return self._step(actions, address, address + self._gym_out_bytes if copy_obs else None), block
+
+    def _step(self, actions: np.ndarray, out: int | None, out_obs: int | None) -> int:
         given = actions
         if actions.dtype != self.env.action_dtype or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions
-        ended = self.env.lib.fv_step(self.num_envs, self._slots_ptr, _data_address(actions), *self._step_ptrs,
-                                     self.autoreset_code, self.max_episode_steps,
-                                     None if out is None else _data_address(out),
-                                     None if out_obs is None else _data_address(out_obs))
+        ended = self._step_bound(self._job_ptr, _data_address(actions), out, out_obs)
         if ended < 0:
             k = -1 - ended
             raise self.env.spaces.action_error(k, np.asarray(given).ravel()[k], self.env.num_agents)

@@ -192,10 +192,15 @@ class NativeVectorEnv(VectorEnv):
             self._episode_return = self.batch.episode_return.reshape(self.num_envs)
         if self.device == "cpu":  # where _step_cpu finds its arrays in the block that the C step fills
             self._out_bytes, self._out_fields = cpu.gym_out_layout(self.num_envs, len(compiled.stat_names))
+            self._flags_offset = self._out_fields["flags"][2]
         if array_type == "device":  # views of the GPU buffers, built once: step() only launches
             self._device_rewards = self.batch.rewards.reshape(self.num_envs)
             self._device_infos = self._device_episode_info()
         self._needs_reset = np.zeros(self.num_envs, np.bool_)  # DISABLED: envs done and not yet reset
+        # Actions that a CPU env's step() passes on unchecked here (the batch checks their values): an (N,) array
+        # of the batch's own dtype, where an env takes one discrete value.
+        single = self.device == "cpu" and self.spaces.action_dims == 1 and self.spaces.action_kind != "box"
+        self._plain_actions = (np.dtype(compiled.action_dtype), (self.num_envs,) if single else None)
         self._has_reset = False
 
     # ------------------------------------------------------------------ reset
@@ -255,7 +260,9 @@ class NativeVectorEnv(VectorEnv):
                 return (self._obs.copy(), self._device_rewards.copy(), b.terminated.copy(), b.truncated.copy(),
                         dict(self._device_infos))
             return self._obs, self._device_rewards, b.terminated, b.truncated, dict(self._device_infos)
-        actions = batch_actions(actions, self.spaces, self.num_envs)
+        if type(actions) is not np.ndarray or actions.dtype != self._plain_actions[0] or \
+                actions.shape != self._plain_actions[1]:  # else already the batch's dtype and (N,) shape
+            actions = batch_actions(actions, self.spaces, self.num_envs)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()
             raise RuntimeError(f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options="
@@ -273,16 +280,16 @@ class NativeVectorEnv(VectorEnv):
 
     def _step_cpu(self, actions: np.ndarray):
         """step() of a CPU env. The threads that step the envs also write the arrays returned here,
-        fresh ones each step, into one block (`cpu.gym_out_layout`) and, with copy=True, an obs copy:
+        fresh ones each step, into one block (`cpu.gym_out_layout`, then with copy=True an obs copy):
         these are only cut out here, because copying, casting and or-ing them one by one in NumPy
         would cost more than the C step itself for a fast env."""
-        batch, n, fields = self.batch, self.num_envs, self._out_fields
-        out = np.empty(self._out_bytes, np.uint8)
-        obs = np.empty_like(self._obs) if self.copy else self._obs
-        ended = batch.step(actions, out, obs if self.copy else None)  # checks the values in C; raises before stepping
-        flags = np.frombuffer(out, *fields["flags"]).reshape(4, n)  # terminated, truncated, done, done
+        n = self.num_envs
+        ended, out = self.batch.gym_step(actions, self.copy)  # checks the values in C; raises before stepping
+        flags = np.ndarray((4, n), np.bool_, out, self._flags_offset)  # terminated, truncated, done, done
+        obs = np.ndarray(self._obs.shape, self._obs.dtype, out, self._out_bytes) if self.copy else self._obs
         infos: dict[str, Any] = {}
         if ended:
+            fields = self._out_fields
             done = flags[2]
             info = {"episode_return": np.frombuffer(out, *fields["episode_return"]), "_episode_return": done,
                     "episode_length": np.frombuffer(out, *fields["episode_length"]), "_episode_length": flags[3]}
@@ -291,7 +298,7 @@ class NativeVectorEnv(VectorEnv):
                 for k, name in enumerate(self.stat_names):
                     info[name], info["_" + name] = stats[k], done.copy()
             infos = self._end_infos(done, info)
-        return obs, np.frombuffer(out, *fields["rewards"]), flags[0], flags[1], infos
+        return obs, np.ndarray(n, np.float64, out), flags[0], flags[1], infos
 
     def _end_infos(self, done: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
         """A step's infos where envs `done` ended with episode `info` (SAME_STEP: as `final_info`, with `final_obs`)."""
