@@ -485,7 +485,8 @@ class CpuBatch:
         self._job_ptr = ctypes.addressof(self._job)
         self._step_bound = env.lib.fv_step_bound
         self.max_episode_steps = max_episode_steps  # binds them
-        self._gym_out_bytes = gym_out_layout(n, len(env.stat_names))[0]
+        # gym_step's obs copy starts on a 64-byte boundary after the out block (aligned for any obs dtype)
+        self.gym_obs_offset = (gym_out_layout(n, len(env.stat_names))[0] + 63) // 64 * 64
         self._obs_bytes = self.obs.nbytes
 
     @property
@@ -525,11 +526,11 @@ class CpuBatch:
 
     def gym_step(self, actions: np.ndarray, copy_obs: bool) -> tuple[int, np.ndarray]:
         """`step` for the Gymnasium face: (envs ended, a fresh uint8 block) where the block holds the
-        `gym_out_layout` arrays and, if copy_obs, a copy of obs after them (at byte `gym_out_bytes`): one
+        `gym_out_layout` arrays and, if copy_obs, a copy of obs after them (at byte `gym_obs_offset`): one
         allocation and one address per step."""
-        block = np.empty(self._gym_out_bytes + (self._obs_bytes if copy_obs else 0), np.uint8)
+        block = np.empty(self.gym_obs_offset + self._obs_bytes if copy_obs else self.gym_obs_offset, np.uint8)
         address = _data_address(block)
-        return self._step(actions, address, address + self._gym_out_bytes if copy_obs else None), block
+        return self._step(actions, address, address + self.gym_obs_offset if copy_obs else None), block
 
     def _step(self, actions: np.ndarray, out: int | None, out_obs: int | None) -> int:
         given = actions

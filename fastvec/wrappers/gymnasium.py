@@ -191,7 +191,7 @@ class NativeVectorEnv(VectorEnv):
             self._rewards = self.batch.rewards.reshape(self.num_envs)
             self._episode_return = self.batch.episode_return.reshape(self.num_envs)
         if self.device == "cpu":  # where _step_cpu finds its arrays in the block that the C step fills
-            self._out_bytes, self._out_fields = cpu.gym_out_layout(self.num_envs, len(compiled.stat_names))
+            self._out_fields = cpu.gym_out_layout(self.num_envs, len(compiled.stat_names))[1]
             self._flags_offset = self._out_fields["flags"][2]
         if array_type == "device":  # views of the GPU buffers, built once: step() only launches
             self._device_rewards = self.batch.rewards.reshape(self.num_envs)
@@ -286,7 +286,7 @@ class NativeVectorEnv(VectorEnv):
         n = self.num_envs
         ended, out = self.batch.gym_step(actions, self.copy)  # checks the values in C; raises before stepping
         flags = np.ndarray((4, n), np.bool_, out, self._flags_offset)  # terminated, truncated, done, done
-        obs = np.ndarray(self._obs.shape, self._obs.dtype, out, self._out_bytes) if self.copy else self._obs
+        obs = np.ndarray(self._obs.shape, self._obs.dtype, out, self.batch.gym_obs_offset) if self.copy else self._obs
         infos: dict[str, Any] = {}
         if ended:
             fields = self._out_fields
@@ -298,7 +298,7 @@ class NativeVectorEnv(VectorEnv):
                 for k, name in enumerate(self.stat_names):
                     info[name], info["_" + name] = stats[k], done.copy()
             infos = self._end_infos(done, info)
-        return obs, np.ndarray(n, np.float64, out), flags[0], flags[1], infos
+        return obs, np.frombuffer(out, *self._out_fields["rewards"]), flags[0], flags[1], infos
 
     def _end_infos(self, done: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
         """A step's infos where envs `done` ended with episode `info` (SAME_STEP: as `final_info`, with `final_obs`)."""
