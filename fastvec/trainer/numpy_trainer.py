@@ -253,8 +253,7 @@ class NumpyTrainer:
         if self.spec.norm_obs:  # after the epochs: the rollout was collected, and trained on, with the old ones
             ref.update_obs_norm(self.spec, self.param_views, self.obs)
         out = {key: value / max(count, 1) for key, value in totals.items()}
-        out["learning_rate"], out["ent_coef"] = lr, ent_coef
-        out["explained_variance"] = ref.explained_variance(self.values, returns)
+        out.update(learning_rate=lr, ent_coef=ent_coef, explained_variance=ref.explained_variance(self.values, returns))
         self.timing["update"] += time.perf_counter() - t_start
         return out
 

@@ -1,7 +1,7 @@
 """The bundled trainer's algorithm written once as plain NumPy math, with explicit forward and backward
-passes: policy (encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss,
-global-norm clipping, Adam and Muon; the action heads (heads.py) and running normalisation (normalize.py) are
-imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
+passes: policy (encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss; the action
+heads (heads.py), running normalisation (normalize.py) and the optimizer (optimizers.py: clipping, Adam, Muon,
+schedules) are imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
 
 Legend for shape comments: T = time steps, B = rows of a batch (env x agent), O = observation size,
 H = hidden size, L = layers, A = number of actions, P = total parameter count, D = action dimensions,
@@ -30,10 +30,19 @@ from fastvec.trainer.heads import (  # noqa: F401
     uniforms_per_row,
 )
 from fastvec.trainer.normalize import merge_moments, scale_rewards, update_obs_norm  # noqa: F401
+from fastvec.trainer.optimizers import (  # noqa: F401
+    NS_COEFFS,
+    adam_step,
+    annealed,
+    clip_grad_norm,
+    ent_coef_at,
+    muon_step,
+    muon_update_scale,
+    newton_schulz,
+)
 
 # ----------------------------------------------------------------------------------------------
 # POLICY: spec, flat parameter layout, initialisation
-
 
 OBS_NORM_EPS, OBS_NORM_CLIP = 1e-8, 10.0  # as Gymnasium's NormalizeObservation with CleanRL's clip to [-10, 10]
 
@@ -203,8 +212,7 @@ def sigmoid(x):
 
 
 def mingru_g(x):
-    """MinGRU's candidate activation: x + 0.5 for x >= 0, sigmoid(x) below (continuous, positive).
-    Written as max(x, 0) + sigmoid(min(x, 0)), which is the same function without a branch."""
+    """MinGRU's candidate activation: x + 0.5 for x >= 0, sigmoid(x) below; max(x, 0) + sigmoid(min(x, 0))."""
     return np.maximum(x, 0) + sigmoid(np.minimum(x, 0))
 
 
@@ -468,77 +476,7 @@ def ppo_loss(logits, values, actions, old_logp, old_values, advantages, returns,
 
 
 # ----------------------------------------------------------------------------------------------
-# OPTIMIZER: global-norm clipping, Adam, Muon, learning-rate schedule
-
-
-def clip_grad_norm(grads: np.ndarray, max_norm: float) -> float:
-    """Scale the flat gradient in place so its L2 norm is at most max_norm; return the norm before."""
-    norm = float(np.sqrt(np.dot(grads, grads)))
-    if norm > max_norm:
-        grads *= max_norm / (norm + 1e-6)
-    return norm
-
-
-def adam_step(params, grads, m, v, step, lr, beta1, beta2, eps):
-    """One Adam step in place over (flat or per-tensor) arrays; step counts from 1.
-    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  p -= lr * m_hat / (sqrt(v_hat) + eps)."""
-    m *= beta1
-    m += (1 - beta1) * grads
-    v *= beta2
-    v += (1 - beta2) * grads * grads
-    m_hat = m / (1 - beta1 ** step)
-    v_hat = v / (1 - beta2 ** step)
-    params -= lr * m_hat / (np.sqrt(v_hat) + eps)
-
-
-NS_COEFFS = (3.4445, -4.7750, 2.0315)  # Keller Jordan's quintic: pushes singular values into ~[0.7, 1.2]
-
-
-def newton_schulz(g, steps=5):
-    """Approximate orthogonalisation U V^T of g = U S V^T (2-D) by a quintic Newton-Schulz iteration."""
-    a, b, c = NS_COEFFS
-    x = g / (np.linalg.norm(g) + 1e-7)
-    transposed = x.shape[0] > x.shape[1]
-    if transposed:
-        x = x.T  # iterate on the wide side: x @ x.T is the smaller Gram matrix
-    for _ in range(steps):
-        gram = x @ x.T
-        x = a * x + (b * gram + c * gram @ gram) @ x
-    return x.T if transposed else x
-
-
-def muon_update_scale(shape) -> float:
-    """Muon's update is scaled so its RMS matches a typical Adam step (0.2 * sqrt(max(rows, cols)), as
-    in Moonlight): one learning rate then serves both the orthogonalised matrices and the Adam rest."""
-    return 0.2 * math.sqrt(max(shape))
-
-
-def muon_step(params: dict, grads: dict, m: dict, v: dict, matrix_names, step, lr, momentum, beta1,
-              beta2, eps, ns_steps=5):
-    """One Muon step in place over named views: for 2-D weights, Nesterov momentum
-    buf = mu buf + g, u = g + mu buf, p -= lr * scale * NS(u); every other tensor takes Adam."""
-    for name in params:
-        if name in matrix_names:
-            m[name] *= momentum
-            m[name] += grads[name]
-            update = newton_schulz(grads[name] + momentum * m[name], ns_steps)
-            params[name] -= (lr * muon_update_scale(update.shape)) * update
-        else:
-            adam_step(params[name], grads[name], m[name], v[name], step, lr, beta1, beta2, eps)
-
-
-def annealed(base, update, num_updates, anneal):
-    """Linear annealing from base at update 0 towards 0 at the last update (constant if not anneal): the
-    learning rate's schedule (anneal_lr) and the entropy bonus's (anneal_ent)."""
-    if not anneal:
-        return base
-    return base * max(1.0 - update / max(num_updates, 1), 0.0)
-
-
-def ent_coef_at(base, update, num_updates, anneal):
-    """The entropy bonus of an update as the trainers use it: annealed, then rounded to float32 (the CUDA
-    trainer keeps it in a float32 scalar that its graphs read)."""
-    return float(np.float32(annealed(base, update, num_updates, anneal)))
+# STATISTICS
 
 
 def explained_variance(predicted, target) -> float:

@@ -276,8 +276,7 @@ class CudaTrainer:
         count = max(float(scalars["stat"][6]), 1.0)
         out = {name: float(scalars["stat"][i]) / count for i, name in enumerate(STAT_NAMES)}
         out["loss"] = out["policy_loss"] + tc["vf_coef"] * out["value_loss"] - ent_coef * out["entropy"]
-        out["learning_rate"], out["ent_coef"] = lr, ent_coef
-        out["explained_variance"] = float(scalars["stat"][7])
+        out.update(learning_rate=lr, ent_coef=ent_coef, explained_variance=float(scalars["stat"][7]))
         self.timing["update"] += time.perf_counter() - t0
         return out
 
@@ -308,9 +307,8 @@ class CudaTrainer:
                       a.ptr("sums_partial"))
         k.launch_grid("explained_variance_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
                       np.int64(count), a.ptr("scalars"))
-        k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]),
-                      np.int32(num_updates), np.int32(tc["anneal_lr"]), np.float64(tc["ent_coef"]),
-                      np.int32(tc["anneal_ent"]))
+        k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]), np.int32(num_updates),
+                      np.int32(tc["anneal_lr"]), np.float64(tc["ent_coef"]), np.int32(tc["anneal_ent"]))
 
     def _record_current_logp(self, half_bits: int) -> None:
         """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
