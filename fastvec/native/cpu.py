@@ -347,8 +347,6 @@ class CompiledEnv:
         p = ctypes.c_void_p
         i = ctypes.c_int
         self.lib.fv_reset.argtypes = [i, p, p, p, p]
-        self.lib.fv_step.argtypes = [i, p, p, p, p, p, p, p, p, p, p, i, i, p, p]
-        self.lib.fv_step.restype = i
         self.lib.fv_bind_step.argtypes = [p, i, p, p, p, p, p, p, p, p, p, i, i]
         self.lib.fv_step_bound.argtypes = [p, p, p, p]
         self.lib.fv_step_bound.restype = i
@@ -411,7 +409,7 @@ def _data_address(a: np.ndarray) -> int:
 
 
 def gym_out_layout(num_envs: int, num_stats: int) -> tuple[int, dict[str, tuple[np.dtype, int, int]]]:
-    """Bytes of the block that `CpuBatch.step(actions, out)` fills for the Gymnasium face, and its
+    """Bytes of the block that `CpuBatch.gym_step` fills for the Gymnasium face, and its
     arrays as np.frombuffer's (dtype, count, offset), as batch.h's fv_copy_out writes them:
     rewards (N,), episode_return (N,), episode_length (N,), stats (S * N: (S, N)) and flags (4 * N:
     terminated, truncated, done, done again)."""
@@ -514,20 +512,16 @@ class CpuBatch:
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
 
-    def step(self, actions: np.ndarray, out: np.ndarray | None = None, out_obs: np.ndarray | None = None) -> int:
+    def step(self, actions: np.ndarray) -> int:
         """Step every env with actions (N, A, D) (or any shape of N * A * D values; int64 for the discrete
         kinds, float32 for Box, others are cast) and autoreset per the mode. Returns how many envs ended;
-        raises ActionError (nothing stepped) if an action is out of range (discrete) or not finite (Box).
-        For the Gymnasium face: out, a contiguous block to fill with agent 0's outputs as
-        `gym_out_layout` lays them out, and out_obs, a contiguous array like obs to copy obs into;
-        the threads that step the envs write both."""
-        return self._step(actions, None if out is None else _data_address(out),
-                          None if out_obs is None else _data_address(out_obs))
+        raises ActionError (nothing stepped) if an action is out of range (discrete) or not finite (Box)."""
+        return self._step(actions, None, None)
 
     def gym_step(self, actions: np.ndarray, copy_obs: bool) -> tuple[int, np.ndarray]:
-        """`step` for the Gymnasium face: (envs ended, a fresh uint8 block) where the block holds the
-        `gym_out_layout` arrays and, if copy_obs, a copy of obs after them (at byte `gym_obs_offset`): one
-        allocation and one address per step."""
+        """`step` for the Gymnasium face: (envs ended, a fresh uint8 block) where the block holds agent 0's
+        outputs as `gym_out_layout` lays them out and, if copy_obs, a copy of obs after them (at byte
+        `gym_obs_offset`); the threads that step the envs write both: one allocation and one address a step."""
         block = np.empty(self.gym_obs_offset + self._obs_bytes if copy_obs else self.gym_obs_offset, np.uint8)
         address = _data_address(block)
         return self._step(actions, address, address + self.gym_obs_offset if copy_obs else None), block

@@ -35,7 +35,8 @@ another in this process; start another process (here or on another machine, same
                         fixes the key for every trial: --train.total_timesteps=200_000
   --sweep.key=value     a setting: objective (score | time_to_target | pareto), metric, target, trial_seconds,
                         trials, timeout, seeds, seed_reduce (mean | worst), sampler (tpe | nsga2 | random),
-                        pruner (median | none), storage (an Optuna URL; default sqlite in the sweep dir), study, dir, ...
+                        pruner (median | none), storage (an Optuna URL; default sqlite in the sweep dir), study,
+                        dir, ...
                         (fastvec-train --help-config lists them with their meanings)
   --config=PATH         a TOML of config values under the command line (e.g. a best.toml to refine)
   --report              write best.toml and the plots from the study's trials so far, run no trial

@@ -197,10 +197,10 @@ class NativeVectorEnv(VectorEnv):
             self._device_rewards = self.batch.rewards.reshape(self.num_envs)
             self._device_infos = self._device_episode_info()
         self._needs_reset = np.zeros(self.num_envs, np.bool_)  # DISABLED: envs done and not yet reset
-        # Actions that a CPU env's step() passes on unchecked here (the batch checks their values): an (N,) array
-        # of the batch's own dtype, where an env takes one discrete value.
+        # (dtype, shape) of the actions a CPU env's step() passes on unchecked here (the batch checks their values):
+        # an (N,) array of the batch's own dtype, where an env takes one discrete value; None: always checked.
         single = self.device == "cpu" and self.spaces.action_dims == 1 and self.spaces.action_kind != "box"
-        self._plain_actions = (np.dtype(compiled.action_dtype), (self.num_envs,) if single else None)
+        self._unchecked_actions = (np.dtype(compiled.action_dtype), (self.num_envs,)) if single else None
         self._has_reset = False
 
     # ------------------------------------------------------------------ reset
@@ -260,8 +260,8 @@ class NativeVectorEnv(VectorEnv):
                 return (self._obs.copy(), self._device_rewards.copy(), b.terminated.copy(), b.truncated.copy(),
                         dict(self._device_infos))
             return self._obs, self._device_rewards, b.terminated, b.truncated, dict(self._device_infos)
-        if type(actions) is not np.ndarray or actions.dtype != self._plain_actions[0] or \
-                actions.shape != self._plain_actions[1]:  # else already the batch's dtype and (N,) shape
+        if self._unchecked_actions is None or type(actions) is not np.ndarray or \
+                (actions.dtype, actions.shape) != self._unchecked_actions:
             actions = batch_actions(actions, self.spaces, self.num_envs)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()

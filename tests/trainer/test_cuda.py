@@ -1067,8 +1067,8 @@ def test_selfplay_on_cuda_trains_and_snapshots_the_gpu_weights(tmp_path, is_asyn
 
 def env_config(env: str, num_envs: int, horizon: int):
     from fastvec.trainer.config import load_config
-    return load_config(env, {"env": {"num_envs": num_envs},
-                             "policy": {"kind": "mingru", "hidden": 32, "layers": 2, "critic": "shared", "encoder": "linear"},
+    policy = {"kind": "mingru", "hidden": 32, "layers": 2, "critic": "shared", "encoder": "linear"}
+    return load_config(env, {"env": {"num_envs": num_envs}, "policy": policy,
                              "train": {"device": "cuda", "horizon": horizon, "bptt_horizon": horizon,
                                        "minibatch_size": num_envs * horizon, "precision": "fp32",
                                        "async": False, "seed": 3}})
