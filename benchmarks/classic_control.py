@@ -8,7 +8,7 @@ benchmarks/results/classic_control_cpu.json.
 
 With --gpu (a CUDA machine with PyCUDA and gymnax): fastvec on the GPU through the fused
 `rollout("random", T)` at 1M envs against gymnax's version of each env under jax.jit + lax.scan (vmapped over
-envs, random actions, T steps per call), in one run; writes benchmarks/results/classic_control_gpu.json.
+envs, random actions, T steps per call; warmed until its jit cache stops growing, so no compile is timed), in one run; writes benchmarks/results/classic_control_gpu.json.
 
     python benchmarks/classic_control.py --gpu [--gpu-num-envs 1048576] [--rollout-steps 100]
 """
@@ -87,7 +87,7 @@ def cpu_main(args) -> None:
 
 def gpu_main(args) -> None:
     import pycuda.driver as drv
-    from env_steps import gpu_rollout_rate, gymnax_rate
+    from env_steps import gpu_rollout_rate, gymnax_measure
 
     rows = []
     # the float64 envs (Gymnasium's bits), then the opt-in float32 variants (gymnax computes in float32)
@@ -100,14 +100,16 @@ def gpu_main(args) -> None:
             fv = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             envs.close()
             try:
-                jx = gymnax_rate(gymnax_id, n, args.rollout_steps, args.seconds)
+                gx = gymnax_measure(gymnax_id, n, args.rollout_steps, args.seconds)
             except ImportError as e:
-                jx, why = None, f"gymnax unavailable: {e}"
+                gx, why = {}, f"gymnax unavailable: {e}"
             else:
                 why = ""
+            jx = gx.get("steps_per_second")
             name = key + "".join(f" {k}={v}" for k, v in params.items())
             rows.append({"env": name, "gymnax_id": gymnax_id, "num_envs": n, "rollout_steps": args.rollout_steps,
-                         "fastvec_rollout": fv, "gymnax_scan": jx, "note": why})
+                         "fastvec_rollout": fv, "gymnax_scan": jx, "gymnax_warmup_calls": gx.get("warmup_calls"),
+                         "gymnax_compiles": gx.get("compiles"), "note": why})
             ratio = f"({fv / jx:5.1f}x)" if jx else why
             print(f"{name:<22} n={n:>9,}  fastvec rollout {fv / 1e9:7.3f}G  gymnax {0 if jx is None else jx / 1e9:7.3f}G "
                   f"{ratio}", flush=True)

@@ -134,14 +134,51 @@ def _flax_struct_shim() -> None:
     sys.modules["flax"], sys.modules["flax.struct"] = flax, flax.struct
 
 
-def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float:
-    """Env steps per second of a gymnax env: vmap over envs, lax.scan over steps, under jax.jit; uniform random
-    actions (Discrete: one randint draw for all envs; other spaces: the space's own sample per env)."""
+def warm_until_cached(run, carry, max_calls: int = 8):
+    """Call `carry, out = run(carry)` until a call adds nothing to run's jit cache; returns (carry, calls).
+    One warm-up call is not enough where the state a step returns differs in type from the one reset made (a
+    weakly typed field made strong, a Python int made an array): the second call compiles again. A function
+    still compiling after max_calls calls is an error, never a timing."""
+    for calls in range(1, max_calls + 1):
+        size = run._cache_size()
+        carry, out = run(carry)
+        jax_block(out)
+        if run._cache_size() == size:
+            return carry, calls
+    raise RuntimeError(f"{getattr(run, '__name__', run)} still compiles after {max_calls} calls "
+                       f"(jit cache size {run._cache_size()}): its output's types never settle")
+
+
+def timed_calls(run, carry, seconds: float, min_calls: int = 2):
+    """Replay `carry, out = run(carry)` for `seconds` (at least min_calls calls) on a warmed `run`; returns
+    (calls, elapsed seconds). Raises if run's jit cache grew while timing: a compile is never timed."""
+    size = run._cache_size()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or calls < min_calls:
+        carry, out = run(carry)
+        calls += 1
+    jax_block(out)
+    elapsed = time.perf_counter() - start
+    if run._cache_size() != size:
+        raise RuntimeError(f"{getattr(run, '__name__', run)} compiled while being timed (jit cache {size} -> "
+                           f"{run._cache_size()}): warm it with warm_until_cached first")
+    return calls, elapsed
+
+
+def jax_block(tree) -> None:
+    import jax
+
+    jax.block_until_ready(tree)
+
+
+def gymnax_measure(env_id: str, num_envs: int, steps: int, seconds: float) -> dict:
+    """A gymnax env's steps per second, vmapped over envs, `steps` steps per jitted lax.scan call, uniform random
+    actions (Discrete: one randint draw for all envs; other spaces: the space's own sample per env), warmed until
+    its jit cache stops growing; with the warm-up calls it took, its compile seconds and its state's bytes per env."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     _flax_struct_shim()
     import gymnax
     import jax
-    import jax.numpy as jnp
 
     env, params = gymnax.make(env_id)
     space = env.action_space(params)
@@ -153,26 +190,29 @@ def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float
             return jax.vmap(space.sample)(jax.random.split(key, num_envs))
 
     @jax.jit
-    def run(key, state):
+    def run(carry):
         def body(carry, _):
             state, key = carry
             key, k_act, k_step = jax.random.split(key, 3)
-            actions = sample(k_act)
-            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state, actions, params)
+            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state,
+                                                              sample(k_act), params)
             return (out[1], key), out[2].sum()
-        (state, key), rewards = jax.lax.scan(body, (state, key), None, length=steps)
-        return state, key, rewards
+        return jax.lax.scan(body, carry, None, length=steps)
 
     key = jax.random.PRNGKey(0)
     _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
-    state, key, r = run(key, state)  # compile
-    jax.block_until_ready(r)
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds or calls < 2:
-        state, key, r = run(key, state)
-        calls += 1
-    jax.block_until_ready(r)
-    return calls * steps * num_envs / (time.perf_counter() - start)
+    state_bytes = sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(state)) / num_envs
+    start = time.perf_counter()
+    carry, warmup_calls = warm_until_cached(run, (state, key))
+    compile_s = time.perf_counter() - start
+    calls, elapsed = timed_calls(run, carry, seconds)
+    return {"steps_per_second": calls * steps * num_envs / elapsed, "warmup_calls": warmup_calls,
+            "compiles": run._cache_size(), "warmup_s": compile_s, "state_bytes_per_env": state_bytes}
+
+
+def gymnax_rate(env_id: str, num_envs: int, steps: int, seconds: float) -> float:
+    """Env steps per second of a gymnax env (gymnax_measure: warmed until nothing recompiles, never timing a compile)."""
+    return gymnax_measure(env_id, num_envs, steps, seconds)["steps_per_second"]
 
 
 def gpu_main(args) -> None:

@@ -7,7 +7,8 @@ loop over `Environment.act`. Prints a table and writes benchmarks/results/minata
 
 With --gpu (on a CUDA machine with PyCUDA): fastvec on the GPU through `step()` with device arrays and
 through the fused `rollout("random", T)`, beside gymnax's MinAtar envs (<Game>-MinAtar) under jax.jit +
-lax.scan (vmapped over envs, random actions, T steps per call); writes benchmarks/results/minatar_gpu.json.
+lax.scan (vmapped over envs, random actions, T steps per call; warmed until its jit cache stops growing, so
+no compile is timed); writes benchmarks/results/minatar_gpu.json.
 
     python benchmarks/minatar_steps.py --gpu [--gpu-num-envs 65536 1048576] [--rollout-steps 100]
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-from env_steps import gpu_rollout_rate, gpu_step_rate, gymnax_rate, steps_per_second
+from env_steps import gpu_rollout_rate, gpu_step_rate, gymnax_measure, steps_per_second
 
 from fastvec import ENVS
 
@@ -99,13 +100,15 @@ def gpu_main(args) -> None:
         for key, _, name in GAMES:
             row = {"game": name, "num_envs": n}
             envs = fastvec_vec(key, n, device="cuda", array_type="device")
+            row["fastvec state bytes per env"] = envs.unwrapped.batch.env.slot_size
             row["fastvec step()"] = gpu_step_rate(envs, args.seconds)
             row[f"fastvec rollout({args.rollout_steps})"] = gpu_rollout_rate(envs, args.seconds, args.rollout_steps)
             envs.close()
             del envs
             try:
-                row[f"gymnax scan({args.rollout_steps})"] = gymnax_rate(f"{name}-MinAtar", n, args.rollout_steps,
-                                                                        args.seconds)
+                gx = gymnax_measure(f"{name}-MinAtar", n, args.rollout_steps, args.seconds)
+                row[f"gymnax scan({args.rollout_steps})"] = gx["steps_per_second"]
+                row["gymnax warm-up calls"], row["gymnax state bytes per env"] = gx["warmup_calls"], gx["state_bytes_per_env"]
             except Exception as err:  # noqa: BLE001  (gymnax lacks a game or runs out of memory: report, go on)
                 print(f"gymnax {name}-MinAtar at {n} envs failed: {type(err).__name__}: {err}")
             rows.append(row)
