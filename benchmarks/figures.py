@@ -1,0 +1,416 @@
+"""README.md's and BENCHMARKS.md's benchmark tables, rendered from benchmarks/results/*.json.
+
+Each table sits between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->`; NAME is a renderer below.
+`python benchmarks/figures.py` rewrites every block; `--check` exits 1 naming the first block that differs."""
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOCS = (ROOT / "README.md", ROOT / "BENCHMARKS.md")
+BLOCK = re.compile(r"(<!-- figures:(\w+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.S)
+
+
+class FigureError(Exception):
+    """A JSON or a block that a table cannot be rendered from."""
+
+
+class Node(dict):
+    """A JSON object that names its file and key path when a key is missing."""
+    where = ""
+
+    def __missing__(self, key):
+        raise FigureError(f"{self.where} has no key {key!r}: re-run the benchmark that writes it, "
+                          f"or adapt its renderer in benchmarks/figures.py")
+
+
+def wrap(value, where):
+    if isinstance(value, dict):
+        node = Node((k, wrap(v, f"{where}[{k!r}]")) for k, v in value.items())
+        node.where = where
+        return node
+    if isinstance(value, list):
+        return [wrap(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def load(results, name):
+    path = Path(results) / name
+    if not path.exists():
+        raise FigureError(f"{path} is missing: run the benchmark that writes it (BENCHMARKS.md names the command)")
+    return wrap(json.loads(path.read_text()), name)
+
+
+def row_where(rows, key, value):
+    """The one row of `rows` whose `key` equals `value`."""
+    found = [r for r in rows if r.get(key) == value]
+    if len(found) != 1:
+        where = rows[0].where.rsplit("[", 1)[0] if rows else "the JSON"
+        raise FigureError(f"{where}: {len(found)} rows with {key} == {value!r}, expected 1")
+    return found[0]
+
+
+# --- number formats --------------------------------------------------------------------------------------
+
+def si(x):
+    """3 significant digits with a K/M/G suffix: 22.5e9 -> '22.5G', 47978 -> '48.0K'."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(x) >= scale * 0.9995:
+            return f"{x / scale:#.3g}".rstrip(".") + suffix
+    return f"{x:#.3g}".rstrip(".")
+
+
+def scaled(x, scale):
+    """x / scale with 2 decimals, or 3 significant digits below 1: 66.24e9, 1e9 -> '66.24'; 1.2e8 -> '0.120'."""
+    v = x / scale
+    return f"{v:,.2f}" if abs(v) >= 1 else f"{v:#.3g}"
+
+
+def mega(x):
+    return scaled(x, 1e6) + "M"
+
+
+def times(a, b):
+    """The ratio a / b: one decimal below 10, whole numbers above: '2.6x', '1,265x'."""
+    r = a / b
+    return f"{r:.1f}x" if r < 9.95 else f"{r:,.0f}x"
+
+
+def percent(p):
+    return f"{100 * p:.1f}".removesuffix(".0") + "%"
+
+
+def span(values, fmt):
+    """'lo-hi' of the formatted values (one unit suffix), or one value when both ends read the same."""
+    lo, hi = fmt(min(values)), fmt(max(values))
+    if lo == hi:
+        return lo
+    unit = re.search(r"[^\d.]*$", hi).group()  # '2.43-2.64M', not '2.43M-2.64M'
+    return f"{lo.removesuffix(unit) if unit and lo.endswith(unit) else lo}-{hi}"
+
+
+def envs(n):
+    return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n:,}"
+
+
+def bold(cell, on=True):
+    return f"**{cell}**" if on else cell
+
+
+def table(header, align, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- BENCHMARKS.md ---------------------------------------------------------------------------------------
+
+def env_steps_cpu(results):
+    d = load(results, "env_steps_cpu.json")
+    rows = []
+    for r in d["rows"]:
+        sync = mega(r["gymnasium CartPole Sync"]) if "gymnasium CartPole Sync" in r else "–"
+        rows.append([f"{r['num_envs']:,}", mega(r["fastvec CartPole"]), mega(r["fastvec CartPole 1 thread"]),
+                     mega(r["gymnasium CartPole vector"]),
+                     bold(times(r["fastvec CartPole"], r["gymnasium CartPole vector"]), r["num_envs"] == 4096),
+                     sync, mega(r["fastvec Breakout"]), mega(r["fastvec Breakout 1 thread"])])
+    return table(["num_envs", "fastvec CartPole", "fastvec CartPole, 1 thread", "Gymnasium CartPole-v1 vector env",
+                  "ratio", "Gymnasium SyncVectorEnv", "fastvec Breakout", "fastvec Breakout, 1 thread"],
+                 ["---:"] * 8, rows)
+
+
+def classic_control_cpu(results):
+    d = load(results, "classic_control_cpu.json")
+    rows = []
+    for r in d["rows"]:
+        mode = "sync = SyncVectorEnv" if r["gymnasium_vector_mode"] == "sync" else "vector env"
+        rows.append([r["gym_id"], mega(r["fastvec"]), f"{mega(r['gymnasium_vector'])} ({mode})",
+                     bold(times(r["fastvec"], r["gymnasium_vector"]), r["env"] == "cartpole"),
+                     mega(r["sync_vector_env"]), times(r["fastvec"], r["sync_vector_env"])])
+    return table(["env", "fastvec", "Gymnasium vectorised", "ratio", "SyncVectorEnv", "ratio"],
+                 ["---"] + ["---:"] * 5, rows)
+
+
+CLASSIC_GPU_LABELS = {  # JSON "env" -> row label, in table order; the bold rows are the claims
+    "cartpole": ("CartPole-v1 (float64, Gymnasium's bits)", True),
+    "cartpole float32=1": ("CartPole-v1, `float32=1`", False),
+    "acrobot": ("Acrobot-v1 (float64, Gymnasium's bits)", False),
+    "acrobot float32=1": ("Acrobot-v1, `float32=1`", True),
+    "mountaincar": ("MountainCar-v0", False),
+    "mountaincarcontinuous": ("MountainCarContinuous-v0", False),
+    "pendulum": ("Pendulum-v1", False),
+}
+
+
+def classic_control_gpu(results):
+    d = load(results, "classic_control_gpu.json")
+    unlabelled = [r["env"] for r in d["rows"] if r["env"] not in CLASSIC_GPU_LABELS]
+    if unlabelled:
+        raise FigureError(f"classic_control_gpu.json: rows {unlabelled} have no label: add them to CLASSIC_GPU_LABELS")
+    rows = []
+    for env, (label, claim) in CLASSIC_GPU_LABELS.items():
+        r = row_where(d["rows"], "env", env)
+        rows.append([label, scaled(r["fastvec_rollout"], 1e9), scaled(r["gymnax_scan"], 1e9),
+                     bold(times(r["fastvec_rollout"], r["gymnax_scan"]), claim)])
+    return table(["env", "fastvec rollout(100)", "gymnax scan(100)", "ratio"], ["---"] + ["---:"] * 3, rows)
+
+
+def minatar_cpu(results):
+    d = load(results, "minatar_cpu.json")
+    rows = []
+    for r in d["rows"]:
+        rows.append([r["game"], mega(r["fastvec"]), mega(r["minatar SyncVectorEnv"]),
+                     times(r["fastvec"], r["minatar SyncVectorEnv"]), mega(r["minatar loop"]),
+                     times(r["fastvec"], r["minatar loop"])])
+    return table(["game", "fastvec", "minatar, SyncVectorEnv", "ratio", "minatar, own loop", "ratio"],
+                 ["---"] + ["---:"] * 5, rows)
+
+
+def minatar_gpu(results):
+    d = load(results, "minatar_gpu.json")
+    rows = []
+    for r in d["rows"]:
+        rows.append([r["game"], scaled(r["fastvec step()"], 1e9), scaled(r["fastvec rollout(100)"], 1e9),
+                     scaled(r["gymnax scan(100)"], 1e9),
+                     bold(times(r["fastvec rollout(100)"], r["gymnax scan(100)"]))])
+    return table(["game", "fastvec `step()`", "fastvec `rollout(100)`", "gymnax scan(100)", "rollout / gymnax"],
+                 ["---"] + ["---:"] * 4, rows)
+
+
+ENV_STEPS_GPU_ROWS = [  # label, JSON key, measured at 16M envs too (gymnax ran up to 1M)
+    ("fastvec CartPole `step()`", "fastvec CartPole step()", True),
+    ("fastvec CartPole float32 `step()`", "fastvec CartPole float32 step()", True),
+    ('fastvec CartPole `rollout("random", 100)`', "fastvec CartPole rollout(100)", True),
+    ('fastvec CartPole float32 `rollout("random", 100)`', "fastvec CartPole float32 rollout(100)", True),
+    ("fastvec Breakout `step()`", "fastvec Breakout step()", True),
+    ("fastvec Breakout `rollout(100)`", "fastvec Breakout rollout(100)", True),
+    ("gymnax CartPole, jit + scan(100)", "gymnax CartPole scan(100)", False),
+    ("gymnax MinAtar Breakout, jit + scan(100)", "gymnax Breakout scan(100)", False),
+]
+ENV_STEPS_GPU_SIZES = (1 << 20, 1 << 24)
+GYMNASIUM_HOST_ENVS = 4096
+
+
+def env_steps_gpu(results):
+    d = load(results, "env_steps_gpu.json")
+    small, large = (row_where(d["rows"], "num_envs", n) for n in ENV_STEPS_GPU_SIZES)
+    top = max(large[key] for _, key, both in ENV_STEPS_GPU_ROWS if both)  # the table's largest figure, bold
+    rows = []
+    for label, key, both in ENV_STEPS_GPU_ROWS:
+        cells = [scaled(small[key], 1e9), bold(scaled(large[key], 1e9), large[key] == top) if both else "–"]
+        rows.append([label] + cells)
+    host = row_where(d["rows"], "num_envs", GYMNASIUM_HOST_ENVS)
+    rows.append([f"Gymnasium CartPole vector env (host CPU, {GYMNASIUM_HOST_ENVS:,} envs)",
+                 scaled(host["gymnasium CartPole vector (CPU)"], 1e9), ""])
+    return table([""] + [f"{envs(n)} envs" for n in ENV_STEPS_GPU_SIZES], ["---"] + ["---:"] * 2, rows)
+
+
+def selfplay_gpu(results):
+    d = load(results, "selfplay_gpu.json")
+    rows = []
+    for r in d["rows"]:
+        where = "GPU" if r["env_device"] == "cuda" else "host"
+        bots = r["scores_vs_bot"]
+        easier = [percent(bots[f"bot{i}"]) for i in range(4)]
+        rows.append([f"games and opponents on the {where}", str(r["seed"]),
+                     f"{si(r['steps'])} steps in {r['train_seconds']:.2f} s", si(r["sps"]),
+                     str(r["eval_games_per_level"]), percent(bots["bot4"]),
+                     easier[0] if len(set(easier)) == 1 else " / ".join(easier)])
+    return table(["path", "seed", "training", "agent steps/s", "games a level", "vs level 4 (hardest)",
+                  "levels 0-3"], ["---", "---:", "---", "---:", "---:", "---:", "---"], rows)
+
+
+def seed_time(run, decimals=2):
+    """A run's time to its threshold, or '>T' (the training seconds it ran without reaching it)."""
+    if run["reached"]:
+        return f"{run['time_to_threshold_s']:.{decimals}f}"
+    return f">{run['train_s']:.{decimals}f}"
+
+
+def seeds(runs, key, fmt):
+    return " / ".join(fmt(r[key]) for r in runs)
+
+
+def train_peers_classic(results):
+    d = load(results, "train_peers.json")
+    rows = []
+    for r in d["rows"]:
+        mine, peer = d["fastvec"][r["env"]], d["peer"][r["env"]]["runs"]
+        rows.append([f"{r['gymnax_id']} ({r['threshold']:g})",
+                     " / ".join(seed_time(x) for x in mine) + " s", seeds(mine, "eval_return", "{:.1f}".format),
+                     f"{mine[0]['startup_s']:.1f} s / {r['fastvec_startup_s']:.2f} s",
+                     " / ".join(seed_time(x) for x in peer) + " s", seeds(peer, "eval_return", "{:.1f}".format),
+                     f"{r['peer_compile_s']:.1f} s", bold(times(r["peer_time_s"], r["fastvec_time_s"]))])
+    return table(["env (threshold)", "fastvec time to threshold (3 seeds)", "fastvec eval",
+                  "start-up (first / warm)", "peer time", "peer eval", "peer compile", "ratio (medians)"],
+                 ["---"] * 7 + ["---:"], rows)
+
+
+TRAIN_PEERS_MINATAR = [  # env, the JSON that holds its latest run beside the peer
+    ("breakout-minatar", "train_peers_minatar.json"),
+    ("asterix-minatar", "train_peers_asterix_h200.json"),
+    ("freeway-minatar", "train_peers_minatar.json"),
+    ("seaquest-minatar", "train_peers_seaquest_h200.json"),
+    ("spaceinvaders-minatar", "train_peers_minatar.json"),
+]
+
+
+def train_peers_minatar(results):
+    rows = []
+    for env, name in TRAIN_PEERS_MINATAR:
+        d = load(results, name)
+        r = row_where(d["rows"], "env", env)
+        mine, peer = d["fastvec"][env], d["peer"][env]["runs"]
+        game = r["gymnax_id"].split("-")[0]
+        if r["threshold"] is not None:
+            target = f">= {r['threshold']:g}"
+            mine_to = (" / ".join(seed_time(x) for x in mine) + " s ("
+                       + span([x["steps_to_threshold"] for x in mine if x["reached"]], mega) + " steps)")
+            peer_to = " / ".join(seed_time(x) for x in peer) + " s"
+            ratio = times(r["peer_time_s"], r["fastvec_time_s"])
+        else:
+            same = r["same_return"]
+            target = f"{same['return']:.1f}"
+            mine_to, peer_to = f"{same['fastvec_s']:.2f} s", f"{same['peer_s']:.1f} s"
+            ratio = times(same["peer_s"], same["fastvec_s"])
+        capped = any(x["steps"] < x["budget_steps"] for x in peer)
+        peer_steps = f" ({span([x['steps'] for x in peer], mega)} steps)" if capped else ""
+        rows.append([f"{game} ({target}, {len(mine)} seed{'s' * (len(mine) > 1)}; {name})",
+                     mine_to,
+                     f"{span([x['train_s'] for x in mine], '{:.1f}'.format)} s, "
+                     f"{span([x['sps'] for x in mine], si)}, {seeds(mine, 'eval_return', '{:.1f}'.format)}",
+                     peer_to,
+                     f"{span([x['train_s'] for x in peer], '{:.1f}'.format)} s{peer_steps}, "
+                     f"{seeds(peer, 'eval_return', '{:.1f}'.format)}",
+                     bold(ratio)])
+    return table(["game (target, seeds; JSON)", "fastvec: to target", "fastvec: 10M steps, SPS, eval",
+                  "peer: to target", "peer: 10M steps, eval", "ratio"], ["---"] * 5 + ["---:"], rows)
+
+
+# --- README.md -------------------------------------------------------------------------------------------
+
+def readme_headline(results):
+    rows = []
+
+    cpu = row_where(load(results, "env_steps_cpu.json")["rows"], "num_envs", 4096)
+    cc = row_where(load(results, "classic_control_cpu.json")["rows"], "env", "cartpole")
+    rows.append([f"CartPole env steps/s, {cpu['num_envs']:,} envs, 2-core VM (Gymnasium's bits for whole episodes)",
+                 f"{si(cpu['fastvec CartPole'])}; {si(cc['fastvec'])}",
+                 f"Gymnasium's vector CartPole {si(cpu['gymnasium CartPole vector'])}; {si(cc['gymnasium_vector'])} "
+                 f"in the same runs ({times(cpu['fastvec CartPole'], cpu['gymnasium CartPole vector'])}; "
+                 f"{times(cc['fastvec'], cc['gymnasium_vector'])})"])
+
+    peers = load(results, "train_peers.json")
+    pend, acro = (row_where(peers["rows"], "env", e) for e in ("pendulum", "acrobot"))
+    evals = [(max(e), min(e)) for e in ([x["eval_return"] for x in peers["fastvec"][r["env"]]] for r in (pend, acro))]
+    rows.append([f"Pendulum / Acrobot, `fastvec-train` on an H200, time to a mean return of {pend['threshold']:g} / "
+                 f"{acro['threshold']:g} (median of {pend['fastvec_runs']} seeds)",
+                 f"{pend['fastvec_time_s']:.2f} s / {acro['fastvec_time_s']:.2f} s ({peers['eval_episodes']:,}-episode "
+                 f"evaluations {evals[0][0]:.0f} to {evals[0][1]:.0f} / {evals[1][0]:.0f} to {evals[1][1]:.0f})",
+                 f"PureJaxRL-style PPO on gymnax, same run: {pend['peer_time_s']:.2f} s / {acro['peer_time_s']:.2f} s"])
+
+    gpu = load(results, "classic_control_gpu.json")["rows"]
+    f64, f32 = (row_where(gpu, "env", e) for e in ("cartpole", "cartpole float32=1"))
+    rows.append([f"CartPole env steps/s on an H200, {envs(f64['num_envs'])} envs, {f64['rollout_steps']} steps fused",
+                 f"{si(f64['fastvec_rollout'])} (float64, Gymnasium's bits); {si(f32['fastvec_rollout'])} with "
+                 f"`float32=1`", f"gymnax (jit + scan) {si(f64['gymnax_scan'])} in the same run"])
+
+    minatar = load(results, "minatar_gpu.json")
+    ratios = [r["fastvec rollout(100)"] / r["gymnax scan(100)"] for r in minatar["rows"]]
+    rows.append([f"MinAtar env steps/s on an H200, {envs(minatar['rows'][0]['num_envs'])} envs, "
+                 f"{minatar['rollout_steps']} steps fused",
+                 ", ".join(f"{r['game']} {si(r['fastvec rollout(100)'])}" for r in minatar["rows"]),
+                 f"gymnax (jit + scan): {times(min(ratios), 1)} to {times(max(ratios), 1)} slower, same run"])
+
+    pong = row_where(load(results, "pong_steps_cpu.json")["rows"], "num_games", 1024)
+    rows.append([f"Pong, {pong['num_games']:,} games, agent steps/s, 16-core host", si(pong["fastvec_vector_env"]),
+                 f"SuperSuit over PettingZoo {si(pong['supersuit_concat'])}"])
+
+    sweep = load(results, "sweep_cartpole_final.json")["top"][0]["summary"]
+    speed = load(results, "train_speed.json")
+    solved = [r["train_s"] for r in speed["fastvec"].values() if r.get("solved")]
+    jax = speed["jax"]["cartpole-1024"]
+    rows.append([f"fused CUDA trainer, CartPole (MLP, 1024 envs), H200, median of {sweep['solved'].split('/')[0]} "
+                 f"seeds to a mean return of 475",
+                 f"{sweep['median_s']:.3f} s (with the earlier CartPole step)",
+                 f"PureJaxRL-style JAX {jax['train_s']:.3f} s (one seed; fastvec's best in that run "
+                 f"{min(solved):.3f} s)"])
+
+    play = load(results, "selfplay_gpu.json")["rows"]
+    on_gpu = [r for r in play if r["env_device"] == "cuda"]
+    host = [r for r in play if r["env_device"] != "cuda"]
+    if not on_gpu or not host:
+        raise FigureError("selfplay_gpu.json: expected rows with env_device 'cuda' and with the games on the host")
+    rows.append([f"`fastvec-train pong --selfplay.enabled=true` ({on_gpu[0]['num_games']:,} games), H200",
+                 f"{span([r['sps'] for r in on_gpu], si)} agent steps/s; "
+                 f"{span([r['scores_vs_bot']['bot4'] for r in on_gpu], percent)} wins vs the hardest bot "
+                 f"({len(on_gpu)} seeds) after {span([r['train_seconds'] for r in on_gpu], '{:.2f}'.format)} s "
+                 f"of training",
+                 f"the same trainer with the games on the host: {si(host[0]['sps'])} steps/s"])
+
+    return table(["what", "fastvec", "peer, same machine and run"], ["---", "---:", "---:"], rows)
+
+
+RENDERERS = {f.__name__: f for f in (
+    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, minatar_gpu, env_steps_gpu,
+    selfplay_gpu, train_peers_classic, train_peers_minatar, readme_headline)}
+
+
+# --- the blocks in the docs ------------------------------------------------------------------------------
+
+def rendered(text, results, renderers):
+    """`text` with every block replaced by its render."""
+    def one(match):
+        name = match.group(2)
+        if name not in renderers:
+            raise FigureError(f"block {name!r} has no renderer: add one to RENDERERS in benchmarks/figures.py")
+        return f"{match.group(1)}\n{renderers[name](results)}\n\n{match.group(4)}"
+    return BLOCK.sub(one, text)
+
+
+def differences(path, text, new):
+    """One 'file: block NAME, line N: ...' for each block of `text` that differs from its render in `new`."""
+    found = []
+    for old, fresh in zip(BLOCK.finditer(text), BLOCK.finditer(new)):
+        old_lines, new_lines = old.group(3).split("\n"), fresh.group(3).split("\n")
+        for i in range(max(len(old_lines), len(new_lines))):
+            a = old_lines[i] if i < len(old_lines) else "<no line>"
+            b = new_lines[i] if i < len(new_lines) else "<no line>"
+            if a != b:
+                line = text.count("\n", 0, old.start(3)) + i + 1
+                found.append(f"{path}: block {old.group(2)!r}, line {line}:\n  file: {a}\n  JSON: {b}")
+                break
+    return found
+
+
+def main(argv=None, docs=DOCS, results=RESULTS, renderers=RENDERERS):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a block differs from its JSON's render")
+    args = parser.parse_args(argv)
+    problems = []
+    for path in docs:
+        text = Path(path).read_text()
+        try:
+            new = rendered(text, results, renderers)
+        except FigureError as e:
+            problems.append(f"{path}: {e}")
+            continue
+        if args.check:
+            problems += differences(path, text, new)
+        elif new != text:
+            Path(path).write_text(new)
+            print(f"rewrote {path}")
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems and args.check:
+        print("run `python benchmarks/figures.py` to rewrite the blocks from their JSON", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

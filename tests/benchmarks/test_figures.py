@@ -1,0 +1,93 @@
+"""benchmarks/figures.py: every generated table in README.md and BENCHMARKS.md equals the render of its JSON, and a
+changed or missing JSON value makes `--check` fail, naming the block, the line or the file and key."""
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def figures(load_benchmark):
+    return load_benchmark("figures")
+
+
+def test_every_block_equals_its_json(figures, capsys):
+    assert figures.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_every_renderer_has_a_block(figures):
+    text = "".join(doc.read_text() for doc in figures.DOCS)
+    unused = [name for name in figures.RENDERERS if f"<!-- figures:{name} -->" not in text]
+    assert unused == []
+
+
+@pytest.mark.parametrize("x, text", [(22.5e9, "22.5G"), (196.4e9, "196G"), (63_064_506, "63.1M"),
+                                     (47_978, "48.0K"), (999_900, "1.00M"), (1_048_576, "1.05M")])
+def test_si_keeps_three_significant_digits(figures, x, text):
+    assert figures.si(x) == text
+
+
+def test_ratio_span_and_percent_formats(figures):
+    assert [figures.times(a, b) for a, b in [(66.24, 25.78), (9.96, 1), (13_574.4, 1)]] == ["2.6x", "10x", "13,574x"]
+    assert figures.span([2.64e6, 2.43e6], figures.si) == "2.43-2.64M"
+    assert figures.span([0.9453, 0.9941], figures.percent) == "94.5-99.4%"
+    assert figures.percent(1.0) == "100%"
+    assert figures.seed_time({"reached": False, "train_s": 14.774}) == ">14.77"  # a lower bound
+
+
+def minatar_cpu_json(fastvec=15e6):
+    return {"rows": [{"game": "Breakout", "num_envs": 4096, "fastvec": fastvec,
+                      "minatar SyncVectorEnv": 1e5, "minatar loop": 3e5}]}
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "minatar_cpu.json").write_text(json.dumps(minatar_cpu_json()))
+    doc = tmp_path / "DOC.md"
+    doc.write_text("intro\n\n<!-- figures:minatar_cpu -->\nhand-written\n<!-- /figures:minatar_cpu -->\n\nafter\n")
+    return results, doc
+
+
+def run(figures, synthetic, *argv):
+    results, doc = synthetic
+    return figures.main(list(argv), docs=[doc], results=results)
+
+
+def test_rewrite_then_check_on_a_synthetic_json(figures, synthetic, capsys):
+    results, doc = synthetic
+    assert run(figures, synthetic, "--check") == 1  # the hand-written block
+    assert run(figures, synthetic) == 0
+    text = doc.read_text()
+    assert "| Breakout | 15.00M | 0.100M | 150x | 0.300M | 50x |" in text  # 15e6 / 1e5 and 15e6 / 3e5
+    assert text.startswith("intro\n\n<!-- figures:minatar_cpu -->\n")
+    assert text.endswith("<!-- /figures:minatar_cpu -->\n\nafter\n")
+    assert run(figures, synthetic, "--check") == 0
+    capsys.readouterr()
+
+    (results / "minatar_cpu.json").write_text(json.dumps(minatar_cpu_json(fastvec=16e6)))
+    assert run(figures, synthetic, "--check") == 1
+    err = capsys.readouterr().err
+    assert "block 'minatar_cpu', line 7" in err and "| Breakout | 15.00M" in err and "| Breakout | 16.00M" in err
+    assert doc.read_text() == text  # --check writes nothing
+
+
+def test_missing_key_and_missing_file_are_named(figures, synthetic, capsys):
+    results, _ = synthetic
+    broken = minatar_cpu_json()
+    del broken["rows"][0]["minatar loop"]
+    (results / "minatar_cpu.json").write_text(json.dumps(broken))
+    assert run(figures, synthetic, "--check") == 1
+    assert "minatar_cpu.json['rows'][0] has no key 'minatar loop'" in capsys.readouterr().err
+
+    (results / "minatar_cpu.json").unlink()
+    assert run(figures, synthetic, "--check") == 1
+    assert "minatar_cpu.json is missing" in capsys.readouterr().err
+
+
+def test_a_block_without_a_renderer_is_an_error(figures, synthetic, capsys):
+    _, doc = synthetic
+    doc.write_text("<!-- figures:nothing_renders_this -->\n<!-- /figures:nothing_renders_this -->\n")
+    assert run(figures, synthetic, "--check") == 1
+    assert "'nothing_renders_this' has no renderer" in capsys.readouterr().err
