@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -114,7 +115,7 @@ def gpu_main(args) -> None:
             print(f"{name:<22} n={n:>9,}  fastvec rollout {fv / 1e9:7.3f}G  gymnax {0 if jx is None else jx / 1e9:7.3f}G "
                   f"{ratio}", flush=True)
     out = {"date": str(date.today()), "machine": platform.platform(), "gpu": drv.Device(0).name(),
-           "command": "python benchmarks/classic_control.py --gpu", "rows": rows}
+           "command": "python benchmarks/classic_control.py " + " ".join(sys.argv[1:]), "seconds": args.seconds, "rows": rows}
     path = Path(args.out or RESULTS / "classic_control_gpu.json")
     path.write_text(json.dumps(out, indent=2))
     print(f"wrote {path}")

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -122,7 +123,8 @@ def gpu_main(args) -> None:
             rows.append(row)
             print(row, flush=True)
             out = {"date": str(date.today()), "device": drv.Device(0).name(), "cores": os.cpu_count(),
-                   "rollout_steps": args.rollout_steps, "rows": rows}
+                   "command": "python benchmarks/minatar_steps.py " + " ".join(sys.argv[1:]),
+                   "rollout_steps": args.rollout_steps, "seconds": args.seconds, "rows": rows}
             RESULTS.mkdir(exist_ok=True)
             Path(args.out or RESULTS / "minatar_gpu.json").write_text(json.dumps(out, indent=2))
     print(f"\nMinAtar env steps/s on {drv.Device(0).name()}, {date.today()}; G = 1e9")
