@@ -1,7 +1,10 @@
 /* pong.h: two-paddle Pong for self-play. The rules are mirror-symmetric (x -> -x with the seats
  * swapped gives the same game, bit for bit), so one policy can play either seat from its
  * egocentric observation. With -DPONG_BOT=1 the right paddle is a scripted bot (-DBOT_LEVEL=0..4)
- * and the one agent plays the left paddle (the Gymnasium face).
+ * and the one agent plays the left paddle (the Gymnasium face). With -DBOT_LEVEL=-1 (two agents; self-play's
+ * evaluations) the level is each game's own, State.bot_level, which resets keep: 0..4 puts the bot on the
+ * right paddle of that game exactly as the one-agent build at that level plays it (agent 1's actions are
+ * ignored), -1 leaves both paddles to the agents; env_set_bot_level writes it before the game's first reset.
  *
  * Units: field x in [-1, 1] (left goal line at -1), y in [-0.75, 0.75] growing upward; speeds per
  * agent step. Agents: 0 = left, 1 = right. Actions Discrete(3): 0 stay, 1 up, 2 down.
@@ -73,33 +76,39 @@ typedef struct {
     float bot_aim;          /* bot mode: offset from the ball at which the bot means to meet it */
     int score[2];
     int paddle_hits;        /* returns in this game, both players */
+    int bot_level;          /* BOT_LEVEL, or with BOT_LEVEL = -1 the game's own (-1: no bot), kept by resets */
 } State;
 
-#if PONG_BOT
+/* The game's bot level; -1: no bot (both paddles are agents). Constant unless BOT_LEVEL = -1. */
+FV_FN int pong_bot_level(const State* s) {
+    return BOT_LEVEL >= 0 ? (PONG_BOT ? BOT_LEVEL : -1) : s->bot_level;
+}
+#if BOT_LEVEL < 0
+FV_FN void env_set_bot_level(State* s, int level) { s->bot_level = level; }
+#endif
+
 /* The bot, by level 0..4: top speed as a fraction of the agent's, and how far (in paddle reaches)
  * its aim may be off; an aim beyond 1 reach misses if the bot gets there in time. */
-FV_FN float pong_bot_speed(void) {
-    return PG_PADDLE_SPEED * (BOT_LEVEL <= 0 ? 0.4f : BOT_LEVEL == 1 ? 0.55f : BOT_LEVEL == 2 ? 0.7f
-                              : BOT_LEVEL == 3 ? 0.85f : 1.0f);
+FV_FN float pong_bot_speed(int level) {
+    return PG_PADDLE_SPEED * (level <= 0 ? 0.4f : level == 1 ? 0.55f : level == 2 ? 0.7f
+                              : level == 3 ? 0.85f : 1.0f);
 }
-FV_FN float pong_bot_noise(void) {
-    return BOT_LEVEL <= 0 ? 1.8f : BOT_LEVEL == 1 ? 1.5f : BOT_LEVEL == 2 ? 1.3f
-           : BOT_LEVEL == 3 ? 1.15f : 1.05f;
+FV_FN float pong_bot_noise(int level) {
+    return level <= 0 ? 1.8f : level == 1 ? 1.5f : level == 2 ? 1.3f : level == 3 ? 1.15f : 1.05f;
 }
 /* Drawn whenever the ball turns toward the bot. */
 FV_FN void pong_bot_new_aim(State* s, fv_rng* rng) {
     float reach = PG_PADDLE_HALF_H + PG_BALL_R;
-    s->bot_aim = fv_rand_uniform(rng, -1.0f, 1.0f) * pong_bot_noise() * reach;
+    s->bot_aim = fv_rand_uniform(rng, -1.0f, 1.0f) * pong_bot_noise(pong_bot_level(s)) * reach;
 }
 /* Follow the ball's height (plus aim) while it comes, drift back to the centre while it goes. */
 FV_FN void pong_bot_move(State* s) {
     float target = s->ball_vx > 0.0f ? s->ball_y + s->bot_aim : 0.0f;
-    float d = target - s->paddle_y[1], v = pong_bot_speed();
+    float d = target - s->paddle_y[1], v = pong_bot_speed(pong_bot_level(s));
     d = d > v ? v : (d < -v ? -v : d);
     float lim = PG_HALF_H - PG_PADDLE_HALF_H, y = s->paddle_y[1] + d;
     s->paddle_y[1] = y > lim ? lim : (y < -lim ? -lim : y);
 }
-#endif
 
 FV_FN float pong_move_paddle(float y, long long action) {
     if (action == 1) y += PG_PADDLE_SPEED;
@@ -123,9 +132,7 @@ FV_FN void pong_serve(State* s, fv_rng* rng, float toward) {
     s->ball_speed = PG_SPEED0;
     s->ball_vy = PG_SPEED0 * fv_rand_uniform(rng, -PG_SERVE_SLOPE, PG_SERVE_SLOPE);
     s->ball_vx = toward * sqrtf(PG_SPEED0 * PG_SPEED0 - s->ball_vy * s->ball_vy);
-#if PONG_BOT
-    if (toward > 0.0f) pong_bot_new_aim(s, rng);
-#endif
+    if (pong_bot_level(s) >= 0 && toward > 0.0f) pong_bot_new_aim(s, rng);
 }
 
 FV_FN void pong_write_obs(const State* s, float* obs) {
@@ -148,19 +155,19 @@ FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     s->score[0] = s->score[1] = 0;
     s->paddle_hits = 0;
     s->bot_aim = 0.0f;
+    if (BOT_LEVEL >= 0) s->bot_level = pong_bot_level(s);
     pong_serve(s, rng, fv_rand_float(rng) < 0.5f ? -1.0f : 1.0f);
     pong_write_obs(s, obs);
 }
 
 FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
                    float* stats) {
+    int bot = pong_bot_level(s) >= 0;
     for (int a = 0; a < NUM_AGENTS; a++) {
-        s->paddle_y[a] = pong_move_paddle(s->paddle_y[a], actions[a]);
+        if (!(bot && a == 1)) s->paddle_y[a] = pong_move_paddle(s->paddle_y[a], actions[a]);
         rewards[a] = 0.0f;
     }
-#if PONG_BOT
-    pong_bot_move(s);
-#endif
+    if (bot) pong_bot_move(s);
     float x0 = s->ball_x, y0 = s->ball_y, vy0 = s->ball_vy;
     float x1 = x0 + s->ball_vx, y1 = y0 + vy0;
     if (pong_fold(&y1)) s->ball_vy = -vy0;
@@ -189,14 +196,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
             s->ball_vy = vy;
             x1 = side * e1;
             s->paddle_hits += 1;
-#if PONG_BOT
-            if (p == 0) {
-                rewards[0] += RETURN_BONUS_MILLI / 1000.0f;
-                pong_bot_new_aim(s, rng);
-            }
-#else
-            rewards[p] += RETURN_BONUS_MILLI / 1000.0f;
-#endif
+            if (p < NUM_AGENTS) rewards[p] += RETURN_BONUS_MILLI / 1000.0f;
+            if (bot && p == 0) pong_bot_new_aim(s, rng);
         }
     }
     s->ball_x = x1;

@@ -15,9 +15,9 @@ from fastvec import native
 from fastvec.native import cpu
 from fastvec.wrappers.gymnasium import load_batch_env
 
-# pong.h's State, the first member of every slot (44 bytes).
+# pong.h's State, the first member of every slot (48 bytes).
 STATE = np.dtype([("ball", "<f4", 4), ("ball_speed", "<f4"), ("paddle_y", "<f4", 2), ("bot_aim", "<f4"),
-                  ("score", "<i4", 2), ("paddle_hits", "<i4")])
+                  ("score", "<i4", 2), ("paddle_hits", "<i4"), ("bot_level", "<i4")])
 
 
 def pong_batch(n, autoreset="Disabled", max_steps=None, **params):
@@ -149,6 +149,38 @@ def test_the_bot_gets_harder_with_its_level():
         shares.append(won / (won + lost))
     assert all(x > y for x, y in zip(shares, shares[1:])), shares
     assert shares[0] > 0.5 > shares[4], shares
+
+
+def test_per_game_bot_levels_play_as_the_one_agent_builds():
+    """The two-agent build with BOT_LEVEL=-1 (self-play's evaluations: every level in one batch): a game whose
+    State.bot_level is k plays its left seat exactly as the one-agent bot build at level k (obs, rewards, ends,
+    over resets, which keep the level), whatever agent 1 sends; -1 plays as the plain two-agent build."""
+    n, points, rng = 60, 2, np.random.default_rng(7)
+    levels = np.arange(n) % 6 - 1  # -1 (no bot), 0 .. 4
+    seeds = np.arange(n, dtype=np.uint64) + 500
+    mixed = cpu.CpuBatch(cpu.load(native.source_path("pong"), tuple(sorted(
+        {**native.resolve_defines("pong", {"points": points}), "BOT_LEVEL": -1}.items()))), n, 1, None)
+    states(mixed)["bot_level"] = levels
+    mixed.reset(seeds, None)
+    assert (states(mixed)["bot_level"] == levels).all()
+    oracles = {k: pong_batch(n, "SameStep", points=points, pong_bot=int(k >= 0), bot_level=max(k, 0))
+               for k in range(-1, 5)}
+    for batch in oracles.values():
+        batch.reset(seeds, None)
+    ends = np.zeros(n, int)
+    for _ in range(2500):
+        actions = tracker(mixed.obs, rng, noise=0.3)  # (N, 2): agent 1's are ignored where the bot plays
+        mixed.step(actions)
+        ends += mixed.terminated
+        for k, batch in oracles.items():
+            games = levels == k
+            batch.step(actions if k < 0 else actions[:, :1])
+            seats = slice(None) if k < 0 else slice(0, 1)
+            np.testing.assert_array_equal(mixed.obs[games][:, seats], batch.obs[games], err_msg=f"level {k}")
+            np.testing.assert_array_equal(mixed.rewards[games][:, seats], batch.rewards[games])
+            np.testing.assert_array_equal(mixed.terminated[games], batch.terminated[games])
+    assert (states(mixed)["bot_level"] == levels).all()
+    assert (ends >= 1).all(), ends  # every game played on past a reset
 
 
 def test_gymnasium_face_plays_the_bot():
