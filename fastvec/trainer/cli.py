@@ -234,11 +234,14 @@ def _main(argv: list[str], state: dict) -> int:
             raise config_mod.ConfigError("--eval plays a checkpoint; it takes neither --resume nor --run-dir")
         if config["eval"]["opponent"]:
             from fastvec.trainer.selfplay import evaluate_checkpoints
-            result = evaluate_checkpoints(config, eval_path, config["eval"]["opponent"])
+            on_gpu = run.resolve_device(config["train"]["device"]) == "cuda"
+            result = evaluate_checkpoints(config, eval_path, config["eval"]["opponent"], on_gpu)
             for match in result["matches"]:
                 print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {fmt_number(match['score'], 3)} "
                       f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
                       f"{match['losses']} losses)")
+            print(f"{len(result['matches']) * result['games']} games played on the "
+                  f"{'GPU' if on_gpu else 'CPU'} in {result['seconds']:.2f} s")
             print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
             return 0
         result = run.evaluate(config, eval_path, render=config["eval"]["render"])

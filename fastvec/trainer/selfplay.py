@@ -260,6 +260,17 @@ def _play(batch, player: Policy, rng, deterministic: bool, score_fn) -> np.ndarr
     return scores
 
 
+def play_all(config: dict, player: Policy, levels: list[int], opponents: list[Policy], games: int, seed: int,
+             deterministic: bool, matches=None) -> tuple[dict, list]:
+    """`player` against each bot level and each opponent, `games` games each: ({level: scores}, [scores per
+    opponent]). With `matches` (cuda/matches.py's GpuMatches) every game plays on the GPU in one batch, else
+    play_bot / play_match play them on the CPU one match at a time."""
+    if matches is not None:
+        return matches.evaluate(config, player, levels, opponents, games, seed, deterministic)
+    return ({level: play_bot(config, player, level, games, seed, deterministic) for level in levels},
+            [play_match(config, player, opponent, games, seed, deterministic) for opponent in opponents])
+
+
 def bot_levels(config: dict) -> list[int]:
     """The bot difficulties to evaluate against: the registered range of selfplay.bot_level_param."""
     sp = config["selfplay"]
@@ -363,6 +374,8 @@ class SelfPlay:
         if getattr(trainer, "plan", None) is not None and trainer.plan.rollout == "selfplay":
             self.games = trainer.rollout_path
             self.matches = self.games.matches(self.config)
+            if self.cfg["eval_interval"] or bot_levels(self.config):
+                self.matches.prepare(self.config)  # compiled at start-up, not in the first evaluation
         if trainer.update_index > 0:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{trainer.update_index}"))
             saved = self.run_dir / "ratings.json"
@@ -396,17 +409,17 @@ class SelfPlay:
         deterministic = self.config["eval"]["deterministic"]
         self.evaluations += 1
         out: dict = {}
-        play_bot_fn, play_match_fn = (self.matches.play_bot, self.matches.play_match) if self.matches else (
-            play_bot, play_match)
-        for level in bot_levels(self.config):
-            scores = play_bot_fn(self.config, learner, level, games, seed, deterministic)
-            self.table.record(learner.label, f"bot{level}", scores.sum(), len(scores))
-            out[f"selfplay/score_bot{level}"] = round(float(scores.mean()), 4)
+        levels = bot_levels(self.config)
         past = [self.pool.policies[pid] for pid in reversed(self.pool.members)
                 if self.pool.policies[pid].label != learner.label][:self.cfg["eval_past"]]
+        bot_scores, match_scores = play_all(self.config, learner, levels, past, games, seed, deterministic,
+                                            self.matches)
+        for level in levels:
+            scores = bot_scores[level]
+            self.table.record(learner.label, f"bot{level}", scores.sum(), len(scores))
+            out[f"selfplay/score_bot{level}"] = round(float(scores.mean()), 4)
         past_scores = []
-        for opponent in past:
-            scores = play_match_fn(self.config, learner, opponent, games, seed, deterministic)
+        for opponent, scores in zip(past, match_scores):
             self.table.record(learner.label, opponent.label, scores.sum(), len(scores))
             past_scores.append(scores.mean())
         if past_scores:
@@ -437,37 +450,44 @@ class SelfPlay:
         return out
 
 
-def evaluate_checkpoints(config: dict, path_a, opponent: str) -> dict:
+def evaluate_checkpoints(config: dict, path_a, opponent: str, on_gpu: bool = False) -> dict:
     """`fastvec-train ENV --eval=A --eval.opponent=B|bot`: A against checkpoint B (A on seat g % A of game
-    g, so it plays every side), or against the scripted bot at every level. Returns scores and Elo."""
+    g, so it plays every side), or against the scripted bot at every level; on_gpu: every game in one batch
+    on the GPU (cuda/matches.py), else on the CPU. Returns scores, Elo, where the games played and the seconds
+    they took (compiling included)."""
     a = load_policy(path_a)
     games, seed = config["eval"]["episodes"], config["train"]["seed"] + 7
     deterministic = config["eval"]["deterministic"]
     table = EloTable()
-    result: dict = {"env": config["env"]["name"], "player": str(path_a), "games": games, "matches": []}
+    result: dict = {"env": config["env"]["name"], "player": str(path_a), "games": games, "matches": [],
+                    "device": "cuda" if on_gpu else "cpu"}
+    levels, opponents = [], []
     if opponent == "bot":
         levels = bot_levels(config)
         if not levels:
             raise ConfigError(f"eval.opponent=bot: {config['env']['name']} has no scripted bot "
                               f"(selfplay.bot_switch_param / bot_level_param are empty)")
-        for level in levels:
-            scores = play_bot(config, a, level, games, seed, deterministic)
-            table.record("A", f"bot{level}", scores.sum(), games)
-            result["matches"].append({"opponent": f"bot level {level}", "score": float(scores.mean()),
-                                      "wins": int((scores == 1).sum()), "ties": int((scores == 0.5).sum()),
-                                      "losses": int((scores == 0).sum())})
     else:
         b = load_policy(opponent)
         if (b.spec.obs_size, b.spec.num_actions) != (a.spec.obs_size, a.spec.num_actions):
             raise ConfigError(f"{opponent} plays obs {b.spec.obs_size} / {b.spec.num_actions} actions, "
                               f"{path_a} obs {a.spec.obs_size} / {a.spec.num_actions}: not the same game")
-        scores = play_match(config, a, b, games, seed, deterministic)
-        table.record("A", "B", scores.sum(), games)
-        result["matches"].append({"opponent": str(opponent), "score": float(scores.mean()),
+        opponents = [b]
+    t0 = time.perf_counter()
+    matches = None
+    if on_gpu:
+        from fastvec.trainer.cuda.matches import GpuMatches
+        matches = GpuMatches(a.spec)
+    bot_scores, match_scores = play_all(config, a, levels, opponents, games, seed, deterministic, matches)
+    result["seconds"] = time.perf_counter() - t0
+    named = [(f"bot{level}", f"bot level {level}", bot_scores[level]) for level in levels]
+    named += [("B", str(opponent), scores) for scores in match_scores]
+    for name, label, scores in named:
+        table.record("A", name, scores.sum(), games)
+        result["matches"].append({"opponent": label, "score": float(scores.mean()),
                                   "wins": int((scores == 1).sum()), "ties": int((scores == 0.5).sum()),
                                   "losses": int((scores == 0).sum())})
-    ratings = table.ratings()
-    result["elo"] = ratings
+    result["elo"] = table.ratings()
     return result
 
 

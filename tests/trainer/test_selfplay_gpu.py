@@ -155,24 +155,89 @@ def test_the_device_pool_follows_the_host_pool(tmp_path):
 
 
 def test_gpu_evaluation_games_equal_the_cpu_ones():
-    """Deterministic play (argmax, no draws): the GPU's matches against a past self and against the bot at
-    every level give the CPU's scores game for game."""
-    from fastvec.trainer.env_batch import env_build
-    from fastvec.trainer.cuda import device
+    """Deterministic play (argmax, no draws): one GPU batch of every bot level and two past selves gives the
+    CPU's scores game for game; sampled play: a match's scores do not depend on what else shares its batch."""
     from fastvec.trainer.cuda.matches import GpuMatches
     config = gpu_selfplay_config()
     spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=16, layers=2, highway=True)
+    a, b, c = random_policy(spec, 1, "a"), random_policy(spec, 2, "b", scale=1.0), random_policy(spec, 3, "c")
+    matches = GpuMatches(spec)
+    bots, pasts = matches.evaluate(config, a, [0, 1, 2, 3, 4], [b, c], 32, seed=9, deterministic=True)
+    for level in range(5):
+        np.testing.assert_array_equal(bots[level], play_bot(config, a, level, 32, seed=9, deterministic=True),
+                                      err_msg=f"level {level}")
+    for opponent, scores in zip([b, c], pasts):
+        np.testing.assert_array_equal(scores, play_match(config, a, opponent, 32, seed=9, deterministic=True))
+    assert matches.last_steps > 0 and len({float(s.mean()) for s in bots.values()}) > 1  # the levels differ
+    bots, pasts = matches.evaluate(config, a, [0, 2, 4], [b, c], 64, seed=4)
+    np.testing.assert_array_equal(bots[2], matches.play_bot(config, a, 2, 64, seed=4))
+    np.testing.assert_array_equal(pasts[1], matches.play_match(config, a, c, 64, seed=4))
+    assert set(np.unique(pasts[1])) <= {0.0, 0.5, 1.0}
+
+
+def test_gpu_evaluation_without_per_game_levels_builds_one_module_a_level(monkeypatch):
+    """An env whose bot level is a compile-time constant only (no FV_BOT_LEVELS): one batch per level and one
+    for the past selves, the same scores as the CPU's."""
+    from fastvec.trainer.cuda import matches as matches_mod
+    real = matches_mod.module_int
+    monkeypatch.setattr(matches_mod, "module_int",
+                        lambda cuda, module, name: 0 if name == "match_bot_levels" else real(cuda, module, name))
+    config = gpu_selfplay_config()
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=16, layers=2, highway=True)
     a, b = random_policy(spec, 1, "a"), random_policy(spec, 2, "b", scale=1.0)
-    source, defines, _ = env_build(config, None)
-    defines.update(POLICY_HIDDEN=16, POLICY_LAYERS=2, POLICY_MINGRU=1, POLICY_HIGHWAY=1)
-    matches = GpuMatches(config, spec, device.load_module(source, tuple(sorted(defines.items()))))
-    gpu = matches.play_match(config, a, b, 48, seed=9, deterministic=True)
-    np.testing.assert_array_equal(gpu, play_match(config, a, b, 48, seed=9, deterministic=True))
+    bots, pasts = matches_mod.GpuMatches(spec).evaluate(config, a, [0, 4], [b], 24, seed=2, deterministic=True)
     for level in (0, 4):
-        np.testing.assert_array_equal(matches.play_bot(config, a, level, 32, seed=3, deterministic=True),
-                                      play_bot(config, a, level, 32, seed=3, deterministic=True))
-    sampled = matches.play_match(config, a, b, 64, seed=9)
-    assert set(np.unique(sampled)) <= {0.0, 0.5, 1.0}
+        np.testing.assert_array_equal(bots[level], play_bot(config, a, level, 24, seed=2, deterministic=True))
+    np.testing.assert_array_equal(pasts[0], play_match(config, a, b, 24, seed=2, deterministic=True))
+
+
+def test_the_warp_forward_of_the_matches_is_the_thread_forward():
+    """match_forward_kernel (a warp per row, units split over the lanes) against pool_forward_kernel (a thread
+    per row) on the same random obs, states, starts and draws: the same sampled actions and, bit for bit, the
+    same new recurrent states (hidden 48: lanes with one unit and with two)."""
+    from fastvec.trainer.cuda import device
+    from fastvec.trainer.cuda.matches import GpuMatches
+    config = gpu_selfplay_config()
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layers=2, highway=True)
+    matches = GpuMatches(spec)
+    cuda = matches.cuda
+    module = matches.module({**config, "env": {**config["env"], "pong_bot": 0}}, {"BOT_LEVEL": -1})
+    k = device.Launcher(module, matches.stream)
+    n, agents, rng = 300, 2, np.random.default_rng(0)
+    rows, stride = n * agents, matches.stride
+    weights = np.zeros((3, stride), np.float32)
+    for i in range(3):
+        weights[i, :matches.layout.size] = random_policy(spec, 20 + i, f"w{i}", scale=1.5).params
+    game_weights = rng.integers(1, 3, n).astype(np.int32)
+    obs = rng.uniform(-1, 1, (n, agents, 8)).astype(np.float32)
+    starts = (rng.random(rows) < 0.3).astype(np.float32)
+    state = rng.normal(0, 1, (2, rows, 48)).astype(np.float32)
+    allocations = {name: cuda.to_device(np.ascontiguousarray(x)) for name, x in [
+        ("weights", weights), ("game_weights", game_weights), ("obs", obs), ("starts", starts),
+        ("state_thread", state), ("state_warp", state), ("actions_thread", np.zeros(rows, np.int32)),
+        ("actions_warp", np.zeros(rows, np.int32)), ("levels", np.full(n, -1, np.int32)),
+        ("scores", np.full(n, np.nan, np.float32)), ("step0", np.array([11], np.int64))]}
+    gpu = {name: int(allocation) for name, allocation in allocations.items()}
+    key, block = 0x1234567, 128
+    k.function("pool_forward_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    4 * 48 * block)
+    k.launch_shared("pool_forward_kernel", rows, block, 4 * 48 * block, np.int32(rows), np.int32(agents),
+                    np.int32(0), np.int32(0), gpu["weights"], np.int64(stride), gpu["game_weights"], gpu["obs"],
+                    gpu["starts"], gpu["state_thread"], gpu["actions_thread"], np.uint64(key), 0, np.int64(14),
+                    np.int32(0))
+    k.launch_grid("match_forward_kernel", (rows + 3) // 4, 128, np.int32(rows), np.int32(n), gpu["weights"],
+                  np.int64(stride), gpu["game_weights"], gpu["levels"], gpu["scores"], gpu["obs"], gpu["starts"],
+                  gpu["state_warp"], gpu["actions_warp"], np.uint64(key), gpu["step0"], np.int32(3), np.int32(0))
+    matches.stream.synchronize()
+    out = {}
+    for name, like in [("state_thread", state), ("state_warp", state), ("actions_thread", np.zeros(rows, np.int32)),
+                       ("actions_warp", np.zeros(rows, np.int32))]:
+        out[name] = cuda.from_device_like(allocations[name], like)
+    np.testing.assert_array_equal(out["state_warp"], out["state_thread"])
+    np.testing.assert_array_equal(out["actions_warp"], out["actions_thread"])
+    assert len(np.unique(out["actions_warp"])) == 3 and not np.array_equal(out["state_warp"], state)
+    for allocation in allocations.values():
+        allocation.free()
 
 
 def test_fastvec_train_selfplay_on_the_gpu(tmp_path):

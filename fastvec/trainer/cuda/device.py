@@ -59,7 +59,9 @@ SIGNATURES = {
     "host_record_kernel": "iiii" + "P" * 12 + "i",
     "pool_forward_kernel": "iiiiPqPPPPPQPqi",
     "selfplay_step_kernel": "ii" + "P" * 24 + "iQQii",
-    "match_step_kernel": "iii" + "P" * 11 + "i",
+    "match_reset_kernel": "iPPPP",
+    "match_forward_kernel": "iiPqPPPPPPPQPii",
+    "match_step_kernel": "iiPP" + "P" * 12 + "ii",
     "selfplay_gather_kernel": "iiPP",
 }
 

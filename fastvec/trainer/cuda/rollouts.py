@@ -221,7 +221,7 @@ class SelfPlayRollout(GemmRollout):
     def matches(self, config: dict):
         """Evaluation games on the GPU in this rollout's env build (cuda/matches.py)."""
         from fastvec.trainer.cuda.matches import GpuMatches
-        return GpuMatches(config, self.spec, self.k.module)
+        return GpuMatches(self.spec)
 
     def add_tensors(self, arena) -> None:
         n, agents, o, q = self.plan.num_envs, self.seats, self.spec.obs_size, max(self.opp_rows, 1)

@@ -3,7 +3,7 @@
  * seat (g + seat_offset) % NUM_AGENTS; its other seats are "opponent rows" g * (NUM_AGENTS - 1) + k, played by
  * the pool snapshot game_weights[g] names, which changes only on the step the game ends (SAME_STEP autoreset).
  * pool_forward_kernel acts for the opponents, selfplay_step_kernel steps the games after the learner's GEMM
- * forward; the evaluation matches (cuda/matches.py) use pool_forward_kernel for every seat and
+ * forward; the evaluation matches (cuda/matches.py) use match_reset_kernel, match_forward_kernel and
  * match_step_kernel. selfplay.py's draw_opponents and SelfPlayBatch are the host twins of this file. */
 
 /* pool_table (int32): [members, latest_prob (float bits), the members' pool slots, oldest first]. */
@@ -117,16 +117,120 @@ __global__ void selfplay_step_kernel(int N, int seat_offset, fv_slot* slots, con
     }
 }
 
-/* An evaluation step, a thread per game: every seat's action from seat_actions (N, NUM_AGENTS) (pool_forward_kernel
- * with per_game = NUM_AGENTS), the game stepped (SAME_STEP), starts (N * NUM_AGENTS,) set where it ended, and the
- * player's score at the game's first end into scores (N,) (NaN until then): the player is seat
- * (g + seat_offset) % NUM_AGENTS; vs_bot: the env's bot is the other side (one agent), a positive return wins. */
-__global__ void match_step_kernel(int N, int seat_offset, int vs_bot, fv_slot* slots, const int* seat_actions,
-                                  OBS_T* game_obs, OBS_T* final_obs, float* starts, unsigned char* terminated,
-                                  unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
-                                  float* scores, int max_episode_steps) {
+/* ------------------------------------------------------------------------------------------------
+ * Evaluation matches (cuda/matches.py): every match of one evaluation in one batch of N games, games_per_match
+ * games a match. Game g is game `local` = g % games_per_match of its match, reset with seed (seed << 32) + local.
+ * bot_levels[g] >= 0: the env's bot plays the seats other than the player's seat 0 (an env compiled with its
+ * bot level at -1 defines FV_BOT_LEVELS and takes the level per game through env_set_bot_level; otherwise the
+ * module is a bot build of one level, one agent); -1: a match against the policy in weights row
+ * game_weights[g], the player on seat local % NUM_AGENTS. The player's weights are row 0. A game's score is
+ * the player's at its first end (selfplay.play_bot / play_match, the CPU versions): NaN until then, and a
+ * scored game is stepped no more. */
+#ifndef FV_BOT_LEVELS
+#define FV_BOT_LEVELS 0
+#endif
+__device__ const int match_bot_levels = FV_BOT_LEVELS;
+#define MATCH_WARPS 4 /* match_forward_kernel's rows per block */
+
+__global__ void match_reset_kernel(int N, fv_slot* slots, const fv_u64* seeds, const int* bot_levels, OBS_T* obs) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= N) return;
+#if FV_BOT_LEVELS
+    env_set_bot_level(&slots[i].env, bot_levels[i]);
+#else
+    (void)bot_levels;
+#endif
+    fv_reset_one(i, slots, seeds, nullptr, obs);
+}
+
+/* The policy step of row j = g * NUM_AGENTS + seat, a warp per row: lane u computes units u, u + 32, ... of
+ * each layer exactly as thread_policy_forward computes them (the same dot_row sums, in the same order), so the
+ * actions are those of a thread per row (pool_forward_kernel). The draw is policy_uniform(key, r, step0[0] + k)
+ * with r the row's index within its match as a batch of its own (local for a bot match, local * NUM_AGENTS +
+ * seat otherwise). state (Ls, rows, H), starts (rows,). Rows of scored games and the bot's seats do nothing. */
+__global__ void __launch_bounds__(32 * MATCH_WARPS)
+match_forward_kernel(int rows, int games_per_match, const float* weights, long long stride, const int* game_weights,
+                     const int* bot_levels, const float* scores, const OBS_T* game_obs, const float* starts,
+                     float* state, int* actions, unsigned long long key, const long long* step0, int k,
+                     int deterministic) {
+    __shared__ __align__(16) float buffers[MATCH_WARPS][2][PH];
+    __shared__ float ys[MATCH_WARPS][NUM_ACTIONS + 1];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    long long j = (long long)blockIdx.x * MATCH_WARPS + warp;
+    if (j >= rows) return; /* whole warps leave: no block-wide barrier follows */
+    int g = (int)(j / NUM_AGENTS), seat = (int)(j % NUM_AGENTS), local = g % games_per_match;
+    int vs_bot = bot_levels[g] >= 0;
+    if (!isnan(scores[g]) || (vs_bot && seat != 0)) return;
+    int player = vs_bot ? 0 : local % NUM_AGENTS;
+    const float* w = weights + (long long)(seat == player ? 0 : game_weights[g]) * stride;
+    const OBS_T* o = game_obs + j * OBS_SIZE;
+#if POLICY_MINGRU
+    float keep = 1.0f - starts[j];
+#else
+    (void)starts;
+    (void)state;
+#endif
+    float* x = buffers[warp][0];
+    float* out = buffers[warp][1];
+    for (int u = lane; u < PH; u += 32) {
+        float acc = 0.0f;
+        for (int q = 0; q < OBS_SIZE; q++) acc = fmaf(w[P_ENC_W + u * OBS_SIZE + q], (float)o[q], acc);
+        x[u] = acc + w[P_ENC_B + u];
+    }
+    __syncwarp();
+    for (int l = 0; l < POLICY_LAYERS; l++) {
+        const float* lw = w + P_LAYER(l);
+        const float* lb = lw + PW * PH;
+        for (int u = lane; u < PH; u += 32) {
+            float zp = dot_row(lw + u * PH, x) + lb[u];
+            float value;
+#if POLICY_MINGRU
+            float cp = dot_row(lw + (PH + u) * PH, x) + lb[PH + u];
+            float z = sigmoidf_ref(zp), c = mingru_g(cp);
+            long long si = ((long long)l * rows + j) * PH + u;
+            float h = fmaf(z, c, (1.0f - z) * keep * state[si]);
+            state[si] = h;
+            value = h;
+#if POLICY_HIGHWAY
+            float s = sigmoidf_ref(dot_row(lw + (2 * PH + u) * PH, x) + lb[2 * PH + u]);
+            value = fmaf(s, h, (1.0f - s) * x[u]);
+#endif
+#else
+            value = fmaxf(zp, 0.0f);
+#endif
+            out[u] = value;
+        }
+        __syncwarp();
+        float* next = out;
+        out = x;
+        x = next;
+    }
+    float* y = ys[warp];
+    for (int m = lane; m < NUM_ACTIONS + 1; m += 32) y[m] = dot_row(w + P_DEC_W + m * PH, x) + w[P_DEC_B + m];
+    __syncwarp();
+    if (lane != 0) return;
+    int action = 0;
+    if (deterministic) {
+        for (int a = 1; a < NUM_ACTIONS; a++) action = y[a] > y[action] ? a : action;
+    } else {
+        long long r = vs_bot ? local : (long long)local * NUM_AGENTS + seat;
+        float lp;
+        action = sample_row(y, NUM_ACTIONS, policy_uniform(key, r, step0[0] + k), &lp);
+    }
+    actions[j] = action;
+}
+
+/* A thread per unscored game: step it with seat_actions (N, NUM_AGENTS) (SAME_STEP), set its seats' starts
+ * where it ended, and score the player's first end into scores (N,), counting it off remaining[0]. The thread
+ * of game 0 adds `advance` to step0[0] (the steps of one graph replay, on its last step). */
+__global__ void match_step_kernel(int N, int games_per_match, fv_slot* slots, const int* bot_levels,
+                                  const int* seat_actions, OBS_T* game_obs, OBS_T* final_obs, float* starts,
+                                  unsigned char* terminated, unsigned char* truncated, float* ep_return,
+                                  int* ep_length, float* ep_stats, float* scores, int* remaining, long long* step0,
+                                  int advance, int max_episode_steps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) step0[0] += advance;
+    if (i >= N || !isnan(scores[i])) return;
     long long act[NUM_AGENTS];
     for (int a = 0; a < NUM_AGENTS; a++) act[a] = seat_actions[(long long)i * NUM_AGENTS + a];
     float reward[NUM_AGENTS];
@@ -136,10 +240,13 @@ __global__ void match_step_kernel(int N, int seat_offset, int vs_bot, fv_slot* s
                 ep_stats + i * NUM_STATS, FV_SAME_STEP, max_episode_steps);
     float done = (float)(terminated[i] | truncated[i]);
     for (int a = 0; a < NUM_AGENTS; a++) starts[(long long)i * NUM_AGENTS + a] = done;
-    if (done != 0.0f && isnan(scores[i])) {
-        int player = (i + seat_offset) % NUM_AGENTS;
-        scores[i] = vs_bot ? (returns[0] > 0.0f ? 1.0f : (returns[0] == 0.0f ? 0.5f : 0.0f))
-                           : (float)seat_score(returns, player);
+    if (done != 0.0f) {
+        if (bot_levels[i] >= 0) {
+            scores[i] = returns[0] > 0.0f ? 1.0f : (returns[0] == 0.0f ? 0.5f : 0.0f);
+        } else {
+            scores[i] = (float)seat_score(returns, (i % games_per_match) % NUM_AGENTS);
+        }
+        atomicSub(remaining, 1);
     }
 }
 
