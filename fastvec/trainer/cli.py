@@ -273,8 +273,12 @@ def _main(argv: list[str], state: dict) -> int:
         return 0
     returns = summary["recent_returns"][-5:]
     mean_return = fmt_number(sum(returns) / len(returns)) if returns else "n/a"
-    print(f"fastvec-train {env}: {fmt_si(steps)} steps in "
-          f"{summary['elapsed']:.1f} s ({fmt_si(summary['sps'])} SPS; start-up {summary['startup']:.2f} s "
+    speed = f"{summary['elapsed']:.1f} s ({fmt_si(summary['sps'])} SPS"
+    if summary.get("eval_time"):
+        speed = (f"{summary['elapsed'] - summary['eval_time']:.1f} s of training ({fmt_si(summary['train_sps'])} SPS) "
+                 f"and {summary['eval_time']:.1f} s of evaluations, {summary['elapsed']:.1f} s wall "
+                 f"({fmt_si(summary['sps'])} SPS")
+    print(f"fastvec-train {env}: {fmt_si(steps)} steps in {speed}; start-up {summary['startup']:.2f} s "
           f"before that); mean return (last {len(returns)} logs) {mean_return}; "
           f"last log {fmt_number(last.get('episode_return'))}; run dir {run_dir}; checkpoint {summary['checkpoint']}")
     return 0

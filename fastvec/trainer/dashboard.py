@@ -142,7 +142,16 @@ class Dashboard:
         total_updates = round(self.total_steps * update / step) if update and step else None
         eta = (self.total_steps - step) / sps if sps > 0 else float("inf")
         return {"step": step, "sps": sps, "update": update, "total_updates": total_updates,
-                "elapsed": m.get("time", 0.0), "eta": max(eta, 0.0)}
+                "elapsed": m.get("time", 0.0), "eta": max(eta, 0.0), "train_sps": m.get("train_sps"),
+                "eval_time": m.get("eval_time")}
+
+    def _speed_parts(self, p: dict) -> list[str]:
+        """SPS and elapsed time; with evaluations between updates (self-play), the training SPS (steps per
+        second outside the evaluations), the wall time and the evaluations' share of it, apart."""
+        if p["train_sps"] is None:
+            return [f"{fmt_si(p['sps'])} SPS", f"elapsed {fmt_duration(p['elapsed'])}"]
+        return [f"{fmt_si(p['train_sps'])} SPS training", f"wall {fmt_duration(p['elapsed'])}",
+                f"eval {p['eval_time'] or 0.0:.1f} s"]
 
     def _episode_parts(self) -> list[str]:
         return [f"{k.replace('episode_', '')} {fmt_number(v)}" for k, v in self.last_episode.items()]
@@ -152,16 +161,19 @@ class Dashboard:
                 for k, v in self.last_selfplay.items() if not k.startswith("selfplay/elo_")]
 
     def progress_line(self) -> str:
-        """One plain progress line: `update 12/74  step 49.2K/303K  13.6K SPS  return 236.9  elapsed 0:04  ETA 0:18`."""
+        """One plain progress line: `update 12/74  step 49.2K/303K  13.6K SPS  return 236.9  elapsed 0:04  ETA 0:18`
+        (self-play: `... 21.3M SPS training ... wall 0:12  eval 1.9 s  ETA 0:01`)."""
         p = self._progress()
         parts = []
         if p["update"] is not None:
             parts.append(f"update {p['update']}/{p['total_updates'] or '?'}")
-        parts += [f"step {fmt_si(p['step'])}/{fmt_si(self.total_steps)}", f"{fmt_si(p['sps'])} SPS"]
+        parts.append(f"step {fmt_si(p['step'])}/{fmt_si(self.total_steps)}")
+        speed = self._speed_parts(p)
+        parts.append(speed[0])
         episode = [part for part in self._episode_parts() if not part.startswith("length ")]
         parts += episode or ["return --"]
         parts += self._selfplay_parts()
-        parts += [f"elapsed {fmt_duration(p['elapsed'])}", f"ETA {fmt_duration(p['eta'])}"]
+        parts += speed[1:] + [f"ETA {fmt_duration(p['eta'])}"]
         return "  ".join(parts)
 
     def renderable(self):
@@ -186,7 +198,7 @@ class Dashboard:
         def row(label: str, parts: list[str]) -> None:
             grid.add_row(label, Parts(parts or ["--"]))
 
-        speed = [f"{fmt_si(p['sps'])} SPS", f"elapsed {fmt_duration(p['elapsed'])}", f"ETA {fmt_duration(p['eta'])}"]
+        speed = self._speed_parts(p) + [f"ETA {fmt_duration(p['eta'])}"]
         if p["update"] is not None:
             speed.append(f"update {p['update']}/{p['total_updates'] or '?'}")
         row("speed", speed)

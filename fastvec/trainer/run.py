@@ -335,6 +335,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                       num_updates * steps_per_update, enabled=dashboard)
     stat_names = trainer.batch.env.stat_names
     start_time = time.perf_counter()
+    eval_before = trainer.timing.get("selfplay_eval", 0.0)  # self-play evaluations: wall time, not training time
     # The steps the updates trained on: trainer.global_step also counts what rollout() collected for updates
     # still to come (with train.async, one rollout ahead), which a checkpoint must not count.
     trained_steps = start_step = trainer.global_step
@@ -393,6 +394,10 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                     metrics = {"global_step": trained_steps, "time": round(elapsed_before + elapsed, 3),
                                "sps": round((trained_steps - start_step) / max(elapsed, 1e-9), 1),
                                "update": trainer.update_index}
+                    if league is not None:
+                        evaluating = trainer.timing.get("selfplay_eval", 0.0) - eval_before
+                        metrics["eval_time"] = round(evaluating, 3)
+                        metrics["train_sps"] = round((trained_steps - start_step) / max(elapsed - evaluating, 1e-9), 1)
                     episodes = trainer.pop_episodes()
                     metrics.update(episodes or {"episodes": 0, "episode_return": None, "episode_length": None,
                                                 **{name: None for name in stat_names}})
@@ -439,6 +444,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
     board.close()  # the live display ends before cli.py prints the summary or the stop message
 
     elapsed = time.perf_counter() - start_time - paused
+    evaluating = trainer.timing.get("selfplay_eval", 0.0) - eval_before
     if league is not None and (run_dir / "ratings.json").is_file():
         try:
             from fastvec.trainer.selfplay import plot_ratings
@@ -449,7 +455,8 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
     return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
             "startup": startup, "global_step": trainer.global_step, "trained_steps": trained_steps,
             "update": trainer.update_index,
-            "sps": (trained_steps - start_step) / max(elapsed, 1e-9), "recent_returns": recent_returns,
+            "sps": (trained_steps - start_step) / max(elapsed, 1e-9), "eval_time": evaluating,
+            "train_sps": (trained_steps - start_step) / max(elapsed - evaluating, 1e-9), "recent_returns": recent_returns,
             "trainer": trainer, "interrupted": interrupted,
             "signal": signal.Signals(signum).name if signum else ("SIGINT" if interrupted else None),
             "saved_at_stop": bool(signum)}

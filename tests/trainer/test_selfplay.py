@@ -202,7 +202,13 @@ def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
                      "--selfplay.eval_interval=2", "--selfplay.refresh_interval=2", "--selfplay.eval_games=4",
                      "--train.checkpoint_interval=2", f"--run-dir={run_dir}"])
     assert code == 0
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert " s of training (" in summary and " s of evaluations, " in summary and " s wall (" in summary
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    last = lines[-1]  # training SPS leaves the evaluations out of the seconds; the wall-clock SPS does not
+    assert 0 < last["eval_time"] < last["time"] and last["sps"] > 0
+    np.testing.assert_allclose(last["train_sps"] / last["sps"], last["time"] / (last["time"] - last["eval_time"]),
+                               rtol=0.02)
     rated = [m for m in lines if "selfplay/elo" in m]
     assert rated and all(f"selfplay/score_bot{level}" in rated[-1] for level in range(5))
     data = json.loads((run_dir / "ratings.json").read_text())
@@ -212,7 +218,18 @@ def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
     assert cli.main(["pong", f"--eval={checkpoints[-1]}", f"--eval.opponent={checkpoints[0]}",
                      "--eval.episodes=6"]) == 0
     out = capsys.readouterr().out
-    assert "over 6 games" in out and "Elo" in out
+    assert "over 6 games" in out and "Elo" in out and "6 games played on the CPU in " in out
+
+
+def test_the_progress_line_shows_training_sps_wall_time_and_evaluations_apart():
+    from fastvec.trainer.dashboard import Dashboard
+    board = Dashboard("t", 10_000_000, enabled=False)
+    board._remember({"global_step": 5_000_000, "time": 12.0, "sps": 416_666.0, "update": 5, "train_sps": 2_500_000.0,
+                     "eval_time": 10.0, "episode_return": 1.0}, [])
+    line = board.progress_line()
+    assert "2.5M SPS training" in line and "wall 0:12" in line and "eval 10.0 s" in line and "417K" not in line
+    board._remember({"global_step": 5_000_000, "time": 12.0, "sps": 416_666.0, "update": 5}, [])
+    assert "417K SPS" in board.progress_line() and "elapsed 0:12" in board.progress_line()
 
 
 THREE_SEATS = r"""
