@@ -84,6 +84,7 @@ FV_FN int pong_bot_level(const State* s) {
     return BOT_LEVEL >= 0 ? (PONG_BOT ? BOT_LEVEL : -1) : s->bot_level;
 }
 #if BOT_LEVEL < 0
+#define FV_BOT_LEVELS 1 /* self-play's evaluation kernels (selfplay.cu) set each game's level */
 FV_FN void env_set_bot_level(State* s, int level) { s->bot_level = level; }
 #endif
 
