@@ -152,12 +152,18 @@ def classic_control_gpu(results):
     unlabelled = [r["env"] for r in d["rows"] if r["env"] not in CLASSIC_GPU_LABELS]
     if unlabelled:
         raise FigureError(f"classic_control_gpu.json: rows {unlabelled} have no label: add them to CLASSIC_GPU_LABELS")
+    sizes = sorted({r["num_envs"] for r in d["rows"]})
     rows = []
     for env, (label, claim) in CLASSIC_GPU_LABELS.items():
-        r = row_where(d["rows"], "env", env)
-        rows.append([label, scaled(r["fastvec_rollout"], 1e9), scaled(r["gymnax_scan"], 1e9),
-                     bold(times(r["fastvec_rollout"], r["gymnax_scan"]), claim)])
-    return table(["env", "fastvec rollout(100)", "gymnax scan(100)", "ratio"], ["---"] + ["---:"] * 3, rows)
+        cells = [label]
+        for n in sizes:
+            r = row_where([r for r in d["rows"] if r["num_envs"] == n], "env", env)
+            cells += [scaled(r["fastvec_rollout"], 1e9), scaled(r["gymnax_scan"], 1e9),
+                      bold(times(r["fastvec_rollout"], r["gymnax_scan"]), claim and n == sizes[-1])]
+        cells.append(str(r["gymnax_warmup_calls"]))
+        rows.append(cells)
+    header = ["env"] + [c for n in sizes for c in (f"fastvec, {envs(n)}", f"gymnax, {envs(n)}", "ratio")]
+    return table(header + ["gymnax warm-up calls"], ["---"] + ["---:"] * (3 * len(sizes) + 1), rows)
 
 
 def minatar_cpu(results):
@@ -175,11 +181,16 @@ def minatar_gpu(results):
     d = load(results, "minatar_gpu.json")
     rows = []
     for r in d["rows"]:
-        rows.append([r["game"], scaled(r["fastvec step()"], 1e9), scaled(r["fastvec rollout(100)"], 1e9),
-                     scaled(r["gymnax scan(100)"], 1e9),
-                     bold(times(r["fastvec rollout(100)"], r["gymnax scan(100)"]))])
-    return table(["game", "fastvec `step()`", "fastvec `rollout(100)`", "gymnax scan(100)", "rollout / gymnax"],
-                 ["---"] + ["---:"] * 4, rows)
+        timed = "gymnax scan(100)" in r
+        rows.append([r["game"], envs(r["num_envs"]), scaled(r["fastvec step()"], 1e9),
+                     scaled(r["fastvec rollout(100)"], 1e9),
+                     scaled(r["gymnax scan(100)"], 1e9) if timed else r["gymnax note"],
+                     bold(times(r["fastvec rollout(100)"], r["gymnax scan(100)"])) if timed else "",
+                     str(r["gymnax warm-up calls"]) if timed else "",
+                     f"{r['fastvec state bytes per env']:,} / " + (f"{r['gymnax state bytes per env']:,.0f}" if timed
+                                                                   else "-")])
+    return table(["game", "envs", "fastvec `step()`", "fastvec `rollout(100)`", "gymnax scan(100)", "rollout / gymnax",
+                  "gymnax warm-up calls", "state bytes per env, fastvec / gymnax"], ["---"] + ["---:"] * 7, rows)
 
 
 ENV_STEPS_GPU_ROWS = [  # label, JSON key, measured at 16M envs too (gymnax ran up to 1M)
@@ -314,18 +325,29 @@ def readme_headline(results):
                  f"evaluations {evals[0][0]:.0f} to {evals[0][1]:.0f} / {evals[1][0]:.0f} to {evals[1][1]:.0f})",
                  f"PureJaxRL-style PPO on gymnax, same run: {pend['peer_time_s']:.2f} s / {acro['peer_time_s']:.2f} s"])
 
-    gpu = load(results, "classic_control_gpu.json")["rows"]
+    gpu = [r for r in load(results, "classic_control_gpu.json")["rows"] if r["num_envs"] == 1 << 20]
     f64, f32 = (row_where(gpu, "env", e) for e in ("cartpole", "cartpole float32=1"))
     rows.append([f"CartPole env steps/s on an H200, {envs(f64['num_envs'])} envs, {f64['rollout_steps']} steps fused",
                  f"{si(f64['fastvec_rollout'])} (float64, Gymnasium's bits); {si(f32['fastvec_rollout'])} with "
-                 f"`float32=1`", f"gymnax (jit + scan) {si(f64['gymnax_scan'])} in the same run"])
+                 f"`float32=1`", f"gymnax (jit + scan, warmed) {si(f64['gymnax_scan'])} in the same run "
+                 f"({times(f64['fastvec_rollout'], f64['gymnax_scan'])}; "
+                 f"{times(f32['fastvec_rollout'], f32['gymnax_scan'])})"])
+    others = [row_where(gpu, "env", e) for e in ("pendulum", "acrobot", "mountaincarcontinuous", "mountaincar")]
+    rows.append([f"Pendulum, Acrobot, MountainCarContinuous, MountainCar env steps/s on an H200, {envs(1 << 20)} envs, "
+                 f"100 steps fused (float64, Gymnasium's bits)", ", ".join(si(r["fastvec_rollout"]) for r in others),
+                 "gymnax (jit + scan, warmed until nothing recompiles), same run: fastvec at " +
+                 ", ".join(times(r["fastvec_rollout"], r["gymnax_scan"]) for r in others) + " its rate"])
 
     minatar = load(results, "minatar_gpu.json")
-    ratios = [r["fastvec rollout(100)"] / r["gymnax scan(100)"] for r in minatar["rows"]]
-    rows.append([f"MinAtar env steps/s on an H200, {envs(minatar['rows'][0]['num_envs'])} envs, "
-                 f"{minatar['rollout_steps']} steps fused",
-                 ", ".join(f"{r['game']} {si(r['fastvec rollout(100)'])}" for r in minatar["rows"]),
-                 f"gymnax (jit + scan): {times(min(ratios), 1)} to {times(max(ratios), 1)} slower, same run"])
+    small = [r for r in minatar["rows"] if r["num_envs"] == 65536]
+    regular = [r for r in small if r["game"] != "Seaquest"]
+    seaquest = row_where(small, "game", "Seaquest")
+    ratios = [r["fastvec rollout(100)"] / r["gymnax scan(100)"] for r in regular]
+    rows.append([f"MinAtar env steps/s on an H200, {envs(65536)} envs, {minatar['rollout_steps']} steps fused",
+                 ", ".join(f"{r['game']} {si(r['fastvec rollout(100)'])}" for r in small),
+                 f"gymnax (jit + scan, warmed): {times(min(ratios), 1)} to {times(max(ratios), 1)} slower, same run; "
+                 f"Seaquest {times(seaquest['fastvec rollout(100)'], seaquest['gymnax scan(100)'])} (its "
+                 f"{seaquest['gymnax state bytes per env'] / 1000:.1f} KB of fixed-size entity buffers per env)"])
 
     pong = row_where(load(results, "pong_steps_cpu.json")["rows"], "num_games", 1024)
     rows.append([f"Pong, {pong['num_games']:,} games, agent steps/s, 16-core host", si(pong["fastvec_vector_env"]),
