@@ -33,6 +33,7 @@ class MatchBatch:
         n = games * len(levels)
         self.num_games, num_stats = n, module_int(cuda, module, "fv_num_stats")
         _, _, max_steps = env_build(env_config, None)
+        self.max_steps = max_steps
         a = self.arena = Arena()  # (N,) games, (N * A,) seats
         a.add("slots", (n, module_int(cuda, module, "fv_slot_size")), np.uint8, "(N, sizeof(fv_slot))")
         a.add("seeds", (n,), np.uint64, "(N,) reset seeds")
@@ -174,12 +175,18 @@ class GpuMatches:
             for module, env_config, match_levels, rows in plan:
                 batches.append(MatchBatch(self, module, env_config, match_levels, rows, weights, games, seed,
                                           deterministic))
-            playing = list(batches)
+            playing, replays = list(batches), 0
             while playing:
                 for batch in playing:
                     batch.graph.launch()
                 self.stream.synchronize()
+                replays += 1
                 playing = [batch for batch in playing if batch.remaining() > 0]
+                stuck = [b for b in playing if b.max_steps and replays * GRAPH_STEPS > b.max_steps + GRAPH_STEPS]
+                if stuck:
+                    raise RuntimeError(f"{stuck[0].remaining()} evaluation games have no score after "
+                                       f"{replays * GRAPH_STEPS} steps, past the env's step limit "
+                                       f"{stuck[0].max_steps}: a bug in selfplay.cu's match kernels")
             scores = np.concatenate([batch.scores() for batch in batches]) if batches else np.zeros(0)
             self.last_steps = max((batch.steps() for batch in batches), default=0)
         finally:
