@@ -1,22 +1,27 @@
-"""Training benchmark beside a peer: fastvec-train on classic control (and, with --minatar, the MinAtar games) against
-PureJaxRL-style PPO on gymnax's version of the same env (benchmarks/peers/purejaxrl_ppo.py), in one run. Prints a
-table and writes benchmarks/results/train_peers.json.
+"""Training beside a peer, measured alike: fastvec-train against PureJaxRL-style PPO on gymnax's version of the same
+env (benchmarks/peers/purejaxrl_ppo.py), both in one run, in up to three kinds of row. Prints a table and writes
+benchmarks/results/train_peers.json.
 
-    python benchmarks/train_peers.py               # pendulum, acrobot (3 seeds), mountaincar(continuous) (1 seed)
-    python benchmarks/train_peers.py --minatar     # also the MinAtar games (10M steps each); --minatar --envs: only them
-    python benchmarks/train_peers.py --fastvec-device cpu --envs pendulum --seeds 1
-    python benchmarks/train_peers.py --fallback-device cpu        # the CPU trainer where the CUDA one refuses an env
-    python benchmarks/train_peers.py --minatar --envs --fastvec-set seaquest-minatar:train.learning_rate=2.5e-3
+    python benchmarks/train_peers.py                                   # pendulum, acrobot: published and tuned
+    python benchmarks/train_peers.py --kinds published --envs breakout-minatar --seeds 1 2 3
+    python benchmarks/train_peers.py --fastvec-device cpu --envs pendulum --trials 2 --trial-seconds 1
 
-fastvec: each seed trains through the trainer's public API (fastvec.trainer.run.train, what `fastvec-train ENV
---train.device=...` runs) with the env's config from fastvec/configs/, logging every update (train.log_interval=0)
-so the first logged mean return >= the threshold is timed to the update; training time excludes start-up (kernels,
-arena, env reset, graph capture), reported beside it. The final policy is evaluated over --eval-episodes episodes
-(`fastvec-train ENV --eval`). A run the trainer refuses (e.g. an action head the CUDA trainer lacks) is recorded
-with the refusal's text. The peer runs in a subprocess (--peer-python: JAX may live in another environment),
-compiled once per env, every seed after it; its time counts from its first update, its compile is reported beside.
-Ratio = the peer's median time to the threshold / fastvec's (>= 2 is the issues' target); for an env without a
-threshold, the same for the lower of the two runs' final returns (same_return_times: both curves smoothed alike).
+Kinds: `published`: the peer in PureJaxRL's published settings for the env's family, and fastvec run in the same
+shape (purejaxrl_ppo.FAMILIES mapped by peers/fairness.py: envs, steps per rollout, minibatches, epochs, lr and its
+annealing, width, separate critic, gamma, lambda, clips, coefficients, normalisation, budget; what cannot map is
+listed in the row). `tuned`: each side's best of one sweep procedure with the same budget (benchmarks/peers/
+sweep_peer.py: the same space, trials, objective, seconds per trial and sampler seed), both then trained on these
+seeds. `shipped`: fastvec's own config (fastvec/configs/ENV.toml, tuned by earlier sweeps) beside the peer's
+published settings: not a like-for-like row (`fair: false`).
+
+Every run trains its whole step budget (--max-seconds is a safety cap: a run it stops is marked capped). Both
+sides log every update's finished episodes (fastvec: train.log_interval=0; the peer: per update inside its jitted
+chunks, timed by interpolation in the chunk), and the threshold is crossed when the mean return of the last K
+(--window) finished episodes reaches it (peers/fairness.py: one function for both). A seed that never crosses counts
+as its whole training time, and the ratio is then a bound (">=": the peer's median is a lower bound). Ratio = the
+peer's median time over fastvec's; training time excludes fastvec's start-up and the peer's compile and warm-up (2
+untimed chunks), both reported. For an env without a threshold: the lower of the two median final returns (each
+seed's last K episodes) and each seed's time to it. The final policy is evaluated over --eval-episodes episodes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -36,65 +42,55 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
+import purejaxrl_ppo  # noqa: E402  (NumPy only at import; JAX runs in the peer's subprocess)
+from fairness import (CLASSIC, MINATAR, WINDOW_EPISODES, fastvec_env_overrides, fastvec_in_peer_shape,  # noqa: E402
+                      final_window_mean, first_crossing, peer_family, ratio, seed_time)
+
 RESULTS = ROOT / "benchmarks" / "results"
 PEER = ROOT / "benchmarks" / "peers" / "purejaxrl_ppo.py"
-
-# fastvec env -> (gymnax id, return threshold or None for report-only)
-CLASSIC = {
-    "pendulum": ("Pendulum-v1", -200.0),
-    "acrobot": ("Acrobot-v1", -100.0),
-    "mountaincar": ("MountainCar-v0", None),
-    "mountaincarcontinuous": ("MountainCarContinuous-v0", None),
-}
-MINATAR = {
-    "breakout-minatar": ("Breakout-MinAtar", 30.0),
-    "asterix-minatar": ("Asterix-MinAtar", None),
-    "freeway-minatar": ("Freeway-MinAtar", None),
-    "seaquest-minatar": ("Seaquest-MinAtar", None),
-    "spaceinvaders-minatar": ("SpaceInvaders-MinAtar", None),
-}
-MINATAR_STEPS = 10_000_000
-# gymnax's MinAtar games have no sticky actions (the `minatar` package's, and fastvec's, default 0.1 repeats the
-# previous action one step in ten) and end episodes at 1,000 steps (Freeway 2,500; the `minatar` package's, and
-# fastvec's, run to the game's end), so fastvec plays the same game. Sticky actions cost much (Breakout on the CPU
-# trainer, 1.2M steps: 42.8 without, 21.2 with), and without a step limit a good policy's episodes never end.
-MINATAR_ENV = {"sticky_action_milli": 0, "max_episode_steps": 1000}
-MINATAR_STEP_LIMITS = {"freeway-minatar": 2500}
+SWEEP = ROOT / "benchmarks" / "peers" / "sweep_peer.py"
+KINDS = ("published", "tuned", "shipped")
+SAFETY_CAP_S = 300.0
 
 
-def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_seconds: float,
-                eval_episodes: int, total_timesteps: int | None, run_root: Path, settings: dict | None = None) -> dict:
-    """One fastvec-train run: time to the first logged mean return >= threshold, start-up, the final policy's
-    evaluation; or the trainer's refusal. settings: {section: {key: value}} over the env's config
-    (--fastvec-set), under the run's own seed, device, budget and logging."""
+def layer(*parts: dict) -> dict:
+    """{section: {key: value}} overrides merged, later parts over earlier ones."""
+    out: dict = {}
+    for part in parts:
+        for section, values in part.items():
+            out.setdefault(section, {}).update(values)
+    return out
+
+
+def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_seconds: float | None,
+                eval_episodes: int, total_timesteps: int | None, run_root: Path, settings: dict | None = None,
+                window: int = WINDOW_EPISODES) -> dict:
+    """One fastvec-train run over its whole budget (max_seconds: a safety cap), logging every update: groups of
+    (steps, seconds, mean return, episodes), the time to the threshold by the window rule, start-up, the final
+    policy's evaluation; or the trainer's refusal. settings: {section: {key: value}} over the env's config, under
+    the run's own seed, device, budget and logging."""
     from fastvec.trainer import checkpoint, run
     from fastvec.trainer.config import ConfigError, load_config
 
-    settings = settings or {}
+    settings = layer({"env": fastvec_env_overrides(env)}, settings or {})
     train = {**settings.get("train", {}), "device": device, "seed": seed, "log_interval": 0.0,
              "checkpoint_seconds": 0.0, "checkpoint_interval": 10 ** 9}
     if total_timesteps:
         train["total_timesteps"] = total_timesteps
-    result = {"env": env, "seed": seed, "device": device, "threshold": threshold}
-    env_overrides = {**MINATAR_ENV, "max_episode_steps": MINATAR_STEP_LIMITS.get(env, 1000)} if env in MINATAR else {}
-    env_overrides.update(settings.get("env", {}))
-    if env_overrides:
-        result["env_overrides"] = env_overrides
+    result = {"env": env, "seed": seed, "device": device, "threshold": threshold, "window": window}
     if settings:
         result["settings"] = settings
-    overrides = {**settings, "env": env_overrides, "train": train, "eval": {"episodes": eval_episodes}}
     try:
-        config = load_config(env, overrides)
+        config = load_config(env, {**settings, "train": train, "eval": {"episodes": eval_episodes}})
     except ConfigError as err:  # an unknown env or key: recorded, the other runs go on
         return {**result, "error": f"{type(err).__name__}: {err}"}
-    reached, curve = [], []
+    groups = []
 
     def watch(metrics, seconds, steps):
-        if metrics and metrics.get("episode_return") is not None:
-            curve.append((steps, round(seconds, 4), round(metrics["episode_return"], 3)))
-            if threshold is not None and not reached and metrics["episode_return"] >= threshold:
-                reached.append((seconds, steps))
-        return seconds >= max_seconds
+        if metrics and metrics.get("episodes"):
+            groups.append((steps, round(seconds, 4), round(metrics["episode_return"], 3), metrics["episodes"]))
+        return max_seconds is not None and seconds >= max_seconds
 
     run_dir = Path(tempfile.mkdtemp(prefix=f"{env}-s{seed}-", dir=run_root))
     t0 = time.perf_counter()
@@ -103,8 +99,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
     except (ConfigError, ImportError, RuntimeError, OSError) as err:  # refused on this device (the message says why)
         return {**result, "refused": f"{type(err).__name__}: {err}", "process_s": round(time.perf_counter() - t0, 3)}
     trainer = summary["trainer"]
-    # the policy as trained when the run ended (--max-seconds stops it between checkpoints), saved as run.py saves
-    state = trainer.state_dict()
+    state = trainer.state_dict()  # the policy as trained when the run ended, saved as run.py saves
     state["counters"]["global_step"] = summary["trained_steps"]
     state["counters"]["time"] = summary["elapsed"]
     ckpt = checkpoint.save(run_dir / "final.npz", trainer.spec, config["env"]["name"], trainer.num_agents, state,
@@ -114,16 +109,33 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
         close()
     t1 = time.perf_counter()
     evaluation = run.evaluate(config, Path(ckpt))
-    last = curve[-1][2] if curve else None
+    per_rollout = config["env"]["num_envs"] * config["train"]["horizon"]
+    budget = -(-config["train"]["total_timesteps"] // per_rollout) * per_rollout
     result.update(
-        reached=bool(reached), time_to_threshold_s=round(reached[0][0], 4) if reached else None,
-        steps_to_threshold=reached[0][1] if reached else None, startup_s=round(summary["startup"], 3),
-        train_s=round(summary["elapsed"], 4), steps=summary["trained_steps"],
-        budget_steps=config["train"]["total_timesteps"], sps=round(summary["sps"]), final_return=last,
+        startup_s=round(summary["startup"], 3), train_s=round(summary["elapsed"], 4), steps=summary["trained_steps"],
+        budget_steps=budget, capped=summary["trained_steps"] < budget, sps=round(summary["sps"]),
         eval_return=round(evaluation["episode_return"], 3), eval_return_std=round(evaluation["episode_return_std"], 3),
         eval_episodes=evaluation["episodes"], eval_s=round(time.perf_counter() - t1, 3),
-        process_s=round(time.perf_counter() - t0, 3), curve=curve)
+        process_s=round(time.perf_counter() - t0, 3), groups=groups)
+    result.update(timed(result, threshold, window))
     return result
+
+
+def timed(run: dict, threshold: float | None, window: int) -> dict:
+    """A run's time to the threshold (seed_time: its whole training time where it never crosses) and its final
+    window mean."""
+    out = {"final_return": final_window_mean(run["groups"], window)}
+    if threshold is not None:
+        hit = seed_time(run["groups"], threshold, run["train_s"], window)
+        out.update(reached=hit["reached"], time_to_threshold_s=hit["time_s"] if hit["reached"] else None,
+                   steps_to_threshold=hit["steps_to_threshold"], time_s=hit["time_s"], lower_bound=hit["lower_bound"])
+    return out
+
+
+def fastvec_command(env: str, device: str, settings: dict, seed_flag: str = "--train.seed=S") -> str:
+    """The fastvec-train command line a run of these settings is."""
+    flags = [f"--{section}.{key}={value}" for section, values in settings.items() for key, value in values.items()]
+    return " ".join(["fastvec-train", env, f"--train.device={device}", seed_flag, *flags])
 
 
 def fastvec_settings(items: list[str], env: str) -> dict:
@@ -143,162 +155,167 @@ def fastvec_settings(items: list[str], env: str) -> dict:
     return settings
 
 
-def peer_runs(gymnax_id: str, seeds: list[int], threshold: float | None, max_seconds: float, eval_episodes: int,
-              total_timesteps: int | None, python: str, timeout: float, settings: list[str] = ()) -> dict:
-    """The peer for every seed in one subprocess (one compile); its JSON, or the error that stopped it."""
+def peer_items(items: list[str], env: str) -> list[str]:
+    """--peer-set's [ENV:]KEY=VALUE items that apply to env, as KEY=VALUE."""
+    return [item.split(":", 1)[-1] for item in items
+            if ":" not in item.split("=", 1)[0] or item.split(":", 1)[0] == env]
+
+
+def subprocess_json(cmd: list[str], out: Path, timeout: float) -> dict:
+    """Run cmd (which writes JSON to out); its JSON with the command and wall time, or the error that stopped it."""
+    t0 = time.perf_counter()
+    record = {"command": shlex.join(["python", *[os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
+                                                  for c in cmd[1:]]])}
+    try:
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {**record, "error": f"timed out after {timeout:.0f} s"}
+    if proc.returncode != 0 or not out.exists():
+        tail = proc.stderr.strip().splitlines()
+        return {**record, "error": tail[-1] if tail else f"exit {proc.returncode}", "stderr_tail": proc.stderr[-2000:]}
+    return {**json.loads(out.read_text()), **record, "process_s": round(time.perf_counter() - t0, 3)}
+
+
+def peer_runs(gymnax_id: str, seeds: list[int], threshold: float | None, max_seconds: float | None,
+              eval_episodes: int, python: str, timeout: float, settings: list[str] = (),
+              window: int = WINDOW_EPISODES) -> dict:
+    """The peer for every seed in one subprocess (one compile), each over its whole step budget."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "peer.json"
-        cmd = [python, str(PEER), gymnax_id, "--seeds", *map(str, seeds), "--max-seconds", str(max_seconds),
-               "--eval-episodes", str(eval_episodes), "--out", str(out)]
+        cmd = [python, str(PEER), gymnax_id, "--seeds", *map(str, seeds), "--eval-episodes", str(eval_episodes),
+               "--window", str(window), "--out", str(out)]
+        if max_seconds is not None:
+            cmd += ["--max-seconds", str(max_seconds)]
         if threshold is not None:
             cmd += ["--threshold", str(threshold)]
-        if total_timesteps:
-            cmd += ["--total-timesteps", str(total_timesteps)]
         if settings:
             cmd += ["--set", *settings]
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        except subprocess.TimeoutExpired:
-            return {"env_id": gymnax_id, "error": f"peer timed out after {timeout:.0f} s", "command": " ".join(cmd[1:])}
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0 or not out.exists():
-            return {"env_id": gymnax_id, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else
-                    f"exit {proc.returncode}", "stderr_tail": proc.stderr[-2000:], "command": " ".join(cmd[1:])}
-        result = json.loads(out.read_text())
-        result.update(process_s=round(wall, 3), command=" ".join(cmd[1:]))
-        return result
+        result = subprocess_json(cmd, out, timeout)
+    for run in result.get("runs", []):
+        run.update(timed(run, threshold, window))
+    return result
 
 
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+def sweep_side(env: str, side: str, args, python: str, timeout: float) -> dict:
+    """benchmarks/peers/sweep_peer.py for one side, in a subprocess."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep.json"
+        cmd = [python, str(SWEEP), env, "--side", side, "--trials", str(args.trials), "--trial-seconds",
+               str(args.trial_seconds), "--batch", str(args.batch), "--sampler-seed", str(args.sampler_seed),
+               "--device", args.fastvec_device, "--timeout", str(max(round(timeout - 10.0), 1)), "--out", str(out)]
+        if args.fix:
+            cmd += ["--fix", *args.fix]
+        return subprocess_json(cmd, out, timeout)
 
 
-def smoothed(curve: list, window_steps: int) -> list[tuple[float, float]]:
-    """(seconds, mean of the returns logged over the last window_steps steps) at every logged point of a
-    (steps, seconds, return) curve: both runs' curves compared at one smoothing, whatever each logs per update."""
-    out, lo, total = [], 0, 0.0
-    for i, (steps, seconds, value) in enumerate(curve):
-        total += value
-        while curve[lo][0] <= steps - window_steps:
-            total -= curve[lo][2]
-            lo += 1
-        out.append((seconds, total / (i - lo + 1)))
-    return out
-
-
-def same_return_times(fastvec_curve: list, peer_curve: list, budget_steps: int) -> dict | None:
-    """Where a game has no threshold: the return both runs reach (the lower of their final returns, each the mean
-    over the budget's last tenth) and the training seconds each took to first reach it (its mean over a
-    trailing twentieth of the budget)."""
-    if not fastvec_curve or not peer_curve:
+def same_return(fastvec: list[dict], peer: list[dict], window: int) -> dict | None:
+    """Where an env has no threshold: the lower of the two sides' median final returns (each seed's last `window`
+    episodes), and each seed's time to it by the window rule (its whole training time where it never gets there)."""
+    finals = [[r["final_return"] for r in runs if r.get("final_return") is not None] for runs in (fastvec, peer)]
+    if not all(finals):
         return None
-    finals = [statistics.fmean(v for st, _, v in c if st >= c[-1][0] - budget_steps // 10)
-              for c in (fastvec_curve, peer_curve)]
-    common = min(finals)
-    times = [next((t for t, m in smoothed(c, budget_steps // 20) if m >= common), None)
-             for c in (fastvec_curve, peer_curve)]
-    return {"return": round(common, 3), "fastvec_final": round(finals[0], 3), "peer_final": round(finals[1], 3),
-            "fastvec_s": times[0], "peer_s": times[1],
-            "ratio": round(times[1] / times[0], 3) if times[0] and times[1] else None}
+    common = min(statistics.median(f) for f in finals)
+    sides = []
+    for runs in (fastvec, peer):
+        hits = [first_crossing(r["groups"], common, window) for r in runs]
+        sides.append(([h[0] if h else r["train_s"] for h, r in zip(hits, runs)], [h is None for h in hits]))
+    return {"return": round(common, 3), "fastvec_final": round(statistics.median(finals[0]), 3),
+            "peer_final": round(statistics.median(finals[1]), 3), "fastvec_s": sides[0][0], "peer_s": sides[1][0],
+            **ratio(sides[1][0], sides[1][1], sides[0][0], sides[0][1])}
 
 
-def summarize(env: str, gymnax_id: str, threshold, fastvec: list[dict], peer: dict) -> dict:
+def summarize(env: str, kind: str, threshold, fastvec: list[dict], peer: dict, window: int, extra: dict) -> dict:
+    """One row: each side's seeds, their medians, the ratio with its bound."""
     trained = [r for r in fastvec if "eval_return" in r]
-    peer_ok = [r for r in peer.get("runs", [])]
-    row = {"env": env, "gymnax_id": gymnax_id, "threshold": threshold,
-           "fastvec_runs": len(fastvec), "fastvec_reached": sum(r.get("reached", False) for r in trained),
-           "fastvec_time_s": median(r["time_to_threshold_s"] for r in trained) if threshold is not None else
-           median(r["train_s"] for r in trained),
-           "fastvec_startup_s": median(r["startup_s"] for r in trained),
-           "fastvec_eval_return": median(r["eval_return"] for r in trained),
-           "fastvec_devices": sorted({r["device"] for r in trained}),
-           "fastvec_refused": next((r.get("refused") or r.get("error") or r.get("refused_on_cuda") for r in fastvec
-                                    if r.get("refused") or r.get("error") or r.get("refused_on_cuda")), None),
-           "peer_runs": len(peer_ok), "peer_reached": sum(r["reached"] for r in peer_ok),
-           "peer_time_s": median(r["time_to_threshold_s"] for r in peer_ok) if threshold is not None else
-           median(r["train_s"] for r in peer_ok),
-           "peer_compile_s": peer.get("compile_s"), "peer_eval_return": median(r.get("eval_return") for r in peer_ok),
-           "peer_error": peer.get("error")}
-    if row["fastvec_time_s"] and row["peer_time_s"] and threshold is not None:
-        row["ratio"] = round(row["peer_time_s"] / row["fastvec_time_s"], 3)
-    else:
-        row["ratio"] = None
-    if threshold is None and trained and peer_ok:  # seed by seed, the medians reported
-        pairs = [same_return_times(f.get("curve", []), p.get("curve", []), f["budget_steps"])
-                 for f, p in zip(trained, peer_ok)]
-        pairs = [pair for pair in pairs if pair]
-        if pairs:
-            row["same_return"] = {key: median(pair[key] for pair in pairs) for key in pairs[0]}
-            row["ratio"] = row["same_return"]["ratio"]
+    runs = peer.get("runs", [])
+    row = {"env": env, "kind": kind, "fair": kind != "shipped", "gymnax_id": {**CLASSIC, **MINATAR}[env][0],
+           "threshold": threshold, "window": window, **extra,
+           "fastvec_refused": next((r.get("refused") or r.get("error") for r in fastvec
+                                    if r.get("refused") or r.get("error")), None),
+           "fastvec_startup_s": [r["startup_s"] for r in trained],
+           "peer_compile_s": peer.get("compile_s"), "peer_warmup_s": peer.get("warmup_s"),
+           "peer_error": peer.get("error"), "peer_command": peer.get("command"), "peer_config": peer.get("config")}
+    for side, side_runs in (("fastvec", trained), ("peer", runs)):
+        row[side + "_seeds"] = [{k: r.get(k) for k in ("seed", "reached", "time_s", "lower_bound", "steps_to_threshold",
+                                                       "train_s", "steps", "budget_steps", "capped", "sps",
+                                                       "final_return", "eval_return", "eval_return_std", "groups")}
+                                for r in side_runs]
+    if threshold is not None and trained and runs:
+        row.update(ratio([r["time_s"] for r in runs], [r["lower_bound"] for r in runs],
+                         [r["time_s"] for r in trained], [r["lower_bound"] for r in trained]))
+    elif trained and runs:
+        row["same_return"] = same_return(trained, runs, window)
+        if row["same_return"]:
+            row.update({k: row["same_return"][k] for k in ("ratio", "lower_bound", "upper_bound", "ratio_text")})
+    row.setdefault("ratio", None)
+    row.setdefault("ratio_text", "-")
     return row
 
 
-def print_table(rows: list[dict], device: str, seeds: list[int]) -> None:
-    def fmt(x, spec="8.2f"):
-        return format("-", ">" + spec.split(".")[0].rstrip("f,d")) if x is None else format(x, spec)
-    print(f"\nfastvec-train (--train.device={device}) beside PureJaxRL-style PPO on gymnax, seeds {seeds}: "
-          "time = median training seconds to the threshold (to the run's end where there is none)")
-    print(f"{'env':<28} {'thr':>6} {'fv hit':>6} {'fv s':>8} {'fv start':>8} {'fv eval':>8} {'peer hit':>8} "
-          f"{'peer s':>8} {'compile':>8} {'peer eval':>9} {'ratio':>6}")
+def print_table(rows: list[dict], window: int) -> None:
+    def seeds(side_seeds):
+        return " ".join(("" if s["reached"] else ">") + f"{s['time_s']:.2f}" for s in side_seeds
+                        if s.get("time_s") is not None) or "-"
+    print(f"\nfastvec-train beside PureJaxRL-style PPO on gymnax: seconds to the threshold per seed (the mean of the "
+          f"last {window} finished episodes; '>' a seed that never crossed: its whole training time)")
+    print(f"{'env':<20} {'kind':<10} {'thr':>6} {'fastvec s':<24} {'peer s':<24} {'ratio':>8}")
     for r in rows:
-        name = r["env"] + (f" ({r['fastvec_devices'][0]})" if r["fastvec_devices"] != [device] and
-                           r["fastvec_devices"] else "")
-        print(f"{name:<28} {fmt(r['threshold'], '6.0f')} "
-              f"{r['fastvec_reached']:>2}/{r['fastvec_runs']:<3} {fmt(r['fastvec_time_s'])} "
-              f"{fmt(r['fastvec_startup_s'])} {fmt(r['fastvec_eval_return'], '8.1f')} "
-              f"{r['peer_reached']:>4}/{r['peer_runs']:<3} {fmt(r['peer_time_s'])} {fmt(r['peer_compile_s'])} "
-              f"{fmt(r['peer_eval_return'], '9.1f')} {fmt(r['ratio'], '6.2f')}")
+        thr = "-" if r["threshold"] is None else f"{r['threshold']:g}"
+        print(f"{r['env']:<20} {r['kind']:<10} {thr:>6} {seeds(r['fastvec_seeds']):<24} {seeds(r['peer_seeds']):<24} "
+              f"{r['ratio_text']:>8}{'' if r['fair'] else '  (not like for like)'}")
         if r.get("same_return"):
             same = r["same_return"]
             print(f"    same return {same['return']:.1f} (finals: fastvec {same['fastvec_final']:.1f}, peer "
-                  f"{same['peer_final']:.1f}): fastvec {fmt(same['fastvec_s'], '.2f')} s, peer "
-                  f"{fmt(same['peer_s'], '.2f')} s")
-        if r["fastvec_refused"]:
-            print(f"    fastvec: {r['fastvec_refused']}")
-        if r["peer_error"]:
-            print(f"    peer: {r['peer_error']}")
+                  f"{same['peer_final']:.1f})")
+        for key in ("fastvec_refused", "peer_error", "sweep_error"):
+            if r.get(key):
+                print(f"    {key}: {r[key]}")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="*", default=list(CLASSIC), help=f"from {', '.join([*CLASSIC, *MINATAR])}")
-    parser.add_argument("--minatar", action="store_true", help="also every MinAtar game (10M steps each)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="seeds of the envs with a threshold")
-    parser.add_argument("--report-seeds", type=int, nargs="+", default=[1],
-                        help="seeds of the report-only classic envs (mountaincar, mountaincarcontinuous)")
-    parser.add_argument("--minatar-seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--envs", nargs="+", default=["pendulum", "acrobot"], help=", ".join([*CLASSIC, *MINATAR]))
+    parser.add_argument("--kinds", nargs="+", default=["published", "tuned"], choices=KINDS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[11, 12, 13],
+                        help="training seeds of every row (the sweeps train seed 1)")
+    parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
     parser.add_argument("--fastvec-device", default="cuda", choices=["cuda", "cpu"])
-    parser.add_argument("--fallback-device", choices=["cpu"], default=None,
-                        help="train on this device where --fastvec-device's trainer refuses the env")
-    parser.add_argument("--max-seconds", type=float, default=20.0, help="training seconds per classic-control run")
-    parser.add_argument("--minatar-max-seconds", type=float, default=60.0, help="training seconds per MinAtar run")
-    parser.add_argument("--total-seconds", type=float, default=540.0,
-                        help="skip the runs that would start after this many seconds of the whole script")
+    parser.add_argument("--max-seconds", type=float, default=SAFETY_CAP_S,
+                        help="safety cap on a run's training seconds (a run it stops is marked capped)")
+    parser.add_argument("--total-seconds", type=float, default=0.0,
+                        help="start no row's work after this many seconds of the script (0: no limit); skipped "
+                             "work is listed in the JSON")
     parser.add_argument("--eval-episodes", type=int, default=1000)
-    parser.add_argument("--skip-peer", action="store_true")
-    parser.add_argument("--skip-fastvec", action="store_true")
+    parser.add_argument("--trials", type=int, default=16, help="tuned: trials per side")
+    parser.add_argument("--trial-seconds", type=float, default=2.0, help="tuned: training seconds per trial")
+    parser.add_argument("--batch", type=int, default=4, help="tuned: trials asked at once (peer compiles together)")
+    parser.add_argument("--sampler-seed", type=int, default=0)
+    parser.add_argument("--fix", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="tuned: fix a shared-space entry on both sides (sweep_peer.py --fix)")
     parser.add_argument("--peer-set", nargs="*", default=[], metavar="[ENV:]KEY=VALUE",
-                        help="change the peer's PureJaxRL settings, for every env or one: pendulum:GAMMA=0.95")
+                        help="published and shipped: change the peer's PureJaxRL settings (fastvec's shape follows)")
     parser.add_argument("--fastvec-set", nargs="*", default=[], metavar="[ENV:]SECTION.KEY=VALUE",
-                        help="change fastvec's config, for every env or one: breakout-minatar:train.learning_rate=3e-3")
+                        help="shipped: change fastvec's config, for every env or one")
     parser.add_argument("--peer-python", default=sys.executable, help="the Python with JAX, optax and gymnax")
     parser.add_argument("--out", default=str(RESULTS / "train_peers.json"))
     args = parser.parse_args(argv)
-
-    envs = {name: CLASSIC.get(name) or MINATAR.get(name) for name in args.envs}
-    unknown = [name for name, spec in envs.items() if spec is None]
+    unknown = [name for name in args.envs if name not in {**CLASSIC, **MINATAR}]
     if unknown:
         parser.error(f"unknown env(s) {unknown}; choose from {', '.join([*CLASSIC, *MINATAR])}")
-    if args.minatar:
-        envs.update(MINATAR)
+
     start = time.perf_counter()
     run_root = Path(tempfile.mkdtemp(prefix="train_peers-"))
     out = {"date": date.today().isoformat(), "machine": platform.platform(), "cores": os.cpu_count(),
-           "python": platform.python_version(), "fastvec_device": args.fastvec_device, "seeds": args.seeds,
-           "max_seconds": args.max_seconds, "peer_set": args.peer_set, "fastvec_set": args.fastvec_set,
-           "eval_episodes": args.eval_episodes, "rows": [], "fastvec": {}, "peer": {}, "skipped": []}
+           "python": platform.python_version(), "command": shlex.join(["python", "benchmarks/train_peers.py",
+                                                                      *(sys.argv[1:] if argv is None else argv)]),
+           "fastvec_device": args.fastvec_device, "seeds": args.seeds, "window": args.window,
+           "smoothing": f"the mean return of the last {args.window} finished episodes (by count; each update's "
+                        "episodes known as a mean and a count, the oldest update in the window weighted by the "
+                        "episodes it still contributes); crossed at the first update where it is >= the threshold",
+           "max_seconds": args.max_seconds, "eval_episodes": args.eval_episodes,
+           "sweep": {"trials": args.trials, "trial_seconds": args.trial_seconds, "batch": args.batch,
+                     "sampler_seed": args.sampler_seed, "fix": args.fix},
+           "peer_set": args.peer_set, "fastvec_set": args.fastvec_set, "rows": [], "skipped": []}
     try:  # the GPU machine's copy of the tree may have no git history
         git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True,
                              cwd=ROOT)
@@ -311,46 +328,85 @@ def main(argv=None) -> None:
             out["gpu"] = device.init().Context.get_device().name()
         except Exception as err:  # noqa: BLE001 - PyCUDA's errors, no GPU: each run records the trainer's refusal
             out["gpu"] = f"unavailable: {err}"
-    for env, (gymnax_id, threshold) in envs.items():
-        minatar = env in MINATAR
-        seeds = args.minatar_seeds if minatar else args.seeds if threshold is not None else args.report_seeds
-        max_seconds = args.minatar_max_seconds if minatar else args.max_seconds
-        steps = MINATAR_STEPS if minatar else None
-        fastvec = []
-        for seed in seeds if not args.skip_fastvec else []:
-            if time.perf_counter() - start > args.total_seconds:
-                out["skipped"].append(f"fastvec {env} seed {seed}")
+
+    def left() -> float:
+        return args.total_seconds - (time.perf_counter() - start) if args.total_seconds else 86_400.0
+
+    def cap() -> float:  # the safety cap, shortened to what --total-seconds leaves (a run it stops is marked)
+        return max(min(args.max_seconds, left()), 1.0)
+
+    def timeout() -> float:  # a subprocess's limit: what --total-seconds leaves
+        return max(left(), 30.0)
+
+    def fastvec_seeds(env, threshold, settings, total=None):
+        return [fastvec_run(env, seed, args.fastvec_device, threshold, cap(), args.eval_episodes, total,
+                            run_root, settings, args.window) for seed in args.seeds]
+
+    published_peers: dict = {}
+    for kind in args.kinds:
+        for env in args.envs:
+            gymnax_id, threshold = {**CLASSIC, **MINATAR}[env]
+            if left() <= 0:
+                out["skipped"].append(f"{kind} {env}")
                 continue
-            res = fastvec_run(env, seed, args.fastvec_device, threshold, max_seconds, args.eval_episodes, steps,
-                              run_root, fastvec_settings(args.fastvec_set, env))
-            if "refused" in res and args.fallback_device:  # the refusal is kept beside the other device's run
-                res = {**fastvec_run(env, seed, args.fallback_device, threshold, max_seconds, args.eval_episodes,
-                                     steps, run_root, fastvec_settings(args.fastvec_set, env)),
-                       "refused_on_" + args.fastvec_device: res["refused"]}
-            fastvec.append(res)
-            print(json.dumps({k: v for k, v in res.items() if k != "curve"}), flush=True)
-        peer = {}
-        if not args.skip_peer:
-            left = args.total_seconds - (time.perf_counter() - start)
-            if left <= 0:
-                out["skipped"].append(f"peer {gymnax_id}")
+            extra: dict = {}
+            if kind in ("published", "shipped"):
+                if env not in published_peers:
+                    published_peers[env] = peer_runs(gymnax_id, args.seeds, threshold, cap(),
+                                                     args.eval_episodes, args.peer_python, timeout(),
+                                                     peer_items(args.peer_set, env), args.window)
+                peer = published_peers[env]
+                if kind == "published":
+                    config = purejaxrl_ppo.published(peer_family(env),
+                                                    purejaxrl_ppo.parse_overrides(peer_items(args.peer_set, env)))
+                    per_update, _, updates = purejaxrl_ppo.budget_steps(config)
+                    settings, unmapped = fastvec_in_peer_shape(config, per_update * updates)
+                    extra.update(fastvec_settings=settings, unmapped=unmapped)
+                else:
+                    settings = fastvec_settings(args.fastvec_set, env)
+                    extra["fastvec_settings"] = settings
+                fastvec = fastvec_seeds(env, threshold, settings)
             else:
-                settings = [item.split(":", 1)[-1] for item in args.peer_set
-                            if ":" not in item.split("=", 1)[0] or item.split(":", 1)[0] == env]
-                peer = peer_runs(gymnax_id, seeds, threshold, max_seconds, args.eval_episodes, steps,
-                                 args.peer_python, timeout=max(left, 60.0) + 120.0, settings=settings)
-                print(json.dumps({k: v for k, v in peer.items() if k != "runs"}), flush=True)
-        out["fastvec"][env], out["peer"][env] = fastvec, peer
-        out["rows"].append(summarize(env, gymnax_id, threshold, fastvec, peer))
-    out["wall_s"] = round(time.perf_counter() - start, 1)
+                if threshold is None:
+                    out["skipped"].append(f"tuned {env}: no threshold for the time_to_target sweep")
+                    continue
+                sweeps = {side: sweep_side(env, side, args, args.peer_python, timeout()) for side in ("fastvec", "peer")}
+                extra["sweeps"] = {side: {k: v for k, v in s.items() if k != "stderr_tail"} for side, s in sweeps.items()}
+                extra["sweep_trials_done"] = {side: len(s.get("records", [])) for side, s in sweeps.items()}
+                extra["equal_trials"] = len(set(extra["sweep_trials_done"].values())) == 1
+                errors = [f"{side}: {s.get('error') or 'no trial completed'}" for side, s in sweeps.items()
+                          if "best" not in s]
+                if errors:
+                    extra["sweep_error"] = "; ".join(errors)
+                    out["rows"].append(summarize(env, kind, threshold, [], {}, args.window, extra))
+                    continue
+                settings = sweeps["fastvec"]["best"]["settings"]
+                items = [f"{k}={json.dumps(v)}" for k, v in sweeps["peer"]["best"]["overrides"].items()]
+                extra["fastvec_settings"] = settings
+                fastvec = fastvec_seeds(env, threshold, settings)
+                peer = peer_runs(gymnax_id, args.seeds, threshold, cap(), args.eval_episodes,
+                                 args.peer_python, timeout(), items, args.window)
+            extra["fastvec_command"] = fastvec_command(env, args.fastvec_device,
+                                                       layer({"env": fastvec_env_overrides(env)}, settings))
+            row = summarize(env, kind, threshold, fastvec, peer, args.window, extra)
+            out["rows"].append(row)
+            print(json.dumps({"env": env, "kind": kind, "ratio": row["ratio_text"],
+                              **{side: [(s["time_s"], s["reached"], s["sps"]) for s in row[side + "_seeds"]]
+                                 for side in ("fastvec", "peer")}}), flush=True)
+            write(out, args.out, start)  # each row as it lands: a run stopped from outside keeps the rows before
     shutil.rmtree(run_root, ignore_errors=True)  # the runs' checkpoints: only their numbers are kept
-    print_table(out["rows"], args.fastvec_device, args.seeds)
+    print_table(out["rows"], args.window)
     if out["skipped"]:
-        print(f"skipped (past --total-seconds={args.total_seconds:g}): {', '.join(out['skipped'])}")
-    path = Path(args.out)
+        print(f"skipped: {', '.join(out['skipped'])}")
+    print(f"wrote {write(out, args.out, start)} ({out['wall_s']} s)")
+
+
+def write(out: dict, path: str, start: float) -> Path:
+    out["wall_s"] = round(time.perf_counter() - start, 1)
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, default=str))
-    print(f"wrote {path} ({out['wall_s']} s)")
+    return path
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """PureJaxRL-style PPO on gymnax envs (the algorithm of purejaxrl's ppo.py and ppo_continuous_action.py, written
 here in plain JAX): the peer that fastvec's training benchmarks run beside fastvec-train. The training loop runs
-in jitted chunks of updates, with a host check of the completed episodes' mean return between chunks, so the
-wall-clock time to a return threshold is measurable; compile time is reported separately.
+in jitted chunks of updates; each update's finished episodes come back as a return sum and a count, so the time
+to a return threshold (fairness.py's window: the mean of the last K finished episodes) is measurable per update.
+Compile and warm-up time are reported separately.
 
     python benchmarks/peers/purejaxrl_ppo.py Pendulum-v1 [--seeds 0 1 2] [--threshold -200] [--max-seconds 60]
     python benchmarks/peers/purejaxrl_ppo.py Breakout-MinAtar --threshold 30 --out results/peer_breakout.json
@@ -22,7 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fairness import WINDOW_EPISODES, first_crossing  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent.parent / "results"
+WARMUP_CHUNKS = 2  # untimed executions of the compiled program before any timed run
 
 # PureJaxRL's published settings per env family: ppo.py's config (CartPole) for the classic-control ids with
 # Discrete actions; ppo_continuous_action.py's (its 256-wide tanh MLP, Adam without annealing, observation and
@@ -73,16 +78,41 @@ def family_of(env_id: str, env=None, env_params=None) -> str:
     return "classic"
 
 
-def config_for(env_id: str, overrides: dict | None = None) -> dict:
-    """PureJaxRL's settings for env_id's family, with overrides (upper-case keys, as PureJaxRL names them)."""
-    gymnax = import_gymnax()
-    env, env_params = gymnax.make(env_id)
-    config = dict(FAMILIES[family_of(env_id, env, env_params)])
+def parse_overrides(items) -> dict:
+    """KEY=VALUE items (JSON values, else strings: ACTIVATION=relu) as {KEY: value}."""
+    overrides = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = json.loads(value.lower() if value in ("True", "False") else value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    return overrides
+
+
+def published(family: str, overrides: dict | None = None) -> dict:
+    """PureJaxRL's settings for a family, with overrides (upper-case keys, as PureJaxRL names them)."""
+    config = dict(FAMILIES[family])
     for key, value in (overrides or {}).items():
         if key not in config:
             raise KeyError(f"unknown PureJaxRL setting {key!r}; known: {', '.join(sorted(config))}")
         config[key] = value
     return config
+
+
+def budget_steps(config: dict, chunk_steps: int = 20_000) -> tuple[int, int, int]:
+    """(steps per update, updates per chunk, updates) as Peer runs config: TOTAL_TIMESTEPS in whole chunks."""
+    per_update = config["NUM_ENVS"] * config["NUM_STEPS"]
+    chunk_updates = max(1, round(chunk_steps / per_update))
+    wanted = max(1, config["TOTAL_TIMESTEPS"] // per_update)
+    return per_update, chunk_updates, max(1, wanted // chunk_updates) * chunk_updates
+
+
+def config_for(env_id: str, overrides: dict | None = None) -> dict:
+    """PureJaxRL's settings for env_id's family, with overrides."""
+    gymnax = import_gymnax()
+    env, env_params = gymnax.make(env_id)
+    return published(family_of(env_id, env, env_params), overrides)
 
 
 def make_optimizer(config: dict, num_updates: int):
@@ -150,11 +180,9 @@ class Peer:
         low = jnp.asarray(action_space.low, jnp.float32) if self.continuous else None
         high = jnp.asarray(action_space.high, jnp.float32) if self.continuous else None
         num_envs, num_steps = config["NUM_ENVS"], config["NUM_STEPS"]
-        self.steps_per_update = num_envs * num_steps
-        self.chunk_updates = max(1, round(chunk_steps / self.steps_per_update))
-        wanted = max(1, config["TOTAL_TIMESTEPS"] // self.steps_per_update)
-        self.num_chunks = max(1, wanted // self.chunk_updates)
-        self.num_updates = self.num_chunks * self.chunk_updates  # whole chunks: the annealed lr reaches 0 at the end
+        # whole chunks: the annealed lr reaches 0 at the end
+        self.steps_per_update, self.chunk_updates, self.num_updates = budget_steps(config, chunk_steps)
+        self.num_chunks = self.num_updates // self.chunk_updates
         batch = self.steps_per_update
         minibatch = batch // config["NUM_MINIBATCHES"]
         gamma, lam, clip_eps = config["GAMMA"], config["GAE_LAMBDA"], config["CLIP_EPS"]
@@ -356,38 +384,62 @@ class Peer:
         self.evaluate = jax.jit(evaluate).lower(self.init(key), key).compile() if eval_episodes else None
         self.compile_s = time.perf_counter() - t0
         self.jax = jax
+        self.warmup_s = None
+
+    def warm_up(self, chunks: int = WARMUP_CHUNKS) -> float:
+        """Run the compiled program `chunks` times untimed (first-execution costs stay out of every timed run)."""
+        t0 = time.perf_counter()
+        state = self.init(self.jax.random.PRNGKey(0))
+        for _ in range(chunks):
+            state, out = self.chunk(state)
+            np.asarray(out[1])
+        self.warmup_s = time.perf_counter() - t0
+        return self.warmup_s
 
     def train(self, seed: int, threshold: float | None = None, max_seconds: float | None = None,
-              stop_at_threshold: bool = False, eval_episodes: bool = True) -> dict:
-        """One seed's run: time to the first chunk whose completed episodes average >= threshold, the return at the
-        end of the step budget (or of max_seconds), and the trained policy's return over the evaluation episodes."""
+              stop_at_threshold: bool = False, eval_episodes: bool = True, window: int = WINDOW_EPISODES,
+              on_update=None) -> dict:
+        """One seed's run over the whole step budget (max_seconds: a safety cap; a run it stops is marked capped).
+        groups: (steps, seconds, mean return, episodes) of every update that finished episodes, its seconds
+        interpolated inside its chunk (the host sees a chunk at once); the threshold is crossed when the last
+        `window` episodes average >= it. on_update(steps, seconds, mean or None, episodes) -> stop, per update
+        after its chunk (its own time is not training time). Then the trained policy's evaluation."""
         jax = self.jax
-        curve, reached = [], None
+        groups = []
         t0 = time.perf_counter()
+        paused, before, updates, stop, capped = 0.0, 0.0, 0, False, False
         state = self.init(jax.random.PRNGKey(seed))
-        updates = 0
         for _ in range(self.num_chunks):
             state, (return_sums, counts) = self.chunk(state)
             return_sums, counts = np.asarray(return_sums), np.asarray(counts)  # waits for the chunk
+            now = time.perf_counter() - t0 - paused
+            for j in range(self.chunk_updates):
+                seconds = before + (now - before) * (j + 1) / self.chunk_updates
+                steps = (updates + j + 1) * self.steps_per_update
+                count = int(counts[j])
+                mean = float(return_sums[j] / count) if count else None
+                if count:
+                    groups.append((steps, round(seconds, 4), round(mean, 3), count))
+                if on_update is not None and not stop:
+                    called = time.perf_counter()
+                    stop = bool(on_update(steps, seconds, mean, count))
+                    paused += time.perf_counter() - called
             updates += self.chunk_updates
-            elapsed = time.perf_counter() - t0
-            if counts.sum() > 0:
-                mean = float(return_sums.sum() / counts.sum())
-                curve.append((updates * self.steps_per_update, round(elapsed, 4), round(mean, 3)))
-                if threshold is not None and reached is None and mean >= threshold:
-                    reached = (elapsed, updates * self.steps_per_update)
-                    if stop_at_threshold:
-                        break
-            if max_seconds is not None and elapsed >= max_seconds:
+            before = now
+            if stop or (stop_at_threshold and threshold is not None and first_crossing(groups, threshold, window)):
                 break
-        train_s = time.perf_counter() - t0
+            if max_seconds is not None and now >= max_seconds:
+                capped = updates < self.num_updates
+                break
+        train_s = time.perf_counter() - t0 - paused
         steps = updates * self.steps_per_update
-        result = {"seed": seed, "threshold": threshold, "reached": reached is not None,
-                  "time_to_threshold_s": round(reached[0], 4) if reached else None,
-                  "steps_to_threshold": reached[1] if reached else None,
+        hit = first_crossing(groups, threshold, window) if threshold is not None else None
+        result = {"seed": seed, "threshold": threshold, "window": window, "reached": hit is not None,
+                  "time_to_threshold_s": round(hit[0], 4) if hit else None,
+                  "steps_to_threshold": hit[1] if hit else None,
                   "train_s": round(train_s, 4), "steps": steps, "budget_steps": self.num_updates * self.steps_per_update,
-                  "sps": round(steps / train_s), "final_return": curve[-1][2] if curve else None, "curve": curve}
-        if eval_episodes:
+                  "capped": capped, "sps": round(steps / train_s), "groups": groups}
+        if eval_episodes and self.evaluate is not None:
             t1 = time.perf_counter()
             returns, finished = self.evaluate(state, jax.random.PRNGKey(seed + 1_000_003))
             returns, finished = np.asarray(returns), np.asarray(finished)
@@ -398,21 +450,22 @@ class Peer:
 
 def run_peer(env_id: str, seeds=(0,), threshold: float | None = None, max_seconds: float | None = None,
              overrides: dict | None = None, chunk_steps: int = 20_000, eval_episodes: int = 1000,
-             stop_at_threshold: bool = False) -> dict:
-    """Compile env_id's PPO program once (PureJaxRL's settings for its family, with overrides) and train it for
-    each seed; returns {"env_id", "config", "compile_s", "runs": [per-seed results], "jax", "device"}."""
+             stop_at_threshold: bool = False, window: int = WINDOW_EPISODES) -> dict:
+    """Compile env_id's PPO program once (PureJaxRL's settings for its family, with overrides), warm it up, and
+    train it for each seed; returns {"env_id", "config", "compile_s", "warmup_s", "runs": [per-seed results], ...}."""
     config = config_for(env_id, overrides)
     peer = Peer(env_id, config, chunk_steps, eval_episodes)
+    peer.warm_up()
     runs = []
     for seed in seeds:
-        res = peer.train(seed, threshold, max_seconds, stop_at_threshold, eval_episodes > 0)
+        res = peer.train(seed, threshold, max_seconds, stop_at_threshold, eval_episodes > 0, window)
         runs.append(res)
-        print(json.dumps({k: v for k, v in res.items() if k != "curve"}), file=sys.stderr, flush=True)
+        print(json.dumps({k: v for k, v in res.items() if k != "groups"}), file=sys.stderr, flush=True)
     jax = peer.jax
     family = "minatar" if "MinAtar" in env_id else "continuous" if peer.continuous else "classic"
     return {"env_id": env_id, "family": family, "config": config,
             "num_updates": peer.num_updates, "chunk_updates": peer.chunk_updates, "compile_s": round(peer.compile_s, 3),
-            "runs": runs, "jax": jax.__version__, "device": str(jax.devices()[0]),
+            "warmup_s": round(peer.warmup_s, 3), "window": window, "runs": runs, "jax": jax.__version__, "device": str(jax.devices()[0]),
             "optimizer": "optax" if _has_optax() else "adam in jax (optax not installed)"}
 
 
@@ -427,13 +480,13 @@ def _has_optax() -> bool:
 def print_table(result: dict) -> None:
     print(f"\nPureJaxRL-style PPO on gymnax {result['env_id']} ({result['device']}, compile {result['compile_s']:.1f} s)")
     print(f"{'seed':>5} {'reached':>8} {'time to thr s':>14} {'steps to thr':>13} {'train s':>8} {'steps':>11} "
-          f"{'SPS':>11} {'final ret':>10} {'eval ret':>10}")
+          f"{'SPS':>11} {'capped':>7} {'eval ret':>10}")
     for r in result["runs"]:
         def fmt(x, spec):
             return format("-", ">" + spec.split(".")[0].rstrip(",d")) if x is None else format(x, spec)
         print(f"{r['seed']:>5} {r['reached']!s:>8} {fmt(r['time_to_threshold_s'], '14.2f')} "
               f"{fmt(r['steps_to_threshold'], '13,d')} {r['train_s']:>8.2f} {r['steps']:>11,} {r['sps']:>11,} "
-              f"{fmt(r['final_return'], '10.1f')} {fmt(r.get('eval_return'), '10.1f')}")
+              f"{r['capped']!s:>7} {fmt(r.get('eval_return'), '10.1f')}")
 
 
 def main(argv=None) -> None:
@@ -441,7 +494,10 @@ def main(argv=None) -> None:
     parser.add_argument("env_id", help="a gymnax id: Pendulum-v1, Acrobot-v1, MountainCar-v0, Breakout-MinAtar, ...")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--threshold", type=float, default=None, help="the mean return whose first time is measured")
-    parser.add_argument("--max-seconds", type=float, default=None, help="stop a run after this many training seconds")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="a safety cap: stop a run after this many training seconds (marked capped)")
+    parser.add_argument("--window", type=int, default=WINDOW_EPISODES,
+                        help="K: the threshold is crossed when the last K finished episodes average >= it")
     parser.add_argument("--stop-at-threshold", action="store_true")
     parser.add_argument("--total-timesteps", type=int, default=None, help="the step budget (default: the family's)")
     parser.add_argument("--chunk-steps", type=int, default=20_000, help="env steps between host checks")
@@ -450,17 +506,11 @@ def main(argv=None) -> None:
                         help="override PureJaxRL settings, e.g. NUM_ENVS=1024 LR=1e-3")
     parser.add_argument("--out", default="", help="JSON path (default results/purejaxrl_<env_id>.json)")
     args = parser.parse_args(argv)
-    overrides = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        try:
-            overrides[key] = json.loads(value.lower() if value in ("True", "False") else value)
-        except json.JSONDecodeError:
-            overrides[key] = value
+    overrides = parse_overrides(args.set)
     if args.total_timesteps:
         overrides["TOTAL_TIMESTEPS"] = args.total_timesteps
     result = run_peer(args.env_id, args.seeds, args.threshold, args.max_seconds, overrides, args.chunk_steps,
-                      args.eval_episodes, args.stop_at_threshold)
+                      args.eval_episodes, args.stop_at_threshold, args.window)
     result.update(python=platform.python_version(), machine=platform.platform())
     print_table(result)
     out = Path(args.out) if args.out else RESULTS / f"purejaxrl_{args.env_id.lower()}.json"
