@@ -232,12 +232,11 @@ def summarize(env: str, kind: str, threshold, fastvec: list[dict], peer: dict, w
            "threshold": threshold, "window": window, **extra,
            "fastvec_refused": next((r.get("refused") or r.get("error") for r in fastvec
                                     if r.get("refused") or r.get("error")), None),
-           "fastvec_startup_s": [r["startup_s"] for r in trained],
            "peer_compile_s": peer.get("compile_s"), "peer_warmup_s": peer.get("warmup_s"),
            "peer_error": peer.get("error"), "peer_command": peer.get("command"), "peer_config": peer.get("config")}
     for side, side_runs in (("fastvec", trained), ("peer", runs)):
         row[side + "_seeds"] = [{k: r.get(k) for k in ("seed", "reached", "time_s", "lower_bound", "steps_to_threshold",
-                                                       "train_s", "steps", "budget_steps", "capped", "sps",
+                                                       "train_s", "steps", "budget_steps", "capped", "sps", "startup_s",
                                                        "final_return", "eval_return", "eval_return_std", "groups")}
                                 for r in side_runs]
     if threshold is not None and trained and runs:

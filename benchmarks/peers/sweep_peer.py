@@ -75,10 +75,10 @@ def peer_overrides(params: dict) -> dict:
 
 def fastvec_settings(params: dict, base_bptt: int = 16) -> dict:
     """The params as fastvec-train settings {section: {key: value}} (over fastvec/configs/ENV.toml); its sequence
-    segments are the config's bptt_horizon, or the whole rollout where that is shorter."""
+    segments are the config's bptt_horizon, shortened to divide the rollout's horizon and the minibatch."""
     horizon = params["num_steps"]
-    samples = params["num_envs"] * horizon
-    train = {"horizon": horizon, "bptt_horizon": min(base_bptt, horizon), "minibatch_size": samples // minibatches(params),
+    minibatch = params["num_envs"] * horizon // minibatches(params)
+    train = {"horizon": horizon, "bptt_horizon": math.gcd(base_bptt, horizon, minibatch), "minibatch_size": minibatch,
              "update_epochs": params["update_epochs"], "learning_rate": params["learning_rate"],
              "gamma": params["gamma"], "gae_lambda": params["gae_lambda"], "anneal_lr": params["anneal_lr"],
              "total_timesteps": params["total_timesteps"]}

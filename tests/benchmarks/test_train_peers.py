@@ -1,5 +1,6 @@
-"""benchmarks/train_peers.py's fastvec side on the CPU: a tiny run is timed to its threshold and evaluated, and a
-device the trainer refuses is recorded with its message instead of stopping the benchmark."""
+"""benchmarks/train_peers.py on the CPU: a tiny fastvec run logs every update's episodes and is timed to its
+threshold by the window rule, a seed that never crosses stays in the row as its whole training time (the ratio a
+bound), and a device the trainer refuses is recorded with its message instead of stopping the benchmark."""
 
 import math
 
@@ -14,13 +15,17 @@ def train_peers(load_benchmark):
 @pytest.mark.parametrize("threshold, reached", [(-1e9, True), (1e9, False)])
 def test_tiny_cpu_run_times_the_threshold_and_evaluates(train_peers, tmp_path, threshold, reached):
     res = train_peers.fastvec_run("pendulum", 1, "cpu", threshold, max_seconds=30.0, eval_episodes=8,
-                                  total_timesteps=16_384, run_root=tmp_path)
-    assert res["reached"] is reached
-    assert res["steps"] >= 16_384 and res["eval_episodes"] == 8 and math.isfinite(res["eval_return"])
-    if reached:  # Pendulum's first episodes end after 200 steps: the first log with returns is the crossing
-        assert res["steps_to_threshold"] == res["curve"][0][0] and res["time_to_threshold_s"] <= res["train_s"]
+                                  total_timesteps=16_384, run_root=tmp_path, window=8)
+    assert res["reached"] is reached and not res["capped"]
+    assert res["steps"] == res["budget_steps"] >= 16_384  # the whole budget, reached or not
+    assert res["eval_episodes"] == 8 and math.isfinite(res["eval_return"])
+    # Pendulum's episodes are 200 steps, 32 envs: the first log with episodes holds 32, more than the window
+    assert res["groups"][0][3] == 32
+    assert sum(g[3] for g in res["groups"]) == 32 * (res["steps"] // 32 // 200)
+    if reached:
+        assert res["steps_to_threshold"] == res["groups"][0][0] and res["time_s"] == res["groups"][0][1]
     else:
-        assert res["time_to_threshold_s"] is None
+        assert res["time_to_threshold_s"] is None and res["time_s"] == res["train_s"] and res["lower_bound"]
 
 
 def test_refused_device_is_recorded(train_peers, tmp_path):
@@ -29,3 +34,31 @@ def test_refused_device_is_recorded(train_peers, tmp_path):
         pytest.skip("the CUDA trainer runs here: nothing is refused")
     res = train_peers.fastvec_run("acrobot", 1, "cuda", -100.0, 5.0, 8, 4096, tmp_path)
     assert "train.device=cuda" in res["refused"] and "eval_return" not in res
+
+
+def run(seed, time_s, reached, groups=()):
+    return {"seed": seed, "time_s": time_s, "reached": reached, "lower_bound": not reached, "train_s": time_s,
+            "eval_return": -150.0, "groups": list(groups), "final_return": None}
+
+
+def test_every_seed_counts_and_a_missed_one_makes_the_ratio_a_lower_bound(train_peers):
+    fastvec = [run(1, 0.2, True), run(2, 0.3, True), run(3, 0.4, True)]
+    peer = {"runs": [run(1, 2.0, True), run(2, 9.0, False), run(3, 9.5, False)], "compile_s": 10.0}
+    row = train_peers.summarize("pendulum", "published", -200.0, fastvec, peer, 100, {})
+    assert len(row["peer_seeds"]) == 3  # the seeds that never crossed are not dropped
+    assert row["ratio"] == pytest.approx(9.0 / 0.3) and row["lower_bound"] and row["ratio_text"] == ">=30.00"
+    peer["runs"][1] = run(2, 3.0, True)  # now the miss is above the median: an exact ratio
+    row = train_peers.summarize("pendulum", "published", -200.0, fastvec, peer, 100, {})
+    assert row["ratio_text"] == "10.00" and not row["lower_bound"]
+
+
+def test_same_return_reads_both_sides_by_the_window(train_peers):
+    # each group (steps, seconds, mean, episodes); window 2: fastvec ends at 5, the peer at 3, so the common return is
+    # 3, which fastvec's window reaches at 0.2 s and the peer's at 1.5 s
+    fastvec = [run(1, 0.3, False, [(1, 0.1, 1.0, 2), (2, 0.2, 3.0, 2), (3, 0.3, 5.0, 2)])]
+    peer = [run(1, 2.0, False, [(1, 1.0, 1.0, 2), (2, 1.5, 3.0, 2), (3, 2.0, 3.0, 2)])]
+    for r in (*fastvec, *peer):
+        r["final_return"] = train_peers.final_window_mean(r["groups"], 2)
+    same = train_peers.same_return(fastvec, peer, 2)
+    assert (same["return"], same["fastvec_s"], same["peer_s"]) == (3.0, [0.2], [1.5])
+    assert same["ratio"] == pytest.approx(7.5) and same["ratio_text"] == "7.50"
