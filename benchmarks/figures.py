@@ -353,16 +353,6 @@ def readme_headline(results):
     rows.append([f"Pong, {pong['num_games']:,} games, agent steps/s, 16-core host", si(pong["fastvec_vector_env"]),
                  f"SuperSuit over PettingZoo {si(pong['supersuit_concat'])}"])
 
-    sweep = load(results, "sweep_cartpole_final.json")["top"][0]["summary"]
-    speed = load(results, "train_speed.json")
-    solved = [r["train_s"] for r in speed["fastvec"].values() if r.get("solved")]
-    jax = speed["jax"]["cartpole-1024"]
-    rows.append([f"fused CUDA trainer, CartPole (MLP, 1024 envs), H200, median of {sweep['solved'].split('/')[0]} "
-                 f"seeds to a mean return of 475",
-                 f"{sweep['median_s']:.3f} s (with the earlier CartPole step)",
-                 f"PureJaxRL-style JAX {jax['train_s']:.3f} s (one seed; fastvec's best in that run "
-                 f"{min(solved):.3f} s)"])
-
     play = load(results, "selfplay_gpu.json")["rows"]
     on_gpu = [r for r in play if r["env_device"] == "cuda"]
     host = [r for r in play if r["env_device"] != "cuda"]
