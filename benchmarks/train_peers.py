@@ -233,7 +233,9 @@ def summarize(env: str, kind: str, threshold, fastvec: list[dict], peer: dict, w
            "fastvec_refused": next((r.get("refused") or r.get("error") for r in fastvec
                                     if r.get("refused") or r.get("error")), None),
            "peer_compile_s": peer.get("compile_s"), "peer_warmup_s": peer.get("warmup_s"),
-           "peer_error": peer.get("error"), "peer_command": peer.get("command"), "peer_config": peer.get("config")}
+           "peer_error": peer.get("error"), "peer_command": peer.get("command"), "peer_config": peer.get("config"),
+           "peer_device": peer.get("device"), "peer_jax": peer.get("jax"),
+           "capped": any(r.get("capped") for r in (*trained, *runs))}
     for side, side_runs in (("fastvec", trained), ("peer", runs)):
         row[side + "_seeds"] = [{k: r.get(k) for k in ("seed", "reached", "time_s", "lower_bound", "steps_to_threshold",
                                                        "train_s", "steps", "budget_steps", "capped", "sps", "startup_s",
@@ -369,8 +371,10 @@ def main(argv=None) -> None:
                 if threshold is None:
                     out["skipped"].append(f"tuned {env}: no threshold for the time_to_target sweep")
                     continue
-                sweeps = {side: sweep_side(env, side, args, args.peer_python, timeout()) for side in ("fastvec", "peer")}
-                extra["sweeps"] = {side: {k: v for k, v in s.items() if k != "stderr_tail"} for side, s in sweeps.items()}
+                sweeps = {side: sweep_side(env, side, args, args.peer_python, timeout())
+                          for side in ("fastvec", "peer")}
+                extra["sweeps"] = {side: {k: v for k, v in s.items() if k != "stderr_tail"}
+                                   for side, s in sweeps.items()}
                 extra["sweep_trials_done"] = {side: len(s.get("records", [])) for side, s in sweeps.items()}
                 extra["equal_trials"] = len(set(extra["sweep_trials_done"].values())) == 1
                 errors = [f"{side}: {s.get('error') or 'no trial completed'}" for side, s in sweeps.items()

@@ -110,7 +110,8 @@ def ratio(peer_times, peer_bounds, fastvec_times, fastvec_bounds) -> dict:
     lower, upper = peer_bound and not fastvec_bound, fastvec_bound and not peer_bound
     prefix = ">=" if lower else "<=" if upper else "?" if peer_bound else ""
     return {"ratio": value, "lower_bound": lower, "upper_bound": upper, "unbounded": peer_bound and fastvec_bound,
-            "ratio_text": f"{prefix}{value:.2f}", "peer_median_s": round(peer, 4), "fastvec_median_s": round(fastvec, 4),
+            "ratio_text": f"{prefix}{value:.2f}", "peer_median_s": round(peer, 4),
+            "fastvec_median_s": round(fastvec, 4),
             "peer_median_is_bound": peer_bound, "fastvec_median_is_bound": fastvec_bound}
 
 
@@ -129,7 +130,10 @@ def fastvec_in_peer_shape(peer: dict, total_timesteps: int | None = None) -> tup
                   "gae_lambda": peer["GAE_LAMBDA"], "clip_coef": peer["CLIP_EPS"], "vf_clip_coef": peer["CLIP_EPS"],
                   "ent_coef": peer["ENT_COEF"], "vf_coef": peer["VF_COEF"], "max_grad_norm": peer["MAX_GRAD_NORM"],
                   "norm_adv": True, "norm_obs": bool(peer["NORMALIZE_ENV"]), "norm_reward": bool(peer["NORMALIZE_ENV"]),
-                  "total_timesteps": total_timesteps or peer["TOTAL_TIMESTEPS"]}}
+                  "total_timesteps": total_timesteps or peer["TOTAL_TIMESTEPS"],
+                  # PureJaxRL's too, whatever an env's config says: optax's Adam, fp32, synchronous rollouts
+                  "adam_beta1": 0.9, "adam_beta2": 0.999, "precision": "fp32", "async": False, "anneal_ent": False,
+                  "reward_clamp": False, "vtrace": False}}
     unmapped = ["weight initialisation (PureJaxRL: orthogonal, gains sqrt 2 / 0.01 / 1; fastvec: its own)"]
     if peer["ACTIVATION"] != "relu":
         unmapped.insert(0, f"activation {peer['ACTIVATION']} (fastvec's MLP layers are ReLU)")

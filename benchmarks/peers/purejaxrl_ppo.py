@@ -437,7 +437,8 @@ class Peer:
         result = {"seed": seed, "threshold": threshold, "window": window, "reached": hit is not None,
                   "time_to_threshold_s": round(hit[0], 4) if hit else None,
                   "steps_to_threshold": hit[1] if hit else None,
-                  "train_s": round(train_s, 4), "steps": steps, "budget_steps": self.num_updates * self.steps_per_update,
+                  "train_s": round(train_s, 4), "steps": steps,
+                  "budget_steps": self.num_updates * self.steps_per_update,
                   "capped": capped, "sps": round(steps / train_s), "groups": groups}
         if eval_episodes and self.evaluate is not None:
             t1 = time.perf_counter()
@@ -465,7 +466,8 @@ def run_peer(env_id: str, seeds=(0,), threshold: float | None = None, max_second
     family = "minatar" if "MinAtar" in env_id else "continuous" if peer.continuous else "classic"
     return {"env_id": env_id, "family": family, "config": config,
             "num_updates": peer.num_updates, "chunk_updates": peer.chunk_updates, "compile_s": round(peer.compile_s, 3),
-            "warmup_s": round(peer.warmup_s, 3), "window": window, "runs": runs, "jax": jax.__version__, "device": str(jax.devices()[0]),
+            "warmup_s": round(peer.warmup_s, 3), "window": window, "runs": runs, "jax": jax.__version__,
+            "device": str(jax.devices()[0]),
             "optimizer": "optax" if _has_optax() else "adam in jax (optax not installed)"}
 
 

@@ -115,7 +115,8 @@ def fastvec_trial(env: str, params: dict, settings: dict, trial, seed: int, devi
 
     base = load_config(env, {"env": fastvec_env_overrides(env)})
     overrides = fastvec_sweep.layer({"env": fastvec_env_overrides(env)},
-                                    fastvec_settings(params, base["train"]["bptt_horizon"]), {"train": {"device": device}})
+                                    fastvec_settings(params, base["train"]["bptt_horizon"]),
+                                    {"train": {"device": device}})
     plan = _plan(settings)
     config = fastvec_sweep.run_config(load_config(env, overrides), seed, plan)
     per_rollout = config["env"]["num_envs"] * config["train"]["horizon"]
