@@ -124,7 +124,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
 def timed(run: dict, threshold: float | None, window: int) -> dict:
     """A run's time to the threshold (seed_time: its whole training time where it never crosses) and its final
     window mean."""
-    out = {"final_return": final_window_mean(run["groups"], window)}
+    out = {"final_return": final_window_mean(run["groups"], window), "reached": None, "time_s": None}
     if threshold is not None:
         hit = seed_time(run["groups"], threshold, run["train_s"], window)
         out.update(reached=hit["reached"], time_to_threshold_s=hit["time_s"] if hit["reached"] else None,
@@ -267,7 +267,7 @@ def print_table(rows: list[dict], window: int) -> None:
         if r.get("same_return"):
             same = r["same_return"]
             print(f"    same return {same['return']:.1f} (finals: fastvec {same['fastvec_final']:.1f}, peer "
-                  f"{same['peer_final']:.1f})")
+                  f"{same['peer_final']:.1f}); seconds to it: fastvec {same['fastvec_s']}, peer {same['peer_s']}")
         for key in ("fastvec_refused", "peer_error", "sweep_error"):
             if r.get(key):
                 print(f"    {key}: {r[key]}")
