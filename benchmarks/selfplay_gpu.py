@@ -57,9 +57,11 @@ def one_run(seed: int, steps: int, games: int, env_device: str, extra: dict, tmp
     train_seconds = summary["elapsed"] - evaluation
     # The final policy against the bot at every level, `games` games each (on the GPU where the games are).
     from fastvec.trainer.selfplay import Policy, bot_levels, play_all
+    matches = trainer.selfplay.matches  # GpuMatches where the games are on the GPU, else None
+    during = list(matches.history) if matches is not None else []  # the evaluations at the config's interval
     player = Policy(trainer.spec, trainer.params, "final")
     t1 = time.perf_counter()
-    scores, _ = play_all(config, player, bot_levels(config), [], games, 10_000 + seed, False, trainer.selfplay.matches)
+    scores, _ = play_all(config, player, bot_levels(config), [], games, 10_000 + seed, False, matches)
     bots = {f"bot{level}": round(float(s.mean()), 4) for level, s in scores.items()}
     final_eval = time.perf_counter() - t1
     if out_dir is not None and (run_dir / "ratings.json").is_file():
@@ -77,12 +79,20 @@ def one_run(seed: int, steps: int, games: int, env_device: str, extra: dict, tmp
            "sps": round(summary["global_step"] / max(train_seconds, 1e-9)), "eval_seconds": round(evaluation, 2),
            "eval_share_of_training": round(evaluation / max(train_seconds, 1e-9), 3),
            "evaluations": len(trainer.selfplay.history), "final_eval_seconds": round(final_eval, 2),
+           # per evaluation at the interval: game steps (its longest game's, to its first end), launches of
+           # match_play_kernel and seconds in GpuMatches.evaluate (allocation and staging included)
+           "evaluation_steps": [h["steps"] for h in during], "evaluation_launches": [h["launches"] for h in during],
+           "evaluation_play_seconds": [h["seconds"] for h in during],
+           "evaluation_grid": {k: during[0][k] for k in ("games", "games_per_block",
+                                                        "policies_in_shared")} if during else None,
+           "final_eval_steps": matches.last_steps if matches is not None else None,
            "eval_games_per_level": games, "scores_vs_bot": bots, "startup_s": round(trainer.startup_time, 2),
            "wall_s": round(wall, 1), "describe": trainer.describe(),
            "config": {s: config[s] for s in ("env", "policy", "train", "selfplay")}}
     trainer.close()
     print(f"{env_device:>4} seed {seed}: {row['steps']:>12,} steps in {row['train_seconds']:>7.2f} s "
-          f"({row['sps']:>12,} SPS)  vs bot {bots}  evaluations {evaluation:.2f} s, final {final_eval:.2f} s",
+          f"({row['sps']:>12,} SPS)  vs bot {bots}  evaluations {evaluation:.2f} s "
+          f"({row['eval_share_of_training']:.1%}; steps {row['evaluation_steps']}), final {final_eval:.2f} s",
           flush=True)
     return row
 

@@ -191,53 +191,56 @@ def test_gpu_evaluation_without_per_game_levels_builds_one_module_a_level(monkey
     np.testing.assert_array_equal(pasts[0], play_match(config, a, b, 24, seed=2, deterministic=True))
 
 
-def test_the_warp_forward_of_the_matches_is_the_thread_forward():
-    """match_forward_kernel (a warp per row, units split over the lanes) against pool_forward_kernel (a thread
-    per row) on the same random obs, states, starts and draws: the same sampled actions and, bit for bit, the
-    same new recurrent states (hidden 48: lanes with one unit and with two)."""
+def test_the_match_kernels_policy_step_is_the_thread_forward():
+    """One step of match_play_kernel (a warp per seat role of two games, the staged weights in shared memory)
+    against pool_forward_kernel (a thread per row) on the same reset games, random states, starts and draws: the
+    same sampled actions and, bit for bit, the same new recurrent states (hidden 48: lanes with one unit and with
+    two); the step counts of a played-out evaluation are each game's own."""
     from fastvec.trainer.cuda import device
-    from fastvec.trainer.cuda.matches import GpuMatches
+    from fastvec.trainer.cuda.matches import GpuMatches, MatchBatch
     config = gpu_selfplay_config()
     spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layers=2, highway=True)
     matches = GpuMatches(spec)
     cuda = matches.cuda
-    module = matches.module({**config, "env": {**config["env"], "pong_bot": 0}}, {"BOT_LEVEL": -1})
-    k = device.Launcher(module, matches.stream)
+    two_seats = {**config, "env": {**config["env"], "pong_bot": 0}}
+    module = matches.module(two_seats, {"BOT_LEVEL": -1})
     n, agents, rng = 300, 2, np.random.default_rng(0)
     rows, stride = n * agents, matches.stride
     weights = np.zeros((3, stride), np.float32)
     for i in range(3):
         weights[i, :matches.layout.size] = random_policy(spec, 20 + i, f"w{i}", scale=1.5).params
-    game_weights = rng.integers(1, 3, n).astype(np.int32)
-    obs = rng.uniform(-1, 1, (n, agents, 8)).astype(np.float32)
+    batch = MatchBatch(matches, module, two_seats, [-1], [2], weights, n, seed=5, deterministic=False)
+    assert batch.layout[1] == 2  # both policies in shared memory
     starts = (rng.random(rows) < 0.3).astype(np.float32)
     state = rng.normal(0, 1, (2, rows, 48)).astype(np.float32)
+    batch.arena.set(cuda, "starts", starts)
+    batch.arena.set(cuda, "state", state)
+    matches.stream.synchronize()
+    obs = batch.arena.get(cuda, "game_obs")
     allocations = {name: cuda.to_device(np.ascontiguousarray(x)) for name, x in [
-        ("weights", weights), ("game_weights", game_weights), ("obs", obs), ("starts", starts),
-        ("state_thread", state), ("state_warp", state), ("actions_thread", np.zeros(rows, np.int32)),
-        ("actions_warp", np.zeros(rows, np.int32)), ("levels", np.full(n, -1, np.int32)),
-        ("scores", np.full(n, np.nan, np.float32)), ("step0", np.array([11], np.int64))]}
+        ("weights", weights), ("game_weights", np.full(n, 2, np.int32)), ("obs", obs), ("starts", starts),
+        ("state", state), ("actions", np.zeros(rows, np.int32))]}
     gpu = {name: int(allocation) for name, allocation in allocations.items()}
-    key, block = 0x1234567, 128
+    k, block = device.Launcher(module, matches.stream), 128
     k.function("pool_forward_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                     4 * 48 * block)
     k.launch_shared("pool_forward_kernel", rows, block, 4 * 48 * block, np.int32(rows), np.int32(agents),
                     np.int32(0), np.int32(0), gpu["weights"], np.int64(stride), gpu["game_weights"], gpu["obs"],
-                    gpu["starts"], gpu["state_thread"], gpu["actions_thread"], np.uint64(key), 0, np.int64(14),
-                    np.int32(0))
-    k.launch_grid("match_forward_kernel", (rows + 3) // 4, 128, np.int32(rows), np.int32(n), gpu["weights"],
-                  np.int64(stride), gpu["game_weights"], gpu["levels"], gpu["scores"], gpu["obs"], gpu["starts"],
-                  gpu["state_warp"], gpu["actions_warp"], np.uint64(key), gpu["step0"], np.int32(3), np.int32(0))
+                    gpu["starts"], gpu["state"], gpu["actions"], np.uint64(batch.key), 0, np.int64(7), np.int32(0))
+    batch.play(7, 1)
     matches.stream.synchronize()
-    out = {}
-    for name, like in [("state_thread", state), ("state_warp", state), ("actions_thread", np.zeros(rows, np.int32)),
-                       ("actions_warp", np.zeros(rows, np.int32))]:
-        out[name] = cuda.from_device_like(allocations[name], like)
-    np.testing.assert_array_equal(out["state_warp"], out["state_thread"])
-    np.testing.assert_array_equal(out["actions_warp"], out["actions_thread"])
-    assert len(np.unique(out["actions_warp"])) == 3 and not np.array_equal(out["state_warp"], state)
+    thread_state = cuda.from_device_like(allocations["state"], state)
+    thread_actions = cuda.from_device_like(allocations["actions"], np.zeros(rows, np.int32))
+    np.testing.assert_array_equal(batch.arena.get(cuda, "state"), thread_state)
+    np.testing.assert_array_equal(batch.arena.get(cuda, "actions"), thread_actions)
+    assert len(np.unique(thread_actions)) == 3 and not np.array_equal(thread_state, state)
     for allocation in allocations.values():
         allocation.free()
+    batch.close()
+    a, b = random_policy(spec, 1, "a"), random_policy(spec, 2, "b", scale=1.0)
+    matches.evaluate(config, a, [0, 4], [b], 16, seed=3)
+    steps = matches.history[-1]["steps"]
+    assert matches.last_steps == steps > 0 and matches.history[-1]["launches"] >= 1
 
 
 def test_fastvec_train_selfplay_on_the_gpu(tmp_path):

@@ -60,8 +60,8 @@ SIGNATURES = {
     "pool_forward_kernel": "iiiiPqPPPPPQPqi",
     "selfplay_step_kernel": "ii" + "P" * 24 + "iQQii",
     "match_reset_kernel": "iPPPP",
-    "match_forward_kernel": "iiPqPPPPPPPQPii",
-    "match_step_kernel": "iiPP" + "P" * 12 + "ii",
+    "match_stage_kernel": "iPqP",
+    "match_play_kernel": "iiiiPPqP" + "P" * 15 + "Qqiii",
     "selfplay_gather_kernel": "iiPP",
 }
 

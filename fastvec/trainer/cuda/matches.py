@@ -1,13 +1,14 @@
 """Self-play's evaluation games on the GPU: every bot level and past self of one evaluation in one batch of
-games, its steps (policy, then game) captured K at a time in a CUDA graph that the host replays until every game
-has a score (selfplay.cu's match kernels). selfplay.play_match and play_bot are the CPU versions, with the same
-seats, seeds and scores."""
+games, played by selfplay.cu's match_play_kernel (a block per few games of one match, the policies in its
+shared memory, many steps a launch) until every game has a score. selfplay.play_match and play_bot are the CPU
+versions, with the same seats, seeds and scores."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from fastvec.native.graphs import CudaGraph
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError
 from fastvec.trainer.cuda import device
@@ -16,8 +17,32 @@ from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
 from fastvec.trainer.env_batch import env_build
 
-GRAPH_STEPS = 256  # game steps in one graph replay: the host looks at the scores between replays
-MATCH_WARPS = 4  # selfplay.cu's MATCH_WARPS: match_forward_kernel's rows (a warp each) per block
+PLAY_STEPS = 1024  # game steps a match_play_kernel launch plays at most: the host looks at the scores between launches
+BLOCK_SHARED_RESERVED = 1024  # bytes of shared memory the driver keeps per block (sm_80 and later)
+
+
+def play_layout(matches: int, games: int, opponent: bool, staged_floats: int, hidden: int, num_actions: int,
+                agents: int, rows_per_warp: int, sm_count: int, shared_per_block: int, shared_per_sm: int,
+                threads_per_sm: int = 2048, blocks_per_sm: int = 32) -> tuple[int, int, int, int]:
+    """match_play_kernel's grid for `matches` matches of `games` games: (games a block, policies a block keeps
+    in shared memory (0: it reads them from global memory), threads a block, dynamic shared bytes). The fewest
+    games a block (the most SMs at work, each step's time set by the busiest SM) for which every block is
+    resident at once: a block that waits for another's SM would play its games after that block's."""
+    policies = 2 if opponent else 1
+    layout = None
+    for per_block in range(1, games + 1):
+        warps = agents * -(-per_block // rows_per_warp)
+        if 32 * warps > 1024:
+            break
+        scratch = 4 * (warps * rows_per_warp * (2 * hidden + num_actions) + per_block * (agents + 1) + 1)
+        in_shared = policies if 4 * policies * staged_floats + scratch <= shared_per_block else 0
+        shared = 4 * in_shared * staged_floats + scratch
+        layout = (per_block, in_shared, 32 * warps, shared)
+        resident = min(shared_per_sm // (shared + BLOCK_SHARED_RESERVED), threads_per_sm // (32 * warps),
+                       blocks_per_sm)
+        if matches * -(-games // per_block) <= sm_count * resident:
+            break
+    return layout
 
 
 class MatchBatch:
@@ -28,33 +53,34 @@ class MatchBatch:
                  weights: np.ndarray, games: int, seed: int, deterministic: bool):
         cuda, spec = owner.cuda, owner.spec
         self.cuda, self.stream = cuda, owner.stream
-        k = device.Launcher(module, owner.stream)
+        self.k = k = device.Launcher(module, owner.stream)
         agents, o = module_int(cuda, module, "fv_num_agents"), spec.obs_size
         n = games * len(levels)
-        self.num_games, num_stats = n, module_int(cuda, module, "fv_num_stats")
+        self.num_games, self.games, num_stats = n, games, module_int(cuda, module, "fv_num_stats")
         _, _, max_steps = env_build(env_config, None)
         self.max_steps = max_steps
+        staged = module_int(cuda, module, "match_staged_floats")
         a = self.arena = Arena()  # (N,) games, (N * A,) seats
         a.add("slots", (n, module_int(cuda, module, "fv_slot_size")), np.uint8, "(N, sizeof(fv_slot))")
         a.add("seeds", (n,), np.uint64, "(N,) reset seeds")
         a.add("bot_levels", (n,), np.int32, "(N,) the bot's level, -1: a policy opponent")
         a.add("weights", weights.shape, np.float32, "(1 + opponents, P4) the player's, the opponents'")
+        a.add("staged", (weights.shape[0], staged), np.float32, "(1 + opponents, MATCH_STAGED) as match_play reads")
         a.add("game_weights", (n,), np.int32, "(N,) the opponent's row of weights")
         a.add("game_obs", (n, agents, o), np.float32, "(N, A, O) OBS_T elements")
         a.add("final_obs", (n, agents, o), np.float32, "(N, A, O) batch-layer scratch")
         a.add("starts", (n * agents,), np.float32, "(N * A,)")
         a.add("state", (max(spec.state_layers, 1), n * agents, spec.hidden), np.float32, "(Ls, N * A, H)")
-        a.add("actions", (n * agents,), np.int32, "(N * A,)")
+        a.add("actions", (n * agents,), np.int32, "(N * A,) the last step's actions")
         a.add("terminated", (n,), np.uint8, "(N,)")
         a.add("truncated", (n,), np.uint8, "(N,)")
         a.add("ep_return", (n * agents,), np.float32, "(N * A,)")
         a.add("ep_length", (n,), np.int32, "(N,)")
         a.add("ep_stats", (n, max(num_stats, 1)), np.float32, "(N, S)")
         a.add("scores", (n,), np.float32, "(N,) the player's score at the game's first end, NaN before")
+        a.add("game_steps", (n,), np.int32, "(N,) the steps to the game's first end")
         a.add("remaining", (1,), np.int32, "games without a score")
-        a.add("step0", (1,), np.int64, "steps played before this replay")
         a.allocate(cuda)
-        self.graph = None
         try:
             local = np.tile(np.arange(games, dtype=np.uint64), len(levels))
             a.set(cuda, "seeds", (np.uint64(seed) << np.uint64(32)) + local)
@@ -66,38 +92,48 @@ class MatchBatch:
             a.set(cuda, "remaining", np.array([n], np.int32))
             k.launch("match_reset_kernel", n, np.int32(n), a.ptr("slots"), a.ptr("seeds"), a.ptr("bot_levels"),
                      a.ptr("game_obs"))
-            stride, key, rows_n = weights.shape[1], ref.sampling_key(seed), n * agents
-            blocks = (rows_n + MATCH_WARPS - 1) // MATCH_WARPS
-            self.graph = CudaGraph(owner.stream.handle)
-            with self.graph.capture():
-                for step in range(GRAPH_STEPS):
-                    k.launch_grid("match_forward_kernel", blocks, 32 * MATCH_WARPS, np.int32(rows_n), np.int32(games),
-                                  a.ptr("weights"), np.int64(stride), a.ptr("game_weights"), a.ptr("bot_levels"),
-                                  a.ptr("scores"), a.ptr("game_obs"), a.ptr("starts"), a.ptr("state"),
-                                  a.ptr("actions"), np.uint64(key), a.ptr("step0"), np.int32(step),
-                                  np.int32(deterministic))
-                    k.launch("match_step_kernel", n, np.int32(n), np.int32(games), a.ptr("slots"), a.ptr("bot_levels"),
-                             a.ptr("actions"), a.ptr("game_obs"), a.ptr("final_obs"), a.ptr("starts"),
-                             a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"),
-                             a.ptr("ep_stats"), a.ptr("scores"), a.ptr("remaining"), a.ptr("step0"),
-                             np.int32(GRAPH_STEPS if step == GRAPH_STEPS - 1 else 0), np.int32(max_steps))
+            k.launch("match_stage_kernel", weights.shape[0] * staged, np.int32(weights.shape[0]), a.ptr("weights"),
+                     np.int64(weights.shape[1]), a.ptr("staged"))
+            dev = cuda.Context.get_device()
+            attribute = cuda.device_attribute
+            self.layout = play_layout(len(levels), games, any(level < 0 for level in levels), staged, spec.hidden,
+                                      spec.num_actions, agents, module_int(cuda, module, "match_rows_per_warp"),
+                                      dev.get_attribute(attribute.MULTIPROCESSOR_COUNT),
+                                      dev.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                                      dev.get_attribute(attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
+            self.blocks = len(levels) * -(-games // self.layout[0])
+            k.function("match_play_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                          self.layout[3])
+            self.key, self.deterministic, self.stride = ref.sampling_key(seed), deterministic, weights.shape[1]
         except BaseException:
             self.close()
             raise
+
+    def play(self, first_step: int, steps: int = PLAY_STEPS) -> None:
+        """Queue steps first_step .. first_step + steps - 1 of the games without a score."""
+        a, (per_block, in_shared, threads, shared) = self.arena, self.layout
+        self.k.launch_shared("match_play_kernel", self.blocks * threads, threads, shared, np.int32(self.num_games),
+                             np.int32(self.games), np.int32(per_block), np.int32(in_shared), a.ptr("slots"),
+                             a.ptr("weights"), np.int64(self.stride), a.ptr("staged"),
+                             a.ptr("game_weights"), a.ptr("bot_levels"), a.ptr("game_obs"), a.ptr("final_obs"),
+                             a.ptr("starts"), a.ptr("state"), a.ptr("actions"), a.ptr("terminated"),
+                             a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"), a.ptr("ep_stats"),
+                             a.ptr("scores"), a.ptr("game_steps"), a.ptr("remaining"), np.uint64(self.key),
+                             np.int64(first_step), np.int32(steps), np.int32(self.deterministic),
+                             np.int32(self.max_steps))
 
     def remaining(self) -> int:
         return int(self.arena.get(self.cuda, "remaining")[0])
 
     def steps(self) -> int:
-        return int(self.arena.get(self.cuda, "step0")[0])
+        """The steps of the longest scored game."""
+        return int(self.arena.get(self.cuda, "game_steps").max(initial=0))
 
     def scores(self) -> np.ndarray:
         return self.arena.get(self.cuda, "scores").astype(np.float64)
 
     def close(self) -> None:
         self.stream.synchronize()
-        if self.graph is not None:
-            self.graph.close()
         if self.arena.allocation is not None:
             self.arena.allocation.free()
 
@@ -115,7 +151,8 @@ class GpuMatches:
         self.modules: dict = {}
         self.cuda = device.init()
         self.stream = self.cuda.Stream()
-        self.last_steps = 0  # game steps the last evaluate() took (its longest game's first end, rounded up)
+        self.last_steps = 0  # game steps the last evaluate() took: its longest game's, to its first end
+        self.history: list[dict] = []  # per evaluate(): its steps, launches, seconds, games and grid
 
     def module(self, env_config: dict, defines: dict | None = None):
         key = (tuple(sorted(env_config["env"].items())), tuple(sorted((defines or {}).items())))
@@ -144,6 +181,7 @@ class GpuMatches:
                  deterministic: bool = False) -> tuple[dict, list]:
         """`games` games of `player` against each bot level and each opponent policy, all at once: ({level:
         scores}, [scores per opponent]), each as play_bot / play_match would return them."""
+        t0 = time.perf_counter()
         sp = config["selfplay"]
         switch = {sp["bot_switch_param"]: 0} if sp["bot_switch_param"] else {}
         two_seats = {**config, "env": {**config["env"], **switch}}
@@ -175,20 +213,24 @@ class GpuMatches:
             for module, env_config, match_levels, rows in plan:
                 batches.append(MatchBatch(self, module, env_config, match_levels, rows, weights, games, seed,
                                           deterministic))
-            playing, replays = list(batches), 0
+            playing, launches = list(batches), 0
             while playing:
                 for batch in playing:
-                    batch.graph.launch()
+                    batch.play(launches * PLAY_STEPS)
                 self.stream.synchronize()
-                replays += 1
+                launches += 1
                 playing = [batch for batch in playing if batch.remaining() > 0]
-                stuck = [b for b in playing if b.max_steps and replays * GRAPH_STEPS > b.max_steps + GRAPH_STEPS]
+                stuck = [b for b in playing if b.max_steps and launches * PLAY_STEPS > b.max_steps + PLAY_STEPS]
                 if stuck:
                     raise RuntimeError(f"{stuck[0].remaining()} evaluation games have no score after "
-                                       f"{replays * GRAPH_STEPS} steps, past the env's step limit "
-                                       f"{stuck[0].max_steps}: a bug in selfplay.cu's match kernels")
+                                       f"{launches * PLAY_STEPS} steps, past the env's step limit "
+                                       f"{stuck[0].max_steps}: a bug in selfplay.cu's match_play_kernel")
             scores = np.concatenate([batch.scores() for batch in batches]) if batches else np.zeros(0)
             self.last_steps = max((batch.steps() for batch in batches), default=0)
+            self.history.append({"steps": self.last_steps, "launches": launches,
+                                 "seconds": round(time.perf_counter() - t0, 4), "games": int(len(scores)),
+                                 "games_per_block": [batch.layout[0] for batch in batches],
+                                 "policies_in_shared": [batch.layout[1] for batch in batches]})
         finally:
             for batch in batches:
                 batch.close()

@@ -1,0 +1,64 @@
+/* selfplay_on_cpu.cpp: selfplay.cu's evaluation kernels (match_reset, match_stage, match_play) and the thread
+ * forward they must equal (pool_forward_kernel) built for the CPU, for tests/emulation/test_selfplay_kernels.py,
+ * on cuda_on_cpu.h's threads. ENV names the env file; MATCH_PARTS the test's copy of rollout.cu's policy
+ * forward and selfplay.cu with their dynamic shared memory declared as statics. */
+#include "cuda_on_cpu.h"
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __ldcg(p) (*(p))
+static void __syncwarp(unsigned = 0xffffffffu) { warp_barriers[threadIdx.x >> 5]->arrive_and_wait(); }
+static float __int_as_float(int u) { float x; memcpy(&x, &u, 4); return x; }
+static double atomicAdd(double* p, double v) {
+    std::lock_guard<std::mutex> lock(atomic_mutex);
+    double old = *p;
+    *p += v;
+    return old;
+}
+static int atomicSub(int* p, int v) {
+    std::lock_guard<std::mutex> lock(atomic_mutex);
+    int old = *p;
+    *p -= v;
+    return old;
+}
+#include ENV
+#include "batch.h"
+#include "common.cu"
+#include "policy.cu"
+#include MATCH_PARTS
+
+extern "C" {
+int emu_slot_size(void) { return (int)sizeof(fv_slot); }
+int emu_staged_floats(void) { return MATCH_STAGED; }
+int emu_rows_per_warp(void) { return MATCH_ROWS; }
+
+void emu_match_reset(int n, fv_slot* slots, const fv_u64* seeds, const int* levels, OBS_T* obs) {
+    launch(n, 256, [=] { match_reset_kernel(n, slots, seeds, levels, obs); });
+}
+
+void emu_match_stage(int rows, const float* weights, long long stride, float* staged) {
+    launch((long long)rows * MATCH_STAGED, 256, [=] { match_stage_kernel(rows, weights, stride, staged); });
+}
+
+void emu_match_play(int blocks, int threads, int n, int games_per_match, int games_per_block, int shared_policies,
+                    fv_slot* slots, const float* weights, long long stride, const float* staged,
+                    const int* game_weights, const int* levels, OBS_T* game_obs, OBS_T* final_obs, float* starts,
+                    float* state, int* actions, unsigned char* terminated, unsigned char* truncated,
+                    float* ep_return, int* ep_length, float* ep_stats, float* scores, int* game_steps, int* remaining,
+                    unsigned long long key, long long first_step, int steps, int deterministic, int max_steps) {
+    launch_grid(blocks, threads, [=] {
+        match_play_kernel(n, games_per_match, games_per_block, shared_policies, slots, weights, stride, staged,
+                          game_weights, levels, game_obs, final_obs, starts, state, actions, terminated, truncated,
+                          ep_return, ep_length, ep_stats, scores, game_steps, remaining, key, first_step, steps,
+                          deterministic, max_steps);
+    });
+}
+
+void emu_pool_forward(int rows, int per_game, const float* weights, long long stride, const int* game_weights,
+                      const OBS_T* game_obs, const float* starts, float* state, int* actions, unsigned long long key,
+                      long long t) {
+    launch(rows, 128, [=] {
+        pool_forward_kernel(rows, per_game, 0, 0, weights, stride, game_weights, game_obs, starts, state, actions, key,
+                            nullptr, t, 0);
+    });
+}
+}

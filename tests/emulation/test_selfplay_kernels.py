@@ -1,0 +1,177 @@
+"""selfplay.cu's evaluation kernel without a GPU: match_play_kernel (a block per few games, many steps a launch,
+the policies staged in shared memory) built for the CPU by selfplay_on_cpu.cpp. Its policy step equals the
+thread forward (pool_forward_kernel) bit for bit, its scores equal the CPU's play_bot / play_match game for game,
+and they depend on neither the grid, the steps a launch, nor where the weights are read from. The GPU tests
+(tests/trainer/test_selfplay_gpu.py) confirm the same on the device."""
+
+import ctypes
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastvec import native
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import load_config
+from fastvec.trainer.cuda.matches import play_layout
+from fastvec.trainer.cuda.plan import pool_row_floats
+from fastvec.trainer.selfplay import Policy, play_bot, play_match
+
+HARNESS = Path(__file__).resolve().parent / "selfplay_on_cpu.cpp"
+CUDA_DIR = Path(__file__).resolve().parents[2] / "fastvec" / "trainer" / "cuda"
+SPEC = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layers=2, highway=True)
+AGENTS, MAX_STEPS = 2, 20_000
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    cuda_include = next((p / "include" for p in (Path("/usr/local/cuda"), Path("/usr/cuda"))
+                         if (p / "include" / "cuda_bf16.h").is_file()), None)
+    if cuda_include is None:
+        pytest.skip("no CUDA headers (cuda_bf16.h)")
+    tmp = tmp_path_factory.mktemp("selfplay_on_cpu")
+    rollout = (CUDA_DIR / "rollout.cu").read_text()
+    selfplay = re.sub(r"extern __shared__ float4 (\w+)\[\];", r"static float4 \1[1 << 17];",
+                      (CUDA_DIR / "selfplay.cu").read_text())
+    parts = tmp / "match_parts.cu"  # rollout.cu's policy forward (PH, dot_row, thread_policy_forward), selfplay.cu
+    parts.write_text(rollout[rollout.index("#define PH POLICY_HIDDEN"):rollout.index("__global__ void policy_step_kernel")]
+                     + selfplay)
+    defines = {"BOT_LEVEL": -1, "PONG_BOT": 0, "POINTS": 1, "POLICY_HIDDEN": SPEC.hidden, "POLICY_LAYERS": SPEC.layers,
+               "POLICY_MINGRU": 1, "POLICY_HIGHWAY": 1, "POLICY_HEAD_SIZE": 3}
+    out = tmp / "selfplay_on_cpu.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+           f"-I{native.NATIVE_DIR}", f"-I{cuda_include}", f"-I{HARNESS.parent}", f'-DENV="{native.source_path("pong")}"',
+           f'-DMATCH_PARTS="{parts}"', *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "barrier" in proc.stderr:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return ctypes.CDLL(str(out))
+
+
+def _p(a):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def random_policy(seed, label, scale=2.0):
+    params = ref.init_params(SPEC, np.random.default_rng(seed), np.float32)
+    views = ref.FlatLayout(ref.param_table(SPEC)).views(params)
+    views["dec.w"][...] = np.random.default_rng(seed + 1).normal(0, scale, views["dec.w"].shape)
+    return Policy(SPEC, params, label)
+
+
+class EmulatedMatches:
+    """MatchBatch's buffers and launches (cuda/matches.py) on the CPU: matches of `games` games, levels[m] >= 0 the
+    bot, else the policy in weights row rows[m]."""
+
+    def __init__(self, lib, policies, levels, rows, games, seed):
+        self.lib, self.games, n = lib, games, games * len(levels)
+        self.n = n
+        stride = pool_row_floats(ref.FlatLayout(ref.param_table(SPEC)))
+        self.weights = np.zeros((len(policies), stride), np.float32)
+        for i, policy in enumerate(policies):
+            self.weights[i, :policy.params.size] = policy.params
+        self.staged = np.zeros((len(policies), lib.emu_staged_floats()), np.float32)
+        lib.emu_match_stage(len(policies), _p(self.weights), ctypes.c_int64(stride), _p(self.staged))
+        self.slots = np.zeros((n, lib.emu_slot_size()), np.uint8)
+        self.levels = np.repeat(np.asarray(levels, np.int32), games)
+        self.game_weights = np.repeat(np.asarray(rows, np.int32), games)
+        self.game_obs = np.zeros((n, AGENTS, 8), np.float32)
+        self.final_obs = np.zeros_like(self.game_obs)
+        self.starts = np.ones(n * AGENTS, np.float32)
+        self.state = np.zeros((SPEC.layers, n * AGENTS, SPEC.hidden), np.float32)
+        self.actions = np.zeros(n * AGENTS, np.int32)
+        self.terminated, self.truncated = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+        self.ep_return = np.zeros(n * AGENTS, np.float32)
+        self.ep_length = np.zeros(n, np.int32)
+        self.ep_stats = np.zeros((n, 3), np.float32)
+        self.scores = np.full(n, np.nan, np.float32)
+        self.game_steps = np.zeros(n, np.int32)
+        self.remaining = np.array([n], np.int32)
+        self.key = ref.sampling_key(seed)
+        seeds = (np.uint64(seed) << np.uint64(32)) + np.tile(np.arange(games, dtype=np.uint64), len(levels))
+        lib.emu_match_reset(n, _p(self.slots), _p(seeds), _p(self.levels), _p(self.game_obs))
+
+    def play(self, first_step, steps, deterministic, games_per_block, shared_policies):
+        threads = 32 * AGENTS * -(-games_per_block // self.lib.emu_rows_per_warp())
+        blocks = (self.n // self.games) * -(-self.games // games_per_block)
+        self.lib.emu_match_play(
+            blocks, threads, self.n, self.games, games_per_block, shared_policies, _p(self.slots), _p(self.weights),
+            ctypes.c_int64(self.weights.shape[1]), _p(self.staged), _p(self.game_weights), _p(self.levels),
+            _p(self.game_obs), _p(self.final_obs), _p(self.starts), _p(self.state), _p(self.actions),
+            _p(self.terminated), _p(self.truncated), _p(self.ep_return), _p(self.ep_length), _p(self.ep_stats),
+            _p(self.scores), _p(self.game_steps), _p(self.remaining), ctypes.c_uint64(self.key),
+            ctypes.c_int64(first_step), steps, int(deterministic), MAX_STEPS)
+
+    def play_out(self, deterministic, games_per_block, shared_policies, steps):
+        first = 0
+        while self.remaining[0] > 0:
+            self.play(first, steps, deterministic, games_per_block, shared_policies)
+            first += steps
+            assert first < 5000, "games that never end"
+        return self.scores.astype(np.float64).reshape(-1, self.games)
+
+
+def test_one_step_equals_the_thread_forward(lib):
+    """From fresh games with random MinGRU states and start flags: match_play_kernel's actions (sampled) and new
+    states equal pool_forward_kernel's, bit for bit (hidden 48: lanes with one unit and with two, a partial
+    32-row block of the staged matrices; a partial block of games)."""
+    a, b = random_policy(1, "a"), random_policy(2, "b", scale=1.5)
+    rng = np.random.default_rng(0)
+    fused = EmulatedMatches(lib, [a, b], [-1], [1], 13, seed=3)
+    fused.starts[:] = (rng.random(fused.starts.size) < 0.4).astype(np.float32)
+    fused.state[:] = rng.normal(0, 1, fused.state.shape).astype(np.float32)
+    starts, state0 = fused.starts.copy(), fused.state.copy()
+    thread_state, thread_actions = state0.copy(), np.zeros_like(fused.actions)
+    lib.emu_pool_forward(fused.n * AGENTS, AGENTS, _p(fused.weights), ctypes.c_int64(fused.weights.shape[1]),
+                         _p(fused.game_weights), _p(fused.game_obs), _p(starts), _p(thread_state),
+                         _p(thread_actions), ctypes.c_uint64(fused.key), ctypes.c_int64(7))
+    fused.play(7, 1, False, 4, 2)
+    np.testing.assert_array_equal(fused.actions, thread_actions)
+    np.testing.assert_array_equal(fused.state, thread_state)
+    assert len(np.unique(thread_actions)) == 3 and not np.array_equal(thread_state, state0)
+
+
+def test_scores_equal_the_cpu_games(lib):
+    """Deterministic play of three bot levels and two past selves in one batch (6 games each, 4 a block: partial
+    blocks; 16 steps a launch: the states carried between launches) gives play_bot's and play_match's scores."""
+    config = load_config("pong", {"env": {"points": 1}, "policy": {"kind": "mingru", "hidden": 48, "layers": 2}})
+    a, b, c = random_policy(1, "a"), random_policy(2, "b", scale=1.0), random_policy(3, "c")
+    levels = [0, 2, 4]
+    fused = EmulatedMatches(lib, [a, b, c], levels + [-1, -1], [0, 0, 0, 1, 2], 6, seed=9)
+    scores = fused.play_out(True, 4, 2, 16)
+    for i, level in enumerate(levels):
+        np.testing.assert_array_equal(scores[i], play_bot(config, a, level, 6, seed=9, deterministic=True))
+    for i, opponent in enumerate([b, c]):
+        np.testing.assert_array_equal(scores[3 + i], play_match(config, a, opponent, 6, seed=9, deterministic=True))
+    assert fused.game_steps.min() > 0 and len(set(scores.ravel().tolist())) > 1
+
+
+def test_sampled_scores_depend_on_neither_grid_nor_launches(lib):
+    """Sampled play: the same scores and step counts with 1 or 3 games a block, the weights in shared or global
+    memory, 5 or 1000 steps a launch; a match's scores are the same alone as beside other matches."""
+    a, b = random_policy(4, "a"), random_policy(5, "b", scale=1.0)
+    runs = []
+    for games_per_block, shared, steps in [(3, 2, 1000), (1, 0, 5)]:
+        fused = EmulatedMatches(lib, [a, b], [1, -1], [0, 1], 5, seed=2)
+        runs.append((fused.play_out(False, games_per_block, shared, steps), fused.game_steps.copy()))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    alone = EmulatedMatches(lib, [a, b], [-1], [1], 5, seed=2)
+    np.testing.assert_array_equal(alone.play_out(False, 2, 2, 1000)[0], runs[0][0][1])
+
+
+def test_play_layout_fills_the_sms_with_every_block_resident():
+    """H200-like limits: 8 matches of 64 games with two 99 KB policies a block take 4 games a block (128 blocks,
+    one an SM); bot matches only (one policy) fit two blocks an SM; policies too large for shared memory are read
+    from global memory."""
+    h200 = dict(sm_count=132, shared_per_block=232448, shared_per_sm=233472)
+    assert play_layout(8, 64, True, 24768, 64, 3, 2, 2, **h200)[:3] == (4, 2, 128)
+    assert play_layout(5, 256, False, 24768, 64, 3, 2, 2, **h200)[:2] == (5, 1)
+    assert play_layout(8, 64, True, 98688, 128, 3, 2, 2, **h200)[1] == 0
