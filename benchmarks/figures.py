@@ -236,6 +236,13 @@ def selfplay_gpu(results):
                   "levels 0-3"], ["---", "---:", "---", "---:", "---:", "---:", "---"], rows)
 
 
+def selfplay_ratings(results):
+    d = load(results, "selfplay_gpu_ratings.json")
+    rows = [[str(h["update"]), si(h["global_step"]), f"{h['elo']:.0f}", percent(h["selfplay/score_bot4"]),
+             percent(h["selfplay/score_past"])] for h in d["history"]]
+    return table(["update", "agent steps", "Elo", "vs level 4", "vs past selves"], ["---:"] * 5, rows)
+
+
 def seed_time(run, decimals=2):
     """A run's time to its threshold, or '>T' (the training seconds it ran without reaching it)."""
     if run["reached"]:
@@ -247,19 +254,44 @@ def seeds(runs, key, fmt):
     return " / ".join(fmt(r[key]) for r in runs)
 
 
+def bound_time(run):
+    """A seed's seconds to the threshold, or '>T' where it never crossed (T: its whole training time)."""
+    return f"{'>' if run['lower_bound'] else ''}{run['time_s']:.2f}"
+
+
+def peer_ratio(row):
+    """Which side reached the threshold sooner, by how much (median times): '>=' where the slower side's median is a
+    bound (a seed that never crossed: its whole training time), '<=' where the faster side's is; no figure where both
+    are."""
+    if row["unbounded"]:
+        return "neither median crossed"
+    r, fastvec_ahead = row["ratio"], row["ratio"] >= 1
+    slower_is_bound = row["lower_bound"] if fastvec_ahead else row["upper_bound"]
+    faster_is_bound = row["upper_bound"] if fastvec_ahead else row["lower_bound"]
+    mark = ">=" if slower_is_bound else "<=" if faster_is_bound else ""
+    return f"{'fastvec' if fastvec_ahead else 'the peer'} {mark}{times(r if fastvec_ahead else 1 / r, 1)} faster"
+
+
+TRAIN_PEERS_KINDS = {"published": "the peer's published settings, fastvec in its shape",
+                     "tuned": "each side tuned alike"}
+
+
 def train_peers_classic(results):
     d = load(results, "train_peers.json")
     rows = []
     for r in d["rows"]:
-        mine, peer = d["fastvec"][r["env"]], d["peer"][r["env"]]["runs"]
-        rows.append([f"{r['gymnax_id']} ({r['threshold']:g})",
-                     " / ".join(seed_time(x) for x in mine) + " s", seeds(mine, "eval_return", "{:.1f}".format),
-                     f"{mine[0]['startup_s']:.1f} s / {r['fastvec_startup_s']:.2f} s",
-                     " / ".join(seed_time(x) for x in peer) + " s", seeds(peer, "eval_return", "{:.1f}".format),
-                     f"{r['peer_compile_s']:.1f} s", bold(times(r["peer_time_s"], r["fastvec_time_s"]))])
-    return table(["env (threshold)", "fastvec time to threshold (3 seeds)", "fastvec eval",
-                  "start-up (first / warm)", "peer time", "peer eval", "peer compile", "ratio (medians)"],
-                 ["---"] * 7 + ["---:"], rows)
+        if r["kind"] not in TRAIN_PEERS_KINDS:
+            continue
+        mine, peer = r["fastvec_seeds"], r["peer_seeds"]
+        rows.append([f"{r['gymnax_id']} ({r['threshold']:g})", TRAIN_PEERS_KINDS[r["kind"]],
+                     " / ".join(bound_time(x) for x in mine) + " s",
+                     span([x["sps"] for x in mine], si), seeds(mine, "eval_return", "{:.1f}".format),
+                     " / ".join(bound_time(x) for x in peer) + " s",
+                     span([x["sps"] for x in peer], si), seeds(peer, "eval_return", "{:.1f}".format),
+                     peer_ratio(r)])
+    return table(["env (threshold)", "settings", "fastvec: seconds to threshold", "fastvec SPS", "fastvec eval",
+                  "peer: seconds to threshold", "peer SPS", "peer eval", "sooner (medians)"],
+                 ["---"] * 8 + ["---:"], rows)
 
 
 TRAIN_PEERS_MINATAR = [  # env, the JSON that holds its latest run beside the peer
@@ -283,12 +315,10 @@ def train_peers_minatar(results):
             mine_to = (" / ".join(seed_time(x) for x in mine) + " s ("
                        + span([x["steps_to_threshold"] for x in mine if x["reached"]], mega) + " steps)")
             peer_to = " / ".join(seed_time(x) for x in peer) + " s"
-            ratio = times(r["peer_time_s"], r["fastvec_time_s"])
         else:
             same = r["same_return"]
             target = f"{same['return']:.1f}"
             mine_to, peer_to = f"{same['fastvec_s']:.2f} s", f"{same['peer_s']:.1f} s"
-            ratio = times(same["peer_s"], same["fastvec_s"])
         capped = any(x["steps"] < x["budget_steps"] for x in peer)
         peer_steps = f" ({span([x['steps'] for x in peer], mega)} steps)" if capped else ""
         rows.append([f"{game} ({target}, {len(mine)} seed{'s' * (len(mine) > 1)}; {name})",
@@ -297,10 +327,9 @@ def train_peers_minatar(results):
                      f"{span([x['sps'] for x in mine], si)}, {seeds(mine, 'eval_return', '{:.1f}'.format)}",
                      peer_to,
                      f"{span([x['train_s'] for x in peer], '{:.1f}'.format)} s{peer_steps}, "
-                     f"{seeds(peer, 'eval_return', '{:.1f}'.format)}",
-                     bold(ratio)])
+                     f"{seeds(peer, 'eval_return', '{:.1f}'.format)}"])
     return table(["game (target, seeds; JSON)", "fastvec: to target", "fastvec: 10M steps, SPS, eval",
-                  "peer: to target", "peer: 10M steps, eval", "ratio"], ["---"] * 5 + ["---:"], rows)
+                  "peer: to target", "peer: 10M steps, eval"], ["---"] * 5, rows)
 
 
 # --- README.md -------------------------------------------------------------------------------------------
@@ -317,13 +346,15 @@ def readme_headline(results):
                  f"{times(cc['fastvec'], cc['gymnasium_vector'])})"])
 
     peers = load(results, "train_peers.json")
-    pend, acro = (row_where(peers["rows"], "env", e) for e in ("pendulum", "acrobot"))
-    evals = [(max(e), min(e)) for e in ([x["eval_return"] for x in peers["fastvec"][r["env"]]] for r in (pend, acro))]
-    rows.append([f"Pendulum / Acrobot, `fastvec-train` on an H200, time to a mean return of {pend['threshold']:g} / "
-                 f"{acro['threshold']:g} (median of {pend['fastvec_runs']} seeds)",
-                 f"{pend['fastvec_time_s']:.2f} s / {acro['fastvec_time_s']:.2f} s ({peers['eval_episodes']:,}-episode "
-                 f"evaluations {evals[0][0]:.0f} to {evals[0][1]:.0f} / {evals[1][0]:.0f} to {evals[1][1]:.0f})",
-                 f"PureJaxRL-style PPO on gymnax, same run: {pend['peer_time_s']:.2f} s / {acro['peer_time_s']:.2f} s"])
+    tuned = [r for r in peers["rows"] if r["kind"] == "tuned"]
+    for r in tuned:
+        mine, peer = r["fastvec_seeds"], r["peer_seeds"]
+        rows.append([f"{r['gymnax_id']}, time to a mean return of {r['threshold']:g} over the last {r['window']} "
+                     f"episodes, H200, each side tuned alike ({peers['sweep']['trials']} Optuna trials of "
+                     f"{peers['sweep']['trial_seconds']:g} s), {len(mine)} fresh seeds",
+                     "`fastvec-train`: " + " / ".join(bound_time(x) for x in mine) + " s",
+                     "PureJaxRL-style PPO on gymnax, same run: " + " / ".join(bound_time(x) for x in peer) +
+                     f" s ({peer_ratio(r)}, medians)"])
 
     gpu = [r for r in load(results, "classic_control_gpu.json")["rows"] if r["num_envs"] == 1 << 20]
     f64, f32 = (row_where(gpu, "env", e) for e in ("cartpole", "cartpole float32=1"))
@@ -358,11 +389,16 @@ def readme_headline(results):
     host = [r for r in play if r["env_device"] != "cuda"]
     if not on_gpu or not host:
         raise FigureError("selfplay_gpu.json: expected rows with env_device 'cuda' and with the games on the host")
-    rows.append([f"`fastvec-train pong --selfplay.enabled=true` ({on_gpu[0]['num_games']:,} games), H200",
-                 f"{span([r['sps'] for r in on_gpu], si)} agent steps/s; "
+    cli = load(results, "selfplay_gpu.json")["cli"]
+    rows.append([f"`fastvec-train pong --config=fastvec/configs/pong-selfplay.toml` (self-play, "
+                 f"{on_gpu[0]['num_games']:,} games), H200",
+                 f"{span([r['sps'] for r in on_gpu], si)} agent steps/s over "
+                 f"{span([r['train_seconds'] for r in on_gpu], '{:.2f}'.format)} s of training and "
+                 f"{span([r['eval_seconds'] for r in on_gpu], '{:.2f}'.format)} s of evaluations "
+                 f"({span([r['eval_share_of_training'] for r in on_gpu], percent)} of training); "
                  f"{span([r['scores_vs_bot']['bot4'] for r in on_gpu], percent)} wins vs the hardest bot "
-                 f"({len(on_gpu)} seeds) after {span([r['train_seconds'] for r in on_gpu], '{:.2f}'.format)} s "
-                 f"of training",
+                 f"({len(on_gpu)} seeds). The command: {cli['train']['wall_s']:.1f} s wall, start-up included; "
+                 f"`--eval=RUN --eval.opponent=bot --eval.episodes=256` {cli['eval']['wall_s']:.1f} s wall",
                  f"the same trainer with the games on the host: {si(host[0]['sps'])} steps/s"])
 
     return table(["what", "fastvec", "peer, same machine and run"], ["---", "---:", "---:"], rows)
@@ -370,7 +406,7 @@ def readme_headline(results):
 
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, minatar_gpu, env_steps_gpu,
-    selfplay_gpu, train_peers_classic, train_peers_minatar, readme_headline)}
+    selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, readme_headline)}
 
 
 # --- the blocks in the docs ------------------------------------------------------------------------------

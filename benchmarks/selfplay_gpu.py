@@ -153,7 +153,7 @@ def main() -> None:
     from fastvec.trainer.cuda import device
     out = {"date": time.strftime("%Y-%m-%d"), "machine": platform.node(), "device": device.init().Device(0).name(),
            "config": str(CONFIG.name),
-           "command": "python benchmarks/selfplay_gpu.py " + " ".join(f"--set {s}" for s in args.set), "rows": rows}
+           "command": "python benchmarks/selfplay_gpu.py " + " ".join(sys.argv[1:]), "rows": rows}
     if cli is not None:
         out["cli"] = cli
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
