@@ -6,7 +6,6 @@ Each table sits between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->`; NA
 import argparse
 import json
 import re
-import statistics
 import sys
 from pathlib import Path
 
