@@ -344,17 +344,6 @@ def readme_headline(results):
                  f"in the same runs ({times(cpu['fastvec CartPole'], cpu['gymnasium CartPole vector'])}; "
                  f"{times(cc['fastvec'], cc['gymnasium_vector'])})"])
 
-    peers = load(results, "train_peers.json")
-    tuned = [r for r in peers["rows"] if r["kind"] == "tuned"]
-    for r in tuned:
-        mine, peer = r["fastvec_seeds"], r["peer_seeds"]
-        rows.append([f"{r['gymnax_id']}, time to a mean return of {r['threshold']:g} over the last {r['window']} "
-                     f"episodes, H200, each side tuned alike ({peers['sweep']['trials']} Optuna trials of "
-                     f"{peers['sweep']['trial_seconds']:g} s), {len(mine)} fresh seeds",
-                     "`fastvec-train`: " + " / ".join(bound_time(x) for x in mine) + " s",
-                     "PureJaxRL-style PPO on gymnax, same run: " + " / ".join(bound_time(x) for x in peer) +
-                     f" s ({peer_ratio(r)}, medians)"])
-
     gpu = [r for r in load(results, "classic_control_gpu.json")["rows"] if r["num_envs"] == 1 << 20]
     f64, f32 = (row_where(gpu, "env", e) for e in ("cartpole", "cartpole float32=1"))
     rows.append([f"CartPole env steps/s on an H200, {envs(f64['num_envs'])} envs, {f64['rollout_steps']} steps fused",
@@ -382,6 +371,25 @@ def readme_headline(results):
     pong = row_where(load(results, "pong_steps_cpu.json")["rows"], "num_games", 1024)
     rows.append([f"Pong, {pong['num_games']:,} games, agent steps/s, 16-core host", si(pong["fastvec_vector_env"]),
                  f"SuperSuit over PettingZoo {si(pong['supersuit_concat'])}"])
+
+    peers = load(results, "train_peers.json")
+    tuned = [r for r in peers["rows"] if r["kind"] == "tuned"]
+    for r in tuned:
+        mine, peer = r["fastvec_seeds"], r["peer_seeds"]
+        rows.append([f"{r['gymnax_id']}, time to a mean return of {r['threshold']:g} over the last {r['window']} "
+                     f"episodes, H200, each side tuned alike ({peers['sweep']['trials']} Optuna trials of "
+                     f"{peers['sweep']['trial_seconds']:g} s), {len(mine)} fresh seeds",
+                     "`fastvec-train`: " + " / ".join(bound_time(x) for x in mine) + " s",
+                     "PureJaxRL-style PPO on gymnax, same run: " + " / ".join(bound_time(x) for x in peer) +
+                     f" s ({peer_ratio(r)}, medians)"])
+
+    shipped = [r for r in load(results, "breakout_toml_one_second_h200.json")["shipped_twelve_seeds"]["runs"]
+               if r["case"] == "shipped"]
+    rows.append([f"`fastvec-train breakout` (breakout.toml), H200, {len(shipped)} seeds",
+                 f"mean score over {shipped[0]['eval_episodes']:,} episodes {span([r['eval'] for r in shipped], '{:.1f}'.format)}, "
+                 f">= 850 on {sum(r['eval'] >= 850 for r in shipped)} of {len(shipped)}, after "
+                 f"{span([r['train_s'] for r in shipped], '{:.2f}'.format)} s of training "
+                 f"({si(shipped[0]['steps'])} steps)", "-"])
 
     play = load(results, "selfplay_gpu.json")["rows"]
     on_gpu = [r for r in play if r["env_device"] == "cuda"]
