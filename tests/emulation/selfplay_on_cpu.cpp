@@ -30,6 +30,7 @@ extern "C" {
 int emu_slot_size(void) { return (int)sizeof(fv_slot); }
 int emu_staged_floats(void) { return MATCH_STAGED; }
 int emu_rows_per_warp(void) { return MATCH_ROWS; }
+int emu_slices(void) { return MATCH_SLICES; }
 
 void emu_match_reset(int n, fv_slot* slots, const fv_u64* seeds, const int* levels, OBS_T* obs) {
     launch(n, 256, [=] { match_reset_kernel(n, slots, seeds, levels, obs); });
@@ -41,15 +42,13 @@ void emu_match_stage(int rows, const float* weights, long long stride, float* st
 
 void emu_match_play(int blocks, int threads, int n, int games_per_match, int games_per_block, int shared_policies,
                     fv_slot* slots, const float* weights, long long stride, const float* staged,
-                    const int* game_weights, const int* levels, OBS_T* game_obs, OBS_T* final_obs, float* starts,
-                    float* state, int* actions, unsigned char* terminated, unsigned char* truncated,
-                    float* ep_return, int* ep_length, float* ep_stats, float* scores, int* game_steps, int* remaining,
-                    unsigned long long key, long long first_step, int steps, int deterministic, int max_steps) {
+                    const int* game_weights, const int* levels, OBS_T* game_obs, float* starts, float* state,
+                    int* actions, float* scores, int* game_steps, int* remaining, unsigned long long key,
+                    long long first_step, int steps, int deterministic, int max_steps) {
     launch_grid(blocks, threads, [=] {
         match_play_kernel(n, games_per_match, games_per_block, shared_policies, slots, weights, stride, staged,
-                          game_weights, levels, game_obs, final_obs, starts, state, actions, terminated, truncated,
-                          ep_return, ep_length, ep_stats, scores, game_steps, remaining, key, first_step, steps,
-                          deterministic, max_steps);
+                          game_weights, levels, game_obs, starts, state, actions, scores, game_steps, remaining, key,
+                          first_step, steps, deterministic, max_steps);
     });
 }
 

@@ -83,14 +83,9 @@ class EmulatedMatches:
         self.levels = np.repeat(np.asarray(levels, np.int32), games)
         self.game_weights = np.repeat(np.asarray(rows, np.int32), games)
         self.game_obs = np.zeros((n, AGENTS, 8), np.float32)
-        self.final_obs = np.zeros_like(self.game_obs)
         self.starts = np.ones(n * AGENTS, np.float32)
         self.state = np.zeros((SPEC.layers, n * AGENTS, SPEC.hidden), np.float32)
         self.actions = np.zeros(n * AGENTS, np.int32)
-        self.terminated, self.truncated = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
-        self.ep_return = np.zeros(n * AGENTS, np.float32)
-        self.ep_length = np.zeros(n, np.int32)
-        self.ep_stats = np.zeros((n, 3), np.float32)
         self.scores = np.full(n, np.nan, np.float32)
         self.game_steps = np.zeros(n, np.int32)
         self.remaining = np.array([n], np.int32)
@@ -99,14 +94,13 @@ class EmulatedMatches:
         lib.emu_match_reset(n, _p(self.slots), _p(seeds), _p(self.levels), _p(self.game_obs))
 
     def play(self, first_step, steps, deterministic, games_per_block, shared_policies):
-        threads = 32 * AGENTS * -(-games_per_block // self.lib.emu_rows_per_warp())
+        threads = 32 * AGENTS * -(-games_per_block // self.lib.emu_rows_per_warp()) * self.lib.emu_slices()
         blocks = (self.n // self.games) * -(-self.games // games_per_block)
         self.lib.emu_match_play(
             blocks, threads, self.n, self.games, games_per_block, shared_policies, _p(self.slots), _p(self.weights),
             ctypes.c_int64(self.weights.shape[1]), _p(self.staged), _p(self.game_weights), _p(self.levels),
-            _p(self.game_obs), _p(self.final_obs), _p(self.starts), _p(self.state), _p(self.actions),
-            _p(self.terminated), _p(self.truncated), _p(self.ep_return), _p(self.ep_length), _p(self.ep_stats),
-            _p(self.scores), _p(self.game_steps), _p(self.remaining), ctypes.c_uint64(self.key),
+            _p(self.game_obs), _p(self.starts), _p(self.state), _p(self.actions), _p(self.scores),
+            _p(self.game_steps), _p(self.remaining), ctypes.c_uint64(self.key),
             ctypes.c_int64(first_step), steps, int(deterministic), MAX_STEPS)
 
     def play_out(self, deterministic, games_per_block, shared_policies, steps):
@@ -120,7 +114,7 @@ class EmulatedMatches:
 
 def test_one_step_equals_the_thread_forward(lib):
     """From fresh games with random MinGRU states and start flags: match_play_kernel's actions (sampled) and new
-    states equal pool_forward_kernel's, bit for bit (hidden 48: lanes with one unit and with two, a partial
+    states equal pool_forward_kernel's, bit for bit (hidden 48: a warp of 32 units and one of 16, a partial
     32-row block of the staged matrices; a partial block of games)."""
     a, b = random_policy(1, "a"), random_policy(2, "b", scale=1.5)
     rng = np.random.default_rng(0)
@@ -154,15 +148,17 @@ def test_scores_equal_the_cpu_games(lib):
 
 
 def test_sampled_scores_depend_on_neither_grid_nor_launches(lib):
-    """Sampled play: the same scores and step counts with 1 or 3 games a block, the weights in shared or global
-    memory, 5 or 1000 steps a launch; a match's scores are the same alone as beside other matches."""
+    """Sampled play: the same scores and step counts with 1, 3 or 5 games a block (5: two groups of rows a seat
+    role), the weights in shared or global memory, 5, 7 or 1000 steps a launch; a match's scores are the same
+    alone as beside other matches."""
     a, b = random_policy(4, "a"), random_policy(5, "b", scale=1.0)
     runs = []
-    for games_per_block, shared, steps in [(3, 2, 1000), (1, 0, 5)]:
+    for games_per_block, shared, steps in [(3, 2, 1000), (1, 0, 5), (5, 2, 7)]:
         fused = EmulatedMatches(lib, [a, b], [1, -1], [0, 1], 5, seed=2)
         runs.append((fused.play_out(False, games_per_block, shared, steps), fused.game_steps.copy()))
-    np.testing.assert_array_equal(runs[0][0], runs[1][0])
-    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    for scores, steps in runs[1:]:
+        np.testing.assert_array_equal(scores, runs[0][0])
+        np.testing.assert_array_equal(steps, runs[0][1])
     alone = EmulatedMatches(lib, [a, b], [-1], [1], 5, seed=2)
     np.testing.assert_array_equal(alone.play_out(False, 2, 2, 1000)[0], runs[0][0][1])
 
@@ -172,6 +168,8 @@ def test_play_layout_fills_the_sms_with_every_block_resident():
     one an SM); bot matches only (one policy) fit two blocks an SM; policies too large for shared memory are read
     from global memory."""
     h200 = dict(sm_count=132, shared_per_block=232448, shared_per_sm=233472)
-    assert play_layout(8, 64, True, 24768, 64, 3, 2, 2, **h200)[:3] == (4, 2, 128)
-    assert play_layout(5, 256, False, 24768, 64, 3, 2, 2, **h200)[:2] == (5, 1)
-    assert play_layout(8, 64, True, 98688, 128, 3, 2, 2, **h200)[1] == 0
+    hidden64 = dict(group_floats=4 * (2 * 64 + 3), game_floats=2 * 8 + 2 + 1, agents=2, rows_per_warp=4, slices=2)
+    assert play_layout(8, 64, True, 24768, **hidden64, **h200)[:3] == (4, 2, 128)
+    assert play_layout(5, 256, False, 24768, **hidden64, **h200)[:2] == (5, 1)
+    hidden128 = {**hidden64, "group_floats": 4 * (2 * 128 + 3), "slices": 4}
+    assert play_layout(8, 64, True, 98688, **hidden128, **h200)[1] == 0

@@ -192,10 +192,10 @@ def test_gpu_evaluation_without_per_game_levels_builds_one_module_a_level(monkey
 
 
 def test_the_match_kernels_policy_step_is_the_thread_forward():
-    """One step of match_play_kernel (a warp per seat role of two games, the staged weights in shared memory)
+    """One step of match_play_kernel (a group of warps per seat role of four games, the staged weights in shared memory)
     against pool_forward_kernel (a thread per row) on the same reset games, random states, starts and draws: the
-    same sampled actions and, bit for bit, the same new recurrent states (hidden 48: lanes with one unit and with
-    two); the step counts of a played-out evaluation are each game's own."""
+    same sampled actions and, bit for bit, the same new recurrent states (hidden 48: a warp of 32 units and one
+    of 16); the step counts of a played-out evaluation are each game's own."""
     from fastvec.trainer.cuda import device
     from fastvec.trainer.cuda.matches import GpuMatches, MatchBatch
     config = gpu_selfplay_config()

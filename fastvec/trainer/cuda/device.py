@@ -61,7 +61,7 @@ SIGNATURES = {
     "selfplay_step_kernel": "ii" + "P" * 24 + "iQQii",
     "match_reset_kernel": "iPPPP",
     "match_stage_kernel": "iPqP",
-    "match_play_kernel": "iiiiPPqP" + "P" * 15 + "Qqiii",
+    "match_play_kernel": "iiiiPPqP" + "P" * 9 + "Qqiii",
     "selfplay_gather_kernel": "iiPP",
 }
 

@@ -21,24 +21,25 @@ PLAY_STEPS = 1024  # game steps a match_play_kernel launch plays at most: the ho
 BLOCK_SHARED_RESERVED = 1024  # bytes of shared memory the driver keeps per block (sm_80 and later)
 
 
-def play_layout(matches: int, games: int, opponent: bool, staged_floats: int, hidden: int, num_actions: int,
-                agents: int, rows_per_warp: int, sm_count: int, shared_per_block: int, shared_per_sm: int,
+def play_layout(matches: int, games: int, opponent: bool, staged_floats: int, group_floats: int, game_floats: int,
+                agents: int, rows_per_warp: int, slices: int, sm_count: int, shared_per_block: int, shared_per_sm: int,
                 threads_per_sm: int = 2048, blocks_per_sm: int = 32) -> tuple[int, int, int, int]:
     """match_play_kernel's grid for `matches` matches of `games` games: (games a block, policies a block keeps
-    in shared memory (0: it reads them from global memory), threads a block, dynamic shared bytes). The fewest
-    games a block (the most SMs at work, each step's time set by the busiest SM) for which every block is
-    resident at once: a block that waits for another's SM would play its games after that block's."""
+    in shared memory (0: it reads them from global memory), threads a block, dynamic shared bytes). A block has
+    a group of `slices` warps for each seat role of every `rows_per_warp` games. The fewest games a block (the
+    most SMs at work, each step's time set by the busiest SM) for which every block is resident at once: a
+    block that waits for another's SM would play its games after that block's."""
     policies = 2 if opponent else 1
     layout = None
     for per_block in range(1, games + 1):
-        warps = agents * -(-per_block // rows_per_warp)
-        if 32 * warps > 1024:
+        groups = agents * -(-per_block // rows_per_warp)
+        if 32 * groups * slices > 1024:
             break
-        scratch = 4 * (warps * rows_per_warp * (2 * hidden + num_actions) + per_block * (agents + 1) + 1)
+        scratch = 4 * (groups * group_floats + per_block * game_floats + 1)
         in_shared = policies if 4 * policies * staged_floats + scratch <= shared_per_block else 0
         shared = 4 * in_shared * staged_floats + scratch
-        layout = (per_block, in_shared, 32 * warps, shared)
-        resident = min(shared_per_sm // (shared + BLOCK_SHARED_RESERVED), threads_per_sm // (32 * warps),
+        layout = (per_block, in_shared, 32 * groups * slices, shared)
+        resident = min(shared_per_sm // (shared + BLOCK_SHARED_RESERVED), threads_per_sm // (32 * groups * slices),
                        blocks_per_sm)
         if matches * -(-games // per_block) <= sm_count * resident:
             break
@@ -56,7 +57,7 @@ class MatchBatch:
         self.k = k = device.Launcher(module, owner.stream)
         agents, o = module_int(cuda, module, "fv_num_agents"), spec.obs_size
         n = games * len(levels)
-        self.num_games, self.games, num_stats = n, games, module_int(cuda, module, "fv_num_stats")
+        self.num_games, self.games = n, games
         _, _, max_steps = env_build(env_config, None)
         self.max_steps = max_steps
         staged = module_int(cuda, module, "match_staged_floats")
@@ -68,15 +69,9 @@ class MatchBatch:
         a.add("staged", (weights.shape[0], staged), np.float32, "(1 + opponents, MATCH_STAGED) as match_play reads")
         a.add("game_weights", (n,), np.int32, "(N,) the opponent's row of weights")
         a.add("game_obs", (n, agents, o), np.float32, "(N, A, O) OBS_T elements")
-        a.add("final_obs", (n, agents, o), np.float32, "(N, A, O) batch-layer scratch")
         a.add("starts", (n * agents,), np.float32, "(N * A,)")
         a.add("state", (max(spec.state_layers, 1), n * agents, spec.hidden), np.float32, "(Ls, N * A, H)")
         a.add("actions", (n * agents,), np.int32, "(N * A,) the last step's actions")
-        a.add("terminated", (n,), np.uint8, "(N,)")
-        a.add("truncated", (n,), np.uint8, "(N,)")
-        a.add("ep_return", (n * agents,), np.float32, "(N * A,)")
-        a.add("ep_length", (n,), np.int32, "(N,)")
-        a.add("ep_stats", (n, max(num_stats, 1)), np.float32, "(N, S)")
         a.add("scores", (n,), np.float32, "(N,) the player's score at the game's first end, NaN before")
         a.add("game_steps", (n,), np.int32, "(N,) the steps to the game's first end")
         a.add("remaining", (1,), np.int32, "games without a score")
@@ -96,8 +91,11 @@ class MatchBatch:
                      np.int64(weights.shape[1]), a.ptr("staged"))
             dev = cuda.Context.get_device()
             attribute = cuda.device_attribute
-            self.layout = play_layout(len(levels), games, any(level < 0 for level in levels), staged, spec.hidden,
-                                      spec.num_actions, agents, module_int(cuda, module, "match_rows_per_warp"),
+            self.layout = play_layout(len(levels), games, any(level < 0 for level in levels), staged,
+                                      module_int(cuda, module, "match_group_floats"),
+                                      module_int(cuda, module, "match_game_floats"), agents,
+                                      module_int(cuda, module, "match_rows_per_warp"),
+                                      module_int(cuda, module, "match_slices"),
                                       dev.get_attribute(attribute.MULTIPROCESSOR_COUNT),
                                       dev.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                                       dev.get_attribute(attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
@@ -115,10 +113,9 @@ class MatchBatch:
         self.k.launch_shared("match_play_kernel", self.blocks * threads, threads, shared, np.int32(self.num_games),
                              np.int32(self.games), np.int32(per_block), np.int32(in_shared), a.ptr("slots"),
                              a.ptr("weights"), np.int64(self.stride), a.ptr("staged"),
-                             a.ptr("game_weights"), a.ptr("bot_levels"), a.ptr("game_obs"), a.ptr("final_obs"),
-                             a.ptr("starts"), a.ptr("state"), a.ptr("actions"), a.ptr("terminated"),
-                             a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"), a.ptr("ep_stats"),
-                             a.ptr("scores"), a.ptr("game_steps"), a.ptr("remaining"), np.uint64(self.key),
+                             a.ptr("game_weights"), a.ptr("bot_levels"), a.ptr("game_obs"), a.ptr("starts"),
+                             a.ptr("state"), a.ptr("actions"), a.ptr("scores"), a.ptr("game_steps"),
+                             a.ptr("remaining"), np.uint64(self.key),
                              np.int64(first_step), np.int32(steps), np.int32(self.deterministic),
                              np.int32(self.max_steps))
 

@@ -151,10 +151,21 @@ __global__ void match_reset_kernel(int N, fv_slot* slots, const fv_u64* seeds, c
 #define MATCH_MATRIX (PH * PH)
 #define MATCH_DECODER (POLICY_LAYERS * MATCH_GATES * MATCH_MATRIX)
 #define MATCH_STAGED (MATCH_DECODER + NUM_ACTIONS * PH)
-#define MATCH_UNITS ((PH + 31) / 32) /* hidden units a lane computes */
-#define MATCH_ROWS 2 /* rows (one policy's, in games side by side) a warp computes together: a weight read serves each */
+/* Rows (one policy's, in games side by side) a group computes together: every weight read from shared memory
+ * serves each of them, and shared-memory bandwidth is what bounds a step's layers. */
+#define MATCH_ROWS 4
+#define MATCH_SLICES ((PH + 31) / 32) /* warps a group is spread over: lane u of slice s computes unit 32 * s + u */
+/* The layers' k4 loops are unrolled whole where every lane's row stride in the staged matrices is the same
+ * constant (PH a multiple of 32); a partial last 32-row block makes it a variable, and the whole unroll spills. */
+constexpr int match_unroll = PH % 32 == 0 ? PH / 4 : 4;
+#define MATCH_GROUP_FLOATS (MATCH_ROWS * (2 * PH + NUM_ACTIONS)) /* a group's layer input and output, its logits */
+#define MATCH_OBS_FLOATS ((NUM_AGENTS * OBS_SIZE * (int)sizeof(OBS_T) + 3) / 4)
+#define MATCH_GAME_FLOATS (MATCH_OBS_FLOATS + NUM_AGENTS + 1) /* a game's obs, its seats' actions, its open flag */
 __device__ const int match_staged_floats = MATCH_STAGED;
 __device__ const int match_rows_per_warp = MATCH_ROWS;
+__device__ const int match_slices = MATCH_SLICES;
+__device__ const int match_group_floats = MATCH_GROUP_FLOATS;
+__device__ const int match_game_floats = MATCH_GAME_FLOATS;
 
 /* The float4 index, in its staged (R, PH) matrix, of row r's columns 4 * k4 .. 4 * k4 + 3. */
 __device__ __forceinline__ int match_row4(int R, int r, int k4) {
@@ -176,32 +187,45 @@ __global__ void match_stage_kernel(int rows, const float* weights, long long str
     staged[i] = weights[(long long)p * stride + source];
 }
 
+/* Row r of a group of seat role `role` (0: the player's seat, k: the opponent's k-th seat): its game c within
+ * the block (a row past the block's games mirrors its last game and writes nothing) and that game's seat. */
+__device__ __forceinline__ void match_row(int role, int group, int r, int count, int first_local, int vs_bot,
+                                          int* c, int* seat) {
+    *c = min(group * MATCH_ROWS + r, count - 1);
+    int local = first_local + *c, player = vs_bot ? 0 : local % NUM_AGENTS;
+    *seat = role == 0 ? player : (role - 1 < player ? role - 1 : role);
+}
+
 /* Steps first_step .. first_step + steps - 1 of the unscored games, a launch (cuda/matches.py relaunches until
  * every game has a score). A block plays games_per_block games of one match (ceil(games_per_match /
  * games_per_block) blocks a match, in match order), with the policies it needs (the player's, the opponent's)
  * copied from staged (rows, MATCH_STAGED) into its shared memory when shared_policies > 0, else read from
- * staged. Warp w computes seat role w % NUM_AGENTS (0: the player's seat, k: the opponent's k-th seat) of
- * the block's games (w / NUM_AGENTS) * MATCH_ROWS + r, r < MATCH_ROWS; then a thread per game steps it
- * (SAME_STEP), sets its seats' starts, and scores its first end into scores (N,), its step count into
- * game_steps (N,), counting it off remaining[0]. A block leaves once its games all have scores.
- * A row's policy step: lane u computes units u, u + 32, ... of each layer with dot_row's sums in dot_row's order
- * (and the encoder's, the gates' and the mixes' expressions as thread_policy_forward's), so actions and states
- * are those of a thread per row (pool_forward_kernel). The draw at step t is policy_uniform(key, r, t) with r
- * the row's index within its match as a batch of its own (local for a bot match, local * NUM_AGENTS + seat
- * otherwise); deterministic: the argmax. Each step's actions go to actions (N * NUM_AGENTS,); the rows' MinGRU
- * states (Ls, N * NUM_AGENTS, H) and start flags (N * NUM_AGENTS,) are read at the start and written back.
- * Dynamic shared memory (floats): shared_policies * MATCH_STAGED, then per warp MATCH_ROWS * (2 * PH +
- * NUM_ACTIONS), then games_per_block * (NUM_AGENTS + 1) + 1 ints. */
+ * staged. Group k (warps k * MATCH_SLICES ..) computes seat role k % NUM_AGENTS (0: the player's seat, j: the
+ * opponent's j-th seat) of the block's games (k / NUM_AGENTS) * MATCH_ROWS + r, r < MATCH_ROWS, a unit of
+ * each row a lane; then thread c steps game c (SAME_STEP), sets its seats' starts, and scores its first end
+ * into scores (N,), its step count into game_steps (N,), counting it off remaining[0]. A block leaves once its
+ * games all have scores. The games' slots (N,) and obs (N, NUM_AGENTS, O) in game_obs are read at the start
+ * and written back: in between, a slot is its stepping thread's and the obs are in shared memory, out of the
+ * global-memory round trips that a game step's chain of dependent reads and writes would otherwise wait on.
+ * A row's policy step: each unit's sums are dot_row's, in dot_row's order (and the encoder's, the gates' and
+ * the mixes' expressions as thread_policy_forward's), so actions and states are those of a thread per row
+ * (pool_forward_kernel). The draw at step t is policy_uniform(key, r, t) with r the row's index within its
+ * match as a batch of its own (local for a bot match, local * NUM_AGENTS + seat otherwise); deterministic: the
+ * argmax. Each step's actions go to actions (N * NUM_AGENTS,); the rows' MinGRU states (Ls, N * NUM_AGENTS, H)
+ * and start flags (N * NUM_AGENTS,) are read at the start and written back. Dynamic shared memory (floats):
+ * shared_policies * MATCH_STAGED, then per group MATCH_GROUP_FLOATS, then games_per_block * MATCH_GAME_FLOATS
+ * (the obs, then the ints: seat actions, open flags) and one int. */
 __global__ void match_play_kernel(int N, int games_per_match, int games_per_block, int shared_policies,
                                   fv_slot* slots, const float* weights, long long stride, const float* staged,
-                                  const int* game_weights, const int* bot_levels, OBS_T* game_obs, OBS_T* final_obs,
-                                  float* starts, float* state, int* actions, unsigned char* terminated,
-                                  unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
-                                  float* scores, int* game_steps, int* remaining, unsigned long long key,
-                                  long long first_step, int steps, int deterministic, int max_episode_steps) {
+                                  const int* game_weights, const int* bot_levels, OBS_T* game_obs, float* starts,
+                                  float* state, int* actions, float* scores, int* game_steps, int* remaining,
+                                  unsigned long long key, long long first_step, int steps, int deterministic,
+                                  int max_episode_steps) {
     extern __shared__ float4 match_shared4[];
-    const int G = MATCH_ROWS;
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int G = MATCH_ROWS, OBS = NUM_AGENTS * OBS_SIZE;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, groups = (blockDim.x >> 5) / MATCH_SLICES;
+    int slice = warp % MATCH_SLICES, group_warp = warp / MATCH_SLICES;
+    int u = 32 * slice + lane, has_unit = u < PH, uc = min(u, PH - 1);
     int blocks_per_match = (games_per_match + games_per_block - 1) / games_per_block;
     int first_local = (blockIdx.x % blocks_per_match) * games_per_block;
     int count = min(games_per_block, games_per_match - first_local);
@@ -209,9 +233,11 @@ __global__ void match_play_kernel(int N, int games_per_match, int games_per_bloc
     if (g0 >= N) return; /* the whole block */
     int vs_bot = bot_levels[g0] >= 0, opponent = vs_bot ? 0 : game_weights[g0];
     float* shared_weights = reinterpret_cast<float*>(match_shared4);
-    float* buffers = shared_weights + shared_policies * MATCH_STAGED;
-    float* ys = buffers + warps * G * 2 * PH;
-    int* seat_actions = reinterpret_cast<int*>(ys + warps * G * NUM_ACTIONS);
+    float* xb = shared_weights + shared_policies * MATCH_STAGED + group_warp * MATCH_GROUP_FLOATS;
+    float* ys = xb + 2 * G * PH;
+    float* game_area = shared_weights + shared_policies * MATCH_STAGED + groups * MATCH_GROUP_FLOATS;
+    OBS_T* block_obs = reinterpret_cast<OBS_T*>(game_area);
+    int* seat_actions = reinterpret_cast<int*>(game_area + games_per_block * MATCH_OBS_FLOATS);
     int* open_flags = seat_actions + games_per_block * NUM_AGENTS;
     int* open_count = open_flags + games_per_block;
     const float* staged_player = staged;
@@ -225,6 +251,7 @@ __global__ void match_play_kernel(int N, int games_per_match, int games_per_bloc
         staged_player = shared_weights;
         staged_opponent = shared_weights + MATCH_STAGED;
     }
+    for (int i = threadIdx.x; i < count * OBS; i += blockDim.x) block_obs[i] = game_obs[g0 * OBS + i];
     if (threadIdx.x == 0) {
         int open = 0;
         for (int c = 0; c < count; c++) {
@@ -233,183 +260,149 @@ __global__ void match_play_kernel(int N, int games_per_match, int games_per_bloc
         }
         *open_count = open;
     }
+    int stepper = threadIdx.x < count; /* thread c steps game c */
+    fv_slot slot;
+    if (stepper) slot = slots[g0 + threadIdx.x];
 
-    /* This warp's rows: role 0 the player's seat, role k >= 1 the opponent's k-th seat (none against the bot). */
-    int role = warp % NUM_AGENTS, group = warp / NUM_AGENTS;
+    int role = group_warp % NUM_AGENTS, group = group_warp / NUM_AGENTS;
     int plays = (role == 0 || !vs_bot) && group * G < count;
     const float* w = weights + (long long)(role == 0 ? 0 : opponent) * stride;
     const float* sw = role == 0 ? staged_player : staged_opponent;
-    long long rows = (long long)N * NUM_AGENTS;
     int game_of[G], seat_of[G], valid[G];
-    long long row_of[G], draw_of[G];
 #pragma unroll
     for (int r = 0; r < G; r++) {
-        int c = group * G + r;
-        valid[r] = plays && c < count;
-        c = min(c, count - 1); /* a row past the block's games mirrors its last game and writes nothing */
-        int local = first_local + c, player = vs_bot ? 0 : local % NUM_AGENTS;
-        int seat = role == 0 ? player : (role - 1 < player ? role - 1 : role);
-        game_of[r] = c;
-        seat_of[r] = seat;
-        row_of[r] = (g0 + c) * NUM_AGENTS + seat;
-        draw_of[r] = vs_bot ? (long long)local : (long long)local * NUM_AGENTS + seat;
+        valid[r] = plays && group * G + r < count;
+        match_row(role, group, r, count, first_local, vs_bot, &game_of[r], &seat_of[r]);
     }
 #if POLICY_MINGRU
-    float h[G][POLICY_LAYERS][MATCH_UNITS], keep[G];
+    long long rows = (long long)N * NUM_AGENTS, row_of[G];
+    float h[G][POLICY_LAYERS], keep[G];
 #pragma unroll
     for (int r = 0; r < G; r++) {
+        row_of[r] = (g0 + game_of[r]) * NUM_AGENTS + seat_of[r];
         keep[r] = plays ? 1.0f - starts[row_of[r]] : 0.0f;
 #pragma unroll
         for (int l = 0; l < POLICY_LAYERS; l++)
-#pragma unroll
-            for (int t = 0; t < MATCH_UNITS; t++) {
-                int u = lane + 32 * t;
-                h[r][l][t] = plays && u < PH ? state[((long long)l * rows + row_of[r]) * PH + u] : 0.0f;
-            }
+            h[r][l] = plays && has_unit ? state[((long long)l * rows + row_of[r]) * PH + u] : 0.0f;
     }
 #endif
     __syncthreads();
 
     for (int step = 0; step < steps; step++) {
         long long t_step = first_step + step;
-        int open = 0;
+        int open = 0; /* the same for the group's warps: they all skip or all compute */
 #pragma unroll
         for (int r = 0; r < G; r++) open |= valid[r] && open_flags[game_of[r]];
-        if (open) {
-            float* x[G];
-            float* out[G];
+        if (open && has_unit) {
 #pragma unroll
             for (int r = 0; r < G; r++) {
-                x[r] = buffers + (warp * G + r) * 2 * PH;
-                out[r] = x[r] + PH;
-                const OBS_T* o = game_obs + row_of[r] * OBS_SIZE;
-#pragma unroll
-                for (int t = 0; t < MATCH_UNITS; t++) {
-                    int u = lane + 32 * t;
-                    if (u < PH) {
-                        float acc = 0.0f;
-                        for (int q = 0; q < OBS_SIZE; q++) acc = fmaf(w[P_ENC_W + u * OBS_SIZE + q], (float)o[q], acc);
-                        x[r][u] = acc + w[P_ENC_B + u];
-                    }
-                }
+                const OBS_T* o = block_obs + (game_of[r] * NUM_AGENTS + seat_of[r]) * OBS_SIZE;
+                float acc = 0.0f;
+                for (int q = 0; q < OBS_SIZE; q++) acc = fmaf(w[P_ENC_W + u * OBS_SIZE + q], (float)o[q], acc);
+                xb[r * PH + u] = acc + w[P_ENC_B + u];
             }
-            __syncwarp();
+        }
+        __syncthreads(); /* a layer reads every unit of its input: the group's other warps' too */
 #pragma unroll
-            for (int l = 0; l < POLICY_LAYERS; l++) {
+        for (int l = 0; l < POLICY_LAYERS; l++) {
+            const float4* x4 = reinterpret_cast<const float4*>(xb + (l & 1) * G * PH);
+            float* out = xb + ((l + 1) & 1) * G * PH;
+            if (open) {
                 const float4* m4 = reinterpret_cast<const float4*>(sw + l * MATCH_GATES * MATCH_MATRIX);
                 const float* lb = w + P_LAYER(l) + PW * PH;
-                int first4[MATCH_UNITS], step4[MATCH_UNITS];
+                int first4 = match_row4(PH, uc, 0), step4 = match_row4(PH, uc, 1) - first4;
+                float acc[MATCH_GATES][G];
 #pragma unroll
-                for (int t = 0; t < MATCH_UNITS; t++) {
-                    int u = min(lane + 32 * t, PH - 1);
-                    first4[t] = match_row4(PH, u, 0);
-                    step4[t] = match_row4(PH, u, 1) - first4[t];
-                }
-                float acc[MATCH_UNITS][MATCH_GATES][G];
+                for (int gate = 0; gate < MATCH_GATES; gate++)
 #pragma unroll
-                for (int t = 0; t < MATCH_UNITS; t++)
-#pragma unroll
-                    for (int gate = 0; gate < MATCH_GATES; gate++)
-#pragma unroll
-                        for (int r = 0; r < G; r++) acc[t][gate][r] = 0.0f;
-#pragma unroll
+                    for (int r = 0; r < G; r++) acc[gate][r] = 0.0f;
+#pragma unroll match_unroll
                 for (int k4 = 0; k4 < PH / 4; k4++) {
                     float4 xv[G];
 #pragma unroll
-                    for (int r = 0; r < G; r++) xv[r] = reinterpret_cast<const float4*>(x[r])[k4];
+                    for (int r = 0; r < G; r++) xv[r] = x4[r * (PH / 4) + k4];
 #pragma unroll
-                    for (int t = 0; t < MATCH_UNITS; t++)
+                    for (int gate = 0; gate < MATCH_GATES; gate++) {
+                        float4 wv = m4[gate * (MATCH_MATRIX / 4) + first4 + k4 * step4];
 #pragma unroll
-                        for (int gate = 0; gate < MATCH_GATES; gate++) {
-                            float4 wv = m4[gate * (MATCH_MATRIX / 4) + first4[t] + k4 * step4[t]];
-#pragma unroll
-                            for (int r = 0; r < G; r++) { /* dot_row's group of four, then its running sum */
-                                float part = fmaf(wv.x, xv[r].x, wv.y * xv[r].y);
-                                part = fmaf(wv.z, xv[r].z, part);
-                                acc[t][gate][r] += fmaf(wv.w, xv[r].w, part);
-                            }
+                        for (int r = 0; r < G; r++) { /* dot_row's group of four, then its running sum */
+                            float part = fmaf(wv.x, xv[r].x, wv.y * xv[r].y);
+                            part = fmaf(wv.z, xv[r].z, part);
+                            acc[gate][r] += fmaf(wv.w, xv[r].w, part);
                         }
+                    }
                 }
-#pragma unroll
-                for (int t = 0; t < MATCH_UNITS; t++) {
-                    int u = lane + 32 * t;
-                    if (u >= PH) continue;
+                if (has_unit) {
 #pragma unroll
                     for (int r = 0; r < G; r++) {
-                        float zp = acc[t][0][r] + lb[u];
+                        float zp = acc[0][r] + lb[u];
                         float value;
 #if POLICY_MINGRU
-                        float cp = acc[t][1][r] + lb[PH + u];
+                        float cp = acc[1][r] + lb[PH + u];
                         float z = sigmoidf_ref(zp), c = mingru_g(cp);
-                        float hn = fmaf(z, c, (1.0f - z) * keep[r] * h[r][l][t]);
-                        h[r][l][t] = hn;
+                        float hn = fmaf(z, c, (1.0f - z) * keep[r] * h[r][l]);
+                        h[r][l] = hn;
                         value = hn;
 #if POLICY_HIGHWAY
-                        float s = sigmoidf_ref(acc[t][2][r] + lb[2 * PH + u]);
-                        value = fmaf(s, hn, (1.0f - s) * x[r][u]);
+                        float s = sigmoidf_ref(acc[2][r] + lb[2 * PH + u]);
+                        value = fmaf(s, hn, (1.0f - s) * xb[(l & 1) * G * PH + r * PH + u]);
 #endif
 #else
                         value = fmaxf(zp, 0.0f);
 #endif
-                        out[r][u] = value;
+                        out[r * PH + u] = value;
                     }
-                }
-                __syncwarp();
-#pragma unroll
-                for (int r = 0; r < G; r++) {
-                    float* next = out[r];
-                    out[r] = x[r];
-                    x[r] = next;
                 }
             }
+            __syncthreads();
+        }
+        if (open && slice == 0) {
+            const float4* x4 = reinterpret_cast<const float4*>(xb + (POLICY_LAYERS & 1) * G * PH);
             const float4* d4 = reinterpret_cast<const float4*>(sw + MATCH_DECODER);
-            for (int m = lane; m < NUM_ACTIONS; m += 32) {
+            for (int q = lane; q < G * NUM_ACTIONS; q += 32) { /* a lane per logit: the dot products side by side */
+                int r = q / NUM_ACTIONS, m = q % NUM_ACTIONS;
                 int first = match_row4(NUM_ACTIONS, m, 0), stride4 = match_row4(NUM_ACTIONS, m, 1) - first;
-                float acc[G];
-#pragma unroll
-                for (int r = 0; r < G; r++) acc[r] = 0.0f;
-#pragma unroll
+                float acc = 0.0f;
+#pragma unroll 4
                 for (int k4 = 0; k4 < PH / 4; k4++) {
-                    float4 wv = d4[first + k4 * stride4];
-#pragma unroll
-                    for (int r = 0; r < G; r++) {
-                        float4 xv = reinterpret_cast<const float4*>(x[r])[k4];
-                        float part = fmaf(wv.x, xv.x, wv.y * xv.y);
-                        part = fmaf(wv.z, xv.z, part);
-                        acc[r] += fmaf(wv.w, xv.w, part);
-                    }
+                    float4 wv = d4[first + k4 * stride4], xv = x4[r * (PH / 4) + k4];
+                    float part = fmaf(wv.x, xv.x, wv.y * xv.y);
+                    part = fmaf(wv.z, xv.z, part);
+                    acc += fmaf(wv.w, xv.w, part);
                 }
-#pragma unroll
-                for (int r = 0; r < G; r++) ys[(warp * G + r) * NUM_ACTIONS + m] = acc[r] + w[P_DEC_B + m];
+                ys[q] = acc + w[P_DEC_B + m];
             }
             __syncwarp();
-#pragma unroll
-            for (int r = 0; r < G; r++) {
-                if (lane != r || !valid[r]) continue;
-                const float* y = ys + (warp * G + r) * NUM_ACTIONS;
+            if (lane < G && plays && group * G + lane < count) { /* lane r samples row r: the rows side by side */
+                int c, seat;
+                match_row(role, group, lane, count, first_local, vs_bot, &c, &seat);
+                int local = first_local + c;
+                const float* y = ys + lane * NUM_ACTIONS;
                 int action = 0;
                 if (deterministic) {
                     for (int a = 1; a < NUM_ACTIONS; a++) action = y[a] > y[action] ? a : action;
                 } else {
                     float lp;
-                    action = sample_row(y, NUM_ACTIONS, policy_uniform(key, draw_of[r], t_step), &lp);
+                    long long draw = vs_bot ? (long long)local : (long long)local * NUM_AGENTS + seat;
+                    action = sample_row(y, NUM_ACTIONS, policy_uniform(key, draw, t_step), &lp);
                 }
-                seat_actions[game_of[r] * NUM_AGENTS + seat_of[r]] = action;
-                actions[row_of[r]] = action;
+                seat_actions[c * NUM_AGENTS + seat] = action;
+                actions[(g0 + c) * NUM_AGENTS + seat] = action;
             }
         }
         __syncthreads();
-        for (int c = threadIdx.x; c < count; c += blockDim.x) {
-            if (!open_flags[c]) continue;
+        if (stepper && open_flags[threadIdx.x]) {
+            int c = threadIdx.x;
             long long g = g0 + c;
             long long act[NUM_AGENTS];
             for (int a = 0; a < NUM_AGENTS; a++) act[a] = vs_bot && a != 0 ? 0 : seat_actions[c * NUM_AGENTS + a];
-            float reward[NUM_AGENTS];
-            float* returns = ep_return + g * NUM_AGENTS;
-            fv_step_one(0, &slots[g], act, game_obs + g * NUM_AGENTS * OBS_SIZE, reward, terminated + g,
-                        truncated + g, final_obs + g * NUM_AGENTS * OBS_SIZE, returns, ep_length + g,
-                        ep_stats + g * NUM_STATS, FV_SAME_STEP, max_episode_steps);
-            float done = (float)(terminated[g] | truncated[g]);
+            float reward[NUM_AGENTS], returns[NUM_AGENTS], stats[NUM_STATS > 0 ? NUM_STATS : 1];
+            OBS_T final_obs[OBS]; /* fv_step_one's outputs that no one reads here */
+            unsigned char terminated, truncated;
+            int length;
+            fv_step_one(0, &slot, act, block_obs + c * OBS, reward, &terminated, &truncated, final_obs, returns,
+                        &length, stats, FV_SAME_STEP, max_episode_steps);
+            float done = (float)(terminated | truncated);
             for (int a = 0; a < NUM_AGENTS; a++) starts[g * NUM_AGENTS + a] = done;
             if (done != 0.0f) {
                 if (vs_bot) {
@@ -433,19 +426,15 @@ __global__ void match_play_kernel(int N, int games_per_match, int games_per_bloc
 #if POLICY_MINGRU
 #pragma unroll
     for (int r = 0; r < G; r++) {
-        if (!valid[r] || !open_flags[game_of[r]]) continue;
+        if (!valid[r] || !open_flags[game_of[r]] || !has_unit) continue;
 #pragma unroll
-        for (int l = 0; l < POLICY_LAYERS; l++)
-#pragma unroll
-            for (int t = 0; t < MATCH_UNITS; t++) {
-                int u = lane + 32 * t;
-                if (u < PH) state[((long long)l * rows + row_of[r]) * PH + u] = h[r][l][t];
-            }
+        for (int l = 0; l < POLICY_LAYERS; l++) state[((long long)l * rows + row_of[r]) * PH + u] = h[r][l];
     }
 #else
-    (void)starts;
     (void)state;
 #endif
+    if (stepper) slots[g0 + threadIdx.x] = slot;
+    for (int i = threadIdx.x; i < count * OBS; i += blockDim.x) game_obs[g0 * OBS + i] = block_obs[i];
 }
 
 /* After a reset: every game's learner seat's obs from game_obs (N, NUM_AGENTS, O) into obs (N, O). */
