@@ -351,13 +351,15 @@ class CudaBatch:
         """Which axes of (N, A, D) an array of `shape` has: all, or all but some of size 1 after N."""
         full = self._action_axes
         optional = [k for k in (1, 2) if full[k] == 1]
+        accepted = []
         for drop in ([], *[[k] for k in optional], optional):
             kept = [k for k in range(3) if k not in drop]
             if shape == tuple(full[k] for k in kept):
                 return kept
-        want = tuple(full[k] for k in range(3) if k == 0 or full[k] > 1)
-        raise ValueError(f"actions must have shape {want} for {self.num_envs} envs of {self.env.spaces.describe()}, "
-                         f"got {shape}")
+            accepted.append(tuple(full[k] for k in kept))
+        accepted = sorted(dict.fromkeys(accepted), key=len)  # every shape taken, the space's own among them
+        raise ValueError(f"actions must have shape {' or '.join(map(str, accepted))} for {self.num_envs} envs of "
+                         f"{self.env.spaces.describe()}, got {shape}")
 
     def _device_dtype_ok(self, dtype: np.dtype) -> bool:
         """Device actions are read in place: integers for the discrete kinds, float32 or float64 for Box."""

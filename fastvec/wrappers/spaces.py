@@ -61,7 +61,7 @@ def batch_actions(actions, sp: EnvSpaces, num_envs: int) -> np.ndarray:
     n, d = num_envs, sp.action_dims
     shapes = [(n,), (n, 1)] if sp.action_kind == "discrete" else [(n, d)] + ([(n,)] if d == 1 else [])
     if a.shape not in shapes:
-        raise ValueError(f"actions must have shape {shapes[0] if d > 1 else (n,)} for {n} envs of "
+        raise ValueError(f"actions must have shape {' or '.join(map(str, shapes))} for {n} envs of "
                          f"{sp.describe()}, got {a.shape}")
     check_wide_actions(a, sp)
     return a.reshape(n, d)

@@ -5,6 +5,7 @@ env object is stepped by one thread at a time, and a second thread gets a clear 
 "Unchanged" is checked against a twin: two envs made and reset alike, one of them given the refused call,
 must then agree on their RNG state and on the observations of the next reset and steps."""
 
+import re
 import threading
 from pathlib import Path
 
@@ -281,6 +282,34 @@ def test_single_env_action_types(action, message):
     with pytest.raises(TypeError, match=message):
         s.step(action)
     assert_single_twins(s, t)
+
+
+@pytest.mark.parametrize("name,given", [("fastvec/Pendulum", np.zeros(4, np.float32)),
+                                        ("fastvec/Pendulum", np.zeros((8, 2), np.float32)),
+                                        ("fastvec/CartPole", np.zeros(4, np.int64))])
+def test_wrong_action_shape_names_the_action_space_shape(name, given):
+    """The message names the vector action_space's own shape (Pendulum's is (8, 1)) and the others accepted."""
+    envs = gym.make_vec(name, 8)
+    envs.reset(seed=0)
+    accepted = [envs.action_space.shape, (8,) if len(envs.action_space.shape) == 2 else (8, 1)]
+    with pytest.raises(ValueError, match=r"actions must have shape " + r" or ".join(
+            re.escape(str(shape)) for shape in accepted) + re.escape(f" for 8 envs of {envs.single_action_space}, got {given.shape}")):
+        envs.step(given)
+    for shape in accepted:  # every shape the message names is taken
+        envs.step(np.zeros(shape, given.dtype))
+
+
+def test_wrong_device_action_shape_names_every_shape_taken():
+    """The GPU batch's shape check, run without a GPU: Pendulum's (N, 1, 1) layout takes (N,), (N, 1) and
+    (N, 1, 1), and the message names all three (the Gymnasium space's (N, 1) among them)."""
+    from types import SimpleNamespace
+
+    from fastvec.native.cuda import CudaBatch
+    batch = SimpleNamespace(_action_axes=(8, 1, 1), num_envs=8,
+                            env=SimpleNamespace(spaces=SimpleNamespace(describe=lambda: "Box(-2.0, 2.0, (1,), float32)")))
+    with pytest.raises(ValueError, match=re.escape("must have shape (8,) or (8, 1) or (8, 1, 1) for 8 envs of Box(")):
+        CudaBatch._kept_axes(batch, (4,))
+    assert CudaBatch._kept_axes(batch, (8, 1)) in ([0, 1], [0, 2])
 
 
 # ------------------------------------------------------------------ closed envs
