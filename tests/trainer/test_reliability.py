@@ -1,4 +1,4 @@
-"""Runs survive being stopped and nothing read back is trusted blindly (issue 19): kill -9 at random points and
+"""Runs survive being stopped and nothing read back is trusted blindly: kill -9 at random points and
 resume, SIGTERM / SIGINT checkpoints with the true step count, damaged checkpoints and config.toml, resume order
 by update number, metrics.jsonl repair, bad trainer inputs, and one-line errors. CPU only, tiny CartPole runs."""
 
@@ -194,13 +194,33 @@ def test_kill_9_at_random_points_then_resume_loses_and_repeats_nothing_beyond_th
 # ---------------------------------------------------------------------------------------------- stop signals
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_a_stop_signal_saves_the_true_step_count_and_says_how_to_resume(tmp_path, sig, code, asynchronous):
+def default_sigint() -> None:
+    """A child's SIGINT back to the default: pytest started with SIGINT ignored (nohup, `cmd &` in a script)
+    passes SIG_IGN on, and fastvec-train keeps an ignored SIGINT ignored, as its user asked."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_ignored():
+    """This process ignores SIGINT, as pytest does under nohup, until the test ends."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("sig,code,asynchronous,pytest_sigint", [
+    (signal.SIGTERM, 143, False, "default"), (signal.SIGTERM, 143, True, "default"),
+    (signal.SIGINT, 130, False, "default"), (signal.SIGINT, 130, True, "default"),
+    (signal.SIGINT, 130, False, "ignored")],
+    ids=["SIGTERM-sync", "SIGTERM-async", "SIGINT-sync", "SIGINT-async", "SIGINT-sync-pytest_ignores_SIGINT"])
+def test_a_stop_signal_saves_the_true_step_count_and_says_how_to_resume(tmp_path, request, sig, code, asynchronous,
+                                                                        pytest_sigint):
+    if pytest_sigint == "ignored":
+        request.getfixturevalue("sigint_ignored")
     run_dir = tmp_path / "run"
     args = tiny_args(2000, checkpoint_interval=1000, **{"async": asynchronous})
     proc = subprocess.Popen(train_command([*args, f"--run-dir={run_dir}"]), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     wait_for(lambda: len(metrics_rows(run_dir)) >= 5, proc)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
