@@ -4,7 +4,9 @@
 - a pipe or a file (`| tee log`, nohup, Slurm): a plain progress line at the first log, then every
   `line_interval` seconds of training, and at the end;
 - a Jupyter notebook (rich's Console.is_jupyter): the panel in one output cell, updated in place (plain
-  lines when IPython's display is missing).
+  lines when IPython's display is missing); a notebook cell's `!fastvec-train ...`: plain lines (the kernel
+  gives it a pseudo-terminal, but copies its output into the cell as text, where a panel cannot be redrawn);
+  TERM=dumb asks for plain lines anywhere.
 
 Figures are formatted for people by `fmt_number` (236.9) and `fmt_si` (13.6K, 1.23M), which cli.py uses
 too. rich is imported only when a display is drawn, so `import fastvec` and disabled displays stay light."""
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import os
 import sys
 
 SI_SUFFIXES = ["", "K", "M", "G", "T", "P"]
@@ -78,6 +81,14 @@ def fmt_duration(seconds) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _run_by_a_notebook_kernel(environ=os.environ) -> bool:
+    """Whether this process was started by a Jupyter kernel (a notebook cell's `!cmd`): jupyter_client's POSIX
+    launcher gives every kernel JPY_PARENT_PID, and ipykernel sets TERM=xterm-color, PAGER=cat and
+    GIT_PAGER=cat for the commands it runs (ZMQInteractiveShell.init_environment); both pass on to `!cmd`."""
+    ipykernel_env = (environ.get("TERM"), environ.get("PAGER"), environ.get("GIT_PAGER")) == ("xterm-color", "cat", "cat")
+    return bool(environ.get("JPY_PARENT_PID")) or ipykernel_env
+
+
 def _isatty(stream) -> bool:
     try:
         return bool(stream.isatty())
@@ -123,8 +134,10 @@ class Dashboard:
         if probe.is_jupyter and self.stream in (sys.stdout, sys.__stdout__):
             return "notebook"
         # A real terminal only (not rich's FORCE_COLOR guess, which would put cursor moves into a log file),
-        # and not TERM=dumb.
-        return "live" if _isatty(self.stream) and not probe.is_dumb_terminal else "lines"
+        # not TERM=dumb, and not the pseudo-terminal a notebook kernel gives `!cmd`: the kernel copies it into
+        # the cell as text, where each redraw of the panel would stack below the last.
+        terminal = _isatty(self.stream) and not probe.is_dumb_terminal and not _run_by_a_notebook_kernel()
+        return "live" if terminal else "lines"
 
     # ------------------------------------------------------------------------------------------- the state
 

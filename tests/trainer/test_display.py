@@ -145,6 +145,54 @@ def test_piped_fastvec_train_prints_progress_within_its_first_seconds(tmp_path):
     assert "e+0" not in "\n".join(output)
 
 
+# What a Jupyter kernel puts in the environment of a notebook cell's `!cmd`, which it runs on a pseudo-terminal
+# and copies into the cell as text: jupyter_client's JPY_PARENT_PID (its POSIX kernel launcher) and ipykernel's
+# TERM, CLICOLOR, PAGER and GIT_PAGER (ZMQInteractiveShell.init_environment).
+KERNEL_ENV = {"JPY_PARENT_PID": "4242", "TERM": "xterm-color", "CLICOLOR": "1", "PAGER": "cat", "GIT_PAGER": "cat"}
+IPYKERNEL_ONLY = {k: v for k, v in KERNEL_ENV.items() if k != "JPY_PARENT_PID"}  # a kernel not launched by jupyter_client
+A_TERMINAL = {"TERM": "xterm-256color"}
+ON_A_PTY = ("import sys; from fastvec.trainer.dashboard import Dashboard\n"
+            "board = Dashboard('fastvec-train cartpole', 3 * 4096)\n"
+            "for u in (1, 2, 3):\n"
+            "    board.update({'global_step': u * 4096, 'time': u * 2.0, 'sps': 2048.0, 'update': u}, [])\n")
+
+
+def display_on_a_pty(extra_env: dict) -> str:
+    """What a Dashboard writing to sys.stdout prints when stdout is a pseudo-terminal, in a child process whose
+    environment is this one's without the kernel's variables, plus `extra_env`."""
+    import pty
+    env = {k: v for k, v in os.environ.items() if k not in KERNEL_ENV and k not in ("FORCE_COLOR", "NO_COLOR")}
+    env.update(extra_env, COLUMNS="100", LINES="40")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", ON_A_PTY], stdout=follower, stderr=subprocess.PIPE, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child's end is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
+@pytest.mark.parametrize("kernel_env", [KERNEL_ENV, IPYKERNEL_ONLY], ids=["jupyter_client", "ipykernel"])
+def test_a_notebook_shell_command_gets_plain_lines_and_a_terminal_the_live_panel(kernel_env):
+    """`!fastvec-train ...` in a notebook cell: a pseudo-terminal the notebook copies as text, so plain lines
+    (a redrawn panel would stack a copy per update); the same pseudo-terminal in a terminal keeps the panel."""
+    lines = display_on_a_pty(kernel_env).replace("\r\n", "\n").splitlines()
+    assert "\x1b" not in "\n".join(lines), lines  # no cursor moves, no colours
+    assert lines[0] == "fastvec-train cartpole"
+    assert [line.split()[1] for line in lines[1:]] == ["1/3", "3/3"]  # the first, then the last (2 s < line_interval apart)
+    panel = display_on_a_pty(A_TERMINAL)
+    assert "\x1b[" in panel and "12.3K/12.3K steps 100%" in panel
+
+
 # ---------------------------------------------------------------------------------------------- the live panel
 
 
