@@ -1,6 +1,8 @@
 """CleanRL's PPO (cleanrl/ppo.py) on a fastvec env, changed only where needed; the diff is listed
 and explained in docs/migration.md ("CleanRL"). CleanRL: https://github.com/vwxyzjn/cleanrl (MIT License).
 
+    pip install torch --index-url https://download.pytorch.org/whl/cpu   # the CPU wheel (GBs less)
+    pip install torch                  # instead, for --device cuda: the CUDA build
     python examples/cleanrl_ppo.py --env-id fastvec/CartPole                  # CPU, NumPy arrays
     python examples/cleanrl_ppo.py --env-id fastvec/CartPole --device cuda    # GPU env, torch tensors, zero-copy
     python examples/cleanrl_ppo.py --env-id CartPole-v1 --vectorization-mode sync  # CleanRL's own setup

@@ -1,6 +1,7 @@
 """A continuous-action env of your own (examples/continuous_env.h, Box(-1.0, 1.0, (2,), float32)) with
 Gymnasium's vector API and Stable-Baselines3's PPO.
 
+    pip install torch --index-url https://download.pytorch.org/whl/cpu   # the CPU wheel, before SB3 pulls the CUDA one
     pip install stable-baselines3
     python examples/continuous_env.py --timesteps 50000
 """

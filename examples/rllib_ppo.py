@@ -2,8 +2,9 @@
 
     python examples/rllib_ppo.py [--num-envs 64] [--target 475] [--max-iterations 60]
 
-Needs `pip install "ray[rllib]" torch` (Ray 2.60 pins gymnasium 1.2.2; fastvec runs on it). Prints the
-mean episode return per iteration and exits 0 once it reaches --target, 1 if it never does.
+Needs `pip install torch --index-url https://download.pytorch.org/whl/cpu` (the CPU wheel is enough) and
+`pip install "ray[rllib]"` (Ray 2.60 pins gymnasium 1.2.2; fastvec runs on it). Prints the mean episode
+return per iteration and exits 0 once it reaches --target, 1 if it never does.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Stable-Baselines3's PPO on fastvec CartPole through `fastvec.wrappers.sb3.FastvecVecEnv`:
 the only change from an SB3 script is the env line (no DummyVecEnv, no Monitor, no VecMonitor).
 
+    pip install torch --index-url https://download.pytorch.org/whl/cpu   # the CPU wheel, before SB3 pulls the CUDA one
     pip install stable-baselines3
     python examples/sb3_cartpole.py --timesteps 30000
 """

@@ -2,7 +2,8 @@
 both seats of `fastvec.pettingzoo.vector_env("Pong", num_games)`, some of the right seats are played
 by frozen past copies of itself, and the win rate against the scripted bot is reported.
 
-    pip install torch   # CPU is enough
+    pip install torch --index-url https://download.pytorch.org/whl/cpu   # the CPU wheel (GBs less)
+    pip install torch                  # instead, for --device cuda: the CUDA build
     python examples/selfplay_pong.py                   # 8M agent steps
     python examples/selfplay_pong.py --device cuda     # the games on the GPU, zero-copy to a policy there
 
