@@ -14,6 +14,7 @@
 #define NUM_AGENTS 1
 #define NUM_STATS 1
 #define STAT_NAMES "reached_goal"
+#define REWARD_THRESHOLD 0.9 /* optional: the mean return that counts as solved; fastvec-train stops there */
 #define RENDER_W (LENGTH * 16)
 #define RENDER_H 16
 

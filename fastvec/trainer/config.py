@@ -8,12 +8,15 @@ import copy
 import difflib
 import hashlib
 import os
-import textwrap
 import tomllib
 from pathlib import Path
 
 from fastvec.native import ENVS, check_define_names, resolve_defines
-from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTION_NOTES, SECTIONS, Key, section_keys
+from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTIONS, Key, section_keys
+from fastvec.trainer.config_text import (  # noqa: F401 - to_toml, default_toml and the markers are config's API
+    RUN_CONFIG_END, RUN_CONFIG_HEAD, _described, _key_lines, _toml_value, default_toml, to_toml)
+from fastvec.trainer.env_defaults import (Declared, declared_by_builtin, declared_by_gym,
+                                          declared_by_source, layer)
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -21,6 +24,8 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 ENV_TRAINER_KEYS = set(section_keys("env"))
 # ENV as a Gymnasium id: fastvec-train gym:CartPole-v1 (the same as --env.gym_id=CartPole-v1).
 GYM_PREFIX = "gym:"
+# A built-in env by its registered Gymnasium id, any case: fastvec/CartPole -> cartpole.
+REGISTERED_IDS = {info.gym_id.lower(): name for name, info in ENVS.items()}
 
 class ConfigError(ValueError):
     """A bad config key, value or env name; the message names it and the valid choices."""
@@ -138,11 +143,17 @@ def parse_env_argument(env: str) -> tuple[str, dict]:
         return env, {"gym_id": gym_id}
     if env.lower() in ENVS:
         return env.lower(), {}
+    if env.lower() in REGISTERED_IDS and not Path(env).is_file():
+        return REGISTERED_IDS[env.lower()], {}
     if looks_like_path(env) or Path(env).is_file():
         path = Path(env).expanduser()
         if not path.is_file():
-            raise ConfigError(f"env file {env!r} not found (ENV is a built-in env {sorted(ENVS)}, a path to an env "
-                              f"file, or gym:ID)")
+            close = difflib.get_close_matches(env.lower(), [*ENVS, *REGISTERED_IDS], n=1, cutoff=0.6)
+            suggestion = ENVS[REGISTERED_IDS[close[0]]].gym_id if close and close[0] in REGISTERED_IDS else \
+                close[0] if close else ""
+            hint = f"; did you mean {suggestion!r}?" if close else ""
+            raise ConfigError(f"env file {env!r} not found{hint} (ENV is a built-in env {sorted(ENVS)} or its "
+                              f"registered id, e.g. fastvec/CartPole; a path to an env file; or gym:ID)")
         return path.name, {"source": str(path.resolve())}
     return env, {}
 
@@ -154,6 +165,8 @@ def run_env_name(env: str) -> str:
         return env
     if env.lower() in ENVS:
         return env.lower()
+    if env.lower() in REGISTERED_IDS:
+        return REGISTERED_IDS[env.lower()]
     return Path(env).name if looks_like_path(env) else env
 
 
@@ -186,9 +199,27 @@ def _apply_env_argument(config: dict, env: str, implied: dict, source: str) -> d
     return config
 
 
+def declared_by_env(name: str, env: dict) -> Declared:
+    """What the env of [env] keys `env` declares (env_defaults): a built-in env `name`'s target, or an env file's
+    (env.source) or Gymnasium id's (env.gym_id) spaces and target; a ConfigError for a declaration
+    that is not a number. A file that does not exist declares nothing here (validate names it)."""
+    params = {k: v for k, v in env.items() if k not in ENV_TRAINER_KEYS and k != "name"}
+    if env.get("gym_id"):
+        return declared_by_gym(env["gym_id"], params)
+    if env.get("source"):
+        path = Path(env["source"]).expanduser()
+        try:
+            return declared_by_source(path, {str(k).upper(): v for k, v in params.items()}) if path.is_file() \
+                else Declared(name)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    return declared_by_builtin(name) if name in ENVS else Declared(name)
+
+
 def load_config(env: str, overrides: dict | None = None) -> dict:
     """The resolved, complete config for env (parse_env_argument: a built-in env, PATH.h or gym:ID): KEYS'
-    defaults < ENV.toml (built-in envs only) < overrides, validated."""
+    defaults < what the env declares (env_defaults: its kind's settings and its target) < ENV.toml
+    (built-in envs only) < overrides, validated."""
     overrides = overrides or {}
     given_source = overrides.get("env", {}).get("source")
     if isinstance(env, str) and looks_like_path(env) and not Path(env).expanduser().is_file() and given_source \
@@ -199,7 +230,8 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
     custom = implied or any(overrides.get("env", {}).get(key) for key in ("source", "gym_id"))
     if not custom and name not in ENVS:
         raise _unknown_env(env)
-    config = defaults()
+    config = merge(defaults(), layer(declared_by_env(name, {**overrides.get("env", {}), **implied})),
+                   "what the env declares")
     env_file = CONFIG_DIR / f"{name}.toml"
     if not custom and env_file.exists():
         config = merge(config, load_toml(env_file), env_file.name)
@@ -211,10 +243,6 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
     return config
 
 
-# The first line and the last line of every config.toml fastvec-train writes (to_toml): a file that has the
-# first and lacks the last was cut short, and resume refuses it.
-RUN_CONFIG_HEAD = "# fastvec-train run config: the resolved settings of this run (--resume reads them back)"
-RUN_CONFIG_END = "# end of config.toml"
 # Keys that a config.toml written before RUN_CONFIG_HEAD existed may lack (they were added after the first
 # release that saved run configs); they take their defaults. Any other missing key means a damaged file.
 KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
@@ -226,7 +254,8 @@ KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
 KEYS_NEWER_THAN_MARKED_FILES = frozenset({
     "env.source", "env.gym_id", "env.gym_vectorization", "env.max_episode_steps", "policy.critic", "policy.encoder",
     "train.tensorboard", "train.wandb_project",
-    "train.wandb_mode", *(key.path for key in KEYS if key.section == "sweep")})
+    "train.wandb_mode", "train.target_return", "train.target_metric", "train.target_episodes",
+    "train.stop_at_target", *(key.path for key in KEYS if key.section == "sweep")})
 
 
 def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> dict:
@@ -480,83 +509,13 @@ def rollout_sizes(train: dict, num_envs: int, num_agents: int) -> tuple[int, int
 
 # ------------------------------------------------------------------------------------------------
 # TEXT: saved run configs, the generated default.toml, --help-config
-
-
-def _toml_value(v, pretty: bool = False) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if pretty and isinstance(v, int) and abs(v) >= 10_000:
-        return f"{v:_}"
-    if pretty and isinstance(v, float) and "e-0" in repr(v):
-        return repr(v).replace("e-0", "e-")
-    return repr(v)
-
-
-def to_toml(config: dict) -> str:
-    """The config as TOML text (flat tables of str, bool, int, float: all a config holds), between
-    RUN_CONFIG_HEAD and RUN_CONFIG_END (read_run_config knows a file cut short by them)."""
-    lines = [RUN_CONFIG_HEAD]
-    for section, values in config.items():
-        lines.append(f"[{section}]")
-        lines += [f"{_toml_value(k) if '.' in k else k} = {_toml_value(v)}" for k, v in values.items()]
-        lines.append("")
-    return "\n".join(lines + [RUN_CONFIG_END, ""])
-
-
-WIDTH = 110  # default.toml's and --help-config's line width
-COLUMN = 26  # where a key's meaning starts
-
-
-def _described(key: Key) -> str:
-    """The key's meaning and range; the range's spaces are no-break, so a wrapped line never splits it."""
-    text = key.range_text()
-    if not text:
-        return key.doc
-    text = ("in " if text[0] in "[(" else "") + text
-    return f"{key.doc} ({text.replace(' ', chr(0xa0))})"
-
-
-def _key_lines(assignment: str, texts: list[str], prefix: str) -> list[str]:
-    """assignment, then texts wrapped into a column beside it (prefix before every text line)."""
-    lead = assignment.ljust(COLUMN) if len(assignment) < COLUMN else assignment + "  "
-    width = WIDTH - max(len(lead), COLUMN) - len(prefix)
-    wrapped = [line.replace("\xa0", " ") for text in texts
-               for line in textwrap.wrap(text, width, break_on_hyphens=False)]
-    if not wrapped:
-        return [assignment]
-    return [lead + prefix + wrapped[0]] + [" " * COLUMN + prefix + line for line in wrapped[1:]]
-
-
-def default_toml() -> str:
-    """fastvec/configs/default.toml, rendered from KEYS: every section and key with its default, its meaning,
-    its range and its caveat as TOML comments, wrapped at WIDTH columns."""
-    header = ("fastvec-train defaults: every config key, its default, meaning and [range]. fastvec/configs/ENV.toml "
-              "overrides these per env, and the command line overrides both: fastvec-train ENV "
-              "--section.key=value. Unknown sections or keys are errors.")
-    lines = ["# " + line for line in textwrap.wrap(header, WIDTH - 2)]
-    lines += ["# Generated from fastvec/trainer/config_keys.py, where the keys are defined; after editing them:",
-              "#   python -m fastvec.trainer.config > fastvec/configs/default.toml"]
-    for section in SECTIONS:
-        lines += ["", f"[{section}]"]
-        if section in SECTION_NOTES and section != "env":
-            lines += ["# " + line for line in textwrap.wrap(SECTION_NOTES[section], WIDTH - 2)]
-        for key in section_keys(section).values():
-            texts = [_described(key)] + ([key.note] if key.note else [])
-            lines += _key_lines(f"{key.name} = {_toml_value(key.default, pretty=True)}", texts, "# ")
-        if section == "env":
-            lines += ["# " + line for line in textwrap.wrap(SECTION_NOTES[section], WIDTH - 2)]
-    return "\n".join(lines) + "\n"
-
-
 def help_text(config: dict | None = None) -> str:
     """fastvec-train --help-config: every key with its value and meaning; with a resolved config, that
     config's values and its env's parameters, else the defaults."""
     values = config or defaults()
     env = config["env"]["name"] if config else ""
-    layers = f"defaults < {env}.toml < the command line" if config and env_kind(config) == "builtin" else \
-        "defaults < the command line"
+    layers = f"defaults < what {env} declares < {env}.toml < the command line" if config and \
+        env_kind(config) == "builtin" else "defaults < what the env declares < the command line"
     lines = [f"fastvec-train config keys (--section.key=value) with {env}'s values ({layers}):" if config else "fastvec-train config keys (--section.key=value) with their defaults; "
              "fastvec-train ENV --help-config\nshows an env's values and parameters:"]
     for section in SECTIONS:

@@ -13,7 +13,8 @@ Value = bool | int | float | str
 class Key:
     """One config key. doc: its meaning in one line; note: a caveat worth a second line (or "").
     choices: the allowed values (each named, quoted, in doc); min/max: inclusive bounds; gt/lt: exclusive.
-    Every float must be finite (no inf or nan) and every int must fit in 64 bits, whatever its range."""
+    Every float must be finite (no nan; inf only where infinite_ok says it means something, e.g. no target) and
+    every int must fit in 64 bits, whatever its range."""
 
     section: str
     name: str
@@ -26,6 +27,7 @@ class Key:
     max: float | None = None
     gt: float | None = None
     lt: float | None = None
+    infinite_ok: bool = False
 
     @property
     def path(self) -> str:
@@ -50,7 +52,7 @@ class Key:
             listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
             return f"{self.path}={value!r}: use {listed}"
         text = self.range_text()
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value) and not (self.infinite_ok and math.isinf(value)):
             return f"{self.path}={value!r} must be a finite number{' ' + _range_words(text) if text else ''}"
         if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
             must = f"; it must be {_range_words(text)}" if text else ""
@@ -195,6 +197,22 @@ KEYS: tuple[Key, ...] = (
         "update); the CPU trainer computes the same schedule sequentially (no speed gain; tests compare the "
         "two). Off by default: at high learning rates it can stall (Breakout at lr 0.05), at lower ones it "
         "can learn better than sync; env configs turn it on."),
+    Key("train", "target_return", float, math.inf,
+        "end the run once train.target_metric's mean over the last train.target_episodes episodes reaches this "
+        "(inf: no target)",
+        "Default: what the env declares as solved: a Gymnasium id's reward_threshold (CartPole-v1: 475), a "
+        "built-in env's (cartpole, acrobot, mountaincar, mountaincarcontinuous), an env file's #define "
+        "REWARD_THRESHOLD; else inf. The summary says when it was reached.", infinite_ok=True),
+    Key("train", "target_metric", str, "episode_return",
+        "the logged metric train.target_return is for: episode_return or one of the env's statistics "
+        "(breakout: score)"),
+    Key("train", "target_episodes", int, 100,
+        "the episodes train.target_metric is averaged over for the target (the newest logs', weighted by their "
+        "episode counts)", min=1),
+    Key("train", "stop_at_target", bool, True,
+        "stop the run (checkpoint saved) when train.target_return is reached; false: train on, the summary "
+        "still says when it was reached",
+        "One process only: with several GPUs the run trains its whole budget and reports the target."),
     Key("train", "checkpoint_interval", int, 200,
         "updates between checkpoints (also every checkpoint_seconds, at the end, and on SIGTERM or Ctrl-C)", min=1),
     Key("train", "checkpoint_seconds", float, 60.0,
@@ -206,8 +224,9 @@ KEYS: tuple[Key, ...] = (
         "write TensorBoard event files to RUN_DIR/tensorboard (needs the [logging] extra)"),
     Key("train", "wandb_project", str, "",
         'log to Weights & Biases under this project ("" = off; needs the [logging] extra)'),
-    Key("train", "wandb_mode", str, "online", 'Weights & Biases: "online", "offline" (sync later) or "disabled"',
-        choices=("online", "offline", "disabled")),
+    Key("train", "wandb_mode", str, "",
+        'Weights & Biases: "online", "offline" (sync later), "disabled", or "" (the WANDB_MODE environment '
+        'variable, else online)', choices=("", "online", "offline", "disabled")),
     Key("train", "log_interval", float, 1.0,
         "seconds between metrics.jsonl lines and dashboard refreshes (also one at every 5% of the run's updates)",
         min=0),

@@ -25,9 +25,11 @@ import numpy as np
 
 from fastvec import native
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError, env_kind, source_sha256, to_toml
+from fastvec.trainer.config import ConfigError, declared_by_env, env_kind, source_sha256, to_toml
 from fastvec.trainer.dashboard import Dashboard
 from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.env_defaults import describe
+from fastvec.trainer.target import Target, target_line
 
 
 def cuda_trainer_available() -> bool:
@@ -302,6 +304,9 @@ def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool,
     startup = time.perf_counter() - made  # kernels compiled (or loaded from the disk cache), arena, env reset
     if hasattr(trainer, "describe") and getattr(trainer, "rank", 0) == 0:
         print(trainer.describe(), file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
+    if not resume and watch is None and getattr(trainer, "rank", 0) == 0:  # a sweep's trials: its own report
+        for line in describe(config, declared_by_env(env, config["env"])):
+            print(f"fastvec-train: {line}", file=sys.stderr)
     elapsed_before = resume_state(trainer, run_dir, env) if resume else 0.0
     league = getattr(trainer, "selfplay", None)
     if league is not None:
@@ -334,6 +339,10 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                       f"{trainer.spec.layers}, {trainer.layout.size:,} params) -> {run_dir}",
                       num_updates * steps_per_update, enabled=dashboard)
     stat_names = trainer.batch.env.stat_names
+    target = Target(tc, stat_names)
+    # Several ranks would each decide on their own episodes (and stop apart), so only one process stops at it.
+    stop_at_target = tc["stop_at_target"] and getattr(trainer, "world_size", 1) == 1
+    reached_stop = False
     start_time = time.perf_counter()
     eval_before = trainer.timing.get("selfplay_eval", 0.0)  # self-play evaluations: wall time, not training time
     # The steps the updates trained on: trainer.global_step also counts what rollout() collected for updates
@@ -413,10 +422,11 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                     if loggers is not None:
                         loggers.log(metrics)
                     board.update(metrics, stat_names)
+                    reached_stop = target.add(metrics) and stop_at_target
                     last_metrics = logged = metrics
                     update_totals, update_count, last_log = {}, 0, now
                 seconds = tc["checkpoint_seconds"]
-                on_interval = final or trainer.update_index % tc["checkpoint_interval"] == 0
+                on_interval = final or reached_stop or trainer.update_index % tc["checkpoint_interval"] == 0
                 if (on_interval or stop.signum is not None
                         or (seconds > 0 and time.perf_counter() - last_save >= seconds)):
                     ckpt_path = save_checkpoint()
@@ -431,6 +441,8 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                     paused += time.perf_counter() - called
                     if done:
                         break
+                if reached_stop:
+                    break
             if stop.signum is not None and trainer.update_index < num_updates:
                 interrupted = True
                 if saved_update != trainer.update_index:
@@ -442,6 +454,9 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
         finally:
             stop.restore()
     board.close()  # the live display ends before cli.py prints the summary or the stop message
+    target_summary = target.summary(stopped=reached_stop)
+    if target_summary is not None and watch is None and getattr(trainer, "rank", 0) == 0:
+        print(f"fastvec-train {env}: {target_line(target_summary)}")
 
     elapsed = time.perf_counter() - start_time - paused
     evaluating = trainer.timing.get("selfplay_eval", 0.0) - eval_before
@@ -457,7 +472,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
             "update": trainer.update_index,
             "sps": (trained_steps - start_step) / max(elapsed, 1e-9), "eval_time": evaluating,
             "train_sps": (trained_steps - start_step) / max(elapsed - evaluating, 1e-9), "recent_returns": recent_returns,
-            "trainer": trainer, "interrupted": interrupted,
+            "trainer": trainer, "interrupted": interrupted, "target": target_summary,
             "signal": signal.Signals(signum).name if signum else ("SIGINT" if interrupted else None),
             "saved_at_stop": bool(signum)}
 

@@ -316,13 +316,14 @@ def reduce_seeds(values, seed_reduce: str, worst=min) -> float | None:
 
 def run_config(config: dict, seed: int, plan: Plan) -> dict:
     """A trial's config as its run trains it: the seed, logs often enough for the pruner and the target's time,
-    no checkpoint but the final one (kept only with sweep.keep_checkpoints)."""
+    no checkpoint but the final one (kept only with sweep.keep_checkpoints), no stop at train.target_return."""
     config = copy.deepcopy(config)
     train, s = config["train"], plan.settings
     train["seed"] = seed
     if s["trial_seconds"] > 0:
         train["log_interval"] = min(train["log_interval"], s["trial_seconds"] / (2 * s["reports"]))
     train["checkpoint_interval"], train["checkpoint_seconds"] = 1 << 40, 0.0
+    train["stop_at_target"] = False  # a trial trains its budget: the sweep's objective, not the env's target, ends it
     return config
 
 

@@ -141,9 +141,9 @@ def test_a_damaged_run_config_names_at_most_four_missing_keys(tmp_path):
 def test_help_for_an_env_file_lists_its_defines():
     text = help_text(load_config(str(COUNTING), {"env": {"terminate_at": 4}}))
     assert "counting.h's -D defines (any other --env.KEY=value adds one):\n    terminate_at = 4" in text
-    assert "with counting.h's values (defaults < the command line)" in text
+    assert "with counting.h's values (defaults < what the env declares < the command line)" in text
     text = help_text(load_config("pong"))
-    assert "with pong's values (defaults < pong.toml < the command line)" in text and "pong's parameters:" in text
+    assert "with pong's values (defaults < what pong declares < pong.toml < the command line)" in text and "pong's parameters:" in text
 
 
 def test_running_the_module_prints_the_default_toml():

@@ -1,0 +1,198 @@
+"""Trainer settings chosen from what an env declares (its action space, observation type and solved return): a
+config layer under ENV.toml, --config and the command line, and the start-up lines naming where each
+setting came from."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import tomllib
+from pathlib import Path
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+# The settings a user's env file or a Gymnasium id trains with, by the kind of env it declares: those of the fastvec
+# config that trains an env of that kind well. Per-run counts (checkpoint_interval) stay the defaults; so does the
+# step budget of the discrete kinds (their tuned envs' budgets are those games' own, and a declared target ends a
+# run early), while continuous control keeps pendulum.toml's 1M steps: these settings converge well within it.
+PROFILES = {
+    "continuous": ("pendulum.toml", "the Gaussian head over an MLP, observation and reward normalisation",
+                   ("train.checkpoint_interval",)),
+    "discrete": ("cartpole.toml", "a MinGRU with Adam", ("train.checkpoint_interval", "train.total_timesteps")),
+    "bytes": ("breakout-minatar.toml", "a wide MLP over many envs", ("train.checkpoint_interval",
+                                                                      "train.total_timesteps")),
+}
+PROFILE_SECTIONS = ("env", "policy", "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    """What an env declares, each fact None where it says nothing; `where` names, per fact, who declares it
+    (e.g. "ACTION_SPACE FV_BOX in continuous_env.h")."""
+
+    name: str
+    actions: str | None = None  # "continuous" (Box) or "discrete" (Discrete, MultiDiscrete)
+    observations: str | None = None  # "floats" or "bytes"
+    reward_threshold: float | None = None
+    where: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def kind(self) -> str | None:
+        """The PROFILES entry the env trains with (None: a built-in env, which has its own ENV.toml)."""
+        if self.actions is None:
+            return None
+        return "continuous" if self.actions == "continuous" else "bytes" if self.observations == "bytes" else "discrete"
+
+
+def _source_text(path: Path) -> str:
+    """An env file's text with the local headers it includes (e.g. minatar_common.h), as the compiler sees them."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+        if header != "fastvec.h" and (path.parent / header).is_file():
+            text += "\n" + (path.parent / header).read_text(encoding="utf-8", errors="replace")
+    return text
+
+
+def _define(text: str, name: str) -> str | None:
+    """The first `#define NAME value` of text, its comment stripped (None: not defined)."""
+    match = re.search(rf"^\s*#\s*define\s+{name}\b[ \t]*(.*)$", text, re.M)
+    if match is None:
+        return None
+    return re.sub(r"/[*/].*$", "", match.group(1)).strip() or None
+
+
+def _number(text: str, name: str, where: str) -> float:
+    """A define's value as a number: 475, 0.9f, (-100.0); a ValueError naming it otherwise."""
+    try:
+        value = float(text.strip("() ").rstrip("fFlL"))
+    except ValueError:
+        raise ValueError(f"#define {name} {text} in {where} is not a number; write e.g. #define {name} 0.9") from None
+    if not math.isfinite(value):
+        raise ValueError(f"#define {name} {text} in {where} must be a finite number")
+    return value
+
+
+def declared_by_source(path: Path, defines: dict) -> Declared:
+    """An env file's declarations (read from its text, as fastvec.h defines them): ACTION_SPACE FV_BOX (continuous
+    actions, else discrete), OBS_T unsigned char (byte observations, else floats), and, optional, the trainer's
+    REWARD_THRESHOLD (the mean return that counts as solved). --env.reward_threshold=X (a -D define) wins over the
+    file's #define."""
+    path = Path(path)
+    text, file = _source_text(path), path.name
+    action = _define(text, "ACTION_SPACE") or "FV_DISCRETE"
+    obs_t = _define(text, "OBS_T") or "float"
+    where = {"actions": f"ACTION_SPACE {action} in {file}" if action != "FV_DISCRETE" else
+             f"{file}'s Discrete actions (NUM_ACTIONS)",
+             "observations": f"OBS_T {obs_t} in {file}" if obs_t != "float" else f"{file}'s float observations"}
+    facts = {}
+    given = defines.get("REWARD_THRESHOLD")
+    value = _define(text, "REWARD_THRESHOLD") if given is None else str(given)
+    if value is not None:
+        facts["reward_threshold"] = _number(value, "REWARD_THRESHOLD", file)
+        where["reward_threshold"] = f"--env.reward_threshold={given}" if given is not None else \
+            f"#define REWARD_THRESHOLD in {file}"
+    return Declared(file, "continuous" if action == "FV_BOX" else "discrete",
+                    "bytes" if re.fullmatch(r"unsigned\s+char|uint8_t", obs_t) else "floats", where=where, **facts)
+
+
+def declared_by_gym(gym_id: str, make_args: dict) -> Declared:
+    """A Gymnasium id's declarations: its registration's reward_threshold, and the spaces of one env made with
+    make_args (an env that cannot be made declares no spaces here: making the batch reports why)."""
+    import gymnasium
+    import numpy as np
+    name = f"gym:{gym_id}"
+    try:
+        spec = gymnasium.spec(gym_id)
+    except (gymnasium.error.Error, ModuleNotFoundError):
+        return Declared(name)
+    facts, where = {}, {}
+    if spec.reward_threshold is not None:
+        facts["reward_threshold"] = float(spec.reward_threshold)
+        where["reward_threshold"] = f"{gym_id}'s reward_threshold (its Gymnasium registration)"
+    try:
+        env = gymnasium.make(gym_id, **make_args)
+    except Exception:  # noqa: BLE001 - whatever make raises, make_batch raises again with the fix
+        return Declared(name, where=where, **facts)
+    try:
+        action_space, obs_space = env.action_space, env.observation_space
+    finally:
+        env.close()
+    continuous = isinstance(action_space, gymnasium.spaces.Box)
+    byte_obs = getattr(obs_space, "dtype", None) == np.uint8
+    where["actions"] = f"{gym_id}'s action space {action_space}"
+    where["observations"] = f"{gym_id}'s observation space of {getattr(obs_space, 'dtype', '?')}"
+    return Declared(name, "continuous" if continuous else "discrete", "bytes" if byte_obs else "floats",
+                    where=where, **facts)
+
+
+def declared_by_builtin(name: str) -> Declared:
+    """A built-in env's declarations for the trainer: the reward_threshold of its Gymnasium registration (its
+    settings are fastvec/configs/NAME.toml's, its step limit the registry's)."""
+    from fastvec import REWARD_THRESHOLDS
+    from fastvec.native import ENVS
+    gym_id = ENVS[name].gym_id
+    threshold = REWARD_THRESHOLDS.get(gym_id)
+    if threshold is None:
+        return Declared(name)
+    return Declared(name, reward_threshold=threshold,
+                    where={"reward_threshold": f"{gym_id}'s reward_threshold (as Gymnasium's own env)"})
+
+
+def profile(kind: str) -> dict:
+    """PROFILES[kind]'s settings as config overrides: its config file's [env], [policy] and [train] keys, less
+    the ones the profile leaves at their defaults."""
+    file, _, dropped = PROFILES[kind]
+    with open(CONFIG_DIR / file, "rb") as f:
+        values = tomllib.load(f)
+    return {section: {name: value for name, value in values.get(section, {}).items()
+                      if f"{section}.{name}" not in dropped}
+            for section in PROFILE_SECTIONS if values.get(section)}
+
+
+def layer(declared: Declared) -> dict:
+    """The config overrides declared implies: its kind's profile and its target."""
+    out = profile(declared.kind) if declared.kind else {}
+    if declared.reward_threshold is not None:
+        out.setdefault("train", {})["target_return"] = float(declared.reward_threshold)
+    return out
+
+
+def describe(config: dict, declared: Declared) -> list[str]:
+    """The start-up lines: the settings chosen from what the env declares, where they came from, and which the
+    config overrides (ENV.toml, --config or the command line)."""
+    implied = layer(declared)
+    lines = []
+
+    def settings(keys) -> str:
+        shown = []
+        for path in keys:
+            section, name = path.split(".")
+            value, chosen = config[section][name], implied[section][name]
+            text = f"{path}={_text(chosen)}"
+            shown.append(text if value == chosen else f"{text} (overridden: {_text(value)})")
+        return ", ".join(shown)
+
+    if declared.kind:
+        file, what, _ = PROFILES[declared.kind]
+        keys = [f"{s}.{n}" for s, values in profile(declared.kind).items() for n in values]
+        lines.append(f"{declared.name} declares {declared.actions} actions ({declared.where['actions']}) and "
+                     f"{declared.observations[:-1]} observations ({declared.where['observations']}): the {declared.kind} "
+                     f"settings of fastvec/configs/{file}, {what}: {settings(keys)}")
+    if declared.reward_threshold is not None:
+        lines.append(f"target from {declared.where['reward_threshold']}: {settings(['train.target_return'])}")
+    train = config["train"]
+    if math.isfinite(train["target_return"]):
+        then = "stops there" if train["stop_at_target"] else "trains on (train.stop_at_target=false)"
+        lines.append(f"target: the mean {train['target_metric']} of the last {train['target_episodes']} episodes "
+                     f">= {_text(train['target_return'])}; the run {then}")
+    if declared.kind:
+        lines.append("any --section.key=value overrides these; to tune them: fastvec-sweep ENV, then fastvec-train "
+                     "ENV --config=SWEEP_DIR/best.toml (docs/sweeps.md)")
+    return lines
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
