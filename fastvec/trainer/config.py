@@ -275,7 +275,7 @@ def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> d
     if given_path and Path(env).expanduser().is_file():
         name, implied = parse_env_argument(env)
     else:  # the run's name (a user env's file name, e.g. my_env.h, need not exist here: the run recorded it)
-        name, implied = (env.lower() if env.lower() in ENVS else env), {}
+        name, implied = (env.lower() if env.lower() in ENVS else REGISTERED_IDS.get(env.lower(), env)), {}
     if saved_env != name:
         raise ConfigError(f"--resume={run_dir} is a {saved_env!r} run, not {env!r}")
     config = merge(defaults(), saved, str(saved_path), allow_env_name=True)

@@ -304,9 +304,6 @@ def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool,
     startup = time.perf_counter() - made  # kernels compiled (or loaded from the disk cache), arena, env reset
     if hasattr(trainer, "describe") and getattr(trainer, "rank", 0) == 0:
         print(trainer.describe(), file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
-    if not resume and watch is None and getattr(trainer, "rank", 0) == 0:  # a sweep's trials: its own report
-        for line in describe(config, declared_by_env(env, config["env"])):
-            print(f"fastvec-train: {line}", file=sys.stderr)
     elapsed_before = resume_state(trainer, run_dir, env) if resume else 0.0
     league = getattr(trainer, "selfplay", None)
     if league is not None:
@@ -315,6 +312,9 @@ def _train_with(trainer, made: float, config: dict, run_dir: Path, resume: bool,
         run_dir.mkdir(parents=True, exist_ok=True)
     with file_op("write", run_dir / "config.toml"):
         checkpoint.atomic_write_text(run_dir / "config.toml", to_toml(config))
+    if not resume and watch is None and getattr(trainer, "rank", 0) == 0:  # a sweep's trials: its own report
+        for line in describe(config, declared_by_env(env, config["env"])):
+            print(f"fastvec-train: {line}")  # what the run is, as the log's first lines (stderr: its problems)
     # Rank 0 alone logs (the other ranks of a multi-GPU run would open the same W&B run and more event files).
     loggers = open_loggers(config, run_dir, resume) if getattr(trainer, "rank", 0) == 0 else None
     try:

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from fastvec.trainer import cli, env_defaults
-from fastvec.trainer.config import ConfigError, declared_by_env, load_config, parse_env_argument, run_env_name
+from fastvec.trainer.config import (ConfigError, declared_by_env, load_config, load_run_config, parse_env_argument,
+                                    run_env_name, to_toml)
 from fastvec.trainer.config_keys import BY_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +127,7 @@ def test_the_start_up_lines_are_printed_before_training(tmp_path, capsys):
     args = [str(CORRIDOR), "--env.LENGTH=5", "--env.num_envs=8", "--train.total_timesteps=1024", "--train.horizon=64",
             "--train.minibatch_size=256", f"--run-dir={tmp_path / 'run'}"]
     assert cli.main(args) == 0
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out
     assert "fastvec-train: my_env.h declares discrete actions" in err and "cartpole.toml" in err
     assert "env.num_envs=64 (overridden: 8)" in err
     assert "target from #define REWARD_THRESHOLD in my_env.h: train.target_return=0.9" in err
@@ -134,9 +135,12 @@ def test_the_start_up_lines_are_printed_before_training(tmp_path, capsys):
 
 @pytest.mark.parametrize("given, name", [("fastvec/CartPole", "cartpole"), ("fastvec/cartpole", "cartpole"),
                                          ("fastvec/Breakout-MinAtar", "breakout-minatar")])
-def test_a_registered_id_names_its_built_in_env(given, name):
+def test_a_registered_id_names_its_built_in_env(given, name, tmp_path):
     assert parse_env_argument(given) == (name, {}) and run_env_name(given) == name
-    assert load_config(given)["env"]["name"] == name
+    config = load_config(given)
+    assert config["env"]["name"] == name
+    (tmp_path / "config.toml").write_text(to_toml(config))
+    assert load_run_config(tmp_path, given)["env"]["name"] == name  # --resume with the id as ENV
 
 
 def test_a_mistyped_registered_id_suggests_the_right_one():
