@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -82,9 +84,8 @@ def declared_by_source(path: Path, defines: dict) -> Declared:
     text, file = _source_text(path), path.name
     action = _define(text, "ACTION_SPACE") or "FV_DISCRETE"
     obs_t = _define(text, "OBS_T") or "float"
-    where = {"actions": f"ACTION_SPACE {action} in {file}" if action != "FV_DISCRETE" else
-             f"{file}'s Discrete actions (NUM_ACTIONS)",
-             "observations": f"OBS_T {obs_t} in {file}" if obs_t != "float" else f"{file}'s float observations"}
+    where = {"actions": f"ACTION_SPACE {action} in {file}" if action != "FV_DISCRETE" else f"NUM_ACTIONS in {file}",
+             "observations": f"OBS_T {obs_t} in {file}" if obs_t != "float" else f"no OBS_T in {file}"}
     facts = {}
     given = defines.get("REWARD_THRESHOLD")
     value = _define(text, "REWARD_THRESHOLD") if given is None else str(given)
@@ -177,8 +178,10 @@ def describe(config: dict, declared: Declared) -> list[str]:
         file, what, _ = PROFILES[declared.kind]
         keys = [f"{s}.{n}" for s, values in profile(declared.kind).items() for n in values]
         lines.append(f"{declared.name} declares {declared.actions} actions ({declared.where['actions']}) and "
-                     f"{declared.observations[:-1]} observations ({declared.where['observations']}): the {declared.kind} "
-                     f"settings of fastvec/configs/{file}, {what}: {settings(keys)}")
+                     f"{declared.observations[:-1]} observations ({declared.where['observations']}): the "
+                     f"{declared.kind} settings of fastvec/configs/{file}, {what}:")
+        lines += textwrap.wrap(settings(keys), 94, initial_indent="  ", subsequent_indent="  ",
+                               break_on_hyphens=False)
     if declared.reward_threshold is not None:
         lines.append(f"target from {declared.where['reward_threshold']}: {settings(['train.target_return'])}")
     train = config["train"]
@@ -187,8 +190,11 @@ def describe(config: dict, declared: Declared) -> list[str]:
         lines.append(f"target: the mean {train['target_metric']} of the last {train['target_episodes']} episodes "
                      f">= {_text(train['target_return'])}; the run {then}")
     if declared.kind:
-        lines.append("any --section.key=value overrides these; to tune them: fastvec-sweep ENV, then fastvec-train "
-                     "ENV --config=SWEEP_DIR/best.toml (docs/sweeps.md)")
+        source = config["env"]["source"]
+        env = os.path.relpath(source) if source and not os.path.relpath(source).startswith("..") else \
+            source or declared.name
+        lines.append(f"any --section.key=value overrides these; to tune them for this env: fastvec-sweep {env}, "
+                     f"then fastvec-train {env} --config=SWEEP_DIR/best.toml (docs/sweeps.md)")
     return lines
 
 

@@ -115,7 +115,7 @@ def test_start_up_lines_name_where_each_setting_came_from():
     lines = env_defaults.describe(config, declared_by_env(config["env"]["name"], config["env"]))
     text = "\n".join(lines)
     assert "ACTION_SPACE FV_BOX in continuous_env.h" in lines[0] and "fastvec/configs/pendulum.toml" in lines[0]
-    assert "policy.hidden=64 (overridden: 128)" in lines[0] and "train.norm_obs=true" in lines[0]
+    assert "policy.hidden=64 (overridden: 128)" in text and "train.norm_obs=true" in text
     assert "best.toml" in text and "target" not in text  # a sweep is the next step; no target declared
     config = load_config("gym:CartPole-v1")
     text = "\n".join(env_defaults.describe(config, declared_by_env(config["env"]["name"], config["env"])))
