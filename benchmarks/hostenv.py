@@ -38,7 +38,8 @@ def cartpole_sps(num_envs: int, steps: int, tmp: Path) -> list[dict]:
     rows = []
     for label, train in CARTPOLE_CASES:
         config = load_config("cartpole", {"env": {"num_envs": num_envs},
-                                          "train": {"device": "cuda", "total_timesteps": steps, **train}})
+                                          "train": {"device": "cuda", "total_timesteps": steps, "stop_at_target": False,
+                                                    **train}})
         summary = run.train(config, tmp / f"cartpole_{num_envs}_{len(rows)}", dashboard=False)
         trainer = summary["trainer"]
         timing = dict(trainer.timing)
@@ -62,7 +63,7 @@ def agreement(num_envs: int, updates: int = 3) -> dict:
     trainers = []
     for env_device in ("cpu", "cuda"):
         config = load_config("cartpole", {"env": {"num_envs": num_envs},
-                                          "train": {"device": "cuda", "env_device": env_device}})
+                                          "train": {"device": "cuda", "env_device": env_device, "stop_at_target": False}})
         batch = run.make_batch(config)
         spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
         trainers.append(CudaTrainer(config, batch, spec, choices=Choices(rollout="gemm")))

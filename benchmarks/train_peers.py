@@ -75,7 +75,8 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
 
     settings = layer({"env": fastvec_env_overrides(env)}, settings or {})
     train = {**settings.get("train", {}), "device": device, "seed": seed, "log_interval": 0.0,
-             "checkpoint_seconds": 0.0, "checkpoint_interval": 10 ** 9}
+             "checkpoint_seconds": 0.0, "checkpoint_interval": 10 ** 9,
+             "stop_at_target": False}  # every run trains its whole budget, as the peer's does
     if total_timesteps:
         train["total_timesteps"] = total_timesteps
     result = {"env": env, "seed": seed, "device": device, "threshold": threshold, "window": window}

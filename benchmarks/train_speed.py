@@ -40,6 +40,7 @@ def fastvec_config(env: str, overrides: dict):
         section, name = key.split(".")
         sections.setdefault(section, {})[name] = value
     sections.setdefault("train", {})["device"] = "cuda"
+    sections["train"]["stop_at_target"] = False  # SPS and time to a target over the whole budget, not up to the env's stop
     return load_config(env, sections)
 
 
