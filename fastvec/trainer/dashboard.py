@@ -81,7 +81,7 @@ def fmt_duration(seconds) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def _run_by_a_notebook_kernel(environ=os.environ) -> bool:
+def run_by_a_notebook_kernel(environ=os.environ) -> bool:
     """Whether this process was started by a Jupyter kernel (a notebook cell's `!cmd`): jupyter_client's POSIX
     launcher gives every kernel JPY_PARENT_PID, and ipykernel sets TERM=xterm-color, PAGER=cat and
     GIT_PAGER=cat for the commands it runs (ZMQInteractiveShell.init_environment); both pass on to `!cmd`."""
@@ -136,7 +136,7 @@ class Dashboard:
         # A real terminal only (not rich's FORCE_COLOR guess, which would put cursor moves into a log file),
         # not TERM=dumb, and not the pseudo-terminal a notebook kernel gives `!cmd`: the kernel copies it into
         # the cell as text, where each redraw of the panel would stack below the last.
-        terminal = _isatty(self.stream) and not probe.is_dumb_terminal and not _run_by_a_notebook_kernel()
+        terminal = _isatty(self.stream) and not probe.is_dumb_terminal and not run_by_a_notebook_kernel()
         return "live" if terminal else "lines"
 
     # ------------------------------------------------------------------------------------------- the state

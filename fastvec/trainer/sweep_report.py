@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from fastvec.trainer import checkpoint
-from fastvec.trainer.dashboard import _isatty, fmt_duration, fmt_number, fmt_si
+from fastvec.trainer.dashboard import _isatty, fmt_duration, fmt_number, fmt_si, run_by_a_notebook_kernel
 
 STATUS_LINE_SECONDS = 30.0  # in a pipe or a file, a status line about a long trial at most this often
 
@@ -73,7 +73,8 @@ class Progress:
     def __init__(self, plan, study, stream=None):
         self.plan, self.study, self.stream = plan, study, stream or sys.stdout
         self.status_every = STATUS_LINE_SECONDS
-        self.terminal = _isatty(self.stream) and os.environ.get("TERM") != "dumb"
+        self.terminal = (_isatty(self.stream) and os.environ.get("TERM") != "dumb"
+                         and not run_by_a_notebook_kernel())  # a notebook's `!cmd` copies redraws as text
         self.status = ""  # the status line on screen (terminal only)
         self.last_status = 0.0
         self.best_text = "best --"

@@ -349,3 +349,24 @@ def test_fastvec_plot_help_is_whole_sentences(capsys):
     out = capsys.readouterr().out
     description = " ".join(out.split("\n\n")[1].split())
     assert description.endswith(".") and description.startswith("Plot the learning curves")
+
+
+@pytest.mark.parametrize("kernel_env, redraws", [({}, True), ({"JPY_PARENT_PID": "1234"}, False)])
+def test_sweep_status_line_is_redrawn_on_a_terminal_but_not_in_a_notebook_cell(monkeypatch, kernel_env, redraws):
+    from types import SimpleNamespace
+
+    from fastvec.trainer.sweep_report import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("JPY_PARENT_PID", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for key, value in kernel_env.items():
+        monkeypatch.setenv(key, value)
+    settings = {"trial_seconds": 1.0, "metric": "episode_return", "target": 475.0, "objective": "score", "trials": 2,
+                "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
+    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
+                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+    assert Progress(plan, SimpleNamespace(trials=[]), stream=Terminal()).terminal is redraws
