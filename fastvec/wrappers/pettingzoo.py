@@ -13,7 +13,8 @@ from gymnasium.error import ClosedEnvironmentError, ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from pettingzoo import ParallelEnv
-from pettingzoo.utils.conversions import parallel_to_aec
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from fastvec import native
 from fastvec.native import cpu
@@ -144,6 +145,10 @@ class NativeParallelEnv(ParallelEnv):
     def action_space(self, agent: str) -> gymnasium.spaces.Space:
         return self._action_spaces[self._check_agent(agent)]
 
+    def check_action(self, agent: str, action):
+        """`action` as the batch takes it for `agent`, or a TypeError / ValueError naming the agent and the action."""
+        return _check_action(action, self._spaces, f"agent {self._check_agent(agent)!r}")
+
     def _check_agent(self, agent: str) -> str:
         if agent not in self._observation_spaces:
             raise KeyError(f"unknown agent {agent!r}; this game's agents are {self.possible_agents}")
@@ -184,7 +189,7 @@ class NativeParallelEnv(ParallelEnv):
         _check_agent_keys(actions, self.agents, "the live agents are",
                           f"every live agent acts every step ({self.agents})", "no action")
         for i, agent in enumerate(self.possible_agents):
-            self._actions[0, i] = _check_action(actions[agent], self._spaces, f"agent {agent!r}")
+            self._actions[0, i] = self.check_action(agent, actions[agent])
         self.batch.step(self._actions)  # range, NaN and infinity are checked here, before anything is stepped
         b = self.batch
         done = bool(b.terminated[0] or b.truncated[0])
@@ -236,9 +241,13 @@ def _check_action(action, sp, where: str):
     ACTION_DIMS values for MultiDiscrete or Box (kind and shape checked here, values by the batch)."""
     if sp.action_kind != "discrete":
         try:
-            return single_action(action, sp)[0]
+            a = single_action(action, sp)
         except (TypeError, ValueError) as err:
             raise type(err)(f"{err} (for {where})") from None
+        flat = sp.first_bad(a)
+        if flat is not None:
+            raise sp.action_error(flat, a.ravel()[flat], 1, f" (for {where})")
+        return a[0]
     n = sp.num_actions
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action[()]
@@ -500,9 +509,20 @@ def parallel_env(name: str, **kwargs) -> NativeParallelEnv:
     return NativeParallelEnv(name, **kwargs)
 
 
+class NativeAECEnv(parallel_to_aec_wrapper):
+    """parallel_to_aec's AEC env that checks each action as it is given: the wrapper keeps the actions until the
+    last agent acts, so a bad one kept would make every later step raise; refused here, it is never kept."""
+
+    def step(self, action):
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):  # a dead agent's None is PettingZoo's
+            self.env.check_action(agent, action)
+        super().step(action)
+
+
 def env(name: str, **kwargs):
-    """One game of `name` as a PettingZoo AEC env (parallel_to_aec of parallel_env)."""
-    return parallel_to_aec(parallel_env(name, **kwargs))
+    """One game of `name` as a PettingZoo AEC env (parallel_env as AEC, in PettingZoo's OrderEnforcingWrapper)."""
+    return OrderEnforcingWrapper(NativeAECEnv(parallel_env(name, **kwargs)))
 
 
 def vector_env(name: str, num_games: int, device: str = "cpu", **kwargs) -> MultiAgentVectorEnv:
