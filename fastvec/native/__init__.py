@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -202,9 +201,9 @@ def check_seeds(seed, n: int, unit: str = "env") -> tuple[int | None, np.ndarray
         why = f": {unit} i is seeded with seed + i, so with {n} {unit}s seed must be at most 2**64 - {n}"
         base = check_seed(seed, high=U64_MAX - (n - 1), why=why if n > 1 else "")
         return base, np.arange(n, dtype=np.uint64) + np.uint64(base), np.ones(n, np.bool_)
-    if isinstance(seed, (str, bytes, Mapping)) or not hasattr(seed, "__iter__"):
-        raise TypeError(f"seed={seed!r} is not an integer: pass an int ({unit} i gets seed + i), a list of "
-                        f"{n} ints or Nones, or None")
+    if not isinstance(seed, (list, tuple, np.ndarray)):  # a set or a dict's keys would seed envs in no set order
+        raise TypeError(f"seed={seed!r} is not an integer: pass an int ({unit} i gets seed + i), a list, tuple or "
+                        f"array of {n} ints or Nones, or None")
     seed = seed.tolist() if isinstance(seed, np.ndarray) else list(seed)
     if len(seed) != n:
         raise ValueError(

@@ -60,10 +60,21 @@ def check_keywords(func: str, env_name: str | None, params: dict, extra: tuple[s
                             f"{', '.join(known) or 'no parameters'})")
 
 
+def check_bool(name: str, value, default_ok: bool = False) -> bool | None:
+    """A switch keyword as a bool (NumPy's too); a string such as 'no' would otherwise read as True."""
+    if isinstance(value, (bool, np.bool_)) or (default_ok and value is None):
+        return None if value is None else bool(value)
+    raise TypeError(f"{name}={value!r} is not a bool: pass True or False{' (or None: the default)' * default_ok}")
+
+
 def load_batch_env(env_name: str | None, source, params: dict, device: str = "cpu"):
     """Compile (cached) and load a built-in env by name, or a user env source with -D params, for
     the CPU (device="cpu") or a GPU ("cuda", "cuda:N"; PyCUDA, see fastvec/native/cuda.py)."""
     if env_name is not None:
+        for key, value in params.items():  # True is an int to Python: here only a 0/1 switch takes it
+            spec = native.ENVS[env_name].params.get(key)
+            if isinstance(value, (bool, np.bool_)) and spec is not None and (spec.low, spec.high) != (0, 1):
+                raise TypeError(f"{key}={value!r} for {env_name!r} is not an int: pass an int in [{spec.low}, {spec.high}]")
         defines = native.resolve_defines(env_name, params)
         path = native.source_path(env_name)
     else:
@@ -146,6 +157,7 @@ class NativeVectorEnv(VectorEnv):
         if not native.is_int(num_envs) or not 1 <= num_envs <= native.C_INT_MAX:
             raise ValueError(f"num_envs must be a positive int (at most 2**31-1), got {num_envs!r}")
         max_episode_steps = native.check_step_limit(max_episode_steps)
+        copy, validate = check_bool("copy", copy, default_ok=True), check_bool("validate", validate)
         # Held by the thread inside reset/step (see the class docstring); re-entrant because the single-env face
         # and the SB3 adapter step through this object while holding it.
         self._lock = threading.RLock()

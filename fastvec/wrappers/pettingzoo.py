@@ -23,6 +23,7 @@ from fastvec.wrappers.gymnasium import (
     FrameSequence,
     HumanWindow,
     _spaces,
+    check_bool,
     check_keywords,
     check_options,
     load_batch_env,
@@ -304,6 +305,7 @@ class MultiAgentVectorEnv(VectorEnv):
         if not native.is_int(num_games) or not 1 <= num_games <= native.C_INT_MAX:
             raise ValueError(f"num_games must be a positive int (at most 2**31-1), got {num_games!r}")
         self._lock = threading.Lock()  # held by the thread inside reset/step
+        copy = check_bool("copy", copy, default_ok=True)
         if render_mode not in (None, "rgb_array"):  # "human" shows one game: parallel_env(name, render_mode="human")
             raise ValueError(f"render_mode={render_mode!r} is not supported by a vector env; use None or 'rgb_array'")
         self.device = str(device)

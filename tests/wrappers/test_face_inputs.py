@@ -36,3 +36,55 @@ def test_aec_after_the_game_ends_still_takes_none():
     while e.agents:
         e.step(None if e.terminations[e.agent_selection] or e.truncations[e.agent_selection] else 0)
     assert e.agents == []
+
+
+# ------------------------------------------------------------------ make_vec's keywords and reset's seeds
+def one_line(err) -> str:
+    text = str(err.value)
+    assert "\n" not in text
+    return text
+
+
+@pytest.mark.parametrize("keyword, value", [("copy", "no"), ("copy", 1), ("validate", "yes"), ("validate", None)])
+def test_make_vec_refuses_a_switch_that_is_not_a_bool(keyword, value):
+    with pytest.raises(TypeError) as err:
+        gym.make_vec("fastvec/CartPole", num_envs=2, **{keyword: value})
+    text = one_line(err)
+    assert f"{keyword}={value!r}" in text and "bool" in text
+
+
+def test_multi_agent_vector_env_refuses_a_copy_that_is_not_a_bool():
+    from fastvec.pettingzoo import vector_env
+
+    with pytest.raises(TypeError, match=r"copy='no'.*bool"):
+        vector_env("Pong", 2, copy="no")
+
+
+@pytest.mark.parametrize("value", [True, False, 4.0, "4"])
+def test_make_vec_refuses_a_game_parameter_that_is_not_an_int(value):
+    with pytest.raises(TypeError) as err:
+        gym.make_vec("fastvec/Breakout", num_envs=2, frameskip=value)
+    text = one_line(err)
+    assert f"frameskip={value!r}" in text and "int" in text and "[1, 8]" in text
+
+
+def test_a_zero_one_switch_still_takes_a_bool():
+    """float32=True is how the GPU guide writes the switch; True means 1 there."""
+    a = gym.make_vec("fastvec/CartPole", num_envs=2, float32=True)
+    b = gym.make_vec("fastvec/CartPole", num_envs=2, float32=1)
+    np.testing.assert_array_equal(a.reset(seed=5)[0], b.reset(seed=5)[0])
+
+
+@pytest.mark.parametrize("seed", [{1, 2}, frozenset({1, 2}), {1: 0, 2: 0}.keys(), (s for s in (1, 2)), "12"])
+def test_reset_refuses_seeds_in_no_order(seed):
+    e = gym.make_vec("fastvec/CartPole", num_envs=2)
+    with pytest.raises(TypeError) as err:
+        e.reset(seed=seed)
+    text = one_line(err)
+    assert "seed=" in text and "list" in text and "None" in text
+
+
+@pytest.mark.parametrize("seed", [[1, 2], (1, 2), np.array([1, 2])])
+def test_reset_takes_a_list_tuple_or_array_of_seeds(seed):
+    e = gym.make_vec("fastvec/CartPole", num_envs=2)
+    np.testing.assert_array_equal(e.reset(seed=seed)[0], e.reset(seed=[1, 2])[0])
