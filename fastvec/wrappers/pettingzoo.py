@@ -30,7 +30,7 @@ from fastvec.wrappers.gymnasium import (
     one_thread,
     pong_params,
 )
-from fastvec.wrappers.spaces import single_action
+from fastvec.wrappers.spaces import clip_beyond_float32, single_action
 
 # Seat names by game; games not listed name their agents agent_0, agent_1, ...
 AGENT_NAMES = {"pong": ("left", "right")}
@@ -474,6 +474,7 @@ class MultiAgentVectorEnv(VectorEnv):
         if not sp.accepts_dtype(a.dtype):
             need = "numbers" if sp.action_kind == "box" else "integers"
             raise TypeError(f"actions must be {need} for {sp.describe()}, got dtype {a.dtype}")
+        a = clip_beyond_float32(a, sp)
         flat = sp.first_bad(a)
         if flat is not None:
             k = flat // sp.action_dims

@@ -50,6 +50,19 @@ def check_wide_actions(a: np.ndarray, sp: EnvSpaces) -> None:
             raise sp.action_error(flat, a.ravel()[flat], 1)
 
 
+def clip_beyond_float32(a: np.ndarray, sp: EnvSpaces) -> np.ndarray:
+    """Box actions of a wider float dtype (float64) with finite values beyond float32's range, which the batch's
+    float32 would hold as infinite and refuse, clipped to the bounds as Gymnasium's envs clip them (NaN and
+    infinity are left for the batch to refuse)."""
+    if sp.action_kind != "box" or a.dtype.kind != "f" or a.dtype.itemsize <= 4:
+        return a
+    with np.errstate(invalid="ignore"):
+        beyond = np.isfinite(a) & (np.abs(a) > np.finfo(np.float32).max)
+    if not beyond.any():
+        return a
+    return np.where(beyond, np.clip(a.reshape(-1, sp.action_dims), sp.action_low, sp.action_high).reshape(a.shape), a)
+
+
 def batch_actions(actions, sp: EnvSpaces, num_envs: int) -> np.ndarray:
     """A vector env's actions as an array of num_envs * ACTION_DIMS values in env order, or a TypeError /
     ValueError naming the dtype or shape wanted: (N,) for Discrete (or (N, 1)), (N, D) for the others
@@ -64,7 +77,7 @@ def batch_actions(actions, sp: EnvSpaces, num_envs: int) -> np.ndarray:
         raise ValueError(f"actions must have shape {' or '.join(map(str, shapes))} for {n} envs of "
                          f"{sp.describe()}, got {a.shape}")
     check_wide_actions(a, sp)
-    return a.reshape(n, d)
+    return clip_beyond_float32(a.reshape(n, d), sp)
 
 
 def single_action(action, sp: EnvSpaces) -> np.ndarray:
@@ -81,4 +94,4 @@ def single_action(action, sp: EnvSpaces) -> np.ndarray:
         if a.shape != (sp.action_dims,):
             raise ValueError(f"action {action!r} must have shape ({sp.action_dims},) for {sp.describe()}, got {a.shape}")
     check_wide_actions(a, sp)
-    return a.reshape(1, sp.action_dims)
+    return clip_beyond_float32(a.reshape(1, sp.action_dims), sp)

@@ -88,3 +88,43 @@ def test_reset_refuses_seeds_in_no_order(seed):
 def test_reset_takes_a_list_tuple_or_array_of_seeds(seed):
     e = gym.make_vec("fastvec/CartPole", num_envs=2)
     np.testing.assert_array_equal(e.reset(seed=seed)[0], e.reset(seed=[1, 2])[0])
+
+
+# ------------------------------------------------------------------ Box actions beyond float32's range
+def twins():
+    """Gymnasium's Pendulum and fastvec's, reset alike and set to the same state."""
+    g, f = gym.make("Pendulum-v1"), gym.make("fastvec/Pendulum")
+    g.reset(seed=0)
+    f.reset(seed=0)
+    f.unwrapped.state = g.unwrapped.state
+    return g, f
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, 3.5e38, np.finfo(np.float64).max])
+def test_a_finite_float64_action_beyond_float32_is_clipped_as_gymnasium_does(value):
+    g, f = twins()
+    action = np.array([value], np.float64)
+    np.testing.assert_allclose(f.step(action)[0], g.step(action)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_vector_and_parallel_faces_clip_it_too():
+    from fastvec.pettingzoo import parallel_env, vector_env
+
+    v = gym.make_vec("fastvec/Pendulum", num_envs=2)
+    v.reset(seed=0)
+    ref = gym.make_vec("fastvec/Pendulum", num_envs=2)
+    ref.reset(seed=0)
+    np.testing.assert_array_equal(v.step(np.array([[1e300], [-1e300]]))[0], ref.step(np.array([[2.0], [-2.0]]))[0])
+    p = parallel_env("Pendulum")
+    p.reset(seed=1)
+    p.step({"agent_0": np.array([1e300])})
+    m = vector_env("Pendulum", 2)
+    m.reset(seed=1)
+    m.step(np.array([[1e300], [-1e300]]))
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_nan_and_infinity_stay_refused(value):
+    _, f = twins()
+    with pytest.raises(ValueError, match="not a finite number"):
+        f.step(np.array([value], np.float64))
