@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -160,20 +161,44 @@ def resolve_defines(name: str, params: dict) -> dict[str, int]:
 
 
 def source_path(name_or_path: str | os.PathLike) -> Path:
-    """The env source for a built-in name, or the given path for a user file."""
+    """The env source for a built-in name, or the given path for a user file; a FileNotFoundError that
+    says what the path is when it is not a regular file (a directory, a device, nothing)."""
     if isinstance(name_or_path, str) and name_or_path.lower() in ENVS:
         return NATIVE_DIR / ENVS[name_or_path.lower()].source
     path = Path(name_or_path)
     if not path.is_file():
-        raise FileNotFoundError(f"env source {str(path)!r} not found (built-in envs: {sorted(ENVS)})")
+        raise FileNotFoundError(f"env source {str(path)!r} {_what_it_is(path)}: an env source is a built-in env "
+                                f"({', '.join(sorted(ENVS))}) or a C env file (e.g. examples/my_env.h)")
     return path.resolve()
 
 
+def _what_it_is(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "not found"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not an env file"
+    kind = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFIFO: "a named pipe",
+            stat.S_IFSOCK: "a socket"}.get(stat.S_IFMT(mode), "not a regular file")
+    return f"is {kind}, not an env file"
+
+
 def check_define_names(defines: dict) -> dict[str, int | float | str]:
-    """Refuse define names that are not C identifiers (they end up on a compiler command line)."""
-    for key in defines:
+    """Refuse define names that are not C identifiers (they end up on a compiler command line) and values
+    that are not an int, a finite float or a string of C (None, True and NaN would reach the compiler
+    as `-DNAME=None` and fail there, far from the key)."""
+    for key, value in defines.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
             raise ValueError(f"define name {key!r} is not a C identifier")
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{key}={value!r}: a define's value is a number; pass {int(value)} for {value!r}")
+        if not isinstance(value, (int, float, str, np.integer, np.floating)):
+            raise TypeError(f"{key}={value!r}: a define's value is an int, a float or a string of C (e.g. {key}=1)")
+        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+            raise ValueError(f"{key}={value!r}: a define's value must be finite")
+        if isinstance(value, str) and (not value.strip() or re.search(r"[\x00-\x1f\x7f]", value)):
+            raise ValueError(f"{key}={value!r}: a define's value must be non-empty and on one line")
     return dict(defines)
 
 

@@ -3,33 +3,28 @@ pool of threads steps chunks of envs), caches the shared library by content hash
 place into NumPy buffers. A compile error is raised once, as CompileError, and names what an env file
 lacks of fastvec.h's contract (`env_step not defined in my_env.h`) when that is the cause.
 
-The build cache (shared with gpu.py's cubins) trusts nothing on disk: the directory must be the user's
-own and writable by no one else; every artefact is written beside its final path, fsynced and renamed
-into place, then recorded in a sidecar (its key and its own sha256) that is checked before every use; a
-bad artefact is rebuilt under a lock file; an env's file name reaches the compiler only as an argument
-(-include), never as source text."""
+The build cache (build_cache.py, shared with gpu.py's cubins) trusts nothing on disk; an env's file
+name reaches the compiler only as an argument (-include), never as source text."""
 
 from __future__ import annotations
 
 import ctypes
-import errno
-import fcntl
 import hashlib
-import json
 import os
 import re
+import shlex
 import shutil
-import stat
 import subprocess
-import tempfile
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit
+from fastvec.native.build_cache import (  # noqa: F401  (gpu.py and callers take them from here)
+    CACHE_FORMAT, CacheDirError, build_dir, cache_dir, cached_build, private_dir, safe_name, sidecar, verified,
+    write_atomic)
+from fastvec.native.env_file import check_env_file_defines
 from fastvec.native.spaces import MAX_OBS_DIMS, ActionError, EnvSpaces  # noqa: F401  (callers catch cpu.ActionError)
 
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
@@ -40,142 +35,36 @@ C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-m
            "-pthread", "-Werror=implicit-function-declaration"]
 # What an env file defines (fastvec.h's contract), so a compile error about one of them can say so.
 CONTRACT = ("OBS_SIZE", "NUM_ACTIONS", "RENDER_W", "RENDER_H", "State", "env_reset", "env_step", "env_render")
-CACHE_FORMAT = 1  # the sidecar's layout; a sidecar of another format is not trusted
 
 
 class CompileError(RuntimeError):
-    """An env source did not compile; the message carries the compiler's output."""
+    """An env source did not compile: the message gives the compiler's first errors; `log` holds the
+    command and the compiler's full output."""
 
-
-class CacheDirError(PermissionError):
-    """The build cache directory is not safe to load code from (another user's, or writable by others)."""
-
-
-# ---------------------------------------------------------------------- the cache directory
-def private_dir(path: Path) -> Path:
-    """`path`, created private (0700) if missing, refused with CacheDirError unless it is a directory
-    owned by this user that no one else can write (a library planted there would run as this user)."""
-    fix = ("set FASTVEC_CACHE_DIR to a directory you own that only you can write "
-           "(fastvec creates a missing one with mode 0700)")
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.stat(path)
-    except OSError as err:
-        raise CacheDirError(f"fastvec cannot create its build cache {path} ({err.strerror or err}); {fix}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise CacheDirError(f"fastvec's build cache {path} is not a directory; {fix}")
-    uid = os.getuid() if hasattr(os, "getuid") else st.st_uid
-    if st.st_uid != uid:
-        raise CacheDirError(f"fastvec will not load code from its build cache {path}: it is owned by another "
-                            f"user (uid {st.st_uid}; you are uid {uid}); {fix}")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheDirError(f"fastvec will not load code from its build cache {path}: it is writable by other "
-                            f"users (mode {stat.S_IMODE(st.st_mode):04o}); {fix}, or `chmod go-w {path}`")
-    return path
-
-
-def cache_dir() -> Path:
-    """Where compiled envs are kept: $FASTVEC_CACHE_DIR, else the user's cache dir; checked by private_dir."""
-    root = os.environ.get("FASTVEC_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastvec"
-    )
-    return private_dir(Path(root))
-
-
-def safe_name(name: str) -> str:
-    """`name` as a plain file-name part: characters other than letters, digits, `_`, `-`, `.` become `_`."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "env"
-
-
-# ---------------------------------------------------------------------- verified artefacts
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # a platform without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError as err:
-        if err.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):  # file systems that cannot
-            raise
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` as a temporary file beside it (same directory, so same file system),
-    fsynced, then renamed over `path` and the directory fsynced: readers see the old file or the new
-    one, never a part, and a crash never leaves a half file under the final name."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def sidecar(artefact: Path) -> Path:
-    """The record beside a cached artefact: NAME.json for NAME.so / NAME.cubin."""
-    return artefact.with_suffix(".json")
-
-
-def verified(artefact: Path, key: str) -> bytes | None:
-    """The artefact's bytes if its sidecar records this key and the artefact's own size and sha256;
-    None (so: rebuild) for a missing, truncated, altered, foreign or swapped artefact or sidecar."""
-    try:
-        meta = json.loads(sidecar(artefact).read_bytes())
-        data = artefact.read_bytes()
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("key") != key \
-            or meta.get("artefact") != artefact.name or meta.get("size") != len(data) \
-            or meta.get("sha256") != hashlib.sha256(data).hexdigest():
-        return None
-    return data
-
-
-@contextmanager
-def _locked(lock_path: Path):
-    """An exclusive flock on lock_path (created 0600) for the block: one builder per artefact at a time."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def cached_build(artefact: Path, key: str, inputs: dict, build: Callable[[], bytes]) -> bytes:
-    """The bytes of `artefact` from the cache when verified() against `key`, else build() them and store
-    them: the artefact written atomically first, then its sidecar (key, inputs, size, sha256), so a crash
-    in between leaves an artefact that fails verification. Concurrent processes serialise on a lock file
-    per artefact and re-check under it, so one builds and the others take its result."""
-    data = verified(artefact, key)
-    if data is not None:
-        return data
-    with _locked(artefact.with_suffix(".lock")):
-        data = verified(artefact, key)
-        if data is not None:
-            return data
-        data = build()
-        write_atomic(artefact, data)
-        meta = {"format": CACHE_FORMAT, "key": key, "artefact": artefact.name, "size": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(), "inputs": inputs}
-        write_atomic(sidecar(artefact), json.dumps(meta, indent=1, sort_keys=True).encode())
-        return data
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log or message
 
 
 # ---------------------------------------------------------------------- the C compiler
-def find_compiler() -> str:
-    """The C compiler to use: $CC, else cc, gcc or clang, or an error that says how to get one."""
-    for candidate in [os.environ.get("CC"), "cc", "gcc", "clang"]:
-        if candidate and shutil.which(candidate):
-            return candidate
+def find_compiler() -> tuple[str, ...]:
+    """The C compiler to use as a command: $CC split as a shell would (`CC='ccache gcc'`), its first word
+    found on PATH, else a CompileError naming CC; without CC, cc, gcc or clang, or an error that says how
+    to get one."""
+    given = os.environ.get("CC", "").strip()
+    if given:
+        try:
+            words = shlex.split(given)
+        except ValueError as err:
+            raise CompileError(f"CC={given!r} cannot be split into words ({err}); set CC to a C compiler, e.g. CC=gcc") \
+                from None
+        if not words or not shutil.which(words[0]):
+            raise CompileError(f"CC={given!r}: {words[0] if words else given!r} is not an executable found on PATH; "
+                               "set CC to a C compiler (e.g. CC=gcc) or unset it")
+        return tuple(words)
+    for candidate in ["cc", "gcc", "clang"]:
+        if shutil.which(candidate):
+            return (candidate,)
     raise CompileError(
         "no C compiler found (tried $CC, cc, gcc, clang); fastvec compiles its environments on first use. "
         "Install one, e.g. `apt install gcc` or `xcode-select --install`, or set CC."
@@ -204,11 +93,32 @@ def driver_source(env_path: Path | None = None) -> str:
     return f'#include "{include_name(env_path)}"\n#include "batch.h"\n'
 
 
+MAX_SHOWN_ERRORS = 3
+_ERROR_LINE = re.compile(r"^(.*?:\d+(?::\d+)?: (?:fatal )?error: .*)$", re.M)
+
+
+def first_errors(output: str, env_dir: Path | None = None) -> list[str]:
+    """The compiler's first error lines (file:line:col: error: ...), the env's own directory left off its
+    file names; a message without such lines (a linker's) gives its first line that mentions an error."""
+    lines = _ERROR_LINE.findall(output) or [line for line in output.splitlines() if "error" in line.lower()][:1] \
+        or output.strip().splitlines()[:1]
+    if env_dir is not None:
+        lines = [line.replace(f"{env_dir}{os.sep}", "") for line in lines]
+    return lines
+
+
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
     # LC_ALL=C: the compiler's messages in plain ASCII quotes, which missing_names() reads.
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
-        raise CompileError(f"{what} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stderr.strip()}")
+        log = f"$ {shlex.join(cmd)}\n(exit {proc.returncode})\n{proc.stderr.strip()}"
+        env_dir = Path(cmd[cmd.index("-include") + 1]).parent if "-include" in cmd[:-1] else None
+        errors = first_errors(proc.stderr, env_dir)
+        more = len(_ERROR_LINE.findall(proc.stderr)) - MAX_SHOWN_ERRORS
+        shown = "\n  ".join(errors[:MAX_SHOWN_ERRORS]) + (f"\n  ({more} more errors)" if more > 0 else "")
+        full = f"\n{log}" if os.environ.get("FASTVEC_BUILD_LOG") == "1" else \
+            "\n(the compiler's full output: the error's .log, or FASTVEC_BUILD_LOG=1 to print it)"
+        raise CompileError(f"{what} failed:\n  {shown}{full}", log=log)
     return proc
 
 
@@ -232,32 +142,33 @@ def missing_names(output: str) -> list[str]:
 def contract_error(env_name: str, err: Exception) -> CompileError | None:
     """A CompileError that names the contract's missing definitions (`env_step not defined in my_env.h`)
     when err's message is about them, else None."""
-    missing = missing_names(str(err))
+    log = getattr(err, "log", str(err))
+    missing = missing_names(log)
     if not missing:
         return None
     return CompileError(f"{', '.join(missing)} not defined in {env_name}: an env file defines "
                         f"{', '.join(CONTRACT)} (the contract at the top of fastvec/native/fastvec.h; "
-                        f"examples/my_env.h is a complete env)\n{err}")
+                        f"examples/my_env.h is a complete env)\n{err}", log=log)
 
 
 @lru_cache(maxsize=None)
-def simd_flags(cc: str) -> list[str]:
+def simd_flags(cc: tuple[str, ...]) -> list[str]:
     """["-fopenmp-simd"] where the compiler takes it (gcc >= 4.9, clang >= 3.7), else []. It turns on
     batch.h's `#pragma omp simd` loops (vectorised across envs) without the OpenMP runtime; without it
     the pragmas are ignored (the same results, slower). Probed once per compiler, never guessed from a
     failed build's output, so a compile error is compiled and reported once."""
-    proc = subprocess.run([cc, "-fopenmp-simd", "-Werror", "-x", "c", "-c", os.devnull, "-o", os.devnull],
+    proc = subprocess.run([*cc, "-fopenmp-simd", "-Werror", "-x", "c", "-c", os.devnull, "-o", os.devnull],
                           capture_output=True, text=True)
     return ["-fopenmp-simd"] if proc.returncode == 0 else []
 
 
 @lru_cache(maxsize=None)
-def _compiler_version(cc: str) -> str:
-    return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+def _compiler_version(cc: tuple[str, ...]) -> str:
+    return subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
 
 
 @lru_cache(maxsize=None)
-def native_arch(cc: str) -> tuple[list[str], str]:
+def native_arch(cc: tuple[str, ...]) -> tuple[list[str], str]:
     """(["-march=native"], the target it means here) where the compiler takes it, else ([], "").
 
     The env loops vectorise over envs with this machine's widest vectors (AVX-512 / AVX2). The
@@ -266,7 +177,7 @@ def native_arch(cc: str) -> tuple[list[str], str]:
     FASTVEC_NATIVE_ARCH=0 builds for the compiler's default target instead."""
     if os.environ.get("FASTVEC_NATIVE_ARCH", "1") == "0":
         return [], ""
-    proc = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
+    proc = subprocess.run([*cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
     if proc.returncode != 0:  # e.g. a compiler that spells it -mcpu=native: build for the default target
         return [], ""
     return ["-march=native"], "\n".join(sorted(proc.stdout.splitlines()))
@@ -277,41 +188,44 @@ def compile_env(env_path: Path, defines: dict) -> Path:
 
     The cache key hashes the preprocessed source, the flags, the target and the compiler version,
     so an edit to the env file or to any header it includes triggers a rebuild; the env's path and
-    content hash, the defines, compiler and flags are recorded beside the library (cached_build)."""
+    content hash, the defines, compiler and flags are recorded beside the library (cached_build).
+    A user's env file takes only the parameters it declares (env_file.check_env_file_defines)."""
+    env_file = Path(os.path.abspath(env_path))
+    define_flags = [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
+    if env_file.parent != NATIVE_DIR:  # a built-in env's parameters are checked by the registry (resolve_defines)
+        check_env_file_defines(env_file, defines)
     cc = find_compiler()
     arch_flags, arch = native_arch(cc)
     flags = C_FLAGS + simd_flags(cc) + arch_flags
-    define_flags = [f"-D{k}={v}" for k, v in sorted(check_define_names(defines).items())]
-    env_file = Path(os.path.abspath(env_path))
     env_bytes = env_file.read_bytes()
     # The env comes in through -include: its path is an argument (never parsed as C), and its own
     # #include "..." lines search its directory first, exactly as if the driver had included it.
     include_flags = [f"-I{NATIVE_DIR}", f"-I{env_file.parent}", "-include", str(env_file)]
     folder = cache_dir()
-    with tempfile.TemporaryDirectory(prefix="fastvec-") as tmp:
-        src = Path(tmp) / "driver.c"
+    with build_dir(folder) as tmp:
+        src = tmp / "driver.c"
         src.write_text(driver_source())
         # Preprocessed with the target's flags (its macros, e.g. __AVX2__, select code) and keyed on
         # the defines too (one that only selects code in a dead #if must still make its own build).
         what = f"compiling {env_file.name!r}"
         try:
-            pre = _run([cc, "-E", "-P", *arch_flags, *include_flags, *define_flags, str(src)],
+            pre = _run([*cc, "-E", "-P", *arch_flags, *include_flags, *define_flags, str(src)],
                        f"preprocessing {env_file.name!r}").stdout
         except CompileError as err:
             raise contract_error(env_file.name, err) or err from None
         version = _compiler_version(cc)
         inputs = {"env": str(env_file), "env_sha256": hashlib.sha256(env_bytes).hexdigest(),
                   "preprocessed_sha256": hashlib.sha256(pre.encode()).hexdigest(), "defines": define_flags,
-                  "compiler": cc, "compiler_version": (version.strip().splitlines() or [""])[0], "flags": flags,
-                  "target_sha256": hashlib.sha256(arch.encode()).hexdigest()}
+                  "compiler": shlex.join(cc), "compiler_version": (version.strip().splitlines() or [""])[0],
+                  "flags": flags, "target_sha256": hashlib.sha256(arch.encode()).hexdigest()}
         key = hashlib.sha256("\n".join([pre, " ".join(flags + define_flags), arch, version,
                                         str(env_file)]).encode()).hexdigest()
         lib_path = folder / f"{safe_name(env_file.stem)}-{key[:24]}.so"
 
         def build() -> bytes:
-            out = Path(tmp) / "env.so"
+            out = tmp / "env.so"
             try:
-                _run([cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"], what)
+                _run([*cc, *flags, *include_flags, *define_flags, str(src), "-o", str(out), "-lm"], what)
                 try:  # a symbol the library uses but nothing defines (a declared, never defined env_step)
                     ctypes.CDLL(str(out))
                 except OSError as err:
@@ -388,10 +302,16 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
-@lru_cache(maxsize=None)
 def load(env_path: Path, defines: tuple) -> CompiledEnv:
-    """Compile (or fetch from the cache) and load an env; memoized per process."""
-    return CompiledEnv(compile_env(env_path, dict(defines)), env_path.stem)
+    """Compile (or fetch from the cache) and load an env. Every call compiles the key afresh (a
+    preprocessor run), so an edited env file, or a header it includes, loads its new build in the same
+    process; the loaded library is memoized per build."""
+    return _open(compile_env(env_path, dict(defines)), Path(env_path).stem)
+
+
+@lru_cache(maxsize=None)
+def _open(lib_path: Path, name: str) -> CompiledEnv:
+    return CompiledEnv(lib_path, name)
 
 
 def _ptr(a: np.ndarray | None) -> int | None:

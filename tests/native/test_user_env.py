@@ -75,6 +75,7 @@ def test_env_sources_compile_as_cuda(source, tmp_path):
 
 
 def test_missing_compiler_says_how_to_get_one(monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(cpu.shutil, "which", lambda name: None)
     with pytest.raises(cpu.CompileError, match="no C compiler found.*apt install gcc"):
         cpu.compile_env(EXAMPLE, {"LENGTH": 5})
