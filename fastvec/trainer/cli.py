@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-USAGE = """usage: fastvec-train ENV [--config=PATH] [--section.key=value ...] [--run-dir=PATH] [--resume=RUN_DIR]
+USAGE = """usage: fastvec-train ENV [--config=PATH] [--section.key=value ...] [--run-dir=PATH [--overwrite]] [--resume=RUN_DIR]
        fastvec-train --list | --help-config | --version
        fastvec-train ENV --eval=CHECKPOINT [--eval.episodes=N] [--eval.render=PATH.gif|.mp4]
        fastvec-train ENV --eval=A --eval.opponent=B|bot   (multi-agent: A against checkpoint B or the bot)
@@ -19,7 +19,9 @@ Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
                         --env.num_envs=1024 --policy.hidden=128 --train.device=cpu
   --config=PATH         a TOML of config values over ENV.toml's, under the command line's: a sweep's
                         best.toml, a run's config.toml, or your own (any subset of the sections)
-  --run-dir=PATH        where to write config.toml, metrics.jsonl, checkpoints/ (default runs/ENV/<time>)
+  --run-dir=PATH        where to write config.toml, metrics.jsonl, checkpoints/ (default runs/ENV/<time>,
+                        a new directory per run); one that already holds a run is refused
+  --overwrite           replace the run already in --run-dir (its config.toml, metrics.jsonl, checkpoints/)
   --resume=RUN_DIR      continue the run in RUN_DIR from its newest checkpoint
   --eval=CHECKPOINT     play a checkpoint (file, or a run dir for its newest) and print the mean return
   --selfplay.enabled=true  train a multi-agent game (e.g. pong) by self-play against a pool of past selves
@@ -127,7 +129,7 @@ def parse_args(argv: list[str]) -> dict:
         name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
         if arg in ("-h", "--help"):
             flags.add("help")
-        elif arg in ("--print-config", "--help-config", "--list", "--version"):
+        elif arg in ("--print-config", "--help-config", "--list", "--version", "--overwrite"):
             flags.add(arg[2:])
         elif name in special:
             if not eq:
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str], state: dict) -> int:
-    from fastvec.trainer import checkpoint, config as config_mod, run
+    from fastvec.trainer import checkpoint, config as config_mod, run, run_dir as run_dir_mod
     from fastvec.trainer.dashboard import fmt_number, fmt_si
 
     args = parse_args(argv)
@@ -254,8 +256,14 @@ def _main(argv: list[str], state: dict) -> int:
         if "render" in result:
             print(f"wrote {result['render']}")
         return 0
-    run_dir = Path(args["resume"] or args["run-dir"] or run.default_run_dir(config["env"]["name"]))
-    summary = run.train(config, run_dir, resume=bool(args["resume"]))
+    overwrite = "overwrite" in args["flags"]
+    if overwrite and args["resume"]:
+        raise config_mod.ConfigError("--overwrite and --resume: --resume continues the run in RUN_DIR, --overwrite "
+                                     "replaces it; drop one")
+    if overwrite and not args["run-dir"]:
+        raise config_mod.ConfigError("--overwrite replaces the run in a given directory; add --run-dir=PATH")
+    run_dir = Path(args["resume"] or args["run-dir"] or run_dir_mod.new_run_dir(config["env"]["name"]))
+    summary = run.train(config, run_dir, resume=bool(args["resume"]), overwrite=overwrite)
     env = config["env"]["name"]
     steps = summary.get("trained_steps", summary["global_step"])  # the steps the updates trained on
     if summary["interrupted"]:

@@ -29,6 +29,8 @@ from fastvec.trainer.config import ConfigError, declared_by_env, env_kind, sourc
 from fastvec.trainer.dashboard import Dashboard
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.env_defaults import describe
+from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, file_op,  # noqa: F401 - run's API
+                                     refuse_unaccounted_history, repair_metrics)
 from fastvec.trainer.target import Target, target_line
 
 
@@ -140,11 +142,6 @@ def blas_threads(count: int):
     return threadpool_limits(count, user_api="blas")
 
 
-def default_run_dir(env: str) -> Path:
-    """runs/ENV/<time>; a Gymnasium env's name as one directory (gym:ALE/Pong-v5 -> gym-ALE-Pong-v5)."""
-    return Path("runs") / env.replace(":", "-").replace("/", "-") / time.strftime("%Y%m%d-%H%M%S")
-
-
 def open_loggers(config: dict, run_dir: Path, resume: bool):
     """The optional logger outputs beside metrics.jsonl (loggers.RunLoggers: TensorBoard, Weights & Biases), or
     None when neither train.tensorboard nor train.wandb_project asks for one (loggers.py is then never imported)."""
@@ -173,16 +170,27 @@ def warn_if_source_changed(meta: dict, config: dict, path) -> None:
           f"match, so it runs, but the env's rules may have changed", file=sys.stderr)
 
 
-def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None, watch=None) -> dict:
+def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None, watch=None,
+          overwrite: bool = False) -> dict:
     """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
-    newest checkpoint in run_dir and continue. Returns a summary (last metrics, checkpoint path, ...).
+    newest checkpoint in run_dir and continue; without, run_dir must not hold a run already unless overwrite
+    (run_dir.claim). Returns a summary (last metrics, checkpoint path, ...).
     watch(metrics or None, training seconds, trained steps), called after every update (with the log's metrics
     when it logged), ends the run there when it returns True: fastvec-sweep's pruning and trial budgets. Its calls'
     own time is not training time: not in the seconds it is given, the logs' times or the summary's."""
     from fastvec.trainer import distributed
-    if config["train"]["gpus"] > 1 or distributed.launched():  # one process per GPU, or one rank of a launcher's job
-        return distributed.train(config, run_dir, resume, dashboard, train_one_process)
-    return train_one_process(config, run_dir, resume, dashboard, watch)
+    launched = distributed.launched()
+    # A launcher's ranks each call this; rank 0 alone writes run_dir (the others train in scratch directories).
+    release = claim(run_dir, config, overwrite) if not resume and (not launched or distributed.discover().rank == 0) \
+        else None
+    try:
+        if config["train"]["gpus"] > 1 or launched:  # one process per GPU, or one rank of a launcher's job
+            return distributed.train(config, run_dir, resume, dashboard, train_one_process)
+        return train_one_process(config, run_dir, resume, dashboard, watch)
+    except BaseException:
+        if release is not None:
+            release()
+        raise
 
 
 def train_one_process(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, watch=None) -> dict:
@@ -197,15 +205,6 @@ def rank_main(argv: list[str] | None = None) -> int:
     """The entry point of one rank that distributed.spawn starts (`--train.gpus=N`)."""
     from fastvec.trainer import distributed
     return distributed.main(argv, train_one_process)
-
-
-@contextlib.contextmanager
-def file_op(operation: str, path):
-    """Turn an OSError inside the block into a one-line RunFileError: cannot OPERATION PATH: reason."""
-    try:
-        yield
-    except OSError as err:
-        raise checkpoint.file_error(err, operation, path) from None
 
 
 class StopRequest:
@@ -239,32 +238,12 @@ class StopRequest:
         self.previous = {}
 
 
-def repair_metrics(path: Path, update: int) -> None:
-    """Cut metrics.jsonl back to the checkpoint a run resumes from: keep the whole lines of updates <= update;
-    drop those past it (a killed run logged them after its last checkpoint, and the resumed run logs them
-    again) and a partial line (a kill or a full disk mid-write). Rewritten atomically, only if needed."""
-    if not path.is_file():
-        return
-    with file_op("read", path):
-        lines = path.read_bytes().splitlines(keepends=True)
-    keep = []
-    for line in lines:
-        try:
-            row = json.loads(line) if line.endswith(b"\n") else None
-        except ValueError:
-            row = None
-        if isinstance(row, dict) and isinstance(row.get("update"), int) and row["update"] <= update:
-            keep.append(line)
-    if len(keep) != len(lines):
-        with file_op("rewrite", path):
-            checkpoint.atomic_write(path, b"".join(keep))
-
-
 def resume_state(trainer, run_dir: Path, env: str) -> float:
     """Load the newest valid checkpoint of run_dir into trainer (checkpoint.newest_valid: by update number,
     verified, compatible with this env and policy; newer ones that fail are set aside as NAME.rejected with one
     warning line), clear the temporary files of an interrupted save, and cut metrics.jsonl back to it. Without
-    any checkpoint (a run stopped before its first) training starts over. Returns the training seconds so far."""
+    any checkpoint, training starts over only when nothing was logged (refuse_unaccounted_history). Returns the
+    training seconds so far."""
     folder = run_dir / "checkpoints"
     with file_op("clean up", folder):
         checkpoint.remove_stale_temps(folder)
@@ -281,8 +260,7 @@ def resume_state(trainer, run_dir: Path, env: str) -> float:
         trainer.load_state_dict(state)
         elapsed = float(state["counters"].get("time", 0.0))
     else:
-        print(f"fastvec-train: warning: {run_dir} has no checkpoint yet (stopped before its first); training "
-              f"starts over from update 0", file=sys.stderr)
+        refuse_unaccounted_history(run_dir)
     repair_metrics(run_dir / "metrics.jsonl", trainer.update_index)
     return elapsed
 

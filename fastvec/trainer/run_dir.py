@@ -1,0 +1,155 @@
+"""The run directory: a name no other run takes, a new run refused where one already is (unless resumed or
+overwritten), and what a resume reads back from it (the newest checkpoint, metrics.jsonl cut back to it)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from fastvec.trainer import checkpoint
+from fastvec.trainer.config import ConfigError, to_toml
+
+HOLDS_A_RUN = ("config.toml", "metrics.jsonl", "checkpoints")  # any of these: the directory is a run's
+# What a run writes in its directory (loggers.py's tensorboard/ and wandb_id, self-play's ratings): what
+# --overwrite removes; anything else in the directory is left alone.
+RUN_FILES = (*HOLDS_A_RUN, "ratings.json", "ratings.png", "tensorboard", "wandb_id")
+
+
+class TrainingDiverged(ConfigError):
+    """A loss or a weight became NaN or infinite: the settings (most often train.learning_rate) made training
+    diverge. A ConfigError, so that fastvec-train reports it in one line and a sweep fails just that trial."""
+
+
+@contextlib.contextmanager
+def file_op(operation: str, path):
+    """Turn an OSError inside the block into a one-line RunFileError: cannot OPERATION PATH: reason."""
+    try:
+        yield
+    except OSError as err:
+        raise checkpoint.file_error(err, operation, path) from None
+
+
+def default_run_dir(env: str) -> Path:
+    """runs/ENV/<time>; a Gymnasium env's name as one directory (gym:ALE/Pong-v5 -> gym-ALE-Pong-v5)."""
+    return Path("runs") / env.replace(":", "-").replace("/", "-") / time.strftime("%Y%m%d-%H%M%S")
+
+
+def new_run_dir(env: str) -> Path:
+    """A directory made for this run alone: default_run_dir, or with -2, -3, ... when another run (started the
+    same second) made it first. mkdir either creates it or fails, so two processes never get the same one."""
+    base = default_run_dir(env)
+    with file_op("create the run directory", base.parent):
+        base.parent.mkdir(parents=True, exist_ok=True)
+    for number in itertools.count(1):
+        path = base if number == 1 else base.with_name(f"{base.name}-{number}")
+        try:
+            with file_op("create the run directory", path):
+                path.mkdir()
+            return path
+        except checkpoint.RunFileError:
+            if not path.exists():
+                raise
+    raise AssertionError("unreachable")
+
+
+def metrics_updates(path: Path) -> list[int]:
+    """The update numbers of metrics.jsonl's whole rows (none when it is missing)."""
+    if not path.is_file():
+        return []
+    updates = []
+    with file_op("read", path):
+        lines = path.read_bytes().splitlines(keepends=True)
+    for line in lines:
+        try:
+            row = json.loads(line) if line.endswith(b"\n") else None
+        except ValueError:
+            row = None
+        if isinstance(row, dict) and isinstance(row.get("update"), int):
+            updates.append(row["update"])
+    return updates
+
+
+def claim(run_dir: Path, config: dict, overwrite: bool = False):
+    """Take run_dir for a new run: refuse one that already holds a run (HOLDS_A_RUN) unless overwrite, which
+    removes that run's files (RUN_FILES) first; then create config.toml exclusively, so two runs started into
+    one directory at the same moment cannot both have it. Returns release(), which gives the directory back
+    as it was when the run fails before it logs or saves anything."""
+    run_dir = Path(run_dir)
+    present = [name for name in HOLDS_A_RUN if (run_dir / name).exists()]
+    if present and not overwrite:
+        raise ConfigError(f"{run_dir} already holds a run ({', '.join(present)}); continue it with "
+                          f"--resume={run_dir}, replace it with --overwrite, or give another --run-dir")
+    with file_op("create the run directory", run_dir):
+        created = not run_dir.exists()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    for name in RUN_FILES if overwrite else ():
+        path = run_dir / name
+        with file_op("remove (--overwrite)", path):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    config_path = run_dir / "config.toml"
+    try:
+        fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        raise ConfigError(f"{run_dir}: another run started there at the same moment; give another --run-dir") from None
+    except OSError as err:
+        raise checkpoint.file_error(err, "write", config_path) from None
+    with file_op("write", config_path), os.fdopen(fd, "w") as f:
+        f.write(to_toml(config))
+
+    def release() -> None:
+        folder = run_dir / "checkpoints"
+        if metrics_updates(run_dir / "metrics.jsonl") or checkpoint.candidates(folder):
+            return  # the run began: its directory holds a run to resume
+        with contextlib.suppress(OSError):
+            (run_dir / "metrics.jsonl").unlink(missing_ok=True)
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            config_path.unlink(missing_ok=True)
+            if created:
+                run_dir.rmdir()
+    return release
+
+
+def repair_metrics(path: Path, update: int) -> None:
+    """Cut metrics.jsonl back to the checkpoint a run resumes from: keep the whole lines of updates <= update;
+    drop those past it (a killed run logged them after its last checkpoint, and the resumed run logs them
+    again) and a partial line (a kill or a full disk mid-write). Rewritten atomically, only if needed."""
+    if not path.is_file():
+        return
+    with file_op("read", path):
+        lines = path.read_bytes().splitlines(keepends=True)
+    keep = []
+    for line in lines:
+        try:
+            row = json.loads(line) if line.endswith(b"\n") else None
+        except ValueError:
+            row = None
+        if isinstance(row, dict) and isinstance(row.get("update"), int) and row["update"] <= update:
+            keep.append(line)
+    if len(keep) != len(lines):
+        with file_op("rewrite", path):
+            checkpoint.atomic_write(path, b"".join(keep))
+
+
+def refuse_unaccounted_history(run_dir: Path) -> None:
+    """--resume of a run with no checkpoint: from its first logged update on a run always holds one (it saves
+    update 0 before training), so logged updates without one mean its checkpoints were removed; starting over
+    would drop them, so the resume is refused, naming what is missing. With nothing logged it starts over."""
+    folder = run_dir / "checkpoints"
+    logged = metrics_updates(run_dir / "metrics.jsonl")
+    if logged:
+        missing = f"{folder} is missing" if not folder.is_dir() else f"{folder} holds no checkpoint"
+        raise ConfigError(f"--resume={run_dir}: {missing}, but metrics.jsonl logs updates up to {max(logged)}; "
+                          f"resuming would drop them and start over. Put the checkpoints back, or start a new run "
+                          f"(--overwrite, or another --run-dir)")
+    print(f"fastvec-train: warning: {run_dir} has no checkpoint yet (stopped before its first); training "
+          f"starts over from update 0", file=sys.stderr)

@@ -1,0 +1,140 @@
+"""Nothing lost between runs: runs started together get their own directories, a new run never writes over
+an existing one unless told to (--overwrite), and --resume never drops logged history it has no checkpoint for.
+CPU only, tiny CartPole runs."""
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from fastvec.trainer import checkpoint, cli, run_dir as run_dir_mod
+from fastvec.trainer.config import load_toml
+
+STEPS = 8 * 16  # agent steps per update (8 envs x horizon 16)
+
+
+def tiny_args(updates: int, *extra: str) -> list[str]:
+    return ["cartpole", "--env.num_envs=8", "--policy.hidden=8", "--train.device=cpu", "--train.horizon=16",
+            "--train.bptt_horizon=8", "--train.minibatch_size=64", "--train.update_epochs=1", "--train.log_interval=0",
+            "--train.checkpoint_interval=2", "--train.stop_at_target=false",
+            f"--train.total_timesteps={updates * STEPS}", *extra]
+
+
+def rows(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+def last_error(capsys) -> str:
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("fastvec-train: error: "), lines
+    return lines[-1]
+
+
+@pytest.fixture
+def same_second(tmp_path, monkeypatch):
+    """Work in tmp_path with every default run directory named for one and the same second."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run_dir_mod, "default_run_dir", lambda env: Path("runs") / env / "20260101-120000")
+    return tmp_path / "runs" / "cartpole"
+
+
+def test_runs_started_in_the_same_second_each_get_their_own_directory(same_second, capsys):
+    for seed in (1, 2, 3):
+        assert cli.main([*tiny_args(4), f"--train.seed={seed}"]) == 0
+    dirs = sorted(same_second.iterdir())
+    assert [d.name for d in dirs] == ["20260101-120000", "20260101-120000-2", "20260101-120000-3"]
+    for seed, run in zip((1, 2, 3), dirs):
+        assert load_toml(run / "config.toml")["train"]["seed"] == seed
+        assert [r["update"] for r in rows(run)] == [1, 2, 3, 4]
+        assert checkpoint.load(checkpoint.latest(run))[0]["config"]["train"]["seed"] == seed
+
+
+def test_directories_claimed_at_the_same_moment_are_all_different(same_second):
+    claimed, start = [], threading.Barrier(8)
+
+    def take():
+        start.wait()
+        claimed.append(run_dir_mod.new_run_dir("cartpole"))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(claimed)) == 8 and all(path.is_dir() for path in claimed)
+
+
+def test_a_new_run_into_an_existing_run_directory_is_refused_and_changes_nothing(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli.main([*tiny_args(4), f"--run-dir={run}"]) == 0
+    before = snapshot(run)
+    assert cli.main([*tiny_args(6), "--train.seed=9", f"--run-dir={run}"]) == 2
+    error = last_error(capsys)
+    assert str(run) in error and f"--resume={run}" in error and "--overwrite" in error
+    assert snapshot(run) == before
+
+
+def test_overwrite_replaces_the_old_run_entirely(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli.main([*tiny_args(4), f"--run-dir={run}"]) == 0
+    (run / "notes.txt").write_text("mine")
+    assert cli.main([*tiny_args(6), "--train.seed=9", f"--run-dir={run}", "--overwrite"]) == 0
+    assert [r["update"] for r in rows(run)] == list(range(1, 7))
+    assert load_toml(run / "config.toml")["train"]["seed"] == 9
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "update_000002.npz", "update_000004.npz", "update_000006.npz"]
+    assert all(checkpoint.load(p)[0]["config"]["train"]["seed"] == 9 for p in (run / "checkpoints").iterdir())
+    assert (run / "notes.txt").read_text() == "mine"  # not a run's file: left alone
+
+
+def test_an_empty_or_unrelated_directory_is_used_and_a_run_that_fails_to_start_leaves_no_claim(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trial.toml").write_text("# a sweep's file")
+    assert cli.main([*tiny_args(2), "--policy.kind=no-such-kind", f"--run-dir={run}"]) == 2
+    assert sorted(p.name for p in run.iterdir()) == ["trial.toml"]
+    assert cli.main([*tiny_args(2), f"--run-dir={run}"]) == 0
+    assert [r["update"] for r in rows(run)] == [1, 2]
+
+
+def test_resume_without_checkpoints_refuses_naming_what_is_missing_and_keeps_the_history(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli.main([*tiny_args(6), f"--run-dir={run}"]) == 0
+    for path in (run / "checkpoints").iterdir():
+        path.unlink()
+    (run / "checkpoints").rmdir()
+    before = snapshot(run)
+    assert cli.main([*tiny_args(8), f"--resume={run}"]) == 2
+    error = last_error(capsys)
+    assert f"{run / 'checkpoints'} is missing" in error and "up to 6" in error
+    assert snapshot(run) == before  # metrics.jsonl keeps updates 1-6
+    (run / "checkpoints").mkdir()
+    assert cli.main([*tiny_args(8), f"--resume={run}"]) == 2
+    assert "holds no checkpoint" in last_error(capsys)
+    assert [r["update"] for r in rows(run)] == list(range(1, 7))
+
+
+def test_a_run_holds_a_checkpoint_from_its_first_logged_update_on(tmp_path, monkeypatch):
+    """What lets --resume tell removed checkpoints from a run stopped early: update 0 is saved before training,
+    and replaced once the first scheduled checkpoint is written."""
+    from fastvec.trainer import run as run_mod
+    seen = []
+    save = checkpoint.save
+
+    def record(path, *args):
+        seen.append((path.name, sorted(p.name for p in path.parent.glob("*.npz"))))
+        return save(path, *args)
+
+    monkeypatch.setattr(checkpoint, "save", record)
+    config = cli.parse_args(tiny_args(3))  # the same values, through the config loader
+    from fastvec.trainer.config import load_config
+    run_mod.train(load_config("cartpole", config["overrides"]), tmp_path / "run", dashboard=False)
+    assert seen[0] == ("update_000000.npz", [])
+    assert [name for name, _ in seen] == ["update_000000.npz", "update_000002.npz", "update_000003.npz"]
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == [
+        "update_000002.npz", "update_000003.npz"]
