@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from fastvec.native import ENVS, check_define_names, resolve_defines
+from fastvec.native.env_file import check_env_file_defines
 from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTIONS, Key, section_keys
 from fastvec.trainer.config_text import (  # noqa: F401 - to_toml, default_toml and the markers are config's API
     RUN_CONFIG_END, RUN_CONFIG_HEAD, _described, _key_lines, _toml_value, default_toml, to_toml)
@@ -32,9 +33,12 @@ class ConfigError(ValueError):
 
 
 def load_toml(path: Path) -> dict:
+    """A TOML file as a dict; UTF-8 with or without the byte order mark that Windows editors write."""
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}): "
+                          f"save it as UTF-8") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: {err}") from None
 
@@ -342,10 +346,11 @@ def source_defines(config: dict) -> dict[str, int | float]:
         if isinstance(value, int) and not -2**63 <= value < 2**63:
             raise ConfigError(f"env.{key}={value!r} does not fit in 64 bits")
         defines[str(key).upper()] = value
-    try:
-        return check_define_names(defines)
-    except ValueError as err:
+    try:  # only the parameters the env file declares (a misspelled one would be ignored by the compiler)
+        check_env_file_defines(Path(config["env"]["source"]), check_define_names(defines))
+    except (ValueError, TypeError) as err:
         raise ConfigError(f"[env]: {err}") from None
+    return defines
 
 
 def source_sha256(path) -> str:

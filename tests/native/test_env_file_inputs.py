@@ -135,3 +135,10 @@ def test_a_path_that_is_not_a_file_says_what_it_is(tmp_path):
         fastvec.make_vec_from_source(os.devnull)
     with pytest.raises(FileNotFoundError, match="nothing.h' not found"):
         fastvec.make_vec_from_source(tmp_path / "nothing.h")
+
+
+def test_fastvec_train_refuses_a_parameter_the_env_file_does_not_declare(tmp_path, capsys):
+    from fastvec.trainer import cli
+
+    assert cli.main([str(EXAMPLE), "--env.LENGHT=12", "--train.device=cpu", f"--run-dir={tmp_path / 'run'}"]) == 2
+    assert "unknown parameter(s) LENGHT for env file 'my_env.h'" in capsys.readouterr().err
