@@ -239,3 +239,19 @@ def test_a_saved_config_without_a_newer_key_gets_its_default(tmp_path):
     (tmp_path / "config.toml").write_text(legacy)
     with pytest.raises(ConfigError, match="is a 'cartpole' run, not 'pong'"):
         load_run_config(tmp_path, "pong")
+
+
+def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows editors (Notepad) save UTF-8 with a BOM; TOML's text is the same."""
+    path = tmp_path / "mine.toml"
+    path.write_bytes("\ufeff[train]\nlearning_rate = 0.001\n".encode("utf-8"))
+    assert cli.config_file(str(path), "cartpole") == {"train": {"learning_rate": 0.001}}
+
+
+def test_a_config_file_that_is_not_utf8_is_refused_in_one_line_naming_it(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes("# réglages\n[train]\nlearning_rate = 0.001\n".encode("latin-1"))
+    with pytest.raises(ConfigError) as err:
+        cli.config_file(str(path), "cartpole")
+    text = str(err.value)
+    assert str(path) in text and "UTF-8" in text and "\n" not in text
