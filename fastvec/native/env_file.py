@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 
 # Defines the trainer reads from an env file's text and takes as --env.KEY=value (env_defaults.py), declared
-# or not: passing one is never an unknown parameter.
+# or not: passing one is never an unknown parameter. Nor is a switch of fastvec's batch layer (FV_*, and
+# batch.h's own #ifndef defaults such as SIMD_STEP or NUM_AGENTS), which every env file is built with.
 TRAINER_DEFINES = ("REWARD_THRESHOLD",)
+BATCH_LAYER = Path(__file__).resolve().parent / "batch.h"
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _PARAM = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#[ \t]*define[ \t]+\1\b[ \t]*([^\n]*)", re.M)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
@@ -41,7 +43,9 @@ def check_env_file_defines(path: Path, defines: dict) -> None:
     if not defines:
         return
     params = declared_params(path)
-    unknown = sorted(k for k in defines if k not in params and k not in TRAINER_DEFINES)
+    unknown = sorted(k for k in defines if k not in params and k not in TRAINER_DEFINES and not k.startswith("FV_"))
+    if unknown:
+        unknown = [k for k in unknown if k not in declared_params(BATCH_LAYER)]
     if not unknown:
         return
     declared = ", ".join(f"{name} (default {default or 'empty'})" for name, default in sorted(params.items()))
