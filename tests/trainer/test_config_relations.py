@@ -93,9 +93,11 @@ def test_what_names_an_env_file():
 
 
 def test_an_env_file_given_by_key_under_any_name_loads():
-    config = load_config("my_counting", {"env": {"source": str(COUNTING), "terminate_at": 4, "fast": True}})
+    config = load_config("my_counting", {"env": {"source": str(COUNTING), "terminate_at": True}})
     assert config["env"]["name"] == "my_counting" and config["env"]["source"] == str(COUNTING)
-    assert source_defines(config) == {"TERMINATE_AT": 4, "FAST": 1}
+    assert source_defines(config) == {"TERMINATE_AT": 1}
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) FAST for env file 'counting.h'.*TERMINATE_AT"):
+        load_config("my_counting", {"env": {"source": str(COUNTING), "fast": True}})
 
 
 @pytest.mark.parametrize("value,message", [
