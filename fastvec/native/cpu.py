@@ -303,10 +303,41 @@ def default_threads() -> int:
 
 
 def load(env_path: Path, defines: tuple) -> CompiledEnv:
-    """Compile (or fetch from the cache) and load an env. Every call compiles the key afresh (a
-    preprocessor run), so an edited env file, or a header it includes, loads its new build in the same
-    process; the loaded library is memoized per build."""
-    return _open(compile_env(env_path, dict(defines)), Path(env_path).stem)
+    """Compile (or fetch from the cache) and load an env, memoized per process while what its build reads
+    is unchanged (sources_signature): an edited env file, or header beside it, loads its new build."""
+    env_file = Path(os.path.abspath(env_path))
+    check_define_names(dict(defines))  # before the memo: an unhashable value is refused by name
+    settings = tuple(os.environ.get(k) for k in ("CC", "FASTVEC_CACHE_DIR", "XDG_CACHE_HOME", "FASTVEC_NATIVE_ARCH"))
+    memo_key = (env_file, tuple(defines), settings)
+    signature = sources_signature(env_file)
+    known = _loaded.get(memo_key)
+    if known is None or known[0] != signature:
+        known = (signature, _open(compile_env(env_file, dict(defines)), env_file.stem))
+        _loaded[memo_key] = known
+    return known[1]
+
+
+_loaded: dict[tuple, tuple[tuple, CompiledEnv]] = {}
+
+
+def sources_signature(env_file: Path) -> tuple:
+    """The env file's sha256 and the (path, mtime, size) of the files a build of it can include by name
+    (its directory's and fastvec's): a change to any of them means a new build key."""
+    entries = []
+    for folder in (env_file.parent, NATIVE_DIR):
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    if entry.is_file():
+                        st = entry.stat()
+                        entries.append((entry.path, st.st_mtime_ns, st.st_size))
+        except OSError:
+            pass
+    try:
+        digest = hashlib.sha256(env_file.read_bytes()).hexdigest()
+    except OSError:
+        digest = ""
+    return (digest, *sorted(entries))
 
 
 @lru_cache(maxsize=None)

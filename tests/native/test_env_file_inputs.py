@@ -32,6 +32,12 @@ def test_an_edited_env_file_loads_its_new_build_in_the_same_process(tmp_path, ca
     assert fastvec.make_vec_from_source(env).unwrapped.batch.render(0).shape == (16, 9 * 16, 3)
     env.write_text(EXAMPLE.read_text().replace("#define LENGTH 9", "#define LENGTH 5"))
     assert fastvec.make_vec_from_source(env).unwrapped.batch.render(0).shape == (16, 5 * 16, 3)
+    header = tmp_path / "length.h"  # a header beside it, edited (to another size: mtimes can be coarse)
+    header.write_text("#define LENGTH 7\n")
+    env.write_text('#include "length.h"\n' + EXAMPLE.read_text())
+    assert cpu.load(env, ()).render_shape == (16, 7 * 16, 3)
+    header.write_text("#define LENGTH 11\n")
+    assert cpu.load(env, ()).render_shape == (16, 11 * 16, 3)
 
 
 def test_a_parameter_the_env_file_does_not_declare_is_refused_with_its_parameters(cache):
