@@ -13,6 +13,25 @@ ACTION_KINDS = {0: "discrete", 1: "multi_discrete", 2: "box"}
 MAX_OBS_DIMS = 8  # spaces.h's FV_MAX_OBS_DIMS
 
 
+# The sizes a build declares (batch.h's fv_obs_size, ...): the constant of the env file that sets each, and
+# its least value. batch.h returns them as C ints, so a value past 2**31-1 reads back negative.
+DECLARED_SIZES = {"obs_size": ("OBS_SIZE", 1), "num_agents": ("NUM_AGENTS", 1), "num_stats": ("NUM_STATS", 0),
+                  "render_width": ("RENDER_W", 1), "render_height": ("RENDER_H", 1), "slot_size": ("State", 1)}
+
+
+def check_declared_sizes(name: str, ints: dict[str, int]) -> None:
+    """A ValueError naming the constant of the first size in `ints` that cannot size an array."""
+    for key, (constant, least) in DECLARED_SIZES.items():
+        value = ints.get(key)
+        if value is None or value >= least:
+            continue
+        if key == "slot_size":
+            raise ValueError(f"{name}: sizeof(State) does not fit in a C int (it reads back as {value}): "
+                             f"keep State under 2 GiB")
+        raise ValueError(f"{name}: {constant} reads back as {value}; it must be at least {least} "
+                         f"and at most 2**31-1 (a C int)")
+
+
 class ActionError(ValueError):
     """An action that may not reach the env (out of range for a discrete space, NaN or infinite for a
     Box); the batch was not stepped."""
@@ -49,6 +68,9 @@ class EnvSpaces:
             raise ValueError(f"{name}: OBS_SHAPE {obs_shape} does not hold OBS_SIZE={obs_size} elements")
         if len(nvec) < 1:
             raise ValueError(f"{name}: ACTION_DIMS must be at least 1")
+        if state_size != -1 and state_size < 1:  # -1: the env declares no state access
+            raise ValueError(f"{name}: STATE_SIZE is {state_size}; it must be at least 1 (the float64 values of "
+                             f"env_get_state) and at most 2**31-1")
         kind_name = ACTION_KINDS[kind]
         if kind_name != "box" and (nvec < 1).any():
             raise ValueError(f"{name}: every discrete action count must be at least 1, got {nvec.tolist()}")

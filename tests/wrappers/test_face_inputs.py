@@ -2,11 +2,13 @@
 and Box actions beyond float32's range checked as Gymnasium would, each refusal one line that names the
 value and what is accepted."""
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
-import fastvec  # noqa: F401  (registers the fastvec/ ids)
+import fastvec
 from fastvec.pettingzoo import env as aec_env
 
 
@@ -128,3 +130,39 @@ def test_nan_and_infinity_stay_refused(value):
     _, f = twins()
     with pytest.raises(ValueError, match="not a finite number"):
         f.step(np.array([value], np.float64))
+
+
+# ------------------------------------------------------------------ sizes an env file declares
+ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
+
+
+def env_file_with(tmp_path, base: str, old: str, new: str) -> Path:
+    text = (ENVS_DIR / base).read_text()
+    assert old in text
+    path = tmp_path / "sized.h"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_a_state_size_below_one_is_refused_naming_it(tmp_path):
+    path = env_file_with(tmp_path, "box_point.h", "#define STATE_SIZE 2", "#define STATE_SIZE -2")
+    with pytest.raises(ValueError) as err:
+        fastvec.make_vec_from_source(path, 2)
+    text = one_line(err)
+    assert "STATE_SIZE" in text and "-2" in text and "negative dimensions" not in text
+
+
+@pytest.mark.xfail(strict=True, reason="needs native.spaces.check_declared_sizes(name, ints) in cpu.CompiledEnv")
+@pytest.mark.parametrize("old, new, constant", [
+    ("#define OBS_SIZE 1", "#define OBS_SIZE -5", "OBS_SIZE"),
+    ("#define OBS_SIZE 1", "#define OBS_SIZE 3000000000", "OBS_SIZE"),
+    ("#define RENDER_W 4", "#define RENDER_W -3", "RENDER_W"),
+    ("#define RENDER_H 2", "#define RENDER_H 0", "RENDER_H"),
+    ("typedef struct { int count; } State;", "typedef struct { int count; char big[3000000000]; } State;", "State"),
+])
+def test_an_absurd_declared_size_is_refused_naming_the_constant(tmp_path, old, new, constant):
+    path = env_file_with(tmp_path, "counting.h", old, new)
+    with pytest.raises(ValueError) as err:
+        fastvec.make_vec_from_source(path, 2, render_mode="rgb_array").render()[0]
+    text = one_line(err)
+    assert constant in text and "negative dimensions" not in text
