@@ -209,13 +209,16 @@ def rank_main(argv: list[str] | None = None) -> int:
 
 class StopRequest:
     """SIGTERM and SIGINT while training: the first asks the loop to stop at the next update boundary, where it
-    saves a checkpoint (`signum` says which came); a second SIGINT stops at once (KeyboardInterrupt). A signal
-    that is ignored (SIG_IGN: a rank that leaves Ctrl-C to rank 0) stays ignored; sigterm=False leaves SIGTERM
-    as it is (the ranks other than rank 0, which the launcher stops)."""
+    saves a checkpoint (`signum` says which came); a second SIGINT after a first SIGINT (a second Ctrl-C) stops
+    at once (KeyboardInterrupt), except during a checkpoint save (`saving`), which it lets finish: the loop stops
+    right after it. A SIGINT after a SIGTERM is the same stop (a wrapper that forwards Ctrl-C as SIGTERM sends
+    both). A signal that is ignored (SIG_IGN: a rank that leaves Ctrl-C to rank 0) stays ignored; sigterm=False
+    leaves SIGTERM as it is (the ranks other than rank 0, which the launcher stops)."""
 
     def __init__(self):
         self.signum: int | None = None
         self.previous: dict = {}
+        self.saving = False
 
     def install(self, sigterm: bool = True) -> "StopRequest":
         if threading.current_thread() is not threading.main_thread():
@@ -228,7 +231,7 @@ class StopRequest:
         return self
 
     def handle(self, signum, frame) -> None:
-        if self.signum is not None and signum == signal.SIGINT:
+        if self.signum == signal.SIGINT and signum == signal.SIGINT and not self.saving:
             raise KeyboardInterrupt
         self.signum = self.signum or signum
 
@@ -328,7 +331,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
     trained_steps = start_step = trainer.global_step
     last_log = last_save = start_time
     paused = 0.0  # seconds spent in watch() (a sweep's pruner and its database): not training time
-    saved_update = trainer.update_index  # the update of the newest checkpoint (none yet when it is 0)
+    saved_update = trainer.update_index  # the update of the newest checkpoint
     replaceable = None  # this run's newest checkpoint by time (off checkpoint_interval): the next one replaces it
     update_totals: dict[str, float] = {}
     update_count = 0
@@ -345,22 +348,48 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
             if line is None:
                 os.fsync(log_file.fileno())
 
-    def save_checkpoint():
+    def diverged(what: str) -> TrainingDiverged:
+        last = run_dir / "checkpoints" / checkpoint.checkpoint_name(saved_update)
+        keep = (f"the last finite checkpoint is {last}: evaluate it with fastvec-train {env} --eval={last}, or "
+                f"continue from it with a lower learning rate: fastvec-train {env} --resume={run_dir} "
+                f"--train.learning_rate=LOWER") if last.is_file() else "no checkpoint was written"
+        return TrainingDiverged(f"training diverged at update {trainer.update_index}: {what}; {keep}")
+
+    def save_checkpoint(replaceable_next: bool):
+        """Save at this update; a checkpoint taken only for time (replaceable_next) is deleted once the next is
+        written. Non-finite weights are never saved: the run stops as diverged, keeping the last finite one."""
+        nonlocal ckpt_path, replaceable, saved_update, last_save
         log(None)  # metrics.jsonl reaches the disk before the checkpoint that it covers
         state = trainer.state_dict()
+        for name, label in (("params", "weights"), ("optimizer", "optimizer state")):
+            if state.get(name) is not None and not np.isfinite(state[name]).all():
+                raise diverged(f"its {label} hold NaN or infinite values")
         state["counters"]["global_step"] = trained_steps
         state["counters"]["time"] = elapsed_before + time.perf_counter() - start_time - paused
         path = run_dir / "checkpoints" / checkpoint.checkpoint_name(trainer.update_index)
-        with file_op("write", path):
-            return checkpoint.save(path, trainer.spec, env, trainer.num_agents, state, config, source_record)
+        stop.saving = True  # a second Ctrl-C now would lose the save the first one asked for
+        try:
+            with file_op("write", path):
+                ckpt_path = checkpoint.save(path, trainer.spec, env, trainer.num_agents, state, config, source_record)
+        finally:
+            stop.saving = False
+        last_save, saved_update = time.perf_counter(), trainer.update_index
+        if replaceable is not None and replaceable != ckpt_path:  # only once its successor is safely written
+            with file_op("remove the superseded checkpoint", replaceable):
+                replaceable.unlink(missing_ok=True)
+        replaceable = ckpt_path if replaceable_next else None
 
     stop = StopRequest()
-    interrupted = False
+    interrupted = saved_at_stop = False
     with file_op("open for appending", metrics_path):
         log_file = open(metrics_path, "a")
     with log_file:
         try:
             stop.install(sigterm=getattr(trainer, "rank", 0) == 0)
+            if trainer.update_index == 0 < num_updates:
+                # From the first logged update on, the run holds a checkpoint: --resume can tell removed
+                # checkpoints from a run stopped before its first (run_dir.refuse_unaccounted_history).
+                save_checkpoint(replaceable_next=True)
             while trainer.update_index < num_updates and stop.signum is None:
                 trainer.rollout()
                 if stop.signum is not None:
@@ -396,6 +425,9 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                     if league is not None:
                         metrics.update(league.metrics())
                     metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
+                    for key, value in metrics.items():  # (explained_variance is NaN when the returns are constant)
+                        if key.startswith("losses/") and "loss" in key and not math.isfinite(value):
+                            raise diverged(f"{key} is {value}")
                     log(json.dumps(metrics) + "\n")
                     if loggers is not None:
                         loggers.log(metrics)
@@ -407,12 +439,7 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
                 on_interval = final or reached_stop or trainer.update_index % tc["checkpoint_interval"] == 0
                 if (on_interval or stop.signum is not None
                         or (seconds > 0 and time.perf_counter() - last_save >= seconds)):
-                    ckpt_path = save_checkpoint()
-                    last_save, saved_update = time.perf_counter(), trainer.update_index
-                    if replaceable is not None:  # only once its successor is safely written
-                        with file_op("remove the superseded checkpoint", replaceable):
-                            replaceable.unlink(missing_ok=True)
-                    replaceable = None if on_interval or stop.signum is not None else ckpt_path
+                    save_checkpoint(replaceable_next=not on_interval and stop.signum is None)
                 if watch is not None:
                     called = time.perf_counter()
                     done = watch(logged, elapsed_before + now - start_time - paused, trained_steps)
@@ -424,14 +451,16 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
             if stop.signum is not None and trainer.update_index < num_updates:
                 interrupted = True
                 if saved_update != trainer.update_index:
-                    ckpt_path = save_checkpoint()
+                    save_checkpoint(replaceable_next=False)
+                saved_at_stop = saved_update == trainer.update_index  # the stop's update is the one saved
         except KeyboardInterrupt:  # a second Ctrl-C (or one without the handler): mid-update, nothing consistent
             interrupted = True  # to save, so the last checkpoint stands
-            last = run_dir / "checkpoints" / checkpoint.checkpoint_name(saved_update)
-            ckpt_path = last if ckpt_path is None and last.is_file() else ckpt_path
+            saved_at_stop = False
         finally:
             stop.restore()
-    board.close()  # the live display ends before cli.py prints the summary or the stop message
+            board.close()  # the live display ends before cli.py prints the summary, the stop message or an error
+    last = run_dir / "checkpoints" / checkpoint.checkpoint_name(saved_update)
+    ckpt_path = last if ckpt_path is None and interrupted and last.is_file() else ckpt_path  # the one resumed from
     target_summary = target.summary(stopped=reached_stop)
     if target_summary is not None and watch is None and getattr(trainer, "rank", 0) == 0:
         print(f"fastvec-train {env}: {target_line(target_summary)}")
@@ -444,15 +473,15 @@ def _train_loop(trainer, startup: float, elapsed_before: float, league, config: 
             plot_ratings(run_dir)  # RUN_DIR/ratings.png, the rating curve
         except ImportError:  # matplotlib is optional (fastvec[plot])
             pass
-    signum = stop.signum if interrupted else None
     return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": last_metrics, "elapsed": elapsed,
             "startup": startup, "global_step": trainer.global_step, "trained_steps": trained_steps,
             "update": trainer.update_index,
             "sps": (trained_steps - start_step) / max(elapsed, 1e-9), "eval_time": evaluating,
             "train_sps": (trained_steps - start_step) / max(elapsed - evaluating, 1e-9), "recent_returns": recent_returns,
             "trainer": trainer, "interrupted": interrupted, "target": target_summary,
-            "signal": signal.Signals(signum).name if signum else ("SIGINT" if interrupted else None),
-            "saved_at_stop": bool(signum)}
+            "signal": signal.Signals(stop.signum).name if interrupted and stop.signum else (
+                "SIGINT" if interrupted else None),
+            "saved_at_stop": interrupted and saved_at_stop}
 
 
 def evaluate(config: dict, path: Path, render: str = "") -> dict:

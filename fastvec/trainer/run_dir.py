@@ -15,7 +15,7 @@ from pathlib import Path
 from fastvec.trainer import checkpoint
 from fastvec.trainer.config import ConfigError, to_toml
 
-HOLDS_A_RUN = ("config.toml", "metrics.jsonl", "checkpoints")  # any of these: the directory is a run's
+HOLDS_A_RUN = {"config.toml": Path.is_file, "metrics.jsonl": Path.is_file, "checkpoints": Path.is_dir}  # a run's
 # What a run writes in its directory (loggers.py's tensorboard/ and wandb_id, self-play's ratings): what
 # --overwrite removes; anything else in the directory is left alone.
 RUN_FILES = (*HOLDS_A_RUN, "ratings.json", "ratings.png", "tensorboard", "wandb_id")
@@ -81,7 +81,7 @@ def claim(run_dir: Path, config: dict, overwrite: bool = False):
     one directory at the same moment cannot both have it. Returns release(), which gives the directory back
     as it was when the run fails before it logs or saves anything."""
     run_dir = Path(run_dir)
-    present = [name for name in HOLDS_A_RUN if (run_dir / name).exists()]
+    present = [name for name, kind in HOLDS_A_RUN.items() if kind(run_dir / name)]
     if present and not overwrite:
         raise ConfigError(f"{run_dir} already holds a run ({', '.join(present)}); continue it with "
                           f"--resume={run_dir}, replace it with --overwrite, or give another --run-dir")
@@ -99,6 +99,9 @@ def claim(run_dir: Path, config: dict, overwrite: bool = False):
     try:
         fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except FileExistsError:
+        if not config_path.is_file():
+            raise checkpoint.RunFileError(f"cannot write {config_path}: something other than a file is there; "
+                                          f"move it, or give another --run-dir") from None
         raise ConfigError(f"{run_dir}: another run started there at the same moment; give another --run-dir") from None
     except OSError as err:
         raise checkpoint.file_error(err, "write", config_path) from None
@@ -109,13 +112,11 @@ def claim(run_dir: Path, config: dict, overwrite: bool = False):
         folder = run_dir / "checkpoints"
         if metrics_updates(run_dir / "metrics.jsonl") or checkpoint.candidates(folder):
             return  # the run began: its directory holds a run to resume
-        with contextlib.suppress(OSError):
-            (run_dir / "metrics.jsonl").unlink(missing_ok=True)
-            if folder.is_dir():
-                shutil.rmtree(folder)
-            config_path.unlink(missing_ok=True)
-            if created:
-                run_dir.rmdir()
+        for remove in (lambda: (run_dir / "metrics.jsonl").unlink(missing_ok=True),
+                       lambda: shutil.rmtree(folder) if folder.is_dir() else None,
+                       lambda: config_path.unlink(missing_ok=True), lambda: created and run_dir.rmdir()):
+            with contextlib.suppress(OSError):
+                remove()
     return release
 
 

@@ -138,3 +138,46 @@ def test_a_run_holds_a_checkpoint_from_its_first_logged_update_on(tmp_path, monk
     assert [name for name, _ in seen] == ["update_000000.npz", "update_000002.npz", "update_000003.npz"]
     assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == [
         "update_000002.npz", "update_000003.npz"]
+
+
+# Loaded into the trained process (as sitecustomize): every update takes 0.2 s more, so that two signals sent
+# 10 ms apart both land inside one update.
+SLOW_UPDATES = """
+import time
+from fastvec.trainer.numpy_trainer import NumpyTrainer
+train_update = NumpyTrainer.update
+def update(self, num_updates):
+    time.sleep(0.2)
+    return train_update(self, num_updates)
+NumpyTrainer.update = update
+"""
+
+
+def test_sigterm_then_sigint_saves_the_stop_update_and_names_that_checkpoint(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_UPDATES)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    run = tmp_path / "run"
+    command = [sys.executable, "-c", "import sys; from fastvec.trainer.cli import main; sys.exit(main())",
+               *tiny_args(1000, "--train.checkpoint_interval=1000"), f"--run-dir={run}"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    while not ((run / "metrics.jsonl").is_file() and len((run / "metrics.jsonl").read_text().splitlines()) >= 3):
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)  # e.g. a wrapper forwarding Ctrl-C as SIGTERM, and the Ctrl-C itself
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    logged = [r["update"] for r in rows(run)]
+    assert logged == list(range(1, len(logged) + 1))
+    saved = run / "checkpoints" / f"update_{logged[-1]:06d}.npz"  # the update the stop came at, nothing lost
+    assert checkpoint.load(saved)[0]["counters"]["update"] == logged[-1]
+    assert f"saved {saved};" in err and "Traceback" not in err
