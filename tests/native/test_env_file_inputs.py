@@ -56,6 +56,8 @@ def test_declared_parameters_come_from_the_file_and_its_own_headers_and_the_thre
 
     assert declared_params(env) == {"WIDTH": "3", "LENGTH": "9"}
     cpu.compile_env(env, {"WIDTH": 4, "LENGTH": 6, "REWARD_THRESHOLD": 0.5})  # the trainer's --env.reward_threshold
+    env.write_text('#ifndef MY_ENV_H\n#define MY_ENV_H\n#if MODE == 1\n#endif\n' + EXAMPLE.read_text() + "#endif\n")
+    assert declared_params(env) == {"MODE": "", "LENGTH": "9"}  # tested, never defined: a parameter, no default
 
 
 def test_cc_is_used_as_given_or_refused_naming_cc(cache, monkeypatch):
