@@ -146,6 +146,15 @@ def parse_args(argv: list[str]) -> dict:
     return {"env": env, "overrides": parse_overrides(rest), "flags": flags, **special}
 
 
+def default_run_dir(env: str) -> Path:
+    """A new runs/ENV/<time> directory for this run (run_dir.new_run_dir); a launcher's ranks other than 0 only
+    name one, since they train in scratch directories and would leave empty ones behind."""
+    from fastvec.trainer import distributed, run_dir
+    if distributed.launched() and distributed.discover().rank != 0:
+        return run_dir.default_run_dir(env)
+    return run_dir.new_run_dir(env)
+
+
 STOP_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports a stopped job
 
 
@@ -184,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str], state: dict) -> int:
-    from fastvec.trainer import checkpoint, config as config_mod, run, run_dir as run_dir_mod
+    from fastvec.trainer import checkpoint, config as config_mod, run
     from fastvec.trainer.dashboard import fmt_number, fmt_si
 
     args = parse_args(argv)
@@ -262,7 +271,7 @@ def _main(argv: list[str], state: dict) -> int:
                                      "replaces it; drop one")
     if overwrite and not args["run-dir"]:
         raise config_mod.ConfigError("--overwrite replaces the run in a given directory; add --run-dir=PATH")
-    run_dir = Path(args["resume"] or args["run-dir"] or run_dir_mod.new_run_dir(config["env"]["name"]))
+    run_dir = Path(args["resume"] or args["run-dir"] or default_run_dir(config["env"]["name"]))
     summary = run.train(config, run_dir, resume=bool(args["resume"]), overwrite=overwrite)
     env = config["env"]["name"]
     steps = summary.get("trained_steps", summary["global_step"])  # the steps the updates trained on

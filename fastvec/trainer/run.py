@@ -4,8 +4,9 @@ evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one ep
 What a stop costs: a checkpoint comes every train.checkpoint_interval updates and every
 train.checkpoint_seconds of training, so kill -9 loses at most the smaller of the two (plus the update in
 progress). SIGTERM and SIGINT (Ctrl-C) stop at the next update boundary and save a checkpoint there, counting
-only the steps the updates trained on; a second Ctrl-C stops at once, keeping the last checkpoint. --resume
-takes the newest valid checkpoint by update number (checkpoint.newest_valid) and cuts metrics.jsonl back to it."""
+only the steps the updates trained on; a second Ctrl-C stops at once (a save in progress first), keeping the
+last checkpoint. A NaN or infinite loss or weight stops the run (TrainingDiverged); no such weights are saved.
+--resume takes the newest valid checkpoint by update number (checkpoint.newest_valid), cutting metrics.jsonl back."""
 
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ import numpy as np
 
 from fastvec import native
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError, declared_by_env, env_kind, source_sha256, to_toml
+from fastvec.trainer.config import ConfigError, declared_by_env, env_kind, to_toml
 from fastvec.trainer.dashboard import Dashboard
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.env_defaults import describe
-from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, file_op,  # noqa: F401 - run's API
-                                     refuse_unaccounted_history, repair_metrics)
+# default_run_dir, file_op and repair_metrics stay reachable as run.NAME (sweep.py, tests, benchmarks use them)
+from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, env_source_record,  # noqa: F401
+                                     file_op, repair_metrics, resume_state, warn_if_source_changed)
 from fastvec.trainer.target import Target, target_line
 
 
@@ -151,25 +153,6 @@ def open_loggers(config: dict, run_dir: Path, resume: bool):
     return RunLoggers(config, run_dir, resume)
 
 
-def env_source_record(config: dict) -> dict | None:
-    """What checkpoints record of a user's env file: {"path", "sha256"} (None for other envs)."""
-    if env_kind(config) != "source":
-        return None
-    return {"path": config["env"]["source"], "sha256": source_sha256(config["env"]["source"])}
-
-
-def warn_if_source_changed(meta: dict, config: dict, path) -> None:
-    """One warning line when the env file a checkpoint was trained on (meta's env_source) differs from the one
-    configured now: the same content under another path (the file moved) is fine; other content may change the
-    env's rules, so it is named (both paths, both hashes) but not refused: the sizes are checked anyway."""
-    saved, now = meta.get("env_source"), env_source_record(config)
-    if not isinstance(saved, dict) or now is None or saved.get("sha256") == now["sha256"]:
-        return
-    print(f"fastvec-train: warning: the env file {now['path']} (sha256 {now['sha256'][:12]}...) differs from the "
-          f"one {path} was trained on ({saved.get('path')}, sha256 {str(saved.get('sha256'))[:12]}...); its sizes "
-          f"match, so it runs, but the env's rules may have changed", file=sys.stderr)
-
-
 def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | None = None, watch=None,
           overwrite: bool = False) -> dict:
     """Train per config, writing RUN_DIR/config.toml, metrics.jsonl and checkpoints/. With resume, load the
@@ -239,33 +222,6 @@ class StopRequest:
         for sig, previous in self.previous.items():
             signal.signal(sig, previous)
         self.previous = {}
-
-
-def resume_state(trainer, run_dir: Path, env: str) -> float:
-    """Load the newest valid checkpoint of run_dir into trainer (checkpoint.newest_valid: by update number,
-    verified, compatible with this env and policy; newer ones that fail are set aside as NAME.rejected with one
-    warning line), clear the temporary files of an interrupted save, and cut metrics.jsonl back to it. Without
-    any checkpoint, training starts over only when nothing was logged (refuse_unaccounted_history). Returns the
-    training seconds so far."""
-    folder = run_dir / "checkpoints"
-    with file_op("clean up", folder):
-        checkpoint.remove_stale_temps(folder)
-        checkpoint.remove_stale_temps(run_dir)
-    elapsed = 0.0
-    if checkpoint.candidates(folder):
-        chosen, meta, state, rejected = checkpoint.newest_valid(
-            folder, lambda meta, path: checkpoint.check_compatible(meta, trainer.spec, env, path))
-        warn_if_source_changed(meta, trainer.config, chosen)
-        for path, _ in rejected:
-            if checkpoint.NAME.fullmatch(path.name):
-                with file_op("set aside", path):
-                    os.replace(path, path.with_name(path.name + ".rejected"))
-        trainer.load_state_dict(state)
-        elapsed = float(state["counters"].get("time", 0.0))
-    else:
-        refuse_unaccounted_history(run_dir)
-    repair_metrics(run_dir / "metrics.jsonl", trainer.update_index)
-    return elapsed
 
 
 def _train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, watch=None) -> dict:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError, to_toml
+from fastvec.trainer.config import ConfigError, env_kind, source_sha256, to_toml
 
 HOLDS_A_RUN = {"config.toml": Path.is_file, "metrics.jsonl": Path.is_file, "checkpoints": Path.is_dir}  # a run's
 # What a run writes in its directory (loggers.py's tensorboard/ and wandb_id, self-play's ratings): what
@@ -139,6 +139,52 @@ def repair_metrics(path: Path, update: int) -> None:
     if len(keep) != len(lines):
         with file_op("rewrite", path):
             checkpoint.atomic_write(path, b"".join(keep))
+
+
+def env_source_record(config: dict) -> dict | None:
+    """What checkpoints record of a user's env file: {"path", "sha256"} (None for other envs)."""
+    if env_kind(config) != "source":
+        return None
+    return {"path": config["env"]["source"], "sha256": source_sha256(config["env"]["source"])}
+
+
+def warn_if_source_changed(meta: dict, config: dict, path) -> None:
+    """One warning line when the env file a checkpoint was trained on (meta's env_source) differs from the one
+    configured now: the same content under another path (the file moved) is fine; other content may change the
+    env's rules, so it is named (both paths, both hashes) but not refused: the sizes are checked anyway."""
+    saved, now = meta.get("env_source"), env_source_record(config)
+    if not isinstance(saved, dict) or now is None or saved.get("sha256") == now["sha256"]:
+        return
+    print(f"fastvec-train: warning: the env file {now['path']} (sha256 {now['sha256'][:12]}...) differs from the "
+          f"one {path} was trained on ({saved.get('path')}, sha256 {str(saved.get('sha256'))[:12]}...); its sizes "
+          f"match, so it runs, but the env's rules may have changed", file=sys.stderr)
+
+
+def resume_state(trainer, run_dir: Path, env: str) -> float:
+    """Load the newest valid checkpoint of run_dir into trainer (checkpoint.newest_valid: by update number,
+    verified, compatible with this env and policy; newer ones that fail are set aside as NAME.rejected with one
+    warning line), clear the temporary files of an interrupted save, and cut metrics.jsonl back to it. Without
+    any checkpoint, training starts over only when nothing was logged (refuse_unaccounted_history). Returns the
+    training seconds so far."""
+    folder = run_dir / "checkpoints"
+    with file_op("clean up", folder):
+        checkpoint.remove_stale_temps(folder)
+        checkpoint.remove_stale_temps(run_dir)
+    elapsed = 0.0
+    if checkpoint.candidates(folder):
+        chosen, meta, state, rejected = checkpoint.newest_valid(
+            folder, lambda meta, path: checkpoint.check_compatible(meta, trainer.spec, env, path))
+        warn_if_source_changed(meta, trainer.config, chosen)
+        for path, _ in rejected:
+            if checkpoint.NAME.fullmatch(path.name):
+                with file_op("set aside", path):
+                    os.replace(path, path.with_name(path.name + ".rejected"))
+        trainer.load_state_dict(state)
+        elapsed = float(state["counters"].get("time", 0.0))
+    else:
+        refuse_unaccounted_history(run_dir)
+    repair_metrics(run_dir / "metrics.jsonl", trainer.update_index)
+    return elapsed
 
 
 def refuse_unaccounted_history(run_dir: Path) -> None:
