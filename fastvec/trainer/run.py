@@ -178,7 +178,8 @@ def train(config: dict, run_dir: Path, resume: bool = False, dashboard: bool | N
 
 def train_one_process(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, watch=None) -> dict:
     """The training loop in this process (alone, or as one rank with its process group active)."""
-    with blas_threads(config["train"]["blas_threads"]):
+    # NumPy's overflow warnings would bury the one line that reports a divergence (_train_loop checks finiteness).
+    with blas_threads(config["train"]["blas_threads"]), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if watch is None:  # the four-argument call that stand-ins for _train (tests/trainer/test_distributed.py) take
             return _train(config, run_dir, resume, dashboard)
         return _train(config, run_dir, resume, dashboard, watch)
