@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-USAGE = """usage: fastvec-train ENV [--config=PATH] [--section.key=value ...] [--run-dir=PATH [--overwrite]] [--resume=RUN_DIR]
+USAGE = """usage: fastvec-train ENV [--config=PATH] [--section.key=value ...] [--run-dir=PATH [--overwrite]]
+                     [--resume=RUN_DIR]
        fastvec-train --list | --help-config | --version
        fastvec-train ENV --eval=CHECKPOINT [--eval.episodes=N] [--eval.render=PATH.gif|.mp4]
        fastvec-train ENV --eval=A --eval.opponent=B|bot   (multi-agent: A against checkpoint B or the bot)

@@ -82,3 +82,18 @@ def test_divergence_before_any_scheduled_checkpoint_keeps_the_initial_weights(tm
     assert cli.main([*tiny_args(20), "--train.log_interval=0", f"--run-dir={run_dir}"]) == 2
     assert "update_000000.npz" in error_line(capsys)
     assert cli.main(["cartpole", f"--eval={run_dir}", "--eval.episodes=2"]) == 0
+
+
+def test_a_diverged_sweep_trial_fails_and_the_sweep_goes_on(tmp_path, capsys, poison_after):
+    pytest.importorskip("optuna")
+    from fastvec.trainer import sweep
+    poison_after(1)  # every trial diverges at update 2
+    folder = tmp_path / "sweep"
+    assert sweep.main(["cartpole", "--train.device=cpu", "--env.num_envs=8", "--policy.hidden=8",
+                       "--policy.layers=1", "--train.horizon=16", "--train.bptt_horizon=8",
+                       "--train.minibatch_size=64", "--train.log_interval=0", "--sweep.sampler_seed=0",
+                       f"--sweep.dir={folder}", "--sweep.objective=score", "--sweep.trial_seconds=0",
+                       "--sweep.trials=2", f"--train.total_timesteps={8 * STEPS}"]) == 0
+    trials = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert [t["state"] for t in trials] == ["FAIL", "FAIL"]
+    assert all("training diverged at update 2" in t["error"] for t in trials)
