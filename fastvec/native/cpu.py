@@ -345,6 +345,9 @@ def _open(lib_path: Path, name: str) -> CompiledEnv:
     return CompiledEnv(lib_path, name)
 
 
+load.cache_info = _open.cache_info  # misses: the libraries this process has loaded (one per build)
+
+
 def _ptr(a: np.ndarray | None) -> int | None:
     return None if a is None else a.ctypes.data
 

@@ -53,7 +53,7 @@ def preprocessed(env: str | None, defines: dict, tmp_path) -> str:
     if env is not None:
         (tmp_path / ENV_INCLUDE).write_text(source_path(env).read_text())
         defines = {**resolve_defines(env, {}), **defines}
-    cmd = [find_compiler(), "-E", "-P", "-x", "c++", "-D__CUDACC__", *[f"-I{d}" for d in include],
+    cmd = [*find_compiler(), "-E", "-P", "-x", "c++", "-D__CUDACC__", *[f"-I{d}" for d in include],
            *[f"-D{k}={v}" for k, v in defines.items()], "-"]
     out = subprocess.run(cmd, input=module_source(source_path(env) if env else None), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
