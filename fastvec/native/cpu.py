@@ -25,7 +25,8 @@ from fastvec.native.build_cache import (  # noqa: F401  (gpu.py and callers take
     CACHE_FORMAT, CacheDirError, build_dir, cache_dir, cached_build, private_dir, safe_name, sidecar, verified,
     write_atomic)
 from fastvec.native.env_file import check_env_file_defines
-from fastvec.native.spaces import MAX_OBS_DIMS, ActionError, EnvSpaces  # noqa: F401  (callers catch cpu.ActionError)
+from fastvec.native.spaces import (  # noqa: F401  (callers catch cpu.ActionError)
+    MAX_OBS_DIMS, ActionError, EnvSpaces, check_declared_sizes)
 
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
 # arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
@@ -56,8 +57,8 @@ def find_compiler() -> tuple[str, ...]:
         try:
             words = shlex.split(given)
         except ValueError as err:
-            raise CompileError(f"CC={given!r} cannot be split into words ({err}); set CC to a C compiler, e.g. CC=gcc") \
-                from None
+            raise CompileError(f"CC={given!r} cannot be split into words ({err}); "
+                               "set CC to a C compiler, e.g. CC=gcc") from None
         if not words or not shutil.which(words[0]):
             raise CompileError(f"CC={given!r}: {words[0] if words else given!r} is not an executable found on PATH; "
                                "set CC to a C compiler (e.g. CC=gcc) or unset it")
@@ -247,6 +248,7 @@ class CompiledEnv:
         ints = {k: getattr(self.lib, "fv_" + k)() for k in
                 ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes",
                  "render_width", "render_height"]}
+        check_declared_sizes(name, ints)  # a negative or wrapped size would fail later as a NumPy shape error
         self.obs_size = ints["obs_size"]
         self.num_actions = ints["num_actions"]
         self.num_agents = ints["num_agents"]

@@ -152,7 +152,6 @@ def test_a_state_size_below_one_is_refused_naming_it(tmp_path):
     assert "STATE_SIZE" in text and "-2" in text and "negative dimensions" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="needs native.spaces.check_declared_sizes(name, ints) in cpu.CompiledEnv")
 @pytest.mark.parametrize("old, new, constant", [
     ("#define OBS_SIZE 1", "#define OBS_SIZE -5", "OBS_SIZE"),
     ("#define OBS_SIZE 1", "#define OBS_SIZE 3000000000", "OBS_SIZE"),
