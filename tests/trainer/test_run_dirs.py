@@ -175,7 +175,9 @@ def test_sigterm_then_sigint_saves_the_stop_update_and_names_that_checkpoint(tmp
     time.sleep(0.01)
     proc.send_signal(signal.SIGINT)  # e.g. a wrapper forwarding Ctrl-C as SIGTERM, and the Ctrl-C itself
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
+    # 143: the SIGTERM's exit; on a loaded machine the SIGINT may land after training handed the signals back (the
+    # save done, the message printed), and Python then exits by that SIGINT: either way nothing is lost
+    assert proc.returncode in (143, -signal.SIGINT), err
     logged = [r["update"] for r in rows(run)]
     assert logged == list(range(1, len(logged) + 1))
     saved = run / "checkpoints" / f"update_{logged[-1]:06d}.npz"  # the update the stop came at, nothing lost
