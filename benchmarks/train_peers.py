@@ -47,20 +47,13 @@ import purejaxrl_ppo  # noqa: E402  (NumPy only at import; JAX runs in the peer'
 from fairness import (CLASSIC, MINATAR, WINDOW_EPISODES, fastvec_env_overrides, fastvec_in_peer_shape,  # noqa: E402
                       final_window_mean, first_crossing, peer_family, ratio, seed_time)
 
+from fastvec.trainer.sweep import layer  # noqa: E402  (config overrides merged as fastvec-sweep merges them)
+
 RESULTS = ROOT / "benchmarks" / "results"
 PEER = ROOT / "benchmarks" / "peers" / "purejaxrl_ppo.py"
 SWEEP = ROOT / "benchmarks" / "peers" / "sweep_peer.py"
 KINDS = ("published", "tuned", "shipped")
 SAFETY_CAP_S = 300.0
-
-
-def layer(*parts: dict) -> dict:
-    """{section: {key: value}} overrides merged, later parts over earlier ones."""
-    out: dict = {}
-    for part in parts:
-        for section, values in part.items():
-            out.setdefault(section, {}).update(values)
-    return out
 
 
 def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_seconds: float | None,

@@ -58,21 +58,26 @@ def new_run_dir(env: str) -> Path:
     raise AssertionError("unreachable")
 
 
-def metrics_updates(path: Path) -> list[int]:
-    """The update numbers of metrics.jsonl's whole rows (none when it is missing)."""
+def metrics_rows(path: Path) -> list[tuple[bytes, dict | None]]:
+    """metrics.jsonl's lines, each with its row: a whole line's JSON object with an integer update, else None (a
+    partial line from a kill or a full disk mid-write, or one that is not a row). No file: no lines."""
     if not path.is_file():
         return []
-    updates = []
     with file_op("read", path):
         lines = path.read_bytes().splitlines(keepends=True)
+    out = []
     for line in lines:
         try:
             row = json.loads(line) if line.endswith(b"\n") else None
         except ValueError:
             row = None
-        if isinstance(row, dict) and isinstance(row.get("update"), int):
-            updates.append(row["update"])
-    return updates
+        out.append((line, row if isinstance(row, dict) and isinstance(row.get("update"), int) else None))
+    return out
+
+
+def metrics_updates(path: Path) -> list[int]:
+    """The update numbers of metrics.jsonl's whole rows (none when it is missing)."""
+    return [row["update"] for _, row in metrics_rows(path) if row is not None]
 
 
 def claim(run_dir: Path, config: dict, overwrite: bool = False):
@@ -124,19 +129,9 @@ def repair_metrics(path: Path, update: int) -> None:
     """Cut metrics.jsonl back to the checkpoint a run resumes from: keep the whole lines of updates <= update;
     drop those past it (a killed run logged them after its last checkpoint, and the resumed run logs them
     again) and a partial line (a kill or a full disk mid-write). Rewritten atomically, only if needed."""
-    if not path.is_file():
-        return
-    with file_op("read", path):
-        lines = path.read_bytes().splitlines(keepends=True)
-    keep = []
-    for line in lines:
-        try:
-            row = json.loads(line) if line.endswith(b"\n") else None
-        except ValueError:
-            row = None
-        if isinstance(row, dict) and isinstance(row.get("update"), int) and row["update"] <= update:
-            keep.append(line)
-    if len(keep) != len(lines):
+    rows = metrics_rows(path)
+    keep = [line for line, row in rows if row is not None and row["update"] <= update]
+    if len(keep) != len(rows):
         with file_op("rewrite", path):
             checkpoint.atomic_write(path, b"".join(keep))
 
