@@ -1,5 +1,5 @@
-"""A user env file's parameters: the `#ifndef NAME` / `#define NAME default` blocks it declares (as
-examples/my_env.h's LENGTH), read from its text, and the check that refuses a -D define it does not declare."""
+"""A user env file read as text: its parameters (the `#ifndef NAME` / `#define NAME default` blocks it declares, as
+examples/my_env.h's LENGTH), its other defines, and the check that refuses a -D define it does not declare."""
 
 from __future__ import annotations
 
@@ -53,6 +53,16 @@ def _texts(path: Path, seen: dict) -> list[str]:
         if found and name not in CONTRACT_HEADERS:
             texts += _texts(found[0].resolve(), seen)
     return texts
+
+
+def define_value(path: Path, name: str) -> str | None:
+    """The value text of the first `#define NAME value` in `path` or the files it includes (comments removed;
+    None: not defined), as the compiler would see it without -D NAME."""
+    for text in _texts(Path(path).resolve(), {}):
+        match = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}\b[ \t]*([^\n]*)", text, re.M)
+        if match is not None:
+            return match.group(1).strip() or None
+    return None
 
 
 def check_env_file_defines(path: Path, defines: dict) -> None:

@@ -12,6 +12,8 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+from fastvec.native.env_file import define_value
+
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 # The settings a user's env file or a Gymnasium id trains with, by the kind of env it declares: those of the fastvec
@@ -47,23 +49,6 @@ class Declared:
         return "continuous" if self.actions == "continuous" else "bytes" if self.observations == "bytes" else "discrete"
 
 
-def _source_text(path: Path) -> str:
-    """An env file's text with the local headers it includes (e.g. minatar_common.h), as the compiler sees them."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
-        if header != "fastvec.h" and (path.parent / header).is_file():
-            text += "\n" + (path.parent / header).read_text(encoding="utf-8", errors="replace")
-    return text
-
-
-def _define(text: str, name: str) -> str | None:
-    """The first `#define NAME value` of text, its comment stripped (None: not defined)."""
-    match = re.search(rf"^\s*#\s*define\s+{name}\b[ \t]*(.*)$", text, re.M)
-    if match is None:
-        return None
-    return re.sub(r"/[*/].*$", "", match.group(1)).strip() or None
-
-
 def _number(text: str, name: str, where: str) -> float:
     """A define's value as a number: 475, 0.9f, (-100.0); a ValueError naming it otherwise."""
     try:
@@ -80,15 +65,14 @@ def declared_by_source(path: Path, defines: dict) -> Declared:
     actions, else discrete), OBS_T unsigned char (byte observations, else floats), and, optional, the trainer's
     REWARD_THRESHOLD (the mean return that counts as solved). --env.reward_threshold=X (a -D define) wins over the
     file's #define."""
-    path = Path(path)
-    text, file = _source_text(path), path.name
-    action = _define(text, "ACTION_SPACE") or "FV_DISCRETE"
-    obs_t = _define(text, "OBS_T") or "float"
+    path, file = Path(path), Path(path).name
+    action = define_value(path, "ACTION_SPACE") or "FV_DISCRETE"
+    obs_t = define_value(path, "OBS_T") or "float"
     where = {"actions": f"ACTION_SPACE {action} in {file}" if action != "FV_DISCRETE" else f"NUM_ACTIONS in {file}",
              "observations": f"OBS_T {obs_t} in {file}" if obs_t != "float" else f"no OBS_T in {file}"}
     facts = {}
     given = defines.get("REWARD_THRESHOLD")
-    value = _define(text, "REWARD_THRESHOLD") if given is None else str(given)
+    value = define_value(path, "REWARD_THRESHOLD") if given is None else str(given)
     if value is not None:
         facts["reward_threshold"] = _number(value, "REWARD_THRESHOLD", file)
         where["reward_threshold"] = f"--env.reward_threshold={given}" if given is not None else \
