@@ -412,8 +412,9 @@ def test_rollout_and_update_match_numpy(case):
                 assert rel_err(got[name], cpu_tr.param_views[name]) <= 1e-6, name
             assert cpu_tr.param_views["obs_norm.count"][0] >= t_len * rows
         for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "explained_variance"]:
-            # policy_loss starts as a mean of normalised advantages times ratios of 1: zero up to float32 rounding
-            floor = 1.0 if key == "policy_loss" else 1e-2
+            # policy_loss starts as a mean of normalised advantages times ratios of 1, and explained_variance is
+            # 1 - var(residual) / var(return) with that ratio near 1: both are zero up to float32 rounding of 1
+            floor = 1.0 if key in ("policy_loss", "explained_variance") else 1e-2
             assert abs(stats_gpu[key] - stats_cpu[key]) <= tol * max(abs(stats_cpu[key]), floor), key
         gpu_tr.close()
 
