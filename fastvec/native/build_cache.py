@@ -36,6 +36,10 @@ class CacheDirError(PermissionError):
     """The build cache directory is not safe to load code from (another user's, or writable by others)."""
 
 
+class CacheWriteError(OSError):
+    """A build could not be stored in the cache (no space left, a directory in an entry's place, ...)."""
+
+
 # ---------------------------------------------------------------------- the cache directory
 def private_dir(path: Path) -> Path:
     """`path`, created private (0700) if missing, refused with CacheDirError unless it is a directory
@@ -197,6 +201,8 @@ def _locked(lock_path: Path):
     The holder writes its pid and host into the file; a waiter says so on stderr after LOCK_NOTICE_S
     and gives up with BuildLockTimeout after lock_timeout(), naming the holder and what to do."""
     timeout = lock_timeout()
+    if lock_path.is_dir() and not lock_path.is_symlink():
+        _remove_empty_dir(lock_path)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         start, noticed = time.monotonic(), False
@@ -238,8 +244,30 @@ def cached_build(artefact: Path, key: str, inputs: dict, build: Callable[[], byt
         if data is not None:
             return data
         data = build()
-        write_atomic(artefact, data)
         meta = {"format": CACHE_FORMAT, "key": key, "artefact": artefact.name, "size": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(), "inputs": inputs}
-        write_atomic(sidecar(artefact), json.dumps(meta, indent=1, sort_keys=True).encode())
+        _store(artefact, data)
+        _store(sidecar(artefact), json.dumps(meta, indent=1, sort_keys=True).encode())
         return data
+
+
+def _remove_empty_dir(path: Path) -> None:
+    """Remove the empty directory standing where a cache entry belongs; refuse one that holds anything."""
+    try:
+        path.rmdir()
+    except OSError:
+        raise CacheWriteError(f"fastvec's build cache entry {path} is a directory, not a file: remove it "
+                              f"(rm -r '{path}') and run again") from None
+
+
+def _store(path: Path, data: bytes) -> None:
+    """write_atomic(path, data) as a cache entry: an empty directory standing in the entry's place is
+    removed (it holds nothing); anything that still stops the write is one CacheWriteError naming the
+    entry, the cause and the fix, not a rename error between two temporary names."""
+    fix = "free space there or set FASTVEC_CACHE_DIR to a directory on another disk, and run again"
+    if path.is_dir() and not path.is_symlink():
+        _remove_empty_dir(path)
+    try:
+        write_atomic(path, data)
+    except OSError as err:
+        raise CacheWriteError(f"fastvec could not store its build in {path} ({err.strerror or err}); {fix}") from None

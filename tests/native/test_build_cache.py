@@ -411,3 +411,49 @@ def test_nvcc_never_sees_an_include_directory_it_cannot_quote(cache, tmp_path, m
     given = [c[2:] for c in cmd if c.startswith("-I")]
     assert all('"' not in c and "$" not in c for c in given), given
     assert odd.resolve() in includes[0], "the link leads to the directory"
+
+
+# ---------------------------------------------------------------------- entries that cannot be written
+@pytest.mark.parametrize("entry", [".so", ".json", ".lock"])
+def test_empty_directory_in_an_entrys_place_is_rebuilt(cache, entry):
+    lib = cpu.compile_env(CARTPOLE, CARTPOLE_DEFINES)
+    good = lib.read_bytes()
+    target = lib.with_suffix(entry)
+    target.unlink()
+    target.mkdir()
+    if entry == ".lock":  # the lock is taken only for a build
+        lib.write_bytes(b"")
+    proc = _python(LOAD_CARTPOLE)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["4", "2"]
+    assert target.is_file() and lib.read_bytes() == good
+
+
+@pytest.mark.parametrize("entry", [".so", ".json", ".lock"])
+def test_directory_holding_files_in_an_entrys_place_is_one_line(cache, entry):
+    lib = cpu.compile_env(CARTPOLE, CARTPOLE_DEFINES)
+    target = lib.with_suffix(entry)
+    target.unlink()
+    (target / "kept").mkdir(parents=True)
+    if entry == ".lock":
+        lib.write_bytes(b"")
+    proc = _python(LOAD_CARTPOLE)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fastvec.native.build_cache.CacheWriteError:"), last
+    assert f"{target} is a directory, not a file: remove it (rm -r '{target}')" in last
+    assert (target / "kept").is_dir(), "a directory holding anything is the user's to remove, never fastvec's"
+
+
+def test_full_disk_names_the_entry_and_the_fix(cache, monkeypatch):
+    from fastvec.native import build_cache
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(build_cache.os, "fsync", no_space)
+    with pytest.raises(build_cache.CacheWriteError) as err:
+        cpu.compile_env(CARTPOLE, CARTPOLE_DEFINES)
+    message = str(err.value)
+    assert "No space left on device" in message and "FASTVEC_CACHE_DIR" in message and ".so" in message
+    assert "\n" not in message
+    assert not [p for p in cache.iterdir() if "fvtmp" in p.name], "no temporary file left behind"
