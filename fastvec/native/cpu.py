@@ -412,12 +412,13 @@ def require_state_access(spaces: EnvSpaces) -> None:
 
 
 class CpuBatch:
-    """num_envs copies of one env, stepped in place. Buffers (A = agents, O = obs size, S = stats, D =
-    action values per agent): obs (N, A, O), rewards (N, A) float32, terminated / truncated (N,) bool, final_obs (N, A, O)
-    (the terminal obs under SAME_STEP), and where an env is done: episode_return (N, A),
-    episode_length (N,) int32, episode_stats (N, S)."""
+    """num_envs copies of one env, stepped in place (a backend.Backend with NumPy arrays). Buffers (A = agents,
+    O = obs size, S = stats, D = action values per agent): obs (N, A, O), rewards (N, A) float32, terminated /
+    truncated (N,) bool, final_obs (N, A, O) (the terminal obs under SAME_STEP), and where an env is done:
+    episode_return (N, A), episode_length (N,) int32, episode_stats (N, S)."""
 
     device = "cpu"
+    host_arrays = True
 
     def __init__(self, env: CompiledEnv, num_envs: int, autoreset_code: int, max_episode_steps: int | None):
         n, a, o = num_envs, env.num_agents, env.obs_size
@@ -515,3 +516,13 @@ class CpuBatch:
         frame = np.zeros(self.env.render_shape, np.uint8)
         self.env.lib.fv_render(_ptr(self.slots), int(i), _ptr(frame))
         return frame
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: every step has finished (and raised its ActionError) when step() returns."""
+
+    def rollout(self, policy, steps: int, *, graph: bool = True) -> int | None:
+        """Fused rollouts run on the GPU only."""
+        raise NotImplementedError("rollout() runs fused on the GPU: make the env with device='cuda'")
+
+    def close(self) -> None:
+        """Nothing to release but the memory, which goes with the last reference."""

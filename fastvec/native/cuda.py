@@ -197,7 +197,7 @@ class CudaBatch:
         self.env, self.num_envs, self.numpy, self.validate = env, n, numpy, validate
         self.device = f"cuda:{env.device_index}"
         self.autoreset_code = autoreset_code
-        self.max_episode_steps = check_step_limit(max_episode_steps or None) or 0  # 0: never truncate
+        self._max_episode_steps = check_step_limit(max_episode_steps or None) or 0  # 0: never truncate
         self.stream = drv.Stream()  # a blocking stream: ordered with the legacy default stream (torch's default)
         self.stream_handle = int(self.stream.handle)
         STREAMS[self.stream_handle] = self.stream
@@ -263,6 +263,21 @@ class CudaBatch:
                          self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
         self.random_key, self.random_step = 0x5EED, 0  # the "random" policy's stream (see rollout)
 
+    @property
+    def host_arrays(self) -> bool:
+        """True: the outputs are pinned NumPy mirrors (numpy=True); False: DeviceArrays."""
+        return self.numpy
+
+    @property
+    def max_episode_steps(self) -> int:
+        """The step limit (0: never truncate), fixed at construction: captured CUDA graphs hold it."""
+        return self._max_episode_steps
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value: int | None) -> None:
+        if (check_step_limit(value or None) or 0) != self._max_episode_steps:
+            raise ValueError("a GPU env's max_episode_steps is fixed at construction; make a new env")
+
     def use_step_kernel(self, name: str = "auto") -> None:
         """Step with kernel `name` ("auto" or one of STEP_KERNEL_NAMES; all give the same bits) from
         now on, with its grid: one env per thread, 256 threads per block (the staged kernel:
@@ -312,7 +327,7 @@ class CudaBatch:
         view = self._action_view(actions)
         self._step_fn.prepared_async_call(
             self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, *view, *self._outputs,
-            self.autoreset_code, self.max_episode_steps, self._error_ptr)
+            self.autoreset_code, self._max_episode_steps, self._error_ptr)
         return self._after_steps(1)
 
     def _after_steps(self, steps: int) -> int | None:
@@ -458,7 +473,7 @@ class CudaBatch:
                 raise ValueError(f"policy={policy!r}: use 'random' or a callable policy(t, batch)")
             self._rollout_fn.prepared_async_call(
                 self._rollout_grid, self._rollout_block, self.stream, self.num_envs, steps, np.uint64(self.random_key),
-                self.random_step, self._slots_ptr, *self._outputs, self.autoreset_code, self.max_episode_steps)
+                self.random_step, self._slots_ptr, *self._outputs, self.autoreset_code, self._max_episode_steps)
             self.random_step += steps
         elif not callable(policy):
             raise TypeError(f"policy must be 'random' or a callable policy(t, batch), got {type(policy).__name__}")
@@ -479,7 +494,7 @@ class CudaBatch:
             policy(t, self)
             self._step_fn.prepared_async_call(
                 self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr,
-                *self._staged_action_view(), *self._outputs, self.autoreset_code, self.max_episode_steps,
+                *self._staged_action_view(), *self._outputs, self.autoreset_code, self._max_episode_steps,
                 self._error_ptr)
 
     # ------------------------------------------------------------------ state access
