@@ -1,0 +1,298 @@
+"""Gymnasium's v5 MuJoCo tasks as a CPU batch: the task files here compiled with mj_batch.c against the
+`mujoco` package's own libmujoco (the library Gymnasium steps), `MujocoBatch` stepping them in place."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from fastvec.native import check_step_limit
+from fastvec.native.build_cache import build_dir, cache_dir, cached_build
+from fastvec.native.spaces import ActionError
+
+HERE = Path(__file__).resolve().parent
+NATIVE = HERE.parent
+# Gymnasium's id without "-v5" (the task's name in its C file) -> Gymnasium's max_episode_steps
+TASKS = {
+    "InvertedPendulum": 1000, "InvertedDoublePendulum": 1000, "Reacher": 50, "Pusher": 100, "Swimmer": 1000,
+    "HalfCheetah": 1000, "Hopper": 1000, "Walker2d": 1000, "Ant": 1000, "Humanoid": 1000, "HumanoidStandup": 1000,
+}
+# no -march=native: one library for every machine that shares the cache; -ffp-contract=off: no fused
+# multiply-adds, so the task terms round as NumPy's do.
+C_FLAGS = ["-O2", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffp-contract=off",
+           "-pthread"]
+
+
+def mujoco_package():
+    """The imported `mujoco` package, or an ImportError that says how to install it."""
+    try:
+        import mujoco
+    except ImportError:
+        raise ImportError("fastvec's MuJoCo tasks need the `mujoco` package: pip install 'fastvec[mujoco]' "
+                          "(or pip install mujoco)") from None
+    return mujoco
+
+
+def libmujoco() -> Path:
+    """The libmujoco that the `mujoco` package ships (and Gymnasium's envs step): fastvec links this one file."""
+    mujoco = mujoco_package()
+    folder = Path(mujoco.__file__).resolve().parent
+    found = sorted(folder.glob("libmujoco.so*")) + sorted(folder.glob("libmujoco*.dylib"))
+    if not found or not (folder / "include" / "mujoco" / "mujoco.h").exists():
+        raise ImportError(f"the mujoco package at {folder} ships no libmujoco and C headers (a source-only build?); "
+                          "install a binary wheel: pip install 'mujoco>=3.2'")
+    return found[0]
+
+
+@lru_cache(maxsize=None)
+def library() -> ctypes.CDLL:
+    """The compiled task library (built once per source, compiler and libmujoco; cached like the envs)."""
+    from fastvec.native.cpu import _compiler_version, _run, find_compiler
+
+    lib_file = libmujoco()
+    mujoco_package()  # loads libmujoco by its path first, so the task library binds to the very same copy
+    sources = sorted(HERE.glob("*.c"))
+    cc = find_compiler()
+    text = "".join(p.name + "\n" + p.read_text() for p in sources + sorted(HERE.glob("*.h")) + [NATIVE / "pool.h"])
+    version = _compiler_version(cc)
+    key = hashlib.sha256("\n".join([text, " ".join(C_FLAGS), version, str(lib_file)]).encode()).hexdigest()
+    folder = cache_dir()
+    artefact = folder / f"mujoco_tasks-{key[:24]}.so"
+    inputs = {"sources": [str(p) for p in sources], "libmujoco": str(lib_file), "flags": C_FLAGS,
+              "compiler_version": (version.strip().splitlines() or [""])[0]}
+
+    def build() -> bytes:
+        with build_dir(folder) as tmp:
+            out = tmp / "mujoco_tasks.so"
+            _run([*cc, *C_FLAGS, f"-I{lib_file.parent / 'include'}", *map(str, sources), "-o", str(out),
+                  f"-L{lib_file.parent}", f"-l:{lib_file.name}", f"-Wl,-rpath,{lib_file.parent}", "-lm"],
+                 "compiling fastvec's MuJoCo tasks")
+            return out.read_bytes()
+
+    cached_build(artefact, key, inputs, build)
+    lib = ctypes.CDLL(str(artefact))
+    p, i, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
+    lib.fv_mj_task_field.restype = ctypes.c_char_p
+    lib.fv_mj_task_field.argtypes = [ctypes.c_char_p, i]
+    lib.fv_mj_task_frame_skip.argtypes = [ctypes.c_char_p]
+    lib.fv_mj_create.restype = p
+    lib.fv_mj_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, p, i, i, i, ctypes.c_char_p, i]
+    lib.fv_mj_destroy.argtypes = [p]
+    lib.fv_mj_sizes.argtypes = [p, p]
+    lib.fv_mj_set_info_size.argtypes = [p, i]
+    lib.fv_mj_ctrlrange.argtypes = [p, p, p]
+    lib.fv_mj_timestep.argtypes = [p]
+    lib.fv_mj_timestep.restype = d
+    lib.fv_mj_reset.argtypes = [p, p, p, p, p]
+    lib.fv_mj_step.argtypes = [p, p, i, i, p, p, p, p, p, p, p]
+    lib.fv_mj_get_state.argtypes = [p, i, p, p]
+    lib.fv_mj_set_state.argtypes = [p, i, p, p, p]
+    from fastvec.native.cpu import default_threads
+    lib.fv_mj_set_threads(default_threads())
+    return lib
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task as its C file declares it: keywords and defaults, info keys, Gymnasium's model and frame skip."""
+    name: str
+    xml_file: str
+    frame_skip: int
+    params: dict  # keyword -> default (a float, or a (low, high) pair for a range)
+    info: tuple   # (key, dtype, width: an int, or "T" for the model's tendon count)
+    reset_info: tuple
+    max_episode_steps: int
+
+
+@lru_cache(maxsize=None)
+def task_spec(name: str) -> TaskSpec:
+    if name not in TASKS:
+        raise ValueError(f"no MuJoCo task {name!r}; fastvec has {', '.join(TASKS)}")
+    lib = library()
+    field = [(lib.fv_mj_task_field(name.encode(), k) or b"").decode() for k in range(4)]
+    params = {}
+    for item in field[1].split():
+        key, value = item.split("=")
+        params[key] = tuple(float(v) for v in value.split(":")) if ":" in value else float(value)
+    info = []
+    for item in filter(None, field[2].split(",")):
+        parts = item.split(":") + ["d", "1"][len(item.split(":")) - 1:]
+        width = parts[2] if parts[2] == "T" else int(parts[2])
+        info.append((parts[0], {"d": np.float64, "f": np.float32, "i": np.int64}[parts[1]], width))
+    return TaskSpec(name, field[0], lib.fv_mj_task_frame_skip(name.encode()), params, tuple(info),
+                    tuple(filter(None, field[3].split(","))), TASKS[name])
+
+
+def model_path(xml_file: str) -> str:
+    """Where Gymnasium finds `xml_file`: a path starting with "/", "." or "~" as it is, else a file of the
+    installed Gymnasium's MuJoCo assets (read there, never copied); a FileNotFoundError names a missing one."""
+    if xml_file.startswith(("/", ".")):
+        path = xml_file
+    elif xml_file.startswith("~"):
+        path = os.path.expanduser(xml_file)
+    else:
+        import gymnasium.envs.mujoco as assets
+        path = os.path.join(os.path.dirname(assets.__file__), "assets", xml_file)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"xml_file {xml_file!r}: no file at {path}; give an MJCF model's path "
+                                "(or a file name in Gymnasium's MuJoCo assets folder)")
+    return path
+
+
+class MujocoBatch:
+    """num_envs envs of one task stepped in place by libmujoco on the pool's threads. Buffers: obs (N, O) float64,
+    rewards (N,) float64, terminated / truncated (N,) bool, info (N, I) float64 (the task's info values, the
+    spec's order), was_reset (N,) bool (this step reset the env: NEXT_STEP autoreset), unstable (N,) bool
+    (MuJoCo warned of a bad qpos, qvel or qacc, or they are not finite: the episode ended)."""
+
+    device = "cpu"
+
+    def __init__(self, task: str, num_envs: int, max_episode_steps: int | None = None, xml_file: str | None = None,
+                 frame_skip: int | None = None, **params):
+        self.spec = spec = task_spec(task)
+        self.lib = lib = library()
+        self.num_envs = num_envs = int(num_envs)
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs}")
+        self.frame_skip = spec.frame_skip if frame_skip is None else int(frame_skip)
+        if self.frame_skip < 1:
+            raise ValueError(f"frame_skip must be a positive integer, got {frame_skip!r}")
+        self.xml_path = model_path(spec.xml_file if xml_file is None else os.fspath(xml_file))
+        unknown = sorted(set(params) - set(spec.params))
+        if unknown:
+            raise TypeError(f"{task}-v5 takes no keyword {unknown[0]!r}; its keywords: xml_file, frame_skip, "
+                            f"{', '.join(spec.params)}")
+        self.params = {**spec.params, **params}
+        values = []
+        for key, default in spec.params.items():
+            values.extend(self._param_values(key, self.params[key], default))
+        flat = np.array(values, np.float64)
+        err = ctypes.create_string_buffer(1200)
+        self._ptr = lib.fv_mj_create(task.encode(), self.xml_path.encode(), flat.ctypes.data, len(flat),
+                                     self.frame_skip, num_envs, err, len(err))
+        if not self._ptr:
+            raise ValueError(f"{task}-v5: {err.value.decode(errors='replace')}")
+        sizes = np.zeros(6, np.int32)
+        lib.fv_mj_sizes(self._ptr, sizes.ctypes.data)
+        self.obs_size, self.nq, self.nv, self.nu, self.ntendon, self.nbody = (int(v) for v in sizes)
+        self.info_layout = []  # (key, dtype, columns slice, width or None for a scalar)
+        col = 0
+        for key, dtype, width in spec.info:
+            w = self.ntendon if width == "T" else width
+            self.info_layout.append((key, dtype, slice(col, col + w), None if width == 1 else w))
+            col += w
+        lib.fv_mj_set_info_size(self._ptr, col)
+        self.timestep = lib.fv_mj_timestep(self._ptr)
+        self.dt = self.timestep * self.frame_skip
+        self.ctrl_low, self.ctrl_high = np.zeros(self.nu), np.zeros(self.nu)
+        lib.fv_mj_ctrlrange(self._ptr, self.ctrl_low.ctypes.data, self.ctrl_high.ctypes.data)
+        n = num_envs
+        self.obs = np.zeros((n, self.obs_size), np.float64)
+        self.rewards = np.zeros(n, np.float64)
+        self.terminated = np.zeros(n, np.bool_)
+        self.truncated = np.zeros(n, np.bool_)
+        self.info = np.zeros((n, max(col, 1)), np.float64)
+        self.was_reset = np.zeros(n, np.bool_)
+        self.unstable = np.zeros(n, np.bool_)
+        self._actions = np.zeros((n, self.nu), np.float64)
+        self.max_episode_steps = spec.max_episode_steps if max_episode_steps is None else max_episode_steps
+
+    def _param_values(self, key, value, default) -> list[float]:
+        if key == "main_body" and isinstance(value, str):
+            return [self._body_id(value)]
+        if isinstance(default, tuple):
+            try:
+                pair = [float(v) for v in value]
+            except (TypeError, ValueError):
+                pair = []
+            if len(pair) != 2:
+                raise ValueError(f"{key} must be a (low, high) pair of numbers, got {value!r}")
+            return pair
+        if isinstance(value, (bool, np.bool_)):
+            return [float(value)]
+        try:
+            return [float(value)]
+        except (TypeError, ValueError):
+            raise ValueError(f"{key} must be a number, got {value!r}") from None
+
+    def _body_id(self, name: str) -> int:
+        """A body's index by name, read from the model (Ant's main_body may be given either way)."""
+        mujoco = mujoco_package()
+        model = mujoco.MjModel.from_xml_path(self.xml_path)
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+        if body < 0:
+            raise ValueError(f"main_body {name!r} is not a body of {self.xml_path}")
+        return body
+
+    @property
+    def max_episode_steps(self) -> int:
+        return self._max_episode_steps
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value: int | None) -> None:
+        self._max_episode_steps = check_step_limit(value or None) or 0
+
+    def reset(self, seeds: np.ndarray | None = None, mask: np.ndarray | None = None) -> None:
+        """Reset the envs in mask (all if None), reseeding env i with seeds[i] if seeds is given; writes obs
+        and the reset info's values into info (the other keys' values 0)."""
+        if seeds is not None:
+            seeds = np.ascontiguousarray(seeds, np.uint64)
+        mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
+        self.lib.fv_mj_reset(self._ptr, None if seeds is None else seeds.ctypes.data,
+                             None if mask is None else mask.ctypes.data, self.obs.ctypes.data, self.info.ctypes.data)
+        self.was_reset[:] = True if mask is None else mask.astype(bool)
+
+    def step(self, actions) -> int:
+        """Step every env with actions (N, nu); an env whose episode ended last step is reset instead
+        (reward 0, was_reset). Costs on the action are computed in its dtype, as Gymnasium's NumPy does
+        (float32 for float32 actions, else float64). Returns how many episodes ended; raises ActionError
+        (nothing stepped) for a NaN or infinite action."""
+        given = np.asarray(actions)
+        f32 = given.dtype == np.float32
+        if given.size != self.num_envs * self.nu:
+            raise ValueError(f"actions for {self.num_envs} envs of {self.spec.name} must hold {self.num_envs} x "
+                             f"{self.nu} values, got shape {given.shape}")
+        np.copyto(self._actions, given.reshape(self._actions.shape), casting="unsafe")
+        ended = self.lib.fv_mj_step(self._ptr, self._actions.ctypes.data, int(f32), self._max_episode_steps,
+                                    self.obs.ctypes.data, self.rewards.ctypes.data, self.terminated.ctypes.data,
+                                    self.truncated.ctypes.data, self.info.ctypes.data, self.was_reset.ctypes.data,
+                                    self.unstable.ctypes.data)
+        if ended < 0:
+            k = -1 - ended
+            raise ActionError(f"action {given.ravel()[k]!r} (env {k // self.nu}, dimension {k % self.nu}) of "
+                              f"{self.spec.name} is not finite: actions must be finite numbers; nothing was stepped")
+        return ended
+
+    def get_state(self, indices=None) -> np.ndarray:
+        """(len(indices), nq + nv) float64: qpos then qvel of envs `indices` (None: all)."""
+        from fastvec.native.cpu import state_indices
+        idx = state_indices(indices, self.num_envs)
+        out = np.zeros((len(idx), self.nq + self.nv), np.float64)
+        self.lib.fv_mj_get_state(self._ptr, len(idx), idx.ctypes.data, out.ctypes.data)
+        return out
+
+    def set_state(self, indices, values) -> None:
+        """Set envs `indices` (None: all) to qpos, qvel (len, nq + nv) as Gymnasium's reset leaves an env after
+        its noise (mj_resetData, then set_state's mj_forward), and write their observations."""
+        from fastvec.native.cpu import state_indices
+        idx = state_indices(indices, self.num_envs)
+        given = np.asarray(values, np.float64).reshape(len(idx), -1) if np.size(values) else np.zeros((0, 0))
+        if given.shape != (len(idx), self.nq + self.nv):
+            raise ValueError(f"state values for {len(idx)} env(s) of {self.spec.name} must have shape "
+                             f"{(len(idx), self.nq + self.nv)} (qpos then qvel), got {np.shape(values)}")
+        given = np.ascontiguousarray(given)
+        self.lib.fv_mj_set_state(self._ptr, len(idx), idx.ctypes.data, given.ctypes.data, self.obs.ctypes.data)
+
+    def close(self) -> None:
+        if getattr(self, "_ptr", None):
+            self.lib.fv_mj_destroy(self._ptr)
+            self._ptr = None
+
+    def __del__(self):
+        self.close()

@@ -1,0 +1,39 @@
+/* swimmer.c: Gymnasium's Swimmer-v5 (a three-link swimmer in a viscous fluid), for mj_batch.c. */
+#include "mj_task.h"
+
+enum { FORWARD_REWARD_WEIGHT, CTRL_COST_WEIGHT, RESET_NOISE_SCALE, EXCLUDE_POSITIONS };
+
+static int obs_size(const mjModel* m, const double* p) { return m->nq + m->nv - 2 * (p[EXCLUDE_POSITIONS] != 0); }
+
+static const char* check(const mjModel* m, const double* p) {
+    (void)p;
+    return m->nq < 2 || m->nu < 1 ? "it needs nq >= 2 (the x and y slides) and an actuator" : NULL;
+}
+
+static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
+
+static void before(fv_mj_ctx* c) { c->keep[0] = c->d->qpos[0], c->keep[1] = c->d->qpos[1]; }
+
+static void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, c->p[EXCLUDE_POSITIONS] != 0 ? 2 : 0, 0.0); }
+
+static void reset_values(fv_mj_ctx* c) {
+    c->info[0] = c->d->qpos[0], c->info[1] = c->d->qpos[1], c->info[2] = fv_np_norm(c->d->qpos, 2);
+}
+
+static void after(fv_mj_ctx* c) {
+    double x_velocity = (c->d->qpos[0] - c->keep[0]) / c->dt, y_velocity = (c->d->qpos[1] - c->keep[1]) / c->dt;
+    observe(c);
+    double forward_reward = c->p[FORWARD_REWARD_WEIGHT] * x_velocity;
+    double ctrl_cost = fv_np_scale(c, c->p[CTRL_COST_WEIGHT], fv_np_action_squares(c, c->m->nu));
+    c->reward = forward_reward - ctrl_cost;
+    c->terminated = 0;
+    reset_values(c);
+    c->info[3] = x_velocity, c->info[4] = y_velocity, c->info[5] = forward_reward, c->info[6] = -ctrl_cost;
+}
+
+const fv_mj_task fv_mj_swimmer = {
+    "Swimmer", "swimmer.xml", 4,
+    "forward_reward_weight=1 ctrl_cost_weight=1e-4 reset_noise_scale=0.1 exclude_current_positions_from_observation=1",
+    "x_position,y_position,distance_from_origin,x_velocity,y_velocity,reward_forward,reward_ctrl:f",
+    "x_position,y_position,distance_from_origin",
+    obs_size, check, reset, before, after, observe, reset_values};
