@@ -42,6 +42,10 @@ from fastvec.pettingzoo import register_pettingzoo  # noqa: E402  (needs ENVS ab
 
 register_pettingzoo()  # pettingzoo.make has no "module:id" syntax, so `import fastvec` registers
 
+from fastvec.wrappers.mujoco import register_mujoco  # noqa: E402
+
+register_mujoco()  # fastvec/Ant-v5, ...: nothing built (nor mujoco imported) until one is made
+
 
 def make_vec(env_id: str, num_envs: int = 1, **kwargs):
     """`gymnasium.make_vec` for a fastvec env, accepting the short name (`"Breakout"`) too."""

@@ -30,8 +30,8 @@ static void after(fv_mj_ctx* c) {
     double x = c->d->site_xpos[0], y = c->d->site_xpos[2];
     c->terminated = y <= 1;
     double v1 = c->d->qvel[1], v2 = c->d->qvel[2];
-    double dist_penalty = 0.01 * (x * x) + (y - 2) * (y - 2);
-    double vel_penalty = 0.001 * (v1 * v1) + 0.005 * (v2 * v2);
+    double dist_penalty = 0.01 * fv_np_scalar_square(x) + fv_np_scalar_square(y - 2);
+    double vel_penalty = 0.001 * fv_np_scalar_square(v1) + 0.005 * fv_np_scalar_square(v2);
     double alive_bonus = c->p[HEALTHY_REWARD] * (double)!c->terminated;
     c->reward = alive_bonus - dist_penalty - vel_penalty;
     c->info[0] = alive_bonus, c->info[1] = -dist_penalty, c->info[2] = -vel_penalty;

@@ -153,6 +153,14 @@ static inline double fv_np_norm(const double* x, int n) {
     return sqrt(s);
 }
 
+/* A NumPy float64 scalar's x ** 2: libm's pow (an array's ** 2 multiplies, a scalar's calls pow, whose
+ * rounding differs from x * x now and then). The exponent is read at run time: the compiler would turn
+ * pow(x, 2.0) into x * x. */
+static inline double fv_np_scalar_square(double x) {
+    volatile double two = 2.0;
+    return pow(x, two);
+}
+
 static inline double fv_np_clip(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* qpos + U(-scale, scale) and qvel + U(-scale, scale) (or + scale * N(0, 1) when normal_qvel), from the

@@ -1,0 +1,164 @@
+"""The Gymnasium faces of fastvec's MuJoCo tasks (native/mujoco): `fastvec/Ant-v5` and the other v5 ids as a
+VectorEnv (NEXT_STEP autoreset, Gymnasium's vector infos with `_key` masks) and as a single Env."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from fastvec.native.mujoco import TASKS, MujocoBatch
+
+
+def register_mujoco() -> None:
+    """Register `fastvec/<Task>-v5` for each MuJoCo task (nothing is imported or built until one is made)."""
+    for task, steps in TASKS.items():
+        gym_id = f"fastvec/{task}-v5"
+        if gym_id in gymnasium.registry:
+            continue
+        gymnasium.register(id=gym_id, entry_point="fastvec.wrappers.mujoco:MujocoEnv",
+                           vector_entry_point="fastvec.wrappers.mujoco:MujocoVectorEnv",
+                           max_episode_steps=steps, kwargs={"task": task})
+
+
+def _check_render_mode(render_mode, task: str) -> None:
+    if render_mode is not None:
+        raise NotImplementedError(f"fastvec's {task}-v5 does not render yet (render_mode={render_mode!r}); "
+                                  f"use render_mode=None, or Gymnasium's own {task}-v5 to draw frames")
+
+
+def _spaces(batch: MujocoBatch) -> tuple[spaces.Box, spaces.Box]:
+    obs = spaces.Box(-np.inf, np.inf, (batch.obs_size,), np.float64)
+    action = spaces.Box(batch.ctrl_low.astype(np.float32), batch.ctrl_high.astype(np.float32), dtype=np.float32)
+    return obs, action
+
+
+def _seeds(seed, num_envs: int) -> np.ndarray | None:
+    """Env i's seed: seed + i (as Gymnasium's vector envs seed theirs), or each from a list."""
+    if seed is None:
+        return None
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return np.arange(num_envs, dtype=np.uint64) + np.uint64(int(seed))
+    given = np.asarray(seed)
+    if given.shape != (num_envs,) or given.dtype.kind not in "iu":
+        raise ValueError(f"seed must be an int or {num_envs} ints, got {seed!r}")
+    return given.astype(np.uint64)
+
+
+class MujocoVectorEnv(VectorEnv):
+    """num_envs envs of one MuJoCo task in one C batch. Keywords are those of Gymnasium's `<Task>Env` v5
+    constructor (xml_file, frame_skip, ctrl_cost_weight, reset_noise_scale, ...). Infos hold the task's keys
+    as Gymnasium's SyncVectorEnv gathers them; `unstable` (with its mask) appears for an env whose
+    simulation MuJoCo found unstable, which ends that env's episode (terminated)."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, task: str, num_envs: int = 1, max_episode_steps: int | None = None, render_mode=None, **kwargs):
+        _check_render_mode(render_mode, task)
+        self.batch = MujocoBatch(task, num_envs, max_episode_steps=max_episode_steps or 0, **kwargs)
+        self.num_envs = num_envs
+        self.render_mode = None
+        self.single_observation_space, self.single_action_space = _spaces(self.batch)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._reset_keys = set(self.batch.spec.reset_info)
+        self._ones = np.ones(num_envs, np.bool_)
+        self._seeded = False
+
+    def _infos(self, after_reset: bool) -> dict:
+        b = self.batch
+        infos = {}
+        stepped = None if after_reset else ~b.was_reset
+        for key, dtype, cols, width in b.info_layout:
+            in_reset = key in self._reset_keys
+            if not in_reset and (after_reset or not stepped.any()):  # no env gave this key (all reset)
+                continue
+            values = b.info[:, cols].astype(dtype)
+            infos[key] = values if width else values[:, 0]
+            mask = self._ones.copy() if in_reset or stepped is None else stepped.copy()
+            if not in_reset and stepped is not None and not stepped.all():
+                infos[key][~stepped] = 0
+            infos[f"_{key}"] = mask
+        if not after_reset and b.unstable.any():
+            infos["unstable"], infos["_unstable"] = b.unstable.copy(), b.unstable.copy()
+        return infos
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        mask = None if options is None else options.get("reset_mask")
+        seeds = _seeds(seed, self.num_envs)
+        if seeds is None and not self._seeded:  # unseeded: each env's stream from fresh entropy, as Gymnasium's
+            seeds = self.np_random.integers(2**63, size=self.num_envs).astype(np.uint64)
+        self._seeded = True
+        self.batch.reset(seeds, mask)
+        return self.batch.obs.copy(), self._infos(after_reset=True)
+
+    def step(self, actions):
+        self.batch.step(actions)
+        b = self.batch
+        return b.obs.copy(), b.rewards.copy(), b.terminated.copy(), b.truncated.copy(), self._infos(after_reset=False)
+
+    def get_state(self, indices=None) -> np.ndarray:
+        """qpos then qvel of envs `indices` (None: all), (len, nq + nv) float64."""
+        return self.batch.get_state(indices)
+
+    def set_state(self, indices, values) -> None:
+        """Set envs `indices` to qpos, qvel as Gymnasium's reset leaves them after its noise (MujocoBatch.set_state)."""
+        self.batch.set_state(indices, values)
+
+    def close_extras(self, **kwargs):
+        self.batch.close()
+
+
+class MujocoEnv(gymnasium.Env):
+    """One env of a MuJoCo task, as Gymnasium's `<Task>Env` v5 (gymnasium.make adds its TimeLimit)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, task: str, render_mode=None, **kwargs):
+        _check_render_mode(render_mode, task)
+        self.batch = MujocoBatch(task, 1, max_episode_steps=0, **kwargs)
+        self.observation_space, self.action_space = _spaces(self.batch)
+        self.render_mode = None
+        self._int_reward = task == "InvertedPendulum"  # Gymnasium's reward there is an int
+        self._seeded = False
+
+    def _info(self, keys) -> dict:
+        b = self.batch
+        out = {}
+        for key, dtype, cols, width in b.info_layout:
+            if key in keys:
+                values = b.info[0, cols].astype(dtype)
+                out[key] = values if width else (int(values[0]) if dtype is np.int64 else values[0])
+        return out
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is None and not self._seeded:  # unseeded: a stream from fresh entropy, as Gymnasium's
+            seed = int(self.np_random.integers(2**63))
+        self._seeded = True
+        self.batch.reset(None if seed is None else np.array([seed], np.uint64))
+        return self.batch.obs[0].copy(), self._info(self.batch.spec.reset_info)
+
+    def step(self, action):
+        b = self.batch
+        b.step(np.asarray(action)[None])
+        info = self._info([key for key, *_ in b.info_layout])
+        if b.unstable[0]:
+            info["unstable"] = True
+        reward = int(b.rewards[0]) if self._int_reward else b.rewards[0]
+        return b.obs[0].copy(), reward, bool(b.terminated[0]), False, info
+
+    @property
+    def state(self) -> np.ndarray:
+        """qpos then qvel (nq + nv) float64."""
+        return self.batch.get_state([0])[0]
+
+    def set_state(self, qpos, qvel) -> None:
+        """As Gymnasium's `set_state(qpos, qvel)` right after its reset (MujocoBatch.set_state)."""
+        self.batch.set_state([0], np.concatenate([np.ravel(qpos), np.ravel(qvel)])[None])
+
+    def close(self):
+        self.batch.close()

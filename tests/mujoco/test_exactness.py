@@ -1,0 +1,101 @@
+"""fastvec's MuJoCo tasks against Gymnasium's own v5 envs (SyncVectorEnv of them): from the same states, the
+same actions give the same observations, rewards, flags and infos, bit for bit, over whole episodes."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco", reason="fastvec's MuJoCo tasks need the mujoco package: pip install 'fastvec[mujoco]'")
+
+import gymnasium as gym  # noqa: E402
+
+import fastvec  # noqa: E402,F401  (registers fastvec/<Task>-v5)
+from fastvec.native.mujoco import TASKS  # noqa: E402
+
+NUM_ENVS = 3
+STEPS = 300  # vector steps per case: every task ends several episodes (or truncates) in them
+
+
+def gym_state(env) -> np.ndarray:
+    data = env.unwrapped.data
+    return np.concatenate([data.qpos, data.qvel])
+
+
+def perturb(oracle, ours, rng, scale):
+    """Move every env to a state off the reset distribution (Gymnasium's set_state right after its reset)."""
+    for i, env in enumerate(oracle.envs):
+        u = env.unwrapped
+        u.set_state(u.data.qpos + rng.uniform(-scale, scale, u.model.nq), u.data.qvel + rng.uniform(-scale, scale, u.model.nv))
+        ours.set_state([i], gym_state(env)[None])
+
+
+def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=False):
+    kwargs = kwargs or {}
+    oracle = gym.make_vec(f"{task}-v5", num_envs=NUM_ENVS, vectorization_mode="sync", **kwargs)
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=NUM_ENVS, **kwargs)
+    rng = np.random.default_rng(len(task))
+    want_obs, want_info = oracle.reset(seed=7)
+    ours.reset(seed=7)
+    for i, env in enumerate(oracle.envs):
+        ours.set_state([i], gym_state(env)[None])
+    if perturb_scale:
+        perturb(oracle, ours, rng, perturb_scale)
+        want_obs = np.stack([env.unwrapped._get_obs() for env in oracle.envs])
+    np.testing.assert_array_equal(ours.batch.obs, want_obs)
+    assert ours.single_observation_space == oracle.single_observation_space
+    assert ours.single_action_space == oracle.single_action_space
+    ended = 0
+    for t in range(steps):
+        if scripted:  # a smooth periodic action per dimension, to the bounds and past them
+            phase = np.arange(ours.batch.nu) + np.arange(NUM_ENVS)[:, None]
+            actions = (1.3 * np.sin(0.07 * t + phase) * oracle.single_action_space.high).astype(np.float32)
+        else:
+            actions = oracle.action_space.sample()
+        want = oracle.step(actions)
+        got = ours.step(actions)
+        reset = ours.batch.was_reset
+        for i in np.flatnonzero(reset):  # our reset noise is our own: take Gymnasium's reset state
+            ours.set_state([i], gym_state(oracle.envs[i])[None])
+        np.testing.assert_array_equal(ours.batch.obs, want[0], err_msg=f"{task} obs, step {t}")
+        for name, k in (("reward", 1), ("terminated", 2), ("truncated", 3)):
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{task} {name}, step {t}")
+        info, want_info = got[4], want[4]
+        assert set(info) == set(want_info), f"{task} info keys, step {t}"
+        stepped = ~reset  # a reset env's reset info holds our own noise's state
+        for key in want_info:
+            if key.startswith("_"):
+                np.testing.assert_array_equal(info[key], want_info[key], err_msg=f"{task} info[{key!r}], step {t}")
+            else:
+                np.testing.assert_array_equal(np.asarray(info[key])[stepped], np.asarray(want_info[key])[stepped],
+                                              err_msg=f"{task} info[{key!r}], step {t}")
+                assert np.asarray(info[key]).dtype == np.asarray(want_info[key]).dtype, f"{task} info[{key!r}] dtype"
+        ended += int(np.sum(want[2] | want[3]))
+    oracle.close()
+    ours.close()
+    return ended
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_random_actions_match_gymnasium(task):
+    compare_steps(task)
+
+
+@pytest.mark.parametrize("task", ["Hopper", "Ant", "Reacher", "Humanoid", "InvertedDoublePendulum"])
+def test_scripted_actions_from_set_states_match_gymnasium(task):
+    compare_steps(task, steps=150, perturb_scale=0.05, scripted=True)
+
+
+@pytest.mark.parametrize("task, kwargs", [
+    ("Ant", {"ctrl_cost_weight": 0.1, "exclude_current_positions_from_observation": False,
+             "include_cfrc_ext_in_observation": False, "healthy_z_range": (0.3, 0.9), "frame_skip": 3}),
+    ("Hopper", {"healthy_angle_range": (-0.5, 0.5), "terminate_when_unhealthy": False, "forward_reward_weight": 2.0}),
+    ("Humanoid", {"include_cinert_in_observation": False, "contact_cost_range": (-1.0, 1e-3)}),
+    ("Reacher", {"reward_dist_weight": 0.5, "reward_control_weight": 3.0}),
+    ("Walker2d", {"xml_file": "walker2d.xml"}),
+])
+def test_constructor_keywords_match_gymnasium(task, kwargs):
+    compare_steps(task, kwargs=kwargs, steps=120)
+
+
+def test_truncation_and_episodes_are_covered():
+    """Reacher truncates at Gymnasium's 50 steps; the oracle comparison covers those ends and their autoresets."""
+    assert compare_steps("Reacher", steps=120) == 2 * NUM_ENVS

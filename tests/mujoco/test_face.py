@@ -1,0 +1,91 @@
+"""The Gymnasium faces of the MuJoCo tasks: the single env against Gymnasium's, bad inputs refused with one
+line and nothing stepped, an unstable simulation ending its episode with a flag."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco", reason="fastvec's MuJoCo tasks need the mujoco package: pip install 'fastvec[mujoco]'")
+
+import gymnasium as gym  # noqa: E402
+
+import fastvec  # noqa: E402,F401
+from fastvec.native.spaces import ActionError  # noqa: E402
+
+
+@pytest.mark.parametrize("task", ["InvertedPendulum", "Hopper", "Humanoid"])
+def test_single_env_matches_gymnasium(task):
+    oracle, ours = gym.make(f"{task}-v5"), gym.make(f"fastvec/{task}-v5")
+    assert ours.spec.max_episode_steps == oracle.spec.max_episode_steps
+    _, want_info = oracle.reset(seed=3)
+    _, info = ours.reset(seed=3)
+    assert set(info) == set(want_info)
+    data = oracle.unwrapped.data
+    ours.unwrapped.set_state(data.qpos, data.qvel)
+    np.testing.assert_array_equal(ours.unwrapped.state, np.concatenate([data.qpos, data.qvel]))
+    for _ in range(60):
+        action = oracle.action_space.sample()
+        want = oracle.step(action)
+        got = ours.step(action)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and type(got[1]) is type(want[1])
+        assert got[2:4] == want[2:4]
+        assert set(got[4]) == set(want[4])
+        for key in want[4]:
+            np.testing.assert_array_equal(got[4][key], want[4][key])
+            assert np.asarray(got[4][key]).dtype == np.asarray(want[4][key]).dtype, key
+        if want[2] or want[3]:
+            break
+
+
+def test_reset_noise_has_gymnasiums_spread():
+    """Reset states are our own draws from Gymnasium's distribution: qpos0 + U(-s, s), qvel + s * N(0, 1) (Ant)."""
+    env = gym.make_vec("fastvec/Ant-v5", num_envs=512, reset_noise_scale=0.2)
+    env.reset(seed=0)
+    state = env.unwrapped.get_state()
+    qpos0 = gym.make("Ant-v5").unwrapped.init_qpos
+    noise = state[:, :15] - qpos0
+    assert np.abs(noise).max() <= 0.2 and np.abs(noise).max() > 0.19
+    assert abs(noise.std() - 0.2 / np.sqrt(3)) < 0.01
+    assert abs(state[:, 15:].std() - 0.2) < 0.01
+    again = gym.make_vec("fastvec/Ant-v5", num_envs=512, reset_noise_scale=0.2)
+    again.reset(seed=0)
+    np.testing.assert_array_equal(again.unwrapped.get_state(), state)  # seeded: the same draws
+
+
+def test_unknown_keyword_is_refused():
+    with pytest.raises(TypeError, match="no keyword 'ctrl_cost'"):
+        gym.make_vec("fastvec/Ant-v5", num_envs=2, ctrl_cost=0.1)
+
+
+def test_missing_model_file_is_refused():
+    with pytest.raises(FileNotFoundError, match="no_such_model.xml"):
+        gym.make_vec("fastvec/Hopper-v5", num_envs=2, xml_file="no_such_model.xml")
+
+
+def test_model_that_does_not_fit_the_task_is_refused():
+    with pytest.raises(ValueError, match="does not fit Reacher: it needs bodies named fingertip and target"):
+        gym.make_vec("fastvec/Reacher-v5", num_envs=2, xml_file="ant.xml")
+
+
+def test_nan_action_is_refused_and_nothing_stepped():
+    env = gym.make_vec("fastvec/HalfCheetah-v5", num_envs=4)
+    env.reset(seed=1)
+    before = env.unwrapped.get_state()
+    actions = np.zeros((4, 6), np.float32)
+    actions[2, 3] = np.nan
+    with pytest.raises(ActionError, match=r"env 2, dimension 3"):
+        env.step(actions)
+    np.testing.assert_array_equal(env.unwrapped.get_state(), before)
+
+
+def test_unstable_simulation_ends_the_episode_with_a_flag():
+    env = gym.make_vec("fastvec/Hopper-v5", num_envs=2)
+    env.reset(seed=0)
+    state = env.unwrapped.get_state()
+    state[1, 6:] = 1e300  # velocities MuJoCo cannot integrate
+    env.unwrapped.set_state(None, state)
+    _, _, terminated, _, info = env.step(np.zeros((2, 3), np.float32))
+    assert terminated.tolist() == [False, True]
+    assert info["unstable"].tolist() == [False, True] and info["_unstable"].tolist() == [False, True]
+    obs, reward, terminated, _, info = env.step(np.zeros((2, 3), np.float32))  # the next step resets it
+    assert np.isfinite(obs).all() and reward[1] == 0 and "unstable" not in info
