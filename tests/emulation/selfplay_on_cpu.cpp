@@ -1,7 +1,7 @@
 /* selfplay_on_cpu.cpp: selfplay.cu's evaluation kernels (match_reset, match_stage, match_play) and the thread
  * forward they must equal (pool_forward_kernel) built for the CPU, for tests/emulation/test_selfplay_kernels.py,
- * on cuda_on_cpu.h's threads. ENV names the env file; MATCH_PARTS the test's copy of rollout.cu's policy
- * forward and selfplay.cu with their dynamic shared memory declared as statics. */
+ * on cuda_on_cpu.h's threads. ENV names the env file; MATCH_PARTS the test's copy of selfplay.cu (which includes
+ * rollout_common.cu's thread forward) with its dynamic shared memory declared as statics. */
 #include "cuda_on_cpu.h"
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))

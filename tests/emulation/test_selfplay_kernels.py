@@ -36,12 +36,9 @@ def lib(tmp_path_factory):
     if cuda_include is None:
         pytest.skip("no CUDA headers (cuda_bf16.h)")
     tmp = tmp_path_factory.mktemp("selfplay_on_cpu")
-    rollout = (CUDA_DIR / "rollout.cu").read_text()
-    selfplay = re.sub(r"extern __shared__ float4 (\w+)\[\];", r"static float4 \1[1 << 17];",
-                      (CUDA_DIR / "selfplay.cu").read_text())
-    parts = tmp / "match_parts.cu"  # rollout.cu's policy forward (PH, dot_row, thread_policy_forward), selfplay.cu
-    parts.write_text(rollout[rollout.index("#define PH POLICY_HIDDEN"):rollout.index("__global__ void policy_step_kernel")]
-                     + selfplay)
+    parts = tmp / "match_parts.cu"  # selfplay.cu (with rollout_common.cu's thread forward) with static shared memory
+    parts.write_text(re.sub(r"extern __shared__ float4 (\w+)\[\];", r"static float4 \1[1 << 17];",
+                            (CUDA_DIR / "selfplay.cu").read_text()))
     defines = {"BOT_LEVEL": -1, "PONG_BOT": 0, "POINTS": 1, "POLICY_HIDDEN": SPEC.hidden, "POLICY_LAYERS": SPEC.layers,
                "POLICY_MINGRU": 1, "POLICY_HIGHWAY": 1, "POLICY_HEAD_SIZE": 3}
     out = tmp / "selfplay_on_cpu.so"

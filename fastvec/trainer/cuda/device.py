@@ -1,19 +1,23 @@
 """The fused trainer's GPU code: its kernels' argument signatures, its translation unit (an env, batch.h,
-kernels.cu, rollout.cu), and their build and launches through fastvec/native/gpu.py."""
+kernels.cu, rollout.cu, selfplay.cu), and their build and launches through fastvec/native/gpu.py."""
 
 from __future__ import annotations
 
+import ctypes
+import re
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, gpu
+from fastvec.trainer.cuda.kernel_args import STRUCTS
 
 CUDA_DIR = Path(__file__).resolve().parent
 
-# Argument signatures of kernels.cu / rollout.cu / batch.h entry points, in PyCUDA's prepare()
-# letters: P pointer, i int32, q int64, Q uint64, f float32, d float64.
+# Argument signatures of kernels.cu / rollout.cu / selfplay.cu / batch.h entry points, in PyCUDA's prepare()
+# letters: P pointer, i int32, q int64, Q uint64, f float32, d float64, and {Name} a kernel_args.py struct
+# passed by value (prepare_format turns it into its size in bytes, "216s").
 SIGNATURES = {
     "fill_kernel": "Pqf",
     "add_bias_kernel": "PPqiP",
@@ -50,20 +54,29 @@ SIGNATURES = {
     "begin_update_kernel": "P",
     "schedule_kernel": "Pdiidi",
     "advance_rollout_kernel": "Pi",
-    "rollout_step_kernel": "i" + "P" * 18 + "iQii",
-    "rollout_step_staged_kernel": "i" + "P" * 18 + "iQii",
-    "policy_step_kernel": "i" + "P" * 5 + "iP" + "P" * 16 + "iQii",
-    "policy_rollout_warp_kernel": "iiiii" + "P" * 21 + "Qii",
+    "rollout_step_kernel": "{RolloutArgs}{StepSlices}i",
+    "rollout_step_staged_kernel": "{RolloutArgs}{StepSlices}i",
+    "policy_step_kernel": "{RolloutArgs}{StepSlices}ii",
+    "policy_rollout_warp_kernel": "{RolloutArgs}ii",
     "fv_reset_kernel": "iPPPP",
     "host_sample_kernel": "iiPPPPPiQ",
     "host_record_kernel": "iiii" + "P" * 12 + "i",
     "pool_forward_kernel": "iiiiPqPPPPPQPqi",
-    "selfplay_step_kernel": "ii" + "P" * 24 + "iQQii",
+    "selfplay_step_kernel": "{RolloutArgs}{SelfPlayArgs}i",
     "match_reset_kernel": "iPPPP",
     "match_stage_kernel": "iPqP",
     "match_play_kernel": "iiiiPPqP" + "P" * 9 + "Qqiii",
     "selfplay_gather_kernel": "iiPP",
 }
+
+
+
+def prepare_format(signature: str) -> str:
+    """A SIGNATURES entry as PyCUDA's prepare() takes it: each {Name} struct as its bytes ("216s"). The structs'
+    sizes are multiples of 8 and every C struct here is 8-byte aligned, so each lands where the kernel's
+    parameter layout puts it."""
+    return re.sub(r"\{(\w+)\}", lambda m: f"{ctypes.sizeof(STRUCTS[m.group(1)])}s", signature)
+
 
 THREADS = 256  # block size of the element-wise kernels
 REDUCE_THREADS = 1024  # the single-block reductions (kernels.cu's REDUCE_THREADS)
@@ -83,11 +96,12 @@ def init():
 
 
 def module_source(env_path: Path | None) -> str:
-    """The translation unit: [env file, batch.h,] kernels.cu[, rollout.cu]. The env file is included as
+    """The translation unit: [env file, batch.h,] kernels.cu[, rollout.cu, selfplay.cu]. The env file is included as
     gpu.ENV_INCLUDE, the copy load_module has gpu.py put beside the source: its name is never source text."""
     if env_path is None:
         return '#include "kernels.cu"\n'
-    return f'#include "{gpu.ENV_INCLUDE}"\n#include "batch.h"\n#include "kernels.cu"\n#include "rollout.cu"\n'
+    return (f'#include "{gpu.ENV_INCLUDE}"\n#include "batch.h"\n#include "kernels.cu"\n#include "rollout.cu"\n'
+            '#include "selfplay.cu"\n')
 
 
 def load_module(env_path: Path | None = None, defines: tuple = ()):
@@ -111,6 +125,6 @@ class Launcher(gpu.Launcher):
     """gpu.Launcher with the trainer's SIGNATURES: `k.launch(name, threads, *args)` runs
     ceil(threads / THREADS) blocks, `k.launch_block(name, *args)` one block of REDUCE_THREADS."""
 
-    signatures = SIGNATURES
+    signatures = {name: prepare_format(signature) for name, signature in SIGNATURES.items()}
     threads = THREADS
     reduce_threads = REDUCE_THREADS

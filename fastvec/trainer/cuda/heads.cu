@@ -4,6 +4,7 @@
  * with D = action dimensions, Y = the decoder's width: the head's columns (sum(nvec) logits, or D means),
  * then the value. A Box head's log-stds are parameters (dec.logstd), not decoder outputs. */
 #include "common.cu"
+#include "categorical.cu"
 
 #define HEAD_MULTI_DISCRETE 1
 #define HEAD_BOX 2
@@ -50,30 +51,6 @@ __device__ float sample_multi_discrete_row(const float* logits, const long long*
     return logp;
 }
 
-/* One categorical's log-probability of `action`, its entropy, and (with dl given) the gradient of
- * dlogp * logp - went * entropy into dl (heads._categorical_grad): dlogp (onehot - p) + went p (log p + H). */
-__device__ void categorical_row(const float* logits, int A, int action, float dlogp, float went, float* logp_out,
-                                float* entropy_out, float* dl) {
-    float m = logits[0];
-    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
-    float sum = 0.0f;
-    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
-    float lse = logf(sum);
-    float entropy = 0.0f;
-    for (int a = 0; a < A; a++) {
-        float lp = (logits[a] - m) - lse;
-        entropy -= expf(lp) * lp;
-    }
-    *logp_out = (logits[action] - m) - lse;
-    *entropy_out = entropy;
-    if (!dl) return;
-    for (int a = 0; a < A; a++) {
-        float lp = (logits[a] - m) - lse;
-        float p = expf(lp);
-        dl[a] = dlogp * ((a == action ? 1.0f : 0.0f) - p) + went * p * (lp + entropy);
-    }
-}
-
 extern "C" {
 
 /* ppo_loss_kernel for a MultiDiscrete (kind 1) or Box (kind 2) head: reference.ppo_loss(spec=...), one thread
@@ -112,10 +89,9 @@ __global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float*
             const long long* a = reinterpret_cast<const long long*>(actions) + (long long)i * D;
             int offset = 0;
             for (int d = 0; d < D; d++) {
-                float lp, h;
-                categorical_row(yr + offset, (int)nvec[d], (int)a[d], 0.0f, 0.0f, &lp, &h, nullptr);
-                logp += lp;
-                entropy += h;
+                LogSoftmax s = log_softmax(yr + offset, (int)nvec[d]);
+                logp += log_prob(s, yr + offset, (int)a[d]);
+                entropy += categorical_entropy(s, yr + offset, (int)nvec[d]);
                 offset += (int)nvec[d];
             }
         }
@@ -132,10 +108,12 @@ __global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float*
         } else {
             const long long* a = reinterpret_cast<const long long*>(actions) + (long long)i * D;
             int offset = 0;
-            for (int d = 0; d < D; d++) {
-                float lp, h;
-                categorical_row(yr + offset, (int)nvec[d], (int)a[d], dlogp, went, &lp, &h, dl + offset);
-                offset += (int)nvec[d];
+            for (int d = 0; d < D; d++) { /* heads._categorical_grad, dimension by dimension */
+                int count = (int)nvec[d];
+                LogSoftmax s = log_softmax(yr + offset, count);
+                categorical_grad(s, categorical_entropy(s, yr + offset, count), yr + offset, count, (int)a[d], dlogp,
+                                 went, dl + offset);
+                offset += count;
             }
         }
         dl[Y - 1] = ppo_value_row(yr[Y - 1], old_values[i], returns[i], vf_clip_coef, vf_coef, inv_n, stats);

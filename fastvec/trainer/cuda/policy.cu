@@ -3,6 +3,7 @@
  * (counter-based uniforms, inverse-CDF on the softmax) that rollout.cu's kernels call.
  * Legend as kernels.cu's. */
 #include "common.cu"
+#include "categorical.cu"
 
 #define MAX_ACTIONS 64 /* the sampler keeps a row's CDF in registers */
 
@@ -272,21 +273,17 @@ __device__ __forceinline__ float policy_uniform(unsigned long long key, long lon
 /* reference.sample_actions for one row: inverse-CDF on softmax(logits[0..A)) with uniform u; returns
  * the action and writes its log-probability. */
 __device__ int sample_row(const float* logits, int A, float u, float* logp_out) {
-    float m = logits[0];
-    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
-    float sum = 0.0f;
-    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
-    float lse = logf(sum);
+    LogSoftmax s = log_softmax(logits, A);
     float cdf[MAX_ACTIONS];
     float acc = 0.0f;
     for (int a = 0; a < A; a++) {
-        acc += expf((logits[a] - m) - lse);
+        acc += expf(log_prob(s, logits, a));
         cdf[a] = acc;
     }
     float threshold = u * cdf[A - 1];
     int action = 0;
     for (int a = 0; a < A; a++) action += cdf[a] < threshold;
     if (action > A - 1) action = A - 1;
-    *logp_out = (logits[action] - m) - lse;
+    *logp_out = log_prob(s, logits, action);
     return action;
 }

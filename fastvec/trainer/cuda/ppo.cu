@@ -3,6 +3,7 @@
  * gradient, explained variance, and the bookkeeping kernels that advance the device scalars between
  * graph replays. Legend as kernels.cu's. */
 #include "common.cu"
+#include "categorical.cu"
 
 #define GATHER_UNROLL 8  /* obs elements each of its threads loads before storing them: plan.GATHER_UNROLL */
 
@@ -280,25 +281,12 @@ __device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* act
     float adv = adv_in[i];
     if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
 
-    float m = logits[0];
-    for (int a = 1; a < A; a++) m = fmaxf(m, logits[a]);
-    float sum = 0.0f;
-    for (int a = 0; a < A; a++) sum += expf(logits[a] - m);
-    float lse = logf(sum);
-    float entropy = 0.0f;
-    for (int a = 0; a < A; a++) {
-        float lp = (logits[a] - m) - lse;
-        entropy -= expf(lp) * lp;
-    }
+    LogSoftmax s = log_softmax(logits, A);
+    float entropy = categorical_entropy(s, logits, A);
     int action = actions[i];
-    float logp = (logits[action] - m) - lse;
+    float logp = log_prob(s, logits, action);
     float dlogp = ppo_policy_row(logp, old_logp[i], adv, clip_coef, inv_n, stats);
-    float ent_scale = ent_coef * inv_n;
-    for (int a = 0; a < A; a++) {
-        float lp = (logits[a] - m) - lse;
-        float p = expf(lp);
-        dl[a] = dlogp * ((a == action ? 1.0f : 0.0f) - p) + ent_scale * p * (lp + entropy);
-    }
+    categorical_grad(s, entropy, logits, A, action, dlogp, ent_coef * inv_n, dl);
 
     dl[A] = ppo_value_row(logits[A], old_values[i], returns[i], vf_clip_coef, vf_coef, inv_n, stats);
     stats[2] = entropy;

@@ -7,8 +7,10 @@
  * This is NumpyTrainer.rollout's loop body (numpy_trainer.py) for one t, in one launch; for small
  * policies the policy forward joins it (policy_step_kernel, a thread per env), and with a warp per env
  * (policy_rollout_warp_kernel) one launch steps the whole horizon. With host environments (a CPU batch
- * steps the env) the same step is two kernels around the host's step.
+ * steps the env) the same step is two kernels around the host's step. selfplay.cu, compiled after this file,
+ * holds self-play's kernels; what the two share is in rollout_common.cu.
  */
+#include "rollout_common.cu" /* RolloutArgs, step_obs, step_slices, thread_policy_forward */
 
 /* Record env i's step outcome (after its env stepped, SAME_STEP autoreset) for its `agents` rows
  * i * agents + a: rewards (optionally clamped to [-1, 1]; rewards_in may be rewards itself), done flags
@@ -36,72 +38,51 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
     }
 }
 
-/* The decoder row's width: the action head's columns (POLICY_HEAD_SIZE, the trainer's -D: A logits, sum(nvec)
- * logits, or D Gaussian means), then the value. */
-#ifndef POLICY_HEAD_SIZE
-#define POLICY_HEAD_SIZE NUM_ACTIONS
-#endif
-#define HEAD_Y (POLICY_HEAD_SIZE + 1)
-
-/* Step t's observations in a (T + 1, R, O) rollout buffer: every step's R * O elements start at float offset
- * t * R * O whatever OBS_T is (byte observations fill the first quarter of their step's floats), which is where
- * the host's slot addresses put a step; the update's gather and the statistics read them there. */
-__device__ __forceinline__ OBS_T* step_obs(OBS_T* obs, long long t, long long R) {
-    return reinterpret_cast<OBS_T*>(reinterpret_cast<float*>(obs) + t * R * OBS_SIZE);
-}
-
 /* Rows are env-major (row = env * NUM_AGENTS + agent), as the NumPy trainer's reshape(rows, -1).
- * y holds each of env i's agents' decoder rows (A logits, then the value), row stride A + 1; dec_bias (A + 1)
+ * y holds each of env i's agents' decoder rows (A logits, then the value), row stride y_stride; dec_bias (A + 1)
  * or NULL is added to them (the GEMM path leaves the decoder's bias to this: one launch a step fewer).
- * slot: env i's slot; obs_i: where it writes its obs[t + 1] rows (A, O) (in the (R, O) buffer, or
- * staged in shared memory); actions/logp/values/rewards/dones (R,): step t's slices of the (T, R)
- * buffers (a MultiDiscrete or Box head's actions: step t's (R, D) ACT_T slice, the env's own action type;
- * their decoder rows are HEAD_Y wide and a Box head's log-stds follow dec_bias, as in the flat layout);
- * starts_next (R,): starts[t + 1]; final_obs (R, O), terminated/truncated/ep_length (N,),
- * ep_return (R,) and ep_stats (N, S) are the batch layer's scratch; episode_acc (3 + S) doubles:
- * episodes, sum of returns (mean over agents), sum of lengths, sums of the env's stats.
- * Sample, record, step env i (SAME_STEP autoreset), record the outcome. */
+ * slot: env i's slot; obs_i: where it writes its obs[t + 1] rows (A, O) (in the rollout buffer, or staged in
+ * shared memory); s: step t's slices (a MultiDiscrete or Box head's actions are the env's own action type; their
+ * decoder rows are HEAD_Y wide and a Box head's log-stds follow dec_bias, as in the flat layout); the batch
+ * layer's scratch and the episode accumulators are a's. Sample, record, step env i (SAME_STEP autoreset),
+ * record the outcome. */
 __device__ void sample_and_step_env(int i, const float* y, long long y_stride, const float* dec_bias,
-                                    fv_slot* slot, OBS_T* obs_i, OBS_T* final_obs, int* actions, float* logp,
-                                    float* values, float* rewards, float* dones, float* starts_next,
-                                    unsigned char* terminated, unsigned char* truncated, float* ep_return,
-                                    int* ep_length, float* ep_stats,
-                                    double* episode_acc, long long step, unsigned long long seed_key,
-                                    int reward_clamp, int max_episode_steps) {
+                                                    fv_slot* slot, OBS_T* obs_i, const RolloutArgs& a,
+                                                    const StepSlices& s, long long step) {
 #if ACTION_SPACE == FV_DISCRETE
     long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        int row = i * NUM_AGENTS + a;
+    for (int k = 0; k < NUM_AGENTS; k++) {
+        int row = i * NUM_AGENTS + k;
         float yr[NUM_ACTIONS + 1];
-        for (int m = 0; m <= NUM_ACTIONS; m++) yr[m] = y[a * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
+        for (int m = 0; m <= NUM_ACTIONS; m++) yr[m] = y[k * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
         float lp;
-        int action = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row, step), &lp);
-        actions[row] = action;
-        logp[row] = lp;
-        values[row] = yr[NUM_ACTIONS];
-        act[a] = action;
+        int action = sample_row(yr, NUM_ACTIONS, policy_uniform(a.seed_key, row, step), &lp);
+        s.actions[row] = action;
+        s.logp[row] = lp;
+        s.values[row] = yr[NUM_ACTIONS];
+        act[k] = action;
     }
 #else
-    ACT_T* act = reinterpret_cast<ACT_T*>(actions) + (long long)i * FV_ACT_LEN;
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        int row = i * NUM_AGENTS + a;
+    ACT_T* act = reinterpret_cast<ACT_T*>(s.actions) + (long long)i * FV_ACT_LEN;
+    for (int k = 0; k < NUM_AGENTS; k++) {
+        int row = i * NUM_AGENTS + k;
         float yr[HEAD_Y];
-        for (int m = 0; m < HEAD_Y; m++) yr[m] = y[a * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
+        for (int m = 0; m < HEAD_Y; m++) yr[m] = y[k * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
 #if ACTION_SPACE == FV_BOX
-        logp[row] = sample_box_row(yr, dec_bias + HEAD_Y, ACTION_DIMS, seed_key, row, step, act + a * ACTION_DIMS);
+        s.logp[row] = sample_box_row(yr, dec_bias + HEAD_Y, ACTION_DIMS, a.seed_key, row, step, act + k * ACTION_DIMS);
 #else
-        logp[row] = sample_multi_discrete_row(yr, fv_action_nvec, ACTION_DIMS, seed_key, row, step,
-                                              act + a * ACTION_DIMS);
+        s.logp[row] = sample_multi_discrete_row(yr, fv_action_nvec, ACTION_DIMS, a.seed_key, row, step,
+                                                act + k * ACTION_DIMS);
 #endif
-        values[row] = yr[POLICY_HEAD_SIZE];
+        s.values[row] = yr[POLICY_HEAD_SIZE];
     }
 #endif
     /* fv_step_one on env i's slot and obs with every other array offset to env i (its index 0) */
-    fv_step_one(0, slot, act, obs_i, rewards + i * NUM_AGENTS, terminated + i, truncated + i,
-                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, ep_return + i * NUM_AGENTS, ep_length + i,
-                ep_stats + i * NUM_STATS, FV_SAME_STEP, max_episode_steps);
-    record_outcome(i, NUM_AGENTS, NUM_STATS, terminated[i] | truncated[i], rewards, ep_return, ep_length[i],
-                   ep_stats + i * NUM_STATS, rewards, dones, starts_next, episode_acc, reward_clamp);
+    fv_step_one(0, slot, act, obs_i, s.rewards + i * NUM_AGENTS, a.terminated + i, a.truncated + i,
+                a.final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, a.ep_return + i * NUM_AGENTS, a.ep_length + i,
+                a.ep_stats + i * NUM_STATS, FV_SAME_STEP, a.max_episode_steps);
+    record_outcome(i, NUM_AGENTS, NUM_STATS, a.terminated[i] | a.truncated[i], s.rewards, a.ep_return, a.ep_length[i],
+                   a.ep_stats + i * NUM_STATS, s.rewards, s.dones, s.starts_next, a.episode_acc, a.reward_clamp);
 }
 
 /* One policy step after the GEMM-path forward: y (R, A + 1) is the decoder output for obs[t]. STAGED: the
@@ -110,58 +91,41 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, c
  * the in-place step has each thread store its obs a whole observation apart from its neighbour's, so a
  * warp's every store touches a cache line per lane; staged, the block copies slots and obs out whole. */
 template <int STAGED>
-__device__ __forceinline__ void rollout_step(int N, fv_slot* slots, const float* y, const float* dec_bias,
-                                             OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
-                                             float* values, float* rewards, float* dones, float* starts_next,
-                                             unsigned char* terminated, unsigned char* truncated, float* ep_return,
-                                             int* ep_length, float* ep_stats, double* episode_acc,
-                                             const TrainScalars* scalars, int t, unsigned long long seed_key,
-                                             int reward_clamp, int max_episode_steps) {
+__device__ __forceinline__ void rollout_step(const RolloutArgs& a, const StepSlices& s, int t) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    const float* y_i = y + (long long)i * NUM_AGENTS * HEAD_Y;
-    long long step = scalars->rollout_steps + t;
+    const float* y_i = a.y + (long long)i * NUM_AGENTS * HEAD_Y;
+    long long step = a.scalars->rollout_steps + t;
     if (!STAGED) {
-        if (i < N)
-            sample_and_step_env(i, y_i, HEAD_Y, dec_bias, &slots[i],
-                                obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
-                                rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
-                                episode_acc, step, seed_key, reward_clamp, max_episode_steps);
+        if (i < a.N)
+            sample_and_step_env(i, y_i, HEAD_Y, a.dec_bias, &a.slots[i],
+                                s.obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, a, s, step);
         return;
     }
     __shared__ unsigned long long sh_slots[STAGED ? FV_STAGE_ALLOC * FV_SLOT_WORDS : 1];
     __shared__ __align__(16) unsigned long long sh_obs[STAGED ? FV_STAGE_ALLOC * FV_OBS_WORDS : 2];
-    int base = blockIdx.x * blockDim.x, count = min((int)blockDim.x, N - base);
+    int base = blockIdx.x * blockDim.x, count = min((int)blockDim.x, a.N - base);
     fv_slot* sh = (fv_slot*)sh_slots;
-    fv_block_copy(sh, slots + base, count * (int)sizeof(fv_slot));
+    fv_block_copy(sh, a.slots + base, count * (int)sizeof(fv_slot));
     __syncthreads();
-    if (i < N)
-        sample_and_step_env(i, y_i, HEAD_Y, dec_bias, &sh[threadIdx.x],
-                            (OBS_T*)sh_obs + threadIdx.x * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values,
-                            rewards, dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats,
-                            episode_acc, step, seed_key, reward_clamp, max_episode_steps);
+    if (i < a.N)
+        sample_and_step_env(i, y_i, HEAD_Y, a.dec_bias, &sh[threadIdx.x],
+                            (OBS_T*)sh_obs + threadIdx.x * NUM_AGENTS * OBS_SIZE, a, s, step);
     __syncthreads();
-    fv_block_copy(slots + base, sh, count * (int)sizeof(fv_slot));
-    fv_block_copy_wide(obs_next + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
+    fv_block_copy(a.slots + base, sh, count * (int)sizeof(fv_slot));
+    fv_block_copy_wide(s.obs_next + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
-
-#define ROLLOUT_STEP_PARAMS                                                                                        \
-    int N, fv_slot *slots, const float *y, const float *dec_bias, OBS_T *obs_next, OBS_T *final_obs, int *actions, \
-        float *logp, float *values, float *rewards, float *dones, float *starts_next, unsigned char *terminated,   \
-        unsigned char *truncated, float *ep_return, int *ep_length, float *ep_stats, double *episode_acc,          \
-        const TrainScalars *scalars, int t, unsigned long long seed_key, int reward_clamp, int max_episode_steps
-#define ROLLOUT_STEP_ARGS                                                                                          \
-    N, slots, y, dec_bias, obs_next, final_obs, actions, logp, values, rewards, dones, starts_next, terminated,    \
-        truncated, ep_return, ep_length, ep_stats, episode_acc, scalars, t, seed_key, reward_clamp,               \
-        max_episode_steps
 
 extern "C" {
 
 /* rollout_step_staged_kernel's block size (0: one env's slot and obs do not fit FV_STAGE_BYTES). */
 __device__ const int rollout_stage_threads = FV_STAGE_THREADS;
 
-__global__ void rollout_step_kernel(ROLLOUT_STEP_PARAMS) { rollout_step<0>(ROLLOUT_STEP_ARGS); }
-__global__ void __launch_bounds__(FV_STAGE_ALLOC) rollout_step_staged_kernel(ROLLOUT_STEP_PARAMS) {
-    rollout_step<1>(ROLLOUT_STEP_ARGS);
+/* Step t of a rollout slot (RolloutArgs a; s: step t's slices, step_slices computed by the host), after the
+ * GEMM-path forward of obs[t] into a.y. */
+__global__ void rollout_step_kernel(const RolloutArgs a, const StepSlices s, int t) { rollout_step<0>(a, s, t); }
+__global__ void __launch_bounds__(FV_STAGE_ALLOC) rollout_step_staged_kernel(const RolloutArgs a, const StepSlices s,
+                                                                             int t) {
+    rollout_step<1>(a, s, t);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -209,114 +173,29 @@ __global__ void host_record_kernel(int n, int agents, int obs_size, int num_stat
  * its env: the whole policy step is one launch. Same math as the GEMM path (sums in another order).
  * Dynamic shared memory: P floats of parameters, then (H, blockDim) floats of per-thread scratch
  * holding the current layer's input, overwritten unit by unit with its output.
- * With bootstrap = 1 it only writes V(obs) to last_value (R,) and the state to state_out.
- * The module is compiled without FMA contraction (--fmad=false: the env code in it must step as the CPU
- * build does), so the forwards here write their fused multiply-adds out with fmaf: the dot products'
- * chains, which would take twice the instructions otherwise, and the MinGRU and highway mixes. */
-#define PH POLICY_HIDDEN
-#define PW ((POLICY_MINGRU ? (POLICY_HIGHWAY ? 3 : 2) : 1) * PH)
-#define P_ENC_W 0
-#define P_ENC_B (PH * OBS_SIZE)
-#define P_LAYER(l) (P_ENC_B + PH + (l) * (PW * PH + PW))
-#define P_DEC_W P_LAYER(POLICY_LAYERS)
-#define P_DEC_B (P_DEC_W + (NUM_ACTIONS + 1) * PH)
-#define P_TOTAL (P_DEC_B + NUM_ACTIONS + 1)
-
-/* w_row (H,) in shared memory, 16-byte aligned, dot x (H,) in registers: each group of four as one
- * product and three fused multiply-adds, added to the running sum. */
-__device__ __forceinline__ float dot_row(const float* w_row, const float* x) {
-    const float4* w4 = reinterpret_cast<const float4*>(w_row);
-    float acc = 0.0f;
-#pragma unroll
-    for (int k = 0; k < PH / 4; k++) {
-        float4 w = w4[k];
-        float group = fmaf(w.x, x[4 * k], w.y * x[4 * k + 1]);
-        group = fmaf(w.z, x[4 * k + 2], group);
-        acc += fmaf(w.w, x[4 * k + 3], group);
-    }
-    return acc;
-}
-
-/* One policy forward of one row by one thread (reference.policy_forward for one step): w the flat weights
- * (shared or global memory, 16-byte aligned), o the row's obs, keep = 1 - its start flag; MinGRU: its state
- * is row `row` of the (Ls, rows, H) state_in / state_out (may be the same). scratch: the thread's (H,)
- * buffer, element j at scratch[j * stride], holding each layer's input, overwritten unit by unit with its
- * output. Writes the decoder row y (A + 1). */
-__device__ __forceinline__ void thread_policy_forward(const float* w, const OBS_T* o, float keep, const float* state_in,
-                                                      float* state_out, long long row, long long rows, float* scratch,
-                                                      int stride, float* y) {
-    float x[PH];
-#pragma unroll
-    for (int j = 0; j < PH; j++) {
-        float acc = 0.0f;
-        for (int k = 0; k < OBS_SIZE; k++) acc = fmaf(w[P_ENC_W + j * OBS_SIZE + k], (float)o[k], acc);
-        x[j] = acc + w[P_ENC_B + j];
-        scratch[j * stride] = x[j];  /* each layer's input also sits in scratch */
-    }
-#if !POLICY_MINGRU
-    (void)keep;
-    (void)state_in;
-    (void)state_out;
-    (void)row;
-    (void)rows;
-#endif
-    for (int l = 0; l < POLICY_LAYERS; l++) {
-        const float* lw = w + P_LAYER(l);
-        const float* lb = lw + PW * PH;
-        for (int j = 0; j < PH; j++) {
-            float zp = dot_row(lw + j * PH, x) + lb[j];
-            float out;
-#if POLICY_MINGRU
-            float cp = dot_row(lw + (PH + j) * PH, x) + lb[PH + j];
-            float z = sigmoidf_ref(zp), c = mingru_g(cp);
-            long long si = ((long long)l * rows + row) * PH + j;
-            float h = fmaf(z, c, (1.0f - z) * keep * state_in[si]);
-            state_out[si] = h;
-            out = h;
-#if POLICY_HIGHWAY
-            float s = sigmoidf_ref(dot_row(lw + (2 * PH + j) * PH, x) + lb[2 * PH + j]);
-            float xj = scratch[j * stride];  /* the layer input, overwritten just below */
-            out = fmaf(s, h, (1.0f - s) * xj);
-#endif
-#else
-            out = fmaxf(zp, 0.0f);
-#endif
-            scratch[j * stride] = out;
-        }
-#pragma unroll
-        for (int k = 0; k < PH; k++) x[k] = scratch[k * stride];
-    }
-    for (int m = 0; m < NUM_ACTIONS + 1; m++) y[m] = dot_row(w + P_DEC_W + m * PH, x) + w[P_DEC_B + m];
-}
-
-__global__ void policy_step_kernel(int N, const float* params, const OBS_T* obs, const float* starts,
-                                   const float* state_in, float* state_out, int bootstrap, float* last_value,
-                                   fv_slot* slots, OBS_T* obs_next, OBS_T* final_obs, int* actions, float* logp,
-                                   float* values, float* rewards, float* dones, float* starts_next,
-                                   unsigned char* terminated, unsigned char* truncated, float* ep_return,
-                                   int* ep_length, float* ep_stats, double* episode_acc,
-                                   const TrainScalars* scalars, int t, unsigned long long seed_key,
-                                   int reward_clamp, int max_episode_steps) {
+ * s: step t's slices (step_slices, computed by the host: as kernel parameters they take no registers, and this
+ * kernel's registers bound its blocks per SM). With bootstrap = 1 (t = T; s.state_out is last_state) it only
+ * writes V(obs[T]) to last_value (R,) and the state after it to s.state_out.
+ * The forwards here write their fused multiply-adds out with fmaf, as thread_policy_forward's. */
+__global__ void policy_step_kernel(const RolloutArgs a, const StepSlices s, int t, int bootstrap) {
     extern __shared__ float4 shared4[];
     float* w = reinterpret_cast<float*>(shared4);
     float* scratch = w + ((P_TOTAL + 3) / 4) * 4;
-    for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[k] = params[k];
+    for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[k] = a.params[k];
     __syncthreads();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
-    const long long R = (long long)N * NUM_AGENTS;
+    if (i >= a.N) return;
+    const long long R = (long long)a.N * NUM_AGENTS;
     float y[NUM_AGENTS][NUM_ACTIONS + 1];
-    for (int a = 0; a < NUM_AGENTS; a++) {
-        long long row = (long long)i * NUM_AGENTS + a;
-        thread_policy_forward(w, obs + row * OBS_SIZE, 1.0f - starts[row], state_in, state_out, row, R,
-                              scratch + threadIdx.x, blockDim.x, y[a]);
-        if (bootstrap) last_value[row] = y[a][NUM_ACTIONS];
+    for (int k = 0; k < NUM_AGENTS; k++) {
+        long long row = (long long)i * NUM_AGENTS + k;
+        thread_policy_forward(w, s.obs + row * OBS_SIZE, 1.0f - s.starts[row], a.state, s.state_out, row, R,
+                              scratch + threadIdx.x, blockDim.x, y[k]);
+        if (bootstrap) a.last_value[row] = y[k][NUM_ACTIONS];
     }
     if (bootstrap) return;
-    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, nullptr, &slots[i],
-                        obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs, actions, logp, values, rewards,
-                        dones, starts_next, terminated, truncated, ep_return, ep_length, ep_stats, episode_acc,
-                        scalars->rollout_steps + t, seed_key, reward_clamp, max_episode_steps);
+    sample_and_step_env(i, &y[0][0], NUM_ACTIONS + 1, nullptr, &a.slots[i],
+                        s.obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, a, s, a.scalars->rollout_steps + t);
 }
 /* ------------------------------------------------------------------------------------------------
  * The rollout with a warp per env (policy_rollout_warp_kernel), for fewer envs than fill the GPU with
@@ -426,60 +305,48 @@ __device__ void warp_policy_forward(const float* w, int lane, long long row, lon
     __syncwarp(); /* y complete, and x free for the next forward */
 }
 
-__global__ void policy_rollout_warp_kernel(int N, int T, int K, int t0, int steps, const float* params, OBS_T* obs,
-                                           float* starts, float* state, float* last_state, float* last_value,
-                                           float* segment_state, fv_slot* slots, OBS_T* final_obs, int* actions,
-                                           float* logp, float* values, float* rewards, float* dones,
-                                           unsigned char* terminated, unsigned char* truncated, float* ep_return,
-                                           int* ep_length, float* ep_stats, double* episode_acc,
-                                           const TrainScalars* scalars, unsigned long long seed_key,
-                                           int reward_clamp, int max_episode_steps) {
+__global__ void policy_rollout_warp_kernel(const RolloutArgs a, int t0, int steps) {
     extern __shared__ float4 shared4[];
     float* w = reinterpret_cast<float*>(shared4);
-    for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[warp_weight_index(k)] = params[k];
+    for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[warp_weight_index(k)] = a.params[k];
     __syncthreads();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int i = blockIdx.x * (blockDim.x >> 5) + warp;
-    if (i >= N) return;  /* whole warps leave: no block-wide barrier follows */
+    if (i >= a.N) return;  /* whole warps leave: no block-wide barrier follows */
     float* x = w + ((S_TOTAL + 3) / 4) * 4 + warp * WARP_SCRATCH;
     float* ys = x + 2 * PH;  /* (NUM_AGENTS, A + 1) decoder rows */
-    const long long R = (long long)N * NUM_AGENTS;
-    long long rollout_steps = scalars->rollout_steps;
+    const long long R = a.R;
+    long long rollout_steps = a.scalars->rollout_steps;
     for (int t = t0; t < t0 + steps; t++) {
-        int bootstrap = t == T;
+        int bootstrap = t == a.T;
 #if POLICY_MINGRU
-        if (!bootstrap && t % K == 0) /* the state entering this segment, for the update's sequences */
+        if (!bootstrap && t % a.K == 0) /* the state entering this segment, for the update's sequences */
             for (int l = 0; l < POLICY_LAYERS; l++)
-                for (int a = 0; a < NUM_AGENTS; a++)
+                for (int k = 0; k < NUM_AGENTS; k++)
                     for (int j = lane; j < PH; j += 32) {
-                        long long si = ((long long)l * R + i * NUM_AGENTS + a) * PH + j;
-                        segment_state[((long long)(t / K) * POLICY_LAYERS) * R * PH + si] = state[si];
+                        long long si = ((long long)l * R + i * NUM_AGENTS + k) * PH + j;
+                        a.segment_state[((long long)(t / a.K) * POLICY_LAYERS) * R * PH + si] = a.state[si];
                     }
 #endif
-        for (int a = 0; a < NUM_AGENTS; a++) {
-            long long row = (long long)i * NUM_AGENTS + a;
+        for (int k = 0; k < NUM_AGENTS; k++) {
+            long long row = (long long)i * NUM_AGENTS + k;
             long long tr = (long long)t * R + row;
-            warp_policy_forward(w, lane, row, R, step_obs(obs, t, R) + row * OBS_SIZE, 1.0f - starts[tr], state,
-                                bootstrap ? last_state : state, x, x + PH, ys + a * (NUM_ACTIONS + 1));
+            warp_policy_forward(w, lane, row, R, step_obs(a.obs, t, R) + row * OBS_SIZE, 1.0f - a.starts[tr], a.state,
+                                bootstrap ? a.last_state : a.state, x, x + PH, ys + k * (NUM_ACTIONS + 1));
         }
         if (lane == 0) {
             if (bootstrap) {
-                for (int a = 0; a < NUM_AGENTS; a++)
-                    last_value[i * NUM_AGENTS + a] = ys[a * (NUM_ACTIONS + 1) + NUM_ACTIONS];
+                for (int k = 0; k < NUM_AGENTS; k++)
+                    a.last_value[i * NUM_AGENTS + k] = ys[k * (NUM_ACTIONS + 1) + NUM_ACTIONS];
             } else {
-                long long t_r = (long long)t * R, next_r = (long long)(t + 1) * R;
-                sample_and_step_env(i, ys, NUM_ACTIONS + 1, nullptr, &slots[i],
-                                    step_obs(obs, t + 1, R) + (long long)i * NUM_AGENTS * OBS_SIZE, final_obs,
-                                    actions + t_r, logp + t_r,
-                                    values + t_r, rewards + t_r, dones + t_r, starts + next_r, terminated, truncated,
-                                    ep_return, ep_length, ep_stats, episode_acc, rollout_steps + t, seed_key,
-                                    reward_clamp, max_episode_steps);
+                StepSlices s = step_slices(a, t);
+                sample_and_step_env(i, ys, NUM_ACTIONS + 1, nullptr, &a.slots[i],
+                                    s.obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, a, s, rollout_steps + t);
             }
         }
         __syncwarp(); /* the env's next obs and start flag, written by lane 0, before every lane reads them */
     }
 }
-#include "selfplay.cu"
 #endif /* POLICY_HIDDEN */
 
 } /* extern "C" */

@@ -12,19 +12,25 @@ import numpy as np
 
 from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.heads import record_reward_scaling
+from fastvec.trainer.cuda.kernel_args import RolloutArgs, SelfPlayArgs, StepSlices, pack
 from fastvec.trainer.cuda.plan import Plan, pool_row_floats, transforms_obs, warp_scratch_floats, warp_weight_floats
 from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
 
 class GpuEnvRollout:
     """What every GPU-env path shares: the arena, the actor's stream (launcher k, cuBLAS blas) and the weights
-    it collects with (arena name `params`), the sampling key, and the slot addresses (slot(name, slot, offset))."""
+    it collects with (arena name `params`), the sampling key, the slot addresses (slot(name, slot, offset)), and
+    each slot's RolloutArgs, the env-stepping kernels' argument (args(slot))."""
+
+    batch_scratch = ("final_obs", "ep_return")  # the arena's terminal obs and returns of every row the env steps
 
     def __init__(self, plan: Plan, spec, layout, arena, policy, slot, train: dict, seed_key: int,
                  max_episode_steps: int):
         self.plan, self.spec, self.layout, self.arena, self.policy, self.slot = plan, spec, layout, arena, policy, slot
         self.seed_key, self.reward_clamp, self.max_episode_steps = seed_key, train["reward_clamp"], max_episode_steps
         self.train = train
+        self.packed_args: dict[int, bytes] = {}
+        self.packed_steps: dict[tuple[int, int], bytes] = {}
 
     def add_tensors(self, arena) -> None:
         """The GPU-env paths use the shared rollout tensors only (plan_arena)."""
@@ -66,16 +72,41 @@ class GpuEnvRollout:
             self.cuda.memcpy_dtod_async(self.slot("segment_state", slot, (t // kk) * ls * r * h),
                                         self.arena.ptr("state"), ls * r * h * 4, self.k.stream)
 
-    def env_outputs(self, slot: int, step: int) -> tuple:
-        """The env step kernels' common arguments after the policy's: step `step`'s outputs and the batch state."""
-        a, r, o = self.arena, self.plan.rows, self.spec.obs_size
-        per_row = math.prod(self.spec.action_shape)  # (T, R) or (T, R, D) actions
-        return (a.ptr("slots"), self.slot("obs", slot, (step + 1) * r * o), a.ptr("final_obs"),
-                self.slot("actions", slot, step * r * per_row), self.slot("logp", slot, step * r),
-                self.slot("values", slot, step * r), self.slot("rewards", slot, step * r),
-                self.slot("dones", slot, step * r), self.slot("starts", slot, (step + 1) * r),
-                a.ptr("terminated"), a.ptr("truncated"), a.ptr("ep_return"), a.ptr("ep_length"), a.ptr("ep_stats"),
-                a.ptr("episode_acc"), a.ptr("scalars"))
+    def args(self, slot: int) -> bytes:
+        """The packed RolloutArgs of `slot` (rollout_common.cu): the slot's buffers whole, the actor's weights, the
+        env batch's state. Built at the slot's first rollout: the arena's addresses never change."""
+        packed = self.packed_args.get(slot)
+        if packed is None:
+            a, plan, buf = self.arena, self.plan, lambda name: self.slot(name, slot)
+            final_obs, ep_return = self.batch_scratch
+            packed = self.packed_args[slot] = pack(RolloutArgs(
+                obs=buf("obs"), starts=buf("starts"), actions=buf("actions"), logp=buf("logp"), values=buf("values"),
+                rewards=buf("rewards"), dones=buf("dones"), last_value=buf("last_value"),
+                segment_state=buf("segment_state"), params=a.ptr(self.params), y=buf("r_y"),
+                dec_bias=a.ptr(self.params, self.layout.offsets["dec.b"][0]), state=a.ptr("state"),
+                last_state=a.ptr("last_state"), slots=a.ptr("slots"), final_obs=a.ptr(final_obs),
+                terminated=a.ptr("terminated"), truncated=a.ptr("truncated"), ep_return=a.ptr(ep_return),
+                ep_length=a.ptr("ep_length"), ep_stats=a.ptr("ep_stats"), episode_acc=a.ptr("episode_acc"),
+                scalars=a.ptr("scalars"), seed_key=self.seed_key, N=plan.num_envs, R=plan.rows, T=plan.horizon,
+                K=plan.bptt, reward_clamp=self.reward_clamp, max_episode_steps=self.max_episode_steps))
+        return packed
+
+    def step_args(self, slot: int, t: int) -> bytes:
+        """The packed StepSlices of step t of `slot` (rollout_common.cu's step_slices; t = T: the bootstrap's obs,
+        starts and state_out, last_state, with step T - 1's outputs, which it does not write). Built once a step."""
+        packed = self.packed_steps.get((slot, t))
+        if packed is None:
+            plan, a = self.plan, self.arena
+            r, o, per_row = plan.rows, self.spec.obs_size, math.prod(self.spec.action_shape)  # (T, R[, D]) actions
+            step = min(t, plan.horizon - 1)
+            buf = lambda name, offset: self.slot(name, slot, offset)  # noqa: E731
+            packed = self.packed_steps[(slot, t)] = pack(StepSlices(
+                obs=buf("obs", t * r * o), starts=buf("starts", t * r),
+                state_out=a.ptr("last_state" if t == plan.horizon else "state"),
+                obs_next=buf("obs", (step + 1) * r * o), actions=buf("actions", step * r * per_row),
+                logp=buf("logp", step * r), values=buf("values", step * r), rewards=buf("rewards", step * r),
+                dones=buf("dones", step * r), starts_next=buf("starts", (step + 1) * r)))
+        return packed
 
 
 class GemmRollout(GpuEnvRollout):
@@ -116,19 +147,17 @@ class GemmRollout(GpuEnvRollout):
             self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t * r * o), self.slot("starts", slot, t * r),
                                 state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False, x0=x0,
                                 obs_bytes=plan.obs_bytes)
-            self.step_envs(slot, t, y)
+            self.step_envs(slot, t)
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t_len * r * o),
                             self.slot("starts", slot, t_len * r), state, last_state, acts, pres, hs, y, self.params,
                             acts_bf16, x0=x0, obs_bytes=plan.obs_bytes)
 
-    def step_envs(self, slot: int, t: int, y: int) -> None:
-        """Sample step t's actions from the decoder output y (R, Y) (adding its bias) and step every env."""
+    def step_envs(self, slot: int, t: int) -> None:
+        """Sample step t's actions from the slot's decoder output r_y (R, Y) (adding its bias) and step every env."""
         name, threads = self.step_kernel
-        self.k.launch_shared(name, self.plan.num_envs, threads, 0, np.int32(self.plan.num_envs), self.arena.ptr("slots"),
-                             y, self.arena.ptr(self.params, self.layout.offsets["dec.b"][0]),
-                             *self.env_outputs(slot, t)[1:], np.int32(t), np.uint64(self.seed_key),
-                             np.int32(self.reward_clamp), np.int32(self.max_episode_steps))
+        self.k.launch_shared(name, self.plan.num_envs, threads, 0, self.args(slot), self.step_args(slot, t),
+                             np.int32(t))
 
 
 class ThreadRollout(GpuEnvRollout):
@@ -147,18 +176,12 @@ class ThreadRollout(GpuEnvRollout):
         return f"fused policy step, a thread per env (policy_step_kernel, {self.plan.fused_block} threads a block)"
 
     def record_steps(self, slot: int) -> None:
-        a, k, plan = self.arena, self.k, self.plan
-        t_len, r, o, n_env = plan.horizon, plan.rows, self.spec.obs_size, plan.num_envs
-        for t in range(t_len + 1):
-            bootstrap = t == t_len
-            if not bootstrap:
+        plan = self.plan
+        for t in range(plan.horizon + 1):  # step T: the bootstrap value, with the state after it into last_state
+            if t < plan.horizon:
                 self.save_segment_state(slot, t)
-            step = min(t, t_len - 1)  # the bootstrap writes no step outputs; any valid pointers do
-            k.launch_shared("policy_step_kernel", n_env, plan.fused_block, self.shared, np.int32(n_env),
-                            a.ptr(self.params), self.slot("obs", slot, t * r * o), self.slot("starts", slot, t * r),
-                            a.ptr("state"), a.ptr("last_state" if bootstrap else "state"), np.int32(bootstrap),
-                            self.slot("last_value", slot), *self.env_outputs(slot, step), np.int32(t),
-                            np.uint64(self.seed_key), np.int32(self.reward_clamp), np.int32(self.max_episode_steps))
+            self.k.launch_shared("policy_step_kernel", plan.num_envs, plan.fused_block, self.shared, self.args(slot),
+                                 self.step_args(slot, t), np.int32(t), np.int32(t == plan.horizon))
 
 
 class WarpRollout(GpuEnvRollout):
@@ -183,19 +206,12 @@ class WarpRollout(GpuEnvRollout):
                 f"block, one launch a {self.plan.choices.warp_launch})")
 
     def record_steps(self, slot: int) -> None:
-        a, k, plan = self.arena, self.k, self.plan
-        t_len, n_env = plan.horizon, plan.num_envs
-        buf = lambda name: self.slot(name, slot)
+        plan = self.plan
+        t_len = plan.horizon
         per_step = plan.choices.warp_launch == "step"
         for t0, steps in ([(t, 1) for t in range(t_len + 1)] if per_step else [(0, t_len + 1)]):
-            k.launch_shared("policy_rollout_warp_kernel", n_env * 32, plan.fused_block, self.shared, np.int32(n_env),
-                            np.int32(t_len), np.int32(plan.bptt), np.int32(t0), np.int32(steps), a.ptr(self.params),
-                            buf("obs"), buf("starts"), a.ptr("state"), a.ptr("last_state"), buf("last_value"),
-                            buf("segment_state"), a.ptr("slots"), a.ptr("final_obs"), buf("actions"), buf("logp"),
-                            buf("values"), buf("rewards"), buf("dones"), a.ptr("terminated"), a.ptr("truncated"),
-                            a.ptr("ep_return"), a.ptr("ep_length"), a.ptr("ep_stats"), a.ptr("episode_acc"),
-                            a.ptr("scalars"), np.uint64(self.seed_key), np.int32(self.reward_clamp),
-                            np.int32(self.max_episode_steps))
+            self.k.launch_shared("policy_rollout_warp_kernel", plan.num_envs * 32, plan.fused_block, self.shared,
+                                 self.args(slot), np.int32(t0), np.int32(steps))
 
 
 class SelfPlayRollout(GemmRollout):
@@ -207,6 +223,7 @@ class SelfPlayRollout(GemmRollout):
 
     name = "selfplay"
     POOL_BLOCK = 128  # pool_forward_kernel's threads per block
+    batch_scratch = ("game_final_obs", "game_ep_return")  # every seat's, the games'
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -239,6 +256,11 @@ class SelfPlayRollout(GemmRollout):
 
     def start(self, cuda, actor) -> None:
         super().start(cuda, actor)
+        a = self.arena
+        self.selfplay_args = pack(SelfPlayArgs(
+            game_obs=a.ptr("game_obs"), opp_actions=a.ptr("opp_actions"), opp_starts=a.ptr("opp_starts"),
+            game_weights=a.ptr("game_weights"), pool_table=a.ptr("pool_table"), selfplay_acc=a.ptr("selfplay_acc"),
+            pool_key=self.pool_key, seat_offset=0))
         self.shared = 4 * self.spec.hidden * self.POOL_BLOCK
         self.k.function("pool_forward_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                              self.shared)
@@ -256,23 +278,15 @@ class SelfPlayRollout(GemmRollout):
         k.launch("fill_kernel", max(self.opp_rows, 1), a.ptr("opp_starts"), np.int64(max(self.opp_rows, 1)),
                  np.float32(1.0))
 
-    def step_envs(self, slot: int, t: int, y: int) -> None:
-        a, k, n, r, o = self.arena, self.k, self.plan.num_envs, self.plan.rows, self.spec.obs_size
+    def step_envs(self, slot: int, t: int) -> None:
+        a, k = self.arena, self.k
         if self.opp_rows:
             k.launch_shared("pool_forward_kernel", self.opp_rows, self.POOL_BLOCK, self.shared, np.int32(self.opp_rows),
                             np.int32(self.seats - 1), np.int32(0), np.int32(-1), a.ptr("pool"), np.int64(self.stride),
                             a.ptr("game_weights"), a.ptr("game_obs"), a.ptr("opp_starts"), a.ptr("opp_state"),
                             a.ptr("opp_actions"), np.uint64(self.opponent_key), a.ptr("scalars"), np.int64(t),
                             np.int32(0))
-        k.launch("selfplay_step_kernel", n, np.int32(n), np.int32(0), a.ptr("slots"), y,
-                 a.ptr(self.params, self.layout.offsets["dec.b"][0]), a.ptr("game_obs"), a.ptr("opp_actions"),
-                 self.slot("obs", slot, (t + 1) * r * o), a.ptr("game_final_obs"), self.slot("actions", slot, t * r),
-                 self.slot("logp", slot, t * r), self.slot("values", slot, t * r), self.slot("rewards", slot, t * r),
-                 self.slot("dones", slot, t * r), self.slot("starts", slot, (t + 1) * r), a.ptr("opp_starts"),
-                 a.ptr("terminated"), a.ptr("truncated"), a.ptr("game_ep_return"), a.ptr("ep_length"),
-                 a.ptr("ep_stats"), a.ptr("episode_acc"), a.ptr("game_weights"), a.ptr("pool_table"),
-                 a.ptr("selfplay_acc"), a.ptr("scalars"), np.int32(t), np.uint64(self.seed_key),
-                 np.uint64(self.pool_key), np.int32(self.reward_clamp), np.int32(self.max_episode_steps))
+        k.launch("selfplay_step_kernel", self.plan.num_envs, self.args(slot), self.selfplay_args, np.int32(t))
 
     def sync_pool(self, pool) -> None:
         """Mirror `pool` (an OpponentPool) into the arena, between rollouts: snapshots that no game plays and

@@ -1,10 +1,14 @@
-/* selfplay.cu: self-play with the games and the frozen opponents on the GPU, compiled into rollout.cu with the
- * fused policy's sizes (every snapshot in the pool has the learner's architecture). Game g's learner plays
+/* selfplay.cu: self-play with the games and the frozen opponents on the GPU, compiled after rollout.cu with the
+ * fused policy's sizes (every snapshot in the pool has the learner's architecture; without them the file is
+ * empty). Game g's learner plays
  * seat (g + seat_offset) % NUM_AGENTS; its other seats are "opponent rows" g * (NUM_AGENTS - 1) + k, played by
  * the pool snapshot game_weights[g] names, which changes only on the step the game ends (SAME_STEP autoreset).
  * pool_forward_kernel acts for the opponents, selfplay_step_kernel steps the games after the learner's GEMM
  * forward; the evaluation matches (cuda/matches.py) use match_reset_kernel, match_stage_kernel and
  * match_play_kernel. selfplay.py's draw_opponents and SelfPlayBatch are the host twins of this file. */
+#include "rollout_common.cu" /* RolloutArgs, step_slices, thread_policy_forward (and its P_* layout) */
+#ifdef POLICY_HIDDEN
+extern "C" {
 
 /* pool_table (int32): [members, latest_prob (float bits), the members' pool slots, oldest first]. */
 #define POOL_HEADER 2
@@ -64,56 +68,65 @@ __device__ __forceinline__ double seat_score(const float* returns, int seat) {
     return returns[seat] > best ? 1.0 : (returns[seat] == best ? 0.5 : 0.0);
 }
 
-/* A thread per game, after the learner's forward (y (N, A + 1) without the decoder bias dec_bias) and the
- * opponents' (opp_actions (N, NUM_AGENTS - 1)): sample the learner's action into the rollout buffers (as
- * sample_and_step_env), step the game (its obs into game_obs, SAME_STEP autoreset), record the learner seat's
+/* What self-play's step adds to a rollout's RolloutArgs (kernel_args.py mirrors it): the games (every seat's obs),
+ * the opponents' actions and start flags, the pool, and the learner's scores. */
+typedef struct {
+    OBS_T* game_obs;             /* (N, NUM_AGENTS, O) every seat's obs */
+    const int* opp_actions;      /* (N * (NUM_AGENTS - 1),) the opponents' actions this step */
+    float* opp_starts;           /* (N * (NUM_AGENTS - 1),) 1: an opponent row begins a game */
+    int* game_weights;           /* (N,) the pool slot each game's opponents play */
+    const int* pool_table;       /* POOL_HEADER + the members' pool slots */
+    double* selfplay_acc;        /* games finished, sum of the learner's scores */
+    unsigned long long pool_key; /* the opponents' draws (draw_opponent) */
+    int seat_offset;             /* game g's learner plays seat (g + seat_offset) % NUM_AGENTS */
+} SelfPlayArgs;
+
+/* A thread per game, at rollout step t after the learner's forward (a.y (N, A + 1) without the decoder bias
+ * a.dec_bias) and the opponents' (sp.opp_actions): sample the learner's action into the rollout buffers (as
+ * sample_and_step_env), step the game (its obs into sp.game_obs, SAME_STEP autoreset), record the learner seat's
  * obs, reward, done and start flags; at the game's end the learner's episode goes to episode_acc, its score
- * to selfplay_acc (games, sum of scores), and the game draws its next opponent. final_obs (N * NUM_AGENTS, O),
- * ep_return (N * NUM_AGENTS,), ep_length (N,) and ep_stats (N, S) are the batch layer's scratch. */
-__global__ void selfplay_step_kernel(int N, int seat_offset, fv_slot* slots, const float* y, const float* dec_bias,
-                                     OBS_T* game_obs, const int* opp_actions, OBS_T* obs_next, OBS_T* final_obs,
-                                     int* actions, float* logp, float* values, float* rewards, float* dones,
-                                     float* starts_next, float* opp_starts, unsigned char* terminated,
-                                     unsigned char* truncated, float* ep_return, int* ep_length, float* ep_stats,
-                                     double* episode_acc, int* game_weights, const int* pool_table,
-                                     double* selfplay_acc, const TrainScalars* scalars, int t,
-                                     unsigned long long seed_key, unsigned long long pool_key, int reward_clamp,
-                                     int max_episode_steps) {
+ * to selfplay_acc (games, sum of scores), and the game draws its next opponent. a's final_obs
+ * (N * NUM_AGENTS, O), ep_return (N * NUM_AGENTS,), ep_length (N,) and ep_stats (N, S) are the batch layer's
+ * scratch; its rows are the learner's seats (R = N). */
+__global__ void selfplay_step_kernel(const RolloutArgs a, const SelfPlayArgs sp, int t) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
-    long long step = scalars->rollout_steps + t;
-    int learner = (i + seat_offset) % NUM_AGENTS;
+    if (i >= a.N) return;
+    long long step = a.scalars->rollout_steps + t;
+    int learner = (i + sp.seat_offset) % NUM_AGENTS;
+    StepSlices s = step_slices(a, t);
     float yr[NUM_ACTIONS + 1];
     for (int m = 0; m <= NUM_ACTIONS; m++)
-        yr[m] = y[(long long)i * (NUM_ACTIONS + 1) + m] + (dec_bias ? dec_bias[m] : 0.0f);
+        yr[m] = a.y[(long long)i * (NUM_ACTIONS + 1) + m] + (a.dec_bias ? a.dec_bias[m] : 0.0f);
     float lp;
-    int action = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, i, step), &lp);
-    actions[i] = action;
-    logp[i] = lp;
-    values[i] = yr[NUM_ACTIONS];
+    int action = sample_row(yr, NUM_ACTIONS, policy_uniform(a.seed_key, i, step), &lp);
+    s.actions[i] = action;
+    s.logp[i] = lp;
+    s.values[i] = yr[NUM_ACTIONS];
     long long act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++)
-        act[a] = a == learner ? action : opp_actions[(long long)i * (NUM_AGENTS - 1) + (a < learner ? a : a - 1)];
+    for (int k = 0; k < NUM_AGENTS; k++)
+        act[k] = k == learner ? action
+                              : sp.opp_actions[(long long)i * (NUM_AGENTS - 1) + (k < learner ? k : k - 1)];
     float reward[NUM_AGENTS];
-    OBS_T* obs_i = game_obs + (long long)i * NUM_AGENTS * OBS_SIZE;
-    float* returns = ep_return + (long long)i * NUM_AGENTS;
-    fv_step_one(0, &slots[i], act, obs_i, reward, terminated + i, truncated + i,
-                final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, returns, ep_length + i, ep_stats + i * NUM_STATS,
-                FV_SAME_STEP, max_episode_steps);
-    for (int k = 0; k < OBS_SIZE; k++) obs_next[(long long)i * OBS_SIZE + k] = obs_i[learner * OBS_SIZE + k];
-    float done = (float)(terminated[i] | truncated[i]);
-    rewards[i] = reward_clamp ? fminf(fmaxf(reward[learner], -1.0f), 1.0f) : reward[learner];
-    dones[i] = done;
-    starts_next[i] = done;
-    for (int k = 0; k < NUM_AGENTS - 1; k++) opp_starts[(long long)i * (NUM_AGENTS - 1) + k] = done;
+    OBS_T* obs_i = sp.game_obs + (long long)i * NUM_AGENTS * OBS_SIZE;
+    float* returns = a.ep_return + (long long)i * NUM_AGENTS;
+    fv_step_one(0, &a.slots[i], act, obs_i, reward, a.terminated + i, a.truncated + i,
+                a.final_obs + (long long)i * NUM_AGENTS * OBS_SIZE, returns, a.ep_length + i,
+                a.ep_stats + i * NUM_STATS, FV_SAME_STEP, a.max_episode_steps);
+    for (int k = 0; k < OBS_SIZE; k++) s.obs_next[(long long)i * OBS_SIZE + k] = obs_i[learner * OBS_SIZE + k];
+    float done = (float)(a.terminated[i] | a.truncated[i]);
+    s.rewards[i] = a.reward_clamp ? fminf(fmaxf(reward[learner], -1.0f), 1.0f) : reward[learner];
+    s.dones[i] = done;
+    s.starts_next[i] = done;
+    for (int k = 0; k < NUM_AGENTS - 1; k++) sp.opp_starts[(long long)i * (NUM_AGENTS - 1) + k] = done;
     if (done != 0.0f) {
-        atomicAdd(&episode_acc[0], 1.0);
-        atomicAdd(&episode_acc[1], (double)returns[learner]);
-        atomicAdd(&episode_acc[2], (double)ep_length[i]);
-        for (int k = 0; k < NUM_STATS; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats[i * NUM_STATS + k]);
-        atomicAdd(&selfplay_acc[0], 1.0);
-        atomicAdd(&selfplay_acc[1], seat_score(returns, learner));
-        game_weights[i] = draw_opponent(pool_table, pool_key, i, step);
+        atomicAdd(&a.episode_acc[0], 1.0);
+        atomicAdd(&a.episode_acc[1], (double)returns[learner]);
+        atomicAdd(&a.episode_acc[2], (double)a.ep_length[i]);
+        for (int k = 0; k < NUM_STATS; k++)
+            atomicAdd(&a.episode_acc[3 + k], (double)a.ep_stats[i * NUM_STATS + k]);
+        atomicAdd(&sp.selfplay_acc[0], 1.0);
+        atomicAdd(&sp.selfplay_acc[1], seat_score(returns, learner));
+        sp.game_weights[i] = draw_opponent(sp.pool_table, sp.pool_key, i, step);
     }
 }
 
@@ -445,3 +458,6 @@ __global__ void selfplay_gather_kernel(int N, int seat_offset, const OBS_T* game
     for (int k = 0; k < OBS_SIZE; k++)
         obs[(long long)i * OBS_SIZE + k] = game_obs[((long long)i * NUM_AGENTS + learner) * OBS_SIZE + k];
 }
+
+} /* extern "C" */
+#endif /* POLICY_HIDDEN */
