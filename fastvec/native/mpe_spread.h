@@ -36,6 +36,9 @@ typedef struct {
     MpeWorld w;
 } State;
 
+FV_FN int env_agent_obs_size(int a) { (void)a; return OBS_SIZE; }
+FV_FN int env_agent_action_size(int a) { return mpe_action_size(a); }
+
 FV_FN void spread_obs(const State* s, float* obs) {
     const MpeWorld* w = &s->w;
     for (int a = 0; a < N; a++) {

@@ -5,8 +5,18 @@ through mpe2's raw env, and a few episodes through its parallel_env."""
 import pytest
 from mpe_oracle import Scenario, play
 
+
+
+def goal_index(world):
+    """The goal landmark's index (every agent shares agent 0's goal_a)."""
+    return [world.landmarks.index(world.agents[0].goal_a)]
+
+
 SCENARIOS = {
     "simple_spread": Scenario("simple_spread_v3", "mpe_spread.h"),
+    "simple_tag": Scenario("simple_tag_v3", "mpe_tag.h"),
+    "simple_adversary": Scenario("simple_adversary_v3", "mpe_adversary.h", extra_state=goal_index),
+    "simple_push": Scenario("simple_push_v3", "mpe_push.h", extra_state=goal_index),
 }
 EPISODES = 200  # per action kind: 2 x 200 x 25 = 10,000 transitions per scenario
 
