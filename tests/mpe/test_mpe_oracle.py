@@ -12,11 +12,22 @@ def goal_index(world):
     return [world.landmarks.index(world.agents[0].goal_a)]
 
 
+def crypto_goals(world):
+    """The goal's and the key's landmark index (the key is that landmark's colour)."""
+    key = next(k for k, lm in enumerate(world.landmarks) if lm.color is world.agents[2].key)
+    return [world.landmarks.index(world.agents[0].goal_a), key]
+
+
 SCENARIOS = {
     "simple_spread": Scenario("simple_spread_v3", "mpe_spread.h"),
     "simple_tag": Scenario("simple_tag_v3", "mpe_tag.h"),
     "simple_adversary": Scenario("simple_adversary_v3", "mpe_adversary.h", extra_state=goal_index),
     "simple_push": Scenario("simple_push_v3", "mpe_push.h", extra_state=goal_index),
+    "simple_speaker_listener": Scenario("simple_speaker_listener_v4", "mpe_speaker_listener.h",
+                                        extra_state=lambda w: [w.landmarks.index(w.agents[0].goal_b)]),
+    "simple_reference": Scenario("simple_reference_v3", "mpe_reference.h",
+                                 extra_state=lambda w: [w.landmarks.index(a.goal_b) for a in w.agents]),
+    "simple_crypto": Scenario("simple_crypto_v3", "mpe_crypto.h", extra_state=crypto_goals),
 }
 EPISODES = 200  # per action kind: 2 x 200 x 25 = 10,000 transitions per scenario
 
