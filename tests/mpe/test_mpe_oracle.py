@@ -28,6 +28,7 @@ SCENARIOS = {
     "simple_reference": Scenario("simple_reference_v3", "mpe_reference.h",
                                  extra_state=lambda w: [w.landmarks.index(a.goal_b) for a in w.agents]),
     "simple_crypto": Scenario("simple_crypto_v3", "mpe_crypto.h", extra_state=crypto_goals),
+    "simple_world_comm": Scenario("simple_world_comm_v3", "mpe_world_comm.h"),
 }
 EPISODES = 200  # per action kind: 2 x 200 x 25 = 10,000 transitions per scenario
 
