@@ -6,12 +6,13 @@
 #ifndef FASTVEC_BATCH_H
 #define FASTVEC_BATCH_H
 
-#ifndef OBS_T
-#define OBS_T float
+#include "fastvec.h"
+#include "spaces.h"
+#ifndef __CUDACC__
+#include <stdlib.h>
+#include "pool.h"
 #endif
-#ifndef NUM_AGENTS
-#define NUM_AGENTS 1
-#endif
+
 #ifndef NUM_STATS
 #define NUM_STATS 0
 #endif
@@ -21,7 +22,6 @@
 #ifndef SIMD_STEP
 #define SIMD_STEP 0
 #endif
-#include "spaces.h"
 
 /* Autoreset modes, numbered as fastvec/native/__init__.py's AUTORESET_CODES. */
 #define FV_NEXT_STEP 0
@@ -164,7 +164,6 @@ extern "C" __device__ const int fv_obs_bytes = (int)sizeof(OBS_T);
 #else
 /* ---------------------------------------------------------------- CPU entry points */
 #define FV_EXPORT __attribute__((visibility("default")))
-#include "pool.h"
 
 typedef struct { fv_slot* slots; const fv_u64* seeds; const unsigned char* mask; OBS_T* obs; } fv_reset_job;
 

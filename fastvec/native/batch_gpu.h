@@ -1,19 +1,23 @@
-/* batch_gpu.h: the GPU-only kernels that fastvec/native/cuda.py launches, compiled after an env
- * file and batch.h (the step kernels staged_wide, wide and wide_occ; cuda.step_kernel_name picks
- * one). They reuse fv_reset_slot / fv_step_one unchanged, so the GPU follows exactly the CPU's
- * semantics; what they add is what only a device needs:
- *   - the slots kept in GPU memory split by how often they are touched (below), so that a step
+/* batch_gpu.h: the GPU env module that fastvec/native/cuda.py builds and launches, compiled after an
+ * env file: the step kernels staged_wide, wide and wide_occ (cuda.step_kernel_name picks one), the
+ * resets, the spaces and state access for the host, and random_gpu.h's random policy. The kernels reuse
+ * fv_reset_slot / fv_step_one unchanged, so the GPU follows exactly the CPU's semantics; what they add
+ * is what only a device needs:
+ *   - the slots kept in GPU memory split by how often they are touched (slots_gpu.h), so that a step
  *     moves fewer bytes; each kernel assembles env i's fv_slot privately (registers or shared
  *     memory) and hands fv_step_one base pointers already offset to env i (index 0),
  *   - actions read in place from any device array of the action space's kind (integers of any width,
  *     or float32/float64 for Box; any strides), validated on the device (the first bad one is
  *     recorded for the host; the env steps with action 0),
  *   - a `done` flag per env (terminated | truncated) for masks without a host round trip,
- *   - state access (get/set of chosen envs' states) and the spaces for the host, and
- *   - random_gpu.h's random-action kernel and fused multi-step random rollouts, included at the end.
+ *   - state access (get/set of chosen envs' states) and the spaces for the host.
  */
 #ifndef FASTVEC_BATCH_GPU_H
 #define FASTVEC_BATCH_GPU_H
+
+#include "batch.h"
+#include "slots_gpu.h"
+#include "random_gpu.h" /* its kernels are part of the module */
 
 #define FV_NO_ERROR 0xFFFFFFFFFFFFFFFFULL
 
@@ -22,64 +26,6 @@
 #ifndef STEP_USES_RNG
 #define STEP_USES_RNG 1
 #endif
-
-/* ---------------------------------------------------------------- the slots in GPU memory
- * The CPU keeps one fv_slot per env (batch.h). The GPU keeps the same contents in three arrays,
- * so that a step touches only what it needs:
- *   states: State per env, read and written every step,
- *   books:  fv_book per env (episode return, length and flags), read and written every step,
- *   rngs:   fv_rng per env, read only where an env may reset (or env_step draws), written only
- *           where it drew.
- * And a step stores terminated / truncated / done / episode outputs only where they change: they
- * are all 0 on a step that does not end an episode, so an env whose last stored outputs were those
- * zeros (its book's OUTPUTS_SET bit clear) skips them until an episode ends.
- *
- * So a CartPole step with int64 actions that neither ends nor resets an episode moves the action
- * (8 bytes), its state twice (32 + 32), its book twice (8 + 8), obs (16) and reward (4): 108 bytes
- * (76 with float32=1), where one whole fv_slot read and written with every flag and episode output
- * would be 167. An episode end adds the flags and episode outputs (11 bytes) on that step and their
- * zeros on the next, and the reset reads and writes the RNG (32 bytes). */
-typedef struct {
-    float ep_return[NUM_AGENTS]; /* fv_slot's */
-    unsigned int ep_flags;       /* fv_slot's ep_length (bits 0-29) | needs_reset << 30 | OUTPUTS_SET << 31 */
-} fv_book;
-
-/* An episode longer than 2^30 - 1 steps (possible only without a time limit) wraps its length at
- * 2^30 here rather than at 2^31 as an int on the CPU. */
-#define FV_LENGTH_MASK 0x3FFFFFFFu
-#define FV_NEEDS_RESET_BIT 0x40000000u
-#define FV_OUTPUTS_SET_BIT 0x80000000u /* the env's last stored step outputs were not all zero */
-
-/* The three arrays of n envs in one allocation, each starting on a 256-byte boundary;
- * cuda.py's CudaBatch sizes the allocation the same way (fv_state_size, fv_book_size). */
-#define FV_ALIGN256(b) (((b) + 255) / 256 * 256)
-typedef struct {
-    State* states;
-    fv_book* books;
-    fv_rng* rngs;
-} fv_split;
-
-static __device__ __forceinline__ fv_split fv_split_of(char* base, int n) {
-    fv_split p;
-    p.states = (State*)base;
-    p.books = (fv_book*)(base + FV_ALIGN256((long long)n * (long long)sizeof(State)));
-    p.rngs = (fv_rng*)((char*)p.books + FV_ALIGN256((long long)n * (long long)sizeof(fv_book)));
-    return p;
-}
-
-/* Book b (a copy in registers) into slot s; returns whether the env's last stored outputs were nonzero. */
-static __device__ __forceinline__ unsigned int fv_unpack_book(fv_book b, fv_slot* s) {
-    for (int a = 0; a < NUM_AGENTS; a++) s->ep_return[a] = b.ep_return[a];
-    s->ep_length = (int)(b.ep_flags & FV_LENGTH_MASK);
-    s->needs_reset = (b.ep_flags & FV_NEEDS_RESET_BIT) != 0;
-    return b.ep_flags & FV_OUTPUTS_SET_BIT;
-}
-
-static __device__ __forceinline__ void fv_store_book(fv_book* b, const fv_slot* s, int outputs_set) {
-    for (int a = 0; a < NUM_AGENTS; a++) b->ep_return[a] = s->ep_return[a];
-    b->ep_flags = ((unsigned int)s->ep_length & FV_LENGTH_MASK) | (s->needs_reset ? FV_NEEDS_RESET_BIT : 0u) |
-                  (outputs_set ? FV_OUTPUTS_SET_BIT : 0u);
-}
 
 /* Whether every step may draw random numbers (env_step draws, or SAME_STEP resets in the step):
  * then the RNG is loaded with the rest, not after the book says that the env resets. */
@@ -205,54 +151,6 @@ static __device__ __forceinline__ void fv_check_actions(ACT_T* act, int i, fv_u6
  * FV_STAGE_THREADS envs a block, 0 where they do not fit and the host uses the wide kernels below):
  * a large obs then leaves in contiguous runs rather than strided per thread, and envs that index
  * their state dynamically (Breakout's bricks) work on shared rather than local memory. */
-/* The block's states move as one contiguous run of words, each landing in (or coming from) its
- * env's fv_slot in shared memory. */
-template <int B> struct fv_word_of;
-template <> struct fv_word_of<8> { typedef unsigned long long type; };
-template <> struct fv_word_of<4> { typedef unsigned int type; };
-template <> struct fv_word_of<1> { typedef unsigned char type; };
-typedef fv_word_of<sizeof(State) % 8 == 0 ? 8 : sizeof(State) % 4 == 0 ? 4 : 1>::type fv_state_word;
-#define FV_STATE_WORDS ((int)(sizeof(State) / sizeof(fv_state_word)))
-#define FV_STATE_UNROLL (FV_STATE_WORDS <= 32 ? FV_STATE_WORDS : 0) /* larger states: a plain loop */
-
-/* Loading the block's `count` states into sh[0 .. count - 1].env, in two halves: each thread
- * first issues all of its loads into registers r (unrolled), then, once the caller has issued
- * its other loads, stores them, so that all are in flight together (a loop that waits for each
- * load in turn is latency-bound). Larger states: one loop. */
-typedef struct {
-    fv_state_word w[FV_STATE_UNROLL > 0 ? FV_STATE_UNROLL : 1];
-} fv_state_regs;
-
-static __device__ __forceinline__ void fv_issue_state_loads(fv_state_regs* r, const State* states, int count) {
-    const fv_state_word* g = (const fv_state_word*)states;
-#pragma unroll
-    for (int j = 0; j < FV_STATE_UNROLL; j++) {
-        int k = threadIdx.x + j * blockDim.x;
-        if (k < count * FV_STATE_WORDS) r->w[j] = g[k];
-    }
-}
-
-static __device__ __forceinline__ void fv_finish_state_loads(fv_slot* sh, const fv_state_regs* r, const State* states,
-                                                             int count) {
-    int total = count * FV_STATE_WORDS;
-    if (FV_STATE_UNROLL > 0) {
-#pragma unroll
-        for (int j = 0; j < FV_STATE_UNROLL; j++) {
-            int k = threadIdx.x + j * blockDim.x;
-            if (k < total) ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = r->w[j];
-        }
-    } else {
-        const fv_state_word* g = (const fv_state_word*)states;
-        for (int k = threadIdx.x; k < total; k += blockDim.x)
-            ((fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS] = g[k];
-    }
-}
-
-static __device__ __forceinline__ void fv_store_states(State* states, const fv_slot* sh, int count) {
-    fv_state_word* g = (fv_state_word*)states;
-    for (int k = threadIdx.x; k < count * FV_STATE_WORDS; k += blockDim.x)
-        g[k] = ((const fv_state_word*)&sh[k / FV_STATE_WORDS].env)[k % FV_STATE_WORDS];
-}
 
 /* The staged step: one env per thread, the block's obs leaving shared memory in 16-byte words
  * where they can (fv_block_copy_wide). */
@@ -313,7 +211,6 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_wide
  * Everything a step reads that depends on nothing else is loaded at once, before the RNG, whose load
  * waits for the book only where the env may draw (so a step that neither resets nor draws skips it).
  * wide_occ bounds the registers so that more blocks, so more loads, are in flight per SM. */
-template <> struct fv_word_of<16> { typedef uint4 type; };
 #define FV_WORD_BYTES(b) ((b) % 16 == 0 ? 16 : (b) % 8 == 0 ? 8 : (b) % 4 == 0 ? 4 : 1)
 
 template <typename T> static __device__ __forceinline__ T fv_load_wide(const T* p) {
@@ -461,7 +358,5 @@ extern "C" __global__ void fv_set_state_kernel(int n, char* slots, int count, co
     env_set_state(s, in + (long long)j * STATE_SIZE, obs + indices[j] * NUM_AGENTS * OBS_SIZE);
 #endif
 }
-
-#include "random_gpu.h"
 
 #endif /* FASTVEC_BATCH_GPU_H */

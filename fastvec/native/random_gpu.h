@@ -1,8 +1,11 @@
-/* random_gpu.h: the GPU's random policy, compiled at the end of batch_gpu.h: a kernel that writes the
- * random actions of one policy step, and fused rollouts that take many steps under that policy in one
- * launch, each env's slot kept in registers (or, staged, in shared memory) for all of them. */
+/* random_gpu.h: the GPU's random policy, part of the GPU env module (batch_gpu.h): a kernel that writes
+ * the random actions of one policy step, and fused rollouts that take many steps under that policy in
+ * one launch, each env's slot kept in registers (or, staged, in shared memory) for all of them. */
 #ifndef FASTVEC_RANDOM_GPU_H
 #define FASTVEC_RANDOM_GPU_H
+
+#include "batch.h"
+#include "slots_gpu.h"
 
 /* ---------------------------------------------------------------- the random policy
  * Action value d of agent a at policy step t of env i: flat index k = (t * NUM_AGENTS + a) *
@@ -148,7 +151,7 @@ extern "C" __global__ void fv_rollout_random_kernel(
     fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
 }
 
-/* The fused rollout with the block's slots and obs in shared memory (batch_gpu.h's staged kernels). */
+/* The fused rollout with the block's slots and obs in shared memory (as batch_gpu.h's staged kernels). */
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(
     int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
     unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,

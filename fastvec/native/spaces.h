@@ -4,6 +4,14 @@
 #ifndef FASTVEC_SPACES_H
 #define FASTVEC_SPACES_H
 
+#include "fastvec.h"
+
+#ifndef OBS_T
+#define OBS_T float
+#endif
+#ifndef NUM_AGENTS
+#define NUM_AGENTS 1
+#endif
 #ifndef ACTION_SPACE
 #define ACTION_SPACE FV_DISCRETE
 #endif
