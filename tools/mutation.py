@@ -63,6 +63,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
     "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
+    "fastvec/native/slots_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
 }
 
 # cosmic-ray operators kept: the slips a developer makes (an off-by-one comparison, a flipped sign, a
