@@ -333,11 +333,12 @@ def env_params(config: dict) -> dict:
     return {k: v for k, v in config["env"].items() if k not in ENV_TRAINER_KEYS and k != "name"}
 
 
-def source_defines(config: dict) -> dict[str, int | float]:
-    """A user env file's -D defines from its [env] parameters (names upper-cased, as make_vec_from_source does;
-    true/false as 1/0), or a ConfigError naming a parameter that is not a C identifier or not a number."""
+def source_defines(source: str, params) -> dict[str, int | float]:
+    """The -D defines of the user env file `source` from its [env] parameters `params` (names upper-cased, as
+    make_vec_from_source does; true/false as 1/0), or a ConfigError naming a parameter that is not a C identifier
+    or not a number."""
     defines = {}
-    for key, value in env_params(config).items():
+    for key, value in params.items():
         if isinstance(value, bool):
             value = int(value)
         if not isinstance(value, (int, float)) or (isinstance(value, float) and value != value):
@@ -347,7 +348,7 @@ def source_defines(config: dict) -> dict[str, int | float]:
             raise ConfigError(f"env.{key}={value!r} does not fit in 64 bits")
         defines[str(key).upper()] = value
     try:  # only the parameters the env file declares (a misspelled one would be ignored by the compiler)
-        check_env_file_defines(Path(config["env"]["source"]), check_define_names(defines))
+        check_env_file_defines(Path(source), check_define_names(defines))
     except (ValueError, TypeError) as err:
         raise ConfigError(f"[env]: {err}") from None
     return defines
@@ -439,7 +440,7 @@ def _check_custom_env(config: dict, env: str, kind: str) -> None:
         if not Path(source).is_file():
             raise ConfigError(f"env.source={source!r}: no such env file; give its path as ENV "
                               f"(fastvec-train PATH.h) or --env.source=PATH")
-        source_defines(config)
+        source_defines(source, env_params(config))
         return
     try:
         import gymnasium
@@ -499,14 +500,14 @@ def check_world_size(config: dict, world_size: int, what: str | None = None) -> 
         raise ConfigError(problem)
 
 
-def rollout_sizes(train: dict, num_envs: int, num_agents: int) -> tuple[int, int, int, int, int]:
-    """The derived sizes both trainers share: (rows R = envs x agents, horizon T, bptt K,
-    segments T / K, samples per rollout R x T). The minibatch is checked against a rollout here and not in
+def rollout_sizes(train, num_envs: int, num_agents: int) -> tuple[int, int, int, int, int]:
+    """The derived sizes both trainers share, from a Config's [train] section: (rows R = envs x agents, horizon T,
+    bptt K, segments T / K, samples per rollout R x T). The minibatch is checked against a rollout here and not in
     validate(): a rollout's size needs the env's agents per game, which the built batch knows."""
-    rows, horizon, bptt = num_envs * num_agents, train["horizon"], train["bptt_horizon"]
+    rows, horizon, bptt = num_envs * num_agents, train.horizon, train.bptt_horizon
     samples = rows * horizon
-    if train["minibatch_size"] > samples:
-        raise ConfigError(f"train.minibatch_size={train['minibatch_size']} is larger than a rollout "
+    if train.minibatch_size > samples:
+        raise ConfigError(f"train.minibatch_size={train.minibatch_size} is larger than a rollout "
                           f"({rows} rows x horizon {horizon} = {samples} samples); lower it "
                           f"or raise env.num_envs / train.horizon")
     return rows, horizon, bptt, horizon // bptt, samples

@@ -10,7 +10,6 @@ global minibatch mean and std. Rank 0 alone logs and checkpoints."""
 
 from __future__ import annotations
 
-import copy
 import ctypes
 import dataclasses
 import json
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from fastvec.trainer.config import ConfigError, check_world_size
+from fastvec.trainer.settings import Config
 
 DEFAULT_PORT = 29500  # torchrun's default MASTER_PORT
 RENDEZVOUS_TIMEOUT = 300.0  # seconds ranks wait for rank 0 (a busy cluster starts ranks minutes apart)
@@ -326,7 +326,7 @@ def launched(environ=None) -> bool:
     return discover(environ).world_size > 1
 
 
-def train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, train_rank) -> dict:
+def train(config: Config, run_dir: Path, resume: bool, dashboard: bool | None, train_rank) -> dict:
     """run.train for several GPUs: this process's rank when a launcher started it, else start
     train.gpus ranks on this machine and return rank 0's summary. train_rank(config, run_dir, resume,
     dashboard) is fastvec-train's one-process loop, which a rank runs with its group active."""
@@ -336,12 +336,15 @@ def train(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, tra
     return spawn(config, Path(run_dir), resume, dashboard)
 
 
-def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, launch: Launch, train_rank) -> dict:
+def run_rank(config: Config | dict, run_dir: Path, resume: bool, dashboard: bool | None, launch: Launch,
+             train_rank) -> dict:
     """Train as one rank: pin the GPU, build the NCCL communicator, run fastvec-train's loop (train_rank)
     with the CUDA trainer all-reducing through it. Ranks other than 0 write their logs and checkpoints to
     a scratch directory that is deleted at the end, and print nothing."""
-    check_world_size(config, launch.world_size)  # what validate() refuses for train.gpus > 1, for launched ranks too
-    if config["train"]["device"] == "cpu":
+    config = Config.of(config)
+    # what validate() refuses for train.gpus > 1, for launched ranks too
+    check_world_size(config.to_dict(), launch.world_size)
+    if config.train.device == "cpu":
         check_gpus(launch.world_size, launch.world_size, "cpu")
     select_gpu(launch.local_rank)
     from fastvec.trainer.cuda import device, nccl
@@ -349,8 +352,7 @@ def run_rank(config: dict, run_dir: Path, resume: bool, dashboard: bool | None, 
     device.init()  # CudaUnavailable says why this rank has no GPU
     unique_id = exchange_unique_id(launch, nccl.get_unique_id, nccl.UNIQUE_ID_BYTES)
     comm = nccl.Communicator(unique_id, launch.world_size, launch.rank)
-    config = copy.deepcopy(config)
-    config["train"]["device"] = "cuda"
+    config = config.replace("train", device="cuda")
     scratch = None
     if launch.rank != 0:
         # under --train.gpus inside the parent's work directory, which it deletes even if it kills this rank
@@ -394,12 +396,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
+def spawn(config: Config, run_dir: Path, resume: bool, dashboard: bool | None) -> dict:
     """--train.gpus=N on this machine: N processes (distributed.main), rank r on
     GPU r of those visible; waits for them and returns rank 0's summary. A rank that fails stops the
     others (they would wait for it forever); Ctrl-C lets rank 0 save a checkpoint first."""
-    gpus = config["train"]["gpus"]
-    check_gpus(gpus, visible_gpu_count(), config["train"]["device"])
+    gpus = config.train.gpus
+    check_gpus(gpus, visible_gpu_count(), config.train.device)
     from fastvec.trainer.config import to_toml
     from fastvec.trainer.cuda import nccl
 
@@ -407,7 +409,7 @@ def spawn(config: dict, run_dir: Path, resume: bool, dashboard: bool | None) -> 
     devices = visible_devices(gpus)
     work = Path(tempfile.mkdtemp(prefix="fastvec-gpus-"))
     config_path, summary_path = work / "config.toml", work / "summary.json"
-    config_path.write_text(to_toml(config))
+    config_path.write_text(to_toml(config.to_dict()))
     port = _free_port()
     procs = []
     try:

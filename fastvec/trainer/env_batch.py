@@ -1,68 +1,61 @@
 """The env a config trains, made: the batch a training run steps on the host (a built-in env, a user's env file
 or a Gymnasium id; run.py's trainers, self-play's training and evaluation games, --eval), what a GPU build of it
-compiles (env_build), and where its episodes are truncated (step_limit)."""
+compiles (env_build); where its episodes are truncated is Config.step_limit."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from fastvec import native
-from fastvec.native import ENVS, resolve_defines, source_path
+from fastvec.native import resolve_defines, source_path
 from fastvec.native.batches import make_batch as make_env_batch
-from fastvec.trainer.config import ConfigError, env_kind, env_params, source_defines
+from fastvec.trainer.config import ConfigError, source_defines
+from fastvec.trainer.settings import Config
 
 
-def make_batch(config: dict, num_envs: int | None = None, render: bool = False):
+def make_batch(config: Config | dict, num_envs: int | None = None, render: bool = False):
     """A host batch of the configured env in SAME_STEP autoreset: a built-in env (native.batches.make_batch) or a
     user's env file (env.source, its -D defines from [env]) as a CpuBatch stepped by train.env_threads threads, or
     a Gymnasium id (env.gym_id) as a GymBatch (native/gym_batch.py) over Gymnasium's own vector env. A Gymnasium
     env the trainer cannot train, or whose make refuses the [env] arguments, is a ConfigError."""
-    num_envs = num_envs or config["env"]["num_envs"]
-    kind, threads = env_kind(config), config["train"]["env_threads"]
-    if kind == "builtin":
-        return make_env_batch(config["env"]["name"], num_envs, env_params(config), threads, step_limit(config))
-    if kind == "source":
-        compiled = native.cpu.load(Path(config["env"]["source"]), tuple(sorted(source_defines(config).items())))
+    config = Config.of(config)
+    env, threads = config.env, config.train.env_threads
+    num_envs = num_envs or env.num_envs
+    if config.env_kind == "builtin":
+        return make_env_batch(env.name, num_envs, dict(env.params), threads, config.step_limit)
+    if config.env_kind == "source":
+        compiled = native.cpu.load(Path(env.source), tuple(sorted(source_defines(env.source, env.params).items())))
         if threads > 0:
             compiled.lib.fv_set_num_threads(threads)
-        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], step_limit(config) or None)
+        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], config.step_limit or None)
     import gymnasium
 
     from fastvec.native.gym_batch import GymBatch, SpaceError
-    gym_id, limit = config["env"]["gym_id"], config["env"]["max_episode_steps"]
+    gym_id, limit = env.gym_id, env.max_episode_steps
     if limit == 0:
         raise ConfigError(f"env.max_episode_steps=0 (never truncate) is not available for gym:{gym_id}: its "
                           "registration's TimeLimit applies; give a step count (> 0) or -1 (the registration's)")
-    make_args = {**env_params(config), **({"max_episode_steps": limit} if limit > 0 else {})}
+    make_args = {**env.params, **({"max_episode_steps": limit} if limit > 0 else {})}
     try:
-        return GymBatch(gym_id, num_envs, make_args, config["env"]["gym_vectorization"], render=render)
+        return GymBatch(gym_id, num_envs, make_args, env.gym_vectorization, render=render)
     except SpaceError as err:
         raise ConfigError(str(err)) from None
     except TypeError as err:  # gymnasium.make's error for an argument the env does not take
-        raise ConfigError(f"gym:{gym_id} refused its [env] arguments {env_params(config)}: {err}") from None
+        raise ConfigError(f"gym:{gym_id} refused its [env] arguments {dict(env.params)}: {err}") from None
     except (gymnasium.error.Error, ImportError) as err:  # e.g. DependencyNotInstalled (Box2D, ALE)
         raise ConfigError(f"gym:{gym_id} could not be made: {err}") from None
 
 
-def step_limit(config: dict) -> int:
-    """The steps after which the configured env's episodes are truncated (0: never): env.max_episode_steps, or
-    with -1 a built-in env's registered limit (an env file has none; a Gymnasium id's is its registration's)."""
-    limit = config["env"]["max_episode_steps"]
-    if limit >= 0:
-        return limit
-    return int(ENVS[config["env"]["name"]].max_episode_steps or 0) if env_kind(config) == "builtin" else 0
-
-
-def env_build(config: dict, batch) -> tuple[Path, dict, int]:
+def env_build(config: Config, batch) -> tuple[Path, dict, int]:
     """What a GPU build of config's env compiles (the CUDA trainer's module): (the env source, its -D defines, its
     step limit, 0 for none). A built-in env's registered file, a user's env file (env.source), or for a Gymnasium
     env, which steps on the host, a stub of its sizes (batch.env's; gym_batch.host_stub_source) that the host-env
     kernels are compiled around."""
-    kind, name = env_kind(config), config["env"]["name"]
-    if kind == "builtin":
-        return source_path(name), resolve_defines(name, env_params(config)), step_limit(config)
-    if kind == "source":
-        return Path(config["env"]["source"]), source_defines(config), step_limit(config)
+    env = config.env
+    if config.env_kind == "builtin":
+        return source_path(env.name), resolve_defines(env.name, dict(env.params)), config.step_limit
+    if config.env_kind == "source":
+        return Path(env.source), source_defines(env.source, env.params), config.step_limit
     from fastvec.native.cpu import cache_dir
     from fastvec.native.gym_batch import host_stub_source
     return host_stub_source(batch.env.obs_size, batch.env.num_actions, cache_dir()), {}, 0

@@ -11,45 +11,47 @@ import numpy as np
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, rollout_sizes
 from fastvec.trainer.cuda.plan import fused_kernels_run  # pure Python: what the GPU's fused kernels implement
+from fastvec.trainer.settings import Config
 
 # Legend: T = horizon, R = rows = num_envs * agents, O = obs size, K = bptt_horizon, S = T / K segments,
 # Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
 
 
-def make_policy_spec(config: dict, obs_size: int, num_actions: int, spaces=None) -> ref.PolicySpec:
+def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spaces=None) -> ref.PolicySpec:
     """The policy for an env of obs_size observations and Discrete(num_actions) actions, or for the env whose
     spaces (native.spaces.EnvSpaces: its action head, byte observations scaled to [0, 1]) are given. Without
     spaces, an env with no Discrete action space (num_actions 0) is a ConfigError."""
-    policy, kind = config["policy"], spaces.action_kind if spaces is not None else "discrete"
+    config = Config.of(config)
+    policy, kind = config.policy, spaces.action_kind if spaces is not None else "discrete"
     if kind == "discrete" and num_actions < 1:
-        raise ConfigError(f"{config['env']['name']} has no Discrete action space (a Box or MultiDiscrete env) and "
+        raise ConfigError(f"{config.env.name} has no Discrete action space (a Box or MultiDiscrete env) and "
                           "this trainer was not given its spaces: train it with --train.device=cpu")
     scale = 1.0
     if spaces is not None and spaces.obs_dtype == np.uint8 and float(spaces.obs_high.max()) > 0:
         scale = 1.0 / float(spaces.obs_high.max())  # bytes to [0, 1] by their declared bound (255 unless set)
     nvec = tuple(int(n) for n in spaces.nvec) if kind == "multi_discrete" else ()
     return ref.PolicySpec(obs_size=obs_size, num_actions=num_actions if kind == "discrete" else 0,
-                          kind=policy["kind"], hidden=policy["hidden"], layers=policy["layers"],
-                          highway=policy["highway"], action_kind=kind, action_nvec=nvec,
+                          kind=policy.kind, hidden=policy.hidden, layers=policy.layers,
+                          highway=policy.highway, action_kind=kind, action_nvec=nvec,
                           action_dims=spaces.action_dims if kind == "box" else 0, obs_scale=scale,
-                          norm_obs=config["train"]["norm_obs"], critic=policy["critic"],
-                          encoder=policy["encoder"])
+                          norm_obs=config.train.norm_obs, critic=policy.critic, encoder=policy.encoder)
 
 
-def cuda_unsupported(spec: ref.PolicySpec, config: dict) -> str | None:
+def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
     implement every head (Discrete, MultiDiscrete, Box), byte and float observations, train.norm_obs and
     train.norm_reward, a shared or a separate critic; a MultiDiscrete or Box head with the env on the GPU
     (train.env_device=cuda), without self-play on the GPU; the running normalisation on one GPU."""
-    train, kind = config["train"], spec.action_kind
-    if kind != "discrete" and train["env_device"] == "cpu":
+    config = Config.of(config)
+    train, kind = config.train, spec.action_kind
+    if kind != "discrete" and train.env_device == "cpu":
         return (f"the CUDA trainer trains a {kind} action head with the env on the GPU only (train.env_device=cuda; "
                 "a Gymnasium env steps on the host)")
-    if not fused_kernels_run(spec) and config["selfplay"]["enabled"] and train["env_device"] == "cuda":
+    if not fused_kernels_run(spec) and config.selfplay.enabled and train.env_device == "cuda":
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "
                 "policy.encoder=linear); use --train.env_device=cpu")
-    if (train["norm_obs"] or train["norm_reward"]) and train.get("gpus", 1) != 1:
+    if (train.norm_obs or train.norm_reward) and train.gpus != 1:
         return "the CUDA trainer keeps train.norm_obs and train.norm_reward statistics on one GPU; use --train.gpus=1"
     return None
 
@@ -59,14 +61,19 @@ class NumpyTrainer:
     `update()` runs the PPO epochs on them. The CUDA trainer keeps this interface."""
 
     device = "cpu"
+    rank, world_size = 0, 1  # one process
+    gpu_games = None  # self-play's games step on the CPU (selfplay.SelfPlayBatch)
+    selfplay = None  # run.make_trainer sets these two (protocol.Trainer)
+    env_batches: list = []
 
-    def __init__(self, config: dict, batch, spec: ref.PolicySpec):
-        train = config["train"]
-        self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
+    def __init__(self, config: Config | dict, batch, spec: ref.PolicySpec):
+        self.config = config = Config.of(config)
+        train = config.train
+        self.spec, self.batch = spec, batch
         self.num_agents = batch.obs.shape[1]
         self.rows, self.horizon, self.bptt, self.segments, self.samples_per_rollout = rollout_sizes(
             train, batch.num_envs, self.num_agents)
-        self.rng = np.random.default_rng(train["seed"])
+        self.rng = np.random.default_rng(train.seed)
 
         # MODEL AND OPTIMIZER: one flat array each, named views for the math.
         self.layout = ref.FlatLayout(ref.param_table(spec))
@@ -83,7 +90,7 @@ class NumpyTrainer:
 
         # ROLLOUT BUFFERS: one slot, or two with train.async (the actor fills one while the learner
         # trains on the other); each slot keeps its own segment states, i.e. its own initial state.
-        self.async_rollouts = train["async"]
+        self.async_rollouts = train.async_
         self.slots = [self.new_slot() for _ in range(2 if self.async_rollouts else 1)]
         self.slot_version = [-1] * len(self.slots)  # update_index of the weights that collected each slot
         self.fill_slot = 0  # async: the slot the next rollout goes into
@@ -100,8 +107,16 @@ class NumpyTrainer:
         self.update_index = 0
         self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per step: returns, lengths, stats
         self.timing = {"env": 0.0, "inference": 0.0, "update": 0.0}
-        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.arange(batch.num_envs, dtype=np.uint64)
+        seeds = (np.uint64(train.seed) << np.uint64(32)) + np.arange(batch.num_envs, dtype=np.uint64)
         batch.reset(seeds, None)
+
+    def describe(self) -> str:
+        """The path of this trainer, for the start-up log."""
+        return f"CPU trainer: NumPy, {self.config.train.optimizer}, fp32"
+
+    def warm_up(self, num_updates: int) -> float:
+        """Nothing to prepare before the first update (the CUDA trainer captures its graphs here)."""
+        return 0.0
 
     def act(self, obs, starts, state):
         return ref.policy_act(self.spec, self.param_views, obs, starts, state, self.rng)
@@ -158,7 +173,7 @@ class NumpyTrainer:
         self.use_slot(slot)
         self.slot_version[slot] = self.update_index
         batch, k = self.batch, self.bptt
-        clamp = self.train_cfg["reward_clamp"]
+        clamp = self.config.train.reward_clamp
         for t in range(self.horizon):
             t0 = time.perf_counter()
             if t % k == 0:
@@ -182,9 +197,9 @@ class NumpyTrainer:
             self.timing["env"] += t2 - t1
         t0 = time.perf_counter()
         _, _, self.last_value[:], _ = self.act(batch.obs.reshape(self.rows, -1), self.next_starts, self.state.copy())
-        if self.train_cfg["norm_reward"]:
+        if self.config.train.norm_reward:
             self.rewards[:], self.reward_moments = ref.scale_rewards(self.rewards, self.dones, self.reward_returns,
-                                                                     self.reward_moments, self.train_cfg["gamma"])
+                                                                     self.reward_moments, self.config.train.gamma)
         self.timing["inference"] += time.perf_counter() - t0
         self.global_step += self.horizon * batch.num_envs
 
@@ -208,17 +223,17 @@ class NumpyTrainer:
 
     # GAE
     def advantages(self, ratios=None):
-        tc = self.train_cfg
-        return ref.gae(self.values, self.last_value, self.rewards, self.dones, tc["gamma"], tc["gae_lambda"],
-                       ratios, tc["vtrace_rho_clip"], tc["vtrace_c_clip"]).astype(np.float32)
+        tc = self.config.train
+        return ref.gae(self.values, self.last_value, self.rewards, self.dones, tc.gamma, tc.gae_lambda,
+                       ratios, tc.vtrace_rho_clip, tc.vtrace_c_clip).astype(np.float32)
 
     # UPDATE
     def update(self, num_updates: int) -> dict:
         """PPO epochs over the rollout in minibatches of whole sequence segments; returns mean stats."""
         t_start = time.perf_counter()
-        tc = self.train_cfg
-        lr = ref.annealed(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
-        ent_coef = ref.ent_coef_at(tc["ent_coef"], self.update_index, num_updates, tc["anneal_ent"])
+        tc = self.config.train
+        lr = ref.annealed(tc.learning_rate, self.update_index, num_updates, tc.anneal_lr)
+        ent_coef = ref.ent_coef_at(tc.ent_coef, self.update_index, num_updates, tc.anneal_ent)
         advantages = self.advantages()
         returns = advantages + self.values
         seg = {name: self.to_segments(getattr(self, name)) for name in
@@ -227,16 +242,16 @@ class NumpyTrainer:
         seq_count = self.segments * self.rows
         seg_state = self.segment_states()
         new_logp = seg["logp"].copy()  # for V-trace in later epochs; ratio 1 where a sequence was not drawn
-        seqs_per_mb = tc["minibatch_size"] // self.bptt
+        seqs_per_mb = tc.minibatch_size // self.bptt
         # async: the data is from older weights (sync data never is, even when buffers were filled by hand)
         stale = self.async_rollouts and self.behaviour_version < self.update_index
-        if tc["vtrace"] and stale:  # correct from the first epoch: pi/mu with the current weights
+        if tc.vtrace and stale:  # correct from the first epoch: pi/mu with the current weights
             logits, _, _, _ = ref.policy_forward(self.spec, self.param_views, seg["obs"], seg["starts"], seg_state)
             new_logp = ref.action_log_prob(self.spec, logits, seg["actions"])
         totals: dict[str, float] = {}
         count = 0
-        for epoch in range(tc["update_epochs"]):
-            if tc["vtrace"] and (epoch > 0 or stale):
+        for epoch in range(tc.update_epochs):
+            if tc.vtrace and (epoch > 0 or stale):
                 ratios = np.exp(self.from_segments(new_logp) - self.logp)
                 advantages = self.advantages(ratios)
                 returns = advantages + self.values
@@ -258,31 +273,31 @@ class NumpyTrainer:
         return out
 
     def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp) -> dict:
-        tc = self.train_cfg
+        tc = self.config.train
         obs = seg["obs"][:, idx]
         logits, values, _, cache = ref.policy_forward(self.spec, self.param_views, obs, seg["starts"][:, idx],
                                                       seg_state[:, idx])
         adv = seg_adv[:, idx]
-        if tc["norm_adv"]:
+        if tc.norm_adv:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         actions = seg["actions"][:, idx]
         head = {} if self.spec.action_kind == "discrete" else {"spec": self.spec}  # ppo_loss's default: one categorical
         loss, dlogits, dvalues, stats = ref.ppo_loss(
             logits, values, actions, seg["logp"][:, idx], seg["values"][:, idx], adv, seg_returns[:, idx],
-            tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], ent_coef, **head)
-        if tc["vtrace"]:
+            tc.clip_coef, tc.vf_clip_coef, tc.vf_coef, ent_coef, **head)
+        if tc.vtrace:
             new_logp[:, idx] = ref.action_log_prob(self.spec, logits, actions)
         self.grads[:] = 0
         ref.policy_backward(self.spec, self.param_views, self.grad_views, dlogits, dvalues, cache)
-        stats["grad_norm"] = ref.clip_grad_norm(self.grads, tc["max_grad_norm"])
+        stats["grad_norm"] = ref.clip_grad_norm(self.grads, tc.max_grad_norm)
         self.opt_step += 1
-        if tc["optimizer"] == "muon":
+        if tc.optimizer == "muon":
             ref.muon_step(self.param_views, self.grad_views, self.m_views, self.v_views, self.matrix_names,
-                          self.opt_step, lr, tc["muon_momentum"], tc["adam_beta1"], tc["adam_beta2"], tc["adam_eps"])
+                          self.opt_step, lr, tc.muon_momentum, tc.adam_beta1, tc.adam_beta2, tc.adam_eps)
         else:
             p = self.layout.size
             ref.adam_step(self.params, self.grads, self.opt_state[:p], self.opt_state[p:], self.opt_step, lr,
-                          tc["adam_beta1"], tc["adam_beta2"], tc["adam_eps"])
+                          tc.adam_beta1, tc.adam_beta2, tc.adam_eps)
         stats["loss"] = loss
         return stats
 

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError, env_kind, source_sha256, to_toml
+from fastvec.trainer.config import ConfigError, source_sha256, to_toml
+from fastvec.trainer.settings import Config
 
 HOLDS_A_RUN = {"config.toml": Path.is_file, "metrics.jsonl": Path.is_file, "checkpoints": Path.is_dir}  # a run's
 # What a run writes in its directory (loggers.py's tensorboard/ and wandb_id, self-play's ratings): what
@@ -80,7 +81,7 @@ def metrics_updates(path: Path) -> list[int]:
     return [row["update"] for _, row in metrics_rows(path) if row is not None]
 
 
-def claim(run_dir: Path, config: dict, overwrite: bool = False):
+def claim(run_dir: Path, config: Config, overwrite: bool = False):
     """Take run_dir for a new run: refuse one that already holds a run (HOLDS_A_RUN) unless overwrite, which
     removes that run's files (RUN_FILES) first; then create config.toml exclusively, so two runs started into
     one directory at the same moment cannot both have it. Returns release(), which gives the directory back
@@ -111,7 +112,7 @@ def claim(run_dir: Path, config: dict, overwrite: bool = False):
     except OSError as err:
         raise checkpoint.file_error(err, "write", config_path) from None
     with file_op("write", config_path), os.fdopen(fd, "w") as f:
-        f.write(to_toml(config))
+        f.write(to_toml(config.to_dict()))
 
     def release() -> None:
         folder = run_dir / "checkpoints"
@@ -136,14 +137,14 @@ def repair_metrics(path: Path, update: int) -> None:
             checkpoint.atomic_write(path, b"".join(keep))
 
 
-def env_source_record(config: dict) -> dict | None:
+def env_source_record(config: Config) -> dict | None:
     """What checkpoints record of a user's env file: {"path", "sha256"} (None for other envs)."""
-    if env_kind(config) != "source":
+    if config.env_kind != "source":
         return None
-    return {"path": config["env"]["source"], "sha256": source_sha256(config["env"]["source"])}
+    return {"path": config.env.source, "sha256": source_sha256(config.env.source)}
 
 
-def warn_if_source_changed(meta: dict, config: dict, path) -> None:
+def warn_if_source_changed(meta: dict, config: Config, path) -> None:
     """One warning line when the env file a checkpoint was trained on (meta's env_source) differs from the one
     configured now: the same content under another path (the file moved) is fine; other content may change the
     env's rules, so it is named (both paths, both hashes) but not refused: the sizes are checked anyway."""

@@ -17,6 +17,7 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.reference import policy_act
+from fastvec.trainer.settings import Config
 
 # Legend: N = games, A = agents (seats) per game, O = obs size, P = parameters.
 
@@ -207,18 +208,19 @@ class SelfPlayBatch:
 # MATCHES
 
 
-def games_batch(config: dict, num_games: int, **env_overrides):
+def games_batch(config: Config, num_games: int, **env_overrides):
     """A CPU batch of `num_games` games of the configured env (built-in or a user's env file) with some env
     parameters overridden."""
-    return make_batch({**config, "env": {**config["env"], **env_overrides}}, num_games)
+    return make_batch(config.replace("env", **env_overrides), num_games)
 
 
-def play_match(config: dict, player: Policy, opponent: Policy, games: int, seed: int,
+def play_match(config: Config | dict, player: Policy, opponent: Policy, games: int, seed: int,
                deterministic: bool = False) -> np.ndarray:
     """`games` games at once of `player` against `opponent` (player takes seat g % A in game g, the
     opponent every other seat); returns the player's score in each game's first finish (1/0.5/0)."""
-    sp = config["selfplay"]
-    overrides = {sp["bot_switch_param"]: 0} if sp["bot_switch_param"] else {}
+    config = Config.of(config)
+    sp = config.selfplay
+    overrides = {sp.bot_switch_param: 0} if sp.bot_switch_param else {}
     rng = np.random.default_rng(seed)
     pool = OpponentPool(1, 1.0)
     pool.add(opponent)
@@ -229,14 +231,15 @@ def play_match(config: dict, player: Policy, opponent: Policy, games: int, seed:
                                                                                b.seat[done]))
 
 
-def play_bot(config: dict, player: Policy, level: int, games: int, seed: int,
+def play_bot(config: Config | dict, player: Policy, level: int, games: int, seed: int,
              deterministic: bool = False) -> np.ndarray:
     """`games` games of `player` against the env's scripted bot at `level`; the bot is the other side of
     a zero-sum game, so a positive return is a win (score 1), zero a tie (0.5), negative a loss (0)."""
-    sp = config["selfplay"]
-    batch = games_batch(config, games, **{sp["bot_switch_param"]: 1, sp["bot_level_param"]: level})
+    config = Config.of(config)
+    sp = config.selfplay
+    batch = games_batch(config, games, **{sp.bot_switch_param: 1, sp.bot_level_param: level})
     if batch.obs.shape[1] != 1:
-        raise ConfigError(f"{sp['bot_switch_param']}=1 should leave one agent per game, not {batch.obs.shape[1]}")
+        raise ConfigError(f"{sp.bot_switch_param}=1 should leave one agent per game, not {batch.obs.shape[1]}")
     rng = np.random.default_rng(seed)
     batch.reset((np.uint64(seed) << np.uint64(32)) + np.arange(games, dtype=np.uint64), None)
     return _play(batch, player, rng, deterministic, lambda b, done: (np.sign(b.episode_return[done, 0]) + 1) / 2)
@@ -260,7 +263,7 @@ def _play(batch, player: Policy, rng, deterministic: bool, score_fn) -> np.ndarr
     return scores
 
 
-def play_all(config: dict, player: Policy, levels: list[int], opponents: list[Policy], games: int, seed: int,
+def play_all(config: Config, player: Policy, levels: list[int], opponents: list[Policy], games: int, seed: int,
              deterministic: bool, matches=None) -> tuple[dict, list]:
     """`player` against each bot level and each opponent, `games` games each: ({level: scores}, [scores per
     opponent]). With `matches` (cuda/matches.py's GpuMatches) every game plays on the GPU in one batch, else
@@ -271,12 +274,12 @@ def play_all(config: dict, player: Policy, levels: list[int], opponents: list[Po
             [play_match(config, player, opponent, games, seed, deterministic) for opponent in opponents])
 
 
-def bot_levels(config: dict) -> list[int]:
+def bot_levels(config: Config) -> list[int]:
     """The bot difficulties to evaluate against: the registered range of selfplay.bot_level_param."""
-    sp = config["selfplay"]
-    if not (sp["bot_switch_param"] and sp["bot_level_param"]):
+    sp = config.selfplay
+    if not (sp.bot_switch_param and sp.bot_level_param):
         return []
-    param = ENVS[config["env"]["name"]].params[sp["bot_level_param"]]
+    param = ENVS[config.env.name].params[sp.bot_level_param]
     return list(range(param.low, param.high + 1))
 
 
@@ -340,9 +343,9 @@ class SelfPlay:
     pool every refresh_interval updates, evaluates every eval_interval updates, and writes
     RUN_DIR/ratings.json (results, fitted ratings, and the rating history)."""
 
-    def __init__(self, config: dict):
-        self.config, self.cfg = config, config["selfplay"]
-        self.pool = OpponentPool(self.cfg["pool_size"], self.cfg["latest_prob"])
+    def __init__(self, config: Config):
+        self.config, self.cfg = config, config.selfplay
+        self.pool = OpponentPool(self.cfg.pool_size, self.cfg.latest_prob)
         self.table = EloTable()
         self.history: list[dict] = []
         self.pending: dict = {}
@@ -356,14 +359,14 @@ class SelfPlay:
         (its games step in the CUDA trainer's rollout). The pool starts with the learner's own initial weights
         (the same init and seed as the trainer's) so the first games are against an untrained copy of itself."""
         if batch.obs.shape[1] < 2:
-            raise ConfigError(f"selfplay.enabled=true needs a multi-agent env, and {self.config['env']['name']} "
+            raise ConfigError(f"selfplay.enabled=true needs a multi-agent env, and {self.config.env.name} "
                               f"with these [env] settings has {batch.obs.shape[1]} agent per game; self-play "
                               f"trains one policy on every seat of a game (e.g. fastvec-train pong)")
-        init = ref.init_params(spec, np.random.default_rng(self.config["train"]["seed"]), np.float32)
+        init = ref.init_params(spec, np.random.default_rng(self.config.train.seed), np.float32)
         self.pool.add(Policy(spec, init, "u0"))
         if on_gpu:
             return batch
-        keys = selfplay_keys(ref.sampling_key(self.config["train"]["seed"]))
+        keys = selfplay_keys(ref.sampling_key(self.config.train.seed))
         self.games = SelfPlayBatch(batch, self.pool, keys)
         return self.games
 
@@ -371,10 +374,10 @@ class SelfPlay:
         """After the trainer exists (and resumed): a resumed learner joins the pool; old results reload. With
         the games on the GPU, the pool goes to the device and the evaluations play there too."""
         self.run_dir = Path(run_dir)
-        if getattr(trainer, "plan", None) is not None and trainer.plan.rollout == "selfplay":
-            self.games = trainer.rollout_path
+        if trainer.gpu_games is not None:
+            self.games = trainer.gpu_games
             self.matches = self.games.matches(self.config)
-            if self.cfg["eval_interval"] or bot_levels(self.config):
+            if self.cfg.eval_interval or bot_levels(self.config):
                 self.matches.prepare(self.config)  # compiled at start-up, not in the first evaluation
         if trainer.update_index > 0:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{trainer.update_index}"))
@@ -396,22 +399,22 @@ class SelfPlay:
 
     def after_update(self, trainer, final: bool) -> None:
         k = trainer.update_index
-        interval = self.cfg["eval_interval"]
+        interval = self.cfg.eval_interval
         if final or (interval and k % interval == 0):
             self.pending.update(self.evaluate(trainer, Policy(trainer.spec, trainer.params, f"u{k}")))
-        if k % self.cfg["refresh_interval"] == 0:
+        if k % self.cfg.refresh_interval == 0:
             self.pool.add(Policy(trainer.spec, trainer.params, f"u{k}"))
             self.games.sync_pool(self.pool)
 
     def evaluate(self, trainer, learner: Policy) -> dict:
         t0 = time.perf_counter()
-        games, seed = self.cfg["eval_games"], self.config["train"]["seed"] * 1000 + self.evaluations
-        deterministic = self.config["eval"]["deterministic"]
+        games, seed = self.cfg.eval_games, self.config.train.seed * 1000 + self.evaluations
+        deterministic = self.config.eval.deterministic
         self.evaluations += 1
         out: dict = {}
         levels = bot_levels(self.config)
         past = [self.pool.policies[pid] for pid in reversed(self.pool.members)
-                if self.pool.policies[pid].label != learner.label][:self.cfg["eval_past"]]
+                if self.pool.policies[pid].label != learner.label][:self.cfg.eval_past]
         bot_scores, match_scores = play_all(self.config, learner, levels, past, games, seed, deterministic,
                                             self.matches)
         for level in levels:
@@ -450,22 +453,22 @@ class SelfPlay:
         return out
 
 
-def evaluate_checkpoints(config: dict, path_a, opponent: str, on_gpu: bool = False) -> dict:
+def evaluate_checkpoints(config: Config | dict, path_a, opponent: str, on_gpu: bool = False) -> dict:
     """`fastvec-train ENV --eval=A --eval.opponent=B|bot`: A against checkpoint B (A on seat g % A of game
     g, so it plays every side), or against the scripted bot at every level; on_gpu: every game in one batch
     on the GPU (cuda/matches.py), else on the CPU. Returns scores, Elo, where the games played and the seconds
     they took (compiling included)."""
-    a = load_policy(path_a)
-    games, seed = config["eval"]["episodes"], config["train"]["seed"] + 7
-    deterministic = config["eval"]["deterministic"]
+    config, a = Config.of(config), load_policy(path_a)
+    games, seed = config.eval.episodes, config.train.seed + 7
+    deterministic = config.eval.deterministic
     table = EloTable()
-    result: dict = {"env": config["env"]["name"], "player": str(path_a), "games": games, "matches": [],
+    result: dict = {"env": config.env.name, "player": str(path_a), "games": games, "matches": [],
                     "device": "cuda" if on_gpu else "cpu"}
     levels, opponents = [], []
     if opponent == "bot":
         levels = bot_levels(config)
         if not levels:
-            raise ConfigError(f"eval.opponent=bot: {config['env']['name']} has no scripted bot "
+            raise ConfigError(f"eval.opponent=bot: {config.env.name} has no scripted bot "
                               f"(selfplay.bot_switch_param / bot_level_param are empty)")
     else:
         b = load_policy(opponent)

@@ -13,9 +13,10 @@ class Target:
     """A run's target: add() each log's metrics; `reached` holds the log where the window's mean first reached
     train.target_return ({"time", "global_step", "update", "mean", "episodes"}), `best` the highest window mean."""
 
-    def __init__(self, train: dict, stat_names):
-        self.value, self.metric = train["target_return"], train["target_metric"]
-        self.episodes, self.stop = train["target_episodes"], train["stop_at_target"]
+    def __init__(self, train, stat_names):
+        """train: a Config's [train] section."""
+        self.value, self.metric = train.target_return, train.target_metric
+        self.episodes, self.stop = train.target_episodes, train.stop_at_target
         metrics = ["episode_return", "episode_length", *stat_names]
         if self.active and self.metric not in metrics:
             raise ConfigError(f"train.target_metric={self.metric!r} is not a logged metric of this env; use one of "

@@ -19,7 +19,7 @@ def available() -> bool:
         return False
 
 
-def make_trainer(config: dict, batch):
+def make_trainer(config, batch):
     """A CudaTrainer for config; `batch` (a CpuBatch of the same env) describes the env's sizes."""
     from fastvec.trainer.cuda.trainer import CudaTrainer
     from fastvec.trainer.numpy_trainer import make_policy_spec

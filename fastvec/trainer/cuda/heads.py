@@ -19,10 +19,10 @@ def record_reward_scaling(k, arena, plan: Plan, train: dict, rewards: int, dones
     """train.norm_reward: normalize.scale_rewards on the rollout just recorded (NumpyTrainer.collect's last step),
     enqueued on k's stream (the actor's) by the rollout paths: the slot's rewards (T, R) divided by the running std
     of the rows' discounted returns, given its dones (T, R). Nothing without train.norm_reward."""
-    if not train["norm_reward"]:
+    if not train.norm_reward:
         return
     t_len, r = plan.horizon, plan.rows
-    k.launch("reward_returns_kernel", r, np.int32(t_len), np.int32(r), rewards, dones, np.float64(train["gamma"]),
+    k.launch("reward_returns_kernel", r, np.int32(t_len), np.int32(r), rewards, dones, np.float64(train.gamma),
              arena.ptr("reward_returns"), arena.ptr("reward_seen"))
     k.launch_grid("reward_moments_kernel", 1, MOMENT_THREADS, np.int64(t_len * r), arena.ptr("reward_seen"),
                   arena.ptr("reward_moments"))
@@ -34,7 +34,7 @@ class HeadOps:
     enqueue record_reward_scaling), and carries the reward moments in and out of checkpoints."""
 
     def __init__(self, spec: ref.PolicySpec, layout: ref.FlatLayout, arena, plan: Plan, train: dict, group=None):
-        self.norm_reward = bool(train["norm_reward"])  # plan.norm_reward: the arena holds its state
+        self.norm_reward = bool(train.norm_reward)  # plan.norm_reward: the arena holds its state
         if group is not None and (spec.norm_obs or self.norm_reward):
             raise ConfigError("train.norm_obs and train.norm_reward keep one set of running statistics, which the "
                               "CUDA trainer does not share across GPUs; train on one GPU or turn them off")
@@ -61,7 +61,7 @@ class HeadOps:
         adv_moments = a.ptr("adv_moments") if norm_adv else 0
         partial, counter = (a.ptr("block_partial"), a.ptr("reduce_counter")) if stats else (0, 0)
         new_logp, src = (a.ptr("new_logp"), a.ptr("mb_src")) if scatter else (0, 0)
-        clips = (np.float32(tc["clip_coef"]), np.float32(tc["vf_clip_coef"]), np.float32(tc["vf_coef"]))
+        clips = (np.float32(tc.clip_coef), np.float32(tc.vf_clip_coef), np.float32(tc.vf_coef))
         rows = (a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), adv_moments,
                 a.ptr("scalars"))
         if spec.action_kind == "discrete":

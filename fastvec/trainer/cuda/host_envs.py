@@ -34,10 +34,10 @@ class HostEnvs:
     def __init__(self, plan: Plan, spec, layout, arena, policy, slot, train: dict, seed_key: int,
                  batch, host_batches: list | None, timing: dict):
         self.plan, self.spec, self.layout, self.arena, self.policy, self.slot = plan, spec, layout, arena, policy, slot
-        self.seed_key, self.reward_clamp, self.timing, self.train = seed_key, train["reward_clamp"], timing, train
+        self.seed_key, self.reward_clamp, self.timing, self.train = seed_key, train.reward_clamp, timing, train
         self.batch, self.host_batches = batch, host_batches
         self.num_stats = len(batch.env.stat_names)
-        self.ranges = env_ranges(plan.num_envs, train["env_groups"], host_batches)
+        self.ranges = env_ranges(plan.num_envs, train.env_groups, host_batches)
         self.groups = []
         self.graphs = {}  # (slot, group, step) -> the graph of that piece of the rollout (segment)
         self.rollouts_run = 0

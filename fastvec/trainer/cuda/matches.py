@@ -16,6 +16,7 @@ from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
 from fastvec.trainer.env_batch import env_build
+from fastvec.trainer.settings import Config
 
 PLAY_STEPS = 1024  # game steps a match_play_kernel launch plays at most: the host looks at the scores between launches
 BLOCK_SHARED_RESERVED = 1024  # bytes of shared memory the driver keeps per block (sm_80 and later)
@@ -50,7 +51,7 @@ class MatchBatch:
     """One module's games: matches of `games` games each, game g = match g // games; levels[m] >= 0: the bot at
     that level, else the policy in weights row rows[m] (1 + its index among the opponents)."""
 
-    def __init__(self, owner: "GpuMatches", module, env_config: dict, levels: list[int], rows: list[int],
+    def __init__(self, owner: "GpuMatches", module, env_config: Config, levels: list[int], rows: list[int],
                  weights: np.ndarray, games: int, seed: int, deterministic: bool):
         cuda, spec = owner.cuda, owner.spec
         self.cuda, self.stream = cuda, owner.stream
@@ -151,37 +152,35 @@ class GpuMatches:
         self.last_steps = 0  # game steps the last evaluate() took: its longest game's, to its first end
         self.history: list[dict] = []  # per evaluate(): its steps, launches, seconds, games and grid
 
-    def module(self, env_config: dict, defines: dict | None = None):
-        key = (tuple(sorted(env_config["env"].items())), tuple(sorted((defines or {}).items())))
+    def module(self, env_config: Config, defines: dict | None = None):
+        key = (tuple(sorted(env_config.to_dict()["env"].items())), tuple(sorted((defines or {}).items())))
         if key not in self.modules:
             source, env_defines, _ = env_build(env_config, None)
             env_defines.update(policy_defines(self.spec), **(defines or {}))
             self.modules[key] = device.load_module(source, tuple(sorted(env_defines.items())))
         return self.modules[key]
 
-    def prepare(self, config: dict) -> None:
+    def prepare(self, config: Config) -> None:
         """Compile (or load) the builds evaluate() plays the bot's games in, ahead of the first evaluation."""
-        sp = config["selfplay"]
-        if sp["bot_switch_param"] and sp["bot_level_param"]:
-            self.module({**config, "env": {**config["env"], sp["bot_switch_param"]: 0}},
-                        {sp["bot_level_param"].upper(): -1})
+        sp = config.selfplay
+        if sp.bot_switch_param and sp.bot_level_param:
+            self.module(config.replace("env", **{sp.bot_switch_param: 0}), {sp.bot_level_param.upper(): -1})
 
-    def play_match(self, config: dict, player, opponent, games: int, seed: int, deterministic: bool = False):
+    def play_match(self, config: Config | dict, player, opponent, games: int, seed: int, deterministic: bool = False):
         """`player` on seat g % A of game g, `opponent` on the others; the player's score at each game's first end."""
         return self.evaluate(config, player, [], [opponent], games, seed, deterministic)[1][0]
 
-    def play_bot(self, config: dict, player, level: int, games: int, seed: int, deterministic: bool = False):
+    def play_bot(self, config: Config | dict, player, level: int, games: int, seed: int, deterministic: bool = False):
         """`player` against the env's scripted bot at `level` (a positive return wins)."""
         return self.evaluate(config, player, [level], [], games, seed, deterministic)[0][level]
 
-    def evaluate(self, config: dict, player, levels: list[int], opponents: list, games: int, seed: int,
+    def evaluate(self, config: Config | dict, player, levels: list[int], opponents: list, games: int, seed: int,
                  deterministic: bool = False) -> tuple[dict, list]:
         """`games` games of `player` against each bot level and each opponent policy, all at once: ({level:
         scores}, [scores per opponent]), each as play_bot / play_match would return them."""
-        t0 = time.perf_counter()
-        sp = config["selfplay"]
-        switch = {sp["bot_switch_param"]: 0} if sp["bot_switch_param"] else {}
-        two_seats = {**config, "env": {**config["env"], **switch}}
+        t0, config = time.perf_counter(), Config.of(config)
+        sp = config.selfplay
+        two_seats = config.replace("env", **{sp.bot_switch_param: 0}) if sp.bot_switch_param else config
         weights = np.zeros((1 + len(opponents), self.stride), np.float32)
         weights[0, :self.layout.size] = player.params
         for i, opponent in enumerate(opponents):
@@ -190,17 +189,17 @@ class GpuMatches:
         plan = []  # (module, env config, levels, weight rows) of each batch
         mixed = None
         if levels:  # the bot level a per-game value: the bot's games and the past selves' in one batch
-            mixed = self.module(two_seats, {sp["bot_level_param"].upper(): -1})
+            mixed = self.module(two_seats, {sp.bot_level_param.upper(): -1})
             if not module_int(self.cuda, mixed, "match_bot_levels"):
                 mixed = None
         if mixed is not None:
             plan.append((mixed, two_seats, list(levels) + past[0], [0] * len(levels) + past[1]))
         else:
             for level in levels:
-                bot = {**config, "env": {**config["env"], sp["bot_switch_param"]: 1, sp["bot_level_param"]: level}}
+                bot = config.replace("env", **{sp.bot_switch_param: 1, sp.bot_level_param: level})
                 module = self.module(bot)
                 if module_int(self.cuda, module, "fv_num_agents") != 1:
-                    raise ConfigError(f"{sp['bot_switch_param']}=1 should leave one agent per game, not "
+                    raise ConfigError(f"{sp.bot_switch_param}=1 should leave one agent per game, not "
                                       f"{module_int(self.cuda, module, 'fv_num_agents')}")
                 plan.append((module, bot, [level], [0]))
             if opponents:

@@ -95,15 +95,15 @@ class Adam:
 
     def adam_args(self) -> tuple:
         tc, a = self.train, self.arena
-        return (a.ptr("scalars"), np.float32(tc["adam_beta1"]), np.float32(tc["adam_beta2"]),
-                np.float32(1 - tc["adam_beta1"]), np.float32(1 - tc["adam_beta2"]), np.float32(tc["adam_eps"]))
+        return (a.ptr("scalars"), np.float32(tc.adam_beta1), np.float32(tc.adam_beta2),
+                np.float32(1 - tc.adam_beta1), np.float32(1 - tc.adam_beta2), np.float32(tc.adam_eps))
 
     def record_clip(self, k) -> None:
         """The gradient's global norm and the clip scale the step kernels apply (grad_norm_kernel)."""
         tc, a, p = self.train, self.arena, self.layout.size
         k.launch_grid("grad_norm_kernel", min(NORM_BLOCKS, -(-p // 1024)), 256, np.int64(p), a.ptr("grads"),
-                      a.ptr("norm_partial"), a.ptr("reduce_counter"), np.float32(tc["max_grad_norm"]),
-                      np.float64(tc["adam_beta1"]), np.float64(tc["adam_beta2"]), a.ptr("scalars"))
+                      a.ptr("norm_partial"), a.ptr("reduce_counter"), np.float32(tc.max_grad_norm),
+                      np.float64(tc.adam_beta1), np.float64(tc.adam_beta2), a.ptr("scalars"))
 
     def record_step(self, k) -> None:
         a, p = self.arena, self.layout.size
@@ -188,7 +188,7 @@ class Muon(Adam):
             off, count = layout.offsets[name][0], math.prod(shape)
             u, x0, x1, gram, poly = (scratch + 4 * f for f in ns_scratch_offsets(shape)[:5])
             bk.launch("muon_momentum_kernel", count, np.int64(count), a.ptr("grads", off), a.ptr("opt_state", off),
-                      u, a.ptr("scalars"), np.float32(tc["muon_momentum"]))
+                      u, a.ptr("scalars"), np.float32(tc.muon_momentum))
             update = record_newton_schulz(bk, bblas, u, [x0, x1], gram, poly, shape)
             bk.launch("muon_apply_kernel", count, np.int64(count), a.ptr("params", off), update, a.ptr("scalars"),
                       np.float64(ref.muon_update_scale(shape)))
@@ -199,7 +199,7 @@ class Muon(Adam):
             k.launch_shared("muon_small_kernel", len(self.small) * MUON_SMALL_THREADS, MUON_SMALL_THREADS,
                             self.small_shared, a.ptr("muon_small_table"), a.ptr("params"), a.ptr("grads"),
                             a.ptr("opt_state"), a.ptr("opt_state", p), a.ptr("scalars"),
-                            np.float32(tc["muon_momentum"]), *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5),
+                            np.float32(tc.muon_momentum), *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5),
                             *adam_args[1:])
         for name, _ in layout.table:  # any other vector, on the learner's stream
             if name not in self.matrix_names and name[:-2] + ".w" not in self.matrix_names:
@@ -227,6 +227,6 @@ class Muon(Adam):
 
 def make_optimizer(train: dict, layout: ref.FlatLayout, arena, small_shared_max: int) -> Adam:
     """train.optimizer's step: Adam or Muon."""
-    if train["optimizer"] == "muon":
+    if train.optimizer == "muon":
         return Muon(train, layout, arena, small_shared_max)
     return Adam(train, layout, arena)

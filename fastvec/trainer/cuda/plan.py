@@ -157,25 +157,25 @@ class Plan:
                                   f"seat, which needs policy.hidden a multiple of 4 and at most 128 (it is "
                                   f"{spec.hidden}); use --train.env_device=cpu (games and opponents on the CPU)")
         rows, horizon, bptt, segments, samples = rollout_sizes(train, num_envs, num_agents)
-        seqs_per_mb = train["minibatch_size"] // bptt
+        seqs_per_mb = train.minibatch_size // bptt
         sequences = segments * rows
-        bf16_acts = train["precision"] == "bf16" and spec.recurrent
+        bf16_acts = train.precision == "bf16" and spec.recurrent
         if host_env:
             rollout, block = "host", 0
         elif selfplay_seats:
             rollout, block = "selfplay", 0
         else:
-            warp_block = choices.warp_block or (ASYNC_WARP_BLOCK if train["async"] else WARP_BLOCK)
+            warp_block = choices.warp_block or (ASYNC_WARP_BLOCK if train.async_ else WARP_BLOCK)
             rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout, warp_block)
         return cls(num_envs=num_envs, num_agents=num_agents, rows=rows, horizon=horizon, bptt=bptt,
                    segments=segments, samples_per_rollout=samples, seqs_per_mb=seqs_per_mb, sequences=sequences,
-                   minibatches=sequences // seqs_per_mb, mb_rows=bptt * seqs_per_mb, precision=train["precision"],
+                   minibatches=sequences // seqs_per_mb, mb_rows=bptt * seqs_per_mb, precision=train.precision,
                    bf16_acts=bf16_acts, env_agents=selfplay_seats or num_agents,
                    pool_slots=2 * pool_size + 2 if selfplay_seats else 0, host_env=host_env,
-                   async_rollouts=bool(train["async"]),
-                   slot_count=2 if train["async"] else 1, rollout=rollout, fused_block=block,
+                   async_rollouts=bool(train.async_),
+                   slot_count=2 if train.async_ else 1, rollout=rollout, fused_block=block,
                    rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay"), choices=choices,
-                   norm_reward=bool(train["norm_reward"]))
+                   norm_reward=bool(train.norm_reward))
 
     def policy_defines(self, spec: ref.PolicySpec) -> dict:
         """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's, and

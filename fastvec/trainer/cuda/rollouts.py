@@ -27,7 +27,7 @@ class GpuEnvRollout:
     def __init__(self, plan: Plan, spec, layout, arena, policy, slot, train: dict, seed_key: int,
                  max_episode_steps: int):
         self.plan, self.spec, self.layout, self.arena, self.policy, self.slot = plan, spec, layout, arena, policy, slot
-        self.seed_key, self.reward_clamp, self.max_episode_steps = seed_key, train["reward_clamp"], max_episode_steps
+        self.seed_key, self.reward_clamp, self.max_episode_steps = seed_key, train.reward_clamp, max_episode_steps
         self.train = train
         self.packed_args: dict[int, bytes] = {}
         self.packed_steps: dict[tuple[int, int], bytes] = {}
@@ -235,7 +235,7 @@ class SelfPlayRollout(GemmRollout):
         self.slot_pid: dict[int, int] = {}  # pool slot -> OpponentPool id of the snapshot in it
         self.warned_full = False
 
-    def matches(self, config: dict):
+    def matches(self, config):
         """Evaluation games on the GPU in this rollout's env build (cuda/matches.py)."""
         from fastvec.trainer.cuda.matches import GpuMatches
         return GpuMatches(self.spec)

@@ -14,7 +14,6 @@ import numpy as np
 from fastvec.native.batches import make_batch
 from fastvec.native.graphs import CudaGraph, Event
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import env_params
 from fastvec.trainer.env_batch import env_build
 from fastvec.trainer.cuda import device, nccl
 from fastvec.trainer.cuda.cublas import Cublas
@@ -25,6 +24,7 @@ from fastvec.trainer.cuda.plan import (CUBLAS_WORKSPACE, NORM_BLOCKS, SCALARS_DT
                                        action_words, gather_threads, plan_arena, slot_addresses)
 from fastvec.trainer.cuda.policy import GpuPolicy
 from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
+from fastvec.trainer.settings import Config
 
 # Legend as plan.py's: T = horizon, N = envs, R = rows, O = obs size, K = bptt, Bm = sequences per minibatch,
 # n = K * Bm rows per minibatch, P = parameters.
@@ -40,24 +40,27 @@ class CudaTrainer:
     device = "cuda"
     active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
     obs_bytes = False  # the GPU env's observations are bytes (OBS_T unsigned char), which the gather converts
+    selfplay = None  # run.make_trainer sets these two (protocol.Trainer)
+    env_batches: list = []
 
-    def __init__(self, config: dict, batch, spec: ref.PolicySpec, host_batches: list | None = None,
+    def __init__(self, config: Config | dict, batch, spec: ref.PolicySpec, host_batches: list | None = None,
                  choices: Choices = Choices()):
-        train = config["train"]
-        self.config, self.train_cfg, self.spec, self.batch = config, train, spec, batch
-        env, name = batch.env, config["env"]["name"]
-        self.host_env = train["env_device"] == "cpu"
+        self.config = config = Config.of(config)
+        train = config.train
+        self.train_cfg, self.spec, self.batch = train, spec, batch
+        env, name = batch.env, config.env.name
+        self.host_env = train.env_device == "cpu"
         # A host batch's agents per env are its obs' (self-play's SelfPlayBatch shows the learner's seat only).
         num_agents = batch.obs.shape[1] if self.host_env else env.num_agents
-        selfplay_seats = env.num_agents if config["selfplay"]["enabled"] and not self.host_env else 0
+        selfplay_seats = env.num_agents if config.selfplay.enabled and not self.host_env else 0
         self.layout = ref.FlatLayout(ref.param_table(spec))
         plan = self.plan = Plan.make(train, spec, self.layout, batch.num_envs, num_agents, self.host_env, choices,
-                                     selfplay_seats, config["selfplay"]["pool_size"])
+                                     selfplay_seats, config.selfplay.pool_size)
         self.num_envs, self.num_agents, self.rows, self.horizon, self.bptt = (
             plan.num_envs, plan.num_agents, plan.rows, plan.horizon, plan.bptt)
         self.segments, self.sequences, self.async_rollouts = plan.segments, plan.sequences, plan.async_rollouts
-        self.rng = np.random.default_rng(train["seed"])  # only for the initial weights, as NumpyTrainer's
-        self.seed_key = ref.sampling_key(train["seed"])
+        self.rng = np.random.default_rng(train.seed)  # only for the initial weights, as NumpyTrainer's
+        self.seed_key = ref.sampling_key(train.seed)
         # DATA PARALLEL (distributed.py, nccl.py): this process is one rank of several when a group is active.
         # Each rank samples with its own key and steps its own envs; the flat gradient is averaged over the
         # ranks inside the update graph, between backward and clipping.
@@ -114,7 +117,7 @@ class CudaTrainer:
         if self.group:  # every rank starts from rank 0's weights (init rounding may differ across machines)
             self.group.broadcast(self.arena.ptr("params"), self.layout.size, self.stream.handle)
         scalars = np.zeros((), SCALARS_DTYPE)
-        scalars["lr"], scalars["ent_coef"], scalars["clip_scale"] = train["learning_rate"], train["ent_coef"], 1.0
+        scalars["lr"], scalars["ent_coef"], scalars["clip_scale"] = train.learning_rate, train.ent_coef, 1.0
         self.arena.set(cuda, "scalars", np.frombuffer(scalars.tobytes(), np.uint8))
         self.k.launch("fill_kernel", plan.mb_rows, self.arena.ptr("ones"), np.int64(plan.mb_rows), np.float32(1.0))
         # ENV: reset every env with seeds (seed << 32) + i, as NumpyTrainer (rank r's envs continue the
@@ -122,12 +125,12 @@ class CudaTrainer:
         # rollout slot, which the first rollout copies to its step 0, and starts[T] = 1 (every env begins an
         # episode). Rollouts alternate between the slots, each starting where the other one ended.
         n_env, rows, last = plan.num_envs, plan.rows, plan.slot_count - 1
-        seeds = (np.uint64(train["seed"]) << np.uint64(32)) + np.uint64(self.rank * n_env) \
+        seeds = (np.uint64(train.seed) << np.uint64(32)) + np.uint64(self.rank * n_env) \
             + np.arange(n_env, dtype=np.uint64)
         self.arena.set(cuda, "seeds", seeds)
         if self.host_env:
             self.rollout_path.start(cuda, actor, seeds, lambda count: make_batch(
-                name, count, env_params(config), train["env_threads"], self.max_episode_steps))
+                name, count, dict(config.env.params), train.env_threads, self.max_episode_steps))
         else:
             self.rollout_path.start(cuda, actor)
             self.rollout_path.reset_envs(self.k)
@@ -151,6 +154,11 @@ class CudaTrainer:
                   (f"{self.world_size} GPUs", self.group), ("no CUDA graphs", not plan.choices.graphs)]
         return "; ".join([f"CUDA trainer: {self.rollout_path.describe()}", self.optimizer.describe(), plan.precision]
                          + [text for text, on in extras if on])
+
+    @property
+    def gpu_games(self):
+        """Self-play's games on the GPU (the rollout path that steps them), else None."""
+        return self.rollout_path if self.plan.rollout == "selfplay" else None
 
     @functools.cached_property
     def heads(self) -> HeadOps:  # the action head's loss and the running normalisation (cuda/heads.py)
@@ -232,10 +240,10 @@ class CudaTrainer:
         ny = self.spec.head_size + 1
         last, stride = (self._slot("last_value"), 1) if self.plan.fused_block else (self._slot("r_y", None, ny - 1), ny)
         self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), self._slot("values"),
-                      last, np.int32(stride), self._slot("rewards"), self._slot("dones"), np.float32(tc["gamma"]),
-                      np.float32(tc["gae_lambda"]), np.float32(tc["gamma"] * tc["gae_lambda"]), np.int32(vtrace),
-                      a.ptr("new_logp"), self._slot("logp"), np.float32(tc["vtrace_rho_clip"]),
-                      np.float32(tc["vtrace_c_clip"]), a.ptr("adv_returns"),
+                      last, np.int32(stride), self._slot("rewards"), self._slot("dones"), np.float32(tc.gamma),
+                      np.float32(tc.gae_lambda), np.float32(tc.gamma * tc.gae_lambda), np.int32(vtrace),
+                      a.ptr("new_logp"), self._slot("logp"), np.float32(tc.vtrace_rho_clip),
+                      np.float32(tc.vtrace_c_clip), a.ptr("adv_returns"),
                       a.ptr("adv_returns", self.horizon * self.rows))
 
     # UPDATE
@@ -245,8 +253,8 @@ class CudaTrainer:
         the learner is waited for."""
         t0 = time.perf_counter()
         tc = self.train_cfg
-        lr = ref.annealed(tc["learning_rate"], self.update_index, num_updates, tc["anneal_lr"])
-        ent_coef = ref.ent_coef_at(tc["ent_coef"], self.update_index, num_updates, tc["anneal_ent"])
+        lr = ref.annealed(tc.learning_rate, self.update_index, num_updates, tc.anneal_lr)
+        ent_coef = ref.ent_coef_at(tc.ent_coef, self.update_index, num_updates, tc.anneal_ent)
         slot = self.active_slot
         stale = self.async_rollouts and self.slot_version[slot] < self.update_index  # as NumpyTrainer's
         if self.num_updates_captured != num_updates:  # first update, or a new schedule: eager, then capture
@@ -275,7 +283,7 @@ class CudaTrainer:
         self.opt_step = int(scalars["opt_step"])
         count = max(float(scalars["stat"][6]), 1.0)
         out = {name: float(scalars["stat"][i]) / count for i, name in enumerate(STAT_NAMES)}
-        out["loss"] = out["policy_loss"] + tc["vf_coef"] * out["value_loss"] - ent_coef * out["entropy"]
+        out["loss"] = out["policy_loss"] + tc.vf_coef * out["value_loss"] - ent_coef * out["entropy"]
         out.update(learning_rate=lr, ent_coef=ent_coef, explained_variance=float(scalars["stat"][7]))
         self.timing["update"] += time.perf_counter() - t0
         return out
@@ -285,16 +293,16 @@ class CudaTrainer:
         stale: the slot was collected with older weights (async), so V-trace corrects from the first epoch."""
         tc, a, k, plan = self.train_cfg, self.arena, self.k, self.plan
         k.launch_grid("begin_update_kernel", 1, 1, a.ptr("scalars"))
-        if tc["vtrace"]:
+        if tc.vtrace:
             self.cuda.memset_d32_async(a.ptr("new_logp"), 0, self.horizon * self.rows, self.stream)
         half_bits = max(1, math.ceil(math.ceil(math.log2(max(self.sequences, 2))) / 2))
-        if tc["vtrace"] and stale:
+        if tc.vtrace and stale:
             self._record_current_logp(half_bits)
             self._record_gae(True)
         else:
             self._record_gae(False)
-        for epoch in range(tc["update_epochs"]):
-            if tc["vtrace"] and epoch > 0:
+        for epoch in range(tc.update_epochs):
+            if tc.vtrace and epoch > 0:
                 self._record_gae(True)
             k.launch("shuffle_kernel", self.sequences, np.int32(self.sequences), np.int32(half_bits),
                      np.uint64(self.shuffle_key), np.int32(epoch), a.ptr("scalars"), a.ptr("perm"))
@@ -307,8 +315,8 @@ class CudaTrainer:
                       a.ptr("sums_partial"))
         k.launch_grid("explained_variance_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
                       np.int64(count), a.ptr("scalars"))
-        k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc["learning_rate"]), np.int32(num_updates),
-                      np.int32(tc["anneal_lr"]), np.float64(tc["ent_coef"]), np.int32(tc["anneal_ent"]))
+        k.launch_grid("schedule_kernel", 1, 1, a.ptr("scalars"), np.float64(tc.learning_rate), np.int32(num_updates),
+                      np.int32(tc.anneal_lr), np.float64(tc.ent_coef), np.int32(tc.anneal_ent))
 
     def _record_current_logp(self, half_bits: int) -> None:
         """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
@@ -360,15 +368,15 @@ class CudaTrainer:
         tc, a, k, n = self.train_cfg, self.arena, self.k, self.plan.mb_rows
         # FORWARD (the gather also computes the advantages' moments, except across GPUs: see below)
         states, acts, acts_bf16, pres, hs, widths = self._record_minibatch_forward(
-            first, tc["norm_adv"] and not self.group)
+            first, tc.norm_adv and not self.group)
         # LOSS
-        if tc["norm_adv"] and self.group:  # normalise with the global minibatch's mean and std: every rank's
+        if tc.norm_adv and self.group:  # normalise with the global minibatch's mean and std: every rank's
             k.launch_grid("sums_partial_kernel", NORM_BLOCKS, 256, np.int64(n), np.int32(1), a.ptr("mb_adv"),
                           a.ptr("sums_partial"))  # partial sums, summed over the ranks, then finished
             self.group.sum(a.ptr("sums_partial"), NORM_BLOCKS * 2, self.stream.handle)
             k.launch_grid("moments_finish_kernel", 1, 1, np.int32(NORM_BLOCKS), a.ptr("sums_partial"),
                           np.int64(n * self.world_size), a.ptr("adv_moments"))
-        self.heads.loss(k, norm_adv=tc["norm_adv"], stats=True, scatter=tc["vtrace"])
+        self.heads.loss(k, norm_adv=tc.norm_adv, stats=True, scatter=tc.vtrace)
         # BACKWARD
         self.policy.backward(k, self.blas, states, acts, acts_bf16, pres, hs, widths)
         # OPTIMIZER (data parallel: clip and step on the ranks' mean gradient)
