@@ -72,8 +72,8 @@ def train_loop(trainer: Trainer, startup: float, run_dir: Path, resume: bool, da
     """The training loop around a made trainer (run.make_trainer; startup: the seconds that took): config.toml,
     metrics.jsonl (and the optional loggers, closed on every way out), checkpoints. Returns run.train's summary."""
     config, env = trainer.config, trainer.config.env.name
-    if trainer.rank == 0:
-        print(trainer.describe(), file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
+    if trainer.rank == 0 and (paths := trainer.describe()):
+        print(paths, file=sys.stderr)  # the paths chosen for this config (stderr: stdout stays the log)
     elapsed_before = resume_state(trainer, run_dir, env) if resume else 0.0
     if trainer.selfplay is not None:
         trainer.selfplay.start(trainer, run_dir)
@@ -290,6 +290,7 @@ class Loop:
             except ImportError:  # matplotlib is optional (fastvec[plot])
                 pass
         interrupted, signum = self.interrupted, self.stop.signum
+        stopped_by = signal.Signals(signum).name if interrupted and signum else ("SIGINT" if interrupted else None)
         return {"run_dir": run_dir, "checkpoint": ckpt_path, "metrics": self.last_metrics, "elapsed": elapsed,
                 "startup": self.startup, "global_step": trainer.global_step, "trained_steps": trained_steps,
                 "update": trainer.update_index,
@@ -297,5 +298,5 @@ class Loop:
                 "train_sps": (trained_steps - start_step) / max(elapsed - evaluating, 1e-9),
                 "recent_returns": self.recent_returns, "trainer": trainer, "interrupted": interrupted,
                 "target": target_summary,
-                "signal": signal.Signals(signum).name if interrupted and signum else ("SIGINT" if interrupted else None),
+                "signal": stopped_by,
                 "saved_at_stop": interrupted and self.saved_at_stop}

@@ -111,8 +111,8 @@ class NumpyTrainer:
         batch.reset(seeds, None)
 
     def describe(self) -> str:
-        """The path of this trainer, for the start-up log."""
-        return f"CPU trainer: NumPy, {self.config.train.optimizer}, fp32"
+        """Nothing: the CPU trainer has one path (the CUDA trainer names the paths it chose)."""
+        return ""
 
     def warm_up(self, num_updates: int) -> float:
         """Nothing to prepare before the first update (the CUDA trainer captures its graphs here)."""

@@ -36,7 +36,7 @@ class Trainer(Protocol):
     def params(self) -> np.ndarray: ...
 
     def describe(self) -> str:
-        """The paths chosen for this config, for the start-up log."""
+        """The paths chosen for this config, for the start-up log ("": there was no choice)."""
 
     def warm_up(self, num_updates: int) -> float:
         """Work done once before the first update (the CUDA trainer's graph captures); returns its seconds."""

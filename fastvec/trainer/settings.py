@@ -1,6 +1,7 @@
 """The typed, frozen config a run trains with (`Config`): one object per [section] whose attributes are
 config_keys.KEYS (their names, types and defaults), built once from a validated config dict (`Config.of`), and
-what follows from it alone (the env's kind, its step limit). `to_dict` gives the dict back (config.toml, checkpoints)."""
+what follows from it alone (the env's kind, its step limit). `to_dict` gives the dict back (config.toml,
+checkpoints)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def _empty() -> Mapping:
 
 
 # [env]: its keys, the env's name (fastvec-train's ENV) and the env's own parameters (every other [env] key).
-EnvSection = _section("env", "EnvSection", [("name", str, ""), ("params", Mapping, dataclasses.field(default_factory=_empty))])
+EnvSection = _section("env", "EnvSection",
+                      [("name", str, ""), ("params", Mapping, dataclasses.field(default_factory=_empty))])
 PolicySection = _section("policy", "PolicySection")
 TrainSection = _section("train", "TrainSection")
 EvalSection = _section("eval", "EvalSection")
@@ -97,7 +99,8 @@ class Config:
 
     @property
     def env_kind(self) -> str:
-        """How the env is built: "builtin" (a registered env), "source" (a user's env file) or "gym" (a Gymnasium id)."""
+        """How the env is built: "builtin" (a registered env), "source" (a user's env file) or "gym" (a Gymnasium
+        id)."""
         return "gym" if self.env.gym_id else "source" if self.env.source else "builtin"
 
     @property

@@ -141,9 +141,9 @@ def test_the_loss_gets_gae_returns_and_per_minibatch_normalised_advantages(monke
         np.testing.assert_allclose(call["advantages"], adv, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(call["returns"], seg_returns[:, idx], rtol=1e-4, atol=1e-4)
         np.testing.assert_array_equal(call["old_values"], seg_values[:, idx])
-        tc = trainer.train_cfg
+        tc = trainer.config.train
         # the entropy bonus as a float32, the CUDA trainer's scalar
-        assert call["coefs"] == (tc["clip_coef"], tc["vf_clip_coef"], tc["vf_coef"], float(np.float32(tc["ent_coef"])))
+        assert call["coefs"] == (tc.clip_coef, tc.vf_clip_coef, tc.vf_coef, float(np.float32(tc.ent_coef)))
     # The update's statistics are the minibatches' means.
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"):
         assert stats[key] == pytest.approx(np.mean([c["stats"][key] for c in loss.calls]), rel=1e-6, abs=1e-9)
@@ -311,9 +311,9 @@ def test_vtrace_reweights_later_epochs_by_the_current_over_the_behaviour_policy(
         expected = np.exp(trainer.from_segments(new_logp) - trainer.logp)
         np.testing.assert_allclose(gae_calls[epoch], expected, rtol=1e-5)
         assert not np.allclose(gae_calls[epoch], 1.0, atol=1e-4)  # the policy moved
-        tc = trainer.train_cfg  # this epoch's targets: the V-trace advantages plus the old values
-        vtrace = real_gae(trainer.values, trainer.last_value, trainer.rewards, trainer.dones, tc["gamma"],
-                          tc["gae_lambda"], gae_calls[epoch], tc["vtrace_rho_clip"], tc["vtrace_c_clip"])
+        tc = trainer.config.train  # this epoch's targets: the V-trace advantages plus the old values
+        vtrace = real_gae(trainer.values, trainer.last_value, trainer.rewards, trainer.dones, tc.gamma,
+                          tc.gae_lambda, gae_calls[epoch], tc.vtrace_rho_clip, tc.vtrace_c_clip)
         seg_returns = trainer.to_segments(vtrace + trainer.values)
         for i in range(epoch * per_epoch, (epoch + 1) * per_epoch):
             np.testing.assert_allclose(loss.calls[i]["returns"], seg_returns[:, indices[i]], rtol=1e-5, atol=1e-5)

@@ -11,6 +11,7 @@ from fastvec.trainer.config import (CONFIG_DIR, KEYS, ConfigError, check_world_s
                                     help_text, load_config, load_run_config, parse_overrides, parse_value,
                                     rollout_sizes, to_toml, validate)
 from fastvec.trainer.config_keys import SECTIONS, Key
+from fastvec.trainer.settings import Config
 
 # ---------------------------------------------------------------------------------------------- the definition
 
@@ -202,7 +203,7 @@ def test_validate_refuses_an_incomplete_or_edited_config():
 
 
 def test_minibatch_larger_than_a_rollout_is_refused_once_the_agents_are_known():
-    train = load_config("cartpole", {"env": {"num_envs": 4}, "train": {"horizon": 16, "bptt_horizon": 16}})["train"]
+    train = Config.of(load_config("cartpole", {"env": {"num_envs": 4}, "train": {"horizon": 16, "bptt_horizon": 16}})).train
     with pytest.raises(ConfigError, match="train.minibatch_size=1024 is larger than a rollout"):
         rollout_sizes(train, 4, 1)
     assert rollout_sizes(train, 32, 2) == (64, 16, 16, 1, 1024)

@@ -4,6 +4,7 @@ message suggests is accepted, and the boundary combinations (equal sizes, a mini
 Also the ENV argument's forms (built-in, PATH.h, gym:ID), an env file's -D parameters, a damaged run config's
 message and the generated default.toml."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from fastvec.trainer.config import (
     to_toml,
     validate,
 )
+from fastvec.trainer.settings import Config
 
 
 def refusal(train: dict, env="cartpole") -> str:
@@ -64,13 +66,12 @@ def test_combinations_at_the_boundaries_are_accepted(horizon, bptt, minibatch):
 
 @pytest.mark.parametrize("num_envs,agents", [(4, 1), (3, 2)])
 def test_a_minibatch_of_one_whole_rollout_runs_and_one_more_sequence_is_refused(num_envs, agents):
-    train = load_config("cartpole", {"train": {"horizon": 16, "bptt_horizon": 4, "minibatch_size": 4}})["train"]
+    train = Config.of(load_config("cartpole", {"train": {"horizon": 16, "bptt_horizon": 4, "minibatch_size": 4}})).train
     samples = num_envs * agents * 16
-    train["minibatch_size"] = samples
+    train = dataclasses.replace(train, minibatch_size=samples)
     assert rollout_sizes(train, num_envs, agents) == (num_envs * agents, 16, 4, 4, samples)
-    train["minibatch_size"] = samples + 4
     with pytest.raises(ConfigError) as err:
-        rollout_sizes(train, num_envs, agents)
+        rollout_sizes(dataclasses.replace(train, minibatch_size=samples + 4), num_envs, agents)
     assert str(err.value) == (f"train.minibatch_size={samples + 4} is larger than a rollout ({num_envs * agents} "
                               f"rows x horizon 16 = {samples} samples); lower it or raise env.num_envs / train.horizon")
 
@@ -95,7 +96,7 @@ def test_what_names_an_env_file():
 def test_an_env_file_given_by_key_under_any_name_loads():
     config = load_config("my_counting", {"env": {"source": str(COUNTING), "terminate_at": True}})
     assert config["env"]["name"] == "my_counting" and config["env"]["source"] == str(COUNTING)
-    assert source_defines(config) == {"TERMINATE_AT": 1}
+    assert source_defines(config["env"]["source"], Config.of(config).env.params) == {"TERMINATE_AT": 1}
     with pytest.raises(ConfigError, match=r"unknown parameter\(s\) FAST for env file 'counting.h'.*TERMINATE_AT"):
         load_config("my_counting", {"env": {"source": str(COUNTING), "fast": True}})
 

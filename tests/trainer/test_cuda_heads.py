@@ -17,6 +17,7 @@ from test_cuda import (F32_TOL, Dev, FixedOrders, _cuda_or_skip, kernels_with_te
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.settings import Config
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 BOX, MULTI = (str(ENVS_DIR / f"{name}.h") for name in ("box_point", "multi_discrete"))
@@ -41,7 +42,7 @@ def heads_config(env: str, policy: dict | None = None, **train) -> dict:
 @pytest.mark.parametrize("spec", [BOX_SPEC, MULTI_SPEC], ids=["box", "multi_discrete"])
 def test_plan_gives_every_head_the_gemm_rollout_and_its_action_buffers(spec):
     from fastvec.trainer.cuda.plan import Choices, Plan, action_words, plan_arena
-    train = heads_config(BOX)["train"]
+    train = Config.of(heads_config(BOX)).train
     layout = ref.FlatLayout(ref.param_table(spec))
     plan = Plan.make(train, spec, layout, 24, 1, False, Choices(rollout="warp"))
     assert plan.rollout == "gemm" and plan.fused_block == 0  # the fused kernels implement the Discrete head only
@@ -59,7 +60,7 @@ def test_plan_gives_every_head_the_gemm_rollout_and_its_action_buffers(spec):
 
 def test_plan_gives_a_separate_critic_the_gemm_rollout_and_its_own_activations():
     from fastvec.trainer.cuda.plan import Choices, Plan, plan_arena
-    train = heads_config("cartpole", SEPARATE_CRITIC)["train"]
+    train = Config.of(heads_config("cartpole", SEPARATE_CRITIC)).train
     spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=16, layers=2, critic="separate")
     layout = ref.FlatLayout(ref.param_table(spec))
     plan = Plan.make(train, spec, layout, 24, 1, False, Choices(rollout="warp"))
@@ -76,7 +77,7 @@ def test_plan_gives_async_training_larger_warp_rollout_blocks(is_async, warp_blo
     beside it; Choices(warp_block=...) overrides both (the kernel's registers may lower it again at start)."""
     from fastvec.trainer.cuda.plan import Choices, Plan
     spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=16, layers=2)
-    train = heads_config("cartpole", **{"async": is_async})["train"]
+    train = Config.of(heads_config("cartpole", **{"async": is_async})).train
     plan = Plan.make(train, spec, ref.FlatLayout(ref.param_table(spec)), 24, 1, False, Choices(warp_block=warp_block))
     assert (plan.rollout, plan.fused_block) == ("warp", expected)
 
@@ -84,7 +85,7 @@ def test_plan_gives_async_training_larger_warp_rollout_blocks(is_async, warp_blo
 def test_plan_normalised_observations_and_rewards_add_their_state():
     from fastvec.trainer.cuda.plan import Choices, Plan, plan_arena
     spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=16, layers=1, norm_obs=True)
-    train = heads_config("cartpole", norm_obs=True, norm_reward=True)["train"]
+    train = Config.of(heads_config("cartpole", norm_obs=True, norm_reward=True)).train
     layout = ref.FlatLayout(ref.param_table(spec))
     plan = Plan.make(train, spec, layout, 24, 1, False, Choices(rollout="thread"))
     assert plan.rollout == "gemm" and plan.norm_reward  # the fused kernels read raw observations
@@ -95,7 +96,7 @@ def test_plan_normalised_observations_and_rewards_add_their_state():
 
 def test_plan_refuses_heads_where_the_cuda_trainer_lacks_them():
     from fastvec.trainer.cuda.plan import Choices, Plan
-    train = heads_config(BOX)["train"]
+    train = Config.of(heads_config(BOX)).train
     layout = ref.FlatLayout(ref.param_table(BOX_SPEC))
     with pytest.raises(ConfigError, match="box head on the GPU only"):
         Plan.make(train, BOX_SPEC, layout, 24, 1, True, Choices())

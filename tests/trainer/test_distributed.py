@@ -141,12 +141,14 @@ def _recorded_minibatch_step(norm_adv, world_size):
     from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.policy import GpuPolicy
     from fastvec.trainer.cuda.trainer import CudaTrainer
+    from fastvec.trainer.settings import Config
 
     log = []
     trainer = CudaTrainer.__new__(CudaTrainer)  # no __init__: nothing touches a GPU
     spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=8, layers=2)
     trainer.spec, trainer.layout = spec, ref.FlatLayout(ref.param_table(spec))
-    trainer.train_cfg = {**load_config("cartpole")["train"], "optimizer": "adam", "norm_adv": norm_adv, "vtrace": False}
+    config = load_config("cartpole", {"train": {"optimizer": "adam", "norm_adv": norm_adv, "vtrace": False}})
+    trainer.config = Config.of(config)
     trainer.arena = SimpleNamespace(ptr=lambda name, offset=0: (name, offset))
     trainer.k, trainer.blas = _Recorder(log, "k"), _Recorder(log, "blas")
     trainer.stream = SimpleNamespace(handle=1234)
@@ -155,7 +157,7 @@ def _recorded_minibatch_step(norm_adv, world_size):
     trainer.world_size = world_size
     trainer.group = _Recorder(log, "group") if world_size > 1 else None
     trainer.policy = GpuPolicy(spec, trainer.layout, trainer.arena, trainer.plan)
-    trainer.optimizer = Adam(trainer.train_cfg, trainer.layout, trainer.arena)
+    trainer.optimizer = Adam(trainer.config.train, trainer.layout, trainer.arena)
     trainer._record_minibatch_step(0)
     return trainer, log
 
@@ -458,14 +460,14 @@ nccl.get_unique_id = lambda: os.urandom(nccl.UNIQUE_ID_BYTES)  # stand-in ranks 
 def fake_train(config, run_dir, resume, dashboard):
     group = nccl.active_group()  # what CudaTrainer reads: must be this rank's group
     print(f"rank {group.rank}/{group.world_size} gpu {os.environ['CUDA_VISIBLE_DEVICES']} device "
-          f"{config['train']['device']} resume {resume} writes {'run_dir' if Path(run_dir) == Path(sys.argv[2]) else 'scratch'}",
+          f"{config.train.device} resume {resume} writes {'run_dir' if Path(run_dir) == Path(sys.argv[2]) else 'scratch'}",
           file=sys.stderr)
     if group.rank == int(os.environ.get("FAIL_RANK", "-1")):
         raise RuntimeError("rank failure for the test")
     return {"run_dir": run_dir, "checkpoint": None, "metrics": {"episode_return": 1.5}, "elapsed": 1.0,
             "global_step": 1024, "sps": 1024.0, "recent_returns": [1.5], "interrupted": False,
             "trainer": types.SimpleNamespace(close=lambda: None)}
-run._train = fake_train
+run.train_one_process = fake_train
 distributed.check_in_sync = lambda trainer, group: 0.0
 """
 

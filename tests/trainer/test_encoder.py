@@ -13,6 +13,7 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, load_config
 from fastvec.trainer.cuda.plan import Choices, Plan
 from fastvec.trainer.numpy_trainer import cuda_unsupported, make_policy_spec
+from fastvec.trainer.settings import Config
 
 SMALL = ["--policy.kind=mlp", "--policy.encoder=relu", "--policy.layers=1", "--policy.hidden=16",
          "--train.horizon=16", "--train.bptt_horizon=8", "--env.num_envs=8", "--train.minibatch_size=64",
@@ -46,7 +47,7 @@ def test_the_cuda_trainer_takes_a_relu_encoder_on_the_gemm_path():
     config = load_config("cartpole", {"policy": {"kind": "mlp", "encoder": "relu"}})
     spec = make_policy_spec(config, 4, 2)
     assert spec.encoder == "relu" and cuda_unsupported(spec, config) is None
-    plan = Plan.make(config["train"], spec, ref.FlatLayout(ref.param_table(spec)), 24, 1, False,
+    plan = Plan.make(Config.of(config).train, spec, ref.FlatLayout(ref.param_table(spec)), 24, 1, False,
                      Choices(rollout="warp"))
     assert plan.rollout == "gemm" and plan.fused_block == 0  # the fused kernels read a linear encoder
 

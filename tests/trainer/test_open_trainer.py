@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from fastvec.native.gym_batch import GymBatch
-from fastvec.trainer import checkpoint, cli, config as config_mod, env_batch, run
+from fastvec.trainer import checkpoint, cli, config as config_mod, env_batch, loop, run
 from fastvec.trainer.config import ConfigError, load_config, load_run_config
+from fastvec.trainer.settings import Config
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 SMALL = ["--policy.hidden=16", "--policy.layers=1", "--train.horizon=16", "--train.bptt_horizon=8",
@@ -105,7 +106,7 @@ def test_a_moved_env_file_is_found_at_its_new_path_and_a_changed_one_is_named(en
 def test_a_named_user_env_and_its_parameters_are_checked(env_file, tmp_path):
     config = load_config("my_counter", {"env": {"source": str(env_file), "terminate_at": 7}})
     assert config["env"]["name"] == "my_counter" and config["env"]["source"] == str(env_file.resolve())
-    assert config_mod.source_defines(config) == {"TERMINATE_AT": 7}
+    assert config_mod.source_defines(config["env"]["source"], Config.of(config).env.params) == {"TERMINATE_AT": 7}
     with pytest.raises(ConfigError, match="env.mode='fast': a parameter of an env file is a -D define"):
         load_config(str(env_file), {"env": {"mode": "fast"}})
     with pytest.raises(ConfigError, match="under the name 'cartpole', a built-in env's"):
@@ -235,13 +236,13 @@ def test_env_build_names_what_a_gpu_build_compiles_for_each_kind_of_env(env_file
     sizes (the host-env kernels need OBS_SIZE and NUM_ACTIONS); it must compile, here with the C compiler."""
     from fastvec.native import cpu
     builtin = load_config("breakout", {"env": {"frameskip": 2}})
-    source, defines, limit = env_batch.env_build(builtin, None)
+    source, defines, limit = env_batch.env_build(Config.of(builtin), None)
     assert (source.name, defines, limit) == ("breakout.h", {"FRAMESKIP": 2}, 10_000)
     user = load_config(str(env_file), {"env": {"terminate_at": 6}})
-    assert env_batch.env_build(user, None) == (env_file.resolve(), {"TERMINATE_AT": 6}, 0)
+    assert env_batch.env_build(Config.of(user), None) == (env_file.resolve(), {"TERMINATE_AT": 6}, 0)
     gym = load_config("gym:CartPole-v1", {"env": {"num_envs": 2}})
     batch = run.make_batch(gym)
-    source, defines, limit = env_batch.env_build(gym, batch)
+    source, defines, limit = env_batch.env_build(Config.of(gym), batch)
     batch.close()
     stub = cpu.load(source, ())
     assert (stub.obs_size, stub.num_actions, stub.num_agents, stub.stat_names, defines, limit) == (4, 2, 1, [], {}, 0)
@@ -313,5 +314,5 @@ def test_without_a_logger_option_loggers_py_is_never_imported(tmp_path, monkeypa
     monkeypatch.setitem(sys.modules, "fastvec.trainer.loggers", None)  # any import of it would fail
     config = load_config("cartpole", {"env": {"num_envs": 8}, "train": {
         "total_timesteps": 256, "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64}})
-    assert run.open_loggers(config, tmp_path, False) is None
+    assert loop.open_loggers(Config.of(config), tmp_path, False) is None
     run.train(config, tmp_path / "run", dashboard=False)

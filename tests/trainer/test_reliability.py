@@ -519,9 +519,10 @@ def test_selfplay_ratings_resume_at_the_checkpoint_and_a_damaged_file_starts_ove
     from types import SimpleNamespace
     from fastvec.trainer import reference as ref
     from fastvec.trainer.selfplay import SelfPlay
-    config = load_config("pong", {"selfplay": {"enabled": True}, "policy": {"hidden": 8, "layers": 1}})
+    from fastvec.trainer.settings import Config
+    config = Config.of(load_config("pong", {"selfplay": {"enabled": True}, "policy": {"hidden": 8, "layers": 1}}))
     spec = ref.PolicySpec(obs_size=8, num_actions=3, hidden=8, layers=1)
-    trainer = SimpleNamespace(update_index=4, spec=spec, params=ref.init_params(spec, np.random.default_rng(0),
+    trainer = SimpleNamespace(update_index=4, gpu_games=None, spec=spec, params=ref.init_params(spec, np.random.default_rng(0),
                                                                                   np.float32))
     (tmp_path / "ratings.json").write_text(json.dumps({
         "results": [["u2", "bot0", 1.0, 2], ["u6", "u2", 2.0, 2]],  # u6: played after the checkpoint (update 4)

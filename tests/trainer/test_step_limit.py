@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from fastvec.trainer.config import ConfigError, load_config
-from fastvec.trainer.env_batch import make_batch, step_limit
+from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.settings import Config
 
 EXAMPLE_ENV = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
 
@@ -32,7 +33,7 @@ def episode_lengths(batch, steps: int) -> tuple[list[int], list[bool]]:
 def test_minatar_breakout_is_truncated_where_the_config_says(limit):
     """MinAtar has no limit of its own (as the minatar package); a count truncates at exactly that many steps."""
     config = load_config("breakout-minatar", {"env": {"num_envs": 8, "max_episode_steps": limit}})
-    assert step_limit(config) == max(limit, 0)
+    assert Config.of(config).step_limit == max(limit, 0)
     lengths, truncated = episode_lengths(make_batch(config), 200)
     assert lengths
     if limit > 0:
@@ -44,19 +45,19 @@ def test_minatar_breakout_is_truncated_where_the_config_says(limit):
 
 def test_cartpole_keeps_its_registered_limit_unless_told():
     """-1 is CartPole's registered 500 steps; a smaller count cuts earlier; 0 removes the limit."""
-    assert step_limit(load_config("cartpole")) == 500
+    assert Config.of(load_config("cartpole")).step_limit == 500
     config = load_config("cartpole", {"env": {"num_envs": 4, "max_episode_steps": 5}})
     lengths, truncated = episode_lengths(make_batch(config), 40)
     assert set(lengths) == {5} and all(truncated)
-    assert step_limit(load_config("cartpole", {"env": {"max_episode_steps": 0}})) == 0
+    assert Config.of(load_config("cartpole", {"env": {"max_episode_steps": 0}})).step_limit == 0
 
 
 def test_an_env_file_has_no_limit_unless_given():
     config = load_config(str(EXAMPLE_ENV), {"env": {"num_envs": 4, "max_episode_steps": 3}})
-    assert step_limit(config) == 3
+    assert Config.of(config).step_limit == 3
     lengths, truncated = episode_lengths(make_batch(config), 20)
     assert max(lengths) <= 3 and all(cut for length, cut in zip(lengths, truncated) if length == 3)
-    assert step_limit(load_config(str(EXAMPLE_ENV))) == 0
+    assert Config.of(load_config(str(EXAMPLE_ENV))).step_limit == 0
 
 
 def test_a_gymnasium_id_gets_the_count_as_a_make_argument():

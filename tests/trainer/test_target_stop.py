@@ -10,13 +10,14 @@ import pytest
 
 from fastvec.trainer import checkpoint, cli, run
 from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.settings import TrainSection
 from fastvec.trainer.target import Target
 
 CORRIDOR = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
 
 
 def target(value: float, episodes: int = 100, metric: str = "episode_return") -> Target:
-    train = {"target_return": value, "target_metric": metric, "target_episodes": episodes, "stop_at_target": True}
+    train = TrainSection(target_return=value, target_metric=metric, target_episodes=episodes, stop_at_target=True)
     return Target(train, ["reached_goal"])
 
 

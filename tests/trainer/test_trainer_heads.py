@@ -112,7 +112,7 @@ def test_the_cuda_trainer_refuses_what_only_the_cpu_trainer_trains():
     assert "box action head with the env on the GPU only" in cuda_unsupported(*spec(BOX, env_device="cpu"))
     assert cuda_unsupported(*spec(BYTES)) is None  # bytes scaled by 1/255 in the encoder's input
     normalised, config = spec("cartpole", norm_obs=True)
-    config["train"]["gpus"] = 2  # as a CUDA run's config (a CPU one refuses several GPUs itself)
+    config["train"].update(gpus=2, device="cuda")  # a CUDA run's config (a CPU one refuses several GPUs itself)
     assert "--train.gpus=1" in cuda_unsupported(normalised, config)
     assert cuda_unsupported(*spec("cartpole")) is None
     assert cuda_unsupported(*spec("breakout-minatar")) is None  # 0/1 bytes: nothing to scale
@@ -128,8 +128,8 @@ def test_auto_device_trains_on_the_cpu_what_the_cuda_trainer_refuses(monkeypatch
     config = config_for(BOX, 8, device="auto", env_device="cpu")
     trainer = run.make_trainer(config)
     try:
-        assert isinstance(trainer, NumpyTrainer) and config["train"]["device"] == "cpu"
-        assert config["train"]["env_device"] == "cpu"
+        assert isinstance(trainer, NumpyTrainer) and trainer.config.train.device == "cpu"
+        assert trainer.config.train.env_device == "cpu"
         assert "box action head" in capsys.readouterr().err
         trainer.rollout()  # it trains
     finally:

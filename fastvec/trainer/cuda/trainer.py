@@ -40,15 +40,11 @@ class CudaTrainer:
     device = "cuda"
     active_slot = 0  # the rollout slot the next update trains on (always 0 without train.async)
     obs_bytes = False  # the GPU env's observations are bytes (OBS_T unsigned char), which the gather converts
-    selfplay = None  # run.make_trainer sets these two (protocol.Trainer)
-    env_batches: list = []
 
     def __init__(self, config: Config | dict, batch, spec: ref.PolicySpec, host_batches: list | None = None,
                  choices: Choices = Choices()):
-        self.config = config = Config.of(config)
-        train = config.train
-        self.train_cfg, self.spec, self.batch = train, spec, batch
-        env, name = batch.env, config.env.name
+        self.config = config = Config.of(config)  # run.make_trainer adds selfplay and env_batches (protocol.Trainer)
+        self.spec, self.batch, train, env, name = spec, batch, config.train, batch.env, config.env.name
         self.host_env = train.env_device == "cpu"
         # A host batch's agents per env are its obs' (self-play's SelfPlayBatch shows the learner's seat only).
         num_agents = batch.obs.shape[1] if self.host_env else env.num_agents
@@ -96,6 +92,7 @@ class CudaTrainer:
             self.rollout_path = HostEnvs(*args, batch, host_batches, self.timing)
         else:
             self.rollout_path = GPU_ENV_ROLLOUTS[plan.rollout](*args, self.max_episode_steps)
+        self.gpu_games = self.rollout_path if plan.rollout == "selfplay" else None  # self-play's games on the GPU
         self.optimizer.add_tensors(self.arena)
         self.rollout_path.add_tensors(self.arena)
         self.arena.allocate(cuda)
@@ -155,14 +152,9 @@ class CudaTrainer:
         return "; ".join([f"CUDA trainer: {self.rollout_path.describe()}", self.optimizer.describe(), plan.precision]
                          + [text for text, on in extras if on])
 
-    @property
-    def gpu_games(self):
-        """Self-play's games on the GPU (the rollout path that steps them), else None."""
-        return self.rollout_path if self.plan.rollout == "selfplay" else None
-
     @functools.cached_property
     def heads(self) -> HeadOps:  # the action head's loss and the running normalisation (cuda/heads.py)
-        return HeadOps(self.spec, self.layout, self.arena, self.plan, self.train_cfg, self.group)
+        return HeadOps(self.spec, self.layout, self.arena, self.plan, self.config.train, self.group)
 
     @property
     def behaviour_version(self) -> int:
@@ -236,7 +228,7 @@ class CudaTrainer:
 
     # GAE
     def _record_gae(self, vtrace: bool) -> None:
-        tc, a = self.train_cfg, self.arena
+        tc, a = self.config.train, self.arena
         ny = self.spec.head_size + 1
         last, stride = (self._slot("last_value"), 1) if self.plan.fused_block else (self._slot("r_y", None, ny - 1), ny)
         self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), self._slot("values"),
@@ -252,7 +244,7 @@ class CudaTrainer:
         update's mean stats. Async: it runs on the GPU while the actor collects the next rollout, and only
         the learner is waited for."""
         t0 = time.perf_counter()
-        tc = self.train_cfg
+        tc = self.config.train
         lr = ref.annealed(tc.learning_rate, self.update_index, num_updates, tc.anneal_lr)
         ent_coef = ref.ent_coef_at(tc.ent_coef, self.update_index, num_updates, tc.anneal_ent)
         slot = self.active_slot
@@ -291,7 +283,7 @@ class CudaTrainer:
     def _record_update(self, num_updates: int, stale: bool = False) -> None:
         """Enqueue one whole update of the active rollout slot: NumpyTrainer.update with every minibatch_step.
         stale: the slot was collected with older weights (async), so V-trace corrects from the first epoch."""
-        tc, a, k, plan = self.train_cfg, self.arena, self.k, self.plan
+        tc, a, k, plan = self.config.train, self.arena, self.k, self.plan
         k.launch_grid("begin_update_kernel", 1, 1, a.ptr("scalars"))
         if tc.vtrace:
             self.cuda.memset_d32_async(a.ptr("new_logp"), 0, self.horizon * self.rows, self.stream)
@@ -365,7 +357,7 @@ class CudaTrainer:
 
     def _record_minibatch_step(self, first: int) -> None:
         """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]: forward, loss, backward, step."""
-        tc, a, k, n = self.train_cfg, self.arena, self.k, self.plan.mb_rows
+        tc, a, k, n = self.config.train, self.arena, self.k, self.plan.mb_rows
         # FORWARD (the gather also computes the advantages' moments, except across GPUs: see below)
         states, acts, acts_bf16, pres, hs, widths = self._record_minibatch_forward(
             first, tc.norm_adv and not self.group)
