@@ -78,7 +78,8 @@ def test_nan_action_is_refused_and_nothing_stepped():
     np.testing.assert_array_equal(env.unwrapped.get_state(), before)
 
 
-def test_unstable_simulation_ends_the_episode_with_a_flag():
+def test_unstable_simulation_ends_the_episode_with_a_flag(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo's warning also goes to MUJOCO_LOG.TXT in the working directory
     env = gym.make_vec("fastvec/Hopper-v5", num_envs=2)
     env.reset(seed=0)
     state = env.unwrapped.get_state()

@@ -1,0 +1,98 @@
+"""MuJoCo env throughput: env steps per second through `step()` with random actions, for fastvec's C batch
+(`fastvec/<Task>-v5`) and, in the same run, Gymnasium's own v5 envs under `gymnasium.make_vec` with
+vectorization_mode "sync" and "async". Every repeat is kept; the table shows the median and the spread.
+Prints a table and writes benchmarks/results/mujoco_cpu.json (or --out).
+
+    python benchmarks/mujoco_steps.py [--tasks Ant Humanoid HalfCheetah] [--num-envs 8 32] [--seconds 1.0]
+                                      [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from datetime import date
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
+
+RESULTS = Path(__file__).parent / "results"
+MODES = ("fastvec", "sync", "async")
+
+
+def make(task: str, mode: str, num_envs: int):
+    if mode == "fastvec":
+        return gym.make_vec(f"fastvec/{task}-v5", num_envs=num_envs)
+    return gym.make_vec(f"{task}-v5", num_envs=num_envs, vectorization_mode=mode)
+
+
+def measure(envs, seconds: float, repeats: int, pool: int = 16) -> list[float]:
+    """Env steps per second of `repeats` runs of about `seconds` each, after a warm-up of the same length;
+    actions are drawn beforehand (not timed)."""
+    rng = np.random.default_rng(0)
+    high = envs.single_action_space.high
+    actions = [(rng.uniform(-1, 1, (envs.num_envs, high.size)) * high).astype(np.float32) for _ in range(pool)]
+    envs.reset(seed=0)
+    rates = []
+    for run in range(repeats + 1):
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for a in actions:
+                envs.step(a)
+            steps += pool
+        if run > 0:  # run 0 is the warm-up
+            rates.append(steps * envs.num_envs / (time.perf_counter() - start))
+    return rates
+
+
+def spread(rates: list[float]) -> float:
+    """(max - min) / median of the repeats: how far apart they fell."""
+    return (max(rates) - min(rates)) / float(np.median(rates))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["Ant", "Humanoid", "HalfCheetah"])
+    parser.add_argument("--num-envs", nargs="+", type=int, default=[8, 32])
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS / "mujoco_cpu.json")
+    args = parser.parse_args()
+    import mujoco
+
+    rows = []
+    header = f"{'task':<12} {'envs':>5} " + " ".join(f"{m + ' steps/s':>20}" for m in MODES) + f" {'vs sync':>8} {'vs async':>8}"
+    print(header)
+    for task in args.tasks:
+        for n in args.num_envs:
+            row = {"task": f"{task}-v5", "num_envs": n}
+            for mode in MODES:
+                envs = make(task, mode, n)
+                try:
+                    rates = measure(envs, args.seconds, args.repeats)
+                finally:
+                    envs.close()
+                row[mode] = {"steps_per_s": rates, "median": float(np.median(rates))}
+            rows.append(row)
+            cells = " ".join(f"{row[m]['median']:>14,.0f} \u00b1{spread(row[m]['steps_per_s']):>4.0%}" for m in MODES)
+            print(f"{task:<12} {n:>5} {cells} {row['fastvec']['median'] / row['sync']['median']:>7.1f}x "
+                  f"{row['fastvec']['median'] / row['async']['median']:>7.1f}x", flush=True)
+    out = {"benchmark": "mujoco_steps", "date": date.today().isoformat(), "machine": platform.node(),
+           "cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
+           "mujoco": mujoco.__version__, "gymnasium": gym.__version__, "seconds": args.seconds,
+           "repeats": args.repeats, "fastvec_threads": os.environ.get("FASTVEC_NUM_THREADS", "all CPUs"),
+           "note": "random float32 actions drawn beforehand; each figure one timed run after a warm-up run",
+           "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
