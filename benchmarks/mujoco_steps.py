@@ -1,5 +1,5 @@
 """MuJoCo env throughput: env steps per second through `step()` with random actions, for fastvec's C batch
-(`fastvec/<Task>-v5`) and, in the same run, Gymnasium's own v5 envs under `gymnasium.make_vec` with
+(`fastvec/<Task>-v5`, on every CPU and on one thread) and, in the same run, Gymnasium's own v5 envs under `gymnasium.make_vec` with
 vectorization_mode "sync" and "async". Every repeat is kept; the table shows the median and the spread.
 Prints a table and writes benchmarks/results/mujoco_cpu.json (or --out).
 
@@ -23,11 +23,15 @@ import numpy as np
 import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
 
 RESULTS = Path(__file__).parent / "results"
-MODES = ("fastvec", "sync", "async")
+MODES = ("fastvec", "fastvec_1_thread", "sync", "async")
 
 
 def make(task: str, mode: str, num_envs: int):
-    if mode == "fastvec":
+    if mode.startswith("fastvec"):
+        from fastvec.native.cpu import default_threads
+        from fastvec.native.mujoco import library
+
+        library().fv_mj_set_threads(1 if mode == "fastvec_1_thread" else default_threads())
         return gym.make_vec(f"fastvec/{task}-v5", num_envs=num_envs)
     return gym.make_vec(f"{task}-v5", num_envs=num_envs, vectorization_mode=mode)
 
@@ -67,7 +71,8 @@ def main() -> None:
     import mujoco
 
     rows = []
-    header = f"{'task':<12} {'envs':>5} " + " ".join(f"{m + ' steps/s':>20}" for m in MODES) + f" {'vs sync':>8} {'vs async':>8}"
+    load_start = os.getloadavg()
+    header = f"{'task':<12} {'envs':>5} " + " ".join(f"{m:>20}" for m in MODES) + f" {'vs sync':>8} {'vs async':>8}"
     print(header)
     for task in args.tasks:
         for n in args.num_envs:
@@ -83,10 +88,12 @@ def main() -> None:
             cells = " ".join(f"{row[m]['median']:>14,.0f} \u00b1{spread(row[m]['steps_per_s']):>4.0%}" for m in MODES)
             print(f"{task:<12} {n:>5} {cells} {row['fastvec']['median'] / row['sync']['median']:>7.1f}x "
                   f"{row['fastvec']['median'] / row['async']['median']:>7.1f}x", flush=True)
+    print("(steps/s: median of the repeats \u00b1 their spread, (max - min) / median; vs: fastvec on every CPU)")
     out = {"benchmark": "mujoco_steps", "date": date.today().isoformat(), "machine": platform.node(),
            "cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
            "mujoco": mujoco.__version__, "gymnasium": gym.__version__, "seconds": args.seconds,
            "repeats": args.repeats, "fastvec_threads": os.environ.get("FASTVEC_NUM_THREADS", "all CPUs"),
+           "load_average_1_5_15min": {"start": load_start, "end": os.getloadavg()},
            "note": "random float32 actions drawn beforehand; each figure one timed run after a warm-up run",
            "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)

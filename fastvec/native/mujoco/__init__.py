@@ -149,9 +149,13 @@ class MujocoBatch:
     """num_envs envs of one task stepped in place by libmujoco on the pool's threads. Buffers: obs (N, O) float64,
     rewards (N,) float64, terminated / truncated (N,) bool, info (N, I) float64 (the task's info values, the
     spec's order), was_reset (N,) bool (this step reset the env: NEXT_STEP autoreset), unstable (N,) bool
-    (MuJoCo warned of a bad qpos, qvel or qacc, or they are not finite: the episode ended)."""
+    (MuJoCo warned of a bad qpos, qvel or qacc, or they are not finite: the episode ended).
+    Its methods are native/backend.py's Backend methods where they mean the same (reset, step, get_state,
+    set_state, synchronize, rollout, render, close); its outputs are Gymnasium's types rather than Backend's
+    float32 (obs and rewards in float64, which equal bits with Gymnasium need) and add the task's info values."""
 
     device = "cpu"
+    host_arrays = True
 
     def __init__(self, task: str, num_envs: int, max_episode_steps: int | None = None, xml_file: str | None = None,
                  frame_skip: int | None = None, **params):
@@ -288,6 +292,16 @@ class MujocoBatch:
                              f"{(len(idx), self.nq + self.nv)} (qpos then qvel), got {np.shape(values)}")
         given = np.ascontiguousarray(given)
         self.lib.fv_mj_set_state(self._ptr, len(idx), idx.ctypes.data, given.ctypes.data, self.obs.ctypes.data)
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: every step is done when step() returns."""
+
+    def rollout(self, policy, steps: int, *, graph: bool = True):
+        raise NotImplementedError("the MuJoCo tasks step on the CPU through step(); rollout() is the GPU batch's")
+
+    def render(self, i: int) -> np.ndarray:
+        raise NotImplementedError(f"fastvec's {self.spec.name}-v5 does not render yet; Gymnasium's own "
+                                  f"{self.spec.name}-v5 draws its frames")
 
     def close(self) -> None:
         if getattr(self, "_ptr", None):
