@@ -38,7 +38,7 @@ def _register_gymnasium() -> None:
 
 _register_gymnasium()
 
-from fastvec.pettingzoo import register_pettingzoo  # noqa: E402  (needs ENVS above)
+from fastvec.pettingzoo import register_pettingzoo  # noqa: E402  (the face itself is imported on first use)
 
 register_pettingzoo()  # pettingzoo.make has no "module:id" syntax, so `import fastvec` registers
 

@@ -1,14 +1,14 @@
 """fastvec's PettingZoo face: `parallel_env(name)`, `env(name)` (AEC) and `vector_env(name,
 num_games)` (a Gymnasium VectorEnv in SuperSuit's layout for self-play), plus the registration of
-every built-in game with PettingZoo's registry as `fastvec/<name>-v0` (done by `import fastvec`)."""
+every built-in game with PettingZoo's registry as `fastvec/<name>-v0` (done by `import fastvec`).
+The face (wrappers/pettingzoo.py) is imported on first use of one of its names, not by registering."""
 
 from __future__ import annotations
 
 from fastvec.native import ENVS
-from fastvec.wrappers.pettingzoo import AGENT_NAMES, MultiAgentVectorEnv, NativeParallelEnv, env, parallel_env, vector_env
 
-__all__ = ["parallel_env", "env", "vector_env", "NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES",
-           "register_pettingzoo"]
+FACE = ("parallel_env", "env", "vector_env", "NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES")
+__all__ = [*FACE, "register_pettingzoo"]
 
 
 def register_pettingzoo() -> None:
@@ -22,3 +22,12 @@ def register_pettingzoo() -> None:
         for env_type, creator, registry in (("parallel", "parallel_env", parallel_registry), ("aec", "env", aec_registry)):
             if env_id not in registry:
                 pettingzoo.register(env_type, env_id, entry_point=f"fastvec.pettingzoo:{creator}", kwargs={"name": key})
+
+
+def __getattr__(name: str):
+    """The face's names (FACE), from wrappers/pettingzoo.py on first use."""
+    if name in FACE:
+        from fastvec.wrappers import pettingzoo as face
+
+        return getattr(face, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

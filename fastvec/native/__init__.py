@@ -1,5 +1,5 @@
-"""The native environments: the registry of built-in env sources and their parameters, and
-`load_env`, which turns an env source plus parameters into a batch on the CPU or the GPU."""
+"""The native environments: the registry of built-in env sources and their parameters, and the limits every
+seed and step limit is checked against (batches.py turns an env source plus parameters into a batch)."""
 
 from __future__ import annotations
 

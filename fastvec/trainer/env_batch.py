@@ -6,28 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastvec import native
 from fastvec.native import resolve_defines, source_path
-from fastvec.native.batches import make_batch as make_env_batch
+from fastvec.native.batches import load_batch
 from fastvec.trainer.config import ConfigError, source_defines
 from fastvec.trainer.settings import Config
 
 
 def make_batch(config: Config | dict, num_envs: int | None = None, render: bool = False):
-    """A host batch of the configured env in SAME_STEP autoreset: a built-in env (native.batches.make_batch) or a
-    user's env file (env.source, its -D defines from [env]) as a CpuBatch stepped by train.env_threads threads, or
+    """A host batch of the configured env in SAME_STEP autoreset: a built-in env or a user's env file (env.source,
+    its -D defines from [env]) as a CpuBatch (native.batches.load_batch) stepped by train.env_threads threads, or
     a Gymnasium id (env.gym_id) as a GymBatch (native/gym_batch.py) over Gymnasium's own vector env. A Gymnasium
     env the trainer cannot train, or whose make refuses the [env] arguments, is a ConfigError."""
     config = Config.of(config)
     env, threads = config.env, config.train.env_threads
     num_envs = num_envs or env.num_envs
-    if config.env_kind == "builtin":
-        return make_env_batch(env.name, num_envs, dict(env.params), threads, config.step_limit)
-    if config.env_kind == "source":
-        compiled = native.cpu.load(Path(env.source), tuple(sorted(source_defines(env.source, env.params).items())))
-        if threads > 0:
-            compiled.lib.fv_set_num_threads(threads)
-        return native.cpu.CpuBatch(compiled, num_envs, native.AUTORESET_CODES["SameStep"], config.step_limit or None)
+    if config.env_kind in ("builtin", "source"):
+        source, params = (env.name, dict(env.params)) if config.env_kind == "builtin" else \
+            (Path(env.source), source_defines(env.source, env.params))
+        return load_batch(source, num_envs, params, max_episode_steps=config.step_limit, threads=threads)
     import gymnasium
 
     from fastvec.native.gym_batch import GymBatch, SpaceError

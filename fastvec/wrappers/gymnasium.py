@@ -3,9 +3,7 @@ one environment as a `gymnasium.Env` (so `gymnasium.make`, `check_env` and SyncV
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
@@ -16,81 +14,10 @@ from gymnasium.vector.utils import batch_space
 
 from fastvec import native
 from fastvec.native import cpu
+from fastvec.native.batches import load_batch
+from fastvec.wrappers.inputs import SEED_LIMIT, check_bool, check_keywords, check_options, one_thread, pong_params
 from fastvec.wrappers.render import FrameSequence, HumanWindow
 from fastvec.wrappers.spaces import batch_actions, gym_spaces, single_action
-
-_SEED_LIMIT = 2**63  # seeds drawn for envs reset without one
-
-TWO_THREADS = "fastvec env stepped from two threads at once; use one env object per thread"
-
-
-def two_threads() -> None:
-    """Raised by reset/step when another thread is inside the same env object: a native batch is
-    stepped in place, so two threads at once would lose steps (one env object, one thread at a time)."""
-    raise RuntimeError(TWO_THREADS)
-
-
-def one_thread(method):
-    """Decorates an env method to run holding the object's `_lock` (a threading.Lock); another thread inside
-    the same object raises (see two_threads). Costs one lock acquire and release per call."""
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        lock = self._lock
-        if not lock.acquire(False):
-            two_threads()
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            lock.release()
-    return call
-
-
-def check_options(options) -> None:
-    if options is not None and not isinstance(options, Mapping):
-        raise TypeError(f"options={options!r} must be a dict or None")
-
-
-def check_keywords(func: str, env_name: str | None, params: dict, extra: tuple[str, ...] = ()) -> None:
-    """Python's own `TypeError: func() got an unexpected keyword argument 'x'` for a keyword a built-in env does
-    not take (TorchRL's GymEnv matches that wording); a user's env file (env_name None) takes any -D define."""
-    known = sorted((*native.ENVS[env_name].params, *extra)) if env_name else []
-    for key in params if env_name else ():
-        if key not in known:
-            raise TypeError(f"{func}() got an unexpected keyword argument {key!r} (fastvec's {env_name} takes: "
-                            f"{', '.join(known) or 'no parameters'})")
-
-
-def check_bool(name: str, value, default_ok: bool = False) -> bool | None:
-    """A switch keyword as a bool (NumPy's too); a string such as 'no' would otherwise read as True."""
-    if isinstance(value, (bool, np.bool_)) or (default_ok and value is None):
-        return None if value is None else bool(value)
-    raise TypeError(f"{name}={value!r} is not a bool: pass True or False{' (or None: the default)' * default_ok}")
-
-
-def load_batch_env(env_name: str | None, source, params: dict, device: str = "cpu"):
-    """Compile (cached) and load a built-in env by name, or a user env source with -D params, for
-    the CPU (device="cpu") or a GPU ("cuda", "cuda:N"; PyCUDA, see fastvec/native/cuda.py)."""
-    if env_name is not None:
-        for key, value in params.items():  # True is an int to Python: here only a 0/1 switch takes it
-            spec = native.ENVS[env_name].params.get(key)
-            if isinstance(value, (bool, np.bool_)) and spec is not None and (spec.low, spec.high) != (0, 1):
-                raise TypeError(f"{key}={value!r} for {env_name!r} is not an int: pass an int in [{spec.low}, {spec.high}]")
-        defines = native.resolve_defines(env_name, params)
-        path = native.source_path(env_name)
-    else:
-        defines = {k.upper(): v for k, v in params.items()}
-        path = native.source_path(source)
-    if device == "cpu":
-        return cpu.load(path, tuple(sorted(defines.items())))
-    from fastvec.native import cuda
-
-    return cuda.load(path, tuple(sorted(defines.items())), cuda.parse_device(device))
-
-
-def _spaces(env_name: str | None, compiled):
-    """(observation space, action space) of one agent: spaces.gym_spaces (the env file declares them; env_name
-    is not needed)."""
-    return gym_spaces(compiled)
 
 
 def _parse_autoreset_mode(mode) -> AutoresetMode:
@@ -160,7 +87,7 @@ class NativeVectorEnv(VectorEnv):
         copy, validate = check_bool("copy", copy, default_ok=True), check_bool("validate", validate)
         # Held by the thread inside reset/step (see the class docstring); re-entrant because the single-env face
         # and the SB3 adapter step through this object while holding it.
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self.batch = None
         self.device = str(device)
         if array_type not in ("numpy", "device"):
@@ -169,20 +96,25 @@ class NativeVectorEnv(VectorEnv):
             raise ValueError("array_type='device' needs a GPU env: pass device='cuda'")
         self.array_type = array_type
         check_keywords(f"{type(self).__name__}.__init__", self.env_name, params)
-        compiled = load_batch_env(self.env_name, source, params, self.device)
-        if compiled.num_agents != 1:
-            raise ValueError(
-                f"{compiled.name} has {compiled.num_agents} agents; use fastvec.pettingzoo.vector_env for multi-agent games"
-            )
-        name = self.env_name or compiled.name
-        self.metadata = {"render_modes": ["rgb_array"], "render_fps": getattr(native.ENVS.get(name), "render_fps", 30)}
         if render_mode not in (None, "rgb_array"):  # "human" shows one env: gym.make(id, render_mode="human")
             raise ValueError(f"render_mode={render_mode!r} is not supported by a vector env; use None or 'rgb_array'")
         self.autoreset_mode = _parse_autoreset_mode(autoreset_mode)
-        self.metadata["autoreset_mode"] = self.autoreset_mode
+        batch = load_batch(source if self.env_name is None else self.env_name, num_envs, params, device=self.device,
+                           autoreset=self.autoreset_mode.value, max_episode_steps=max_episode_steps,
+                           host_arrays=array_type == "numpy", validate=validate)
+        compiled = batch.env
+        if compiled.num_agents != 1:
+            batch.close()
+            raise ValueError(
+                f"{compiled.name} has {compiled.num_agents} agents; use fastvec.pettingzoo.vector_env for multi-agent games"
+            )
+        self.batch = batch
+        name = self.env_name or compiled.name
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": getattr(native.ENVS.get(name), "render_fps", 30),
+                         "autoreset_mode": self.autoreset_mode}
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
-        self.copy = (array_type == "numpy") if copy is None else copy
+        self.copy = batch.host_arrays if copy is None else copy
         self._max_episode_steps = max_episode_steps
         self.params = dict(params)
         self.single_observation_space, self.single_action_space = gym_spaces(compiled)
@@ -190,28 +122,23 @@ class NativeVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.stat_names = compiled.stat_names
-        autoreset_code = native.AUTORESET_CODES[self.autoreset_mode.value]
-        if self.device == "cpu":
-            self.batch = cpu.CpuBatch(compiled, self.num_envs, autoreset_code, max_episode_steps)
-        else:
-            from fastvec.native import cuda
-
-            self.batch = cuda.CudaBatch(compiled, self.num_envs, autoreset_code, max_episode_steps,
-                                        numpy=array_type == "numpy", validate=validate)
-        self._obs = self.batch.obs.reshape(self.num_envs, *self.spaces.obs_shape)  # a view of the (N, 1, O) buffer
-        if array_type == "numpy":  # (N,) views of the (N, 1) buffers: contiguous, so step() casts them fast
-            self._rewards = self.batch.rewards.reshape(self.num_envs)
-            self._episode_return = self.batch.episode_return.reshape(self.num_envs)
-        if self.device == "cpu":  # where _step_cpu finds its arrays in the block that the C step fills
+        self._obs = batch.obs.reshape(self.num_envs, *self.spaces.obs_shape)  # a view of the (N, 1, O) buffer
+        # How step() returns the batch's outputs, fixed here: the CPU batch writes them into one fresh block a
+        # step (CpuBatch.gym_step); other host arrays are cast and copied; device arrays are returned as views.
+        self._block_step, self._device_arrays = isinstance(batch, cpu.CpuBatch), not batch.host_arrays
+        if self._block_step:  # where _step_block finds its arrays in the block that the C step fills
             self._out_fields = cpu.gym_out_layout(self.num_envs, len(compiled.stat_names))[1]
             self._flags_offset = self._out_fields["flags"][2]
-        if array_type == "device":  # views of the GPU buffers, built once: step() only launches
-            self._device_rewards = self.batch.rewards.reshape(self.num_envs)
+        if batch.host_arrays:  # (N,) views of the (N, 1) buffers: contiguous, so step() casts them fast
+            self._rewards = batch.rewards.reshape(self.num_envs)
+            self._episode_return = batch.episode_return.reshape(self.num_envs)
+        else:  # views of the GPU buffers, built once: step() only launches
+            self._device_rewards = batch.rewards.reshape(self.num_envs)
             self._device_infos = self._device_episode_info()
         self._needs_reset = np.zeros(self.num_envs, np.bool_)  # DISABLED: envs done and not yet reset
-        # (dtype, shape) of the actions a CPU env's step() passes on unchecked here (the batch checks their values):
+        # (dtype, shape) of the actions the block step passes on unchecked here (the batch checks their values):
         # an (N,) array of the batch's own dtype, where an env takes one discrete value; None: always checked.
-        single = self.device == "cpu" and self.spaces.action_dims == 1 and self.spaces.action_kind != "box"
+        single = self._block_step and self.spaces.action_dims == 1 and self.spaces.action_kind != "box"
         self._unchecked_actions = (np.dtype(compiled.action_dtype), (self.num_envs,)) if single else None
         self._has_reset = False
 
@@ -241,7 +168,7 @@ class NativeVectorEnv(VectorEnv):
         if base is not None:
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(base)
         if not self._has_reset:  # the first reset seeds every env, drawing the missing seeds
-            seeds[~given] = self.np_random.integers(0, _SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
+            seeds[~given] = self.np_random.integers(0, SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
             given[:] = True
         reset = np.ones(self.num_envs, np.bool_) if mask is None else mask
         if (reset & given).any():
@@ -250,7 +177,7 @@ class NativeVectorEnv(VectorEnv):
             self.batch.reset(None, reset & ~given)
         if mask is None:
             self._needs_reset[:] = False
-            if self.array_type == "numpy":  # (the GPU batch clears its device flags itself)
+            if self.batch.host_arrays:  # (the GPU batch clears its device flags itself)
                 self.batch.terminated[:] = False
                 self.batch.truncated[:] = False
         else:
@@ -265,7 +192,7 @@ class NativeVectorEnv(VectorEnv):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")
-        if self.array_type == "device":  # GPU-resident: one launch, no wait, views of the env's buffers
+        if self._device_arrays:  # GPU-resident: one launch, no wait, views of the env's buffers
             b = self.batch
             b.step(actions)  # any integer array, host or device; checked on the GPU
             if self.copy:
@@ -279,8 +206,8 @@ class NativeVectorEnv(VectorEnv):
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()
             raise RuntimeError(f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options="
                                "{'reset_mask': ...}) for them before stepping again")
-        if self.device == "cpu":
-            return self._step_cpu(actions)
+        if self._block_step:
+            return self._step_block(actions)
         batch = self.batch
         ended = batch.step(actions)  # checks the values on the host; raises before stepping anything
         infos: dict[str, Any] = {}
@@ -290,7 +217,7 @@ class NativeVectorEnv(VectorEnv):
         obs = self._obs.copy() if self.copy else self._obs
         return obs, self._rewards.astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
 
-    def _step_cpu(self, actions: np.ndarray):
+    def _step_block(self, actions: np.ndarray):
         """step() of a CPU env. The threads that step the envs also write the arrays returned here,
         fresh ones each step, into one block (`cpu.gym_out_layout`, then with copy=True an obs copy):
         these are only cut out here, because copying, casting and or-ing them one by one in NumPy
@@ -372,17 +299,14 @@ class NativeVectorEnv(VectorEnv):
         `batch.dev.actions` (N, 1) int64 from `batch.dev.obs`; with graph=True the loop is captured
         once as a CUDA graph and replayed with one launch. See `CudaBatch.rollout`."""
         self._check_open()
-        if self.device == "cpu":
-            raise NotImplementedError("rollout() runs fused on the GPU: make the env with device='cuda'")
         if not self._has_reset:
             raise ResetNeeded("call reset() before rollout()")
-        self.batch.rollout(policy, steps, graph=graph)
+        self.batch.rollout(policy, steps, graph=graph)  # the CPU batch's raises NotImplementedError
 
     def synchronize(self) -> None:
         """GPU envs: wait for the enqueued steps and raise ActionError if one had a bad action."""
         self._check_open()
-        if self.device != "cpu":
-            self.batch.synchronize()
+        self.batch.synchronize()
 
     # ------------------------------------------------------------------ the rest
     def render(self) -> FrameSequence | None:
@@ -422,9 +346,7 @@ class NativeVectorEnv(VectorEnv):
     def max_episode_steps(self, value) -> None:
         value = native.check_step_limit(value)
         if value != self._max_episode_steps and self.batch is not None:
-            if self.device != "cpu":  # captured CUDA graphs hold the limit as a kernel argument
-                raise ValueError("a GPU env's max_episode_steps is fixed at construction; make a new env")
-            self.batch.max_episode_steps = value or 0
+            self.batch.max_episode_steps = value or 0  # a GPU batch refuses a change (its graphs hold the limit)
         self._max_episode_steps = value
 
     def _check_open(self) -> None:
@@ -432,7 +354,7 @@ class NativeVectorEnv(VectorEnv):
             raise ClosedEnvironmentError(f"{type(self).__name__} is closed; make a new one with gymnasium.make_vec")
 
     def close_extras(self, **kwargs) -> None:
-        if self.batch is not None and self.device != "cpu":
+        if self.batch is not None:
             self.batch.close()
         self.batch = None
 
@@ -470,36 +392,36 @@ class NativeEnv(gymnasium.Env):
         seed = None if seed is None else native.check_seed(seed)  # before super().reset reseeds np_random
         check_options(options)
         super().reset(seed=seed)
-        batch = self.vec.batch
         if seed is not None or not self._seeded:  # later resets continue this env's RNG stream
-            native_seed = seed if seed is not None else int(self.np_random.integers(0, _SEED_LIMIT))
-            batch.reset(np.array([native_seed], np.uint64), None)
+            native_seed = seed if seed is not None else int(self.np_random.integers(0, SEED_LIMIT))
+            obs, _ = self.vec.reset(seed=[native_seed])
             self._seeded = True
         else:
-            batch.reset(None, None)
-        self.vec._has_reset = True
-        self.vec._needs_reset[:] = False
+            obs, _ = self.vec.reset()
         if self.window is not None:
-            self.window.show(batch.render(0))
-        return batch.obs[0, 0].reshape(self.vec.spaces.obs_shape).copy(), {}
+            self.window.show(self.vec.batch.render(0))
+        return obs[0], {}
 
     @property
-    def _lock(self):
-        return self.vec._lock  # one env object: the single env and the vector env it steps through
+    def lock(self):
+        return self.vec.lock  # one env object: the single env and the vector env it steps through
 
     @one_thread
     def step(self, action):
         if self.vec.closed:
             self._check_open()
-        if not self.vec._has_reset:
+        if not self._seeded:
             raise ResetNeeded("call reset() before step()")
-        a = single_action(action, self.vec.spaces)
-        self.vec._needs_reset[:] = False  # a single env may be stepped past its end, like Gymnasium's
-        obs, reward, term, trunc, info = self.vec.step(a)
-        step_info = {k: v[0].item() for k, v in info.items() if not k.startswith("_") and k in self.vec.stat_names}
+        # Stepped on the batch, not through the vector env, whose DISABLED autoreset refuses an env stepped past
+        # its end; a single env may be, as Gymnasium's may.
+        batch, names = self.vec.batch, self.vec.stat_names
+        batch.step(single_action(action, self.vec.spaces))  # checks the values; raises before stepping
+        term, trunc = bool(batch.terminated[0]), bool(batch.truncated[0])
+        step_info = {name: batch.episode_stats[0, k].item() for k, name in enumerate(names)} if term or trunc else {}
         if self.window is not None:
-            self.window.show(self.vec.batch.render(0))
-        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), step_info
+            self.window.show(batch.render(0))
+        return batch.obs[0, 0].reshape(self.vec.spaces.obs_shape).copy(), float(batch.rewards[0, 0]), term, trunc, \
+            step_info
 
     @property
     def state(self) -> np.ndarray | None:
@@ -509,7 +431,7 @@ class NativeEnv(gymnasium.Env):
         state access raise AttributeError."""
         self._check_open()
         values = self.vec.get_state([0])[0]
-        return values if self.vec._has_reset else None
+        return values if self._seeded else None
 
     @state.setter
     def state(self, values) -> None:
@@ -547,21 +469,6 @@ def __getattr__(name: str):
             globals().update({vector.__name__: vector, single.__name__: single})
             return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def pong_params(opponent: str | None, difficulty: int, params: dict) -> dict:
-    """Pong's keyword face -> its compile-time parameters: opponent="bot" makes the right paddle
-    the scripted bot at `difficulty` 0..4 (one agent); opponent=None leaves two players."""
-    for key in ("pong_bot", "bot_level"):
-        if key in params:
-            raise TypeError(f"{key}= is internal; choose the opponent with opponent='bot' or None and difficulty=0..4")
-    if opponent not in ("bot", None):
-        raise ValueError(f"opponent={opponent!r} is not supported; use opponent='bot' (scripted) or None (two players)")
-    if opponent == "bot":
-        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, np.integer)) or not 0 <= difficulty <= 4:
-            raise ValueError(f"difficulty={difficulty!r} for Pong's bot must be an int from 0 (easy) to 4 (hard)")
-        return {**params, "pong_bot": 1, "bot_level": int(difficulty)}
-    return dict(params)
 
 
 class PongVectorEnv(NativeVectorEnv):

@@ -17,20 +17,10 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from fastvec import native
-from fastvec.native import cpu
-from fastvec.wrappers.gymnasium import (
-    _SEED_LIMIT,
-    FrameSequence,
-    HumanWindow,
-    _spaces,
-    check_bool,
-    check_keywords,
-    check_options,
-    load_batch_env,
-    one_thread,
-    pong_params,
-)
-from fastvec.wrappers.spaces import clip_beyond_float32, single_action
+from fastvec.native.batches import load_batch
+from fastvec.wrappers.inputs import SEED_LIMIT, check_bool, check_keywords, check_options, one_thread, pong_params
+from fastvec.wrappers.render import FrameSequence, HumanWindow
+from fastvec.wrappers.spaces import clip_beyond_float32, gym_spaces, single_action
 
 # Seat names by game; games not listed name their agents agent_0, agent_1, ...
 AGENT_NAMES = {"pong": ("left", "right")}
@@ -43,10 +33,10 @@ def _env_key(name: str) -> str:
     return key
 
 
-def _compile(name: str, params: dict, device: str = "cpu", caller: str = "parallel_env"):
-    """The registry key, the compiled env and its agent names for game `name` with keywords (a keyword the game
-    does not take is Python's own `TypeError: caller() got an unexpected keyword argument ...`)."""
-    key = _env_key(name)
+def _load(key: str, num_games: int, params: dict, caller: str, **batch_args):
+    """A batch of num_games games `key` (a registry key) with the game's keywords (a keyword the game does not take
+    is Python's own `TypeError: caller() got an unexpected keyword argument ...`) and its agent names;
+    batch_args go to native.batches.load_batch (device, autoreset, max_episode_steps, host_arrays)."""
     check_keywords(caller, key, params, ("opponent", "difficulty") if key == "pong" else ())
     params = dict(params)
     if key == "pong":  # two players unless opponent="bot"
@@ -54,11 +44,12 @@ def _compile(name: str, params: dict, device: str = "cpu", caller: str = "parall
         if difficulty is not None and opponent != "bot":
             raise ValueError(f"difficulty={difficulty!r} sets the scripted bot's level: pass opponent='bot' with it")
         params = pong_params(opponent, 2 if difficulty is None else difficulty, params)
-    compiled = load_batch_env(key, None, params, device)
-    names = AGENT_NAMES.get(key, ())[: compiled.num_agents]
-    if len(names) != compiled.num_agents:
-        names = tuple(f"agent_{i}" for i in range(compiled.num_agents))
-    return key, compiled, list(names)
+    batch = load_batch(key, num_games, params, **batch_args)
+    agents = batch.env.num_agents
+    names = AGENT_NAMES.get(key, ())[:agents]
+    if len(names) != agents:
+        names = tuple(f"agent_{i}" for i in range(agents))
+    return batch, list(names)
 
 
 def _step_limit(key: str, max_cycles) -> int | None:
@@ -102,26 +93,28 @@ class NativeParallelEnv(ParallelEnv):
     """
 
     def __init__(self, name: str, *, max_cycles: int | None = None, render_mode: str | None = None, **params):
-        key, compiled, names = _compile(name, params, caller=f"{type(self).__name__}.__init__")
+        key = _env_key(name)
         if render_mode not in (None, "human", "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None, 'human' or 'rgb_array'")
+        self.max_cycles = _step_limit(key, max_cycles)
+        self.batch, names = _load(key, 1, params, f"{type(self).__name__}.__init__", autoreset="Disabled",
+                                  max_episode_steps=self.max_cycles)
+        compiled = self.batch.env
         self._init_args = (name, {"max_cycles": max_cycles, "render_mode": render_mode, **params})
         self.metadata = {"name": f"fastvec_{key}_v0", "render_modes": ["human", "rgb_array"],
                          "render_fps": native.ENVS[key].render_fps, "is_parallelizable": True}
         self.window = HumanWindow(self.metadata["render_fps"]) if render_mode == "human" else None
         self.render_mode = render_mode
-        self.max_cycles = _step_limit(key, max_cycles)
         self.possible_agents = names
         self.agents: list[str] = []
-        obs_space, act_space = _spaces(key, compiled)
+        obs_space, act_space = gym_spaces(compiled)
         self._observation_spaces = {a: obs_space for a in names}
         self._action_spaces = {a: act_space for a in names}
         self._spaces = compiled.spaces
         self._stat_names = compiled.stat_names
-        self.batch = cpu.CpuBatch(compiled, 1, native.AUTORESET_CODES["Disabled"], self.max_cycles)
         self._actions = np.zeros((1, len(names), compiled.spaces.action_dims), compiled.spaces.action_dtype)
         self._seeded = False
-        self._lock = threading.Lock()  # held by the thread inside reset/step
+        self.lock = threading.Lock()  # held by the thread inside reset/step
 
     def __getstate__(self) -> dict:
         # The batch holds a ctypes library, so a copy (SuperSuit's cloudpickle, multiprocessing)
@@ -163,7 +156,7 @@ class NativeParallelEnv(ParallelEnv):
         check_options(options)
         if seed is not None or not self._seeded:
             if seed is None:
-                seed = int(gymnasium.utils.seeding.np_random()[0].integers(0, _SEED_LIMIT))
+                seed = int(gymnasium.utils.seeding.np_random()[0].integers(0, SEED_LIMIT))
             self.batch.reset(np.array([seed], np.uint64), None)
             self._seeded = True
         else:
@@ -224,6 +217,8 @@ class NativeParallelEnv(ParallelEnv):
     def close(self):
         if self.window is not None:
             self.window.close()
+        if self.batch is not None:
+            self.batch.close()
         self.batch = None
 
 
@@ -304,7 +299,7 @@ class MultiAgentVectorEnv(VectorEnv):
                  max_cycles: int | None = None, render_mode: str | None = None, copy: bool | None = None, **params):
         if not native.is_int(num_games) or not 1 <= num_games <= native.C_INT_MAX:
             raise ValueError(f"num_games must be a positive int (at most 2**31-1), got {num_games!r}")
-        self._lock = threading.Lock()  # held by the thread inside reset/step
+        self.lock = threading.Lock()  # held by the thread inside reset/step
         copy = check_bool("copy", copy, default_ok=True)
         if render_mode not in (None, "rgb_array"):  # "human" shows one game: parallel_env(name, render_mode="human")
             raise ValueError(f"render_mode={render_mode!r} is not supported by a vector env; use None or 'rgb_array'")
@@ -316,31 +311,29 @@ class MultiAgentVectorEnv(VectorEnv):
         if array_type == "device" and self.device == "cpu":
             raise ValueError("array_type='device' needs GPU games: pass device='cuda'")
         self.array_type = array_type
-        key, compiled, names = _compile(name, params, self.device, f"{type(self).__name__}.__init__")
+        key = _env_key(name)
+        self.max_cycles = _step_limit(key, max_cycles)
+        # The GPU steps every game in one launch; with NumPy arrays, their mirrors come back once per step.
+        self.batch, names = _load(key, num_games, params, f"{type(self).__name__}.__init__", device=self.device,
+                                  autoreset="SameStep", max_episode_steps=self.max_cycles,
+                                  host_arrays=array_type == "numpy")
+        compiled = self.batch.env
         self.metadata = {**self.metadata, "name": f"fastvec_{key}_v0", "render_fps": native.ENVS[key].render_fps}
         self.possible_agents = names
         self.num_games, self.num_agents = int(num_games), len(names)
         self.num_envs = self.num_games * self.num_agents
         self.autoreset_mode = AutoresetMode.SAME_STEP
         self.render_mode = render_mode
-        self.copy = (array_type == "numpy") if copy is None else copy
-        self.max_cycles = _step_limit(key, max_cycles)
-        self.single_observation_space, self.single_action_space = _spaces(key, compiled)
+        self.copy = self.batch.host_arrays if copy is None else copy
+        self.single_observation_space, self.single_action_space = gym_spaces(compiled)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.stat_names = compiled.stat_names
-        if self.device == "cpu":
-            self.batch = cpu.CpuBatch(compiled, self.num_games, native.AUTORESET_CODES["SameStep"], self.max_cycles)
-        else:  # the GPU steps every game in one launch; NumPy mirrors come back once per step
-            from fastvec.native import cuda
-
-            self.batch = cuda.CudaBatch(compiled, self.num_games, native.AUTORESET_CODES["SameStep"], self.max_cycles,
-                                        numpy=array_type == "numpy")
         self.agent_of_row = np.tile(np.arange(self.num_agents), self.num_games)  # (num_envs,) seat index
         self._sp = compiled.spaces
         self._obs = self.batch.obs.reshape(self.num_envs, *self._sp.obs_shape)  # (G*A, *OBS_SHAPE) view of (G, A, O)
         self._actions = np.zeros((self.num_games, self.num_agents, self._sp.action_dims), self._sp.action_dtype)
-        if array_type == "device":  # per-row views of the per-game device arrays, refreshed by each step
+        if not self.batch.host_arrays:  # per-row views of the per-game device arrays, refreshed by each step
             from fastvec.native.game_rows import GameRows
 
             self._rows = GameRows(self.batch, self.num_agents)
@@ -374,7 +367,7 @@ class MultiAgentVectorEnv(VectorEnv):
         if base is not None:
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(base)
         if not self._has_reset:  # the first reset seeds every game, drawing the missing seeds
-            seeds[~given] = self.np_random.integers(0, _SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
+            seeds[~given] = self.np_random.integers(0, SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
             given[:] = True
         if given.all():
             self.batch.reset(seeds, None)
@@ -383,7 +376,7 @@ class MultiAgentVectorEnv(VectorEnv):
             if given.any():
                 self.batch.reset(seeds, given)
         self._has_reset = True
-        if self.array_type == "device":
+        if not self.batch.host_arrays:
             self._rows.expand()
         return (self._obs.copy() if self.copy else self._obs), {}
 
@@ -393,7 +386,7 @@ class MultiAgentVectorEnv(VectorEnv):
         self._check_open()
         if not self._has_reset:
             raise ResetNeeded("call reset() before step()")
-        if self.array_type == "device":
+        if not self.batch.host_arrays:
             return self._step_device(actions)
         self.batch.step(self._check_actions(actions))
         b, a = self.batch, self.num_agents
@@ -502,7 +495,7 @@ class MultiAgentVectorEnv(VectorEnv):
             raise ClosedEnvironmentError("this vector env is closed; make a new one with fastvec.pettingzoo.vector_env")
 
     def close_extras(self, **kwargs) -> None:
-        if hasattr(self.batch, "close"):  # the GPU batch waits for its stream and drops its graphs
+        if self.batch is not None:  # the GPU batch waits for its stream and drops its graphs
             self.batch.close()
         self.batch = None
 

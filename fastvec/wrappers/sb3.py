@@ -18,7 +18,8 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 import fastvec
-from fastvec.wrappers.gymnasium import NativeVectorEnv, one_thread
+from fastvec.wrappers.gymnasium import NativeVectorEnv
+from fastvec.wrappers.inputs import one_thread
 from fastvec.wrappers.spaces import batch_actions
 
 
@@ -65,7 +66,7 @@ class FastvecVecEnv(VecEnv):
                 f"SB3 needs same-step autoreset, but this env uses {env.autoreset_mode}; make it with "
                 "gymnasium.make_vec(..., autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)"
             )
-        if getattr(env.batch, "device", "cpu") != "cpu":
+        if env.batch.device != "cpu":
             raise ValueError(
                 f"SB3 works on NumPy arrays, but this env lives on {env.batch.device}; make it with device='cpu' "
                 "(SB3 moves observations to its own torch device)"
@@ -102,8 +103,8 @@ class FastvecVecEnv(VecEnv):
         self._actions = batch_actions(actions, self.venv.spaces, self.num_envs)
 
     @property
-    def _lock(self):
-        return self.venv._lock  # the vector env's: reset goes through it
+    def lock(self):
+        return self.venv.lock  # the vector env's: reset goes through it
 
     def _check_open(self) -> None:
         if self.venv.closed:

@@ -43,7 +43,7 @@ class TorchVectorEnv(VectorWrapper):
         super().__init__(env)
         base = env.unwrapped
         self._batch = base.batch
-        self._on_gpu = getattr(base, "array_type", "numpy") == "device"
+        self._on_gpu = not self._batch.host_arrays  # device arrays: views on the GPU
         self._cache: dict[tuple, Any] = {}  # views of the env's persistent buffers
         self._fresh = bool(getattr(base, "copy", False))  # copy=True: new buffers every step, no cache
 

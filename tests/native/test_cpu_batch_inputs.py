@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from fastvec.native import AUTORESET_CODES, cpu, resolve_defines, source_path
-from fastvec.native.batches import make_batch
+from fastvec.native.batches import load_batch
 
 
 def test_negative_or_non_integer_seeds_are_refused_and_nothing_changes():
-    batch = make_batch("cartpole", 4)
+    batch = load_batch("cartpole", 4)
     batch.reset(np.arange(4, dtype=np.uint64), None)
     before = batch.obs.copy()
     for seeds in (np.array([-1, 2, 3, 4]), np.array([0.5, 1, 2, 3])):
@@ -19,7 +19,7 @@ def test_negative_or_non_integer_seeds_are_refused_and_nothing_changes():
 
 
 def test_out_of_range_actions_are_reported_as_given():
-    batch = make_batch("cartpole", 4)
+    batch = load_batch("cartpole", 4)
     batch.reset(np.arange(4, dtype=np.uint64), None)
     with pytest.raises(cpu.ActionError, match="action 9223372036854775813 out of range for Discrete.2. at env 0"):
         batch.step(np.full((4, 1), 2**63 + 5, dtype=np.uint64))

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 import fastvec  # noqa: F401  (registers fastvec/Pong)
 from fastvec import native
 from fastvec.native import cpu
-from fastvec.wrappers.gymnasium import load_batch_env
+from fastvec.native.batches import load_env
 
 # pong.h's State, the first member of every slot (48 bytes).
 STATE = np.dtype([("ball", "<f4", 4), ("ball_speed", "<f4"), ("paddle_y", "<f4", 2), ("bot_aim", "<f4"),
@@ -21,7 +21,7 @@ STATE = np.dtype([("ball", "<f4", 4), ("ball_speed", "<f4"), ("paddle_y", "<f4",
 
 
 def pong_batch(n, autoreset="Disabled", max_steps=None, **params):
-    return cpu.CpuBatch(load_batch_env("pong", None, params), n, native.AUTORESET_CODES[autoreset], max_steps)
+    return cpu.CpuBatch(load_env("pong", params), n, native.AUTORESET_CODES[autoreset], max_steps)
 
 
 def states(batch):

@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import fastvec  # noqa: F401  (registers fastvec/...)
 from fastvec import native
 from fastvec.native import cpu
-from fastvec.wrappers.gymnasium import load_batch_env
+from fastvec.native.batches import load_env
 
 # breakout.h's State and pong.h's State: the first bytes of every slot (their layouts are checked against the
 # observations in test_breakout.py::test_state_mirror and test_pong.py::test_state_layout_matches_the_header).
@@ -27,7 +27,7 @@ PONG = np.dtype([("ball", "<f4", 4), ("ball_speed", "<f4"), ("paddle_y", "<f4", 
 
 
 def batch(env, n, autoreset="Disabled", max_steps=None, **params):
-    return cpu.CpuBatch(load_batch_env(env, None, params), n, native.AUTORESET_CODES[autoreset], max_steps)
+    return cpu.CpuBatch(load_env(env, params), n, native.AUTORESET_CODES[autoreset], max_steps)
 
 
 def states(b, dtype):

@@ -13,7 +13,7 @@ from fastvec.native import cpu
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
 from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
-from fastvec.wrappers.gymnasium import load_batch_env
+from fastvec.native.batches import load_env
 
 GAMMA, LAM = 0.9, 0.8
 
@@ -25,7 +25,7 @@ def make(num_envs=4, max_steps=12, kind="mingru", **train):
                 "gae_lambda": LAM, "update_epochs": 2, **train}
     config = load_config("cartpole", {"env": {"num_envs": num_envs}, "train": settings,
                                       "policy": {"kind": kind, "hidden": 8, "layers": 1}})
-    batch = cpu.CpuBatch(load_batch_env("cartpole", None, {}), num_envs, native.AUTORESET_CODES["SameStep"],
+    batch = cpu.CpuBatch(load_env("cartpole", {}), num_envs, native.AUTORESET_CODES["SameStep"],
                          max_steps)
     return NumpyTrainer(config, batch, make_policy_spec(config, batch.env.obs_size, batch.env.num_actions))
 

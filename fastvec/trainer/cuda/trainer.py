@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from fastvec.native.batches import make_batch
+from fastvec.native.batches import load_batch
 from fastvec.native.graphs import CudaGraph, Event
 from fastvec.trainer import reference as ref
 from fastvec.trainer.env_batch import env_build
@@ -126,8 +126,8 @@ class CudaTrainer:
             + np.arange(n_env, dtype=np.uint64)
         self.arena.set(cuda, "seeds", seeds)
         if self.host_env:
-            self.rollout_path.start(cuda, actor, seeds, lambda count: make_batch(
-                name, count, dict(config.env.params), train.env_threads, self.max_episode_steps))
+            self.rollout_path.start(cuda, actor, seeds, lambda count: load_batch(
+                name, count, dict(config.env.params), max_episode_steps=self.max_episode_steps, threads=train.env_threads))
         else:
             self.rollout_path.start(cuda, actor)
             self.rollout_path.reset_envs(self.k)
