@@ -34,6 +34,14 @@ def _register_gymnasium() -> None:
             max_episode_steps=info.max_episode_steps,
             reward_threshold=REWARD_THRESHOLDS.get(info.gym_id),
         )
+    from fastvec.native.mujoco import TASKS  # the MuJoCo tasks: nothing built (nor mujoco imported) until one is made
+
+    for task, steps in TASKS.items():
+        gym_id = f"fastvec/{task}-v5"
+        if gym_id not in gymnasium.registry:
+            gymnasium.register(id=gym_id, entry_point="fastvec.wrappers.mujoco:MujocoEnv",
+                               vector_entry_point="fastvec.wrappers.mujoco:MujocoVectorEnv",
+                               max_episode_steps=steps, kwargs={"task": task})
 
 
 _register_gymnasium()
@@ -41,10 +49,6 @@ _register_gymnasium()
 from fastvec.pettingzoo import register_pettingzoo  # noqa: E402  (the face itself is imported on first use)
 
 register_pettingzoo()  # pettingzoo.make has no "module:id" syntax, so `import fastvec` registers
-
-from fastvec.wrappers.mujoco import register_mujoco  # noqa: E402
-
-register_mujoco()  # fastvec/Ant-v5, ...: nothing built (nor mujoco imported) until one is made
 
 
 def make_vec(env_id: str, num_envs: int = 1, **kwargs):

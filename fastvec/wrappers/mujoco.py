@@ -9,18 +9,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from fastvec.native.mujoco import TASKS, MujocoBatch
-
-
-def register_mujoco() -> None:
-    """Register `fastvec/<Task>-v5` for each MuJoCo task (nothing is imported or built until one is made)."""
-    for task, steps in TASKS.items():
-        gym_id = f"fastvec/{task}-v5"
-        if gym_id in gymnasium.registry:
-            continue
-        gymnasium.register(id=gym_id, entry_point="fastvec.wrappers.mujoco:MujocoEnv",
-                           vector_entry_point="fastvec.wrappers.mujoco:MujocoVectorEnv",
-                           max_episode_steps=steps, kwargs={"task": task})
+from fastvec.native.mujoco import MujocoBatch
 
 
 def _check_render_mode(render_mode, task: str) -> None:
