@@ -194,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str], state: dict) -> int:
-    from fastvec.trainer import checkpoint, config as config_mod, run
-    from fastvec.trainer.dashboard import fmt_number, fmt_si
+    from fastvec.trainer import checkpoint, config as config_mod
 
     args = parse_args(argv)
     if "version" in args["flags"]:
@@ -220,21 +219,7 @@ def _main(argv: list[str], state: dict) -> int:
         if args["env"] and meta["env"] == config_mod.run_env_name(args["env"]) and isinstance(meta.get("config"), dict):
             saved = {k: v for k, v in meta["config"].get("env", {}).items() if k not in ("name", "num_envs")}
             args["overrides"]["env"] = {**saved, **args["overrides"].get("env", {})}
-    if args["config"]:
-        if args["resume"]:
-            raise config_mod.ConfigError("--config and --resume: a resumed run keeps its own config.toml; give "
-                                         "changes as --section.key=value")
-        given = config_file(args["config"], args["env"])
-        args["overrides"] = {section: {**given.get(section, {}), **args["overrides"].get(section, {})}
-                             for section in {**given, **args["overrides"]}}
-    try:
-        if args["resume"]:
-            config = config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
-        else:
-            config = config_mod.load_config(args["env"], args["overrides"])
-    except config_mod.ConfigError as err:
-        raise config_mod.ConfigError(suggest_env(str(err), args["env"])) from None
-    state["config"] = config
+    config = state["config"] = config_of(args)
     if "help-config" in args["flags"]:
         print(config_mod.help_text(config))
         return 0
@@ -244,28 +229,64 @@ def _main(argv: list[str], state: dict) -> int:
     if eval_path:
         if args["resume"] or args["run-dir"]:
             raise config_mod.ConfigError("--eval plays a checkpoint; it takes neither --resume nor --run-dir")
-        if config["eval"]["opponent"]:
-            from fastvec.trainer.selfplay import evaluate_checkpoints
-            on_gpu = run.resolve_device(config["train"]["device"]) == "cuda"
-            result = evaluate_checkpoints(config, eval_path, config["eval"]["opponent"], on_gpu)
-            for match in result["matches"]:
-                print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {fmt_number(match['score'], 3)} "
-                      f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
-                      f"{match['losses']} losses)")
-            print(f"{len(result['matches']) * result['games']} games played on the "
-                  f"{'GPU' if on_gpu else 'CPU'} in {result['seconds']:.2f} s")
-            print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
-            return 0
-        result = run.evaluate(config, eval_path, render=config["eval"]["render"])
-        stats = "".join(f", {k} {fmt_number(result[k])}" for k in result
-                        if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",
-                                     "episode_length", "render"))
-        print(f"{result['env']}: mean return {fmt_number(result['episode_return'])} "
-              f"(std {fmt_number(result['episode_return_std'])}) over {result['episodes']} episodes, "
-              f"mean length {fmt_number(result['episode_length'])}{stats}")
-        if "render" in result:
-            print(f"wrote {result['render']}")
+        return play_checkpoint(args, config, eval_path)
+    return train_and_report(args, config)
+
+
+def config_of(args: dict) -> dict:
+    """The config the command line asks for: a run's config.toml (--resume) or ENV's, --config's file and the
+    overrides on top."""
+    from fastvec.trainer import config as config_mod
+
+    if args["config"]:
+        if args["resume"]:
+            raise config_mod.ConfigError("--config and --resume: a resumed run keeps its own config.toml; give "
+                                         "changes as --section.key=value")
+        given = config_file(args["config"], args["env"])
+        args["overrides"] = {section: {**given.get(section, {}), **args["overrides"].get(section, {})}
+                             for section in {**given, **args["overrides"]}}
+    try:
+        if args["resume"]:
+            return config_mod.load_run_config(Path(args["resume"]), args["env"], args["overrides"])
+        return config_mod.load_config(args["env"], args["overrides"])
+    except config_mod.ConfigError as err:
+        raise config_mod.ConfigError(suggest_env(str(err), args["env"])) from None
+
+
+def play_checkpoint(args: dict, config: dict, eval_path: Path) -> int:
+    """--eval: the checkpoint's mean return (and a GIF/MP4), or its games against eval.opponent."""
+    from fastvec.trainer import run
+    from fastvec.trainer.dashboard import fmt_number
+
+    if config["eval"]["opponent"]:
+        from fastvec.trainer.selfplay import evaluate_checkpoints
+        on_gpu = run.resolve_device(config["train"]["device"]) == "cuda"
+        result = evaluate_checkpoints(config, eval_path, config["eval"]["opponent"], on_gpu)
+        for match in result["matches"]:
+            print(f"{result['env']}: {args['eval']} vs {match['opponent']}: score {fmt_number(match['score'], 3)} "
+                  f"over {result['games']} games ({match['wins']} wins, {match['ties']} ties, "
+                  f"{match['losses']} losses)")
+        print(f"{len(result['matches']) * result['games']} games played on the "
+              f"{'GPU' if on_gpu else 'CPU'} in {result['seconds']:.2f} s")
+        print("Elo (these games only): " + ", ".join(f"{k} {v:.0f}" for k, v in result["elo"].items()))
         return 0
+    result = run.evaluate(config, eval_path, render=config["eval"]["render"])
+    stats = "".join(f", {k} {fmt_number(result[k])}" for k in result
+                    if k not in ("env", "checkpoint", "episodes", "episode_return", "episode_return_std",
+                                 "episode_length", "render"))
+    print(f"{result['env']}: mean return {fmt_number(result['episode_return'])} "
+          f"(std {fmt_number(result['episode_return_std'])}) over {result['episodes']} episodes, "
+          f"mean length {fmt_number(result['episode_length'])}{stats}")
+    if "render" in result:
+        print(f"wrote {result['render']}")
+    return 0
+
+
+def train_and_report(args: dict, config: dict) -> int:
+    """Train (or resume) and print the summary; the exit status (STOP_CODES for a run a signal stopped)."""
+    from fastvec.trainer import config as config_mod, run
+    from fastvec.trainer.dashboard import fmt_number, fmt_si
+
     overwrite = "overwrite" in args["flags"]
     if overwrite and args["resume"]:
         raise config_mod.ConfigError("--overwrite and --resume: --resume continues the run in RUN_DIR, --overwrite "
