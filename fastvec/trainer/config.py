@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import difflib
 import hashlib
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -442,6 +443,9 @@ def _check_custom_env(config: dict, env: str, kind: str) -> None:
                               f"(fastvec-train PATH.h) or --env.source=PATH")
         source_defines(source, env_params(config))
         return
+    if config["env"]["max_episode_steps"] == 0:
+        raise ConfigError(f"env.max_episode_steps=0 (never truncate) is not available for gym:{gym_id}: its "
+                          "registration's TimeLimit applies; give a step count (> 0) or -1 (the registration's)")
     try:
         import gymnasium
     except ImportError:  # pragma: no cover - gymnasium is a dependency
@@ -472,6 +476,19 @@ def _cross_key_problems(config: dict):
                f"bot_level_param are empty)")
     if ev["render"] and Path(ev["render"]).suffix.lower() not in (".gif", ".mp4"):
         yield f"eval.render={ev['render']!r}: give a path ending in .gif or .mp4"
+
+
+def check_with_env(config, num_agents: int, stat_names) -> None:
+    """The checks that need the built env, made once a run's batch exists (config: a settings.Config): self-play
+    needs several agents per game, and train.target_metric must be a metric the env logs."""
+    if config.selfplay.enabled and num_agents < 2:
+        raise ConfigError(f"selfplay.enabled=true needs a multi-agent env, and {config.env.name} with these [env] "
+                          f"settings has {num_agents} agent per game; self-play trains one policy on every seat of "
+                          f"a game (e.g. fastvec-train pong)")
+    metrics = ["episode_return", "episode_length", *stat_names]
+    if math.isfinite(config.train.target_return) and config.train.target_metric not in metrics:
+        raise ConfigError(f"train.target_metric={config.train.target_metric!r} is not a logged metric of this env; "
+                          f"use one of {', '.join(metrics)}")
 
 
 def world_size_problems(config: dict, world_size: int, what: str):

@@ -28,9 +28,6 @@ def make_batch(config: Config | dict, num_envs: int | None = None, render: bool 
 
     from fastvec.native.gym_batch import GymBatch, SpaceError
     gym_id, limit = env.gym_id, env.max_episode_steps
-    if limit == 0:
-        raise ConfigError(f"env.max_episode_steps=0 (never truncate) is not available for gym:{gym_id}: its "
-                          "registration's TimeLimit applies; give a step count (> 0) or -1 (the registration's)")
     make_args = {**env.params, **({"max_episode_steps": limit} if limit > 0 else {})}
     try:
         return GymBatch(gym_id, num_envs, make_args, env.gym_vectorization, render=render)

@@ -114,7 +114,7 @@ class Loop:
                                f"{trainer.layout.size:,} params) -> {run_dir}",
                                self.num_updates * self.steps_per_update, enabled=dashboard)
         self.stat_names = trainer.batch.env.stat_names
-        self.target = Target(self.train, self.stat_names)
+        self.target = Target(self.train)
         # Several ranks would each decide on their own episodes (and stop apart), so only one process stops at it.
         self.stop_at_target = self.train.stop_at_target and trainer.world_size == 1
         self.reached_stop = False

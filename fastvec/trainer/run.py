@@ -21,7 +21,7 @@ import numpy as np
 
 from fastvec import native
 from fastvec.trainer import checkpoint
-from fastvec.trainer.config import ConfigError
+from fastvec.trainer.config import ConfigError, check_with_env
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.loop import train_loop
 from fastvec.trainer.protocol import Trainer
@@ -87,6 +87,7 @@ def make_trainer(config: Config | dict) -> Trainer:
     config = on_device(config, resolve_device(requested))
     batches = [make_batch(config)]
     try:
+        check_with_env(config, batches[0].obs.shape[1], batches[0].env.stat_names)
         spaces = getattr(batches[0].env, "spaces", None)
         spec = make_policy_spec(config, batches[0].env.obs_size, batches[0].env.num_actions, spaces)
         if config.train.device == "cuda" and (why := cuda_unsupported(spec, config)):

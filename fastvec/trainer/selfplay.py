@@ -358,10 +358,6 @@ class SelfPlay:
         """The learner's batch: a SelfPlayBatch around a CPU batch, or with on_gpu the multi-agent batch itself
         (its games step in the CUDA trainer's rollout). The pool starts with the learner's own initial weights
         (the same init and seed as the trainer's) so the first games are against an untrained copy of itself."""
-        if batch.obs.shape[1] < 2:
-            raise ConfigError(f"selfplay.enabled=true needs a multi-agent env, and {self.config.env.name} "
-                              f"with these [env] settings has {batch.obs.shape[1]} agent per game; self-play "
-                              f"trains one policy on every seat of a game (e.g. fastvec-train pong)")
         init = ref.init_params(spec, np.random.default_rng(self.config.train.seed), np.float32)
         self.pool.add(Policy(spec, init, "u0"))
         if on_gpu:

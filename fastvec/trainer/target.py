@@ -6,21 +6,15 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from fastvec.trainer.config import ConfigError
-
 
 class Target:
     """A run's target: add() each log's metrics; `reached` holds the log where the window's mean first reached
     train.target_return ({"time", "global_step", "update", "mean", "episodes"}), `best` the highest window mean."""
 
-    def __init__(self, train, stat_names):
-        """train: a Config's [train] section."""
+    def __init__(self, train):
+        """train: a Config's [train] section (config.check_with_env checked its metric against the env's)."""
         self.value, self.metric = train.target_return, train.target_metric
         self.episodes, self.stop = train.target_episodes, train.stop_at_target
-        metrics = ["episode_return", "episode_length", *stat_names]
-        if self.active and self.metric not in metrics:
-            raise ConfigError(f"train.target_metric={self.metric!r} is not a logged metric of this env; use one of "
-                              f"{', '.join(metrics)}")
         self.logs: deque[tuple[float, int]] = deque()  # (a log's episode mean, its episode count), newest last
         self.reached: dict | None = None
         self.best: float | None = None

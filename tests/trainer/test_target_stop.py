@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fastvec.trainer import checkpoint, cli, run
-from fastvec.trainer.config import ConfigError, load_config
-from fastvec.trainer.settings import TrainSection
+from fastvec.trainer.config import ConfigError, check_with_env, load_config
+from fastvec.trainer.settings import Config, TrainSection
 from fastvec.trainer.target import Target
 
 CORRIDOR = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
@@ -18,7 +18,7 @@ CORRIDOR = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
 
 def target(value: float, episodes: int = 100, metric: str = "episode_return") -> Target:
     train = TrainSection(target_return=value, target_metric=metric, target_episodes=episodes, stop_at_target=True)
-    return Target(train, ["reached_goal"])
+    return Target(train)
 
 
 def log(mean, count, time=1.0) -> dict:
@@ -51,9 +51,10 @@ def test_no_target_and_logs_without_episodes_do_nothing():
 
 
 def test_a_target_metric_the_env_does_not_log_names_the_ones_it_does():
+    config = Config.of(load_config("cartpole", {"train": {"target_return": 1.0, "target_metric": "score"}}))
     with pytest.raises(ConfigError, match=r"train.target_metric='score'.*episode_return, episode_length, "
                                           r"reached_goal"):
-        target(1.0, metric="score")
+        check_with_env(config, 1, ["reached_goal"])
 
 
 def corridor(tmp_path, *extra) -> list[str]:
