@@ -462,10 +462,7 @@ def evaluate_checkpoints(config: Config | dict, path_a, opponent: str, on_gpu: b
                     "device": "cuda" if on_gpu else "cpu"}
     levels, opponents = [], []
     if opponent == "bot":
-        levels = bot_levels(config)
-        if not levels:
-            raise ConfigError(f"eval.opponent=bot: {config.env.name} has no scripted bot "
-                              f"(selfplay.bot_switch_param / bot_level_param are empty)")
+        levels = bot_levels(config)  # validate refuses eval.opponent=bot for an env without a bot
     else:
         b = load_policy(opponent)
         if (b.spec.obs_size, b.spec.num_actions) != (a.spec.obs_size, a.spec.num_actions):
