@@ -20,12 +20,13 @@
  * Parameters (-D, registered in fastvec/native/__init__.py):
  *   CONTINUOUS_ACTIONS  1: Box actions as mpe2's continuous_actions=True (clipped to [0, 1] as its
  *                       ClipOutOfBoundsWrapper does); 0: Discrete
- * The contact force's softplus is NumPy's logaddexp(0, x), which calls the C library's exp and log1p;
- * the CPU build calls the same (glibc's, as NumPy on Linux does).
+ * The contact force's softplus is NumPy's logaddexp(0, x), which calls the C library's exp and log1p:
+ * here glibc's (glibc_math.h), on the CPU and the GPU alike.
  */
 #ifndef FASTVEC_MPE_COMMON_H
 #define FASTVEC_MPE_COMMON_H
 #include "fastvec.h"
+#include "glibc_math.h"
 
 #ifndef CONTINUOUS_ACTIONS
 #define CONTINUOUS_ACTIONS 0
@@ -116,12 +117,12 @@ FV_FN void mpe_decode(int a, const ACT_T* act, MpeAction* out) {
     }
 }
 
-/* NumPy's logaddexp(0, y) (npy_logaddexp: the C library's exp and log1p). */
+/* NumPy's logaddexp(0, y) (npy_logaddexp: the C library's exp and log1p, glibc's here). */
 FV_FN double mpe_softplus(double y) {
     if (0.0 == y) return 0.0 + 0.693147180559945309417232121458176568;
     double tmp = 0.0 - y;
-    if (tmp > 0.0) return 0.0 + log1p(exp(-tmp));
-    if (tmp <= 0.0) return y + log1p(exp(tmp));
+    if (tmp > 0.0) return 0.0 + fv_log1p(fv_exp(-tmp));
+    if (tmp <= 0.0) return y + fv_log1p(fv_exp(tmp));
     return tmp;
 }
 

@@ -91,7 +91,8 @@ FV_FN void env_render(const State* s, unsigned char* rgb) {
     for (int k = 0; k < 3; k++) {
         colors[0][k] = (unsigned char)((k == 0 ? 0.75 : 0.25) * 200);
         colors[1][k] = (unsigned char)(push_agent_color(s->goal, k) * 200);
-        for (int l = 0; l < MPE_LANDMARKS; l++) colors[MPE_AGENTS + l][k] = (unsigned char)(push_landmark_color(l, k) * 200);
+        for (int l = 0; l < MPE_LANDMARKS; l++)
+            colors[MPE_AGENTS + l][k] = (unsigned char)(push_landmark_color(l, k) * 200);
     }
     mpe_render_world(&s->w, (const unsigned char (*)[3])colors, rgb);
 }

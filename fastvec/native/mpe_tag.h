@@ -64,7 +64,7 @@ FV_FN void tag_obs(const State* s, float* obs) {
 FV_FN double tag_bound(double x) {
     if (x < 0.9) return 0.0;
     if (x < 1.0) return (x - 0.9) * 10;
-    double e = exp(2 * x - 2);
+    double e = fv_exp(2 * x - 2); /* np.exp: glibc's, or NumPy's own SIMD exp on AVX-512 CPUs */
     return 10 < e ? 10.0 : e;
 }
 

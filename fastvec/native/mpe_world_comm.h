@@ -111,7 +111,7 @@ FV_FN void wc_obs(const State* s, float* obs) {
 FV_FN double wc_bound(double x) {
     if (x < 0.9) return 0.0;
     if (x < 1.0) return (x - 0.9) * 10;
-    double e = exp(2 * x - 2);
+    double e = fv_exp(2 * x - 2); /* np.exp: glibc's, or NumPy's own SIMD exp on AVX-512 CPUs */
     return 10 < e ? 10.0 : e;
 }
 
@@ -169,7 +169,8 @@ FV_FN void env_render(const State* s, unsigned char* rgb) {
         if (e == 0) r -= 0.3, g -= 0.3, b -= 0.3;
         if (e >= WC_FOOD0) r = 0.15, g = 0.15, b = 0.65;
         if (e >= WC_FOREST0) r = 0.6, g = 0.9, b = 0.6;
-        colors[e][0] = (unsigned char)(r * 200), colors[e][1] = (unsigned char)(g * 200), colors[e][2] = (unsigned char)(b * 200);
+        colors[e][0] = (unsigned char)(r * 200), colors[e][1] = (unsigned char)(g * 200);
+        colors[e][2] = (unsigned char)(b * 200);
     }
     mpe_render_world(&s->w, (const unsigned char (*)[3])colors, rgb);
 }

@@ -28,6 +28,7 @@ ENVS = {
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
     "box_point": (ENVS_DIR / "box_point.h", {}, 6),  # Box actions (float32), state access
     "multi_discrete": (ENVS_DIR / "multi_discrete.h", {"AGENTS": 2}, 3),  # MultiDiscrete([3, 5]), two agents
+    "mpe_world_comm": (native.NATIVE_DIR / "mpe_world_comm.h", {}, 5),  # six agents, float64 state, exp/log1p
     **{game: (native.source_path(game), native.resolve_defines(game, {}), 8)  # test_minatar_kernels.py's cases
        for game in ("asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar",
                     "spaceinvaders-minatar")},
@@ -131,7 +132,8 @@ BASE_KERNELS = ("staged_wide", "wide")
 CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in BASE_KERNELS] +
          [(env, "NextStep", "wide_occ") for env in ("cartpole", "random_walk")] +
-         [("breakout", "NextStep", k) for k in BASE_KERNELS] + [("counting", m, "wide") for m in MODES])
+         [(env, "NextStep", k) for env in ("breakout", "mpe_world_comm") for k in BASE_KERNELS] +
+         [("counting", m, "wide") for m in MODES])
 
 
 @pytest.mark.parametrize("env_name,mode,kernel", CASES)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -20,6 +22,19 @@ from fastvec.native import NATIVE_DIR, cpu
 mpe2 = pytest.importorskip("mpe2", reason="the MPE oracle is mpe2 (pip install mpe2)")
 
 DISABLED = 2  # batch.h's FV_DISABLED: the test resets each episode itself
+
+
+def _glibc_fma() -> bool:
+    """tests/native/test_glibc_math.py's check: this machine's libm is the build glibc_math.h reproduces."""
+    path = Path(__file__).parents[1] / "native" / "test_glibc_math.py"
+    spec = importlib.util.spec_from_file_location("glibc_math_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.glibc_fma()
+
+
+needs_glibc_fma = pytest.mark.skipif(not _glibc_fma(), reason="mpe2's exp/log1p bits here come from a libm other than "
+                                     "glibc's FMA build, which glibc_math.h (and so fastvec's MPE physics) reproduces")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@ states, discrete and continuous actions (tests/mpe/mpe_oracle.py's harness): 10,
 through mpe2's raw env, and a few episodes through its parallel_env."""
 
 import pytest
-from mpe_oracle import Scenario, play
+from mpe_oracle import Scenario, needs_glibc_fma, play
 
 
 
@@ -33,12 +33,14 @@ SCENARIOS = {
 EPISODES = 200  # per action kind: 2 x 200 x 25 = 10,000 transitions per scenario
 
 
+@needs_glibc_fma
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_scenario_matches_mpe2(name, continuous):
     assert play(SCENARIOS[name], continuous, EPISODES) == EPISODES * 25
 
 
+@needs_glibc_fma
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_scenario_matches_mpe2_parallel_env(name, continuous):
