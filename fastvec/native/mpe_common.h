@@ -21,12 +21,12 @@
  *   CONTINUOUS_ACTIONS  1: Box actions as mpe2's continuous_actions=True (clipped to [0, 1] as its
  *                       ClipOutOfBoundsWrapper does); 0: Discrete
  * The contact force's softplus is NumPy's logaddexp(0, x), which calls the C library's exp and log1p:
- * here glibc's (glibc_math.h), on the CPU and the GPU alike.
+ * here glibc's (glibc_exp.h), on the CPU and the GPU alike.
  */
 #ifndef FASTVEC_MPE_COMMON_H
 #define FASTVEC_MPE_COMMON_H
 #include "fastvec.h"
-#include "glibc_math.h"
+#include "glibc_exp.h"
 
 #ifndef CONTINUOUS_ACTIONS
 #define CONTINUOUS_ACTIONS 0

@@ -25,7 +25,7 @@ DISABLED = 2  # batch.h's FV_DISABLED: the test resets each episode itself
 
 
 def _glibc_fma() -> bool:
-    """tests/native/test_glibc_math.py's check: this machine's libm is the build glibc_math.h reproduces."""
+    """tests/native/test_glibc_math.py's check: this machine's libm is the build glibc_exp.h reproduces."""
     path = Path(__file__).parents[1] / "native" / "test_glibc_math.py"
     spec = importlib.util.spec_from_file_location("glibc_math_check", path)
     module = importlib.util.module_from_spec(spec)
@@ -34,7 +34,7 @@ def _glibc_fma() -> bool:
 
 
 needs_glibc_fma = pytest.mark.skipif(not _glibc_fma(), reason="mpe2's exp/log1p bits here come from a libm other than "
-                                     "glibc's FMA build, which glibc_math.h (and so fastvec's MPE physics) reproduces")
+                                     "glibc's FMA build, which glibc_exp.h (and so fastvec's MPE physics) reproduces")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The transcendental functions the MPE physics calls, against the oracle's own: the contact force's softplus
-(mpe_common.h's mpe_softplus, from glibc_math.h's fv_exp and fv_log1p) equals NumPy's np.logaddexp(0, y) bit for
+(mpe_common.h's mpe_softplus, from glibc_exp.h's fv_exp and fv_log1p) equals NumPy's np.logaddexp(0, y) bit for
 bit, and fv_exp / fv_log1p equal this machine's libm (Python's math.exp and math.log1p) over every range their
 algorithms distinguish, subnormal results included."""
 
@@ -11,7 +11,7 @@ import pytest
 from mpe_oracle import needs_glibc_fma
 
 SOURCE = r"""
-#include "glibc_math.h"
+#include "glibc_exp.h"
 #define OBS_SIZE 1
 #define MPE_AGENTS 1
 #define MPE_LANDMARKS 0
