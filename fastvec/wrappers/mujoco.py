@@ -12,10 +12,62 @@ from gymnasium.vector.utils import batch_space
 from fastvec.native.mujoco import MujocoBatch
 
 
-def _check_render_mode(render_mode, task: str) -> None:
-    if render_mode is not None:
-        raise NotImplementedError(f"fastvec's {task}-v5 does not render yet (render_mode={render_mode!r}); "
-                                  f"use render_mode=None, or Gymnasium's own {task}-v5 to draw frames")
+RENDER_MODES = ["rgb_array", "depth_array"]
+# Gymnasium's MujocoEnv keywords that only drawing uses
+RENDER_KEYWORDS = ("width", "height", "camera_id", "camera_name", "default_camera_config", "max_geom", "visual_options")
+
+
+class Frames:
+    """Draws envs of a batch with Gymnasium's MujocoRenderer, its camera and size keywords and the task's default
+    camera: an env's qpos and qvel go into a Python MjData of the same model, whose kinematics mj_forward computes
+    (Gymnasium's frame after a step draws the kinematics of the last physics step's start: a hair apart)."""
+
+    def __init__(self, task: str, batch: MujocoBatch, render_mode: str | None, options: dict):
+        if render_mode not in (None, *RENDER_MODES):
+            raise ValueError(f"render_mode must be None or one of {RENDER_MODES} for fastvec/{task}-v5 "
+                             f"(a window, 'human', is Gymnasium's own {task}-v5's), got {render_mode!r}")
+        self.render_mode, self.batch, self.options, self.renderer = render_mode, batch, options, None
+        self.task = task
+
+    def _start(self):
+        import inspect
+
+        from gymnasium.envs.mujoco.mujoco_rendering import MujocoRenderer
+
+        from fastvec.native.mujoco import mujoco_package
+
+        mujoco = mujoco_package()
+        cls = gymnasium.envs.registration.load_env_creator(gymnasium.spec(f"{self.task}-v5").entry_point)
+        camera = inspect.signature(cls.__init__).parameters["default_camera_config"].default
+        o = {"width": 480, "height": 480, "camera_id": None, "camera_name": None, "default_camera_config": camera,
+             "max_geom": 1000, "visual_options": None, **self.options}
+        self.model = mujoco.MjModel.from_xml_path(self.batch.xml_path)
+        self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, o["width"])
+        self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, o["height"])
+        self.data = mujoco.MjData(self.model)
+        self.renderer = MujocoRenderer(self.model, self.data, o["default_camera_config"], o["width"], o["height"],
+                                       o["max_geom"], o["camera_id"], o["camera_name"], o["visual_options"])
+        self.mj_forward = mujoco.mj_forward
+
+    def frame(self, i: int):
+        """Env i's frame in the render mode (None without one)."""
+        if self.render_mode is None:
+            return None
+        if self.renderer is None:
+            self._start()
+        state = self.batch.get_state([i])[0]
+        self.data.qpos[:], self.data.qvel[:] = state[:self.batch.nq], state[self.batch.nq:]
+        self.mj_forward(self.model, self.data)
+        return self.renderer.render(self.render_mode)
+
+    def close(self):
+        if self.renderer is not None:
+            self.renderer.close()
+            self.renderer = None
+
+
+def _split_render_options(kwargs: dict) -> dict:
+    return {k: kwargs.pop(k) for k in RENDER_KEYWORDS if k in kwargs}
 
 
 def _spaces(batch: MujocoBatch) -> tuple[spaces.Box, spaces.Box]:
@@ -42,13 +94,15 @@ class MujocoVectorEnv(VectorEnv):
     as Gymnasium's SyncVectorEnv gathers them; `unstable` (with its mask) appears for an env whose
     simulation MuJoCo found unstable, which ends that env's episode (terminated)."""
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": RENDER_MODES}
 
     def __init__(self, task: str, num_envs: int = 1, max_episode_steps: int | None = None, render_mode=None, **kwargs):
-        _check_render_mode(render_mode, task)
+        options = _split_render_options(kwargs)
         self.batch = MujocoBatch(task, num_envs, max_episode_steps=max_episode_steps or 0, **kwargs)
+        self.frames = Frames(task, self.batch, render_mode, options)
+        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
         self.num_envs = num_envs
-        self.render_mode = None
+        self.render_mode = render_mode
         self.single_observation_space, self.single_action_space = _spaces(self.batch)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -97,20 +151,27 @@ class MujocoVectorEnv(VectorEnv):
         """Set envs `indices` to qpos, qvel as Gymnasium's reset leaves them after its noise (MujocoBatch.set_state)."""
         self.batch.set_state(indices, values)
 
+    def render(self):
+        """A frame of each env (a tuple, as Gymnasium's vector envs give), or None without a render mode."""
+        return None if self.render_mode is None else tuple(self.frames.frame(i) for i in range(self.num_envs))
+
     def close_extras(self, **kwargs):
+        self.frames.close()
         self.batch.close()
 
 
 class MujocoEnv(gymnasium.Env):
     """One env of a MuJoCo task, as Gymnasium's `<Task>Env` v5 (gymnasium.make adds its TimeLimit)."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": RENDER_MODES}
 
     def __init__(self, task: str, render_mode=None, **kwargs):
-        _check_render_mode(render_mode, task)
+        options = _split_render_options(kwargs)
         self.batch = MujocoBatch(task, 1, max_episode_steps=0, **kwargs)
+        self.frames = Frames(task, self.batch, render_mode, options)
+        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
         self.observation_space, self.action_space = _spaces(self.batch)
-        self.render_mode = None
+        self.render_mode = render_mode
         self._int_reward = task == "InvertedPendulum"  # Gymnasium's reward there is an int
         self._seeded = False
 
@@ -149,5 +210,10 @@ class MujocoEnv(gymnasium.Env):
         """As Gymnasium's `set_state(qpos, qvel)` right after its reset (MujocoBatch.set_state)."""
         self.batch.set_state([0], np.concatenate([np.ravel(qpos), np.ravel(qvel)])[None])
 
+    def render(self):
+        """The env's frame in its render mode (None without one)."""
+        return self.frames.frame(0)
+
     def close(self):
+        self.frames.close()
         self.batch.close()

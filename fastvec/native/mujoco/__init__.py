@@ -300,8 +300,8 @@ class MujocoBatch:
         raise NotImplementedError("the MuJoCo tasks step on the CPU through step(); rollout() is the GPU batch's")
 
     def render(self, i: int) -> np.ndarray:
-        raise NotImplementedError(f"fastvec's {self.spec.name}-v5 does not render yet; Gymnasium's own "
-                                  f"{self.spec.name}-v5 draws its frames")
+        raise NotImplementedError(f"MujocoBatch does not draw: fastvec/{self.spec.name}-v5 made with "
+                                  "render_mode='rgb_array' draws through Gymnasium's MujocoRenderer (wrappers/mujoco.py)")
 
     def close(self) -> None:
         if getattr(self, "_ptr", None):
