@@ -110,38 +110,42 @@ class MujocoVectorEnv(VectorEnv):
         self._ones = np.ones(num_envs, np.bool_)
         self._seeded = False
 
-    def _infos(self, after_reset: bool) -> dict:
+    def _infos(self, reset_mask: np.ndarray | None) -> dict:
+        """Gymnasium's vector infos: after a reset (reset_mask: the envs reset), its reset keys for those envs;
+        after a step, every key for the envs that stepped and the reset keys for those autoreset (values 0
+        where the mask is False)."""
         b = self.batch
         infos = {}
-        stepped = None if after_reset else ~b.was_reset
+        stepped = None if reset_mask is not None else ~b.was_reset
         for key, dtype, cols, width in b.info_layout:
-            in_reset = key in self._reset_keys
-            if not in_reset and (after_reset or not stepped.any()):  # no env gave this key (all reset)
+            if key in self._reset_keys:
+                mask = reset_mask if stepped is None else self._ones
+            elif stepped is None or not stepped.any():  # no env gave this key (all reset)
                 continue
+            else:
+                mask = stepped
             values = b.info[:, cols].astype(dtype)
-            infos[key] = values if width else values[:, 0]
-            mask = self._ones.copy() if in_reset or stepped is None else stepped.copy()
-            if not in_reset and stepped is not None and not stepped.all():
-                infos[key][~stepped] = 0
-            infos[f"_{key}"] = mask
-        if not after_reset and b.unstable.any():
+            values[~mask] = 0
+            infos[key], infos[f"_{key}"] = (values if width else values[:, 0]), mask.copy()
+        if stepped is not None and b.unstable.any():
             infos["unstable"], infos["_unstable"] = b.unstable.copy(), b.unstable.copy()
         return infos
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        mask = None if options is None else options.get("reset_mask")
+        mask = None if options is None or options.get("reset_mask") is None else \
+            np.asarray(options["reset_mask"], np.bool_).reshape(self.num_envs)
         seeds = _seeds(seed, self.num_envs)
         if seeds is None and not self._seeded:  # unseeded: each env's stream from fresh entropy, as Gymnasium's
             seeds = self.np_random.integers(2**63, size=self.num_envs).astype(np.uint64)
         self._seeded = True
         self.batch.reset(seeds, mask)
-        return self.batch.obs.copy(), self._infos(after_reset=True)
+        return self.batch.obs.copy(), self._infos(self._ones if mask is None else mask)
 
     def step(self, actions):
         self.batch.step(actions)
         b = self.batch
-        return b.obs.copy(), b.rewards.copy(), b.terminated.copy(), b.truncated.copy(), self._infos(after_reset=False)
+        return b.obs.copy(), b.rewards.copy(), b.terminated.copy(), b.truncated.copy(), self._infos(None)
 
     def get_state(self, indices=None) -> np.ndarray:
         """qpos then qvel of envs `indices` (None: all), (len, nq + nv) float64."""

@@ -90,3 +90,15 @@ def test_unstable_simulation_ends_the_episode_with_a_flag(tmp_path, monkeypatch)
     assert info["unstable"].tolist() == [False, True] and info["_unstable"].tolist() == [False, True]
     obs, reward, terminated, _, info = env.step(np.zeros((2, 3), np.float32))  # the next step resets it
     assert np.isfinite(obs).all() and reward[1] == 0 and "unstable" not in info
+
+
+def test_partial_reset_resets_only_the_masked_envs():
+    env = gym.make_vec("fastvec/Swimmer-v5", num_envs=3)
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    before = env.unwrapped.get_state()
+    obs, info = env.reset(options={"reset_mask": np.array([False, True, False])})
+    after = env.unwrapped.get_state()
+    np.testing.assert_array_equal(after[[0, 2]], before[[0, 2]])
+    assert not np.array_equal(after[1], before[1])
+    assert info["_x_position"].tolist() == [False, True, False] and info["x_position"][1] == after[1, 0]
