@@ -41,7 +41,8 @@ def _register_gymnasium() -> None:
         if gym_id not in gymnasium.registry:
             gymnasium.register(id=gym_id, entry_point="fastvec.wrappers.mujoco:MujocoEnv",
                                vector_entry_point="fastvec.wrappers.mujoco:MujocoVectorEnv",
-                               max_episode_steps=steps, kwargs={"task": task})
+                               max_episode_steps=steps, kwargs={"task": task},
+                               reward_threshold=gymnasium.spec(f"{task}-v5").reward_threshold)
 
 
 _register_gymnasium()

@@ -102,3 +102,11 @@ def test_partial_reset_resets_only_the_masked_envs():
     np.testing.assert_array_equal(after[[0, 2]], before[[0, 2]])
     assert not np.array_equal(after[1], before[1])
     assert info["_x_position"].tolist() == [False, True, False] and info["x_position"][1] == after[1, 0]
+
+
+def test_registered_ids_carry_gymnasiums_step_limits_and_thresholds():
+    from fastvec.native.mujoco import TASKS
+
+    for task in TASKS:
+        ours, theirs = gym.spec(f"fastvec/{task}-v5"), gym.spec(f"{task}-v5")
+        assert (ours.max_episode_steps, ours.reward_threshold) == (theirs.max_episode_steps, theirs.reward_threshold)
