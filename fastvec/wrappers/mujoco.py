@@ -124,7 +124,7 @@ class MujocoVectorEnv(VectorEnv):
                 continue
             else:
                 mask = stepped
-            values = b.info[:, cols].astype(dtype)
+            values = b.info[:, cols].astype(b.info_dtype(dtype))
             values[~mask] = 0
             infos[key], infos[f"_{key}"] = (values if width else values[:, 0]), mask.copy()
         if stepped is not None and b.unstable.any():
@@ -184,7 +184,7 @@ class MujocoEnv(gymnasium.Env):
         out = {}
         for key, dtype, cols, width in b.info_layout:
             if key in keys:
-                values = b.info[0, cols].astype(dtype)
+                values = b.info[0, cols].astype(b.info_dtype(dtype))
                 out[key] = values if width else (int(values[0]) if dtype is np.int64 else values[0])
         return out
 

@@ -28,7 +28,7 @@ def perturb(oracle, ours, rng, scale):
         ours.set_state([i], gym_state(env)[None])
 
 
-def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=False):
+def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=False, dtype=np.float32):
     kwargs = kwargs or {}
     oracle = gym.make_vec(f"{task}-v5", num_envs=NUM_ENVS, vectorization_mode="sync", **kwargs)
     ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=NUM_ENVS, **kwargs)
@@ -49,7 +49,7 @@ def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=Fa
             phase = np.arange(ours.batch.nu) + np.arange(NUM_ENVS)[:, None]
             actions = (1.3 * np.sin(0.07 * t + phase) * oracle.single_action_space.high).astype(np.float32)
         else:
-            actions = oracle.action_space.sample()
+            actions = oracle.action_space.sample().astype(dtype)
         want = oracle.step(actions)
         got = ours.step(actions)
         reset = ours.batch.was_reset
@@ -94,6 +94,12 @@ def test_scripted_actions_from_set_states_match_gymnasium(task):
 ])
 def test_constructor_keywords_match_gymnasium(task, kwargs):
     compare_steps(task, kwargs=kwargs, steps=120)
+
+
+@pytest.mark.parametrize("task", ["Reacher", "Ant", "Humanoid"])
+def test_float64_actions_match_gymnasium(task):
+    """Gymnasium's NumPy computes the control cost of float64 actions in float64 (float32 ones in float32)."""
+    compare_steps(task, steps=100, dtype=np.float64)
 
 
 def test_truncation_and_episodes_are_covered():

@@ -205,6 +205,7 @@ class MujocoBatch:
         self.was_reset = np.zeros(n, np.bool_)
         self.unstable = np.zeros(n, np.bool_)
         self._actions = np.zeros((n, self.nu), np.float64)
+        self.action_f32 = True  # the last step's actions were float32 (the dtype of the costs computed on them)
         self.max_episode_steps = spec.max_episode_steps if max_episode_steps is None else max_episode_steps
 
     def _param_values(self, key, value, default) -> list[float]:
@@ -259,6 +260,7 @@ class MujocoBatch:
         (nothing stepped) for a NaN or infinite action."""
         given = np.asarray(actions)
         f32 = given.dtype == np.float32
+        self.action_f32 = f32
         if given.size != self.num_envs * self.nu:
             raise ValueError(f"actions for {self.num_envs} envs of {self.spec.name} must hold {self.num_envs} x "
                              f"{self.nu} values, got shape {given.shape}")
@@ -272,6 +274,10 @@ class MujocoBatch:
             raise ActionError(f"action {given.ravel()[k]!r} (env {k // self.nu}, dimension {k % self.nu}) of "
                               f"{self.spec.name} is not finite: actions must be finite numbers; nothing was stepped")
         return ended
+
+    def info_dtype(self, dtype):
+        """An info value's dtype after the last step: the float32 costs on actions are float64 for other actions."""
+        return np.float64 if dtype is np.float32 and not self.action_f32 else dtype
 
     def get_state(self, indices=None) -> np.ndarray:
         """(len(indices), nq + nv) float64: qpos then qvel of envs `indices` (None: all)."""
