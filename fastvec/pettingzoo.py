@@ -6,22 +6,25 @@ The face (wrappers/pettingzoo.py) is imported on first use of one of its names, 
 from __future__ import annotations
 
 from fastvec.native import ENVS
+from fastvec.native.mpe import SCENARIOS
 
 FACE = ("parallel_env", "env", "vector_env", "NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES")
 __all__ = [*FACE, "register_pettingzoo"]
 
 
 def register_pettingzoo() -> None:
-    """Register each built-in game for `pettingzoo.make("parallel" | "aec", "fastvec/pong-v0")`.
+    """Register each built-in game for `pettingzoo.make("parallel" | "aec", "fastvec/pong-v0")`, and each MPE
+    scenario as `fastvec/simple_spread-v3` (mpe2's version; fastvec/wrappers/mpe.py).
     String entry points, so nothing is compiled until an env is made; registering twice is a no-op."""
     import pettingzoo
     from pettingzoo.env_registry.registration import aec_registry, parallel_registry
 
-    for key in ENVS:
-        env_id = f"fastvec/{key}-v0"
+    games = [(f"fastvec/{key}-v0", "fastvec.pettingzoo", key) for key in ENVS]
+    games += [(f"fastvec/{key}-v{sc.version}", "fastvec.wrappers.mpe", key) for key, sc in SCENARIOS.items()]
+    for env_id, module, key in games:
         for env_type, creator, registry in (("parallel", "parallel_env", parallel_registry), ("aec", "env", aec_registry)):
             if env_id not in registry:
-                pettingzoo.register(env_type, env_id, entry_point=f"fastvec.pettingzoo:{creator}", kwargs={"name": key})
+                pettingzoo.register(env_type, env_id, entry_point=f"{module}:{creator}", kwargs={"name": key})
 
 
 def __getattr__(name: str):

@@ -447,6 +447,21 @@ FV_EXPORT int fv_spaces(int* obs_shape, float* obs_low, float* obs_high, long lo
 }
 
 FV_EXPORT int fv_obs_size(void) { return OBS_SIZE; }
+/* Agent a's own observation and action sizes (fastvec.h's AGENT_SPACES); without it every agent's are the batch's. */
+FV_EXPORT int fv_agent_obs_size(int a) {
+#ifdef AGENT_SPACES
+    return env_agent_obs_size(a);
+#else
+    return (void)a, OBS_SIZE;
+#endif
+}
+FV_EXPORT int fv_agent_action_size(int a) {
+#ifdef AGENT_SPACES
+    return env_agent_action_size(a);
+#else
+    return (void)a, ACTION_SPACE == FV_DISCRETE ? NUM_ACTIONS : ACTION_DIMS;
+#endif
+}
 FV_EXPORT int fv_num_actions(void) { return NUM_ACTIONS; }
 FV_EXPORT int fv_action_kind(void) { return ACTION_SPACE; }
 FV_EXPORT int fv_action_dims(void) { return ACTION_DIMS; }

@@ -30,6 +30,10 @@
  * State access, optional (as Gymnasium's `env.unwrapped.state`): #define STATE_SIZE k and
  *   FV_FN void env_get_state(const State* s, double* out);              k float64 values, Gymnasium's order
  *   FV_FN void env_set_state(State* s, const double* in, OBS_T* obs);   sets them, writes the observation(s)
+ * Agents with spaces of their own (MPE's), optional: #define AGENT_SPACES 1 and
+ *   FV_FN int env_agent_obs_size(int a);      agent a's observation: the first k of its OBS_SIZE (zeros after)
+ *   FV_FN int env_agent_action_size(int a);   its Discrete(n) (n <= NUM_ACTIONS), or its Box's first k dims
+ * (the batch's spaces are the largest agent's; an agent's action beyond its own space must be harmless).
  * #define SIMD_STEP 1 where env_step is
  * straight-line code (no branches and no calls; selects, `|` rather than `||`, and loops of fixed
  * length are fine): the CPU backend then runs it across envs in vector instructions (cartpole.h).

@@ -12,12 +12,13 @@
  *     double mpe_size(int e); int mpe_collide(int e); int mpe_movable(int e) (landmarks never move here);
  *     int mpe_silent(int a); double mpe_accel(int a) (mpe2's sensitivity, 5 unless the agent sets accel);
  *     double mpe_max_speed(int a) (0: none)
- *   MPE_EXTRA_STATE: how many float64 values of state access follow the world's (its goals), and
- *   mpe_get_extra / mpe_set_extra to read and write them.
- * Every agent's action and observation space is its own (AGENT_OBS_SIZES, AGENT_ACTION_SIZES): observations
- * are padded with zeros to OBS_SIZE, discrete actions are Discrete(the largest agent's n), continuous ones
- * Box(0, 1, the largest agent's dims), an agent's values past its own dims ignored.
- * Parameters (-D, registered in fastvec/native/__init__.py):
+ *   MPE_EXTRA_STATE: how many float64 values of state access follow the world's (its goals, which its
+ *   env_get_state / env_set_state write and read after mpe_get_world / mpe_set_world's).
+ * Every agent's action and observation space is its own (fastvec.h's AGENT_SPACES: the scenario defines
+ * env_agent_obs_size and env_agent_action_size): observations are padded with zeros to OBS_SIZE, discrete
+ * actions are Discrete(the largest agent's n), continuous ones Box(0, 1, the largest agent's dims), an agent's
+ * values past its own dims ignored.
+ * Parameters (-D, registered in fastvec/native/mpe.py):
  *   CONTINUOUS_ACTIONS  1: Box actions as mpe2's continuous_actions=True (clipped to [0, 1] as its
  *                       ClipOutOfBoundsWrapper does); 0: Discrete
  * The contact force's softplus is NumPy's logaddexp(0, x), which calls the C library's exp and log1p:
@@ -42,6 +43,7 @@
 #define MPE_C_ALLOC (MPE_DIM_C > 0 ? MPE_DIM_C : 1)
 
 #define NUM_AGENTS MPE_AGENTS
+#define AGENT_SPACES 1 /* the scenario's env_agent_obs_size and env_agent_action_size */
 #define NUM_STATS 0
 #define RENDER_W 256
 #define RENDER_H 256

@@ -1,0 +1,106 @@
+"""The MPE scenarios as PettingZoo envs with mpe2's keywords, agent names and spaces: `parallel_env(name, ...)`
+(a NativeParallelEnv whose agents each have their own observation and action space, as mpe2's do) and
+`env(name, ...)` (the same as an AEC env)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import gymnasium
+import numpy as np
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+
+from fastvec.native import NATIVE_DIR, check_step_limit
+from fastvec.native.batches import load_batch
+from fastvec.native.mpe import MAX_CYCLES, SCENARIOS, scenario_defines, scenario_key
+from fastvec.wrappers.pettingzoo import NativeAECEnv, NativeParallelEnv, _check_action
+from fastvec.wrappers.render import HumanWindow
+
+RENDER_FPS = 10  # mpe2's
+
+
+class MpeParallelEnv(NativeParallelEnv):
+    """One MPE game as a PettingZoo ParallelEnv, mpe2's scenario of the same name bit for bit (docs/environments.md).
+
+    Args:
+        name: a scenario, e.g. "simple_spread" (also "simple_spread_v3", "fastvec/simple_spread-v3").
+        max_cycles: steps before truncation (mpe2's default, 25).
+        continuous_actions: Box(0, 1) actions as mpe2's (values outside are clipped); else Discrete.
+        render_mode: None, "human" or "rgb_array" (a top-down frame).
+        **params: the scenario's mpe2 keywords: N, local_ratio, num_good, num_adversaries, ... (the partial
+            observability, curriculum and terminate_on_success options are not built).
+
+    Agents' observations and actions are their own sizes (observation_space(agent), action_space(agent));
+    `state()` is mpe2's: every agent's observation, concatenated.
+    """
+
+    def __init__(self, name: str, *, max_cycles: int = MAX_CYCLES, continuous_actions: bool = False,
+                 render_mode: str | None = None, **params):
+        key = scenario_key(name)
+        if render_mode not in (None, "human", "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use None, 'human' or 'rgb_array'")
+        defines, values = scenario_defines(key, continuous_actions, params)
+        self.max_cycles = check_step_limit(max_cycles, "max_cycles")
+        self.batch = load_batch(NATIVE_DIR / SCENARIOS[key].source, 1, defines, autoreset="Disabled",
+                                max_episode_steps=self.max_cycles)
+        build = self.batch.env
+        names = SCENARIOS[key].names(values)
+        assert len(names) == build.num_agents, (key, names)
+        self._init_args = (name, {"max_cycles": max_cycles, "continuous_actions": continuous_actions,
+                                  "render_mode": render_mode, **params})
+        self.metadata = {"name": f"{key}_v{SCENARIOS[key].version}", "render_modes": ["human", "rgb_array"],
+                         "render_fps": RENDER_FPS, "is_parallelizable": True}
+        self.window = HumanWindow(RENDER_FPS) if render_mode == "human" else None
+        self.render_mode = render_mode
+        self.continuous_actions = bool(continuous_actions)
+        self.possible_agents = names
+        self.agents: list[str] = []
+        sp = build.spaces
+        self._obs_sizes = [build.lib.fv_agent_obs_size(i) for i in range(len(names))]
+        action_sizes = [build.lib.fv_agent_action_size(i) for i in range(len(names))]
+        self._observation_spaces = {a: gymnasium.spaces.Box(-np.inf, np.inf, (n,), np.float32)
+                                    for a, n in zip(names, self._obs_sizes)}
+        if sp.action_kind == "box":
+            self._action_spaces = {a: gymnasium.spaces.Box(0.0, 1.0, (n,), np.float32) for a, n in zip(names, action_sizes)}
+            self._agent_spaces = {a: dataclasses.replace(sp, nvec=np.zeros(n, np.int64), action_low=np.zeros(n, np.float32),
+                                                         action_high=np.ones(n, np.float32))
+                                  for a, n in zip(names, action_sizes)}
+        else:
+            self._action_spaces = {a: gymnasium.spaces.Discrete(n) for a, n in zip(names, action_sizes)}
+            self._agent_spaces = {a: dataclasses.replace(sp, nvec=np.array([n], np.int64)) for a, n in zip(names, action_sizes)}
+        self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (sum(self._obs_sizes),), np.float32)
+        self._spaces = sp
+        self._stat_names = build.stat_names
+        self._actions = np.zeros((1, len(names), sp.action_dims), sp.action_dtype)
+        self._seeded = False
+        self.lock = threading.Lock()  # held by the thread inside reset/step
+
+    def check_action(self, agent: str, action):
+        """`action` in `agent`'s own space, as the batch's row of ACTION_DIMS values (the rest 0), or a TypeError /
+        ValueError naming the agent and the action."""
+        a = _check_action(action, self._agent_spaces[self._check_agent(agent)], f"agent {agent!r}")
+        if self._spaces.action_kind != "box":
+            return a
+        row = np.zeros(self._spaces.action_dims, np.float32)
+        row[: len(a)] = a
+        return row
+
+    def _agent_obs(self) -> list[np.ndarray]:
+        """Each agent's own observation: the first of its row's values."""
+        return [self.batch.obs[0, i, :n] for i, n in enumerate(self._obs_sizes)]
+
+    def state(self) -> np.ndarray:
+        """mpe2's global state: every agent's observation, concatenated."""
+        self._check_open()
+        return np.concatenate(self._agent_obs())
+
+
+def parallel_env(name: str, **kwargs) -> MpeParallelEnv:
+    """One game of MPE scenario `name` as a PettingZoo ParallelEnv (see MpeParallelEnv for the keywords)."""
+    return MpeParallelEnv(name, **kwargs)
+
+
+def env(name: str, **kwargs):
+    """One game of MPE scenario `name` as a PettingZoo AEC env (parallel_env as AEC, in OrderEnforcingWrapper)."""
+    return OrderEnforcingWrapper(NativeAECEnv(parallel_env(name, **kwargs)))

@@ -1,0 +1,92 @@
+"""The MPE scenarios' PettingZoo faces (fastvec/wrappers/mpe.py): PettingZoo's own API and seed tests, the
+registered ids, each agent's own spaces, and the face against mpe2's parallel_env from the same state (its
+observation dicts, rewards, terminations and truncations bit for bit)."""
+
+import importlib
+
+import numpy as np
+import pettingzoo
+import pytest
+from mpe_oracle import bits, needs_glibc_fma, world_state
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
+from test_mpe_oracle import SCENARIOS as ORACLE
+
+import fastvec  # noqa: F401  (registers the ids)
+from fastvec.native.mpe import SCENARIOS
+from fastvec.wrappers.mpe import env, parallel_env
+
+mpe2 = pytest.importorskip("mpe2", reason="the MPE oracle is mpe2 (pip install mpe2)")
+NAMES = sorted(SCENARIOS)
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("name", NAMES)
+def test_pettingzoo_api_and_seed_tests_pass(name, continuous):
+    parallel_api_test(parallel_env(name, continuous_actions=continuous), num_cycles=30)
+    api_test(env(name, continuous_actions=continuous), num_cycles=30)
+    parallel_seed_test(lambda: parallel_env(name, continuous_actions=continuous))
+    seed_test(lambda: env(name, continuous_actions=continuous))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_agents_and_spaces_are_mpe2s(name):
+    module = importlib.import_module(f"mpe2.{name}_v{SCENARIOS[name].version}")
+    for continuous in (False, True):
+        ours = pettingzoo.make("parallel", f"fastvec/{name}-v{SCENARIOS[name].version}", continuous_actions=continuous)
+        ref = module.parallel_env(continuous_actions=continuous)
+        assert ours.possible_agents == ref.possible_agents
+        for agent in ref.possible_agents:
+            assert ours.observation_space(agent) == ref.observation_space(agent)
+            assert ours.action_space(agent) == ref.action_space(agent)
+        assert ours.state_space == ref.state_space
+        assert ours.metadata["name"] == ref.metadata["name"]
+
+
+def test_keywords_follow_mpe2s():
+    e = parallel_env("simple_tag_v3", num_good=2, num_adversaries=2, num_obstacles=0, max_cycles=7)
+    assert e.possible_agents == ["adversary_0", "adversary_1", "agent_0", "agent_1"]
+    e.reset(seed=0)
+    for t in range(7):
+        *_, truncations, _ = e.step({a: 0 for a in e.agents})
+    assert all(truncations.values()) and e.agents == []
+    with pytest.raises(TypeError, match="num_food"):
+        parallel_env("simple_tag", num_food=2)
+    with pytest.raises(ValueError, match="local_ratio"):
+        parallel_env("simple_spread", local_ratio=0.1234)
+    with pytest.raises(ValueError, match="Discrete\\(3\\)"):  # the speaker's own space, not the batch's Discrete(5)
+        parallel_env("simple_speaker_listener").check_action("speaker_0", 3)
+    with pytest.raises(KeyError, match="simple_spread"):
+        parallel_env("simple_sprad")
+
+
+@needs_glibc_fma
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("name", NAMES)
+def test_face_matches_mpe2s_parallel_env(name, continuous):
+    """Two episodes per scenario through both faces, from mpe2's reset state set into fastvec's game."""
+    sc = ORACLE[name]
+    module = importlib.import_module(f"mpe2.{sc.module}")
+    rng = np.random.default_rng(5)
+    for seed in (3, 4):
+        ref = module.parallel_env(continuous_actions=continuous, local_ratio=0.25) if SCENARIOS[name].local_ratio \
+            else module.parallel_env(continuous_actions=continuous)
+        ours = parallel_env(name, continuous_actions=continuous,
+                            **({"local_ratio": 0.25} if SCENARIOS[name].local_ratio else {}))
+        want, _ = ref.reset(seed=seed)
+        ours.reset(seed=seed)
+        ours.batch.set_state(None, world_state(ref.unwrapped.world, sc.extra_state)[None])
+        got = {a: o for a, o in zip(ours.possible_agents, ours._agent_obs())}
+        while True:
+            assert set(got) == set(want)
+            for a in want:
+                np.testing.assert_array_equal(bits(got[a]), bits(want[a]), err_msg=f"{name} {a}")
+            if not ref.agents:
+                break
+            actions = {a: ref.action_space(a).sample() for a in ref.agents}
+            if continuous:
+                actions = {a: rng.random(v.shape).astype(np.float32) for a, v in actions.items()}
+            want, w_rew, w_term, w_trunc, _ = ref.step(actions)
+            got, g_rew, g_term, g_trunc, _ = ours.step(actions)
+            assert {a: np.float32(r) for a, r in w_rew.items()} == g_rew
+            assert (w_term, w_trunc) == (g_term, g_trunc)
+        assert ours.agents == [] and ours.state().shape == ours.state_space.shape
