@@ -45,7 +45,8 @@ SCENARIOS: dict[str, Scenario] = {
         {"num_good": Param(2, 1, 16, "prey"), "num_adversaries": Param(4, 1, 16, "predators, the leader first"),
          "num_obstacles": Param(1, 0, 16, "obstacles"), "num_food": Param(2, 1, 16, "food"),
          "num_forests": Param(2, 0, 16, "forests")},
-        lambda p: ["leadadversary_0"] + _numbered("adversary", p["num_adversaries"] - 1) + _numbered("agent", p["num_good"])),
+        lambda p: (["leadadversary_0"] + _numbered("adversary", p["num_adversaries"] - 1)
+                   + _numbered("agent", p["num_good"]))),
 }
 
 
@@ -70,7 +71,8 @@ def scenario_defines(key: str, continuous_actions: bool, params: dict) -> tuple[
         ratio = params.pop("local_ratio", 0.5)
         milli = round(float(ratio) * 1000) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
         if milli is None or not 0 <= milli <= 1000 or milli / 1000 != ratio:
-            raise ValueError(f"local_ratio={ratio!r} for {key}: a proportion in [0, 1] in thousandths (0.5, 0.125, ...)")
+            raise ValueError(f"local_ratio={ratio!r} for {key}: a proportion in [0, 1] in thousandths "
+                             "(0.5, 0.125, ...)")
         defines["LOCAL_RATIO_MILLI"] = milli
     unknown = sorted(set(params) - set(sc.params))
     if unknown:

@@ -61,14 +61,17 @@ class MpeParallelEnv(NativeParallelEnv):
         action_sizes = [build.lib.fv_agent_action_size(i) for i in range(len(names))]
         self._observation_spaces = {a: gymnasium.spaces.Box(-np.inf, np.inf, (n,), np.float32)
                                     for a, n in zip(names, self._obs_sizes)}
-        if sp.action_kind == "box":
-            self._action_spaces = {a: gymnasium.spaces.Box(0.0, 1.0, (n,), np.float32) for a, n in zip(names, action_sizes)}
-            self._agent_spaces = {a: dataclasses.replace(sp, nvec=np.zeros(n, np.int64), action_low=np.zeros(n, np.float32),
-                                                         action_high=np.ones(n, np.float32))
+        if sp.action_kind == "box":  # each agent's space, and the same as spaces.EnvSpaces for the checks
+            self._action_spaces = {a: gymnasium.spaces.Box(0.0, 1.0, (n,), np.float32)
+                                   for a, n in zip(names, action_sizes)}
+            self._agent_spaces = {a: dataclasses.replace(sp, nvec=np.zeros(n, np.int64),
+                                                         action_high=np.ones(n, np.float32),
+                                                         action_low=np.zeros(n, np.float32))
                                   for a, n in zip(names, action_sizes)}
         else:
             self._action_spaces = {a: gymnasium.spaces.Discrete(n) for a, n in zip(names, action_sizes)}
-            self._agent_spaces = {a: dataclasses.replace(sp, nvec=np.array([n], np.int64)) for a, n in zip(names, action_sizes)}
+            self._agent_spaces = {a: dataclasses.replace(sp, nvec=np.array([n], np.int64))
+                                  for a, n in zip(names, action_sizes)}
         self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (sum(self._obs_sizes),), np.float32)
         self._spaces = sp
         self._stat_names = build.stat_names
