@@ -45,3 +45,23 @@ def test_scenario_matches_mpe2(name, continuous):
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_scenario_matches_mpe2_parallel_env(name, continuous):
     assert play(SCENARIOS[name], continuous, 8, seed=1000, public=True) == 8 * 25
+
+
+# Other values of mpe2's keywords: (scenario, mpe2's keywords, fastvec's defines for them).
+KEYWORDS = [
+    ("simple_spread", {"N": 4, "local_ratio": 0.25}, {"N": 4, "LOCAL_RATIO_MILLI": 250}),
+    ("simple_tag", {"num_good": 2, "num_adversaries": 2, "num_obstacles": 3},
+     {"NUM_GOOD": 2, "NUM_ADVERSARIES": 2, "NUM_OBSTACLES": 3}),
+    ("simple_adversary", {"N": 3}, {"N": 3}),
+    ("simple_reference", {"local_ratio": 0.875}, {"LOCAL_RATIO_MILLI": 875}),
+    ("simple_world_comm", {"num_good": 3, "num_adversaries": 3, "num_obstacles": 2, "num_food": 3, "num_forests": 1},
+     {"NUM_GOOD": 3, "NUM_ADVERSARIES": 3, "NUM_OBSTACLES": 2, "NUM_FOOD": 3, "NUM_FORESTS": 1}),
+]
+
+
+@needs_glibc_fma
+@pytest.mark.parametrize("name,mpe_kwargs,defines", KEYWORDS, ids=[k[0] for k in KEYWORDS])
+def test_keywords_match_mpe2(name, mpe_kwargs, defines):
+    sc = SCENARIOS[name]
+    scenario = Scenario(sc.module, sc.source, mpe_kwargs, defines, sc.extra_state)
+    assert play(scenario, False, 20, seed=500) + play(scenario, True, 20, seed=600) == 1000
