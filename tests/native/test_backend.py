@@ -44,3 +44,46 @@ def test_each_backend_class_defines_every_method_with_the_protocols_parameters(c
             list(signature.parameters), f"{name}.{method}{inspect.signature(getattr(cls, method))}"
     for attribute in ("max_episode_steps", "host_arrays"):  # class-level: a property or a constant
         assert isinstance(inspect.getattr_static(cls, attribute), (property, bool)), attribute
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("host_arrays", [True, False])
+def test_the_gpu_batch_is_a_backend_that_says_which_arrays_it_hands_out(host_arrays):
+    from fastvec.native.batches import load_batch
+    from fastvec.native.device_array import DeviceArray
+
+    batch = load_batch("cartpole", 5, device="cuda", max_episode_steps=9, host_arrays=host_arrays)
+    assert isinstance(batch, backend.Backend) and isinstance(batch.env, backend.EnvBuild)
+    assert batch.host_arrays is host_arrays and batch.device == "cuda:0" and batch.max_episode_steps == 9
+    kind = np.ndarray if host_arrays else DeviceArray
+    for name in ("obs", "rewards", "terminated", "truncated", "final_obs", "episode_return", "episode_length",
+                 "episode_stats"):
+        assert isinstance(getattr(batch, name), kind), name
+    batch.max_episode_steps = 9  # the same limit is no change
+    with pytest.raises(ValueError, match="fixed at construction"):
+        batch.max_episode_steps = 10
+    assert batch.max_episode_steps == 9
+    batch.reset(np.arange(5, dtype=np.uint64), None)
+    batch.rollout("random", 3)
+    batch.synchronize()
+    batch.close()
+
+
+def test_load_batch_takes_a_registered_name_or_an_env_file_with_the_same_build():
+    from fastvec.native.batches import load_batch, load_env
+
+    by_name = load_batch("CartPole", 2, {"float32": True}, autoreset="Disabled", max_episode_steps=4)
+    # A registered name's parameters are completed with their defaults; an env file's go as given, upper-cased.
+    defaults = {"float32": 1, "sutton_barto_reward": 0}
+    by_file = load_batch(native.source_path("cartpole"), 2, defaults, autoreset="Disabled", max_episode_steps=4)
+    assert by_name.env is by_file.env is load_env("cartpole", {"float32": 1})  # one build, loaded once
+    with pytest.raises(TypeError, match="frameskip"):
+        load_env("cartpole", {"frameskip": 2})  # a registered env's parameters are checked against the registry
+    with pytest.raises(TypeError, match="is not an int"):
+        load_env("breakout", {"frameskip": True})
+    for batch in (by_name, by_file):
+        batch.reset(np.arange(2, dtype=np.uint64), None)
+        for _ in range(4):
+            batch.step(np.zeros(2, np.int64))
+        assert batch.truncated.all()  # the step limit reached, no autoreset
+    assert np.array_equal(by_name.obs, by_file.obs)
