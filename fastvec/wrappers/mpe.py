@@ -14,7 +14,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from fastvec.native import NATIVE_DIR, check_step_limit
 from fastvec.native.batches import load_batch
 from fastvec.native.mpe import MAX_CYCLES, SCENARIOS, scenario_defines, scenario_key
-from fastvec.wrappers.pettingzoo import NativeAECEnv, NativeParallelEnv, _check_action
+from fastvec.wrappers.pettingzoo import NativeAECEnv, NativeParallelEnv, check_agent_action
 from fastvec.wrappers.render import HumanWindow
 
 RENDER_FPS = 10  # mpe2's
@@ -82,7 +82,7 @@ class MpeParallelEnv(NativeParallelEnv):
     def check_action(self, agent: str, action):
         """`action` in `agent`'s own space, as the batch's row of ACTION_DIMS values (the rest 0), or a TypeError /
         ValueError naming the agent and the action."""
-        a = _check_action(action, self._agent_spaces[self._check_agent(agent)], f"agent {agent!r}")
+        a = check_agent_action(action, self._agent_spaces[self._check_agent(agent)], f"agent {agent!r}")
         if self._spaces.action_kind != "box":
             return a
         row = np.zeros(self._spaces.action_dims, np.float32)

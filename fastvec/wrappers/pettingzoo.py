@@ -141,7 +141,7 @@ class NativeParallelEnv(ParallelEnv):
 
     def check_action(self, agent: str, action):
         """`action` as the batch takes it for `agent`, or a TypeError / ValueError naming the agent and the action."""
-        return _check_action(action, self._spaces, f"agent {self._check_agent(agent)!r}")
+        return check_agent_action(action, self._spaces, f"agent {self._check_agent(agent)!r}")
 
     def _check_agent(self, agent: str) -> str:
         if agent not in self._observation_spaces:
@@ -232,7 +232,7 @@ def _check_agent_keys(actions: dict, agents: list[str], known: str, rule: str, m
         raise ValueError(f"{missing_label} for agent(s) {missing}: {rule}")
 
 
-def _check_action(action, sp, where: str):
+def check_agent_action(action, sp, where: str):
     """One agent's action: an int for Discrete(n) (checked here, the error naming the agent), an array of
     ACTION_DIMS values for MultiDiscrete or Box (kind and shape checked here, values by the batch)."""
     if sp.action_kind != "discrete":
