@@ -1,6 +1,6 @@
 """MuJoCo env throughput: env steps per second through `step()` with random actions, for fastvec's C batch
 (`fastvec/<Task>-v5`, on every CPU and on one thread) and, in the same run, Gymnasium's own v5 envs under `gymnasium.make_vec` with
-vectorization_mode "sync" and "async". Every repeat is kept; the table shows the median and the spread.
+vectorization_mode "sync" and "async", and the raw physics of the same model under `mujoco.rollout`. Every repeat is kept; the table shows the median and the spread.
 Prints a table and writes benchmarks/results/mujoco_cpu.json (or --out).
 
     python benchmarks/mujoco_steps.py [--tasks Ant Humanoid HalfCheetah] [--num-envs 8 32] [--seconds 1.0]
@@ -23,7 +23,7 @@ import numpy as np
 import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
 
 RESULTS = Path(__file__).parent / "results"
-MODES = ("fastvec", "fastvec_1_thread", "sync", "async")
+MODES = ("fastvec", "fastvec_1_thread", "sync", "async", "mujoco_rollout")
 
 
 def make(task: str, mode: str, num_envs: int):
@@ -55,6 +55,38 @@ def measure(envs, seconds: float, repeats: int, pool: int = 16) -> list[float]:
     return rates
 
 
+def measure_rollout(task: str, num_envs: int, seconds: float, repeats: int, steps: int = 20) -> list[float]:
+    """The raw physics of the same model: `mujoco.rollout` on a thread per CPU, frame_skip physics steps per env step
+    (no task terms, no mj_rnePostConstraint), each call `steps` env steps of every env from a reset state, random
+    actions held over each env step; in env steps per second, after a warm-up run."""
+    import mujoco
+    from mujoco import rollout
+
+    env = gym.make(f"{task}-v5")
+    env.reset(seed=0)
+    u = env.unwrapped
+    model, skip = u.model, u.frame_skip
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, u.data, state, spec)
+    initial = np.tile(state, (num_envs, 1))
+    rng = np.random.default_rng(0)
+    low, high = model.actuator_ctrlrange.T
+    control = np.repeat(rng.uniform(low, high, (num_envs, steps, model.nu)), skip, axis=1)
+    datas = [mujoco.MjData(model) for _ in range(len(os.sched_getaffinity(0)))]
+    rates = []
+    for run in range(repeats + 1):
+        calls, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            rollout.rollout(model, datas, initial, control, persistent_pool=True)
+            calls += 1
+        if run > 0:
+            rates.append(calls * steps * num_envs / (time.perf_counter() - start))
+    rollout.shutdown_persistent_pool()
+    env.close()
+    return rates
+
+
 def spread(rates: list[float]) -> float:
     """(max - min) / median of the repeats: how far apart they fell."""
     return (max(rates) - min(rates)) / float(np.median(rates))
@@ -72,22 +104,26 @@ def main() -> None:
 
     rows = []
     load_start = os.getloadavg()
-    header = f"{'task':<12} {'envs':>5} " + " ".join(f"{m:>20}" for m in MODES) + f" {'vs sync':>8} {'vs async':>8}"
+    header = f"{'task':<12} {'envs':>5} " + " ".join(f"{m:>20}" for m in MODES) + f" {'vs sync':>8} {'vs async':>8} {'of rollout':>10}"
     print(header)
     for task in args.tasks:
         for n in args.num_envs:
             row = {"task": f"{task}-v5", "num_envs": n}
             for mode in MODES:
-                envs = make(task, mode, n)
-                try:
-                    rates = measure(envs, args.seconds, args.repeats)
-                finally:
-                    envs.close()
+                if mode == "mujoco_rollout":
+                    rates = measure_rollout(task, n, args.seconds, args.repeats)
+                else:
+                    envs = make(task, mode, n)
+                    try:
+                        rates = measure(envs, args.seconds, args.repeats)
+                    finally:
+                        envs.close()
                 row[mode] = {"steps_per_s": rates, "median": float(np.median(rates))}
             rows.append(row)
             cells = " ".join(f"{row[m]['median']:>14,.0f} \u00b1{spread(row[m]['steps_per_s']):>4.0%}" for m in MODES)
             print(f"{task:<12} {n:>5} {cells} {row['fastvec']['median'] / row['sync']['median']:>7.1f}x "
-                  f"{row['fastvec']['median'] / row['async']['median']:>7.1f}x", flush=True)
+                  f"{row['fastvec']['median'] / row['async']['median']:>7.1f}x "
+                  f"{row['fastvec']['median'] / row['mujoco_rollout']['median']:>9.2f}x", flush=True)
     print("(steps/s: median of the repeats \u00b1 their spread, (max - min) / median; vs: fastvec on every CPU)")
     out = {"benchmark": "mujoco_steps", "date": date.today().isoformat(), "machine": platform.node(),
            "cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
