@@ -9,7 +9,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from fastvec.native.mujoco import MujocoBatch
+from fastvec.native.mujoco import TASKS, MujocoBatch
 
 
 RENDER_MODES = ["rgb_array", "depth_array"]
@@ -37,8 +37,10 @@ class Frames:
         from fastvec.native.mujoco import mujoco_package
 
         mujoco = mujoco_package()
-        cls = gymnasium.envs.registration.load_env_creator(gymnasium.spec(f"{self.task}-v5").entry_point)
-        camera = inspect.signature(cls.__init__).parameters["default_camera_config"].default
+        camera = None  # a task of the user's own: MuJoCo's free camera
+        if self.task in TASKS:  # Gymnasium's default camera for the task
+            cls = gymnasium.envs.registration.load_env_creator(gymnasium.spec(f"{self.task}-v5").entry_point)
+            camera = inspect.signature(cls.__init__).parameters["default_camera_config"].default
         o = {"width": 480, "height": 480, "camera_id": None, "camera_name": None, "default_camera_config": camera,
              "max_geom": 1000, "visual_options": None, **self.options}
         self.model = mujoco.MjModel.from_xml_path(self.batch.xml_path)
@@ -90,16 +92,18 @@ def _seeds(seed, num_envs: int) -> np.ndarray | None:
 
 class MujocoVectorEnv(VectorEnv):
     """num_envs envs of one MuJoCo task in one C batch. Keywords are those of Gymnasium's `<Task>Env` v5
-    constructor (xml_file, frame_skip, ctrl_cost_weight, reset_noise_scale, ...). Infos hold the task's keys
+    constructor (xml_file, frame_skip, ctrl_cost_weight, reset_noise_scale, ...). A task of your own:
+    `MujocoVectorEnv(source="my_task.c", num_envs=N, xml_file="./my_model.xml")`, its keywords those its file declares. Infos hold the task's keys
     as Gymnasium's SyncVectorEnv gathers them; `unstable` (with its mask) appears for an env whose
     simulation MuJoCo found unstable, which ends that env's episode (terminated)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": RENDER_MODES}
 
-    def __init__(self, task: str, num_envs: int = 1, max_episode_steps: int | None = None, render_mode=None, **kwargs):
+    def __init__(self, task: str | None = None, num_envs: int = 1, max_episode_steps: int | None = None,
+                 render_mode=None, **kwargs):
         options = _split_render_options(kwargs)
         self.batch = MujocoBatch(task, num_envs, max_episode_steps=max_episode_steps or 0, **kwargs)
-        self.frames = Frames(task, self.batch, render_mode, options)
+        self.frames = Frames(self.batch.spec.name, self.batch, render_mode, options)
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
         self.num_envs = num_envs
         self.render_mode = render_mode
@@ -169,14 +173,14 @@ class MujocoEnv(gymnasium.Env):
 
     metadata = {"render_modes": RENDER_MODES}
 
-    def __init__(self, task: str, render_mode=None, **kwargs):
+    def __init__(self, task: str | None = None, render_mode=None, **kwargs):
         options = _split_render_options(kwargs)
         self.batch = MujocoBatch(task, 1, max_episode_steps=0, **kwargs)
-        self.frames = Frames(task, self.batch, render_mode, options)
+        self.frames = Frames(self.batch.spec.name, self.batch, render_mode, options)
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
         self.observation_space, self.action_space = _spaces(self.batch)
         self.render_mode = render_mode
-        self._int_reward = task == "InvertedPendulum"  # Gymnasium's reward there is an int
+        self._int_reward = task == "InvertedPendulum" and "source" not in kwargs  # Gymnasium's reward is an int there
         self._seeded = False
 
     def _info(self, keys) -> dict:

@@ -50,29 +50,41 @@ def libmujoco() -> Path:
     return found[0]
 
 
+def library(source: str | os.PathLike | None = None) -> ctypes.CDLL:
+    """The compiled task library, with a user's task file `source` (mj_task.h's contract, defining
+    `const fv_mj_task fv_mj_user_task`) beside the built-in tasks; built once per sources, compiler and libmujoco,
+    kept in the build cache."""
+    user = None if source is None else Path(os.path.abspath(source))
+    if user is not None and not user.is_file():
+        raise FileNotFoundError(f"no MuJoCo task file at {user}: give the path of a C file that defines "
+                                "`const fv_mj_task fv_mj_user_task` (fastvec/native/mujoco/mj_task.h)")
+    text = "" if user is None else user.read_text()
+    return _library(user, hashlib.sha256(text.encode()).hexdigest())
+
+
 @lru_cache(maxsize=None)
-def library() -> ctypes.CDLL:
-    """The compiled task library (built once per source, compiler and libmujoco; cached like the envs)."""
+def _library(user: Path | None, user_sha256: str) -> ctypes.CDLL:
     from fastvec.native.cpu import _compiler_version, _run, find_compiler
 
     lib_file = libmujoco()
     mujoco_package()  # loads libmujoco by its path first, so the task library binds to the very same copy
-    sources = sorted(HERE.glob("*.c"))
+    sources = sorted(HERE.glob("*.c")) + ([user] if user else [])
+    flags = C_FLAGS + (["-DFV_MJ_USER_TASK"] if user else [])
     cc = find_compiler()
     text = "".join(p.name + "\n" + p.read_text() for p in sources + sorted(HERE.glob("*.h")) + [NATIVE / "pool.h"])
     version = _compiler_version(cc)
-    key = hashlib.sha256("\n".join([text, " ".join(C_FLAGS), version, str(lib_file)]).encode()).hexdigest()
+    key = hashlib.sha256("\n".join([text, " ".join(flags), version, str(lib_file)]).encode()).hexdigest()
     folder = cache_dir()
     artefact = folder / f"mujoco_tasks-{key[:24]}.so"
-    inputs = {"sources": [str(p) for p in sources], "libmujoco": str(lib_file), "flags": C_FLAGS,
+    inputs = {"sources": [str(p) for p in sources], "libmujoco": str(lib_file), "flags": flags,
               "compiler_version": (version.strip().splitlines() or [""])[0]}
 
     def build() -> bytes:
         with build_dir(folder) as tmp:
             out = tmp / "mujoco_tasks.so"
-            _run([*cc, *C_FLAGS, f"-I{lib_file.parent / 'include'}", *map(str, sources), "-o", str(out),
+            _run([*cc, *flags, f"-I{lib_file.parent / 'include'}", f"-I{HERE}", *map(str, sources), "-o", str(out),
                   f"-L{lib_file.parent}", f"-l:{lib_file.name}", f"-Wl,-rpath,{lib_file.parent}", "-lm"],
-                 "compiling fastvec's MuJoCo tasks")
+                 f"compiling {'fastvec' if user is None else user.name + ' with fastvec'}'s MuJoCo tasks")
             return out.read_bytes()
 
     cached_build(artefact, key, inputs, build)
@@ -81,6 +93,7 @@ def library() -> ctypes.CDLL:
     lib.fv_mj_task_field.restype = ctypes.c_char_p
     lib.fv_mj_task_field.argtypes = [ctypes.c_char_p, i]
     lib.fv_mj_task_frame_skip.argtypes = [ctypes.c_char_p]
+    lib.fv_mj_user_task_name.restype = ctypes.c_char_p
     lib.fv_mj_create.restype = p
     lib.fv_mj_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, p, i, i, i, ctypes.c_char_p, i]
     lib.fv_mj_destroy.argtypes = [p]
@@ -110,11 +123,21 @@ class TaskSpec:
     max_episode_steps: int
 
 
+def user_task_name(source) -> str:
+    """The name a user's task file gives its task (fv_mj_user_task.name)."""
+    return library(source).fv_mj_user_task_name().decode()
+
+
+def task_spec(name: str, source=None) -> TaskSpec:
+    """A built-in task's spec, or (source given) the spec of the task in a user's task file."""
+    if source is None and name not in TASKS:
+        raise ValueError(f"no MuJoCo task {name!r}; fastvec has {', '.join(TASKS)} "
+                         "(a task of your own: MujocoBatch(source='my_task.c', ...))")
+    return _task_spec(name, library(source))
+
+
 @lru_cache(maxsize=None)
-def task_spec(name: str) -> TaskSpec:
-    if name not in TASKS:
-        raise ValueError(f"no MuJoCo task {name!r}; fastvec has {', '.join(TASKS)}")
-    lib = library()
+def _task_spec(name: str, lib: ctypes.CDLL) -> TaskSpec:
     field = [(lib.fv_mj_task_field(name.encode(), k) or b"").decode() for k in range(4)]
     params = {}
     for item in field[1].split():
@@ -126,7 +149,7 @@ def task_spec(name: str) -> TaskSpec:
         width = parts[2] if parts[2] == "T" else int(parts[2])
         info.append((parts[0], {"d": np.float64, "f": np.float32, "i": np.int64}[parts[1]], width))
     return TaskSpec(name, field[0], lib.fv_mj_task_frame_skip(name.encode()), params, tuple(info),
-                    tuple(filter(None, field[3].split(","))), TASKS[name])
+                    tuple(filter(None, field[3].split(","))), TASKS.get(name, 1000))
 
 
 def model_path(xml_file: str) -> str:
@@ -157,10 +180,14 @@ class MujocoBatch:
     device = "cpu"
     host_arrays = True
 
-    def __init__(self, task: str, num_envs: int, max_episode_steps: int | None = None, xml_file: str | None = None,
-                 frame_skip: int | None = None, **params):
-        self.spec = spec = task_spec(task)
-        self.lib = lib = library()
+    def __init__(self, task: str | None, num_envs: int, max_episode_steps: int | None = None,
+                 xml_file: str | None = None, frame_skip: int | None = None, source=None, **params):
+        if task is None:
+            if source is None:
+                raise ValueError("give a task (one of fastvec's MuJoCo tasks) or source (your task file)")
+            task = user_task_name(source)
+        self.spec = spec = task_spec(task, source)
+        self.lib = lib = library(source)
         self.num_envs = num_envs = int(num_envs)
         if num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs}")

@@ -14,7 +14,16 @@ extern const fv_mj_task fv_mj_inverted_pendulum, fv_mj_inverted_double_pendulum,
     fv_mj_half_cheetah, fv_mj_hopper, fv_mj_walker2d, fv_mj_ant, fv_mj_pusher, fv_mj_humanoid,
     fv_mj_humanoid_standup;
 
+/* A user's task file (MujocoBatch's `source`) defines fv_mj_user_task; the build then says -DFV_MJ_USER_TASK. */
+#ifdef FV_MJ_USER_TASK
+extern const fv_mj_task fv_mj_user_task;
+#define FV_MJ_USER_ENTRY &fv_mj_user_task,
+#else
+#define FV_MJ_USER_ENTRY
+#endif
+
 static const fv_mj_task* const fv_mj_tasks[] = {
+    FV_MJ_USER_ENTRY /* first: a user's task of a built-in task's name is the user's */
     &fv_mj_inverted_pendulum, &fv_mj_inverted_double_pendulum, &fv_mj_reacher, &fv_mj_swimmer,
     &fv_mj_half_cheetah, &fv_mj_hopper, &fv_mj_walker2d, &fv_mj_ant, &fv_mj_pusher, &fv_mj_humanoid,
     &fv_mj_humanoid_standup, NULL};
@@ -140,6 +149,15 @@ FV_EXPORT const char* fv_mj_task_field(const char* name, int which) {
         case 3: return t->reset_info;
         default: return NULL;
     }
+}
+
+/* The user's task's name, or NULL in a build without one. */
+FV_EXPORT const char* fv_mj_user_task_name(void) {
+#ifdef FV_MJ_USER_TASK
+    return fv_mj_user_task.name;
+#else
+    return NULL;
+#endif
 }
 
 FV_EXPORT int fv_mj_task_frame_skip(const char* name) {
