@@ -31,9 +31,7 @@ class Trainer(Protocol):
     selfplay: SelfPlay | None  # self-play's pool and evaluations (selfplay.enabled), set by run.make_trainer
     env_batches: list  # the env batches the run closes when it ends, set by run.make_trainer
     gpu_games: Any  # self-play's games on the GPU (cuda/rollouts.py's SelfPlayRollout), else None
-
-    @property
-    def params(self) -> np.ndarray: ...
+    params: np.ndarray  # the flat weights (a host copy on the GPU)
 
     def describe(self) -> str:
         """The paths chosen for this config, for the start-up log ("": there was no choice)."""

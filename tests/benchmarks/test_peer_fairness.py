@@ -68,6 +68,7 @@ def test_ratio_carries_the_bound_of_each_side(fairness):
 def test_published_settings_map_onto_a_config_fastvec_loads(fairness, env, family):
     import purejaxrl_ppo
     from fastvec.trainer.config import load_config, rollout_sizes
+    from fastvec.trainer.settings import Config
 
     peer = purejaxrl_ppo.published(fairness.peer_family(env))
     assert fairness.peer_family(env) == family
@@ -81,4 +82,4 @@ def test_published_settings_map_onto_a_config_fastvec_loads(fairness, env, famil
                                             peer["HIDDEN"])
     assert (train["norm_obs"], train["norm_reward"]) == (peer["NORMALIZE_ENV"],) * 2
     assert any("activation" in u for u in unmapped) == (peer["ACTIVATION"] != "relu")
-    assert rollout_sizes(train, config["env"]["num_envs"], 1)[-1] == peer["NUM_ENVS"] * peer["NUM_STEPS"]
+    assert rollout_sizes(Config.of(config).train, config["env"]["num_envs"], 1)[-1] == peer["NUM_ENVS"] * peer["NUM_STEPS"]

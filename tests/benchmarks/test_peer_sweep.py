@@ -38,12 +38,13 @@ def shortfall_value(trial_seconds, target, best):
                                     {**TINY, "num_envs": 16, "num_steps": 8, "minibatches": 32}])
 def test_space_maps_onto_both_sides_alike(sweep_peer, params):
     from fastvec.trainer.config import load_config, rollout_sizes
+    from fastvec.trainer.settings import Config
 
     peer = sweep_peer.peer_overrides(params)
     config = load_config("pendulum", sweep_peer.fastvec_settings(params))
     train = config["train"]
     samples = peer["NUM_ENVS"] * peer["NUM_STEPS"]
-    assert rollout_sizes(train, config["env"]["num_envs"], 1)[-1] == samples
+    assert rollout_sizes(Config.of(config).train, config["env"]["num_envs"], 1)[-1] == samples
     assert train["minibatch_size"] * peer["NUM_MINIBATCHES"] == samples
     assert train["minibatch_size"] >= sweep_peer.MIN_MINIBATCH and samples % peer["NUM_MINIBATCHES"] == 0
     assert (train["learning_rate"], train["gamma"], train["total_timesteps"], config["policy"]["hidden"]) == (
