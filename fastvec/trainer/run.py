@@ -37,7 +37,7 @@ def cuda_trainer_available() -> bool:
         from fastvec.trainer import cuda as cuda_trainer
     except ImportError:
         return False
-    return bool(getattr(cuda_trainer, "available", lambda: False)())
+    return cuda_trainer.available()
 
 
 def resolve_device(requested: str) -> str:
@@ -60,11 +60,9 @@ def resolve_device(requested: str) -> str:
 
 
 def close_batches(batches) -> None:
-    """Close the batches that hold resources (a GymBatch's envs, an async one's subprocesses); CpuBatches need not."""
+    """Close the env batches (a GymBatch's envs, an async one's subprocesses; a CpuBatch's close returns at once)."""
     for batch in batches:
-        close = getattr(batch, "close", None)
-        if close is not None:
-            close()
+        batch.close()
 
 
 def on_device(config: Config, device: str) -> Config:
@@ -95,9 +93,7 @@ def make_trainer(config: Config | dict) -> Trainer:
                 raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
             print(f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it trains on the CPU",
                   file=sys.stderr)
-            config = on_device(config, "cpu")
-            close_batches(batches)
-            batches = [make_batch(config)]
+            config = on_device(config, "cpu")  # the same host batch: the device does not change how it is made
         batch, league = batches[0], None
         if config.selfplay.enabled:
             from fastvec.trainer.selfplay import SelfPlay
