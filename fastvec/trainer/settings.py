@@ -14,9 +14,11 @@ from fastvec.native import ENVS
 from fastvec.trainer.config import validate
 from fastvec.trainer.config_keys import Key, section_keys
 
+
 def attribute(key: Key) -> str:
     """The Python attribute of a key: its name, with a trailing underscore where that is a keyword (train.async)."""
     return key.name + "_" if keyword.iskeyword(key.name) else key.name
+
 
 def _section(section: str, class_name: str, extra: list[tuple] = ()) -> type:
     """A frozen dataclass with a field per key of `section` (its type and default), then `extra`'s fields."""
@@ -43,6 +45,7 @@ SweepSection = _section("sweep", "SweepSection", [("space", Mapping, dataclasses
 _CLASSES = {"env": EnvSection, "policy": PolicySection, "train": TrainSection, "eval": EvalSection,
             "selfplay": SelfPlaySection, "sweep": SweepSection}
 
+
 def _build(section: str, values: dict):
     """The section object of a config dict's [section]: its keys as attributes, the rest in params/space."""
     keys = section_keys(section)
@@ -55,6 +58,7 @@ def _build(section: str, values: dict):
         return SweepSection(**known, space=rest)
     return _CLASSES[section](**known)
 
+
 def _section_dict(section: str, value) -> dict:
     """A section object as its config dict's [section]: the keys in KEYS' order, then [env]'s parameters and name
     (the order load_config gives), or [sweep]'s search space."""
@@ -65,6 +69,7 @@ def _section_dict(section: str, value) -> dict:
     elif section == "sweep":
         out.update(value.space)
     return out
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
