@@ -52,6 +52,7 @@ class Backend(Protocol):
     host_arrays: bool  # True: the outputs are NumPy arrays; False: DeviceArrays on `device`
     num_envs: int
     env: EnvBuild
+    gym_obs_offset: int  # where gym_step's block holds its obs copy
     obs: Any
     rewards: Any
     terminated: Any
@@ -75,6 +76,12 @@ class Backend(Protocol):
         discrete kinds, numbers for Box) and autoreset per the batch's mode. Returns how many envs ended, or
         None where the outputs are DeviceArrays (the GPU is not waited for). A bad action raises ActionError
         with nothing stepped (host arrays), or at the next synchronisation (device arrays)."""
+
+    def gym_step(self, actions, copy_obs: bool) -> tuple[int, np.ndarray]:
+        """`step` for the Gymnasium face with host arrays: (envs ended, a fresh uint8 block of agent 0's outputs
+        as cpu.gym_out_layout lays them out, then with copy_obs an obs copy at byte `gym_obs_offset`). The CPU
+        batch's C step writes it; the GPU batch cuts it from its pinned mirrors; with device arrays it raises
+        NotImplementedError (step() and the arrays themselves serve them)."""
 
     def get_state(self, indices=None) -> np.ndarray:
         """The states (len(indices), STATE_SIZE) float64 of envs `indices` (None: all), in the layout of the

@@ -379,6 +379,31 @@ def gym_out_layout(num_envs: int, num_stats: int) -> tuple[int, dict[str, tuple[
     }
 
 
+def gym_block(batch, copy_obs: bool) -> np.ndarray:
+    """The block `CpuBatch.gym_step` has its C step write (batch.h's fv_copy_out: `gym_out_layout`, then with
+    copy_obs a copy of obs at byte `batch.gym_obs_offset`), filled in NumPy from the outputs of a host-array batch
+    that has just stepped: the GPU batch's pinned mirrors."""
+    n, s = batch.num_envs, batch.episode_stats.shape[1]
+    fields = gym_out_layout(n, s)[1]
+    block = np.empty(batch.gym_obs_offset + batch.obs.nbytes if copy_obs else batch.gym_obs_offset, np.uint8)
+    np.frombuffer(block, *fields["rewards"])[:] = batch.rewards[:, 0]
+    np.frombuffer(block, *fields["episode_return"])[:] = batch.episode_return[:, 0]
+    np.frombuffer(block, *fields["episode_length"])[:] = batch.episode_length
+    np.frombuffer(block, *fields["stats"]).reshape(s, n)[:] = batch.episode_stats.T
+    flags = np.frombuffer(block, *fields["flags"]).reshape(4, n)  # terminated, truncated, done, done
+    flags[0], flags[1] = batch.terminated, batch.truncated
+    np.logical_or(flags[0], flags[1], out=flags[2])
+    flags[3] = flags[2]
+    if copy_obs:
+        np.frombuffer(block, batch.obs.dtype, batch.obs.size, batch.gym_obs_offset)[:] = batch.obs.reshape(-1)
+    return block
+
+
+def gym_obs_offset(num_envs: int, num_stats: int) -> int:
+    """Where gym_step's obs copy starts: on a 64-byte boundary after the out block (aligned for any obs dtype)."""
+    return (gym_out_layout(num_envs, num_stats)[0] + 63) // 64 * 64
+
+
 def state_indices(indices, num_envs: int) -> np.ndarray:
     """Env indices for get_state/set_state as int64 (None: every env; negative ones count from the end),
     or an IndexError/TypeError naming the bad one."""
@@ -440,8 +465,7 @@ class CpuBatch:
         self._job_ptr = ctypes.addressof(self._job)
         self._step_bound = env.lib.fv_step_bound
         self.max_episode_steps = max_episode_steps  # binds them
-        # gym_step's obs copy starts on a 64-byte boundary after the out block (aligned for any obs dtype)
-        self.gym_obs_offset = (gym_out_layout(n, len(env.stat_names))[0] + 63) // 64 * 64
+        self.gym_obs_offset = gym_obs_offset(n, len(env.stat_names))
         self._obs_bytes = self.obs.nbytes
 
     @property

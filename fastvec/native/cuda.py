@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit, graphs
-from fastvec.native.cpu import require_state_access, state_indices, state_values
+from fastvec.native.cpu import gym_block, gym_obs_offset, require_state_access, state_indices, state_values
 from fastvec.native.device_array import STREAMS, DeviceArray, device_view
 from fastvec.native.spaces import MAX_OBS_DIMS, EnvSpaces
 from fastvec.native.gpu import (ENV_INCLUDE, INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module,
@@ -262,6 +262,7 @@ class CudaBatch:
                          self.dev.done.ptr, self.dev.final_obs.ptr, self.dev.episode_return.ptr,
                          self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
         self.random_key, self.random_step = 0x5EED, 0  # the "random" policy's stream (see rollout)
+        self.gym_obs_offset = gym_obs_offset(n, s)  # where gym_step's block holds its obs copy
 
     @property
     def host_arrays(self) -> bool:
@@ -329,6 +330,15 @@ class CudaBatch:
             self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, *view, *self._outputs,
             self.autoreset_code, self._max_episode_steps, self._error_ptr)
         return self._after_steps(1)
+
+    def gym_step(self, actions, copy_obs: bool) -> tuple[int, np.ndarray]:
+        """`step` for the Gymnasium face (cpu.CpuBatch.gym_step's contract): (envs ended, a fresh block of agent 0's
+        outputs as cpu.gym_out_layout lays them out and, if copy_obs, an obs copy), cut from the pinned mirrors
+        (cpu.gym_block). NumPy mode only: device arrays are handed out as they are."""
+        if not self.numpy:
+            raise NotImplementedError("gym_step() returns NumPy arrays: make the batch with numpy=True")
+        ended = self.step(actions)
+        return ended, gym_block(self, copy_obs)
 
     def _after_steps(self, steps: int) -> int | None:
         if self.numpy:

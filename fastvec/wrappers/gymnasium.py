@@ -123,22 +123,19 @@ class NativeVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.stat_names = compiled.stat_names
         self._obs = batch.obs.reshape(self.num_envs, *self.spaces.obs_shape)  # a view of the (N, 1, O) buffer
-        # How step() returns the batch's outputs, fixed here: the CPU batch writes them into one fresh block a
-        # step (CpuBatch.gym_step); other host arrays are cast and copied; device arrays are returned as views.
-        self._block_step, self._device_arrays = isinstance(batch, cpu.CpuBatch), not batch.host_arrays
-        if self._block_step:  # where _step_block finds its arrays in the block that the C step fills
+        # The batch hands out host arrays (step() returns the arrays of a fresh block a step, batch.gym_step) or
+        # device arrays (step() returns views of the GPU buffers, built here once, and only launches).
+        self._device_arrays = not batch.host_arrays
+        if batch.host_arrays:  # where _step_block finds its arrays in the block
             self._out_fields = cpu.gym_out_layout(self.num_envs, len(compiled.stat_names))[1]
             self._flags_offset = self._out_fields["flags"][2]
-        if batch.host_arrays:  # (N,) views of the (N, 1) buffers: contiguous, so step() casts them fast
-            self._rewards = batch.rewards.reshape(self.num_envs)
-            self._episode_return = batch.episode_return.reshape(self.num_envs)
-        else:  # views of the GPU buffers, built once: step() only launches
+        else:
             self._device_rewards = batch.rewards.reshape(self.num_envs)
             self._device_infos = self._device_episode_info()
         self._needs_reset = np.zeros(self.num_envs, np.bool_)  # DISABLED: envs done and not yet reset
-        # (dtype, shape) of the actions the block step passes on unchecked here (the batch checks their values):
+        # (dtype, shape) of the actions step() passes on unchecked here (the batch checks their values):
         # an (N,) array of the batch's own dtype, where an env takes one discrete value; None: always checked.
-        single = self._block_step and self.spaces.action_dims == 1 and self.spaces.action_kind != "box"
+        single = batch.host_arrays and self.spaces.action_dims == 1 and self.spaces.action_kind != "box"
         self._unchecked_actions = (np.dtype(compiled.action_dtype), (self.num_envs,)) if single else None
         self._has_reset = False
 
@@ -206,21 +203,12 @@ class NativeVectorEnv(VectorEnv):
             envs = np.flatnonzero(self._needs_reset)[:10].tolist()
             raise RuntimeError(f"envs {envs} ended and autoreset_mode is DISABLED: call reset(options="
                                "{'reset_mask': ...}) for them before stepping again")
-        if self._block_step:
-            return self._step_block(actions)
-        batch = self.batch
-        ended = batch.step(actions)  # checks the values on the host; raises before stepping anything
-        infos: dict[str, Any] = {}
-        if ended:
-            done = batch.terminated | batch.truncated
-            infos = self._end_infos(done, self._episode_info(done))
-        obs = self._obs.copy() if self.copy else self._obs
-        return obs, self._rewards.astype(np.float64), batch.terminated.copy(), batch.truncated.copy(), infos
+        return self._step_block(actions)
 
     def _step_block(self, actions: np.ndarray):
-        """step() of a CPU env. The threads that step the envs also write the arrays returned here,
-        fresh ones each step, into one block (`cpu.gym_out_layout`, then with copy=True an obs copy):
-        these are only cut out here, because copying, casting and or-ing them one by one in NumPy
+        """step() with host arrays. The batch writes the arrays returned here, fresh ones each step, into one
+        block (`cpu.gym_out_layout`, then with copy=True an obs copy; on the CPU the threads that step the envs
+        write it): these are only cut out here, because copying, casting and or-ing them one by one in NumPy
         would cost more than the C step itself for a fast env."""
         n = self.num_envs
         ended, out = self.batch.gym_step(actions, self.copy)  # checks the values in C; raises before stepping
@@ -251,14 +239,6 @@ class NativeVectorEnv(VectorEnv):
         for i, row in zip(ended.tolist(), rows):  # each env's its own row of that copy
             final_obs[i] = row
         return {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": info, "_final_info": done.copy()}
-
-    def _episode_info(self, done: np.ndarray) -> dict[str, Any]:
-        b = self.batch  # the batch zeroes these where an env is not done
-        info = {"episode_return": self._episode_return.copy(), "_episode_return": done,
-                "episode_length": b.episode_length.copy(), "_episode_length": done.copy()}
-        for k, name in enumerate(self.stat_names):
-            info[name], info["_" + name] = b.episode_stats[:, k].copy(), done.copy()
-        return info
 
     def _device_episode_info(self) -> dict[str, Any]:
         b, n = self.batch, self.num_envs

@@ -87,3 +87,25 @@ def test_load_batch_takes_a_registered_name_or_an_env_file_with_the_same_build()
             batch.step(np.zeros(2, np.int64))
         assert batch.truncated.all()  # the step limit reached, no autoreset
     assert np.array_equal(by_name.obs, by_file.obs)
+
+
+@pytest.mark.parametrize("env, params", [("breakout", {}), ("cartpole", {}), ("pong", {"pong_bot": 1})])
+def test_the_numpy_gym_block_equals_the_one_the_c_step_writes(env, params):
+    """cpu.gym_block (the GPU batch's gym_step, cut from its host mirrors) against the block batch.h's
+    fv_copy_out writes during CpuBatch.gym_step, field by field, through episode ends and autoresets."""
+    from fastvec.native.batches import load_batch
+
+    batch = load_batch(env, 6, params, max_episode_steps=25)
+    batch.reset(np.arange(6, dtype=np.uint64), None)
+    size, fields = cpu.gym_out_layout(6, len(batch.env.stat_names))
+    rng, ends = np.random.default_rng(0), 0
+    for _ in range(60):
+        ended, written = batch.gym_step(rng.integers(0, batch.env.num_actions, 6), True)
+        twin = cpu.gym_block(batch, True)
+        ends += ended
+        assert len(twin) == len(written) and batch.gym_obs_offset >= size
+        for name, (dtype, count, offset) in {**fields, "obs": (batch.obs.dtype, batch.obs.size,
+                                                               batch.gym_obs_offset)}.items():
+            assert np.array_equal(np.frombuffer(twin, dtype, count, offset),
+                                  np.frombuffer(written, dtype, count, offset)), name
+    assert ends > 0  # the episode fields were compared where episodes ended too
