@@ -91,20 +91,28 @@ def _seeds(seed, num_envs: int) -> np.ndarray | None:
 
 
 class MujocoVectorEnv(VectorEnv):
-    """num_envs envs of one MuJoCo task in one C batch. Keywords are those of Gymnasium's `<Task>Env` v5
-    constructor (xml_file, frame_skip, ctrl_cost_weight, reset_noise_scale, ...). A task of your own:
-    `MujocoVectorEnv(source="my_task.c", num_envs=N, xml_file="./my_model.xml")`, its keywords those its file declares. Infos hold the task's keys
-    as Gymnasium's SyncVectorEnv gathers them; `unstable` (with its mask) appears for an env whose
-    simulation MuJoCo found unstable, which ends that env's episode (terminated)."""
+    """num_envs envs of one MuJoCo task in one C batch, autoreset NEXT_STEP (Gymnasium's default) or SAME_STEP
+    (autoreset_mode). Keywords are those of Gymnasium's `<Task>Env` v5 constructor (xml_file, frame_skip,
+    ctrl_cost_weight, reset_noise_scale, ...). A task of your own: `MujocoVectorEnv(source="my_task.c",
+    num_envs=N, xml_file="./my_model.xml")`, its keywords those its file declares. Infos hold the task's keys as
+    Gymnasium's SyncVectorEnv gathers them; `unstable` (with its mask; under SAME_STEP in final_info) appears for
+    an env whose simulation MuJoCo found unstable, which ends that env's episode (terminated)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": RENDER_MODES}
 
     def __init__(self, task: str | None = None, num_envs: int = 1, max_episode_steps: int | None = None,
-                 render_mode=None, **kwargs):
+                 render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP, **kwargs):
         options = _split_render_options(kwargs)
-        self.batch = MujocoBatch(task, num_envs, max_episode_steps=max_episode_steps or 0, **kwargs)
+        modes = {AutoresetMode.NEXT_STEP: False, AutoresetMode.SAME_STEP: True}
+        try:
+            same_step = modes[AutoresetMode(autoreset_mode)]
+        except (ValueError, KeyError):
+            raise ValueError(f"autoreset_mode must be AutoresetMode.NEXT_STEP or SAME_STEP, got {autoreset_mode!r}") from None
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.batch = MujocoBatch(task, num_envs, max_episode_steps=max_episode_steps or 0, same_step=same_step, **kwargs)
         self.frames = Frames(self.batch.spec.name, self.batch, render_mode, options)
-        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode,
+                         "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.single_observation_space, self.single_action_space = _spaces(self.batch)
@@ -114,25 +122,40 @@ class MujocoVectorEnv(VectorEnv):
         self._ones = np.ones(num_envs, np.bool_)
         self._seeded = False
 
-    def _infos(self, reset_mask: np.ndarray | None) -> dict:
-        """Gymnasium's vector infos: after a reset (reset_mask: the envs reset), its reset keys for those envs;
-        after a step, every key for the envs that stepped and the reset keys for those autoreset (values 0
-        where the mask is False)."""
-        b = self.batch
-        infos = {}
-        stepped = None if reset_mask is not None else ~b.was_reset
+    def _gather(self, values: np.ndarray, masks: dict) -> dict:
+        """{key: values, _key: mask} of the info keys whose mask (masks[key in reset info]) is given and not all
+        False; values 0 where the mask is False."""
+        b, infos = self.batch, {}
         for key, dtype, cols, width in b.info_layout:
-            if key in self._reset_keys:
-                mask = reset_mask if stepped is None else self._ones
-            elif stepped is None or not stepped.any():  # no env gave this key (all reset)
+            mask = masks[key in self._reset_keys]
+            if mask is None or not mask.any():  # no env gave this key
                 continue
-            else:
-                mask = stepped
-            values = b.info[:, cols].astype(b.info_dtype(dtype))
-            values[~mask] = 0
-            infos[key], infos[f"_{key}"] = (values if width else values[:, 0]), mask.copy()
-        if stepped is not None and b.unstable.any():
-            infos["unstable"], infos["_unstable"] = b.unstable.copy(), b.unstable.copy()
+            column = values[:, cols].astype(b.info_dtype(dtype))
+            column[~mask] = 0
+            infos[key], infos[f"_{key}"] = (column if width else column[:, 0]), mask.copy()
+        return infos
+
+    def _infos(self, reset_mask: np.ndarray | None) -> dict:
+        """Gymnasium's vector infos: after reset() (reset_mask: the envs reset), its reset keys for those envs;
+        after a step, every key for the envs that stepped on and the reset keys for those that were reset, and
+        under SAME_STEP the ended episodes' final_obs and final_info."""
+        b = self.batch
+        if reset_mask is not None:
+            return self._gather(b.info, {True: reset_mask, False: None})
+        infos = self._gather(b.info, {True: self._ones, False: ~b.was_reset})
+        if not b.same_step:
+            if b.unstable.any():
+                infos["unstable"], infos["_unstable"] = b.unstable.copy(), b.unstable.copy()
+            return infos
+        ended = b.was_reset
+        if ended.any():
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(ended):
+                final_obs[i] = b.final_obs[i].copy()
+            final_info = self._gather(b.final_info, {True: ended, False: ended})
+            if b.unstable.any():
+                final_info["unstable"], final_info["_unstable"] = b.unstable.copy(), b.unstable.copy()
+            infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info, _final_info=ended.copy())
         return infos
 
     def reset(self, *, seed=None, options=None):

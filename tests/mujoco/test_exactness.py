@@ -28,10 +28,29 @@ def perturb(oracle, ours, rng, scale):
         ours.set_state([i], gym_state(env)[None])
 
 
-def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=False, dtype=np.float32):
+def compare_info(task, t, info, want_info, compared):
+    """Keys, masks and dtypes equal; values equal where `compared` (an env's own reset noise differs)."""
+    assert set(info) == set(want_info), f"{task} info keys, step {t}"
+    for key in want_info:
+        if key.startswith("_"):
+            np.testing.assert_array_equal(info[key], want_info[key], err_msg=f"{task} info[{key!r}], step {t}")
+        elif key == "final_info":
+            compare_info(task, t, info[key], want_info[key], want_info["_final_info"])
+        elif key == "final_obs":
+            for i in np.flatnonzero(want_info["_final_obs"]):
+                np.testing.assert_array_equal(info[key][i], want_info[key][i], err_msg=f"{task} final_obs, step {t}")
+        else:
+            np.testing.assert_array_equal(np.asarray(info[key])[compared], np.asarray(want_info[key])[compared],
+                                          err_msg=f"{task} info[{key!r}], step {t}")
+            assert np.asarray(info[key]).dtype == np.asarray(want_info[key]).dtype, f"{task} info[{key!r}] dtype"
+
+
+def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=False, dtype=np.float32,
+                  autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP):
     kwargs = kwargs or {}
-    oracle = gym.make_vec(f"{task}-v5", num_envs=NUM_ENVS, vectorization_mode="sync", **kwargs)
-    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=NUM_ENVS, **kwargs)
+    oracle = gym.make_vec(f"{task}-v5", num_envs=NUM_ENVS, vectorization_mode="sync",
+                          vector_kwargs={"autoreset_mode": autoreset_mode}, **kwargs)
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=NUM_ENVS, autoreset_mode=autoreset_mode, **kwargs)
     rng = np.random.default_rng(len(task))
     want_obs, want_info = oracle.reset(seed=7)
     ours.reset(seed=7)
@@ -58,16 +77,7 @@ def compare_steps(task, kwargs=None, steps=STEPS, perturb_scale=0.0, scripted=Fa
         np.testing.assert_array_equal(ours.batch.obs, want[0], err_msg=f"{task} obs, step {t}")
         for name, k in (("reward", 1), ("terminated", 2), ("truncated", 3)):
             np.testing.assert_array_equal(got[k], want[k], err_msg=f"{task} {name}, step {t}")
-        info, want_info = got[4], want[4]
-        assert set(info) == set(want_info), f"{task} info keys, step {t}"
-        stepped = ~reset  # a reset env's reset info holds our own noise's state
-        for key in want_info:
-            if key.startswith("_"):
-                np.testing.assert_array_equal(info[key], want_info[key], err_msg=f"{task} info[{key!r}], step {t}")
-            else:
-                np.testing.assert_array_equal(np.asarray(info[key])[stepped], np.asarray(want_info[key])[stepped],
-                                              err_msg=f"{task} info[{key!r}], step {t}")
-                assert np.asarray(info[key]).dtype == np.asarray(want_info[key]).dtype, f"{task} info[{key!r}] dtype"
+        compare_info(task, t, got[4], want[4], ~reset)
         ended += int(np.sum(want[2] | want[3]))
     oracle.close()
     ours.close()
@@ -100,6 +110,12 @@ def test_constructor_keywords_match_gymnasium(task, kwargs):
 def test_float64_actions_match_gymnasium(task):
     """Gymnasium's NumPy computes the control cost of float64 actions in float64 (float32 ones in float32)."""
     compare_steps(task, steps=100, dtype=np.float64)
+
+
+@pytest.mark.parametrize("task", ["Reacher", "Hopper", "InvertedPendulum"])
+def test_same_step_autoreset_matches_gymnasium(task):
+    """SAME_STEP: the ended episode's final_obs and final_info, the next one's first obs and reset info."""
+    assert compare_steps(task, steps=120, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP) > 0
 
 
 def test_truncation_and_episodes_are_covered():

@@ -110,3 +110,16 @@ def test_registered_ids_carry_gymnasiums_step_limits_and_thresholds():
     for task in TASKS:
         ours, theirs = gym.spec(f"fastvec/{task}-v5"), gym.spec(f"{task}-v5")
         assert (ours.max_episode_steps, ours.reward_threshold) == (theirs.max_episode_steps, theirs.reward_threshold)
+
+
+def test_unstable_simulation_under_same_step_autoreset(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = gym.make_vec("fastvec/Hopper-v5", num_envs=2, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    env.reset(seed=0)
+    state = env.unwrapped.get_state()
+    state[0, 6:] = 1e300
+    env.unwrapped.set_state(None, state)
+    obs, _, terminated, _, info = env.step(np.zeros((2, 3), np.float32))
+    assert terminated.tolist() == [True, False] and np.isfinite(obs).all()  # obs[0]: the next episode's first
+    assert info["_final_obs"].tolist() == [True, False] and info["final_info"]["unstable"].tolist() == [True, False]

@@ -103,7 +103,7 @@ def _library(user: Path | None, user_sha256: str) -> ctypes.CDLL:
     lib.fv_mj_timestep.argtypes = [p]
     lib.fv_mj_timestep.restype = d
     lib.fv_mj_reset.argtypes = [p, p, p, p, p]
-    lib.fv_mj_step.argtypes = [p, p, i, i, p, p, p, p, p, p, p]
+    lib.fv_mj_step.argtypes = [p, p, i, i, p, p, p, p, p, p, p, p, p]
     lib.fv_mj_get_state.argtypes = [p, i, p, p]
     lib.fv_mj_set_state.argtypes = [p, i, p, p, p]
     from fastvec.native.cpu import default_threads
@@ -171,7 +171,7 @@ def model_path(xml_file: str) -> str:
 class MujocoBatch:
     """num_envs envs of one task stepped in place by libmujoco on the pool's threads. Buffers: obs (N, O) float64,
     rewards (N,) float64, terminated / truncated (N,) bool, info (N, I) float64 (the task's info values, the
-    spec's order), was_reset (N,) bool (this step reset the env: NEXT_STEP autoreset), unstable (N,) bool
+    spec's order), was_reset (N,) bool (this step reset the env: autoreset), unstable (N,) bool
     (MuJoCo warned of a bad qpos, qvel or qacc, or they are not finite: the episode ended).
     Its methods are native/backend.py's Backend methods where they mean the same (reset, step, get_state,
     set_state, synchronize, rollout, render, close); its outputs are Gymnasium's types rather than Backend's
@@ -181,7 +181,8 @@ class MujocoBatch:
     host_arrays = True
 
     def __init__(self, task: str | None, num_envs: int, max_episode_steps: int | None = None,
-                 xml_file: str | None = None, frame_skip: int | None = None, source=None, **params):
+                 xml_file: str | None = None, frame_skip: int | None = None, source=None, same_step: bool = False,
+                 **params):
         if task is None:
             if source is None:
                 raise ValueError("give a task (one of fastvec's MuJoCo tasks) or source (your task file)")
@@ -232,6 +233,9 @@ class MujocoBatch:
         self.was_reset = np.zeros(n, np.bool_)
         self.unstable = np.zeros(n, np.bool_)
         self._actions = np.zeros((n, self.nu), np.float64)
+        self.same_step = bool(same_step)  # SAME_STEP autoreset: an ended env's last obs and info in final_obs / final_info
+        self.final_obs = np.zeros_like(self.obs) if self.same_step else None
+        self.final_info = np.zeros_like(self.info) if self.same_step else None
         self.action_f32 = True  # the last step's actions were float32 (the dtype of the costs computed on them)
         self.max_episode_steps = spec.max_episode_steps if max_episode_steps is None else max_episode_steps
 
@@ -282,8 +286,9 @@ class MujocoBatch:
 
     def step(self, actions) -> int:
         """Step every env with actions (N, nu); an env whose episode ended last step is reset instead
-        (reward 0, was_reset). Costs on the action are computed in its dtype, as Gymnasium's NumPy does
-        (float32 for float32 actions, else float64). Returns how many episodes ended; raises ActionError
+        (reward 0, was_reset), or under same_step an env whose episode ends is reset in this step (was_reset;
+        its last obs and info in final_obs and final_info). Costs on the action are computed in its dtype, as
+        Gymnasium's NumPy does (float32 for float32 actions, else float64). Returns how many episodes ended; raises ActionError
         (nothing stepped) for a NaN or infinite action."""
         given = np.asarray(actions)
         f32 = given.dtype == np.float32
@@ -295,7 +300,8 @@ class MujocoBatch:
         ended = self.lib.fv_mj_step(self._ptr, self._actions.ctypes.data, int(f32), self._max_episode_steps,
                                     self.obs.ctypes.data, self.rewards.ctypes.data, self.terminated.ctypes.data,
                                     self.truncated.ctypes.data, self.info.ctypes.data, self.was_reset.ctypes.data,
-                                    self.unstable.ctypes.data)
+                                    self.unstable.ctypes.data, *((self.final_obs.ctypes.data, self.final_info.ctypes.data)
+                                                                 if self.same_step else (None, None)))
         if ended < 0:
             k = -1 - ended
             raise ActionError(f"action {given.ravel()[k]!r} (env {k // self.nu}, dimension {k % self.nu}) of "

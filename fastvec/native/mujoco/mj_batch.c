@@ -1,7 +1,8 @@
 /* mj_batch.c: a batch of one MuJoCo task's envs: one mjModel shared, one mjData per env, stepped by
  * MuJoCo's own library (mj_step frame_skip times, then mj_rnePostConstraint, as Gymnasium's MujocoEnv) on
  * pool.h's threads; the task file (mj_task.h's contract) computes observations, rewards and terminations.
- * Autoreset is Gymnasium's NEXT_STEP: the step after an episode ends resets that env. */
+ * Autoreset is Gymnasium's NEXT_STEP (the step after an episode ends resets that env) or SAME_STEP (the step that
+ * ends it resets it, keeping its last obs and info in final_obs and final_info). */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +51,7 @@ typedef struct {
     fv_mj_batch* b;
     const double* actions;
     int action_f32, max_steps;
+    double* final_obs, *final_info; /* SAME_STEP autoreset: where an ended episode's last obs and info go; NULL: NEXT_STEP */
     const unsigned long long* seeds;
     const unsigned char* mask;
     double* obs, *rewards, *info;
@@ -123,6 +125,12 @@ static int fv_mj_step_chunk(const void* arg, int lo, int hi) {
         j->unstable[i] = (unsigned char)bad, j->was_reset[i] = 0;
         e->needs_reset = j->terminated[i] || j->truncated[i];
         ended += e->needs_reset;
+        if (e->needs_reset && j->final_obs) { /* SAME_STEP: keep the last obs and info, start the next episode now */
+            memcpy(j->final_obs + (long)i * b->obs_size, obs, sizeof(double) * b->obs_size);
+            memcpy(j->final_info + (long)i * b->info_size, info, sizeof(double) * b->info_size);
+            fv_mj_reset_one(b, i, obs, info);
+            j->was_reset[i] = 1;
+        }
     }
     return ended;
 }
@@ -226,19 +234,20 @@ FV_EXPORT double fv_mj_timestep(const fv_mj_batch* b) { return b->m->opt.timeste
 
 FV_EXPORT void fv_mj_reset(fv_mj_batch* b, const unsigned long long* seeds, const unsigned char* mask, double* obs,
                            double* info) {
-    fv_mj_job j = {b, NULL, 0, 0, seeds, mask, obs, NULL, info, NULL, NULL, NULL, NULL};
+    fv_mj_job j = {b, NULL, 0, 0, NULL, NULL, seeds, mask, obs, NULL, info, NULL, NULL, NULL, NULL};
     fv_pool_run(fv_mj_reset_chunk, &j, b->num_envs * FV_MJ_SPREAD);
 }
 
 /* Steps every env; returns how many episodes ended, or -1 - k when action value k is NaN or infinite
- * (then nothing is stepped). */
+ * (then nothing is stepped). final_obs and final_info given: SAME_STEP autoreset, else NEXT_STEP. was_reset:
+ * the env was reset in this step (NEXT_STEP: instead of stepping; SAME_STEP: after its episode ended). */
 FV_EXPORT int fv_mj_step(fv_mj_batch* b, const double* actions, int action_f32, int max_steps, double* obs,
                          double* rewards, unsigned char* terminated, unsigned char* truncated, double* info,
-                         unsigned char* was_reset, unsigned char* unstable) {
+                         unsigned char* was_reset, unsigned char* unstable, double* final_obs, double* final_info) {
     long count = (long)b->num_envs * b->m->nu;
     for (long k = 0; k < count; k++)
         if (!isfinite(actions[k]) && !b->envs[k / b->m->nu].needs_reset) return (int)(-1 - k);
-    fv_mj_job j = {b, actions, action_f32, max_steps, NULL, NULL, obs, rewards, info,
+    fv_mj_job j = {b, actions, action_f32, max_steps, final_obs, final_info, NULL, NULL, obs, rewards, info,
                    terminated, truncated, was_reset, unstable};
     return fv_pool_run(fv_mj_step_chunk, &j, b->num_envs * FV_MJ_SPREAD);
 }
