@@ -124,9 +124,11 @@ def remove_stale_temps(folder: Path) -> None:
 
 
 def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, config: dict,
-         env_source: dict | None = None) -> Path:
+         env_source: dict | None = None, replaceable: bool = False) -> Path:
     """Write a checkpoint atomically (atomic_write) and return its path. env_source: for a user's env file, its
-    {"path", "sha256"} as trained on (meta's "env_source"; --resume and --eval warn when the file differs)."""
+    {"path", "sha256"} as trained on (meta's "env_source"; --resume and --eval warn when the file differs).
+    replaceable: taken for time alone (meta's "replaceable"), to be removed once a newer checkpoint is written,
+    by this run or by the run that resumes it (replaceable_checkpoints)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = spec.as_dict()
@@ -141,6 +143,8 @@ def save(path: Path, spec: PolicySpec, env: str, num_agents: int, state: dict, c
     }
     if env_source is not None:
         meta["env_source"] = env_source
+    if replaceable:
+        meta["replaceable"] = True
     if config.get("train", {}).get("norm_reward") and state.get("reward_norm") is not None:
         meta["reward_norm"] = [float(m) for m in state["reward_norm"]]
     arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8),
@@ -281,6 +285,23 @@ def check_compatible(meta: dict, spec: PolicySpec, env: str, path) -> None:
 def checkpoint_folder(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     return run_dir / "checkpoints" if (run_dir / "checkpoints").is_dir() else run_dir
+
+
+def replaceable_checkpoints(folder: Path) -> list[Path]:
+    """The checkpoints in `folder` saved for time alone (save's replaceable): what a killed run leaves of those it
+    would have removed itself. Only their meta is read; a file that cannot be read is not one of them."""
+    found = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not NAME.fullmatch(path.name):
+            continue
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                meta = json.loads(bytes(archive["meta"]).decode())
+        except Exception:  # damaged or foreign: resume's own checks deal with it, never removed here
+            continue
+        if isinstance(meta, dict) and meta.get("replaceable") is True:
+            found.append(path)
+    return found
 
 
 def candidates(run_dir: Path) -> list[tuple[int | None, Path]]:

@@ -128,6 +128,8 @@ class Loop:
         self.paused = 0.0  # seconds spent in watch() (a sweep's pruner and its database): not training time
         self.saved_update = trainer.update_index  # the update of the newest checkpoint
         self.replaceable = None  # this run's newest checkpoint by time (off checkpoint_interval): the next replaces it
+        # A resumed run's predecessors' checkpoints by time (a kill left them): removed once this run saves one
+        self.superseded = checkpoint.replaceable_checkpoints(run_dir / "checkpoints")
         self.update_totals: dict[str, float] = {}
         self.update_count = 0
         self.last_metrics: dict = {}
@@ -170,13 +172,15 @@ class Loop:
         try:
             with file_op("write", path):
                 self.ckpt_path = checkpoint.save(path, trainer.spec, self.env, trainer.num_agents, state,
-                                                 trainer.config.to_dict(), self.source_record)
+                                                 trainer.config.to_dict(), self.source_record, replaceable_next)
         finally:
             self.stop.saving = False
         self.last_save, self.saved_update = time.perf_counter(), trainer.update_index
-        if self.replaceable is not None and self.replaceable != self.ckpt_path:  # once its successor is written
-            with file_op("remove the superseded checkpoint", self.replaceable):
-                self.replaceable.unlink(missing_ok=True)
+        for old in [self.replaceable, *self.superseded]:  # only once their successor is safely written
+            if old is not None and old != self.ckpt_path:
+                with file_op("remove the superseded checkpoint", old):
+                    old.unlink(missing_ok=True)
+        self.superseded = []
         self.replaceable = self.ckpt_path if replaceable_next else None
 
     def run(self) -> dict:

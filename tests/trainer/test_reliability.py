@@ -189,6 +189,10 @@ def test_kill_9_at_random_points_then_resume_loses_and_repeats_nothing_beyond_th
     meta, _ = checkpoint.load(checkpoint_files(run_dir)[updates])
     assert meta["counters"]["update"] == updates and meta["counters"]["global_step"] == updates * STEPS
     assert stray_files(run_dir) == []
+    # What stays: the checkpoint_interval ones and the last; those the killed runs took for time alone are gone
+    interval = train["checkpoint_interval"]
+    assert sorted(checkpoint_files(run_dir)) == sorted({u for u in range(1, updates + 1) if u % interval == 0}
+                                                       | {updates})
 
 
 # ---------------------------------------------------------------------------------------------- stop signals
