@@ -10,6 +10,7 @@
 #define OBS_SIZE 400 /* (10, 10, MA_CHANNELS) */
 #define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_UP, MA_RIGHT, MA_DOWN}
+#define MA_PALETTE {{22, 61, 78}, {84, 121, 47}, {208, 126, 147}, {193, 202, 243}}
 #include "minatar_common.h"
 
 #if MINIMAL_ACTION_SET
@@ -61,7 +62,8 @@ FV_FN void maa_spawn(State* s, fv_rng* rng) {
     }
 }
 
-FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
+/* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN void maa_reset(State* s, fv_rng* rng) {
     (void)rng;
     s->player_x = 5;
     s->player_y = 5;
@@ -72,10 +74,6 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->move_timer = MAA_MOVE_INTERVAL;
     s->ramp_timer = MAA_RAMP_INTERVAL;
     s->ramp_index = 0;
-    s->last_action = 0;
-    s->terminal = 0;
-    s->score = 0;
-    maa_write_obs(s, obs);
 }
 
 /* Entity i on the player's cell: gold is picked up (+1), an enemy ends the game. */
@@ -89,16 +87,9 @@ FV_FN void maa_touch(State* s, int i, int* r, int* terminal) {
     }
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards,
-                   float* stats) {
-    int a = ma_sticky_action(&s->last_action, rng, actions[0]);
+/* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN int maa_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
-        rewards[0] = 0.0f;
-        stats[0] = (float)s->score;
-        maa_write_obs(s, obs);
-        return 1;
-    }
     if (s->spawn_timer == 0) {
         maa_spawn(s, rng);
         s->spawn_timer = s->spawn_speed;
@@ -133,17 +124,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
         }
     }
 
-    s->terminal = (signed char)terminal;
-    s->score += r;
-    rewards[0] = (float)r;
-    stats[0] = (float)s->score;
-    maa_write_obs(s, obs);
+    *reward = r;
     return terminal;
 }
 
-FV_FN void env_render(const State* s, unsigned char* rgb) {
-    const unsigned char palette[MA_CHANNELS][3] = {{22, 61, 78}, {84, 121, 47}, {208, 126, 147}, {193, 202, 243}};
-    unsigned char obs[OBS_SIZE];
-    maa_write_obs(s, obs);
-    ma_render(obs, palette, rgb);
-}
+MA_DEFINE_ENV(maa_reset, maa_rules, maa_write_obs)

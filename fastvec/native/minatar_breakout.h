@@ -3,12 +3,14 @@
  * broken (three rows, refilled when the ball comes back down with none left); terminated when the
  * ball reaches the bottom row beside the paddle. Channels: 0 paddle, 1 ball, 2 trail (the ball's
  * previous cell), 3 brick. No difficulty ramp. Minimal actions: no-op, left, right.
- * Shared parts (actions, sticky actions, draws, observation, rendering): minatar_common.h.
+ * Shared parts (actions, sticky actions, draws, observation, rendering, the step around the rules):
+ * minatar_common.h.
  */
 #define MA_CHANNELS 4
 #define OBS_SIZE 400 /* (10, 10, MA_CHANNELS) */
 #define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_RIGHT}
+#define MA_PALETTE {{22, 61, 78}, {84, 121, 47}, {208, 126, 147}, {193, 202, 243}}
 #include "minatar_common.h"
 
 #if MINIMAL_ACTION_SET
@@ -32,7 +34,8 @@ FV_FN void mab_write_obs(const State* s, unsigned char* obs) {
     for (int y = 1; y <= 3; y++) ma_set_row(obs, y, s->bricks[y], 3); /* bricks only ever lie in rows 1..3 */
 }
 
-FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
+/* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN void mab_reset(State* s, fv_rng* rng) {
     s->ball_y = 3;
     int start = MA_RANDINT(rng, 2);
     s->ball_x = start ? 9 : 0;
@@ -42,22 +45,11 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->strike = 0;
     s->last_x = s->ball_x;
     s->last_y = s->ball_y;
-    s->last_action = 0;
-    s->terminal = 0;
-    s->score = 0;
-    mab_write_obs(s, obs);
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards,
-                   float* stats) {
-    int a = ma_sticky_action(&s->last_action, rng, actions[0]);
+/* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN int mab_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
-        rewards[0] = 0.0f;
-        stats[0] = (float)s->score;
-        mab_write_obs(s, obs);
-        return 1;
-    }
     if (a == MA_LEFT) s->pos = s->pos > 0 ? s->pos - 1 : 0;
     else if (a == MA_RIGHT) s->pos = s->pos < 9 ? s->pos + 1 : 9;
 
@@ -104,17 +96,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
     s->ball_x = (signed char)new_x;
     s->ball_y = (signed char)new_y;
 
-    s->terminal = (signed char)terminal;
-    s->score += r;
-    rewards[0] = (float)r;
-    stats[0] = (float)s->score;
-    mab_write_obs(s, obs);
+    *reward = r;
     return terminal;
 }
 
-FV_FN void env_render(const State* s, unsigned char* rgb) {
-    const unsigned char palette[MA_CHANNELS][3] = {{22, 61, 78}, {84, 121, 47}, {208, 126, 147}, {193, 202, 243}};
-    unsigned char obs[OBS_SIZE];
-    mab_write_obs(s, obs);
-    ma_render(obs, palette, rgb);
-}
+MA_DEFINE_ENV(mab_reset, mab_rules, mab_write_obs)

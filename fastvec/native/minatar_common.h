@@ -2,8 +2,9 @@
  * Young and Tian 2019) share: the 6-action alphabet and each game's minimal set, sticky actions,
  * the random draws, the (10, 10, C) uint8 observation, and the rgb_array palette.
  *
- * A game defines MA_CHANNELS, OBS_SIZE (10 * 10 * MA_CHANNELS), NUM_AGENTS and MA_MINIMAL_SET, then
- * includes this file.
+ * A game defines MA_CHANNELS, OBS_SIZE (10 * 10 * MA_CHANNELS), NUM_AGENTS, MA_MINIMAL_SET and
+ * MA_PALETTE, then includes this file, then defines its State and rules and has MA_DEFINE_ENV (below)
+ * write the contract's env_reset, env_step and env_render around them.
  * Parameters (-D, registered in fastvec/native/__init__.py):
  *   STICKY_ACTION_MILLI  probability, in thousandths, that the previous action repeats (minatar: 0.1)
  *   DIFFICULTY_RAMPING   1: the games speed up as minatar's ramping=True does (Breakout and Freeway have none)
@@ -114,5 +115,46 @@ FV_FN void ma_render(const unsigned char* obs, const unsigned char (*palette)[3]
         }
     }
 }
+
+/* ---------------------------------------------------------------- a game's env_reset, env_step, env_render
+ * Every game's step opens and closes alike, as minatar's Environment.act around the game's own act:
+ * the sticky action (its draw taken even once the game has ended), the game's rules unless the game
+ * has ended (stepped past its end with autoreset off: nothing moves, reward 0, as in minatar), then
+ * the score, the reward, the score statistic and the observation. MA_DEFINE_ENV(reset, rules, write_obs)
+ * defines the contract's three functions from the game's parts:
+ *   State: the game's, with `int score` and `signed char last_action, terminal` among its fields
+ *   FV_FN void reset(State* s, fv_rng* rng)                   the game's start (score and the rest: here)
+ *   FV_FN int rules(State* s, fv_rng* rng, int a, int* reward) one step for full-set action a: sets
+ *                                                             *reward, returns 1 when the game ends
+ *   FV_FN void write_obs(const State* s, unsigned char* obs)  the (10, 10, MA_CHANNELS) observation
+ *   MA_PALETTE: the channels' rgb_array colours, {{r, g, b}, ...} (seaborn's cubehelix, as minatar) */
+#define MA_DEFINE_ENV(reset, rules, write_obs)                                                              \
+    FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {                                       \
+        reset(s, rng);                                                                                      \
+        s->last_action = 0;                                                                                 \
+        s->terminal = 0;                                                                                    \
+        s->score = 0;                                                                                       \
+        write_obs(s, obs);                                                                                  \
+    }                                                                                                       \
+    FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards, \
+                       float* stats) {                                                                      \
+        int a = ma_sticky_action(&s->last_action, rng, actions[0]);                                         \
+        int r = 0, terminal = 1;                                                                            \
+        if (!s->terminal) {                                                                                 \
+            terminal = rules(s, rng, a, &r);                                                                \
+            s->terminal = (signed char)terminal;                                                            \
+            s->score += r;                                                                                  \
+        }                                                                                                   \
+        rewards[0] = (float)r;                                                                              \
+        stats[0] = (float)s->score;                                                                         \
+        write_obs(s, obs);                                                                                  \
+        return terminal;                                                                                    \
+    }                                                                                                       \
+    FV_FN void env_render(const State* s, unsigned char* rgb) {                                             \
+        const unsigned char palette[MA_CHANNELS][3] = MA_PALETTE;                                           \
+        unsigned char obs[OBS_SIZE];                                                                        \
+        write_obs(s, obs);                                                                                  \
+        ma_render(obs, palette, rgb);                                                                       \
+    }
 
 #endif /* FASTVEC_MINATAR_COMMON_H */

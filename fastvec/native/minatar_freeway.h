@@ -10,6 +10,8 @@
 #define OBS_SIZE 700 /* (10, 10, MA_CHANNELS) */
 #define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_UP, MA_DOWN}
+#define MA_PALETTE {{27, 30, 59}, {22, 83, 76}, {68, 119, 49}, {161, 121, 74}, {212, 132, 169}, \
+                   {198, 180, 238}, {203, 232, 240}}
 #include "minatar_common.h"
 
 #if MINIMAL_ACTION_SET
@@ -54,28 +56,18 @@ FV_FN void maf_write_obs(const State* s, unsigned char* obs) {
     }
 }
 
-FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
+/* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN void maf_reset(State* s, fv_rng* rng) {
     maf_randomize_cars(s, rng);
     for (int i = 0; i < 8; i++) s->car_x[i] = 0;
     s->pos = 9;
     s->move_timer = MAF_PLAYER_SPEED;
     s->terminate_timer = MAF_TIME_LIMIT;
-    s->last_action = 0;
-    s->terminal = 0;
-    s->score = 0;
-    maf_write_obs(s, obs);
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards,
-                   float* stats) {
-    int a = ma_sticky_action(&s->last_action, rng, actions[0]);
+/* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN int maf_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
-        rewards[0] = 0.0f;
-        stats[0] = (float)s->score;
-        maf_write_obs(s, obs);
-        return 1;
-    }
     if (a == MA_UP && s->move_timer == 0) {
         s->move_timer = MAF_PLAYER_SPEED;
         s->pos = s->pos > 0 ? s->pos - 1 : 0;
@@ -104,18 +96,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
     s->terminate_timer -= 1;
     if (s->terminate_timer < 0) terminal = 1;
 
-    s->terminal = (signed char)terminal;
-    s->score += r;
-    rewards[0] = (float)r;
-    stats[0] = (float)s->score;
-    maf_write_obs(s, obs);
+    *reward = r;
     return terminal;
 }
 
-FV_FN void env_render(const State* s, unsigned char* rgb) {
-    const unsigned char palette[MA_CHANNELS][3] = {{27, 30, 59}, {22, 83, 76}, {68, 119, 49}, {161, 121, 74},
-                                                   {212, 132, 169}, {198, 180, 238}, {203, 232, 240}};
-    unsigned char obs[OBS_SIZE];
-    maf_write_obs(s, obs);
-    ma_render(obs, palette, rgb);
-}
+MA_DEFINE_ENV(maf_reset, maf_rules, maf_write_obs)

@@ -22,6 +22,8 @@
 #define OBS_SIZE 1000 /* (10, 10, MA_CHANNELS) */
 #define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_UP, MA_RIGHT, MA_DOWN, MA_FIRE}
+#define MA_PALETTE {{25, 18, 43}, {23, 52, 76}, {24, 91, 72}, {60, 118, 50}, {126, 122, 54}, {188, 121, 103}, \
+                   {212, 134, 175}, {202, 169, 231}, {194, 210, 243}, {214, 240, 239}}
 #include "minatar_common.h"
 
 #define NUM_ACTIONS 6
@@ -110,7 +112,8 @@ FV_FN void maq_write_obs(const State* s, unsigned char* obs) {
     }
 }
 
-FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
+/* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN void maq_reset(State* s, fv_rng* rng) {
     (void)rng;
     s->oxygen = MAQ_MAX_OXYGEN;
     s->diver_count = 0;
@@ -125,10 +128,6 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->ramp_index = 0;
     s->shot_timer = 0;
     s->surface = 1;
-    s->last_action = 0;
-    s->terminal = 0;
-    s->score = 0;
-    maq_write_obs(s, obs);
 }
 
 /* minatar's _spawn_enemy: nothing spawns in a row where an enemy heads the other way. */
@@ -309,16 +308,9 @@ FV_FN void maq_update_fish(State* s, int* r, int* terminal) {
     }
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards,
-                   float* stats) {
-    int a = ma_sticky_action(&s->last_action, rng, actions[0]);
+/* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN int maq_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
-        rewards[0] = 0.0f;
-        stats[0] = (float)s->score;
-        maq_write_obs(s, obs);
-        return 1;
-    }
     if (s->e_spawn_timer == 0) {
         maq_spawn_enemy(s, rng);
         s->e_spawn_timer = s->e_spawn_speed;
@@ -363,19 +355,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
         else r += maq_surface(s);
     }
 
-    s->terminal = (signed char)terminal;
-    s->score += r;
-    rewards[0] = (float)r;
-    stats[0] = (float)s->score;
-    maq_write_obs(s, obs);
+    *reward = r;
     return terminal;
 }
 
-FV_FN void env_render(const State* s, unsigned char* rgb) {
-    const unsigned char palette[MA_CHANNELS][3] = {{25, 18, 43}, {23, 52, 76}, {24, 91, 72}, {60, 118, 50},
-                                                   {126, 122, 54}, {188, 121, 103}, {212, 134, 175},
-                                                   {202, 169, 231}, {194, 210, 243}, {214, 240, 239}};
-    unsigned char obs[OBS_SIZE];
-    maq_write_obs(s, obs);
-    ma_render(obs, palette, rgb);
-}
+MA_DEFINE_ENV(maq_reset, maq_rules, maq_write_obs)

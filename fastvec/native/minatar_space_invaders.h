@@ -12,6 +12,7 @@
 #define OBS_SIZE 600 /* (10, 10, MA_CHANNELS) */
 #define NUM_AGENTS 1
 #define MA_MINIMAL_SET {MA_NOOP, MA_LEFT, MA_RIGHT, MA_FIRE}
+#define MA_PALETTE {{26, 36, 65}, {27, 97, 69}, {105, 123, 48}, {200, 123, 124}, {205, 162, 224}, {198, 225, 241}}
 #include "minatar_common.h"
 
 #if MINIMAL_ACTION_SET
@@ -55,7 +56,8 @@ FV_FN void mas_write_obs(const State* s, unsigned char* obs) {
     }
 }
 
-FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
+/* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN void mas_reset(State* s, fv_rng* rng) {
     (void)rng;
     s->pos = 5;
     for (int y = 0; y < 10; y++) s->f_bullet[y] = s->e_bullet[y] = 0;
@@ -66,22 +68,11 @@ FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {
     s->alien_shot_timer = MAS_SHOT_INTERVAL;
     s->ramp_index = 0;
     s->shot_timer = 0;
-    s->last_action = 0;
-    s->terminal = 0;
-    s->score = 0;
-    mas_write_obs(s, obs);
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned char* obs, float* rewards,
-                   float* stats) {
-    int a = ma_sticky_action(&s->last_action, rng, actions[0]);
+/* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
+FV_FN int mas_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    if (s->terminal) { /* stepped past its end (autoreset off): nothing moves, as in minatar */
-        rewards[0] = 0.0f;
-        stats[0] = (float)s->score;
-        mas_write_obs(s, obs);
-        return 1;
-    }
     unsigned int cannon = 1u << s->pos;
     if (a == MA_FIRE && s->shot_timer == 0) {
         s->f_bullet[9] |= (unsigned short)cannon;
@@ -163,18 +154,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, unsigned cha
         mas_new_wave(s);
     }
 
-    s->terminal = (signed char)terminal;
-    s->score += r;
-    rewards[0] = (float)r;
-    stats[0] = (float)s->score;
-    mas_write_obs(s, obs);
+    *reward = r;
     return terminal;
 }
 
-FV_FN void env_render(const State* s, unsigned char* rgb) {
-    const unsigned char palette[MA_CHANNELS][3] = {{26, 36, 65}, {27, 97, 69}, {105, 123, 48},
-                                                   {200, 123, 124}, {205, 162, 224}, {198, 225, 241}};
-    unsigned char obs[OBS_SIZE];
-    mas_write_obs(s, obs);
-    ma_render(obs, palette, rgb);
-}
+MA_DEFINE_ENV(mas_reset, mas_rules, mas_write_obs)

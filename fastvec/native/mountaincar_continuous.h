@@ -8,9 +8,11 @@
  * the comparisons); the first step after a reset (or a set state) computes in float64. `float32_state`
  * records which, and every operation below takes the type NumPy gives it. Rewards are Gymnasium's
  * float64 values rounded to float32 (the batch's reward type).
- * GOAL_VELOCITY_MICRO: Gymnasium's goal_velocity in millionths (see mountaincar.h). */
+ * Shared with the discrete car (the observation, the track, GOAL_VELOCITY_MICRO, the renderer):
+ * mountaincar_common.h. */
 #include "fastvec.h"
 #include "glibc_math.h"
+#include "mountaincar_common.h"
 
 #define ACTION_SPACE FV_BOX
 #define ACTION_DIMS 1
@@ -19,22 +21,9 @@
 #define NUM_AGENTS 1
 #define NUM_STATS 0
 #define STAT_NAMES ""
-#define RENDER_W 600
-#define RENDER_H 400
 #define STEP_USES_RNG 0
-#define OBS_SIZE 2
-#define OBS_LOW_ARRAY {-1.2f, -0.07f}
-#define OBS_HIGH_ARRAY {0.6f, 0.07f}
-#define STATE_SIZE 2
-#ifndef GOAL_VELOCITY_MICRO
-#define GOAL_VELOCITY_MICRO 0
-#endif
 
-#define MCC_MIN_POSITION -1.2
-#define MCC_MAX_POSITION 0.6
-#define MCC_MAX_SPEED 0.07
 #define MCC_GOAL_POSITION 0.45
-#define MCC_GOAL_VELOCITY (GOAL_VELOCITY_MICRO / 1e6)
 #define MCC_POWER 0.0015
 
 typedef struct {
@@ -96,13 +85,13 @@ FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, floa
     }
     velocity = mcc_add(velocity, term, force_is_python);
     int velocity_is_python = 0;
-    if (mcc_gt(velocity, MCC_MAX_SPEED)) { velocity.value = MCC_MAX_SPEED; velocity.is_float32 = 0; velocity_is_python = 1; }
-    if (mcc_lt(velocity, -MCC_MAX_SPEED)) { velocity.value = -MCC_MAX_SPEED; velocity.is_float32 = 0; velocity_is_python = 1; }
+    if (mcc_gt(velocity, MC_MAX_SPEED)) { velocity.value = MC_MAX_SPEED; velocity.is_float32 = 0; velocity_is_python = 1; }
+    if (mcc_lt(velocity, -MC_MAX_SPEED)) { velocity.value = -MC_MAX_SPEED; velocity.is_float32 = 0; velocity_is_python = 1; }
     position = mcc_add(position, velocity, velocity_is_python);
-    if (mcc_gt(position, MCC_MAX_POSITION)) { position.value = MCC_MAX_POSITION; position.is_float32 = 0; }
-    if (mcc_lt(position, MCC_MIN_POSITION)) { position.value = MCC_MIN_POSITION; position.is_float32 = 0; }
-    if (mcc_eq(position, MCC_MIN_POSITION) && mcc_lt(velocity, 0.0)) { velocity.value = 0.0; velocity.is_float32 = 0; }
-    int terminated = mcc_ge(position, MCC_GOAL_POSITION) && mcc_ge(velocity, MCC_GOAL_VELOCITY);
+    if (mcc_gt(position, MC_MAX_POSITION)) { position.value = MC_MAX_POSITION; position.is_float32 = 0; }
+    if (mcc_lt(position, MC_MIN_POSITION)) { position.value = MC_MIN_POSITION; position.is_float32 = 0; }
+    if (mcc_eq(position, MC_MIN_POSITION) && mcc_lt(velocity, 0.0)) { velocity.value = 0.0; velocity.is_float32 = 0; }
+    int terminated = mcc_ge(position, MCC_GOAL_POSITION) && mcc_ge(velocity, MC_GOAL_VELOCITY);
     double reward = terminated ? 100.0 : 0.0;
     reward -= ((double)action * (double)action) * 0.1; /* math.pow of a float32: exact, as the product is */
     s->position = (float)position.value;
@@ -128,33 +117,6 @@ FV_FN void env_set_state(State* s, const double* in, float* obs) {
     obs[1] = (float)in[1];
 }
 
-FV_FN double mcc_height(double position) {
-    return sin(3 * position) * 0.45 + 0.55;
-}
-
-/* Drawn like Gymnasium's renderer: white field, the black hill curve, the black car, the goal flag. */
 FV_FN void env_render(const State* s, unsigned char* rgb) {
-    const double scale = RENDER_W / (MCC_MAX_POSITION - MCC_MIN_POSITION);
-    fv_fill_rect(rgb, RENDER_W, RENDER_H, 0, 0, RENDER_W, RENDER_H, 255, 255, 255);
-    for (int x = 0; x < RENDER_W; x++) { /* the hill, 2 pixels thick; image rows grow downward */
-        int y = RENDER_H - 1 - (int)(mcc_height(MCC_MIN_POSITION + x / scale) * scale);
-        fv_fill_rect(rgb, RENDER_W, RENDER_H, x, y - 1, x + 1, y + 1, 0, 0, 0);
-    }
-    int flag_x = (int)((MCC_GOAL_POSITION - MCC_MIN_POSITION) * scale);
-    int flag_y = RENDER_H - 1 - (int)(mcc_height(MCC_GOAL_POSITION) * scale);
-    fv_fill_rect(rgb, RENDER_W, RENDER_H, flag_x, flag_y - 50, flag_x + 1, flag_y, 0, 0, 0);
-    fv_fill_rect(rgb, RENDER_W, RENDER_H, flag_x + 1, flag_y - 50, flag_x + 25, flag_y - 40, 204, 204, 0);
-    double cx = (s->position - MCC_MIN_POSITION) * scale;
-    double cy = RENDER_H - 1 - (mcc_height(s->position) * scale + 10);
-    double angle = cos(3 * s->position), ux = cos(angle), uy = -sin(angle);
-    for (int y = 0; y < RENDER_H; y++) {
-        for (int x = 0; x < RENDER_W; x++) {
-            double dx = x + 0.5 - cx, dy = y + 0.5 - cy;
-            double along = dx * ux + dy * uy, up = dx * uy - dy * ux;
-            if (along >= -20 && along <= 20 && up >= 0 && up <= 20) {
-                unsigned char* p = rgb + 3 * (y * RENDER_W + x);
-                p[0] = 0; p[1] = 0; p[2] = 0;
-            }
-        }
-    }
+    mc_render(s->position, MCC_GOAL_POSITION, rgb);
 }

@@ -58,26 +58,6 @@ FV_TABLE float fv_action_low[ACTION_DIMS] = ACTION_LOW;
 FV_TABLE float fv_action_high[ACTION_DIMS] = ACTION_HIGH;
 #endif
 
-/* Whether value v of dimension d is an action that may not reach env_step: out of [0, n) for the
- * discrete kinds, NaN or infinite for Box (a finite value outside the bounds is the env's to clip).
- * Branch-free, so that the CPU's check of a whole batch vectorises. */
-FV_FN int fv_action_bad(ACT_T v, int d) {
-#if ACTION_SPACE == FV_BOX
-    union {
-        float f;
-        unsigned int u;
-    } x;
-    x.f = v;
-    (void)d;
-    return (x.u & 0x7F800000u) == 0x7F800000u;
-#elif ACTION_SPACE == FV_MULTI_DISCRETE
-    return (unsigned long long)v >= (unsigned long long)fv_action_nvec[d];
-#else
-    (void)d;
-    return (unsigned long long)v >= (unsigned long long)NUM_ACTIONS;
-#endif
-}
-
 /* The low 32 bits of an action value as the error word keeps them: a Box action's float bits. */
 FV_FN unsigned int fv_action_bits(ACT_T v) {
 #if ACTION_SPACE == FV_BOX
@@ -89,6 +69,21 @@ FV_FN unsigned int fv_action_bits(ACT_T v) {
     return x.u;
 #else
     return (unsigned int)v;
+#endif
+}
+
+/* Whether value v of dimension d is an action that may not reach env_step: out of [0, n) for the
+ * discrete kinds, NaN or infinite for Box (a finite value outside the bounds is the env's to clip).
+ * Branch-free, so that the CPU's check of a whole batch vectorises. */
+FV_FN int fv_action_bad(ACT_T v, int d) {
+#if ACTION_SPACE == FV_BOX
+    (void)d;
+    return (fv_action_bits(v) & 0x7F800000u) == 0x7F800000u;
+#elif ACTION_SPACE == FV_MULTI_DISCRETE
+    return (unsigned long long)v >= (unsigned long long)fv_action_nvec[d];
+#else
+    (void)d;
+    return (unsigned long long)v >= (unsigned long long)NUM_ACTIONS;
 #endif
 }
 

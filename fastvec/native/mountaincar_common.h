@@ -1,0 +1,61 @@
+/* mountaincar_common.h: what Gymnasium's two mountain cars (mountaincar.h, mountaincar_continuous.h)
+ * share: the observation and state, the track's bounds, the goal velocity parameter, and the rgb_array
+ * renderer.
+ * GOAL_VELOCITY_MICRO: Gymnasium's goal_velocity in millionths (goal_velocity=0.01 is 10000); n / 1e6
+ * is the double nearest the decimal, the one Python reads for the same number. */
+#ifndef FASTVEC_MOUNTAINCAR_COMMON_H
+#define FASTVEC_MOUNTAINCAR_COMMON_H
+#include "fastvec.h"
+
+#ifndef GOAL_VELOCITY_MICRO
+#define GOAL_VELOCITY_MICRO 0
+#endif
+
+/* The observation and the state (Gymnasium's unwrapped.state): position and velocity. */
+#define OBS_SIZE 2
+#define OBS_LOW_ARRAY {-1.2f, -0.07f}
+#define OBS_HIGH_ARRAY {0.6f, 0.07f}
+#define STATE_SIZE 2
+
+#define MC_MIN_POSITION -1.2
+#define MC_MAX_POSITION 0.6
+#define MC_MAX_SPEED 0.07
+#define MC_GOAL_VELOCITY (GOAL_VELOCITY_MICRO / 1e6)
+#define RENDER_W 600
+#define RENDER_H 400
+
+/* The hill's height at `position`, as Gymnasium's _height. */
+FV_FN double mc_height(double position) {
+    return sin(3 * position) * 0.45 + 0.55;
+}
+
+/* Drawn like Gymnasium's renderer: white field, the black hill curve, the black car at `position`, the
+ * goal flag at `goal_position`. */
+FV_FN void mc_render(double position, double goal_position, unsigned char* rgb) {
+    const double scale = RENDER_W / (MC_MAX_POSITION - MC_MIN_POSITION);
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, 0, 0, RENDER_W, RENDER_H, 255, 255, 255);
+    for (int x = 0; x < RENDER_W; x++) { /* the hill, 2 pixels thick; image rows grow downward */
+        int y = RENDER_H - 1 - (int)(mc_height(MC_MIN_POSITION + x / scale) * scale);
+        fv_fill_rect(rgb, RENDER_W, RENDER_H, x, y - 1, x + 1, y + 1, 0, 0, 0);
+    }
+    int flag_x = (int)((goal_position - MC_MIN_POSITION) * scale);
+    int flag_y = RENDER_H - 1 - (int)(mc_height(goal_position) * scale);
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, flag_x, flag_y - 50, flag_x + 1, flag_y, 0, 0, 0);
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, flag_x + 1, flag_y - 50, flag_x + 25, flag_y - 40, 204, 204, 0);
+    /* the car: a 40 x 20 box tilted with the slope, its bottom centre 10 pixels above the hill */
+    double cx = (position - MC_MIN_POSITION) * scale;
+    double cy = RENDER_H - 1 - (mc_height(position) * scale + 10);
+    double angle = cos(3 * position), ux = cos(angle), uy = -sin(angle);
+    for (int y = 0; y < RENDER_H; y++) {
+        for (int x = 0; x < RENDER_W; x++) {
+            double dx = x + 0.5 - cx, dy = y + 0.5 - cy;
+            double along = dx * ux + dy * uy, up = dx * uy - dy * ux;
+            if (along >= -20 && along <= 20 && up >= 0 && up <= 20) {
+                unsigned char* p = rgb + 3 * (y * RENDER_W + x);
+                p[0] = 0; p[1] = 0; p[2] = 0;
+            }
+        }
+    }
+}
+
+#endif /* FASTVEC_MOUNTAINCAR_COMMON_H */
