@@ -1,6 +1,7 @@
 """The MPE scenarios as PettingZoo envs with mpe2's keywords, agent names and spaces: `parallel_env(name, ...)`
-(a NativeParallelEnv whose agents each have their own observation and action space, as mpe2's do) and
-`env(name, ...)` (the same as an AEC env)."""
+(a NativeParallelEnv whose agents each have their own observation and action space, as mpe2's do),
+`env(name, ...)` (the same as an AEC env) and `vector_env(name, num_games, ...)` (many games in SuperSuit's
+layout, every agent's spaces padded to the largest, as SuperSuit's pad_observations and pad_action_space do)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from fastvec.native import NATIVE_DIR, check_step_limit
 from fastvec.native.batches import load_batch
 from fastvec.native.mpe import MAX_CYCLES, SCENARIOS, scenario_defines, scenario_key
-from fastvec.wrappers.pettingzoo import NativeAECEnv, NativeParallelEnv, check_agent_action
+from fastvec.wrappers.pettingzoo import MultiAgentVectorEnv, NativeAECEnv, NativeParallelEnv, check_agent_action
 from fastvec.wrappers.render import HumanWindow
 
 RENDER_FPS = 10  # mpe2's
@@ -40,13 +41,8 @@ class MpeParallelEnv(NativeParallelEnv):
         key = scenario_key(name)
         if render_mode not in (None, "human", "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None, 'human' or 'rgb_array'")
-        defines, values = scenario_defines(key, continuous_actions, params)
-        self.max_cycles = check_step_limit(max_cycles, "max_cycles")
-        self.batch = load_batch(NATIVE_DIR / SCENARIOS[key].source, 1, defines, autoreset="Disabled",
-                                max_episode_steps=self.max_cycles)
+        self.batch, names, self.max_cycles = _open(key, 1, continuous_actions, max_cycles, params, autoreset="Disabled")
         build = self.batch.env
-        names = SCENARIOS[key].names(values)
-        assert len(names) == build.num_agents, (key, names)
         self._init_args = (name, {"max_cycles": max_cycles, "continuous_actions": continuous_actions,
                                   "render_mode": render_mode, **params})
         self.metadata = {"name": f"{key}_v{SCENARIOS[key].version}", "render_modes": ["human", "rgb_array"],
@@ -97,6 +93,39 @@ class MpeParallelEnv(NativeParallelEnv):
         """mpe2's global state: every agent's observation, concatenated."""
         self._check_open()
         return np.concatenate(self._agent_obs())
+
+
+class MpeVectorEnv(MultiAgentVectorEnv):
+    """num_games games of an MPE scenario as one Gymnasium VectorEnv in SuperSuit's layout (row game * agents +
+    agent; see MultiAgentVectorEnv, device="cuda" included): every row's observation is its agent's padded with
+    zeros to the largest agent's, and its action space the largest agent's (Discrete(n) or Box(0, 1, (k,))), an
+    agent's actions past its own space doing nothing. Keywords as MpeParallelEnv's."""
+
+    def __init__(self, name: str, num_games: int, *, continuous_actions: bool = False, max_cycles: int = MAX_CYCLES,
+                 **kwargs):
+        self.continuous_actions = bool(continuous_actions)
+        super().__init__(name, num_games, max_cycles=max_cycles, **kwargs)
+
+    def _open(self, name: str, num_games: int, max_cycles, params: dict, **batch_args):
+        key = scenario_key(name)
+        batch, names, limit = _open(key, num_games, self.continuous_actions, max_cycles, params, **batch_args)
+        return batch, names, limit, f"{key}_v{SCENARIOS[key].version}", RENDER_FPS
+
+
+def _open(key: str, num_games: int, continuous_actions: bool, max_cycles, params: dict, **batch_args):
+    """(batch of num_games games of scenario `key`, its agents' names, the step limit) for mpe2's keywords."""
+    defines, values = scenario_defines(key, continuous_actions, params)
+    limit = check_step_limit(max_cycles, "max_cycles")
+    batch = load_batch(NATIVE_DIR / SCENARIOS[key].source, num_games, defines, max_episode_steps=limit, **batch_args)
+    names = SCENARIOS[key].names(values)
+    if len(names) != batch.env.num_agents:
+        raise RuntimeError(f"{key}: the registry names {len(names)} agents, its env file {batch.env.num_agents}")
+    return batch, names, limit
+
+
+def vector_env(name: str, num_games: int, device: str = "cpu", **kwargs) -> MpeVectorEnv:
+    """num_games games of MPE scenario `name` as a Gymnasium VectorEnv in SuperSuit's layout (see MpeVectorEnv)."""
+    return MpeVectorEnv(name, num_games, device=device, **kwargs)
 
 
 def parallel_env(name: str, **kwargs) -> MpeParallelEnv:

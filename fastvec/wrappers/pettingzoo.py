@@ -311,14 +311,12 @@ class MultiAgentVectorEnv(VectorEnv):
         if array_type == "device" and self.device == "cpu":
             raise ValueError("array_type='device' needs GPU games: pass device='cuda'")
         self.array_type = array_type
-        key = _env_key(name)
-        self.max_cycles = _step_limit(key, max_cycles)
         # The GPU steps every game in one launch; with NumPy arrays, their mirrors come back once per step.
-        self.batch, names = _load(key, num_games, params, f"{type(self).__name__}.__init__", device=self.device,
-                                  autoreset="SameStep", max_episode_steps=self.max_cycles,
-                                  host_arrays=array_type == "numpy")
+        self.batch, names, self.max_cycles, env_name, fps = self._open(
+            name, num_games, max_cycles, params, device=self.device, autoreset="SameStep",
+            host_arrays=array_type == "numpy")
         compiled = self.batch.env
-        self.metadata = {**self.metadata, "name": f"fastvec_{key}_v0", "render_fps": native.ENVS[key].render_fps}
+        self.metadata = {**self.metadata, "name": env_name, "render_fps": fps}
         self.possible_agents = names
         self.num_games, self.num_agents = int(num_games), len(names)
         self.num_envs = self.num_games * self.num_agents
@@ -339,6 +337,15 @@ class MultiAgentVectorEnv(VectorEnv):
             self._rows = GameRows(self.batch, self.num_agents)
             self._device_infos = self._device_episode_info()
         self._has_reset = False
+
+    def _open(self, name: str, num_games: int, max_cycles, params: dict, **batch_args):
+        """(batch, agent names, step limit, metadata name, render fps) of num_games games `name`; the MPE
+        scenarios' face (wrappers/mpe.py) opens its own."""
+        key = _env_key(name)
+        limit = _step_limit(key, max_cycles)
+        batch, names = _load(key, num_games, params, f"{type(self).__name__}.__init__", max_episode_steps=limit,
+                             **batch_args)
+        return batch, names, limit, f"fastvec_{key}_v0", native.ENVS[key].render_fps
 
     # ------------------------------------------------------------------ self-play hooks
     def agent_rows(self, agent: str) -> np.ndarray:

@@ -13,7 +13,7 @@ from test_mpe_oracle import SCENARIOS as ORACLE
 
 import fastvec  # noqa: F401  (registers the ids)
 from fastvec.native.mpe import SCENARIOS
-from fastvec.wrappers.mpe import env, parallel_env
+from fastvec.wrappers.mpe import env, parallel_env, vector_env
 
 mpe2 = pytest.importorskip("mpe2", reason="the MPE oracle is mpe2 (pip install mpe2)")
 NAMES = sorted(SCENARIOS)
@@ -90,3 +90,37 @@ def test_face_matches_mpe2s_parallel_env(name, continuous):
             assert {a: np.float32(r) for a, r in w_rew.items()} == g_rew
             assert (w_term, w_trunc) == (g_term, g_trunc)
         assert ours.agents == [] and ours.state().shape == ours.state_space.shape
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("name", ["simple_speaker_listener", "simple_world_comm"])
+def test_vector_env_rows_are_the_padded_parallel_games(name, continuous):
+    """Game g of vector_env(seed=s) is parallel_env's game of seed s + g for a whole episode: each row its agent's
+    observation padded with zeros, its reward, the episode's end; an agent's own action padded to the largest space
+    does what it does in its own space."""
+    games = 3
+    vec = vector_env(name, games, continuous_actions=continuous)
+    singles = [parallel_env(name, continuous_actions=continuous) for _ in range(games)]
+    agents = vec.possible_agents
+    rows, _ = vec.reset(seed=10)
+    want = [s.reset(seed=10 + g)[0] for g, s in enumerate(singles)]
+    for t in range(25):
+        for g in range(games):
+            for i, a in enumerate(agents):
+                row = rows[g * len(agents) + i]
+                np.testing.assert_array_equal(row[: len(want[g][a])], want[g][a], err_msg=f"step {t} game {g} {a}")
+                assert not row[len(want[g][a]):].any()
+        own = [{a: s.action_space(a).sample() for a in agents} for s in singles]
+        actions = np.zeros((games * len(agents), *vec.single_action_space.shape), vec.single_action_space.dtype)
+        for g in range(games):
+            for i, a in enumerate(agents):
+                actions[g * len(agents) + i, ...] = np.pad(own[g][a], (0, actions.shape[1] - len(own[g][a]))) \
+                    if continuous else own[g][a]
+        rows, rewards, terminated, truncated, _ = vec.step(actions)
+        results = [s.step(own[g]) for g, s in enumerate(singles)]
+        want = [r[0] for r in results]
+        for g in range(games):
+            for i, a in enumerate(agents):
+                assert rewards[g * len(agents) + i] == results[g][1][a]
+                assert truncated[g * len(agents) + i] == results[g][3][a] == (t == 24)
+    assert vec.metadata["name"] == singles[0].metadata["name"]
