@@ -95,3 +95,18 @@ def test_every_step_kernel_gives_the_cpu_bits(name):
             g.step(a)
             np.testing.assert_array_equal(g.obs, c.obs, err_msg=f"{name} {kernel} at step {t}")
             np.testing.assert_array_equal(g.rewards, c.rewards, err_msg=f"{name} {kernel} at step {t}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["simple_spread", "simple_world_comm"])
+def test_gpu_vector_env_equals_the_cpu(name):
+    from fastvec.wrappers.mpe import vector_env
+
+    cpu_env, gpu_env = vector_env(name, 64), vector_env(name, 64, device="cuda")
+    a, b = cpu_env.reset(seed=3), gpu_env.reset(seed=3)
+    np.testing.assert_array_equal(a[0], b[0])
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        actions = rng.integers(0, cpu_env.single_action_space.n, cpu_env.num_envs)
+        for x, y in zip(cpu_env.step(actions)[:4], gpu_env.step(actions)[:4]):
+            np.testing.assert_array_equal(x, y)
