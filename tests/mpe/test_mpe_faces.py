@@ -124,3 +124,16 @@ def test_vector_env_rows_are_the_padded_parallel_games(name, continuous):
                 assert rewards[g * len(agents) + i] == results[g][1][a]
                 assert truncated[g * len(agents) + i] == results[g][3][a] == (t == 24)
     assert vec.metadata["name"] == singles[0].metadata["name"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rgb_array_frames_draw_every_entity(name):
+    """A white frame with a disc per entity; moving the world moves the discs."""
+    e = parallel_env(name, render_mode="rgb_array")
+    e.reset(seed=0)
+    first = e.render()
+    assert first.shape == (256, 256, 3) and first.dtype == np.uint8 and (first != 255).any(axis=2).sum() > 20
+    state = e.batch.get_state()
+    state[0, :2] += 0.3  # agent 0's position
+    e.batch.set_state(None, state)
+    assert not np.array_equal(e.render(), first)
