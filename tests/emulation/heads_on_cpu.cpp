@@ -34,10 +34,12 @@ void emu_ppo_loss_head(int n, int kind, int D, int Y, const float* y, const int*
                        const float* returns, const float* adv_moments, TrainScalars* scalars, float clip_coef,
                        float vf_clip_coef, float vf_coef, float* dy, float* dlogstd, double* partial,
                        unsigned int* counter, float* new_logp, const int* src) {
-    launch(n, kThreads, [=] {
-        ppo_loss_head_kernel(n, kind, D, Y, y, actions, nvec, logstd, old_logp, old_values, adv, returns, adv_moments,
-                             scalars, clip_coef, vf_clip_coef, vf_coef, dy, dlogstd, partial, counter, new_logp, src);
-    });
+    LossArgs l = {.y = y, .actions = actions, .nvec = nvec, .logstd = logstd, .old_logp = old_logp,
+                  .old_values = old_values, .adv = adv, .returns = returns, .adv_moments = adv_moments,
+                  .scalars = scalars, .dy = dy, .dlogstd = dlogstd, .partial = partial, .counter = counter,
+                  .new_logp = new_logp, .src = src, .clip_coef = clip_coef, .vf_clip_coef = vf_clip_coef,
+                  .vf_coef = vf_coef, .n = n, .kind = kind, .D = D, .Y = Y};
+    launch(n, kThreads, [=] { ppo_loss_head_kernel(l); });
 }
 
 /* ppo.cu's Discrete-head loss kernel, which shares its per-row terms and statistics with the kernel above. */
@@ -45,10 +47,11 @@ void emu_ppo_loss(int n, int A, const float* y, const int* actions, const float*
                   const float* adv, const float* returns, const float* adv_moments, TrainScalars* scalars,
                   float clip_coef, float vf_clip_coef, float vf_coef, float* dy, double* partial, unsigned int* counter,
                   float* new_logp, const int* src) {
-    launch(n, kThreads, [=] {
-        ppo_loss_kernel(n, A, y, actions, old_logp, old_values, adv, returns, adv_moments, scalars, clip_coef,
-                        vf_clip_coef, vf_coef, dy, partial, counter, new_logp, src);
-    });
+    LossArgs l = {.y = y, .actions = actions, .old_logp = old_logp, .old_values = old_values, .adv = adv,
+                  .returns = returns, .adv_moments = adv_moments, .scalars = scalars, .dy = dy, .partial = partial,
+                  .counter = counter, .new_logp = new_logp, .src = src, .clip_coef = clip_coef,
+                  .vf_clip_coef = vf_clip_coef, .vf_coef = vf_coef, .n = n, .Y = A + 1};
+    launch(n, kThreads, [=] { ppo_loss_kernel(l); });
 }
 
 /* ppo.cu's gather on `threads` threads (the trainer launches plan.gather_threads: at least one a row). */
@@ -56,11 +59,12 @@ void emu_gather(long long threads, int K, int Bm, int R, int O, int first, int a
                 const int* perm, const float* obs, const float* starts, const int* actions, const float* logp,
                 const float* values, const float* adv, const float* returns, float* mb_obs, float* mb_starts,
                 int* mb_actions, float* mb_logp, float* mb_values, float* mb_adv, float* mb_returns, int* mb_src) {
-    launch(threads, kThreads, [=] {
-        gather_minibatch_kernel(K, Bm, R, O, first, action_words, obs_bytes, perm, obs, starts, actions, logp, values,
-                                adv, returns, mb_obs, mb_starts, mb_actions, mb_logp, mb_values, mb_adv, mb_returns,
-                                mb_src, nullptr, nullptr, nullptr);
-    });
+    GatherArgs g = {.perm = perm, .obs = obs, .starts = starts, .actions = actions, .logp = logp, .values = values,
+                    .adv = adv, .returns = returns, .mb_obs = mb_obs, .mb_starts = mb_starts,
+                    .mb_actions = mb_actions, .mb_logp = mb_logp, .mb_values = mb_values, .mb_adv = mb_adv,
+                    .mb_returns = mb_returns, .mb_src = mb_src, .K = K, .Bm = Bm, .R = R, .O = O, .first = first,
+                    .action_words = action_words, .obs_bytes = obs_bytes};
+    launch(threads, kThreads, [=] { gather_minibatch_kernel(g); });
 }
 
 /* policy.cu's bias gradient on `blocks` blocks of 256 threads; with out and dpre, of the ReLU-masked dout. */

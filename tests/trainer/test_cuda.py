@@ -12,6 +12,7 @@ import pytest
 from conftest import minibatch_sources
 
 from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.kernel_args import GaeArgs, GatherArgs, LossArgs, pack
 from fastvec.trainer.cuda.plan import gather_threads
 
 pytestmark = pytest.mark.gpu
@@ -315,9 +316,10 @@ def test_gae_matches_reference(gpu, vtrace):
     ratios = np.exp(new_logp - old_logp) if vtrace else None
     adv_ref = ref.gae(values, last, rewards, dones, gamma, lam, ratios, 1.1, 0.9)
     padv, pret = dev.empty((t, r)), dev.empty((t, r))
-    k.launch("gae_kernel", r, np.int32(t), np.int32(r), dev(values), dev(last), np.int32(1), dev(rewards), dev(dones),
-             np.float32(gamma), np.float32(lam), np.float32(gamma * lam), np.int32(vtrace), dev(new_logp),
-             dev(old_logp), np.float32(1.1), np.float32(0.9), padv, pret)
+    k.launch("gae_kernel", r, pack(GaeArgs(
+        values=dev(values), last_value=dev(last), rewards=dev(rewards), dones=dev(dones), new_logp=dev(new_logp),
+        old_logp=dev(old_logp), adv=padv, returns=pret, gamma=gamma, lam=lam, gamma_lambda=gamma * lam, rho_clip=1.1,
+        c_clip=0.9, T=t, R=r, last_value_stride=1, vtrace=vtrace)))
     assert rel_err(dev.get(padv, (t, r)), adv_ref) <= F32_TOL
     assert rel_err(dev.get(pret, (t, r)), adv_ref + values) <= F32_TOL
 
@@ -352,9 +354,10 @@ def test_ppo_loss_forward_backward_match_reference(gpu):
     pdy, counter = dev.empty((n, a + 1)), dev.empty(1, np.uint32)
     block_partial = dev.empty(5 * -(-n // 256), np.float64)
     for launch in range(2):
-        k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(a), dev(y), dev(actions.astype(np.int32)),
-                 dev(old_logp), dev(old_values), padv, dev(returns), pmom, pscal, np.float32(clip), np.float32(vclip),
-                 np.float32(vf), pdy, block_partial, counter, 0, 0)
+        k.launch("ppo_loss_kernel", n, pack(LossArgs(
+            y=dev(y), actions=dev(actions.astype(np.int32)), old_logp=dev(old_logp), old_values=dev(old_values),
+            adv=padv, returns=dev(returns), adv_moments=pmom, scalars=pscal, dy=pdy, partial=block_partial,
+            counter=counter, clip_coef=clip, vf_clip_coef=vclip, vf_coef=vf, n=n, Y=a + 1)))
         dy = dev.get(pdy, (n, a + 1))
         assert rel_err(dy[:, :a], dlogits) <= F32_TOL
         assert rel_err(dy[:, a], dvalues) <= F32_TOL
@@ -387,10 +390,13 @@ def test_gather_minibatch_copies_sequences_and_computes_advantage_moments(gpu, o
             for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]}
     count = {"rows": n, "planned": gather_threads(n, o), "surplus": 3 * n * o}[threads]
     partial, counter, moments = dev.empty(2 * -(-count // 256), np.float64), dev.empty(1, np.uint32), dev.empty(2)
-    k.launch("gather_minibatch_kernel", count, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-             np.int32(1), np.int32(0), dev(perm), *[dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]],
-             *[outs[name] for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns", "src"]],
-             partial, counter, moments)
+    k.launch("gather_minibatch_kernel", count, pack(GatherArgs(
+        perm=dev(perm), **{name: dev(buf[name]) for name in ["obs", "starts", "actions", "logp", "values", "adv",
+                                                             "returns"]},
+        **{f"mb_{name}": outs[name] for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns",
+                                                 "src"]},
+        partial=partial, counter=counter, adv_moments=moments, K=kk, Bm=bm, R=r, O=o, first=first, action_words=1,
+        obs_bytes=0)))
     src = minibatch_sources(perm, first, bm, r, kk)  # (K, Bm) t * R + r
     for name in ["obs", "starts", "actions", "logp", "values", "adv", "returns"]:
         want = buf[name].reshape(t_len * r, -1)[src.reshape(-1)].reshape((n, o) if name == "obs" else (n,))

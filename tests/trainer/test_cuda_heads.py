@@ -17,6 +17,7 @@ from test_cuda import (F32_TOL, Dev, FixedOrders, _cuda_or_skip, kernels_with_te
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.cuda.kernel_args import GatherArgs, LossArgs, pack
 from fastvec.trainer.settings import Config
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
@@ -187,12 +188,13 @@ def test_ppo_loss_head_kernel_matches_reference(gpu, spec):
     dy, dlogstd, new_logp = dev.empty((n, y_width)), dev.empty((n, d)), dev.empty(n)
     src = rng.permutation(n).astype(np.int32)
     box = spec.action_kind == "box"
-    k.launch("ppo_loss_head_kernel", n, np.int32(n), np.int32(HEAD_KINDS[spec.action_kind]), np.int32(d),
-             np.int32(y_width), dev(y), dev(actions.view(np.int32)),
-             0 if box else dev(np.asarray(spec.action_nvec, np.int64)), dev(logstd) if box else 0, dev(old_logp),
-             dev(old_values), dev(adv), dev(returns), dev(moments), pscal, np.float32(clip), np.float32(vclip),
-             np.float32(vf), dy, dlogstd if box else 0, dev.empty(5 * (-(-n // 256)), np.float64),
-             dev.empty(1, np.uint32), new_logp, dev(src))
+    k.launch("ppo_loss_head_kernel", n, pack(LossArgs(
+        y=dev(y), actions=dev(actions.view(np.int32)), nvec=0 if box else dev(np.asarray(spec.action_nvec, np.int64)),
+        logstd=dev(logstd) if box else 0, old_logp=dev(old_logp), old_values=dev(old_values), adv=dev(adv),
+        returns=dev(returns), adv_moments=dev(moments), scalars=pscal, dy=dy, dlogstd=dlogstd if box else 0,
+        partial=dev.empty(5 * (-(-n // 256)), np.float64), counter=dev.empty(1, np.uint32), new_logp=new_logp,
+        src=dev(src), clip_coef=clip, vf_clip_coef=vclip, vf_coef=vf, n=n, kind=HEAD_KINDS[spec.action_kind], D=d,
+        Y=y_width)))
     got = dev.get(dy, (n, y_width))
     assert rel_err(got[:, :spec.head_size], dlogits[:, :spec.head_size]) <= F32_TOL
     assert rel_err(got[:, -1], dvalues) <= F32_TOL
@@ -227,8 +229,12 @@ def test_gather_copies_multi_word_actions(gpu):
         rest = [dev(rng.standard_normal((t_len, r)).astype(np.float32)) for _ in range(4)]  # logp values adv returns
         mb_actions = dev.empty((n, words), np.int32)
         outs = [dev.empty((n, o)), dev.empty(n), mb_actions, *[dev.empty(n) for _ in range(4)], dev.empty(n, np.int32)]
-        k.launch("gather_minibatch_kernel", n, np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-                 np.int32(words), np.int32(0), dev(perm), *floats, dev(actions.view(np.int32)), *rest, *outs, 0, 0, 0)
+        inputs = dict(zip(["obs", "starts", "actions", "logp", "values", "adv", "returns"],
+                          [*floats, dev(actions.view(np.int32)), *rest]))
+        outputs = dict(zip(["mb_obs", "mb_starts", "mb_actions", "mb_logp", "mb_values", "mb_adv", "mb_returns",
+                            "mb_src"], outs))
+        k.launch("gather_minibatch_kernel", n, pack(GatherArgs(perm=dev(perm), **inputs, **outputs, K=kk, Bm=bm, R=r,
+                                                                O=o, first=first, action_words=words, obs_bytes=0)))
         got = dev.get(mb_actions, (n, words), np.int32).view(actions.dtype).reshape(n, actions.shape[-1])
         assert np.array_equal(got, actions.reshape(t_len * r, -1)[src])
 

@@ -133,6 +133,24 @@ class _Recorder:
         return lambda *args, **kwargs: self.log.append((self.who, method, args))
 
 
+class _Address(int):
+    """A fake device address that equals its arena (name, offset), so the log reads by name; an int, so the argument
+    structs (kernel_args.py) take it."""
+
+    def __new__(cls, name, offset=0):
+        address = super().__new__(cls, (abs(hash((name, offset))) % (1 << 40) + 1) * 256)
+        address.key = (name, offset)
+        return address
+
+    def __eq__(self, other):
+        return self.key == other if isinstance(other, tuple) else int.__eq__(self, other)
+
+    __hash__ = int.__hash__
+
+    def __getitem__(self, i):
+        return self.key[i]
+
+
 def _recorded_minibatch_step(norm_adv, world_size):
     from types import SimpleNamespace
 
@@ -149,7 +167,7 @@ def _recorded_minibatch_step(norm_adv, world_size):
     trainer.spec, trainer.layout = spec, ref.FlatLayout(ref.param_table(spec))
     config = load_config("cartpole", {"train": {"optimizer": "adam", "norm_adv": norm_adv, "vtrace": False}})
     trainer.config = Config.of(config)
-    trainer.arena = SimpleNamespace(ptr=lambda name, offset=0: (name, offset))
+    trainer.arena = SimpleNamespace(ptr=_Address)
     trainer.k, trainer.blas = _Recorder(log, "k"), _Recorder(log, "blas")
     trainer.stream = SimpleNamespace(handle=1234)
     trainer.plan = SimpleNamespace(bptt=4, seqs_per_mb=3, rows=6, mb_rows=12, bf16_acts=False, choices=Choices())
@@ -189,8 +207,11 @@ def test_cuda_trainer_on_one_gpu_records_no_collective():
     # one GPU: the gather kernel computes the advantages' moments itself, over its own rows only
     names = [e[2][0] for e in log if e[0] == "k"]
     assert "moments_finish_kernel" not in names and "sums_partial_kernel" not in names
+    from fastvec.trainer.cuda.kernel_args import GatherArgs
+
     gather = next(e[2] for e in log if e[0] == "k" and e[2][0] == "gather_minibatch_kernel")
-    assert int(gather[1]) == gather_threads(trainer.mb_rows, trainer.spec.obs_size) and gather[-1] == ("adv_moments", 0)
+    assert int(gather[1]) == gather_threads(trainer.mb_rows, trainer.spec.obs_size)
+    assert GatherArgs.from_buffer_copy(gather[2]).adv_moments == _Address("adv_moments")
 
 
 # ------------------------------------------------------------------------------------------------

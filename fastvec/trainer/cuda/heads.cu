@@ -5,6 +5,7 @@
  * then the value. A Box head's log-stds are parameters (dec.logstd), not decoder outputs. */
 #include "common.cu"
 #include "categorical.cu"
+#include "update_args.cu" /* LossArgs */
 
 #define HEAD_MULTI_DISCRETE 1
 #define HEAD_BOX 2
@@ -53,74 +54,69 @@ __device__ float sample_multi_discrete_row(const float* logits, const long long*
 
 extern "C" {
 
-/* ppo_loss_kernel for a MultiDiscrete (kind 1) or Box (kind 2) head: reference.ppo_loss(spec=...), one thread
- * per row. y (n, Y) decoder rows (head columns, then the value); actions (n, D): int64 (MultiDiscrete) or
- * float32 (Box), as their bits in the minibatch's int32 words; nvec (D,) int64 (MultiDiscrete); logstd (D,)
- * (Box). Log-probabilities and entropies are summed over the dimensions in order. Writes dy (n, Y) =
- * d loss / d y and, for a Box head, dlogstd (n, D): each row's d loss / d log-std, which the caller sums over
- * the rows (a fixed-order reduction). Statistics, new_logp and src as ppo_loss_kernel's. */
-__global__ void ppo_loss_head_kernel(int n, int kind, int D, int Y, const float* y, const int* actions,
-                                     const long long* nvec, const float* logstd, const float* old_logp,
-                                     const float* old_values, const float* adv_in, const float* returns,
-                                     const float* adv_moments, TrainScalars* scalars, float clip_coef,
-                                     float vf_clip_coef, float vf_coef, float* dy, float* dlogstd, double* partial,
-                                     unsigned int* counter, float* new_logp, const int* src) {
+/* ppo_loss_kernel for a MultiDiscrete (kind 1) or Box (kind 2) head (LossArgs in update_args.cu):
+ * reference.ppo_loss(spec=...), one thread per row. y (n, Y) decoder rows (head columns, then the value); actions
+ * (n, D): int64 (MultiDiscrete) or float32 (Box), as their bits in the minibatch's int32 words; nvec (D,) int64
+ * (MultiDiscrete); logstd (D,) (Box). Log-probabilities and entropies are summed over the dimensions in order.
+ * Writes dy (n, Y) = d loss / d y and, for a Box head, dlogstd (n, D): each row's d loss / d log-std, which the
+ * caller sums over the rows (a fixed-order reduction). Statistics, new_logp and src as ppo_loss_kernel's. */
+__global__ void ppo_loss_head_kernel(const LossArgs l) {
     __shared__ double scratch_d[32];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float stats[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (i < n) {
-        const float* yr = y + (long long)i * Y;
-        float* dl = dy + (long long)i * Y;
-        float inv_n = 1.0f / (float)n;
-        float adv = adv_in[i];
-        if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
-        float went = (float)((double)scalars->ent_coef / (double)n);
+    const int D = l.D, Y = l.Y;
+    if (i < l.n) {
+        const float* yr = l.y + (long long)i * Y;
+        float* dl = l.dy + (long long)i * Y;
+        float inv_n = 1.0f / (float)l.n;
+        float adv = loss_advantage(l, i);
+        float went = (float)((double)l.scalars->ent_coef / (double)l.n);
         /* log-probability and entropy (the gradient needs dlogp, which needs the log-probability first) */
         float logp = 0.0f, entropy = 0.0f;
-        if (kind == HEAD_BOX) {
-            const float* a = reinterpret_cast<const float*>(actions) + (long long)i * D;
+        if (l.kind == HEAD_BOX) {
+            const float* a = reinterpret_cast<const float*>(l.actions) + (long long)i * D;
             for (int d = 0; d < D; d++) {
-                float s = logstd[d];
+                float s = l.logstd[d];
                 float z = (a[d] - yr[d]) / expf(s);
                 logp += -0.5f * z * z - s - (float)HALF_LOG_2PI;
                 entropy += (float)(0.5 + HALF_LOG_2PI) + s;
             }
         } else {
-            const long long* a = reinterpret_cast<const long long*>(actions) + (long long)i * D;
+            const long long* a = reinterpret_cast<const long long*>(l.actions) + (long long)i * D;
             int offset = 0;
             for (int d = 0; d < D; d++) {
-                LogSoftmax s = log_softmax(yr + offset, (int)nvec[d]);
+                LogSoftmax s = log_softmax(yr + offset, (int)l.nvec[d]);
                 logp += log_prob(s, yr + offset, (int)a[d]);
-                entropy += categorical_entropy(s, yr + offset, (int)nvec[d]);
-                offset += (int)nvec[d];
+                entropy += categorical_entropy(s, yr + offset, (int)l.nvec[d]);
+                offset += (int)l.nvec[d];
             }
         }
-        float dlogp = ppo_policy_row(logp, old_logp[i], adv, clip_coef, inv_n, stats);
+        float dlogp = ppo_policy_row(logp, l.old_logp[i], adv, l.clip_coef, inv_n, stats);
         /* the head's gradient (heads.head_grad) */
-        if (kind == HEAD_BOX) {
-            const float* a = reinterpret_cast<const float*>(actions) + (long long)i * D;
+        if (l.kind == HEAD_BOX) {
+            const float* a = reinterpret_cast<const float*>(l.actions) + (long long)i * D;
             for (int d = 0; d < D; d++) {
-                float s = logstd[d], std = expf(s);
+                float s = l.logstd[d], std = expf(s);
                 float z = (a[d] - yr[d]) / std;
                 dl[d] = dlogp * z / std;
-                dlogstd[(long long)i * D + d] = dlogp * (z * z - 1.0f) - went;
+                l.dlogstd[(long long)i * D + d] = dlogp * (z * z - 1.0f) - went;
             }
         } else {
-            const long long* a = reinterpret_cast<const long long*>(actions) + (long long)i * D;
+            const long long* a = reinterpret_cast<const long long*>(l.actions) + (long long)i * D;
             int offset = 0;
             for (int d = 0; d < D; d++) { /* heads._categorical_grad, dimension by dimension */
-                int count = (int)nvec[d];
+                int count = (int)l.nvec[d];
                 LogSoftmax s = log_softmax(yr + offset, count);
                 categorical_grad(s, categorical_entropy(s, yr + offset, count), yr + offset, count, (int)a[d], dlogp,
                                  went, dl + offset);
                 offset += count;
             }
         }
-        dl[Y - 1] = ppo_value_row(yr[Y - 1], old_values[i], returns[i], vf_clip_coef, vf_coef, inv_n, stats);
+        dl[Y - 1] = ppo_value_row(yr[Y - 1], l.old_values[i], l.returns[i], l.vf_clip_coef, l.vf_coef, inv_n, stats);
         stats[2] = entropy;
-        if (new_logp) new_logp[src[i]] = logp;
+        if (l.new_logp) l.new_logp[l.src[i]] = logp;
     }
-    if (partial) ppo_add_stats(stats, n, partial, counter, scalars, scratch_d);
+    if (l.partial) ppo_add_stats(stats, l.n, l.partial, l.counter, l.scalars, scratch_d);
 }
 
 } /* extern "C" */

@@ -8,6 +8,7 @@ import numpy as np
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError
+from fastvec.trainer.cuda.kernel_args import LossArgs, pack
 from fastvec.trainer.cuda.plan import Plan, transforms_obs
 
 HEAD_KINDS = {"multi_discrete": 1, "box": 2}  # heads.cu's HEAD_MULTI_DISCRETE, HEAD_BOX
@@ -58,21 +59,19 @@ class HeadOps:
         advantages' moments (adv_moments); stats: add the loss terms to the update's statistics; scatter: write
         each row's log-probability to new_logp (V-trace)."""
         spec, a, tc, n = self.spec, self.arena, self.train, self.plan.mb_rows
-        adv_moments = a.ptr("adv_moments") if norm_adv else 0
-        partial, counter = (a.ptr("block_partial"), a.ptr("reduce_counter")) if stats else (0, 0)
-        new_logp, src = (a.ptr("new_logp"), a.ptr("mb_src")) if scatter else (0, 0)
-        clips = (np.float32(tc.clip_coef), np.float32(tc.vf_clip_coef), np.float32(tc.vf_coef))
-        rows = (a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"), adv_moments,
-                a.ptr("scalars"))
-        if spec.action_kind == "discrete":
-            k.launch("ppo_loss_kernel", n, np.int32(n), np.int32(spec.num_actions), a.ptr("y"), a.ptr("mb_actions"),
-                     *rows, *clips, a.ptr("dy"), partial, counter, new_logp, src)
-            return
-        box = spec.action_kind == "box"
-        k.launch("ppo_loss_head_kernel", n, np.int32(n), np.int32(HEAD_KINDS[spec.action_kind]),
-                 np.int32(spec.action_shape[0]), np.int32(spec.head_size + 1), a.ptr("y"), a.ptr("mb_actions"),
-                 0 if box else a.ptr("head_nvec"), self.param("dec.logstd") if box else 0, *rows, *clips, a.ptr("dy"),
-                 a.ptr("dlogstd") if box else 0, partial, counter, new_logp, src)
+        kind = HEAD_KINDS.get(spec.action_kind, 0)  # 0: a Discrete head, ppo.cu's kernel
+        args = LossArgs(
+            y=a.ptr("y"), actions=a.ptr("mb_actions"), old_logp=a.ptr("mb_logp"), old_values=a.ptr("mb_values"),
+            adv=a.ptr("mb_adv"), returns=a.ptr("mb_returns"), adv_moments=a.ptr("adv_moments") if norm_adv else 0,
+            scalars=a.ptr("scalars"), dy=a.ptr("dy"), partial=a.ptr("block_partial") if stats else 0,
+            counter=a.ptr("reduce_counter") if stats else 0, new_logp=a.ptr("new_logp") if scatter else 0,
+            src=a.ptr("mb_src") if scatter else 0, clip_coef=tc.clip_coef, vf_clip_coef=tc.vf_clip_coef,
+            vf_coef=tc.vf_coef, n=n, kind=kind, D=spec.action_shape[0] if kind else 0, Y=spec.head_size + 1)
+        if spec.action_kind == "box":
+            args.logstd, args.dlogstd = self.param("dec.logstd"), a.ptr("dlogstd")
+        elif spec.action_kind == "multi_discrete":
+            args.nvec = a.ptr("head_nvec")
+        k.launch("ppo_loss_head_kernel" if kind else "ppo_loss_kernel", n, pack(args))
 
     def encode_minibatch(self, k, policy) -> None:
         """The gathered minibatch observations become the encoder's input in place (reference.encoder_input with

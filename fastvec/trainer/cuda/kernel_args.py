@@ -1,12 +1,42 @@
 """The argument structs the trainer's long-argument kernels take by value, as ctypes Structures: field for field
-the C typedefs (RolloutArgs and StepSlices in rollout_common.cu, SelfPlayArgs in selfplay.cu); tests/trainer/
-test_kernel_signatures.py compares the two. `pack(struct)` is a launch's argument bytes."""
+the C typedefs (GaeArgs, GatherArgs and LossArgs in update_args.cu, RolloutArgs and StepSlices in
+rollout_common.cu, SelfPlayArgs in selfplay.cu); tests/trainer/test_kernel_signatures.py compares the two.
+`pack(struct)` is a launch's argument bytes."""
 
 from __future__ import annotations
 
 import ctypes
 
-P, I32, U64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64
+P, I32, U64, F32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.c_float
+
+
+class GaeArgs(ctypes.Structure):
+    """ppo.cu's gae_kernel: GAE (with optional V-trace) over a rollout slot (update_args.cu documents every field)."""
+
+    _fields_ = [("values", P), ("last_value", P), ("rewards", P), ("dones", P), ("new_logp", P), ("old_logp", P),
+                ("adv", P), ("returns", P), ("gamma", F32), ("lam", F32), ("gamma_lambda", F32), ("rho_clip", F32),
+                ("c_clip", F32), ("T", I32), ("R", I32), ("last_value_stride", I32), ("vtrace", I32)]
+
+
+class GatherArgs(ctypes.Structure):
+    """ppo.cu's gather_minibatch_kernel: a minibatch's sequences out of a rollout slot, and optionally the
+    advantages' moments."""
+
+    _fields_ = [("perm", P), ("obs", P), ("starts", P), ("actions", P), ("logp", P), ("values", P), ("adv", P),
+                ("returns", P), ("mb_obs", P), ("mb_starts", P), ("mb_actions", P), ("mb_logp", P), ("mb_values", P),
+                ("mb_adv", P), ("mb_returns", P), ("mb_src", P), ("partial", P), ("counter", P), ("adv_moments", P),
+                ("K", I32), ("Bm", I32), ("R", I32), ("O", I32), ("first", I32), ("action_words", I32),
+                ("obs_bytes", I32)]
+
+
+class LossArgs(ctypes.Structure):
+    """ppo.cu's ppo_loss_kernel (a Discrete head) and heads.cu's ppo_loss_head_kernel: the PPO loss and its
+    gradient over a minibatch (Y = the decoder's width; kind: heads.HEAD_KINDS, 0 for Discrete)."""
+
+    _fields_ = [("y", P), ("actions", P), ("nvec", P), ("logstd", P), ("old_logp", P), ("old_values", P),
+                ("adv", P), ("returns", P), ("adv_moments", P), ("scalars", P), ("dy", P), ("dlogstd", P),
+                ("partial", P), ("counter", P), ("new_logp", P), ("src", P), ("clip_coef", F32),
+                ("vf_clip_coef", F32), ("vf_coef", F32), ("n", I32), ("kind", I32), ("D", I32), ("Y", I32)]
 
 
 class RolloutArgs(ctypes.Structure):
@@ -37,7 +67,7 @@ class SelfPlayArgs(ctypes.Structure):
                 ("selfplay_acc", P), ("pool_key", U64), ("seat_offset", I32)]
 
 
-STRUCTS = {cls.__name__: cls for cls in (RolloutArgs, StepSlices, SelfPlayArgs)}
+STRUCTS = {cls.__name__: cls for cls in (GaeArgs, GatherArgs, LossArgs, RolloutArgs, StepSlices, SelfPlayArgs)}
 
 
 def pack(struct: ctypes.Structure) -> bytes:

@@ -4,6 +4,7 @@
  * graph replays. Legend as kernels.cu's. */
 #include "common.cu"
 #include "categorical.cu"
+#include "update_args.cu" /* GaeArgs, GatherArgs, LossArgs */
 
 #define GATHER_UNROLL 8  /* obs elements each of its threads loads before storing them: plan.GATHER_UNROLL */
 
@@ -12,33 +13,28 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------------
  * GAE */
 
-/* gae (with optional V-trace), one thread per row, backward over T. values, rewards, dones,
- * adv, returns: (T, R); last_value (R,) with a stride (the rollout reads the value column of the
- * decoder output in place); gamma_lambda = gamma * lam rounded once, as the reference's Python
- * floats are. With vtrace, ratios = exp(new_logp - old_logp).
- * Writes advantages and returns = advantages + values. */
-__global__ void gae_kernel(int T, int R, const float* values, const float* last_value, int last_value_stride,
-                           const float* rewards, const float* dones, float gamma, float lam, float gamma_lambda,
-                           int vtrace, const float* new_logp, const float* old_logp, float rho_clip,
-                           float c_clip, float* adv, float* returns) {
+/* gae (with optional V-trace), one thread per row, backward over T (GaeArgs in update_args.cu). The rollout's
+ * bootstrap values are read in place (the decoder output's value column: a stride). With vtrace, ratios =
+ * exp(new_logp - old_logp). Writes advantages and returns = advantages + values. */
+__global__ void gae_kernel(const GaeArgs g) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= R) return;
-    float next_value = last_value[(long long)r * last_value_stride], next_adv = 0.0f;
-    for (int t = T - 1; t >= 0; t--) {
-        long long k = (long long)t * R + r;
-        float nonterminal = 1.0f - dones[k];
-        float delta = rewards[k] + gamma * nonterminal * next_value - values[k];
-        if (vtrace) {
-            float ratio = expf(new_logp[k] - old_logp[k]);
-            float rho = fminf(ratio, rho_clip);
-            float c = lam * fminf(ratio, c_clip);
-            next_adv = rho * delta + gamma * c * nonterminal * next_adv;
+    if (r >= g.R) return;
+    float next_value = g.last_value[(long long)r * g.last_value_stride], next_adv = 0.0f;
+    for (int t = g.T - 1; t >= 0; t--) {
+        long long k = (long long)t * g.R + r;
+        float nonterminal = 1.0f - g.dones[k];
+        float delta = g.rewards[k] + g.gamma * nonterminal * next_value - g.values[k];
+        if (g.vtrace) {
+            float ratio = expf(g.new_logp[k] - g.old_logp[k]);
+            float rho = fminf(ratio, g.rho_clip);
+            float c = g.lam * fminf(ratio, g.c_clip);
+            next_adv = rho * delta + g.gamma * c * nonterminal * next_adv;
         } else {
-            next_adv = delta + gamma_lambda * nonterminal * next_adv;
+            next_adv = delta + g.gamma_lambda * nonterminal * next_adv;
         }
-        adv[k] = next_adv;
-        returns[k] = next_adv + values[k];
-        next_value = values[k];
+        g.adv[k] = next_adv;
+        g.returns[k] = next_adv + g.values[k];
+        next_value = g.values[k];
     }
 }
 
@@ -70,9 +66,9 @@ __global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed
     perm[i] = (int)x;
 }
 
-/* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers.
- * Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
- * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); src (K, Bm) keeps each row's
+/* Copy minibatch `first / Bm` (sequences perm[first .. first + Bm)) out of the rollout buffers (GatherArgs in
+ * update_args.cu). Sequence q is (segment s, row r) = (q / R, q % R): rollout steps s*K .. s*K + K - 1 of row r.
+ * Rollout buffers are (T, R, ...); minibatch buffers (K, Bm, ...); mb_src (K, Bm) keeps each row's
  * rollout index for scattering results back. Launched with at least K * Bm threads (plan.gather_threads: more
  * where the observations are wide, so a small minibatch's copy is spread over the whole GPU, not over its few
  * rows' blocks): thread i < K * Bm copies row i's scalars, and every thread copies observation elements,
@@ -84,31 +80,25 @@ __global__ void shuffle_kernel(int count, int half_bits, unsigned long long seed
  * With adv_moments given, also the minibatch advantages' mean and population standard deviation
  * (moments_finish_kernel's), in the same launch: per-block (sum, sum of squares) in partial (blocks, 2),
  * finished by the last block (last_block). */
-__global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, int action_words, int obs_bytes,
-                                        const int* perm,
-                                        const float* obs, const float* starts, const int* actions,
-                                        const float* logp, const float* values, const float* adv,
-                                        const float* returns, float* mb_obs, float* mb_starts,
-                                        int* mb_actions, float* mb_logp, float* mb_values, float* mb_adv,
-                                        float* mb_returns, int* mb_src, double* partial, unsigned int* counter,
-                                        float* adv_moments) {
+__global__ void gather_minibatch_kernel(const GatherArgs g) {
     __shared__ double scratch_d[32];
+    const int K = g.K, Bm = g.Bm, R = g.R, O = g.O, first = g.first;
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, rows = (long long)K * Bm;
     double a = 0.0;
     if (i < rows) {
         int k = (int)(i / Bm), c = (int)(i % Bm);
-        int q = perm[first + c];
+        int q = g.perm[first + c];
         int s = q / R, r = q % R;
         long long src = (long long)(s * K + k) * R + r;
-        mb_starts[i] = starts[src];
-        for (int w = 0; w < action_words; w++)
-            mb_actions[i * action_words + w] = actions[src * action_words + w];
-        mb_logp[i] = logp[src];
-        mb_values[i] = values[src];
-        float v = adv[src];
-        mb_adv[i] = v;
-        mb_returns[i] = returns[src];
-        mb_src[i] = (int)src;
+        g.mb_starts[i] = g.starts[src];
+        for (int w = 0; w < g.action_words; w++)
+            g.mb_actions[i * g.action_words + w] = g.actions[src * g.action_words + w];
+        g.mb_logp[i] = g.logp[src];
+        g.mb_values[i] = g.values[src];
+        float v = g.adv[src];
+        g.mb_adv[i] = v;
+        g.mb_returns[i] = g.returns[src];
+        g.mb_src[i] = (int)src;
         a = v;
     }
     /* Observations element by element over the whole grid, so that a warp's accesses are consecutive (a
@@ -123,36 +113,36 @@ __global__ void gather_minibatch_kernel(int K, int Bm, int R, int O, int first, 
             if (e < elements) { /* 32-bit index math (elements < 2^32, plan.gather_threads): 64-bit division
                                   * is a long software routine on the GPU */
                 unsigned row = (unsigned)e / (unsigned)O, j = (unsigned)e - row * (unsigned)O;
-                unsigned k = row / (unsigned)Bm, q = (unsigned)perm[first + (int)(row - k * (unsigned)Bm)];
+                unsigned k = row / (unsigned)Bm, q = (unsigned)g.perm[first + (int)(row - k * (unsigned)Bm)];
                 unsigned s = q / (unsigned)R, t = s * (unsigned)K + k, r = q - s * (unsigned)R;
-                v[u] = obs_bytes ? obs_byte_at(obs, t, r, R, O, (int)j) : obs[((long long)t * R + r) * O + j];
+                v[u] = g.obs_bytes ? obs_byte_at(g.obs, t, r, R, O, (int)j) : g.obs[((long long)t * R + r) * O + j];
             }
         }
 #pragma unroll
         for (int u = 0; u < GATHER_UNROLL; u++) {
             long long e = e0 + u * stride;
-            if (e < elements) mb_obs[e] = v[u];
+            if (e < elements) g.mb_obs[e] = v[u];
         }
     }
-    if (!adv_moments) return;
+    if (!g.adv_moments) return;
     double sum = block_sum_d(a, scratch_d), squares = block_sum_d(a * a, scratch_d);
     if (threadIdx.x == 0) {
-        partial[2 * blockIdx.x] = sum;
-        partial[2 * blockIdx.x + 1] = squares;
+        g.partial[2 * blockIdx.x] = sum;
+        g.partial[2 * blockIdx.x + 1] = squares;
     }
-    if (!last_block(counter)) return;
+    if (!last_block(g.counter)) return;
     double s = 0.0, q = 0.0;
     for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
-        s += ((volatile double*)partial)[2 * b];
-        q += ((volatile double*)partial)[2 * b + 1];
+        s += ((volatile double*)g.partial)[2 * b];
+        q += ((volatile double*)g.partial)[2 * b + 1];
     }
     s = block_sum_d(s, scratch_d);
     q = block_sum_d(q, scratch_d);
     if (threadIdx.x != 0) return;
     long long n = (long long)K * Bm;
     double mean = s / n, var = q / n - mean * mean;
-    adv_moments[0] = (float)mean;
-    adv_moments[1] = (float)sqrt(var > 0.0 ? var : 0.0);
+    g.adv_moments[0] = (float)mean;
+    g.adv_moments[1] = (float)sqrt(var > 0.0 ? var : 0.0);
 }
 
 /* The recurrent state entering each minibatch sequence: segment_state (S, Ls, R, H) ->
@@ -264,47 +254,46 @@ __device__ void ppo_add_stats(const float* stats, int n, double* partial, unsign
 }
 
 /* ------------------------------------------------------------------------------------------------
- * PPO LOSS: forward and backward in one pass, one thread per row.
+ * PPO LOSS: forward and backward in one pass, one thread per row (LossArgs in update_args.cu).
  * y (n, A + 1) decoder output (logits, value); actions, old_logp, old_values, adv, returns (n,);
  * adv_moments (mean, std) or NULL (no normalisation). Writes dy (n, A + 1) = d loss / d y.
  * With partial given, also adds the minibatch means of the five per-row loss terms (clipped policy
  * loss, 0.5 * max value loss, entropy, approx kl, clipped flag) to scalars->stat[0..5), in the same
  * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
- * With new_logp and src given, scatters each row's new log-probability to new_logp[src[i]]. */
-__device__ void ppo_loss_row(int i, int n, int A, const float* y, const int* actions, const float* old_logp,
-                             const float* old_values, const float* adv_in, const float* returns,
-                             const float* adv_moments, float ent_coef, float clip_coef, float vf_clip_coef,
-                             float vf_coef, float* dy, float* stats, float* new_logp, const int* src) {
-    const float* logits = y + (long long)i * (A + 1);
-    float* dl = dy + (long long)i * (A + 1);
-    float inv_n = 1.0f / (float)n;
-    float adv = adv_in[i];
-    if (adv_moments) adv = (adv - adv_moments[0]) / (adv_moments[1] + 1e-8f);
+ * With new_logp given, scatters each row's new log-probability to new_logp[src[i]]. */
+
+/* A row's advantage, normalised with the minibatch's moments where they are given. */
+__device__ __forceinline__ float loss_advantage(const LossArgs& l, int i) {
+    float adv = l.adv[i];
+    if (l.adv_moments) adv = (adv - l.adv_moments[0]) / (l.adv_moments[1] + 1e-8f);
+    return adv;
+}
+
+__device__ __forceinline__ void ppo_loss_row(const LossArgs& l, int i, float ent_coef, float* stats) {
+    int A = l.Y - 1;
+    const float* logits = l.y + (long long)i * (A + 1);
+    float* dl = l.dy + (long long)i * (A + 1);
+    float inv_n = 1.0f / (float)l.n;
+    float adv = loss_advantage(l, i);
 
     LogSoftmax s = log_softmax(logits, A);
     float entropy = categorical_entropy(s, logits, A);
-    int action = actions[i];
+    int action = l.actions[i];
     float logp = log_prob(s, logits, action);
-    float dlogp = ppo_policy_row(logp, old_logp[i], adv, clip_coef, inv_n, stats);
+    float dlogp = ppo_policy_row(logp, l.old_logp[i], adv, l.clip_coef, inv_n, stats);
     categorical_grad(s, entropy, logits, A, action, dlogp, ent_coef * inv_n, dl);
 
-    dl[A] = ppo_value_row(logits[A], old_values[i], returns[i], vf_clip_coef, vf_coef, inv_n, stats);
+    dl[A] = ppo_value_row(logits[A], l.old_values[i], l.returns[i], l.vf_clip_coef, l.vf_coef, inv_n, stats);
     stats[2] = entropy;
-    if (new_logp) new_logp[src[i]] = logp;
+    if (l.new_logp) l.new_logp[l.src[i]] = logp;
 }
 
-__global__ void ppo_loss_kernel(int n, int A, const float* y, const int* actions, const float* old_logp,
-                                const float* old_values, const float* adv_in, const float* returns,
-                                const float* adv_moments, TrainScalars* scalars, float clip_coef,
-                                float vf_clip_coef, float vf_coef, float* dy, double* partial,
-                                unsigned int* counter, float* new_logp, const int* src) {
+__global__ void ppo_loss_kernel(const LossArgs l) {
     __shared__ double scratch_d[32];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float stats[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (i < n)
-        ppo_loss_row(i, n, A, y, actions, old_logp, old_values, adv_in, returns, adv_moments, scalars->ent_coef,
-                     clip_coef, vf_clip_coef, vf_coef, dy, stats, new_logp, src);
-    if (partial) ppo_add_stats(stats, n, partial, counter, scalars, scratch_d);
+    if (i < l.n) ppo_loss_row(l, i, l.scalars->ent_coef, stats);
+    if (l.partial) ppo_add_stats(stats, l.n, l.partial, l.counter, l.scalars, scratch_d);
 }
 
 /* explained_variance of values against returns, from the sums of [adv; returns] (2, count) (reduced by

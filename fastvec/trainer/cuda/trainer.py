@@ -19,6 +19,7 @@ from fastvec.trainer.cuda import device, nccl
 from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.heads import HeadOps
 from fastvec.trainer.cuda.host_envs import HostEnvs
+from fastvec.trainer.cuda.kernel_args import GaeArgs, GatherArgs, pack
 from fastvec.trainer.cuda.optimizers import make_optimizer
 from fastvec.trainer.cuda.plan import (CUBLAS_WORKSPACE, NORM_BLOCKS, SCALARS_DTYPE, STAT_NAMES, Choices, Plan,
                                        action_words, gather_threads, plan_arena, slot_addresses)
@@ -231,12 +232,12 @@ class CudaTrainer:
         tc, a = self.config.train, self.arena
         ny = self.spec.head_size + 1
         last, stride = (self._slot("last_value"), 1) if self.plan.fused_block else (self._slot("r_y", None, ny - 1), ny)
-        self.k.launch("gae_kernel", self.rows, np.int32(self.horizon), np.int32(self.rows), self._slot("values"),
-                      last, np.int32(stride), self._slot("rewards"), self._slot("dones"), np.float32(tc.gamma),
-                      np.float32(tc.gae_lambda), np.float32(tc.gamma * tc.gae_lambda), np.int32(vtrace),
-                      a.ptr("new_logp"), self._slot("logp"), np.float32(tc.vtrace_rho_clip),
-                      np.float32(tc.vtrace_c_clip), a.ptr("adv_returns"),
-                      a.ptr("adv_returns", self.horizon * self.rows))
+        self.k.launch("gae_kernel", self.rows, pack(GaeArgs(
+            values=self._slot("values"), last_value=last, rewards=self._slot("rewards"), dones=self._slot("dones"),
+            new_logp=a.ptr("new_logp"), old_logp=self._slot("logp"), adv=a.ptr("adv_returns"),
+            returns=a.ptr("adv_returns", self.horizon * self.rows), gamma=tc.gamma, lam=tc.gae_lambda,
+            gamma_lambda=tc.gamma * tc.gae_lambda, rho_clip=tc.vtrace_rho_clip, c_clip=tc.vtrace_c_clip,
+            T=self.horizon, R=self.rows, last_value_stride=stride, vtrace=vtrace)))
 
     # UPDATE
     def update(self, num_updates: int) -> dict:
@@ -328,13 +329,14 @@ class CudaTrainer:
         spec, a, k, plan = self.spec, self.arena, self.k, self.plan
         kk, bm, n, r = plan.bptt, plan.seqs_per_mb, plan.mb_rows, plan.rows
         h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
-        k.launch("gather_minibatch_kernel", gather_threads(n, o), np.int32(kk), np.int32(bm), np.int32(r), np.int32(o), np.int32(first),
-                 np.int32(action_words(spec)), np.int32(self.obs_bytes), a.ptr("perm"),
-                 *map(self._slot, ("obs", "starts", "actions", "logp", "values")), a.ptr("adv_returns"),
-                 a.ptr("adv_returns", self.horizon * self.rows), a.ptr("mb_obs"), a.ptr("mb_starts"),
-                 a.ptr("mb_actions"), a.ptr("mb_logp"), a.ptr("mb_values"), a.ptr("mb_adv"), a.ptr("mb_returns"),
-                 a.ptr("mb_src"), a.ptr("block_partial"), a.ptr("reduce_counter"),
-                 a.ptr("adv_moments") if adv_moments else 0)
+        rollout = ("obs", "starts", "actions", "logp", "values")  # the slot's, then the update's advantages, returns
+        k.launch("gather_minibatch_kernel", gather_threads(n, o), pack(GatherArgs(
+            perm=a.ptr("perm"), **{name: self._slot(name) for name in rollout}, adv=a.ptr("adv_returns"),
+            returns=a.ptr("adv_returns", self.horizon * self.rows),
+            **{f"mb_{name}": a.ptr(f"mb_{name}") for name in (*rollout, "adv", "returns", "src")},
+            partial=a.ptr("block_partial"), counter=a.ptr("reduce_counter"),
+            adv_moments=a.ptr("adv_moments") if adv_moments else 0, K=kk, Bm=bm, R=r, O=o, first=first,
+            action_words=action_words(spec), obs_bytes=self.obs_bytes)))
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
                      np.int32(first), a.ptr("perm"), self._slot("segment_state"), a.ptr("mb_state"))
