@@ -64,8 +64,8 @@ def overlap_ms(cuda, trainer, times: int = 10) -> dict:
     """With train.async: the GPU milliseconds of a rollout graph (slot 0, actor stream) and an update graph
     (slot 1, learner stream), each replayed alone and then both launched together (each timed from the
     common start to its own end; medians over `times`), to see how much the two overlap on the GPU."""
-    rollout, update = trainer.rollout_graphs[0], trainer.update_graphs[1]
-    actor, learner = trainer.actor_stream, trainer.stream
+    rollout, update = trainer.collector.graphs[0], trainer.updater.graphs[1]
+    actor, learner = trainer.actor.stream, trainer.stream
     out = {"rollout_alone": statistics.median(replay_ms(cuda, actor, rollout, times)),
            "update_alone": statistics.median(replay_ms(cuda, learner, update, times))}
     rollout_t, update_t, both_t = [], [], []
@@ -210,7 +210,7 @@ def main() -> None:
     result["loop_ms_median"] = {k: ms(statistics.median(it[k] for it in loop)) for k in loop[0]}
     result["loop_ms_mean"] = {k: ms(statistics.fmean(it[k] for it in loop)) for k in loop[0]}
 
-    rollout_graph, update_graph = trainer.rollout_graphs[0], trainer.update_graphs[0]
+    rollout_graph, update_graph = trainer.collector.graphs[0], trainer.updater.graphs[0]
     result["rollout_graph_nodes"] = graph_nodes(rollout_graph)
     result["update_graph_nodes"] = graph_nodes(update_graph)
     result["rollout_graph_gpu_ms"] = round(statistics.median(replay_ms(cuda, stream, rollout_graph, args.replays)), 4)
@@ -225,9 +225,9 @@ def main() -> None:
     if args.overlap:
         result["overlap_ms"] = overlap_ms(cuda, trainer)
     if args.breakdown:
-        records = {"rollout": (trainer.actor_k, trainer.actor_blas, trainer.actor_stream,
+        records = {"rollout": (trainer.actor.k, trainer.actor.blas, trainer.actor.stream,
                                lambda: trainer.rollout_path.record(0)),
-                   "update": (trainer.k, trainer.blas, trainer.stream, lambda: trainer._record_update(num_updates))}
+                   "update": (trainer.k, trainer.blas, trainer.stream, lambda: trainer.updater.record(num_updates, 0))}
         for name, (k, blas, stream_of, record) in records.items():
             try:
                 result[f"{name}_breakdown"] = graph_breakdown(k, blas, stream_of, record)

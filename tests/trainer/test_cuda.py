@@ -724,10 +724,11 @@ def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path,
             assert trainer.warm_up(num_updates=4) > 0
             assert np.array_equal(whole_arena(trainer), before)
             assert (trainer.global_step, trainer.update_index, trainer.opt_step) == (0, 0, 0)
-            assert trainer.rollout_graphs[0] is not None and trainer.update_graphs[0] is not None
+            assert trainer.collector.graphs[0] is not None and trainer.updater.graphs[0] is not None
             if is_async:
-                assert trainer.rollout_graphs[1] is not None and trainer.update_graphs[1] is not None
-                assert (trainer.active_slot, trainer.fill_slot, trainer.ready_slot) == (0, 0, None)
+                assert trainer.collector.graphs[1] is not None and trainer.updater.graphs[1] is not None
+                slots = trainer.counters.slots
+                assert (slots.active, slots.fill, slots.ready, slots.version) == (0, 0, None, [-1, -1])
         losses = []
         for _ in range(4):  # update 1 runs eagerly, 2 captures the graphs, 3-4 replay them (warm: all replay)
             trainer.rollout()

@@ -152,32 +152,37 @@ class _Address(int):
 
 
 def _recorded_minibatch_step(norm_adv, world_size):
+    """The CUDA trainer's minibatch step (cuda/update.py) recorded against stand-ins: nothing touches a GPU."""
     from types import SimpleNamespace
 
     from fastvec.trainer.config import load_config
+    from fastvec.trainer.cuda.data_parallel import DataParallel, SingleGpu
+    from fastvec.trainer.cuda.heads import HeadOps
     from fastvec.trainer.cuda.optimizers import Adam
     from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.policy import GpuPolicy
-    from fastvec.trainer.cuda.trainer import CudaTrainer
+    from fastvec.trainer.cuda.update import GpuUpdate
     from fastvec.trainer.settings import Config
 
     log = []
-    trainer = CudaTrainer.__new__(CudaTrainer)  # no __init__: nothing touches a GPU
     spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=8, layers=2)
-    trainer.spec, trainer.layout = spec, ref.FlatLayout(ref.param_table(spec))
-    config = load_config("cartpole", {"train": {"optimizer": "adam", "norm_adv": norm_adv, "vtrace": False}})
-    trainer.config = Config.of(config)
-    trainer.arena = SimpleNamespace(ptr=_Address)
-    trainer.k, trainer.blas = _Recorder(log, "k"), _Recorder(log, "blas")
-    trainer.stream = SimpleNamespace(handle=1234)
-    trainer.plan = SimpleNamespace(bptt=4, seqs_per_mb=3, rows=6, mb_rows=12, bf16_acts=False, choices=Choices())
-    trainer.rows, trainer.horizon, trainer.mb_rows = 6, 8, 12
-    trainer.world_size = world_size
-    trainer.group = _Recorder(log, "group") if world_size > 1 else None
-    trainer.policy = GpuPolicy(spec, trainer.layout, trainer.arena, trainer.plan)
-    trainer.optimizer = Adam(trainer.config.train, trainer.layout, trainer.arena)
-    trainer._record_minibatch_step(0)
-    return trainer, log
+    layout = ref.FlatLayout(ref.param_table(spec))
+    train = Config.of(load_config("cartpole", {"train": {"optimizer": "adam", "norm_adv": norm_adv,
+                                                         "vtrace": False}})).train
+    arena = SimpleNamespace(ptr=_Address)
+    plan = SimpleNamespace(bptt=4, seqs_per_mb=3, rows=6, mb_rows=12, horizon=8, bf16_acts=False, obs_bytes=False,
+                           slot_count=1, choices=Choices())
+    reduction = SingleGpu()
+    if world_size > 1:
+        group = _Recorder(log, "group")
+        group.rank, group.world_size = 0, world_size
+        reduction = DataParallel(group)
+    policy = GpuPolicy(spec, layout, arena, plan)
+    learner = (_Recorder(log, "k"), _Recorder(log, "blas"), SimpleNamespace(handle=1234))
+    update = GpuUpdate(plan, spec, layout, arena, train, learner, None, policy, Adam(train, layout, arena),
+                       HeadOps(spec, layout, arena, plan, train), reduction, shuffle_key=1)
+    update.minibatch_step(0)
+    return update, log
 
 
 def test_cuda_trainer_averages_the_gradient_between_backward_and_clipping():
@@ -198,7 +203,7 @@ def test_cuda_trainer_normalises_advantages_with_global_moments():
     assert log[first][2][5] == ("mb_adv", 0)
     assert log[first + 1] == ("group", "sum", (("sums_partial", 0), NORM_BLOCKS * 2, 1234))
     finish = log[first + 2][2]
-    assert finish[0] == "moments_finish_kernel" and int(finish[5]) == trainer.mb_rows * 2  # the global count
+    assert finish[0] == "moments_finish_kernel" and int(finish[5]) == trainer.plan.mb_rows * 2  # the global count
 
 
 def test_cuda_trainer_on_one_gpu_records_no_collective():
@@ -210,7 +215,7 @@ def test_cuda_trainer_on_one_gpu_records_no_collective():
     from fastvec.trainer.cuda.kernel_args import GatherArgs
 
     gather = next(e[2] for e in log if e[0] == "k" and e[2][0] == "gather_minibatch_kernel")
-    assert int(gather[1]) == gather_threads(trainer.mb_rows, trainer.spec.obs_size)
+    assert int(gather[1]) == gather_threads(trainer.plan.mb_rows, trainer.spec.obs_size)
     assert GatherArgs.from_buffer_copy(gather[2]).adv_moments == _Address("adv_moments")
 
 

@@ -242,11 +242,22 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     """Every device tensor the trainer's shared paths use, with its shape. The optimizer and the host envs
     add their own tensors (Muon.add_tensors, HostEnvs.add_tensors) before the arena is allocated."""
     a = Arena()
-    t, r, n_env, s = plan.horizon, plan.rows, plan.num_envs, plan.segments
-    o, h, ls, layers, y = spec.obs_size, spec.hidden, spec.state_layers, spec.layers, spec.head_size + 1
-    aw = action_words(spec)
-    w = layout.offsets["layer0.w"][1][0]
-    p, n, bm, q = layout.size, plan.mb_rows, plan.seqs_per_mb, plan.sequences
+    _add_model_and_env(a, plan, spec, layout, slot_size, num_stats)
+    _add_rollout(a, plan, spec, layout)
+    _add_update(a, plan, spec, layout)
+    return a
+
+
+def _sizes(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout) -> tuple:
+    """The letters of the legend above, as plan_arena's parts use them."""
+    return (plan.horizon, plan.rows, plan.num_envs, plan.segments, spec.obs_size, spec.hidden, spec.state_layers,
+            spec.layers, spec.head_size + 1, action_words(spec), layout.offsets["layer0.w"][1][0], layout.size,
+            plan.mb_rows, plan.seqs_per_mb, plan.sequences)
+
+
+def _add_model_and_env(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_size: int,
+                       num_stats: int) -> None:
+    t, r, n_env, s, o, h, ls, layers, y, aw, w, p, n, bm, q = _sizes(plan, spec, layout)
     f32, i32 = np.float32, np.int32
     # model and optimizer: flat, in reference.FlatLayout order
     a.add("params", (p,), f32, "flat parameters")
@@ -265,6 +276,11 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     a.add("ep_length", (n_env,), i32, "(N,)")
     a.add("ep_stats", (n_env, max(num_stats, 1)), f32, "(N, stats)")
     a.add("episode_acc", (3 + num_stats,), np.float64, "episodes, sum return, sum length, sum stats")
+
+
+def _add_rollout(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout) -> None:
+    t, r, n_env, s, o, h, ls, layers, y, aw, w, p, n, bm, q = _sizes(plan, spec, layout)
+    f32, i32 = np.float32, np.int32
     # rollout buffers, as NumpyTrainer's
     a.add("obs", (t + 1, r, o), f32, "(T+1, R, O); slot T: obs after the last step")
     a.add("starts", (t + 1, r), f32, "(T+1, R) 1: obs[t] begins an episode")
@@ -288,6 +304,11 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
     if plan.rollout_bf16:
         a.add("r_act_bf16", (layers, r, h), np.uint16, "(L, R, H) bfloat16 copies of each layer's input")
     a.add("r_y", (r, y), f32, "(R, Y) decoder output; after the rollout, the bootstrap values")
+
+
+def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout) -> None:
+    t, r, n_env, s, o, h, ls, layers, y, aw, w, p, n, bm, q = _sizes(plan, spec, layout)
+    f32, i32 = np.float32, np.int32
     # update: minibatch inputs (K, Bm, ...) rows
     a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
     a.add("mb_obs", (n, o), f32, "(K, Bm, O)")
@@ -340,4 +361,3 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
         if plan.rollout_bf16:
             a.add("actor_params_bf16", (p,), np.uint16, "(P,) their bfloat16 copy (each rollout)")
         a.add("actor_cublas_workspace", (CUBLAS_WORKSPACE,), np.uint8, "the actor stream's cuBLAS workspace")
-    return a
