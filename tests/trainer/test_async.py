@@ -1,6 +1,7 @@
 """Asynchronous rollouts in the NumPy trainer (train.async, computed sequentially): update k >= 1 must train
 on a rollout collected with exactly the weights from before update k - 1's end (one update old), each slot
-with its own initial recurrent state, and V-trace must correct with pi_current / mu from the first epoch."""
+with its own initial recurrent state, and V-trace must correct with pi_current / mu from the first epoch. The CUDA
+trainer's slot bookkeeping (cuda/slots.py) is checked against it."""
 
 import numpy as np
 import pytest
@@ -110,3 +111,47 @@ def test_first_rollout_is_identical_in_both_modes(is_async):
     trainer.rollout()
     np.testing.assert_array_equal(trainer.obs, reference.obs)
     np.testing.assert_array_equal(trainer.actions, reference.actions)
+
+
+def test_the_cuda_trainers_slot_machine_collects_and_trains_as_the_numpy_trainers():
+    """cuda/slots.py's Slots (the CUDA trainer's train.async bookkeeping) against NumpyTrainer's own: each
+    rollout() collects the same slots in the same order (the last one overlapping the next update), and the next
+    update trains on the same slot, collected with the same weights."""
+    from fastvec.trainer.cuda.slots import Slots, SlotState
+
+    trainer = make()
+    collected, real = [], trainer.collect
+    trainer.collect = lambda slot: (collected.append(slot), real(slot))[1]
+    state = SlotState([-1, -1])
+    slots = Slots(state, async_rollouts=True)
+    for k in range(4):
+        collected.clear()
+        trainer.rollout()
+        planned = slots.rollouts()
+        for slot, _ in planned:
+            state.version[slot] = k  # CudaTrainer.collect: the weights of update k
+        assert [slot for slot, _ in planned] == collected
+        assert [overlaps for _, overlaps in planned] == [False] * (len(planned) - 1) + [True]
+        assert state.active == trainer.active_slot
+        assert state.version[state.active] == trainer.behaviour_version
+        assert slots.stale(k) == (trainer.behaviour_version < k)
+        trainer.update(num_updates=100)
+
+
+def test_the_warm_ups_counters_come_back_whole_and_in_place():
+    """slots.Counters: restore() puts back every count of a snapshot into the same objects (the rollout paths and
+    the slot machine hold the timing dict and the slot state)."""
+    from fastvec.trainer.cuda.slots import Counters, SlotState
+
+    counters = Counters(SlotState([-1, -1]))
+    timing, slot_state = counters.timing, counters.slots
+    saved = counters.snapshot()
+    counters.global_step, counters.update_index, counters.opt_step = 5, 2, 7
+    timing["rollout"] += 1.0
+    timing["env"] = 3.0
+    slot_state.version[0], slot_state.active, slot_state.fill, slot_state.ready = 1, 1, 0, 1
+    counters.restore(saved)
+    assert (counters.global_step, counters.update_index, counters.opt_step) == (0, 0, 0)
+    assert counters.timing is timing and timing == {"rollout": 0.0, "update": 0.0}
+    assert counters.slots is slot_state
+    assert (slot_state.version, slot_state.active, slot_state.fill, slot_state.ready) == ([-1, -1], 0, 0, None)
