@@ -45,18 +45,18 @@ class GpuUpdate:
     def enqueue(self, num_updates: int, slot: int, stale: bool) -> None:
         """One update of `slot`: eagerly at a new schedule (then captured from the next on), without graphs, and for
         async's fresh slots (the slots' graphs hold the stale update); else the slot's graph, captured once."""
-        if self.new_schedule(num_updates):
+        starts_schedule = self.new_schedule(num_updates)
+        if starts_schedule:  # the graphs hold the old schedule's num_updates
             self.close()
             self.captured_for = num_updates
+        if starts_schedule or not self.plan.choices.graphs or (self.plan.async_rollouts and not stale):
             self.record(num_updates, slot, stale)
-        elif not self.plan.choices.graphs or (self.plan.async_rollouts and not stale):
-            self.record(num_updates, slot, stale)
-        else:
-            if self.graphs[slot] is None:
-                self.graphs[slot] = CudaGraph(self.stream.handle)
-                with self.graphs[slot].capture():
-                    self.record(num_updates, slot, stale)
-            self.graphs[slot].launch()
+            return
+        if self.graphs[slot] is None:
+            self.graphs[slot] = CudaGraph(self.stream.handle)
+            with self.graphs[slot].capture():
+                self.record(num_updates, slot, stale)
+        self.graphs[slot].launch()
 
     def close(self) -> None:
         for i, graph in enumerate(self.graphs):
