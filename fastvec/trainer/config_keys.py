@@ -206,9 +206,12 @@ KEYS: tuple[Key, ...] = (
     Key("train", "target_metric", str, "episode_return",
         "the logged metric train.target_return is for: episode_return or one of the env's statistics "
         "(breakout: score)"),
-    Key("train", "target_episodes", int, 100,
+    Key("train", "target_episodes", int, 20,
         "the episodes train.target_metric is averaged over for the target (the newest logs', weighted by their "
-        "episode counts)", min=1),
+        "episode counts)",
+        "20, not Gymnasium's 100 trials: a policy that averages the target over its newest 20 episodes also does "
+        "over 100 evaluation episodes (gym:CartPole-v1, 4 seeds: 500, 500, 500, 490.8), and 100 episodes of "
+        "500 steps would keep a solved run training ~30% longer.", min=1),
     Key("train", "stop_at_target", bool, True,
         "stop the run (checkpoint saved) when train.target_return is reached; false: train on, the summary "
         "still says when it was reached",

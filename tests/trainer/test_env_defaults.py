@@ -120,7 +120,7 @@ def test_start_up_lines_name_where_each_setting_came_from():
     config = load_config("gym:CartPole-v1")
     text = "\n".join(env_defaults.describe(config, declared_by_env(config["env"]["name"], config["env"])))
     assert "CartPole-v1's reward_threshold" in text and "train.target_return=475" in text
-    assert "last 100 episodes >= 475; the run stops there" in text
+    assert "last 20 episodes >= 475; the run stops there" in text
 
 
 def test_the_start_up_lines_are_printed_before_training(tmp_path, capsys):
