@@ -79,6 +79,13 @@ def list_envs() -> str:
                      f"agents {sizes['NUM_AGENTS']}, step limit {limit}")
         for key, param in info.params.items():
             lines.append(f"      --env.{key}={param.default}  [{param.low}, {param.high}]  {param.doc}")
+    from fastvec.native.mujoco import TASKS
+    from fastvec.native.mujoco.host_batch import gym_id, train_name
+    lines.append("MuJoCo tasks (Gymnasium's v5, with the mujoco package; --env.KEY=value: the task's v5 keywords, "
+                 "e.g. --env.ctrl_cost_weight=0.01):")
+    for task, limit in TASKS.items():
+        lines.append(f"  {train_name(task):<22} {gym_id(task):<30} Box actions, float observations, step limit "
+                     f"{limit:,}")
     lines.append("config keys and their values: fastvec-train --help-config (fastvec-train ENV --help-config)")
     return "\n".join(lines)
 
@@ -92,7 +99,8 @@ def suggest_env(message: str, env: str | None) -> str:
     match = re.match(r"unknown env ('[^']*'|\"[^\"]*\")", message)
     if env is None or match is None or "did you mean" in message:
         return message
-    close = difflib.get_close_matches(env.lower(), sorted(ENVS), n=2, cutoff=0.6)
+    from fastvec.native.mujoco import TASKS
+    close = difflib.get_close_matches(env.lower(), sorted(ENVS) + [task.lower() for task in TASKS], n=2, cutoff=0.6)
     if not close:
         return message
     hint = " or ".join(repr(name) for name in close)

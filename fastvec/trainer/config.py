@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fastvec.native import ENVS, check_define_names, resolve_defines
 from fastvec.native.env_file import check_env_file_defines
+from fastvec.native.mujoco.host_batch import gym_id as mujoco_gym_id, task_of as mujoco_task_of, train_name
 from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTIONS, Key, section_keys
 from fastvec.trainer.config_text import (  # noqa: F401 - to_toml, default_toml and the markers are config's API
     RUN_CONFIG_END, RUN_CONFIG_HEAD, _described, _key_lines, _toml_value, default_toml, to_toml)
@@ -150,6 +151,9 @@ def parse_env_argument(env: str) -> tuple[str, dict]:
         return env.lower(), {}
     if env.lower() in REGISTERED_IDS and not Path(env).is_file():
         return REGISTERED_IDS[env.lower()], {}
+    task = mujoco_task_of(env) if not Path(env).is_file() else None
+    if task is not None:  # a MuJoCo task: trained as its registered Gymnasium id, over fastvec's C batch
+        return train_name(task), {"gym_id": mujoco_gym_id(task)}
     if looks_like_path(env) or Path(env).is_file():
         path = Path(env).expanduser()
         if not path.is_file():
@@ -172,6 +176,8 @@ def run_env_name(env: str) -> str:
         return env.lower()
     if env.lower() in REGISTERED_IDS:
         return REGISTERED_IDS[env.lower()]
+    if mujoco_task_of(env) is not None:
+        return train_name(mujoco_task_of(env))
     return Path(env).name if looks_like_path(env) else env
 
 
@@ -184,7 +190,8 @@ def env_kind(config: dict) -> str:
 
 def _unknown_env(env: str) -> ConfigError:
     """(fastvec-train's cli adds the closest built-in names to this message.)"""
-    return ConfigError(f"unknown env {env.lower()!r}; fastvec-train trains a built-in env {sorted(ENVS)}, a user's env "
+    return ConfigError(f"unknown env {env.lower()!r}; fastvec-train trains a built-in env {sorted(ENVS)}, a MuJoCo "
+                       f"task (hopper, halfcheetah, ...: fastvec-train --list), a user's env "
                        f"file (fastvec-train path/to/my_env.h, or NAME --env.source=PATH) or a Gymnasium id "
                        f"(fastvec-train gym:CartPole-v1)")
 

@@ -26,6 +26,8 @@ PROFILES = {
     "discrete": ("cartpole.toml", "a MinGRU with Adam", ("train.checkpoint_interval", "train.total_timesteps")),
     "bytes": ("breakout-minatar.toml", "a wide MLP over many envs", ("train.checkpoint_interval",
                                                                       "train.total_timesteps")),
+    "mujoco": ("mujoco.toml", "CleanRL's continuous PPO for MuJoCo over a vectorised batch",
+               ("train.checkpoint_interval",)),
 }
 PROFILE_SECTIONS = ("env", "policy", "train")
 
@@ -40,12 +42,15 @@ class Declared:
     observations: str | None = None  # "floats" or "bytes"
     reward_threshold: float | None = None
     where: dict = dataclasses.field(default_factory=dict)
+    family: str | None = None  # "mujoco": one of fastvec's MuJoCo tasks, which share mujoco.toml's settings
 
     @property
     def kind(self) -> str | None:
         """The PROFILES entry the env trains with (None: a built-in env, which has its own ENV.toml)."""
         if self.actions is None:
             return None
+        if self.family is not None:
+            return self.family
         return "continuous" if self.actions == "continuous" else "bytes" if self.observations == "bytes" else "discrete"
 
 
@@ -87,6 +92,10 @@ def declared_by_gym(gym_id: str, make_args: dict) -> Declared:
     import gymnasium
     import numpy as np
     name = f"gym:{gym_id}"
+    from fastvec.native.mujoco.host_batch import GYM_IDS
+    task = GYM_IDS.get(gym_id.lower())
+    if task is not None:
+        return declared_by_mujoco(task)
     try:
         spec = gymnasium.spec(gym_id)
     except (gymnasium.error.Error, ModuleNotFoundError):
@@ -109,6 +118,20 @@ def declared_by_gym(gym_id: str, make_args: dict) -> Declared:
     where["observations"] = f"{gym_id}'s observation space of {getattr(obs_space, 'dtype', '?')}"
     return Declared(name, "continuous" if continuous else "discrete", "bytes" if byte_obs else "floats",
                     where=where, **facts)
+
+
+def declared_by_mujoco(task: str) -> Declared:
+    """A fastvec MuJoCo task's declarations, without building it: Box controls and float observations (every
+    task's), the reward_threshold of Gymnasium's own v5 registration where it has one."""
+    import gymnasium
+    from fastvec.native.mujoco.host_batch import gym_id, train_name
+    where = {"actions": f"{gym_id(task)}'s Box of controls", "observations": f"{gym_id(task)}'s float observations"}
+    facts = {}
+    threshold = gymnasium.spec(f"{task}-v5").reward_threshold
+    if threshold is not None:
+        facts["reward_threshold"] = float(threshold)
+        where["reward_threshold"] = f"{task}-v5's reward_threshold (its Gymnasium registration)"
+    return Declared(train_name(task), "continuous", "floats", where=where, family="mujoco", **facts)
 
 
 def declared_by_builtin(name: str) -> Declared:
