@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.util
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -160,8 +161,9 @@ def model_path(xml_file: str) -> str:
     elif xml_file.startswith("~"):
         path = os.path.expanduser(xml_file)
     else:
-        import gymnasium.envs.mujoco as assets
-        path = os.path.join(os.path.dirname(assets.__file__), "assets", xml_file)
+        # The package's folder without running its __init__ (which imports the renderer and with it imageio)
+        folder = importlib.util.find_spec("gymnasium.envs.mujoco").submodule_search_locations[0]
+        path = os.path.join(folder, "assets", xml_file)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"xml_file {xml_file!r}: no file at {path}; give an MJCF model's path "
                                 "(or a file name in Gymnasium's MuJoCo assets folder)")
