@@ -159,7 +159,7 @@ class MujocoVectorEnv(VectorEnv):
         return infos
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=seed if seed is None or isinstance(seed, (int, np.integer)) else None)  # a list: per env
         mask = None if options is None or options.get("reset_mask") is None else \
             np.asarray(options["reset_mask"], np.bool_).reshape(self.num_envs)
         seeds = _seeds(seed, self.num_envs)

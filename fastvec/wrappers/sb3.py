@@ -1,12 +1,15 @@
-"""Stable-Baselines3 adapter: a fastvec native batch as an SB3 `VecEnv` (same-step autoreset,
-`terminal_observation` and `TimeLimit.truncated` in infos, episode statistics without VecMonitor).
+"""Stable-Baselines3 adapter: a fastvec vector env (a native batch, or a MuJoCo task's) as an SB3 `VecEnv`
+(same-step autoreset, `terminal_observation` and `TimeLimit.truncated` in infos, episode statistics without
+VecMonitor).
 
     from fastvec.wrappers.sb3 import FastvecVecEnv
     model = stable_baselines3.PPO("MlpPolicy", FastvecVecEnv("fastvec/CartPole", num_envs=8))
+    model = stable_baselines3.PPO("MlpPolicy", FastvecVecEnv("fastvec/Hopper-v5", num_envs=8))
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from typing import Any
@@ -31,9 +34,11 @@ class FastvecVecEnv(VecEnv):
     """A fastvec vector env seen by Stable-Baselines3: one C call per `step`, no per-env workers.
 
     Args:
-        env: a fastvec id (`"fastvec/CartPole"`, or the short `"CartPole"`), or a fastvec vector env
-            made with `autoreset_mode=AutoresetMode.SAME_STEP` (SB3 expects the reset observation
-            on the step that ends an episode).
+        env: a fastvec id (`"fastvec/CartPole"`, or the short `"CartPole"`; `"fastvec/Hopper-v5"`), or a
+            fastvec vector env made with `autoreset_mode=AutoresetMode.SAME_STEP` (SB3 expects the reset
+            observation on the step that ends an episode). A native batch's env (`NativeVectorEnv`) is stepped
+            through its batch; any other unwrapped Gymnasium vector env with NumPy outputs (a MuJoCo task's
+            `MujocoVectorEnv`) through its public `reset`/`step`, its returns and lengths counted here.
         num_envs: number of environments when `env` is an id.
         **kwargs: passed to `gymnasium.make_vec` when `env` is an id (`max_episode_steps`,
             `render_mode`, env parameters such as Breakout's `frameskip`).
@@ -56,23 +61,28 @@ class FastvecVecEnv(VecEnv):
             env = fastvec.make_vec(env, num_envs, **kwargs)
         elif kwargs:
             raise TypeError(f"keyword arguments {sorted(kwargs)} only apply when env is an id; got an env instance")
-        if not isinstance(env, NativeVectorEnv):
+        if not isinstance(env, gymnasium.vector.VectorEnv) or isinstance(env, gymnasium.vector.VectorWrapper):
             raise TypeError(
                 f"FastvecVecEnv needs a fastvec vector env (from gymnasium.make_vec('fastvec/...')), got {type(env).__name__}; "
                 "if it is wrapped, pass the unwrapped env and use SB3's VecEnvWrappers (VecNormalize, ...) instead"
             )
-        if env.autoreset_mode != AutoresetMode.SAME_STEP:
+        if AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)) != AutoresetMode.SAME_STEP:
             raise ValueError(
-                f"SB3 needs same-step autoreset, but this env uses {env.autoreset_mode}; make it with "
+                f"SB3 needs same-step autoreset, but this env uses {env.metadata.get('autoreset_mode')}; make it with "
                 "gymnasium.make_vec(..., autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)"
             )
-        if env.batch.device != "cpu":
+        device = getattr(getattr(env, "batch", None), "device", "cpu")
+        if device != "cpu":
             raise ValueError(
-                f"SB3 works on NumPy arrays, but this env lives on {env.batch.device}; make it with device='cpu' "
+                f"SB3 works on NumPy arrays, but this env lives on {device}; make it with device='cpu' "
                 "(SB3 moves observations to its own torch device)"
             )
         self.venv = env
-        self.batch = env.batch
+        self.native = isinstance(env, NativeVectorEnv)  # else: stepped through the vector env's own step
+        self.batch = env.batch if self.native else None
+        self._lock = env.lock if self.native else threading.Lock()
+        self._return = np.zeros(env.num_envs, np.float64)  # the running episodes of an env stepped generically
+        self._length = np.zeros(env.num_envs, np.int64)
         self._obs_shape = (env.num_envs, *env.single_observation_space.shape)
         self._actions: np.ndarray | None = None
         self._has_reset = False
@@ -88,6 +98,7 @@ class FastvecVecEnv(VecEnv):
             raise ValueError("a native batch takes one options dict for all envs; set_options() got different ones")
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         obs, _ = self.venv.reset(seed=seeds, options=options or None)
+        self._return[:], self._length[:] = 0, 0
         self.reset_infos = [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
@@ -98,13 +109,16 @@ class FastvecVecEnv(VecEnv):
         """Take the actions of every env: (N,) for Discrete, (N, D) for MultiDiscrete and Box (SB3 clips Box
         actions to the bounds itself); checked as the vector env checks them (spaces.batch_actions)."""
         actions = np.asarray(actions)
+        if not self.native:  # the vector env checks them in its step
+            self._actions = actions.reshape(self.venv.action_space.shape)
+            return
         if self.venv.spaces.action_kind == "discrete" and actions.size == self.num_envs:
             actions = actions.reshape(self.num_envs)  # SB3 hands Discrete actions as (N,) or (N, 1)
         self._actions = batch_actions(actions, self.venv.spaces, self.num_envs)
 
     @property
     def lock(self):
-        return self.venv.lock  # the vector env's: reset goes through it
+        return self._lock  # a native env's own: its reset goes through it
 
     def _check_open(self) -> None:
         if self.venv.closed:
@@ -117,6 +131,8 @@ class FastvecVecEnv(VecEnv):
             raise RuntimeError("call reset() before step()")
         if self._actions is None:
             raise RuntimeError("step_wait() called without step_async(actions)")
+        if not self.native:
+            return self._step_generic()
         b = self.batch
         ended = b.step(self._actions)  # validates action ranges in C; SAME_STEP: obs are reset obs
         self._actions = None
@@ -133,6 +149,23 @@ class FastvecVecEnv(VecEnv):
                     info[name] = float(b.episode_stats[i, k])
         obs = b.obs.reshape(self._obs_shape).copy()
         return obs, b.rewards[:, 0].copy(), done, infos
+
+    def _step_generic(self) -> VecEnvStepReturn:
+        """step_wait through the vector env's public step (SAME_STEP: a done env's last obs in final_obs)."""
+        actions, self._actions = self._actions, None
+        obs, rewards, terminated, truncated, info = self.venv.step(actions)
+        self._return += rewards
+        self._length += 1
+        done = np.asarray(terminated) | np.asarray(truncated)
+        infos: list[dict[str, Any]] = [{"TimeLimit.truncated": False} for _ in range(self.num_envs)]
+        if done.any():
+            elapsed = round(time.time() - self._start_time, 6)
+            for i in np.flatnonzero(done):
+                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+                infos[i]["terminal_observation"] = np.array(info["final_obs"][i]).reshape(self._obs_shape[1:])
+                infos[i]["episode"] = {"r": float(self._return[i]), "l": int(self._length[i]), "t": elapsed}
+            self._return[done], self._length[done] = 0, 0
+        return np.array(obs).reshape(self._obs_shape), np.array(rewards), done, infos
 
     # ------------------------------------------------------------------ attributes and methods
     def _indices(self, indices: VecEnvIndices) -> list[int]:
@@ -181,7 +214,9 @@ class FastvecVecEnv(VecEnv):
 
     def _frame(self, i: int) -> np.ndarray | None:
         self._check_open()
-        return self.batch.render(i % self.num_envs) if self.render_mode == "rgb_array" else None
+        if self.render_mode != "rgb_array":
+            return None
+        return self.batch.render(i % self.num_envs) if self.native else self.venv.render()[i % self.num_envs]
 
     def close(self) -> None:
         self.venv.close()
