@@ -95,3 +95,18 @@ def test_inverted_pendulum_learns_on_the_cpu_trainer(tmp_path, capsys):
     out = capsys.readouterr().out
     mean_return = float(out.split("mean return ")[1].split()[0])
     assert mean_return >= 100, out
+
+
+def test_on_a_gpu_machine_a_mujoco_task_trains_on_the_cpu_trainer_and_says_why(monkeypatch, capsys):
+    """The CUDA trainer's host-env path samples Discrete actions only (host_sample_kernel), so with
+    train.device=auto a MuJoCo task's run is the CPU trainer's, over the same host batch, with one line why."""
+    from fastvec.trainer import run
+    from fastvec.trainer.numpy_trainer import NumpyTrainer
+    monkeypatch.setattr(run, "resolve_device", lambda requested: "cuda")  # as where the CUDA trainer can run
+    trainer = run.make_trainer(load_config("hopper", {"env": {"num_envs": 4}, "train": {"horizon": 16}}))
+    try:
+        assert isinstance(trainer, NumpyTrainer) and isinstance(trainer.batch, MujocoHostBatch)
+        assert trainer.spec.action_kind == "box" and trainer.spec.action_dims == 3
+    finally:
+        run.close_batches(trainer.env_batches)
+    assert "box action head" in capsys.readouterr().err
