@@ -29,7 +29,11 @@ def make_batch(config: Config | dict, num_envs: int | None = None, render: bool 
     gym_id, limit = env.gym_id, env.max_episode_steps
     task = mujoco_task(gym_id)
     if task is not None:
-        return _mujoco_batch(task, num_envs, env.params, limit, threads)
+        batch = _mujoco_batch(task, num_envs, env.params, limit, threads)
+        if render:
+            from fastvec.wrappers.mujoco import Frames
+            batch.frames = Frames(task, batch.mj, "rgb_array", {})
+        return batch
     import gymnasium
 
     from fastvec.native.gym_batch import GymBatch, SpaceError

@@ -110,3 +110,44 @@ def test_on_a_gpu_machine_a_mujoco_task_trains_on_the_cpu_trainer_and_says_why(m
     finally:
         run.close_batches(trainer.env_batches)
     assert "box action head" in capsys.readouterr().err
+
+
+TRAINER_FRAMES = """
+import sys
+import numpy as np
+import gymnasium as gym
+from fastvec.trainer.config import load_config
+from fastvec.trainer.env_batch import make_batch
+try:
+    probe = gym.make("Hopper-v5", render_mode="rgb_array", width=32, height=32)
+    probe.reset(seed=0)
+    probe.render()
+except Exception as err:
+    print(f"{type(err).__name__}: {err}")
+    sys.exit(77)
+print("can draw", flush=True)
+batch = make_batch(load_config("hopper"), 1, render=True)
+batch.reset(np.array([0], np.uint64), None)
+for _ in range(5):
+    batch.step(np.full((1, 3), 0.5, np.float32))
+oracle = gym.make("Hopper-v5", render_mode="rgb_array")
+oracle.reset(seed=0)
+oracle.unwrapped.set_state(*np.split(batch.mj.get_state([0])[0], [batch.mj.nq]))
+np.testing.assert_array_equal(batch.render(0), oracle.render())
+print("drawn", batch.env.render_fps)
+"""
+
+
+def test_the_trainers_batch_draws_gymnasiums_frame():
+    """--eval.render's frames of a MuJoCo task: Gymnasium's own env's picture of the same state (drawn in a child
+    process, as tests/mujoco/test_render.py does)."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    env.setdefault("PYOPENGL_PLATFORM", env["MUJOCO_GL"] if env["MUJOCO_GL"] in ("egl", "osmesa") else "")
+    proc = subprocess.run([sys.executable, "-c", TRAINER_FRAMES], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if proc.returncode == 77 or "can draw" not in proc.stdout:
+        pytest.skip(f"MuJoCo cannot draw off-screen here ({(proc.stdout + proc.stderr).strip()[-300:]})")
+    assert proc.returncode == 0 and "drawn 125" in proc.stdout, proc.stdout + proc.stderr

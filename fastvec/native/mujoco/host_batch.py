@@ -48,6 +48,7 @@ class MujocoEnvInfo:
 
     def __init__(self, batch: MujocoBatch):
         self.name = train_name(batch.spec.name)
+        self.render_fps = int(np.round(1.0 / batch.dt))  # as Gymnasium's task's
         self.obs_size, self.action_dims = batch.obs_size, batch.nu
         self.stat_names: list[str] = []
         low, high = batch.ctrl_low.astype(np.float32), batch.ctrl_high.astype(np.float32)
@@ -63,7 +64,8 @@ class MujocoHostBatch:
     where an episode ended, its return and length and its last obs in final_obs; obs is then the next episode's
     first (SAME_STEP). Actions (N, D) are clipped to the task's control range, as CleanRL's ClipAction does
     (the policy's Gaussian samples are unbounded; Gymnasium's tasks charge their control cost on the action as
-    given). threads > 0 sets the threads stepping the tasks (shared by every MuJoCo batch of this process)."""
+    given). threads > 0 sets the threads stepping the tasks (shared by every MuJoCo batch of this process).
+    render(i) draws env i through `frames` (an object with frame(i) and close(), e.g. wrappers.mujoco.Frames)."""
 
     device = "cpu"
     host_arrays = True
@@ -85,6 +87,7 @@ class MujocoHostBatch:
         self._actions = np.zeros((n, mj.nu), np.float32)
         self._return = np.zeros(n, np.float64)  # the running episode's return and length, per env
         self._length = np.zeros(n, np.int64)
+        self.frames = None
 
     @property
     def max_episode_steps(self) -> int:
@@ -124,8 +127,13 @@ class MujocoHostBatch:
         return ended
 
     def render(self, i: int) -> np.ndarray:
-        raise NotImplementedError(f"the trainer's MuJoCo batch does not draw: record {self.env.name} with "
-                                  f"gymnasium.make('{gym_id(self.mj.spec.name)}', render_mode='rgb_array')")
+        """An rgb_array frame (H, W, 3) uint8 of env i (the batch must have been given its `frames`)."""
+        if self.frames is None:
+            raise ValueError(f"this batch of {gym_id(self.mj.spec.name)} was made without frames to draw with "
+                             "(make_batch(config, n, render=True) gives it them)")
+        return self.frames.frame(i)
 
     def close(self) -> None:
+        if self.frames is not None:
+            self.frames.close()
         self.mj.close()
