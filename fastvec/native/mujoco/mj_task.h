@@ -70,46 +70,30 @@ typedef struct {
 /* ---------------------------------------------------------------- NumPy's arithmetic
  * np.sum (add.reduce) of a contiguous float64 array: 0 + pairwise_sum, whose blocks of up to 128 values
  * sum with eight accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)). */
-static inline double fv_np_pairwise(const double* a, long n) {
-    if (n < 8) {
-        double res = 0.0;
-        for (long i = 0; i < n; i++) res += a[i];
-        return res;
-    } else if (n <= 128) {
-        double r[8], res;
-        long i;
-        for (int j = 0; j < 8; j++) r[j] = a[j];
-        for (i = 8; i < n - (n % 8); i += 8)
-            for (int j = 0; j < 8; j++) r[j] += a[i + j];
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++) res += a[i];
-        return res;
-    } else {
-        long n2 = n / 2;
-        n2 -= n2 % 8;
-        return fv_np_pairwise(a, n2) + fv_np_pairwise(a + n2, n - n2);
+#define FV_NP_PAIRWISE(NAME, T)                                                        \
+    static inline T NAME(const T* a, long n) {                                         \
+        if (n < 8) {                                                                   \
+            T res = 0;                                                                 \
+            for (long i = 0; i < n; i++) res += a[i];                                  \
+            return res;                                                                \
+        } else if (n <= 128) {                                                         \
+            T r[8], res;                                                               \
+            long i;                                                                    \
+            for (int j = 0; j < 8; j++) r[j] = a[j];                                   \
+            for (i = 8; i < n - (n % 8); i += 8)                                       \
+                for (int j = 0; j < 8; j++) r[j] += a[i + j];                          \
+            res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));   \
+            for (; i < n; i++) res += a[i];                                            \
+            return res;                                                                \
+        } else {                                                                       \
+            long n2 = n / 2;                                                           \
+            n2 -= n2 % 8;                                                              \
+            return NAME(a, n2) + NAME(a + n2, n - n2);                                 \
+        }                                                                              \
     }
-}
-static inline float fv_np_pairwise_f(const float* a, long n) {
-    if (n < 8) {
-        float res = 0.0f;
-        for (long i = 0; i < n; i++) res += a[i];
-        return res;
-    } else if (n <= 128) {
-        float r[8], res;
-        long i;
-        for (int j = 0; j < 8; j++) r[j] = a[j];
-        for (i = 8; i < n - (n % 8); i += 8)
-            for (int j = 0; j < 8; j++) r[j] += a[i + j];
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++) res += a[i];
-        return res;
-    } else {
-        long n2 = n / 2;
-        n2 -= n2 % 8;
-        return fv_np_pairwise_f(a, n2) + fv_np_pairwise_f(a + n2, n - n2);
-    }
-}
+FV_NP_PAIRWISE(fv_np_pairwise, double)  /* float64 arrays */
+FV_NP_PAIRWISE(fv_np_pairwise_f, float)  /* float32 arrays (a float32 action's squares) */
+#undef FV_NP_PAIRWISE
 
 /* np.sum(np.square(x)) of n float64 values, optionally clipped to [lo, hi] first (np.clip). */
 static inline double fv_np_sum_squares(const double* x, int n, int clip, double lo, double hi) {
