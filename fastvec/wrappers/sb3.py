@@ -9,6 +9,7 @@ VecMonitor).
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
@@ -30,6 +31,12 @@ class ClosedVecEnvError(ClosedEnvironmentError, RuntimeError):
     """A closed FastvecVecEnv was used: Gymnasium's ClosedEnvironmentError, and a RuntimeError as before."""
 
 
+def _mujoco_vector_env() -> tuple[type, ...]:
+    """The MuJoCo tasks' vector env class, if its module is loaded (an env made from it has loaded it)."""
+    module = sys.modules.get("fastvec.wrappers.mujoco")
+    return (module.MujocoVectorEnv,) if module is not None else ()
+
+
 class FastvecVecEnv(VecEnv):
     """A fastvec vector env seen by Stable-Baselines3: one C call per `step`, no per-env workers.
 
@@ -37,8 +44,8 @@ class FastvecVecEnv(VecEnv):
         env: a fastvec id (`"fastvec/CartPole"`, or the short `"CartPole"`; `"fastvec/Hopper-v5"`), or a
             fastvec vector env made with `autoreset_mode=AutoresetMode.SAME_STEP` (SB3 expects the reset
             observation on the step that ends an episode). A native batch's env (`NativeVectorEnv`) is stepped
-            through its batch; any other unwrapped Gymnasium vector env with NumPy outputs (a MuJoCo task's
-            `MujocoVectorEnv`) through its public `reset`/`step`, its returns and lengths counted here.
+            through its batch; a MuJoCo task's (`MujocoVectorEnv`) through its public `reset`/`step`, its
+            returns and lengths counted here.
         num_envs: number of environments when `env` is an id.
         **kwargs: passed to `gymnasium.make_vec` when `env` is an id (`max_episode_steps`,
             `render_mode`, env parameters such as Breakout's `frameskip`).
@@ -61,7 +68,7 @@ class FastvecVecEnv(VecEnv):
             env = fastvec.make_vec(env, num_envs, **kwargs)
         elif kwargs:
             raise TypeError(f"keyword arguments {sorted(kwargs)} only apply when env is an id; got an env instance")
-        if not isinstance(env, gymnasium.vector.VectorEnv) or isinstance(env, gymnasium.vector.VectorWrapper):
+        if not isinstance(env, (NativeVectorEnv, *_mujoco_vector_env())):
             raise TypeError(
                 f"FastvecVecEnv needs a fastvec vector env (from gymnasium.make_vec('fastvec/...')), got {type(env).__name__}; "
                 "if it is wrapped, pass the unwrapped env and use SB3's VecEnvWrappers (VecNormalize, ...) instead"
@@ -78,7 +85,7 @@ class FastvecVecEnv(VecEnv):
                 "(SB3 moves observations to its own torch device)"
             )
         self.venv = env
-        self.native = isinstance(env, NativeVectorEnv)  # else: stepped through the vector env's own step
+        self.native = isinstance(env, NativeVectorEnv)  # else a MuJoCo task's: stepped through its own step
         self.batch = env.batch if self.native else None
         self._lock = env.lock if self.native else threading.Lock()
         self._return = np.zeros(env.num_envs, np.float64)  # the running episodes of an env stepped generically

@@ -23,6 +23,8 @@ def test_a_list_of_seeds_seeds_each_env():
 def test_sb3_vec_env_reports_the_vector_envs_episodes():
     pytest.importorskip("stable_baselines3")
     from fastvec.wrappers.sb3 import FastvecVecEnv
+    with pytest.raises(ValueError, match="SAME_STEP"):
+        FastvecVecEnv(gym.make_vec("fastvec/Hopper-v5", num_envs=2))  # NEXT_STEP: SB3 wants the reset obs now
     n, limit = 3, 30
     ours = FastvecVecEnv("fastvec/Hopper-v5", n, max_episode_steps=limit)
     oracle = gym.make_vec("fastvec/Hopper-v5", num_envs=n, max_episode_steps=limit, autoreset_mode=SAME_STEP)
