@@ -1,0 +1,308 @@
+/* smax.h: jaxmarl's SMAX (StarCraft micro-battles in JAX, jaxmarl 0.2.0's smax_env.py) in its float32 arithmetic:
+ * two teams of units on a 32 x 32 map; every unit is an agent, allies first (ally_0..), then enemies (enemy_0..).
+ * One env step is 8 world steps of 1/16 s: each unit moves (its type's speed, clipped to the map) and, with its
+ * weapon cooled down, hits the unit it targets if both are alive and it is within its type's attack range (damage
+ * summed, health floored at 0); a unit touching a wall dies; overlapping alive units are pushed apart.
+ * A hit resets the weapon's cooldown to its type's plus a uniform draw in [-1/16, 2/16); the draws of the next
+ * env step are part of the state (drawn at reset and after each step), so a state set from jaxmarl's with its
+ * draws steps exactly as jaxmarl does.
+ * Actions of an agent: 0-3 move (up, right, down, left), 4 stop, 5.. attack the other team's units (allies
+ * number enemies in index order, enemies number allies in reverse order); an action beyond an agent's own space
+ * (the smaller team's, where team sizes differ) does nothing.
+ * Observation ("unit_list", 13 (N - 1) + 10 float32): every other unit as seen by the agent (its health fraction,
+ * position relative to the agent over the agent's sight range, its previous move, its previous attack action
+ * over its team's largest action, its cooldown fraction, its type one-hot; zeros where it or the agent is dead or
+ * it is out of sight), allies first for allies and in reverse index order for enemies; then the agent's own
+ * health fraction, position over the map size, cooldown fraction and type one-hot (zeros when dead).
+ * Reward of each agent: its team's, the other team's health lost this step (fractions of full health, summed,
+ * over the other team's size) plus 1 when the other team is eliminated and its own is not.
+ * Terminated when a team is eliminated; jaxmarl's time limit (max_steps 100, checked before the step count
+ * increments) is a truncation at 101 steps, the backends' job.
+ * Parameter: MAP, the scenario (see SMAX_MAPS below).
+ */
+#ifndef MAP
+#define MAP 0
+#endif
+
+/* Scenarios (jaxmarl's MAP_NAME_TO_SCENARIO): allies, enemies, unit types in unit order. */
+#if MAP == 0 /* 3m */
+#define NUM_ALLIES 3
+#define NUM_ENEMIES 3
+#define SMAX_TYPES {0, 0, 0, 0, 0, 0}
+#elif MAP == 1 /* 2s3z */
+#define NUM_ALLIES 5
+#define NUM_ENEMIES 5
+#define SMAX_TYPES {2, 2, 3, 3, 3, 2, 2, 3, 3, 3}
+#elif MAP == 2 /* 3s5z */
+#define NUM_ALLIES 8
+#define NUM_ENEMIES 8
+#define SMAX_TYPES {2, 2, 2, 3, 3, 3, 3, 3, 2, 2, 2, 3, 3, 3, 3, 3}
+#elif MAP == 3 /* 5m_vs_6m */
+#define NUM_ALLIES 5
+#define NUM_ENEMIES 6
+#define SMAX_TYPES {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#elif MAP == 4 /* 3s5z_vs_3s6z */
+#define NUM_ALLIES 8
+#define NUM_ENEMIES 9
+#define SMAX_TYPES {2, 2, 2, 3, 3, 3, 3, 3, 2, 2, 2, 3, 3, 3, 3, 3, 3}
+#elif MAP == 5 /* 3s_vs_5z */
+#define NUM_ALLIES 3
+#define NUM_ENEMIES 5
+#define SMAX_TYPES {2, 2, 2, 3, 3, 3, 3, 3}
+#elif MAP == 6 /* 6h_vs_8z */
+#define NUM_ALLIES 6
+#define NUM_ENEMIES 8
+#define SMAX_TYPES {5, 5, 5, 5, 5, 5, 3, 3, 3, 3, 3, 3, 3, 3}
+#else
+#error "MAP must be 0 (3m), 1 (2s3z), 2 (3s5z), 3 (5m_vs_6m), 4 (3s5z_vs_3s6z), 5 (3s_vs_5z) or 6 (6h_vs_8z)"
+#endif
+
+#define SMAX_N (NUM_ALLIES + NUM_ENEMIES)
+#define SMAX_MOVES 5
+#define SMAX_TYPE_BITS 6
+#define SMAX_UNIT_FEATURES (7 + SMAX_TYPE_BITS)
+#define SMAX_OWN_FEATURES (4 + SMAX_TYPE_BITS)
+#define SMAX_WORLD_STEPS 8
+#define SMAX_MAP_SIZE 32.0f
+#define SMAX_DT 0.0625f /* time_per_step, 1/16 */
+#define SMAX_UNIT_STATE 8
+
+#define NUM_AGENTS SMAX_N
+#define OBS_SIZE (SMAX_UNIT_FEATURES * (SMAX_N - 1) + SMAX_OWN_FEATURES)
+#define OBS_LOW -1.0f
+#define OBS_HIGH 1.0f
+#define NUM_ACTIONS (SMAX_MOVES + (NUM_ALLIES > NUM_ENEMIES ? NUM_ALLIES : NUM_ENEMIES))
+#define AGENT_SPACES 1
+#define NUM_STATS 2
+#define STAT_NAMES "allies_won,enemies_won"
+#define STATE_SIZE (SMAX_UNIT_STATE * SMAX_N + SMAX_WORLD_STEPS * SMAX_N)
+#define RENDER_W 256
+#define RENDER_H 256
+#include "fastvec.h"
+
+/* Unit types: marine, marauder, stalker, zealot, zergling, hydralisk (jaxmarl's defaults, as float32). */
+#define SMAX_VELOCITY {3.15f, 2.25f, 4.13f, 3.15f, 4.13f, 3.15f}
+#define SMAX_ATTACK {9.0f, 10.0f, 13.0f, 8.0f, 5.0f, 12.0f}
+#define SMAX_RANGE {5.0f, 6.0f, 6.0f, 2.0f, 2.0f, 5.0f}
+#define SMAX_SIGHT {9.0f, 10.0f, 10.0f, 9.0f, 8.0f, 9.0f}
+#define SMAX_RADIUS {0.375f, 0.5625f, 0.625f, 0.5f, 0.375f, 0.625f}
+#define SMAX_HEALTH {45.0f, 125.0f, 160.0f, 150.0f, 35.0f, 80.0f}
+#define SMAX_COOLDOWN {0.61f, 1.07f, 1.87f, 0.86f, 0.5f, 0.59f}
+
+typedef struct {
+    float pos[SMAX_N][2];
+    float health[SMAX_N];
+    float cooldown[SMAX_N];
+    unsigned char alive[SMAX_N];
+    float prev_move[SMAX_N][2];
+    int prev_attack[SMAX_N];
+    float deviation[SMAX_WORLD_STEPS][SMAX_N]; /* the next env step's cooldown draws, per world step and unit */
+} State;
+
+FV_FN int smax_type(int u) { const int t[SMAX_N] = SMAX_TYPES; return t[u]; }
+
+FV_FN float smax_velocity(int u) { const float t[SMAX_TYPE_BITS] = SMAX_VELOCITY; return t[smax_type(u)]; }
+FV_FN float smax_attack(int u) { const float t[SMAX_TYPE_BITS] = SMAX_ATTACK; return t[smax_type(u)]; }
+FV_FN float smax_range(int u) { const float t[SMAX_TYPE_BITS] = SMAX_RANGE; return t[smax_type(u)]; }
+FV_FN float smax_sight(int u) { const float t[SMAX_TYPE_BITS] = SMAX_SIGHT; return t[smax_type(u)]; }
+FV_FN float smax_radius(int u) { const float t[SMAX_TYPE_BITS] = SMAX_RADIUS; return t[smax_type(u)]; }
+FV_FN float smax_max_health(int u) { const float t[SMAX_TYPE_BITS] = SMAX_HEALTH; return t[smax_type(u)]; }
+FV_FN float smax_base_cooldown(int u) { const float t[SMAX_TYPE_BITS] = SMAX_COOLDOWN; return t[smax_type(u)]; }
+
+FV_FN int env_agent_obs_size(int a) { (void)a; return OBS_SIZE; }
+FV_FN int env_agent_action_size(int a) { return SMAX_MOVES + (a < NUM_ALLIES ? NUM_ENEMIES : NUM_ALLIES); }
+
+/* jnp.linalg.norm of a 2-vector as XLA's CPU code computes it: its sum of squares a loop of fused multiply-adds
+ * from 0, then the square root. */
+FV_FN float smax_norm(float dx, float dy) { return sqrtf(fmaf(dy, dy, dx * dx)); }
+
+FV_FN float smax_clip01(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
+
+FV_FN void smax_draw_deviations(State* s, fv_rng* rng) {
+    for (int w = 0; w < SMAX_WORLD_STEPS; w++)
+        for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = fv_rand_uniform(rng, -SMAX_DT, 2.0f * SMAX_DT);
+}
+
+/* Overlapping alive units pushed apart (jaxmarl's _push_units_away, firmness 1). */
+FV_FN void smax_push_apart(State* s) {
+    float moved[SMAX_N][2];
+    for (int i = 0; i < SMAX_N; i++) {
+        float sx = 0.0f, sy = 0.0f;
+        for (int j = 0; j < SMAX_N; j++) {
+            float dx = s->pos[i][0] - s->pos[j][0], dy = s->pos[i][1] - s->pos[j][1];
+            float dist = smax_norm(dx, dy) + (i == j ? 1.0f : 0.0f) + 1e-6f;
+            float overlap = s->alive[i] && s->alive[j] ? fmaxf((smax_radius(i) + smax_radius(j)) / dist - 1.0f, 0.0f)
+                                                       : 0.0f;
+            sx = fmaf(dx, overlap, sx);
+            sy = fmaf(dy, overlap, sy);
+        }
+        moved[i][0] = s->alive[i] ? s->pos[i][0] + (1.0f * sx) / 2.0f : s->pos[i][0];
+        moved[i][1] = s->alive[i] ? s->pos[i][1] + (1.0f * sy) / 2.0f : s->pos[i][1];
+    }
+    memcpy(s->pos, moved, sizeof moved);
+}
+
+/* The unit an attack action of unit u targets; u itself for a move or stop. */
+FV_FN int smax_target(int u, int action) {
+    if (action < SMAX_MOVES) return u;
+    return u < NUM_ALLIES ? action + NUM_ALLIES - SMAX_MOVES : NUM_ALLIES - 1 - (action - SMAX_MOVES);
+}
+
+/* One world step (jaxmarl's _world_step, then walls, deaths and pushing): moves and attacks from the state
+ * before it. */
+FV_FN void smax_world_step(State* s, const float (*move)[2], const int* attack, const float* deviation) {
+    float pos[SMAX_N][2], damage[SMAX_N], cooldown_change[SMAX_N];
+    int target[SMAX_N];
+    for (int u = 0; u < SMAX_N; u++) {
+        for (int d = 0; d < 2; d++) {
+            float p = s->pos[u][d] + move[u][d] * smax_velocity(u) * SMAX_DT;
+            p = fmaxf(fminf(p, SMAX_MAP_SIZE), 0.0f);
+            pos[u][d] = s->alive[u] ? p : s->pos[u][d];
+        }
+        int t = smax_target(u, attack[u]);
+        int valid = smax_norm(s->pos[u][0] - s->pos[t][0], s->pos[u][1] - s->pos[t][1]) < smax_range(u)
+                    && s->alive[u] && s->alive[t] && t != u && s->cooldown[u] <= 0.0f;
+        target[u] = t;
+        damage[u] = valid ? -smax_attack(u) : 0.0f;
+        cooldown_change[u] = valid ? (smax_base_cooldown(u) + deviation[u]) - s->cooldown[u] : -SMAX_DT;
+    }
+    for (int u = 0; u < SMAX_N; u++) s->health[target[u]] += damage[u];
+    for (int u = 0; u < SMAX_N; u++) {
+        s->health[u] = fmaxf(s->health[u], 0.0f);
+        s->cooldown[u] += cooldown_change[u];
+        s->pos[u][0] = pos[u][0], s->pos[u][1] = pos[u][1];
+    }
+    for (int u = 0; u < SMAX_N; u++) {
+        int wall = s->pos[u][0] <= 0.0f || s->pos[u][1] <= 0.0f || s->pos[u][0] >= SMAX_MAP_SIZE
+                   || s->pos[u][1] >= SMAX_MAP_SIZE;
+        if (wall) s->health[u] = 0.0f;
+        s->alive[u] = s->health[u] > 0.0f;
+    }
+    smax_push_apart(s);
+}
+
+FV_FN void smax_obs(const State* s, float* obs) {
+    for (int i = 0; i < SMAX_N; i++) {
+        float* o = obs + i * OBS_SIZE;
+        for (int k = 0; k < OBS_SIZE; k++) o[k] = 0.0f;
+        float sight = smax_sight(i);
+        for (int k = 0; k < SMAX_N - 1; k++) {
+            /* allies see the others in index order, enemies in reverse */
+            int j = i < NUM_ALLIES ? (k < i ? k : k + 1) : (SMAX_N - 1 - k > i ? SMAX_N - 1 - k : SMAX_N - 2 - k);
+            float dx = s->pos[j][0] - s->pos[i][0], dy = s->pos[j][1] - s->pos[i][1];
+            if (!(smax_norm(dx, dy) < sight && s->alive[i] && s->alive[j])) continue;
+            float* f = o + k * SMAX_UNIT_FEATURES;
+            float largest_action = (float)(SMAX_MOVES + (j < NUM_ALLIES ? NUM_ENEMIES : NUM_ALLIES) - 1);
+            f[0] = s->health[j] / smax_max_health(j);
+            f[1] = dx * (1.0f / sight); /* XLA divides by the broadcast sight range as a reciprocal's product */
+            f[2] = dy * (1.0f / sight);
+            f[3] = s->prev_move[j][0];
+            f[4] = s->prev_move[j][1];
+            f[5] = (float)s->prev_attack[j] * (1.0f / largest_action); /* a constant's reciprocal, as XLA's */
+            f[6] = smax_clip01(s->cooldown[j] / smax_base_cooldown(j));
+            f[7 + smax_type(j)] = 1.0f;
+        }
+        if (!s->alive[i]) continue;
+        float* f = o + (SMAX_N - 1) * SMAX_UNIT_FEATURES;
+        f[0] = s->health[i] / smax_max_health(i);
+        f[1] = s->pos[i][0] / SMAX_MAP_SIZE;
+        f[2] = s->pos[i][1] / SMAX_MAP_SIZE;
+        f[3] = smax_clip01(s->cooldown[i] / smax_base_cooldown(i));
+        f[4 + smax_type(i)] = 1.0f;
+    }
+}
+
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    for (int u = 0; u < SMAX_N; u++) {
+        float cx = u < NUM_ALLIES ? SMAX_MAP_SIZE / 4.0f : SMAX_MAP_SIZE / 4.0f * 3.0f;
+        s->pos[u][0] = cx + fv_rand_uniform(rng, -2.0f, 2.0f);
+        s->pos[u][1] = SMAX_MAP_SIZE / 2.0f + fv_rand_uniform(rng, -2.0f, 2.0f);
+        s->health[u] = smax_max_health(u);
+        s->cooldown[u] = 0.0f;
+        s->alive[u] = 1;
+        s->prev_move[u][0] = s->prev_move[u][1] = 0.0f;
+        s->prev_attack[u] = 0;
+    }
+    smax_push_apart(s);
+    smax_draw_deviations(s, rng);
+    smax_obs(s, obs);
+}
+
+/* Whether every unit of units [lo, hi) is dead. */
+FV_FN int smax_eliminated(const State* s, int lo, int hi) {
+    int any = 0;
+    for (int u = lo; u < hi; u++) any |= s->alive[u];
+    return !any;
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, float* rewards, float* stats) {
+    /* jaxmarl's decoded movement vectors as its jitted step computes them: diagonals of length 1 rotated by 45
+     * degrees, a matrix product whose fused multiply-adds leave a residue off the axis. */
+    const float one = 0x1.fffffep-1f, off = 0x1.b3f548p-27f;
+    const float moves[SMAX_MOVES][2] = {{-off, one}, {one, -off}, {off, -one}, {-one, off}, {0.0f, 0.0f}};
+    float move[SMAX_N][2], before[SMAX_N];
+    int attack[SMAX_N];
+    for (int u = 0; u < SMAX_N; u++) {
+        int a = (int)actions[u];
+        if (a >= env_agent_action_size(u)) a = SMAX_MOVES - 1; /* beyond the agent's own space: stop */
+        move[u][0] = a < SMAX_MOVES ? moves[a][0] : 0.0f;
+        move[u][1] = a < SMAX_MOVES ? moves[a][1] : 0.0f;
+        attack[u] = a >= SMAX_MOVES ? a : 0;
+        before[u] = s->health[u];
+    }
+    for (int w = 0; w < SMAX_WORLD_STEPS; w++) smax_world_step(s, (const float (*)[2])move, attack, s->deviation[w]);
+    for (int u = 0; u < SMAX_N; u++) {
+        s->prev_move[u][0] = move[u][0], s->prev_move[u][1] = move[u][1];
+        s->prev_attack[u] = attack[u];
+    }
+    int allies_out = smax_eliminated(s, 0, NUM_ALLIES), enemies_out = smax_eliminated(s, NUM_ALLIES, SMAX_N);
+    for (int team = 0; team < 2; team++) {
+        int lo = team == 0 ? NUM_ALLIES : 0, hi = team == 0 ? SMAX_N : NUM_ALLIES;
+        float lost = 0.0f;
+        for (int u = lo; u < hi; u++) lost += (s->health[u] - before[u]) / smax_max_health(u);
+        int won = team == 0 ? enemies_out && !allies_out : allies_out && !enemies_out;
+        float reward = fabsf(lost) * (1.0f / (float)(hi - lo)) + (won ? 1.0f : 0.0f); /* XLA's reciprocal */
+        for (int u = team == 0 ? 0 : NUM_ALLIES; u < (team == 0 ? NUM_ALLIES : SMAX_N); u++) rewards[u] = reward;
+    }
+    stats[0] = (float)(enemies_out && !allies_out);
+    stats[1] = (float)(allies_out && !enemies_out);
+    smax_draw_deviations(s, rng);
+    smax_obs(s, obs);
+    return allies_out || enemies_out;
+}
+
+/* State values per unit: x, y, health, cooldown, alive, previous move x and y, previous attack action; then
+ * the next step's cooldown draws, per world step and unit. */
+FV_FN void env_get_state(const State* s, double* out) {
+    for (int u = 0; u < SMAX_N; u++) {
+        double* v = out + u * SMAX_UNIT_STATE;
+        v[0] = s->pos[u][0], v[1] = s->pos[u][1], v[2] = s->health[u], v[3] = s->cooldown[u];
+        v[4] = s->alive[u], v[5] = s->prev_move[u][0], v[6] = s->prev_move[u][1], v[7] = s->prev_attack[u];
+    }
+    for (int w = 0; w < SMAX_WORLD_STEPS; w++)
+        for (int u = 0; u < SMAX_N; u++) out[SMAX_UNIT_STATE * SMAX_N + w * SMAX_N + u] = s->deviation[w][u];
+}
+
+FV_FN void env_set_state(State* s, const double* in, float* obs) {
+    for (int u = 0; u < SMAX_N; u++) {
+        const double* v = in + u * SMAX_UNIT_STATE;
+        s->pos[u][0] = (float)v[0], s->pos[u][1] = (float)v[1], s->health[u] = (float)v[2];
+        s->cooldown[u] = (float)v[3], s->alive[u] = v[4] != 0.0, s->prev_move[u][0] = (float)v[5];
+        s->prev_move[u][1] = (float)v[6], s->prev_attack[u] = (int)v[7];
+    }
+    for (int w = 0; w < SMAX_WORLD_STEPS; w++)
+        for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = (float)in[SMAX_UNIT_STATE * SMAX_N + w * SMAX_N + u];
+    smax_obs(s, obs);
+}
+
+FV_FN void env_render(const State* s, unsigned char* rgb) {
+    const float scale = RENDER_W / SMAX_MAP_SIZE;
+    fv_fill_rect(rgb, RENDER_W, RENDER_H, 0, 0, RENDER_W, RENDER_H, 255, 255, 255);
+    for (int u = 0; u < SMAX_N; u++) {
+        if (!s->alive[u]) continue;
+        int r = (int)(smax_radius(u) * scale + 0.5f);
+        int x = (int)(s->pos[u][0] * scale), y = RENDER_H - 1 - (int)(s->pos[u][1] * scale);
+        int ally = u < NUM_ALLIES;
+        fv_fill_rect(rgb, RENDER_W, RENDER_H, x - r, y - r, x + r + 1, y + r + 1, 0, ally ? 0 : 160, ally ? 220 : 0);
+    }
+}

@@ -1,0 +1,112 @@
+"""The SMAX oracle's harness: jaxmarl's SMAX and fastvec's smax.h stepped in lockstep over whole episodes, both
+teams' actions given. Each episode: jaxmarl resets from a key, its state is set into fastvec's env; every step,
+jaxmarl's random draws for that step (its weapon-cooldown deviations, derived from the step's key as its
+step_env derives them) replace the draws in fastvec's state, both step with the same actions (mostly among the
+available ones, so units fight), and fastvec's state (positions, health, cooldowns, alive flags, previous
+actions), observations, rewards and ends must equal jaxmarl's bit for bit until jaxmarl's episode is done."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastvec.native import NATIVE_DIR, cpu
+
+smax = pytest.importorskip("jaxmarl.environments.smax", reason="the SMAX oracle is jaxmarl's SMAX "
+                           "(pip install jaxmarl==0.2.0 with flax, chex, jaxtyping)")
+jax = pytest.importorskip("jax")
+
+DISABLED = 2  # batch.h's FV_DISABLED: the test resets each episode itself
+WORLD_STEPS = 8
+UNIT_STATE = 8  # smax.h's state values per unit
+TIME_LIMIT = 101  # jaxmarl's max_steps=100 is checked before its step count increments
+MAPS = {"3m": 0, "2s3z": 1, "3s5z": 2, "5m_vs_6m": 3, "3s5z_vs_3s6z": 4, "3s_vs_5z": 5, "6h_vs_8z": 6}
+
+
+def bits(a) -> np.ndarray:
+    return np.asarray(a, np.float32).view(np.uint32)
+
+
+def step_draws(env, key):
+    """jaxmarl's cooldown deviations (8, N) of a step_env call with `key`, drawn as its step derives them."""
+    key, _ = jax.random.split(key)  # step_env: key, action_key
+    out = []
+    for _ in range(WORLD_STEPS):  # step_env_no_decode's scan: step_key, world_step_key
+        key, world_key = jax.random.split(key)
+        keys = jax.random.split(world_key, num=env.num_agents)  # _world_step: one per unit
+        out.append(jax.vmap(lambda k: jax.random.uniform(k, minval=-env.time_per_step,
+                                                         maxval=2 * env.time_per_step))(keys))
+    return jax.numpy.stack(out)
+
+
+def unit_state(state) -> np.ndarray:
+    """smax.h's per-unit state values (E, N, 8) of a batch of jaxmarl states."""
+    s = jax.tree.map(np.asarray, state)
+    return np.concatenate([s.unit_positions, s.unit_health[..., None], s.unit_weapon_cooldowns[..., None],
+                           s.unit_alive[..., None], s.prev_movement_actions, s.prev_attack_actions[..., None]],
+                          -1).astype(np.float64)
+
+
+def play(name: str, episodes: int, seed: int = 0) -> dict:
+    """Run `episodes` episodes of `name` in lockstep; returns counts of what was compared."""
+    env = smax.SMAX(scenario=smax.map_name_to_scenario(name))
+    agents, n = env.agents, env.num_agents
+    reset = jax.jit(jax.vmap(env.reset))
+    step = jax.jit(jax.vmap(env.step_env))
+    draws = jax.jit(jax.vmap(lambda k: step_draws(env, k)))
+    avail = jax.jit(jax.vmap(env.get_avail_actions))
+    lib = cpu.load(NATIVE_DIR / "smax.h", (("MAP", MAPS[name]),))
+    assert (lib.num_agents, lib.obs_size) == (n, env.obs_size)
+    batch = cpu.CpuBatch(lib, episodes, DISABLED, TIME_LIMIT)
+    batch.reset(np.arange(episodes, dtype=np.uint64), None)
+    key = jax.random.PRNGKey(seed)
+    key, *reset_keys = jax.random.split(key, episodes + 1)
+    obs, state = reset(jax.numpy.stack(reset_keys))
+    values = np.zeros((episodes, lib.spaces.state_size))
+    values[:, : UNIT_STATE * n] = unit_state(state).reshape(episodes, -1)
+    batch.set_state(None, values)
+    rng = np.random.default_rng(seed)
+    sizes = np.array([env.action_spaces[a].n for a in agents])
+    live = np.ones(episodes, np.bool_)
+    counts = {"transitions": 0, "hits": 0, "deaths": 0, "wins": 0, "time_limits": 0}
+    for t in range(TIME_LIMIT):
+        where = f"{name} seed {seed} step {t}"
+        want = np.stack([np.asarray(obs[a]) for a in agents], 1)
+        np.testing.assert_array_equal(bits(batch.obs[live]), bits(want[live]), err_msg=where)
+        masks = avail(state)
+        actions = np.zeros((episodes, n), np.int64)
+        for i, a in enumerate(agents):
+            m = np.asarray(masks[a]).astype(np.float64) + 1e-3  # mostly available actions, now and then any
+            p = m / m.sum(-1, keepdims=True)
+            actions[:, i] = (p.cumsum(-1) > rng.random((episodes, 1))).argmax(-1)
+        assert (actions < sizes).all()
+        key, *step_keys = jax.random.split(key, episodes + 1)
+        step_keys = jax.numpy.stack(step_keys)
+        values = batch.get_state()
+        values[:, UNIT_STATE * n:] = np.asarray(draws(step_keys)).reshape(episodes, -1)
+        before = batch.obs.copy()
+        batch.set_state(None, values)
+        np.testing.assert_array_equal(bits(batch.obs), bits(before), err_msg=where)
+        batch.step(actions)
+        health = unit_state(state)[..., 2]
+        obs, state, rewards, dones, _ = step(step_keys, state, {a: actions[:, i] for i, a in enumerate(agents)})
+        got = batch.get_state()[:, : UNIT_STATE * n].reshape(episodes, n, UNIT_STATE)
+        np.testing.assert_array_equal(got[live], unit_state(state)[live], err_msg=where)
+        want_rewards = np.stack([np.asarray(rewards[a]) for a in agents], 1)
+        np.testing.assert_array_equal(bits(batch.rewards[live]), bits(want_rewards[live]), err_msg=where)
+        done = np.asarray(dones["__all__"])
+        alive = unit_state(state)[..., 4] != 0
+        eliminated = ~alive[:, : env.num_allies].any(1) | ~alive[:, env.num_allies:].any(1)
+        np.testing.assert_array_equal(batch.terminated[live], eliminated[live], err_msg=where)
+        np.testing.assert_array_equal((batch.terminated | batch.truncated)[live], done[live], err_msg=where)
+        for i, a in enumerate(agents):
+            np.testing.assert_array_equal(np.asarray(dones[a])[live], ~alive[live, i], err_msg=where)
+        counts["transitions"] += int(live.sum())
+        counts["hits"] += int(((unit_state(state)[..., 2] < health) & live[:, None]).sum())
+        counts["deaths"] += int(((unit_state(state)[..., 4] == 0) & (health > 0) & live[:, None]).sum())
+        counts["wins"] += int((eliminated & live).sum())
+        counts["time_limits"] += int((done & ~eliminated & live).sum())
+        live &= ~done
+        if not live.any():
+            break
+    return counts
