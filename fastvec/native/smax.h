@@ -130,7 +130,7 @@ FV_FN void smax_push_apart(State* s) {
         float sx = 0.0f, sy = 0.0f;
         for (int j = 0; j < SMAX_N; j++) {
             float dx = s->pos[i][0] - s->pos[j][0], dy = s->pos[i][1] - s->pos[j][1];
-            float dist = smax_norm(dx, dy) + (i == j ? 1.0f : 0.0f) + 1e-6f;
+            float dist = sqrtf(dx * dx + dy * dy) + (i == j ? 1.0f : 0.0f) + 1e-6f;
             float overlap = s->alive[i] && s->alive[j] ? fmaxf((smax_radius(i) + smax_radius(j)) / dist - 1.0f, 0.0f)
                                                        : 0.0f;
             sx = fmaf(dx, overlap, sx);
