@@ -18,7 +18,7 @@
  * over the other team's size) plus 1 when the other team is eliminated and its own is not.
  * Terminated when a team is eliminated; jaxmarl's time limit (max_steps 100, checked before the step count
  * increments) is a truncation at 101 steps, the backends' job.
- * Parameter: MAP, the scenario (see SMAX_MAPS below).
+ * Parameter: MAP, the scenario (the table below). Checked against jaxmarl by tests/smax (3m, 5m_vs_6m, 6h_vs_8z).
  */
 #ifndef MAP
 #define MAP 0
@@ -123,7 +123,9 @@ FV_FN void smax_draw_deviations(State* s, fv_rng* rng) {
         for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = fv_rand_uniform(rng, -SMAX_DT, 2.0f * SMAX_DT);
 }
 
-/* Overlapping alive units pushed apart (jaxmarl's _push_units_away, firmness 1). */
+/* Overlapping alive units pushed apart (jaxmarl's _push_units_away, firmness 1). Its distances' sums of squares
+ * unfused: XLA's CPU code fuses them or not depending on the batch it compiles for; unfused is its form for
+ * batches of 128 and more (tests/smax/smax_oracle.py states the tolerance this leaves). */
 FV_FN void smax_push_apart(State* s) {
     float moved[SMAX_N][2];
     for (int i = 0; i < SMAX_N; i++) {
