@@ -263,7 +263,8 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
         float lost = 0.0f;
         for (int u = lo; u < hi; u++) lost += (s->health[u] - before[u]) / smax_max_health(u);
         int won = team == 0 ? enemies_out && !allies_out : allies_out && !enemies_out;
-        float reward = fabsf(lost) * (1.0f / (float)(hi - lo)) + (won ? 1.0f : 0.0f); /* XLA's reciprocal */
+        /* over the team's size as XLA computes it: its reciprocal's product, fused with the bonus's sum */
+        float reward = fmaf(fabsf(lost), 1.0f / (float)(hi - lo), won ? 1.0f : 0.0f);
         for (int u = team == 0 ? 0 : NUM_ALLIES; u < (team == 0 ? NUM_ALLIES : SMAX_N); u++) rewards[u] = reward;
     }
     stats[0] = (float)(enemies_out && !allies_out);
