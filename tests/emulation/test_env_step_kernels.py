@@ -29,6 +29,7 @@ ENVS = {
     "box_point": (ENVS_DIR / "box_point.h", {}, 6),  # Box actions (float32), state access
     "multi_discrete": (ENVS_DIR / "multi_discrete.h", {"AGENTS": 2}, 3),  # MultiDiscrete([3, 5]), two agents
     "mpe_world_comm": (native.NATIVE_DIR / "mpe_world_comm.h", {}, 5),  # six agents, float64 state, exp/log1p
+    "smax_3m": (native.NATIVE_DIR / "smax.h", {"MAP": 0}, 9),  # six agents, fmaf/sqrtf, draws in env_step
     **{game: (native.source_path(game), native.resolve_defines(game, {}), 8)  # test_minatar_kernels.py's cases
        for game in ("asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar",
                     "spaceinvaders-minatar")},
@@ -132,7 +133,7 @@ BASE_KERNELS = ("staged_wide", "wide")
 CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in BASE_KERNELS] +
          [(env, "NextStep", "wide_occ") for env in ("cartpole", "random_walk")] +
-         [(env, "NextStep", k) for env in ("breakout", "mpe_world_comm") for k in BASE_KERNELS] +
+         [(env, "NextStep", k) for env in ("breakout", "mpe_world_comm", "smax_3m") for k in BASE_KERNELS] +
          [("counting", m, "wide") for m in MODES])
 
 
