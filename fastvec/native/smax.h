@@ -274,6 +274,35 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
     return allies_out || enemies_out;
 }
 
+/* Agent a's available actions (jaxmarl's get_avail_actions): stop always; moves while alive; attacking each unit of
+ * the other team alive within its attack range (in its action order); 0 beyond its own space. */
+FV_FN void smax_action_mask(const State* s, int a, unsigned char* mask) {
+    for (int k = 0; k < NUM_ACTIONS; k++) mask[k] = 0;
+    mask[SMAX_MOVES - 1] = 1;
+    for (int k = 0; k < SMAX_MOVES - 1; k++) mask[k] = s->alive[a];
+    for (int k = SMAX_MOVES; k < env_agent_action_size(a); k++) {
+        int t = smax_target(a, k);
+        mask[k] = s->alive[a] && s->alive[t]
+                  && smax_norm(s->pos[t][0] - s->pos[a][0], s->pos[t][1] - s->pos[a][1]) < smax_range(a);
+    }
+}
+
+/* jaxmarl's world state ((4 + 6 + 2) N float32): per unit its health fraction, position, cooldown and type
+ * one-hot (zeros when dead), then every unit's team, then every unit's type. */
+#define SMAX_WORLD_STATE_SIZE ((SMAX_OWN_FEATURES + 2) * SMAX_N)
+FV_FN void smax_world_state(const State* s, float* out) {
+    for (int k = 0; k < SMAX_WORLD_STATE_SIZE; k++) out[k] = 0.0f;
+    for (int u = 0; u < SMAX_N; u++) {
+        float* f = out + u * SMAX_OWN_FEATURES;
+        out[SMAX_OWN_FEATURES * SMAX_N + u] = u < NUM_ALLIES ? 0.0f : 1.0f;
+        out[(SMAX_OWN_FEATURES + 1) * SMAX_N + u] = (float)smax_type(u);
+        if (!s->alive[u]) continue;
+        f[0] = s->health[u] / smax_max_health(u);
+        f[1] = s->pos[u][0], f[2] = s->pos[u][1], f[3] = s->cooldown[u];
+        f[4 + smax_type(u)] = 1.0f;
+    }
+}
+
 /* State values per unit: x, y, health, cooldown, alive, previous move x and y, previous attack action; then
  * the next step's cooldown draws, per world step and unit. */
 FV_FN void env_get_state(const State* s, double* out) {

@@ -69,8 +69,47 @@ def unit_state(state) -> np.ndarray:
                           -1).astype(np.float64)
 
 
-def play(name: str, episodes: int, seed: int = 0) -> dict:
-    """Run `episodes` episodes of `name` (fastvec's as one batch); returns counts of what was compared."""
+SHIM = """
+#include "smax.h"
+void mask_of(const double* values, int a, unsigned char* mask) {
+    State s; float obs[NUM_AGENTS * OBS_SIZE];
+    env_set_state(&s, values, obs);
+    smax_action_mask(&s, a, mask);
+}
+void world_state_of(const double* values, float* out) {
+    State s; float obs[NUM_AGENTS * OBS_SIZE];
+    env_set_state(&s, values, obs);
+    smax_world_state(&s, out);
+}
+"""
+
+
+def shim_source(name: str) -> str:
+    """C exposing smax.h's action masks and world state of a set state, for the c_shim fixture."""
+    return f"#define MAP {MAPS[name]}\n" + SHIM
+
+
+def check_masks_and_world_state(shim, env, values: np.ndarray, state, live: np.ndarray, where: str) -> None:
+    """smax.h's action masks and world state of each live env's state values equal jaxmarl's."""
+    n, size = env.num_agents, max(env.action_spaces[a].n for a in env.agents)
+    masks = jax.vmap(env.get_avail_actions)(state)
+    world = np.asarray(jax.vmap(env.get_world_state)(state))
+    for e in np.nonzero(live)[0]:
+        v = np.ascontiguousarray(values[e], np.float64)
+        out = np.zeros(len(world[e]), np.float32)
+        shim.world_state_of(v.ctypes, out.ctypes)
+        np.testing.assert_array_equal(bits(out), bits(world[e]), err_msg=f"world state, {where}")
+        for i, a in enumerate(env.agents):
+            mask = np.zeros(size, np.uint8)
+            shim.mask_of(v.ctypes, i, mask.ctypes)
+            want = np.asarray(masks[a])[e]
+            np.testing.assert_array_equal(mask[: len(want)], want, err_msg=f"{a}'s action mask, {where}")
+            assert not mask[len(want):].any()
+
+
+def play(name: str, episodes: int, seed: int = 0, shim=None) -> dict:
+    """Run `episodes` episodes of `name` (fastvec's as one batch); returns counts of what was compared. With
+    `shim` (shim_source's build), also smax.h's action masks and world state at every step."""
     env = smax.SMAX(scenario=smax.map_name_to_scenario(name))
     agents, n = env.agents, env.num_agents
     reset = jax.jit(jax.vmap(env.reset))
@@ -96,6 +135,8 @@ def play(name: str, episodes: int, seed: int = 0) -> dict:
         values = np.concatenate([unit_state(state).reshape(episodes, -1),
                                  np.asarray(draws(step_keys)).reshape(episodes, -1)], 1)
         batch.set_state(None, values)
+        if shim is not None:
+            check_masks_and_world_state(shim, env, values, state, live, where)
         want = np.stack([np.asarray(obs[a]) for a in agents], 1)
         check_obs(batch.obs[live], want[live], where)
         masks = avail(state)

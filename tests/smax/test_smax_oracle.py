@@ -3,7 +3,7 @@ harness): over 10,000 transitions per scenario, both teams' actions, jaxmarl's r
 jaxmarl (0.2.0, with flax, chex and jaxtyping) cannot be imported."""
 
 import pytest
-from smax_oracle import play
+from smax_oracle import play, shim_source
 
 SCENARIOS = ["3m", "2s3z", "3s5z", "5m_vs_6m", "3s5z_vs_3s6z", "3s_vs_5z", "6h_vs_8z"]
 EPISODES = 128  # >= 10,000 transitions: episodes run to a team's elimination or the 101-step limit
@@ -17,3 +17,9 @@ def test_scenario_matches_jaxmarl(name):
     assert min(counts["hits"], counts["deaths"], counts["wins"], counts["time_limits"]) > 0, counts
     # the tolerance covers XLA's batch-dependent fusing only: almost every transition is bit for bit
     assert counts["bit_exact"] >= 0.99 * counts["transitions"], counts
+
+
+@pytest.mark.parametrize("name", ["3m", "3s5z_vs_3s6z"])
+def test_action_masks_and_world_state_match_jaxmarl(c_shim, name):
+    counts = play(name, 16, seed=100, shim=c_shim(shim_source(name)))
+    assert counts["transitions"] >= 1_000 and counts["deaths"] > 0, counts
