@@ -18,7 +18,8 @@
  * over the other team's size) plus 1 when the other team is eliminated and its own is not.
  * Terminated when a team is eliminated; jaxmarl's time limit (max_steps 100, checked before the step count
  * increments) is a truncation at 101 steps, the backends' job.
- * Parameter: MAP, the scenario (the table below). Each checked against jaxmarl by tests/smax.
+ * Parameter: MAP, the scenario (the table below; fastvec/native/smax.py names them). Each checked against
+ * jaxmarl by tests/smax.
  */
 #ifndef MAP
 #define MAP 0

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from fastvec.native import NATIVE_DIR, cpu
+from fastvec.native.smax import SCENARIOS, TIME_LIMIT, scenario_defines
 
 smax = pytest.importorskip("jaxmarl.environments.smax", reason="the SMAX oracle is jaxmarl's SMAX "
                            "(pip install jaxmarl==0.2.0 with flax, chex, jaxtyping)")
@@ -25,10 +26,8 @@ DISABLED = 2  # batch.h's FV_DISABLED: the test resets each episode itself
 WORLD_STEPS = 8
 UNIT_STATE = 8  # smax.h's state values per unit
 UNIT_FEATURES, OWN_FEATURES = 13, 10  # jaxmarl's unit_list observation: per other unit, then the agent's own
-TIME_LIMIT = 101  # jaxmarl's max_steps=100 is checked before its step count increments
 POSITION_ATOL = 5e-5  # 13 ulps at the map's far edge (3.8e-6 at 32); the largest seen is 2.3e-5 (2s3z)
 OBS_ATOL = POSITION_ATOL / 4  # two positions' difference over a sight range (>= 8), or one over the map size
-MAPS = {"3m": 0, "2s3z": 1, "3s5z": 2, "5m_vs_6m": 3, "3s5z_vs_3s6z": 4, "3s_vs_5z": 5, "6h_vs_8z": 6}
 
 
 def bits(a) -> np.ndarray:
@@ -86,7 +85,7 @@ void world_state_of(const double* values, float* out) {
 
 def shim_source(name: str) -> str:
     """C exposing smax.h's action masks and world state of a set state, for the c_shim fixture."""
-    return f"#define MAP {MAPS[name]}\n" + SHIM
+    return "".join(f"#define {k} {v}\n" for k, v in scenario_defines(name).items()) + SHIM
 
 
 def check_masks_and_world_state(shim, env, values: np.ndarray, state, live: np.ndarray, where: str) -> None:
@@ -116,8 +115,9 @@ def play(name: str, episodes: int, seed: int = 0, shim=None) -> dict:
     step = jax.jit(jax.vmap(env.step_env))
     draws = jax.jit(jax.vmap(lambda k: step_draws(env, k)))
     avail = jax.jit(jax.vmap(env.get_avail_actions))
-    lib = cpu.load(NATIVE_DIR / "smax.h", (("MAP", MAPS[name]),))
+    lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name).items()))
     assert (lib.num_agents, lib.obs_size) == (n, env.obs_size)
+    assert SCENARIOS[name].agents == agents
     batch = cpu.CpuBatch(lib, episodes, DISABLED, TIME_LIMIT)
     batch.reset(np.arange(episodes, dtype=np.uint64), None)
     key = jax.random.PRNGKey(seed)

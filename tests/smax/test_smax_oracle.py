@@ -5,7 +5,8 @@ jaxmarl (0.2.0, with flax, chex and jaxtyping) cannot be imported."""
 import pytest
 from smax_oracle import play, shim_source
 
-SCENARIOS = ["3m", "2s3z", "3s5z", "5m_vs_6m", "3s5z_vs_3s6z", "3s_vs_5z", "6h_vs_8z"]
+from fastvec.native.smax import SCENARIOS
+
 EPISODES = 128  # >= 10,000 transitions: episodes run to a team's elimination or the 101-step limit
 
 
