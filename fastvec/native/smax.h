@@ -54,8 +54,12 @@
 #define NUM_ALLIES 6
 #define NUM_ENEMIES 8
 #define SMAX_TYPES {5, 5, 5, 5, 5, 5, 3, 3, 3, 3, 3, 3, 3, 3}
+#elif MAP >= 7 && MAP <= 10 /* 8m, 25m, 10m_vs_11m, 27m_vs_30m: marines only */
+#define NUM_ALLIES (MAP == 7 ? 8 : MAP == 8 ? 25 : MAP == 9 ? 10 : 27)
+#define NUM_ENEMIES (MAP == 7 ? 8 : MAP == 8 ? 25 : MAP == 9 ? 11 : 30)
+#define SMAX_ALL_MARINES 1
 #else
-#error "MAP must be 0 (3m), 1 (2s3z), 2 (3s5z), 3 (5m_vs_6m), 4 (3s5z_vs_3s6z), 5 (3s_vs_5z) or 6 (6h_vs_8z)"
+#error "MAP must be 0 (3m), 1 (2s3z), 2 (3s5z), 3 (5m_vs_6m), 4 (3s5z_vs_3s6z), 5 (3s_vs_5z), 6 (6h_vs_8z), 7 (8m), 8 (25m), 9 (10m_vs_11m) or 10 (27m_vs_30m)"
 #endif
 
 #define SMAX_N (NUM_ALLIES + NUM_ENEMIES)
@@ -100,7 +104,11 @@ typedef struct {
     float deviation[SMAX_WORLD_STEPS][SMAX_N]; /* the next env step's cooldown draws, per world step and unit */
 } State;
 
+#ifdef SMAX_ALL_MARINES
+FV_FN int smax_type(int u) { (void)u; return 0; }
+#else
 FV_FN int smax_type(int u) { const int t[SMAX_N] = SMAX_TYPES; return t[u]; }
+#endif
 
 FV_FN float smax_velocity(int u) { const float t[SMAX_TYPE_BITS] = SMAX_VELOCITY; return t[smax_type(u)]; }
 FV_FN float smax_attack(int u) { const float t[SMAX_TYPE_BITS] = SMAX_ATTACK; return t[smax_type(u)]; }

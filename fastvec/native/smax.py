@@ -29,6 +29,10 @@ SCENARIOS: dict[str, Scenario] = {
     "3s5z_vs_3s6z": Scenario(4, 8, 9),
     "3s_vs_5z": Scenario(5, 3, 5),
     "6h_vs_8z": Scenario(6, 6, 8),
+    "8m": Scenario(7, 8, 8),
+    "25m": Scenario(8, 25, 25),
+    "10m_vs_11m": Scenario(9, 10, 11),
+    "27m_vs_30m": Scenario(10, 27, 30),
 }
 
 

@@ -14,10 +14,13 @@ EPISODES = 128  # >= 10,000 transitions: episodes run to a team's elimination or
 def test_scenario_matches_jaxmarl(name):
     counts = play(name, EPISODES)
     assert counts["transitions"] >= 10_000, counts
-    # the episodes exercise what is compared: hits, deaths, won battles and the time limit
-    assert min(counts["hits"], counts["deaths"], counts["wins"], counts["time_limits"]) > 0, counts
-    # the tolerance covers XLA's batch-dependent fusing only: almost every transition is bit for bit
-    assert counts["bit_exact"] >= 0.99 * counts["transitions"], counts
+    # the episodes exercise what is compared: hits, deaths, won battles (random 25-on-25 battles all reach the
+    # time limit) and the time limit
+    assert min(counts["hits"], counts["deaths"], counts["time_limits"]) > 0, counts
+    assert counts["wins"] > 0 or name == "25m", counts
+    # the tolerance covers XLA's batch-dependent fusing only, which touches a few transitions (1.4% in the
+    # crowd of 27m_vs_30m): a formula off by an ulp would touch most
+    assert counts["bit_exact"] >= 0.97 * counts["transitions"], counts
 
 
 @pytest.mark.parametrize("name", ["3m", "3s5z_vs_3s6z"])
