@@ -156,8 +156,8 @@ static __device__ __forceinline__ void fv_check_actions(ACT_T* act, int i, fv_u6
  * where they can (fv_block_copy_wide). */
 static __device__ __forceinline__ void fv_step_staged(
     FV_STEP_KERNEL_ARGS) {
-    __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
-    __shared__ __align__(16) unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
+    __shared__ unsigned long long sh_slots[FV_STAGE_SLOT_WORDS];
+    __shared__ __align__(16) unsigned long long sh_obs[FV_STAGE_OBS_WORDS];
     fv_slot* sh = (fv_slot*)sh_slots;
     int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
     int count = min((int)blockDim.x, n - base);

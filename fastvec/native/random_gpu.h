@@ -156,8 +156,8 @@ extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_s
     int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
     unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
     float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
-    __shared__ unsigned long long sh_slots[FV_STAGE_ALLOC * FV_SLOT_WORDS];
-    __shared__ unsigned long long sh_obs[FV_STAGE_ALLOC * FV_OBS_WORDS];
+    __shared__ unsigned long long sh_slots[FV_STAGE_SLOT_WORDS];
+    __shared__ unsigned long long sh_obs[FV_STAGE_OBS_WORDS];
     fv_slot* sh = (fv_slot*)sh_slots;
     int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
     int count = min((int)blockDim.x, n - base);

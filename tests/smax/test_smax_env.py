@@ -1,6 +1,9 @@
 """fastvec's SMAX env file on its own (no jaxmarl): its spaces per scenario (the registry's team sizes) and what its
 episodes keep true."""
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -43,3 +46,23 @@ def test_random_episodes_stay_on_the_map_and_end():
         assert ((batch.obs >= -1) & (batch.obs <= 1)).all()
         ended |= batch.terminated | batch.truncated
     assert ended.all()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", ["3m", "25m", "27m_vs_30m"])
+def test_the_gpu_env_module_and_the_trainers_compile(name, tmp_path):
+    """The crowded scenarios' observations (129-168 KB an env) do not fit a block's shared memory: their staged
+    kernels are never launched, and must still compile, in the env module and in the trainer's."""
+    from fastvec.native.gpu import NVCC_FLAGS
+    from fastvec.trainer.cuda.device import CUDA_DIR
+    shutil.copyfile(NATIVE_DIR / "smax.h", tmp_path / "fastvec_env.h")
+    units = {"env": '#include "fastvec_env.h"\n#include "batch.h"\n#include "batch_gpu.h"\n',
+             "trainer": '#include "fastvec_env.h"\n#include "batch.h"\n#include "kernels.cu"\n#include "rollout.cu"\n'
+                        '#include "selfplay.cu"\n'}
+    defines = [f"-D{key}={value}" for key, value in scenario_defines(name).items()]
+    for unit, text in units.items():
+        (tmp_path / f"{unit}.cu").write_text(text)
+        cmd = ["nvcc", "--cubin", "-arch=sm_90", *NVCC_FLAGS, *defines, f"-I{tmp_path}", f"-I{CUDA_DIR}",
+               f"-I{NATIVE_DIR}", str(tmp_path / f"{unit}.cu"), "-o", str(tmp_path / f"{unit}.cubin")]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        assert proc.returncode == 0, (unit, proc.stderr[-2000:])

@@ -101,8 +101,8 @@ __device__ __forceinline__ void rollout_step(const RolloutArgs& a, const StepSli
                                 s.obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, a, s, step);
         return;
     }
-    __shared__ unsigned long long sh_slots[STAGED ? FV_STAGE_ALLOC * FV_SLOT_WORDS : 1];
-    __shared__ __align__(16) unsigned long long sh_obs[STAGED ? FV_STAGE_ALLOC * FV_OBS_WORDS : 2];
+    __shared__ unsigned long long sh_slots[STAGED ? FV_STAGE_SLOT_WORDS : 1];
+    __shared__ __align__(16) unsigned long long sh_obs[STAGED ? FV_STAGE_OBS_WORDS : 2];
     int base = blockIdx.x * blockDim.x, count = min((int)blockDim.x, a.N - base);
     fv_slot* sh = (fv_slot*)sh_slots;
     fv_block_copy(sh, a.slots + base, count * (int)sizeof(fv_slot));
