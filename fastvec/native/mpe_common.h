@@ -128,6 +128,14 @@ FV_FN double mpe_softplus(double y) {
     return tmp;
 }
 
+/* simple_tag's and simple_world_comm's bound(x) for x = |coordinate|: the penalty for leaving the screen. */
+FV_FN double mpe_offscreen_penalty(double x) {
+    if (x < 0.9) return 0.0;
+    if (x < 1.0) return (x - 0.9) * 10;
+    double e = fv_exp(2 * x - 2); /* np.exp: glibc's, or NumPy's own SIMD exp on AVX-512 CPUs */
+    return 10 < e ? 10.0 : e;
+}
+
 /* |p - q| as mpe2 writes it: np.sqrt(np.sum(np.square(p - q))). */
 FV_FN double mpe_dist(const double* p, const double* q) {
     double d0 = p[0] - q[0], d1 = p[1] - q[1];

@@ -60,14 +60,6 @@ FV_FN void tag_obs(const State* s, float* obs) {
     }
 }
 
-/* simple_tag's bound(x) for x = |coordinate|: the penalty for leaving the screen. */
-FV_FN double tag_bound(double x) {
-    if (x < 0.9) return 0.0;
-    if (x < 1.0) return (x - 0.9) * 10;
-    double e = fv_exp(2 * x - 2); /* np.exp: glibc's, or NumPy's own SIMD exp on AVX-512 CPUs */
-    return 10 < e ? 10.0 : e;
-}
-
 FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     mpe_reset_world(&s->w, rng, 0.9);
     tag_obs(s, obs);
@@ -89,7 +81,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
         double rew = 0.0;
         for (int v = 0; v < NUM_ADVERSARIES; v++)
             if (mpe_overlap(w, v, a)) rew -= 10;
-        for (int p = 0; p < MPE_DIM_P; p++) rew -= tag_bound(fabs(w->pos[a][p]));
+        for (int p = 0; p < MPE_DIM_P; p++) rew -= mpe_offscreen_penalty(fabs(w->pos[a][p]));
         rewards[a] = (float)rew;
     }
     tag_obs(s, obs);

@@ -107,14 +107,6 @@ FV_FN void wc_obs(const State* s, float* obs) {
     }
 }
 
-/* simple_world_comm's bound(x), simple_tag's: the penalty for leaving the screen. */
-FV_FN double wc_bound(double x) {
-    if (x < 0.9) return 0.0;
-    if (x < 1.0) return (x - 0.9) * 10;
-    double e = fv_exp(2 * x - 2); /* np.exp: glibc's, or NumPy's own SIMD exp on AVX-512 CPUs */
-    return 10 < e ? 10.0 : e;
-}
-
 FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     mpe_reset_world(&s->w, rng, 0.9);
     wc_obs(s, obs);
@@ -139,7 +131,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
         } else {
             for (int v = 0; v < NUM_ADVERSARIES; v++)
                 if (mpe_overlap(w, v, a)) rew -= 5;
-            for (int p = 0; p < MPE_DIM_P; p++) rew -= 2 * wc_bound(fabs(w->pos[a][p]));
+            for (int p = 0; p < MPE_DIM_P; p++) rew -= 2 * mpe_offscreen_penalty(fabs(w->pos[a][p]));
             for (int f = WC_FOOD0; f < WC_FOREST0; f++)
                 if (mpe_overlap(w, a, f)) rew += 2;
             double nearest = mpe_dist(w->pos[WC_FOOD0], w->pos[a]);
