@@ -45,19 +45,17 @@ void emu_match_play(int blocks, int threads, int n, int games_per_match, int gam
                     const int* game_weights, const int* levels, OBS_T* game_obs, float* starts, float* state,
                     int* actions, float* scores, int* game_steps, int* remaining, unsigned long long key,
                     long long first_step, int steps, int deterministic, int max_steps) {
-    launch_grid(blocks, threads, [=] {
-        match_play_kernel(n, games_per_match, games_per_block, shared_policies, slots, weights, stride, staged,
-                          game_weights, levels, game_obs, starts, state, actions, scores, game_steps, remaining, key,
-                          first_step, steps, deterministic, max_steps);
-    });
+    MatchPlayArgs a = {slots, weights, staged, game_weights, levels, game_obs, starts, state, actions, scores,
+                       game_steps, remaining, stride, key, first_step, n, games_per_match, games_per_block,
+                       shared_policies, steps, deterministic, max_steps};
+    launch_grid(blocks, threads, [=] { match_play_kernel(a); });
 }
 
 void emu_pool_forward(int rows, int per_game, const float* weights, long long stride, const int* game_weights,
                       const OBS_T* game_obs, const float* starts, float* state, int* actions, unsigned long long key,
                       long long t) {
-    launch(rows, 128, [=] {
-        pool_forward_kernel(rows, per_game, 0, 0, weights, stride, game_weights, game_obs, starts, state, actions, key,
-                            nullptr, t, 0);
-    });
+    PoolForwardArgs a = {weights, game_weights, game_obs, starts, state, actions, nullptr, key, stride, t, rows,
+                         per_game, 0, 0, 0};
+    launch(rows, 128, [=] { pool_forward_kernel(a); });
 }
 }

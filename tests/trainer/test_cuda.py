@@ -469,6 +469,7 @@ def test_muon_small_kernel_matches_reference(gpu):
     the matrix's bias's Adam step) against reference.muon_step: wide, tall (Breakout's 192 x 64), tiny and
     bias-less matrices in one launch, with a clip scale."""
     cuda, k, _ = gpu
+    from fastvec.trainer.cuda.kernel_args import MuonSmallArgs, pack
     from fastvec.trainer.cuda.optimizers import MUON_SMALL_DTYPE, MUON_SMALL_THREADS, muon_small_shared_bytes
     from fastvec.trainer.cuda.plan import SCALARS_DTYPE
     dev = Dev(cuda, k.stream)
@@ -494,11 +495,10 @@ def test_muon_small_kernel_matches_reference(gpu):
     pp, pg, pm, pv = dev(params), dev(grads), dev(m), dev(v)
     shared = max(muon_small_shared_bytes(layout.offsets[name][1]) for name in matrices)
     k.function("muon_small_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
-    k.launch_shared("muon_small_kernel", len(matrices) * MUON_SMALL_THREADS, MUON_SMALL_THREADS, shared,
-                    dev(np.frombuffer(table.tobytes(), np.uint8)), pp, pg, pm, pv,
-                    dev(np.frombuffer(scalars.tobytes(), np.uint8)), np.float32(0.95),
-                    *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5), np.float32(0.9), np.float32(0.999),
-                    np.float32(0.1), np.float32(0.001), np.float32(1e-8))
+    args = MuonSmallArgs(dev(np.frombuffer(table.tobytes(), np.uint8)), pp, pg, pm, pv,
+                         dev(np.frombuffer(scalars.tobytes(), np.uint8)), 0.95, *ref.NS_COEFFS, 0.9, 0.999, 0.1,
+                         0.001, 1e-8, steps=5)
+    k.launch_shared("muon_small_kernel", len(matrices) * MUON_SMALL_THREADS, MUON_SMALL_THREADS, shared, pack(args))
     views = [layout.views(x) for x in (params, grads * np.float32(0.7), m, v)]
     ref.muon_step(*views, set(matrices), 1, 0.02, 0.95, 0.9, 0.999, 1e-8)
     assert rel_err(dev.get(pm, (p,)), m) <= F32_TOL

@@ -197,6 +197,7 @@ def test_the_match_kernels_policy_step_is_the_thread_forward():
     same sampled actions and, bit for bit, the same new recurrent states (hidden 48: a warp of 32 units and one
     of 16); the step counts of a played-out evaluation are each game's own."""
     from fastvec.trainer.cuda import device
+    from fastvec.trainer.cuda.kernel_args import PoolForwardArgs, pack
     from fastvec.trainer.cuda.matches import GpuMatches, MatchBatch
     config = gpu_selfplay_config()
     spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layers=2, highway=True)
@@ -224,9 +225,10 @@ def test_the_match_kernels_policy_step_is_the_thread_forward():
     k, block = device.Launcher(module, matches.stream), 128
     k.function("pool_forward_kernel").set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                     4 * 48 * block)
-    k.launch_shared("pool_forward_kernel", rows, block, 4 * 48 * block, np.int32(rows), np.int32(agents),
-                    np.int32(0), np.int32(0), gpu["weights"], np.int64(stride), gpu["game_weights"], gpu["obs"],
-                    gpu["starts"], gpu["state"], gpu["actions"], np.uint64(batch.key), 0, np.int64(7), np.int32(0))
+    args = PoolForwardArgs(gpu["weights"], gpu["game_weights"], gpu["obs"], gpu["starts"], gpu["state"],
+                           gpu["actions"], 0, key=batch.key, pool_stride=stride, t=7, rows=rows, per_game=agents,
+                           seat_offset=0, player_slot=0, deterministic=0)
+    k.launch_shared("pool_forward_kernel", rows, block, 4 * 48 * block, pack(args))
     batch.play(7, 1)
     matches.stream.synchronize()
     thread_state = cuda.from_device_like(allocations["state"], state)

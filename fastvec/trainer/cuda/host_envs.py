@@ -12,6 +12,7 @@ import numpy as np
 
 from fastvec.native.graphs import CudaDriverError, CudaGraph
 from fastvec.trainer.cuda.heads import record_reward_scaling
+from fastvec.trainer.cuda.kernel_args import HostRecordArgs, pack
 from fastvec.trainer.cuda.plan import Plan, transforms_obs
 
 
@@ -170,11 +171,13 @@ class HostEnvs:
         r = plan.rows
         buf = lambda name, offset=0: self.slot(name, slot, offset)  # noqa: E731
         self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], k.stream)
-        k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), np.int32(g["envs"]), np.int32(plan.num_agents),
-                 np.int32(o), np.int32(g["views"]["ep_stats"].shape[1]), dev["obs"], dev["rewards"],
-                 dev["ep_return"], dev["ep_stats"], dev["ep_length"], dev["terminated"], dev["truncated"],
-                 buf("obs", ((t + 1) * r + row0) * o), buf("rewards", t * r + row0), buf("dones", t * r + row0),
-                 buf("starts", (t + 1) * r + row0), a.ptr("episode_acc"), np.int32(self.reward_clamp))
+        args = HostRecordArgs(dev["obs"], dev["rewards"], dev["ep_return"], dev["ep_stats"], dev["ep_length"],
+                              dev["terminated"], dev["truncated"], buf("obs", ((t + 1) * r + row0) * o),
+                              buf("rewards", t * r + row0), buf("dones", t * r + row0),
+                              buf("starts", (t + 1) * r + row0), a.ptr("episode_acc"), n=g["envs"],
+                              agents=plan.num_agents, obs_size=o, num_stats=g["views"]["ep_stats"].shape[1],
+                              reward_clamp=int(self.reward_clamp))
+        k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), pack(args))
         if t + 1 < plan.horizon:
             self.infer(g, t + 1, slot)
 

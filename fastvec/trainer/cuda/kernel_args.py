@@ -1,13 +1,14 @@
 """The argument structs the trainer's long-argument kernels take by value, as ctypes Structures: field for field
 the C typedefs (GaeArgs, GatherArgs and LossArgs in update_args.cu, RolloutArgs and StepSlices in
-rollout_common.cu, SelfPlayArgs in selfplay.cu); tests/trainer/test_kernel_signatures.py compares the two.
+rollout_common.cu, HostRecordArgs in rollout.cu, SelfPlayArgs, PoolForwardArgs and MatchPlayArgs in selfplay.cu,
+MuonSmallArgs in optimizers.cu); tests/trainer/test_kernel_signatures.py compares the two.
 `pack(struct)` is a launch's argument bytes."""
 
 from __future__ import annotations
 
 import ctypes
 
-P, I32, U64, F32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.c_float
+P, I32, I64, U64, F32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_float
 
 
 class GaeArgs(ctypes.Structure):
@@ -67,7 +68,44 @@ class SelfPlayArgs(ctypes.Structure):
                 ("selfplay_acc", P), ("pool_key", U64), ("seat_offset", I32)]
 
 
-STRUCTS = {cls.__name__: cls for cls in (GaeArgs, GatherArgs, LossArgs, RolloutArgs, StepSlices, SelfPlayArgs)}
+class HostRecordArgs(ctypes.Structure):
+    """rollout.cu's host_record_kernel: a host-stepped env group's outputs as copied up (the *_in arrays) and the
+    group's rows of step t's slices."""
+
+    _fields_ = [("obs_in", P), ("rewards_in", P), ("ep_return_in", P), ("ep_stats_in", P), ("ep_length_in", P),
+                ("terminated_in", P), ("truncated_in", P), ("obs_next", P), ("rewards", P), ("dones", P),
+                ("starts_next", P), ("episode_acc", P), ("n", I32), ("agents", I32), ("obs_size", I32),
+                ("num_stats", I32), ("reward_clamp", I32)]
+
+
+class PoolForwardArgs(ctypes.Structure):
+    """selfplay.cu's pool_forward_kernel: the pool snapshots' policy step for a set of game rows."""
+
+    _fields_ = [("pool", P), ("game_weights", P), ("game_obs", P), ("starts", P), ("state", P), ("actions", P),
+                ("scalars", P), ("key", U64), ("pool_stride", I64), ("t", I64), ("rows", I32), ("per_game", I32),
+                ("seat_offset", I32), ("player_slot", I32), ("deterministic", I32)]
+
+
+class MatchPlayArgs(ctypes.Structure):
+    """selfplay.cu's match_play_kernel: a launch's worth of steps of the evaluation matches (cuda/matches.py)."""
+
+    _fields_ = [("slots", P), ("weights", P), ("staged", P), ("game_weights", P), ("bot_levels", P),
+                ("game_obs", P), ("starts", P), ("state", P), ("actions", P), ("scores", P), ("game_steps", P),
+                ("remaining", P), ("stride", I64), ("key", U64), ("first_step", I64), ("N", I32),
+                ("games_per_match", I32), ("games_per_block", I32), ("shared_policies", I32), ("steps", I32),
+                ("deterministic", I32), ("max_episode_steps", I32)]
+
+
+class MuonSmallArgs(ctypes.Structure):
+    """optimizers.cu's muon_small_kernel: Muon's whole step for the small matrices, their biases' Adam step."""
+
+    _fields_ = [("table", P), ("params", P), ("grads", P), ("m", P), ("v", P), ("scalars", P), ("momentum", F32),
+                ("ns_a", F32), ("ns_b", F32), ("ns_c", F32), ("beta1", F32), ("beta2", F32),
+                ("one_minus_beta1", F32), ("one_minus_beta2", F32), ("eps", F32), ("steps", I32)]
+
+
+STRUCTS = {cls.__name__: cls for cls in (GaeArgs, GatherArgs, LossArgs, RolloutArgs, StepSlices, SelfPlayArgs,
+                                         HostRecordArgs, PoolForwardArgs, MatchPlayArgs, MuonSmallArgs)}
 
 
 def pack(struct: ctypes.Structure) -> bytes:

@@ -14,10 +14,14 @@ from fastvec.trainer.config import ConfigError
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.device import module_int
+from fastvec.trainer.cuda.kernel_args import MatchPlayArgs, pack
 from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
 from fastvec.trainer.env_batch import env_build
 from fastvec.trainer.settings import Config
 
+# The arena arrays match_play_kernel reads and writes, in MatchPlayArgs' order.
+MATCH_PLAY_ARRAYS = ("slots", "weights", "staged", "game_weights", "bot_levels", "game_obs", "starts", "state",
+                     "actions", "scores", "game_steps", "remaining")
 PLAY_STEPS = 1024  # game steps a match_play_kernel launch plays at most: the host looks at the scores between launches
 BLOCK_SHARED_RESERVED = 1024  # bytes of shared memory the driver keeps per block (sm_80 and later)
 
@@ -111,14 +115,11 @@ class MatchBatch:
     def play(self, first_step: int, steps: int = PLAY_STEPS) -> None:
         """Queue steps first_step .. first_step + steps - 1 of the games without a score."""
         a, (per_block, in_shared, threads, shared) = self.arena, self.layout
-        self.k.launch_shared("match_play_kernel", self.blocks * threads, threads, shared, np.int32(self.num_games),
-                             np.int32(self.games), np.int32(per_block), np.int32(in_shared), a.ptr("slots"),
-                             a.ptr("weights"), np.int64(self.stride), a.ptr("staged"),
-                             a.ptr("game_weights"), a.ptr("bot_levels"), a.ptr("game_obs"), a.ptr("starts"),
-                             a.ptr("state"), a.ptr("actions"), a.ptr("scores"), a.ptr("game_steps"),
-                             a.ptr("remaining"), np.uint64(self.key),
-                             np.int64(first_step), np.int32(steps), np.int32(self.deterministic),
-                             np.int32(self.max_steps))
+        args = MatchPlayArgs(*(a.ptr(name) for name in MATCH_PLAY_ARRAYS), stride=self.stride, key=self.key,
+                             first_step=first_step, N=self.num_games, games_per_match=self.games,
+                             games_per_block=per_block, shared_policies=in_shared, steps=steps,
+                             deterministic=int(self.deterministic), max_episode_steps=self.max_steps)
+        self.k.launch_shared("match_play_kernel", self.blocks * threads, threads, shared, pack(args))
 
     def remaining(self) -> int:
         return int(self.arena.get(self.cuda, "remaining")[0])

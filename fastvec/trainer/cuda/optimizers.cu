@@ -103,6 +103,27 @@ struct MuonMatrix {
     double scale;           /* muon_update_scale(shape) */
 };
 
+/* muon_small_kernel's arguments (kernel_args.py mirrors them): the table, the parameters, their gradients and the
+ * optimizer state, the momentum, the Newton-Schulz coefficients and the biases' Adam constants. */
+typedef struct {
+    const MuonMatrix* table;     /* (matrices,) a block each */
+    float* params;               /* the flat parameters */
+    const float* grads;          /* the flat gradients */
+    float* m;                    /* Muon's momentum at a matrix's offset, Adam's first moment at a bias's */
+    float* v;                    /* Adam's second moment at a bias's offset */
+    const TrainScalars* scalars; /* lr (and Adam's bias corrections) */
+    float momentum;
+    float ns_a;                  /* Newton-Schulz: X <- (ns_a I + ns_b G + ns_c G G) X */
+    float ns_b;
+    float ns_c;
+    float beta1;
+    float beta2;
+    float one_minus_beta1;
+    float one_minus_beta2;
+    float eps;
+    int steps;                   /* Newton-Schulz iterations */
+} MuonSmallArgs;
+
 /* Muon's whole step for small matrices, one block (MUON_SMALL_THREADS) per matrix of `table`: momentum,
  * Frobenius normalisation, `steps` Newton-Schulz iterations X <- (a I + b G + c G G) X with G = X X^T on
  * the wide orientation (r = min(rows, cols) rows of c = max(rows, cols)), the scaled update, and the matrix's
@@ -111,14 +132,11 @@ struct MuonMatrix {
  * the iterate and the next, (r4, muon_stride(c)) each, and gram and poly, (r4, muon_stride(r)) each, r4 = r
  * rounded up to 4. m, v: the optimizer state (Muon momentum at a matrix's offset, Adam's m and v at a bias's). */
 #define MUON_SMALL_THREADS 512
-__global__ void __launch_bounds__(MUON_SMALL_THREADS, 1)
-muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, float* m, float* v,
-                  const TrainScalars* scalars, float momentum, float ns_a, float ns_b, float ns_c, int steps,
-                  float beta1, float beta2, float one_minus_beta1, float one_minus_beta2, float eps) {
+__global__ void __launch_bounds__(MUON_SMALL_THREADS, 1) muon_small_kernel(const MuonSmallArgs a) {
     extern __shared__ float4 smem4[];
     __shared__ float scratch[32];
     float* smem = (float*)smem4;
-    MuonMatrix mat = table[blockIdx.x];
+    MuonMatrix mat = a.table[blockIdx.x];
     int rows = mat.rows, cols = mat.cols, count = rows * cols;
     bool tall = rows > cols;
     int r = tall ? cols : rows, c = tall ? rows : cols;
@@ -131,7 +149,7 @@ muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, fl
     __syncthreads();
     float squares = 0.0f;
     for (int e = threadIdx.x; e < count; e += blockDim.x) {
-        float u = muon_momentum_element(mat.offset + e, grads, m, scalars, momentum);
+        float u = muon_momentum_element(mat.offset + e, a.grads, a.m, a.scalars, a.momentum);
         int row = e / cols, col = e - row * cols;
         x[tall ? col * ldx + row : row * ldx + col] = u;
         squares += u * u;
@@ -143,15 +161,15 @@ muon_small_kernel(const MuonMatrix* table, float* params, const float* grads, fl
         x[at] = x[at] / denom;
     }
     __syncthreads();
-    x = muon_newton_schulz(x, xn, gram, poly, r, c, steps, ns_a, ns_b, ns_c);
-    float lr_scale = (float)(scalars->lr * mat.scale);
+    x = muon_newton_schulz(x, xn, gram, poly, r, c, a.steps, a.ns_a, a.ns_b, a.ns_c);
+    float lr_scale = (float)(a.scalars->lr * mat.scale);
     for (int e = threadIdx.x; e < count; e += blockDim.x) {
         int row = e / cols, col = e - row * cols;
-        params[mat.offset + e] -= lr_scale * x[tall ? col * ldx + row : row * ldx + col];
+        a.params[mat.offset + e] -= lr_scale * x[tall ? col * ldx + row : row * ldx + col];
     }
     for (int e = threadIdx.x; e < mat.bias_count; e += blockDim.x)
-        adam_element(mat.bias_offset + e, params, grads, m, v, scalars, beta1, beta2, one_minus_beta1,
-                     one_minus_beta2, eps);
+        adam_element(mat.bias_offset + e, a.params, a.grads, a.m, a.v, a.scalars, a.beta1, a.beta2,
+                     a.one_minus_beta1, a.one_minus_beta2, a.eps);
 }
 
 } /* extern "C" */

@@ -11,6 +11,7 @@ import numpy as np
 from fastvec.native.graphs import Event
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.cublas import Cublas
+from fastvec.trainer.cuda.kernel_args import MuonSmallArgs, pack
 from fastvec.trainer.cuda.plan import NORM_BLOCKS
 
 NS_CUBLAS_WORKSPACE = 4 << 20  # each Muon branch's cuBLAS workspace (its GEMMs are at most hidden x 3 hidden)
@@ -196,11 +197,12 @@ class Muon(Adam):
             if bias in layout.offsets and bias not in self.matrix_names:
                 self._record_adam(bk, bias, adam_args)
         if self.small:  # the small matrices (and their biases) in one launch, beside the chains
+            ns_a, ns_b, ns_c = ref.NS_COEFFS
+            args = MuonSmallArgs(a.ptr("muon_small_table"), a.ptr("params"), a.ptr("grads"), a.ptr("opt_state"),
+                                 a.ptr("opt_state", p), a.ptr("scalars"), tc.muon_momentum, ns_a, ns_b, ns_c,
+                                 *adam_args[1:], steps=5)
             k.launch_shared("muon_small_kernel", len(self.small) * MUON_SMALL_THREADS, MUON_SMALL_THREADS,
-                            self.small_shared, a.ptr("muon_small_table"), a.ptr("params"), a.ptr("grads"),
-                            a.ptr("opt_state"), a.ptr("opt_state", p), a.ptr("scalars"),
-                            np.float32(tc.muon_momentum), *(np.float32(c) for c in ref.NS_COEFFS), np.int32(5),
-                            *adam_args[1:])
+                            self.small_shared, pack(args))
         for name, _ in layout.table:  # any other vector, on the learner's stream
             if name not in self.matrix_names and name[:-2] + ".w" not in self.matrix_names:
                 self._record_adam(k, name, adam_args)

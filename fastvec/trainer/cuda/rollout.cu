@@ -147,22 +147,39 @@ __global__ void host_sample_kernel(int rows, int row0, const float* y, int* acti
     values[j] = yr[NUM_ACTIONS];
 }
 
-/* One group of n envs with `agents` rows each, after the host stepped them: the *_in arrays are the
- * batch's outputs as copied up (obs (n * agents, O), rewards and ep_return (n * agents,), ep_stats
- * (n, S), ep_length, terminated, truncated (n,)); obs_next, rewards, dones and starts_next are the
- * group's rows of obs[t + 1], rewards[t], dones[t] and starts[t + 1]. Every thread copies one obs
- * element; threads i < n also record env i's outcome (record_outcome, as sample_and_step_env). */
-__global__ void host_record_kernel(int n, int agents, int obs_size, int num_stats, const float* obs_in,
-                                   const float* rewards_in, const float* ep_return_in, const float* ep_stats_in,
-                                   const int* ep_length_in, const unsigned char* terminated_in,
-                                   const unsigned char* truncated_in, float* obs_next, float* rewards, float* dones,
-                                   float* starts_next, double* episode_acc, int reward_clamp) {
+/* host_record_kernel's arguments (kernel_args.py mirrors them): one group of n envs with `agents` rows each, after
+ * the host stepped them. The *_in arrays are the batch's outputs as copied up; the others are the group's rows of
+ * step t's slices of the rollout slot. */
+typedef struct {
+    const float* obs_in;                /* (n * agents, O) */
+    const float* rewards_in;            /* (n * agents,) */
+    const float* ep_return_in;          /* (n * agents,) */
+    const float* ep_stats_in;           /* (n, S) */
+    const int* ep_length_in;            /* (n,) */
+    const unsigned char* terminated_in; /* (n,) */
+    const unsigned char* truncated_in;  /* (n,) */
+    float* obs_next;                    /* the group's rows of obs[t + 1] */
+    float* rewards;                     /* ... of rewards[t] */
+    float* dones;                       /* ... of dones[t] */
+    float* starts_next;                 /* ... of starts[t + 1] */
+    double* episode_acc;                /* episodes finished, their returns, lengths and stats (record_outcome) */
+    int n;
+    int agents;
+    int obs_size;
+    int num_stats;
+    int reward_clamp;                   /* 1: rewards clamped to [-1, 1] in the rollout */
+} HostRecordArgs;
+
+/* Every thread copies one obs element; threads i < n also record env i's outcome (record_outcome, as
+ * sample_and_step_env). */
+__global__ void host_record_kernel(const HostRecordArgs a) {
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < (long long)n * agents * obs_size) obs_next[idx] = obs_in[idx];
-    if (idx >= n) return;
+    if (idx < (long long)a.n * a.agents * a.obs_size) a.obs_next[idx] = a.obs_in[idx];
+    if (idx >= a.n) return;
     int i = (int)idx;
-    record_outcome(i, agents, num_stats, terminated_in[i] | truncated_in[i], rewards_in, ep_return_in, ep_length_in[i],
-                   ep_stats_in + (long long)i * num_stats, rewards, dones, starts_next, episode_acc, reward_clamp);
+    record_outcome(i, a.agents, a.num_stats, a.terminated_in[i] | a.truncated_in[i], a.rewards_in, a.ep_return_in,
+                   a.ep_length_in[i], a.ep_stats_in + (long long)i * a.num_stats, a.rewards, a.dones, a.starts_next,
+                   a.episode_acc, a.reward_clamp);
 }
 
 #ifdef POLICY_HIDDEN

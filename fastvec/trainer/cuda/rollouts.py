@@ -12,7 +12,7 @@ import numpy as np
 
 from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.heads import record_reward_scaling
-from fastvec.trainer.cuda.kernel_args import RolloutArgs, SelfPlayArgs, StepSlices, pack
+from fastvec.trainer.cuda.kernel_args import PoolForwardArgs, RolloutArgs, SelfPlayArgs, StepSlices, pack
 from fastvec.trainer.cuda.plan import Plan, pool_row_floats, transforms_obs, warp_scratch_floats, warp_weight_floats
 from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
@@ -281,11 +281,11 @@ class SelfPlayRollout(GemmRollout):
     def step_envs(self, slot: int, t: int) -> None:
         a, k = self.arena, self.k
         if self.opp_rows:
-            k.launch_shared("pool_forward_kernel", self.opp_rows, self.POOL_BLOCK, self.shared, np.int32(self.opp_rows),
-                            np.int32(self.seats - 1), np.int32(0), np.int32(-1), a.ptr("pool"), np.int64(self.stride),
-                            a.ptr("game_weights"), a.ptr("game_obs"), a.ptr("opp_starts"), a.ptr("opp_state"),
-                            a.ptr("opp_actions"), np.uint64(self.opponent_key), a.ptr("scalars"), np.int64(t),
-                            np.int32(0))
+            args = PoolForwardArgs(a.ptr("pool"), a.ptr("game_weights"), a.ptr("game_obs"), a.ptr("opp_starts"),
+                                   a.ptr("opp_state"), a.ptr("opp_actions"), a.ptr("scalars"), key=self.opponent_key,
+                                   pool_stride=self.stride, t=t, rows=self.opp_rows, per_game=self.seats - 1,
+                                   seat_offset=0, player_slot=-1, deterministic=0)
+            k.launch_shared("pool_forward_kernel", self.opp_rows, self.POOL_BLOCK, self.shared, pack(args))
         k.launch("selfplay_step_kernel", self.plan.num_envs, self.args(slot), self.selfplay_args, np.int32(t))
 
     def sync_pool(self, pool) -> None:

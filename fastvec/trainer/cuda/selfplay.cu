@@ -30,34 +30,50 @@ __device__ __forceinline__ int row_seat(int k, int per_game, int learner_seat) {
     return per_game == NUM_AGENTS ? k : (k < learner_seat ? k : k + 1);
 }
 
-/* A thread per row j = g * per_game + k (seat row_seat(k)) of `rows`: the policy step of the snapshot in pool
+/* pool_forward_kernel's arguments (kernel_args.py mirrors them). */
+typedef struct {
+    const float* pool;           /* (slots, pool_stride) the snapshots' flat weights */
+    const int* game_weights;     /* (N,) the pool slot each game's opponents play */
+    const OBS_T* game_obs;       /* (N, NUM_AGENTS, O) every seat's obs */
+    const float* starts;         /* (rows,) 1: the row begins a game */
+    float* state;                /* (Ls, rows, H) the rows' MinGRU states */
+    int* actions;                /* (rows,) out */
+    const TrainScalars* scalars; /* rollout_steps, or 0: the step is t alone */
+    unsigned long long key;      /* the rows' draws */
+    long long pool_stride;
+    long long t;
+    int rows;
+    int per_game;                /* rows a game: NUM_AGENTS - 1 (opponent rows) or NUM_AGENTS (every seat) */
+    int seat_offset;             /* game g's learner plays seat (g + seat_offset) % NUM_AGENTS */
+    int player_slot;             /* with per_game == NUM_AGENTS: the learner seat's pool slot, or -1 */
+    int deterministic;           /* 1: the argmax, not a draw */
+} PoolForwardArgs;
+
+/* A thread per row j = g * per_game + k (seat row_seat(k)) of a.rows: the policy step of the snapshot in pool
  * slot game_weights[g] (or player_slot for the learner's seat when per_game == NUM_AGENTS and player_slot >= 0)
- * on the seat's obs in game_obs (N, NUM_AGENTS, O); state (Ls, rows, H) and starts (rows,) are the rows' own.
- * The action is sampled with policy_uniform(key, j, step) (or the argmax with deterministic), step =
- * scalars->rollout_steps + t (t alone without scalars). Dynamic shared memory: (H, blockDim) floats. */
-__global__ void pool_forward_kernel(int rows, int per_game, int seat_offset, int player_slot, const float* pool,
-                                    long long pool_stride, const int* game_weights, const OBS_T* game_obs,
-                                    const float* starts, float* state, int* actions, unsigned long long key,
-                                    const TrainScalars* scalars, long long t, int deterministic) {
+ * on the seat's obs. The action is sampled with policy_uniform(key, j, step) (or the argmax with deterministic),
+ * step = scalars->rollout_steps + t (t alone without scalars). Dynamic shared memory: (H, blockDim) floats. */
+__global__ void pool_forward_kernel(const PoolForwardArgs a) {
     extern __shared__ float4 shared4[];
     float* scratch = reinterpret_cast<float*>(shared4);
     int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= rows) return;
-    int g = j / per_game, learner = (g + seat_offset) % NUM_AGENTS;
-    int seat = row_seat(j % per_game, per_game, learner);
-    int slot = (per_game == NUM_AGENTS && player_slot >= 0 && seat == learner) ? player_slot : game_weights[g];
+    if (j >= a.rows) return;
+    int g = j / a.per_game, learner = (g + a.seat_offset) % NUM_AGENTS;
+    int seat = row_seat(j % a.per_game, a.per_game, learner);
+    int slot = (a.per_game == NUM_AGENTS && a.player_slot >= 0 && seat == learner) ? a.player_slot : a.game_weights[g];
     float y[NUM_ACTIONS + 1];
-    thread_policy_forward(pool + (long long)slot * pool_stride,
-                          game_obs + ((long long)g * NUM_AGENTS + seat) * OBS_SIZE, 1.0f - starts[j], state, state, j,
-                          rows, scratch + threadIdx.x, blockDim.x, y);
+    thread_policy_forward(a.pool + (long long)slot * a.pool_stride,
+                          a.game_obs + ((long long)g * NUM_AGENTS + seat) * OBS_SIZE, 1.0f - a.starts[j], a.state,
+                          a.state, j, a.rows, scratch + threadIdx.x, blockDim.x, y);
     int action = 0;
-    if (deterministic) {
-        for (int a = 1; a < NUM_ACTIONS; a++) action = y[a] > y[action] ? a : action;
+    if (a.deterministic) {
+        for (int m = 1; m < NUM_ACTIONS; m++) action = y[m] > y[action] ? m : action;
     } else {
         float lp;
-        action = sample_row(y, NUM_ACTIONS, policy_uniform(key, j, (scalars ? scalars->rollout_steps : 0) + t), &lp);
+        action = sample_row(y, NUM_ACTIONS, policy_uniform(a.key, j, (a.scalars ? a.scalars->rollout_steps : 0) + a.t),
+                            &lp);
     }
-    actions[j] = action;
+    a.actions[j] = action;
 }
 
 /* 1 when `seat`'s return beats every other seat's, 0.5 when it ties the best, 0 otherwise (game_scores). */
@@ -209,6 +225,32 @@ __device__ __forceinline__ void match_row(int role, int group, int r, int count,
     *seat = role == 0 ? player : (role - 1 < player ? role - 1 : role);
 }
 
+/* match_play_kernel's arguments (kernel_args.py mirrors them; the kernel's comment below says how they are used). */
+typedef struct {
+    fv_slot* slots;          /* (N,) the games */
+    const float* weights;    /* (policies, stride) the flat weights */
+    const float* staged;     /* (policies, MATCH_STAGED) the same, staged (match_stage_kernel) */
+    const int* game_weights; /* (N,) each game's opponent policy */
+    const int* bot_levels;   /* (N,) the scripted bot's level, or -1: a policy opponent */
+    OBS_T* game_obs;         /* (N, NUM_AGENTS, O) */
+    float* starts;           /* (N * NUM_AGENTS,) */
+    float* state;            /* (Ls, N * NUM_AGENTS, H) */
+    int* actions;            /* (N * NUM_AGENTS,) */
+    float* scores;           /* (N,) NaN until a game's first end */
+    int* game_steps;         /* (N,) */
+    int* remaining;          /* (1,) games without a score */
+    long long stride;
+    unsigned long long key;
+    long long first_step;
+    int N;
+    int games_per_match;
+    int games_per_block;
+    int shared_policies;     /* policies a block keeps in shared memory (0: read from staged) */
+    int steps;
+    int deterministic;
+    int max_episode_steps;
+} MatchPlayArgs;
+
 /* Steps first_step .. first_step + steps - 1 of the unscored games, a launch (cuda/matches.py relaunches until
  * every game has a score). A block plays games_per_block games of one match (ceil(games_per_match /
  * games_per_block) blocks a match, in match order), with the policies it needs (the player's, the opponent's)
@@ -228,12 +270,18 @@ __device__ __forceinline__ void match_row(int role, int group, int r, int count,
  * and start flags (N * NUM_AGENTS,) are read at the start and written back. Dynamic shared memory (floats):
  * shared_policies * MATCH_STAGED, then per group MATCH_GROUP_FLOATS, then games_per_block * MATCH_GAME_FLOATS
  * (the obs, then the ints: seat actions, open flags) and one int. */
-__global__ void match_play_kernel(int N, int games_per_match, int games_per_block, int shared_policies,
-                                  fv_slot* slots, const float* weights, long long stride, const float* staged,
-                                  const int* game_weights, const int* bot_levels, OBS_T* game_obs, float* starts,
-                                  float* state, int* actions, float* scores, int* game_steps, int* remaining,
-                                  unsigned long long key, long long first_step, int steps, int deterministic,
-                                  int max_episode_steps) {
+__global__ void match_play_kernel(const MatchPlayArgs args) {
+    const int N = args.N, games_per_match = args.games_per_match, games_per_block = args.games_per_block;
+    const int shared_policies = args.shared_policies, steps = args.steps, deterministic = args.deterministic;
+    const long long stride = args.stride, first_step = args.first_step;
+    const unsigned long long key = args.key;
+    const int max_episode_steps = args.max_episode_steps;
+    fv_slot* slots = args.slots;
+    const float *weights = args.weights, *staged = args.staged;
+    const int *game_weights = args.game_weights, *bot_levels = args.bot_levels;
+    OBS_T* game_obs = args.game_obs;
+    float *starts = args.starts, *state = args.state, *scores = args.scores;
+    int *actions = args.actions, *game_steps = args.game_steps, *remaining = args.remaining;
     extern __shared__ float4 match_shared4[];
     const int G = MATCH_ROWS, OBS = NUM_AGENTS * OBS_SIZE;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, groups = (blockDim.x >> 5) / MATCH_SLICES;
