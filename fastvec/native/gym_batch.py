@@ -9,6 +9,7 @@ final_obs). The trainers take Discrete actions and flat Box observations; any ot
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -157,21 +158,35 @@ class GymBatch:
         self.vec.close()
 
 
-def host_stub_source(obs_size: int, num_actions: int, folder: Path) -> Path:
-    """A native env file with a Gymnasium env's sizes and no rules, for the CUDA trainer's host-env kernels,
-    which are compiled around an env's sizes (OBS_SIZE, NUM_ACTIONS) but never step it (the host does).
-    Written once per size pair under folder (the build cache)."""
-    text = (f"/* fastvec: sizes of a Gymnasium env stepped on the host; never stepped on the GPU */\n"
-            f'#include "fastvec.h"\n#define OBS_SIZE {int(obs_size)}\n#define NUM_ACTIONS {int(num_actions)}\n'
+def host_stub_source(env, folder: Path) -> Path:
+    """A native env file with the sizes and action space of an env stepped on the host (a Gymnasium env, a MuJoCo
+    task: `env` is its batch's env, with obs_size, num_actions and, for a Box or MultiDiscrete action, spaces) and
+    no rules, for the CUDA trainer's host-env kernels, which are compiled around an env's sizes and action type
+    but never step it (the host does). Written once per content under folder (the build cache)."""
+    spaces = getattr(env, "spaces", None)
+    kind = spaces.action_kind if spaces is not None else "discrete"
+    if kind == "box":
+        bound = lambda x: "FV_INF" if x == np.inf else "-FV_INF" if x == -np.inf else f"{float(x)!r}f"  # noqa: E731
+        action = (f"#define ACTION_SPACE FV_BOX\n#define ACTION_DIMS {len(spaces.action_low)}\n"
+                  f"#define ACTION_LOW {{{', '.join(map(bound, spaces.action_low))}}}\n"
+                  f"#define ACTION_HIGH {{{', '.join(map(bound, spaces.action_high))}}}\n")
+    elif kind == "multi_discrete":
+        action = (f"#define ACTION_SPACE FV_MULTI_DISCRETE\n#define ACTION_DIMS {len(spaces.nvec)}\n"
+                  f"#define ACTION_NVEC {{{', '.join(str(int(n)) for n in spaces.nvec)}}}\n")
+    else:
+        action = f"#define NUM_ACTIONS {int(env.num_actions)}\n"
+    text = (f"/* fastvec: sizes of an env stepped on the host; never stepped on the GPU */\n"
+            f'#include "fastvec.h"\n#define OBS_SIZE {int(env.obs_size)}\n{action}'
             f'#define NUM_AGENTS 1\n#define NUM_STATS 0\n#define STAT_NAMES ""\n#define RENDER_W 1\n'
             f"#define RENDER_H 1\ntypedef struct {{ int unused; }} State;\n"
             f"FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {{\n"
             f"    (void)s; (void)rng; for (int i = 0; i < OBS_SIZE; i++) obs[i] = 0.0f;\n}}\n"
-            f"FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards, "
+            f"FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, float* rewards, "
             f"float* stats) {{\n    (void)s; (void)rng; (void)actions; (void)stats;\n"
             f"    for (int i = 0; i < OBS_SIZE; i++) obs[i] = 0.0f;\n    rewards[0] = 0.0f;\n    return 1;\n}}\n"
             f"FV_FN void env_render(const State* s, unsigned char* rgb) {{ (void)s; rgb[0] = rgb[1] = rgb[2] = 0; }}\n")
-    path = Path(folder) / f"gym_host_stub_{int(obs_size)}x{int(num_actions)}.h"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = Path(folder) / f"host_stub_{int(env.obs_size)}_{kind}_{digest}.h"
     if not path.is_file() or path.read_text() != text:
         from fastvec.native.cpu import write_atomic
         write_atomic(path, text.encode())

@@ -77,4 +77,4 @@ def env_build(config: Config, batch) -> tuple[Path, dict, int]:
         return Path(env.source), source_defines(env.source, env.params), config.step_limit
     from fastvec.native.cpu import cache_dir
     from fastvec.native.gym_batch import host_stub_source
-    return host_stub_source(batch.env.obs_size, batch.env.num_actions, cache_dir()), {}, 0
+    return host_stub_source(batch.env, cache_dir()), {}, 0

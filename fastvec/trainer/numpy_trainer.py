@@ -39,14 +39,11 @@ def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spa
 
 def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
-    implement every head (Discrete, MultiDiscrete, Box), byte and float observations, train.norm_obs and
-    train.norm_reward, a shared or a separate critic; a MultiDiscrete or Box head with the env on the GPU
-    (train.env_device=cuda), without self-play on the GPU; the running normalisation on one GPU."""
+    implement every head (Discrete, MultiDiscrete, Box) with the env on the GPU or on the host, byte and float
+    observations, train.norm_obs and train.norm_reward, a shared or a separate critic; self-play on the GPU
+    without the fused policy's options; the running normalisation on one GPU."""
     config = Config.of(config)
-    train, kind = config.train, spec.action_kind
-    if kind != "discrete" and train.env_device == "cpu":
-        return (f"the CUDA trainer trains a {kind} action head with the env on the GPU only (train.env_device=cuda; "
-                "a Gymnasium env steps on the host)")
+    train = config.train
     if not fused_kernels_run(spec) and config.selfplay.enabled and train.env_device == "cuda":
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "

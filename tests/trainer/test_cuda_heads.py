@@ -99,8 +99,7 @@ def test_plan_refuses_heads_where_the_cuda_trainer_lacks_them():
     from fastvec.trainer.cuda.plan import Choices, Plan
     train = Config.of(heads_config(BOX)).train
     layout = ref.FlatLayout(ref.param_table(BOX_SPEC))
-    with pytest.raises(ConfigError, match="box head on the GPU only"):
-        Plan.make(train, BOX_SPEC, layout, 24, 1, True, Choices())
+    assert Plan.make(train, BOX_SPEC, layout, 24, 1, True, Choices()).rollout == "host"  # host envs sample it too
     with pytest.raises(ConfigError, match="self-play with the games on the GPU"):
         Plan.make(train, BOX_SPEC, layout, 24, 2, False, Choices(), selfplay_seats=2, pool_size=2)
     wide = ref.PolicySpec(obs_size=2, num_actions=0, action_kind="multi_discrete", action_nvec=(3, 65))
@@ -326,6 +325,8 @@ CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "bytes": (RANDOM_WALK, {}, "gemm"), "bytes-norm": (RANDOM_WALK, {"norm_obs": True}, "gemm"),
          "minatar-bytes-warp": ("breakout-minatar", {}, "warp"),
          "host-env-norm": ("cartpole", {"norm_obs": True, "norm_reward": True, "env_device": "cpu"}, "host"),
+         "host-env-box-norm": (BOX, {"norm_obs": True, "norm_reward": True, "env_device": "cpu"}, "host"),
+         "host-env-multi_discrete": (MULTI, {"env_device": "cpu"}, "host"),
          "separate-critic": ("cartpole", {"policy": SEPARATE_CRITIC, "optimizer": "muon"}, "gemm"),
          "separate-critic-bytes-norm": (RANDOM_WALK, {"policy": SEPARATE_CRITIC, "norm_obs": True}, "gemm"),
          "separate-critic-minatar": ("breakout-minatar", {"policy": SEPARATE_CRITIC}, "gemm"),
@@ -348,7 +349,8 @@ def test_rollout_and_update_match_numpy(case):
     each, whose optimizer steps compound float32 rounding, within 1e-4 (as test_cuda.py's), and with
     train.norm_obs the observation statistics after it (part of the weights). minatar-bytes-warp: 0/1 byte
     observations (no scale) through the fused warp-per-env rollout, which reads them as bytes, as the update.
-    host-env-norm: the env stepped on the CPU (train.env_device=cpu) with both normalisations. separate-critic-*: an
+    host-env-*: the env stepped on the CPU (train.env_device=cpu; a Box head with both normalisations, a
+    MultiDiscrete head), its actions sampled by host_sample_kernel. separate-critic-*: an
     MLP actor and a critic network of its own (policy.critic=separate), which the GEMM-path rollouts and the update
     run as two stacks writing one decoder output. relu-encoder-*: an MLP with a ReLU on its encoder's output
     (policy.encoder=relu), the encoder's backward an MLP layer's."""

@@ -109,7 +109,8 @@ def test_the_cuda_trainer_refuses_what_only_the_cpu_trainer_trains():
 
     assert cuda_unsupported(*spec(BOX, norm_obs=True, norm_reward=True)) is None
     assert cuda_unsupported(*spec(MULTI)) is None
-    assert "box action head with the env on the GPU only" in cuda_unsupported(*spec(BOX, env_device="cpu"))
+    assert cuda_unsupported(*spec(BOX, env_device="cpu")) is None  # host envs sample every head too
+    assert cuda_unsupported(*spec(MULTI, env_device="cpu")) is None
     assert cuda_unsupported(*spec(BYTES)) is None  # bytes scaled by 1/255 in the encoder's input
     normalised, config = spec("cartpole", norm_obs=True)
     config["train"].update(gpus=2, device="cuda")  # a CUDA run's config (a CPU one refuses several GPUs itself)
@@ -119,20 +120,25 @@ def test_the_cuda_trainer_refuses_what_only_the_cpu_trainer_trains():
 
 
 def test_auto_device_trains_on_the_cpu_what_the_cuda_trainer_refuses(monkeypatch, capsys):
-    """train.device=auto where the CUDA trainer runs (patched in: no GPU here) but refuses the run (a Box head with
-    the env on the host): the CPU trainer trains it, config records "cpu", and a line on stderr says why; an
+    """train.device=auto where the CUDA trainer runs (patched in: no GPU here) but refuses the run (self-play on the
+    GPU with a separate critic): the CPU trainer trains it, config records "cpu", and a line on stderr says why; an
     explicit train.device=cuda stays an error naming the refusal."""
     from fastvec.trainer.config import ConfigError
     from fastvec.trainer.numpy_trainer import NumpyTrainer
     monkeypatch.setattr(run, "resolve_device", lambda requested: "cuda" if requested == "auto" else requested)
-    config = config_for(BOX, 8, device="auto", env_device="cpu")
-    trainer = run.make_trainer(config)
+
+    def selfplay(device):
+        return load_config("pong", {"env": {"num_envs": 8}, "selfplay": {"enabled": True},
+                                    "policy": {**SMALL["policy"], "kind": "mlp", "critic": "separate"},
+                                    "train": {**SMALL["train"], "device": device, "env_device": "cuda"}})
+
+    trainer = run.make_trainer(selfplay("auto"))
     try:
         assert isinstance(trainer, NumpyTrainer) and trainer.config.train.device == "cpu"
         assert trainer.config.train.env_device == "cpu"
-        assert "box action head" in capsys.readouterr().err
+        assert "policy.critic=shared" in capsys.readouterr().err
         trainer.rollout()  # it trains
     finally:
         run.close_batches(trainer.env_batches)
-    with pytest.raises(ConfigError, match="train.device=cuda: .*box action head"):
-        run.make_trainer(config_for(BOX, 8, device="cuda", env_device="cpu"))
+    with pytest.raises(ConfigError, match="train.device=cuda: .*policy.critic=shared"):
+        run.make_trainer(selfplay("cuda"))

@@ -59,7 +59,7 @@ SIGNATURES = {
     "policy_step_kernel": "{RolloutArgs}{StepSlices}ii",
     "policy_rollout_warp_kernel": "{RolloutArgs}ii",
     "fv_reset_kernel": "iPPPP",
-    "host_sample_kernel": "iiPPPPPiQ",
+    "host_sample_kernel": "iiPPPPPPiQ",
     "host_record_kernel": "{HostRecordArgs}",
     "pool_forward_kernel": "{PoolForwardArgs}",
     "selfplay_step_kernel": "{RolloutArgs}{SelfPlayArgs}i",

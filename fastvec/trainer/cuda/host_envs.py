@@ -38,6 +38,10 @@ class HostEnvs:
         self.seed_key, self.reward_clamp, self.timing, self.train = seed_key, train.reward_clamp, timing, train
         self.batch, self.host_batches = batch, host_batches
         self.num_stats = len(batch.env.stat_names)
+        # a row's action as the rollout buffer holds it: an int32 (Discrete), or D values of the env's action type
+        discrete = spec.action_kind == "discrete"
+        self.action_shape = () if discrete else tuple(spec.action_shape)
+        self.action_dtype = np.dtype(np.int32 if discrete else spec.action_dtype)
         self.ranges = env_ranges(plan.num_envs, train.env_groups, host_batches)
         self.groups = []
         self.graphs = {}  # (slot, group, step) -> the graph of that piece of the rollout (segment)
@@ -89,7 +93,7 @@ class HostEnvs:
             self.groups.append({"batch": batch, "envs": hi - lo, "row0": lo * plan.num_agents, "rows": rows,
                                 "pinned": pinned, "views": views, "dev": dev,
                                 "dev_in": a.ptr("host_in", staging_offset),
-                                "actions": cuda.pagelocked_empty(rows, np.int32),
+                                "actions": cuda.pagelocked_empty((rows, *self.action_shape), self.action_dtype),
                                 "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
             staging_offset += nbytes
             first_obs = np.ascontiguousarray(batch.obs.reshape(rows, o), np.float32)
@@ -124,7 +128,7 @@ class HostEnvs:
                 g["event"].synchronize()
                 t1 = time.perf_counter()
                 batch, views, rows = g["batch"], g["views"], g["rows"]
-                batch.step(g["actions"].reshape(g["envs"], plan.num_agents))
+                batch.step(g["actions"].reshape(g["envs"], plan.num_agents, *self.action_shape))
                 views["obs"][...] = batch.obs.reshape(rows, o)
                 views["rewards"][...] = batch.rewards.reshape(rows)
                 views["ep_return"][...] = batch.episode_return.reshape(rows)
@@ -160,10 +164,12 @@ class HostEnvs:
         self.policy.forward(k, self.blas, rows, 1, buf("obs", (t * r + row0) * o), buf("starts", t * r + row0),
                             state, state, acts, [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers, y,
                             self.params, x0=self.x0(row0))
-        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, buf("actions", t * r + row0),
+        actions = buf("actions", (t * r + row0) * math.prod(self.action_shape))
+        logstd = a.ptr(self.params, self.layout.offsets["dec.logstd"][0]) if spec.action_kind == "box" else 0
+        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, logstd, actions,
                  buf("logp", t * r + row0), buf("values", t * r + row0), a.ptr("scalars"), np.int32(t),
                  np.uint64(self.seed_key))
-        self.cuda.memcpy_dtoh_async(g["actions"], buf("actions", t * r + row0), k.stream)
+        self.cuda.memcpy_dtoh_async(g["actions"], actions, k.stream)
 
     def record_step(self, g: dict, t: int, slot: int) -> None:
         """Enqueue group g's step t outcome (upload, host_record_kernel), then its policy step t + 1."""

@@ -147,9 +147,6 @@ class Plan:
             raise ConfigError("self-play with the games on the GPU plays Discrete heads with a shared critic and a "
                               "linear encoder on unnormalised observations; use --train.env_device=cpu, or turn "
                               "train.norm_obs off, policy.critic=shared and policy.encoder=linear")
-        if host_env and spec.action_kind != "discrete":
-            raise ConfigError(f"the CUDA trainer steps envs with a {spec.action_kind} head on the GPU only; use "
-                              "--train.env_device=cuda (or --train.device=cpu)")
         if selfplay_seats:
             num_agents = 1
             if spec.hidden % 4 or spec.hidden > 128:

@@ -135,16 +135,27 @@ __global__ void __launch_bounds__(FV_STAGE_ALLOC) rollout_step_staged_kernel(con
  * global row and step, so the same logits give the same actions as the GPU-env path), and
  * host_record_kernel its second half on the outputs the host copied up (fv_step_one's, SAME_STEP). */
 
-/* y: the group's decoder rows (rows, A + 1); actions/logp/values: step t's slices at the group's rows. */
-__global__ void host_sample_kernel(int rows, int row0, const float* y, int* actions, float* logp, float* values,
-                                   const TrainScalars* scalars, int t, unsigned long long seed_key) {
+/* y: the group's decoder rows (rows, HEAD_Y), with the decoder's bias; logstd (D,): a Box head's log-stds (else
+ * unused); actions/logp/values: step t's slices at the group's rows (a MultiDiscrete or Box head's actions are D
+ * values of the env's own action type a row). */
+__global__ void host_sample_kernel(int rows, int row0, const float* y, const float* logstd, int* actions, float* logp,
+                                   float* values, const TrainScalars* scalars, int t, unsigned long long seed_key) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= rows) return;
-    const float* yr = y + (long long)j * (NUM_ACTIONS + 1);
+    const float* yr = y + (long long)j * HEAD_Y;
+    long long row = row0 + j, step = scalars->rollout_steps + t;
+#if ACTION_SPACE == FV_BOX
+    logp[j] = sample_box_row(yr, logstd, ACTION_DIMS, seed_key, row, step,
+                             reinterpret_cast<float*>(actions) + (long long)j * ACTION_DIMS);
+#elif ACTION_SPACE == FV_MULTI_DISCRETE
+    logp[j] = sample_multi_discrete_row(yr, fv_action_nvec, ACTION_DIMS, seed_key, row, step,
+                                        reinterpret_cast<long long*>(actions) + (long long)j * ACTION_DIMS);
+#else
     float lp;
-    actions[j] = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row0 + j, scalars->rollout_steps + t), &lp);
+    actions[j] = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row, step), &lp);
     logp[j] = lp;
-    values[j] = yr[NUM_ACTIONS];
+#endif
+    values[j] = yr[POLICY_HEAD_SIZE];
 }
 
 /* host_record_kernel's arguments (kernel_args.py mirrors them): one group of n envs with `agents` rows each, after
