@@ -3,17 +3,19 @@ with one kernel launch and no host synchronisation and hands out zero-copy Devic
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names, check_step_limit, graphs
-from fastvec.native.cpu import gym_block, gym_obs_offset, require_state_access, state_indices, state_values
+from fastvec.native.cpu import (gym_block, gym_obs_offset, require_state_access, sources_signature, state_indices,
+                                state_values)
 from fastvec.native.device_array import STREAMS, DeviceArray, device_view
+from fastvec.native.env_file import check_env_file_defines
 from fastvec.native.spaces import MAX_OBS_DIMS, EnvSpaces
 from fastvec.native.gpu import (ENV_INCLUDE, INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, load_module,
                                 primary_context)
@@ -141,10 +143,22 @@ def read_spaces(module, name: str, obs_size: int, obs_dtype, ints: dict) -> EnvS
                                  host["action_high"], ints["state_values"])
 
 
-@lru_cache(maxsize=None)
 def load(env_path: Path, defines: tuple, device_index: int = 0) -> CudaCompiledEnv:
-    """Compile (or fetch from gpu.py's disk cache) and load an env on a GPU; memoized per process."""
-    return CudaCompiledEnv(env_path, dict(defines), device_index)
+    """Compile (or fetch from gpu.py's disk cache) and load an env on a GPU, memoized per process while what its
+    build reads is unchanged (cpu.sources_signature), as the CPU backend's load: an edited env file loads its new
+    build. A user's env file takes only the parameters it declares, checked before any GPU is asked for."""
+    env_file = Path(os.path.abspath(env_path))
+    if env_file.parent != NATIVE_DIR:  # a built-in env's parameters are the registry's (resolve_defines)
+        check_env_file_defines(env_file, check_define_names(dict(defines)))
+    memo_key = (env_file, tuple(defines), device_index)
+    signature = sources_signature(env_file)
+    known = _loaded.get(memo_key)
+    if known is None or known[0] != signature:
+        known = _loaded[memo_key] = (signature, CudaCompiledEnv(Path(env_path), dict(defines), device_index))
+    return known[1]
+
+
+_loaded: dict[tuple, tuple[tuple, CudaCompiledEnv]] = {}
 
 
 # ---------------------------------------------------------------------- the batch
