@@ -25,6 +25,8 @@ class EnvBuild(Protocol):
     action_dims: int  # values in one agent's action (D)
     action_dtype: np.dtype  # int64 for the discrete kinds, float32 for Box
     stat_names: list[str]  # the env's own episode statistics (S), in episode_stats' column order
+    action_mask: bool  # the env file defines ACTION_MASK (fastvec.h): per-agent available-action masks
+    world_state_size: int  # its WORLD_STATE_SIZE (a global state for centralised critics), 0 without one
 
     @property
     def render_shape(self) -> tuple[int, int, int]:
@@ -38,7 +40,10 @@ class Backend(Protocol):
     The outputs are attributes that keep their identity from step to step, each step overwriting them (A =
     agents, O = obs size, S = stats): obs (N, A, O), rewards (N, A) float32, terminated / truncated (N,) bool,
     final_obs (N, A, O) (the terminal obs where an env ended under SAME_STEP autoreset), and where an env is done:
-    episode_return (N, A) float32, episode_length (N,) int32, episode_stats (N, S) float32.
+    episode_return (N, A) float32, episode_length (N,) int32, episode_stats (N, S) float32. Where the env file defines
+    fastvec.h's optional hooks, else None: action_mask (N, A, NUM_ACTIONS) uint8 (1: the agent may take the
+    action) and world_state (N, WORLD_STATE_SIZE) float32, both of the state whose observation obs holds (after
+    an autoreset, the new episode's), refreshed by every reset, step and set_state.
 
     Which kind of array they are is the backend's choice, told by `host_arrays`: NumPy arrays (the CPU batch, and
     the GPU batch with numpy=True: pinned mirrors refreshed once a step) or DeviceArrays on the GPU
@@ -61,6 +66,8 @@ class Backend(Protocol):
     episode_return: Any
     episode_length: Any
     episode_stats: Any
+    action_mask: Any
+    world_state: Any
 
     @property
     def max_episode_steps(self) -> int:

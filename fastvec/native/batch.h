@@ -23,6 +23,24 @@
 #define SIMD_STEP 0
 #endif
 
+/* The optional hooks of fastvec.h: available-action masks and the world state. */
+#ifdef ACTION_MASK
+#define FV_HAS_ACTION_MASK 1
+#if ACTION_SPACE != FV_DISCRETE
+#error "ACTION_MASK is for Discrete action spaces (NUM_ACTIONS per agent)"
+#endif
+#else
+#define FV_HAS_ACTION_MASK 0
+#endif
+#ifdef WORLD_STATE_SIZE
+#define FV_HAS_WORLD_STATE 1
+#else
+#define FV_HAS_WORLD_STATE 0
+#define WORLD_STATE_SIZE 0
+#endif
+#define FV_HAS_EXTRAS (FV_HAS_ACTION_MASK || FV_HAS_WORLD_STATE)
+#define FV_MASK_LEN (FV_HAS_ACTION_MASK ? NUM_AGENTS * NUM_ACTIONS : 0) /* mask bytes per env */
+
 /* Autoreset modes, numbered as fastvec/native/__init__.py's AUTORESET_CODES. */
 #define FV_NEXT_STEP 0
 #define FV_SAME_STEP 1
@@ -97,6 +115,19 @@ FV_FN void fv_step_one(int i, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
     }
 }
 
+/* Env i's action masks into masks (N, NUM_AGENTS, NUM_ACTIONS) and its world state into world (N,
+ * WORLD_STATE_SIZE), each where its pointer is not NULL and the env defines the hook: the outputs that go with
+ * the observation of the env's state as it is. */
+FV_FN void fv_observe_one(int i, const State* s, unsigned char* masks, float* world) {
+#if FV_HAS_ACTION_MASK
+    if (masks) env_action_mask(s, masks + (long long)i * FV_MASK_LEN);
+#endif
+#if FV_HAS_WORLD_STATE
+    if (world) env_world_state(s, world + (long long)i * WORLD_STATE_SIZE);
+#endif
+    (void)i, (void)s, (void)masks, (void)world;
+}
+
 #ifdef __CUDACC__
 /* ---------------------------------------------------------------- staging in shared memory
  * A thread's own slot and obs are strided by their size across a warp, so a kernel that steps envs
@@ -164,6 +195,8 @@ extern "C" __device__ const int fv_num_agents = NUM_AGENTS;
 extern "C" __device__ const int fv_num_stats = NUM_STATS;
 extern "C" __device__ const int fv_slot_size = (int)sizeof(fv_slot);
 extern "C" __device__ const int fv_obs_bytes = (int)sizeof(OBS_T);
+extern "C" __device__ const int fv_action_mask = FV_HAS_ACTION_MASK;
+extern "C" __device__ const int fv_world_state_size = FV_HAS_WORLD_STATE ? WORLD_STATE_SIZE : -1;
 
 #else
 /* ---------------------------------------------------------------- CPU entry points */
@@ -181,6 +214,14 @@ FV_EXPORT void fv_reset(int n, fv_slot* slots, const fv_u64* seeds, const unsign
                         OBS_T* obs) {
     fv_reset_job job = {slots, seeds, mask, obs};
     fv_pool_run(fv_reset_chunk, &job, n);
+}
+
+/* The action masks and world states (fv_observe_one) of the n envs, or of those in which where not NULL:
+ * after a reset or a set state (a step writes its own). */
+FV_EXPORT void fv_observe(int n, const fv_slot* slots, const unsigned char* which, unsigned char* masks,
+                          float* world) {
+    for (int i = 0; i < n; i++)
+        if (!which || which[i]) fv_observe_one(i, &slots[i].env, masks, world);
 }
 
 /* The CPU step hands out contiguous chunks of envs (the pool above). An env that declares SIMD_STEP
@@ -350,6 +391,7 @@ typedef struct { /* fv_step's arguments */
     fv_slot* slots; const ACT_T* actions; OBS_T* obs; float* rewards; unsigned char *terminated, *truncated;
     OBS_T* final_obs; float* ep_return; int* ep_length; float* stats; int autoreset_mode, max_episode_steps, n;
     unsigned char* out; OBS_T* out_obs;
+    unsigned char* masks; float* world; /* fv_observe_one's outputs (fv_bind_observe), NULL where not kept */
 } fv_step_job;
 
 /* Steps envs [lo, hi) (and fills their part of out / out_obs); returns how many ended. */
@@ -367,10 +409,22 @@ static int fv_step_chunk(const void* p, int lo, int hi) {
         ended += j->terminated[i] | j->truncated[i];
     }
 #endif
+#if FV_HAS_EXTRAS /* the masks and world state of the state each env is left in, while it is in cache */
+    for (int i = lo; i < hi; i++) fv_observe_one(i, &j->slots[i].env, j->masks, j->world);
+#endif
     if (j->out)
         fv_copy_out(lo, hi, j->n, j->obs, j->rewards, j->terminated, j->truncated, j->ep_return,
                     j->ep_length, j->stats, j->out, j->out_obs);
     return ended;
+}
+
+/* fv_step's work for its job: the action check, then the pool. */
+static int fv_run_step(const fv_step_job* job) {
+    int n = job->n;
+    if (fv_any_bad_action(0, n, job->actions)) /* the first bad action, for the error message */
+        for (int k = 0; k < n * FV_ACT_LEN; k++)
+            if (fv_action_bad(job->actions[k], k % ACTION_DIMS)) return -1 - k;
+    return fv_pool_run(fv_step_chunk, job, n);
 }
 
 /* Returns the number of envs that ended this step, or -1 - k when actions[k] (flat index into (N,
@@ -382,12 +436,9 @@ FV_EXPORT int fv_step(int n, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
                       float* rewards, unsigned char* terminated, unsigned char* truncated,
                       OBS_T* final_obs, float* ep_return, int* ep_length, float* stats,
                       int autoreset_mode, int max_episode_steps, unsigned char* out, OBS_T* out_obs) {
-    if (fv_any_bad_action(0, n, actions)) /* the first bad action, for the error message */
-        for (int k = 0; k < n * FV_ACT_LEN; k++)
-            if (fv_action_bad(actions[k], k % ACTION_DIMS)) return -1 - k;
     fv_step_job job = {slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return, ep_length,
-                       stats, autoreset_mode, max_episode_steps, n, out, out_obs};
-    return fv_pool_run(fv_step_chunk, &job, n);
+                       stats, autoreset_mode, max_episode_steps, n, out, out_obs, NULL, NULL};
+    return fv_run_step(&job);
 }
 
 /* fv_step with all but the actions and the out blocks bound once (fv_bind_step, into a buffer of
@@ -400,14 +451,19 @@ FV_EXPORT void fv_bind_step(fv_step_job* job, int n, fv_slot* slots, OBS_T* obs,
                             float* ep_return, int* ep_length, float* stats, int autoreset_mode,
                             int max_episode_steps) {
     fv_step_job bound = {slots, NULL, obs, rewards, terminated, truncated, final_obs, ep_return, ep_length,
-                         stats, autoreset_mode, max_episode_steps, n, NULL, NULL};
+                         stats, autoreset_mode, max_episode_steps, n, NULL, NULL, NULL, NULL};
     *job = bound;
 }
 
-FV_EXPORT int fv_step_bound(const fv_step_job* job, const ACT_T* actions, unsigned char* out, OBS_T* out_obs) {
-    return fv_step(job->n, job->slots, actions, job->obs, job->rewards, job->terminated, job->truncated,
-                   job->final_obs, job->ep_return, job->ep_length, job->stats, job->autoreset_mode,
-                   job->max_episode_steps, out, out_obs);
+/* Binds where the bound step writes its action masks and world states (NULL: not written). */
+FV_EXPORT void fv_bind_observe(fv_step_job* job, unsigned char* masks, float* world) {
+    job->masks = masks, job->world = world;
+}
+
+FV_EXPORT int fv_step_bound(const fv_step_job* bound, const ACT_T* actions, unsigned char* out, OBS_T* out_obs) {
+    fv_step_job job = *bound;
+    job.actions = actions, job.out = out, job.out_obs = out_obs;
+    return fv_run_step(&job);
 }
 
 FV_EXPORT void fv_render(const fv_slot* slots, int i, unsigned char* rgb) {
@@ -470,6 +526,8 @@ FV_EXPORT int fv_num_actions(void) { return NUM_ACTIONS; }
 FV_EXPORT int fv_action_kind(void) { return ACTION_SPACE; }
 FV_EXPORT int fv_action_dims(void) { return ACTION_DIMS; }
 FV_EXPORT int fv_state_values(void) { return FV_HAS_STATE ? STATE_SIZE : -1; }
+FV_EXPORT int fv_action_mask(void) { return FV_HAS_ACTION_MASK; }
+FV_EXPORT int fv_world_state_size(void) { return FV_HAS_WORLD_STATE ? WORLD_STATE_SIZE : -1; }
 FV_EXPORT int fv_num_agents(void) { return NUM_AGENTS; }
 FV_EXPORT int fv_num_stats(void) { return NUM_STATS; }
 FV_EXPORT const char* fv_stat_names(void) { return STAT_NAMES; }

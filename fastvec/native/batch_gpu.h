@@ -321,6 +321,19 @@ extern "C" __global__ void __launch_bounds__(256, 5) fv_step_wide_occ_kernel(FV_
     fv_step_wide(FV_STEP_KERNEL_CALL);
 }
 
+/* The action masks and world states (batch.h's fv_observe_one) of the n envs, or of those in `which` where it is
+ * not NULL: launched after every reset, step, rollout and set state, for envs that define either hook (cuda.py). */
+extern "C" __global__ void fv_observe_kernel(int n, char* slots, const unsigned char* which, unsigned char* masks,
+                                             float* world) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || (which && !which[i])) return;
+#if FV_HAS_EXTRAS
+    fv_observe_one(i, &fv_split_of(slots, n).states[i], masks, world); /* read in place: a large State stays put */
+#else
+    (void)slots, (void)masks, (void)world;
+#endif
+}
+
 extern "C" __device__ const int fv_stage_threads = FV_STAGE_THREADS;
 extern "C" __device__ const int fv_state_size = (int)sizeof(State);
 extern "C" __device__ const int fv_book_size = (int)sizeof(fv_book);

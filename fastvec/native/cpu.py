@@ -270,6 +270,11 @@ class CompiledEnv:
         self.lib.fv_spaces.argtypes = [p] * 6
         self.lib.fv_get_state.argtypes = [p, i, p, p]
         self.lib.fv_set_state.argtypes = [p, i, p, p, p]
+        self.lib.fv_observe.argtypes = [i, p, p, p, p]
+        self.lib.fv_bind_observe.argtypes = [p, p, p]
+        # fastvec.h's optional hooks: per-agent available-action masks, a world state of this many float32s (0: none)
+        self.action_mask = bool(self.lib.fv_action_mask())
+        self.world_state_size = max(self.lib.fv_world_state_size(), 0)
         self.lib.fv_set_num_threads(default_threads())
         self.spaces = read_spaces(self.lib, name, self.obs_size, self.obs_dtype)
         self.action_kind, self.action_dims = self.spaces.action_kind, self.spaces.action_dims
@@ -440,7 +445,9 @@ class CpuBatch:
     """num_envs copies of one env, stepped in place (a backend.Backend with NumPy arrays). Buffers (A = agents,
     O = obs size, S = stats, D = action values per agent): obs (N, A, O), rewards (N, A) float32, terminated /
     truncated (N,) bool, final_obs (N, A, O) (the terminal obs under SAME_STEP), and where an env is done:
-    episode_return (N, A), episode_length (N,) int32, episode_stats (N, S)."""
+    episode_return (N, A), episode_length (N,) int32, episode_stats (N, S). For the observation in obs, where the
+    env file defines the hooks (fastvec.h), else None: action_mask (N, A, NUM_ACTIONS) uint8 (1: available) and
+    world_state (N, WORLD_STATE_SIZE) float32."""
 
     device = "cpu"
     host_arrays = True
@@ -460,6 +467,8 @@ class CpuBatch:
         self.episode_length = np.zeros(n, np.int32)
         self.episode_stats = np.zeros((n, len(env.stat_names)), np.float32)
         self.actions = np.zeros((n, a, env.action_dims), env.action_dtype)  # staging for other dtypes and layouts
+        self.action_mask = np.zeros((n, a, env.num_actions), np.uint8) if env.action_mask else None
+        self.world_state = np.zeros((n, env.world_state_size), np.float32) if env.world_state_size else None
         # Buffers never move, so fv_step's arguments but the actions and the out blocks are bound once, in C.
         self._job = ctypes.create_string_buffer(env.lib.fv_step_job_size())
         self._job_ptr = ctypes.addressof(self._job)
@@ -481,6 +490,7 @@ class CpuBatch:
                                                       self.final_obs, self.episode_return, self.episode_length,
                                                       self.episode_stats)),
                                   self.autoreset_code, self._max_episode_steps)
+        self.env.lib.fv_bind_observe(self._job_ptr, _ptr(self.action_mask), _ptr(self.world_state))
 
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
         """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given."""
@@ -492,6 +502,13 @@ class CpuBatch:
             seeds = np.ascontiguousarray(given, np.uint64)
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
+        self._observe(mask)
+
+    def _observe(self, which: np.ndarray | None) -> None:
+        """Refresh action_mask and world_state of the envs in `which` ((N,) uint8; None: all), where the env has them."""
+        if self.action_mask is not None or self.world_state is not None:
+            self.env.lib.fv_observe(self.num_envs, self._slots_ptr, _ptr(which), _ptr(self.action_mask),
+                                    _ptr(self.world_state))
 
     def step(self, actions: np.ndarray) -> int:
         """Step every env with actions (N, A, D) (or any shape of N * A * D values; int64 for the discrete
@@ -534,6 +551,7 @@ class CpuBatch:
         idx = state_indices(indices, self.num_envs)
         values = state_values(values, len(idx), self.env.spaces)
         self.env.lib.fv_set_state(self._slots_ptr, len(idx), _ptr(idx), _ptr(values), _ptr(self.obs))
+        self._observe(None)
 
     def render(self, i: int) -> np.ndarray:
         """An rgb_array frame (H, W, 3) uint8 of env i."""

@@ -71,7 +71,7 @@ class CudaCompiledEnv:
         self.context = primary_context(device_index)
         ints = {k: int(_read_global(self.module, "fv_" + k, np.int32)[0]) for k in
                 ["obs_size", "num_actions", "num_agents", "num_stats", "slot_size", "obs_bytes", "state_size",
-                 "book_size", "action_kind", "action_dims", "state_values"]}
+                 "book_size", "action_kind", "action_dims", "state_values", "action_mask", "world_state_size"]}
         self.obs_size, self.num_actions = ints["obs_size"], ints["num_actions"]
         self.num_agents, self.slot_size = ints["num_agents"], ints["slot_size"]
         # The slots on the GPU are split into states, books and RNGs (batch_gpu.h): their sizes.
@@ -85,6 +85,9 @@ class CudaCompiledEnv:
         self.action_kind, self.action_dims = self.spaces.action_kind, self.spaces.action_dims
         # state_size is sizeof(State) here (the split slots); the state access's values are spaces.state_size.
         self.action_dtype = self.spaces.action_dtype
+        # fastvec.h's optional hooks, as cpu.CompiledEnv's: masks per agent, a world state's size (0: none)
+        self.action_mask, self.world_state_size = bool(ints["action_mask"]), max(ints["world_state_size"], 0)
+        self.observe_kernel = self.module.get_function("fv_observe_kernel").prepare("iPPPP")
         # pycuda argument formats: i int32, q int64, Q uint64, P pointer.
         self.get_state_kernel = self.module.get_function("fv_get_state_kernel").prepare("iPiPP")
         self.set_state_kernel = self.module.get_function("fv_set_state_kernel").prepare("iPiPPP")
@@ -192,7 +195,8 @@ class CudaBatch:
     """num_envs copies of one env on a GPU, stepped by one kernel launch per step(). Buffers have
     cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
     (N, A), terminated / truncated (N,), final_obs, episode_return (N, A), episode_length (N,),
-    episode_stats (N, S), plus done (N,) (terminated | truncated) and actions: (N, A) int64 for
+    episode_stats (N, S), action_mask (N, A, NUM_ACTIONS) uint8 and world_state (N, WORLD_STATE_SIZE) float32
+    (None where the env file defines no such hook), plus done (N,) (terminated | truncated) and actions: (N, A) int64 for
     Discrete, (N, A, D) for MultiDiscrete (int64) and Box (float32), D values per agent (staging for
     host actions; policies of `rollout` write it).
 
@@ -234,6 +238,10 @@ class CudaBatch:
                   ("truncated", (n,), np.bool_), ("done", (n,), np.bool_), ("episode_return", (n, a), np.float32),
                   ("episode_length", (n,), np.int32), ("episode_stats", (n, s), np.float32),
                   ("error", (1,), np.uint64), ("final_obs", (n, a, o), env.obs_dtype)]
+        if env.world_state_size:  # before final_obs: in the NumPy mode's copy whatever the autoreset mode
+            fields.insert(-1, ("world_state", (n, env.world_state_size), np.float32))
+        if env.action_mask:
+            fields.insert(-1, ("action_mask", (n, a, env.num_actions), np.uint8))
         offsets, size = {}, 0
         for name, shape, dtype in fields:
             offsets[name] = size
@@ -269,9 +277,13 @@ class CudaBatch:
         else:
             arrays = {name: getattr(self.dev, name) for name, _, _ in fields}
             arrays["actions"] = self.dev.actions
+        self.action_mask = self.world_state = None
         for name, value in arrays.items():
             if name != "error":
                 setattr(self, name, value)
+        masks, world = (getattr(self.dev, name, None) for name in ("action_mask", "world_state"))
+        self._observe_ptrs = None if masks is None and world is None else \
+            (0 if masks is None else masks.ptr, 0 if world is None else world.ptr)
         self._outputs = [self.dev.obs.ptr, self.dev.rewards.ptr, self.dev.terminated.ptr, self.dev.truncated.ptr,
                          self.dev.done.ptr, self.dev.final_obs.ptr, self.dev.episode_return.ptr,
                          self.dev.episode_length.ptr, self.dev.episode_stats.ptr]
@@ -329,6 +341,7 @@ class CudaBatch:
         if mask is None:
             for flags in (self.dev.terminated, self.dev.truncated, self.dev.done):
                 drv.memset_d8_async(flags.ptr, 0, n, self.stream)
+        self._observe(0 if mask_dev is None else int(mask_dev))
         self._download()
         self.stream.synchronize()  # seeds_dev and mask_dev are freed when this returns
 
@@ -343,6 +356,7 @@ class CudaBatch:
         self._step_fn.prepared_async_call(
             self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr, *view, *self._outputs,
             self.autoreset_code, self._max_episode_steps, self._error_ptr)
+        self._observe()
         return self._after_steps(1)
 
     def gym_step(self, actions, copy_obs: bool) -> tuple[int, np.ndarray]:
@@ -498,6 +512,7 @@ class CudaBatch:
             self._rollout_fn.prepared_async_call(
                 self._rollout_grid, self._rollout_block, self.stream, self.num_envs, steps, np.uint64(self.random_key),
                 self.random_step, self._slots_ptr, *self._outputs, self.autoreset_code, self._max_episode_steps)
+            self._observe()
             self.random_step += steps
         elif not callable(policy):
             raise TypeError(f"policy must be 'random' or a callable policy(t, batch), got {type(policy).__name__}")
@@ -520,6 +535,14 @@ class CudaBatch:
                 self._step_grid, self._step_block, self.stream, self.num_envs, self._slots_ptr,
                 *self._staged_action_view(), *self._outputs, self.autoreset_code, self._max_episode_steps,
                 self._error_ptr)
+            self._observe()
+
+    def _observe(self, which: int = 0) -> None:
+        """Enqueue the refresh of action_mask and world_state (batch_gpu.h's fv_observe_kernel) for every env, or
+        for those of the device mask at address `which`; nothing for an env without the hooks."""
+        if self._observe_ptrs is not None:
+            self.env.observe_kernel.prepared_async_call(self._grid, self._block, self.stream, self.num_envs,
+                                                        self._slots_ptr, which, *self._observe_ptrs)
 
     # ------------------------------------------------------------------ state access
     def get_state(self, indices=None) -> np.ndarray:
@@ -548,6 +571,7 @@ class CudaBatch:
             self.env.set_state_kernel.prepared_async_call(self._grid_of(len(idx)), self._block, self.stream,
                                                           self.num_envs, self._slots_ptr, len(idx), int(idx_dev),
                                                           int(values_dev), self.dev.obs.ptr)
+            self._observe()
             self._download()
             self.stream.synchronize()  # idx_dev and values_dev are freed when this returns
 

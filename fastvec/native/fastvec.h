@@ -34,6 +34,13 @@
  *   FV_FN int env_agent_obs_size(int a);      agent a's observation: the first k of its OBS_SIZE (zeros after)
  *   FV_FN int env_agent_action_size(int a);   its Discrete(n) (n <= NUM_ACTIONS), or its Box's first k dims
  * (the batch's spaces are the largest agent's; an agent's action beyond its own space must be harmless).
+ * Available actions (Discrete action spaces only), optional: #define ACTION_MASK 1 and
+ *   FV_FN void env_action_mask(const State* s, unsigned char* mask);  mask: (NUM_AGENTS, NUM_ACTIONS), 1 where
+ *                                                                       the agent may take the action, else 0
+ * (the backends hand it out as `batch.action_mask` for the observation they return; an action the mask
+ * rules out still reaches env_step, and the env gives it its own meaning: SMAX's does nothing with it).
+ * A global state for centralised critics, optional: #define WORLD_STATE_SIZE k and
+ *   FV_FN void env_world_state(const State* s, float* out);           k float32 values (`batch.world_state`)
  * #define SIMD_STEP 1 where env_step is
  * straight-line code (no branches and no calls; selects, `|` rather than `||`, and loops of fixed
  * length are fine): the CPU backend then runs it across envs in vector instructions (cartpole.h).

@@ -18,6 +18,9 @@
  * over the other team's size) plus 1 when the other team is eliminated and its own is not.
  * Terminated when a team is eliminated; jaxmarl's time limit (max_steps 100, checked before the step count
  * increments) is a truncation at 101 steps, the backends' job.
+ * fastvec.h's optional hooks: the available actions (ACTION_MASK, jaxmarl's get_avail_actions; an action ruled out
+ * steps as jaxmarl steps it: a dead unit stays put, an attack out of range or on the dead does nothing) and the
+ * world state (WORLD_STATE_SIZE, jaxmarl's get_world_state) for a centralised critic.
  * Parameter: MAP, the scenario (the table below; fastvec/native/smax.py names them). Each checked against
  * jaxmarl by tests/smax.
  */
@@ -296,11 +299,16 @@ FV_FN void smax_action_mask(const State* s, int a, unsigned char* mask) {
     }
 }
 
+#define ACTION_MASK 1
+FV_FN void env_action_mask(const State* s, unsigned char* mask) {
+    for (int a = 0; a < NUM_AGENTS; a++) smax_action_mask(s, a, mask + a * NUM_ACTIONS);
+}
+
 /* jaxmarl's world state ((4 + 6 + 2) N float32): per unit its health fraction, position, cooldown and type
  * one-hot (zeros when dead), then every unit's team, then every unit's type. */
-#define SMAX_WORLD_STATE_SIZE ((SMAX_OWN_FEATURES + 2) * SMAX_N)
-FV_FN void smax_world_state(const State* s, float* out) {
-    for (int k = 0; k < SMAX_WORLD_STATE_SIZE; k++) out[k] = 0.0f;
+#define WORLD_STATE_SIZE ((SMAX_OWN_FEATURES + 2) * SMAX_N)
+FV_FN void env_world_state(const State* s, float* out) {
+    for (int k = 0; k < WORLD_STATE_SIZE; k++) out[k] = 0.0f;
     for (int u = 0; u < SMAX_N; u++) {
         float* f = out + u * SMAX_OWN_FEATURES;
         out[SMAX_OWN_FEATURES * SMAX_N + u] = u < NUM_ALLIES ? 0.0f : 1.0f;

@@ -67,6 +67,10 @@ void emu_rollout(int staged, int n, int steps, fv_u64 key, long long t0, char* s
                                                       final_obs, ep_return, ep_length, stats, mode, max_steps); });
 }
 
+void emu_observe(int n, char* slots, const unsigned char* which, unsigned char* masks, float* world) {
+    launch(n, 256, [=] { fv_observe_kernel(n, slots, which, masks, world); });
+}
+
 void emu_random_actions(int n, fv_u64 key, long long t, ACT_T* actions) {
     launch(n, 256, [=] { fv_random_actions_kernel(n, key, t, actions); });
 }

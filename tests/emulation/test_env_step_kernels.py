@@ -61,7 +61,7 @@ def build(tmp_path_factory):
             assert proc.returncode == 0, proc.stderr[-3000:]
             libs[name] = ctypes.CDLL(str(out))
             for fn in ("emu_reset", "emu_step", "emu_rollout", "emu_random_actions", "emu_get_state", "emu_set_state",
-                       "emu_spaces"):
+                       "emu_spaces", "emu_observe"):
                 getattr(libs[name], fn).restype = None
         return libs[name]
 
@@ -89,6 +89,13 @@ class EmulatedBatch:
         self.episode_length = np.zeros(n, np.int32)
         self.episode_stats = np.zeros((n, max(len(env.stat_names), 1)), np.float32)
         self.error = np.full(1, NO_ERROR, np.uint64)
+        self.action_mask = np.zeros((n, env.num_agents, env.num_actions), np.uint8) if env.action_mask else None
+        self.world_state = np.zeros((n, env.world_state_size), np.float32) if env.world_state_size else None
+
+    def observe(self, which=None):
+        """As CudaBatch._observe: the masks and world states of every env (or those in `which`), where the env has them."""
+        if self.action_mask is not None or self.world_state is not None:
+            self.lib.emu_observe(self.n, _ptr(self.slots), _ptr(which), _ptr(self.action_mask), _ptr(self.world_state))
 
     def _outputs(self):
         return [_ptr(b) for b in (self.obs, self.rewards, self.terminated, self.truncated, self.done, self.final_obs,
@@ -99,6 +106,7 @@ class EmulatedBatch:
                            _ptr(self.obs))
         if mask is None:  # as CudaBatch.reset
             self.terminated[:] = self.truncated[:] = self.done[:] = 0
+        self.observe(None if mask is None else mask.astype(np.uint8))
 
     def step(self, actions, kernel: str):
         """Actions (N, A, D) of any dtype the device reads and any strides (as cuda.CudaBatch passes them);
@@ -112,6 +120,7 @@ class EmulatedBatch:
         self.lib.emu_step(KERNELS[kernel], self.n, _ptr(self.slots), actions.ctypes.data_as(ctypes.c_void_p), *strides,
                           actions.dtype.itemsize, int(actions.dtype.kind == "i"), *self._outputs(), self.mode,
                           self.max_steps, _ptr(self.error))
+        self.observe()
 
     def rollout(self, steps: int, key: int, t0: int, staged: bool):
         self.lib.emu_rollout(int(staged), self.n, steps, ctypes.c_uint64(key), ctypes.c_int64(t0), _ptr(self.slots),
@@ -134,6 +143,7 @@ CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in BASE_KERNELS] +
          [(env, "NextStep", "wide_occ") for env in ("cartpole", "random_walk")] +
          [(env, "NextStep", k) for env in ("breakout", "mpe_world_comm", "smax_3m") for k in BASE_KERNELS] +
+         [("smax_3m", m, "wide") for m in MODES[1:]] +  # its action masks and world state after every autoreset
          [("counting", m, "wide") for m in MODES])
 
 
@@ -145,6 +155,7 @@ def test_emulated_gpu_steps_equal_the_cpu_batch(build, env_name, mode, kernel):
     env = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
     code, n = native.AUTORESET_CODES[mode], 300
     ref, emu = cpu.CpuBatch(env, n, code, max_steps), EmulatedBatch(build(env_name), env, n, code, max_steps)
+    assert (ref.action_mask is not None) == (ref.world_state is not None) == env_name.startswith("smax")
     rng = np.random.default_rng(len(env_name) + code)
     seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
     ref.reset(seeds, None)
@@ -154,7 +165,8 @@ def test_emulated_gpu_steps_equal_the_cpu_batch(build, env_name, mode, kernel):
         actions = rng.integers(0, env.num_actions, (n, env.num_agents))
         ref.step(actions)
         emu.step(actions, kernel)
-        for name in ("obs", "rewards", "terminated", "truncated", "episode_return", "episode_length"):
+        for name in ("obs", "rewards", "terminated", "truncated", "episode_return", "episode_length", "action_mask",
+                     "world_state"):  # the last two None alike for envs without the hooks
             np.testing.assert_array_equal(getattr(emu, name), getattr(ref, name), err_msg=f"{name} at step {t}")
         done = ref.terminated | ref.truncated
         np.testing.assert_array_equal(emu.done, done)
@@ -170,6 +182,7 @@ def test_emulated_gpu_steps_equal_the_cpu_batch(build, env_name, mode, kernel):
             ref.reset(None, mask)
             emu.reset(None, mask)
             np.testing.assert_array_equal(emu.obs, ref.obs)
+            np.testing.assert_array_equal(emu.action_mask, ref.action_mask)
     assert emu.error[0] == NO_ERROR
     assert ended > 0
 

@@ -68,53 +68,29 @@ def unit_state(state) -> np.ndarray:
                           -1).astype(np.float64)
 
 
-SHIM = """
-#include "smax.h"
-void mask_of(const double* values, int a, unsigned char* mask) {
-    State s; float obs[NUM_AGENTS * OBS_SIZE];
-    env_set_state(&s, values, obs);
-    smax_action_mask(&s, a, mask);
-}
-void world_state_of(const double* values, float* out) {
-    State s; float obs[NUM_AGENTS * OBS_SIZE];
-    env_set_state(&s, values, obs);
-    smax_world_state(&s, out);
-}
-"""
+def check_masks_and_world_state(batch, env, masks, world, live: np.ndarray, where: str) -> None:
+    """The batch's action masks and world states (fastvec.h's hooks, as the faces and trainers read them) equal
+    jaxmarl's get_avail_actions `masks` and get_world_state `world` for the envs in `live`."""
+    for i, a in enumerate(env.agents):
+        want = np.asarray(masks[a])[live]
+        np.testing.assert_array_equal(batch.action_mask[live, i, : want.shape[-1]], want,
+                                      err_msg=f"{a}'s action mask, {where}")
+        assert not batch.action_mask[live, i, want.shape[-1]:].any(), f"{a}'s mask beyond its space, {where}"
+    np.testing.assert_array_equal(bits(batch.world_state[live]), bits(np.asarray(world)[live]),
+                                  err_msg=f"world state, {where}")
 
 
-def shim_source(name: str) -> str:
-    """C exposing smax.h's action masks and world state of a set state, for the c_shim fixture."""
-    return "".join(f"#define {k} {v}\n" for k, v in scenario_defines(name).items()) + SHIM
-
-
-def check_masks_and_world_state(shim, env, values: np.ndarray, state, live: np.ndarray, where: str) -> None:
-    """smax.h's action masks and world state of each live env's state values equal jaxmarl's."""
-    n, size = env.num_agents, max(env.action_spaces[a].n for a in env.agents)
-    masks = jax.vmap(env.get_avail_actions)(state)
-    world = np.asarray(jax.vmap(env.get_world_state)(state))
-    for e in np.nonzero(live)[0]:
-        v = np.ascontiguousarray(values[e], np.float64)
-        out = np.zeros(len(world[e]), np.float32)
-        shim.world_state_of(v.ctypes, out.ctypes)
-        np.testing.assert_array_equal(bits(out), bits(world[e]), err_msg=f"world state, {where}")
-        for i, a in enumerate(env.agents):
-            mask = np.zeros(size, np.uint8)
-            shim.mask_of(v.ctypes, i, mask.ctypes)
-            want = np.asarray(masks[a])[e]
-            np.testing.assert_array_equal(mask[: len(want)], want, err_msg=f"{a}'s action mask, {where}")
-            assert not mask[len(want):].any()
-
-
-def play(name: str, episodes: int, seed: int = 0, shim=None) -> dict:
-    """Run `episodes` episodes of `name` (fastvec's as one batch); returns counts of what was compared. With
-    `shim` (shim_source's build), also smax.h's action masks and world state at every step."""
+def play(name: str, episodes: int, seed: int = 0) -> dict:
+    """Run `episodes` episodes of `name` (fastvec's as one batch); returns counts of what was compared, the action
+    masks and world states among them: those of every state set (jaxmarl's), and those of every step's result
+    where the step was bit for bit ("masks_after_step")."""
     env = smax.SMAX(scenario=smax.map_name_to_scenario(name))
     agents, n = env.agents, env.num_agents
     reset = jax.jit(jax.vmap(env.reset))
     step = jax.jit(jax.vmap(env.step_env))
     draws = jax.jit(jax.vmap(lambda k: step_draws(env, k)))
     avail = jax.jit(jax.vmap(env.get_avail_actions))
+    world_state = jax.jit(jax.vmap(env.get_world_state))
     lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name).items()))
     assert (lib.num_agents, lib.obs_size) == (n, env.obs_size)
     assert SCENARIOS[name].agents == agents
@@ -127,7 +103,7 @@ def play(name: str, episodes: int, seed: int = 0, shim=None) -> dict:
     sizes = np.array([env.action_spaces[a].n for a in agents])
     live = np.ones(episodes, np.bool_)
     counts = {"transitions": 0, "bit_exact": 0, "hits": 0, "deaths": 0, "wins": 0, "time_limits": 0,
-              "max_position_error": 0.0, "max_obs_error": 0.0}
+              "max_position_error": 0.0, "max_obs_error": 0.0, "masks_after_step": 0}
     for t in range(TIME_LIMIT):
         where = f"{name} seed {seed} step {t}"
         key, *step_keys = jax.random.split(key, episodes + 1)
@@ -135,11 +111,10 @@ def play(name: str, episodes: int, seed: int = 0, shim=None) -> dict:
         values = np.concatenate([unit_state(state).reshape(episodes, -1),
                                  np.asarray(draws(step_keys)).reshape(episodes, -1)], 1)
         batch.set_state(None, values)
-        if shim is not None:
-            check_masks_and_world_state(shim, env, values, state, live, where)
+        masks = avail(state)
+        check_masks_and_world_state(batch, env, masks, world_state(state), live, where)
         want = np.stack([np.asarray(obs[a]) for a in agents], 1)
         check_obs(batch.obs[live], want[live], where)
-        masks = avail(state)
         actions = np.zeros((episodes, n), np.int64)
         for i, a in enumerate(agents):
             m = np.asarray(masks[a]).astype(np.float64) + 1e-3  # mostly available actions, now and then any
@@ -165,6 +140,10 @@ def play(name: str, episodes: int, seed: int = 0, shim=None) -> dict:
         for i, a in enumerate(agents):
             np.testing.assert_array_equal(np.asarray(dones[a])[live], ~alive[live, i], err_msg=where)
         exact = (bits(got) == bits(expected)).all((1, 2)) & (bits(batch.obs[live]) == bits(want)).all((1, 2))
+        same = np.zeros(episodes, np.bool_)
+        same[np.nonzero(live)[0][exact]] = True
+        check_masks_and_world_state(batch, env, avail(state), world_state(state), same, f"after the step, {where}")
+        counts["masks_after_step"] += int(same.sum())
         counts["max_position_error"] = max(counts["max_position_error"],
                                            float(np.abs(got[..., :2] - expected[..., :2]).max(initial=0)))
         counts["max_obs_error"] = max(counts["max_obs_error"], float(np.abs(batch.obs[live] - want).max(initial=0)))

@@ -66,3 +66,53 @@ def test_the_gpu_env_module_and_the_trainers_compile(name, tmp_path):
                f"-I{NATIVE_DIR}", str(tmp_path / f"{unit}.cu"), "-o", str(tmp_path / f"{unit}.cubin")]
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
         assert proc.returncode == 0, (unit, proc.stderr[-2000:])
+
+
+def test_action_masks_and_world_state_go_with_the_returned_observation():
+    """batch.action_mask (N, A, NUM_ACTIONS) uint8 and batch.world_state (N, WORLD_STATE_SIZE) float32 after every
+    reset and step are those of the state whose observation the batch returns: after an autoreset, the new
+    episode's. Recomputed from scratch (set_state of the same state) they come out the same."""
+    env = load("5m_vs_6m")
+    n, agents, actions = 32, 11, 5 + 6
+    batch = cpu.CpuBatch(env, n, 1, 20)  # SameStep: ended envs hand out the next episode's first observation
+    assert env.action_mask and env.world_state_size == 12 * agents
+    batch.reset(np.arange(n, dtype=np.uint64), None)
+    assert batch.action_mask.shape == (n, agents, actions) and batch.action_mask.dtype == np.uint8
+    assert batch.world_state.shape == (n, 12 * agents) and batch.world_state.dtype == np.float32
+    # a first state: every unit alive and out of the others' range, so moves and stop, no attacks
+    assert (batch.action_mask[..., :5] == 1).all() and not batch.action_mask[..., 5:].any()
+    rng, ended, attacks = np.random.default_rng(1), 0, 0
+    for _ in range(60):
+        # available actions, mostly: the mask a policy would apply
+        logits = np.where(batch.action_mask, rng.random(batch.action_mask.shape), -1.0)
+        batch.step(logits.argmax(-1))
+        ended += int((batch.terminated | batch.truncated).sum())
+        attacks += int(batch.action_mask[..., 5:].sum())
+        mask, world = batch.action_mask.copy(), batch.world_state.copy()
+        batch.set_state(None, batch.get_state())
+        np.testing.assert_array_equal(batch.action_mask, mask)
+        np.testing.assert_array_equal(batch.world_state, world)
+        alive = batch.get_state()[:, : 8 * agents].reshape(n, agents, 8)[..., 4] != 0
+        np.testing.assert_array_equal(mask[..., 0], alive)  # moves while alive
+        assert (mask[..., 4] == 1).all()  # stop always
+        assert not mask[:, 5:, 5 + 5:].any()  # enemies attack 5 allies: their sixth attack is beyond their space
+    assert ended > 0 and attacks > 0
+
+
+def test_masked_reset_refreshes_only_the_reset_envs():
+    env = load("3m")
+    batch = cpu.CpuBatch(env, 4, DISABLED, TIME_LIMIT)
+    batch.reset(np.arange(4, dtype=np.uint64), None)
+    batch.action_mask[:] = 7  # marks what a refresh leaves alone
+    batch.reset(None, np.array([False, True, False, True]))
+    assert (batch.action_mask[[0, 2]] == 7).all() and (batch.action_mask[[1, 3]] <= 1).all()
+
+
+def test_envs_without_the_hooks_hand_out_none():
+    from fastvec.native.batches import load_batch
+
+    batch = load_batch("cartpole", 2)
+    assert (batch.env.action_mask, batch.env.world_state_size) == (False, 0)
+    batch.reset(None, None)
+    batch.step(np.zeros(2, np.int64))
+    assert batch.action_mask is None and batch.world_state is None
