@@ -57,6 +57,7 @@ class GymBatch:
     (async: stops the subprocesses)."""
 
     device = "cpu"
+    action_mask = world_state = None  # no available-action masks, no world state (backend.Backend's)
 
     def __init__(self, env_id: str, num_envs: int, kwargs: dict | None = None, vectorization: str = "sync",
                  render: bool = False):

@@ -68,6 +68,7 @@ class MujocoHostBatch:
     render(i) draws env i through `frames` (an object with frame(i) and close(), e.g. wrappers.mujoco.Frames)."""
 
     device = "cpu"
+    action_mask = world_state = None  # no available-action masks, no world state (backend.Backend's)
     host_arrays = True
 
     def __init__(self, task: str, num_envs: int, max_episode_steps: int | None = None, threads: int = 0, **params):
