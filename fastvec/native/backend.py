@@ -76,7 +76,8 @@ class Backend(Protocol):
 
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
         """Reset the envs in mask ((N,) bool; None: all) and write their first obs; reseed env i with seeds[i]
-        ((N,) non-negative ints) where seeds are given, else continue each env's random stream."""
+        ((N,) non-negative ints) where seeds are given, else continue each env's random stream. Resetting every
+        env (None or an all-True mask) also clears terminated and truncated."""
 
     def step(self, actions) -> int | None:
         """Step every env with actions (N, A, D) (axes of size 1 after N may be left out; integers for the

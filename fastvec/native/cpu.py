@@ -493,7 +493,8 @@ class CpuBatch:
         self.env.lib.fv_bind_observe(self._job_ptr, _ptr(self.action_mask), _ptr(self.world_state))
 
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:
-        """Reset the envs in mask (all if None); reseed env i with seeds[i] if seeds is given."""
+        """Reset the envs in mask (all if None; resetting every env also clears terminated and truncated, as the
+        GPU batch's reset does); reseed env i with seeds[i] if seeds is given."""
         if seeds is not None:
             given = np.asarray(seeds)
             if given.dtype.kind not in "iu" or (given.dtype.kind == "i" and (given < 0).any()):
@@ -502,6 +503,9 @@ class CpuBatch:
             seeds = np.ascontiguousarray(given, np.uint64)
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
         self.env.lib.fv_reset(self.num_envs, _ptr(self.slots), _ptr(seeds), _ptr(mask), _ptr(self.obs))
+        if mask is None or mask.all():
+            self.terminated[:] = False
+            self.truncated[:] = False
         self._observe(mask)
 
     def _observe(self, which: np.ndarray | None) -> None:

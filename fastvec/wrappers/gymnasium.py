@@ -172,13 +172,7 @@ class NativeVectorEnv(VectorEnv):
             self.batch.reset(seeds, reset & given)
         if (reset & ~given).any():
             self.batch.reset(None, reset & ~given)
-        if mask is None:
-            self._needs_reset[:] = False
-            if self.batch.host_arrays:  # (the GPU batch clears its device flags itself)
-                self.batch.terminated[:] = False
-                self.batch.truncated[:] = False
-        else:
-            self._needs_reset[mask] = False
+        self._needs_reset[reset] = False  # (a full reset clears the batch's own flags: Backend.reset)
         self._has_reset = True
         return (self._obs.copy() if self.copy else self._obs), {}
 

@@ -109,3 +109,17 @@ def test_the_numpy_gym_block_equals_the_one_the_c_step_writes(env, params):
             assert np.array_equal(np.frombuffer(twin, dtype, count, offset),
                                   np.frombuffer(written, dtype, count, offset)), name
     assert ends > 0  # the episode fields were compared where episodes ended too
+
+
+def test_resetting_every_env_clears_the_done_flags_and_a_partial_reset_leaves_them():
+    """A face reads terminated/truncated after a step only; after a reset of every env the batch's own arrays say
+    no episode has ended, on either backend (the GPU batch's reset clears its device flags the same way)."""
+    batch = cartpole_batch()
+    batch.reset(np.arange(3, dtype=np.uint64), None)
+    for _ in range(7):  # the step limit: every env truncates at step 7
+        batch.step(np.zeros((3, 1), np.int64))
+    assert (batch.terminated | batch.truncated).all()
+    batch.reset(None, np.array([True, False, False]))
+    assert (batch.terminated | batch.truncated)[1:].all()  # the envs not reset keep their step's outcome
+    batch.reset(None, np.ones(3, np.bool_))
+    assert not (batch.terminated | batch.truncated).any()
