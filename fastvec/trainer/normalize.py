@@ -25,9 +25,10 @@ def merge_moments(mean, var, count, batch):
 
 
 def update_obs_norm(spec, params: dict, obs) -> None:
-    """Merge a rollout's observations obs (..., O) (raw: bytes or floats) into the layout's statistics
-    (obs_norm.mean, .var, .count, float32), as the encoder sees them before normalising: times spec.obs_scale."""
-    x = np.asarray(obs, np.float64).reshape(-1, spec.obs_size) * spec.obs_scale
+    """Merge a rollout's inputs obs (..., I) (raw: bytes or floats; the observation, then any agent ids) into the
+    layout's statistics (obs_norm.mean, .var, .count, float32), as the encoder sees them before normalising: times
+    spec.obs_scale."""
+    x = np.asarray(obs, np.float64).reshape(-1, spec.input_size) * spec.obs_scale
     mean, var, count = merge_moments(params["obs_norm.mean"], params["obs_norm.var"], params["obs_norm.count"][0], x)
     params["obs_norm.mean"][...] = mean
     params["obs_norm.var"][...] = var

@@ -1,11 +1,12 @@
 """The bundled trainer's algorithm written once as plain NumPy math, with explicit forward and backward
 passes: policy (encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss; the action
-heads (heads.py), running normalisation (normalize.py) and the optimizer (optimizers.py: clipping, Adam, Muon,
-schedules) are imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
+heads (heads.py), running normalisation (normalize.py), the optimizer (optimizers.py: clipping, Adam, Muon,
+schedules) and the counter-based random streams (streams.py) are imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
 
 Legend for shape comments: T = time steps, B = rows of a batch (env x agent), O = observation size,
 H = hidden size, L = layers, A = number of actions, P = total parameter count, D = action dimensions,
-Y = the action head's width (spec.dist_size: A logits, sum(nvec) logits, or D means then D log-stds).
+Y = the action head's width (spec.dist_size: A logits, sum(nvec) logits, or D means then D log-stds),
+I = the actor's input (spec.input_size: O, then the agent-id one-hot), C = a world-state critic's input.
 Every function works in the dtype of its inputs (float32 for training, float64 in the gradient tests).
 """
 
@@ -40,6 +41,15 @@ from fastvec.trainer.optimizers import (  # noqa: F401
     muon_update_scale,
     newton_schulz,
 )
+from fastvec.trainer.streams import (  # noqa: F401
+    MASK64,
+    _mix64,
+    head_uniforms,
+    policy_uniforms,
+    sampling_key,
+    sequence_order,
+    splitmix64,
+)
 
 # ----------------------------------------------------------------------------------------------
 # POLICY: spec, flat parameter layout, initialisation
@@ -68,6 +78,12 @@ class PolicySpec:
     # its own (encoder, layers and a one-row decoder, "critic.*"), as PureJaxRL's and CleanRL's actor-critics.
     critic: str = "shared"
     encoder: str = "linear"  # "relu" (MLP only): a ReLU on the encoder's output, as PureJaxRL's first layer
+    # Teams (a multi-agent batch, one policy for every agent): agent_ids > 0 appends the agent's one-hot id (of
+    # agent_ids agents) to its observation (policy.agent_id), as JaxMARL's and MAPPO's shared policies read it;
+    # world_size > 0 gives the separate critic the env's world state of that many values instead of the actor's
+    # observation, the agent's id appended too (MAPPO's centralised critic, policy.critic_input=world_state).
+    agent_ids: int = 0
+    world_size: int = 0
 
     def __post_init__(self):
         if self.kind not in ("mingru", "mlp"):
@@ -88,6 +104,19 @@ class PolicySpec:
                              "shares its torso")
         if self.encoder not in ("linear", "relu") or (self.encoder == "relu" and self.recurrent):
             raise ValueError(f"policy.encoder={self.encoder!r}: use 'linear', or 'relu' with policy.kind='mlp'")
+        if self.agent_ids < 0 or self.world_size < 0 or (self.world_size and self.critic != "separate"):
+            raise ValueError(f"agent_ids={self.agent_ids} and world_size={self.world_size} must be >= 0, and a "
+                             "world-state critic is a separate one (policy.critic='separate')")
+
+    @property
+    def input_size(self) -> int:
+        """I, the actor's input per row: the observation, then the agent-id one-hot."""
+        return self.obs_size + self.agent_ids
+
+    @property
+    def critic_input_size(self) -> int:
+        """A separate critic's input per row: the world state and the agent-id one-hot, or the actor's input."""
+        return self.world_size + self.agent_ids if self.world_size else self.input_size
 
     @property
     def head_size(self) -> int:
@@ -125,7 +154,7 @@ class PolicySpec:
 def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
     """The parameters in layout order: (name, shape); weights (out, in), applied as x @ w.T. A box head adds its
     state-independent log-stds, train.norm_obs the observation statistics (no gradient: update_obs_norm)."""
-    h, o, a = spec.hidden, spec.obs_size, spec.head_size
+    h, o, a = spec.hidden, spec.input_size, spec.head_size
     table = [("enc.w", (h, o)), ("enc.b", (h,))]
     # A MinGRU layer's rows are [z gate | candidate h~ | highway gate]; an MLP layer's are [h].
     width = (3 if spec.highway else 2) * h if spec.recurrent else h
@@ -138,7 +167,7 @@ def param_table(spec: PolicySpec) -> list[tuple[str, tuple[int, ...]]]:
     if spec.action_kind == "box":  # after the A + 1 biases, where the GPU's env step reads them
         table.append(("dec.logstd", (spec.action_dims,)))
     if spec.critic == "separate":  # the critic's encoder, MLP layers and one-row decoder
-        table += [("critic.enc.w", (h, o)), ("critic.enc.b", (h,))]
+        table += [("critic.enc.w", (h, spec.critic_input_size)), ("critic.enc.b", (h,))]
         for layer in range(spec.layers):
             table += [(f"critic.layer{layer}.w", (h, h)), (f"critic.layer{layer}.b", (h,))]
         table.append(("critic.dec.w", (1, h)))
@@ -298,22 +327,24 @@ def mlp_backward(dout, cache, w):
     return dpre @ w, rows.T @ x.reshape(-1, x.shape[-1]), rows.sum(0)
 
 
-def policy_forward(spec: PolicySpec, params: dict, obs, starts, state):
-    """The whole policy over a horizon segment. obs: (T, B, O); starts: (T, B) 1 where obs[t] is an
-    episode's first observation; state: (L_state, B, H) entering step 0 (L_state = 0 for an MLP).
+def policy_forward(spec: PolicySpec, params: dict, obs, starts, state, world=None):
+    """The whole policy over a horizon segment. obs: (T, B, I); starts: (T, B) 1 where obs[t] is an
+    episode's first observation; state: (L_state, B, H) entering step 0 (L_state = 0 for an MLP); world:
+    (T, B, C), a world-state critic's input (spec.world_size > 0), else None.
     Returns the head's distribution parameters (T, B, Y) (logits for the discrete kinds), values (T, B), the
     state after the last step, and the cache. obs may be bytes (uint8): encoder_input scales it."""
     x0 = encoder_input(spec, params, obs)
     keep = 1 - starts.astype(x0.dtype)
     y, new_state, actor = stack_forward(spec, params, "", x0, keep, state)  # (T, B, A + 1), or A without a value
+    critic_x = x0 if not spec.world_size else world.astype(x0.dtype)  # the world state as it is: no scaling
     if spec.critic == "shared":
         dist, values, critic = y[..., :-1], y[..., -1], None
     else:
-        values, _, critic = stack_forward(spec, params, "critic.", x0, keep, state)
+        values, _, critic = stack_forward(spec, params, "critic.", critic_x, keep, state)
         dist, values = y, values[..., 0]
     if spec.action_kind == "box":  # means, then the log-stds broadcast to every row
         dist = np.concatenate([dist, np.broadcast_to(params["dec.logstd"], dist.shape)], axis=-1)
-    return dist, values, new_state, (x0, actor, critic)
+    return dist, values, new_state, (x0, actor, critic, critic_x)
 
 
 def stack_forward(spec: PolicySpec, params: dict, prefix: str, x0, keep, state):
@@ -350,7 +381,7 @@ def encoder_input(spec: PolicySpec, params: dict, obs):
 def policy_backward(spec: PolicySpec, params: dict, grads: dict, dlogits, dvalues, cache) -> None:
     """Accumulate parameter gradients (into the `grads` views) given dlogits (T, B, Y), dvalues (T, B).
     A box head's log-std gradient is the sum over rows of its columns of dlogits."""
-    obs, actor, critic = cache
+    obs, actor, critic, critic_x = cache
     if spec.action_kind == "box":
         d = spec.action_dims
         grads["dec.logstd"] += dlogits[..., d:].reshape(-1, d).sum(0)
@@ -359,7 +390,7 @@ def policy_backward(spec: PolicySpec, params: dict, grads: dict, dlogits, dvalue
         stack_backward(spec, params, grads, "", np.concatenate([dlogits, dvalues[..., None]], axis=-1), obs, actor)
     else:
         stack_backward(spec, params, grads, "", dlogits, obs, actor)
-        stack_backward(spec, params, grads, "critic.", dvalues[..., None], obs, critic)
+        stack_backward(spec, params, grads, "critic.", dvalues[..., None], critic_x, critic)
 
 
 def stack_backward(spec: PolicySpec, params: dict, grads: dict, prefix: str, dy, obs, cache) -> None:
@@ -387,19 +418,56 @@ def stack_backward(spec: PolicySpec, params: dict, grads: dict, prefix: str, dy,
 # SAMPLING
 
 
-def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False, uniforms=None):
+def policy_act(spec, param_views, obs, starts, state, rng, deterministic=False, uniforms=None, mask=None,
+               world=None):
     """One policy step for R rows, as a rollout takes it (the host twin of the CUDA trainer's fused policy
-    step): obs (R, O), starts (R,), state (Ls, R, H) -> actions (R, *spec.action_shape) (sampled with rng's
+    step): obs (R, I), starts (R,), state (Ls, R, H) -> actions (R, *spec.action_shape) (sampled with rng's
     uniforms, or the given uniforms (R, *uniforms_per_row(spec)) float32, or the mode if deterministic),
-    logp (R,), values (R,), the new state."""
-    logits, values, state, _ = policy_forward(spec, param_views, obs[None], starts[None], state)
+    logp (R,), values (R,), the new state. mask (R, A), 1 = available (a discrete head; None: all are): only
+    available actions are taken, logp is the masked distribution's. world (R, C): a world-state critic's input."""
+    logits, values, state, _ = policy_forward(spec, param_views, obs[None], starts[None], state,
+                                              None if world is None else world[None])
+    if mask is not None:
+        logits = mask_logits(logits, mask[None])
     if deterministic:
         actions = head_mode(spec, logits[0])
         return actions, head_log_prob(spec, logits[0], actions)[0], values[0], state
     if uniforms is None:
         uniforms = rng.random((len(obs), *uniforms_per_row(spec)), np.float32)
+    if mask is not None:
+        uniforms = masked_uniforms(uniforms)
     actions, logp = sample_head(spec, logits[0], uniforms)
     return actions, logp, values[0], state
+
+
+# ----------------------------------------------------------------------------------------------
+# TEAMS: action masks, agent ids
+
+MASKED_LOGIT = -1e10  # JaxMARL's: exp(-1e10 - max) is exactly 0 in float32 and float64
+
+
+def mask_logits(logits, mask):
+    """Logits (..., A) of the masked categorical: an unavailable action's (mask 0) set to MASKED_LOGIT, so that
+    log_softmax, sampling, log-probabilities and entropies are those of the distribution over the available
+    actions alone (probability exactly 0 elsewhere; its entropy term 0 * log p is 0, not NaN)."""
+    return np.where(mask.astype(bool), logits, logits.dtype.type(MASKED_LOGIT))
+
+
+def mask_logits_grad(dlogits, mask):
+    """mask_logits' backward: the gradient passes to the available actions' logits; an unavailable one's is 0."""
+    return np.where(mask.astype(bool), dlogits, 0).astype(dlogits.dtype)
+
+
+def masked_uniforms(uniforms):
+    """Sampling uniforms for a masked categorical: a 0 becomes 2^-25 (half the float32 uniforms' step), so that
+    inverse-CDF sampling (cdf < u * total) passes over leading unavailable actions, whose cdf is exactly 0."""
+    return np.maximum(uniforms, np.float32(2.0 ** -25))
+
+
+def agent_onehot(num_envs: int, num_agents: int, dtype=np.float32, value=1):
+    """(num_envs * num_agents, num_agents): row env * num_agents + agent holds `value` in column agent, 0 elsewhere
+    (the rows of a multi-agent batch; value 1 / spec.obs_scale reaches the encoder as 1)."""
+    return np.tile(np.eye(num_agents, dtype=dtype) * np.asarray(value, dtype), (num_envs, 1))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -482,64 +550,3 @@ def ppo_loss(logits, values, actions, old_logp, old_values, advantages, returns,
 def explained_variance(predicted, target) -> float:
     var = float(np.var(target))
     return float("nan") if var == 0 else 1.0 - float(np.var(target - predicted)) / var
-
-
-# ----------------------------------------------------------------------------------------------
-# COUNTER-BASED RANDOM STREAMS: the CUDA trainer's sampling uniforms and epoch orders, computed on the host
-# (the kernels draw them from counters instead of a generator state, so any row or epoch can be recomputed)
-
-MASK64 = (1 << 64) - 1
-
-
-def _mix64(z):
-    """fastvec.h's fv_mix64 (splitmix64's finaliser) on uint64 arrays (wrapping arithmetic)."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def splitmix64(z: int) -> int:
-    """fastvec.h's fv_mix64 on Python ints (keys for the counter-based streams)."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return z ^ (z >> 31)
-
-
-def sampling_key(seed: int) -> int:
-    """The counter-based samplers' key of train.seed = seed (CUDA actions, self-play's opponents and pools)."""
-    return splitmix64((seed * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
-
-
-def policy_uniforms(seed_key: int, rows: int, step: int) -> np.ndarray:
-    """The CUDA trainer's policy_uniform for rows 0..rows-1 at one policy step (float32 in [0, 1))."""
-    with np.errstate(over="ignore"):
-        keys = _mix64(np.uint64(seed_key) + np.arange(rows, dtype=np.uint64))
-        r = _mix64(keys + np.uint64(((step + 1) * 0x9E3779B97F4A7C15) & MASK64))
-    return (r >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
-
-
-def head_uniforms(spec: PolicySpec, seed_key: int, rows: int, step: int) -> np.ndarray:
-    """One policy step's counter-based uniforms, (rows, *uniforms_per_row(spec)): row r's j-th (row-major) is
-    policy_uniform's of index r * k + j, k a row; a discrete head's are policy_uniforms(seed_key, rows, step)."""
-    shape = (rows, *uniforms_per_row(spec))
-    return policy_uniforms(seed_key, math.prod(shape), step).reshape(shape)
-
-
-def sequence_order(count: int, shuffle_key: int, update: int, epoch: int) -> np.ndarray:
-    """shuffle_kernel's order of an epoch's `count` sequences: a 4-round Feistel permutation, cycle-walked."""
-    half = max(1, math.ceil(math.ceil(math.log2(max(count, 2))) / 2))
-    key = splitmix64(shuffle_key ^ ((update * 0x9E3779B97F4A7C15 + epoch * 0xBF58476D1CE4E5B9) & MASK64))
-    mask = np.uint64((1 << half) - 1)
-
-    def feistel(x):
-        left, right = x >> np.uint64(half), x & mask
-        for rnd in range(4):
-            f = _mix64(np.uint64(key) + np.uint64((rnd * 0xD1B54A32D192ED03) & MASK64) + right) & np.uint64(0xFFFFFFFF) & mask
-            left, right = right, left ^ f
-        return (left << np.uint64(half)) | right
-
-    with np.errstate(over="ignore"):
-        x = feistel(np.arange(count, dtype=np.uint64))
-        while (bad := x >= count).any():
-            x[bad] = feistel(x[bad])
-    return x.astype(np.int64)
