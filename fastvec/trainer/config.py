@@ -20,6 +20,7 @@ from fastvec.trainer.config_text import (  # noqa: F401 - to_toml, default_toml 
     RUN_CONFIG_END, RUN_CONFIG_HEAD, _described, _key_lines, _toml_value, default_toml, to_toml)
 from fastvec.trainer.env_defaults import (Declared, declared_by_builtin, declared_by_gym,
                                           declared_by_source, layer)
+from fastvec.trainer import teams
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -154,6 +155,8 @@ def parse_env_argument(env: str) -> tuple[str, dict]:
     task = mujoco_task_of(env) if not Path(env).is_file() else None
     if task is not None:  # a MuJoCo task: trained as its registered Gymnasium id, over fastvec's C batch
         return train_name(task), {"gym_id": mujoco_gym_id(task)}
+    if (team := teams.team_env_name(env)) is not None and not Path(env).is_file():  # simple_spread, smax:3m
+        return team, {}
     if looks_like_path(env) or Path(env).is_file():
         path = Path(env).expanduser()
         if not path.is_file():
@@ -178,20 +181,25 @@ def run_env_name(env: str) -> str:
         return REGISTERED_IDS[env.lower()]
     if mujoco_task_of(env) is not None:
         return train_name(mujoco_task_of(env))
+    if teams.team_env_name(env) is not None:
+        return teams.team_env_name(env)
     return Path(env).name if looks_like_path(env) else env
 
 
 def env_kind(config: dict) -> str:
-    """How the config's env is built: "builtin" (a registered fastvec env), "source" (a user's env file,
-    env.source) or "gym" (a Gymnasium id, env.gym_id)."""
+    """How the config's env is built: "builtin" (a registered fastvec env), "team" (an MPE or SMAX scenario, by
+    name: teams.py), "source" (a user's env file, env.source) or "gym" (a Gymnasium id, env.gym_id)."""
     env = config["env"]
-    return "gym" if env.get("gym_id") else "source" if env.get("source") else "builtin"
+    if env.get("gym_id") or env.get("source"):
+        return "gym" if env.get("gym_id") else "source"
+    return "team" if teams.team_env_name(env.get("name")) == env.get("name") else "builtin"
 
 
 def _unknown_env(env: str) -> ConfigError:
     """(fastvec-train's cli adds the closest built-in names to this message.)"""
     return ConfigError(f"unknown env {env.lower()!r}; fastvec-train trains a built-in env {sorted(ENVS)}, a MuJoCo "
-                       f"task (hopper, halfcheetah, ...: fastvec-train --list), a user's env "
+                       f"task (hopper, halfcheetah, ...: fastvec-train --list), a team of agents (an MPE scenario, "
+                       f"e.g. simple_spread, or a SMAX one, e.g. smax:3m), a user's env "
                        f"file (fastvec-train path/to/my_env.h, or NAME --env.source=PATH) or a Gymnasium id "
                        f"(fastvec-train gym:CartPole-v1)")
 
@@ -225,6 +233,8 @@ def declared_by_env(name: str, env: dict) -> Declared:
                 else Declared(name)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+    if teams.team_env_name(name) == name:
+        return teams.declared(name)
     return declared_by_builtin(name) if name in ENVS else Declared(name)
 
 
@@ -240,7 +250,7 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
     else:
         name, implied = parse_env_argument(env)
     custom = implied or any(overrides.get("env", {}).get(key) for key in ("source", "gym_id"))
-    if not custom and name not in ENVS:
+    if not custom and name not in ENVS and teams.team_env_name(name) != name:
         raise _unknown_env(env)
     config = merge(defaults(), layer(declared_by_env(name, {**overrides.get("env", {}), **implied})),
                    "what the env declares")
@@ -410,6 +420,11 @@ def validate(config: dict) -> None:
         if env not in ENVS:
             raise _unknown_env(env)
         _check_builtin_env(config, env)
+    elif kind == "team":
+        try:
+            teams.check_params(env, env_params(config))
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"[env]: {err}") from None
     else:
         _check_custom_env(config, env, kind)
     for problem in _cross_key_problems(config):
@@ -476,6 +491,13 @@ def _cross_key_problems(config: dict):
     yield from world_size_problems(config, train["gpus"], f"train.gpus={train['gpus']}")
     if config["policy"]["critic"] == "separate" and config["policy"]["kind"] != "mlp":
         yield "policy.critic=separate is for an MLP policy; add --policy.kind=mlp (a MinGRU's critic shares its torso)"
+    policy = config["policy"]
+    if policy["critic_input"] == "world_state" and (policy["critic"] != "separate" or train["norm_obs"]):
+        yield ("policy.critic_input=world_state is a critic of its own over the raw world state: add "
+               "--policy.critic=separate --policy.kind=mlp, and --train.norm_obs=false")
+    if selfplay["enabled"] and (policy["agent_id"] or policy["critic_input"] == "world_state"):
+        yield ("selfplay.enabled=true trains one seat per game, which neither an agent id nor a world state fits: "
+               "add --policy.agent_id=false --policy.critic_input=local")
     if config["policy"]["encoder"] == "relu" and config["policy"]["kind"] != "mlp":
         yield "policy.encoder=relu is for an MLP policy; add --policy.kind=mlp (a MinGRU's encoder feeds its gates)"
     if ev["opponent"] == "bot" and not (selfplay["bot_switch_param"] and selfplay["bot_level_param"]):
@@ -555,7 +577,7 @@ def help_text(config: dict | None = None) -> str:
                                 [_described(key)], "")
         if section == "env" and config and env_kind(config) != "builtin":
             given = env_params(config)
-            what = "-D defines" if env_kind(config) == "source" else "gymnasium.make arguments"
+            what = {"source": "-D defines", "team": "keywords"}.get(env_kind(config), "gymnasium.make arguments")
             lines.append(f"  {env}'s {what} (any other --env.KEY=value adds one):")
             lines += [f"    {name} = {_toml_value(value)}" for name, value in given.items()] or ["    (none given)"]
         elif section == "env" and config:

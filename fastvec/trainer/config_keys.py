@@ -133,6 +133,16 @@ KEYS: tuple[Key, ...] = (
         "policy.layers=1 is PureJaxRL's and CleanRL's two-hidden-layer network",
         "relu: both trainers (the CUDA trainer's GEMM-path rollouts); not with self-play's games on the GPU",
         choices=("linear", "relu")),
+    Key("policy", "agent_id", bool, False,
+        "a multi-agent env: the agent's index, one-hot, appended to its observation (and to a world-state "
+        "critic's input), so that the policy every agent shares can tell them apart (JaxMARL's, MAPPO's)",
+        "The team envs' configs (mpe.toml, smax.toml) turn it on. CPU trainer; not with self-play."),
+    Key("policy", "critic_input", str, "local",
+        '"local": the critic reads what the actor reads (IPPO); "world_state": a separate critic reads the env\'s '
+        "world state (MAPPO's centralised critic; SMAX's, or every agent's observation concatenated, as mpe2's "
+        "state())",
+        "world_state needs policy.critic=separate (an MLP); the world state reaches it unnormalised. CPU trainer.",
+        choices=("local", "world_state")),
     # [train]
     Key("train", "device", str, "auto",
         '"cpu", "cuda", or "auto" (the CUDA trainer when it is available, else cpu)', choices=("cpu", "cuda", "auto")),

@@ -1,6 +1,6 @@
-"""The env a config trains, made: the batch a training run steps on the host (a built-in env, a user's env file
-or a Gymnasium id; run.py's trainers, self-play's training and evaluation games, --eval), what a GPU build of it
-compiles (env_build); where its episodes are truncated is Config.step_limit."""
+"""The env a config trains, made: the batch a training run steps on the host (a built-in env, a team env, a user's
+env file or a Gymnasium id; run.py's trainers, self-play's training and evaluation games, --eval), what a GPU build
+of it compiles (env_build); where its episodes are truncated is Config.step_limit."""
 
 from __future__ import annotations
 
@@ -8,20 +8,23 @@ from pathlib import Path
 
 from fastvec.native import resolve_defines, source_path
 from fastvec.native.batches import load_batch
+from fastvec.trainer import teams
 from fastvec.trainer.config import ConfigError, source_defines
 from fastvec.trainer.settings import Config
 
 
 def make_batch(config: Config | dict, num_envs: int | None = None, render: bool = False):
-    """A host batch of the configured env in SAME_STEP autoreset: a built-in env or a user's env file (env.source,
-    its -D defines from [env]) as a CpuBatch (native.batches.load_batch) stepped by train.env_threads threads, or
-    a Gymnasium id (env.gym_id) as a GymBatch (native/gym_batch.py) over Gymnasium's own vector env, except
+    """A host batch of the configured env in SAME_STEP autoreset: a built-in env, a team env (teams.load) or a user's
+    env file (env.source, its -D defines from [env]) as a CpuBatch (native.batches.load_batch) stepped by
+    train.env_threads threads, or a Gymnasium id (env.gym_id) as a GymBatch (native/gym_batch.py) over Gymnasium's own vector env, except
     fastvec's MuJoCo tasks (fastvec/Hopper-v5, ...), made as a MujocoHostBatch (native/mujoco/host_batch.py) over
     the C batch itself. A Gymnasium env the trainer cannot train, or whose make refuses the [env] arguments, is a
     ConfigError."""
     config = Config.of(config)
     env, threads = config.env, config.train.env_threads
     num_envs = num_envs or env.num_envs
+    if config.env_kind == "team":
+        return teams.load(env.name, dict(env.params), num_envs, config.step_limit, threads)
     if config.env_kind in ("builtin", "source"):
         source, params = (env.name, dict(env.params)) if config.env_kind == "builtin" else \
             (Path(env.source), source_defines(env.source, env.params))
@@ -75,6 +78,9 @@ def env_build(config: Config, batch) -> tuple[Path, dict, int]:
         return source_path(env.name), resolve_defines(env.name, dict(env.params)), config.step_limit
     if config.env_kind == "source":
         return Path(env.source), source_defines(env.source, env.params), config.step_limit
+    if config.env_kind == "team":
+        source, defines, _ = teams.build(env.name, dict(env.params))
+        return source, defines, config.step_limit
     from fastvec.native.cpu import cache_dir
     from fastvec.native.gym_batch import host_stub_source
     return host_stub_source(batch.env, cache_dir()), {}, 0

@@ -28,6 +28,10 @@ PROFILES = {
                                                                       "train.total_timesteps")),
     "mujoco": ("mujoco.toml", "CleanRL's continuous PPO for MuJoCo over a vectorised batch",
                ("train.checkpoint_interval",)),
+    "mpe": ("mpe.toml", "JaxMARL's IPPO for MPE: one MLP every agent shares, reading its agent id",
+            ("train.checkpoint_interval",)),
+    "smax": ("smax.toml", "JaxMARL's IPPO for SMAX: one policy every agent shares, reading its agent id, over "
+             "masked actions", ("train.checkpoint_interval",)),
 }
 PROFILE_SECTIONS = ("env", "policy", "train")
 
@@ -42,7 +46,8 @@ class Declared:
     observations: str | None = None  # "floats" or "bytes"
     reward_threshold: float | None = None
     where: dict = dataclasses.field(default_factory=dict)
-    family: str | None = None  # "mujoco": one of fastvec's MuJoCo tasks, which share mujoco.toml's settings
+    # "mujoco", "mpe", "smax": a MuJoCo task or a team env, which share their family's settings (mujoco.toml, ...)
+    family: str | None = None
 
     @property
     def kind(self) -> str | None:

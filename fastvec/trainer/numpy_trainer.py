@@ -8,19 +8,24 @@ import time
 
 import numpy as np
 
-from fastvec.trainer import reference as ref
+from fastvec.trainer import reference as ref, teams
+from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.config import ConfigError, rollout_sizes
 from fastvec.trainer.cuda.plan import fused_kernels_run  # pure Python: what the GPU's fused kernels implement
 from fastvec.trainer.settings import Config
 
-# Legend: T = horizon, R = rows = num_envs * agents, O = obs size, K = bptt_horizon, S = T / K segments,
-# Ls = recurrent layers (0 for an MLP), H = hidden, P = parameters.
+# Legend: T = horizon, R = rows = num_envs * agents, I = the policy's input (the obs, then any agent id),
+# A = actions, C = a world-state critic's input, K = bptt_horizon, S = T / K segments, Ls = recurrent layers
+# (0 for an MLP), H = hidden, P = parameters.
 
 
-def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spaces=None) -> ref.PolicySpec:
+def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spaces=None, agents: int = 1,
+                     world_size: int = 0) -> ref.PolicySpec:
     """The policy for an env of obs_size observations and Discrete(num_actions) actions, or for the env whose
-    spaces (native.spaces.EnvSpaces: its action head, byte observations scaled to [0, 1]) are given. Without
-    spaces, an env with no Discrete action space (num_actions 0) is a ConfigError."""
+    spaces (native.spaces.EnvSpaces: its action head, byte observations scaled to [0, 1]) are given, of `agents`
+    agents a game (their one-hot id an input with policy.agent_id) and a world state of world_size values (the
+    critic's input with policy.critic_input=world_state). Without spaces, an env with no Discrete action space
+    (num_actions 0) is a ConfigError."""
     config = Config.of(config)
     policy, kind = config.policy, spaces.action_kind if spaces is not None else "discrete"
     if kind == "discrete" and num_actions < 1:
@@ -34,16 +39,22 @@ def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spa
                           kind=policy.kind, hidden=policy.hidden, layers=policy.layers,
                           highway=policy.highway, action_kind=kind, action_nvec=nvec,
                           action_dims=spaces.action_dims if kind == "box" else 0, obs_scale=scale,
-                          norm_obs=config.train.norm_obs, critic=policy.critic, encoder=policy.encoder)
+                          norm_obs=config.train.norm_obs, critic=policy.critic, encoder=policy.encoder,
+                          agent_ids=agents if policy.agent_id else 0,
+                          world_size=world_size if policy.critic_input == "world_state" else 0)
 
 
 def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
     implement every head (Discrete, MultiDiscrete, Box) with the env on the GPU or on the host, byte and float
     observations, train.norm_obs and train.norm_reward, a shared or a separate critic; self-play on the GPU
-    without the fused policy's options; the running normalisation on one GPU."""
+    without the fused policy's options; the running normalisation on one GPU. Team envs, agent ids and world-state
+    critics are the CPU trainer's alone."""
     config = Config.of(config)
     train = config.train
+    if config.env_kind == "team" or spec.agent_ids or spec.world_size:
+        return ("the CUDA trainer has no team envs (MPE, SMAX), action masks, agent ids or world-state critic yet "
+                "(policy.agent_id, policy.critic_input)")
     if not fused_kernels_run(spec) and config.selfplay.enabled and train.env_device == "cuda":
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "
@@ -71,6 +82,9 @@ class NumpyTrainer:
         self.rows, self.horizon, self.bptt, self.segments, self.samples_per_rollout = rollout_sizes(
             train, batch.num_envs, self.num_agents)
         self.rng = np.random.default_rng(train.seed)
+        self.inputs = AgentInputs(spec, batch)  # the agent ids, action masks and world state the policy reads
+        # each agent's team (its episode returns are logged per team where a game has several), else None
+        self.teams = teams.agent_teams(config.env.name, config.env.params) if config.env_kind == "team" else None
 
         # MODEL AND OPTIMIZER: one flat array each, named views for the math.
         self.layout = ref.FlatLayout(ref.param_table(spec))
@@ -102,7 +116,8 @@ class NumpyTrainer:
 
         self.global_step = 0
         self.update_index = 0
-        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per step: returns, lengths, stats
+        # per step with an episode's end: its returns (E, agents), lengths (E,) and stats (E, stats)
+        self.finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.timing = {"env": 0.0, "inference": 0.0, "update": 0.0}
         seeds = (np.uint64(train.seed) << np.uint64(32)) + np.arange(batch.num_envs, dtype=np.uint64)
         batch.reset(seeds, None)
@@ -115,16 +130,18 @@ class NumpyTrainer:
         """Nothing to prepare before the first update (the CUDA trainer captures its graphs here)."""
         return 0.0
 
-    def act(self, obs, starts, state):
-        return ref.policy_act(self.spec, self.param_views, obs, starts, state, self.rng)
+    def act(self, obs, starts, state, mask=None, world=None):
+        return ref.policy_act(self.spec, self.param_views, obs, starts, state, self.rng, mask=mask, world=world)
 
-    SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value")
+    SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value",
+                    "masks", "world")
 
     def new_slot(self) -> dict:
-        t, r, o = self.horizon, self.rows, self.spec.obs_size
+        t, r, o = self.horizon, self.rows, self.spec.input_size
         ls, h = self.spec.state_layers, self.spec.hidden
+        mask, world = self.inputs.mask(), self.inputs.world()
         return {
-            "obs": np.zeros((t, r, o), self.batch.obs.dtype),  # (T, R, O) as the env writes them (bytes stay bytes)
+            "obs": np.zeros((t, r, o), self.batch.obs.dtype),  # (T, R, I) as the env writes them (bytes stay bytes)
             "starts": np.zeros((t, r), np.float32),  # (T, R) 1: obs[t] begins an episode
             "actions": np.zeros((t, r, *self.spec.action_shape), self.spec.action_dtype),  # (T, R, *action_shape)
             "logp": np.zeros((t, r), np.float32),  # (T, R) log mu(a|s), the behaviour policy's
@@ -133,6 +150,9 @@ class NumpyTrainer:
             "dones": np.zeros((t, r), np.float32),  # (T, R) 1: episode ended at step t
             "segment_state": np.zeros((self.segments, ls, r, h), np.float32),  # (S, Ls, R, H)
             "last_value": np.zeros(r, np.float32),  # (R,) V(obs after the last step)
+            # (T, R, A) uint8 1 = available, the actions sampled from; None: every action is
+            "masks": None if mask is None else np.zeros((t, *mask.shape), np.uint8),
+            "world": None if world is None else np.zeros((t, *world.shape), np.float32),  # (T, R, C) or None
         }
 
     def use_slot(self, index: int) -> None:
@@ -175,9 +195,14 @@ class NumpyTrainer:
             t0 = time.perf_counter()
             if t % k == 0:
                 self.segment_state[t // k] = self.state
-            self.obs[t] = batch.obs.reshape(self.rows, -1)
+            self.obs[t] = self.inputs.obs()
             self.starts[t] = self.next_starts
-            actions, logp, values, self.state = self.act(self.obs[t], self.starts[t], self.state)
+            mask, world = self.inputs.mask(), self.inputs.world()
+            if mask is not None:
+                self.masks[t] = mask
+            if world is not None:
+                self.world[t] = world
+            actions, logp, values, self.state = self.act(self.obs[t], self.starts[t], self.state, mask, world)
             self.actions[t], self.logp[t], self.values[t] = actions, logp, values
             t1 = time.perf_counter()
             batch.step(actions.reshape(batch.num_envs, self.num_agents, *self.spec.action_shape))
@@ -187,13 +212,14 @@ class NumpyTrainer:
             self.dones[t] = np.repeat(done, self.num_agents)
             self.next_starts = self.dones[t]
             if done.any():
-                self.finished.append((batch.episode_return[done].mean(1), batch.episode_length[done].copy(),
+                self.finished.append((batch.episode_return[done].copy(), batch.episode_length[done].copy(),
                                       batch.episode_stats[done].copy()))
             t2 = time.perf_counter()
             self.timing["inference"] += t1 - t0
             self.timing["env"] += t2 - t1
         t0 = time.perf_counter()
-        _, _, self.last_value[:], _ = self.act(batch.obs.reshape(self.rows, -1), self.next_starts, self.state.copy())
+        _, _, self.last_value[:], _ = self.act(self.inputs.obs(), self.next_starts, self.state.copy(),
+                                               self.inputs.mask(), self.inputs.world())
         if self.config.train.norm_reward:
             self.rewards[:], self.reward_moments = ref.scale_rewards(self.rewards, self.dones, self.reward_returns,
                                                                      self.reward_moments, self.config.train.gamma)
@@ -234,7 +260,7 @@ class NumpyTrainer:
         advantages = self.advantages()
         returns = advantages + self.values
         seg = {name: self.to_segments(getattr(self, name)) for name in
-               ["obs", "starts", "actions", "logp", "values"]}
+               ["obs", "starts", "actions", "logp", "values", "masks", "world"] if getattr(self, name) is not None}
         seg_returns = self.to_segments(returns)
         seq_count = self.segments * self.rows
         seg_state = self.segment_states()
@@ -243,7 +269,9 @@ class NumpyTrainer:
         # async: the data is from older weights (sync data never is, even when buffers were filled by hand)
         stale = self.async_rollouts and self.behaviour_version < self.update_index
         if tc.vtrace and stale:  # correct from the first epoch: pi/mu with the current weights
-            logits, _, _, _ = ref.policy_forward(self.spec, self.param_views, seg["obs"], seg["starts"], seg_state)
+            logits, _, _, _ = ref.policy_forward(self.spec, self.param_views, seg["obs"], seg["starts"], seg_state,
+                                                 seg.get("world"))
+            logits = logits if "masks" not in seg else ref.mask_logits(logits, seg["masks"])
             new_logp = ref.action_log_prob(self.spec, logits, seg["actions"])
         totals: dict[str, float] = {}
         count = 0
@@ -271,9 +299,11 @@ class NumpyTrainer:
 
     def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp) -> dict:
         tc = self.config.train
-        obs = seg["obs"][:, idx]
+        obs, world, masks = seg["obs"][:, idx], seg.get("world"), seg.get("masks")
         logits, values, _, cache = ref.policy_forward(self.spec, self.param_views, obs, seg["starts"][:, idx],
-                                                      seg_state[:, idx])
+                                                      seg_state[:, idx], None if world is None else world[:, idx])
+        if masks is not None:  # the masked categorical the actions were sampled from
+            logits = ref.mask_logits(logits, masks[:, idx])
         adv = seg_adv[:, idx]
         if tc.norm_adv:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
@@ -282,6 +312,8 @@ class NumpyTrainer:
         loss, dlogits, dvalues, stats = ref.ppo_loss(
             logits, values, actions, seg["logp"][:, idx], seg["values"][:, idx], adv, seg_returns[:, idx],
             tc.clip_coef, tc.vf_clip_coef, tc.vf_coef, ent_coef, **head)
+        if masks is not None:
+            dlogits = ref.mask_logits_grad(dlogits, masks[:, idx])
         if tc.vtrace:
             new_logp[:, idx] = ref.action_log_prob(self.spec, logits, actions)
         self.grads[:] = 0
@@ -303,12 +335,16 @@ class NumpyTrainer:
         """Mean return, length and env stats of the episodes finished since the last call (None if none)."""
         if not self.finished:
             return None
-        returns = np.concatenate([f[0] for f in self.finished])
+        returns = np.concatenate([f[0] for f in self.finished])  # (E, agents)
         lengths = np.concatenate([f[1] for f in self.finished])
         stats = np.concatenate([f[2] for f in self.finished])
         self.finished.clear()
         out = {"episodes": int(len(returns)), "episode_return": float(returns.mean()),
                "episode_length": float(lengths.mean())}
+        if self.teams is not None and len(set(self.teams)) > 1:  # a game of teams: each team's mean return too
+            labels = np.array(self.teams)
+            for team in dict.fromkeys(self.teams):
+                out[f"episode_return_{team}"] = float(returns[:, labels == team].mean())
         for i, name in enumerate(self.batch.env.stat_names):
             out[name] = float(stats[:, i].mean())
         return out

@@ -21,6 +21,7 @@ import numpy as np
 
 from fastvec import native
 from fastvec.trainer import checkpoint
+from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, check_with_env
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.loop import train_loop
@@ -87,7 +88,8 @@ def make_trainer(config: Config | dict) -> Trainer:
     try:
         check_with_env(config, batches[0].obs.shape[1], batches[0].env.stat_names)
         spaces = getattr(batches[0].env, "spaces", None)
-        spec = make_policy_spec(config, batches[0].env.obs_size, batches[0].env.num_actions, spaces)
+        spec = make_policy_spec(config, batches[0].env.obs_size, batches[0].env.num_actions, spaces,
+                                batches[0].obs.shape[1], world_state_size(batches[0]))
         if config.train.device == "cuda" and (why := cuda_unsupported(spec, config)):
             if requested != "auto":
                 raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
@@ -211,7 +213,7 @@ def _evaluate_batch(config: Config, path: Path, render: str, meta: dict, state: 
     deterministic = config.eval.deterministic
     seeds = (np.uint64(config.train.seed + 7) << np.uint64(32)) + np.arange(episodes, dtype=np.uint64)
     batch.reset(seeds, None)
-    num_agents = batch.obs.shape[1]
+    num_agents, inputs = batch.obs.shape[1], AgentInputs(spec, batch)
     rows = episodes * num_agents
     hidden_state = np.zeros((spec.state_layers, rows, spec.hidden), np.float32)
     starts = np.ones(rows, np.float32)
@@ -220,8 +222,8 @@ def _evaluate_batch(config: Config, path: Path, render: str, meta: dict, state: 
     lengths = np.zeros(episodes)
     stats = np.zeros((episodes, len(batch.env.stat_names)))
     while not finished.all():
-        actions, _, _, hidden_state = policy_act(spec, params, batch.obs.reshape(rows, -1).astype(np.float32),
-                                                 starts, hidden_state, rng, deterministic)
+        actions, _, _, hidden_state = policy_act(spec, params, inputs.obs().astype(np.float32), starts, hidden_state,
+                                                 rng, deterministic, mask=inputs.mask(), world=inputs.world())
         batch.step(actions.reshape(episodes, num_agents, *spec.action_shape))
         done = batch.terminated | batch.truncated
         first = done & ~finished
@@ -253,13 +255,13 @@ def record_episode(config: Config, spec, params, path: str, rng, deterministic: 
     batch = make_batch(config, 1, render=True)
     try:
         batch.reset(np.array([config.train.seed], np.uint64), None)
-        num_agents = batch.obs.shape[1]
+        num_agents, inputs = batch.obs.shape[1], AgentInputs(spec, batch)
         state = np.zeros((spec.state_layers, num_agents, spec.hidden), np.float32)
         starts = np.ones(num_agents, np.float32)
         frames = [batch.render(0)]
         for _ in range(config.eval.render_max_frames):
-            actions, _, _, state = policy_act(spec, params, batch.obs.reshape(num_agents, -1).astype(np.float32),
-                                              starts, state, rng, deterministic)
+            actions, _, _, state = policy_act(spec, params, inputs.obs().astype(np.float32), starts, state, rng,
+                                              deterministic, mask=inputs.mask(), world=inputs.world())
             batch.step(actions.reshape(1, num_agents, *spec.action_shape))
             if batch.terminated[0] or batch.truncated[0]:
                 break  # the env has already reset (SAME_STEP), so its next frame belongs to a new episode

@@ -11,7 +11,8 @@ import types
 from collections.abc import Mapping
 
 from fastvec.native import ENVS
-from fastvec.trainer.config import validate
+from fastvec.trainer import teams
+from fastvec.trainer.config import env_kind, validate
 from fastvec.trainer.config_keys import Key, section_keys
 
 
@@ -104,14 +105,16 @@ class Config:
 
     @property
     def env_kind(self) -> str:
-        """How the env is built: "builtin" (a registered env), "source" (a user's env file) or "gym" (a Gymnasium
-        id)."""
-        return "gym" if self.env.gym_id else "source" if self.env.source else "builtin"
+        """How the env is built: "builtin" (a registered env), "team" (an MPE or SMAX scenario), "source" (a user's
+        env file) or "gym" (a Gymnasium id): config.env_kind's answer."""
+        return env_kind({"env": {"name": self.env.name, "gym_id": self.env.gym_id, "source": self.env.source}})
 
     @property
     def step_limit(self) -> int:
-        """The steps after which episodes are truncated (0: never): env.max_episode_steps, or with -1 a built-in env's
-        registered limit (an env file has none; a Gymnasium id's is its registration's)."""
+        """The steps after which episodes are truncated (0: never): env.max_episode_steps, or with -1 a built-in or
+        team env's registered limit (an env file has none; a Gymnasium id's is its registration's)."""
         if self.env.max_episode_steps >= 0:
             return self.env.max_episode_steps
+        if self.env_kind == "team":
+            return teams.step_limit(self.env.name)
         return int(ENVS[self.env.name].max_episode_steps or 0) if self.env_kind == "builtin" else 0
