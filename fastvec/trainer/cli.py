@@ -15,7 +15,8 @@ USAGE = """usage: fastvec-train ENV [--config=PATH] [--section.key=value ...] [-
 
 Train PPO on a fastvec env (cartpole, breakout, ...) with the bundled trainer.
   ENV                   a registered env name, your env file (PATH.h; its -D parameters as --env.KEY=value),
-                        or gym:ID (a Gymnasium id with Discrete actions and flat observations, e.g. gym:CartPole-v1)
+                        or gym:ID (a Gymnasium id with Discrete actions and flat observations, e.g. gym:CartPole-v1);
+                        a team of agents: an MPE scenario (simple_spread, --env.N=5) or smax:NAME (smax:3m)
   --section.key=value   override a config value, e.g. --train.total_timesteps=20_000_000
                         --env.num_envs=1024 --policy.hidden=128 --train.device=cpu
   --config=PATH         a TOML of config values over ENV.toml's, under the command line's: a sweep's
@@ -86,6 +87,16 @@ def list_envs() -> str:
     for task, limit in TASKS.items():
         lines.append(f"  {train_name(task):<22} {gym_id(task):<30} Box actions, float observations, step limit "
                      f"{limit:,}")
+    from fastvec.native import mpe
+    lines.append("teams of agents (one policy every agent shares, its agent id an input; configs mpe.toml, smax.toml):")
+    for name, scenario in mpe.SCENARIOS.items():
+        keywords = [f"--env.{key}={param.default}" for key, param in scenario.params.items()]
+        keywords += ["--env.local_ratio=0.5"] if scenario.local_ratio else []
+        lines.append(f"  {name:<22} {f'fastvec/{name}-v{scenario.version}':<30} mpe2's scenario, step limit "
+                     f"{mpe.MAX_CYCLES}{'; ' + ', '.join(keywords) if keywords else ''}")
+    from fastvec.native import smax
+    lines.append(f"  smax:NAME              jaxmarl's SMAX, NAME one of {', '.join(smax.SCENARIOS)}; step limit "
+                 f"{smax.TIME_LIMIT}")
     lines.append("config keys and their values: fastvec-train --help-config (fastvec-train ENV --help-config)")
     return "\n".join(lines)
 
@@ -100,7 +111,9 @@ def suggest_env(message: str, env: str | None) -> str:
     if env is None or match is None or "did you mean" in message:
         return message
     from fastvec.native.mujoco import TASKS
-    close = difflib.get_close_matches(env.lower(), sorted(ENVS) + [task.lower() for task in TASKS], n=2, cutoff=0.6)
+    from fastvec.trainer.teams import names as team_names
+    close = difflib.get_close_matches(env.lower(), sorted(ENVS) + [task.lower() for task in TASKS] + team_names(),
+                                      n=2, cutoff=0.6)
     if not close:
         return message
     hint = " or ".join(repr(name) for name in close)
