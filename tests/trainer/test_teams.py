@@ -1,0 +1,222 @@
+"""Teams of agents on the CPU trainer: fastvec-train's names for the MPE scenarios and SMAX, their configs and
+errors, the policy's inputs (agent ids, each agent's own actions, the world state as mpe2's state()), masks kept
+from the rollout for the update, per-team returns and SMAX's win rate in the log, the CUDA trainer's refusal, and
+simple_spread learning past a random policy's return."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import cli, run
+from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
+from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+from fastvec.trainer.settings import Config
+
+SMALL = {"env": {"num_envs": 4}, "policy": {"hidden": 8},
+         "train": {"horizon": 8, "minibatch_size": 32, "total_timesteps": 64, "log_interval": 0.0}}
+
+
+def small(env: str, **sections) -> Config:
+    overrides = {section: dict(values) for section, values in SMALL.items()}
+    for section, values in sections.items():
+        overrides.setdefault(section, {}).update(values)
+    return Config.of(load_config(env, overrides))
+
+
+def spec_for(config: Config, batch):
+    return make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, batch.env.spaces,
+                            batch.obs.shape[1], world_state_size(batch))
+
+
+# ---------------------------------------------------------------------------------------------- names and configs
+
+
+@pytest.mark.parametrize("given,name,limit", [("simple_spread", "simple_spread", 25),
+                                              ("fastvec/simple_spread-v3", "simple_spread", 25),
+                                              ("Simple_Tag_v3", "simple_tag", 25), ("smax:3m", "smax:3m", 101)])
+def test_team_envs_by_name_take_their_familys_config_and_step_limit(given, name, limit):
+    config = Config.of(load_config(given))
+    assert (config.env.name, config.env_kind, config.step_limit) == (name, "team", limit)
+    assert config.policy.agent_id  # mpe.toml's and smax.toml's
+
+
+@pytest.mark.parametrize("env,overrides,message", [
+    ("smax:4m", {}, "unknown SMAX scenario '4m'"),
+    ("simple_spread", {"env": {"M": 3}}, "unknown keyword(s) ['M'] for simple_spread; its keywords are: N"),
+    ("simple_spread", {"env": {"N": 0}}, "N=0 for simple_spread must be an int in [1, 16]"),
+    ("simple_spread", {"env": {"max_cycles": 50}}, "--env.max_episode_steps=50"),
+    ("smax:3m", {"env": {"N": 3}}, "smax:3m takes no [env] parameters"),
+    ("simple_spread", {"policy": {"critic_input": "global"}}, "policy.critic_input='global': use local or world_state"),
+    ("simple_spread", {"policy": {"critic_input": "world_state", "critic": "shared"}}, "--policy.critic=separate"),
+    ("simple_spread", {"policy": {"critic_input": "world_state"}, "train": {"norm_obs": True}},
+     "--train.norm_obs=false"),
+    ("pong", {"policy": {"agent_id": True}, "selfplay": {"enabled": True}}, "--policy.agent_id=false"),
+    ("simple_spread", {"policy": {"agent_id": 1}}, "policy.agent_id"),
+])
+def test_team_config_errors_name_the_problem_and_the_fix(env, overrides, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(env, overrides)
+    assert message in str(err.value)
+
+
+def test_a_misspelt_team_env_gets_a_suggestion(capsys):
+    assert cli.main(["simple_sprad"]) == 2
+    assert "did you mean 'simple_spread'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- the policy's inputs
+
+
+def test_each_row_reads_its_observation_then_its_agent_id():
+    config = small("simple_spread")
+    batch = make_batch(config)
+    batch.reset(np.arange(4, dtype=np.uint64), None)
+    spec = spec_for(config, batch)
+    assert (spec.obs_size, spec.agent_ids, spec.input_size) == (18, 3, 21)
+    obs = AgentInputs(spec, batch).obs()
+    assert obs.shape == (12, 21)
+    np.testing.assert_array_equal(obs[:, :18], batch.obs.reshape(12, 18))
+    np.testing.assert_array_equal(obs[:, 18:], np.tile(np.eye(3, dtype=np.float32), (4, 1)))
+    off = make_policy_spec(small("simple_spread", policy={"agent_id": False}), 18, 5, batch.env.spaces, 3)
+    assert AgentInputs(off, batch).obs().shape == (12, 18)
+
+
+def test_agents_with_fewer_actions_have_the_rest_masked_out():
+    """simple_speaker_listener: the speaker's Discrete(3), the listener's Discrete(5) (mpe2's spaces)."""
+    config = small("simple_speaker_listener")
+    batch = make_batch(config)
+    mask = AgentInputs(spec_for(config, batch), batch).mask()
+    np.testing.assert_array_equal(mask[:2], [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    assert mask.shape == (8, 5)
+    spread = small("simple_spread")
+    assert AgentInputs(spec_for(spread, make_batch(spread)), make_batch(spread)).mask() is None  # all alike
+
+
+def test_the_world_state_of_an_mpe_game_is_mpe2s_state():
+    """Every agent's own observation concatenated (MpeParallelEnv.state(), mpe2's), agents of different sizes."""
+    mpe_faces = pytest.importorskip("fastvec.wrappers.mpe")
+    config = small("simple_adversary", policy={"kind": "mlp", "critic": "separate", "critic_input": "world_state"})
+    game = mpe_faces.parallel_env("simple_adversary")
+    game.reset(seed=3)
+    for _ in range(3):
+        game.step({agent: game.action_space(agent).sample() for agent in game.agents})
+    spec = spec_for(config, game.batch)
+    assert spec.world_size == len(game.state()) == 8 + 10 + 10
+    world = AgentInputs(spec, game.batch).world()
+    assert world.shape == (3, 28 + 3)
+    for agent in range(3):
+        np.testing.assert_array_equal(world[agent, :28], game.state())
+        np.testing.assert_array_equal(world[agent, 28:], np.eye(3)[agent])
+
+
+class MaskedBatch:
+    """A CPU batch with what the SMAX batch adds: an action_mask (N, agents, A) uint8 and a world_state (N, 7),
+    fresh random ones after every reset and step (at least one action available per row)."""
+
+    def __init__(self, batch, seed=0):
+        self.inner, self.rng = batch, np.random.default_rng(seed)
+        self.refresh()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def refresh(self):
+        n, a, k = self.inner.num_envs, self.inner.obs.shape[1], self.inner.env.num_actions
+        self.action_mask = (self.rng.random((n, a, k)) < 0.5).astype(np.uint8)
+        self.action_mask[..., 4] = 1
+        self.world_state = self.rng.standard_normal((n, 7)).astype(np.float32)
+
+    def reset(self, seeds, mask):
+        self.inner.reset(seeds, mask)
+        self.refresh()
+
+    def step(self, actions):
+        ended = self.inner.step(actions)
+        self.refresh()
+        return ended
+
+
+def test_masks_and_world_state_reach_the_rollout_and_the_update():
+    config = small("simple_spread", policy={"kind": "mlp", "critic": "separate", "critic_input": "world_state"})
+    batch = MaskedBatch(make_batch(config))
+    spec = spec_for(config, batch)
+    assert spec.world_size == 7
+    trainer = NumpyTrainer(config, batch, spec)
+    trainer.rollout()
+    t, r = np.meshgrid(np.arange(trainer.horizon), np.arange(trainer.rows), indexing="ij")
+    assert trainer.masks[t, r, trainer.actions].all()  # every action taken was available
+    assert 0 < trainer.masks.mean() < 1 and trainer.world.shape == (8, 12, 7 + 3)
+    stats = trainer.update(1)
+    assert np.isfinite(stats["loss"]) and np.isfinite(trainer.params).all()
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+def test_a_competitive_scenario_logs_each_teams_return(tmp_path):
+    """simple_tag: 3 adversaries and 1 prey; episode_return is the mean over all four agents."""
+    run_dir = tmp_path / "tag"
+    assert cli.main(["simple_tag", "--env.num_envs=8", "--train.horizon=50", "--train.minibatch_size=400",
+                     "--train.total_timesteps=800", f"--run-dir={run_dir}"]) == 0
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    logged = [row for row in rows if row["episodes"]]
+    assert logged
+    for row in logged:
+        mean = (3 * row["episode_return_adversaries"] + row["episode_return_agents"]) / 4
+        assert row["episode_return"] == pytest.approx(mean, rel=1e-5, abs=1e-5)
+
+
+def test_smax_trains_and_evaluates_with_its_win_rate(tmp_path, capsys):
+    run_dir = tmp_path / "smax"
+    assert cli.main(["smax:3m", "--env.num_envs=8", "--train.horizon=32", "--train.bptt_horizon=16",
+                     "--train.minibatch_size=384", "--train.total_timesteps=512", f"--run-dir={run_dir}"]) == 0
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert all(0 <= row["allies_won"] <= 1 for row in rows if row["episodes"])
+    capsys.readouterr()
+    assert cli.main(["smax:3m", f"--eval={run_dir}", "--eval.episodes=4"]) == 0
+    assert "allies_won" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("requested", ["auto", "cuda"])
+def test_on_a_gpu_machine_a_team_env_trains_on_the_cpu_or_is_refused_with_the_fix(requested, monkeypatch, capsys):
+    monkeypatch.setattr(run, "resolve_device", lambda _: "cuda")  # as where the CUDA trainer can run
+    config = load_config("simple_spread", {**SMALL, "train": {**SMALL["train"], "device": requested}})
+    if requested == "cuda":
+        with pytest.raises(ConfigError, match="the CUDA trainer has no team envs.*--train.device=cpu"):
+            run.make_trainer(config)
+        return
+    trainer = run.make_trainer(config)
+    try:
+        assert isinstance(trainer, NumpyTrainer) and trainer.config.train.device == "cpu"
+    finally:
+        run.close_batches(trainer.env_batches)
+    assert "the CUDA trainer has no team envs" in capsys.readouterr().err
+
+
+def random_return(config: Config, episodes: int = 512) -> float:
+    """The mean episode return of uniformly random actions (the oracle a trained policy must beat)."""
+    batch = make_batch(config, episodes)
+    batch.reset(np.arange(episodes, dtype=np.uint64) + 99, None)
+    rng, returns = np.random.default_rng(5), np.full(episodes, np.nan)
+    while np.isnan(returns).any():
+        batch.step(rng.integers(0, batch.env.num_actions, batch.obs.shape[:2]))
+        done = (batch.terminated | batch.truncated) & np.isnan(returns)
+        returns[done] = batch.episode_return[done].mean(1)
+    return float(returns.mean())
+
+
+def test_simple_spread_learns_past_a_random_policy(tmp_path, capsys):
+    """mpe.toml's IPPO, 250K steps (about 30 s on 2 cores): the checkpoint's mean return over 256 evaluation
+    episodes beats random actions' by a margin (random: about -26.3; this run: about -22)."""
+    baseline = random_return(Config.of(load_config("simple_spread")))
+    run_dir = tmp_path / "spread"
+    assert cli.main(["simple_spread", "--train.total_timesteps=250_000", f"--run-dir={run_dir}"]) == 0
+    capsys.readouterr()
+    assert cli.main(["simple_spread", f"--eval={run_dir}", "--eval.episodes=256"]) == 0
+    trained = float(capsys.readouterr().out.split("mean return ")[1].split()[0])
+    assert trained > baseline + 2.0, (trained, baseline)
