@@ -64,7 +64,127 @@ TARGETS: dict[str, list[str]] = {
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
     "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
     "fastvec/native/slots_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
+    "fastvec/native/random_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
+    # The rest of the package (the whole-package campaign): each file's fastest tests that reach it.
+    "fastvec/__init__.py": ["tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_env_inputs.py",
+                            "tests/native/test_classic_control_oracle.py", "-k", _NOT_SLOW + " and not pygame"],
+    "fastvec/pettingzoo.py": ["tests/wrappers/test_face_boundaries.py", "tests/wrappers/test_pettingzoo.py",
+                              "-k", "pettingzoo_faces_names or registered"],
+    "fastvec/native/__init__.py": ["tests/native/test_rules.py", "tests/native/test_cpu_batch_inputs.py",
+                                   "tests/native/test_spaces.py", "tests/trainer/test_display.py", "-k",
+                                   "defaults or refused or wrap or declares or list_shows or misspelt"],
+    "fastvec/native/backend.py": ["tests/native/test_backend.py"],
+    "fastvec/native/batches.py": ["tests/native/test_backend.py", "tests/native/test_user_env.py", "-k", _NOT_SLOW],
+    "fastvec/native/build_cache.py": ["tests/native/test_build_cache.py", "tests/native/test_env_file_inputs.py",
+                                      "-k", "not eight_processes"],
+    "fastvec/native/cpu.py": ["tests/native/test_cpu_batch_inputs.py", "tests/native/test_autoreset.py",
+                              "tests/native/test_backend.py", "tests/native/test_spaces.py",
+                              "tests/wrappers/test_face_inputs.py"],
+    "fastvec/native/env_file.py": ["tests/native/test_env_file_inputs.py", "tests/native/test_user_env.py",
+                                   "-k", _NOT_SLOW],
+    "fastvec/native/gym_batch.py": ["tests/trainer/test_open_trainer.py", "-k", "gym_batch or gymnasium_ids"],
+    "fastvec/native/mpe.py": ["tests/mpe/test_mpe_faces.py", "-k", "keywords or agents_and_spaces"],
+    "fastvec/native/smax.py": ["tests/smax/test_smax_env.py", "-k", "not gpu_env_module"],
+    "fastvec/native/spaces.py": ["tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py",
+                                 "-k", "not sb3_ppo"],
+    "fastvec/native/fastvec.h": ["tests/native/test_rules.py", "tests/native/test_autoreset.py",
+                                 "tests/native/test_spaces.py", "-k", _NOT_SLOW],
+    "fastvec/native/spaces.h": ["tests/native/test_spaces.py", "tests/wrappers/test_face_inputs.py",
+                                "tests/wrappers/test_spaces_faces.py", "-k", "not sb3_ppo"],
+    "fastvec/native/pool.h": ["tests/native/test_cpu_speed_paths.py", "tests/native/test_pool_choice.py",
+                              "tests/native/test_busy_cpu.py", "tests/native/test_autoreset.py", "-k", _NOT_SLOW],
+    "fastvec/native/glibc_exp.h": ["tests/mpe/test_mpe_math.py", "tests/mpe/test_mpe_oracle.py",
+                                   "-k", "softplus or exp_and or spread-discrete"],
+    "fastvec/native/acrobot.h": ["tests/native/test_classic_control_oracle.py", "tests/native/test_acrobot_float32.py",
+                                 "-k", "acrobot"],
+    "fastvec/native/mountaincar.h": ["tests/native/test_classic_control_oracle.py", "-k", "mountaincar"],
+    "fastvec/native/mountaincar_common.h": ["tests/native/test_classic_control_oracle.py", "-k", "mountaincar"],
+    "fastvec/native/mountaincar_continuous.h": ["tests/native/test_classic_control_oracle.py", "-k", "mountaincar"],
+    "fastvec/native/pendulum.h": ["tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
+                                  "-k", "pendulum or box"],
+    **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_oracle.py", "-k", game.replace("_", " and ")]
+       for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
+    "fastvec/native/minatar_common.h": ["tests/native/test_minatar_oracle.py"],
+    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "-k", f"simple_{scenario}"]
+       for name, scenario in (("spread", "spread"), ("tag", "tag"), ("adversary", "adversary"), ("push", "push"),
+                              ("speaker_listener", "speaker"), ("reference", "reference"),
+                              ("crypto", "crypto"), ("world_comm", "world"))},
+    "fastvec/native/mpe_common.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_math.py",
+                                    "-k", "not parallel_env and not keywords"],
+    "fastvec/native/smax.h": ["tests/smax/test_smax_env.py", "tests/smax/test_smax_oracle.py",
+                              "-k", "not gpu_env_module"],
+    **{f"fastvec/native/mujoco/{name}.c": ["tests/mujoco/test_exactness.py", "-k", task]
+       for name, task in (("ant", "Ant"), ("half_cheetah", "HalfCheetah"), ("hopper", "Hopper"),
+                          ("humanoid", "Humanoid and not Standup"), ("humanoid_standup", "HumanoidStandup"),
+                          ("inverted_double_pendulum", "InvertedDoublePendulum"),
+                          ("inverted_pendulum", "InvertedPendulum"), ("pusher", "Pusher"), ("reacher", "Reacher"),
+                          ("swimmer", "Swimmer"), ("walker2d", "Walker2d"))},
+    "fastvec/native/mujoco/mj_task.h": ["tests/mujoco/test_exactness.py", "tests/mujoco/test_user_task.py",
+                                        "-k", "random_actions or user_task"],
+    "fastvec/native/mujoco/mj_batch.c": ["tests/mujoco/test_face.py", "tests/mujoco/test_exactness.py",
+                                         "-k", "not random_actions and not scripted"],
+    "fastvec/native/mujoco/__init__.py": ["tests/mujoco/test_face.py", "tests/mujoco/test_user_task.py",
+                                          "tests/mujoco/test_exactness.py", "-k", "not random_actions and not scripted"],
+    "fastvec/native/mujoco/host_batch.py": ["tests/mujoco/test_train.py", "-k", "host_batch or frame"],
+    "fastvec/wrappers/inputs.py": ["tests/wrappers/test_face_inputs.py", "tests/wrappers/test_env_inputs.py",
+                                   "-k", _NOT_SLOW],
+    "fastvec/wrappers/mpe.py": ["tests/mpe/test_mpe_faces.py"],
+    "fastvec/wrappers/mujoco.py": ["tests/mujoco/test_face.py", "tests/mujoco/test_faces_sb3_torch.py",
+                                   "-k", "not sb3_ppo"],
+    "fastvec/wrappers/render.py": ["tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_pettingzoo.py",
+                                   "-k", "render"],
+    "fastvec/wrappers/spaces.py": ["tests/wrappers/test_spaces_faces.py", "tests/wrappers/test_face_inputs.py",
+                                   "-k", "not sb3_ppo"],
+    "fastvec/trainer/cli.py": ["tests/trainer/test_cli.py", "-k", "not eval_plays_one and not dashboard"],
+    "fastvec/trainer/config_keys.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
+    "fastvec/trainer/config_text.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
+    "fastvec/trainer/settings.py": ["tests/trainer/test_config.py", "tests/trainer/test_step_limit.py"],
+    "fastvec/trainer/env_batch.py": ["tests/trainer/test_step_limit.py", "tests/trainer/test_open_trainer.py",
+                                     "-k", "step_limit or limit or gym_batch or gymnasium_ids"],
+    "fastvec/trainer/env_defaults.py": ["tests/trainer/test_env_defaults.py"],
+    "fastvec/trainer/heads.py": ["tests/trainer/test_reference_heads.py"],
+    "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
+                                     "-k", "moments or scaling or normalised or norm_obs"],
+    "fastvec/trainer/optimizers.py": ["tests/trainer/test_reference.py", "tests/trainer/test_optimizer_math.py"],
+    "fastvec/trainer/loggers.py": ["tests/trainer/test_loggers.py"],
+    "fastvec/trainer/loop.py": ["tests/trainer/test_target_stop.py", "tests/trainer/test_run_dirs.py",
+                                "tests/trainer/test_divergence.py", "-k", "not sweep"],
+    "fastvec/trainer/run.py": ["tests/trainer/test_cli.py", "tests/trainer/test_trainer_heads.py",
+                               "-k", "not dashboard and not learns and not plot"],
+    "fastvec/trainer/run_dir.py": ["tests/trainer/test_run_dirs.py", "tests/trainer/test_reliability.py",
+                                   "-k", "not kill_9 and not shipped_configs"],
+    "fastvec/trainer/selfplay.py": ["tests/trainer/test_selfplay.py"],
+    "fastvec/trainer/sweep.py": ["tests/trainer/test_sweep.py"],
+    "fastvec/trainer/sweep_space.py": ["tests/trainer/test_sweep.py", "-k", "search_space or bad or command_line"],
+    "fastvec/trainer/sweep_report.py": ["tests/trainer/test_sweep.py", "tests/trainer/test_display.py",
+                                        "-k", "real_sweep or sweep_status"],
+    "fastvec/trainer/target.py": ["tests/trainer/test_target_stop.py"],
+    "fastvec/trainer/protocol.py": ["tests/trainer/test_protocol.py"],
+    "fastvec/trainer/dashboard.py": ["tests/trainer/test_display.py"],
+    "fastvec/trainer/plot.py": ["tests/trainer/test_cli.py", "-k", "plot"],
+    "fastvec/trainer/distributed.py": ["tests/trainer/test_distributed.py"],
+    # The CUDA trainer's kernels that the emulation harnesses build for the CPU.
+    "fastvec/trainer/cuda/heads.cu": ["tests/emulation/test_heads_kernels.py"],
+    "fastvec/trainer/cuda/normalize.cu": ["tests/emulation/test_heads_kernels.py"],
+    "fastvec/trainer/cuda/ppo.cu": ["tests/emulation/test_heads_kernels.py"],
+    "fastvec/trainer/cuda/newton_schulz.cu": ["tests/emulation/test_newton_schulz.py"],
+    "fastvec/trainer/cuda/selfplay.cu": ["tests/emulation/test_selfplay_kernels.py"],
+    "fastvec/trainer/cuda/rollout_common.cu": ["tests/emulation/test_selfplay_kernels.py"],
 }
+
+# Files whose code runs only on a GPU and that no CPU harness builds: their sampled mutants are reported in
+# the GPU-only column (the @pytest.mark.gpu tests' business), never dropped.
+_GPU = "runs only on a GPU (PyCUDA, the driver API or nvcc), and no CPU harness builds it"
+GPU_ONLY: dict[str, str] = {
+    **{f"fastvec/native/{name}": _GPU for name in ("cuda.py", "gpu.py", "graphs.py", "device_array.py",
+                                                   "game_rows.py", "game_rows.cu")},
+    **{f"fastvec/trainer/cuda/{name}": _GPU for name in (
+        "actors.py", "arena.py", "cublas.py", "data_parallel.py", "device.py", "heads.py", "host_envs.py",
+        "kernel_args.py", "matches.py", "nccl.py", "optimizers.py", "plan.py", "policy.py", "rollouts.py",
+        "slots.py", "trainer.py", "update.py", "categorical.cu", "common.cu", "kernels.cu", "optimizers.cu",
+        "policy.cu", "rollout.cu", "update_args.cu")},
+}
+C_SOURCES = (".h", ".c", ".cu")
 
 # cosmic-ray operators kept: the slips a developer makes (an off-by-one comparison, a flipped sign, a
 # wrong constant, an inverted condition), not every operator pair (Add -> BitXor is noise, killed by
@@ -186,7 +306,7 @@ def _number_variants(token: str) -> list[str]:
 def c_mutants(rel: str, text: str) -> list[Mutant]:
     """Operator, comparison, logical, unary-minus and constant mutations of one C header."""
     masked = _mask_comments_and_strings(text)
-    skip = _skipped_lines(masked, cuda_code=rel.endswith("_gpu.h"))
+    skip = _skipped_lines(masked, cuda_code=rel.endswith(("_gpu.h", ".cu")))
     lines = text.split("\n")
     occurrences = _line_occurrences(lines)
     line_starts = [0]
@@ -320,13 +440,15 @@ def snapshot(source: str, dest: Path) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default=str(REPO), help="repository to snapshot (its committed HEAD)")
-    parser.add_argument("--files", nargs="*", default=list(TARGETS), help="repository-relative files to mutate")
+    parser.add_argument("--files", nargs="*", default=[*TARGETS, *GPU_ONLY], help="repository-relative files to mutate")
     parser.add_argument("--per-file", type=int, default=20, help="mutants sampled per file (0: all)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
     parser.add_argument("--jobs", type=int, default=2, help="clones tested in parallel")
     parser.add_argument("--only-survivors", help="re-run just the survivors listed in this earlier JSON report")
     parser.add_argument("--json", default="benchmarks/results/mutation.json", help="report file (repo-relative)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary clones")
+    parser.add_argument("--baseline-only", action="store_true", help="only time each file's unmutated tests "
+                        "(aim for 30 s or less a file: a mutant's limit is 3x that + 30 s)")
     parser.add_argument("--report", nargs="+", help="print the table of earlier JSON reports (with today's listed "
                         "mutants); a later report's outcome (e.g. an --only-survivors re-run) replaces an earlier one's")
     args = parser.parse_args(argv)
@@ -346,9 +468,10 @@ def main(argv=None) -> int:
         print_table(mutants)
         return 0
 
-    unknown = [f for f in args.files if f not in TARGETS]
+    unknown = [f for f in args.files if f not in TARGETS and f not in GPU_ONLY]
     if unknown:
-        parser.error(f"no fast tests known for {unknown}; add the file and its tests to TARGETS in {__file__}")
+        parser.error(f"no fast tests known for {unknown}; add the file and its tests to TARGETS (or, for code "
+                     f"that runs only on a GPU with no CPU harness, to GPU_ONLY) in {__file__}")
     workdir = Path(tempfile.mkdtemp(prefix="mut-"))
     clones = [workdir / f"w{k}" for k in range(max(args.jobs, 1))]
     commit = snapshot(args.source, clones[0])
@@ -363,31 +486,57 @@ def main(argv=None) -> int:
         wanted = {Mutant(**{k: v for k, v in m.items() if k != "key"}).key() for m in earlier["mutants"]
                   if m["outcome"] in ("survived", "error")}
 
-    # Baseline: each file's tests must pass unmutated (tests already failing in the snapshot are deselected
-    # and reported); their time sets the mutant's time limit.
+    # Baseline: each distinct test selection must pass unmutated (tests already failing in the snapshot are
+    # deselected and reported); its time sets its mutants' time limit. Selections run once each, in parallel.
+    tested = [rel for rel in args.files if rel in TARGETS]
+    selections = list(dict.fromkeys(tuple(TARGETS[rel]) for rel in tested))
+    free_clones = list(clones)
+    clone_lock = threading.Lock()
+
+    def baseline(selection: tuple) -> tuple[list[str] | None, float, list[str], str]:
+        with clone_lock:
+            clone = free_clones.pop()
+        try:
+            tests, failing = list(selection), []
+            t0 = time.perf_counter()
+            status, out = run_tests(clone, tests, 1800)
+            if status == "failed":
+                _, full = run_tests(clone, tests, 1800, first_failure=False)
+                failing = re.findall(r"^FAILED (.+?)(?: - .*)?$", full, re.MULTILINE)
+                tests += [f"--deselect={test}" for test in failing]
+                t0 = time.perf_counter()
+                status, out = run_tests(clone, tests, 1800)
+            seconds = time.perf_counter() - t0
+            print(f"  baseline {seconds:6.1f} s {status:7s} {' '.join(selection)[:150]}", flush=True)
+            return (tests if status == "passed" else None), seconds, failing, out
+        finally:
+            with clone_lock:
+                free_clones.append(clone)
+
     limits: dict[str, float] = {}
     broken: dict[str, list[str]] = {}
-    for rel in list(args.files):
-        t0 = time.perf_counter()
-        status, out = run_tests(clones[0], TARGETS[rel], 1800)
-        if status == "failed":
-            _, full = run_tests(clones[0], TARGETS[rel], 1800, first_failure=False)
-            broken[rel] = re.findall(r"^FAILED (.+?)(?: - .*)?$", full, re.MULTILINE)
-            TARGETS[rel] = [*TARGETS[rel], *(f"--deselect={test}" for test in broken[rel])]
-            print(f"{rel}: deselected, failing before any mutation: {broken[rel]}", flush=True)
-            t0 = time.perf_counter()
-            status, out = run_tests(clones[0], TARGETS[rel], 1800)
-        if status != "passed":
+    with concurrent.futures.ThreadPoolExecutor(len(clones)) as pool:
+        results = dict(zip(selections, pool.map(baseline, selections)))
+    for rel in tested:
+        tests, seconds, failing, out = results[tuple(TARGETS[rel])]
+        if failing:
+            broken[rel] = failing
+            print(f"{rel}: deselected, failing before any mutation: {failing}", flush=True)
+        if tests is None:
             print(f"{rel}: left out, its tests fail before any mutation (fix them first):\n{out}", file=sys.stderr)
             args.files.remove(rel)
             continue
-        limits[rel] = 3 * (time.perf_counter() - t0) + 30
-        print(f"baseline {rel}: {time.perf_counter() - t0:.1f} s, mutant limit {limits[rel]:.0f} s", flush=True)
+        TARGETS[rel] = tests
+        limits[rel] = 3 * seconds + 30
+        print(f"baseline {rel}: {seconds:.1f} s, mutant limit {limits[rel]:.0f} s", flush=True)
+    if args.baseline_only:
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
 
     mutants: list[Mutant] = []
     for rel in args.files:
         path = clones[0] / rel
-        found = c_mutants(rel, path.read_text()) if rel.endswith(".h") else py_mutants(rel, path)
+        found = c_mutants(rel, path.read_text()) if rel.endswith(C_SOURCES) else py_mutants(rel, path)
         if wanted is not None:
             found = [m for m in found if m.key() in wanted]
         elif args.per_file and len(found) > args.per_file:
@@ -396,6 +545,8 @@ def main(argv=None) -> int:
     for m in mutants:
         if m.key() in listed:
             m.outcome, m.reason = listed[m.key()]
+        elif m.file in GPU_ONLY:
+            m.outcome, m.reason = "gpu-only", GPU_ONLY[m.file]
 
     free = list(clones)
     lock = threading.Lock()
@@ -407,7 +558,7 @@ def main(argv=None) -> int:
         original = path.read_text()
         t0 = time.perf_counter()
         try:
-            if m.file.endswith(".h"):
+            if m.file.endswith(C_SOURCES):
                 apply_c(path, original, m.spec)
                 applied = True
             else:
@@ -449,19 +600,20 @@ def main(argv=None) -> int:
 
 
 def print_table(mutants: list[Mutant]) -> None:
-    """Per file: killed (a test failed, or the time limit hit), survived, the listed ones, and the score:
-    killed / (killed + survived)."""
-    print("\n| file | mutants | killed | survived | equivalent | GPU-only or unreachable | score |\n"
-          "|---|---|---|---|---|---|---|")
+    """Per file: killed (a test failed, or the time limit hit), survived, the listed ones, the GPU-only ones
+    (listed, or in a GPU_ONLY file), and the score: killed / (killed + survived)."""
+    print("\n| file | mutants | killed | survived | equivalent | unreachable | GPU-only | score |\n"
+          "|---|---|---|---|---|---|---|---|")
     files = list(dict.fromkeys(m.file for m in mutants))
     for f in [*files, None]:
         group = [m for m in mutants if f is None or m.file == f]
         k = sum(m.outcome in ("killed", "timeout") for m in group)
         s = sum(m.outcome in ("survived", "error") for m in group)
         e = sum(m.outcome == "equivalent" for m in group)
-        g = sum(m.outcome in ("gpu-only", "unreachable") for m in group)
+        u = sum(m.outcome == "unreachable" for m in group)
+        g = sum(m.outcome == "gpu-only" for m in group)
         score = f"{100 * k / (k + s):.1f}%" if k + s else "-"
-        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {e} | {g} | {score} |")
+        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {e} | {u} | {g} | {score} |")
     survivors = [m for m in mutants if m.outcome in ("survived", "error")]
     if survivors:
         print("\nsurvivors:")
