@@ -1,0 +1,218 @@
+"""fastvec-sweep's bookkeeping of one trial, without training: what the pruner is told and when (reports per
+seed at every 1/reports of the budget, the target's distance for time_to_target), when a seed's run is stopped,
+each seed's result, the objective from the seeds (mean or worst), and each seed's own config and seed."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from fastvec.trainer import sweep
+
+SETTINGS = {"metric": "episode_return", "trial_seconds": 0.0, "reports": 4, "objective": "score", "target": 100.0,
+            "pruner": "median", "seed_reduce": "mean", "seeds": 1, "keep_checkpoints": False}
+
+
+class Trial:
+    def __init__(self, prune=False, number=0):
+        self.reports, self.prune, self.number, self.params = [], prune, number, {}
+        self.user_attrs = {}
+
+    def report(self, value, step):
+        self.reports.append((step, value))
+
+    def should_prune(self):
+        return self.prune
+
+    def set_user_attr(self, key, value):
+        self.user_attrs[key] = value
+
+
+class Progress:
+    def __init__(self):
+        self.calls = []
+
+    def running(self, *args):
+        self.calls.append(args)
+
+
+def watch(seed_index=0, prune=False, total=100, **settings):
+    plan = SimpleNamespace(settings={**SETTINGS, **settings}, multi=settings.get("objective") == "pareto")
+    trial = Trial(prune)
+    return sweep.TrialWatch(plan, trial, seed_index, total, Progress()), trial
+
+
+def log(value):
+    return {"episode_return": value}
+
+
+def test_a_step_budget_reports_at_each_quarter_with_the_latest_log():
+    w, trial = watch()
+    assert w(log(1.0), 1.0, 10) is False and trial.reports == []  # before the first quarter
+    assert w(log(2.0), 2.0, 25) is False and trial.reports == [(1, 2.0)]
+    assert w(log(3.0), 3.0, 30) is False and trial.reports == [(1, 2.0)]  # same quarter: nothing new
+    assert w(None, 3.5, 60) is False and len(trial.reports) == 1  # reports only at a log
+    assert w(log(4.0), 4.0, 100) is False
+    assert trial.reports == [(1, 2.0), (2, 4.0), (3, 4.0), (4, 4.0)]  # the quarters it passed, filled in
+    assert (w.seconds, w.steps, w.pruned) == (4.0, 100, False)
+
+
+def test_a_later_seeds_reports_follow_the_earlier_seeds():
+    w, trial = watch(seed_index=2)
+    w(log(5.0), 1.0, 50)
+    assert trial.reports == [(9, 5.0), (10, 5.0)]
+
+
+def test_a_log_without_the_metric_is_not_a_log():
+    w, trial = watch()
+    assert w({"other": 1.0}, 1.0, 50) is False
+    assert trial.reports == [] and w.logs == []
+    w(log(7.0), 2.0, 50)
+    assert trial.reports == [(1, 7.0), (2, 7.0)] and w.logs == [(2.0, 50, 7.0)]
+
+
+def test_the_pruner_stops_a_seed_and_says_so():
+    w, trial = watch(prune=True)
+    assert w(log(1.0), 1.0, 10) is False  # nothing reported yet, so nothing to prune on
+    assert w(log(1.0), 1.0, 30) is True and w.pruned
+
+
+@pytest.mark.parametrize("settings", [{"pruner": "none"}, {"objective": "pareto"}])
+def test_without_a_pruner_or_for_a_pareto_study_nothing_is_reported_or_pruned(settings):
+    w, trial = watch(prune=True, **settings)
+    assert w(log(1.0), 1.0, 100) is False
+    assert trial.reports == [] and not w.pruned
+
+
+def test_a_time_budget_ends_the_seed_when_spent_and_is_never_a_prune():
+    w, trial = watch(prune=True, trial_seconds=10.0)
+    assert w(log(1.0), 2.4, 999) is False and trial.reports == []  # progress goes by seconds, not steps
+    assert w(log(1.0), 10.0, 1000) is True
+    assert trial.reports[-1] == (4, 1.0) and not w.pruned
+    w2, _ = watch(trial_seconds=10.0)
+    assert w2(None, 9.99, 10) is False and w2(None, 10.0, 10) is True
+
+
+def test_time_to_target_reports_the_distance_and_stops_at_the_target():
+    w, trial = watch(objective="time_to_target", target=10.0)
+    assert w(log(4.0), 1.0, 25) is False
+    assert trial.reports == [(1, 6.0)]  # lower is better: the distance to the target
+    assert w(log(10.0), 2.0, 40) is True
+    assert w.hit == (2.0, 40)
+    assert trial.reports == [(1, 6.0), (2, 0.0), (3, 0.0), (4, 0.0)]  # at the target for the rest of the budget
+
+
+def test_a_score_objective_never_stops_at_the_target():
+    w, _ = watch(objective="score", target=10.0)
+    assert w(log(50.0), 1.0, 10) is False and w.hit is None
+
+
+def test_a_seeds_result_scores_the_last_tenth_of_its_run():
+    w, _ = watch(pruner="none")
+    for seconds, value in [(10.0, 1.0), (50.0, 3.0), (91.0, 5.0), (100.0, 7.0)]:
+        w(log(value), seconds, int(seconds))
+    result = w.result({"seed": 3, "startup": 1.23456, "sps": 1234.56})
+    assert result["score"] == 6.0 and result["best"] == 7.0 and result["logs"] == 4
+    assert (result["seed"], result["seconds"], result["steps"], result["startup"], result["sps"]) == \
+        (3, 100.0, 100, 1.2346, 1234.6)
+    assert result["hit_seconds"] is None and result["hit_steps"] is None and result["pruned"] is False
+    lone, _ = watch()
+    lone(log(2.0), 1.0, 10)
+    lone(None, 50.0, 50)
+    assert lone.result({"startup": 0.0, "sps": 1.0})["score"] == 2.0  # no log in the last tenth: the last one
+    empty, _ = watch()
+    assert empty.result({"startup": 0.0, "sps": 1.0})["score"] is None
+
+
+def test_seeds_reduce_to_their_mean_or_their_worst():
+    assert sweep.reduce_seeds([1.0, None, 4.0], "mean") == 2.5
+    assert sweep.reduce_seeds([1.0, None, 4.0], "worst") == 1.0
+    assert sweep.reduce_seeds([1.0, 4.0], "worst", max) == 4.0
+    assert sweep.reduce_seeds([None, None], "mean") is None
+
+
+def seed_result(score, seconds, best=None, hit=None):
+    return {"score": score, "seconds": seconds, "best": best if best is not None else score, "hit_seconds": hit}
+
+
+def test_the_objective_combines_the_seeds_as_sweep_seed_reduce_says():
+    results = [seed_result(10.0, 5.0), seed_result(20.0, 9.0)]
+    assert sweep.objective_values({**SETTINGS, "objective": "score"}, results) == [15.0]
+    assert sweep.objective_values({**SETTINGS, "objective": "score", "seed_reduce": "worst"}, results) == [10.0]
+    assert sweep.objective_values({**SETTINGS, "objective": "pareto"}, results) == [15.0, 7.0]
+    assert sweep.objective_values({**SETTINGS, "objective": "pareto", "seed_reduce": "worst"}, results) == [10.0, 9.0]
+    assert sweep.objective_values(SETTINGS, [seed_result(10.0, 5.0), seed_result(None, 1.0)]) is None
+
+
+def test_time_to_target_counts_a_miss_as_the_budget_plus_its_shortfall():
+    settings = {**SETTINGS, "objective": "time_to_target", "target": 200.0, "trial_seconds": 60.0}
+    hit = seed_result(1.0, 60.0, best=210.0, hit=12.5)
+    half = seed_result(1.0, 60.0, best=100.0)  # half-way: 1.5 budgets
+    worse = seed_result(1.0, 60.0, best=-500.0)  # the shortfall is capped at 1: 2 budgets
+    over = seed_result(1.0, 60.0, best=250.0)  # above the target without a hit time: no shortfall
+    assert sweep.objective_values(settings, [hit]) == [12.5]
+    assert sweep.objective_values(settings, [half]) == [90.0]
+    assert sweep.objective_values(settings, [worse]) == [120.0]
+    assert sweep.objective_values(settings, [over]) == [60.0]
+    assert sweep.objective_values(settings, [hit, half]) == [51.25]
+    assert sweep.objective_values({**settings, "seed_reduce": "worst"}, [hit, half]) == [90.0]
+
+
+def test_each_seeds_run_config_has_its_seed_and_the_sweeps_logging_and_checkpoints():
+    config = {"train": {"seed": 1, "log_interval": 30.0, "checkpoint_interval": 5, "checkpoint_seconds": 60.0,
+                        "stop_at_target": True}, "env": {"num_envs": 4}}
+    plan = SimpleNamespace(settings={**SETTINGS, "trial_seconds": 40.0, "reports": 10})
+    out = sweep.run_config(config, 7, plan)
+    assert out["train"] == {"seed": 7, "log_interval": 2.0, "checkpoint_interval": 1 << 40,
+                            "checkpoint_seconds": 0.0, "stop_at_target": False}
+    assert config["train"]["seed"] == 1 and config["train"]["log_interval"] == 30.0  # the trial's own is kept
+    plan.settings["trial_seconds"] = 0.0
+    assert sweep.run_config(config, 7, plan)["train"]["log_interval"] == 30.0  # a step budget keeps the interval
+
+
+def test_a_trial_trains_each_seed_from_its_own_seed_in_its_own_directory(tmp_path, monkeypatch):
+    from fastvec.trainer import run
+
+    config = {"train": {"seed": 5, "log_interval": 1.0, "checkpoint_interval": 1, "checkpoint_seconds": 1.0,
+                        "stop_at_target": True, "horizon": 8, "total_timesteps": 100},
+              "env": {"name": "cartpole", "num_envs": 4}}
+    calls = []
+
+    def fake_train(seed_config, run_dir, dashboard, watch):
+        calls.append((seed_config["train"]["seed"], run_dir))
+        watch(log(float(seed_config["train"]["seed"])), 1.0, 128)
+        return {"startup": 0.0, "sps": 1.0, "interrupted": False}
+
+    monkeypatch.setattr(run, "train", fake_train)
+    monkeypatch.setattr(sweep, "runnable_toml", lambda config, title: "")
+    plan = SimpleNamespace(settings={**SETTINGS, "seeds": 3, "pruner": "none"}, multi=False, sweep_dir=tmp_path,
+                           trial_config=lambda params: config, env="cartpole", study="s")
+    record = sweep.run_trial(plan, Trial(number=2), Progress())
+    trial_dir = tmp_path / "trials" / "0002"
+    assert calls == [(5, trial_dir / "seed-5"), (6, trial_dir / "seed-6"), (7, trial_dir / "seed-7")]
+    assert record["state"] == "COMPLETE" and record["values"] == [6.0]
+    assert [r["seed"] for r in record["results"]] == [5, 6, 7]
+    calls.clear()
+    plan.settings["seeds"] = 1
+    sweep.run_trial(plan, Trial(number=3), Progress())
+    assert calls == [(5, tmp_path / "trials" / "0003")]  # one seed: the trial's directory itself
+
+
+def test_a_pruned_seed_ends_the_trial_before_the_next_seed(tmp_path, monkeypatch):
+    from fastvec.trainer import run
+
+    config = {"train": {"seed": 0, "log_interval": 1.0, "checkpoint_interval": 1, "checkpoint_seconds": 1.0,
+                        "stop_at_target": True, "horizon": 8, "total_timesteps": 64},
+              "env": {"name": "cartpole", "num_envs": 4}}
+    seeds = []
+
+    def fake_train(seed_config, run_dir, dashboard, watch):
+        seeds.append(seed_config["train"]["seed"])
+        watch(log(1.0), 1.0, 64)
+        return {"startup": 0.0, "sps": 1.0, "interrupted": False}
+
+    monkeypatch.setattr(run, "train", fake_train)
+    monkeypatch.setattr(sweep, "runnable_toml", lambda config, title: "")
+    plan = SimpleNamespace(settings={**SETTINGS, "seeds": 3}, multi=False, sweep_dir=tmp_path,
+                           trial_config=lambda params: config, env="cartpole", study="s")
+    record = sweep.run_trial(plan, Trial(prune=True), Progress())
+    assert record["state"] == "PRUNED" and seeds == [0] and len(record["results"]) == 1
