@@ -37,17 +37,19 @@ _ADAPTER_TESTS = ["tests/wrappers/test_integrations.py", "tests/wrappers/test_en
 TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
-    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
+    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py", "tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
                                          "tests/trainer/test_async.py"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
-    "fastvec/trainer/checkpoint.py": ["tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
-    "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_env_inputs.py", "tests/wrappers/test_render_and_kwargs.py",
+    "fastvec/trainer/checkpoint.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
+                                      "tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
+    "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_seed_lists.py", "tests/wrappers/test_env_inputs.py", "tests/wrappers/test_render_and_kwargs.py",
                                       _CONTRACTS, "tests/native/test_autoreset.py", "tests/native/test_rules.py",
                                       "tests/native/test_cartpole.py", "tests/native/test_pong.py",
                                       "-k", _NOT_SLOW + " and not pygame"],
-    "fastvec/wrappers/pettingzoo.py": ["tests/wrappers/test_pettingzoo.py", "tests/wrappers/test_env_inputs.py",
+    "fastvec/wrappers/pettingzoo.py": ["tests/wrappers/test_multi_agent_vector_episode_ends.py",
+                                       "tests/wrappers/test_pettingzoo.py", "tests/wrappers/test_env_inputs.py",
                                        _CONTRACTS, "-k", _NOT_SLOW],
-    "fastvec/wrappers/sb3.py": _ADAPTER_TESTS,
+    "fastvec/wrappers/sb3.py": ["tests/wrappers/test_sb3_reset_options.py", *_ADAPTER_TESTS],
     "fastvec/wrappers/torch.py": _ADAPTER_TESTS,
     "fastvec/native/batch.h": ["tests/native/test_autoreset.py", "tests/native/test_cpu_batch_inputs.py",
                                "tests/native/test_rules.py", "tests/native/test_cartpole.py",
@@ -73,19 +75,22 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/__init__.py": ["tests/native/test_rules.py", "tests/native/test_cpu_batch_inputs.py",
                                    "tests/native/test_spaces.py", "tests/trainer/test_display.py", "-k",
                                    "defaults or refused or wrap or declares or list_shows or misspelt"],
-    "fastvec/native/backend.py": ["tests/native/test_backend.py"],
+    "fastvec/native/backend.py": ["tests/native/test_backend_signatures_and_descriptions.py",
+                                  "tests/native/test_backend.py"],
     "fastvec/native/batches.py": ["tests/native/test_backend.py", "tests/native/test_user_env.py", "-k", _NOT_SLOW],
-    "fastvec/native/build_cache.py": ["tests/native/test_build_cache.py", "tests/native/test_env_file_inputs.py",
-                                      "-k", "not eight_processes"],
-    "fastvec/native/cpu.py": ["tests/native/test_cpu_batch_inputs.py", "tests/native/test_autoreset.py",
+    "fastvec/native/build_cache.py": ["tests/native/test_build_cache_records.py", "tests/native/test_build_cache.py",
+                                      "tests/native/test_env_file_inputs.py", "-k", "not eight_processes and not "
+                                      "nvcc and not cuda and not cubin and not compile_error and not fastvec_train"],
+    "fastvec/native/cpu.py": ["tests/native/test_cpu_backend_helpers.py", "tests/native/test_cpu_batch_inputs.py", "tests/native/test_autoreset.py",
                               "tests/native/test_backend.py", "tests/native/test_spaces.py",
                               "tests/wrappers/test_face_inputs.py"],
     "fastvec/native/env_file.py": ["tests/native/test_env_file_inputs.py", "tests/native/test_user_env.py",
                                    "-k", _NOT_SLOW],
     "fastvec/native/gym_batch.py": ["tests/trainer/test_open_trainer.py", "-k", "gym_batch or gymnasium_ids"],
-    "fastvec/native/mpe.py": ["tests/mpe/test_mpe_faces.py", "-k", "keywords or agents_and_spaces"],
+    "fastvec/native/mpe.py": ["tests/mpe/test_mpe_keyword_signatures.py", "tests/mpe/test_mpe_faces.py", "-k",
+                              "keywords or agents_and_spaces or agent_names"],
     "fastvec/native/smax.py": ["tests/smax/test_smax_env.py", "-k", "not gpu_env_module"],
-    "fastvec/native/spaces.py": ["tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py",
+    "fastvec/native/spaces.py": ["tests/native/test_backend_signatures_and_descriptions.py", "tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py",
                                  "-k", "not sb3_ppo"],
     "fastvec/native/fastvec.h": ["tests/native/test_rules.py", "tests/native/test_autoreset.py",
                                  "tests/native/test_spaces.py", "-k", _NOT_SLOW],
@@ -95,22 +100,23 @@ TARGETS: dict[str, list[str]] = {
                               "tests/native/test_busy_cpu.py", "tests/native/test_autoreset.py", "-k", _NOT_SLOW],
     "fastvec/native/glibc_exp.h": ["tests/mpe/test_mpe_math.py", "tests/mpe/test_mpe_oracle.py",
                                    "-k", "softplus or exp_and or spread-discrete"],
-    "fastvec/native/acrobot.h": ["tests/native/test_classic_control_oracle.py", "tests/native/test_acrobot_float32.py",
+    "fastvec/native/acrobot.h": ["tests/native/test_classic_control_state_edges.py", "tests/native/test_classic_control_oracle.py", "tests/native/test_acrobot_float32.py",
                                  "-k", "acrobot"],
-    "fastvec/native/mountaincar.h": ["tests/native/test_classic_control_oracle.py", "-k", "mountaincar"],
-    "fastvec/native/mountaincar_common.h": ["tests/native/test_classic_control_oracle.py", "-k", "mountaincar"],
-    "fastvec/native/mountaincar_continuous.h": ["tests/native/test_classic_control_oracle.py", "-k", "mountaincar"],
-    "fastvec/native/pendulum.h": ["tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
+    **{f"fastvec/native/{name}.h": ["tests/native/test_classic_control_state_edges.py",
+                                    "tests/native/test_classic_control_oracle.py", "-k", "mountaincar"]
+       for name in ("mountaincar", "mountaincar_common", "mountaincar_continuous")},
+    "fastvec/native/pendulum.h": ["tests/native/test_classic_control_state_edges.py",
+                                  "tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
                                   "-k", "pendulum or box"],
     **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_oracle.py", "-k", game.replace("_", " and ")]
        for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
     "fastvec/native/minatar_common.h": ["tests/native/test_minatar_oracle.py"],
-    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "-k", f"simple_{scenario}"]
+    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "-k", f"simple_{scenario} and not parallel_env"]
        for name, scenario in (("spread", "spread"), ("tag", "tag"), ("adversary", "adversary"), ("push", "push"),
                               ("speaker_listener", "speaker"), ("reference", "reference"),
                               ("crypto", "crypto"), ("world_comm", "world"))},
-    "fastvec/native/mpe_common.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_math.py",
-                                    "-k", "not parallel_env and not keywords"],
+    "fastvec/native/mpe_common.h": ["tests/mpe/test_mpe_math.py", "tests/mpe/test_mpe_oracle.py", "-k",
+                                    "not parallel_env and not keywords and not world and not reference"],
     "fastvec/native/smax.h": ["tests/smax/test_smax_env.py", "tests/smax/test_smax_oracle.py",
                               "-k", "not gpu_env_module"],
     **{f"fastvec/native/mujoco/{name}.c": ["tests/mujoco/test_exactness.py", "-k", task]
@@ -142,19 +148,19 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/env_batch.py": ["tests/trainer/test_step_limit.py", "tests/trainer/test_open_trainer.py",
                                      "-k", "step_limit or limit or gym_batch or gymnasium_ids"],
     "fastvec/trainer/env_defaults.py": ["tests/trainer/test_env_defaults.py"],
-    "fastvec/trainer/heads.py": ["tests/trainer/test_reference_heads.py"],
+    "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py", "tests/trainer/test_reference_heads.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
                                      "-k", "moments or scaling or normalised or norm_obs"],
     "fastvec/trainer/optimizers.py": ["tests/trainer/test_reference.py", "tests/trainer/test_optimizer_math.py"],
     "fastvec/trainer/loggers.py": ["tests/trainer/test_loggers.py"],
-    "fastvec/trainer/loop.py": ["tests/trainer/test_target_stop.py", "tests/trainer/test_run_dirs.py",
+    "fastvec/trainer/loop.py": ["tests/trainer/test_stop_request_rules.py", "tests/trainer/test_target_stop.py", "tests/trainer/test_run_dirs.py",
                                 "tests/trainer/test_divergence.py", "-k", "not sweep"],
     "fastvec/trainer/run.py": ["tests/trainer/test_cli.py", "tests/trainer/test_trainer_heads.py",
                                "-k", "not dashboard and not learns and not plot"],
     "fastvec/trainer/run_dir.py": ["tests/trainer/test_run_dirs.py", "tests/trainer/test_reliability.py",
                                    "-k", "not kill_9 and not shipped_configs"],
-    "fastvec/trainer/selfplay.py": ["tests/trainer/test_selfplay.py"],
-    "fastvec/trainer/sweep.py": ["tests/trainer/test_sweep.py"],
+    "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py"],
+    "fastvec/trainer/sweep.py": ["tests/trainer/test_sweep_trial_reports.py", "tests/trainer/test_sweep.py"],
     "fastvec/trainer/sweep_space.py": ["tests/trainer/test_sweep.py", "-k", "search_space or bad or command_line"],
     "fastvec/trainer/sweep_report.py": ["tests/trainer/test_sweep.py", "tests/trainer/test_display.py",
                                         "-k", "real_sweep or sweep_status"],
@@ -418,7 +424,7 @@ def run_tests(clone: Path, args: list[str], timeout: float, first_failure: bool 
     env = dict(os.environ, PYTHONPATH=str(clone), PYTHONDONTWRITEBYTECODE="1",
                FASTVEC_CACHE_DIR=str(clone / ".mutation-cache"))
     cmd = [sys.executable, "-m", "pytest", *(["-x"] if first_failure else []), "-q", "-p", "no:cacheprovider",
-           "-W", "ignore", "-rf", *args]
+           "-W", "ignore", "-rfs", *args]
     proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, text=True)
     try:
@@ -507,14 +513,19 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 status, out = run_tests(clone, tests, 1800)
             seconds = time.perf_counter() - t0
+            if status == "passed" and not re.search(r"\b\d+ passed\b", out):
+                status = "skipped"  # every test skipped here (an optional package missing): nothing stands guard
             print(f"  baseline {seconds:6.1f} s {status:7s} {' '.join(selection)[:150]}", flush=True)
-            return (tests if status == "passed" else None), seconds, failing, out
+            return (tests if status in ("passed", "skipped") else None), seconds, failing, out if status != \
+                "skipped" else "every test of the selection skips here" + "".join(
+                    f"; {why}" for why in sorted(set(re.findall(r"^SKIPPED \[\d+\] [^:]+:\d+: (.*)$", out, re.M))))
         finally:
             with clone_lock:
                 free_clones.append(clone)
 
     limits: dict[str, float] = {}
     broken: dict[str, list[str]] = {}
+    skipped: dict[str, str] = {}  # files whose tests all skip on this machine: their mutants are not run
     with concurrent.futures.ThreadPoolExecutor(len(clones)) as pool:
         results = dict(zip(selections, pool.map(baseline, selections)))
     for rel in tested:
@@ -527,6 +538,9 @@ def main(argv=None) -> int:
             args.files.remove(rel)
             continue
         TARGETS[rel] = tests
+        if out.startswith("every test of the selection skips here"):
+            skipped[rel] = out
+            print(f"{rel}: {out}", flush=True)
         limits[rel] = 3 * seconds + 30
         print(f"baseline {rel}: {seconds:.1f} s, mutant limit {limits[rel]:.0f} s", flush=True)
     if args.baseline_only:
@@ -547,6 +561,8 @@ def main(argv=None) -> int:
             m.outcome, m.reason = listed[m.key()]
         elif m.file in GPU_ONLY:
             m.outcome, m.reason = "gpu-only", GPU_ONLY[m.file]
+        elif m.file in skipped:
+            m.outcome, m.reason = "skipped", skipped[m.file]
 
     free = list(clones)
     lock = threading.Lock()
@@ -586,7 +602,7 @@ def main(argv=None) -> int:
                   flush=True)
 
     report = {"commit": commit, "source": args.source, "per_file": args.per_file, "seed": args.seed,
-              "deselected_failing_before_mutation": broken,
+              "deselected_failing_before_mutation": broken, "tests_skip_here": skipped,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "mutants": [{**asdict(m), "key": list(m.key())} for m in mutants]}
     out_path = REPO / args.json
@@ -601,19 +617,18 @@ def main(argv=None) -> int:
 
 def print_table(mutants: list[Mutant]) -> None:
     """Per file: killed (a test failed, or the time limit hit), survived, the listed ones, the GPU-only ones
-    (listed, or in a GPU_ONLY file), and the score: killed / (killed + survived)."""
-    print("\n| file | mutants | killed | survived | equivalent | unreachable | GPU-only | score |\n"
-          "|---|---|---|---|---|---|---|---|")
+    (listed, or in a GPU_ONLY file), those not run because the file's tests all skip on this machine, and the
+    score: killed / (killed + survived)."""
+    print("\n| file | mutants | killed | survived | equivalent | unreachable | GPU-only | tests skip here | score |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     files = list(dict.fromkeys(m.file for m in mutants))
     for f in [*files, None]:
         group = [m for m in mutants if f is None or m.file == f]
         k = sum(m.outcome in ("killed", "timeout") for m in group)
         s = sum(m.outcome in ("survived", "error") for m in group)
-        e = sum(m.outcome == "equivalent" for m in group)
-        u = sum(m.outcome == "unreachable" for m in group)
-        g = sum(m.outcome == "gpu-only" for m in group)
+        counts = [sum(m.outcome == kind for m in group) for kind in ("equivalent", "unreachable", "gpu-only", "skipped")]
         score = f"{100 * k / (k + s):.1f}%" if k + s else "-"
-        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {e} | {u} | {g} | {score} |")
+        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {' | '.join(map(str, counts))} | {score} |")
     survivors = [m for m in mutants if m.outcome in ("survived", "error")]
     if survivors:
         print("\nsurvivors:")

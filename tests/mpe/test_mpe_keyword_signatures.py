@@ -1,0 +1,43 @@
+"""The MPE registry against mpe2's own env signatures (the oracle): each scenario's version, the scenario
+keywords fastvec takes (those that shape the world; mpe2's generic ones aside) and their defaults, and the
+agents' names for the defaults."""
+
+import importlib
+import inspect
+
+import pytest
+
+from fastvec.native.mpe import MAX_CYCLES, SCENARIOS, scenario_defines
+
+mpe2 = pytest.importorskip("mpe2")
+
+# mpe2's keywords that every scenario takes and fastvec handles outside the registry (the step limit, the
+# action kind, rendering) or leaves at mpe2's default (curricula, benchmark data, neighbour limits).
+GENERIC = {"self", "max_cycles", "continuous_actions", "render_mode", "dynamic_rescaling", "benchmark_data",
+           "curriculum", "terminate_on_success", "num_agent_neighbors", "num_landmark_neighbors"}
+
+
+def mpe2_env(name):
+    return importlib.import_module(f"mpe2.{name}_v{SCENARIOS[name].version}")
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_keywords_and_defaults_are_mpe2s(name):
+    params = inspect.signature(mpe2_env(name).raw_env.__init__).parameters
+    assert params["max_cycles"].default == MAX_CYCLES
+    theirs = {k: p.default for k, p in params.items() if k not in GENERIC}
+    sc = SCENARIOS[name]
+    ours = {k: p.default for k, p in sc.params.items()}
+    if sc.local_ratio:
+        ours["local_ratio"] = 0.5
+    assert ours == theirs
+    for key, param in sc.params.items():
+        assert param.low <= param.default <= param.high
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_agent_names_for_the_defaults_are_mpe2s(name):
+    env = mpe2_env(name).parallel_env()
+    sc = SCENARIOS[name]
+    _, values = scenario_defines(name, False, {})
+    assert sc.names(values) == env.possible_agents

@@ -1,0 +1,70 @@
+"""The MuJoCo tasks' resets and model checks against Gymnasium's v5 envs: the infos a reset returns are
+what Gymnasium's env reports for the same state (its _get_reset_info), and each task's check of a user's
+model refuses exactly what its message says it needs (joints, velocities, a site, an actuator)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco", reason="fastvec's MuJoCo tasks need the mujoco package: pip install 'fastvec[mujoco]'")
+
+import gymnasium as gym  # noqa: E402
+
+import fastvec  # noqa: E402,F401  (registers fastvec/<Task>-v5)
+from fastvec.native.mujoco import TASKS  # noqa: E402
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_reset_infos_are_gymnasiums_for_the_reset_state(task):
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=3)
+    _, info = ours.reset(seed=3)
+    states = ours.get_state()
+    ref = gym.make(f"{task}-v5").unwrapped
+    ref.reset(seed=0)
+    nq = ref.model.nq
+    for i, state in enumerate(states):
+        ref.set_state(state[:nq], state[nq:])
+        want = ref._get_reset_info()
+        assert sorted(k for k in info if not k.startswith("_")) == sorted(want), task
+        for key, value in want.items():
+            assert info["_" + key][i], (task, key)
+            np.testing.assert_array_equal(np.asarray(info[key][i]), np.asarray(value), err_msg=f"{task} {key} env {i}")
+    ours.close()
+
+
+def chain_model(path, hinges, actuators=1, sites=0):
+    """A model of `hinges` hinge joints in a chain (nq = nv = hinges), `actuators` motors (none without a joint
+    to drive) and `sites` sites."""
+    body = ""
+    for k in reversed(range(hinges)):
+        body = (f'<body name="b{k}" pos="0 0 0.1"><joint name="j{k}" type="hinge" axis="0 1 0"/>'
+                f'<geom type="capsule" size="0.02" fromto="0 0 0 0 0 0.1"/>{body}</body>')
+    site = "".join(f'<site name="s{k}" pos="0 0 {k}"/>' for k in range(sites))
+    motors = "".join(f'<motor joint="j{k % hinges}"/>' for k in range(actuators if hinges else 0))
+    path.write_text(f'<mujoco><worldbody>{site}{body}</worldbody><actuator>{motors}</actuator></mujoco>')
+    return str(path)
+
+
+# task: (the hinge count below which its check refuses, sites it needs, the message's start)
+NEEDS = {"HalfCheetah": (1, 0, "it needs nq >= 1"), "Hopper": (3, 0, "it needs nq >= 3"),
+         "Walker2d": (3, 0, "it needs nq >= 3"), "Ant": (3, 0, "it needs nq >= 3"),
+         "Swimmer": (2, 0, "it needs nq >= 2"), "Humanoid": (6, 0, "it needs a free joint first"),
+         "HumanoidStandup": (6, 0, "it needs a free joint first"), "Reacher": (4, 0, "it needs nq >= 4"),
+         "Pusher": (7, 0, "it needs nq >= 7"), "InvertedDoublePendulum": (3, 1, "it needs nq >= 1, nv >= 3")}
+
+
+def refusal(task, path) -> str:
+    try:
+        gym.make_vec(f"fastvec/{task}-v5", num_envs=1, xml_file=path).close()
+    except (ValueError, RuntimeError) as err:
+        return str(err)
+    return ""
+
+
+@pytest.mark.parametrize("task", list(NEEDS))
+def test_a_model_check_refuses_exactly_what_its_message_says(task, tmp_path):
+    hinges, sites, message = NEEDS[task]
+    assert message in refusal(task, chain_model(tmp_path / "few.xml", hinges - 1, sites=sites))
+    assert message in refusal(task, chain_model(tmp_path / "idle.xml", hinges, actuators=0, sites=sites))
+    assert message not in refusal(task, chain_model(tmp_path / "enough.xml", hinges, sites=sites))
+    if sites:
+        assert message in refusal(task, chain_model(tmp_path / "no_site.xml", hinges, sites=0))

@@ -1,0 +1,50 @@
+"""Classic-control states set by hand against Gymnasium's envs (the oracle): the observation an env holds
+right after its state is set is Gymnasium's observation of that state, and Acrobot's angles wrap exactly as
+Gymnasium's wrap() at the boundary itself (-pi stays -pi, pi becomes -pi)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from test_classic_control_oracle import bits, play
+from test_glibc_math import needs_glibc_fma
+
+import fastvec  # noqa: F401  (registers fastvec/...)
+
+GYM = {"CartPole": "CartPole-v1", "Acrobot": "Acrobot-v1", "MountainCar": "MountainCar-v0",
+       "MountainCarContinuous": "MountainCarContinuous-v0", "Pendulum": "Pendulum-v1"}
+
+
+def gym_observation(ref, state):
+    env = ref.unwrapped
+    env.state = np.array(state, np.float64)
+    if hasattr(env, "_get_ob"):
+        return env._get_ob()
+    if hasattr(env, "_get_obs"):
+        return env._get_obs()
+    return np.array(env.state, np.float32)
+
+
+@pytest.mark.parametrize("name", list(GYM))
+def test_the_observation_after_a_set_state_is_gymnasiums_of_that_state(name):
+    rng = np.random.default_rng(11)
+    envs = gym.make_vec(f"fastvec/{name}", num_envs=4)
+    envs.reset(seed=0)
+    size = envs.unwrapped.get_state().shape[1]
+    states = rng.uniform(-1.0, 1.0, (4, size)) * np.array([2.0, 1.5, 0.2, 1.0][:size])
+    envs.unwrapped.set_state(states)
+    np.testing.assert_array_equal(envs.unwrapped.get_state(), states)
+    ref = gym.make(GYM[name])
+    ref.reset(seed=0)
+    held = envs.unwrapped.batch.obs[:, 0]
+    for i, state in enumerate(states):
+        np.testing.assert_array_equal(bits(held[i]), bits(gym_observation(ref, state)), err_msg=f"{name} env {i}")
+    envs.unwrapped.set_state(states[2:3] * 0.5, indices=[1])
+    np.testing.assert_array_equal(bits(envs.unwrapped.batch.obs[1, 0]), bits(gym_observation(ref, states[2] * 0.5)))
+    np.testing.assert_array_equal(bits(envs.unwrapped.batch.obs[3, 0]), bits(gym_observation(ref, states[3])))
+
+
+@needs_glibc_fma
+def test_acrobot_angles_exactly_on_the_wrap_boundary_wrap_as_gymnasiums():
+    starts = [[-np.pi, 0.0, 0.0, 0.0], [np.pi, -np.pi, 0.0, 0.0], [0.0, -np.pi, 0.0, 0.0], [np.pi, np.pi, 0.0, 0.0]]
+    counts = play("Acrobot", starts, lambda s, r: 1)  # no torque: the links stay on the boundary for a while
+    assert counts["transitions"] >= 4
