@@ -216,3 +216,53 @@ def test_a_pruned_seed_ends_the_trial_before_the_next_seed(tmp_path, monkeypatch
                            trial_config=lambda params: config, env="cartpole", study="s")
     record = sweep.run_trial(plan, Trial(prune=True), Progress())
     assert record["state"] == "PRUNED" and seeds == [0] and len(record["results"]) == 1
+
+
+class SweepProgress(Progress):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def finished(self, line, done, seconds):
+        self.lines.append(line)
+
+    def note(self, line):
+        self.lines.append(line)
+
+    def close(self):
+        pass
+
+
+def fake_sweep(monkeypatch, tmp_path, states, **settings):
+    records = iter(states)
+    ran = []
+
+    def fake_run_trial(plan, trial, progress):
+        ran.append(trial.number)
+        state = next(records)
+        return {"trial": trial.number, "state": state, "values": [1.0], "results": [], "params": {}, "error": "bad"}
+
+    monkeypatch.setattr(sweep, "run_trial", fake_run_trial)
+    monkeypatch.setattr(sweep, "finish_trial", lambda *args: None)
+    monkeypatch.setattr(sweep, "describe_trial", lambda plan, record: f"trial {record['trial']}")
+    monkeypatch.setattr(sweep, "write_report", lambda plan, study: [])
+    numbers = iter(range(100))
+    study = SimpleNamespace(ask=lambda distributions: Trial(number=next(numbers)))
+    plan = SimpleNamespace(settings={**SETTINGS, "trials": 3, "timeout": 0, **settings},
+                           space=SimpleNamespace(distributions={}), sweep_dir=tmp_path)
+    return sweep.sweep(plan, study, SweepProgress()), ran
+
+
+def test_a_sweep_runs_its_trial_count(monkeypatch, tmp_path):
+    code, ran = fake_sweep(monkeypatch, tmp_path, ["COMPLETE"] * 10)
+    assert code == 0 and ran == [0, 1, 2]
+
+
+def test_failing_trials_in_a_row_end_the_sweep_naming_the_last_error(monkeypatch, tmp_path):
+    from fastvec.trainer.config import ConfigError
+
+    with pytest.raises(ConfigError, match=f"{sweep.FAILURES_IN_A_ROW} trials in a row failed; the last: bad"):
+        fake_sweep(monkeypatch, tmp_path, ["FAIL"] * 50, trials=50)
+    code, ran = fake_sweep(monkeypatch, tmp_path, (["FAIL"] * (sweep.FAILURES_IN_A_ROW - 1) + ["PRUNED"]) * 3,
+                           trials=3 * sweep.FAILURES_IN_A_ROW)
+    assert code == 0 and len(ran) == 3 * sweep.FAILURES_IN_A_ROW  # a success in between starts the count again
