@@ -1,0 +1,58 @@
+"""The built-in envs' parameters as users meet them: each is accepted at both ends of its range and refused
+just outside naming the range; the ranges are what the parameters mean (a 0/1 switch, a probability in
+thousandths, the bot's documented levels, Gymnasium's physical bounds) and the defaults Gymnasium's own."""
+
+import re
+
+import numpy as np
+import pytest
+from gymnasium.envs.classic_control import Continuous_MountainCarEnv, MountainCarEnv, PendulumEnv
+
+from fastvec import native
+
+PARAMS = [(env, key) for env, info in native.ENVS.items() for key in info.params]
+
+
+@pytest.mark.parametrize("env,key", PARAMS, ids=[f"{e}-{k}" for e, k in PARAMS])
+def test_a_parameter_is_taken_at_both_ends_of_its_range_and_refused_past_them(env, key):
+    spec = native.ENVS[env].params[key]
+    assert spec.low <= spec.default <= spec.high
+    assert native.resolve_defines(env, {})[key.upper()] == spec.default
+    for value in (spec.low, spec.high):
+        assert native.resolve_defines(env, {key: value})[key.upper()] == value
+        assert native.resolve_defines(env, {key: np.int64(value)})[key.upper()] == value
+    for value in (spec.low - 1, spec.high + 1):
+        with pytest.raises(ValueError, match=rf"{key}={value} for '{env}' is out of range \[{spec.low}, {spec.high}\]"):
+            native.resolve_defines(env, {key: value})
+    with pytest.raises(TypeError, match=rf"{key}=0.5 for '{env}' must be an int in \[{spec.low}, {spec.high}\]"):
+        native.resolve_defines(env, {key: 0.5})
+
+
+def test_switches_are_zero_or_one_and_probabilities_thousandths():
+    for env, key in PARAMS:
+        spec = native.ENVS[env].params[key]
+        if spec.doc.startswith("1:"):
+            assert (spec.low, spec.high) == (0, 1) and spec.default in (0, 1), (env, key)
+            assert native.resolve_defines(env, {key: True})[key.upper()] == 1
+        if "probability, in thousandths" in spec.doc:
+            assert (spec.low, spec.high) == (0, 1000), (env, key)
+        levels = re.search(r"(\d+) \(easy\) to (\d+) \(hard\)", spec.doc)
+        if levels:
+            assert (spec.low, spec.high) == tuple(map(int, levels.groups())), (env, key)
+
+
+def test_classic_control_parameters_are_gymnasiums_in_integer_units():
+    for env, cls in (("mountaincar", MountainCarEnv), ("mountaincarcontinuous", Continuous_MountainCarEnv)):
+        spec = native.ENVS[env].params["goal_velocity_micro"]
+        reference = cls()
+        assert spec.default == round(reference.goal_velocity * 1e6)
+        assert (spec.low, spec.high) == (round(-reference.max_speed * 1e6), round(reference.max_speed * 1e6))
+    assert native.ENVS["pendulum"].params["g_milli"].default == round(PendulumEnv().g * 1000)
+
+
+def test_an_unknown_parameter_is_refused_naming_the_known_ones():
+    with pytest.raises(TypeError, match=r"unknown keyword\(s\) \['frame_skip'\] for fastvec env 'breakout'; "
+                                        r"its parameters are: frameskip"):
+        native.resolve_defines("breakout", {"frame_skip": 2})
+    with pytest.raises(KeyError, match="unknown fastvec env 'nope'"):
+        native.resolve_defines("nope", {})
