@@ -160,7 +160,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/loggers.py": ["tests/trainer/test_logger_fanout_and_trial_lines.py", "tests/trainer/test_loggers.py"],
     "fastvec/trainer/loop.py": ["tests/trainer/test_stop_request_rules.py", "tests/trainer/test_target_stop.py", "tests/trainer/test_run_dirs.py",
                                 "tests/trainer/test_divergence.py", "-k", "not sweep"],
-    "fastvec/trainer/run.py": ["tests/trainer/test_cli.py", "tests/trainer/test_trainer_heads.py",
+    "fastvec/trainer/run.py": ["tests/trainer/test_evaluation_by_hand.py", "tests/trainer/test_cli.py", "tests/trainer/test_trainer_heads.py",
                                "-k", "not dashboard and not learns and not plot"],
     "fastvec/trainer/run_dir.py": ["tests/trainer/test_run_dirs.py", "tests/trainer/test_reliability.py",
                                    "-k", "not kill_9 and not shipped_configs"],
