@@ -37,12 +37,14 @@ _ADAPTER_TESTS = ["tests/wrappers/test_integrations.py", "tests/wrappers/test_en
 TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
-    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py", "tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
+    "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
+                                         "tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
                                          "tests/trainer/test_async.py"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
                                       "tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
-    "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_seed_lists.py", "tests/wrappers/test_env_inputs.py", "tests/wrappers/test_render_and_kwargs.py",
+    "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_seed_lists.py", "tests/wrappers/test_env_inputs.py",
+                                      "tests/wrappers/test_render_and_kwargs.py",
                                       _CONTRACTS, "tests/native/test_autoreset.py", "tests/native/test_rules.py",
                                       "tests/native/test_cartpole.py", "tests/native/test_pong.py",
                                       "-k", _NOT_SLOW + " and not pygame"],
@@ -66,8 +68,8 @@ TARGETS: dict[str, list[str]] = {
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
     "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
     "fastvec/native/slots_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
-    "fastvec/native/random_gpu.h": ["tests/emulation/test_env_step_kernels.py", "tests/emulation/test_spaces_kernels.py",
-                                    "-k", "not spaces_kernels or fused"],
+    "fastvec/native/random_gpu.h": ["tests/emulation/test_env_step_kernels.py",
+                                    "tests/emulation/test_spaces_kernels.py", "-k", "not spaces_kernels or fused"],
     # The rest of the package (the whole-package campaign): each file's fastest tests that reach it.
     "fastvec/__init__.py": ["tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_env_inputs.py",
                             "tests/native/test_classic_control_oracle.py", "-k", _NOT_SLOW + " and not pygame"],
@@ -83,17 +85,18 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/build_cache.py": ["tests/native/test_build_cache_records.py", "tests/native/test_build_cache.py",
                                       "tests/native/test_env_file_inputs.py", "-k", "not eight_processes and not "
                                       "nvcc and not cuda and not cubin and not compile_error and not fastvec_train"],
-    "fastvec/native/cpu.py": ["tests/native/test_cpu_backend_helpers.py", "tests/native/test_cpu_batch_inputs.py", "tests/native/test_autoreset.py",
-                              "tests/native/test_backend.py", "tests/native/test_spaces.py",
-                              "tests/wrappers/test_face_inputs.py"],
+    "fastvec/native/cpu.py": ["tests/native/test_cpu_backend_helpers.py", "tests/native/test_cpu_batch_inputs.py",
+                              "tests/native/test_autoreset.py", "tests/native/test_backend.py",
+                              "tests/native/test_spaces.py", "tests/wrappers/test_face_inputs.py"],
     "fastvec/native/env_file.py": ["tests/native/test_env_file_inputs.py", "tests/native/test_user_env.py",
                                    "-k", _NOT_SLOW],
     "fastvec/native/gym_batch.py": ["tests/trainer/test_open_trainer.py", "-k", "gym_batch or gymnasium_ids"],
     "fastvec/native/mpe.py": ["tests/mpe/test_mpe_keyword_signatures.py", "tests/mpe/test_mpe_faces.py", "-k",
                               "keywords or agents_and_spaces or agent_names"],
     "fastvec/native/smax.py": ["tests/smax/test_smax_env.py", "-k", "not gpu_env_module"],
-    "fastvec/native/spaces.py": ["tests/native/test_backend_signatures_and_descriptions.py", "tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py",
-                                 "-k", "not sb3_ppo"],
+    "fastvec/native/spaces.py": ["tests/native/test_backend_signatures_and_descriptions.py",
+                                 "tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py", "-k",
+                                 "not sb3_ppo"],
     "fastvec/native/fastvec.h": ["tests/native/test_rules.py", "tests/native/test_autoreset.py",
                                  "tests/native/test_spaces.py", "-k", _NOT_SLOW],
     "fastvec/native/spaces.h": ["tests/native/test_spaces.py", "tests/wrappers/test_face_inputs.py",
@@ -102,8 +105,9 @@ TARGETS: dict[str, list[str]] = {
                               "tests/native/test_busy_cpu.py", "tests/native/test_autoreset.py", "-k", _NOT_SLOW],
     "fastvec/native/glibc_exp.h": ["tests/mpe/test_mpe_math.py", "tests/mpe/test_mpe_oracle.py",
                                    "-k", "softplus or exp_and or spread-discrete"],
-    "fastvec/native/acrobot.h": ["tests/native/test_classic_control_state_edges.py", "tests/native/test_classic_control_oracle.py", "tests/native/test_acrobot_float32.py",
-                                 "-k", "acrobot"],
+    "fastvec/native/acrobot.h": ["tests/native/test_classic_control_state_edges.py",
+                                 "tests/native/test_classic_control_oracle.py",
+                                 "tests/native/test_acrobot_float32.py", "-k", "acrobot"],
     **{f"fastvec/native/{name}.h": ["tests/native/test_classic_control_state_edges.py",
                                     "tests/native/test_classic_control_oracle.py", "-k", "mountaincar"]
        for name in ("mountaincar", "mountaincar_common", "mountaincar_continuous")},
@@ -133,14 +137,16 @@ TARGETS: dict[str, list[str]] = {
                                         "-k", "reset_infos or random_actions or user_task"],
     "fastvec/native/mujoco/mj_batch.c": ["tests/mujoco/test_face.py", "tests/mujoco/test_exactness.py",
                                          "-k", "not random_actions and not scripted"],
-    "fastvec/native/mujoco/__init__.py": ["tests/mujoco/test_task_resets_and_model_checks.py", "tests/mujoco/test_face.py", "tests/mujoco/test_user_task.py",
-                                          "tests/mujoco/test_exactness.py", "-k", "not random_actions and not scripted"],
+    "fastvec/native/mujoco/__init__.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
+                                          "tests/mujoco/test_face.py", "tests/mujoco/test_user_task.py",
+                                          "tests/mujoco/test_exactness.py", "-k",
+                                          "not random_actions and not scripted"],
     "fastvec/native/mujoco/host_batch.py": ["tests/mujoco/test_train.py", "-k", "host_batch or frame"],
     "fastvec/wrappers/inputs.py": ["tests/wrappers/test_face_inputs.py", "tests/wrappers/test_env_inputs.py",
                                    "-k", _NOT_SLOW],
     "fastvec/wrappers/mpe.py": ["tests/mpe/test_mpe_faces.py"],
-    "fastvec/wrappers/mujoco.py": ["tests/mujoco/test_task_resets_and_model_checks.py", "tests/mujoco/test_face.py", "tests/mujoco/test_faces_sb3_torch.py",
-                                   "-k", "not sb3_ppo"],
+    "fastvec/wrappers/mujoco.py": ["tests/mujoco/test_task_resets_and_model_checks.py", "tests/mujoco/test_face.py",
+                                   "tests/mujoco/test_faces_sb3_torch.py", "-k", "not sb3_ppo"],
     "fastvec/wrappers/render.py": ["tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_pettingzoo.py",
                                    "-k", "render"],
     "fastvec/wrappers/spaces.py": ["tests/wrappers/test_spaces_faces.py", "tests/wrappers/test_face_inputs.py",
@@ -148,20 +154,24 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/cli.py": ["tests/trainer/test_cli.py", "-k", "not eval_plays_one and not dashboard"],
     "fastvec/trainer/config_keys.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/config_text.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
-    "fastvec/trainer/settings.py": ["tests/trainer/test_metrics_and_config_round_trips.py", "tests/trainer/test_config.py",
-                                    "tests/trainer/test_step_limit.py"],
+    "fastvec/trainer/settings.py": ["tests/trainer/test_metrics_and_config_round_trips.py",
+                                    "tests/trainer/test_config.py", "tests/trainer/test_step_limit.py"],
     "fastvec/trainer/env_batch.py": ["tests/trainer/test_step_limit.py", "tests/trainer/test_open_trainer.py",
                                      "-k", "step_limit or limit or gym_batch or gymnasium_ids"],
     "fastvec/trainer/env_defaults.py": ["tests/trainer/test_env_defaults.py"],
-    "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py", "tests/trainer/test_reference_heads.py"],
+    "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
+                                 "tests/trainer/test_reference_heads.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
                                      "-k", "moments or scaling or normalised or norm_obs"],
     "fastvec/trainer/optimizers.py": ["tests/trainer/test_reference.py", "tests/trainer/test_optimizer_math.py"],
-    "fastvec/trainer/loggers.py": ["tests/trainer/test_logger_fanout_and_trial_lines.py", "tests/trainer/test_loggers.py"],
-    "fastvec/trainer/loop.py": ["tests/trainer/test_stop_request_rules.py", "tests/trainer/test_target_stop.py", "tests/trainer/test_run_dirs.py",
-                                "tests/trainer/test_divergence.py", "-k", "not sweep"],
+    "fastvec/trainer/loggers.py": ["tests/trainer/test_logger_fanout_and_trial_lines.py",
+                                   "tests/trainer/test_loggers.py"],
+    "fastvec/trainer/loop.py": ["tests/trainer/test_stop_request_rules.py", "tests/trainer/test_target_stop.py",
+                                "tests/trainer/test_run_dirs.py", "tests/trainer/test_divergence.py", "-k",
+                                "not sweep"],
     "fastvec/trainer/run.py": ["tests/trainer/test_evaluation_by_hand.py", "tests/trainer/test_cli.py",
-                               "tests/trainer/test_trainer_heads.py", "-k", "not dashboard and not learns and not plot"],
+                               "tests/trainer/test_trainer_heads.py", "-k",
+                               "not dashboard and not learns and not plot"],
     "fastvec/trainer/run_dir.py": ["tests/trainer/test_run_dirs.py", "tests/trainer/test_reliability.py",
                                    "-k", "not kill_9 and not shipped_configs"],
     "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py"],
@@ -224,8 +234,8 @@ class Mutant:
     source: str  # the original line, stripped: with `change` and `index`, the mutant's identity
     change: str  # e.g. "< -> <=" or cosmic-ray's operator name
     index: int  # which same-`change` site on that line
-    spec: dict = field(default_factory=dict)
-    occurrence: int = 0  # which line of the file with this same text (0: the first)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
+    spec: dict = field(default_factory=dict)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
+    occurrence: int = 0  # which line of the file with this same text (0: the first)
     outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only | unreachable
     reason: str = ""
     seconds: float = 0.0
@@ -633,9 +643,10 @@ def print_table(mutants: list[Mutant]) -> None:
         group = [m for m in mutants if f is None or m.file == f]
         k = sum(m.outcome in ("killed", "timeout") for m in group)
         s = sum(m.outcome in ("survived", "error") for m in group)
-        counts = [sum(m.outcome == kind for m in group) for kind in ("equivalent", "unreachable", "gpu-only", "skipped")]
+        listed = " | ".join(str(sum(m.outcome == kind for m in group))
+                            for kind in ("equivalent", "unreachable", "gpu-only", "skipped"))
         score = f"{100 * k / (k + s):.1f}%" if k + s else "-"
-        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {' | '.join(map(str, counts))} | {score} |")
+        print(f"| {f'`{f}`' if f else '**all**'} | {len(group)} | {k} | {s} | {listed} | {score} |")
     survivors = [m for m in mutants if m.outcome in ("survived", "error")]
     if survivors:
         print("\nsurvivors:")
