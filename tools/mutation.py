@@ -236,7 +236,7 @@ class Mutant:
     index: int  # which same-`change` site on that line
     spec: dict = field(default_factory=dict)  # how to apply it (cosmic-ray MutationSpec fields, or C offsets)
     occurrence: int = 0  # which line of the file with this same text (0: the first)
-    outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only | unreachable
+    outcome: str = ""  # killed | timeout | survived | error | equivalent | gpu-only | unreachable | skipped
     reason: str = ""
     seconds: float = 0.0
 
