@@ -508,6 +508,7 @@ def main(argv=None) -> int:
         earlier = json.loads(Path(args.only_survivors).read_text())
         wanted = {Mutant(**{k: v for k, v in m.items() if k != "key"}).key() for m in earlier["mutants"]
                   if m["outcome"] in ("survived", "error")}
+        args.files = [f for f in args.files if any(key[0] == f for key in wanted)]  # baselines of these only
 
     # Baseline: each distinct test selection must pass unmutated (tests already failing in the snapshot are
     # deselected and reported); its time sets its mutants' time limit. Selections run once each, in parallel.
