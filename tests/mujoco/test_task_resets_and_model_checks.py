@@ -68,3 +68,32 @@ def test_a_model_check_refuses_exactly_what_its_message_says(task, tmp_path):
     assert message not in refusal(task, chain_model(tmp_path / "enough.xml", hinges, sites=sites))
     if sites:
         assert message in refusal(task, chain_model(tmp_path / "no_site.xml", hinges, sites=0))
+
+
+# Every task's keywords away from their defaults (health ranges tight enough to end episodes often), against
+# Gymnasium's env given the same keywords.
+KEYWORDS = {
+    "Ant": {"forward_reward_weight": 2.0, "contact_cost_weight": 1e-3, "healthy_reward": 0.5,
+            "healthy_z_range": (0.45, 0.8), "contact_force_range": (-0.5, 0.5)},
+    "HalfCheetah": {"forward_reward_weight": 2.0, "ctrl_cost_weight": 0.3,
+                    "exclude_current_positions_from_observation": False},
+    "Hopper": {"healthy_state_range": (-0.5, 0.5), "healthy_z_range": (1.1, 3.0), "healthy_reward": 2.0,
+               "ctrl_cost_weight": 0.01, "exclude_current_positions_from_observation": False},
+    "Humanoid": {"forward_reward_weight": 2.0, "contact_cost_weight": 1e-6, "healthy_reward": 2.0,
+                 "healthy_z_range": (1.2, 2.0), "include_cvel_in_observation": False,
+                 "include_qfrc_actuator_in_observation": False, "exclude_current_positions_from_observation": False},
+    "HumanoidStandup": {"uph_cost_weight": 2.0, "ctrl_cost_weight": 0.2, "impact_cost_weight": 1e-6,
+                        "impact_cost_range": (-1.0, 1.0), "include_cfrc_ext_in_observation": False},
+    "InvertedDoublePendulum": {"healthy_reward": 3.0},
+    "Pusher": {"reward_near_weight": 1.0, "reward_dist_weight": 2.0, "reward_control_weight": 0.3},
+    "Swimmer": {"forward_reward_weight": 2.0, "ctrl_cost_weight": 0.1, "exclude_current_positions_from_observation": False},
+    "Walker2d": {"healthy_z_range": (1.1, 2.0), "healthy_angle_range": (-0.3, 0.3), "healthy_reward": 2.0,
+                 "forward_reward_weight": 0.5, "exclude_current_positions_from_observation": False},
+}
+
+
+@pytest.mark.parametrize("task", list(KEYWORDS))
+def test_every_tasks_keywords_step_as_gymnasiums(task):
+    from test_exactness import compare_steps
+
+    compare_steps(task, kwargs=KEYWORDS[task], steps=120)
