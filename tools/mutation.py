@@ -71,7 +71,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/random_gpu.h": ["tests/emulation/test_env_step_kernels.py",
                                     "tests/emulation/test_spaces_kernels.py", "-k", "not spaces_kernels or fused"],
     # The rest of the package (the whole-package campaign): each file's fastest tests that reach it.
-    "fastvec/__init__.py": ["tests/test_gymnasium_registration.py", "tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_env_inputs.py",
+    "fastvec/__init__.py": ["tests/test_gymnasium_registration.py", "tests/wrappers/test_render_and_kwargs.py",
+                            "tests/wrappers/test_env_inputs.py",
                             "tests/native/test_classic_control_oracle.py", "-k", _NOT_SLOW + " and not pygame"],
     "fastvec/pettingzoo.py": ["tests/wrappers/test_face_boundaries.py", "tests/wrappers/test_pettingzoo.py",
                               "-k", "pettingzoo_faces_names or registered"],
