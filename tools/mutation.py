@@ -467,6 +467,8 @@ def main(argv=None) -> int:
     parser.add_argument("--files", nargs="*", default=[*TARGETS, *GPU_ONLY], help="repository-relative files to mutate")
     parser.add_argument("--per-file", type=int, default=20, help="mutants sampled per file (0: all)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--at-least", type=int, default=0, help="top the sample up to this many mutants that the CPU "
+                        "tests run, drawn uniformly from the rest of the package")
     parser.add_argument("--jobs", type=int, default=2, help="clones tested in parallel")
     parser.add_argument("--only-survivors", help="re-run just the survivors listed in this earlier JSON report")
     parser.add_argument("--json", default="benchmarks/results/mutation.json", help="report file (repo-relative)")
@@ -566,22 +568,36 @@ def main(argv=None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
         return 0
 
-    mutants: list[Mutant] = []
-    for rel in args.files:
-        path = clones[0] / rel
-        found = c_mutants(rel, path.read_text()) if rel.endswith(C_SOURCES) else py_mutants(rel, path)
-        if wanted is not None:
-            found = [m for m in found if m.key() in wanted]
-        elif args.per_file and len(found) > args.per_file:
-            found = random.Random(f"{args.seed}:{rel}").sample(found, args.per_file)
-        mutants += sorted(found, key=lambda m: (m.line, m.change, m.index))
-    for m in mutants:
+    def label(m: Mutant) -> Mutant:
         if m.key() in listed:
             m.outcome, m.reason = listed[m.key()]
         elif m.file in GPU_ONLY:
             m.outcome, m.reason = "gpu-only", GPU_ONLY[m.file]
         elif m.file in skipped:
             m.outcome, m.reason = "skipped", skipped[m.file]
+        return m
+
+    mutants: list[Mutant] = []
+    rest: list[Mutant] = []  # the mutants the per-file sample left out, for --at-least
+    for rel in args.files:
+        path = clones[0] / rel
+        found = c_mutants(rel, path.read_text()) if rel.endswith(C_SOURCES) else py_mutants(rel, path)
+        if wanted is not None:
+            found = [m for m in found if m.key() in wanted]
+        elif args.per_file and len(found) > args.per_file:
+            chosen = random.Random(f"{args.seed}:{rel}").sample(range(len(found)), args.per_file)
+            rest += [m for i, m in enumerate(found) if i not in chosen]
+            found = [found[i] for i in chosen]
+        mutants += sorted(found, key=lambda m: (m.line, m.change, m.index))
+    mutants = [label(m) for m in mutants]
+    # --at-least N: top the sample up to N mutants the CPU tests run, drawn uniformly from the rest of the
+    # package's (a fixed rule, so the sample stays random, whatever the outcomes).
+    short = args.at_least - sum(not m.outcome for m in mutants)
+    if short > 0 and wanted is None:
+        pool = [m for m in (label(m) for m in rest) if not m.outcome]
+        extra = random.Random(f"{args.seed}:at-least").sample(pool, min(short, len(pool)))
+        print(f"{len(extra)} more mutants drawn from the whole package to reach {args.at_least}", flush=True)
+        mutants += sorted(extra, key=lambda m: (m.file, m.line, m.change, m.index))
 
     free = list(clones)
     lock = threading.Lock()
@@ -621,6 +637,7 @@ def main(argv=None) -> int:
                   flush=True)
 
     report = {"commit": commit, "source": args.source, "per_file": args.per_file, "seed": args.seed,
+              "at_least": args.at_least,
               "deselected_failing_before_mutation": broken, "tests_skip_here": skipped,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "mutants": [{**asdict(m), "key": list(m.key())} for m in mutants]}
