@@ -629,8 +629,8 @@ def main(argv=None) -> int:
         return m
 
     todo = [m for m in mutants if not m.outcome]
-    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed in {EQUIVALENT_FILE.name})",
-          flush=True)
+    print(f"{len(mutants)} mutants, {len(todo)} to test ({len(mutants) - len(todo)} listed in {EQUIVALENT_FILE.name}, "
+          "in a GPU-only file, or of a file whose tests skip here)", flush=True)
     with concurrent.futures.ThreadPoolExecutor(len(clones)) as pool:
         for done, m in enumerate(pool.map(test_one, todo), 1):
             print(f"[{done}/{len(todo)}] {m.outcome:9s} {m.file}:{m.line} {m.change}  `{m.source[:70]}`",
