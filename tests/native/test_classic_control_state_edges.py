@@ -48,3 +48,20 @@ def test_acrobot_angles_exactly_on_the_wrap_boundary_wrap_as_gymnasiums():
     starts = [[-np.pi, 0.0, 0.0, 0.0], [np.pi, -np.pi, 0.0, 0.0], [0.0, -np.pi, 0.0, 0.0], [np.pi, np.pi, 0.0, 0.0]]
     counts = play("Acrobot", starts, lambda s, r: 1)  # no torque: the links stay on the boundary for a while
     assert counts["transitions"] >= 4
+
+
+@pytest.mark.parametrize("name", ["MountainCar", "MountainCarContinuous"])
+def test_mountaincar_frames_draw_gymnasiums_hill(name):
+    from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
+
+    env = gym.make(f"fastvec/{name}", render_mode="rgb_array")
+    env.reset(seed=0)
+    env.unwrapped.state = np.array([-1.1, 0.0])  # the car far left, clear of the columns looked at
+    frame = env.render()
+    height, width = frame.shape[:2]
+    ref = MountainCarEnv()
+    scale = width / (ref.max_position - ref.min_position)
+    for x in range(240, 540, 23):
+        y = height - 1 - int(ref._height(ref.min_position + x / scale) * scale)
+        black = np.flatnonzero((frame[:, x] == 0).all(axis=1))
+        assert black.tolist() == [y - 1, y], (name, x)
