@@ -97,3 +97,14 @@ def test_every_tasks_keywords_step_as_gymnasiums(task):
     from test_exactness import compare_steps
 
     compare_steps(task, kwargs=KEYWORDS[task], steps=120)
+
+
+def test_the_trainers_batch_without_frames_closes_and_says_why_it_cannot_draw():
+    from fastvec.native.mujoco.host_batch import MujocoHostBatch
+
+    batch = MujocoHostBatch("Hopper", 2, max_episode_steps=10)
+    batch.reset(np.array([1, 2], np.uint64), None)
+    with pytest.raises(ValueError, match="made without frames to draw with"):
+        batch.render(0)
+    batch.close()
+    batch.close()
