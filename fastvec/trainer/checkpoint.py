@@ -5,8 +5,8 @@ Format (version 1), arrays in the archive:
                           "obs_size": 118, "num_actions": 3, "num_agents": 1,
                           "policy": {"kind", "hidden", "layers", "highway", "action_kind", "action_nvec",
                                      "action_dims", "obs_scale", "norm_obs", "critic", "encoder",
-                                     "agent_ids", "world_size"} (the last nine only where they differ from
-                                     OPTIONAL_POLICY_FIELDS, so a discrete policy's as before),
+                                     "activation", "agent_ids", "world_size"} (the last ten only where they
+                                     differ from OPTIONAL_POLICY_FIELDS, so a discrete policy's as before),
                           "layout": [[name, shape], ...]  (the flat parameter order, shapes (out, in)),
                           "counters": {"global_step", "update", "opt_step"}, "rng": NumPy PCG64 state,
                           "reward_norm": [mean, var, count] of train.norm_reward's returns (only with it),
@@ -48,7 +48,8 @@ TEMP = re.compile(r"\..+\.[0-9]+\.[0-9a-f]+\.tmp")  # atomic_write's temporary f
 
 # PolicySpec's fields that a checkpoint records only when they differ from these defaults.
 OPTIONAL_POLICY_FIELDS = {"action_kind": "discrete", "action_nvec": (), "action_dims": 0, "obs_scale": 1.0,
-                          "norm_obs": False, "critic": "shared", "encoder": "linear", "agent_ids": 0, "world_size": 0}
+                          "norm_obs": False, "critic": "shared", "encoder": "linear", "activation": "relu",
+                          "agent_ids": 0, "world_size": 0}
 
 
 class CheckpointError(ValueError):
@@ -251,6 +252,7 @@ def describe(spec: PolicySpec) -> str:
     extra += ", train.norm_obs=true" if spec.norm_obs else ""
     extra += f", policy.critic={spec.critic}" if spec.critic != "shared" else ""
     extra += f", policy.encoder={spec.encoder}" if spec.encoder != "linear" else ""
+    extra += f", policy.activation={spec.activation}" if spec.activation != "relu" else ""
     extra += f", policy.agent_id=true ({spec.agent_ids} agents)" if spec.agent_ids else ""
     extra += f", policy.critic_input=world_state ({spec.world_size} values)" if spec.world_size else ""
     actions = {"discrete": spec.num_actions, "multi_discrete": f"MultiDiscrete{list(spec.action_nvec)}",

@@ -275,7 +275,7 @@ KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
 # (their defaults are what those runs did). Any other missing key of a marked file means a damaged file.
 KEYS_NEWER_THAN_MARKED_FILES = frozenset({
     "env.source", "env.gym_id", "env.gym_vectorization", "env.max_episode_steps", "policy.critic", "policy.encoder",
-    "train.tensorboard", "train.wandb_project",
+    "policy.activation", "policy.agent_id", "policy.critic_input", "train.tensorboard", "train.wandb_project",
     "train.wandb_mode", "train.target_return", "train.target_metric", "train.target_episodes",
     "train.stop_at_target", *(key.path for key in KEYS if key.section == "sweep")})
 
@@ -498,8 +498,10 @@ def _cross_key_problems(config: dict):
     if selfplay["enabled"] and (policy["agent_id"] or policy["critic_input"] == "world_state"):
         yield ("selfplay.enabled=true trains one seat per game, which neither an agent id nor a world state fits: "
                "add --policy.agent_id=false --policy.critic_input=local")
-    if config["policy"]["encoder"] == "relu" and config["policy"]["kind"] != "mlp":
-        yield "policy.encoder=relu is for an MLP policy; add --policy.kind=mlp (a MinGRU's encoder feeds its gates)"
+    for key, plain in (("encoder", "linear"), ("activation", "relu")):
+        if policy[key] != plain and policy["kind"] != "mlp":
+            yield (f"policy.{key}={policy[key]} is for an MLP policy; add --policy.kind=mlp (a MinGRU's encoder "
+                   "feeds its gates, which have their own nonlinearities)")
     if ev["opponent"] == "bot" and not (selfplay["bot_switch_param"] and selfplay["bot_level_param"]):
         yield (f"eval.opponent=bot: {config['env']['name']} has no scripted bot (selfplay.bot_switch_param / "
                f"bot_level_param are empty)")

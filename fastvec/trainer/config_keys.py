@@ -129,10 +129,14 @@ KEYS: tuple[Key, ...] = (
         "separate: both trainers; not with self-play's games on the GPU (use train.env_device=cpu there)",
         choices=("shared", "separate")),
     Key("policy", "encoder", str, "linear",
-        '"linear": the layers read the encoder\'s output as it is; "relu" (MLP): through a ReLU, so that '
-        "policy.layers=1 is PureJaxRL's and CleanRL's two-hidden-layer network",
-        "relu: both trainers (the CUDA trainer's GEMM-path rollouts); not with self-play's games on the GPU",
-        choices=("linear", "relu")),
+        '"linear": the layers read the encoder\'s output as it is; "relu" or "tanh" (MLP): through that '
+        "nonlinearity, so that policy.layers=1 is PureJaxRL's and CleanRL's two-hidden-layer network",
+        "relu, tanh: both trainers (the CUDA trainer's GEMM-path rollouts); not with self-play's games on the GPU",
+        choices=("linear", "relu", "tanh")),
+    Key("policy", "activation", str, "relu",
+        '"relu" or "tanh": the MLP layers\' nonlinearity (tanh is CleanRL\'s continuous-control actor-critic\'s)',
+        "tanh: both trainers (the CUDA trainer's GEMM-path rollouts); not with self-play's games on the GPU",
+        choices=("relu", "tanh")),
     Key("policy", "agent_id", bool, False,
         "a multi-agent env: the agent's index, one-hot, appended to its observation (and to a world-state "
         "critic's input), so that the policy every agent shares can tell them apart (JaxMARL's, MAPPO's)",

@@ -40,6 +40,7 @@ def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spa
                           highway=policy.highway, action_kind=kind, action_nvec=nvec,
                           action_dims=spaces.action_dims if kind == "box" else 0, obs_scale=scale,
                           norm_obs=config.train.norm_obs, critic=policy.critic, encoder=policy.encoder,
+                          activation=policy.activation,
                           agent_ids=agents if policy.agent_id else 0,
                           world_size=world_size if policy.critic_input == "world_state" else 0)
 

@@ -77,7 +77,8 @@ class PolicySpec:
     # "shared": one torso, the decoder's last row the value; "separate" (MLP only): the value from a critic of
     # its own (encoder, layers and a one-row decoder, "critic.*"), as PureJaxRL's and CleanRL's actor-critics.
     critic: str = "shared"
-    encoder: str = "linear"  # "relu" (MLP only): a ReLU on the encoder's output, as PureJaxRL's first layer
+    encoder: str = "linear"  # "relu" or "tanh" (MLP only): that nonlinearity on the encoder's output, a layer's
+    activation: str = "relu"  # the MLP layers' nonlinearity: "relu", or "tanh" (CleanRL's continuous actor-critic)
     # Teams (a multi-agent batch, one policy for every agent): agent_ids > 0 appends the agent's one-hot id (of
     # agent_ids agents) to its observation (policy.agent_id), as JaxMARL's and MAPPO's shared policies read it;
     # world_size > 0 gives the separate critic the env's world state of that many values instead of the actor's
@@ -102,8 +103,11 @@ class PolicySpec:
         if self.critic == "separate" and self.recurrent:
             raise ValueError("policy.critic='separate' is for an MLP policy (policy.kind='mlp'); a MinGRU's critic "
                              "shares its torso")
-        if self.encoder not in ("linear", "relu") or (self.encoder == "relu" and self.recurrent):
-            raise ValueError(f"policy.encoder={self.encoder!r}: use 'linear', or 'relu' with policy.kind='mlp'")
+        if self.encoder not in ("linear", *ACTIVATIONS) or (self.encoder != "linear" and self.recurrent):
+            raise ValueError(f"policy.encoder={self.encoder!r}: use 'linear', or 'relu' or 'tanh' with "
+                             "policy.kind='mlp'")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"policy.activation={self.activation!r}: use 'relu' or 'tanh'")
         if self.agent_ids < 0 or self.world_size < 0 or (self.world_size and self.critic != "separate"):
             raise ValueError(f"agent_ids={self.agent_ids} and world_size={self.world_size} must be >= 0, and a "
                              "world-state critic is a separate one (policy.critic='separate')")
@@ -314,15 +318,28 @@ def mingru_backward(dout, cache):
     return dx, rows.T @ x.reshape(-1, hidden), rows.sum(0)
 
 
-def mlp_forward(x, w, bias):
-    """One MLP layer: relu(x @ w.T + b), x (..., H) (ReLU, not tanh: a shared torso's value needs unbounded ones)."""
-    out = np.maximum(x @ w.T + bias, 0)
+ACTIVATIONS = ("relu", "tanh")
+
+
+def activate(pre, activation: str):
+    """An MLP layer's nonlinearity: relu (the default: a shared torso's value needs unbounded features) or tanh."""
+    return np.maximum(pre, 0) if activation == "relu" else np.tanh(pre)
+
+
+def activation_grad(dout, out, activation: str):
+    """d loss / d pre of activate's output `out`: dout where relu passed the value, dout * (1 - out^2) for tanh."""
+    return dout * (out > 0) if activation == "relu" else dout * (1 - out * out)
+
+
+def mlp_forward(x, w, bias, activation: str = "relu"):
+    """One MLP layer: activate(x @ w.T + b), x (..., H)."""
+    out = activate(x @ w.T + bias, activation)
     return out, (x, out)
 
 
-def mlp_backward(dout, cache, w):
+def mlp_backward(dout, cache, w, activation: str = "relu"):
     x, out = cache
-    dpre = dout * (out > 0)
+    dpre = activation_grad(dout, out, activation)
     rows = dpre.reshape(-1, dpre.shape[-1])
     return dpre @ w, rows.T @ x.reshape(-1, x.shape[-1]), rows.sum(0)
 
@@ -352,14 +369,14 @@ def stack_forward(spec: PolicySpec, params: dict, prefix: str, x0, keep, state):
     "critic." one, always an MLP), over encoder input x0 (T, B, O): its decoder output (T, B, rows), the state
     after the last step and the cache."""
     x = x0 @ params[prefix + "enc.w"].T + params[prefix + "enc.b"]  # (T, B, H)
-    x = np.maximum(x, 0) if spec.encoder == "relu" else x
+    x = x if spec.encoder == "linear" else activate(x, spec.encoder)
     caches, new_state = [], np.empty_like(state)
     for layer in range(spec.layers):
         w, bias = params[f"{prefix}layer{layer}.w"], params[f"{prefix}layer{layer}.b"]
         if spec.recurrent:
             x, new_state[layer], cache = mingru_forward(x, keep, state[layer], w, bias, spec.highway)
         else:
-            x, cache = mlp_forward(x, w, bias)
+            x, cache = mlp_forward(x, w, bias, spec.activation)
         caches.append(cache)
     return x @ params[prefix + "dec.w"].T + params[prefix + "dec.b"], new_state, (x, caches)
 
@@ -405,10 +422,11 @@ def stack_backward(spec: PolicySpec, params: dict, grads: dict, prefix: str, dy,
         if spec.recurrent:
             dx, dw, db = mingru_backward(dx, caches[layer])
         else:
-            dx, dw, db = mlp_backward(dx, caches[layer], w)
+            dx, dw, db = mlp_backward(dx, caches[layer], w, spec.activation)
         grads[f"{prefix}layer{layer}.w"] += dw
         grads[f"{prefix}layer{layer}.b"] += db
-    dx = dx * (caches[0][0] > 0) if spec.encoder == "relu" else dx  # layer 0's input: the encoder's output
+    if spec.encoder != "linear":  # layer 0's input is the encoder's activated output
+        dx = activation_grad(dx, caches[0][0], spec.encoder)
     rows = dx.reshape(-1, dx.shape[-1])
     grads[prefix + "enc.w"] += rows.T @ obs.reshape(-1, obs.shape[-1])
     grads[prefix + "enc.b"] += rows.sum(0)

@@ -67,10 +67,18 @@ void emu_gather(long long threads, int K, int Bm, int R, int O, int first, int a
     launch(threads, kThreads, [=] { gather_minibatch_kernel(g); });
 }
 
-/* policy.cu's bias gradient on `blocks` blocks of 256 threads; with out and dpre, of the ReLU-masked dout. */
+/* policy.cu's bias gradient on `blocks` blocks of 256 threads; with out and dpre, of the activation's gradient of
+ * dout (act: MLP_RELU or MLP_TANH). */
 void emu_bias_grad(long long rows, int cols, int blocks, const float* dout, const float* out, float* dpre,
-                   double* partial, unsigned int* counter, float* db) {
-    launch_grid(blocks, 256, [=] { bias_grad_kernel(rows, cols, dout, out, dpre, partial, counter, db); });
+                   double* partial, unsigned int* counter, float* db, int act) {
+    launch_grid(blocks, 256, [=] { bias_grad_kernel(rows, cols, dout, out, dpre, partial, counter, db, act); });
+}
+
+/* policy.cu's MLP layer: out = activate(pre + bias), then dpre = activation_grad(dout, out). */
+void emu_mlp(long long rows, int H, const float* pre, const float* bias, float* out, const float* dout, float* dpre,
+             int act) {
+    launch(rows * H, kThreads, [=] { mlp_forward_kernel(rows, H, pre, bias, out, act); });
+    launch(rows * H, kThreads, [=] { mlp_backward_kernel(rows * H, dout, out, dpre, act); });
 }
 
 void emu_encode_obs(long long rows, int O, int obs_bytes, const float* obs, float scale, const float* norm, float* x) {

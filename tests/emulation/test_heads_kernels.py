@@ -15,6 +15,7 @@ from conftest import minibatch_sources
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.plan import BIAS_GRAD_BLOCKS, SCALARS_DTYPE, gather_threads
+from fastvec.trainer.cuda.policy import MLP_ACTIVATIONS
 
 HARNESS = Path(__file__).resolve().parent / "heads_on_cpu.cpp"
 CUDA_DIR = Path(ref.__file__).parent / "cuda"
@@ -187,23 +188,41 @@ def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes, 
 
 
 @pytest.mark.parametrize("rows, cols, blocks", [(2048, 128, 32), (1000, 7, 3), (37, 300, 5), (4096, 64, BIAS_GRAD_BLOCKS)])
-@pytest.mark.parametrize("masked", [False, True], ids=["plain", "relu-masked"])
+@pytest.mark.parametrize("masked", [None, "relu", "tanh"], ids=["plain", "relu", "tanh"])
 def test_bias_grad_sums_columns_and_writes_the_masked_gradient(emu, rows, cols, blocks, masked):
-    """policy.cu's bias_grad_kernel: db = the column sums of dout (with out: of dpre = dout * (out > 0), which it
-    writes, reference.mlp_backward's mask), summed in double over blocks of rows, so within float32 rounding of
-    NumPy's float64 sums; dpre exactly."""
+    """policy.cu's bias_grad_kernel: db = the column sums of dout (with out: of dpre = reference.activation_grad of
+    dout at the layer's output, which it writes), summed in double over blocks of rows, so within float32 rounding
+    of NumPy's float64 sums; dpre exactly."""
     rng = np.random.default_rng(rows + cols)
     dout = rng.standard_normal((rows, cols)).astype(np.float32)
     out = rng.standard_normal((rows, cols)).astype(np.float32) if masked else None
+    if masked == "tanh":
+        out = np.tanh(out)  # a tanh layer's outputs lie in (-1, 1)
     dpre, db = np.zeros((rows, cols), np.float32), np.zeros(cols, np.float32)
     partial, counter = np.zeros(blocks * cols), np.zeros(1, np.uint32)
     call(emu.emu_bias_grad, np.int64(rows), cols, blocks, dout, out if masked else None, dpre if masked else None, partial,
-         counter, db)
-    want = np.where(out > 0, dout, 0.0).astype(np.float32) if masked else dout
+         counter, db, MLP_ACTIVATIONS[masked or "relu"])
+    want = ref.activation_grad(dout, out, masked) if masked else dout
     if masked:
         assert np.array_equal(dpre, want)
     np.testing.assert_allclose(db, want.astype(np.float64).sum(axis=0), rtol=0, atol=1e-5 * np.sqrt(rows))
     assert counter[0] == 0  # the finishing block resets the counter for the next launch
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_mlp_layer_kernels_match_the_reference(emu, activation):
+    """mlp_forward_kernel is reference.mlp_forward's activate(pre + b) (tanh within a float32 ulp or two: CUDA's tanhf
+    against NumPy's), mlp_backward_kernel its activation_grad of dout at that output, exactly."""
+    rng = np.random.default_rng(5)
+    rows, h = 333, 24
+    pre = (rng.standard_normal((rows, h)) * 2).astype(np.float32)
+    bias, dout = rng.standard_normal(h).astype(np.float32), rng.standard_normal((rows, h)).astype(np.float32)
+    out, dpre = np.zeros((rows, h), np.float32), np.zeros((rows, h), np.float32)
+    call(emu.emu_mlp, np.int64(rows), h, pre, bias, out, dout, dpre, MLP_ACTIVATIONS[activation])
+    want = ref.activate(pre + bias, activation)
+    np.testing.assert_allclose(out, want, rtol=0, atol=2.5e-7 if activation == "tanh" else 0)
+    assert np.array_equal(dpre, ref.activation_grad(dout, out, activation))
+    assert (out < 0).any() == (activation == "tanh")
 
 
 @pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])

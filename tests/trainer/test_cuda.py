@@ -216,7 +216,12 @@ def test_mingru_bf16_kernels_equal_the_fp32_kernels_on_bf16_values(gpu, highway)
     assert np.abs(bwd["fp32"]["dpre"]).max() > 0
 
 
-def test_mlp_and_linear_layers_match_reference(gpu):
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_mlp_and_linear_layers_match_reference(gpu, activation):
+    """The encoder GEMM and an MLP layer (mlp_forward_kernel), then the layer's backward in one launch
+    (bias_grad_kernel with the activation's gradient) and in two (mlp_backward_kernel), against the reference."""
+    from fastvec.trainer.cuda.policy import MLP_ACTIVATIONS
+    act = np.int32(MLP_ACTIVATIONS[activation])
     cuda, k, blas = gpu
     dev = Dev(cuda, k.stream)
     rng = np.random.default_rng(2)
@@ -228,8 +233,8 @@ def test_mlp_and_linear_layers_match_reference(gpu):
     bias = rng.standard_normal(h).astype(np.float32)
     dout = rng.standard_normal((rows, h)).astype(np.float32)
     enc_ref = x @ w_enc.T + b_enc
-    out_ref, cache = ref.mlp_forward(enc_ref, w, bias)
-    dx_ref, dw_ref, db_ref = ref.mlp_backward(dout, cache, w)
+    out_ref, cache = ref.mlp_forward(enc_ref, w, bias, activation)
+    dx_ref, dw_ref, db_ref = ref.mlp_backward(dout, cache, w, activation)
 
     px, pwe, pbe, pw, pb = dev(x), dev(w_enc), dev(b_enc), dev(w), dev(bias)
     penc, ppre, pout = dev.empty((rows, h)), dev.empty((rows, h)), dev.empty((rows, h))
@@ -238,7 +243,7 @@ def test_mlp_and_linear_layers_match_reference(gpu):
     k.launch("add_bias_kernel", rows * h, penc, pbe, np.int64(rows), np.int32(h), penc_bf16)
     assert np.array_equal(dev.get(penc_bf16, (rows, h), np.uint16), to_bf16(dev.get(penc, (rows, h))))
     blas.matmul(ppre, penc, pw, rows, h, h, trans_b=True)
-    k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), ppre, pb, pout)
+    k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), ppre, pb, pout, act)
     assert rel_err(dev.get(penc, (rows, h)), enc_ref) <= F32_TOL
     assert rel_err(dev.get(pout, (rows, h)), out_ref) <= F32_TOL
 
@@ -246,16 +251,18 @@ def test_mlp_and_linear_layers_match_reference(gpu):
                                    dev.empty(h))
     partial, counter = dev.empty(8 * h, np.float64), dev.empty(1, np.uint32)
     # mlp_backward and the bias gradient (column sums of dpre) in one launch, over 3 blocks of rows
-    k.launch_grid("bias_grad_kernel", 3, 256, np.int64(rows), np.int32(h), pdout, pout, pdpre, partial, counter, pdb)
+    k.launch_grid("bias_grad_kernel", 3, 256, np.int64(rows), np.int32(h), pdout, pout, pdpre, partial, counter, pdb,
+                  act)
     blas.matmul(pdx, pdpre, pw, rows, h, h)
     blas.matmul(pdw, pdpre, penc, h, h, rows, trans_a=True)
     assert rel_err(dev.get(pdx, (rows, h)), dx_ref) <= F32_TOL
     assert rel_err(dev.get(pdw, (h, h)), dw_ref) <= F32_TOL
     assert rel_err(dev.get(pdb, (h,)), db_ref) <= F32_TOL
     out_gpu = dev.get(pout, (rows, h))
-    assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_gpu > 0))
-    k.launch("mlp_backward_kernel", rows * h, np.int64(rows * h), pdout, pout, pdpre)  # the two-launch form
-    assert np.array_equal(dev.get(pdpre, (rows, h)), dout * (out_gpu > 0))
+    want = ref.activation_grad(dout, out_gpu, activation)  # the same float32 operations, from the GPU's output
+    assert np.array_equal(dev.get(pdpre, (rows, h)), want)
+    k.launch("mlp_backward_kernel", rows * h, np.int64(rows * h), pdout, pout, pdpre, act)  # the two-launch form
+    assert np.array_equal(dev.get(pdpre, (rows, h)), want)
 
 
 @pytest.mark.parametrize("rows,cols,blocks", [(16384, 64, 128), (1000, 3, 1), (777, 300, 5), (50, 129, 7)])
@@ -271,7 +278,7 @@ def test_bias_grad_kernel_sums_columns_in_one_launch(gpu, rows, cols, blocks):
     results = []
     for _ in range(3):
         k.launch_grid("bias_grad_kernel", blocks, 256, np.int64(rows), np.int32(cols), px, 0, 0, partial, counter,
-                      pdb)
+                      pdb, np.int32(0))
         results.append(dev.get(pdb, (cols,)))
     assert rel_err(results[0], x.astype(np.float64).sum(0)) <= F32_TOL
     assert all(np.array_equal(results[0], r) for r in results[1:])

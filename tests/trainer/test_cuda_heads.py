@@ -318,6 +318,7 @@ def rollout_obs(trainer) -> np.ndarray:
 
 SEPARATE_CRITIC = {"kind": "mlp", "critic": "separate"}  # the value from a critic network of its own
 RELU_ENCODER = {"kind": "mlp", "encoder": "relu", "layers": 1}  # PureJaxRL's network: a ReLU on the encoder too
+TANH = {"kind": "mlp", "encoder": "tanh", "activation": "tanh", "layers": 1}  # CleanRL's continuous actor-critic
 RANDOM_WALK = str(ENVS_DIR / "random_walk.h")  # Discrete(3), two agents, byte observations scaled by 1/255
 CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "box-norm": (BOX, {"norm_obs": True, "norm_reward": True}, "gemm"),
@@ -333,6 +334,8 @@ CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "separate-critic-box": (BOX, {"policy": SEPARATE_CRITIC}, "gemm"),
          "separate-critic-host-env": ("cartpole", {"policy": SEPARATE_CRITIC, "env_device": "cpu"}, "host"),
          "relu-encoder": ("cartpole", {"policy": RELU_ENCODER}, "gemm"),
+         "tanh-box-host-env": (BOX, {"policy": TANH, "norm_obs": True, "env_device": "cpu"}, "host"),
+         "tanh-separate-critic": ("cartpole", {"policy": {**TANH, "critic": "separate"}}, "gemm"),
          "relu-encoder-separate-critic-minatar": ("breakout-minatar", {"policy": {**RELU_ENCODER, "critic": "separate"}},
                                                   "gemm")}
 
@@ -353,7 +356,8 @@ def test_rollout_and_update_match_numpy(case):
     MultiDiscrete head), its actions sampled by host_sample_kernel. separate-critic-*: an
     MLP actor and a critic network of its own (policy.critic=separate), which the GEMM-path rollouts and the update
     run as two stacks writing one decoder output. relu-encoder-*: an MLP with a ReLU on its encoder's output
-    (policy.encoder=relu), the encoder's backward an MLP layer's."""
+    (policy.encoder=relu), the encoder's backward an MLP layer's. tanh-*: tanh on the encoder and the layers
+    (policy.activation=tanh), CUDA's tanhf against NumPy's (a float32 ulp apart)."""
     _cuda_or_skip()
     from fastvec.trainer.reference import sequence_order
     env, norm, path = CASES[case]

@@ -453,9 +453,16 @@ def test_a_relu_encoder_with_one_layer_is_the_two_hidden_layer_relu_network(crit
     assert not np.allclose(linear, logits)  # the ReLU is live on these weights
 
 
-def test_a_relu_encoder_needs_an_mlp_policy():
-    with pytest.raises(ValueError, match="policy.encoder='relu': use 'linear', or 'relu' with policy.kind='mlp'"):
-        ref.PolicySpec(obs_size=3, num_actions=3, kind="mingru", encoder="relu")
+@pytest.mark.parametrize("encoder", ["relu", "tanh"])
+def test_an_activated_encoder_needs_an_mlp_policy(encoder):
+    with pytest.raises(ValueError, match=f"policy.encoder='{encoder}': use 'linear', or 'relu' or 'tanh' with "
+                                         "policy.kind='mlp'"):
+        ref.PolicySpec(obs_size=3, num_actions=3, kind="mingru", encoder=encoder)
+
+
+def test_an_unknown_activation_is_refused():
+    with pytest.raises(ValueError, match="policy.activation='gelu': use 'relu' or 'tanh'"):
+        ref.PolicySpec(obs_size=3, num_actions=3, kind="mlp", activation="gelu")
 
 
 def test_a_separate_critic_needs_an_mlp_policy():

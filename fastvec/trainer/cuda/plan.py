@@ -63,7 +63,7 @@ def fused_kernels_run(spec: ref.PolicySpec) -> bool:
     """Whether rollout.cu's per-thread and per-warp policy steps and selfplay.cu's opponents can run spec: they
     implement the Discrete head of a shared actor-critic with a linear encoder on raw observations."""
     return (spec.action_kind == "discrete" and not transforms_obs(spec) and spec.critic == "shared"
-            and spec.encoder == "linear")
+            and spec.encoder == "linear" and spec.activation == "relu")
 
 
 def slot_addresses(arena):

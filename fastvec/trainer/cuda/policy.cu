@@ -172,16 +172,27 @@ __global__ void mingru_backward_kernel(MINGRU_BACKWARD_PARAMS(float)) { mingru_b
 /* The same with x, pre, h and dpre in bfloat16 (the forward's; dbias_seq sums dpre's unrounded values). */
 __global__ void mingru_backward_bf16_kernel(MINGRU_BACKWARD_PARAMS(bf16)) { mingru_backward(MINGRU_BACKWARD_ARGS); }
 
-/* mlp_forward: out = relu(pre + bias); pre and out (rows, H). */
-__global__ void mlp_forward_kernel(long long rows, int H, const float* pre, const float* bias, float* out) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < rows * H) out[i] = fmaxf(pre[i] + bias[i % H], 0.0f);
+/* An MLP layer's nonlinearity (reference.activate), act: MLP_RELU or MLP_TANH, and d loss / d pre from its output
+ * (reference.activation_grad). */
+#define MLP_RELU 0
+#define MLP_TANH 1
+__device__ __forceinline__ float mlp_activate(float pre, int act) {
+    return act == MLP_TANH ? tanhf(pre) : fmaxf(pre, 0.0f);
+}
+__device__ __forceinline__ float mlp_activation_grad(float dout, float out, int act) {
+    return act == MLP_TANH ? dout * (1.0f - out * out) : (out > 0.0f ? dout : 0.0f);
 }
 
-/* mlp_backward: dpre = dout * (out > 0); the caller does dx = dpre @ w and the weight GEMMs. */
-__global__ void mlp_backward_kernel(long long count, const float* dout, const float* out, float* dpre) {
+/* mlp_forward: out = activate(pre + bias); pre and out (rows, H). */
+__global__ void mlp_forward_kernel(long long rows, int H, const float* pre, const float* bias, float* out, int act) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count) dpre[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+    if (i < rows * H) out[i] = mlp_activate(pre[i] + bias[i % H], act);
+}
+
+/* mlp_backward: dpre = activation_grad(dout, out); the caller does dx = dpre @ w and the weight GEMMs. */
+__global__ void mlp_backward_kernel(long long count, const float* dout, const float* out, float* dpre, int act) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) dpre[i] = mlp_activation_grad(dout[i], out[i], act);
 }
 
 /* bias_grad_kernel's sum over its row lanes: every thread passes its lane's sum `acc` for column c0 of the
@@ -200,12 +211,12 @@ __device__ __forceinline__ double bias_grad_lanes_sum(double acc, double* lanes,
 #define BIAS_GRAD_UNROLL 8 /* rows whose loads bias_grad_kernel's threads issue before using them */
 
 /* A linear layer's bias gradient db (cols,) = the column sums of dpre (rows, cols); with `out` given
- * (an MLP layer), first mlp_backward: dpre = dout * (out > 0), written to dpre. One launch (last_block):
+ * (an MLP layer), first mlp_backward: dpre = activation_grad(dout, out) (act), written to dpre. One launch (last_block):
  * block b sums rows [b * rows / G, (b + 1) * rows / G) into partial (G, cols) in double, the finishing
  * block adds the G partials of each column in a fixed order. 256 threads as (256 / c) row lanes x c columns,
  * c = min(cols, 256), so a warp reads consecutive addresses. */
 __global__ void bias_grad_kernel(long long rows, int cols, const float* dout, const float* out, float* dpre,
-                                 double* partial, unsigned int* counter, float* db) {
+                                 double* partial, unsigned int* counter, float* db, int act) {
     __shared__ double lanes[256];
     int c_pass = cols < (int)blockDim.x ? cols : (int)blockDim.x;
     int row_lanes = blockDim.x / c_pass;
@@ -231,7 +242,7 @@ __global__ void bias_grad_kernel(long long rows, int cols, const float* dout, co
                 for (int u = 0; u < BIAS_GRAD_UNROLL; u++) {
                     if (r + (long long)u * row_lanes >= r1) break;
                     if (out) {
-                        v[u] = m[u] > 0.0f ? v[u] : 0.0f;
+                        v[u] = mlp_activation_grad(v[u], m[u], act);
                         dpre[(r + (long long)u * row_lanes) * cols + c] = v[u];
                     }
                     acc += v[u];

@@ -9,6 +9,8 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.cublas import CUDA_R_16BF
 from fastvec.trainer.cuda.plan import BIAS_GRAD_BLOCKS, Plan
 
+MLP_ACTIVATIONS = {"relu": 0, "tanh": 1}  # policy.cu's MLP_RELU, MLP_TANH
+
 
 class GpuPolicy:
     """Enqueues the policy's forward pass (any number of rows and steps) and the update's backward pass over
@@ -60,9 +62,9 @@ class GpuPolicy:
         rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
         pp = self.pointer(params)
         blas.matmul(acts[0], x, pp(prefix + "enc.w"), rows, h, o, trans_b=True)
-        if spec.encoder == "relu":  # an MLP's (no bf16 copies): relu(pre + b) in place
+        if spec.encoder != "linear":  # an MLP's (no bf16 copies): activate(pre + b) in place
             k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), acts[0], pp(prefix + "enc.b"),
-                     acts[0])
+                     acts[0], np.int32(MLP_ACTIVATIONS[spec.encoder]))
         else:
             k.launch("add_bias_kernel", rows * h, acts[0], pp(prefix + "enc.b"), np.int64(rows), np.int32(h),
                      acts_bf16[0] if acts_bf16 else 0)
@@ -82,7 +84,7 @@ class GpuPolicy:
                          hs[layer], acts[layer + 1], state_out[layer], next_bf16)
             else:
                 k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), pres[layer],
-                         pp(f"{name}.b"), acts[layer + 1])
+                         pp(f"{name}.b"), acts[layer + 1], np.int32(MLP_ACTIVATIONS[spec.activation]))
 
     def update_critic_acts(self) -> list | None:
         """A separate critic's activations in the update (arena critic_act, kept for the backward); None when
@@ -139,7 +141,7 @@ class GpuPolicy:
                     blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w, beta=1.0)
                 self.bias_grad(k, blas, gp(f"{name}.b"), a.ptr("dbias_seq"), w, rows=bm)
             else:
-                self.mlp_backward(k, blas, name, cur, acts[layer + 1])
+                self.mlp_backward(k, blas, name, cur, acts[layer + 1], spec.activation)
                 blas.matmul(other, a.ptr("dpre"), pp(f"{name}.w"), n, h, w)
             if acts_bf16:
                 blas.matmul(gp(f"{name}.w"), a.ptr("dpre"), acts_bf16[layer], w, h, n, trans_a=True,
@@ -147,22 +149,22 @@ class GpuPolicy:
             else:
                 blas.matmul(gp(f"{name}.w"), a.ptr("dpre"), acts[layer], w, h, n, trans_a=True)
             cur, other = other, cur
-        if spec.encoder == "relu":  # the encoder's ReLU as an MLP layer's, its output in acts[0]
-            self.mlp_backward(k, blas, prefix + "enc", cur, acts[0])
+        if spec.encoder != "linear":  # the encoder's nonlinearity as an MLP layer's, its output in acts[0]
+            self.mlp_backward(k, blas, prefix + "enc", cur, acts[0], spec.encoder)
             cur = a.ptr("dpre")
         else:
             self.bias_grad(k, blas, gp(prefix + "enc.b"), cur, h)
         blas.matmul(gp(prefix + "enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
 
-    def mlp_backward(self, k, blas, name: str, dout: int, out: int) -> None:
-        """reference.mlp_backward's dpre = dout * (out > 0) (n, H) into the arena's dpre, and the bias gradient
-        (grads name + ".b") from it: one launch up to plan.choices.mlp_bias_fused_max elements, else two."""
+    def mlp_backward(self, k, blas, name: str, dout: int, out: int, activation: str) -> None:
+        """reference.mlp_backward's dpre = activation_grad(dout, out) (n, H) into the arena's dpre, and the bias
+        gradient (grads name + ".b") from it: one launch up to plan.choices.mlp_bias_fused_max elements, else two."""
         a, n, h = self.arena, self.plan.mb_rows, self.spec.hidden
-        db = self.pointer("grads")(f"{name}.b")
+        db, act = self.pointer("grads")(f"{name}.b"), MLP_ACTIVATIONS[activation]
         if n * h <= self.plan.choices.mlp_bias_fused_max:
-            self.bias_grad(k, blas, db, dout, h, out, a.ptr("dpre"))
+            self.bias_grad(k, blas, db, dout, h, out, a.ptr("dpre"), act=act)
         else:
-            k.launch("mlp_backward_kernel", n * h, np.int64(n * h), dout, out, a.ptr("dpre"))
+            k.launch("mlp_backward_kernel", n * h, np.int64(n * h), dout, out, a.ptr("dpre"), np.int32(act))
             self.bias_grad(k, blas, db, a.ptr("dpre"), h)
 
     def pointer(self, buffer: str):
@@ -179,9 +181,10 @@ class GpuPolicy:
                  np.int32(obs_bytes), obs, np.float32(spec.obs_scale), norm, x)
 
     def bias_grad(self, k, blas, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0,
-                  rows: int | None = None) -> None:
+                  rows: int | None = None, act: int = 0) -> None:
         """db (cols,) = column sums of dout (rows, cols) (default the minibatch's n rows), a bias gradient; with
-        out and dpre (an MLP layer), of dpre = dout * (out > 0) (mlp_backward), which it also writes. Without
+        out and dpre (an MLP layer), of dpre = activation_grad(dout, out) (mlp_backward; act: MLP_ACTIVATIONS'),
+        which it also writes. Without
         the mask it is a GEMM with a ones row, which uses the whole GPU where bias_grad_kernel's fixed grid
         of blocks would be latency-bound."""
         a, n = self.arena, self.plan.mb_rows if rows is None else rows
@@ -190,4 +193,4 @@ class GpuPolicy:
             return
         blocks = min(BIAS_GRAD_BLOCKS, max(1, -(-n * cols // 8192)))  # ~8K elements a block
         k.launch_grid("bias_grad_kernel", blocks, 256, np.int64(n), np.int32(cols), dout, out, dpre,
-                      a.ptr("block_partial"), a.ptr("reduce_counter"), db)
+                      a.ptr("block_partial"), a.ptr("reduce_counter"), db, np.int32(act))
