@@ -88,8 +88,9 @@ def make_trainer(config: Config | dict) -> Trainer:
     try:
         check_with_env(config, batches[0].obs.shape[1], batches[0].env.stat_names)
         spaces = getattr(batches[0].env, "spaces", None)
+        world = world_state_size(batches[0]) if config.policy.critic_input == "world_state" else 0
         spec = make_policy_spec(config, batches[0].env.obs_size, batches[0].env.num_actions, spaces,
-                                batches[0].obs.shape[1], world_state_size(batches[0]))
+                                batches[0].obs.shape[1], world)
         if config.train.device == "cuda" and (why := cuda_unsupported(spec, config)):
             if requested != "auto":
                 raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
