@@ -26,6 +26,14 @@ def make_env(env_config: dict):
     return ParallelPettingZooEnv(parallel_env("simple_spread", **env_config))
 
 
+def policy_setup(kind: str, agents: list[str]):
+    """RLlib's (policies, policy_mapping_fn): "shared", one policy every agent plays (its batch holds all agents'
+    steps), or "per-agent", a policy named after each agent."""
+    if kind == "shared":
+        return {"shared"}, lambda agent_id, episode, **kwargs: "shared"
+    return set(agents), lambda agent_id, episode, **kwargs: agent_id
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--policies", choices=("shared", "per-agent"), default="shared")
@@ -49,12 +57,7 @@ def main() -> int:
     probe.close()
 
     # 2. Which policy plays which agent
-    if args.policies == "shared":
-        policies = {"shared"}
-        policy_mapping_fn = lambda agent_id, episode, **kwargs: "shared"  # noqa: E731
-    else:
-        policies = set(agents)
-        policy_mapping_fn = lambda agent_id, episode, **kwargs: agent_id  # noqa: E731
+    policies, policy_mapping_fn = policy_setup(args.policies, agents)
 
     # 3. PPO, one local env runner stepping num_envs games
     config = (

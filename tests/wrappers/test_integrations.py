@@ -339,6 +339,66 @@ def test_rllib_ppo_trains_on_a_fastvec_batch():
         ray.shutdown()
 
 
+
+def test_rllib_multi_agent_ppo_on_mpe_games():
+    """RLlib's multi-agent path as examples/rllib_multi_agent.py takes it: RLlib's ParallelPettingZooEnv over one
+    fastvec simple_spread game passes RLlib's multi-agent env checker; registered with register_env, PPO with one
+    shared policy, then with a policy per agent, samples fastvec's games (4 per env runner) and completes a training
+    iteration whose episodes all last simple_spread's 25 steps (every agent truncated together: RLlib's "__all__")
+    with simple_spread's negative returns, and every policy's weights move. Skipped where Ray is not installed."""
+    pytest.importorskip("ray.rllib")
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+    from ray.tune.registry import register_env
+
+    from fastvec.wrappers.mpe import MpeParallelEnv
+
+    spec = importlib.util.spec_from_file_location("rllib_multi_agent", ROOT / "examples" / "rllib_multi_agent.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    env = example.make_env({"max_cycles": 25})
+    check_multiagent_environments(env)
+    agents = env.par_env.possible_agents
+    assert isinstance(env.par_env, MpeParallelEnv) and agents == ["agent_0", "agent_1", "agent_2"]
+    env.close()
+
+    register_env(example.ENV_NAME, example.make_env)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        for kind in ("shared", "per-agent"):
+            policies, policy_mapping_fn = example.policy_setup(kind, agents)
+            config = (PPOConfig()
+                      .environment(example.ENV_NAME, env_config={"max_cycles": 25})
+                      .multi_agent(policies=policies, policy_mapping_fn=policy_mapping_fn)
+                      .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+                      .training(train_batch_size_per_learner=400, minibatch_size=200, num_epochs=1)
+                      .rl_module(model_config={"fcnet_hiddens": [16]})
+                      .debugging(seed=0))
+            algo = config.build_algo()
+            games = [e.unwrapped.par_env for e in algo.env_runner.env.envs]
+            assert len(games) == 4 and all(isinstance(g, MpeParallelEnv) for g in games)
+            before = {p: algo.get_module(p).get_state() for p in policies}
+            result = algo.train()
+            runners = result["env_runners"]
+            assert runners["num_env_steps_sampled_lifetime"] >= 400
+            assert runners["num_episodes"] >= 12, kind  # 400 steps of 4 games: at least 12 whole 25-step episodes
+            assert runners["episode_len_mean"] == 25
+            assert set(runners["module_episode_returns_mean"]) == policies
+            assert runners["episode_return_mean"] < 0  # simple_spread pays minus the distances to the landmarks
+            for p in policies:
+                after = algo.get_module(p).get_state()
+                assert any(not np.array_equal(before[p][k], after[k]) for k in after), f"{kind}: {p} did not train"
+            algo.stop()
+    finally:
+        ray.shutdown()
+        torch.set_num_threads(threads)
+
 # ---------------------------------------------------------------------------------- video
 def test_vector_record_video_breakout_episode(tmp_path):
     """Gymnasium's vector RecordVideo writes one video of env 0's first Breakout episode: one
