@@ -1,10 +1,12 @@
 """RLlib's multi-agent PPO (new API stack) on fastvec's MPE simple_spread, through RLlib's own ParallelPettingZooEnv.
 
-    python examples/rllib_multi_agent.py [--policies shared|per-agent] [--iterations 10] [--num-envs 8]
+    python examples/rllib_multi_agent.py [--policies shared|per-agent] [--iterations 15] [--num-envs 8]
 
---policies shared trains one policy that every agent plays; per-agent trains one policy for each agent. Needs torch
-and `pip install "ray[rllib]"` (docs/migration.md, section 7). Prints the mean episode return (summed over the
-agents) per iteration and exits 0 when the last iteration's is above the first's, 1 otherwise.
+--policies shared trains one policy that every agent plays; per-agent trains one policy for each agent. Needs
+`pip install torch --index-url https://download.pytorch.org/whl/cpu` (the CPU wheel is enough) and
+`pip install "ray[rllib]"` (Ray 2.60 pins gymnasium 1.2.2; fastvec runs on it; docs/teams.md). Prints the mean
+episode return (summed over the agents) per iteration and exits 0 when the last iteration's is above the first's,
+1 otherwise.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def policy_setup(kind: str, agents: list[str]):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--policies", choices=("shared", "per-agent"), default="shared")
-    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--iterations", type=int, default=15)
     parser.add_argument("--num-envs", type=int, default=8, help="games per env runner (RLlib's sync vector env)")
     parser.add_argument("--agents", type=int, default=3, help="simple_spread's N")
     parser.add_argument("--lr", type=float, default=3e-4)

@@ -1,7 +1,7 @@
 """fastvec inside the libraries people train with: Stable-Baselines3 (adapter checked against
 DummyVecEnv, PPO learns CartPole), the CleanRL examples (CleanRL's own ppo.py plus the documented diff, and the
-benchmark's extended script), TorchRL's GymWrapper, RLlib's env
-construction path and Gymnasium's vector RecordVideo. Each skips when its library is missing."""
+benchmark's extended script), TorchRL's GymWrapper, RLlib's env construction path and its PPO (single-agent, and
+multi-agent over MPE games), and Gymnasium's vector RecordVideo. Each skips when its library is missing."""
 
 import hashlib
 import os
