@@ -21,8 +21,10 @@
  * fastvec.h's optional hooks: the available actions (ACTION_MASK, jaxmarl's get_avail_actions; an action ruled out
  * steps as jaxmarl steps it: a dead unit stays put, an attack out of range or on the dead does nothing) and the
  * world state (WORLD_STATE_SIZE, jaxmarl's get_world_state) for a centralised critic.
- * Parameter: MAP, the scenario (the table below; fastvec/native/smax.py names them). Each checked against
- * jaxmarl by tests/smax.
+ * Parameters: MAP, the scenario (the table below; fastvec/native/smax.py names them); ENEMY, who plays the enemies:
+ * 0 the agents (every unit an agent, as jaxmarl's SMAX), 1 jaxmarl's heuristic (HeuristicEnemySMAX with its defaults,
+ * attack_mode "closest" and enemy_shoots: the agents are the allies alone; smax_heuristic_action below). Each
+ * checked against jaxmarl by tests/smax.
  */
 #ifndef MAP
 #define MAP 0
@@ -65,6 +67,14 @@
 #error "MAP must be 0 (3m), 1 (2s3z), 2 (3s5z), 3 (5m_vs_6m), 4 (3s5z_vs_3s6z), 5 (3s_vs_5z), 6 (6h_vs_8z), 7 (8m), 8 (25m), 9 (10m_vs_11m) or 10 (27m_vs_30m)"
 #endif
 
+#ifndef ENEMY
+#define ENEMY 0
+#endif
+#if ENEMY != 0 && ENEMY != 1
+#error "ENEMY must be 0 (the enemies are agents) or 1 (jaxmarl's heuristic enemy)"
+#endif
+#define SMAX_HEURISTIC (ENEMY == 1)
+
 #define SMAX_N (NUM_ALLIES + NUM_ENEMIES)
 #define SMAX_MOVES 5
 #define SMAX_TYPE_BITS 6
@@ -75,15 +85,16 @@
 #define SMAX_DT 0.0625f /* time_per_step, 1/16 */
 #define SMAX_UNIT_STATE 8
 
-#define NUM_AGENTS SMAX_N
+#define NUM_AGENTS (SMAX_HEURISTIC ? NUM_ALLIES : SMAX_N)
 #define OBS_SIZE (SMAX_UNIT_FEATURES * (SMAX_N - 1) + SMAX_OWN_FEATURES)
 #define OBS_LOW -1.0f
 #define OBS_HIGH 1.0f
-#define NUM_ACTIONS (SMAX_MOVES + (NUM_ALLIES > NUM_ENEMIES ? NUM_ALLIES : NUM_ENEMIES))
+#define NUM_ACTIONS (SMAX_MOVES + (NUM_ALLIES > NUM_ENEMIES && !SMAX_HEURISTIC ? NUM_ALLIES : NUM_ENEMIES))
 #define AGENT_SPACES 1
 #define NUM_STATS 2
 #define STAT_NAMES "allies_won,enemies_won"
-#define STATE_SIZE (SMAX_UNIT_STATE * SMAX_N + SMAX_WORLD_STEPS * SMAX_N)
+#define SMAX_ENEMY_STATE 4 /* the heuristic's per enemy: its default target's x and y, its last target, its draw */
+#define STATE_SIZE (SMAX_UNIT_STATE * SMAX_N + SMAX_WORLD_STEPS * SMAX_N + (SMAX_HEURISTIC ? SMAX_ENEMY_STATE * NUM_ENEMIES : 0))
 #define RENDER_W 256
 #define RENDER_H 256
 #include "fastvec.h"
@@ -105,6 +116,11 @@ typedef struct {
     float prev_move[SMAX_N][2];
     int prev_attack[SMAX_N];
     float deviation[SMAX_WORLD_STEPS][SMAX_N]; /* the next env step's cooldown draws, per world step and unit */
+#if SMAX_HEURISTIC /* the heuristic enemies' policy state (jaxmarl's HeuristicPolicyState) and draws */
+    float enemy_target[NUM_ENEMIES][2]; /* where an enemy heads when it sees no ally; (0, 0) before its first step */
+    int enemy_last[NUM_ENEMIES];        /* the ally it attacked last (its k-th, allies in reverse order), -1: none */
+    float enemy_draw[NUM_ENEMIES];      /* the next env step's uniform draw of the seen ally it follows */
+#endif
 } State;
 
 #ifdef SMAX_ALL_MARINES
@@ -130,9 +146,13 @@ FV_FN float smax_norm(float dx, float dy) { return sqrtf(fmaf(dy, dy, dx * dx));
 
 FV_FN float smax_clip01(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
 
+/* The next env step's random draws: the cooldown deviations, then the heuristic enemies' draws. */
 FV_FN void smax_draw_deviations(State* s, fv_rng* rng) {
     for (int w = 0; w < SMAX_WORLD_STEPS; w++)
         for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = fv_rand_uniform(rng, -SMAX_DT, 2.0f * SMAX_DT);
+#if SMAX_HEURISTIC
+    for (int e = 0; e < NUM_ENEMIES; e++) s->enemy_draw[e] = fv_rand_float(rng);
+#endif
 }
 
 /* Overlapping alive units pushed apart (jaxmarl's _push_units_away, firmness 1). Its distances' sums of squares
@@ -196,7 +216,7 @@ FV_FN void smax_world_step(State* s, const float (*move)[2], const int* attack, 
 }
 
 FV_FN void smax_obs(const State* s, float* obs) {
-    for (int i = 0; i < SMAX_N; i++) {
+    for (int i = 0; i < NUM_AGENTS; i++) {
         float* o = obs + i * OBS_SIZE;
         for (int k = 0; k < OBS_SIZE; k++) o[k] = 0.0f;
         float sight = smax_sight(i);
@@ -226,6 +246,61 @@ FV_FN void smax_obs(const State* s, float* obs) {
     }
 }
 
+#if SMAX_HEURISTIC
+/* Enemy e's action by jaxmarl's heuristic (heuristic_enemy.py, attack_mode "closest", shooting), from what its
+ * observation shows and in its arithmetic (the allies' positions rebuilt from the observation's scaled features; a
+ * dead enemy sees zeros, its type read as 0); updates its policy state. With an ally in attack range: the ally it
+ * attacked last while still in range, else the closest in range. Else it moves towards a seen ally drawn uniformly
+ * (its draw), or with none seen towards its default target (its first position mirrored through the map's centre):
+ * the move whose direction has the largest dot product with the way there. */
+FV_FN int smax_heuristic_action(State* s, int e) {
+    const float sights[SMAX_TYPE_BITS] = SMAX_SIGHT, ranges[SMAX_TYPE_BITS] = SMAX_RANGE;
+    int u = NUM_ALLIES + e, alive = s->alive[u];
+    int type = alive ? smax_type(u) : 0;
+    float sight = sights[type], ox = alive ? s->pos[u][0] : 0.0f, oy = alive ? s->pos[u][1] : 0.0f;
+    float ex[NUM_ALLIES], ey[NUM_ALLIES];
+    int seen[NUM_ALLIES], shootable[NUM_ALLIES], num_seen = 0, closest = 0;
+    float closest_dist = 0.0f;
+    for (int k = 0; k < NUM_ALLIES; k++) { /* allies in reverse order, as the enemy's observation lists them */
+        int j = NUM_ALLIES - 1 - k;
+        float dx = s->pos[j][0] - s->pos[u][0], dy = s->pos[j][1] - s->pos[u][1];
+        seen[k] = smax_norm(dx, dy) < sight && alive && s->alive[j] && s->health[j] / smax_max_health(j) > 0.0f;
+        ex[k] = seen[k] ? dx * (1.0f / sight) * sight : 0.0f;
+        ey[k] = seen[k] ? dy * (1.0f / sight) * sight : 0.0f;
+        shootable[k] = seen[k] && smax_norm(ex[k], ey[k]) < ranges[type];
+        float dist = shootable[k] ? smax_norm(ex[k], ey[k]) : 45.254833995939045f; /* the map's diagonal */
+        if (k == 0 || dist < closest_dist) closest = k, closest_dist = dist;
+        num_seen += seen[k];
+    }
+    int last = s->enemy_last[e];
+    int initial = s->enemy_target[e][0] == 0.0f && s->enemy_target[e][1] == 0.0f && last == -1;
+    int attack = last != -1 && shootable[last] ? last : closest;
+    s->enemy_last[e] = shootable[attack] ? attack : -1;
+    if (initial) { /* rotated by 180 degrees about the centre */
+        s->enemy_target[e][0] = -(ox - SMAX_MAP_SIZE / 2.0f) + SMAX_MAP_SIZE / 2.0f;
+        s->enemy_target[e][1] = -(oy - SMAX_MAP_SIZE / 2.0f) + SMAX_MAP_SIZE / 2.0f;
+    }
+    int can_shoot = 0;
+    for (int k = 0; k < NUM_ALLIES; k++) can_shoot |= shootable[k];
+    if (can_shoot) return SMAX_MOVES + attack;
+    float tx = s->enemy_target[e][0], ty = s->enemy_target[e][1];
+    if (num_seen > 0) { /* jax.random.choice: the first of the cumulative probabilities reaching total * (1 - draw) */
+        float p = 1.0f / (float)num_seen, cumulative[NUM_ALLIES], sum = 0.0f;
+        for (int k = 0; k < NUM_ALLIES; k++) cumulative[k] = sum = sum + (seen[k] ? p : 0.0f);
+        float r = sum * (1.0f - s->enemy_draw[e]);
+        int k = 0;
+        while (k < NUM_ALLIES - 1 && !(cumulative[k] >= r)) k++;
+        tx = ex[k] + ox, ty = ey[k] + oy;
+    }
+    float vx = tx - ox, vy = ty - oy;
+    const float similarity[4] = {vy, vx, -vy, -vx}; /* up, right, down, left */
+    int move = 0;
+    for (int m = 1; m < 4; m++)
+        if (similarity[m] > similarity[move]) move = m;
+    return move;
+}
+#endif
+
 FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     for (int u = 0; u < SMAX_N; u++) {
         float cx = u < NUM_ALLIES ? SMAX_MAP_SIZE / 4.0f : SMAX_MAP_SIZE / 4.0f * 3.0f;
@@ -237,6 +312,9 @@ FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
         s->prev_move[u][0] = s->prev_move[u][1] = 0.0f;
         s->prev_attack[u] = 0;
     }
+#if SMAX_HEURISTIC
+    for (int e = 0; e < NUM_ENEMIES; e++) s->enemy_target[e][0] = s->enemy_target[e][1] = 0.0f, s->enemy_last[e] = -1;
+#endif
     smax_push_apart(s);
     smax_draw_deviations(s, rng);
     smax_obs(s, obs);
@@ -256,8 +334,13 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
     const float moves[SMAX_MOVES][2] = {{-off, one}, {one, -off}, {off, -one}, {-one, off}, {0.0f, 0.0f}};
     float move[SMAX_N][2], before[SMAX_N];
     int attack[SMAX_N];
+    int chosen[SMAX_N];
+    for (int u = 0; u < NUM_AGENTS; u++) chosen[u] = (int)actions[u];
+#if SMAX_HEURISTIC
+    for (int e = 0; e < NUM_ENEMIES; e++) chosen[NUM_ALLIES + e] = smax_heuristic_action(s, e);
+#endif
     for (int u = 0; u < SMAX_N; u++) {
-        int a = (int)actions[u];
+        int a = chosen[u];
         if (a >= env_agent_action_size(u)) a = SMAX_MOVES - 1; /* beyond the agent's own space: stop */
         move[u][0] = a < SMAX_MOVES ? moves[a][0] : 0.0f;
         move[u][1] = a < SMAX_MOVES ? moves[a][1] : 0.0f;
@@ -277,7 +360,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
         int won = team == 0 ? enemies_out && !allies_out : allies_out && !enemies_out;
         /* over the team's size as XLA computes it: its reciprocal's product, fused with the bonus's sum */
         float reward = fmaf(fabsf(lost), 1.0f / (float)(hi - lo), won ? 1.0f : 0.0f);
-        for (int u = team == 0 ? 0 : NUM_ALLIES; u < (team == 0 ? NUM_ALLIES : SMAX_N); u++) rewards[u] = reward;
+        for (int u = team == 0 ? 0 : NUM_ALLIES; u < (team == 0 ? NUM_ALLIES : NUM_AGENTS); u++) rewards[u] = reward;
     }
     stats[0] = (float)(enemies_out && !allies_out);
     stats[1] = (float)(allies_out && !enemies_out);
@@ -330,6 +413,12 @@ FV_FN void env_get_state(const State* s, double* out) {
     }
     for (int w = 0; w < SMAX_WORLD_STEPS; w++)
         for (int u = 0; u < SMAX_N; u++) out[SMAX_UNIT_STATE * SMAX_N + w * SMAX_N + u] = s->deviation[w][u];
+#if SMAX_HEURISTIC
+    for (int e = 0; e < NUM_ENEMIES; e++) {
+        double* v = out + (SMAX_UNIT_STATE + SMAX_WORLD_STEPS) * SMAX_N + e * SMAX_ENEMY_STATE;
+        v[0] = s->enemy_target[e][0], v[1] = s->enemy_target[e][1], v[2] = s->enemy_last[e], v[3] = s->enemy_draw[e];
+    }
+#endif
 }
 
 FV_FN void env_set_state(State* s, const double* in, float* obs) {
@@ -341,6 +430,13 @@ FV_FN void env_set_state(State* s, const double* in, float* obs) {
     }
     for (int w = 0; w < SMAX_WORLD_STEPS; w++)
         for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = (float)in[SMAX_UNIT_STATE * SMAX_N + w * SMAX_N + u];
+#if SMAX_HEURISTIC
+    for (int e = 0; e < NUM_ENEMIES; e++) {
+        const double* v = in + (SMAX_UNIT_STATE + SMAX_WORLD_STEPS) * SMAX_N + e * SMAX_ENEMY_STATE;
+        s->enemy_target[e][0] = (float)v[0], s->enemy_target[e][1] = (float)v[1];
+        s->enemy_last[e] = (int)v[2], s->enemy_draw[e] = (float)v[3];
+    }
+#endif
     smax_obs(s, obs);
 }
 

@@ -1,10 +1,12 @@
 """The SMAX scenarios' registry (fastvec/native/smax.h, jaxmarl's SMAX): each scenario's MAP number in smax.h,
-its team sizes and its agents' names (jaxmarl's)."""
+its team sizes and its agents' names (jaxmarl's), and who plays the enemies (smax.h's ENEMY)."""
 
 from __future__ import annotations
 
 import dataclasses
 
+# Who plays the enemies (smax.h's ENEMY): the agents (jaxmarl's SMAX) or jaxmarl's heuristic (HeuristicEnemySMAX).
+ENEMIES = {"agents": 0, "heuristic": 1}
 TIME_LIMIT = 101  # jaxmarl's max_steps=100, checked before its step count increments: a truncation at 101 steps
 
 
@@ -18,7 +20,12 @@ class Scenario:
 
     @property
     def agents(self) -> list[str]:
+        """Every unit's name: jaxmarl's SMAX agents."""
         return [f"ally_{i}" for i in range(self.allies)] + [f"enemy_{i}" for i in range(self.enemies)]
+
+    def agent_names(self, enemy: str) -> list[str]:
+        """The agents' names when `enemy` plays the enemies: every unit, or the allies alone (HeuristicEnemySMAX)."""
+        return self.agents if ENEMIES[check_enemy(enemy)] == 0 else self.agents[: self.allies]
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -36,8 +43,16 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-def scenario_defines(name: str) -> dict[str, int]:
-    """smax.h's -D defines for scenario `name`; a KeyError names the choices."""
+def check_enemy(enemy: str) -> str:
+    if enemy not in ENEMIES:
+        raise ValueError(f"enemy={enemy!r} is not one of {sorted(ENEMIES)}: 'heuristic' (jaxmarl's scripted enemies) "
+                         "or 'agents' (every unit an agent)")
+    return enemy
+
+
+def scenario_defines(name: str, enemy: str = "agents") -> dict[str, int]:
+    """smax.h's -D defines for scenario `name` with `enemy` playing the enemies; a KeyError names the scenarios, a
+    ValueError the enemies."""
     if name not in SCENARIOS:
         raise KeyError(f"unknown SMAX scenario {name!r}; fastvec's are {sorted(SCENARIOS)}")
-    return {"MAP": SCENARIOS[name].map}
+    return {"MAP": SCENARIOS[name].map, "ENEMY": ENEMIES[check_enemy(enemy)]}

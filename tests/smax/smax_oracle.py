@@ -1,5 +1,6 @@
 """The SMAX oracle's harness: a transition oracle of fastvec's smax.h against jaxmarl's SMAX (jit + vmap over a
-batch of episodes, as jaxmarl is trained), both teams' actions given, over whole episodes. Every step, jaxmarl's
+batch of episodes, as jaxmarl is trained), both teams' actions given (or, against jaxmarl's HeuristicEnemySMAX, the
+allies' and the heuristic's own draws), over whole episodes. Every step, jaxmarl's
 state and its random draws for that step (its weapon-cooldown deviations, derived from the step's key as its
 step_env derives them) are set into fastvec's env, both step with the same actions (mostly among the available
 ones, so units fight), and their next states, observations, rewards and ends are compared until jaxmarl's episode
@@ -61,11 +62,27 @@ def step_draws(env, key):
 
 
 def unit_state(state) -> np.ndarray:
-    """smax.h's per-unit state values (E, N, 8) of a batch of jaxmarl states."""
+    """smax.h's per-unit state values (E, N, 8) of a batch of jaxmarl SMAX states."""
     s = jax.tree.map(np.asarray, state)
     return np.concatenate([s.unit_positions, s.unit_health[..., None], s.unit_weapon_cooldowns[..., None],
                            s.unit_alive[..., None], s.prev_movement_actions, s.prev_attack_actions[..., None]],
                           -1).astype(np.float64)
+
+
+def enemy_policy_state(policy) -> np.ndarray:
+    """smax.h's heuristic enemies' values but their draws (E, enemies, 3) of a batch of jaxmarl's
+    HeuristicPolicyStates: the default target's x and y, the last attacked ally."""
+    p = jax.tree.map(np.asarray, policy)
+    return np.concatenate([p.default_target, p.last_attacked_enemy[..., None]], -1).astype(np.float64)
+
+
+def heuristic_draws(env, key):
+    """jaxmarl's heuristic enemies' uniform draws (enemies,) of a HeuristicEnemySMAX.step_env call with `key`: each
+    enemy's jax.random.choice of the seen ally it follows, drawn as get_enemy_actions and the policy derive it."""
+    _, action_key = jax.random.split(key)  # step_env: key, action_key
+    keys = jax.random.split(action_key, num=env.num_enemies)  # get_enemy_actions: one per enemy
+    # the policy: key, key_attack; choice(key, ...) draws uniform(key) (jax.random.choice with p)
+    return jax.vmap(lambda k: jax.random.uniform(jax.random.split(k)[0]))(keys)
 
 
 def check_masks_and_world_state(batch, env, masks, world, live: np.ndarray, where: str) -> None:
@@ -80,22 +97,28 @@ def check_masks_and_world_state(batch, env, masks, world, live: np.ndarray, wher
                                   err_msg=f"world state, {where}")
 
 
-def play(name: str, episodes: int, seed: int = 0) -> dict:
-    """Run `episodes` episodes of `name` (fastvec's as one batch); returns counts of what was compared, the action
-    masks and world states among them: those of every state set (jaxmarl's), and those of every step's result
-    where the step was bit for bit ("masks_after_step")."""
-    env = smax.SMAX(scenario=smax.map_name_to_scenario(name))
-    agents, n = env.agents, env.num_agents
+def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict:
+    """Run `episodes` episodes of `name` (fastvec's as one batch) with `enemy` playing the enemies (jaxmarl's SMAX
+    or HeuristicEnemySMAX); returns counts of what was compared, the action masks and world states among them:
+    those of every state set (jaxmarl's), and those of every step's result where the step was bit for bit
+    ("masks_after_step")."""
+    heuristic = enemy == "heuristic"
+    scenario = smax.map_name_to_scenario(name)
+    env = smax.HeuristicEnemySMAX(scenario=scenario) if heuristic else smax.SMAX(scenario=scenario)
+    world = env._env if heuristic else env  # the SMAX of every unit
+    agents, n, units = env.agents, env.num_agents, world.num_agents
     reset = jax.jit(jax.vmap(env.reset))
     step = jax.jit(jax.vmap(env.step_env))
-    draws = jax.jit(jax.vmap(lambda k: step_draws(env, k)))
+    draws = jax.jit(jax.vmap(lambda k: step_draws(world, k)))
+    enemy_draws = jax.jit(jax.vmap(lambda k: heuristic_draws(env, k)))
     avail = jax.jit(jax.vmap(env.get_avail_actions))
     world_state = jax.jit(jax.vmap(env.get_world_state))
-    lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name).items()))
+    lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, enemy).items()))
     assert (lib.num_agents, lib.obs_size) == (n, env.obs_size)
-    assert SCENARIOS[name].agents == agents
+    assert SCENARIOS[name].agent_names(enemy) == agents
     batch = cpu.CpuBatch(lib, episodes, DISABLED, TIME_LIMIT)
     batch.reset(np.arange(episodes, dtype=np.uint64), None)
+    units_of = (lambda state: unit_state(state.state)) if heuristic else unit_state
     key = jax.random.PRNGKey(seed)
     key, *reset_keys = jax.random.split(key, episodes + 1)
     obs, state = reset(jax.numpy.stack(reset_keys))
@@ -108,8 +131,12 @@ def play(name: str, episodes: int, seed: int = 0) -> dict:
         where = f"{name} seed {seed} step {t}"
         key, *step_keys = jax.random.split(key, episodes + 1)
         step_keys = jax.numpy.stack(step_keys)
-        values = np.concatenate([unit_state(state).reshape(episodes, -1),
-                                 np.asarray(draws(step_keys)).reshape(episodes, -1)], 1)
+        values = [units_of(state).reshape(episodes, -1), np.asarray(draws(step_keys)).reshape(episodes, -1)]
+        if heuristic:
+            policy = np.concatenate([enemy_policy_state(state.enemy_policy_state),
+                                     np.asarray(enemy_draws(step_keys))[..., None]], -1)
+            values.append(policy.reshape(episodes, -1))
+        values = np.concatenate(values, 1)
         batch.set_state(None, values)
         masks = avail(state)
         check_masks_and_world_state(batch, env, masks, world_state(state), live, where)
@@ -121,11 +148,11 @@ def play(name: str, episodes: int, seed: int = 0) -> dict:
             p = m / m.sum(-1, keepdims=True)
             actions[:, i] = (p.cumsum(-1) > rng.random((episodes, 1))).argmax(-1)
         assert (actions < sizes).all()
-        health = unit_state(state)[..., 2]
+        health = units_of(state)[..., 2]
         batch.step(actions)
         obs, state, rewards, dones, _ = step(step_keys, state, {a: actions[:, i] for i, a in enumerate(agents)})
-        got = batch.get_state()[:, : UNIT_STATE * n].reshape(episodes, n, UNIT_STATE)[live]
-        expected = unit_state(state)[live]
+        got = batch.get_state()[:, : UNIT_STATE * units].reshape(episodes, units, UNIT_STATE)[live]
+        expected = units_of(state)[live]
         np.testing.assert_array_equal(got[..., 2:], expected[..., 2:], err_msg=where)
         np.testing.assert_allclose(got[..., :2], expected[..., :2], rtol=0, atol=POSITION_ATOL, err_msg=where)
         want = np.stack([np.asarray(obs[a]) for a in agents], 1)[live]
@@ -133,7 +160,11 @@ def play(name: str, episodes: int, seed: int = 0) -> dict:
         want_rewards = np.stack([np.asarray(rewards[a]) for a in agents], 1)
         np.testing.assert_array_equal(bits(batch.rewards[live]), bits(want_rewards[live]), err_msg=where)
         done = np.asarray(dones["__all__"])
-        alive = unit_state(state)[..., 4] != 0
+        alive = units_of(state)[..., 4] != 0
+        if heuristic:  # the enemies' policy states: default targets and last targets bit for bit
+            policy = batch.get_state()[:, (UNIT_STATE + WORLD_STEPS) * units:].reshape(episodes, -1, 4)[..., :3]
+            np.testing.assert_array_equal(policy[live], enemy_policy_state(state.enemy_policy_state)[live],
+                                          err_msg=f"heuristic enemies' policy state, {where}")
         eliminated = ~alive[:, : env.num_allies].any(1) | ~alive[:, env.num_allies:].any(1)
         np.testing.assert_array_equal(batch.terminated[live], eliminated[live], err_msg=where)
         np.testing.assert_array_equal((batch.terminated | batch.truncated)[live], done[live], err_msg=where)
@@ -149,7 +180,7 @@ def play(name: str, episodes: int, seed: int = 0) -> dict:
         counts["max_obs_error"] = max(counts["max_obs_error"], float(np.abs(batch.obs[live] - want).max(initial=0)))
         counts["transitions"] += int(live.sum())
         counts["bit_exact"] += int(exact.sum())
-        counts["hits"] += int(((unit_state(state)[..., 2] < health) & live[:, None]).sum())
+        counts["hits"] += int(((units_of(state)[..., 2] < health) & live[:, None]).sum())
         counts["deaths"] += int((~alive & (health > 0) & live[:, None]).sum())
         counts["wins"] += int((eliminated & live).sum())
         counts["time_limits"] += int((done & ~eliminated & live).sum())

@@ -27,6 +27,18 @@ def test_spaces(name):
     assert sizes == [5 + sc.enemies] * sc.allies + [5 + sc.allies] * sc.enemies
 
 
+@pytest.mark.parametrize("name", ["3m", "5m_vs_6m", "6h_vs_8z"])
+def test_heuristic_enemies_leave_the_allies_the_agents(name):
+    sc = SCENARIOS[name]
+    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, "heuristic").items()))
+    n = sc.allies + sc.enemies
+    assert env.num_agents == sc.allies and sc.agent_names("heuristic") == sc.agents[: sc.allies]
+    assert env.obs_size == 13 * (n - 1) + 10 and env.num_actions == 5 + sc.enemies  # the allies' space
+    assert env.spaces.state_size == 16 * n + 4 * sc.enemies  # units, draws, the enemies' policy states
+    with pytest.raises(ValueError, match="heuristic"):
+        scenario_defines(name, "scripted")
+
+
 def test_unknown_scenario_names_the_choices():
     with pytest.raises(KeyError, match="3s5z_vs_3s6z"):
         scenario_defines("3s5z_vs_3s7z")

@@ -1,6 +1,7 @@
 """fastvec's SMAX (fastvec/native/smax.h) against jaxmarl's (the oracle, tests/smax/smax_oracle.py's transition
-harness): over 10,000 transitions per scenario, both teams' actions, jaxmarl's random draws fed; skipped where
-jaxmarl (0.2.0, with flax, chex and jaxtyping) cannot be imported."""
+harness): over 10,000 transitions per scenario, both teams' actions, jaxmarl's random draws fed; then with jaxmarl's
+heuristic enemies (HeuristicEnemySMAX), the allies' actions given; skipped where jaxmarl (0.2.0, with flax, chex and
+jaxtyping) cannot be imported."""
 
 import pytest
 from smax_oracle import play
@@ -30,3 +31,18 @@ def test_action_masks_and_world_state_match_jaxmarl(name):
     counts = play(name, 16, seed=100)
     assert counts["transitions"] >= 1_000 and counts["deaths"] > 0, counts
     assert counts["masks_after_step"] >= 0.97 * counts["transitions"], counts
+
+
+# Random allies lose to the heuristic enemies within 10-50 steps: 64 episodes are 1,100-3,500 transitions.
+HEURISTIC_EPISODES = 64
+# The crowds the heuristic enemies gather into push apart more than random battles do: more of XLA's fusing shows
+CROWDS = {"25m", "27m_vs_30m"}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_heuristic_enemies_match_jaxmarl(name):
+    """smax.h's ENEMY=1 (the enemies' actions, their policy states, everything play compares) against jaxmarl's
+    HeuristicEnemySMAX, its draws fed; play compares the enemies' default and last targets bit for bit."""
+    counts = play(name, HEURISTIC_EPISODES, seed=7, enemy="heuristic")
+    assert counts["transitions"] >= 800 and min(counts["hits"], counts["deaths"], counts["wins"]) > 0, counts
+    assert counts["bit_exact"] >= (0.65 if name in CROWDS else 0.95) * counts["transitions"], counts
