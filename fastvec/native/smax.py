@@ -56,3 +56,22 @@ def scenario_defines(name: str, enemy: str = "agents") -> dict[str, int]:
     if name not in SCENARIOS:
         raise KeyError(f"unknown SMAX scenario {name!r}; fastvec's are {sorted(SCENARIOS)}")
     return {"MAP": SCENARIOS[name].map, "ENEMY": ENEMIES[check_enemy(enemy)]}
+
+
+def scenario_key(name: str) -> str:
+    """The key of a scenario name: "3m", "smax_3m" and "fastvec/smax_3m-v0" all give "3m"; a KeyError names the
+    choices."""
+    key = str(name).split("/")[-1].split("-v")[0].lower()
+    key = key[len("smax_"):] if key.startswith("smax_") else key
+    if key not in SCENARIOS:
+        raise KeyError(f"unknown SMAX scenario {name!r}; fastvec's are {sorted(SCENARIOS)}")
+    return key
+
+
+def step_limit(max_steps) -> int:
+    """The truncation's step count for jaxmarl's max_steps (an int >= 0): jaxmarl checks it before its step count
+    increments, so an episode is cut after max_steps + 1 steps (TIME_LIMIT for its default 100)."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or not 0 <= max_steps < 2**31 - 1:
+        raise ValueError(f"max_steps={max_steps!r} must be an int in [0, 2**31 - 2] (jaxmarl's: the default is 100)")
+    return max_steps + 1
+

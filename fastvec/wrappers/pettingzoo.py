@@ -108,6 +108,9 @@ class NativeParallelEnv(ParallelEnv):
         self.possible_agents = names
         self.agents: list[str] = []
         obs_space, act_space = gym_spaces(compiled)
+        if compiled.action_mask:  # _observations' dicts
+            obs_space = gymnasium.spaces.Dict({"observation": obs_space, "action_mask": gymnasium.spaces.Box(
+                0, 1, (act_space.n,), np.int8)})
         self._observation_spaces = {a: obs_space for a in names}
         self._action_spaces = {a: act_space for a in names}
         self._spaces = compiled.spaces
@@ -162,14 +165,24 @@ class NativeParallelEnv(ParallelEnv):
         else:
             self.batch.reset(None, None)
         self.agents = list(self.possible_agents)
-        obs = self._agent_obs()
         if self.window is not None:
             self.window.show(self.batch.render(0))
-        return {a: obs[i].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
+        return self._observations(), {a: {} for a in self.agents}
 
     def _agent_obs(self) -> np.ndarray:
         """(agents, *OBS_SHAPE) view of the game's observations."""
         return self.batch.obs[0].reshape(len(self.possible_agents), *self._spaces.obs_shape)
+
+    def _observations(self) -> dict:
+        """Each live agent's observation, a copy; where the game has action masks (fastvec.h's ACTION_MASK),
+        PettingZoo's dict of it and the agent's mask: {"observation": ..., "action_mask": int8 (its actions,)}."""
+        agent_obs = self._agent_obs()
+        obs = {a: agent_obs[i].copy() for i, a in enumerate(self.agents)}
+        if self.batch.action_mask is None:
+            return obs
+        index = {a: i for i, a in enumerate(self.possible_agents)}
+        return {a: {"observation": o, "action_mask": self.batch.action_mask[0, index[a], :self.action_space(a).n]
+                    .astype(np.int8)} for a, o in obs.items()}
 
     @one_thread
     def step(self, actions: dict):
@@ -187,8 +200,7 @@ class NativeParallelEnv(ParallelEnv):
         self.batch.step(self._actions)  # range, NaN and infinity are checked here, before anything is stepped
         b = self.batch
         done = bool(b.terminated[0] or b.truncated[0])
-        agent_obs = self._agent_obs()
-        obs = {a: agent_obs[i].copy() for i, a in enumerate(self.agents)}
+        obs = self._observations()
         rewards = {a: float(b.rewards[0, i]) for i, a in enumerate(self.agents)}
         terminations = dict.fromkeys(self.agents, bool(b.terminated[0]))
         truncations = dict.fromkeys(self.agents, bool(b.truncated[0]))
@@ -385,7 +397,16 @@ class MultiAgentVectorEnv(VectorEnv):
         self._has_reset = True
         if not self.batch.host_arrays:
             self._rows.expand()
-        return (self._obs.copy() if self.copy else self._obs), {}
+        return (self._obs.copy() if self.copy else self._obs), self._mask_info({})
+
+    def _mask_info(self, infos: dict) -> dict:
+        """infos with "action_mask" (num_envs, NUM_ACTIONS) uint8 by row (1: available; a row's actions beyond its
+        agent's own space 0) where the game has action masks (fastvec.h's ACTION_MASK), for the obs returned."""
+        mask = self.batch.action_mask  # device arrays: a view, as the other device infos
+        if mask is None:
+            return infos
+        rows = mask.reshape(self.num_envs, mask.shape[-1])
+        return {**infos, "action_mask": rows.copy() if self.copy and self.batch.host_arrays else rows}
 
     @one_thread
     def step(self, actions):
@@ -415,7 +436,7 @@ class MultiAgentVectorEnv(VectorEnv):
                      "terminal_observation": final_obs, "_terminal_observation": rows}
         obs = self._obs.copy() if self.copy else self._obs
         return (obs, b.rewards.reshape(-1).astype(np.float64), np.repeat(b.terminated, a),
-                np.repeat(b.truncated, a), infos)
+                np.repeat(b.truncated, a), self._mask_info(infos))
 
     def _step_device(self, actions):
         """step() with device arrays: one launch for the games and one for the rows, no wait."""
@@ -444,8 +465,9 @@ class MultiAgentVectorEnv(VectorEnv):
         for k, stat in enumerate(self.stat_names):
             info[stat], info["_" + stat] = rows.episode_stats[k], rows.done
         final_obs = b.dev.final_obs.reshape(n, -1)
-        return {"final_obs": final_obs, "_final_obs": rows.done, "final_info": info, "_final_info": rows.done,
-                "terminal_observation": final_obs, "_terminal_observation": rows.done}
+        infos = {"final_obs": final_obs, "_final_obs": rows.done, "final_info": info, "_final_info": rows.done,
+                 "terminal_observation": final_obs, "_terminal_observation": rows.done}
+        return self._mask_info(infos)
 
     def _check_actions(self, actions) -> np.ndarray:
         """(games, agents, ACTION_DIMS) actions from (num_envs,) [or (num_envs, ACTION_DIMS)] by row or
