@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
+from env_steps import gpu_rollout_rate
 
 from fastvec.native import NATIVE_DIR
 from fastvec.native.batches import load_batch
@@ -121,19 +122,13 @@ def cpu_rate(env: str, num_envs: int, seconds: float, pool: int = 16) -> float:
 
 
 def gpu_rates(env: str, num_envs: int, seconds: float, steps: int) -> dict:
-    """fastvec's GPU batch: the fused random rollout's env steps per second."""
+    """fastvec's GPU batch: the fused random rollout's env steps per second (env_steps.gpu_rollout_rate)."""
     batch = fastvec_batch(env, num_envs, device="cuda", host_arrays=False)
     batch.reset(np.arange(num_envs, dtype=np.uint64), None)
-    batch.rollout("random", steps)
-    batch.synchronize()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds or calls < 2:
-        batch.rollout("random", steps)
-        calls += 1
-    batch.synchronize()
-    rate = calls * steps * num_envs / (time.perf_counter() - start)
-    batch.close()
-    return {"rollout": rate}
+    try:
+        return {"rollout": gpu_rollout_rate(batch, seconds, steps)}
+    finally:
+        batch.close()
 
 
 def jaxmarl_rate(python: str | None, env: str, num_envs: int, steps: int, seconds: float) -> dict:
