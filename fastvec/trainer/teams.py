@@ -1,6 +1,6 @@
 """Teams of agents as fastvec-train envs: the MPE scenarios (fastvec-train simple_spread; mpe2's keywords as [env]
-keys, e.g. --env.N=5) and the SMAX battles (fastvec-train smax:3m): their names, parameters, step limits and
-batches, and each agent's team (the episode returns are logged per team)."""
+keys, e.g. --env.N=5) and the SMAX battles (fastvec-train smax:3m; --env.enemy=heuristic or agents): their names,
+parameters, step limits and batches, and each agent's team (the episode returns are logged per team)."""
 
 from __future__ import annotations
 
@@ -50,9 +50,12 @@ def build(name: str, params: dict) -> tuple[Path, dict, list[str]]:
         if scenario not in smax.SCENARIOS:
             raise ValueError(f"unknown SMAX scenario {scenario!r}; fastvec's are "
                              f"{', '.join(SMAX_PREFIX + s for s in smax.SCENARIOS)}")
+        enemy = params.pop("enemy", "agents")
         if params:
-            raise TypeError(f"{name} takes no [env] parameters, got {sorted(params)}")
-        return NATIVE_DIR / "smax.h", smax.scenario_defines(scenario), smax.SCENARIOS[scenario].agents
+            raise TypeError(f"{name} takes one [env] keyword, enemy (\"heuristic\" or \"agents\"), not "
+                            f"{sorted(params)}")
+        defines = smax.scenario_defines(scenario, enemy)
+        return NATIVE_DIR / "smax.h", defines, smax.SCENARIOS[scenario].agent_names(enemy)
     continuous = params.pop("continuous_actions", False)
     if not isinstance(continuous, bool):
         raise TypeError(f"env.continuous_actions={continuous!r} must be true or false")

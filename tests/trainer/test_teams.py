@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from fastvec.trainer import cli, run
+from fastvec.trainer import checkpoint, cli, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, load_config
 from fastvec.trainer.env_batch import make_batch
@@ -21,11 +21,11 @@ SMALL = {"env": {"num_envs": 4}, "policy": {"hidden": 8},
          "train": {"horizon": 8, "minibatch_size": 32, "total_timesteps": 64, "log_interval": 0.0}}
 
 
-def small(env: str, **sections) -> Config:
+def small(name: str, **sections) -> Config:
     overrides = {section: dict(values) for section, values in SMALL.items()}
     for section, values in sections.items():
         overrides.setdefault(section, {}).update(values)
-    return Config.of(load_config(env, overrides))
+    return Config.of(load_config(name, overrides))
 
 
 def spec_for(config: Config, batch):
@@ -50,7 +50,8 @@ def test_team_envs_by_name_take_their_familys_config_and_step_limit(given, name,
     ("simple_spread", {"env": {"M": 3}}, "unknown keyword(s) ['M'] for simple_spread; its keywords are: N"),
     ("simple_spread", {"env": {"N": 0}}, "N=0 for simple_spread must be an int in [1, 16]"),
     ("simple_spread", {"env": {"max_cycles": 50}}, "--env.max_episode_steps=50"),
-    ("smax:3m", {"env": {"N": 3}}, "smax:3m takes no [env] parameters"),
+    ("smax:3m", {"env": {"N": 3}}, "smax:3m takes one [env] keyword, enemy"),
+    ("smax:3m", {"env": {"enemy": "bots"}}, "enemy='bots'"),
     ("simple_spread", {"policy": {"critic_input": "global"}}, "policy.critic_input='global': use local or world_state"),
     ("simple_spread", {"policy": {"critic_input": "world_state", "critic": "shared"}}, "--policy.critic=separate"),
     ("simple_spread", {"policy": {"critic_input": "world_state"}, "train": {"norm_obs": True}},
@@ -157,12 +158,14 @@ def test_masks_and_world_state_reach_the_rollout_and_the_update():
 
 def test_smax_agents_take_only_the_actions_its_batch_says_are_available():
     """SMAX's batch.action_mask (jaxmarl's get_avail_actions: attacks on units in range only) is kept with each step
-    and every action taken is available; the world state is the batch's (12 values a unit), then the agent id."""
-    config = small("smax:3m", train={"horizon": 16, "bptt_horizon": 16, "minibatch_size": 96},
+    and every action taken is available; the world state is the batch's (12 values a unit), then the agent id.
+    With every unit an agent (--env.enemy=agents), both teams' returns are logged."""
+    config = small("smax:3m", env={"enemy": "agents"}, train={"horizon": 16, "bptt_horizon": 16, "minibatch_size": 96},
                    policy={"kind": "mlp", "critic": "separate", "critic_input": "world_state"})
     batch = make_batch(config)
     trainer = NumpyTrainer(config, batch, spec_for(config, batch))
     assert trainer.spec.world_size == 72 and trainer.world.shape == (16, 24, 72 + 6)
+    assert trainer.teams == ["allies"] * 3 + ["enemies"] * 3
     masks = []
     for _ in range(3):
         trainer.rollout()
@@ -191,9 +194,13 @@ def test_a_competitive_scenario_logs_each_teams_return(tmp_path):
 
 
 def test_smax_trains_and_evaluates_with_its_win_rate(tmp_path, capsys):
+    """smax.toml: the allies against jaxmarl's heuristic enemy, the three allies the agents."""
+    assert Config.of(load_config("smax:3m")).env.params["enemy"] == "heuristic"
     run_dir = tmp_path / "smax"
-    assert cli.main(["smax:3m", "--env.num_envs=8", "--train.horizon=32", "--train.bptt_horizon=16",
-                     "--train.minibatch_size=384", "--train.total_timesteps=512", f"--run-dir={run_dir}"]) == 0
+    assert cli.main(["smax:3m", "--env.num_envs=8", "--train.horizon=32", "--train.minibatch_size=192",
+                     "--train.total_timesteps=512", f"--run-dir={run_dir}"]) == 0
+    meta, _ = checkpoint.load(checkpoint.latest(run_dir))
+    assert meta["num_agents"] == 3
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert all(0 <= row["allies_won"] <= 1 for row in rows if row["episodes"])
     capsys.readouterr()
