@@ -18,11 +18,17 @@ COOPERATIVE = ("simple_spread", "simple_reference", "simple_speaker_listener")
 def team_env_name(env: str) -> str | None:
     """The name a run of team env `env` records, or None (not a team env): an MPE scenario by mpe2's name,
     any case ("simple_spread", also "simple_spread_v3" and its PettingZoo id "fastvec/simple_spread-v3") ->
-    "simple_spread"; "smax:NAME" -> itself (an unknown NAME is reported by check_params)."""
+    "simple_spread"; "smax:NAME" -> itself (an unknown NAME is reported by check_params), and its PettingZoo id
+    "fastvec/smax_3m-v0" -> "smax:3m"."""
     if not isinstance(env, str):
         return None
     if env.lower().startswith(SMAX_PREFIX):
         return SMAX_PREFIX + env[len(SMAX_PREFIX):]
+    if env.split("/")[-1].lower().startswith("smax_"):  # its PettingZoo id, fastvec/smax_3m-v0
+        try:
+            return SMAX_PREFIX + smax.scenario_key(env)
+        except KeyError:
+            return None
     try:
         return mpe.scenario_key(env)
     except KeyError:

@@ -38,7 +38,8 @@ def spec_for(config: Config, batch):
 
 @pytest.mark.parametrize("given,name,limit", [("simple_spread", "simple_spread", 25),
                                               ("fastvec/simple_spread-v3", "simple_spread", 25),
-                                              ("Simple_Tag_v3", "simple_tag", 25), ("smax:3m", "smax:3m", 101)])
+                                              ("Simple_Tag_v3", "simple_tag", 25), ("smax:3m", "smax:3m", 101),
+                                              ("fastvec/smax_2s3z-v0", "smax:2s3z", 101)])
 def test_team_envs_by_name_take_their_familys_config_and_step_limit(given, name, limit):
     config = Config.of(load_config(given))
     assert (config.env.name, config.env_kind, config.step_limit) == (name, "team", limit)
