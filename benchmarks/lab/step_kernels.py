@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from fastvec import native
-from fastvec.native import NATIVE_DIR, check_define_names, cpu, cuda, gpu
+from fastvec.native import NATIVE_DIR, check_define_names, cpu, cuda, cuda_build, gpu
 
 LAB_DIR = Path(__file__).resolve().parent
 # lab kernel name -> (function in step_kernels.h, envs per thread: None reads fv_plain_envs)
@@ -34,8 +34,8 @@ class Lab:
                                  include_dirs=[NATIVE_DIR, self.path.parent, LAB_DIR],
                                  defines=check_define_names(self.defines), name=f"lab-{env}", env_path=self.path)
         self.module = module  # keeps the lab kernels loaded
-        plain_envs = int(cuda._read_global(module, "fv_plain_envs", np.int32)[0])
-        self.kernels = {name: (module.get_function(fn).prepare(cuda.STEP_KERNEL_ARGS), per or plain_envs)
+        plain_envs = int(cuda_build._read_global(module, "fv_plain_envs", np.int32)[0])
+        self.kernels = {name: (module.get_function(fn).prepare(cuda_build.STEP_KERNEL_ARGS), per or plain_envs)
                         for name, (fn, per) in LAB_KERNELS.items()}
 
     def names(self) -> list[str]:

@@ -16,6 +16,7 @@ from gymnasium.vector import AutoresetMode
 import fastvec
 from conftest import gpu_available
 from fastvec.native.cpu import ActionError
+from fastvec.native import cuda_build
 from fastvec.native.cuda import STEP_KERNEL_NAMES  # imports without PyCUDA
 
 COUNTING = Path(__file__).resolve().parents[1] / "envs" / "counting.h"
@@ -64,7 +65,7 @@ def test_step_kernel_choice_and_grids_without_a_gpu():
     with pytest.raises(ValueError, match="step kernel 'plain1' is not one of auto, staged_wide"):
         cuda.step_kernel_name(cartpole, 1000, "plain1")
     # 54 registers: 4 blocks of 256 threads per SM, 48: 5, 40: 6, 32 and fewer: 8 (2,048 threads).
-    assert [cuda.resident_blocks(r) for r in (54, 48, 43, 40, 32, 16)] == [4, 5, 5, 6, 8, 8]
+    assert [cuda_build.resident_blocks(r) for r in (54, 48, 43, 40, 32, 16)] == [4, 5, 5, 6, 8, 8]
     for env, name, threads in [(cartpole, "wide_occ", 256), (cartpole, "wide", 256), (breakout, "staged_wide", 64),
                                (unstaged, "staged_wide", 256)]:
         batch = cuda.CudaBatch.__new__(cuda.CudaBatch)  # no __init__: nothing is allocated

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fastvec.native import NATIVE_DIR, cuda, gpu
+from fastvec.native import NATIVE_DIR, cuda, cuda_build, gpu
 from fastvec.native.cpu import CompileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,23 +15,24 @@ EXAMPLE = ROOT / "examples" / "my_env.h"
 
 
 def test_an_undeclared_parameter_is_refused_before_the_gpu_is_asked_for(monkeypatch):
-    monkeypatch.setattr(cuda, "CudaCompiledEnv", lambda *args: pytest.fail("built despite the misspelled parameter"))
+    monkeypatch.setattr(cuda_build, "CudaCompiledEnv", lambda *args: pytest.fail("built despite the misspelling"))
     with pytest.raises(TypeError, match=r"unknown parameter\(s\) LENGHT for env file 'my_env.h'.*LENGTH \(default 9\)"):
         cuda.load(EXAMPLE, (("LENGHT", 12),), 0)
 
 
 def test_a_built_in_env_is_not_checked_as_an_env_file(monkeypatch):
     built = []
-    monkeypatch.setattr(cuda, "_loaded", {})
-    monkeypatch.setattr(cuda, "CudaCompiledEnv", lambda path, defines, index: built.append(defines) or object())
+    monkeypatch.setattr(cuda_build, "_loaded", {})
+    monkeypatch.setattr(cuda_build, "CudaCompiledEnv", lambda path, defines, index: built.append(defines) or object())
     cuda.load(NATIVE_DIR / "cartpole.h", (("FLOAT32", 1),), 0)  # the registry's parameter, not an #ifndef block
     assert built == [{"FLOAT32": 1}]
 
 
 def test_an_edited_env_file_loads_its_new_build_in_the_same_process(tmp_path, monkeypatch):
     built = []
-    monkeypatch.setattr(cuda, "_loaded", {})
-    monkeypatch.setattr(cuda, "CudaCompiledEnv", lambda path, defines, index: built.append(path.read_text()) or object())
+    monkeypatch.setattr(cuda_build, "_loaded", {})
+    monkeypatch.setattr(cuda_build, "CudaCompiledEnv",
+                        lambda path, defines, index: built.append(path.read_text()) or object())
     env = tmp_path / "my_env.h"
     env.write_text(EXAMPLE.read_text())
     first = cuda.load(env, (("LENGTH", 5),), 0)
