@@ -340,6 +340,16 @@ def test_rllib_ppo_trains_on_a_fastvec_batch():
 
 
 
+def _rllib_example():
+    """examples/rllib_multi_agent.py as a module (its make_env, policy_setup, log_win)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rllib_multi_agent", ROOT / "examples" / "rllib_multi_agent.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
 def test_rllib_multi_agent_ppo_on_mpe_games():
     """RLlib's multi-agent path as examples/rllib_multi_agent.py takes it: RLlib's ParallelPettingZooEnv over one
     fastvec simple_spread game passes RLlib's multi-agent env checker; registered with register_env, PPO with one
@@ -348,8 +358,6 @@ def test_rllib_multi_agent_ppo_on_mpe_games():
     with simple_spread's negative returns, and every policy's weights move. Skipped where Ray is not installed."""
     pytest.importorskip("ray.rllib")
     torch = pytest.importorskip("torch")
-    import importlib.util
-
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.utils.pre_checks.env import check_multiagent_environments
@@ -357,10 +365,9 @@ def test_rllib_multi_agent_ppo_on_mpe_games():
 
     from fastvec.wrappers.mpe import MpeParallelEnv
 
-    spec = importlib.util.spec_from_file_location("rllib_multi_agent", ROOT / "examples" / "rllib_multi_agent.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    env = example.make_env({"max_cycles": 25})
+    example = _rllib_example()
+    env_config = {"name": "simple_spread", "max_cycles": 25}
+    env = example.make_env(env_config)
     check_multiagent_environments(env)
     agents = env.par_env.possible_agents
     assert isinstance(env.par_env, MpeParallelEnv) and agents == ["agent_0", "agent_1", "agent_2"]
@@ -374,7 +381,7 @@ def test_rllib_multi_agent_ppo_on_mpe_games():
         for kind in ("shared", "per-agent"):
             policies, policy_mapping_fn = example.policy_setup(kind, agents)
             config = (PPOConfig()
-                      .environment(example.ENV_NAME, env_config={"max_cycles": 25})
+                      .environment(example.ENV_NAME, env_config=env_config)
                       .multi_agent(policies=policies, policy_mapping_fn=policy_mapping_fn)
                       .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
                       .training(train_batch_size_per_learner=400, minibatch_size=200, num_epochs=1)
@@ -395,6 +402,59 @@ def test_rllib_multi_agent_ppo_on_mpe_games():
                 after = algo.get_module(p).get_state()
                 assert any(not np.array_equal(before[p][k], after[k]) for k in after), f"{kind}: {p} did not train"
             algo.stop()
+    finally:
+        ray.shutdown()
+        torch.set_num_threads(threads)
+
+
+
+def test_rllib_multi_agent_ppo_on_a_smax_battle():
+    """The example's SMAX path: RLlib's ParallelPettingZooEnv over one fastvec smax:3m battle (the three allies the
+    agents, jaxmarl's heuristic enemy scripted) passes RLlib's multi-agent env checker with PettingZoo's
+    {"observation", "action_mask"} observations; PPO with one shared policy over RLlib's FlattenObservations
+    completes a training iteration whose battles end within jaxmarl's 101 steps, with SMAX's non-negative returns
+    and the example's allies_won callback logging a rate in [0, 1]. Skipped where Ray is not installed."""
+    pytest.importorskip("ray.rllib")
+    torch = pytest.importorskip("torch")
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+    from ray.tune.registry import register_env
+
+    from fastvec.wrappers.smax import SmaxParallelEnv
+
+    example = _rllib_example()
+    env_config = {"name": "smax:3m"}
+    env = example.make_env(env_config)
+    check_multiagent_environments(env)
+    assert isinstance(env.par_env, SmaxParallelEnv) and env.par_env.possible_agents == ["ally_0", "ally_1", "ally_2"]
+    env.close()
+
+    register_env(example.ENV_NAME, example.make_env)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        policies, policy_mapping_fn = example.policy_setup("shared", [])
+        config = (PPOConfig()
+                  .environment(example.ENV_NAME, env_config=env_config)
+                  .multi_agent(policies=policies, policy_mapping_fn=policy_mapping_fn)
+                  .env_runners(num_env_runners=0, num_envs_per_env_runner=4,
+                               env_to_module_connector=lambda env, spaces, device: FlattenObservations(
+                                   multi_agent=True))
+                  .callbacks(on_episode_end=example.log_win)
+                  .training(train_batch_size_per_learner=400, minibatch_size=200, num_epochs=1)
+                  .rl_module(model_config={"fcnet_hiddens": [16]})
+                  .debugging(seed=0))
+        algo = config.build_algo()
+        assert all(isinstance(e.unwrapped.par_env, SmaxParallelEnv) for e in algo.env_runner.env.envs)
+        runners = algo.train()["env_runners"]
+        assert runners["num_episodes"] >= 4  # a random 3m battle against the heuristic lasts ~15-30 steps
+        assert 1 <= runners["episode_len_mean"] <= 101
+        assert runners["episode_return_mean"] >= 0  # SMAX pays damage dealt and the win bonus, never less than 0
+        assert 0 <= runners["allies_won"] <= 1
+        algo.stop()
     finally:
         ray.shutdown()
         torch.set_num_threads(threads)
