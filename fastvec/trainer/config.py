@@ -15,9 +15,9 @@ from pathlib import Path
 from fastvec.native import ENVS, check_define_names, resolve_defines
 from fastvec.native.env_file import check_env_file_defines
 from fastvec.native.mujoco.host_batch import gym_id as mujoco_gym_id, task_of as mujoco_task_of, train_name
-from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTIONS, Key, section_keys
-from fastvec.trainer.config_text import (  # noqa: F401 - to_toml, default_toml and the markers are config's API
-    RUN_CONFIG_END, RUN_CONFIG_HEAD, _described, _key_lines, _toml_value, default_toml, to_toml)
+from fastvec.trainer.config_keys import BY_PATH, KEYS, SECTIONS, ConfigError, Key, section_keys
+from fastvec.trainer.config_text import (  # noqa: F401 - to_toml, default_toml, read_run_config: config's API
+    RUN_CONFIG_END, RUN_CONFIG_HEAD, _described, _key_lines, _toml_value, default_toml, read_run_config, to_toml)
 from fastvec.trainer.env_defaults import (Declared, declared_by_builtin, declared_by_gym,
                                           declared_by_source, layer)
 from fastvec.trainer import teams
@@ -30,9 +30,6 @@ ENV_TRAINER_KEYS = set(section_keys("env"))
 GYM_PREFIX = "gym:"
 # A built-in env by its registered Gymnasium id, any case: fastvec/CartPole -> cartpole.
 REGISTERED_IDS = {info.gym_id.lower(): name for name, info in ENVS.items()}
-
-class ConfigError(ValueError):
-    """A bad config key, value or env name; the message names it and the valid choices."""
 
 
 def load_toml(path: Path) -> dict:
@@ -265,21 +262,6 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
     return config
 
 
-# Keys that a config.toml written before RUN_CONFIG_HEAD existed may lack (they were added after the first
-# release that saved run configs); they take their defaults. Any other missing key means a damaged file.
-KEYS_NEWER_THAN_UNMARKED_FILES = frozenset({
-    "train.blas_threads", "train.env_threads", "train.async", "train.gpus", "train.env_device", "train.env_groups",
-    "train.precision", "train.checkpoint_seconds", "eval.opponent",
-    *(key.path for key in KEYS if key.section == "selfplay")})
-# Keys added after RUN_CONFIG_HEAD was: a marked file written before them lacks them, and they take their defaults
-# (their defaults are what those runs did). Any other missing key of a marked file means a damaged file.
-KEYS_NEWER_THAN_MARKED_FILES = frozenset({
-    "env.source", "env.gym_id", "env.gym_vectorization", "env.max_episode_steps", "policy.critic", "policy.encoder",
-    "policy.activation", "policy.agent_id", "policy.critic_input", "train.tensorboard", "train.wandb_project",
-    "train.wandb_mode", "train.target_return", "train.target_metric", "train.target_episodes",
-    "train.stop_at_target", *(key.path for key in KEYS if key.section == "sweep")})
-
-
 def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> dict:
     """The config saved in RUN_DIR/config.toml (for --resume), with command-line overrides on top. A file that
     does not parse, was cut short or lacks keys it must have is refused (a ConfigError saying it is damaged),
@@ -312,37 +294,6 @@ def load_run_config(run_dir: Path, env: str, overrides: dict | None = None) -> d
     apply_selfplay(config)
     validate(config)
     return config
-
-
-def read_run_config(path: Path) -> dict:
-    """RUN_DIR/config.toml as a dict, checked whole: a ConfigError naming the damage otherwise."""
-    def damaged(why: str) -> ConfigError:
-        return ConfigError(f"{path} is damaged ({why}); --resume does not guess a run's settings: restore the "
-                           f"file, or start a fresh run")
-
-    try:
-        text = path.read_bytes().decode("utf-8")
-        saved = tomllib.loads(text)
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise damaged("it is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as err:
-        raise damaged(f"not valid TOML: {err}") from None
-    marked = text.startswith(RUN_CONFIG_HEAD)
-    if marked and text.rstrip().splitlines()[-1] != RUN_CONFIG_END:
-        raise damaged(f"it was cut short: its last line {RUN_CONFIG_END!r} is missing")
-    for section in SECTIONS:
-        needed = [key.path for key in section_keys(section).values() if key.path not in KEYS_NEWER_THAN_MARKED_FILES
-                  and (marked or key.path not in KEYS_NEWER_THAN_UNMARKED_FILES)]
-        if section not in saved and (needed or section == "env"):
-            raise damaged(f"it lacks its [{section}] section")
-        if section in saved and not isinstance(saved[section], dict):
-            raise damaged(f"[{section}] is not a table")
-        missing = [name for name in needed if name.partition(".")[2] not in saved.get(section, {})]
-        if missing:
-            raise damaged(f"it lacks {', '.join(missing[:4])}{' and more' if len(missing) > 4 else ''}")
-    return saved
 
 
 def env_params(config: dict) -> dict:

@@ -9,6 +9,11 @@ import math
 Value = bool | int | float | str
 
 
+class ConfigError(ValueError):
+    """A bad config key, value or env name; the message names it and the valid choices (raised where configs are
+    checked: config.py and config_text.py's read_run_config; the trainer imports it from config)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Key:
     """One config key. doc: its meaning in one line; note: a caveat worth a second line (or "").
