@@ -509,7 +509,8 @@ class CpuBatch:
         self._observe(mask)
 
     def _observe(self, which: np.ndarray | None) -> None:
-        """Refresh action_mask and world_state of the envs in `which` ((N,) uint8; None: all), where the env has them."""
+        """Refresh action_mask and world_state of the envs in `which` ((N,) uint8; None: all), where the env has
+        them."""
         if self.action_mask is not None or self.world_state is not None:
             self.env.lib.fv_observe(self.num_envs, self._slots_ptr, _ptr(which), _ptr(self.action_mask),
                                     _ptr(self.world_state))

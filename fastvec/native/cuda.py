@@ -46,8 +46,8 @@ class CudaBatch:
     cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
     (N, A), terminated / truncated (N,), final_obs, episode_return (N, A), episode_length (N,),
     episode_stats (N, S), action_mask (N, A, NUM_ACTIONS) uint8 and world_state (N, WORLD_STATE_SIZE) float32
-    (None where the env file defines no such hook), plus done (N,) (terminated | truncated) and actions: (N, A) int64 for
-    Discrete, (N, A, D) for MultiDiscrete (int64) and Box (float32), D values per agent (staging for
+    (None where the env file defines no such hook), plus done (N,) (terminated | truncated) and actions: (N, A)
+    int64 for Discrete, (N, A, D) for MultiDiscrete (int64) and Box (float32), D values per agent (staging for
     host actions; policies of `rollout` write it).
 
     numpy=False: those names are DeviceArrays, step() returns at once (no host synchronisation),

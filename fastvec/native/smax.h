@@ -1,5 +1,6 @@
 /* smax.h: jaxmarl's SMAX (StarCraft micro-battles in JAX, jaxmarl 0.2.0's smax_env.py) in its float32 arithmetic:
- * two teams of units on a 32 x 32 map; every unit is an agent, allies first (ally_0..), then enemies (enemy_0..).
+ * two teams of units on a 32 x 32 map; every unit is an agent, allies first (ally_0..), then enemies (enemy_0..),
+ * or with ENEMY=1 the allies alone, the enemies played by jaxmarl's heuristic.
  * One env step is 8 world steps of 1/16 s: each unit moves (its type's speed, clipped to the map) and, with its
  * weapon cooled down, hits the unit it targets if both are alive and it is within its type's attack range (damage
  * summed, health floored at 0); a unit touching a wall dies; overlapping alive units are pushed apart.
@@ -94,7 +95,8 @@
 #define NUM_STATS 2
 #define STAT_NAMES "allies_won,enemies_won"
 #define SMAX_ENEMY_STATE 4 /* the heuristic's per enemy: its default target's x and y, its last target, its draw */
-#define STATE_SIZE (SMAX_UNIT_STATE * SMAX_N + SMAX_WORLD_STEPS * SMAX_N + (SMAX_HEURISTIC ? SMAX_ENEMY_STATE * NUM_ENEMIES : 0))
+#define STATE_SIZE \
+    (SMAX_UNIT_STATE * SMAX_N + SMAX_WORLD_STEPS * SMAX_N + (SMAX_HEURISTIC ? SMAX_ENEMY_STATE * NUM_ENEMIES : 0))
 #define RENDER_W 256
 #define RENDER_H 256
 #include "fastvec.h"

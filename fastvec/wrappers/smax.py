@@ -127,5 +127,6 @@ def parallel_env(scenario: str = "3m", **kwargs) -> SmaxParallelEnv:
 
 
 def env(scenario: str = "3m", **kwargs):
-    """One battle of SMAX scenario `scenario` as a PettingZoo AEC env (parallel_env as AEC, in OrderEnforcingWrapper)."""
+    """One battle of SMAX scenario `scenario` as a PettingZoo AEC env (parallel_env as AEC, in
+    OrderEnforcingWrapper)."""
     return OrderEnforcingWrapper(NativeAECEnv(parallel_env(scenario, **kwargs)))

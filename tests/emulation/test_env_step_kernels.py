@@ -94,7 +94,8 @@ class EmulatedBatch:
         self.world_state = np.zeros((n, env.world_state_size), np.float32) if env.world_state_size else None
 
     def observe(self, which=None):
-        """As CudaBatch._observe: the masks and world states of every env (or those in `which`), where the env has them."""
+        """As CudaBatch._observe: the masks and world states of every env (or those in `which`), where the env has
+        them."""
         if self.action_mask is not None or self.world_state is not None:
             self.lib.emu_observe(self.n, _ptr(self.slots), _ptr(which), _ptr(self.action_mask), _ptr(self.world_state))
 

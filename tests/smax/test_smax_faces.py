@@ -106,7 +106,8 @@ def lockstep(face_step, batch, scenario: str, enemy: str, games: int, seed: int)
         got = face_step(actions)
         _, state, _, dones, _ = step(keys, state, {a: actions[:, i] for i, a in enumerate(jenv.agents)})
         units = oracle.unit_state(state.state if enemy == "heuristic" else state)
-        exact = (oracle.bits(batch.get_state()[:, : units[0].size].reshape(units.shape)) == oracle.bits(units)).all((1, 2))
+        got = batch.get_state()[:, : units[0].size].reshape(units.shape)
+        exact = (oracle.bits(got) == oracle.bits(units)).all((1, 2))
         new = avail(state)
         for g in np.nonzero(exact & ~np.asarray(dones["__all__"]))[0]:
             yield got, g, [np.asarray(new[a])[g] for a in jenv.agents]
