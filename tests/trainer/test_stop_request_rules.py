@@ -14,7 +14,10 @@ from fastvec.trainer.loop import StopRequest
 
 @pytest.fixture
 def handlers():
+    """Python's own handlers for the test (a shell's background job starts with SIGINT ignored), then back."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
