@@ -49,6 +49,7 @@ TARGETS: dict[str, list[str]] = {
                                       "tests/native/test_cartpole.py", "tests/native/test_pong.py",
                                       "-k", _NOT_SLOW + " and not pygame"],
     "fastvec/wrappers/pettingzoo.py": ["tests/wrappers/test_multi_agent_vector_episode_ends.py",
+                                       "tests/wrappers/test_multi_agent_vector_copies.py",
                                        "tests/wrappers/test_pettingzoo.py", "tests/wrappers/test_env_inputs.py",
                                        _CONTRACTS, "-k", _NOT_SLOW],
     "fastvec/wrappers/sb3.py": ["tests/wrappers/test_sb3_reset_options.py", *_ADAPTER_TESTS],
