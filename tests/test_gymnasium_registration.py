@@ -39,3 +39,11 @@ def test_make_vec_takes_the_short_name_or_the_id():
     envs = fastvec.make_vec("CartPole", 3)
     assert envs.num_envs == 3 and envs.spec.id == "fastvec/CartPole"
     assert fastvec.make_vec("fastvec/Acrobot").num_envs == 1
+
+
+def test_an_env_file_makes_one_env_unless_told(tmp_path):
+    from pathlib import Path
+
+    counting = Path(__file__).resolve().parent / "envs" / "counting.h"
+    assert fastvec.make_vec_from_source(counting).num_envs == 1
+    assert fastvec.make_vec_from_source(counting, 4).num_envs == 4

@@ -79,8 +79,9 @@ TARGETS: dict[str, list[str]] = {
                               "-k", "pettingzoo_faces_names or registered"],
     "fastvec/native/__init__.py": ["tests/native/test_registry_parameters.py", "tests/native/test_rules.py",
                                    "tests/native/test_cpu_batch_inputs.py", "tests/native/test_spaces.py",
-                                   "tests/trainer/test_display.py", "-k", "registry_parameters or defaults or "
-                                   "refused or wrap or declares or list_shows or misspelt"],
+                                   "tests/trainer/test_display.py", "tests/native/test_classic_control_state_edges.py",
+                                   "-k", "registry_parameters or defaults or refused or wrap or declares or "
+                                   "list_shows or misspelt or frame_rate"],
     "fastvec/native/backend.py": ["tests/native/test_backend_signatures_and_descriptions.py",
                                   "tests/native/test_backend.py"],
     "fastvec/native/batches.py": ["tests/native/test_backend.py", "tests/native/test_user_env.py", "-k", _NOT_SLOW],

@@ -65,3 +65,19 @@ def test_mountaincar_frames_draw_gymnasiums_hill(name):
         y = height - 1 - int(ref._height(ref.min_position + x / scale) * scale)
         black = np.flatnonzero((frame[:, x] == 0).all(axis=1))
         assert black.tolist() == [y - 1, y], (name, x)
+
+
+def test_acrobot_frames_use_gymnasiums_colours_and_no_others():
+    frame = gym.make("fastvec/Acrobot", render_mode="rgb_array")
+    frame.reset(seed=0)
+    ours = {tuple(c) for c in np.unique(frame.render().reshape(-1, 3), axis=0)}
+    ref = gym.make("Acrobot-v1", render_mode="rgb_array")
+    ref.reset(seed=0)
+    colours, counts = np.unique(ref.render().reshape(-1, 3), axis=0, return_counts=True)
+    main = {tuple(c) for c, k in zip(colours, counts) if k > 200}  # Gymnasium's colours, not its anti-aliasing
+    assert ours == main == {(0, 0, 0), (0, 204, 204), (204, 204, 0), (255, 255, 255)}
+
+
+@pytest.mark.parametrize("name", list(GYM))
+def test_the_frame_rate_is_gymnasiums(name):
+    assert gym.make(f"fastvec/{name}").metadata["render_fps"] == gym.make(GYM[name]).metadata["render_fps"]

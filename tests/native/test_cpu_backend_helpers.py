@@ -111,3 +111,32 @@ def test_state_values_are_one_row_per_env_and_a_single_envs_row_may_come_flat():
     cpu.require_state_access(spaces(0))
     with pytest.raises(AttributeError, match="box_point has no state access"):
         cpu.require_state_access(spaces(-1))
+
+
+def test_seeds_of_any_integer_dtype_seed_alike_and_negative_ones_are_refused():
+    env = cpu.load(Path(__file__).resolve().parents[1] / "envs" / "random_walk.h", ())
+    a, b = cpu.CpuBatch(env, 3, 0, None), cpu.CpuBatch(env, 3, 0, None)
+    a.reset(np.array([5, 6, 7], np.int64), None)
+    b.reset(np.array([5, 6, 7], np.uint64), None)
+    for _ in range(3):
+        actions = np.ones((3, env.num_agents, 1), np.int64)
+        a.step(actions)
+        b.step(actions)
+    np.testing.assert_array_equal(a.obs, b.obs)
+    for bad in (np.array([1, -1, 2]), np.array([0.5, 1.0, 2.0])):
+        with pytest.raises(ValueError, match="seeds must be non-negative integers"):
+            a.reset(bad, None)
+
+
+def test_the_compiler_probes_print_nothing_and_a_refused_flag_is_left_out(capfd, tmp_path):
+    cc = cpu.find_compiler()
+    cpu.simd_flags.__wrapped__(cc)
+    cpu.native_arch.__wrapped__(cc)
+    cpu._compiler_version.__wrapped__(cc)
+    picky = tmp_path / "picky-cc"  # a compiler that refuses every flag, loudly
+    picky.write_text("#!/bin/sh\necho 'picky-cc: unknown option' >&2\necho 'picky-cc 1.0'\nexit 1\n")
+    picky.chmod(0o755)
+    assert cpu.simd_flags.__wrapped__((str(picky),)) == []
+    assert cpu.native_arch.__wrapped__((str(picky),)) == ([], "")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
