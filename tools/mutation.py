@@ -117,10 +117,13 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/pendulum.h": ["tests/native/test_classic_control_state_edges.py",
                                   "tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
                                   "-k", "pendulum or box"],
-    **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_oracle.py", "-k", game.replace("_", " and ")]
+    **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_score_stat.py", "tests/native/test_minatar_oracle.py",
+                                            "-k", game.replace("_", " and ")]
        for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
-    "fastvec/native/minatar_common.h": ["tests/native/test_minatar_oracle.py"],
-    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "-k", f"simple_{scenario} and not parallel_env"]
+    "fastvec/native/minatar_common.h": ["tests/native/test_minatar_score_stat.py", "tests/native/test_minatar_oracle.py"],
+    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_faces.py", "-k",
+                                        f"simple_{scenario} and (scenario_matches_mpe2 and not parallel_env "
+                                        "or agents_and_spaces)"]
        for name, scenario in (("spread", "spread"), ("tag", "tag"), ("adversary", "adversary"), ("push", "push"),
                               ("speaker_listener", "speaker"), ("reference", "reference"),
                               ("crypto", "crypto"), ("world_comm", "world"))},
@@ -210,7 +213,8 @@ GPU_ONLY: dict[str, str] = {
     **{f"fastvec/native/{name}": _GPU for name in ("cuda.py", "gpu.py", "graphs.py", "device_array.py",
                                                    "game_rows.py", "game_rows.cu")},
     **{f"fastvec/trainer/cuda/{name}": _GPU for name in (
-        "__init__.py", "actors.py", "arena.py", "cublas.py", "data_parallel.py", "device.py", "heads.py", "host_envs.py",
+        "__init__.py", "actors.py", "arena.py", "cublas.py", "data_parallel.py", "device.py", "heads.py",
+        "host_envs.py",
         "kernel_args.py", "matches.py", "nccl.py", "optimizers.py", "plan.py", "policy.py", "rollouts.py",
         "slots.py", "trainer.py", "update.py", "categorical.cu", "common.cu", "kernels.cu", "optimizers.cu",
         "policy.cu", "rollout.cu", "update_args.cu")},

@@ -1,0 +1,30 @@
+"""The MinAtar games' `score` statistic, which the trainer logs and the sweep can target: at each episode's
+end it is the episode's return (the sum of its rewards, counted from zero at the reset)."""
+
+import numpy as np
+import pytest
+
+from fastvec import native
+from fastvec.native import cpu
+
+GAMES = ["breakout-minatar", "freeway-minatar", "asterix-minatar", "seaquest-minatar", "spaceinvaders-minatar"]
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_score_at_an_episodes_end_is_its_return(game):
+    env = cpu.load(native.source_path(game), tuple(sorted(native.resolve_defines(game, {}).items())))
+    n = 16
+    batch = cpu.CpuBatch(env, n, native.AUTORESET_CODES["SameStep"], 300)
+    batch.reset(np.arange(n, dtype=np.uint64) + 3, None)
+    rng = np.random.default_rng(0)
+    returns, ends, rewarded = np.zeros(n), 0, 0
+    for _ in range(1200):
+        batch.step(rng.integers(0, env.num_actions, (n, 1, 1)))
+        returns += batch.rewards[:, 0]
+        done = batch.terminated | batch.truncated
+        for i in np.flatnonzero(done):
+            assert batch.episode_stats[i, 0] == returns[i] == batch.episode_return[i, 0], (game, i)
+            rewarded += returns[i] > 0
+        ends += int(done.sum())
+        returns[done] = 0
+    assert ends > 0 and rewarded > 0
