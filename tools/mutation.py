@@ -117,10 +117,11 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/pendulum.h": ["tests/native/test_classic_control_state_edges.py",
                                   "tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
                                   "-k", "pendulum or box"],
-    **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_score_stat.py", "tests/native/test_minatar_oracle.py",
-                                            "-k", game.replace("_", " and ")]
+    **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_score_stat.py",
+                                            "tests/native/test_minatar_oracle.py", "-k", game.replace("_", " and ")]
        for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
-    "fastvec/native/minatar_common.h": ["tests/native/test_minatar_score_stat.py", "tests/native/test_minatar_oracle.py"],
+    "fastvec/native/minatar_common.h": ["tests/native/test_minatar_score_stat.py",
+                                        "tests/native/test_minatar_oracle.py"],
     **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_faces.py", "-k",
                                         f"simple_{scenario} and (scenario_matches_mpe2 and not parallel_env "
                                         "or agents_and_spaces)"]
