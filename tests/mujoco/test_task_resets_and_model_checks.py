@@ -108,3 +108,62 @@ def test_the_trainers_batch_without_frames_closes_and_says_why_it_cannot_draw():
         batch.render(0)
     batch.close()
     batch.close()
+
+
+def named_bodies_model(path, hinges, names):
+    """chain_model's joints, its first bodies named `names` (the rest b<k>), one motor."""
+    body = ""
+    for k in reversed(range(hinges)):
+        name = names[k] if k < len(names) else f"b{k}"
+        body = (f'<body name="{name}" pos="0 0 0.1"><joint name="j{k}" type="hinge" axis="0 1 0"/>'
+                f'<geom type="capsule" size="0.02" fromto="0 0 0 0 0 0.1"/>{body}</body>')
+    path.write_text(f'<mujoco><worldbody>{body}</worldbody><actuator><motor joint="j0"/></actuator></mujoco>')
+    return str(path)
+
+
+@pytest.mark.parametrize("task,names", [("Pusher", ["tips_arm", "object", "goal"]), ("Reacher", ["fingertip", "target"])])
+def test_a_model_missing_any_one_named_body_is_refused(task, names, tmp_path):
+    hinges = NEEDS[task][0]
+    message = f"it needs bodies named {', '.join(names[:-1])} and {names[-1]}"
+    for missing in names:
+        kept = [n if n != missing else "other" for n in names]
+        assert message in refusal(task, named_bodies_model(tmp_path / f"no_{missing}.xml", hinges, kept))
+    assert message not in refusal(task, named_bodies_model(tmp_path / "all.xml", hinges, names))
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_reset_noise_has_gymnasiums_spread_and_each_env_its_own(task):
+    """Every coordinate of fastvec's reset states has the spread of Gymnasium's resets (their 5% and 95%
+    quantiles over 400 resets agree), and envs seeded seed + i draw unrelated noise."""
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=400)
+    ours.reset(seed=1)
+    mine = ours.get_state()
+    ref = gym.make(f"{task}-v5").unwrapped
+    theirs = []
+    for seed in range(400):
+        ref.reset(seed=seed)
+        theirs.append(np.concatenate([ref.data.qpos, ref.data.qvel]))
+    theirs = np.array(theirs)
+    q_mine, q_theirs = np.quantile(mine, [0.05, 0.95], axis=0), np.quantile(theirs, [0.05, 0.95], axis=0)
+    width = np.maximum(q_theirs[1] - q_theirs[0], 1e-12)
+    assert (np.abs(q_mine - q_theirs) <= 0.15 * width).all(), task
+    noisy = q_theirs[1] > q_theirs[0]
+    pairs = zip(mine[:-1, noisy], mine[1:, noisy])
+    assert not any(np.isin(b, a).any() for a, b in pairs), task  # envs seed + i draw unrelated noise
+    ours.close()
+
+
+def test_the_trainers_batch_declares_gymnasiums_state_size_and_the_vector_env_one_env_by_default():
+    from fastvec.native.mujoco.host_batch import MujocoHostBatch
+    from fastvec.wrappers.mujoco import MujocoVectorEnv
+
+    batch = MujocoHostBatch("Hopper", 1, max_episode_steps=10)
+    model = gym.make("Hopper-v5").unwrapped.model
+    assert batch.env.spaces.state_size == model.nq + model.nv
+    batch.close()
+    envs = MujocoVectorEnv("Hopper")
+    assert envs.num_envs == 1
+    first, _ = envs.reset()
+    again, _ = MujocoVectorEnv("Hopper").reset()
+    assert not np.array_equal(first, again)  # unseeded: fresh entropy each time
+    envs.close()

@@ -140,7 +140,10 @@ static int fv_mj_reset_chunk(const void* arg, int lo, int hi) {
     fv_mj_batch* b = j->b;
     for (int i = lo / FV_MJ_SPREAD; i < (hi + FV_MJ_SPREAD - 1) / FV_MJ_SPREAD && i < b->num_envs; i++) {
         if (j->mask && !j->mask[i]) continue;
-        if (j->seeds) b->envs[i].rng.s = j->seeds[i] * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+        if (j->seeds) { /* the seed hashed: seed + 1's stream must not be seed's shifted by one draw */
+            fv_mj_rng mixer = {j->seeds[i] ^ 0x2545F4914F6CDD1DULL};
+            b->envs[i].rng.s = fv_mj_next(&mixer);
+        }
         fv_mj_reset_one(b, i, j->obs + (long)i * b->obs_size, j->info + (long)i * b->info_size);
     }
     return 0;
