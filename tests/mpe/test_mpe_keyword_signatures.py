@@ -41,3 +41,10 @@ def test_agent_names_for_the_defaults_are_mpe2s(name):
     sc = SCENARIOS[name]
     _, values = scenario_defines(name, False, {})
     assert sc.names(values) == env.possible_agents
+
+
+def test_the_frame_rate_is_mpe2s():
+    from fastvec.wrappers.mpe import parallel_env
+
+    ours = parallel_env("simple_spread")
+    assert ours.metadata["render_fps"] == mpe2_env("simple_spread").parallel_env().metadata["render_fps"]
