@@ -157,6 +157,7 @@ TARGETS: dict[str, list[str]] = {
                                    "tests/mujoco/test_faces_sb3_torch.py", "-k", "not sb3_ppo"],
     "fastvec/wrappers/render.py": ["tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_pettingzoo.py",
                                    "-k", "render"],
+    "fastvec/wrappers/smax.py": ["tests/smax/test_smax_faces.py", "-k", "not gpu"],
     "fastvec/wrappers/spaces.py": ["tests/wrappers/test_spaces_faces.py", "tests/wrappers/test_face_inputs.py",
                                    "tests/wrappers/test_env_inputs.py", "-k", "not sb3_ppo and not "
                                    "compiles_for_the_gpu and not env_sources_compile_as_cuda"],
@@ -214,7 +215,7 @@ TARGETS: dict[str, list[str]] = {
 # the GPU-only column (the @pytest.mark.gpu tests' business), never dropped.
 _GPU = "runs only on a GPU (PyCUDA, the driver API or nvcc), and no CPU harness builds it"
 GPU_ONLY: dict[str, str] = {
-    **{f"fastvec/native/{name}": _GPU for name in ("cuda.py", "gpu.py", "graphs.py", "device_array.py",
+    **{f"fastvec/native/{name}": _GPU for name in ("cuda.py", "cuda_build.py", "gpu.py", "graphs.py", "device_array.py",
                                                    "game_rows.py", "game_rows.cu")},
     **{f"fastvec/trainer/cuda/{name}": _GPU for name in (
         "__init__.py", "actors.py", "arena.py", "cublas.py", "data_parallel.py", "device.py", "heads.py",
