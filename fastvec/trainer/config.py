@@ -531,7 +531,9 @@ def help_text(config: dict | None = None) -> str:
         if section == "env" and config and env_kind(config) != "builtin":
             given = env_params(config)
             what = {"source": "-D defines", "team": "keywords"}.get(env_kind(config), "gymnasium.make arguments")
-            lines.append(f"  {env}'s {what} (any other --env.KEY=value adds one):")
+            more = "fastvec-train --list names the others" if env_kind(config) == "team" else \
+                "any other --env.KEY=value adds one"
+            lines.append(f"  {env}'s {what} ({more}):")
             lines += [f"    {name} = {_toml_value(value)}" for name, value in given.items()] or ["    (none given)"]
         elif section == "env" and config:
             params = ENVS[env].params

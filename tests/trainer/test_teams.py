@@ -12,7 +12,7 @@ import pytest
 
 from fastvec.trainer import checkpoint, cli, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
-from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.config import ConfigError, help_text, load_config
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
 from fastvec.trainer.settings import Config
@@ -64,6 +64,12 @@ def test_team_config_errors_name_the_problem_and_the_fix(env, overrides, message
     with pytest.raises(ConfigError) as err:
         load_config(env, overrides)
     assert message in str(err.value)
+
+
+def test_help_config_lists_a_team_envs_keywords():
+    text = help_text(load_config("simple_spread", {"env": {"N": 4}}))
+    assert "simple_spread's keywords (fastvec-train --list names the others):\n    N = 4" in text
+    assert 'enemy = "heuristic"' in help_text(load_config("smax:3m"))
 
 
 def test_a_misspelt_team_env_gets_a_suggestion(capsys):
