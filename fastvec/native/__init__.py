@@ -103,17 +103,23 @@ ENVS: dict[str, NativeEnvInfo] = {
     ),
     "mountaincar": NativeEnvInfo(
         "mountaincar.h", "fastvec/MountainCar", 200,
-        {"goal_velocity_micro": Param(0, -70_000, 70_000, "Gymnasium's goal_velocity in millionths (0.01 is 10000)")},
+        {"goal_velocity_micro": Param(0, -70_000, 70_000, "Gymnasium's goal_velocity in millionths (0.01 is 10000)"),
+         "float32": Param(0, 0, 1, "1: float32 state and physics (8-byte state, like gymnax; faster on the GPU); "
+                                   "0: Gymnasium's float64, identical to Gymnasium's")},
         render_fps=30,
     ),
     "mountaincarcontinuous": NativeEnvInfo(
         "mountaincar_continuous.h", "fastvec/MountainCarContinuous", 999,
-        {"goal_velocity_micro": Param(0, -70_000, 70_000, "Gymnasium's goal_velocity in millionths (0.01 is 10000)")},
+        {"goal_velocity_micro": Param(0, -70_000, 70_000, "Gymnasium's goal_velocity in millionths (0.01 is 10000)"),
+         "float32": Param(0, 0, 1, "1: float32 state and physics (8-byte state, like gymnax; faster on the GPU); "
+                                   "0: Gymnasium's float64, identical to Gymnasium's")},
         render_fps=30,
     ),
     "pendulum": NativeEnvInfo(
         "pendulum.h", "fastvec/Pendulum", 200,
-        {"g_milli": Param(10_000, 0, 1_000_000, "Gymnasium's g (gravity, m/s^2) in thousandths (9.81 is 9810)")},
+        {"g_milli": Param(10_000, 0, 1_000_000, "Gymnasium's g (gravity, m/s^2) in thousandths (9.81 is 9810)"),
+         "float32": Param(0, 0, 1, "1: float32 state and physics (8-byte state, like gymnax; faster on the GPU); "
+                                   "0: Gymnasium's float64, identical to Gymnasium's")},
         render_fps=30,
     ),
     # MinAtar (the `minatar` package's five games, rules exact; minatar_*.h). Keys and ids as gymnax's

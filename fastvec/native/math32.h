@@ -1,6 +1,7 @@
 /* math32.h: sin and cos in float32 that give the same bits on the CPU and the GPU, for the envs' opt-in
- * float32 variants (cartpole.h, acrobot.h): no libm, and the fused multiply-adds are explicit fmaf (one IEEE
- * rounding on every target; CPU builds use -ffp-contract=off, nvcc --fmad=false). */
+ * float32 variants (cartpole.h, acrobot.h, the mountain cars, pendulum.h): no libm, and the fused
+ * multiply-adds are explicit fmaf (one IEEE rounding on every target; CPU builds use -ffp-contract=off,
+ * nvcc --fmad=false). */
 #ifndef FASTVEC_MATH32_H
 #define FASTVEC_MATH32_H
 #include "fastvec.h"
@@ -46,6 +47,13 @@ FV_FN void fv_sincosf(float x, float* sin_x, float* cos_x) {
     float sin_q = odd ? c : s, cos_q = odd ? s : c;
     *sin_x = ((k4 < -0.5f) | (k4 > 1.5f)) ? -sin_q : sin_q; /* q = 2 or 3 */
     *cos_x = ((k4 > 0.5f) | (k4 < -1.5f)) ? -cos_q : cos_q; /* q = 1 or 2 */
+}
+
+/* cos of x in float32: fv_sincosf's cos (the same bits; the sine's polynomial is dead code the compiler drops). */
+FV_FN float fv_cosf(float x) {
+    float s, c;
+    fv_sincosf(x, &s, &c);
+    return c;
 }
 
 #endif /* FASTVEC_MATH32_H */

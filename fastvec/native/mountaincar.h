@@ -3,7 +3,13 @@
  * +-0.07, position to [-1.2, 0.6] with the velocity zeroed at the left wall, all in float64; reward -1 per
  * step; terminated at position >= 0.5 with velocity >= goal_velocity. Truncation at 200 steps is the
  * backend's. Observation: the float64 state rounded to float32. Shared with the continuous car
- * (the observation, the track, GOAL_VELOCITY_MICRO, the renderer): mountaincar_common.h. */
+ * (the observation, the track, GOAL_VELOCITY_MICRO, the float32 motion, the renderer): mountaincar_common.h.
+ *
+ * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same rules on an 8-byte float32 state, in gymnax's
+ * MountainCar-v0 order ((v + (action - 1) force) - cos(3 position) gravity, cos from math32.h). Faster on the
+ * GPU; trajectories stay within float32 rounding of a float32 re-statement (tests/native/
+ * test_classic_control_float32.py) and CPU and GPU give the same bits. Termination is Gymnasium's rule on the
+ * float32 state read as float64; a reset is the float64 build's start rounded to float32. */
 #include "fastvec.h"
 #include "glibc_math.h"
 #include "mountaincar_common.h"
@@ -16,8 +22,8 @@
 
 #define MC_GOAL_POSITION 0.5
 #define MC_FORCE 0.001
-#define MC_GRAVITY 0.0025
 
+#if !FLOAT32
 typedef struct {
     double position, velocity; /* Gymnasium's unwrapped.state */
 } State;
@@ -51,6 +57,27 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     return position >= MC_GOAL_POSITION && velocity >= MC_GOAL_VELOCITY;
 }
 
+#else /* FLOAT32 */
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    s->position = mc_reset_position_f32(rng);
+    s->velocity = 0.0f;
+    obs[0] = s->position;
+    obs[1] = 0.0f;
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                   float* stats) {
+    (void)rng;
+    (void)stats;
+    mc_move_f32(s, (float)(actions[0] - 1) * (float)MC_FORCE);
+    obs[0] = s->position;
+    obs[1] = s->velocity;
+    rewards[0] = -1.0f;
+    return s->position >= (float)MC_GOAL_POSITION && (double)s->velocity >= MC_GOAL_VELOCITY;
+}
+#endif /* FLOAT32 */
+
+/* The state as float64 (the float32 build rounds a set state to float32). */
 FV_FN void env_get_state(const State* s, double* out) {
     out[0] = s->position;
     out[1] = s->velocity;
@@ -59,8 +86,8 @@ FV_FN void env_get_state(const State* s, double* out) {
 FV_FN void env_set_state(State* s, const double* in, float* obs) {
     s->position = in[0];
     s->velocity = in[1];
-    obs[0] = (float)in[0];
-    obs[1] = (float)in[1];
+    obs[0] = (float)s->position;
+    obs[1] = (float)s->velocity;
 }
 
 FV_FN void env_render(const State* s, unsigned char* rgb) {

@@ -1,14 +1,20 @@
 /* mountaincar_common.h: what Gymnasium's two mountain cars (mountaincar.h, mountaincar_continuous.h)
- * share: the observation and state, the track's bounds, the goal velocity parameter, and the rgb_array
- * renderer.
+ * share: the observation and state, the track's bounds, the goal velocity parameter, the float32 variant's
+ * state and motion, and the rgb_array renderer.
  * GOAL_VELOCITY_MICRO: Gymnasium's goal_velocity in millionths (goal_velocity=0.01 is 10000); n / 1e6
- * is the double nearest the decimal, the one Python reads for the same number. */
+ * is the double nearest the decimal, the one Python reads for the same number.
+ * FLOAT32=1 (the registry's `float32=1`, opt-in): an 8-byte float32 state and float32 physics in gymnax's
+ * order of operations, cos from math32.h (CPU and GPU give the same bits). */
 #ifndef FASTVEC_MOUNTAINCAR_COMMON_H
 #define FASTVEC_MOUNTAINCAR_COMMON_H
 #include "fastvec.h"
+#include "math32.h"
 
 #ifndef GOAL_VELOCITY_MICRO
 #define GOAL_VELOCITY_MICRO 0
+#endif
+#ifndef FLOAT32
+#define FLOAT32 0
 #endif
 
 /* The observation and the state (Gymnasium's unwrapped.state): position and velocity. */
@@ -21,8 +27,36 @@
 #define MC_MAX_POSITION 0.6
 #define MC_MAX_SPEED 0.07
 #define MC_GOAL_VELOCITY (GOAL_VELOCITY_MICRO / 1e6)
+#define MC_GRAVITY 0.0025 /* both cars' */
 #define RENDER_W 600
 #define RENDER_H 400
+
+#if FLOAT32
+typedef struct {
+    float position, velocity; /* the opt-in float32 variant: also its observation */
+} State;
+
+/* The float32 car's move after a push of `push` (force times the action's power), gymnax's order: velocity
+ * (v + push) - cos(3 position) * gravity, clipped to +-max speed, position + velocity clipped to the track,
+ * the velocity zeroed against the left wall (Gymnasium's rule, for both cars); bounds are the decimals
+ * rounded to float32, as jnp.clip rounds them. */
+FV_FN void mc_move_f32(State* s, float push) {
+    float velocity = (s->velocity + push) - fv_cosf(3.0f * s->position) * (float)MC_GRAVITY;
+    velocity = velocity < -(float)MC_MAX_SPEED ? -(float)MC_MAX_SPEED : velocity;
+    velocity = velocity > (float)MC_MAX_SPEED ? (float)MC_MAX_SPEED : velocity;
+    float position = s->position + velocity;
+    position = position < (float)MC_MIN_POSITION ? (float)MC_MIN_POSITION : position;
+    position = position > (float)MC_MAX_POSITION ? (float)MC_MAX_POSITION : position;
+    if (position == (float)MC_MIN_POSITION && velocity < 0.0f) velocity = 0.0f;
+    s->position = position;
+    s->velocity = velocity;
+}
+
+/* A reset's position: the float64 build's draw (uniform in [-0.6, -0.4)) rounded to float32. */
+FV_FN float mc_reset_position_f32(fv_rng* rng) {
+    return (float)(-0.6 + (-0.4 - -0.6) * fv_rand_double(rng));
+}
+#endif
 
 /* The hill's height at `position`, as Gymnasium's _height. */
 FV_FN double mc_height(double position) {

@@ -8,8 +8,15 @@
  * the comparisons); the first step after a reset (or a set state) computes in float64. `float32_state`
  * records which, and every operation below takes the type NumPy gives it. Rewards are Gymnasium's
  * float64 values rounded to float32 (the batch's reward type).
- * Shared with the discrete car (the observation, the track, GOAL_VELOCITY_MICRO, the renderer):
- * mountaincar_common.h. */
+ * Shared with the discrete car (the observation, the track, GOAL_VELOCITY_MICRO, the float32 motion, the
+ * renderer): mountaincar_common.h.
+ *
+ * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same rules on an 8-byte float32 state, every step in
+ * float32 in gymnax's MountainCarContinuous-v0 order ((v + force power) - cos(3 position) gravity, cos from
+ * math32.h; reward -0.1 action^2 + 100 on reaching the goal). gymnax zeroes a negative velocity at the goal;
+ * this variant keeps Gymnasium's rule (at the left wall). Termination is Gymnasium's float32 comparison
+ * (as it makes from the first step on); a reset is the float64 build's start rounded to float32. Faster on
+ * the GPU, and CPU and GPU give the same bits. */
 #include "fastvec.h"
 #include "glibc_math.h"
 #include "mountaincar_common.h"
@@ -26,6 +33,7 @@
 #define MCC_GOAL_POSITION 0.45
 #define MCC_POWER 0.0015
 
+#if !FLOAT32
 typedef struct {
     double position, velocity; /* Gymnasium's unwrapped.state */
     int float32_state;         /* 1 once stepped: the values are float32 and NumPy computes with them as such */
@@ -103,18 +111,45 @@ FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, floa
     return terminated;
 }
 
+#else /* FLOAT32 */
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    s->position = mc_reset_position_f32(rng);
+    s->velocity = 0.0f;
+    obs[0] = s->position;
+    obs[1] = 0.0f;
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, float* rewards, float* stats) {
+    (void)rng;
+    (void)stats;
+    float action = actions[0];
+    float force = action < -1.0f ? -1.0f : action; /* jnp.clip(action, -1, 1) */
+    force = force > 1.0f ? 1.0f : force;
+    mc_move_f32(s, force * (float)MCC_POWER);
+    obs[0] = s->position;
+    obs[1] = s->velocity;
+    int terminated = s->position >= (float)MCC_GOAL_POSITION && s->velocity >= (float)MC_GOAL_VELOCITY;
+    rewards[0] = -0.1f * (action * action) + (terminated ? 100.0f : 0.0f);
+    return terminated;
+}
+#endif /* FLOAT32 */
+
+/* The state as float64 (the float32 build rounds a set state to float32). */
 FV_FN void env_get_state(const State* s, double* out) {
     out[0] = s->position;
     out[1] = s->velocity;
 }
 
-/* A set state is float64 (as a float64 array assigned to Gymnasium's unwrapped.state). */
+/* A set state is float64 (as a float64 array assigned to Gymnasium's unwrapped.state); the float32 build
+ * rounds it to float32. */
 FV_FN void env_set_state(State* s, const double* in, float* obs) {
     s->position = in[0];
     s->velocity = in[1];
+#if !FLOAT32
     s->float32_state = 0;
-    obs[0] = (float)in[0];
-    obs[1] = (float)in[1];
+#endif
+    obs[0] = (float)s->position;
+    obs[1] = (float)s->velocity;
 }
 
 FV_FN void env_render(const State* s, unsigned char* rgb) {

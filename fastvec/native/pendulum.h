@@ -6,9 +6,15 @@
  * sin, cos and ** 2 are glibc's bits (glibc_math.h), % is NumPy's floored remainder. Rewards are
  * Gymnasium's float64 values rounded to float32 (the batch's reward type).
  * G_MILLI: Gymnasium's g (default 10.0) in thousandths (g=9.81 is 9810); n / 1000.0 is the double
- * nearest the decimal, the one Python reads for the same number. */
+ * nearest the decimal, the one Python reads for the same number.
+ *
+ * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same rules on an 8-byte float32 state, every step in
+ * float32 in gymnax's Pendulum-v1 order (constants folded in double, then rounded to float32; sin and cos
+ * from math32.h; angle_normalize with fmodf, exact on every target). Faster on the GPU, and CPU and GPU give
+ * the same bits; a reset is the float64 build's start rounded to float32. */
 #include "fastvec.h"
 #include "glibc_math.h"
+#include "math32.h"
 
 #define ACTION_SPACE FV_BOX
 #define ACTION_DIMS 1
@@ -27,6 +33,9 @@
 #ifndef G_MILLI
 #define G_MILLI 10000
 #endif
+#ifndef FLOAT32
+#define FLOAT32 0
+#endif
 
 #define PD_PI 3.141592653589793 /* np.pi */
 #define PD_G (G_MILLI / 1000.0)
@@ -36,6 +45,7 @@
 #define PD_MAX_SPEED 8
 #define PD_MAX_TORQUE 2.0f
 
+#if !FLOAT32
 typedef struct {
     double th, thdot; /* Gymnasium's unwrapped.state */
 } State;
@@ -82,6 +92,54 @@ FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, floa
     return 0;
 }
 
+#else /* FLOAT32 */
+#define PD_F(x) ((float)(x)) /* a constant folded in double, as Python folds gymnax's, then rounded to float32 */
+typedef struct {
+    float th, thdot; /* the opt-in float32 variant */
+} State;
+
+FV_FN void pendulum_write_obs(const State* s, float* obs) {
+    fv_sincosf(s->th, &obs[1], &obs[0]);
+    obs[2] = s->thdot;
+}
+
+/* The float64 build's start rounded to float32. */
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+    s->th = (float)(-PD_PI + (PD_PI - -PD_PI) * fv_rand_double(rng));
+    s->thdot = (float)(-1.0 + (1.0 - -1.0) * fv_rand_double(rng));
+    pendulum_write_obs(s, obs);
+}
+
+/* gymnax's angle_normalize in float32: ((x + pi) % (2 pi)) - pi, the remainder floored as jnp's (fmodf is
+ * exact, so the same bits on every target). */
+FV_FN float pendulum_angle_normalize(float x) {
+    const float two_pi = PD_F(2 * PD_PI);
+    float mod = fmodf(x + PD_F(PD_PI), two_pi);
+    if (mod != 0.0f && mod < 0.0f) mod = mod + two_pi;
+    return mod - PD_F(PD_PI);
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, float* rewards, float* stats) {
+    (void)rng;
+    (void)stats;
+    float u = actions[0] < -PD_MAX_TORQUE ? -PD_MAX_TORQUE : actions[0]; /* jnp.clip */
+    u = u > PD_MAX_TORQUE ? PD_MAX_TORQUE : u;
+    float th_n = pendulum_angle_normalize(s->th);
+    float costs = (th_n * th_n + PD_F(0.1) * (s->thdot * s->thdot)) + PD_F(0.001) * (u * u);
+    float sin_th, cos_th;
+    fv_sincosf(s->th, &sin_th, &cos_th);
+    float newthdot = s->thdot + (PD_F(3 * PD_G / (2 * PD_L)) * sin_th + PD_F(3.0 / (PD_M * PD_L * PD_L)) * u) * PD_F(PD_DT);
+    newthdot = newthdot < -PD_F(PD_MAX_SPEED) ? -PD_F(PD_MAX_SPEED) : newthdot;
+    newthdot = newthdot > PD_F(PD_MAX_SPEED) ? PD_F(PD_MAX_SPEED) : newthdot;
+    s->th = s->th + newthdot * PD_F(PD_DT);
+    s->thdot = newthdot;
+    pendulum_write_obs(s, obs);
+    rewards[0] = -costs;
+    return 0;
+}
+#endif /* FLOAT32 */
+
+/* The state as float64 (the float32 build rounds a set state to float32). */
 FV_FN void env_get_state(const State* s, double* out) {
     out[0] = s->th;
     out[1] = s->thdot;
