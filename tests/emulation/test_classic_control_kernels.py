@@ -1,8 +1,9 @@
 """The classic-control envs' GPU step (batch_gpu.h's kernels over cartpole/acrobot/mountaincar/
-mountaincar_continuous/pendulum.h) without a GPU, on tests/emulation/gpu_on_cpu.cpp: from the same set states
-(angles and speeds over their whole ranges), every buffer and every env's state equal the CPU batch's after
-each step, through terminations, truncations and autoresets. The device's own arithmetic (fma, the CUDA
-branches of glibc_math.h) is checked on a GPU by tests/native/test_classic_control_gpu.py."""
+mountaincar_continuous/pendulum.h, and the float32=1 builds of the last three) without a GPU, on
+tests/emulation/gpu_on_cpu.cpp: from the same set states (angles and speeds over their whole ranges), every buffer
+and every env's state equal the CPU batch's after each step, through terminations, truncations and autoresets. The
+device's own arithmetic (fma, the CUDA branches of glibc_math.h) is checked on a GPU by
+tests/native/test_classic_control_gpu.py."""
 
 import numpy as np
 import pytest
@@ -12,8 +13,11 @@ from fastvec import native
 from fastvec.native import cpu
 
 KEYS = ["cartpole", "acrobot", "mountaincar", "mountaincarcontinuous", "pendulum"]
+FLOAT32_KEYS = ["mountaincar", "mountaincarcontinuous", "pendulum"]  # their float32=1 builds too
 for _key in KEYS:  # the harness builds an env by its name in ENVS: (source, defines, max_episode_steps)
     ENVS[f"cc_{_key}"] = (native.source_path(_key), native.resolve_defines(_key, {}), 10)
+for _key in FLOAT32_KEYS:
+    ENVS[f"cc_{_key}-float32"] = (native.source_path(_key), native.resolve_defines(_key, {"float32": 1}), 10)
 
 STATE_RANGES = {  # (low, high) per state variable: a set state anywhere in these
     "cartpole": ([-2.4, -3, -0.2, -3], [2.4, 3, 0.2, 3]),
@@ -23,12 +27,15 @@ STATE_RANGES = {  # (low, high) per state variable: a set state anywhere in thes
     "pendulum": ([-100.0, -8.0], [100.0, 8.0]),
 }
 CASES = [("cartpole", "NextStep", "wide"), ("acrobot", "SameStep", "staged_wide"), ("mountaincar", "NextStep", "wide"),
-         ("mountaincarcontinuous", "SameStep", "wide"), ("pendulum", "NextStep", "staged_wide")]
+         ("mountaincarcontinuous", "SameStep", "wide"), ("pendulum", "NextStep", "staged_wide"),
+         ("mountaincar-float32", "SameStep", "staged_wide"), ("mountaincarcontinuous-float32", "NextStep", "staged_wide"),
+         ("pendulum-float32", "SameStep", "wide")]
 
 
 @pytest.mark.parametrize("key,mode,kernel", CASES)
 def test_emulated_gpu_steps_equal_the_cpu_batch_from_set_states(build, key, mode, kernel):  # noqa: F811
     name = f"cc_{key}"
+    key = key.removesuffix("-float32")
     path, defines, max_steps = ENVS[name]
     env = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
     code, n = native.AUTORESET_CODES[mode], 300

@@ -8,7 +8,8 @@ import pytest
 import fastvec
 from fastvec import native
 
-KEYS = ["cartpole", "acrobot", "acrobot-float32", "mountaincar", "mountaincarcontinuous", "pendulum"]
+KEYS = ["cartpole", "acrobot", "acrobot-float32", "mountaincar", "mountaincar-float32", "mountaincarcontinuous",
+        "mountaincarcontinuous-float32", "pendulum", "pendulum-float32"]
 # random set states: (low, high) per state variable, wider than a reset draws
 STATE_RANGES = {
     "cartpole": ([-2.4, -3, -0.2, -3], [2.4, 3, 0.2, 3]),
@@ -18,6 +19,7 @@ STATE_RANGES = {
     "mountaincarcontinuous": ([-1.2, -0.07], [0.6, 0.07]),
     "pendulum": ([-100.0, -8.0], [100.0, 8.0]),
 }
+STATE_RANGES.update({f"{key}-float32": STATE_RANGES[key] for key in ("mountaincar", "mountaincarcontinuous", "pendulum")})
 
 
 def pair(key: str, n: int):
