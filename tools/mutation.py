@@ -162,7 +162,8 @@ TARGETS: dict[str, list[str]] = {
                                    "tests/wrappers/test_env_inputs.py", "-k", "not sb3_ppo and not "
                                    "compiles_for_the_gpu and not env_sources_compile_as_cuda"],
     "fastvec/trainer/cli.py": ["tests/trainer/test_cli.py", "tests/trainer/test_display.py", "-k",
-                               "not eval_plays_one and not dashboard and not panel and not notebook and not redraw"],
+                               "not eval_plays_one and not dashboard and not panel and not notebook and not redraw "
+                               "and not piped"],
     "fastvec/trainer/config_keys.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/config_text.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/settings.py": ["tests/trainer/test_config_objects_and_gym_limits.py",
