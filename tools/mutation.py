@@ -100,7 +100,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/spaces.py": ["tests/native/test_backend_signatures_and_descriptions.py",
                                  "tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py", "-k",
                                  "not sb3_ppo"],
-    "fastvec/native/fastvec.h": ["tests/native/test_rules.py", "tests/native/test_autoreset.py",
+    "fastvec/native/fastvec.h": ["tests/native/test_rng_streams.py", "tests/native/test_rules.py", "tests/native/test_autoreset.py",
                                  "tests/native/test_spaces.py", "-k", _NOT_SLOW],
     "fastvec/native/spaces.h": ["tests/native/test_spaces.py", "tests/wrappers/test_face_inputs.py",
                                 "tests/wrappers/test_spaces_faces.py", "-k", "not sb3_ppo"],
