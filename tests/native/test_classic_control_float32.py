@@ -201,6 +201,53 @@ def test_one_step_is_the_oracles_to_the_bit_with_math32s_sin_and_cos(key, c_shim
         assert 0 < terminated.sum() < n and (start[:, 0] == F(-1.2)).sum() > n // 100  # goals and walls reached
 
 
+GYMNAX = {"MountainCar": ("MountainCar-v0", 1e-6), "MountainCarContinuous": ("MountainCarContinuous-v0", 1e-6),
+          "Pendulum": ("Pendulum-v1", 2e-5)}  # (gymnax id, tolerance): measured 3.0e-8, 6.0e-8 and 7.6e-6
+
+
+@pytest.mark.parametrize("key", sorted(GYMNAX))
+def test_one_step_is_gymnaxs_where_its_rules_are_gymnasiums(key, load_benchmark):
+    """gymnax's own step_env from the same states (jitted on the CPU): the same rewards and terminations, the
+    observations within XLA's float32 rounding (its sin and cos are its own; Pendulum's angles reach 100, whose
+    float32 ulp is 7.6e-6). gymnax's continuous car zeroes a negative velocity at the goal and not at the left
+    wall, where Gymnasium's rule (kept here) is the reverse: those states are left out."""
+    pytest.importorskip("jax")
+    load_benchmark("env_steps")._flax_struct_shim()  # gymnax needs only flax.struct
+    gymnax = pytest.importorskip("gymnax")
+    import jax
+    import jax.numpy as jnp
+
+    gymnax_id, tolerance = GYMNAX[key]
+    n, rng = 5000, np.random.default_rng(8)
+    envs = gym.make_vec(f"fastvec/{key}", num_envs=n, float32=1)
+    envs.reset(seed=0)
+    envs.set_state(np.clip(rng.uniform(*STATE_RANGES[key], (n, 2)), *STATE_BOUNDS[key]))
+    start = envs.get_state().astype(F)
+    if key == "MountainCar":
+        actions = rng.integers(0, 3, n)
+    else:
+        actions = (rng.uniform(-1.5, 1.5, (n, 1)) * envs.single_action_space.high).astype(F)
+    obs, rewards, terminated, _, _ = envs.step(actions)
+    env, params = gymnax.make(gymnax_id)
+    state_type = type(env.reset_env(jax.random.PRNGKey(0), params)[1])
+
+    def step(s, a):
+        fields = {"theta": s[0], "theta_dot": s[1], "last_u": jnp.float32(0)} if key == "Pendulum" else \
+                 {"position": s[0], "velocity": s[1]}
+        o, _, r, d, _ = env.step_env(jax.random.PRNGKey(0), state_type(time=0, **fields), a, params)
+        return o, r, d
+
+    g_obs, g_rewards, g_done = map(np.asarray, jax.jit(jax.vmap(step))(jnp.asarray(start), jnp.asarray(actions)))
+    same = np.ones(n, bool)
+    if key == "MountainCarContinuous":
+        same = ~((obs[:, 0] >= F(0.45)) & (obs[:, 1] < 0)) & (obs[:, 0] != F(-1.2))
+        assert same.sum() > n * 0.8
+    np.testing.assert_allclose(obs[same], g_obs[same], rtol=0, atol=tolerance)
+    np.testing.assert_allclose(rewards[same], g_rewards[same], rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(terminated[same], g_done[same])
+    assert key == "Pendulum" or 0 < terminated[same].sum() < same.sum()
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize("key", ["mountaincar", "mountaincarcontinuous", "pendulum"])
 def test_float32_builds_compile_for_the_gpu(key, tmp_path):
