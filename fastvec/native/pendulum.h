@@ -126,9 +126,10 @@ FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, floa
     u = u > PD_MAX_TORQUE ? PD_MAX_TORQUE : u;
     float th_n = pendulum_angle_normalize(s->th);
     float costs = (th_n * th_n + PD_F(0.1) * (s->thdot * s->thdot)) + PD_F(0.001) * (u * u);
-    float sin_th, cos_th;
+    float sin_th, cos_th; /* cos_th unused: the compiler drops its polynomial */
     fv_sincosf(s->th, &sin_th, &cos_th);
-    float newthdot = s->thdot + (PD_F(3 * PD_G / (2 * PD_L)) * sin_th + PD_F(3.0 / (PD_M * PD_L * PD_L)) * u) * PD_F(PD_DT);
+    float newthdot =
+        s->thdot + (PD_F(3 * PD_G / (2 * PD_L)) * sin_th + PD_F(3.0 / (PD_M * PD_L * PD_L)) * u) * PD_F(PD_DT);
     newthdot = newthdot < -PD_F(PD_MAX_SPEED) ? -PD_F(PD_MAX_SPEED) : newthdot;
     newthdot = newthdot > PD_F(PD_MAX_SPEED) ? PD_F(PD_MAX_SPEED) : newthdot;
     s->th = s->th + newthdot * PD_F(PD_DT);

@@ -1,9 +1,11 @@
 """The mountain cars' and Pendulum's opt-in float32 variants (`float32=1`) against a NumPy float32 re-statement of
 Gymnasium's rules in gymnax's order of operations (the oracle, below): whole episodes with autoresets, the oracle
-run free from each episode's start, observations and rewards within a stated tolerance (NumPy's float32 sin and
-cos are not math32.h's: they differ in the last bit or so, and the difference grows along a trajectory), the same
-terminations and truncations on the same steps. Resets are the float64 build's starts rounded to float32, and each
-float32 build compiles for the GPU (its CPU == GPU bits: tests/native/test_classic_control_gpu.py)."""
+run free from each episode's start, observations and rewards within a stated tolerance (the oracle's sin and cos
+are the nearest floats, math32.h's within an ulp or so of them, and the difference grows along a trajectory), the
+same terminations and truncations on the same steps; one step to the bit given math32.h's sin and cos; one step
+within XLA's rounding of gymnax's own step where gymnax is installed. Resets are the float64 build's starts rounded
+to float32, and each float32 build compiles for the GPU (its CPU == GPU bits:
+tests/native/test_classic_control_gpu.py)."""
 
 import ctypes
 import shutil
