@@ -176,6 +176,21 @@ def minatar_cpu(results):
                  ["---"] + ["---:"] * 5, rows)
 
 
+def mujoco_cpu(results):
+    d = load(results, "mujoco_cpu.json")
+    k = "{:,.0f}".format
+    rows = []
+    for r in d["rows"]:
+        med = {m: r[m]["median"] for m in ("fastvec", "fastvec_1_thread", "sync", "async", "envpool",
+                                           "mujoco_rollout")}
+        rows.append([r["task"], f"{r['num_envs']:,}", k(med["fastvec"]), k(med["fastvec_1_thread"]), k(med["sync"]),
+                     k(med["async"]), k(med["envpool"]), k(med["mujoco_rollout"]), times(med["fastvec"], med["async"]),
+                     times(med["fastvec"], med["envpool"]), f"{med['fastvec'] / med['mujoco_rollout']:.2f}"])
+    return table(["task", "envs", "fastvec", "fastvec, 1 thread", "Gymnasium sync", "Gymnasium async",
+                  f"EnvPool {d['envpool']} (v4)", "`mujoco.rollout`", "vs async", "vs EnvPool",
+                  "of `mujoco.rollout`"], ["---"] + ["---:"] * 10, rows)
+
+
 def minatar_gpu(results):
     d = load(results, "minatar_gpu.json")
     rows = []
@@ -412,7 +427,7 @@ def readme_headline(results):
 
 
 RENDERERS = {f.__name__: f for f in (
-    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, minatar_gpu, env_steps_gpu,
+    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, minatar_gpu, env_steps_gpu,
     selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, readme_headline)}
 
 
