@@ -1,7 +1,7 @@
-"""fastvec's PettingZoo face: `parallel_env(name)`, `env(name)` (AEC) and `vector_env(name,
-num_games)` (a Gymnasium VectorEnv in SuperSuit's layout for self-play), plus the registration of
-every built-in game with PettingZoo's registry as `fastvec/<name>-v0` (done by `import fastvec`).
-The face (wrappers/pettingzoo.py) is imported on first use of one of its names, not by registering."""
+"""fastvec's PettingZoo face: `parallel_env(name)`, `env(name)` (AEC) and `vector_env(name, num_games)` (a Gymnasium
+VectorEnv in SuperSuit's layout) for every fastvec game, a built-in one, an MPE or a SMAX scenario, by name or id, plus
+their registration with PettingZoo's registry (done by `import fastvec`). The faces (wrappers/pettingzoo.py, mpe.py,
+smax.py) are imported on first use, not by registering."""
 
 from __future__ import annotations
 
@@ -9,8 +9,40 @@ from fastvec.native import ENVS
 from fastvec.native.mpe import SCENARIOS
 from fastvec.native.smax import SCENARIOS as SMAX_SCENARIOS
 
-FACE = ("parallel_env", "env", "vector_env", "NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES")
-__all__ = [*FACE, "register_pettingzoo"]
+FACE = ("NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES")
+__all__ = [*FACE, "parallel_env", "env", "vector_env", "register_pettingzoo"]
+
+
+def _face(name: str):
+    """(the face module, the name it takes) for a fastvec game: "fastvec/smax_3m-v0" or "smax_3m" is SMAX's 3m,
+    "fastvec/simple_spread-v3" or "simple_spread" an MPE scenario, anything else a built-in game ("Pong")."""
+    key = str(name).split("/")[-1].lower()
+    if key.startswith("smax_"):
+        from fastvec.wrappers import smax
+        return smax, name
+    if key.split("-v")[0].rpartition("_v")[0] in SCENARIOS or key.split("-v")[0] in SCENARIOS:
+        from fastvec.wrappers import mpe
+        return mpe, name
+    from fastvec.wrappers import pettingzoo as face
+    return face, name
+
+
+def parallel_env(name: str, **kwargs):
+    """One game of `name` (a built-in game, an MPE or a SMAX scenario, by name or PettingZoo id) as a ParallelEnv."""
+    module, key = _face(name)
+    return module.parallel_env(key, **kwargs)
+
+
+def env(name: str, **kwargs):
+    """One game of `name` (as parallel_env's) as a PettingZoo AEC env."""
+    module, key = _face(name)
+    return module.env(key, **kwargs)
+
+
+def vector_env(name: str, num_games: int, device: str = "cpu", **kwargs):
+    """`num_games` games of `name` (as parallel_env's) as a Gymnasium VectorEnv in SuperSuit's layout."""
+    module, key = _face(name)
+    return module.vector_env(key, num_games, device=device, **kwargs)
 
 
 def register_pettingzoo() -> None:

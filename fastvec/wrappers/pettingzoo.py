@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -27,8 +28,9 @@ AGENT_NAMES = {"pong": ("left", "right")}
 
 
 def _env_key(name: str) -> str:
-    """The registry key of a game name: "Pong", "pong" and "fastvec/Pong" all give "pong"."""
-    key = str(name).split("/")[-1].lower()
+    """The registry key of a game name: "Pong", "pong", "fastvec/Pong" and its PettingZoo id "fastvec/pong-v0" all
+    give "pong"."""
+    key = re.sub(r"-v\d+$", "", str(name).split("/")[-1].lower())
     native.env_info(key)  # KeyError naming the choices
     return key
 

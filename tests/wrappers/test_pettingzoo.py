@@ -282,3 +282,30 @@ def test_gpu_vector_env_plays_the_cpu_games_bit_for_bit():
     assert ended > 100
     with pytest.raises(ValueError, match="out of range"):
         ours["cuda"].step(np.full(2 * games, 3))
+
+
+@pytest.mark.parametrize("name,face,agents", [
+    ("fastvec/pong-v0", "NativeParallelEnv", ["left", "right"]), ("Pong", "NativeParallelEnv", ["left", "right"]),
+    ("fastvec/simple_spread-v3", "MpeParallelEnv", ["agent_0", "agent_1", "agent_2"]),
+    ("simple_spread", "MpeParallelEnv", ["agent_0", "agent_1", "agent_2"]),
+    ("fastvec/smax_3m-v0", "SmaxParallelEnv", ["ally_0", "ally_1", "ally_2"])])
+def test_the_face_takes_every_fastvec_game_by_name_or_pettingzoo_id(name, face, agents):
+    """fastvec.pettingzoo's parallel_env, env and vector_env make the game a PettingZoo id names (as
+    pettingzoo.make does after `import fastvec`), a built-in game, an MPE or a SMAX scenario alike."""
+    import pettingzoo
+
+    import fastvec.pettingzoo as fp
+    par = fp.parallel_env(name)
+    assert type(par).__name__ == face and par.possible_agents == agents
+    par.close()
+    aec = fp.env(name)
+    aec.reset(seed=0)
+    assert aec.possible_agents == agents
+    aec.close()
+    vec = fp.vector_env(name, 2)
+    assert vec.num_envs == 2 * len(agents)
+    vec.close()
+    if name.startswith("fastvec/"):
+        made = pettingzoo.make("parallel", name)  # the registry's way to the same game
+        assert made.possible_agents == agents
+        made.close()
