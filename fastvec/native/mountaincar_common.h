@@ -52,9 +52,13 @@ FV_FN void mc_move_f32(State* s, float push) {
     s->velocity = velocity;
 }
 
-/* A reset's position: the float64 build's draw (uniform in [-0.6, -0.4)) rounded to float32. */
-FV_FN float mc_reset_position_f32(fv_rng* rng) {
-    return (float)(-0.6 + (-0.4 - -0.6) * fv_rand_double(rng));
+/* A reset: the position the float64 build draws (uniform in [-0.6, -0.4)) rounded to float32, at rest; the
+ * observation is the state. Both cars' env_reset. */
+FV_FN void mc_reset_f32(State* s, fv_rng* rng, float* obs) {
+    s->position = (float)(-0.6 + (-0.4 - -0.6) * fv_rand_double(rng));
+    s->velocity = 0.0f;
+    obs[0] = s->position;
+    obs[1] = 0.0f;
 }
 #endif
 

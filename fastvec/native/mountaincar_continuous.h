@@ -112,12 +112,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, floa
 }
 
 #else /* FLOAT32 */
-FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
-    s->position = mc_reset_position_f32(rng);
-    s->velocity = 0.0f;
-    obs[0] = s->position;
-    obs[1] = 0.0f;
-}
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) { mc_reset_f32(s, rng, obs); }
 
 FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, float* rewards, float* stats) {
     (void)rng;
