@@ -30,6 +30,7 @@ from fastvec.native import NATIVE_DIR
 from fastvec.native.batches import load_batch
 from fastvec.native.mpe import MAX_CYCLES, SCENARIOS as MPE, scenario_defines as mpe_defines
 from fastvec.native.smax import TIME_LIMIT, scenario_defines as smax_defines
+from fastvec.trainer.agent_inputs import agent_sizes
 
 RESULTS = Path(__file__).parent / "results"
 DEFAULT_ENVS = ["smax:3m", "smax:3s5z", "smax:5m_vs_6m", "smax:3s5z_vs_3s6z", "mpe:simple_spread", "mpe:simple_tag"]
@@ -96,18 +97,10 @@ def fastvec_batch(env: str, num_envs: int, device: str = "cpu", **kwargs):
     return load_batch(path, num_envs, defines, device=device, max_episode_steps=limit, **kwargs)
 
 
-def agent_action_sizes(batch) -> np.ndarray:
-    """Each agent's Discrete size (its own where the env has agent spaces)."""
-    lib = batch.env.lib if hasattr(batch.env, "lib") else None
-    if lib is not None and hasattr(lib, "fv_agent_action_size"):
-        return np.array([lib.fv_agent_action_size(a) for a in range(batch.env.num_agents)])
-    return np.full(batch.env.num_agents, batch.env.num_actions)
-
-
 def cpu_rate(env: str, num_envs: int, seconds: float, pool: int = 16) -> float:
     """fastvec's CPU batch: env steps per second of step() with pre-drawn uniform actions per agent."""
     batch = fastvec_batch(env, num_envs)
-    sizes = agent_action_sizes(batch)
+    sizes = np.array(agent_sizes(batch, "action"))  # each agent's own Discrete size
     rng = np.random.default_rng(0)
     actions = [(rng.random((num_envs, len(sizes))) * sizes).astype(np.int64)[..., None] for _ in range(pool)]
     batch.reset(np.arange(num_envs, dtype=np.uint64), None)

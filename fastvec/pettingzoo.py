@@ -6,7 +6,7 @@ smax.py) are imported on first use, not by registering."""
 from __future__ import annotations
 
 from fastvec.native import ENVS
-from fastvec.native.mpe import SCENARIOS
+from fastvec.native.mpe import SCENARIOS, scenario_key as mpe_scenario_key
 from fastvec.native.smax import SCENARIOS as SMAX_SCENARIOS
 
 FACE = ("NativeParallelEnv", "MultiAgentVectorEnv", "AGENT_NAMES")
@@ -16,15 +16,16 @@ __all__ = [*FACE, "parallel_env", "env", "vector_env", "register_pettingzoo"]
 def _face(name: str):
     """(the face module, the name it takes) for a fastvec game: "fastvec/smax_3m-v0" or "smax_3m" is SMAX's 3m,
     "fastvec/simple_spread-v3" or "simple_spread" an MPE scenario, anything else a built-in game ("Pong")."""
-    key = str(name).split("/")[-1].lower()
-    if key.startswith("smax_"):
+    if str(name).split("/")[-1].lower().startswith("smax_"):
         from fastvec.wrappers import smax
         return smax, name
-    if key.split("-v")[0].rpartition("_v")[0] in SCENARIOS or key.split("-v")[0] in SCENARIOS:
-        from fastvec.wrappers import mpe
-        return mpe, name
-    from fastvec.wrappers import pettingzoo as face
-    return face, name
+    try:
+        mpe_scenario_key(name)
+    except KeyError:  # not an MPE scenario: a built-in game (its face names the choices if it is none)
+        from fastvec.wrappers import pettingzoo as face
+        return face, name
+    from fastvec.wrappers import mpe
+    return mpe, name
 
 
 def parallel_env(name: str, **kwargs):

@@ -98,28 +98,38 @@ MAX_SHOWN_ERRORS = 3
 _ERROR_LINE = re.compile(r"^(.*?:\d+(?::\d+)?: (?:fatal )?error: .*)$", re.M)
 
 
-def first_errors(output: str, env_dir: Path | None = None) -> list[str]:
-    """The compiler's first error lines (file:line:col: error: ...), the env's own directory left off its
-    file names; a message without such lines (a linker's) gives its first line that mentions an error."""
-    lines = _ERROR_LINE.findall(output) or [line for line in output.splitlines() if "error" in line.lower()][:1] \
+def first_errors(output: str, env_dir: Path | None = None, error_line: re.Pattern = _ERROR_LINE) -> list[str]:
+    """The compiler's first error lines (error_line's: gcc's and clang's file:line:col: error: ...), the env's own
+    directory left off its file names; a message without such lines (a linker's) gives its first line that mentions
+    an error."""
+    lines = error_line.findall(output) or [line for line in output.splitlines() if "error" in line.lower()][:1] \
         or output.strip().splitlines()[:1]
     if env_dir is not None:
         lines = [line.replace(f"{env_dir}{os.sep}", "") for line in lines]
     return lines
 
 
+def compile_failure(what: str, cmd: list[str], proc: subprocess.CompletedProcess, errors: list[str], found: int,
+                    tool: str = "the compiler") -> CompileError:
+    """The CompileError of a failed compiler run, for the C compiler and nvcc alike: what failed and its first
+    errors (`errors`; `found` error lines in all), the command and full output in its log (printed too with
+    FASTVEC_BUILD_LOG=1)."""
+    log = f"$ {shlex.join(cmd)}\n(exit {proc.returncode})\n{proc.stderr.strip()}"
+    more = found - MAX_SHOWN_ERRORS
+    shown = "\n  ".join(errors[:MAX_SHOWN_ERRORS] or [f"exit {proc.returncode}"])
+    shown += f"\n  ({more} more errors)" if more > 0 else ""
+    full = f"\n{log}" if os.environ.get("FASTVEC_BUILD_LOG") == "1" else \
+        f"\n({tool}'s full output: the error's .log, or FASTVEC_BUILD_LOG=1 to print it)"
+    return CompileError(f"{what} failed:\n  {shown}{full}", log=log)
+
+
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
     # LC_ALL=C: the compiler's messages in plain ASCII quotes, which missing_names() reads.
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
-        log = f"$ {shlex.join(cmd)}\n(exit {proc.returncode})\n{proc.stderr.strip()}"
         env_dir = Path(cmd[cmd.index("-include") + 1]).parent if "-include" in cmd[:-1] else None
-        errors = first_errors(proc.stderr, env_dir)
-        more = len(_ERROR_LINE.findall(proc.stderr)) - MAX_SHOWN_ERRORS
-        shown = "\n  ".join(errors[:MAX_SHOWN_ERRORS]) + (f"\n  ({more} more errors)" if more > 0 else "")
-        full = f"\n{log}" if os.environ.get("FASTVEC_BUILD_LOG") == "1" else \
-            "\n(the compiler's full output: the error's .log, or FASTVEC_BUILD_LOG=1 to print it)"
-        raise CompileError(f"{what} failed:\n  {shown}{full}", log=log)
+        found = len(_ERROR_LINE.findall(proc.stderr))
+        raise compile_failure(what, cmd, proc, first_errors(proc.stderr, env_dir), found)
     return proc
 
 
@@ -315,16 +325,21 @@ def load(env_path: Path, defines: tuple) -> CompiledEnv:
     env_file = Path(os.path.abspath(env_path))
     check_define_names(dict(defines))  # before the memo: an unhashable value is refused by name
     settings = tuple(os.environ.get(k) for k in ("CC", "FASTVEC_CACHE_DIR", "XDG_CACHE_HOME", "FASTVEC_NATIVE_ARCH"))
-    memo_key = (env_file, tuple(defines), settings)
-    signature = sources_signature(env_file)
-    known = _loaded.get(memo_key)
-    if known is None or known[0] != signature:
-        known = (signature, _open(compile_env(env_file, dict(defines)), env_file.stem))
-        _loaded[memo_key] = known
-    return known[1]
+    return memoized_build(_loaded, (env_file, tuple(defines), settings), env_file,
+                          lambda: _open(compile_env(env_file, dict(defines)), env_file.stem))
 
 
 _loaded: dict[tuple, tuple[tuple, CompiledEnv]] = {}
+
+
+def memoized_build(memo: dict, key: tuple, env_file: Path, build):
+    """memo[key]'s build while the sources of env_file are unchanged (sources_signature), else a new one from
+    build(): both backends' per-process loads."""
+    signature = sources_signature(env_file)
+    known = memo.get(key)
+    if known is None or known[0] != signature:
+        known = memo[key] = (signature, build())
+    return known[1]
 
 
 def sources_signature(env_file: Path) -> tuple:

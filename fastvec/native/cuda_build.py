@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from fastvec.native import NATIVE_DIR, check_define_names
-from fastvec.native.cpu import sources_signature
+from fastvec.native.cpu import memoized_build
 from fastvec.native.env_file import check_env_file_defines
 from fastvec.native.gpu import ENV_INCLUDE, load_module, primary_context
 from fastvec.native.spaces import MAX_OBS_DIMS, EnvSpaces
@@ -138,17 +138,13 @@ def read_spaces(module, name: str, obs_size: int, obs_dtype, ints: dict) -> EnvS
 
 def load(env_path: Path, defines: tuple, device_index: int = 0) -> CudaCompiledEnv:
     """Compile (or fetch from gpu.py's disk cache) and load an env on a GPU, memoized per process while what its
-    build reads is unchanged (cpu.sources_signature), as the CPU backend's load: an edited env file loads its new
+    build reads is unchanged (cpu.memoized_build), as the CPU backend's load: an edited env file loads its new
     build. A user's env file takes only the parameters it declares, checked before any GPU is asked for."""
     env_file = Path(os.path.abspath(env_path))
     if env_file.parent != NATIVE_DIR:  # a built-in env's parameters are the registry's (resolve_defines)
         check_env_file_defines(env_file, check_define_names(dict(defines)))
-    memo_key = (env_file, tuple(defines), device_index)
-    signature = sources_signature(env_file)
-    known = _loaded.get(memo_key)
-    if known is None or known[0] != signature:
-        known = _loaded[memo_key] = (signature, CudaCompiledEnv(Path(env_path), dict(defines), device_index))
-    return known[1]
+    return memoized_build(_loaded, (env_file, tuple(defines), device_index), env_file,
+                          lambda: CudaCompiledEnv(Path(env_path), dict(defines), device_index))
 
 
 _loaded: dict[tuple, tuple[tuple, CudaCompiledEnv]] = {}

@@ -14,7 +14,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from fastvec.native.cpu import MAX_SHOWN_ERRORS, CompileError, cache_dir, cached_build, private_dir, safe_name
+from fastvec.native.cpu import (CompileError, cache_dir, cached_build, compile_failure, first_errors, private_dir,
+                                safe_name)
 
 INSTALL_HINT = "pip install 'fastvec[cuda]'"
 # No FMA contraction: the env headers promise the same bits on the CPU (x86-64 without -march has no
@@ -136,21 +137,12 @@ _NVCC_ERROR_LINE = re.compile(r"^(.*?\(\d+\): (?:catastrophic )?error: .*)$", re
 
 def nvcc_error(name: str, cmd: list[str], proc: subprocess.CompletedProcess, build_dir: Path,
                env_name: str | None) -> CompileError:
-    """nvcc's failure as the CPU build's (cpu._run): its first errors (file(line): error: ...), the env file named
-    as the user named it rather than as its copy in the build directory, the rest one flag away."""
-    log = f"$ {' '.join(cmd)}\n(exit {proc.returncode})\n{proc.stderr.strip()}"
-    found = _NVCC_ERROR_LINE.findall(proc.stderr)
-    lines = found or [line for line in proc.stderr.splitlines() if "error" in line.lower()][:1] \
-        or proc.stderr.strip().splitlines()[:1] or [f"nvcc exited with {proc.returncode}"]
-    if env_name is not None:
-        lines = [line.replace(str(build_dir / ENV_INCLUDE), env_name) for line in lines]
-    lines = [line.replace(f"{build_dir}{os.sep}", "") for line in lines]
-    more = len(found) - MAX_SHOWN_ERRORS
-    shown = "\n  ".join(lines[:MAX_SHOWN_ERRORS]) + (f"\n  ({more} more errors)" if more > 0 else "")
-    full = f"\n{log}" if os.environ.get("FASTVEC_BUILD_LOG") == "1" else \
-        "\n(nvcc's full output: the error's .log, or FASTVEC_BUILD_LOG=1 to print it)"
-    what = repr(env_name) if env_name is not None else name
-    return CompileError(f"compiling {what} for the GPU failed:\n  {shown}{full}", log=log)
+    """nvcc's failure as the CPU build's (cpu.compile_failure): its first errors (file(line): error: ...), the env
+    file named as the user named it rather than as its copy in the build directory."""
+    errors = first_errors(proc.stderr.replace(str(build_dir / ENV_INCLUDE), env_name or ENV_INCLUDE), build_dir,
+                          _NVCC_ERROR_LINE)
+    what = f"compiling {repr(env_name) if env_name is not None else name} for the GPU"
+    return compile_failure(what, cmd, proc, errors, len(_NVCC_ERROR_LINE.findall(proc.stderr)), "nvcc")
 
 
 def _nvcc_include_flags(include_dirs: list[str], build_dir: Path) -> list[str]:
