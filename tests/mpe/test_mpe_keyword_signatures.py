@@ -48,3 +48,38 @@ def test_the_frame_rate_is_mpe2s():
 
     ours = parallel_env("simple_spread")
     assert ours.metadata["render_fps"] == mpe2_env("simple_spread").parallel_env().metadata["render_fps"]
+
+
+# Each integer keyword's (low, high): what a run config or a sweep range may ask of fastvec's MPE files (the
+# C files size their arrays from these defines; mpe2 itself takes any count). Counts start at 1 for
+# the agents and food, at 0 for obstacles and forests.
+RANGES = {
+    "simple_spread": {"N": (1, 16)},
+    "simple_tag": {"num_good": (1, 16), "num_adversaries": (1, 16), "num_obstacles": (0, 16)},
+    "simple_adversary": {"N": (1, 16)},
+    "simple_push": {}, "simple_speaker_listener": {}, "simple_reference": {}, "simple_crypto": {},
+    "simple_world_comm": {"num_good": (1, 16), "num_adversaries": (1, 16), "num_obstacles": (0, 16),
+                          "num_food": (1, 16), "num_forests": (0, 16)},
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_keywords_are_taken_across_their_ranges_and_refused_past_them(name):
+    assert {k: (p.low, p.high) for k, p in SCENARIOS[name].params.items()} == RANGES[name]
+    for key, (low, high) in RANGES[name].items():
+        for value in (low, high):
+            defines, values = scenario_defines(name, False, {key: value})
+            assert defines[key.upper()] == values[key] == value
+        for value in (low - 1, high + 1):
+            with pytest.raises(ValueError, match=rf"{key}={value} for {name} must be an int in \[{low}, {high}\]"):
+                scenario_defines(name, False, {key: value})
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if RANGES[n]])
+def test_scenario_keywords_at_their_ends_name_the_agents_as_mpe2(name):
+    """The agents' names at each keyword's smallest and largest value, from mpe2's own env built with it."""
+    for key, (low, high) in RANGES[name].items():
+        for value in (low, high):
+            _, values = scenario_defines(name, False, {key: value})
+            ref = mpe2_env(name).parallel_env(**{key: value})
+            assert SCENARIOS[name].names(values) == ref.possible_agents, (key, value)

@@ -56,3 +56,59 @@ def test_an_unknown_parameter_is_refused_naming_the_known_ones():
         native.resolve_defines("breakout", {"frame_skip": 2})
     with pytest.raises(KeyError, match="unknown fastvec env 'nope'"):
         native.resolve_defines("nope", {})
+
+
+# The published contract of every built-in env: its Gymnasium id, step limit, frame rate (the speed of every
+# video a user records) and each parameter's (default, low, high). A run config or a sweep range written
+# against these stays valid: a changed default changes an unchanged config's game, a narrowed range refuses it.
+CONTRACT = {
+    "cartpole": ("fastvec/CartPole", 500, 50, {"float32": (0, 0, 1), "sutton_barto_reward": (0, 0, 1)}),
+    "breakout": ("fastvec/Breakout", 10000, 15, {"frameskip": (4, 1, 8)}),
+    "pong": ("fastvec/Pong", 20000, 30, {"points": (21, 1, 99), "return_bonus_milli": (0, 0, 1000),
+                                         "pong_bot": (0, 0, 1), "bot_level": (2, 0, 4)}),
+    "acrobot": ("fastvec/Acrobot", 500, 15, {"nips": (0, 0, 1), "float32": (0, 0, 1)}),
+    "mountaincar": ("fastvec/MountainCar", 200, 30, {"goal_velocity_micro": (0, -70000, 70000),
+                                                     "float32": (0, 0, 1)}),
+    "mountaincarcontinuous": ("fastvec/MountainCarContinuous", 999, 30, {"goal_velocity_micro": (0, -70000, 70000),
+                                                                         "float32": (0, 0, 1)}),
+    "pendulum": ("fastvec/Pendulum", 200, 30, {"g_milli": (10000, 0, 1000000), "float32": (0, 0, 1)}),
+    **{f"{game.lower()}-minatar": (f"fastvec/{game}-MinAtar", None, 20,
+                                   {"sticky_action_milli": (100, 0, 1000), "difficulty_ramping": (1, 0, 1),
+                                    "minimal_action_set": (1, 0, 1)})
+       for game in ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")},
+}
+
+
+def test_the_registry_is_the_published_contract():
+    assert sorted(native.ENVS) == sorted(CONTRACT)
+    for env, (gym_id, limit, fps, params) in CONTRACT.items():
+        info = native.ENVS[env]
+        assert (info.gym_id, info.max_episode_steps, info.render_fps) == (gym_id, limit, fps), env
+        assert {k: (p.default, p.low, p.high) for k, p in info.params.items()} == params, env
+
+
+@pytest.mark.parametrize("env", sorted(CONTRACT))
+def test_the_published_ranges_are_taken_and_refused_past_their_ends(env):
+    _, _, _, params = CONTRACT[env]
+    assert native.resolve_defines(env, {}) == {k.upper(): d for k, (d, _, _) in params.items()}
+    for key, (_, low, high) in params.items():
+        assert native.resolve_defines(env, {key: low})[key.upper()] == low
+        assert native.resolve_defines(env, {key: high})[key.upper()] == high
+        for value in (low - 1, high + 1):
+            with pytest.raises(ValueError, match=rf"out of range \[{low}, {high}\]"):
+                native.resolve_defines(env, {key: value})
+
+
+@pytest.mark.parametrize("env", sorted(CONTRACT))
+def test_gymnasium_registrations_carry_the_published_limit_and_frame_rate(env):
+    import gymnasium
+
+    import fastvec  # noqa: F401  (registers the ids)
+
+    gym_id, limit, fps, _ = CONTRACT[env]
+    assert gymnasium.spec(gym_id).max_episode_steps == limit
+    e = gymnasium.make(gym_id, render_mode="rgb_array")
+    try:
+        assert e.metadata["render_fps"] == fps
+    finally:
+        e.close()
