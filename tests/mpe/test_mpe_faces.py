@@ -40,6 +40,17 @@ def test_agents_and_spaces_are_mpe2s(name):
             assert ours.action_space(agent) == ref.action_space(agent)
         assert ours.state_space == ref.state_space
         assert ours.metadata["name"] == ref.metadata["name"]
+        # The batch's one action space (what the trainer samples and the vector face checks against): the
+        # largest agent's, Box(0, 1) in each of its values for continuous actions, Discrete(largest n) else.
+        sp = ours.batch.env.spaces
+        if continuous:
+            dims = max(ref.action_space(a).shape[0] for a in ref.possible_agents)
+            assert sp.action_kind == "box" and sp.action_dims == dims
+            np.testing.assert_array_equal(sp.action_low, np.zeros(dims, np.float32))
+            np.testing.assert_array_equal(sp.action_high, np.ones(dims, np.float32))
+        else:
+            assert sp.action_kind == "discrete"
+            assert sp.nvec.tolist() == [max(ref.action_space(a).n for a in ref.possible_agents)]
 
 
 def test_keywords_follow_mpe2s():
