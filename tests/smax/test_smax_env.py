@@ -128,3 +128,94 @@ def test_envs_without_the_hooks_hand_out_none():
     batch.reset(None, None)
     batch.step(np.zeros(2, np.int64))
     assert batch.action_mask is None and batch.world_state is None
+
+
+# jaxmarl 0.2.0's smax_env.py, the oracle where jaxmarl is not installed: MAP_NAME_TO_SCENARIO's unit types in
+# unit order (allies, then enemies), and SMAX's default per-type tables (marine, marauder, stalker, zealot,
+# zergling, hydralisk).
+JAXMARL_TYPES = {"3m": [0] * 6, "2s3z": [2, 2, 3, 3, 3] * 2, "3s5z": [2, 2, 2, 3, 3, 3, 3, 3] * 2,
+                 "5m_vs_6m": [0] * 11, "3s5z_vs_3s6z": [2, 2, 2, 3, 3, 3, 3, 3] + [2, 2, 2, 3, 3, 3, 3, 3, 3],
+                 "3s_vs_5z": [2, 2, 2, 3, 3, 3, 3, 3], "6h_vs_8z": [5] * 6 + [3] * 8, "8m": [0] * 16,
+                 "25m": [0] * 50, "10m_vs_11m": [0] * 21, "27m_vs_30m": [0] * 57}
+VELOCITY = [3.15, 2.25, 4.13, 3.15, 4.13, 3.15]
+ATTACK = [9.0, 10.0, 13.0, 8.0, 5.0, 12.0]
+RANGE = [5.0, 6.0, 6.0, 2.0, 2.0, 5.0]
+SIGHT = [9.0, 10.0, 10.0, 9.0, 8.0, 9.0]
+RADIUS = [0.375, 0.5625, 0.625, 0.5, 0.375, 0.625]
+HEALTH = [45.0, 125.0, 160.0, 150.0, 35.0, 80.0]
+COOLDOWN = [0.61, 1.07, 1.87, 0.86, 0.5, 0.59]
+DT = 1 / 16
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_unit_starts_with_its_jaxmarl_type_and_full_health(name):
+    sc, types = SCENARIOS[name], JAXMARL_TYPES[name]
+    n = sc.allies + sc.enemies
+    assert len(types) == n
+    batch = cpu.CpuBatch(load(name), 1, DISABLED, TIME_LIMIT)
+    batch.reset(np.zeros(1, np.uint64), None)
+    own = batch.obs.reshape(n, 13 * (n - 1) + 10)[:, 13 * (n - 1):]  # health, x, y, cooldown, type one-hot
+    np.testing.assert_array_equal(own[:, 4:].argmax(1), types)
+    np.testing.assert_array_equal(own[:, 4:].sum(1), 1)
+    np.testing.assert_array_equal(own[:, 0], 1)
+    units = batch.get_state()[0, : 8 * n].reshape(n, 8)
+    np.testing.assert_allclose(units[:, 2], np.array(HEALTH, np.float32)[types])  # full health, in points
+
+
+def duel(name, subject, distance, action, health=None, cooldown=0.0):
+    """Ally `subject` and the first enemy `distance` apart along x (every other unit dead), after set_state and
+    after one step of the subject's `action` (the enemy stops); each world step's cooldown draw at its maximum
+    (2 dt), so a unit attacks at most once a step. Returns (observation after set_state, units after the step)."""
+    sc = SCENARIOS[name]
+    n = sc.allies + sc.enemies
+    batch = cpu.CpuBatch(load(name), 1, DISABLED, TIME_LIMIT)
+    batch.reset(np.zeros(1, np.uint64), None)
+    state = batch.get_state()[0]
+    units = state[: 8 * n].reshape(n, 8)
+    units[:] = 0.0
+    units[:, :2] = 16.0
+    target = sc.allies
+    for u, x in ((subject, 10.0), (target, 10.0 + distance)):
+        units[u, :5] = x, 16.0, HEALTH[JAXMARL_TYPES[name][u]], 0.0, 1.0
+    if health is not None:
+        units[subject, 2] = health
+    units[subject, 3] = cooldown
+    state[8 * n:] = 2 * DT
+    batch.set_state(None, state[None])
+    seen = batch.obs.reshape(n, -1)[subject].copy()
+    actions = np.full((1, n, 1), 4, np.int64)
+    actions[0, subject, 0] = action
+    batch.step(actions)
+    return seen, batch.get_state()[0, : 8 * n].reshape(n, 8), target
+
+
+# One scenario and ally for each unit type a scenario holds (no scenario has marauders or zerglings).
+SUBJECTS = [("3m", 0), ("2s3z", 0), ("2s3z", 2), ("6h_vs_8z", 0)]
+
+
+@pytest.mark.parametrize("name,subject", SUBJECTS)
+def test_each_unit_type_attacks_within_its_jaxmarl_range_for_its_attack_value(name, subject):
+    t, other = JAXMARL_TYPES[name][subject], JAXMARL_TYPES[name][SCENARIOS[name].allies]
+    _, units, target = duel(name, subject, RANGE[t] - 0.01, 5)  # action 5: attack the first enemy
+    assert units[target, 2] == pytest.approx(HEALTH[other] - ATTACK[t], abs=1e-4)
+    assert units[subject, 3] == pytest.approx(COOLDOWN[t] + 2 * DT - 7 * DT, abs=1e-5)  # reset, then 7 ticks down
+    _, units, target = duel(name, subject, RANGE[t] + 0.01, 5)
+    assert units[target, 2] == HEALTH[other]
+
+
+@pytest.mark.parametrize("name,subject", SUBJECTS)
+def test_each_unit_type_sees_moves_and_fills_its_jaxmarl_size(name, subject):
+    sc = SCENARIOS[name]
+    n, t, other = sc.allies + sc.enemies, JAXMARL_TYPES[name][subject], JAXMARL_TYPES[name][sc.allies]
+    slot = (sc.allies - 1) * 13  # the first enemy, after the other allies in the subject's list
+    seen, _, _ = duel(name, subject, SIGHT[t] - 0.01, 4, health=HEALTH[t] / 4, cooldown=COOLDOWN[t] / 2)
+    assert seen[slot] == 1.0 and seen[slot + 1] == pytest.approx((SIGHT[t] - 0.01) / SIGHT[t], abs=1e-6)
+    assert seen[slot + 7 + other] == 1.0
+    own = seen[13 * (n - 1):]
+    assert own[0] == pytest.approx(0.25, abs=1e-6) and own[3] == pytest.approx(0.5, abs=1e-6)
+    seen, _, _ = duel(name, subject, SIGHT[t] + 0.01, 4)
+    assert not seen[slot:slot + 13].any()
+    _, units, _ = duel(name, subject, 8.0, 1)  # action 1: right, at the type's speed for 8 ticks of dt
+    assert units[subject, 0] == pytest.approx(10.0 + 8 * DT * VELOCITY[t], abs=1e-4)
+    _, units, target = duel(name, subject, 0.2, 4)  # overlapping: pushed apart to touch
+    assert units[target, 0] - units[subject, 0] == pytest.approx(RADIUS[t] + RADIUS[other], abs=1e-4)
