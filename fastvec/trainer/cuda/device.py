@@ -128,3 +128,8 @@ class Launcher(gpu.Launcher):
     signatures = {name: prepare_format(signature) for name, signature in SIGNATURES.items()}
     threads = THREADS
     reduce_threads = REDUCE_THREADS
+
+    def __init__(self, module, stream, signatures: dict | None = None):
+        """signatures: SIGNATURES-style entries ({Name} structs allowed), in place of the trainer's."""
+        super().__init__(module, stream, None if signatures is None else
+                         {name: prepare_format(signature) for name, signature in signatures.items()})

@@ -153,7 +153,8 @@ class GpuMatches:
         self.last_steps = 0  # game steps the last evaluate() took: its longest game's, to its first end
         self.history: list[dict] = []  # per evaluate(): its steps, launches, seconds, games and grid
 
-    def module(self, env_config: Config, defines: dict | None = None):
+    def module(self, env_config: Config | dict, defines: dict | None = None):
+        env_config = Config.of(env_config)
         key = (tuple(sorted(env_config.to_dict()["env"].items())), tuple(sorted((defines or {}).items())))
         if key not in self.modules:
             source, env_defines, _ = env_build(env_config, None)

@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 
-from fastvec.native.batches import load_batch
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.actors import Actor, AsyncActor, GraphCollector, HostCollector
@@ -27,7 +26,7 @@ from fastvec.trainer.cuda.policy import GpuPolicy
 from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
 from fastvec.trainer.cuda.slots import Counters, Slots, SlotState
 from fastvec.trainer.cuda.update import GpuUpdate
-from fastvec.trainer.env_batch import env_build
+from fastvec.trainer.env_batch import env_build, make_batch
 from fastvec.trainer.settings import Config
 
 # Legend as plan.py's: T = horizon, N = envs, R = rows, O = obs size, K = bptt, P = parameters.
@@ -124,9 +123,7 @@ class CudaTrainer:
         arena.set(cuda, "seeds", seeds)
         actor = (self.actor.k, self.actor.blas, self.actor.params)
         if self.host_env:
-            self.rollout_path.start(cuda, actor, seeds, lambda count: load_batch(
-                self.config.env.name, count, dict(self.config.env.params), max_episode_steps=self.max_episode_steps,
-                threads=train.env_threads))
+            self.rollout_path.start(cuda, actor, seeds, lambda count: make_batch(self.config, count))
         else:
             self.rollout_path.start(cuda, actor)
             self.rollout_path.reset_envs(self.k)
