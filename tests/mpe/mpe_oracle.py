@@ -84,8 +84,11 @@ def padded_obs(obs: dict, agents: list, size: int) -> np.ndarray:
     return out
 
 
-def play(scenario: Scenario, continuous: bool, episodes: int, seed: int = 0, public: bool = False) -> int:
-    """Run `episodes` episodes of both in lockstep (fastvec's as one batch); returns the transitions compared."""
+def play(scenario: Scenario, continuous: bool, episodes: int, seed: int = 0, public: bool = False,
+         scatter: float = 1.0) -> int:
+    """Run `episodes` episodes of both in lockstep (fastvec's as one batch); returns the transitions compared.
+    `scatter` > 1 spreads mpe2's reset world that many times wider (every entity's position, raw env only) before
+    both start from it: agents beyond the screen's edge, far from each other and from the landmarks."""
     module = importlib.import_module(f"mpe2.{scenario.module}")
     kwargs = {"max_cycles": 25, **scenario.mpe_kwargs, "continuous_actions": continuous}
     max_cycles = kwargs["max_cycles"]
@@ -104,6 +107,9 @@ def play(scenario: Scenario, continuous: bool, episodes: int, seed: int = 0, pub
     else:
         for k, ref in enumerate(refs):
             ref.reset(seed=seed + k)
+            world = ref.unwrapped.world
+            for entity in world.agents + world.landmarks:
+                entity.state.p_pos = entity.state.p_pos * scatter
         ref_obs = [{a: ref.observe(a) for a in agents} for ref in refs]
     states = np.stack([world_state(ref.unwrapped.world, scenario.extra_state) for ref in refs])
     batch.set_state(None, states)

@@ -47,6 +47,15 @@ def test_scenario_matches_mpe2_parallel_env(name, continuous):
     assert play(SCENARIOS[name], continuous, 8, seed=1000, public=True) == 8 * 25
 
 
+@needs_glibc_fma
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_matches_mpe2_from_scattered_worlds(name, continuous):
+    """Worlds three times wider than mpe2's resets: the rules' far edges (the prey's capped penalty for leaving
+    the screen, distances beyond every reset's, agents out of each other's reach) as mpe2 has them."""
+    assert play(SCENARIOS[name], continuous, 40, seed=2000, scatter=3.0) == 40 * 25
+
+
 # Other values of mpe2's keywords: (scenario, mpe2's keywords, fastvec's defines for them).
 KEYWORDS = [
     ("simple_spread", {"N": 4, "local_ratio": 0.25}, {"N": 4, "LOCAL_RATIO_MILLI": 250}),
