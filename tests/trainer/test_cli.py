@@ -220,3 +220,40 @@ def test_auto_device_says_how_to_use_a_gpu_without_pycuda(monkeypatch, capsys):
     monkeypatch.setattr(run.importlib.util, "find_spec", lambda name: None)
     assert run.resolve_device("auto") == "cpu"
     assert "pip install 'fastvec[cuda]'" in capsys.readouterr().err
+
+
+def test_env_sizes_read_an_env_files_defines_and_say_what_they_lack(tmp_path):
+    """`--list`'s sizes, read from the source: each size's values (several under #if branches), '?' for one the
+    file leaves undefined, the action space's kind and the observation's element type, the file's own headers
+    included."""
+    (tmp_path / "common.h").write_text("#define NUM_AGENTS 2\n#if X\n#define NUM_AGENTS 1\n#endif\n")
+    box = tmp_path / "box.h"
+    box.write_text('#define OBS_SIZE 3\n#define ACTION_SPACE FV_BOX\n#define ACTION_DIMS 2\n#include "common.h"\n')
+    assert cli.env_sizes(box) == {"OBS_SIZE": "3", "NUM_ACTIONS": "?", "NUM_AGENTS": "2/1", "ACTION_DIMS": "2",
+                                  "actions": "Box(2 dims)", "obs": "3 floats"}
+    grid = tmp_path / "grid.h"
+    grid.write_text("#define OBS_T unsigned char\n#define NUM_ACTIONS 5\n#define ACTION_SPACE FV_MULTI_DISCRETE\n")
+    assert cli.env_sizes(grid) == {"OBS_SIZE": "?", "NUM_ACTIONS": "5", "NUM_AGENTS": "?", "ACTION_DIMS": "?",
+                                   "actions": "MultiDiscrete(? dims)", "obs": "? bytes"}
+    plain = tmp_path / "plain.h"
+    plain.write_text("#define NUM_ACTIONS 4\n")
+    assert cli.env_sizes(plain)["actions"] == "Discrete(4)"
+
+
+def test_env_sizes_of_built_in_games_are_their_gymnasium_spaces():
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401
+    from fastvec.native import source_path
+
+    for key, gym_id in (("cartpole", "fastvec/CartPole"), ("breakout-minatar", "fastvec/Breakout-MinAtar"),
+                        ("pendulum", "fastvec/Pendulum")):
+        space = gym.make(gym_id)
+        sizes = cli.env_sizes(source_path(key))
+        assert sizes["obs"].split()[0] == str(int(np.prod(space.observation_space.shape))), key
+        assert sizes["obs"].split()[1] == ("bytes" if space.observation_space.dtype == np.uint8 else "floats"), key
+        if isinstance(space.action_space, gym.spaces.Discrete):  # MinAtar's: the minimal set's and the full one's
+            assert sizes["actions"] == f"Discrete({sizes['NUM_ACTIONS']})", key
+            assert str(space.action_space.n) == sizes["NUM_ACTIONS"].split("/")[0], key
+        else:
+            assert sizes["actions"] == f"Box({space.action_space.shape[0]} dims)", key
