@@ -183,3 +183,28 @@ def test_sigterm_then_sigint_saves_the_stop_update_and_names_that_checkpoint(tmp
     saved = run / "checkpoints" / f"update_{logged[-1]:06d}.npz"  # the update the stop came at, nothing lost
     assert checkpoint.load(saved)[0]["counters"]["update"] == logged[-1]
     assert f"saved {saved};" in err and "Traceback" not in err
+
+
+def test_a_run_directory_whose_config_toml_is_not_a_file_is_refused_naming_it(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "config.toml").mkdir(parents=True)
+    assert cli.main([*tiny_args(2), f"--run-dir={run}"]) != 0
+    error = last_error(capsys)
+    assert "config.toml: something other than a file is there" in error and "another --run-dir" in error
+    assert (run / "config.toml").is_dir() and not (run / "metrics.jsonl").exists()
+
+
+def test_a_run_that_takes_the_directory_first_wins_and_the_other_is_told(tmp_path, monkeypatch):
+    """Two runs that both found the directory free: the one whose config.toml is created second is refused."""
+    from fastvec.trainer.config import ConfigError, load_config
+    from fastvec.trainer.settings import Config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    config = Config.of(load_config("cartpole"))
+    release = run_dir_mod.claim(run, config)
+    monkeypatch.setattr(run_dir_mod, "HOLDS_A_RUN", {})  # the second run looked before the first wrote
+    with pytest.raises(ConfigError, match="another run started there at the same moment"):
+        run_dir_mod.claim(run, config)
+    release()
+    assert list(run.iterdir()) == []
