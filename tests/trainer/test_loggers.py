@@ -226,3 +226,21 @@ def test_wandb_that_cannot_start_is_a_one_line_config_error(tmp_path, wandb_offl
     assert not (run_dir / WANDB_ID_FILE).exists() and not (run_dir / "tensorboard").exists()
     assert "train.wandb_project='fastvec-tests'" in str(err.value) and "No API key configured" in str(err.value)
     assert "--train.wandb_mode=offline" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_resumed_runs_tensorboard_purge_starts_one_past_the_last_kept_row(tmp_path):
+    """The step from which TensorBoard drops a killed run's later points: one past the last metrics row that
+    the resume kept (rows at or after the first new step are the killed run's and are stale), 0 when it kept
+    none, the new row's own step without a metrics.jsonl (read without TensorBoard installed)."""
+    from fastvec.trainer.loggers import STEP_KEY, _TensorBoard
+
+    board = object.__new__(_TensorBoard)
+    board.run_dir = tmp_path
+    assert board.purge_step(4096) == 4096
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps({STEP_KEY: s}) + "\n" for s in (1024, 2048, 3072)) + "not json\n[1]\n")
+    assert board.purge_step(4096) == 3073
+    assert board.purge_step(2048) == 1025
+    assert board.purge_step(1024) == 0
+    metrics.write_text(json.dumps({STEP_KEY: 5000}) + "\n" + json.dumps({STEP_KEY: "7"}) + "\n")
+    assert board.purge_step(4096) == 0
