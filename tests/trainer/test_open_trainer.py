@@ -316,3 +316,39 @@ def test_without_a_logger_option_loggers_py_is_never_imported(tmp_path, monkeypa
         "total_timesteps": 256, "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64}})
     assert loop.open_loggers(Config.of(config), tmp_path, False) is None
     run.train(config, tmp_path / "run", dashboard=False)
+
+
+class NoFrameRateEnv(gymnasium.Env):
+    metadata = {"render_modes": ["rgb_array"]}
+    observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+
+    def render(self):
+        return np.zeros((4, 4, 3), np.uint8)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+def test_the_gym_batch_frame_rate_is_the_envs_else_record_videos_default(tmp_path):
+    """The frame rate of the trainer's videos of a gym: env: its render_fps, else 30 as Gymnasium's RecordVideo
+    takes for an env that declares none."""
+    batch = GymBatch("CartPole-v1", 1, {})
+    assert batch.env.render_fps == gymnasium.make("CartPole-v1").metadata["render_fps"] == 50
+    batch.close()
+    gymnasium.register("FastvecTestNoFrameRate-v0", entry_point=NoFrameRateEnv)
+    try:
+        batch = GymBatch("FastvecTestNoFrameRate-v0", 1, {})
+        recorder = gymnasium.wrappers.RecordVideo(gymnasium.make("FastvecTestNoFrameRate-v0", render_mode="rgb_array"),
+                                                  str(tmp_path / "videos"), disable_logger=True)
+        assert batch.env.render_fps == recorder.frames_per_sec == 30
+        batch.close()
+    finally:
+        gymnasium.registry.pop("FastvecTestNoFrameRate-v0")
