@@ -171,3 +171,22 @@ def test_the_trainers_batch_draws_gymnasiums_frame():
     if proc.returncode == 77 or "can draw" not in proc.stdout:
         pytest.skip(f"MuJoCo cannot draw off-screen here ({(proc.stdout + proc.stderr).strip()[-300:]})")
     assert proc.returncode == 0 and "drawn 125" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("task", ["Hopper", "Reacher", "Ant"])
+def test_host_batch_spaces_frame_rate_and_state_size_are_gymnasiums(task):
+    """What the trainer reads of the host batch (its heads' action bounds and sizes, the video's frame rate, the
+    state's length) against Gymnasium's own task: its action space, observation size, render_fps and
+    state_vector() (qpos then qvel)."""
+    batch = MujocoHostBatch(task, 1)
+    theirs = gym.make(f"{task}-v5").unwrapped
+    theirs.reset(seed=0)
+    info = batch.env
+    assert info.render_fps == theirs.metadata["render_fps"]
+    assert (info.obs_size, info.action_dims) == (theirs.observation_space.shape[0], theirs.action_space.shape[0])
+    np.testing.assert_array_equal(info.spaces.action_low, theirs.action_space.low)
+    np.testing.assert_array_equal(info.spaces.action_high, theirs.action_space.high)
+    assert info.spaces.obs_shape == theirs.observation_space.shape
+    assert info.spaces.state_size == theirs.state_vector().shape[0]
+    assert np.isneginf(info.spaces.obs_low).all() and np.isposinf(info.spaces.obs_high).all()
+    batch.close()
