@@ -1,6 +1,6 @@
 """Teams of agents on the CPU trainer: fastvec-train's names for the MPE scenarios and SMAX, their configs and
 errors, the policy's inputs (agent ids, each agent's own actions, the world state as mpe2's state()), masks kept
-from the rollout for the update, per-team returns and SMAX's win rate in the log, the CUDA trainer's refusal, and
+from the rollout for the update, per-team returns and SMAX's win rate in the log, which device trains them, and
 simple_spread learning past a random policy's return."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastvec.trainer import checkpoint, cli, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, help_text, load_config
 from fastvec.trainer.env_batch import make_batch
-from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
 from fastvec.trainer.settings import Config
 
 SMALL = {"env": {"num_envs": 4}, "policy": {"hidden": 8},
@@ -215,20 +215,21 @@ def test_smax_trains_and_evaluates_with_its_win_rate(tmp_path, capsys):
     assert "allies_won" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("requested", ["auto", "cuda"])
-def test_on_a_gpu_machine_a_team_env_trains_on_the_cpu_or_is_refused_with_the_fix(requested, monkeypatch, capsys):
-    monkeypatch.setattr(run, "resolve_device", lambda _: "cuda")  # as where the CUDA trainer can run
-    config = load_config("simple_spread", {**SMALL, "train": {**SMALL["train"], "device": requested}})
-    if requested == "cuda":
-        with pytest.raises(ConfigError, match="the CUDA trainer has no team envs.*--train.device=cpu"):
-            run.make_trainer(config)
-        return
-    trainer = run.make_trainer(config)
-    try:
-        assert isinstance(trainer, NumpyTrainer) and trainer.config.train.device == "cpu"
-    finally:
-        run.close_batches(trainer.env_batches)
-    assert "the CUDA trainer has no team envs" in capsys.readouterr().err
+def test_on_a_gpu_machine_a_team_env_trains_on_the_cuda_trainer_with_its_games_on_the_host():
+    """The CUDA trainer trains teams with the games stepped on the host (host_envs.py); asked to step them in
+    the rollout graph, it is refused with the fix."""
+    for name in ("simple_spread", "smax:3m"):
+        config = run.on_device(small(name, policy={"critic_input": "world_state"}), "cuda")
+        assert (config.train.device, config.train.env_device) == ("cuda", "cpu")
+        batch = make_batch(config, 2)
+        try:
+            spec = spec_for(config, batch)
+        finally:
+            batch.close()
+        assert spec.agent_ids == 3 and spec.world_size > 0
+        assert cuda_unsupported(spec, config) is None
+        why = cuda_unsupported(spec, config.replace("train", env_device="cuda"))
+        assert why is not None and "--train.env_device=cpu" in why
 
 
 def random_return(config: Config, episodes: int = 512) -> float:

@@ -84,7 +84,7 @@ class HeadOps:
         layout's statistics (NumpyTrainer.update's last step)."""
         if not self.spec.norm_obs:
             return
-        count, o, norm = self.plan.horizon * self.plan.rows, self.spec.obs_size, self.param("obs_norm.mean")
+        count, o, norm = self.plan.horizon * self.plan.rows, self.spec.input_size, self.param("obs_norm.mean")
         k.launch_grid("obs_norm_update_kernel", o, MOMENT_THREADS, np.int64(count), np.int32(o),
                       np.int32(self.plan.rows), np.int32(self.plan.obs_bytes), obs, np.float64(self.spec.obs_scale),
                       norm)

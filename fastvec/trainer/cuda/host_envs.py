@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from fastvec.native.graphs import CudaDriverError, CudaGraph
+from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.cuda.heads import record_reward_scaling
 from fastvec.trainer.cuda.kernel_args import HostRecordArgs, pack
 from fastvec.trainer.cuda.plan import Plan, transforms_obs
@@ -46,6 +47,8 @@ class HostEnvs:
         self.groups = []
         self.graphs = {}  # (slot, group, step) -> the graph of that piece of the rollout (segment)
         self.rollouts_run = 0
+        self.finished_returns: list[np.ndarray] = []  # with `keep_returns`: each finished episode's (agents,) returns
+        self.keep_returns = False  # the trainer logs each team's return (the GPU's accumulators hold their mean)
         timing.update(env=0.0, wait=0.0)  # of the rollout: the CPU stepping the env, and waiting for actions
 
     def describe(self) -> str:
@@ -53,11 +56,17 @@ class HostEnvs:
 
     def staging_layout(self, envs: int) -> tuple[dict, int]:
         """The pinned upload buffer of a group of `envs` envs: {name: (byte offset, shape, dtype)} of the
-        batch's step outputs host_record_kernel reads, each 16-byte aligned, and the total bytes."""
-        rows, o = envs * self.plan.num_agents, self.spec.obs_size
-        fields = [("obs", (rows, o), np.float32), ("rewards", (rows,), np.float32), ("ep_return", (rows,), np.float32),
-                  ("ep_stats", (envs, self.num_stats), np.float32), ("ep_length", (envs,), np.int32),
-                  ("terminated", (envs,), np.uint8), ("truncated", (envs,), np.uint8)]
+        batch's step outputs host_record_kernel reads (the obs with any agent id: AgentInputs.obs), then a team's
+        action masks and world-state critic input (copied into the slot's rows), each 16-byte aligned, and the
+        total bytes."""
+        spec, rows = self.spec, envs * self.plan.num_agents
+        fields = [("obs", (rows, spec.input_size), np.float32), ("rewards", (rows,), np.float32),
+                  ("ep_return", (rows,), np.float32), ("ep_stats", (envs, self.num_stats), np.float32),
+                  ("ep_length", (envs,), np.int32), ("terminated", (envs,), np.uint8), ("truncated", (envs,), np.uint8)]
+        if self.plan.masked:
+            fields.append(("masks", (rows, spec.num_actions), np.uint8))
+        if spec.world_size:
+            fields.append(("world", (rows, spec.critic_input_size), np.float32))
         layout, offset = {}, 0
         for name, shape, dtype in fields:
             layout[name] = (offset, shape, np.dtype(dtype))
@@ -75,14 +84,15 @@ class HostEnvs:
         slot, and set up each group's pinned buffers (step outputs up, actions down) and its event."""
         self.cuda = cuda
         self.k, self.blas, self.params = actor
-        a, o, plan = self.arena, self.spec.obs_size, self.plan
+        a, o, plan = self.arena, self.spec.input_size, self.plan
         batches = self.host_batches
         if batches is None:
             batches = [self.batch] if len(self.ranges) == 1 else [make_batch(hi - lo) for lo, hi in self.ranges]
         staging_offset = 0
         for (lo, hi), batch in zip(self.ranges, batches):
-            if batch.obs.shape[1:] != (plan.num_agents, o):
-                raise ValueError(f"host batch obs {batch.obs.shape[1:]} do not match ({plan.num_agents}, {o})")
+            if batch.obs.shape[1:] != (plan.num_agents, self.spec.obs_size):
+                raise ValueError(f"host batch obs {batch.obs.shape[1:]} do not match "
+                                 f"({plan.num_agents}, {self.spec.obs_size})")
             batch.reset(seeds[lo:hi], None)
             layout, nbytes = self.staging_layout(hi - lo)
             pinned = cuda.pagelocked_empty(nbytes, np.uint8)
@@ -90,15 +100,28 @@ class HostEnvs:
                      for name, (off, shape, dtype) in layout.items()}
             dev = {name: a.ptr("host_in", staging_offset + off) for name, (off, _, _) in layout.items()}
             rows = (hi - lo) * plan.num_agents
-            self.groups.append({"batch": batch, "envs": hi - lo, "row0": lo * plan.num_agents, "rows": rows,
-                                "pinned": pinned, "views": views, "dev": dev,
+            self.groups.append({"batch": batch, "inputs": AgentInputs(self.spec, batch), "envs": hi - lo,
+                                "row0": lo * plan.num_agents, "rows": rows, "pinned": pinned, "views": views, "dev": dev,
                                 "dev_in": a.ptr("host_in", staging_offset),
                                 "actions": cuda.pagelocked_empty((rows, *self.action_shape), self.action_dtype),
                                 "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
             staging_offset += nbytes
-            first_obs = np.ascontiguousarray(batch.obs.reshape(rows, o), np.float32)
             first_row = plan.horizon * plan.rows + lo * plan.num_agents  # obs[T] of the last slot, this group's rows
-            cuda.memcpy_htod(self.slot("obs", plan.slot_count - 1, first_row * o), first_obs)
+            for name, width, value in self.inputs(self.groups[-1]):
+                cuda.memcpy_htod(self.slot(name, plan.slot_count - 1, first_row * width), value)
+
+    def input_rows(self) -> list[tuple[str, int, int]]:
+        """(slot buffer, row width, item bytes) of what the policy reads besides the state: the obs (with any agent
+        id), then a team's action masks and world-state critic input."""
+        spec = self.spec
+        return [("obs", spec.input_size, 4)] + [("masks", spec.num_actions, 1)] * self.plan.masked \
+            + [("world", spec.critic_input_size, 4)] * bool(spec.world_size)
+
+    def inputs(self, g: dict) -> list[tuple[str, int, np.ndarray]]:
+        """input_rows' (name, width) with group g's rows now (AgentInputs, as NumpyTrainer.collect reads them)."""
+        read = {"obs": g["inputs"].obs, "masks": g["inputs"].mask, "world": g["inputs"].world}
+        return [(name, width, np.ascontiguousarray(read[name](), np.float32 if item == 4 else np.uint8))
+                for name, width, item in self.input_rows()]
 
     def record(self, slot: int) -> None:
         """Collect into `slot`, pipelined over the env groups: the CPU waits for group g's actions at step t
@@ -108,15 +131,15 @@ class HostEnvs:
         pointers differ), so the CPU spends its time on the env rather than on launches. Nothing here waits
         for the whole stream: the trainer's rollout() (sync) or the next update's event (async) does."""
         plan, stream, cuda = self.plan, self.k.stream, self.cuda
-        t_len, r, o = plan.horizon, plan.rows, self.spec.obs_size
+        t_len, r = plan.horizon, plan.rows
         previous = (slot + 1) % plan.slot_count
+        carried = [("starts", 1, 4), *self.input_rows()]
 
         def start(g):
-            if g is self.groups[0]:  # obs[0], starts[0] are obs[T], starts[T] of the previous rollout
-                cuda.memcpy_dtod_async(self.slot("obs", slot), self.slot("obs", previous, t_len * r * o), r * o * 4,
-                                       stream)
-                cuda.memcpy_dtod_async(self.slot("starts", slot), self.slot("starts", previous, t_len * r), r * 4,
-                                       stream)
+            if g is self.groups[0]:  # obs[0], starts[0] (masks[0], world[0]) are those at T of the previous rollout
+                for name, width, item in carried:
+                    cuda.memcpy_dtod_async(self.slot(name, slot), self.slot(name, previous, t_len * r * width),
+                                           r * width * item, stream)
             self.infer(g, 0, slot)
 
         for i, g in enumerate(self.groups):
@@ -129,13 +152,16 @@ class HostEnvs:
                 t1 = time.perf_counter()
                 batch, views, rows = g["batch"], g["views"], g["rows"]
                 batch.step(g["actions"].reshape(g["envs"], plan.num_agents, *self.action_shape))
-                views["obs"][...] = batch.obs.reshape(rows, o)
+                for name, _, value in self.inputs(g):
+                    views[name][...] = value
                 views["rewards"][...] = batch.rewards.reshape(rows)
                 views["ep_return"][...] = batch.episode_return.reshape(rows)
                 views["ep_stats"][...] = batch.episode_stats
                 views["ep_length"][...] = batch.episode_length
                 views["terminated"][...] = batch.terminated
                 views["truncated"][...] = batch.truncated
+                if self.keep_returns and (done := batch.terminated | batch.truncated).any():
+                    self.finished_returns.append(batch.episode_return[done].copy())
                 self.timing["wait"] += t1 - t0
                 self.timing["env"] += time.perf_counter() - t1
                 self.segment((slot, i, t), lambda g=g, t=t: self.record_step(g, t, slot))
@@ -150,7 +176,7 @@ class HostEnvs:
         """Enqueue group g's policy step t into `slot`: (the segment's state,) the forward over its rows of
         obs[t], the sampling into actions/logp/values[t], and the actions' copy to g's pinned buffer."""
         spec, a, k, plan = self.spec, self.arena, self.k, self.plan
-        r, o, h, row0, rows = plan.rows, spec.obs_size, spec.hidden, g["row0"], g["rows"]
+        r, o, h, row0, rows = plan.rows, spec.input_size, spec.hidden, g["row0"], g["rows"]
         ls, w, ny = spec.state_layers, self.layout.offsets["layer0.w"][1][0], spec.head_size + 1
         buf = lambda name, offset=0: self.slot(name, slot, offset)  # noqa: E731
         if t % plan.bptt == 0 and ls:
@@ -163,17 +189,18 @@ class HostEnvs:
         y = buf("r_y", row0 * ny)
         self.policy.forward(k, self.blas, rows, 1, buf("obs", (t * r + row0) * o), buf("starts", t * r + row0),
                             state, state, acts, [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers, y,
-                            self.params, x0=self.x0(row0))
+                            self.params, x0=self.x0(row0), world=self.world(slot, t, row0))
         actions = buf("actions", (t * r + row0) * math.prod(self.action_shape))
         logstd = a.ptr(self.params, self.layout.offsets["dec.logstd"][0]) if spec.action_kind == "box" else 0
-        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, logstd, actions,
+        mask = buf("masks", (t * r + row0) * spec.num_actions) if plan.masked else 0
+        k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, logstd, mask, actions,
                  buf("logp", t * r + row0), buf("values", t * r + row0), a.ptr("scalars"), np.int32(t),
                  np.uint64(self.seed_key))
         self.cuda.memcpy_dtoh_async(g["actions"], actions, k.stream)
 
     def record_step(self, g: dict, t: int, slot: int) -> None:
         """Enqueue group g's step t outcome (upload, host_record_kernel), then its policy step t + 1."""
-        a, plan, o, dev, row0, k = self.arena, self.plan, self.spec.obs_size, g["dev"], g["row0"], self.k
+        a, plan, o, dev, row0, k = self.arena, self.plan, self.spec.input_size, g["dev"], g["row0"], self.k
         r = plan.rows
         buf = lambda name, offset=0: self.slot(name, slot, offset)  # noqa: E731
         self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], k.stream)
@@ -184,13 +211,16 @@ class HostEnvs:
                               agents=plan.num_agents, obs_size=o, num_stats=g["views"]["ep_stats"].shape[1],
                               reward_clamp=int(self.reward_clamp))
         k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), pack(args))
+        for name, width, item in self.input_rows()[1:]:  # a team's masks and world state, as they are
+            self.cuda.memcpy_dtod_async(buf(name, ((t + 1) * r + row0) * width), dev[name], g["rows"] * width * item,
+                                        k.stream)
         if t + 1 < plan.horizon:
             self.infer(g, t + 1, slot)
 
     def bootstrap(self, slot: int) -> None:
         """V(obs[T]) into the slot's r_y with the live state, which stays as it is (last_state is scratch)."""
         spec, a, plan = self.spec, self.arena, self.plan
-        t_len, r, o, h, ls = plan.horizon, plan.rows, spec.obs_size, spec.hidden, spec.state_layers
+        t_len, r, o, h, ls = plan.horizon, plan.rows, spec.input_size, spec.hidden, spec.state_layers
         ny, w = spec.head_size + 1, self.layout.offsets["layer0.w"][1][0]
         for g in self.groups:
             row0, rows = g["row0"], g["rows"]
@@ -200,12 +230,18 @@ class HostEnvs:
             self.policy.forward(self.k, self.blas, rows, 1, self.slot("obs", slot, (t_len * r + row0) * o),
                                 self.slot("starts", slot, t_len * r + row0), state, last, acts,
                                 [a.ptr("r_pre", row0 * w)] * spec.layers, [0] * spec.layers,
-                                self.slot("r_y", slot, row0 * ny), self.params, x0=self.x0(row0))
+                                self.slot("r_y", slot, row0 * ny), self.params, x0=self.x0(row0),
+                                world=self.world(slot, t_len, row0))
         self.k.launch_grid("advance_rollout_kernel", 1, 1, a.ptr("scalars"), np.int32(t_len))
 
     def x0(self, row0: int) -> int:
         """Where a group's encoder input goes (its rows of r_x0) when the policy transforms observations, else 0."""
-        return self.arena.ptr("r_x0", row0 * self.spec.obs_size) if transforms_obs(self.spec) else 0
+        return self.arena.ptr("r_x0", row0 * self.spec.input_size) if transforms_obs(self.spec) else 0
+
+    def world(self, slot: int, t: int, row0: int) -> int:
+        """Where step t's world-state critic input of a group's rows is in `slot`, or 0 without that critic."""
+        c = self.spec.critic_input_size
+        return self.slot("world", slot, (t * self.plan.rows + row0) * c) if self.spec.world_size else 0
 
     def segment(self, key, record) -> None:
         """Run `record` (which enqueues GPU work on the actor's stream): eagerly in the first rollout (so

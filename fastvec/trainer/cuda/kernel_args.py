@@ -49,7 +49,7 @@ class RolloutArgs(ctypes.Structure):
                 ("last_value", P), ("segment_state", P), ("params", P), ("y", P), ("dec_bias", P), ("state", P),
                 ("last_state", P), ("slots", P), ("final_obs", P), ("terminated", P), ("truncated", P),
                 ("ep_return", P), ("ep_length", P), ("ep_stats", P), ("episode_acc", P), ("scalars", P),
-                ("seed_key", U64), ("N", I32), ("R", I32), ("T", I32), ("K", I32), ("reward_clamp", I32),
+                ("seed_key", U64), ("num_envs", I32), ("R", I32), ("T", I32), ("K", I32), ("reward_clamp", I32),
                 ("max_episode_steps", I32)]
 
 
@@ -91,7 +91,7 @@ class MatchPlayArgs(ctypes.Structure):
 
     _fields_ = [("slots", P), ("weights", P), ("staged", P), ("game_weights", P), ("bot_levels", P),
                 ("game_obs", P), ("starts", P), ("state", P), ("actions", P), ("scores", P), ("game_steps", P),
-                ("remaining", P), ("stride", I64), ("key", U64), ("first_step", I64), ("N", I32),
+                ("remaining", P), ("stride", I64), ("key", U64), ("first_step", I64), ("num_games", I32),
                 ("games_per_match", I32), ("games_per_block", I32), ("shared_policies", I32), ("steps", I32),
                 ("deterministic", I32), ("max_episode_steps", I32)]
 

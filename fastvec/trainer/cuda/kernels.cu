@@ -18,5 +18,6 @@
 #include "policy.cu"     /* layers, bias gradient, action sampling */
 #include "ppo.cu"        /* GAE, minibatches, PPO loss, statistics, scalar bookkeeping */
 #include "heads.cu"      /* MultiDiscrete and Box heads: samplers and their PPO loss */
+#include "teams.cu"      /* teams: the masked categorical, the minibatch's masks and world states */
 #include "normalize.cu"  /* running observation normalisation and reward scaling */
 #include "optimizers.cu" /* gradient norm, Adam, Muon (with newton_schulz.cu) */

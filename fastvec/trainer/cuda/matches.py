@@ -116,7 +116,7 @@ class MatchBatch:
         """Queue steps first_step .. first_step + steps - 1 of the games without a score."""
         a, (per_block, in_shared, threads, shared) = self.arena, self.layout
         args = MatchPlayArgs(*(a.ptr(name) for name in MATCH_PLAY_ARRAYS), stride=self.stride, key=self.key,
-                             first_step=first_step, N=self.num_games, games_per_match=self.games,
+                             first_step=first_step, num_games=self.num_games, games_per_match=self.games,
                              games_per_block=per_block, shared_policies=in_shared, steps=steps,
                              deterministic=int(self.deterministic), max_episode_steps=self.max_steps)
         self.k.launch_shared("match_play_kernel", self.blocks * threads, threads, shared, pack(args))

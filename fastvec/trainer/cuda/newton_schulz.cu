@@ -49,12 +49,12 @@ __device__ void muon_gram(int r, int K4, const float* x, int ldx, float* gram, i
     }
 }
 
-/* out (M, N) = alpha * A (M, K) B (K, N) + beta * C + diag * I, row-major in shared memory (A: lda, B: ldb,
+/* out (M, cols) = alpha * A (M, K) B (K, cols) + beta * C + diag * I, row-major in shared memory (A: lda, B: ldb,
  * C and out: ldo), K4 a multiple of 4 (A's columns and B's rows past the true K are zeros). 4x4 tiles of
  * rows 4q.. and 4 consecutive columns 4g.. (one float4 of each of B's rows). */
-__device__ void muon_matmul(int M, int N, int K4, const float* A, int lda, const float* B, int ldb, float* out,
+__device__ void muon_matmul(int M, int cols, int K4, const float* A, int lda, const float* B, int ldb, float* out,
                             int ldo, float alpha, const float* C, float beta, float diag) {
-    int Gn = (N + 3) / 4, Qm = (M + 3) / 4;
+    int Gn = (cols + 3) / 4, Qm = (M + 3) / 4;
     for (int t = threadIdx.x; t < Qm * Gn; t += blockDim.x) {
         int q = t / Gn, g = t - q * Gn;
         float acc[4][4] = {};
@@ -82,7 +82,7 @@ __device__ void muon_matmul(int M, int N, int K4, const float* A, int lda, const
 #pragma unroll
             for (int v = 0; v < 4; v++) {
                 int i = 4 * q + u, j = 4 * g + v;
-                if (i >= M || j >= N) continue;
+                if (i >= M || j >= cols) continue;
                 float value = alpha * acc[u][v];
                 if (C) value += beta * C[i * ldo + j];
                 if (i == j) value += diag;

@@ -12,7 +12,8 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, rollout_sizes
 from fastvec.trainer.cuda.arena import Arena
 
-# Legend as numpy_trainer.py: T = horizon, N = envs, R = rows = N * agents, O = obs size, K = bptt_horizon,
+# Legend as numpy_trainer.py: T = horizon, N = envs, R = rows = N * agents, O = obs size, I = the policy's input
+# (O, then a team's agent id: spec.input_size), A = actions, C = a world-state critic's input, K = bptt_horizon,
 # S = T / K segments, Ls = recurrent layers (0 for an MLP), L = layers, H = hidden, W = layer width
 # (3H or 2H MinGRU, H MLP), Y = spec.head_size + 1 (the head's columns, then the value), P = parameters,
 # Q = S * R sequences, Bm = sequences per minibatch, n = K * Bm rows per minibatch, G = sum-of-squares partial
@@ -33,7 +34,8 @@ MAX_ACTIONS = 64  # policy.cu's MAX_ACTIONS: the sampler keeps a row's CDF in re
 # The rollout buffers an update reads: with train.async there are two copies ("rollout slots"; the second's
 # arena names end in "@1"), one filled by the actor while the learner trains on the other. r_y holds the
 # GEMM path's bootstrap value, last_value the fused path's.
-SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value", "r_y")
+SLOT_BUFFERS = ("obs", "starts", "actions", "logp", "values", "rewards", "dones", "segment_state", "last_value", "r_y",
+                "masks", "world")
 ROLLOUT_PATHS = ("auto", "thread", "warp", "gemm")
 
 
@@ -132,14 +134,16 @@ class Plan:
     rollout_bf16: bool  # the GEMM-path rollout forward in bf16 too (as the update's: same numbers, half the bytes)
     choices: Choices
     norm_reward: bool = False  # train.norm_reward: rewards scaled at the end of every rollout (cuda/normalize.py)
+    masked: bool = False  # a team's action masks: the rollout keeps each step's, the sampler and the loss apply them
     obs_bytes: bool = False  # the GPU env's observations are bytes (OBS_T unsigned char; set once its build loads)
 
     @classmethod
     def make(cls, train: dict, spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
-             host_env: bool, choices: Choices, selfplay_seats: int = 0, pool_size: int = 0) -> Plan:
+             host_env: bool, choices: Choices, selfplay_seats: int = 0, pool_size: int = 0,
+             masked: bool = False) -> Plan:
         """selfplay_seats > 0: self-play with the games on the GPU (that many seats a game, the learner's
         alone in the rollout's rows, a pool of pool_size snapshots): the learner's forward as GEMMs, the
-        opponents' as selfplay.cu's."""
+        opponents' as selfplay.cu's. masked: the env's agents have action masks (agent_inputs.AgentInputs.mask)."""
         if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
                               f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
@@ -172,7 +176,7 @@ class Plan:
                    async_rollouts=bool(train.async_),
                    slot_count=2 if train.async_ else 1, rollout=rollout, fused_block=block,
                    rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay"), choices=choices,
-                   norm_reward=bool(train.norm_reward))
+                   norm_reward=bool(train.norm_reward), masked=masked)
 
     def policy_defines(self, spec: ref.PolicySpec) -> dict:
         """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's, and
@@ -247,7 +251,7 @@ def plan_arena(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout, slot_si
 
 def _sizes(plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout) -> tuple:
     """The letters of the legend above, as plan_arena's parts use them."""
-    return (plan.horizon, plan.rows, plan.num_envs, plan.segments, spec.obs_size, spec.hidden, spec.state_layers,
+    return (plan.horizon, plan.rows, plan.num_envs, plan.segments, spec.input_size, spec.hidden, spec.state_layers,
             spec.layers, spec.head_size + 1, action_words(spec), layout.offsets["layer0.w"][1][0], layout.size,
             plan.mb_rows, plan.seqs_per_mb, plan.sequences)
 
@@ -266,7 +270,7 @@ def _add_model_and_env(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.F
     # env
     a.add("slots", (n_env, slot_size), np.uint8, "(N, sizeof(fv_slot)) simulator state")
     a.add("seeds", (n_env,), np.uint64, "(N,) reset seeds")
-    a.add("final_obs", (r, o), f32, "(R, O) batch-layer scratch (terminal obs)")
+    a.add("final_obs", (r, spec.obs_size), f32, "(R, O) batch-layer scratch (terminal obs)")
     a.add("terminated", (n_env,), np.uint8, "(N,)")
     a.add("truncated", (n_env,), np.uint8, "(N,)")
     a.add("ep_return", (r,), f32, "(R,) finished episodes' returns where done")
@@ -279,7 +283,7 @@ def _add_rollout(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLay
     t, r, n_env, s, o, h, ls, layers, y, aw, w, p, n, bm, q = _sizes(plan, spec, layout)
     f32, i32 = np.float32, np.int32
     # rollout buffers, as NumpyTrainer's
-    a.add("obs", (t + 1, r, o), f32, "(T+1, R, O); slot T: obs after the last step")
+    a.add("obs", (t + 1, r, o), f32, "(T+1, R, I); slot T: obs after the last step")
     a.add("starts", (t + 1, r), f32, "(T+1, R) 1: obs[t] begins an episode")
     if spec.action_kind == "discrete":
         a.add("actions", (t, r), i32, "(T, R)")
@@ -301,6 +305,10 @@ def _add_rollout(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLay
     if plan.rollout_bf16:
         a.add("r_act_bf16", (layers, r, h), np.uint16, "(L, R, H) bfloat16 copies of each layer's input")
     a.add("r_y", (r, y), f32, "(R, Y) decoder output; after the rollout, the bootstrap values")
+    if plan.masked:  # slot T: the masks with obs[T], the next rollout's first
+        a.add("masks", (t + 1, r, spec.num_actions), np.uint8, "(T+1, R, A) 1 = available, the actions sampled from")
+    if spec.world_size:
+        a.add("world", (t + 1, r, spec.critic_input_size), f32, "(T+1, R, C) the world-state critic's input")
 
 
 def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout) -> None:
@@ -308,7 +316,11 @@ def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayo
     f32, i32 = np.float32, np.int32
     # update: minibatch inputs (K, Bm, ...) rows
     a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
-    a.add("mb_obs", (n, o), f32, "(K, Bm, O)")
+    a.add("mb_obs", (n, o), f32, "(K, Bm, I)")
+    if plan.masked:
+        a.add("mb_masks", (n, spec.num_actions), np.uint8, "(K, Bm, A) the minibatch's action masks")
+    if spec.world_size:
+        a.add("mb_world", (n, spec.critic_input_size), f32, "(K, Bm, C) the minibatch's world-state critic input")
     a.add("mb_starts", (n,), f32, "(K, Bm)")
     a.add("mb_actions", (n, aw), i32, "(K, Bm, Wa) each row's action as 32-bit words")
     a.add("mb_logp", (n,), f32, "(K, Bm)")
@@ -338,7 +350,7 @@ def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayo
     if spec.action_kind == "multi_discrete":
         a.add("head_nvec", (len(spec.action_nvec),), np.int64, "(D,) the MultiDiscrete head's counts")
     if transforms_obs(spec) or plan.obs_bytes:
-        a.add("r_x0", (r, o), f32, "(R, O) the rollout forward's encoder input (reference.encoder_input)")
+        a.add("r_x0", (r, o), f32, "(R, I) the rollout forward's encoder input (reference.encoder_input)")
     if plan.norm_reward:  # normalize.scale_rewards' running state
         a.add("reward_returns", (r,), np.float64, "(R,) each row's running discounted return")
         a.add("reward_seen", (t, r), np.float64, "(T, R) scratch: the returns of the last rollout")
@@ -351,7 +363,7 @@ def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayo
         a.add("params_bf16", (p,), np.uint16, "(P,) bfloat16 copy of the weights (minibatch)")
     a.add("dbias_seq", (bm, w), f32, "(Bm, W) per-sequence sums of a MinGRU layer's dpre")
     if plan.async_rollouts:  # the second rollout slot, and the actor's own weights and cuBLAS workspace
-        for name in SLOT_BUFFERS:
+        for name in (name for name in SLOT_BUFFERS if name in a.entries):
             _, shape, dtype, doc = a.entries[name]
             a.add(f"{name}@1", shape, dtype, "rollout slot 1: " + doc)
         a.add("actor_params", (p,), f32, "the weights the actor collects with (copied when an update starts)")

@@ -21,8 +21,8 @@ class GpuPolicy:
 
     def forward(self, k, blas, rows_per_step: int, steps: int, obs: int, starts: int, state_in, state_out,
                 acts, pres, hs, y: int, params: str = "params", acts_bf16=None, dec_bias: bool = True,
-                x0: int = 0, obs_bytes: bool = False, critic_acts=None) -> None:
-        """obs (steps, B, O) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
+                x0: int = 0, obs_bytes: bool = False, critic_acts=None, world: int = 0) -> None:
+        """obs (steps, B, I) -> y (steps, B, Y). acts: L + 1 pointers (encoder output, layer outputs);
         pres, hs: per-layer pre-activation and MinGRU-state buffers; state_in/out: per-layer (B, H).
         params: the arena's weights to use. acts_bf16 (bf16 MinGRU updates and GEMM-path rollouts): L
         pointers to bfloat16 copies of the layers' inputs; the layer GEMMs then multiply those by the
@@ -33,7 +33,8 @@ class GpuPolicy:
         OBS_T unsigned char, at obs's float address), which the encoder then reads; 0: obs already is that input
         (the update encodes its minibatch in place, encode()). A separate critic's stack writes y's value column
         and keeps its activations in critic_acts (the update's, update_critic_acts()), or by default in acts once
-        the actor's decoder has read them (a rollout keeps none); pres are its scratch."""
+        the actor's decoder has read them (a rollout keeps none); pres are its scratch. world (steps, B, C): a
+        world-state critic's input (spec.world_size), which its stack reads as it is (no scaling)."""
         spec = self.spec
         rows, h, ny = rows_per_step * steps, spec.hidden, spec.head_size + 1
         pp = self.pointer(params)
@@ -47,8 +48,8 @@ class GpuPolicy:
         else:  # the actor's A columns, then the critic's stack into the value column
             blas.matmul(y, acts[spec.layers], pp("dec.w"), rows, ny - 1, h, trans_b=True, ldc=ny)
             critic_acts = critic_acts or acts
-            self.stack_forward(k, blas, "critic.", rows_per_step, steps, obs, starts, state_in, state_out,
-                               critic_acts, pres, hs, params, None)
+            self.stack_forward(k, blas, "critic.", rows_per_step, steps, world if spec.world_size else obs, starts,
+                               state_in, state_out, critic_acts, pres, hs, params, None)
             blas.matmul(y + 4 * (ny - 1), critic_acts[spec.layers], pp("critic.dec.w"), rows, 1, h, trans_b=True,
                         ldc=ny)
         if dec_bias:  # dec.b: the A + 1 biases (with a separate critic, critic.dec.b follows dec.b in the layout)
@@ -57,9 +58,10 @@ class GpuPolicy:
     def stack_forward(self, k, blas, prefix: str, rows_per_step: int, steps: int, x: int, starts: int, state_in,
                       state_out, acts, pres, hs, params: str, acts_bf16) -> None:
         """reference.stack_forward's encoder and layers (those named prefix + "enc." ...) over encoder input x into
-        acts; the decoder is forward()'s."""
+        acts; the decoder is forward()'s. x is (rows, I), or a critic's (rows, spec.critic_input_size)."""
         spec, a, off = self.spec, self.arena, self.layout.offsets
-        rows, h, o = rows_per_step * steps, spec.hidden, spec.obs_size
+        rows, h = rows_per_step * steps, spec.hidden
+        o = spec.critic_input_size if prefix == "critic." else spec.input_size
         pp = self.pointer(params)
         blas.matmul(acts[0], x, pp(prefix + "enc.w"), rows, h, o, trans_b=True)
         if spec.encoder != "linear":  # an MLP's (no bf16 copies): activate(pre + b) in place
@@ -124,7 +126,10 @@ class GpuPolicy:
         first half."""
         spec, a, plan = self.spec, self.arena, self.plan
         kk, bm, n = plan.bptt, plan.seqs_per_mb, plan.mb_rows
-        h, o, off = spec.hidden, spec.obs_size, self.layout.offsets
+        h, off = spec.hidden, self.layout.offsets
+        o, x = spec.input_size, a.ptr("mb_obs")
+        if prefix == "critic." and spec.world_size:  # the world-state critic's encoder multiplied its own input
+            o, x = spec.critic_input_size, a.ptr("mb_world")
         gp, pp = self.pointer("grads"), self.pointer("params")
         cur, other = a.ptr("dact"), a.ptr("dact", n * h)
         for layer in reversed(range(spec.layers)):
@@ -154,7 +159,7 @@ class GpuPolicy:
             cur = a.ptr("dpre")
         else:
             self.bias_grad(k, blas, gp(prefix + "enc.b"), cur, h)
-        blas.matmul(gp(prefix + "enc.w"), cur, a.ptr("mb_obs"), h, o, n, trans_a=True)
+        blas.matmul(gp(prefix + "enc.w"), cur, x, h, o, n, trans_a=True)
 
     def mlp_backward(self, k, blas, name: str, dout: int, out: int, activation: str) -> None:
         """reference.mlp_backward's dpre = activation_grad(dout, out) (n, H) into the arena's dpre, and the bias
@@ -173,11 +178,11 @@ class GpuPolicy:
         return lambda name: a.ptr(buffer, off[name][0])
 
     def encode(self, k, obs: int, x: int, rows: int, params: str = "params", obs_bytes: bool = False) -> None:
-        """x (rows, O) = reference.encoder_input of obs (rows, O) (floats, x may be obs; or bytes): times
+        """x (rows, I) = reference.encoder_input of obs (rows, I) (floats, x may be obs; or bytes): times
         spec.obs_scale, then with norm_obs normalised by the statistics in the weights `params`."""
         spec = self.spec
         norm = self.arena.ptr(params, self.layout.offsets["obs_norm.mean"][0]) if spec.norm_obs else 0
-        k.launch("encode_obs_kernel", rows * spec.obs_size, np.int64(rows), np.int32(spec.obs_size),
+        k.launch("encode_obs_kernel", rows * spec.input_size, np.int64(rows), np.int32(spec.input_size),
                  np.int32(obs_bytes), obs, np.float32(spec.obs_scale), norm, x)
 
     def bias_grad(self, k, blas, db: int, dout: int, cols: int, out: int = 0, dpre: int = 0,

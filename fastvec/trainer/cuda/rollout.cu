@@ -96,18 +96,18 @@ __device__ __forceinline__ void rollout_step(const RolloutArgs& a, const StepSli
     const float* y_i = a.y + (long long)i * NUM_AGENTS * HEAD_Y;
     long long step = a.scalars->rollout_steps + t;
     if (!STAGED) {
-        if (i < a.N)
+        if (i < a.num_envs)
             sample_and_step_env(i, y_i, HEAD_Y, a.dec_bias, &a.slots[i],
                                 s.obs_next + (long long)i * NUM_AGENTS * OBS_SIZE, a, s, step);
         return;
     }
     __shared__ unsigned long long sh_slots[STAGED ? FV_STAGE_SLOT_WORDS : 1];
     __shared__ __align__(16) unsigned long long sh_obs[STAGED ? FV_STAGE_OBS_WORDS : 2];
-    int base = blockIdx.x * blockDim.x, count = min((int)blockDim.x, a.N - base);
+    int base = blockIdx.x * blockDim.x, count = min((int)blockDim.x, a.num_envs - base);
     fv_slot* sh = (fv_slot*)sh_slots;
     fv_block_copy(sh, a.slots + base, count * (int)sizeof(fv_slot));
     __syncthreads();
-    if (i < a.N)
+    if (i < a.num_envs)
         sample_and_step_env(i, y_i, HEAD_Y, a.dec_bias, &sh[threadIdx.x],
                             (OBS_T*)sh_obs + threadIdx.x * NUM_AGENTS * OBS_SIZE, a, s, step);
     __syncthreads();
@@ -136,10 +136,12 @@ __global__ void __launch_bounds__(FV_STAGE_ALLOC) rollout_step_staged_kernel(con
  * host_record_kernel its second half on the outputs the host copied up (fv_step_one's, SAME_STEP). */
 
 /* y: the group's decoder rows (rows, HEAD_Y), with the decoder's bias; logstd (D,): a Box head's log-stds (else
- * unused); actions/logp/values: step t's slices at the group's rows (a MultiDiscrete or Box head's actions are D
+ * unused); mask: a Discrete head's available actions at the group's rows (rows, NUM_ACTIONS) uint8, or NULL (all
+ * are); actions/logp/values: step t's slices at the group's rows (a MultiDiscrete or Box head's actions are D
  * values of the env's own action type a row). */
-__global__ void host_sample_kernel(int rows, int row0, const float* y, const float* logstd, int* actions, float* logp,
-                                   float* values, const TrainScalars* scalars, int t, unsigned long long seed_key) {
+__global__ void host_sample_kernel(int rows, int row0, const float* y, const float* logstd, const unsigned char* mask,
+                                   int* actions, float* logp, float* values, const TrainScalars* scalars, int t,
+                                   unsigned long long seed_key) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= rows) return;
     const float* yr = y + (long long)j * HEAD_Y;
@@ -151,8 +153,9 @@ __global__ void host_sample_kernel(int rows, int row0, const float* y, const flo
     logp[j] = sample_multi_discrete_row(yr, fv_action_nvec, ACTION_DIMS, seed_key, row, step,
                                         reinterpret_cast<long long*>(actions) + (long long)j * ACTION_DIMS);
 #else
-    float lp;
-    actions[j] = sample_row(yr, NUM_ACTIONS, policy_uniform(seed_key, row, step), &lp);
+    float lp, u = policy_uniform(seed_key, row, step);
+    actions[j] = mask ? sample_masked_row(yr, mask + (long long)j * NUM_ACTIONS, NUM_ACTIONS, u, &lp)
+                      : sample_row(yr, NUM_ACTIONS, u, &lp);
     logp[j] = lp;
 #endif
     values[j] = yr[POLICY_HEAD_SIZE];
@@ -212,8 +215,8 @@ __global__ void policy_step_kernel(const RolloutArgs a, const StepSlices s, int 
     for (int k = threadIdx.x; k < P_TOTAL; k += blockDim.x) w[k] = a.params[k];
     __syncthreads();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= a.N) return;
-    const long long R = (long long)a.N * NUM_AGENTS;
+    if (i >= a.num_envs) return;
+    const long long R = (long long)a.num_envs * NUM_AGENTS;
     float y[NUM_AGENTS][NUM_ACTIONS + 1];
     for (int k = 0; k < NUM_AGENTS; k++) {
         long long row = (long long)i * NUM_AGENTS + k;
@@ -340,7 +343,7 @@ __global__ void policy_rollout_warp_kernel(const RolloutArgs a, int t0, int step
     __syncthreads();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int i = blockIdx.x * (blockDim.x >> 5) + warp;
-    if (i >= a.N) return;  /* whole warps leave: no block-wide barrier follows */
+    if (i >= a.num_envs) return;  /* whole warps leave: no block-wide barrier follows */
     float* x = w + ((S_TOTAL + 3) / 4) * 4 + warp * WARP_SCRATCH;
     float* ys = x + 2 * PH;  /* (NUM_AGENTS, A + 1) decoder rows */
     const long long R = a.R;

@@ -41,7 +41,7 @@ typedef struct {
     double* episode_acc;         /* (3 + NUM_STATS) episodes, sums of returns (mean over agents), lengths, stats */
     const TrainScalars* scalars; /* rollout_steps: the sampler's policy-step counter */
     unsigned long long seed_key; /* the sampler's key */
-    int N;                       /* envs */
+    int num_envs;                /* N, the envs */
     int R;                       /* rows a step */
     int T;                       /* horizon */
     int K;                       /* bptt: steps a segment */

@@ -87,7 +87,7 @@ class GpuEnvRollout:
                 last_state=a.ptr("last_state"), slots=a.ptr("slots"), final_obs=a.ptr(final_obs),
                 terminated=a.ptr("terminated"), truncated=a.ptr("truncated"), ep_return=a.ptr(ep_return),
                 ep_length=a.ptr("ep_length"), ep_stats=a.ptr("ep_stats"), episode_acc=a.ptr("episode_acc"),
-                scalars=a.ptr("scalars"), seed_key=self.seed_key, N=plan.num_envs, R=plan.rows, T=plan.horizon,
+                scalars=a.ptr("scalars"), seed_key=self.seed_key, num_envs=plan.num_envs, R=plan.rows, T=plan.horizon,
                 K=plan.bptt, reward_clamp=self.reward_clamp, max_episode_steps=self.max_episode_steps))
         return packed
 

@@ -106,7 +106,7 @@ typedef struct {
  * scratch; its rows are the learner's seats (R = N). */
 __global__ void selfplay_step_kernel(const RolloutArgs a, const SelfPlayArgs sp, int t) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= a.N) return;
+    if (i >= a.num_envs) return;
     long long step = a.scalars->rollout_steps + t;
     int learner = (i + sp.seat_offset) % NUM_AGENTS;
     StepSlices s = step_slices(a, t);
@@ -160,9 +160,10 @@ __global__ void selfplay_step_kernel(const RolloutArgs a, const SelfPlayArgs sp,
 #endif
 __device__ const int match_bot_levels = FV_BOT_LEVELS;
 
-__global__ void match_reset_kernel(int N, fv_slot* slots, const fv_u64* seeds, const int* bot_levels, OBS_T* obs) {
+__global__ void match_reset_kernel(int num_games, fv_slot* slots, const fv_u64* seeds, const int* bot_levels,
+                                   OBS_T* obs) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
+    if (i >= num_games) return;
 #if FV_BOT_LEVELS
     env_set_bot_level(&slots[i].env, bot_levels[i]);
 #else
@@ -242,7 +243,7 @@ typedef struct {
     long long stride;
     unsigned long long key;
     long long first_step;
-    int N;
+    int num_games;
     int games_per_match;
     int games_per_block;
     int shared_policies;     /* policies a block keeps in shared memory (0: read from staged) */
@@ -271,7 +272,8 @@ typedef struct {
  * shared_policies * MATCH_STAGED, then per group MATCH_GROUP_FLOATS, then games_per_block * MATCH_GAME_FLOATS
  * (the obs, then the ints: seat actions, open flags) and one int. */
 __global__ void match_play_kernel(const MatchPlayArgs args) {
-    const int N = args.N, games_per_match = args.games_per_match, games_per_block = args.games_per_block;
+    const int num_games = args.num_games, games_per_match = args.games_per_match;
+    const int games_per_block = args.games_per_block;
     const int shared_policies = args.shared_policies, steps = args.steps, deterministic = args.deterministic;
     const long long stride = args.stride, first_step = args.first_step;
     const unsigned long long key = args.key;
@@ -291,7 +293,7 @@ __global__ void match_play_kernel(const MatchPlayArgs args) {
     int first_local = (blockIdx.x % blocks_per_match) * games_per_block;
     int count = min(games_per_block, games_per_match - first_local);
     long long g0 = (long long)(blockIdx.x / blocks_per_match) * games_per_match + first_local;
-    if (g0 >= N) return; /* the whole block */
+    if (g0 >= num_games) return; /* the whole block */
     int vs_bot = bot_levels[g0] >= 0, opponent = vs_bot ? 0 : game_weights[g0];
     float* shared_weights = reinterpret_cast<float*>(match_shared4);
     float* xb = shared_weights + shared_policies * MATCH_STAGED + group_warp * MATCH_GROUP_FLOATS;
@@ -336,7 +338,7 @@ __global__ void match_play_kernel(const MatchPlayArgs args) {
         match_row(role, group, r, count, first_local, vs_bot, &game_of[r], &seat_of[r]);
     }
 #if POLICY_MINGRU
-    long long rows = (long long)N * NUM_AGENTS, row_of[G];
+    long long rows = (long long)num_games * NUM_AGENTS, row_of[G];
     float h[G][POLICY_LAYERS], keep[G];
 #pragma unroll
     for (int r = 0; r < G; r++) {
@@ -499,9 +501,9 @@ __global__ void match_play_kernel(const MatchPlayArgs args) {
 }
 
 /* After a reset: every game's learner seat's obs from game_obs (N, NUM_AGENTS, O) into obs (N, O). */
-__global__ void selfplay_gather_kernel(int N, int seat_offset, const OBS_T* game_obs, OBS_T* obs) {
+__global__ void selfplay_gather_kernel(int num_games, int seat_offset, const OBS_T* game_obs, OBS_T* obs) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
+    if (i >= num_games) return;
     int learner = (i + seat_offset) % NUM_AGENTS;
     for (int k = 0; k < OBS_SIZE; k++)
         obs[(long long)i * OBS_SIZE + k] = game_obs[((long long)i * NUM_AGENTS + learner) * OBS_SIZE + k];

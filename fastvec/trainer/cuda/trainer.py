@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from fastvec.trainer import reference as ref
+from fastvec.trainer import reference as ref, teams
+from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.cuda import device
 from fastvec.trainer.cuda.actors import Actor, AsyncActor, GraphCollector, HostCollector
 from fastvec.trainer.cuda.cublas import Cublas
@@ -50,8 +51,12 @@ class CudaTrainer:
         num_agents = batch.obs.shape[1] if self.host_env else batch.env.num_agents
         selfplay_seats = batch.env.num_agents if config.selfplay.enabled and not self.host_env else 0
         self.layout = ref.FlatLayout(ref.param_table(spec))
+        # a team's action masks (the host envs read them, and the ids and world state, per group: AgentInputs)
+        masked = self.host_env and AgentInputs(spec, batch).mask() is not None
+        # each agent's team (its episode returns are logged per team where a game has several), else None
+        self.teams = teams.agent_teams(config.env.name, config.env.params) if config.env_kind == "team" else None
         plan = self.plan = Plan.make(train, spec, self.layout, batch.num_envs, num_agents, self.host_env, choices,
-                                     selfplay_seats, config.selfplay.pool_size)
+                                     selfplay_seats, config.selfplay.pool_size, masked)
         self.num_envs, self.num_agents, self.rows, self.horizon, self.bptt = (
             plan.num_envs, plan.num_agents, plan.rows, plan.horizon, plan.bptt)
         self.segments, self.sequences, self.async_rollouts = plan.segments, plan.sequences, plan.async_rollouts
@@ -85,6 +90,7 @@ class CudaTrainer:
         args = (plan, spec, self.layout, self.arena, self.policy, slot_addresses(self.arena), train, self.seed_key)
         if self.host_env:
             self.rollout_path = HostEnvs(*args, self.batch, host_batches, self.timing)
+            self.rollout_path.keep_returns = self.teams is not None and len(set(self.teams)) > 1
         else:
             self.rollout_path = GPU_ENV_ROLLOUTS[plan.rollout](*args, self.max_episode_steps)
         self.gpu_games = self.rollout_path if plan.rollout == "selfplay" else None  # self-play's games on the GPU
@@ -232,7 +238,14 @@ class CudaTrainer:
         # Zeroed on the learner's stream: ahead of every later rollout (async: the actor waits for it, collect).
         self.cuda.memset_d8_async(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"), self.stream)
         names = ("episode_return", "episode_length", *self.batch.env.stat_names)  # acc[1], acc[2], acc[3:]
-        return {"episodes": int(acc[0]), **{name: float(acc[1 + i] / acc[0]) for i, name in enumerate(names)}}
+        out = {"episodes": int(acc[0]), **{name: float(acc[1 + i] / acc[0]) for i, name in enumerate(names)}}
+        finished = getattr(self.rollout_path, "finished_returns", None)
+        if finished:  # a game of teams (host envs): each team's mean return too, as NumpyTrainer.pop_episodes
+            returns, labels = np.concatenate(finished), np.array(self.teams)
+            finished.clear()
+            for team in dict.fromkeys(self.teams):
+                out[f"episode_return_{team}"] = float(returns[:, labels == team].mean())
+        return out
 
     # CHECKPOINT STATE (checkpoint.py's format: the CPU trainer loads it, and vice versa)
     def state_dict(self) -> dict:

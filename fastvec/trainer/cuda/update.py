@@ -13,8 +13,8 @@ from fastvec.native.graphs import CudaGraph
 from fastvec.trainer.cuda.kernel_args import GaeArgs, GatherArgs, pack
 from fastvec.trainer.cuda.plan import NORM_BLOCKS, action_words, gather_threads, slot_addresses
 
-# Legend as plan.py's: T = horizon, R = rows, O = obs size, K = bptt, Bm = sequences per minibatch,
-# n = K * Bm rows per minibatch, P = parameters.
+# Legend as plan.py's: T = horizon, R = rows, I = the policy's input, A = actions, C = a world-state critic's input,
+# K = bptt, Bm = sequences per minibatch, n = K * Bm rows per minibatch, P = parameters.
 
 
 class GpuUpdate:
@@ -128,7 +128,7 @@ class GpuUpdate:
         reads: (states, acts, acts_bf16, pres, hs, widths)."""
         spec, a, k, plan = self.spec, self.arena, self.k, self.plan
         kk, bm, n, r = plan.bptt, plan.seqs_per_mb, plan.mb_rows, plan.rows
-        h, o, ls, layers = spec.hidden, spec.obs_size, spec.state_layers, spec.layers
+        h, o, ls, layers = spec.hidden, spec.input_size, spec.state_layers, spec.layers
         rollout = ("obs", "starts", "actions", "logp", "values")  # the slot's, then the update's advantages, returns
         k.launch("gather_minibatch_kernel", gather_threads(n, o), pack(GatherArgs(
             perm=a.ptr("perm"), **{name: self.buf(name) for name in rollout}, adv=a.ptr("adv_returns"),
@@ -137,6 +137,7 @@ class GpuUpdate:
             partial=a.ptr("block_partial"), counter=a.ptr("reduce_counter"),
             adv_moments=a.ptr("adv_moments") if adv_moments else 0, K=kk, Bm=bm, R=r, O=o, first=first,
             action_words=action_words(spec), obs_bytes=plan.obs_bytes)))
+        self.gather_team_inputs()
         if ls:
             k.launch("gather_state_kernel", ls * bm * h, np.int32(ls), np.int32(bm), np.int32(r), np.int32(h),
                      np.int32(first), a.ptr("perm"), self.buf("segment_state"), a.ptr("mb_state"))
@@ -154,8 +155,27 @@ class GpuUpdate:
             k.launch("to_bf16_kernel", p, np.int64(p), a.ptr("params"), a.ptr("params_bf16"))
             acts_bf16 = [a.ptr("act_bf16", i * n * h) for i in range(layers)]
         self.policy.forward(k, self.blas, bm, kk, a.ptr("mb_obs"), a.ptr("mb_starts"), states, outs, acts, pres, hs,
-                            a.ptr("y"), acts_bf16=acts_bf16, critic_acts=self.policy.update_critic_acts())
+                            a.ptr("y"), acts_bf16=acts_bf16, critic_acts=self.policy.update_critic_acts(),
+                            world=a.ptr("mb_world") if spec.world_size else 0)
+        if plan.masked:  # the masked categorical the actions were sampled from
+            self.mask(k, "mask_logits_kernel", a.ptr("y"))
         return states, acts, acts_bf16, pres, hs, widths
+
+    def gather_team_inputs(self) -> None:
+        """The minibatch's rows of a team's per-row inputs, by gather_minibatch_kernel's mb_src: the action masks
+        (K, Bm, A) and the world-state critic's input (K, Bm, C)."""
+        spec, a, n = self.spec, self.arena, self.plan.mb_rows
+        for name, width in (("masks", spec.num_actions if self.plan.masked else 0),
+                            ("world", 4 * spec.critic_input_size if spec.world_size else 0)):
+            if width:
+                self.k.launch("gather_rows_kernel", n * width, np.int64(n), np.int32(width), a.ptr("mb_src"),
+                              self.buf(name), a.ptr(f"mb_{name}"))
+
+    def mask(self, k, kernel: str, y: int) -> None:
+        """reference.mask_logits (or its gradient, mask_logits_grad) in place over y's (n, Y) logits by mb_masks."""
+        n, spec = self.plan.mb_rows, self.spec
+        k.launch(kernel, n * spec.num_actions, np.int64(n), np.int32(spec.num_actions), np.int32(spec.head_size + 1),
+                 self.arena.ptr("mb_masks"), y)
 
     def minibatch_step(self, first: int) -> None:
         """NumpyTrainer.minibatch_step for sequences perm[first : first + Bm]: forward, loss, backward, step."""
@@ -167,6 +187,8 @@ class GpuUpdate:
         if norm_adv:
             reduction.record_adv_moments(self.k, self.arena, n, self.stream)
         self.heads.loss(self.k, norm_adv=norm_adv, stats=True, scatter=self.train.vtrace)
+        if self.plan.masked:
+            self.mask(self.k, "mask_logits_grad_kernel", self.arena.ptr("dy"))
         # BACKWARD
         self.policy.backward(self.k, self.blas, states, acts, acts_bf16, pres, hs, widths)
         # OPTIMIZER (data parallel: clip and step on the ranks' mean gradient)

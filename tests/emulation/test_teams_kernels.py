@@ -1,0 +1,130 @@
+"""The CUDA trainer's team kernels (fastvec/trainer/cuda/teams.cu) without a GPU: built for the CPU by
+tests/emulation/teams_on_cpu.cpp and compared with the NumPy reference's masked categorical (reference.mask_logits,
+mask_logits_grad, masked_uniforms) on random inputs, with rows where one action alone is available and zero
+uniforms. tests/trainer/test_cuda_teams.py checks the whole trainer on the device."""
+
+import subprocess
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import minibatch_sources
+from test_heads_kernels import CUDA_DIR, call, cuda_include, rel_err
+
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+
+HARNESS = Path(__file__).resolve().parent / "teams_on_cpu.cpp"
+SPEC = ref.PolicySpec(obs_size=4, num_actions=7)
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("no C++ compiler or no CUDA headers")
+    out = tmp_path_factory.mktemp("teams") / "emu.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+           f"-I{include}", str(HARNESS), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "barrier" in proc.stderr:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import ctypes
+    return ctypes.CDLL(str(out))
+
+
+def random_masks(rng, rows: int, actions: int) -> np.ndarray:
+    """(rows, A) uint8 masks with at least one available action a row: a third with exactly one (the first, the
+    last or a middle one), the rest random."""
+    mask = (rng.random((rows, actions)) < 0.5).astype(np.uint8)
+    single = rng.random(rows) < 1 / 3
+    only = rng.choice([0, actions - 1, actions // 2], rows)
+    mask[single] = 0
+    mask[single, only[single]] = 1
+    empty = mask.sum(1) == 0
+    mask[empty, rng.integers(0, actions, empty.sum())] = 1
+    return mask
+
+
+def test_masked_sampler_draws_the_references_action_and_never_an_unavailable_one(emu):
+    """sample_masked_row (host_sample_kernel's draw with a mask) against reference.policy_act's: mask_logits, then
+    masked_uniforms, then the categorical's inverse CDF; the counter uniforms, with zeros and near-ones mixed in
+    (a zero would pick a leading unavailable action without masked_uniforms)."""
+    rng = np.random.default_rng(11)
+    rows, a = 3000, SPEC.num_actions
+    logits = (rng.standard_normal((rows, a)) * 3).astype(np.float32)
+    mask = random_masks(rng, rows, a)
+    u = ref.policy_uniforms(ref.sampling_key(7), rows, 3)
+    u[::5] = 0.0
+    u[1::7] = np.float32(1 - 2**-24)
+    actions, logp = np.zeros(rows, np.int32), np.zeros(rows, np.float32)
+    call(emu.emu_sample_masked, rows, a, logits, mask, u, actions, logp)
+    masked = ref.mask_logits(logits, mask)
+    want, want_logp = ref.sample_head(SPEC, masked, ref.masked_uniforms(u))
+    assert np.array_equal(actions, want)
+    assert mask[np.arange(rows), actions].all()
+    single = mask.sum(1) == 1
+    assert single.sum() > 500 and np.array_equal(actions[single], mask[single].argmax(1))
+    assert rel_err(logp, want_logp) <= 1e-6
+    assert np.all(logp[single] == 0)  # the one available action has probability 1
+    plain_actions, plain_logp = np.zeros(rows, np.int32), np.zeros(rows, np.float32)
+    call(emu.emu_sample_masked, rows, a, logits, None, u, plain_actions, plain_logp)  # no mask: sample_row itself
+    assert np.array_equal(plain_actions, ref.sample_head(SPEC, logits, u)[0])
+
+
+def test_masked_loss_matches_the_references_masked_ppo_loss_and_zeroes_unavailable_gradients(emu):
+    """The update's chain: mask_logits_kernel on the decoder output, ppo_loss_kernel, mask_logits_grad_kernel,
+    against reference.ppo_loss on mask_logits' logits and mask_logits_grad (NumpyTrainer.minibatch_step): the
+    masked logits bit for bit, dy within float32 rounding of the loss (1e-5, as the unmasked loss test), exactly 0
+    on unavailable actions, and the entropy statistic the masked categorical's (finite: 0 * log 0 terms are 0)."""
+    rng = np.random.default_rng(12)
+    n, a = 900, SPEC.num_actions
+    y = rng.standard_normal((n, a + 1)).astype(np.float32)
+    mask = random_masks(rng, n, a)
+    masked = ref.mask_logits(y[:, :a], mask)
+    actions = ref.sample_head(SPEC, masked, ref.masked_uniforms(rng.random(n, np.float32)))[0].astype(np.int32)
+    old_logp = (ref.action_log_prob(SPEC, masked, actions) + rng.standard_normal(n) * 0.2).astype(np.float32)
+    old_values = (y[:, -1] + rng.standard_normal(n) * 0.3).astype(np.float32)
+    adv, returns = (rng.standard_normal(n) * 2).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    moments = np.array([adv.astype(np.float64).mean(), adv.astype(np.float64).std()], np.float32)
+    adv_n = ((adv - moments[0]) / (moments[1] + np.float32(1e-8))).astype(np.float32)
+    _, dlogits, dvalues, stats = ref.ppo_loss(masked, y[:, -1], actions, old_logp, old_values, adv_n, returns, 0.2,
+                                              0.2, 0.5, 0.01)
+    dlogits = ref.mask_logits_grad(dlogits, mask)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["ent_coef"] = 0.01
+    scalars = np.frombuffer(scalars.tobytes(), np.uint8).copy()
+    dy, new_logp = np.zeros((n, a + 1), np.float32), np.zeros(n, np.float32)
+    call(emu.emu_mask_logits, np.int64(n), a, a + 1, mask, y)
+    assert np.array_equal(y[:, :a], masked)
+    blocks = -(-n // 256)
+    call(emu.emu_ppo_loss, n, a, y, actions, old_logp, old_values, adv, returns, moments, scalars, np.float32(0.2),
+         np.float32(0.2), np.float32(0.5), dy, np.zeros(5 * blocks), np.zeros(1, np.uint32), new_logp,
+         np.arange(n, dtype=np.int32))
+    call(emu.emu_mask_logits_grad, np.int64(n), a, a + 1, mask, dy)
+    assert np.all(dy[:, :a][mask == 0] == 0) and np.isfinite(dy).all()
+    assert rel_err(dy[:, :a], dlogits) <= 1e-5
+    assert rel_err(dy[:, -1], dvalues) <= 1e-6
+    assert rel_err(new_logp, ref.action_log_prob(SPEC, masked, actions)) <= 1e-6
+    got = np.frombuffer(scalars.tobytes(), SCALARS_DTYPE)[0]["stat"]
+    for i, key in enumerate(["policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"]):
+        assert abs(got[i] - stats[key]) <= 1e-5 * max(abs(stats[key]), 1.0), key
+
+
+def test_gather_rows_copies_each_minibatch_rows_masks_and_world_state(emu):
+    """gather_rows_kernel by gather_minibatch_kernel's mb_src: the masks (A bytes a row) and the world-state critic
+    input (4C bytes: its floats' bits) of the minibatch's rows, as NumpyTrainer's to_segments then [:, idx]."""
+    rng = np.random.default_rng(13)
+    t_len, r, kk, bm, first, a, c = 8, 6, 4, 5, 2, 9, 13
+    perm = rng.permutation((t_len // kk) * r).astype(np.int32)
+    src = minibatch_sources(perm, first, bm, r, kk).reshape(-1).astype(np.int32)
+    n = kk * bm
+    masks = random_masks(rng, t_len * r, a)
+    world = rng.standard_normal((t_len * r, c)).astype(np.float32)
+    mb_masks, mb_world = np.zeros((n, a), np.uint8), np.zeros((n, c), np.float32)
+    call(emu.emu_gather_rows, np.int64(n), a, src, masks, mb_masks)
+    call(emu.emu_gather_rows, np.int64(n), 4 * c, src, world, mb_world)
+    assert np.array_equal(mb_masks, masks[src])
+    assert np.array_equal(mb_world, world[src])
