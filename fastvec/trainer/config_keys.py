@@ -145,12 +145,14 @@ KEYS: tuple[Key, ...] = (
     Key("policy", "agent_id", bool, False,
         "a multi-agent env: the agent's index, one-hot, appended to its observation (and to a world-state "
         "critic's input), so that the policy every agent shares can tell them apart (JaxMARL's, MAPPO's)",
-        "The team envs' configs (mpe.toml, smax.toml) turn it on. CPU trainer; not with self-play."),
+        "The team envs' configs (mpe.toml, smax.toml) turn it on. Both trainers (the CUDA trainer's with the "
+        "games on the host); not with self-play."),
     Key("policy", "critic_input", str, "local",
         '"local": the critic reads what the actor reads (IPPO); "world_state": a separate critic reads the env\'s '
         "world state (MAPPO's centralised critic; SMAX's, or every agent's observation concatenated, as mpe2's "
         "state())",
-        "world_state needs policy.critic=separate (an MLP); the world state reaches it unnormalised. CPU trainer.",
+        "world_state needs policy.critic=separate (an MLP); the world state reaches it unnormalised. Both trainers "
+        "(the CUDA trainer's with the games on the host).",
         choices=("local", "world_state")),
     # [train]
     Key("train", "device", str, "auto",

@@ -171,7 +171,7 @@ def _recorded_minibatch_step(norm_adv, world_size):
                                                          "vtrace": False}})).train
     arena = SimpleNamespace(ptr=_Address)
     plan = SimpleNamespace(bptt=4, seqs_per_mb=3, rows=6, mb_rows=12, horizon=8, bf16_acts=False, obs_bytes=False,
-                           slot_count=1, choices=Choices())
+                           slot_count=1, choices=Choices(), masked=False)
     reduction = SingleGpu()
     if world_size > 1:
         group = _Recorder(log, "group")
