@@ -82,7 +82,8 @@ def test_plan_keeps_a_teams_masks_and_world_state_per_step_and_per_minibatch_row
         assert arena.entries[name][1:3] == (shape, np.dtype(dtype)), name
     batch = make_batch(config)
     try:
-        layout_6, _ = HostEnvs(plan, spec, layout, arena, None, None, config.train, 0, batch, None, {}).staging_layout(6)
+        host = HostEnvs(plan, spec, layout, arena, None, None, config.train, 0, batch, None, {})
+        layout_6, _ = host.staging_layout(6)
     finally:
         batch.close()
     assert layout_6["masks"][1:] == ((6 * plan.num_agents, spec.num_actions), np.dtype(np.uint8))
@@ -215,15 +216,16 @@ def logged(run_dir) -> list[dict]:
 @pytest.mark.parametrize("name,steps,key,margin", [("simple_spread", 300_000, "episode_return", 2.0),
                                                    ("smax:3m", 1_000_000, "allies_won", 0.2)])
 def test_a_short_cuda_run_of_a_team_improves_its_return(tmp_path, name, steps, key, margin):
-    """The shipped config (mpe.toml, smax.toml) on the CUDA trainer: the mean of the last quarter of the logged
-    rows' return (simple_spread) or win rate (smax:3m, against jaxmarl's heuristic enemy) beats the first
-    quarter's by a margin. Logged every update (log_interval 0)."""
+    """The shipped config (mpe.toml, smax.toml) on the CUDA trainer, logged every update: the mean over the last
+    quarter of the run of the return (simple_spread) or win rate (smax:3m, against jaxmarl's heuristic enemy) beats
+    the first three updates' (a nearly untrained policy's) by a margin (the CPU trainer's smax:3m wins half its
+    battles at 600K steps, docs/teams.md)."""
     _cuda_or_skip()
     run_dir = tmp_path / "run"
     assert cli.main([name, "--train.device=cuda", f"--train.total_timesteps={steps}", "--train.log_interval=0",
                      f"--run-dir={run_dir}"]) == 0
     rows = [row for row in logged(run_dir) if row.get("episodes")]
-    assert len(rows) >= 8
-    quarter = max(len(rows) // 4, 1)
-    first, last = (float(np.mean([row[key] for row in part])) for part in (rows[:quarter], rows[-quarter:]))
+    assert len(rows) >= 12
+    first = float(np.mean([row[key] for row in rows[:3]]))
+    last = float(np.mean([row[key] for row in rows[-(len(rows) // 4):]]))
     assert last > first + margin, (first, last)

@@ -84,7 +84,7 @@ class HostEnvs:
         slot, and set up each group's pinned buffers (step outputs up, actions down) and its event."""
         self.cuda = cuda
         self.k, self.blas, self.params = actor
-        a, o, plan = self.arena, self.spec.input_size, self.plan
+        a, plan = self.arena, self.plan
         batches = self.host_batches
         if batches is None:
             batches = [self.batch] if len(self.ranges) == 1 else [make_batch(hi - lo) for lo, hi in self.ranges]
@@ -101,8 +101,8 @@ class HostEnvs:
             dev = {name: a.ptr("host_in", staging_offset + off) for name, (off, _, _) in layout.items()}
             rows = (hi - lo) * plan.num_agents
             self.groups.append({"batch": batch, "inputs": AgentInputs(self.spec, batch), "envs": hi - lo,
-                                "row0": lo * plan.num_agents, "rows": rows, "pinned": pinned, "views": views, "dev": dev,
-                                "dev_in": a.ptr("host_in", staging_offset),
+                                "row0": lo * plan.num_agents, "rows": rows, "pinned": pinned, "views": views,
+                                "dev": dev, "dev_in": a.ptr("host_in", staging_offset),
                                 "actions": cuda.pagelocked_empty((rows, *self.action_shape), self.action_dtype),
                                 "event": cuda.Event(cuda.event_flags.DISABLE_TIMING)})
             staging_offset += nbytes
