@@ -208,3 +208,24 @@ def test_a_run_that_takes_the_directory_first_wins_and_the_other_is_told(tmp_pat
         run_dir_mod.claim(run, config)
     release()
     assert list(run.iterdir()) == []
+
+
+@pytest.mark.parametrize("seconds, saved", [(0, [0, 5]), (1e-9, [0, 1, 2, 3, 4, 5])])
+def test_checkpoint_seconds_zero_saves_only_on_the_interval_and_a_tiny_one_after_every_update(tmp_path, monkeypatch,
+                                                                                             seconds, saved):
+    """train.checkpoint_seconds=0 turns time-based checkpoints off (only the interval's and the last); a
+    positive one saves whenever that much time has passed since the last save (here: after every update). The
+    run starts with its update-0 checkpoint either way."""
+    real, updates = checkpoint.save, []
+
+    def save(path, *args):
+        updates.append(int(path.stem.split("_")[-1]))
+        return real(path, *args)
+
+    monkeypatch.setattr(checkpoint, "save", save)
+    run = tmp_path / "run"
+    args = [a for a in tiny_args(5) if not a.startswith("--train.checkpoint_interval")]
+    assert cli.main([*args, "--train.checkpoint_interval=100", f"--train.checkpoint_seconds={seconds}",
+                     f"--run-dir={run}"]) == 0
+    assert updates == saved
+    assert [p.name for p in sorted((run / "checkpoints").iterdir())] == [checkpoint.checkpoint_name(5)]
