@@ -257,3 +257,18 @@ def test_env_sizes_of_built_in_games_are_their_gymnasium_spaces():
             assert str(space.action_space.n) == sizes["NUM_ACTIONS"].split("/")[0], key
         else:
             assert sizes["actions"] == f"Box({space.action_space.shape[0]} dims)", key
+
+
+def test_print_config_prints_the_resolved_config_as_toml_and_exits_0(capsys, tmp_path):
+    """--print-config: the whole resolved config (defaults, the env's, the command line's) as TOML that reads
+    back to the same config; nothing trained, exit status 0 (scripts chain on it)."""
+    from fastvec.trainer.config import load_toml
+
+    assert cli.main(["cartpole", "--train.seed=7", "--print-config"]) == 0
+    printed = capsys.readouterr().out
+    assert "[train]" in printed
+    path = tmp_path / "printed.toml"
+    path.write_text(printed)
+    assert load_toml(path) == load_config("cartpole", {"train": {"seed": 7}})
+    assert cli.main(["cartpole", "--help-config"]) == 0
+    assert "train.seed" in capsys.readouterr().out
