@@ -26,3 +26,48 @@ def test_a_config_object_gives_back_the_dict_it_was_made_of():
     assert Config.of(swept).to_dict() == swept
     env = Config.of(config).env
     assert env.name == "pong" and env.params["points"] == 3
+
+
+def plotted(tmp_path, monkeypatch, runs: dict) -> tuple:
+    """plot_runs over run directories holding `runs` (name -> rows); the figure it drew, and the PNG's path."""
+    import matplotlib.pyplot as plt
+
+    from fastvec.trainer import plot
+
+    dirs = []
+    for name, rows in runs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        dirs.append(tmp_path / name)
+    figures = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: figures.append(fig) or real_close(fig))
+    out = plot.plot_runs(dirs, tmp_path / "out" / "curve.png")
+    return figures[0], out
+
+
+def test_plot_draws_return_and_each_stat_against_steps_and_time_one_line_a_run(tmp_path, monkeypatch):
+    a = [{"global_step": 100 * k, "time": 0.5 * k, "sps": 200.0, "episode_return": float(k), "score": 2.0 * k,
+          "selfplay/elo": 1000.0} for k in range(1, 4)]
+    b = [{"global_step": 50, "time": 1.0, "sps": 50.0, "episode_return": 7.0},
+         {"global_step": 90, "time": 2.0, "sps": 45.0, "episode_return": 8.0, "score": 1.0}]
+    fig, out = plotted(tmp_path, monkeypatch, {"a": a, "b": b})
+    assert out.is_file() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    axes = fig.axes
+    assert len(axes) == 4  # episode_return and score (sps and "/" keys are no panels), by steps and by time
+    assert [ax.get_ylabel() for ax in axes[::2]] == ["mean episode_return", "mean score"]
+    assert [ax.get_xlabel() for ax in axes] == ["agent steps", "training time (s)"] * 2
+    by_steps, by_time = axes[2].get_lines(), axes[3].get_lines()
+    assert [line.get_label() for line in by_steps] == ["a", "b"]
+    assert list(by_steps[0].get_xdata()) == [100, 200, 300] and list(by_steps[0].get_ydata()) == [2.0, 4.0, 6.0]
+    assert list(by_time[1].get_xdata()) == [2.0] and list(by_time[1].get_ydata()) == [1.0]  # rows with the stat
+    assert all([t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"] for ax in axes)
+    assert fig._suptitle.get_text() == f"{tmp_path / 'a'}  (300 steps, 200 SPS)"
+
+
+def test_plot_of_one_run_has_no_legend(tmp_path, monkeypatch):
+    rows = [{"global_step": 10, "time": 1.0, "sps": 1234.4, "episode_return": 1.0}]
+    fig, _ = plotted(tmp_path, monkeypatch, {"solo": rows})
+    assert len(fig.axes) == 2 and all(ax.get_legend() is None for ax in fig.axes)
+    assert fig.axes[0].get_lines()[0].get_label().startswith("_")  # unlabelled
+    assert fig._suptitle.get_text().endswith("(10 steps, 1,234 SPS)")
