@@ -244,3 +244,69 @@ def test_a_resumed_runs_tensorboard_purge_starts_one_past_the_last_kept_row(tmp_
     assert board.purge_step(1024) == 0
     metrics.write_text(json.dumps({STEP_KEY: 5000}) + "\n" + json.dumps({STEP_KEY: "7"}) + "\n")
     assert board.purge_step(4096) == 0
+
+
+class FakeWandb:
+    """The part of the wandb package fastvec uses, recording what it is given (wandb is optional here)."""
+
+    class errors:
+        class Error(Exception):
+            pass
+
+    def __init__(self, fail: str = ""):
+        self.inits, self.logged, self.metrics, self.fail, self.finished, self.torn_down = [], [], [], fail, 0, 0
+
+    def init(self, **kwargs):
+        if self.fail:
+            raise self.errors.Error(self.fail)
+        self.inits.append(kwargs)
+        return self
+
+    def define_metric(self, name, **kwargs):
+        self.metrics.append((name, kwargs))
+
+    def log(self, values):
+        self.logged.append(values)
+
+    def finish(self):
+        self.finished += 1
+
+    def teardown(self):
+        self.torn_down += 1
+
+
+def test_a_wandb_run_gets_a_fresh_id_kept_for_its_resume_and_logs_against_global_step(tmp_path, monkeypatch):
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    run_dir = tmp_path / "20260101-120000"
+    run_dir.mkdir()
+    config = make_config(wandb_project="proj", wandb_mode="offline")
+    loggers = RunLoggers(config, run_dir, resume=False)
+    first = fake.inits[0]
+    run_id = first["id"]
+    assert len(run_id) == 12 and set(run_id) <= set("abcdefghijklmnopqrstuvwxyz0123456789")
+    assert (run_dir / WANDB_ID_FILE).read_text() == run_id + "\n"
+    assert first["project"] == "proj" and first["resume"] == "allow" and first["mode"] == "offline"
+    assert first["name"] == "cartpole-20260101-120000" and first["dir"] == str(run_dir) and first["config"] == config
+    assert fake.metrics == [("global_step", {}), ("*", {"step_metric": "global_step"})]
+    loggers.log(make_row(1))
+    assert fake.logged[0]["global_step"] == 512 and fake.logged[0]["charts/SPS"] == 2049.0
+    loggers.close()
+    assert (fake.finished, fake.torn_down) == (1, 1)
+    RunLoggers(config, run_dir, resume=True).close()
+    assert fake.inits[1]["id"] == run_id  # the resumed run continues the same W&B run
+    RunLoggers(config, run_dir, resume=False).close()
+    assert fake.inits[2]["id"] != run_id  # a new run starts a new one
+    online = make_config(wandb_project="proj", wandb_mode="")
+    RunLoggers(online, run_dir, resume=False).close()
+    assert fake.inits[3]["mode"] is None  # wandb's own default (its settings, WANDB_MODE)
+
+
+def test_a_wandb_run_that_cannot_start_is_one_config_error_and_keeps_no_id(tmp_path, monkeypatch):
+    from fastvec.trainer.config import ConfigError
+
+    monkeypatch.setitem(sys.modules, "wandb", FakeWandb(fail="api_key not configured\n (no-tty)"))
+    with pytest.raises(ConfigError, match=r"train.wandb_project='proj': W&B could not start the run: api_key not "
+                                          r"configured \(no-tty\) \(log in with `wandb login`"):
+        RunLoggers(make_config(wandb_project="proj"), tmp_path, resume=False)
+    assert not (tmp_path / WANDB_ID_FILE).exists()
