@@ -352,3 +352,22 @@ def test_the_gym_batch_frame_rate_is_the_envs_else_record_videos_default(tmp_pat
         batch.close()
     finally:
         gymnasium.registry.pop("FastvecTestNoFrameRate-v0")
+
+
+def test_the_gpu_build_of_a_gym_batch_is_a_stub_of_its_sizes_without_a_step_limit():
+    """A gym: env steps on the host, where its own TimeLimit truncates: the GPU build compiles a stub of its sizes
+    with no step limit of its own (0), nor defines; built-in envs build their registered file with theirs."""
+    from fastvec.native import source_path
+    from fastvec.trainer.env_batch import env_build
+    from fastvec.trainer.settings import Config
+
+    batch = GymBatch("CartPole-v1", 2, {})
+    try:
+        source, defines, limit = env_build(Config.of(load_config("gym:CartPole-v1")), batch)
+    finally:
+        batch.close()
+    assert (defines, limit) == ({}, 0)
+    text = source.read_text()
+    assert "#define OBS_SIZE 4" in text and "#define NUM_ACTIONS 2" in text
+    source, defines, limit = env_build(Config.of(load_config("pong", {"env": {"points": 3}})), None)
+    assert source == source_path("pong") and defines["POINTS"] == 3 and limit == 20_000
