@@ -52,7 +52,10 @@ def test_plot_draws_return_and_each_stat_against_steps_and_time_one_line_a_run(t
     b = [{"global_step": 50, "time": 1.0, "sps": 50.0, "episode_return": 7.0},
          {"global_step": 90, "time": 2.0, "sps": 45.0, "episode_return": 8.0, "score": 1.0}]
     fig, out = plotted(tmp_path, monkeypatch, {"a": a, "b": b})
-    assert out.is_file() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = out.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # 1100 pixels wide, 320 a panel row: 11 x 3.2 inches a row at 100 dpi
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1100, 640)
     axes = fig.axes
     assert len(axes) == 4  # episode_return and score (sps and "/" keys are no panels), by steps and by time
     assert [ax.get_ylabel() for ax in axes[::2]] == ["mean episode_return", "mean score"]
