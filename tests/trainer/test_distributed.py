@@ -662,3 +662,35 @@ def test_two_gpus_update_equals_one_gpu_on_the_same_global_batch(tmp_path, monke
     assert np.abs(want - ranks[0]["params_before"]).max() > 10 * tol * scale  # the update moved them: can fail
     assert np.abs(got - want).max() <= tol * scale, (np.abs(got - want).max(), scale)
     one.close()
+
+
+class FakeDriver:
+    """libcuda.so.1 as ctypes sees it: cuInit's and cuDeviceGetCount's results, the count written through the
+    pointer."""
+
+    def __init__(self, init: int, count_result: int, count: int):
+        self.init, self.count_result, self.count = init, count_result, count
+
+    def cuInit(self, flags):
+        assert flags == 0
+        return self.init
+
+    def cuDeviceGetCount(self, ref):
+        ref._obj.value = self.count
+        return self.count_result
+
+
+@pytest.mark.parametrize("driver, want", [(FakeDriver(0, 0, 3), 3), (FakeDriver(100, 0, 3), 0),
+                                          (FakeDriver(0, 999, 3), 0), (None, 0)],
+                         ids=["three", "no_device", "count_failed", "no_driver"])
+def test_visible_gpu_count_asks_the_driver_and_is_0_when_it_cannot(monkeypatch, driver, want):
+    """The driver's device count; 0 where there is no libcuda (a CPU machine), where cuInit fails (no device,
+    a broken install: CUDA_ERROR_NO_DEVICE is 100) or where the count cannot be read."""
+    def cdll(name):
+        assert name == "libcuda.so.1"
+        if driver is None:
+            raise OSError("libcuda.so.1: cannot open shared object file")
+        return driver
+
+    monkeypatch.setattr(distributed.ctypes, "CDLL", cdll)
+    assert distributed.visible_gpu_count() == want
