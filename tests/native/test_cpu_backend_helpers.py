@@ -40,6 +40,25 @@ def test_a_compile_failure_keeps_the_first_errors_without_the_envs_directory():
     assert cpu.first_errors("something odd\nsecond line\n") == ["something odd"]
 
 
+def test_a_compile_failures_message_shows_three_errors_counts_the_rest_and_keeps_the_full_log(monkeypatch):
+    import subprocess
+
+    proc = subprocess.CompletedProcess(["cc"], 1, "", "  x.h:1: error: a\nx.h:2: error: b\n  ")
+    errors = ["x.h:1: error: a", "x.h:2: error: b", "x.h:3: error: c", "x.h:4: error: d", "x.h:5: error: e"]
+    monkeypatch.delenv("FASTVEC_BUILD_LOG", raising=False)
+    err = cpu.compile_failure("building my_env.h", ["cc", "-O2", "my env.h"], proc, errors, 5)
+    assert str(err) == ("building my_env.h failed:\n  x.h:1: error: a\n  x.h:2: error: b\n  x.h:3: error: c\n"
+                        "  (2 more errors)\n(the compiler's full output: the error's .log, or FASTVEC_BUILD_LOG=1 "
+                        "to print it)")
+    assert err.log == "$ cc -O2 'my env.h'\n(exit 1)\nx.h:1: error: a\nx.h:2: error: b"
+    err = cpu.compile_failure("building my_env.h", ["cc"], proc, errors[:3], 3, tool="nvcc")
+    assert "more errors" not in str(err) and "(nvcc's full output" in str(err)
+    assert str(cpu.compile_failure("linking", ["cc"], proc, [], 0)).startswith("linking failed:\n  exit 1\n")
+    monkeypatch.setenv("FASTVEC_BUILD_LOG", "1")
+    err = cpu.compile_failure("building my_env.h", ["cc"], proc, errors[:1], 1)
+    assert str(err) == "building my_env.h failed:\n  x.h:1: error: a\n" + err.log
+
+
 def test_the_contracts_missing_names_come_in_contract_order_and_a_missing_size_hides_its_followers():
     gcc = ("x.h:3: error: implicit declaration of function 'env_step'\n"
            "x.h:4: error: implicit declaration of function 'env_reset'\n")
