@@ -371,3 +371,28 @@ def test_the_gpu_build_of_a_gym_batch_is_a_stub_of_its_sizes_without_a_step_limi
     assert "#define OBS_SIZE 4" in text and "#define NUM_ACTIONS 2" in text
     source, defines, limit = env_build(Config.of(load_config("pong", {"env": {"points": 3}})), None)
     assert source == source_path("pong") and defines["POINTS"] == 3 and limit == 20_000
+
+
+@pytest.mark.parametrize("kind", ["discrete", "box", "multi_discrete"])
+def test_gym_batch_host_stubs_compile_to_the_host_envs_sizes_and_action_space(kind, tmp_path):
+    """The stub the CUDA trainer's host-env kernels are built around, compiled here by the CPU backend: its sizes
+    and action space are the host env's (Box bounds infinite or not, MultiDiscrete's counts), one file per content."""
+    from fastvec.native import cpu
+    from fastvec.native.gym_batch import host_stub_source
+
+    spaces = types.SimpleNamespace(action_kind=kind, action_low=np.array([-np.inf, -1.5], np.float32),
+                                   action_high=np.array([np.inf, 2.0], np.float32), nvec=np.array([3, 5, 2]))
+    env = types.SimpleNamespace(obs_size=7, num_actions=4, spaces=None if kind == "discrete" else spaces)
+    path = host_stub_source(env, tmp_path)
+    assert host_stub_source(env, tmp_path) == path and len(list(tmp_path.iterdir())) == 1
+    built = cpu.load(path, ())
+    assert (built.obs_size, built.num_agents, built.spaces.action_kind) == (7, 1, kind)
+    if kind == "discrete":
+        assert built.num_actions == 4
+    elif kind == "box":
+        np.testing.assert_array_equal(built.spaces.action_low, spaces.action_low)
+        np.testing.assert_array_equal(built.spaces.action_high, spaces.action_high)
+    else:
+        assert built.spaces.nvec.tolist() == [3, 5, 2]
+    other = host_stub_source(types.SimpleNamespace(obs_size=8, num_actions=4, spaces=env.spaces), tmp_path)
+    assert other != path and "host_stub_8_" in other.name
