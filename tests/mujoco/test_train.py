@@ -182,6 +182,7 @@ def test_host_batch_spaces_frame_rate_and_state_size_are_gymnasiums(task):
     theirs = gym.make(f"{task}-v5").unwrapped
     theirs.reset(seed=0)
     info = batch.env
+    assert info.num_agents == 1 and info.stat_names == []  # Gymnasium's tasks: one agent, no episode stats
     assert info.render_fps == theirs.metadata["render_fps"]
     assert (info.obs_size, info.action_dims) == (theirs.observation_space.shape[0], theirs.action_space.shape[0])
     np.testing.assert_array_equal(info.spaces.action_low, theirs.action_space.low)
