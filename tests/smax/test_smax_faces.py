@@ -37,7 +37,13 @@ def test_every_scenario_is_registered_with_its_agents_and_spaces(scenario):
         assert e.action_space(agent) == gymnasium.spaces.Discrete(actions)
         space = e.observation_space(agent)
         assert space["observation"].shape == (13 * (n - 1) + 10,) and space["action_mask"].shape == (actions,)
-    assert e.state_space.shape == (12 * n,)
+    assert e.state_space == gymnasium.spaces.Box(-np.inf, np.inf, (12 * n,), np.float32)
+    observations, _ = e.reset(seed=0)
+    assert e.state_space.contains(e.state())
+    for agent, obs in observations.items():  # jaxmarl's Box(-1, 1) unit_list, each agent's mask within its space
+        assert e.observation_space(agent)["observation"] == gymnasium.spaces.Box(-1.0, 1.0, (13 * (n - 1) + 10,),
+                                                                                  np.float32)
+        assert e.observation_space(agent).contains(obs)
 
 
 def test_keywords():
