@@ -370,3 +370,14 @@ def test_sweep_status_line_is_redrawn_on_a_terminal_but_not_in_a_notebook_cell(m
     plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
                            multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
     assert Progress(plan, SimpleNamespace(trials=[]), stream=Terminal()).terminal is redraws
+
+
+def test_a_line_without_sps_or_update_shows_0_sps_an_open_eta_and_no_update_count():
+    """A metrics row that lacks the speed (a resumed run's first line, a logger of its own) or the update number:
+    0 SPS, ETA '--' (never a division by zero), and the step count without 'update k/n'."""
+    piped = io.StringIO()
+    board = Dashboard(TITLE, 8192, stream=piped)
+    board.update({"global_step": 4096, "time": 2.0, "episode_return": 1.5}, [])
+    line = piped.getvalue().splitlines()[1]
+    assert line.startswith("step 4.1K/8.19K  0 SPS  return 1.5  elapsed 0:02"), line
+    assert "update" not in line and line.endswith("ETA --"), line
