@@ -49,13 +49,14 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
     implement every head (Discrete, MultiDiscrete, Box) with the env on the GPU or on the host, byte and float
     observations, train.norm_obs and train.norm_reward, a shared or a separate critic; self-play on the GPU
-    without the fused policy's options; the running normalisation on one GPU; team envs (MPE, SMAX: action masks,
-    agent ids, a world-state critic) with their games on the host (train.env_device=cpu)."""
+    without the fused policy's options; the running normalisation on one GPU; team games (MPE, SMAX: action masks,
+    agent ids, a world-state critic) on the GPU or on the host. Agent ids and world states of another multi-agent
+    env are the host envs'."""
     config = Config.of(config)
     train = config.train
-    if (config.env_kind == "team" or spec.agent_ids or spec.world_size) and train.env_device == "cuda":
-        return ("the CUDA trainer steps team games (MPE, SMAX) and reads agent ids and world states with the env on "
-                "the host only; use --train.env_device=cpu")
+    if (spec.agent_ids or spec.world_size) and config.env_kind != "team" and train.env_device == "cuda":
+        return ("the CUDA trainer appends agent ids and world states to a non-team env's inputs with the env on the "
+                "host; use --train.env_device=cpu")
     if not fused_kernels_run(spec) and config.selfplay.enabled and train.env_device == "cuda":
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "

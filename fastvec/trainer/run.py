@@ -69,9 +69,8 @@ def close_batches(batches) -> None:
 def on_device(config: Config, device: str) -> Config:
     """config with the device the run uses (train.device, never "auto") and where its env steps (train.env_device):
     the CPU trainer always steps CPU envs; the CUDA trainer steps Gymnasium envs on the host (they have no GPU
-    build) and team games too (its rollout graph does not step them yet), a built-in or user's env file (self-play's
-    games too) where env_device says."""
-    host = device == "cpu" or config.env_kind in ("gym", "team")
+    build), a built-in, team or user's env file (self-play's games too) where env_device says."""
+    host = device == "cpu" or config.env_kind == "gym"
     return config.replace("train", device=device, **({"env_device": "cpu"} if host else {}))
 
 

@@ -1,7 +1,8 @@
 """The CUDA trainer's team kernels (fastvec/trainer/cuda/teams.cu) without a GPU: built for the CPU by
 tests/emulation/teams_on_cpu.cpp and compared with the NumPy reference's masked categorical (reference.mask_logits,
 mask_logits_grad, masked_uniforms) on random inputs, with rows where one action alone is available and zero
-uniforms. tests/trainer/test_cuda_teams.py checks the whole trainer on the device."""
+uniforms; and team_rollout.cu's team_inputs_kernel on a CPU batch's games against agent_inputs.AgentInputs.
+tests/trainer/test_cuda_teams.py checks the whole trainer on the device."""
 
 import subprocess
 import shutil
@@ -128,3 +129,92 @@ def test_gather_rows_copies_each_minibatch_rows_masks_and_world_state(emu):
     call(emu.emu_gather_rows, np.int64(n), 4 * c, src, world, mb_world)
     assert np.array_equal(mb_masks, masks[src])
     assert np.array_equal(mb_world, world[src])
+
+
+# ------------------------------------------------------------------------------------------------
+# team_rollout.cu's team_inputs_kernel on a CPU batch's games
+
+TEAM_HARNESS = Path(__file__).resolve().parent / "team_inputs_on_cpu.cpp"
+TEAM_CASES = {"smax-3m": ("smax:3m", "world_state"),
+              "simple_speaker_listener": ("simple_speaker_listener", "world_state"),
+              "simple_spread": ("simple_spread", "local")}
+
+
+@pytest.fixture(scope="module")
+def team_emu(tmp_path_factory):
+    """{case: (its harness library, its config)}: team_inputs_on_cpu.cpp built with each game (teams.build's env file
+    and defines, as the trainer's module and the CPU batch are)."""
+    import ctypes
+
+    from fastvec import native
+    from fastvec.trainer import teams
+    from fastvec.trainer.config import load_config
+    from fastvec.trainer.settings import Config
+    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("no C++ compiler or no CUDA headers")
+    built = {}
+    for case, (name, critic_input) in TEAM_CASES.items():
+        config = Config.of(load_config(name, {"env": {"num_envs": 8}, "policy": {"critic_input": critic_input}}))
+        source, defines, _ = teams.build(config.env.name, dict(config.env.params))
+        out = tmp_path_factory.mktemp("team_inputs") / "emu.so"
+        cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+               f"-I{native.NATIVE_DIR}", f"-I{include}", f"-I{Path(source).parent}", f'-DENV="{source}"',
+               *[f"-D{k}={v}" for k, v in defines.items()], str(TEAM_HARNESS), "-o", str(out), "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode and "barrier" in proc.stderr:
+            pytest.skip(f"{cxx} has no C++20 <barrier>")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        built[case] = (ctypes.CDLL(str(out)), config)
+    return built
+
+
+@pytest.mark.parametrize("case", list(TEAM_CASES))
+def test_team_inputs_kernel_writes_what_agent_inputs_reads_from_a_cpu_batch(team_emu, case):
+    """After a reset and after steps of random available actions (episodes ending on the way), team_inputs_kernel
+    on a CPU batch's games and observations writes AgentInputs' obs (the one-hot id appended), masks (SMAX's
+    available actions; simple_speaker_listener's agents' own spaces) and world-state critic input (SMAX's world
+    state; every agent's own obs for MPE) bit for bit."""
+    from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
+    from fastvec.trainer.env_batch import make_batch
+    from fastvec.trainer.numpy_trainer import make_policy_spec
+    lib, config = team_emu[case]
+    batch = make_batch(config)
+    try:
+        n, agents = batch.num_envs, batch.obs.shape[1]
+        assert lib.emu_slot_size() == batch.slots.shape[1]
+        world = world_state_size(batch) if config.policy.critic_input == "world_state" else 0
+        spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, batch.env.spaces, agents, world)
+        inputs = AgentInputs(spec, batch)
+        rng = np.random.default_rng(14)
+        batch.reset(np.arange(n, dtype=np.uint64) + 5, None)
+        for step in range(40):
+            if step % 13 == 0:
+                check_team_inputs(lib, spec, batch, inputs)
+            mask = inputs.mask()
+            if mask is None:
+                mask = np.ones((n * agents, spec.num_actions), np.uint8)
+            choice = np.array([rng.choice(np.flatnonzero(row)) for row in mask])
+            batch.step(choice.reshape(n, agents))
+        check_team_inputs(lib, spec, batch, inputs)
+    finally:
+        batch.close()
+
+
+def check_team_inputs(lib, spec, batch, inputs) -> None:
+    rows = batch.num_envs * batch.obs.shape[1]
+    want_mask, want_world = inputs.mask(), inputs.world()
+    obs = np.zeros((rows, spec.input_size), np.float32)
+    masks = np.zeros((rows, spec.num_actions), np.uint8) if want_mask is not None else None
+    world = np.zeros((rows, spec.critic_input_size), np.float32) if want_world is not None else None
+    own = None if inputs.static_mask is None else np.ascontiguousarray(inputs.static_mask[:batch.obs.shape[1]])
+    columns = None if inputs.columns is None else np.ascontiguousarray(inputs.columns, np.int32)
+    scratch = np.zeros((batch.num_envs, max(spec.world_size, 1)), np.float32)
+    call(lib.emu_team_inputs, batch.num_envs, batch.slots, np.ascontiguousarray(batch.obs, np.float32), obs, masks,
+         own, world, scratch, columns, int(bool(spec.agent_ids)), spec.world_size)
+    assert np.array_equal(obs, inputs.obs())
+    if want_mask is not None:
+        assert np.array_equal(masks, want_mask)
+        assert 0 < want_mask.mean() < 1
+    if want_world is not None:
+        assert np.array_equal(world, want_world)

@@ -30,7 +30,7 @@ CASES = {"simple_spread": ("simple_spread", {}),
 
 
 def team_config(name: str, policy: dict, epochs: int = 1, **train) -> Config:
-    """The scenario's shipped config (mpe.toml, smax.toml), small: 12 envs in two host groups, 16 steps."""
+    """The scenario's shipped config (mpe.toml, smax.toml), small: 12 envs (in two groups on the host), 16 steps."""
     return Config.of(load_config(name, {"env": {"num_envs": 12}, "policy": {"hidden": 16, **policy},
                                         "train": {"horizon": 16, "update_epochs": epochs, "device": "cuda",
                                                   "env_device": "cpu", "env_groups": 2, "seed": 3, "minibatch_size": 96,
@@ -101,6 +101,42 @@ def test_plan_without_masks_or_world_state_adds_neither():
     assert not {"masks", "world", "mb_masks", "mb_world"} & set(entries)
 
 
+@pytest.mark.parametrize("forced", ["auto", "warp", "thread"])
+def test_plan_steps_team_games_on_the_gpu_with_the_gemm_policy_and_team_inputs(forced):
+    """A team game on the GPU takes TeamRollout whatever path is asked for (the fused kernels read no ids, masks or
+    world state), its rollout GEMMs in bf16 with train.precision=bf16 as the GEMM path's."""
+    from fastvec.trainer.cuda.plan import Choices, Plan
+    from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS, TeamRollout
+    config = team_config("smax:3m", {"kind": "mingru", "critic": "shared", "encoder": "linear"}, env_device="cuda",
+                         precision="bf16")
+    spec = spec_of(config)
+    plan = Plan.make(config.train, spec, ref.FlatLayout(ref.param_table(spec)), 12, 3, False, Choices(rollout=forced),
+                     masked=True, team=True)
+    assert (plan.rollout, plan.fused_block, plan.rollout_bf16) == ("team", 0, True)
+    assert GPU_ENV_ROLLOUTS[plan.rollout] is TeamRollout
+
+
+@pytest.mark.parametrize("name", ["simple_spread", "smax:3m"])
+def test_the_trainers_module_compiles_with_a_team_game(name):
+    """nvcc (no GPU needed) builds the CUDA trainer's module with the game, as CudaTrainer loads it: the trainer's
+    code names nothing a game defines (MPE's N, SMAX's MAP...)."""
+    import shutil
+    from pathlib import Path
+
+    from fastvec.native import NATIVE_DIR, gpu
+    from fastvec.trainer.cuda.device import CUDA_DIR, module_source
+    from fastvec.trainer.env_batch import env_build
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc")
+    config = team_config(name, {"critic_input": "world_state"}, env_device="cuda")
+    source, defines, _ = env_build(config, None)
+    defines["POLICY_HEAD_SIZE"] = spec_of(config).head_size
+    cubin = gpu.compile_cubin(module_source(Path(source)), include_dirs=[CUDA_DIR, NATIVE_DIR, Path(source).parent],
+                              defines=defines, arch="sm_90", name=f"trainer-test-{name.replace(':', '_')}",
+                              env_path=Path(source))
+    assert len(cubin) > 0
+
+
 # ------------------------------------------------------------------------------------------------
 # The whole trainer against NumpyTrainer (GPU)
 
@@ -110,10 +146,13 @@ def masked(dist, mask):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("env_device", ["cuda", "cpu"], ids=["games-on-gpu", "games-on-host"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_team_rollout_and_update_match_numpy(case):
-    """ROLLOUT (two host env groups): the slot's obs (the agent's id appended), masks and world state at every step
-    are AgentInputs' of a CPU batch reset with the same seeds and fed the GPU's actions; every action is available;
+def test_team_rollout_and_update_match_numpy(case, env_device):
+    """ROLLOUT (the games in the rollout graph, rollouts.TeamRollout; or on the host in two env groups): the slot's
+    obs (the agent's id appended), masks and world state at every step are AgentInputs' of a CPU batch reset with
+    the same seeds and fed the GPU's actions (bit for bit from the host; within 1e-6 from the GPU's build of the
+    game, whose float arithmetic may round otherwise, with the masks and done flags exact); every action is available;
     the actions are reference.policy_act's with the counter uniforms (mask_logits, masked_uniforms, inverse CDF:
     all but a uniform on a CDF boundary within float rounding), log-probs and values the reference's within float32
     rounding. UPDATE: NumpyTrainer on the same buffers (masks and world state too) in the CUDA trainer's sequence
@@ -122,7 +161,7 @@ def test_team_rollout_and_update_match_numpy(case):
     from fastvec.trainer.reference import sequence_order
     name, policy = CASES[case]
     for epochs, tol in [(1, F32_TOL), (2, 1e-4)]:
-        config = team_config(name, policy, epochs)
+        config = team_config(name, policy, epochs, env_device=env_device)
         rows = config.env.num_envs * agents_of(config)
         config = config.replace("train", minibatch_size=config.train.horizon * rows // epochs)
         gpu_tr = run.make_trainer(config)
@@ -135,10 +174,18 @@ def test_team_rollout_and_update_match_numpy(case):
             run.close_batches(gpu_tr.env_batches)
 
 
+def same(got, want, exact: bool) -> bool:
+    return bool(np.array_equal(got, want)) if exact else rel_err(got, want) <= 1e-6
+
+
 def compare_one_update(gpu_tr, cpu_tr, spec, config, epochs, tol, sequence_order):
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     t_len, rows = gpu_tr.horizon, gpu_tr.rows
-    assert gpu_tr.plan.rollout == "host" and len(gpu_tr.rollout_path.groups) == 2
+    exact = config.train.env_device == "cpu"  # the host's batches are the CPU's
+    if exact:
+        assert gpu_tr.plan.rollout == "host" and len(gpu_tr.rollout_path.groups) == 2
+    else:
+        assert gpu_tr.plan.rollout == "team"
     assert np.array_equal(a.get(cuda, "params"), cpu_tr.params)  # same seed, same initial weights
     gpu_tr.rollout()
     buf = rollout_buffers(gpu_tr)
@@ -150,18 +197,18 @@ def compare_one_update(gpu_tr, cpu_tr, spec, config, epochs, tol, sequence_order
     inputs = AgentInputs(spec, batch)
     assert (masks is not None) == (inputs.mask() is not None)
     for t in range(t_len + 1):
-        assert np.array_equal(buf["obs"][t], inputs.obs()), t
+        assert same(buf["obs"][t], inputs.obs(), exact), t
         if masks is not None:
             assert np.array_equal(masks[t], inputs.mask()), t
         if world is not None:
-            assert np.array_equal(world[t], inputs.world()), t
+            assert same(world[t], inputs.world(), exact), t
         if t == t_len:
             break
         if masks is not None:
             assert masks[t][np.arange(rows), buf["actions"][t]].all(), t  # only available actions are taken
         batch.step(buf["actions"][t].astype(np.int64).reshape(batch.num_envs, agents))
         assert np.array_equal(buf["dones"][t], np.repeat(batch.terminated | batch.truncated, agents)), t
-        assert np.array_equal(buf["rewards"][t], batch.rewards.reshape(rows)), t
+        assert same(buf["rewards"][t], batch.rewards.reshape(rows), exact), t
     views = cpu_tr.layout.views(cpu_tr.params)
     dist, values, _, _ = ref.policy_forward(spec, views, buf["obs"][:t_len], buf["starts"][:t_len],
                                             np.zeros((0, rows, spec.hidden), np.float32),
@@ -196,8 +243,8 @@ def compare_one_update(gpu_tr, cpu_tr, spec, config, epochs, tol, sequence_order
 
 @pytest.mark.gpu
 def test_gpu_checkpoint_of_a_team_plays_on_the_cpu_trainer(tmp_path, capsys):
-    """A CUDA-trained SMAX checkpoint (agent ids, masks, world-state critic) is the CPU trainer's layout: its
-    evaluation runs and reports the win rate."""
+    """A CUDA-trained SMAX checkpoint (games on the GPU; agent ids, masks, world-state critic) is the CPU trainer's
+    layout: its evaluation runs and reports the win rate."""
     _cuda_or_skip()
     run_dir = tmp_path / "smax"
     assert cli.main(["smax:3m", "--train.device=cuda", "--policy.critic_input=world_state", "--env.num_envs=16",
@@ -213,17 +260,18 @@ def logged(run_dir) -> list[dict]:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("env_device", ["cuda", "cpu"], ids=["games-on-gpu", "games-on-host"])
 @pytest.mark.parametrize("name,steps,key,margin", [("simple_spread", 300_000, "episode_return", 2.0),
                                                    ("smax:3m", 1_000_000, "allies_won", 0.2)])
-def test_a_short_cuda_run_of_a_team_improves_its_return(tmp_path, name, steps, key, margin):
+def test_a_short_cuda_run_of_a_team_improves_its_return(tmp_path, name, steps, key, margin, env_device):
     """The shipped config (mpe.toml, smax.toml) on the CUDA trainer, logged every update: the mean over the last
     quarter of the run of the return (simple_spread) or win rate (smax:3m, against jaxmarl's heuristic enemy) beats
     the first three updates' (a nearly untrained policy's) by a margin (the CPU trainer's smax:3m wins half its
     battles at 600K steps, docs/teams.md)."""
     _cuda_or_skip()
     run_dir = tmp_path / "run"
-    assert cli.main([name, "--train.device=cuda", f"--train.total_timesteps={steps}", "--train.log_interval=0",
-                     f"--run-dir={run_dir}"]) == 0
+    assert cli.main([name, "--train.device=cuda", f"--train.env_device={env_device}",
+                     f"--train.total_timesteps={steps}", "--train.log_interval=0", f"--run-dir={run_dir}"]) == 0
     rows = [row for row in logged(run_dir) if row.get("episodes")]
     assert len(rows) >= 12
     first = float(np.mean([row[key] for row in rows[:3]]))

@@ -215,21 +215,25 @@ def test_smax_trains_and_evaluates_with_its_win_rate(tmp_path, capsys):
     assert "allies_won" in capsys.readouterr().out
 
 
-def test_on_a_gpu_machine_a_team_env_trains_on_the_cuda_trainer_with_its_games_on_the_host():
-    """The CUDA trainer trains teams with the games stepped on the host (host_envs.py); asked to step them in
-    the rollout graph, it is refused with the fix."""
+def test_on_a_gpu_machine_a_team_env_trains_on_the_cuda_trainer_with_its_games_where_env_device_says():
+    """The CUDA trainer trains teams with the games in the rollout graph (train.env_device=cuda, the default) or on
+    the host; agent ids and world states of a multi-agent env that is not a team game are the host path's."""
     for name in ("simple_spread", "smax:3m"):
-        config = run.on_device(small(name, policy={"critic_input": "world_state"}), "cuda")
-        assert (config.train.device, config.train.env_device) == ("cuda", "cpu")
-        batch = make_batch(config, 2)
-        try:
-            spec = spec_for(config, batch)
-        finally:
-            batch.close()
-        assert spec.agent_ids == 3 and spec.world_size > 0
-        assert cuda_unsupported(spec, config) is None
-        why = cuda_unsupported(spec, config.replace("train", env_device="cuda"))
-        assert why is not None and "--train.env_device=cpu" in why
+        for env_device in ("cuda", "cpu"):
+            config = run.on_device(small(name, policy={"critic_input": "world_state"},
+                                         train={"env_device": env_device}), "cuda")
+            assert (config.train.device, config.train.env_device) == ("cuda", env_device)
+            batch = make_batch(config, 2)
+            try:
+                spec = spec_for(config, batch)
+            finally:
+                batch.close()
+            assert spec.agent_ids == 3 and spec.world_size > 0
+            assert cuda_unsupported(spec, config) is None
+    pong = Config.of(load_config("pong", {"policy": {"agent_id": True}}))
+    spec = make_policy_spec(pong, 8, 3, agents=2)
+    assert "--train.env_device=cpu" in cuda_unsupported(spec, pong.replace("train", env_device="cuda"))
+    assert cuda_unsupported(spec, pong.replace("train", env_device="cpu")) is None
 
 
 def random_return(config: Config, episodes: int = 512) -> float:

@@ -1,5 +1,5 @@
 """The fused trainer's GPU code: its kernels' argument signatures, its translation unit (an env, batch.h,
-kernels.cu, rollout.cu, selfplay.cu), and their build and launches through fastvec/native/gpu.py."""
+kernels.cu, rollout.cu, selfplay.cu, team_rollout.cu), and their build and launches through fastvec/native/gpu.py."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ SIGNATURES = {
     "match_stage_kernel": "iPqP",
     "match_play_kernel": "{MatchPlayArgs}",
     "selfplay_gather_kernel": "iiPP",
+    "team_inputs_kernel": "{TeamInputsArgs}",
 }
 
 
@@ -99,12 +100,13 @@ def init():
 
 
 def module_source(env_path: Path | None) -> str:
-    """The translation unit: [env file, batch.h,] kernels.cu[, rollout.cu, selfplay.cu]. The env file is included as
-    gpu.ENV_INCLUDE, the copy load_module has gpu.py put beside the source: its name is never source text."""
+    """The translation unit: [env file, batch.h,] kernels.cu[, rollout.cu, selfplay.cu, team_rollout.cu]. The env
+    file is included as gpu.ENV_INCLUDE, the copy load_module has gpu.py put beside the source: its name is never
+    source text."""
     if env_path is None:
         return '#include "kernels.cu"\n'
     return (f'#include "{gpu.ENV_INCLUDE}"\n#include "batch.h"\n#include "kernels.cu"\n#include "rollout.cu"\n'
-            '#include "selfplay.cu"\n')
+            '#include "selfplay.cu"\n#include "team_rollout.cu"\n')
 
 
 def load_module(env_path: Path | None = None, defines: tuple = ()):

@@ -1,7 +1,8 @@
 """The argument structs the trainer's long-argument kernels take by value, as ctypes Structures: field for field
 the C typedefs (GaeArgs, GatherArgs and LossArgs in update_args.cu, RolloutArgs and StepSlices in
 rollout_common.cu, HostRecordArgs in rollout.cu, SelfPlayArgs, PoolForwardArgs and MatchPlayArgs in selfplay.cu,
-MuonSmallArgs in optimizers.cu); tests/trainer/test_kernel_signatures.py compares the two.
+MuonSmallArgs in optimizers.cu, TeamInputsArgs in team_rollout.cu); tests/trainer/test_kernel_signatures.py compares
+the two.
 `pack(struct)` is a launch's argument bytes."""
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class StepSlices(ctypes.Structure):
     obs and start flags it reads, where the state after it goes, and its slices of the step outputs."""
 
     _fields_ = [("obs", P), ("starts", P), ("state_out", P), ("obs_next", P), ("actions", P), ("logp", P),
-                ("values", P), ("rewards", P), ("dones", P), ("starts_next", P)]
+                ("values", P), ("rewards", P), ("dones", P), ("starts_next", P), ("masks", P)]
 
 
 class SelfPlayArgs(ctypes.Structure):
@@ -104,8 +105,16 @@ class MuonSmallArgs(ctypes.Structure):
                 ("one_minus_beta1", F32), ("one_minus_beta2", F32), ("eps", F32), ("steps", I32)]
 
 
+class TeamInputsArgs(ctypes.Structure):
+    """team_rollout.cu's team_inputs_kernel: a team game's policy inputs (ids, masks, world state) after a step."""
+
+    _fields_ = [("slots", P), ("env_obs", P), ("obs", P), ("masks", P), ("own_masks", P), ("world", P),
+                ("world_state", P), ("world_columns", P), ("num_envs", I32), ("agent_ids", I32), ("world_size", I32)]
+
+
 STRUCTS = {cls.__name__: cls for cls in (GaeArgs, GatherArgs, LossArgs, RolloutArgs, StepSlices, SelfPlayArgs,
-                                         HostRecordArgs, PoolForwardArgs, MatchPlayArgs, MuonSmallArgs)}
+                                         HostRecordArgs, PoolForwardArgs, MatchPlayArgs, MuonSmallArgs,
+                                         TeamInputsArgs)}
 
 
 def pack(struct: ctypes.Structure) -> bytes:

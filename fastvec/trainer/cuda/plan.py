@@ -129,7 +129,7 @@ class Plan:
     host_env: bool  # the env is CPU batches stepped beside the GPU (train.env_device = "cpu")
     async_rollouts: bool  # train.async: the actor's rollout overlaps the learner's update
     slot_count: int  # rollout slots: 2 with train.async, else 1
-    rollout: str  # "thread", "warp", "gemm", "selfplay" or "host": how a rollout steps the policy and the env
+    rollout: str  # "thread", "warp", "gemm", "selfplay", "team" or "host": how a rollout steps the policy and the env
     fused_block: int  # threads per block of the fused policy step (0 unless rollout is thread or warp)
     rollout_bf16: bool  # the GEMM-path rollout forward in bf16 too (as the update's: same numbers, half the bytes)
     choices: Choices
@@ -140,10 +140,11 @@ class Plan:
     @classmethod
     def make(cls, train: dict, spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
              host_env: bool, choices: Choices, selfplay_seats: int = 0, pool_size: int = 0,
-             masked: bool = False) -> Plan:
+             masked: bool = False, team: bool = False) -> Plan:
         """selfplay_seats > 0: self-play with the games on the GPU (that many seats a game, the learner's
         alone in the rollout's rows, a pool of pool_size snapshots): the learner's forward as GEMMs, the
-        opponents' as selfplay.cu's. masked: the env's agents have action masks (agent_inputs.AgentInputs.mask)."""
+        opponents' as selfplay.cu's. masked: the env's agents have action masks (agent_inputs.AgentInputs.mask).
+        team: a team game (MPE, SMAX), on the GPU the GEMM path with team_rollout.cu's inputs (rollouts.TeamRollout)."""
         if max((spec.num_actions, *spec.action_nvec)) > MAX_ACTIONS:
             raise ConfigError(f"the CUDA trainer samples from at most {MAX_ACTIONS} actions a dimension, this env has "
                               f"{max((spec.num_actions, *spec.action_nvec))}; use --train.device=cpu")
@@ -165,6 +166,8 @@ class Plan:
             rollout, block = "host", 0
         elif selfplay_seats:
             rollout, block = "selfplay", 0
+        elif team:
+            rollout, block = "team", 0
         else:
             warp_block = choices.warp_block or (ASYNC_WARP_BLOCK if train.async_ else WARP_BLOCK)
             rollout, block = fused_rollout_kernel(spec, layout, num_envs, num_agents, choices.rollout, warp_block)
@@ -175,7 +178,7 @@ class Plan:
                    pool_slots=2 * pool_size + 2 if selfplay_seats else 0, host_env=host_env,
                    async_rollouts=bool(train.async_),
                    slot_count=2 if train.async_ else 1, rollout=rollout, fused_block=block,
-                   rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay"), choices=choices,
+                   rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay", "team"), choices=choices,
                    norm_reward=bool(train.norm_reward), masked=masked)
 
     def policy_defines(self, spec: ref.PolicySpec) -> dict:

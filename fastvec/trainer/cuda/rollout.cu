@@ -55,8 +55,9 @@ __device__ void sample_and_step_env(int i, const float* y, long long y_stride, c
         int row = i * NUM_AGENTS + k;
         float yr[NUM_ACTIONS + 1];
         for (int m = 0; m <= NUM_ACTIONS; m++) yr[m] = y[k * y_stride + m] + (dec_bias ? dec_bias[m] : 0.0f);
-        float lp;
-        int action = sample_row(yr, NUM_ACTIONS, policy_uniform(a.seed_key, row, step), &lp);
+        float lp, u = policy_uniform(a.seed_key, row, step);
+        int action = s.masks ? sample_masked_row(yr, s.masks + (long long)row * NUM_ACTIONS, NUM_ACTIONS, u, &lp)
+                             : sample_row(yr, NUM_ACTIONS, u, &lp);
         s.actions[row] = action;
         s.logp[row] = lp;
         s.values[row] = yr[NUM_ACTIONS];

@@ -70,6 +70,7 @@ typedef struct {
     float* rewards;
     float* dones;
     float* starts_next;
+    const unsigned char* masks; /* (R, NUM_ACTIONS) step t's available actions (a team's), or NULL: all are */
 } StepSlices;
 
 __device__ __forceinline__ StepSlices step_slices(const RolloutArgs& a, int t) {
@@ -89,6 +90,7 @@ __device__ __forceinline__ StepSlices step_slices(const RolloutArgs& a, int t) {
     s.rewards = a.rewards + tr;
     s.dones = a.dones + tr;
     s.starts_next = a.starts + tr + a.R;
+    s.masks = nullptr; /* the fused kernels and self-play play games without masks */
     return s;
 }
 

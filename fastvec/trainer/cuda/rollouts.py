@@ -1,7 +1,8 @@
 """The rollout paths with the env on the GPU, each enqueueing one whole horizon (NumpyTrainer.collect) and the
 bootstrap value into a rollout slot on the actor's stream: `GemmRollout` (cuBLAS GEMMs for the policy, then
 the env step kernel), `ThreadRollout` (policy_step_kernel: policy, sampling and env step fused, a thread per
-env, a launch a step) and `WarpRollout` (policy_rollout_warp_kernel: a warp per env, the horizon in one launch)."""
+env, a launch a step), `WarpRollout` (policy_rollout_warp_kernel: a warp per env, the horizon in one launch),
+`SelfPlayRollout` and `TeamRollout` (a team game's agent ids, action masks and world state: team_rollout.cu)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import numpy as np
 
 from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.heads import record_reward_scaling
-from fastvec.trainer.cuda.kernel_args import PoolForwardArgs, RolloutArgs, SelfPlayArgs, StepSlices, pack
+from fastvec.trainer.cuda.kernel_args import (PoolForwardArgs, RolloutArgs, SelfPlayArgs, StepSlices, TeamInputsArgs,
+                                              pack)
 from fastvec.trainer.cuda.plan import Plan, pool_row_floats, transforms_obs, warp_scratch_floats, warp_weight_floats
 from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
@@ -55,15 +57,26 @@ class GpuEnvRollout:
         """Enqueue a rollout into `slot`, starting from the obs after the previous rollout (step T of the other
         slot; of the same one without train.async), then (train.norm_reward) its reward scaling."""
         plan, k = self.plan, self.k
-        t_len, r, o = plan.horizon, plan.rows, self.spec.obs_size
+        t_len, r = plan.horizon, plan.rows
         previous = (slot + 1) % plan.slot_count
-        self.cuda.memcpy_dtod_async(self.slot("obs", slot), self.slot("obs", previous, t_len * r * o), r * o * 4,
-                                    k.stream)
-        self.cuda.memcpy_dtod_async(self.slot("starts", slot), self.slot("starts", previous, t_len * r), r * 4,
-                                    k.stream)
+        for name, width, item in self.carried():
+            self.cuda.memcpy_dtod_async(self.slot(name, slot), self.slot(name, previous, t_len * r * width),
+                                        r * width * item, k.stream)
         self.record_steps(slot)
         k.launch_grid("advance_rollout_kernel", 1, 1, self.arena.ptr("scalars"), np.int32(t_len))
         record_reward_scaling(k, self.arena, plan, self.train, self.slot("rewards", slot), self.slot("dones", slot))
+
+    def carried(self) -> list[tuple[str, int, int]]:
+        """(slot buffer, row width, item bytes) of what a rollout starts from, step T of the previous one: the obs
+        (with a team's agent ids: spec.input_size) and start flags, a team's masks and world-state critic input."""
+        spec = self.spec
+        return [("obs", spec.input_size, 4), ("starts", 1, 4)] + [("masks", spec.num_actions, 1)] * self.plan.masked \
+            + [("world", spec.critic_input_size, 4)] * bool(spec.world_size)
+
+    def world(self, slot: int, t: int) -> int:
+        """Step t's world-state critic input (R, C) in `slot`, or 0 without that critic."""
+        c, r = self.spec.critic_input_size, self.plan.rows
+        return self.slot("world", slot, t * r * c) if self.spec.world_size else 0
 
     def save_segment_state(self, slot: int, t: int) -> None:
         """At a segment's first step, the live recurrent state into segment_state[t / K] (the update's start)."""
@@ -97,16 +110,22 @@ class GpuEnvRollout:
         packed = self.packed_steps.get((slot, t))
         if packed is None:
             plan, a = self.plan, self.arena
-            r, o, per_row = plan.rows, self.spec.obs_size, math.prod(self.spec.action_shape)  # (T, R[, D]) actions
+            r, o, per_row = plan.rows, self.spec.input_size, math.prod(self.spec.action_shape)  # (T, R[, D]) actions
             step = min(t, plan.horizon - 1)
             buf = lambda name, offset: self.slot(name, slot, offset)  # noqa: E731
             packed = self.packed_steps[(slot, t)] = pack(StepSlices(
                 obs=buf("obs", t * r * o), starts=buf("starts", t * r),
                 state_out=a.ptr("last_state" if t == plan.horizon else "state"),
-                obs_next=buf("obs", (step + 1) * r * o), actions=buf("actions", step * r * per_row),
+                obs_next=self.obs_next(slot, step), actions=buf("actions", step * r * per_row),
                 logp=buf("logp", step * r), values=buf("values", step * r), rewards=buf("rewards", step * r),
-                dones=buf("dones", step * r), starts_next=buf("starts", (step + 1) * r)))
+                dones=buf("dones", step * r), starts_next=buf("starts", (step + 1) * r),
+                masks=buf("masks", step * r * self.spec.num_actions) if plan.masked else 0))
         return packed
+
+
+    def obs_next(self, slot: int, step: int) -> int:
+        """Where the env step `step` writes its observations: the slot's obs[step + 1]."""
+        return self.slot("obs", slot, (step + 1) * self.plan.rows * self.spec.input_size)
 
 
 class GemmRollout(GpuEnvRollout):
@@ -129,7 +148,7 @@ class GemmRollout(GpuEnvRollout):
 
     def record_steps(self, slot: int) -> None:
         spec, a, k, plan = self.spec, self.arena, self.k, self.plan
-        t_len, r, o, h, ls = plan.horizon, plan.rows, spec.obs_size, spec.hidden, spec.state_layers
+        t_len, r, o, h, ls = plan.horizon, plan.rows, spec.input_size, spec.hidden, spec.state_layers
         state = [a.ptr("state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
         last_state = [a.ptr("last_state", layer * r * h) for layer in range(ls)] or [0] * spec.layers
         acts = [a.ptr("r_act", (i % 2) * r * h) for i in range(spec.layers + 1)]
@@ -146,12 +165,12 @@ class GemmRollout(GpuEnvRollout):
             self.save_segment_state(slot, t)
             self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t * r * o), self.slot("starts", slot, t * r),
                                 state, state, acts, pres, hs, y, self.params, acts_bf16, dec_bias=False, x0=x0,
-                                obs_bytes=plan.obs_bytes)
+                                obs_bytes=plan.obs_bytes, world=self.world(slot, t))
             self.step_envs(slot, t)
         # Bootstrap: V(obs[T]) with the live state, which stays as it is (last_state is scratch).
         self.policy.forward(k, self.blas, r, 1, self.slot("obs", slot, t_len * r * o),
                             self.slot("starts", slot, t_len * r), state, last_state, acts, pres, hs, y, self.params,
-                            acts_bf16, x0=x0, obs_bytes=plan.obs_bytes)
+                            acts_bf16, x0=x0, obs_bytes=plan.obs_bytes, world=self.world(slot, t_len))
 
     def step_envs(self, slot: int, t: int) -> None:
         """Sample step t's actions from the slot's decoder output r_y (R, Y) (adding its bias) and step every env."""
@@ -329,4 +348,71 @@ class SelfPlayRollout(GemmRollout):
         return int(games), float(total)
 
 
-GPU_ENV_ROLLOUTS = {"gemm": GemmRollout, "thread": ThreadRollout, "warp": WarpRollout, "selfplay": SelfPlayRollout}
+class TeamRollout(GemmRollout):
+    """A team game (MPE, SMAX) in the rollout graph: GemmRollout's policy and env step, whose observations go to a
+    scratch (env_obs), then team_inputs_kernel (team_rollout.cu) writes the slot's next step as
+    agent_inputs.AgentInputs reads a CPU batch: each row's obs with its agent's one-hot id, its action mask (the
+    env's ACTION_MASK, or each agent's own actions) and a world-state critic's input (the env's WORLD_STATE_SIZE
+    values, or every agent's own obs). use_inputs(an AgentInputs of the game's CPU batch) gives the static tables."""
+
+    name = "team"
+
+    def use_inputs(self, inputs) -> None:
+        """Each agent's own action mask (agents, A) where the env has no ACTION_MASK but its agents' spaces differ,
+        and the world state's columns of the env's obs (MPE), from AgentInputs; None where the env needs neither."""
+        agents = self.plan.num_agents
+        self.own_masks = None if inputs.static_mask is None else np.ascontiguousarray(inputs.static_mask[:agents])
+        self.world_columns = None if inputs.columns is None else np.ascontiguousarray(inputs.columns, np.int32)
+        self.packed_inputs: dict[tuple[int, int], bytes] = {}
+
+    def add_tensors(self, arena) -> None:
+        spec, plan = self.spec, self.plan
+        arena.add("env_obs", (plan.rows, spec.obs_size), np.float32, "(R, O) the env step's observations (OBS_T)")
+        if spec.world_size and self.world_columns is None:
+            arena.add("team_world_state", (plan.num_envs, spec.world_size), np.float32, "(N, W) the env's world state")
+        if self.own_masks is not None:
+            arena.add("own_masks", self.own_masks.shape, np.uint8, "(agents, A) each agent's own actions")
+        if self.world_columns is not None:
+            arena.add("world_columns", self.world_columns.shape, np.int32, "(W,) the world state's obs entries")
+
+    def start(self, cuda, actor) -> None:
+        super().start(cuda, actor)
+        if self.own_masks is not None:
+            self.arena.set(cuda, "own_masks", self.own_masks)
+        if self.world_columns is not None:
+            self.arena.set(cuda, "world_columns", self.world_columns)
+
+    def describe(self) -> str:
+        return "team games in the rollout graph: " + super().describe()
+
+    def reset_envs(self, k) -> None:
+        plan = self.plan
+        k.launch("fv_reset_kernel", plan.num_envs, np.int32(plan.num_envs), self.arena.ptr("slots"),
+                 self.arena.ptr("seeds"), 0, self.arena.ptr("env_obs"))
+        self.team_inputs(k, plan.slot_count - 1, plan.horizon)
+
+    def obs_next(self, slot: int, step: int) -> int:
+        return self.arena.ptr("env_obs")
+
+    def step_envs(self, slot: int, t: int) -> None:
+        super().step_envs(slot, t)
+        self.team_inputs(self.k, slot, t + 1)
+
+    def team_inputs(self, k, slot: int, t: int) -> None:
+        """team_inputs_kernel: step t of `slot` (obs, masks, world) from env_obs and the games' state."""
+        packed = self.packed_inputs.get((slot, t))
+        if packed is None:
+            spec, plan, a = self.spec, self.plan, self.arena
+            r = plan.rows
+            optional = lambda name: a.ptr(name) if name in a.entries else 0  # noqa: E731
+            packed = self.packed_inputs[(slot, t)] = pack(TeamInputsArgs(
+                slots=a.ptr("slots"), env_obs=a.ptr("env_obs"), obs=self.slot("obs", slot, t * r * spec.input_size),
+                masks=self.slot("masks", slot, t * r * spec.num_actions) if plan.masked else 0,
+                own_masks=optional("own_masks"), world=self.world(slot, t),
+                world_state=optional("team_world_state"), world_columns=optional("world_columns"),
+                num_envs=plan.num_envs, agent_ids=int(bool(spec.agent_ids)), world_size=spec.world_size))
+        k.launch("team_inputs_kernel", self.plan.num_envs, packed)
+
+
+GPU_ENV_ROLLOUTS = {"gemm": GemmRollout, "thread": ThreadRollout, "warp": WarpRollout, "selfplay": SelfPlayRollout,
+                    "team": TeamRollout}

@@ -51,12 +51,14 @@ class CudaTrainer:
         num_agents = batch.obs.shape[1] if self.host_env else batch.env.num_agents
         selfplay_seats = batch.env.num_agents if config.selfplay.enabled and not self.host_env else 0
         self.layout = ref.FlatLayout(ref.param_table(spec))
-        # a team's action masks (the host envs read them, and the ids and world state, per group: AgentInputs)
-        masked = self.host_env and AgentInputs(spec, batch).mask() is not None
+        # a team game's inputs besides its obs (the agent ids, action masks and world state, as NumpyTrainer's)
+        team = config.env_kind == "team"
+        self.inputs = AgentInputs(spec, batch) if self.host_env or team else None
+        masked = self.inputs is not None and self.inputs.mask() is not None
         # each agent's team (its episode returns are logged per team where a game has several), else None
         self.teams = teams.agent_teams(config.env.name, config.env.params) if config.env_kind == "team" else None
         plan = self.plan = Plan.make(train, spec, self.layout, batch.num_envs, num_agents, self.host_env, choices,
-                                     selfplay_seats, config.selfplay.pool_size, masked)
+                                     selfplay_seats, config.selfplay.pool_size, masked, team)
         self.num_envs, self.num_agents, self.rows, self.horizon, self.bptt = (
             plan.num_envs, plan.num_agents, plan.rows, plan.horizon, plan.bptt)
         self.segments, self.sequences, self.async_rollouts = plan.segments, plan.sequences, plan.async_rollouts
@@ -82,7 +84,7 @@ class CudaTrainer:
         defines.update(plan.policy_defines(spec))  # the policy kernels' -D sizes (head width, fused step, self-play)
         self.k = device.Launcher(device.load_module(env_source, tuple(sorted(defines.items()))), self.stream)
         obs_item = device.module_int(cuda, self.k.module, "fv_obs_bytes")  # sizeof(OBS_T); host envs upload floats
-        plan.obs_bytes = self.obs_bytes = obs_item == 1 and not self.host_env
+        plan.obs_bytes = self.obs_bytes = obs_item == 1 and plan.rollout not in ("host", "team")  # team: floats
         self.arena = plan_arena(plan, spec, self.layout, device.module_int(cuda, self.k.module, "fv_slot_size"),
                                 len(self.batch.env.stat_names))
         self.policy = GpuPolicy(spec, self.layout, self.arena, plan)
@@ -93,6 +95,8 @@ class CudaTrainer:
             self.rollout_path.keep_returns = self.teams is not None and len(set(self.teams)) > 1
         else:
             self.rollout_path = GPU_ENV_ROLLOUTS[plan.rollout](*args, self.max_episode_steps)
+            if plan.rollout == "team":
+                self.rollout_path.use_inputs(self.inputs)
         self.gpu_games = self.rollout_path if plan.rollout == "selfplay" else None  # self-play's games on the GPU
         self.optimizer.add_tensors(self.arena)
         self.rollout_path.add_tensors(self.arena)
