@@ -350,3 +350,44 @@ def test_the_sb3_adapter_refuses_actions_of_the_wrong_shape():
         venv.step_async(np.zeros((3, 2), np.int64))
     venv.step_async(np.zeros((3, 1), np.int64))  # SB3's (N, 1) Discrete actions
     assert venv.step_wait()[0].shape == (3, 4)
+
+
+def test_vector_attribute_access_is_sync_vector_envs():
+    """call, get_attr and set_attr as SyncVectorEnv's (the oracle): one result per env, a list of equal values or
+    one value set, a list of the wrong length refused; a native batch shares attributes, so differing values
+    are refused too."""
+    from gymnasium.vector import SyncVectorEnv
+
+    ours = gym.make_vec("fastvec/CartPole", num_envs=3, render_mode="rgb_array")
+    theirs = SyncVectorEnv([lambda: gym.make("CartPole-v1", render_mode="rgb_array") for _ in range(3)])
+    assert ours.get_attr("render_mode") == theirs.get_attr("render_mode") == ("rgb_array",) * 3
+    assert ours.call("render_mode") == theirs.call("render_mode")
+    ours.reset(seed=0)
+    assert [f.shape for f in ours.call("render")[0]] == [(400, 600, 3)] * 3  # the vector env's call: every frame
+    ours.set_attr("max_episode_steps", [7, 7, 7])
+    assert ours.get_attr("max_episode_steps") == (7, 7, 7)
+    ours.set_attr("max_episode_steps", 9)
+    assert ours.max_episode_steps == 9
+    for env in (ours, theirs):
+        with pytest.raises(ValueError, match="length"):
+            env.set_attr("max_episode_steps", [5, 5])
+    with pytest.raises(ValueError, match="every env must get the same value"):
+        ours.set_attr("max_episode_steps", [5, 6, 5])
+    assert ours.max_episode_steps == 9
+    ours.reset(seed=1)
+    for _ in range(9):
+        *_, truncated, _ = ours.step(np.zeros(3, np.int64))
+    assert truncated.all()  # the limit set through set_attr reaches the batch
+
+
+def test_a_closed_vector_env_refuses_to_be_used_and_render_without_a_mode_warns():
+    from gymnasium.error import ClosedEnvironmentError
+
+    envs = gym.make_vec("fastvec/CartPole", num_envs=2)
+    envs.reset(seed=0)
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert envs.render() is None
+    envs.close()
+    for use in (lambda: envs.reset(), lambda: envs.step(np.zeros(2, np.int64)), envs.render):
+        with pytest.raises(ClosedEnvironmentError, match="is closed; make a new one"):
+            use()
