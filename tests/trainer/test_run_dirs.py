@@ -229,3 +229,23 @@ def test_checkpoint_seconds_zero_saves_only_on_the_interval_and_a_tiny_one_after
                      f"--run-dir={run}"]) == 0
     assert updates == saved
     assert [p.name for p in sorted((run / "checkpoints").iterdir())] == [checkpoint.checkpoint_name(5)]
+
+
+def test_a_time_checkpoint_removed_by_hand_during_the_run_is_not_missed(tmp_path, monkeypatch):
+    """Time-only checkpoints are replaced by the next one; one that someone (a cleanup script, a user) removed
+    meanwhile is simply gone, and the run carries on to its end."""
+    real = checkpoint.save
+
+    def save(path, *args):
+        written = real(path, *args)
+        for old in path.parent.glob("*.npz"):
+            if old != path:
+                old.unlink()  # every older checkpoint removed by hand as soon as a newer one exists
+        return written
+
+    monkeypatch.setattr(checkpoint, "save", save)
+    run = tmp_path / "run"
+    args = [a for a in tiny_args(4) if not a.startswith("--train.checkpoint_interval")]
+    assert cli.main([*args, "--train.checkpoint_interval=100", "--train.checkpoint_seconds=1e-9",
+                     f"--run-dir={run}"]) == 0
+    assert [p.name for p in (run / "checkpoints").iterdir()] == [checkpoint.checkpoint_name(4)]
