@@ -242,6 +242,40 @@ def compare_one_update(gpu_tr, cpu_tr, spec, config, epochs, tol, sequence_order
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("env_device", ["cuda", "cpu"], ids=["games-on-gpu", "games-on-host"])
+def test_each_teams_return_is_logged(env_device):
+    """simple_tag (adversaries chasing agents): pop_episodes' episode_return and each team's
+    (episode_return_adversaries, episode_return_agents) are the means over the episodes a CPU batch fed the same
+    actions finished (rollout.cu's per-agent sums), as NumpyTrainer.pop_episodes logs them."""
+    _cuda_or_skip()
+    from fastvec.trainer import teams
+    config = team_config("simple_tag", {}, horizon=32, env_device=env_device)
+    gpu_tr = run.make_trainer(config)
+    try:
+        gpu_tr.rollout()
+        actions = rollout_buffers(gpu_tr)["actions"]
+        batch = make_batch(config)
+        batch.reset((np.uint64(config.train.seed) << np.uint64(32)) + np.arange(batch.num_envs, dtype=np.uint64), None)
+        finished = []
+        for t in range(gpu_tr.horizon):
+            batch.step(actions[t].astype(np.int64).reshape(batch.num_envs, -1))
+            done = batch.terminated | batch.truncated
+            finished += list(batch.episode_return[done])
+        returns = np.array(finished, np.float64)
+        labels = np.array(teams.agent_teams(config.env.name, config.env.params))
+        assert len(returns) == config.env.num_envs  # every game ends once (25 steps) in 32
+        logged = gpu_tr.pop_episodes()
+        assert logged["episodes"] == len(returns)
+        assert logged["episode_return"] == pytest.approx(returns.mean(), rel=1e-5, abs=1e-5)
+        for team in ("adversaries", "agents"):
+            want = returns[:, labels == team].mean()
+            assert logged[f"episode_return_{team}"] == pytest.approx(want, rel=1e-5, abs=1e-5), team
+    finally:
+        gpu_tr.close()
+        run.close_batches(gpu_tr.env_batches)
+
+
+@pytest.mark.gpu
 def test_gpu_checkpoint_of_a_team_plays_on_the_cpu_trainer(tmp_path, capsys):
     """A CUDA-trained SMAX checkpoint (games on the GPU; agent ids, masks, world-state critic) is the CPU trainer's
     layout: its evaluation runs and reports the win rate."""

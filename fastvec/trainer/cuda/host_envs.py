@@ -47,8 +47,6 @@ class HostEnvs:
         self.groups = []
         self.graphs = {}  # (slot, group, step) -> the graph of that piece of the rollout (segment)
         self.rollouts_run = 0
-        self.finished_returns: list[np.ndarray] = []  # with `keep_returns`: each finished episode's (agents,) returns
-        self.keep_returns = False  # the trainer logs each team's return (the GPU's accumulators hold their mean)
         timing.update(env=0.0, wait=0.0)  # of the rollout: the CPU stepping the env, and waiting for actions
 
     def describe(self) -> str:
@@ -160,8 +158,6 @@ class HostEnvs:
                 views["ep_length"][...] = batch.episode_length
                 views["terminated"][...] = batch.terminated
                 views["truncated"][...] = batch.truncated
-                if self.keep_returns and (done := batch.terminated | batch.truncated).any():
-                    self.finished_returns.append(batch.episode_return[done].copy())
                 self.timing["wait"] += t1 - t0
                 self.timing["env"] += time.perf_counter() - t1
                 self.segment((slot, i, t), lambda g=g, t=t: self.record_step(g, t, slot))

@@ -279,7 +279,8 @@ def _add_model_and_env(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.F
     a.add("ep_return", (r,), f32, "(R,) finished episodes' returns where done")
     a.add("ep_length", (n_env,), i32, "(N,)")
     a.add("ep_stats", (n_env, max(num_stats, 1)), f32, "(N, stats)")
-    a.add("episode_acc", (3 + num_stats,), np.float64, "episodes, sum return, sum length, sum stats")
+    a.add("episode_acc", (3 + num_stats + plan.num_agents,), np.float64,
+          "episodes, sum return, sum length, sum stats, each agent's sum return (rollout.cu's record_outcome)")
 
 
 def _add_rollout(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayout) -> None:

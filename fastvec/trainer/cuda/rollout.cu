@@ -14,8 +14,9 @@
 
 /* Record env i's step outcome (after its env stepped, SAME_STEP autoreset) for its `agents` rows
  * i * agents + a: rewards (optionally clamped to [-1, 1]; rewards_in may be rewards itself), done flags
- * and next step's start flags; if its episode ended, add it to the log accumulators: episode_acc (3 + S)
- * doubles = episodes, sum of returns (mean over agents), sum of lengths, sums of the env's S stats.
+ * and next step's start flags; if its episode ended, add it to the log accumulators: episode_acc (3 + S + agents)
+ * doubles = episodes, sum of returns (mean over agents), sum of lengths, sums of the env's S stats, then each
+ * agent's sum of returns (the trainer's per-team returns).
  * ep_return (per row), ep_length and ep_stats (S) are the env's finished-episode values. */
 __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, const float* rewards_in,
                                const float* ep_return, int ep_length, const float* ep_stats, float* rewards,
@@ -35,6 +36,7 @@ __device__ void record_outcome(int i, int agents, int num_stats, int done_flag, 
         atomicAdd(&episode_acc[1], (double)(ret / agents));
         atomicAdd(&episode_acc[2], (double)ep_length);
         for (int k = 0; k < num_stats; k++) atomicAdd(&episode_acc[3 + k], (double)ep_stats[k]);
+        for (int a = 0; a < agents; a++) atomicAdd(&episode_acc[3 + num_stats + a], (double)ep_return[i * agents + a]);
     }
 }
 

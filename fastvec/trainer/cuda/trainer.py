@@ -92,7 +92,6 @@ class CudaTrainer:
         args = (plan, spec, self.layout, self.arena, self.policy, slot_addresses(self.arena), train, self.seed_key)
         if self.host_env:
             self.rollout_path = HostEnvs(*args, self.batch, host_batches, self.timing)
-            self.rollout_path.keep_returns = self.teams is not None and len(set(self.teams)) > 1
         else:
             self.rollout_path = GPU_ENV_ROLLOUTS[plan.rollout](*args, self.max_episode_steps)
             if plan.rollout == "team":
@@ -241,14 +240,13 @@ class CudaTrainer:
             return None
         # Zeroed on the learner's stream: ahead of every later rollout (async: the actor waits for it, collect).
         self.cuda.memset_d8_async(self.arena.ptr("episode_acc"), 0, self.arena.nbytes("episode_acc"), self.stream)
-        names = ("episode_return", "episode_length", *self.batch.env.stat_names)  # acc[1], acc[2], acc[3:]
+        names = ("episode_return", "episode_length", *self.batch.env.stat_names)  # acc[1], acc[2], acc[3:3 + S]
         out = {"episodes": int(acc[0]), **{name: float(acc[1 + i] / acc[0]) for i, name in enumerate(names)}}
-        finished = getattr(self.rollout_path, "finished_returns", None)
-        if finished:  # a game of teams (host envs): each team's mean return too, as NumpyTrainer.pop_episodes
-            returns, labels = np.concatenate(finished), np.array(self.teams)
-            finished.clear()
+        if self.teams is not None and len(set(self.teams)) > 1:  # a game of teams: each team's mean return too
+            agent_sums, labels = acc[1 + len(names):], np.array(self.teams)  # each agent's sum of returns
             for team in dict.fromkeys(self.teams):
-                out[f"episode_return_{team}"] = float(returns[:, labels == team].mean())
+                members = labels == team
+                out[f"episode_return_{team}"] = float(agent_sums[members].sum() / (acc[0] * members.sum()))
         return out
 
     # CHECKPOINT STATE (checkpoint.py's format: the CPU trainer loads it, and vice versa)
