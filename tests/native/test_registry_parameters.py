@@ -112,3 +112,66 @@ def test_gymnasium_registrations_carry_the_published_limit_and_frame_rate(env):
         assert e.metadata["render_fps"] == fps
     finally:
         e.close()
+
+
+def test_seeds_for_a_batch_are_gymnasiums_seed_plus_i_or_one_per_env():
+    """check_seeds, as every face's reset takes seeds (SyncVectorEnv's rules): None seeds nothing; an int seeds
+    env i with seed + i and must leave room below 2**64; a list, tuple or array holds one int or None per env
+    (its length Gymnasium's message); sets, floats, bools and negative seeds are refused before anything."""
+    base, seeds, given = native.check_seeds(None, 3)
+    assert base is None and seeds.tolist() == [0, 0, 0] and given.tolist() == [False] * 3
+    base, seeds, given = native.check_seeds(np.int64(7), 3)
+    assert base == 7 and seeds.dtype == np.uint64 and seeds.tolist() == [7, 8, 9] and given.all()
+    assert native.check_seeds(np.array(5), 2)[1].tolist() == [5, 6]  # a 0-d array is its value
+    top = 2**64 - 3
+    assert native.check_seeds(top, 3)[1].tolist() == [top, top + 1, top + 2]
+    with pytest.raises(ValueError, match=r"with 3 envs seed must be at most 2\*\*64 - 3"):
+        native.check_seeds(top + 1, 3)
+    assert native.check_seeds(2**64 - 1, 1)[1].tolist() == [2**64 - 1]
+    with pytest.raises(ValueError, match=r"seed=-1 is out of range \[0, 2\*\*64-1\]$"):
+        native.check_seeds(-1, 1)
+    base, seeds, given = native.check_seeds([4, None, np.uint64(2**64 - 1)], 3)
+    assert base is None and seeds.tolist() == [4, 0, 2**64 - 1] and given.tolist() == [True, False, True]
+    assert native.check_seeds((1, 2), 2, unit="game")[1].tolist() == [1, 2]
+    assert native.check_seeds(np.array([3, 4]), 2)[1].tolist() == [3, 4]
+    with pytest.raises(ValueError, match="the length must match num_games=2 but got length=3"):
+        native.check_seeds([1, 2, 3], 2, unit="game")
+    with pytest.raises(ValueError, match=r"seed\[1\]=-2 is out of range"):
+        native.check_seeds([1, -2], 2)
+    for bad in ({1, 2}, 1.0, True, "3"):
+        with pytest.raises(TypeError, match="is not an integer"):
+            native.check_seeds(bad, 2)
+    with pytest.raises(TypeError, match=r"seed\[0\]=True is not an integer"):
+        native.check_seeds([True, 1], 2)
+
+
+def test_define_values_reach_the_compiler_only_as_numbers_or_one_line_strings():
+    ok = {"N": 3, "X": 0.5, "Y": np.int32(2), "Z": np.float32(1.5), "NAME": "foo_bar", "_U2": "-1"}
+    assert native.check_define_names(ok) == ok
+    for name in ("2X", "A-B", "A B", ""):
+        with pytest.raises(ValueError, match="is not a C identifier"):
+            native.check_define_names({name: 1})
+    with pytest.raises(TypeError, match=r"X=True: a define's value is a number; pass 1 for True"):
+        native.check_define_names({"X": True})
+    with pytest.raises(TypeError, match="pass 0 for "):
+        native.check_define_names({"X": np.bool_(False)})
+    for bad in (None, [1], b"1"):
+        with pytest.raises(TypeError, match=r"a define's value is an int, a float or a string of C \(e.g. X=1\)"):
+            native.check_define_names({"X": bad})
+    for bad in (float("nan"), float("inf"), np.float64(-np.inf)):
+        with pytest.raises(ValueError, match="must be finite"):
+            native.check_define_names({"X": bad})
+    for bad in ("", "   ", "a\nb", "a\tb", "\x7f"):
+        with pytest.raises(ValueError, match="must be non-empty and on one line"):
+            native.check_define_names({"X": bad})
+
+
+def test_step_limits_are_none_or_a_positive_c_int():
+    assert native.check_step_limit(None) is None
+    assert native.check_step_limit(1) == 1 and native.check_step_limit(np.int64(2**31 - 1)) == 2**31 - 1
+    for bad in (0, -1, 2**31):
+        with pytest.raises(ValueError, match=rf"max_episode_steps={bad} is out of range \[1, 2\*\*31-1\]"):
+            native.check_step_limit(bad)
+    for bad in (1.0, True, "5"):
+        with pytest.raises(TypeError, match=r"limit=.* is not an integer"):
+            native.check_step_limit(bad, "limit")
