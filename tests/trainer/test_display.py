@@ -381,3 +381,33 @@ def test_a_line_without_sps_or_update_shows_0_sps_an_open_eta_and_no_update_coun
     line = piped.getvalue().splitlines()[1]
     assert line.startswith("step 4.1K/8.19K  0 SPS  return 1.5  elapsed 0:02"), line
     assert "update" not in line and line.endswith("ETA --"), line
+
+
+def test_the_sweep_status_line_is_cut_to_the_terminal_width_only_when_longer(monkeypatch):
+    """The running trial's status line on a terminal: whole when it fits the width (one column is kept free, so
+    the cursor never wraps), else cut with '...' to exactly that width."""
+    import os
+    import shutil
+    from types import SimpleNamespace
+
+    from fastvec.trainer.sweep_report import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for key in ("JPY_PARENT_PID", "VSCODE_PID", "COLAB_RELEASE_TAG"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    settings = {"trial_seconds": 1.0, "metric": "episode_return", "target": 475.0, "objective": "score", "trials": 2,
+                "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
+    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
+                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+    progress = Progress(plan, SimpleNamespace(trials=[]), stream=Terminal())
+    if not progress.terminal:
+        pytest.skip("this environment looks like a notebook kernel's")
+    text = "trial 3 running: 1.5 s, 4.1K steps, return 12.5  |  best --"
+    for columns, shown in ((len(text) + 1, text), (len(text), text[:len(text) - 4] + "...")):
+        monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, c=columns: os.terminal_size((c, 24)))
+        progress.running(3, 1.5, 4096, 12.5)
+        assert progress.status == shown and len(shown) <= columns - 1
