@@ -211,6 +211,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/cuda/newton_schulz.cu": ["tests/emulation/test_newton_schulz.py"],
     "fastvec/trainer/cuda/selfplay.cu": ["tests/emulation/test_selfplay_kernels.py"],
     "fastvec/trainer/cuda/rollout_common.cu": ["tests/emulation/test_selfplay_kernels.py"],
+    "fastvec/trainer/cuda/teams.cu": ["tests/emulation/test_teams_kernels.py"],
+    "fastvec/trainer/cuda/team_rollout.cu": ["tests/emulation/test_teams_kernels.py"],
 }
 
 # Files whose code runs only on a GPU and that no CPU harness builds: their sampled mutants are reported in

@@ -142,31 +142,9 @@ TEAM_CASES = {"smax-3m": ("smax:3m", "world_state"),
 
 @pytest.fixture(scope="module")
 def team_emu(tmp_path_factory):
-    """{case: (its harness library, its config)}: team_inputs_on_cpu.cpp built with each game (teams.build's env file
-    and defines, as the trainer's module and the CPU batch are)."""
-    import ctypes
-
-    from fastvec import native
-    from fastvec.trainer import teams
-    from fastvec.trainer.config import load_config
-    from fastvec.trainer.settings import Config
-    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
-    if cxx is None or include is None:
-        pytest.skip("no C++ compiler or no CUDA headers")
-    built = {}
-    for case, (name, critic_input) in TEAM_CASES.items():
-        config = Config.of(load_config(name, {"env": {"num_envs": 8}, "policy": {"critic_input": critic_input}}))
-        source, defines, _ = teams.build(config.env.name, dict(config.env.params))
-        out = tmp_path_factory.mktemp("team_inputs") / "emu.so"
-        cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
-               f"-I{native.NATIVE_DIR}", f"-I{include}", f"-I{Path(source).parent}", f'-DENV="{source}"',
-               *[f"-D{k}={v}" for k, v in defines.items()], str(TEAM_HARNESS), "-o", str(out), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode and "barrier" in proc.stderr:
-            pytest.skip(f"{cxx} has no C++20 <barrier>")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        built[case] = (ctypes.CDLL(str(out)), config)
-    return built
+    """{case: (team_inputs_on_cpu.cpp built with its game, its config)}."""
+    return {case: build_team_harness(tmp_path_factory, TEAM_HARNESS, name, critic_input)
+            for case, (name, critic_input) in TEAM_CASES.items()}
 
 
 @pytest.mark.parametrize("case", list(TEAM_CASES))
@@ -218,3 +196,103 @@ def check_team_inputs(lib, spec, batch, inputs) -> None:
         assert 0 < want_mask.mean() < 1
     if want_world is not None:
         assert np.array_equal(world, want_world)
+
+
+TEAM_ROLLOUT_HARNESS = Path(__file__).resolve().parent / "team_rollout_on_cpu.cpp"
+
+
+def build_team_harness(tmp_path_factory, harness: Path, name: str, critic_input: str):
+    """harness built with game `name` (teams.build's env file and defines, as the trainer's module and the CPU
+    batch are): (the library, the game's config)."""
+    import ctypes
+
+    from fastvec import native
+    from fastvec.trainer import teams
+    from fastvec.trainer.config import load_config
+    from fastvec.trainer.settings import Config
+    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("no C++ compiler or no CUDA headers")
+    config = Config.of(load_config(name, {"env": {"num_envs": 8}, "policy": {"critic_input": critic_input}}))
+    source, defines, _ = teams.build(config.env.name, dict(config.env.params))
+    out = tmp_path_factory.mktemp(harness.stem) / "emu.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+           f"-I{native.NATIVE_DIR}", f"-I{include}", f"-I{Path(source).parent}", f'-DENV="{source}"',
+           *[f"-D{k}={v}" for k, v in defines.items()], str(harness), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "barrier" in proc.stderr:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return ctypes.CDLL(str(out)), config
+
+
+@pytest.mark.parametrize("case", ["smax-3m", "simple_speaker_listener"])
+def test_team_rollout_step_samples_available_actions_and_steps_as_the_cpu_batch(tmp_path_factory, case):
+    """rollout_step_kernel then team_inputs_kernel, as TeamRollout enqueues a step, against a CPU batch reset with
+    the same seeds: every agent's action is reference.policy_act's masked draw from the decoder output (plus its
+    bias) with the counter uniforms and only ever an available one; the env step's rewards and done flags are the
+    CPU batch's fed those actions, through episode ends; the next step's inputs are AgentInputs' bit for bit; the
+    episode accumulator holds the finished episodes' count, mean return and each agent's sum of returns."""
+    from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
+    from fastvec.trainer.env_batch import env_build, make_batch
+    from fastvec.trainer.numpy_trainer import make_policy_spec
+    name, critic_input = TEAM_CASES[case]
+    lib, config = build_team_harness(tmp_path_factory, TEAM_ROLLOUT_HARNESS, name, critic_input)
+    batch = make_batch(config)
+    try:
+        n, agents = batch.num_envs, batch.obs.shape[1]
+        rows = n * agents
+        assert lib.emu_slot_size() == batch.slots.shape[1]
+        spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, batch.env.spaces, agents,
+                                world_state_size(batch))
+        inputs, a, y_width = AgentInputs(spec, batch), spec.num_actions, spec.num_actions + 1
+        seeds = np.arange(n, dtype=np.uint64) + 11
+        batch.reset(seeds, None)
+        slots = np.zeros_like(batch.slots)
+        env_obs = np.zeros((rows, spec.obs_size), np.float32)
+        call(lib.emu_reset, n, slots, seeds, env_obs)
+        own = None if inputs.static_mask is None else np.ascontiguousarray(inputs.static_mask[:agents])
+        columns = None if inputs.columns is None else np.ascontiguousarray(inputs.columns, np.int32)
+        obs, masks = np.zeros((rows, spec.input_size), np.float32), np.zeros((rows, a), np.uint8)
+        world = np.zeros((rows, spec.critic_input_size), np.float32)
+        scratch = np.zeros((n, spec.world_size), np.float32)
+
+        def team_inputs():
+            call(lib.emu_team_inputs, n, slots, env_obs, obs, masks, own, world, scratch, columns, 1, spec.world_size)
+            assert np.array_equal(obs, inputs.obs()) and np.array_equal(masks, inputs.mask())
+            assert np.array_equal(world, inputs.world())
+
+        team_inputs()
+        rng, key, max_steps = np.random.default_rng(15), ref.sampling_key(9), env_build(config, batch)[2]
+        scalars = np.zeros(SCALARS_DTYPE.itemsize, np.uint8)
+        terminated, truncated = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+        ep_return, ep_length = np.zeros(rows, np.float32), np.zeros(n, np.int32)
+        ep_stats = np.zeros((n, max(len(batch.env.stat_names), 1)), np.float32)
+        acc = np.zeros(3 + len(batch.env.stat_names) + agents)
+        actions, logp, values = np.zeros(rows, np.int32), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+        rewards, dones, starts = (np.zeros(rows, np.float32) for _ in range(3))
+        finished = []
+        for t in range(60):
+            y = (rng.standard_normal((rows, y_width)) * 3).astype(np.float32)
+            bias = rng.standard_normal(y_width).astype(np.float32)
+            step_masks = masks.copy()
+            call(lib.emu_rollout_step, n, t, y, bias, slots, np.zeros((rows, spec.obs_size), np.float32), terminated,
+                 truncated, ep_return, ep_length, ep_stats, acc, scalars, np.uint64(key), max_steps, env_obs,
+                 actions, logp, values, rewards, dones, starts, step_masks)
+            logits = ref.mask_logits((y + bias)[:, :a], step_masks)
+            want, want_logp = ref.sample_head(spec, logits, ref.masked_uniforms(ref.policy_uniforms(key, rows, t)))
+            assert np.array_equal(actions, want), t
+            assert step_masks[np.arange(rows), actions].all(), t
+            assert rel_err(logp, want_logp) <= 1e-6 and np.array_equal(values, (y + bias)[:, a]), t
+            batch.step(actions.astype(np.int64).reshape(n, agents))
+            assert np.array_equal(rewards, batch.rewards.reshape(rows)), t
+            done = batch.terminated | batch.truncated
+            assert np.array_equal(dones, np.repeat(done, agents).astype(np.float32)), t
+            finished += list(batch.episode_return[done])
+            team_inputs()
+        returns = np.array(finished, np.float64)
+        assert len(returns) >= n  # every game ended at least once: autoreset's inputs were checked
+        assert acc[0] == len(returns) and acc[1] / acc[0] == pytest.approx(returns.mean(), rel=1e-5)
+        assert np.allclose(acc[-agents:], returns.sum(0), rtol=1e-5, atol=1e-5)
+    finally:
+        batch.close()

@@ -38,7 +38,7 @@ typedef struct {
     float* ep_return;            /* (N * NUM_AGENTS,) finished episodes' returns where done */
     int* ep_length;              /* (N,) */
     float* ep_stats;             /* (N, NUM_STATS) */
-    double* episode_acc;         /* (3 + NUM_STATS) episodes, sums of returns (mean over agents), lengths, stats */
+    double* episode_acc;         /* episodes, sums of returns, lengths, stats, each agent's returns (record_outcome) */
     const TrainScalars* scalars; /* rollout_steps: the sampler's policy-step counter */
     unsigned long long seed_key; /* the sampler's key */
     int num_envs;                /* N, the envs */

@@ -122,7 +122,6 @@ class GpuEnvRollout:
                 masks=buf("masks", step * r * self.spec.num_actions) if plan.masked else 0))
         return packed
 
-
     def obs_next(self, slot: int, step: int) -> int:
         """Where the env step `step` writes its observations: the slot's obs[step + 1]."""
         return self.slot("obs", slot, (step + 1) * self.plan.rows * self.spec.input_size)
