@@ -142,3 +142,23 @@ def test_image_observations_keep_their_bytes():
     assert (image[..., 0].sum(axis=(1, 2)) == 1).all() and (image[:, 3, 4, 1] == 1).all()
     with pytest.raises(ActionError, match=r"action 4 out of range for Discrete\(4\) at env 2"):
         b.step(np.array([0, 1, 4, 3]))
+
+
+def test_first_bad_names_the_first_value_that_may_not_reach_the_env():
+    """The flat index (env-major, then the action's values) of the first action value outside its space: the one
+    every face's error names; None when all are fine."""
+    multi = cpu.load(MULTI, ()).spaces  # MultiDiscrete
+    d = multi.action_dims
+    good = np.zeros((4, d), np.int64)
+    assert multi.first_bad(good) is None
+    bad = good.copy()
+    bad[1, d - 1] = multi.nvec[d - 1]  # one past the last value's count
+    bad[3, 0] = -1
+    assert multi.first_bad(bad) == d + d - 1
+    assert multi.first_bad(bad[2:]) == d  # row 3 of the whole is row 1 here
+    box = cpu.load(BOX, ()).spaces
+    actions = np.zeros((3, box.action_dims), np.float32)
+    assert box.first_bad(actions) is None
+    actions[2, 0], actions[1, box.action_dims - 1] = np.inf, np.nan
+    assert box.first_bad(actions) == 2 * box.action_dims - 1
+    assert box.first_bad(np.full((2, box.action_dims), 10**9, np.int64)) is None  # integers are finite

@@ -309,3 +309,22 @@ def test_the_face_takes_every_fastvec_game_by_name_or_pettingzoo_id(name, face, 
         made = pettingzoo.make("parallel", name)  # the registry's way to the same game
         assert made.possible_agents == agents
         made.close()
+
+
+@pytest.mark.parametrize("name, agents", [
+    ("Pong", ["left", "right"]), ("fastvec/pong-v0", ["left", "right"]),
+    ("simple_push", ["adversary_0", "agent_0"]), ("fastvec/simple_push-v3", ["adversary_0", "agent_0"]),
+    ("smax_3m", [f"ally_{i}" for i in range(3)]), ("fastvec/smax_3m-v0", [f"ally_{i}" for i in range(3)]),
+    ("FASTVEC/SMAX_3m-v0", [f"ally_{i}" for i in range(3)])])
+def test_the_pettingzoo_faces_names_reach_each_kind_of_game_by_name_or_id(name, agents):
+    """fastvec.pettingzoo's parallel_env, env and vector_env take every fastvec game by name or PettingZoo id:
+    a built-in game, an MPE scenario, a SMAX scenario (its heuristic enemies by default: the allies play)."""
+    from fastvec import pettingzoo as fpz
+
+    for make in (fpz.parallel_env, fpz.env):
+        game = make(name)
+        assert game.possible_agents == agents, (make.__name__, name)
+        game.close()
+    vec = fpz.vector_env(name, 2)
+    assert vec.num_envs == 2 * len(agents)
+    vec.close()
