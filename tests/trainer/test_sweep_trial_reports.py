@@ -2,6 +2,7 @@
 seed at every 1/reports of the budget, the target's distance for time_to_target), when a seed's run is stopped,
 each seed's result, the objective from the seeds (mean or worst), and each seed's own config and seed."""
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -266,3 +267,24 @@ def test_failing_trials_in_a_row_end_the_sweep_naming_the_last_error(monkeypatch
     code, ran = fake_sweep(monkeypatch, tmp_path, (["FAIL"] * (sweep.FAILURES_IN_A_ROW - 1) + ["PRUNED"]) * 3,
                            trials=3 * sweep.FAILURES_IN_A_ROW)
     assert code == 0 and len(ran) == 3 * sweep.FAILURES_IN_A_ROW  # a success in between starts the count again
+
+
+def test_each_finished_trial_is_reported_with_the_sweeps_count_and_time_so_far(monkeypatch, tmp_path):
+    """The trials-per-hour line gets the trials done here and the seconds since this sweep started (never more
+    than the time the test itself measures around it)."""
+    import time
+
+    reports = []
+
+    class Recording(SweepProgress):
+        def finished(self, line, done, seconds):
+            reports.append((line, done, seconds, time.perf_counter() - began))
+
+    monkeypatch.setattr(sys.modules[__name__], "SweepProgress", Recording)
+    began = time.perf_counter()
+    code, _ = fake_sweep(monkeypatch, tmp_path, ["COMPLETE"] * 3)
+    assert code == 0 and [(line, done) for line, done, *_ in reports] == [("trial 0", 1), ("trial 1", 2),
+                                                                          ("trial 2", 3)]
+    for _, _, seconds, measured in reports:
+        assert 0 <= seconds <= measured
+    assert [r[2] for r in reports] == sorted(r[2] for r in reports)
