@@ -64,8 +64,15 @@
 #define NUM_ALLIES (MAP == 7 ? 8 : MAP == 8 ? 25 : MAP == 9 ? 10 : 27)
 #define NUM_ENEMIES (MAP == 7 ? 8 : MAP == 8 ? 25 : MAP == 9 ? 11 : 30)
 #define SMAX_ALL_MARINES 1
+#elif MAP >= 11 && MAP <= 13 /* smacv2_5_units, smacv2_10_units, smacv2_20_units: each reset draws the units */
+#define NUM_ALLIES (MAP == 11 ? 5 : MAP == 12 ? 10 : 20)
+#define NUM_ENEMIES NUM_ALLIES
+#define SMAX_RANDOM_UNITS 1 /* smax_units.h: every reset draws the units' types and start positions */
 #else
-#error "MAP must be 0 (3m), 1 (2s3z), 2 (3s5z), 3 (5m_vs_6m), 4 (3s5z_vs_3s6z), 5 (3s_vs_5z), 6 (6h_vs_8z), 7 (8m), 8 (25m), 9 (10m_vs_11m) or 10 (27m_vs_30m)"
+#error "MAP must be 0 (3m), 1 (2s3z), 2 (3s5z), 3 (5m_vs_6m), 4 (3s5z_vs_3s6z), 5 (3s_vs_5z), 6 (6h_vs_8z), 7 (8m), 8 (25m), 9 (10m_vs_11m), 10 (27m_vs_30m), 11 (smacv2_5_units), 12 (smacv2_10_units) or 13 (smacv2_20_units)"
+#endif
+#ifndef SMAX_RANDOM_UNITS
+#define SMAX_RANDOM_UNITS 0
 #endif
 
 #ifndef ENEMY
@@ -95,8 +102,9 @@
 #define NUM_STATS 2
 #define STAT_NAMES "allies_won,enemies_won"
 #define SMAX_ENEMY_STATE 4 /* the heuristic's per enemy: its default target's x and y, its last target, its draw */
-#define STATE_SIZE \
-    (SMAX_UNIT_STATE * SMAX_N + SMAX_WORLD_STEPS * SMAX_N + (SMAX_HEURISTIC ? SMAX_ENEMY_STATE * NUM_ENEMIES : 0))
+#define SMAX_ENEMY_OFFSET ((SMAX_UNIT_STATE + SMAX_WORLD_STEPS) * SMAX_N)
+#define SMAX_TYPE_OFFSET (SMAX_ENEMY_OFFSET + (SMAX_HEURISTIC ? SMAX_ENEMY_STATE * NUM_ENEMIES : 0))
+#define STATE_SIZE (SMAX_TYPE_OFFSET + (SMAX_RANDOM_UNITS ? SMAX_N : 0))
 #define RENDER_W 256
 #define RENDER_H 256
 #include "fastvec.h"
@@ -123,21 +131,32 @@ typedef struct {
     int enemy_last[NUM_ENEMIES];        /* the ally it attacked last (its k-th, allies in reverse order), -1: none */
     float enemy_draw[NUM_ENEMIES];      /* the next env step's uniform draw of the seen ally it follows */
 #endif
+#if SMAX_RANDOM_UNITS
+    unsigned char type[SMAX_N]; /* each unit's type, drawn at reset */
+#endif
 } State;
 
-#ifdef SMAX_ALL_MARINES
-FV_FN int smax_type(int u) { (void)u; return 0; }
+#if SMAX_RANDOM_UNITS
+FV_FN int smax_type(const State* s, int u) { return s->type[u]; }
+#elif defined(SMAX_ALL_MARINES)
+FV_FN int smax_type(const State* s, int u) { (void)s, (void)u; return 0; }
 #else
-FV_FN int smax_type(int u) { const int t[SMAX_N] = SMAX_TYPES; return t[u]; }
+FV_FN int smax_type(const State* s, int u) { const int t[SMAX_N] = SMAX_TYPES; (void)s; return t[u]; }
 #endif
 
-FV_FN float smax_velocity(int u) { const float t[SMAX_TYPE_BITS] = SMAX_VELOCITY; return t[smax_type(u)]; }
-FV_FN float smax_attack(int u) { const float t[SMAX_TYPE_BITS] = SMAX_ATTACK; return t[smax_type(u)]; }
-FV_FN float smax_range(int u) { const float t[SMAX_TYPE_BITS] = SMAX_RANGE; return t[smax_type(u)]; }
-FV_FN float smax_sight(int u) { const float t[SMAX_TYPE_BITS] = SMAX_SIGHT; return t[smax_type(u)]; }
-FV_FN float smax_radius(int u) { const float t[SMAX_TYPE_BITS] = SMAX_RADIUS; return t[smax_type(u)]; }
-FV_FN float smax_max_health(int u) { const float t[SMAX_TYPE_BITS] = SMAX_HEALTH; return t[smax_type(u)]; }
-FV_FN float smax_base_cooldown(int u) { const float t[SMAX_TYPE_BITS] = SMAX_COOLDOWN; return t[smax_type(u)]; }
+/* Unit u's entry of a per-type table. */
+#define SMAX_OF_TYPE(table) { const float t[SMAX_TYPE_BITS] = table; return t[smax_type(s, u)]; }
+FV_FN float smax_velocity(const State* s, int u) SMAX_OF_TYPE(SMAX_VELOCITY)
+FV_FN float smax_attack(const State* s, int u) SMAX_OF_TYPE(SMAX_ATTACK)
+FV_FN float smax_range(const State* s, int u) SMAX_OF_TYPE(SMAX_RANGE)
+FV_FN float smax_sight(const State* s, int u) SMAX_OF_TYPE(SMAX_SIGHT)
+FV_FN float smax_radius(const State* s, int u) SMAX_OF_TYPE(SMAX_RADIUS)
+FV_FN float smax_max_health(const State* s, int u) SMAX_OF_TYPE(SMAX_HEALTH)
+FV_FN float smax_base_cooldown(const State* s, int u) SMAX_OF_TYPE(SMAX_COOLDOWN)
+
+#if SMAX_RANDOM_UNITS
+#include "smax_units.h"
+#endif
 
 FV_FN int env_agent_obs_size(int a) { (void)a; return OBS_SIZE; }
 FV_FN int env_agent_action_size(int a) { return SMAX_MOVES + (a < NUM_ALLIES ? NUM_ENEMIES : NUM_ALLIES); }
@@ -167,8 +186,8 @@ FV_FN void smax_push_apart(State* s) {
         for (int j = 0; j < SMAX_N; j++) {
             float dx = s->pos[i][0] - s->pos[j][0], dy = s->pos[i][1] - s->pos[j][1];
             float dist = sqrtf(dx * dx + dy * dy) + (i == j ? 1.0f : 0.0f) + 1e-6f;
-            float overlap = s->alive[i] && s->alive[j] ? fmaxf((smax_radius(i) + smax_radius(j)) / dist - 1.0f, 0.0f)
-                                                       : 0.0f;
+            float touching = smax_radius(s, i) + smax_radius(s, j);
+            float overlap = s->alive[i] && s->alive[j] ? fmaxf(touching / dist - 1.0f, 0.0f) : 0.0f;
             sx = fmaf(dx, overlap, sx);
             sy = fmaf(dy, overlap, sy);
         }
@@ -191,16 +210,16 @@ FV_FN void smax_world_step(State* s, const float (*move)[2], const int* attack, 
     int target[SMAX_N];
     for (int u = 0; u < SMAX_N; u++) {
         for (int d = 0; d < 2; d++) {
-            float p = s->pos[u][d] + move[u][d] * smax_velocity(u) * SMAX_DT;
+            float p = s->pos[u][d] + move[u][d] * smax_velocity(s, u) * SMAX_DT;
             p = fmaxf(fminf(p, SMAX_MAP_SIZE), 0.0f);
             pos[u][d] = s->alive[u] ? p : s->pos[u][d];
         }
         int t = smax_target(u, attack[u]);
-        int valid = smax_norm(s->pos[u][0] - s->pos[t][0], s->pos[u][1] - s->pos[t][1]) < smax_range(u)
+        int valid = smax_norm(s->pos[u][0] - s->pos[t][0], s->pos[u][1] - s->pos[t][1]) < smax_range(s, u)
                     && s->alive[u] && s->alive[t] && t != u && s->cooldown[u] <= 0.0f;
         target[u] = t;
-        damage[u] = valid ? -smax_attack(u) : 0.0f;
-        cooldown_change[u] = valid ? (smax_base_cooldown(u) + deviation[u]) - s->cooldown[u] : -SMAX_DT;
+        damage[u] = valid ? -smax_attack(s, u) : 0.0f;
+        cooldown_change[u] = valid ? (smax_base_cooldown(s, u) + deviation[u]) - s->cooldown[u] : -SMAX_DT;
     }
     for (int u = 0; u < SMAX_N; u++) s->health[target[u]] += damage[u];
     for (int u = 0; u < SMAX_N; u++) {
@@ -221,7 +240,7 @@ FV_FN void smax_obs(const State* s, float* obs) {
     for (int i = 0; i < NUM_AGENTS; i++) {
         float* o = obs + i * OBS_SIZE;
         for (int k = 0; k < OBS_SIZE; k++) o[k] = 0.0f;
-        float sight = smax_sight(i);
+        float sight = smax_sight(s, i);
         for (int k = 0; k < SMAX_N - 1; k++) {
             /* allies see the others in index order, enemies in reverse */
             int j = i < NUM_ALLIES ? (k < i ? k : k + 1) : (SMAX_N - 1 - k > i ? SMAX_N - 1 - k : SMAX_N - 2 - k);
@@ -229,22 +248,22 @@ FV_FN void smax_obs(const State* s, float* obs) {
             if (!(smax_norm(dx, dy) < sight && s->alive[i] && s->alive[j])) continue;
             float* f = o + k * SMAX_UNIT_FEATURES;
             float largest_action = (float)(SMAX_MOVES + (j < NUM_ALLIES ? NUM_ENEMIES : NUM_ALLIES) - 1);
-            f[0] = s->health[j] / smax_max_health(j);
+            f[0] = s->health[j] / smax_max_health(s, j);
             f[1] = dx * (1.0f / sight); /* XLA divides by the broadcast sight range as a reciprocal's product */
             f[2] = dy * (1.0f / sight);
             f[3] = s->prev_move[j][0];
             f[4] = s->prev_move[j][1];
             f[5] = (float)s->prev_attack[j] * (1.0f / largest_action); /* a constant's reciprocal, as XLA's */
-            f[6] = smax_clip01(s->cooldown[j] / smax_base_cooldown(j));
-            f[7 + smax_type(j)] = 1.0f;
+            f[6] = smax_clip01(s->cooldown[j] / smax_base_cooldown(s, j));
+            f[7 + smax_type(s, j)] = 1.0f;
         }
         if (!s->alive[i]) continue;
         float* f = o + (SMAX_N - 1) * SMAX_UNIT_FEATURES;
-        f[0] = s->health[i] / smax_max_health(i);
+        f[0] = s->health[i] / smax_max_health(s, i);
         f[1] = s->pos[i][0] / SMAX_MAP_SIZE;
         f[2] = s->pos[i][1] / SMAX_MAP_SIZE;
-        f[3] = smax_clip01(s->cooldown[i] / smax_base_cooldown(i));
-        f[4 + smax_type(i)] = 1.0f;
+        f[3] = smax_clip01(s->cooldown[i] / smax_base_cooldown(s, i));
+        f[4 + smax_type(s, i)] = 1.0f;
     }
 }
 
@@ -258,7 +277,7 @@ FV_FN void smax_obs(const State* s, float* obs) {
 FV_FN int smax_heuristic_action(State* s, int e) {
     const float sights[SMAX_TYPE_BITS] = SMAX_SIGHT, ranges[SMAX_TYPE_BITS] = SMAX_RANGE;
     int u = NUM_ALLIES + e, alive = s->alive[u];
-    int type = alive ? smax_type(u) : 0;
+    int type = alive ? smax_type(s, u) : 0;
     float sight = sights[type], ox = alive ? s->pos[u][0] : 0.0f, oy = alive ? s->pos[u][1] : 0.0f;
     float ex[NUM_ALLIES], ey[NUM_ALLIES];
     int seen[NUM_ALLIES], shootable[NUM_ALLIES], num_seen = 0, closest = 0;
@@ -266,7 +285,7 @@ FV_FN int smax_heuristic_action(State* s, int e) {
     for (int k = 0; k < NUM_ALLIES; k++) { /* allies in reverse order, as the enemy's observation lists them */
         int j = NUM_ALLIES - 1 - k;
         float dx = s->pos[j][0] - s->pos[u][0], dy = s->pos[j][1] - s->pos[u][1];
-        seen[k] = smax_norm(dx, dy) < sight && alive && s->alive[j] && s->health[j] / smax_max_health(j) > 0.0f;
+        seen[k] = smax_norm(dx, dy) < sight && alive && s->alive[j] && s->health[j] / smax_max_health(s, j) > 0.0f;
         ex[k] = seen[k] ? dx * (1.0f / sight) * sight : 0.0f;
         ey[k] = seen[k] ? dy * (1.0f / sight) * sight : 0.0f;
         shootable[k] = seen[k] && smax_norm(ex[k], ey[k]) < ranges[type];
@@ -303,12 +322,11 @@ FV_FN int smax_heuristic_action(State* s, int e) {
 }
 #endif
 
-FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+/* A battle's start from its units' positions (and types, where drawn): full health, weapons ready, no previous
+ * actions, the heuristic enemies' policy states fresh; overlapping units pushed apart. */
+FV_FN void smax_start(State* s) {
     for (int u = 0; u < SMAX_N; u++) {
-        float cx = u < NUM_ALLIES ? SMAX_MAP_SIZE / 4.0f : SMAX_MAP_SIZE / 4.0f * 3.0f;
-        s->pos[u][0] = cx + fv_rand_uniform(rng, -2.0f, 2.0f);
-        s->pos[u][1] = SMAX_MAP_SIZE / 2.0f + fv_rand_uniform(rng, -2.0f, 2.0f);
-        s->health[u] = smax_max_health(u);
+        s->health[u] = smax_max_health(s, u);
         s->cooldown[u] = 0.0f;
         s->alive[u] = 1;
         s->prev_move[u][0] = s->prev_move[u][1] = 0.0f;
@@ -318,6 +336,21 @@ FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
     for (int e = 0; e < NUM_ENEMIES; e++) s->enemy_target[e][0] = s->enemy_target[e][1] = 0.0f, s->enemy_last[e] = -1;
 #endif
     smax_push_apart(s);
+}
+
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) {
+#if SMAX_RANDOM_UNITS
+    SmaxSpawn spawn;
+    smax_draw_spawn(&spawn, rng);
+    smax_place_units(&spawn, s->pos, s->type);
+#else
+    for (int u = 0; u < SMAX_N; u++) { /* the allies around (8, 16), the enemies around (24, 16) */
+        float cx = u < NUM_ALLIES ? SMAX_MAP_SIZE / 4.0f : SMAX_MAP_SIZE / 4.0f * 3.0f;
+        s->pos[u][0] = cx + fv_rand_uniform(rng, -2.0f, 2.0f);
+        s->pos[u][1] = SMAX_MAP_SIZE / 2.0f + fv_rand_uniform(rng, -2.0f, 2.0f);
+    }
+#endif
+    smax_start(s);
     smax_draw_deviations(s, rng);
     smax_obs(s, obs);
 }
@@ -358,7 +391,7 @@ FV_FN int env_step(State* s, fv_rng* rng, const ACT_T* actions, float* obs, floa
     for (int team = 0; team < 2; team++) {
         int lo = team == 0 ? NUM_ALLIES : 0, hi = team == 0 ? SMAX_N : NUM_ALLIES;
         float lost = 0.0f;
-        for (int u = lo; u < hi; u++) lost += (s->health[u] - before[u]) / smax_max_health(u);
+        for (int u = lo; u < hi; u++) lost += (s->health[u] - before[u]) / smax_max_health(s, u);
         int won = team == 0 ? enemies_out && !allies_out : allies_out && !enemies_out;
         /* over the team's size as XLA computes it: its reciprocal's product, fused with the bonus's sum */
         float reward = fmaf(fabsf(lost), 1.0f / (float)(hi - lo), won ? 1.0f : 0.0f);
@@ -380,7 +413,7 @@ FV_FN void smax_action_mask(const State* s, int a, unsigned char* mask) {
     for (int k = SMAX_MOVES; k < env_agent_action_size(a); k++) {
         int t = smax_target(a, k);
         mask[k] = s->alive[a] && s->alive[t]
-                  && smax_norm(s->pos[t][0] - s->pos[a][0], s->pos[t][1] - s->pos[a][1]) < smax_range(a);
+                  && smax_norm(s->pos[t][0] - s->pos[a][0], s->pos[t][1] - s->pos[a][1]) < smax_range(s, a);
     }
 }
 
@@ -397,16 +430,17 @@ FV_FN void env_world_state(const State* s, float* out) {
     for (int u = 0; u < SMAX_N; u++) {
         float* f = out + u * SMAX_OWN_FEATURES;
         out[SMAX_OWN_FEATURES * SMAX_N + u] = u < NUM_ALLIES ? 0.0f : 1.0f;
-        out[(SMAX_OWN_FEATURES + 1) * SMAX_N + u] = (float)smax_type(u);
+        out[(SMAX_OWN_FEATURES + 1) * SMAX_N + u] = (float)smax_type(s, u);
         if (!s->alive[u]) continue;
-        f[0] = s->health[u] / smax_max_health(u);
+        f[0] = s->health[u] / smax_max_health(s, u);
         f[1] = s->pos[u][0], f[2] = s->pos[u][1], f[3] = s->cooldown[u];
-        f[4 + smax_type(u)] = 1.0f;
+        f[4 + smax_type(s, u)] = 1.0f;
     }
 }
 
 /* State values per unit: x, y, health, cooldown, alive, previous move x and y, previous attack action; then
- * the next step's cooldown draws, per world step and unit. */
+ * the next step's cooldown draws, per world step and unit; with ENEMY=1 the heuristic enemies' (target x and y,
+ * last target, draw); in the random-unit scenarios every unit's type (0-5, as SMAX_VELOCITY's order). */
 FV_FN void env_get_state(const State* s, double* out) {
     for (int u = 0; u < SMAX_N; u++) {
         double* v = out + u * SMAX_UNIT_STATE;
@@ -417,9 +451,12 @@ FV_FN void env_get_state(const State* s, double* out) {
         for (int u = 0; u < SMAX_N; u++) out[SMAX_UNIT_STATE * SMAX_N + w * SMAX_N + u] = s->deviation[w][u];
 #if SMAX_HEURISTIC
     for (int e = 0; e < NUM_ENEMIES; e++) {
-        double* v = out + (SMAX_UNIT_STATE + SMAX_WORLD_STEPS) * SMAX_N + e * SMAX_ENEMY_STATE;
+        double* v = out + SMAX_ENEMY_OFFSET + e * SMAX_ENEMY_STATE;
         v[0] = s->enemy_target[e][0], v[1] = s->enemy_target[e][1], v[2] = s->enemy_last[e], v[3] = s->enemy_draw[e];
     }
+#endif
+#if SMAX_RANDOM_UNITS
+    for (int u = 0; u < SMAX_N; u++) out[SMAX_TYPE_OFFSET + u] = s->type[u];
 #endif
 }
 
@@ -434,9 +471,15 @@ FV_FN void env_set_state(State* s, const double* in, float* obs) {
         for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = (float)in[SMAX_UNIT_STATE * SMAX_N + w * SMAX_N + u];
 #if SMAX_HEURISTIC
     for (int e = 0; e < NUM_ENEMIES; e++) {
-        const double* v = in + (SMAX_UNIT_STATE + SMAX_WORLD_STEPS) * SMAX_N + e * SMAX_ENEMY_STATE;
+        const double* v = in + SMAX_ENEMY_OFFSET + e * SMAX_ENEMY_STATE;
         s->enemy_target[e][0] = (float)v[0], s->enemy_target[e][1] = (float)v[1];
         s->enemy_last[e] = (int)v[2], s->enemy_draw[e] = (float)v[3];
+    }
+#endif
+#if SMAX_RANDOM_UNITS
+    for (int u = 0; u < SMAX_N; u++) { /* a type beyond the six is read as a marine's: the tables stay in bounds */
+        double t = in[SMAX_TYPE_OFFSET + u];
+        s->type[u] = t >= 0.0 && t < SMAX_TYPE_BITS ? (unsigned char)t : 0;
     }
 #endif
     smax_obs(s, obs);
@@ -447,7 +490,7 @@ FV_FN void env_render(const State* s, unsigned char* rgb) {
     fv_fill_rect(rgb, RENDER_W, RENDER_H, 0, 0, RENDER_W, RENDER_H, 255, 255, 255);
     for (int u = 0; u < SMAX_N; u++) {
         if (!s->alive[u]) continue;
-        int r = (int)(smax_radius(u) * scale + 0.5f);
+        int r = (int)(smax_radius(s, u) * scale + 0.5f);
         int x = (int)(s->pos[u][0] * scale), y = RENDER_H - 1 - (int)(s->pos[u][1] * scale);
         int ally = u < NUM_ALLIES;
         fv_fill_rect(rgb, RENDER_W, RENDER_H, x - r, y - r, x + r + 1, y + r + 1, 0, ally ? 0 : 160, ally ? 220 : 0);

@@ -12,11 +12,13 @@ TIME_LIMIT = 101  # jaxmarl's max_steps=100, checked before its step count incre
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
-    """One scenario: smax.h's MAP for it and its team sizes."""
+    """One scenario: smax.h's MAP for it, its team sizes, and whether each reset draws its units' types and start
+    positions (jaxmarl's smacv2-style scenarios; fastvec/native/smax_units.h) or it has fixed ones."""
 
     map: int
     allies: int
     enemies: int
+    random_units: bool = False
 
     @property
     def agents(self) -> list[str]:
@@ -40,6 +42,9 @@ SCENARIOS: dict[str, Scenario] = {
     "25m": Scenario(8, 25, 25),
     "10m_vs_11m": Scenario(9, 10, 11),
     "27m_vs_30m": Scenario(10, 27, 30),
+    "smacv2_5_units": Scenario(11, 5, 5, random_units=True),
+    "smacv2_10_units": Scenario(12, 10, 10, random_units=True),
+    "smacv2_20_units": Scenario(13, 20, 20, random_units=True),
 }
 
 

@@ -31,6 +31,7 @@ ENVS = {
     "mpe_world_comm": (native.NATIVE_DIR / "mpe_world_comm.h", {}, 5),  # six agents, float64 state, exp/log1p
     "smax_3m": (native.NATIVE_DIR / "smax.h", {"MAP": 0}, 9),  # six agents, fmaf/sqrtf, draws in env_step
     "smax_3m_heuristic": (native.NATIVE_DIR / "smax.h", {"MAP": 0, "ENEMY": 1}, 9),  # three agents, scripted enemies
+    "smax_smacv2_5_units": (native.NATIVE_DIR / "smax.h", {"MAP": 11}, 9),  # units drawn at every reset
     **{game: (native.source_path(game), native.resolve_defines(game, {}), 8)  # test_minatar_kernels.py's cases
        for game in ("asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar",
                     "spaceinvaders-minatar")},
@@ -147,6 +148,7 @@ CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [(env, "NextStep", k) for env in ("breakout", "mpe_world_comm", "smax_3m") for k in BASE_KERNELS] +
          [("smax_3m", m, "wide") for m in MODES[1:]] +  # its action masks and world state after every autoreset
          [("smax_3m_heuristic", "SameStep", k) for k in BASE_KERNELS] +
+         [("smax_smacv2_5_units", "SameStep", "wide")] +
          [("counting", m, "wide") for m in MODES])
 
 

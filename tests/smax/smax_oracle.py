@@ -136,6 +136,8 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict
             policy = np.concatenate([enemy_policy_state(state.enemy_policy_state),
                                      np.asarray(enemy_draws(step_keys))[..., None]], -1)
             values.append(policy.reshape(episodes, -1))
+        if SCENARIOS[name].random_units:  # this episode's unit types
+            values.append(np.asarray((state.state if heuristic else state).unit_types, np.float64))
         values = np.concatenate(values, 1)
         batch.set_state(None, values)
         masks = avail(state)
@@ -162,7 +164,8 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict
         done = np.asarray(dones["__all__"])
         alive = units_of(state)[..., 4] != 0
         if heuristic:  # the enemies' policy states: default targets and last targets bit for bit
-            policy = batch.get_state()[:, (UNIT_STATE + WORLD_STEPS) * units:].reshape(episodes, -1, 4)[..., :3]
+            policy = batch.get_state()[:, (UNIT_STATE + WORLD_STEPS) * units:][:, : 4 * env.num_enemies]
+            policy = policy.reshape(episodes, -1, 4)[..., :3]
             np.testing.assert_array_equal(policy[live], enemy_policy_state(state.enemy_policy_state)[live],
                                           err_msg=f"heuristic enemies' policy state, {where}")
         eliminated = ~alive[:, : env.num_allies].any(1) | ~alive[:, env.num_allies:].any(1)

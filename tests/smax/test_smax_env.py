@@ -147,7 +147,7 @@ COOLDOWN = [0.61, 1.07, 1.87, 0.86, 0.5, 0.59]
 DT = 1 / 16
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", JAXMARL_TYPES)  # the random-unit scenarios' draws: test_smax_units.py
 def test_every_unit_starts_with_its_jaxmarl_type_and_full_health(name):
     sc, types = SCENARIOS[name], JAXMARL_TYPES[name]
     n = sc.allies + sc.enemies

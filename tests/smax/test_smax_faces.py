@@ -12,7 +12,8 @@ import fastvec  # noqa: F401  (registers the ids)
 from fastvec.native.smax import SCENARIOS
 from fastvec.wrappers.smax import env, parallel_env, vector_env
 
-CASES = [("3m", "heuristic"), ("5m_vs_6m", "agents"), ("3s_vs_5z", "heuristic")]
+CASES = [("3m", "heuristic"), ("5m_vs_6m", "agents"), ("3s_vs_5z", "heuristic"), ("smacv2_5_units", "agents"),
+         ("smacv2_10_units", "heuristic"), ("smacv2_20_units", "agents")]
 
 
 @pytest.mark.parametrize("scenario,enemy", CASES)

@@ -17,7 +17,7 @@ def batches(name_map: int, n: int, autoreset: str, **gpu):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("autoreset", ["NextStep", "SameStep", "Disabled"])
-@pytest.mark.parametrize("name_map", [0, 4])  # 3m, 3s5z_vs_3s6z
+@pytest.mark.parametrize("name_map", [0, 4, 11, 13])  # 3m, 3s5z_vs_3s6z, smacv2_5_units, smacv2_20_units
 def test_gpu_masks_and_world_state_equal_the_cpu_batch(name_map, autoreset):
     n = 300
     cpu_batch, gpu_batch = batches(name_map, n, autoreset)
