@@ -22,7 +22,8 @@
  * fastvec.h's optional hooks: the available actions (ACTION_MASK, jaxmarl's get_avail_actions; an action ruled out
  * steps as jaxmarl steps it: a dead unit stays put, an attack out of range or on the dead does nothing) and the
  * world state (WORLD_STATE_SIZE, jaxmarl's get_world_state) for a centralised critic.
- * Parameters: MAP, the scenario (the table below; fastvec/native/smax.py names them); ENEMY, who plays the enemies:
+ * Parameters: MAP, the scenario (the table below; fastvec/native/smax.py names them; in the smacv2 ones each reset
+ * draws the units' types and start positions, smax_units.h, and a unit's type is state); ENEMY, who plays the enemies:
  * 0 the agents (every unit an agent, as jaxmarl's SMAX), 1 jaxmarl's heuristic (HeuristicEnemySMAX with its defaults,
  * attack_mode "closest" and enemy_shoots: the agents are the allies alone; smax_heuristic_action below). Each
  * checked against jaxmarl by tests/smax.

@@ -33,7 +33,8 @@ class SmaxParallelEnv(NativeParallelEnv):
 
     Args:
         scenario: "3m", "2s3z", "3s5z", "5m_vs_6m", "3s5z_vs_3s6z", "3s_vs_5z", "6h_vs_8z", "8m", "25m",
-            "10m_vs_11m" or "27m_vs_30m" (also "smax_3m", "fastvec/smax_3m-v0").
+            "10m_vs_11m", "27m_vs_30m", or "smacv2_5_units", "smacv2_10_units", "smacv2_20_units" (each battle's
+            units drawn at its reset) (also "smax_3m", "fastvec/smax_3m-v0").
         enemy: "heuristic" (jaxmarl's HeuristicEnemySMAX: scripted enemies, the agents are the allies) or
             "agents" (jaxmarl's SMAX: every unit an agent, allies then enemies).
         max_steps: jaxmarl's max_steps (default 100): the battle is truncated after max_steps + 1 steps.
