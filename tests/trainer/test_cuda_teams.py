@@ -10,7 +10,8 @@ import json
 
 import numpy as np
 import pytest
-from test_cuda import F32_TOL, FixedOrders, _cuda_or_skip, load_numpy_trainer, rel_err, rollout_buffers
+from test_cuda import (F32_TOL, FixedOrders, _cuda_or_skip, load_numpy_trainer, rel_err, rollout_buffers,
+                       start_async_update)
 
 from fastvec.trainer import cli, reference as ref, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
@@ -239,6 +240,35 @@ def compare_one_update(gpu_tr, cpu_tr, spec, config, epochs, tol, sequence_order
     for key in ["policy_loss", "value_loss", "entropy", "grad_norm", "explained_variance"]:
         floor = 1.0 if key in ("policy_loss", "explained_variance") else 1e-2
         assert abs(stats_gpu[key] - stats_cpu[key]) <= tol * max(abs(stats_cpu[key]), floor), key
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env_device", ["cuda", "cpu"], ids=["games-on-gpu", "games-on-host"])
+def test_async_team_updates_match_numpy_async_with_vtrace(env_device):
+    """train.async with V-trace on smax:3m with the world-state critic: each update (one epoch) matches
+    NumpyTrainer's on the same slot data (masks and world state too), starting weights and order, V-trace's ratios
+    from the masked categorical's log-probs under the weights the update starts from (the stale data's)."""
+    _cuda_or_skip()
+    config = team_config("smax:3m", {"critic_input": "world_state"}, env_device=env_device, vtrace=True,
+                         **{"async": True})
+    gpu_tr = run.make_trainer(config)
+    try:
+        cpu_config = config.replace("train", device="cpu")
+        cpu_tr = NumpyTrainer(cpu_config, make_batch(cpu_config), gpu_tr.spec)
+        cuda, a = gpu_tr.cuda, gpu_tr.arena
+        for k in range(4):
+            _, _, sampling_rng = start_async_update(gpu_tr, cpu_tr, k, 1)
+            suffix = "" if gpu_tr.active_slot == 0 else "@1"
+            cpu_tr.masks[...] = a.get(cuda, "masks" + suffix)[:gpu_tr.horizon]
+            cpu_tr.world[...] = a.get(cuda, "world" + suffix)[:gpu_tr.horizon]
+            stats_gpu, stats_cpu = gpu_tr.update(num_updates=10), cpu_tr.update(num_updates=10)
+            cpu_tr.rng = sampling_rng
+            assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= 1e-4, k
+            for key in ["policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm"]:
+                assert abs(stats_gpu[key] - stats_cpu[key]) <= 1e-4 * max(abs(stats_cpu[key]), 1e-2), (k, key)
+    finally:
+        gpu_tr.close()
+        run.close_batches(gpu_tr.env_batches)
 
 
 @pytest.mark.gpu
