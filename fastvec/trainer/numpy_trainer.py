@@ -51,9 +51,12 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
     observations, train.norm_obs and train.norm_reward, a shared or a separate critic; self-play on the GPU
     without the fused policy's options; the running normalisation on one GPU; team games (MPE, SMAX: action masks,
     agent ids, a world-state critic) on the GPU or on the host. Agent ids and world states of another multi-agent
-    env are the host envs'."""
+    env are the host envs'; self-play of a team game is the CPU trainer's."""
     config = Config.of(config)
     train = config.train
+    if config.env_kind == "team" and config.selfplay.enabled:
+        return ("the CUDA trainer's self-play plays no team games (their action masks are not in its opponents' "
+                "policy)")
     if (spec.agent_ids or spec.world_size) and config.env_kind != "team" and train.env_device == "cuda":
         return ("the CUDA trainer appends agent ids and world states to a non-team env's inputs with the env on the "
                 "host; use --train.env_device=cpu")

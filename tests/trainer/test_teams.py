@@ -230,6 +230,8 @@ def test_on_a_gpu_machine_a_team_env_trains_on_the_cuda_trainer_with_its_games_w
                 batch.close()
             assert spec.agent_ids == 3 and spec.world_size > 0
             assert cuda_unsupported(spec, config) is None
+    selfplay = small("smax:3m", selfplay={"enabled": True}, policy={"agent_id": False})
+    assert "self-play" in cuda_unsupported(make_policy_spec(selfplay, 8, 9), selfplay)
     pong = Config.of(load_config("pong", {"policy": {"agent_id": True}}))
     spec = make_policy_spec(pong, 8, 3, agents=2)
     assert "--train.env_device=cpu" in cuda_unsupported(spec, pong.replace("train", env_device="cuda"))
