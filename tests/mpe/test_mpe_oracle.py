@@ -2,8 +2,13 @@
 states, discrete and continuous actions (tests/mpe/mpe_oracle.py's harness): 10,000 transitions per scenario
 through mpe2's raw env, and a few episodes through its parallel_env."""
 
+import importlib
+
+import numpy as np
 import pytest
-from mpe_oracle import Scenario, needs_glibc_fma, play
+from mpe_oracle import Scenario, needs_glibc_fma, play, world_state
+
+from fastvec.native import NATIVE_DIR, cpu
 
 
 
@@ -74,3 +79,27 @@ def test_keywords_match_mpe2(name, mpe_kwargs, defines):
     sc = SCENARIOS[name]
     scenario = Scenario(sc.module, sc.source, mpe_kwargs, defines, sc.extra_state)
     assert play(scenario, False, 20, seed=500) + play(scenario, True, 20, seed=600) == 1000
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_matches_mpe2_reset_distribution(name):
+    """fastvec's own resets (the lockstep tests start from mpe2's) against mpe2's reset_world: every state value
+    (positions, velocities, utterances, goals) over 3,000 resets of each has mpe2's range and mean, and a goal
+    drawn among k landmarks takes every one of them."""
+    sc, n = SCENARIOS[name], 3000
+    ref = importlib.import_module(f"mpe2.{sc.module}").raw_env(**sc.mpe_kwargs)
+    theirs = []
+    for k in range(n):
+        ref.reset(seed=k)
+        theirs.append(world_state(ref.unwrapped.world, sc.extra_state))
+    theirs = np.array(theirs)
+    env = cpu.load(NATIVE_DIR / sc.source, tuple(sorted({**sc.defines, "CONTINUOUS_ACTIONS": 0}.items())))
+    batch = cpu.CpuBatch(env, n, 2, 25)
+    batch.reset(np.arange(n, dtype=np.uint64) + 77, None)
+    ours = batch.get_state()
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours.min(0), theirs.min(0), atol=0.01, err_msg=f"{name}: smallest values")
+    np.testing.assert_allclose(ours.max(0), theirs.max(0), atol=0.01, err_msg=f"{name}: largest values")
+    np.testing.assert_allclose(ours.mean(0), theirs.mean(0), atol=0.06, err_msg=f"{name}: mean values")
+    for column in np.flatnonzero((theirs == np.round(theirs)).all(0) & (theirs.max(0) > theirs.min(0))):
+        assert set(np.unique(ours[:, column])) == set(np.unique(theirs[:, column])), (name, column)
