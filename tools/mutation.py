@@ -112,11 +112,14 @@ TARGETS: dict[str, list[str]] = {
                                  "tests/native/test_classic_control_oracle.py",
                                  "tests/native/test_acrobot_float32.py", "-k", "acrobot"],
     **{f"fastvec/native/{name}.h": ["tests/native/test_classic_control_state_edges.py",
-                                    "tests/native/test_classic_control_oracle.py", "-k", "mountaincar"]
+                                    "tests/native/test_classic_control_oracle.py",
+                                    "tests/native/test_classic_control_float32.py", "-k",
+                                    "mountaincar and not for_the_gpu"]
        for name in ("mountaincar", "mountaincar_common", "mountaincar_continuous")},
     "fastvec/native/pendulum.h": ["tests/native/test_classic_control_state_edges.py",
                                   "tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
-                                  "-k", "pendulum or box"],
+                                  "tests/native/test_classic_control_float32.py",
+                                  "-k", "(pendulum or box) and not for_the_gpu"],
     **{f"fastvec/native/minatar_{game}.h": ["tests/native/test_minatar_score_stat.py",
                                             "tests/native/test_minatar_oracle.py", "-k", game.replace("_", " and ")]
        for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
