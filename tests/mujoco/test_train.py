@@ -190,4 +190,6 @@ def test_host_batch_spaces_frame_rate_and_state_size_are_gymnasiums(task):
     assert info.spaces.obs_shape == theirs.observation_space.shape
     assert info.spaces.state_size == theirs.state_vector().shape[0]
     assert np.isneginf(info.spaces.obs_low).all() and np.isposinf(info.spaces.obs_high).all()
+    obs_size = theirs.observation_space.shape[0]  # the trainer's buffers, as a native batch's: (N, agents, ...)
+    assert batch.obs.shape == batch.final_obs.shape == (1, 1, obs_size) and batch.rewards.shape == (1, 1)
     batch.close()

@@ -219,3 +219,13 @@ def test_each_unit_type_sees_moves_and_fills_its_jaxmarl_size(name, subject):
     assert units[subject, 0] == pytest.approx(10.0 + 8 * DT * VELOCITY[t], abs=1e-4)
     _, units, target = duel(name, subject, 0.2, 4)  # overlapping: pushed apart to touch
     assert units[target, 0] - units[subject, 0] == pytest.approx(RADIUS[t] + RADIUS[other], abs=1e-4)
+
+
+@pytest.mark.parametrize("name", ["3m", "smax_3m", "SMAX_3m", "fastvec/smax_3m-v0", "3m-v0", "fastvec/3m-v0"])
+def test_a_scenario_is_found_by_name_or_id(name):
+    from fastvec.native.smax import scenario_key
+
+    assert scenario_key(name) == "3m"
+    assert scenario_key("fastvec/smax_5m_vs_6m-v0") == "5m_vs_6m"
+    with pytest.raises(KeyError, match="unknown SMAX scenario 'fastvec/smax_4m-v0'"):
+        scenario_key("fastvec/smax_4m-v0")

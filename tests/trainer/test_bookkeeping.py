@@ -423,3 +423,23 @@ def test_reward_scaling_keeps_gymnasiums_running_moments_of_the_discounted_retur
         rms.update(np.concatenate(seen))
         np.testing.assert_allclose(trainer.reward_moments, (rms.mean, rms.var, rms.count), rtol=1e-9)
         np.testing.assert_allclose(trainer.rewards, raw / np.sqrt(rms.var + 1e-8), rtol=1e-6)
+
+
+def test_normalised_observations_are_clipped_to_plus_minus_10_as_cleanrls():
+    """norm_obs: (x - mean) / sqrt(var + 1e-8) from the layout's statistics, then clipped to [-10, 10] (CleanRL's
+    clip after Gymnasium's NormalizeObservation); an observation far out in either direction sits on the clip."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=2, kind="mlp", hidden=4, layers=1, norm_obs=True)
+    params = {"enc.w": np.zeros((4, 3), np.float32), "obs_norm.mean": np.array([0.0, 1.0, -2.0], np.float32),
+              "obs_norm.var": np.array([1.0, 4.0, 0.25], np.float32)}
+    obs = np.array([[1e6, -1e6, -2.0], [9.0, 1.0 + 2 * 9.999, -2.0 - 0.5 * 10.5]], np.float32)
+    got = ref.encoder_input(spec, params, obs)
+    want = np.clip((obs - params["obs_norm.mean"]) / np.sqrt(params["obs_norm.var"] + np.float32(1e-8)), -10, 10)
+    np.testing.assert_array_equal(got, want)
+    assert got[0].tolist() == [10.0, -10.0, 0.0] and got[1, 2] == -10.0 and 9.99 < got[1, 1] < 10.0
+
+
+def test_a_multi_discrete_head_needs_a_count_of_at_least_1_for_each_value():
+    ref.PolicySpec(obs_size=2, num_actions=3, action_kind="multi_discrete", action_nvec=(1, 2))
+    for nvec in ((), (3, 0), (0,), (2, -1)):
+        with pytest.raises(ValueError, match=r"a multi_discrete head needs action_nvec counts >= 1, got"):
+            ref.PolicySpec(obs_size=2, num_actions=3, action_kind="multi_discrete", action_nvec=nvec)

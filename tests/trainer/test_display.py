@@ -327,6 +327,14 @@ def test_list_shows_every_env_with_its_sizes_and_parameters(capsys):
             assert f"--env.{key}=" in out
     assert re.search(r"^  cartpole .*observation 4 floats, actions Discrete\(2\), agents 1", out, re.M)
     assert re.search(r"^  breakout .*observation 118 floats, actions Discrete\(3\)", out, re.M)
+    from fastvec.native import mpe
+    for name, scenario in mpe.SCENARIOS.items():  # the teams: each MPE scenario with its id and keywords
+        line = re.search(rf"^  {name} +fastvec/{name}-v{scenario.version} +mpe2's scenario, step limit 25(.*)$", out,
+                         re.M)
+        assert line, name
+        for key, param in scenario.params.items():
+            assert f"--env.{key}={param.default}" in line.group(1), (name, key)
+        assert ("--env.local_ratio=0.5" in line.group(1)) == scenario.local_ratio, name
 
 
 @pytest.mark.parametrize("typed,suggestion", [("cartpol", "cartpole"), ("Breakot", "breakout"), ("pongg", "pong")])
@@ -411,3 +419,14 @@ def test_the_sweep_status_line_is_cut_to_the_terminal_width_only_when_longer(mon
         monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, c=columns: os.terminal_size((c, 24)))
         progress.running(3, 1.5, 4096, 12.5)
         assert progress.status == shown and len(shown) <= columns - 1
+
+
+def test_a_trials_objective_reads_as_its_objective_says():
+    from fastvec.trainer.sweep_report import objective_text
+
+    settings = {"metric": "episode_return", "target": 475.0}
+    assert objective_text({**settings, "objective": "score"}, [480.25]) == "return 480.2"
+    assert objective_text({**settings, "objective": "pareto"}, [480.25, 3.125]) == "return 480.2 in 3.125 s"
+    assert objective_text({**settings, "objective": "time_to_target"}, [2.84]) == "2.84 s to 475"
+    assert objective_text({**settings, "objective": "time_to_target"}, [7.7], hit=False) == \
+        "475 missed (counts as 7.7 s)"

@@ -65,6 +65,7 @@ def test_plot_draws_return_and_each_stat_against_steps_and_time_one_line_a_run(t
     assert list(by_steps[0].get_xdata()) == [100, 200, 300] and list(by_steps[0].get_ydata()) == [2.0, 4.0, 6.0]
     assert list(by_time[1].get_xdata()) == [2.0] and list(by_time[1].get_ydata()) == [1.0]  # rows with the stat
     assert all([t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"] for ax in axes)
+    assert {t.get_fontsize() for ax in axes for t in ax.get_legend().get_texts()} == {7.0}  # small: many runs fit
     assert fig._suptitle.get_text() == f"{tmp_path / 'a'}  (300 steps, 200 SPS)"
 
 

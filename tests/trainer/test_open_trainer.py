@@ -396,3 +396,20 @@ def test_gym_batch_host_stubs_compile_to_the_host_envs_sizes_and_action_space(ki
         assert built.spaces.nvec.tolist() == [3, 5, 2]
     other = host_stub_source(types.SimpleNamespace(obs_size=8, num_actions=4, spaces=env.spaces), tmp_path)
     assert other != path and "host_stub_8_" in other.name
+
+
+def test_gym_batch_space_problems_name_the_space_and_what_the_policy_lacks():
+    from gymnasium import spaces
+
+    from fastvec.native.gym_batch import space_problem
+
+    flat, image = spaces.Box(-1, 1, (4,), np.float32), spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    assert space_problem("X-v0", flat, spaces.Discrete(3)) is None
+    box = space_problem("X-v0", flat, spaces.Box(-1, 1, (2,), np.float32))
+    assert box.startswith("gym:X-v0 has Box(-1.0, 1.0, (2,), float32) actions (continuous control needs a Gaussian")
+    multi = space_problem("X-v0", flat, spaces.MultiDiscrete([2, 3]))
+    assert multi.startswith("gym:X-v0 has MultiDiscrete([2 3]) actions;")
+    assert "(images need a convolutional policy" in space_problem("X-v0", image, spaces.Discrete(3))
+    discrete_obs = space_problem("X-v0", spaces.Discrete(5), spaces.Discrete(3))
+    assert discrete_obs.startswith("gym:X-v0 has Discrete(5) observations;") and "images" not in discrete_obs
+    assert space_problem("X-v0", spaces.Box(0, 1, (4,), np.bool_), spaces.Discrete(2)) is None

@@ -165,3 +165,21 @@ def test_an_absurd_declared_size_is_refused_naming_the_constant(tmp_path, old, n
         fastvec.make_vec_from_source(path, 2, render_mode="rgb_array").render()[0]
     text = one_line(err)
     assert constant in text and "negative dimensions" not in text
+
+
+def test_actions_of_the_wrong_kind_are_refused_naming_the_shape_and_kind_wanted():
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401
+
+    for env_id, given, message in (
+            ("fastvec/CartPole", np.zeros(3, np.float32),
+             "actions (shape (3,)) must be integers for Discrete(2), got dtype float32"),
+            ("fastvec/Pendulum", np.zeros((3, 1), np.complex64),
+             "actions (shape (3, 1)) must be numbers (float32) for Box(-2.0, 2.0, (1,), float32), got dtype complex64")):
+        envs = gym.make_vec(env_id, num_envs=3)
+        envs.reset(seed=0)
+        with pytest.raises(TypeError) as err:
+            envs.step(given)
+        assert str(err.value) == message
+        envs.close()
