@@ -143,3 +143,18 @@ def test_the_faces_masks_are_jaxmarls_avail_actions(scenario, enemy):
             np.testing.assert_array_equal(obs[a]["action_mask"], mask)
         compared += 1
     assert compared > 50
+
+
+def test_by_default_an_episode_is_truncated_as_jaxmarls_max_steps_100_does():
+    """Nobody moves or attacks: the episode runs until jaxmarl's default max_steps=100 truncates it, which
+    jaxmarl checks before its step count increments: on the 101st step."""
+    from fastvec.native.smax import TIME_LIMIT
+
+    e = parallel_env("3m", enemy="agents")
+    e.reset(seed=0)
+    steps = 0
+    while e.agents:
+        *_, terminations, truncations, _ = e.step({a: 4 for a in e.agents})  # 4: stop
+        steps += 1
+        assert not any(terminations.values())
+    assert steps == TIME_LIMIT == 101 and all(truncations.values())

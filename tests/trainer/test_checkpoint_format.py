@@ -248,3 +248,32 @@ def test_pickled_arrays_are_refused_not_unpickled(tmp_path):
     with pytest.raises(ckpt.CheckpointError) as err:
         ckpt.load(path)
     assert "Object arrays cannot be loaded when allow_pickle=False" in str(err.value)
+
+
+def test_only_checkpoints_saved_for_time_alone_are_replaceable(tmp_path, monkeypatch):
+    """A run's checkpoints kept as written (a copy of each): the one a run starts with (update 0) and those saved
+    for time alone (train.checkpoint_seconds) are replaceable_checkpoints, the interval's and the last are not;
+    an unreadable file is neither."""
+    import shutil
+
+    from fastvec.trainer import cli
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    real = ckpt.save
+
+    def save(path, *args):
+        written = real(path, *args)
+        shutil.copy(written, kept / written.name)
+        return written
+
+    monkeypatch.setattr(ckpt, "save", save)
+    args = ["cartpole", "--env.num_envs=8", "--policy.hidden=8", "--train.device=cpu", "--train.horizon=16",
+            "--train.bptt_horizon=8", "--train.minibatch_size=64", "--train.update_epochs=1",
+            "--train.log_interval=0", "--train.stop_at_target=false", f"--train.total_timesteps={5 * 128}",
+            "--train.checkpoint_interval=3", "--train.checkpoint_seconds=1e-9", f"--run-dir={tmp_path / 'run'}"]
+    assert cli.main(args) == 0
+    assert sorted(p.name for p in kept.iterdir()) == [ckpt.checkpoint_name(k) for k in range(6)]
+    (kept / ckpt.checkpoint_name(9)).write_bytes(b"not a checkpoint")
+    assert [p.name for p in ckpt.replaceable_checkpoints(kept)] == \
+        [ckpt.checkpoint_name(k) for k in (0, 1, 2, 4)]

@@ -249,3 +249,22 @@ def test_a_time_checkpoint_removed_by_hand_during_the_run_is_not_missed(tmp_path
     assert cli.main([*args, "--train.checkpoint_interval=100", "--train.checkpoint_seconds=1e-9",
                      f"--run-dir={run}"]) == 0
     assert [p.name for p in (run / "checkpoints").iterdir()] == [checkpoint.checkpoint_name(4)]
+
+
+def test_releasing_a_claim_removes_what_the_run_made_before_it_logged_or_saved(tmp_path):
+    """A run that fails before its first row or checkpoint gives the directory back as it was: its config.toml,
+    an empty metrics.jsonl and checkpoints/ folder go; a directory it created goes too, one it found stays."""
+    from fastvec.trainer.config import load_config
+    from fastvec.trainer.settings import Config
+
+    config = Config.of(load_config("cartpole"))
+    for existed in (False, True):
+        run = tmp_path / f"run{existed}"
+        if existed:
+            run.mkdir()
+            (run / "notes.txt").write_text("mine")
+        release = run_dir_mod.claim(run, config)
+        (run / "checkpoints").mkdir()
+        (run / "metrics.jsonl").write_text("")
+        release()
+        assert (sorted(p.name for p in run.iterdir()) == ["notes.txt"]) if existed else not run.exists()
