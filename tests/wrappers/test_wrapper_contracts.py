@@ -391,3 +391,38 @@ def test_a_closed_vector_env_refuses_to_be_used_and_render_without_a_mode_warns(
     for use in (lambda: envs.reset(), lambda: envs.step(np.zeros(2, np.int64)), envs.render):
         with pytest.raises(ClosedEnvironmentError, match="is closed; make a new one"):
             use()
+
+
+def test_the_sb3_adapter_over_a_mujoco_task_reports_episode_ends_as_dummy_vec_env():
+    """A MuJoCo task's vector env through the adapter (its generic path): where an episode ends, the infos SB3's
+    Monitor and DummyVecEnv give (terminal_observation, episode r and l summed from the steps' rewards,
+    TimeLimit.truncated only at the step limit); none on the other envs."""
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("mujoco")
+    from gymnasium.vector import AutoresetMode
+
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    venv = FastvecVecEnv(gym.make_vec("fastvec/InvertedPendulum-v5", num_envs=2, max_episode_steps=30,
+                                      autoreset_mode=AutoresetMode.SAME_STEP))
+    venv.seed(5)
+    obs = venv.reset()
+    rng = np.random.default_rng(0)
+    returns, lengths, ends = np.zeros(2), np.zeros(2, int), 0
+    for _ in range(80):
+        actions = rng.uniform(-3, 3, (2, 1)).astype(np.float32)
+        new_obs, rewards, done, infos = venv.step(actions)
+        returns += rewards
+        lengths += 1
+        for i in np.flatnonzero(done):
+            info = infos[i]
+            assert info["episode"]["r"] == pytest.approx(returns[i]) and info["episode"]["l"] == lengths[i]
+            assert info["terminal_observation"].shape == (4,)
+            assert info["TimeLimit.truncated"] == (lengths[i] == 30)
+            returns[i], lengths[i] = 0, 0
+            ends += 1
+        for i in np.flatnonzero(~done):
+            assert "episode" not in infos[i] and not infos[i]["TimeLimit.truncated"]
+        obs = new_obs
+    assert ends >= 4
+    venv.close()
