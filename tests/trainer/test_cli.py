@@ -272,3 +272,15 @@ def test_print_config_prints_the_resolved_config_as_toml_and_exits_0(capsys, tmp
     assert load_toml(path) == load_config("cartpole", {"train": {"seed": 7}})
     assert cli.main(["cartpole", "--help-config"]) == 0
     assert "train.seed" in capsys.readouterr().out
+
+
+def test_a_special_options_value_may_follow_it_as_the_next_word():
+    """--run-dir DIR, --resume DIR, --eval PATH and --config FILE, as --name=VALUE, also as two words, the last
+    two of the command line too; a special option with no value after it is refused naming the form."""
+    from fastvec.trainer.config import ConfigError
+
+    for name in ("run-dir", "resume", "eval", "config"):
+        args = cli.parse_args(["cartpole", f"--{name}", "some/where"])
+        assert args["env"] == "cartpole" and args[name] == "some/where", name
+        with pytest.raises(ConfigError, match=rf"--{name} needs a value: --{name}=VALUE"):
+            cli.parse_args(["cartpole", f"--{name}"])

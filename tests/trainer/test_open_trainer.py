@@ -413,3 +413,6 @@ def test_gym_batch_space_problems_name_the_space_and_what_the_policy_lacks():
     discrete_obs = space_problem("X-v0", spaces.Discrete(5), spaces.Discrete(3))
     assert discrete_obs.startswith("gym:X-v0 has Discrete(5) observations;") and "images" not in discrete_obs
     assert space_problem("X-v0", spaces.Box(0, 1, (4,), np.bool_), spaces.Discrete(2)) is None
+    for other in (spaces.MultiBinary([2, 2]), spaces.Dict({"a": flat})):  # not Box: no image hint, whatever the shape
+        problem = space_problem("X-v0", other, spaces.Discrete(3))
+        assert problem.startswith(f"gym:X-v0 has {other} observations;") and "images" not in problem
