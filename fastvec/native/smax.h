@@ -24,9 +24,9 @@
  * world state (WORLD_STATE_SIZE, jaxmarl's get_world_state) for a centralised critic.
  * Parameters: MAP, the scenario (the table below; fastvec/native/smax.py names them; in the smacv2 ones each reset
  * draws the units' types and start positions, smax_units.h, and a unit's type is state); ENEMY, who plays the enemies:
- * 0 the agents (every unit an agent, as jaxmarl's SMAX), 1 jaxmarl's heuristic (HeuristicEnemySMAX with its defaults,
- * attack_mode "closest" and enemy_shoots: the agents are the allies alone; smax_heuristic_action below). Each
- * checked against jaxmarl by tests/smax.
+ * 0 the agents (every unit an agent, as jaxmarl's SMAX), 1 jaxmarl's heuristic (HeuristicEnemySMAX, enemy_shoots:
+ * the agents are the allies alone; smax_heuristic_action below); ATTACK_MODE, the heuristic's attack_mode: 0
+ * "closest" (jaxmarl's default), 1 "random". Each checked against jaxmarl by tests/smax.
  */
 #ifndef MAP
 #define MAP 0
@@ -83,6 +83,16 @@
 #error "ENEMY must be 0 (the enemies are agents) or 1 (jaxmarl's heuristic enemy)"
 #endif
 #define SMAX_HEURISTIC (ENEMY == 1)
+#ifndef ATTACK_MODE
+#define ATTACK_MODE 0
+#endif
+#if ATTACK_MODE != 0 && ATTACK_MODE != 1
+#error "ATTACK_MODE must be 0 (the heuristic attacks the closest ally in range) or 1 (one drawn uniformly)"
+#endif
+#if ATTACK_MODE == 1 && !SMAX_HEURISTIC
+#error "ATTACK_MODE is the heuristic enemy's (ENEMY=1)"
+#endif
+#define SMAX_RANDOM_ATTACK (ATTACK_MODE == 1)
 
 #define SMAX_N (NUM_ALLIES + NUM_ENEMIES)
 #define SMAX_MOVES 5
@@ -102,7 +112,8 @@
 #define AGENT_SPACES 1
 #define NUM_STATS 2
 #define STAT_NAMES "allies_won,enemies_won"
-#define SMAX_ENEMY_STATE 4 /* the heuristic's per enemy: its default target's x and y, its last target, its draw */
+/* the heuristic's per enemy: its default target's x and y, its last target, its draws (attack_mode "random": two) */
+#define SMAX_ENEMY_STATE (4 + SMAX_RANDOM_ATTACK)
 #define SMAX_ENEMY_OFFSET ((SMAX_UNIT_STATE + SMAX_WORLD_STEPS) * SMAX_N)
 #define SMAX_TYPE_OFFSET (SMAX_ENEMY_OFFSET + (SMAX_HEURISTIC ? SMAX_ENEMY_STATE * NUM_ENEMIES : 0))
 #define STATE_SIZE (SMAX_TYPE_OFFSET + (SMAX_RANDOM_UNITS ? SMAX_N : 0))
@@ -131,6 +142,9 @@ typedef struct {
     float enemy_target[NUM_ENEMIES][2]; /* where an enemy heads when it sees no ally; (0, 0) before its first step */
     int enemy_last[NUM_ENEMIES];        /* the ally it attacked last (its k-th, allies in reverse order), -1: none */
     float enemy_draw[NUM_ENEMIES];      /* the next env step's uniform draw of the seen ally it follows */
+#if SMAX_RANDOM_ATTACK
+    float enemy_attack_draw[NUM_ENEMIES]; /* the next env step's uniform draw of the ally in range it attacks */
+#endif
 #endif
 #if SMAX_RANDOM_UNITS
     unsigned char type[SMAX_N]; /* each unit's type, drawn at reset */
@@ -174,6 +188,9 @@ FV_FN void smax_draw_deviations(State* s, fv_rng* rng) {
         for (int u = 0; u < SMAX_N; u++) s->deviation[w][u] = fv_rand_uniform(rng, -SMAX_DT, 2.0f * SMAX_DT);
 #if SMAX_HEURISTIC
     for (int e = 0; e < NUM_ENEMIES; e++) s->enemy_draw[e] = fv_rand_float(rng);
+#if SMAX_RANDOM_ATTACK
+    for (int e = 0; e < NUM_ENEMIES; e++) s->enemy_attack_draw[e] = fv_rand_float(rng);
+#endif
 #endif
 }
 
@@ -269,12 +286,27 @@ FV_FN void smax_obs(const State* s, float* obs) {
 }
 
 #if SMAX_HEURISTIC
-/* Enemy e's action by jaxmarl's heuristic (heuristic_enemy.py, attack_mode "closest", shooting), from what its
+/* jax.random.choice of one of n with p uniform over `among`'s: the first whose cumulative probability reaches the
+ * total times (1 - draw); none among them: the first. */
+FV_FN int smax_choice(const int* among, int n, float draw) {
+    int count = 0;
+    for (int k = 0; k < n; k++) count += among[k];
+    if (count == 0) return 0;
+    float p = 1.0f / (float)count, cumulative[NUM_ALLIES], sum = 0.0f;
+    for (int k = 0; k < n; k++) cumulative[k] = sum = sum + (among[k] ? p : 0.0f);
+    float r = sum * (1.0f - draw);
+    int k = 0;
+    while (k < n - 1 && !(cumulative[k] >= r)) k++;
+    return k;
+}
+
+/* Enemy e's action by jaxmarl's heuristic (heuristic_enemy.py, shooting; ATTACK_MODE its attack_mode), from what its
  * observation shows and in its arithmetic (the allies' positions rebuilt from the observation's scaled features; a
  * dead enemy sees zeros, its type read as 0); updates its policy state. With an ally in attack range: the ally it
- * attacked last while still in range, else the closest in range. Else it moves towards a seen ally drawn uniformly
- * (its draw), or with none seen towards its default target (its first position mirrored through the map's centre):
- * the move whose direction has the largest dot product with the way there. */
+ * attacked last while still in range, else the closest in range ("closest") or one in range drawn uniformly
+ * ("random", its attack draw). Else it moves towards a seen ally drawn uniformly (its draw), or with none seen towards
+ * its default target (its first position mirrored through the map's centre): the move whose direction has the
+ * largest dot product with the way there. */
 FV_FN int smax_heuristic_action(State* s, int e) {
     const float sights[SMAX_TYPE_BITS] = SMAX_SIGHT, ranges[SMAX_TYPE_BITS] = SMAX_RANGE;
     int u = NUM_ALLIES + e, alive = s->alive[u];
@@ -296,7 +328,13 @@ FV_FN int smax_heuristic_action(State* s, int e) {
     }
     int last = s->enemy_last[e];
     int initial = s->enemy_target[e][0] == 0.0f && s->enemy_target[e][1] == 0.0f && last == -1;
-    int attack = last != -1 && shootable[last] ? last : closest;
+#if SMAX_RANDOM_ATTACK
+    int fresh = smax_choice(shootable, NUM_ALLIES, s->enemy_attack_draw[e]);
+    (void)closest;
+#else
+    int fresh = closest;
+#endif
+    int attack = last != -1 && shootable[last] ? last : fresh;
     s->enemy_last[e] = shootable[attack] ? attack : -1;
     if (initial) { /* rotated by 180 degrees about the centre */
         s->enemy_target[e][0] = -(ox - SMAX_MAP_SIZE / 2.0f) + SMAX_MAP_SIZE / 2.0f;
@@ -306,12 +344,8 @@ FV_FN int smax_heuristic_action(State* s, int e) {
     for (int k = 0; k < NUM_ALLIES; k++) can_shoot |= shootable[k];
     if (can_shoot) return SMAX_MOVES + attack;
     float tx = s->enemy_target[e][0], ty = s->enemy_target[e][1];
-    if (num_seen > 0) { /* jax.random.choice: the first of the cumulative probabilities reaching total * (1 - draw) */
-        float p = 1.0f / (float)num_seen, cumulative[NUM_ALLIES], sum = 0.0f;
-        for (int k = 0; k < NUM_ALLIES; k++) cumulative[k] = sum = sum + (seen[k] ? p : 0.0f);
-        float r = sum * (1.0f - s->enemy_draw[e]);
-        int k = 0;
-        while (k < NUM_ALLIES - 1 && !(cumulative[k] >= r)) k++;
+    if (num_seen > 0) {
+        int k = smax_choice(seen, NUM_ALLIES, s->enemy_draw[e]);
         tx = ex[k] + ox, ty = ey[k] + oy;
     }
     float vx = tx - ox, vy = ty - oy;
@@ -441,7 +475,8 @@ FV_FN void env_world_state(const State* s, float* out) {
 
 /* State values per unit: x, y, health, cooldown, alive, previous move x and y, previous attack action; then
  * the next step's cooldown draws, per world step and unit; with ENEMY=1 the heuristic enemies' (target x and y,
- * last target, draw); in the random-unit scenarios every unit's type (0-5, as SMAX_VELOCITY's order). */
+ * last target, draw, with ATTACK_MODE=1 its attack draw); in the random-unit scenarios every unit's type (0-5, as
+ * SMAX_VELOCITY's order). */
 FV_FN void env_get_state(const State* s, double* out) {
     for (int u = 0; u < SMAX_N; u++) {
         double* v = out + u * SMAX_UNIT_STATE;
@@ -454,6 +489,9 @@ FV_FN void env_get_state(const State* s, double* out) {
     for (int e = 0; e < NUM_ENEMIES; e++) {
         double* v = out + SMAX_ENEMY_OFFSET + e * SMAX_ENEMY_STATE;
         v[0] = s->enemy_target[e][0], v[1] = s->enemy_target[e][1], v[2] = s->enemy_last[e], v[3] = s->enemy_draw[e];
+#if SMAX_RANDOM_ATTACK
+        v[4] = s->enemy_attack_draw[e];
+#endif
     }
 #endif
 #if SMAX_RANDOM_UNITS
@@ -475,6 +513,9 @@ FV_FN void env_set_state(State* s, const double* in, float* obs) {
         const double* v = in + SMAX_ENEMY_OFFSET + e * SMAX_ENEMY_STATE;
         s->enemy_target[e][0] = (float)v[0], s->enemy_target[e][1] = (float)v[1];
         s->enemy_last[e] = (int)v[2], s->enemy_draw[e] = (float)v[3];
+#if SMAX_RANDOM_ATTACK
+        s->enemy_attack_draw[e] = (float)v[4];
+#endif
     }
 #endif
 #if SMAX_RANDOM_UNITS

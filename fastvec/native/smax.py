@@ -7,6 +7,8 @@ import dataclasses
 
 # Who plays the enemies (smax.h's ENEMY): the agents (jaxmarl's SMAX) or jaxmarl's heuristic (HeuristicEnemySMAX).
 ENEMIES = {"agents": 0, "heuristic": 1}
+# How the heuristic picks a new target in attack range (smax.h's ATTACK_MODE; HeuristicEnemySMAX's attack_mode).
+ATTACK_MODES = {"closest": 0, "random": 1}
 TIME_LIMIT = 101  # jaxmarl's max_steps=100, checked before its step count increments: a truncation at 101 steps
 
 
@@ -55,12 +57,23 @@ def check_enemy(enemy: str) -> str:
     return enemy
 
 
-def scenario_defines(name: str, enemy: str = "agents") -> dict[str, int]:
-    """smax.h's -D defines for scenario `name` with `enemy` playing the enemies; a KeyError names the scenarios, a
-    ValueError the enemies."""
+def check_attack_mode(attack_mode: str, enemy: str) -> str:
+    if attack_mode not in ATTACK_MODES:
+        raise ValueError(f"attack_mode={attack_mode!r} is not one of {sorted(ATTACK_MODES)}: how jaxmarl's heuristic "
+                         "enemy picks a new target in range, 'closest' (its default) or 'random'")
+    if attack_mode != "closest" and enemy != "heuristic":
+        raise ValueError(f"attack_mode={attack_mode!r} is the heuristic enemy's: it needs enemy='heuristic', not "
+                         f"{enemy!r}")
+    return attack_mode
+
+
+def scenario_defines(name: str, enemy: str = "agents", attack_mode: str = "closest") -> dict[str, int]:
+    """smax.h's -D defines for scenario `name` with `enemy` playing the enemies (the heuristic picking targets by
+    `attack_mode`); a KeyError names the scenarios, a ValueError the enemies or attack modes."""
     if name not in SCENARIOS:
         raise KeyError(f"unknown SMAX scenario {name!r}; fastvec's are {sorted(SCENARIOS)}")
-    return {"MAP": SCENARIOS[name].map, "ENEMY": ENEMIES[check_enemy(enemy)]}
+    mode = ATTACK_MODES[check_attack_mode(attack_mode, check_enemy(enemy))]
+    return {"MAP": SCENARIOS[name].map, "ENEMY": ENEMIES[enemy], "ATTACK_MODE": mode}
 
 
 def scenario_key(name: str) -> str:

@@ -57,10 +57,11 @@ def build(name: str, params: dict) -> tuple[Path, dict, list[str]]:
             raise ValueError(f"unknown SMAX scenario {scenario!r}; fastvec's are "
                              f"{', '.join(SMAX_PREFIX + s for s in smax.SCENARIOS)}")
         enemy = params.pop("enemy", "agents")
+        attack_mode = params.pop("attack_mode", "closest")
         if params:
-            raise TypeError(f"{name} takes one [env] keyword, enemy (\"heuristic\" or \"agents\"), not "
-                            f"{sorted(params)}")
-        defines = smax.scenario_defines(scenario, enemy)
+            raise TypeError(f"{name} takes the [env] keywords enemy (\"heuristic\" or \"agents\") and attack_mode "
+                            f"(\"closest\" or \"random\", the heuristic's), not {sorted(params)}")
+        defines = smax.scenario_defines(scenario, enemy, attack_mode)
         return NATIVE_DIR / "smax.h", defines, smax.SCENARIOS[scenario].agent_names(enemy)
     continuous = params.pop("continuous_actions", False)
     if not isinstance(continuous, bool):

@@ -14,7 +14,8 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from fastvec.native import NATIVE_DIR
 from fastvec.native.batches import load_batch
-from fastvec.native.smax import SCENARIOS, TIME_LIMIT, check_enemy, scenario_defines, scenario_key, step_limit
+from fastvec.native.smax import (SCENARIOS, TIME_LIMIT, check_attack_mode, check_enemy, scenario_defines, scenario_key,
+                                 step_limit)
 from fastvec.wrappers.pettingzoo import MultiAgentVectorEnv, NativeAECEnv, NativeParallelEnv, check_agent_action
 from fastvec.wrappers.render import HumanWindow
 from fastvec.wrappers.spaces import gym_spaces
@@ -37,6 +38,7 @@ class SmaxParallelEnv(NativeParallelEnv):
             units drawn at its reset) (also "smax_3m", "fastvec/smax_3m-v0").
         enemy: "heuristic" (jaxmarl's HeuristicEnemySMAX: scripted enemies, the agents are the allies) or
             "agents" (jaxmarl's SMAX: every unit an agent, allies then enemies).
+        attack_mode: the heuristic's new target in attack range: "closest" (jaxmarl's default) or "random".
         max_steps: jaxmarl's max_steps (default 100): the battle is truncated after max_steps + 1 steps.
         render_mode: None, "human" or "rgb_array" (a top-down frame).
 
@@ -46,15 +48,16 @@ class SmaxParallelEnv(NativeParallelEnv):
     stays an agent until the battle ends, its only available action stop (4). `state()` is jaxmarl's world state.
     """
 
-    def __init__(self, scenario: str = "3m", *, enemy: str = "heuristic", max_steps: int = MAX_STEPS,
-                 render_mode: str | None = None):
+    def __init__(self, scenario: str = "3m", *, enemy: str = "heuristic", attack_mode: str = "closest",
+                 max_steps: int = MAX_STEPS, render_mode: str | None = None):
         key = scenario_key(scenario)
         if render_mode not in (None, "human", "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None, 'human' or 'rgb_array'")
         self.max_cycles = step_limit(max_steps)
-        self.batch, names = _open(key, 1, check_enemy(enemy), self.max_cycles, autoreset="Disabled")
+        self.batch, names = _open(key, 1, check_enemy(enemy), attack_mode, self.max_cycles, autoreset="Disabled")
         build = self.batch.env
-        self._init_args = (scenario, {"enemy": enemy, "max_steps": max_steps, "render_mode": render_mode})
+        self._init_args = (scenario, {"enemy": enemy, "attack_mode": attack_mode, "max_steps": max_steps,
+                                      "render_mode": render_mode})
         self.metadata = {"name": env_name(key), "render_modes": ["human", "rgb_array"], "render_fps": RENDER_FPS,
                          "is_parallelizable": True}
         self.window = HumanWindow(RENDER_FPS) if render_mode == "human" else None
@@ -93,24 +96,26 @@ class SmaxVectorEnv(MultiAgentVectorEnv):
     infos["action_mask"] (num_envs, n) uint8 by row after every reset and step, for the obs returned (after an
     autoreset, the next battle's). Keywords as SmaxParallelEnv's."""
 
-    def __init__(self, scenario: str, num_games: int, *, enemy: str = "heuristic", max_steps: int = MAX_STEPS,
-                 **kwargs):
+    def __init__(self, scenario: str, num_games: int, *, enemy: str = "heuristic", attack_mode: str = "closest",
+                 max_steps: int = MAX_STEPS, **kwargs):
         self.enemy = check_enemy(enemy)
+        self.attack_mode = check_attack_mode(attack_mode, self.enemy)
         super().__init__(scenario, num_games, max_cycles=step_limit(max_steps), **kwargs)
 
     def _open(self, name: str, num_games: int, max_cycles, params: dict, **batch_args):
         key = scenario_key(name)
         if params:
             raise TypeError(f"SmaxVectorEnv got unexpected keyword arguments {sorted(params)} (it takes enemy, "
-                            "max_steps, device, array_type, render_mode, copy)")
-        batch, names = _open(key, num_games, self.enemy, max_cycles, **batch_args)
+                            "attack_mode, max_steps, device, array_type, render_mode, copy)")
+        batch, names = _open(key, num_games, self.enemy, self.attack_mode, max_cycles, **batch_args)
         return batch, names, max_cycles, env_name(key), RENDER_FPS
 
 
-def _open(key: str, num_games: int, enemy: str, limit: int, **batch_args):
-    """(batch of num_games battles of scenario `key` with `enemy` playing the enemies, its agents' names)."""
-    batch = load_batch(NATIVE_DIR / "smax.h", num_games, scenario_defines(key, enemy), max_episode_steps=limit,
-                       **batch_args)
+def _open(key: str, num_games: int, enemy: str, attack_mode: str, limit: int, **batch_args):
+    """(batch of num_games battles of scenario `key` with `enemy` playing the enemies (the heuristic's targets by
+    `attack_mode`), its agents' names)."""
+    batch = load_batch(NATIVE_DIR / "smax.h", num_games, scenario_defines(key, enemy, attack_mode),
+                       max_episode_steps=limit, **batch_args)
     names = SCENARIOS[key].agent_names(enemy)
     if len(names) != batch.env.num_agents:
         raise RuntimeError(f"{key}: the registry names {len(names)} agents, smax.h {batch.env.num_agents}")

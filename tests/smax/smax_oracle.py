@@ -77,12 +77,13 @@ def enemy_policy_state(policy) -> np.ndarray:
 
 
 def heuristic_draws(env, key):
-    """jaxmarl's heuristic enemies' uniform draws (enemies,) of a HeuristicEnemySMAX.step_env call with `key`: each
-    enemy's jax.random.choice of the seen ally it follows, drawn as get_enemy_actions and the policy derive it."""
+    """jaxmarl's heuristic enemies' uniform draws (enemies, 2) of a HeuristicEnemySMAX.step_env call with `key`: each
+    enemy's jax.random.choice of the seen ally it follows and of the ally in range it attacks (attack_mode
+    "random"), drawn as get_enemy_actions and the policy derive them."""
     _, action_key = jax.random.split(key)  # step_env: key, action_key
     keys = jax.random.split(action_key, num=env.num_enemies)  # get_enemy_actions: one per enemy
     # the policy: key, key_attack; choice(key, ...) draws uniform(key) (jax.random.choice with p)
-    return jax.vmap(lambda k: jax.random.uniform(jax.random.split(k)[0]))(keys)
+    return jax.vmap(lambda k: jax.vmap(jax.random.uniform)(jax.random.split(k)))(keys)
 
 
 def check_masks_and_world_state(batch, env, masks, world, live: np.ndarray, where: str) -> None:
@@ -97,14 +98,16 @@ def check_masks_and_world_state(batch, env, masks, world, live: np.ndarray, wher
                                   err_msg=f"world state, {where}")
 
 
-def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict:
+def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents", attack_mode: str = "closest") -> dict:
     """Run `episodes` episodes of `name` (fastvec's as one batch) with `enemy` playing the enemies (jaxmarl's SMAX
-    or HeuristicEnemySMAX); returns counts of what was compared, the action masks and world states among them:
-    those of every state set (jaxmarl's), and those of every step's result where the step was bit for bit
-    ("masks_after_step")."""
+    or HeuristicEnemySMAX with `attack_mode`); returns counts of what was compared, the action masks and world
+    states among them: those of every state set (jaxmarl's), and those of every step's result where the step was
+    bit for bit ("masks_after_step")."""
     heuristic = enemy == "heuristic"
     scenario = smax.map_name_to_scenario(name)
-    env = smax.HeuristicEnemySMAX(scenario=scenario) if heuristic else smax.SMAX(scenario=scenario)
+    env = (smax.HeuristicEnemySMAX(scenario=scenario, attack_mode=attack_mode) if heuristic
+           else smax.SMAX(scenario=scenario))
+    per_enemy = 4 + (attack_mode == "random")  # smax.h's SMAX_ENEMY_STATE
     world = env._env if heuristic else env  # the SMAX of every unit
     agents, n, units = env.agents, env.num_agents, world.num_agents
     reset = jax.jit(jax.vmap(env.reset))
@@ -113,7 +116,7 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict
     enemy_draws = jax.jit(jax.vmap(lambda k: heuristic_draws(env, k)))
     avail = jax.jit(jax.vmap(env.get_avail_actions))
     world_state = jax.jit(jax.vmap(env.get_world_state))
-    lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, enemy).items()))
+    lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, enemy, attack_mode).items()))
     assert (lib.num_agents, lib.obs_size) == (n, env.obs_size)
     assert SCENARIOS[name].agent_names(enemy) == agents
     batch = cpu.CpuBatch(lib, episodes, DISABLED, TIME_LIMIT)
@@ -134,7 +137,7 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict
         values = [units_of(state).reshape(episodes, -1), np.asarray(draws(step_keys)).reshape(episodes, -1)]
         if heuristic:
             policy = np.concatenate([enemy_policy_state(state.enemy_policy_state),
-                                     np.asarray(enemy_draws(step_keys))[..., None]], -1)
+                                     np.asarray(enemy_draws(step_keys))[..., : per_enemy - 3]], -1)
             values.append(policy.reshape(episodes, -1))
         if SCENARIOS[name].random_units:  # this episode's unit types
             values.append(np.asarray((state.state if heuristic else state).unit_types, np.float64))
@@ -164,8 +167,8 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents") -> dict
         done = np.asarray(dones["__all__"])
         alive = units_of(state)[..., 4] != 0
         if heuristic:  # the enemies' policy states: default targets and last targets bit for bit
-            policy = batch.get_state()[:, (UNIT_STATE + WORLD_STEPS) * units:][:, : 4 * env.num_enemies]
-            policy = policy.reshape(episodes, -1, 4)[..., :3]
+            policy = batch.get_state()[:, (UNIT_STATE + WORLD_STEPS) * units:][:, : per_enemy * env.num_enemies]
+            policy = policy.reshape(episodes, -1, per_enemy)[..., :3]
             np.testing.assert_array_equal(policy[live], enemy_policy_state(state.enemy_policy_state)[live],
                                           err_msg=f"heuristic enemies' policy state, {where}")
         eliminated = ~alive[:, : env.num_allies].any(1) | ~alive[:, env.num_allies:].any(1)

@@ -61,6 +61,9 @@ def test_keywords():
         parallel_env("5m_vs_6m", enemy="agents").check_action("enemy_0", 10)
     with pytest.raises(ValueError, match="max_steps"):
         parallel_env("3m", max_steps=-1)
+    with pytest.raises(ValueError, match="needs enemy='heuristic'"):  # the heuristic's attack_mode
+        vector_env("3m", 2, enemy="agents", attack_mode="random")
+    assert len(parallel_env("3m", attack_mode="random").batch.get_state()[0]) == 16 * 6 + 5 * 3  # attack draws
     with pytest.raises(TypeError, match="unexpected"):
         vector_env("3m", 2, points=3)
 

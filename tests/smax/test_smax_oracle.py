@@ -46,3 +46,12 @@ def test_heuristic_enemies_match_jaxmarl(name):
     counts = play(name, HEURISTIC_EPISODES, seed=7, enemy="heuristic")
     assert counts["transitions"] >= 800 and min(counts["hits"], counts["deaths"], counts["wins"]) > 0, counts
     assert counts["bit_exact"] >= (0.65 if name in CROWDS else 0.95) * counts["transitions"], counts
+
+
+@pytest.mark.parametrize("name", ["5m_vs_6m", "3s5z", "smacv2_10_units"])
+def test_heuristic_enemies_attacking_at_random_match_jaxmarl(name):
+    """smax.h's ATTACK_MODE=1 against HeuristicEnemySMAX(attack_mode="random"), its draws fed: a new target drawn
+    among the allies in range, compared (the enemies' last targets) bit for bit."""
+    counts = play(name, HEURISTIC_EPISODES, seed=11, enemy="heuristic", attack_mode="random")
+    assert counts["transitions"] >= 800 and min(counts["hits"], counts["deaths"], counts["wins"]) > 0, counts
+    assert counts["bit_exact"] >= 0.95 * counts["transitions"], counts
