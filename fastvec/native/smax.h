@@ -106,8 +106,10 @@
 
 #define NUM_AGENTS (SMAX_HEURISTIC ? NUM_ALLIES : SMAX_N)
 #define OBS_SIZE (SMAX_UNIT_FEATURES * (SMAX_N - 1) + SMAX_OWN_FEATURES)
-#define OBS_LOW -1.0f
-#define OBS_HIGH 1.0f
+/* Every feature in [-1, 1] (jaxmarl's bounds), but the own position's where units start off the map (the random-unit
+ * scenarios' corners plus offsets, then pushed apart: within (-27, 59) over 32). */
+#define OBS_LOW (SMAX_RANDOM_UNITS ? -2.0f : -1.0f)
+#define OBS_HIGH (SMAX_RANDOM_UNITS ? 2.0f : 1.0f)
 #define NUM_ACTIONS (SMAX_MOVES + (NUM_ALLIES > NUM_ENEMIES && !SMAX_HEURISTIC ? NUM_ALLIES : NUM_ENEMIES))
 #define AGENT_SPACES 1
 #define NUM_STATS 2

@@ -165,6 +165,9 @@ def test_resets_draw_types_and_placements_in_jaxmarls_shares(name):
     obs = batch.obs.reshape(episodes, units, -1)
     np.testing.assert_array_equal(obs[..., -6:].argmax(-1), types)
     np.testing.assert_array_equal(obs[..., -10], 1.0)  # own health fraction
+    # a unit may start off the map (a corner's group, its offset outwards): its own position beyond [-1, 1], within
+    # the declared bounds
+    assert (obs[..., -9:-7] > 1).any() and (lib.spaces.obs_low <= obs).all() and (obs <= lib.spaces.obs_high).all()
     pos = values[:, : UNIT_STATE * units].reshape(episodes, units, UNIT_STATE)[..., :2]
     centred = (np.abs(pos - 16) < 5).all(-1)  # the inside team's square of 4, give or take the crowd's pushes
     allies_inside, enemies_inside = centred[:, :n].all(1), centred[:, n:].all(1)  # both: the outside team's
