@@ -318,3 +318,17 @@ def test_fastvec_train_config_option(tmp_path, capsys):
     path.write_text("[train]\nlearning_rat = 0.1\n")
     assert cli.main(["cartpole", f"--config={path}"]) == 2
     assert f"unknown config key train.learning_rat in {path}" in capsys.readouterr().err
+
+
+def test_print_space_shows_the_search_space_and_the_fixed_keys_without_running(tmp_path, capsys):
+    """--print-space: the study, the sweep settings, each searched key with its distribution and each fixed key,
+    one a line; nothing is run (no study, no trial written)."""
+    assert sweep.main(sweep_args(tmp_path, "--train.learning_rate=1e-4:1e-2:log", "--train.gamma=0.98",
+                                 "--print-space")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fastvec-sweep cartpole: study ")
+    space = out.split("search space:\n", 1)[1]
+    assert space.startswith("  train.learning_rate")
+    fixed = out.split("fixed for every trial:\n", 1)[1].splitlines()
+    assert "  train.gamma = 0.98" in fixed and all(line.startswith("  ") for line in fixed)
+    assert not (tmp_path / "trials.jsonl").exists()
