@@ -277,3 +277,25 @@ def test_only_checkpoints_saved_for_time_alone_are_replaceable(tmp_path, monkeyp
     (kept / ckpt.checkpoint_name(9)).write_bytes(b"not a checkpoint")
     assert [p.name for p in ckpt.replaceable_checkpoints(kept)] == \
         [ckpt.checkpoint_name(k) for k in (0, 1, 2, 4)]
+
+
+def test_stale_temps_are_removed_and_one_gone_meanwhile_is_no_error(tmp_path, monkeypatch):
+    """remove_stale_temps deletes atomic_write's leftovers (and nothing else); one that another process (a second
+    resume of the same run) removed between the listing and the delete is simply gone."""
+    from pathlib import Path
+
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    for name in (".update_000003.npz.41.ab12.tmp", ".metrics.jsonl.7.ff.tmp", "update_000003.npz", "notes.tmp"):
+        (folder / name).write_bytes(b"x")
+    real_iterdir = Path.iterdir
+
+    def listing(self):
+        yield from real_iterdir(self)
+        yield self / ".update_000004.npz.42.cd34.tmp"  # listed, then removed by someone else before the delete
+
+    monkeypatch.setattr(Path, "iterdir", listing)
+    ckpt.remove_stale_temps(folder)
+    monkeypatch.undo()
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.tmp", "update_000003.npz"]
+    ckpt.remove_stale_temps(tmp_path / "missing")  # no folder: nothing to do
