@@ -11,6 +11,7 @@ import pytest
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
+from fastvec.trainer.settings import Config
 from fastvec.trainer.selfplay import (
     Policy,
     SelfPlayBatch,
@@ -203,7 +204,7 @@ def test_the_match_kernels_policy_step_is_the_thread_forward():
     spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layers=2, highway=True)
     matches = GpuMatches(spec)
     cuda = matches.cuda
-    two_seats = {**config, "env": {**config["env"], "pong_bot": 0}}
+    two_seats = Config.of({**config, "env": {**config["env"], "pong_bot": 0}})
     module = matches.module(two_seats, {"BOT_LEVEL": -1})
     n, agents, rng = 300, 2, np.random.default_rng(0)
     rows, stride = n * agents, matches.stride
