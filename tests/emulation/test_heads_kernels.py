@@ -33,19 +33,26 @@ def cuda_include() -> Path | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def emu(tmp_path_factory):
-    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
-    if cxx is None or include is None:
+def build_harness(tmp_path_factory, harness: Path, flags=(), cuda_headers: bool = True) -> ctypes.CDLL:
+    """A CPU-emulation harness (a .cpp including the trainer's .cu files through cuda_on_cpu.h) built as a shared
+    library with the trainer's kernel directory (and CUDA's headers, for bf16) on the include path, plus flags;
+    skipped where there is no C++20 compiler or no CUDA headers."""
+    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include() if cuda_headers else None
+    if cxx is None or (cuda_headers and include is None):
         pytest.skip("no C++ compiler or no CUDA headers")
-    out = tmp_path_factory.mktemp("heads") / "emu.so"
+    out = tmp_path_factory.mktemp(harness.stem) / "emu.so"
     cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
-           f"-I{include}", str(HARNESS), "-o", str(out), "-lm"]
+           *([f"-I{include}"] if include else []), *flags, str(harness), "-o", str(out), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode and "barrier" in proc.stderr:
         pytest.skip(f"{cxx} has no C++20 <barrier>")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return ctypes.CDLL(str(out))
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    return build_harness(tmp_path_factory, HARNESS)
 
 
 def call(fn, *args) -> None:

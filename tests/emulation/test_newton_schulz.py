@@ -5,32 +5,20 @@ test_muon_small_kernel_matches_reference checks the whole kernel on the device. 
 compiler lacks C++20's <barrier>."""
 
 import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_heads_kernels import build_harness
 
 from fastvec.trainer import reference as ref
 
 HARNESS = Path(__file__).resolve().parent / "newton_schulz_on_cpu.cpp"
-CUDA_DIR = Path(ref.__file__).parent / "cuda"
 
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    out = tmp_path_factory.mktemp("newton_schulz") / "emu.so"
-    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
-           str(HARNESS), "-o", str(out), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode and "barrier" in proc.stderr:
-        pytest.skip(f"{cxx} has no C++20 <barrier>")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lib = ctypes.CDLL(str(out))
+    lib = build_harness(tmp_path_factory, HARNESS, cuda_headers=False)
     lib.emu_newton_schulz.restype = None
     return lib
 

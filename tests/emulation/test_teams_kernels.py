@@ -4,14 +4,12 @@ mask_logits_grad, masked_uniforms) on random inputs, with rows where one action 
 uniforms; and team_rollout.cu's team_inputs_kernel on a CPU batch's games against agent_inputs.AgentInputs.
 tests/trainer/test_cuda_teams.py checks the whole trainer on the device."""
 
-import subprocess
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import minibatch_sources
-from test_heads_kernels import CUDA_DIR, call, cuda_include, rel_err
+from test_heads_kernels import build_harness, call, rel_err
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.plan import SCALARS_DTYPE
@@ -22,18 +20,7 @@ SPEC = ref.PolicySpec(obs_size=4, num_actions=7)
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
-    if cxx is None or include is None:
-        pytest.skip("no C++ compiler or no CUDA headers")
-    out = tmp_path_factory.mktemp("teams") / "emu.so"
-    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
-           f"-I{include}", str(HARNESS), "-o", str(out), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode and "barrier" in proc.stderr:
-        pytest.skip(f"{cxx} has no C++20 <barrier>")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    import ctypes
-    return ctypes.CDLL(str(out))
+    return build_harness(tmp_path_factory, HARNESS)
 
 
 def random_masks(rng, rows: int, actions: int) -> np.ndarray:
@@ -204,26 +191,15 @@ TEAM_ROLLOUT_HARNESS = Path(__file__).resolve().parent / "team_rollout_on_cpu.cp
 def build_team_harness(tmp_path_factory, harness: Path, name: str, critic_input: str):
     """harness built with game `name` (teams.build's env file and defines, as the trainer's module and the CPU
     batch are): (the library, the game's config)."""
-    import ctypes
-
     from fastvec import native
     from fastvec.trainer import teams
     from fastvec.trainer.config import load_config
     from fastvec.trainer.settings import Config
-    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
-    if cxx is None or include is None:
-        pytest.skip("no C++ compiler or no CUDA headers")
     config = Config.of(load_config(name, {"env": {"num_envs": 8}, "policy": {"critic_input": critic_input}}))
     source, defines, _ = teams.build(config.env.name, dict(config.env.params))
-    out = tmp_path_factory.mktemp(harness.stem) / "emu.so"
-    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
-           f"-I{native.NATIVE_DIR}", f"-I{include}", f"-I{Path(source).parent}", f'-DENV="{source}"',
-           *[f"-D{k}={v}" for k, v in defines.items()], str(harness), "-o", str(out), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode and "barrier" in proc.stderr:
-        pytest.skip(f"{cxx} has no C++20 <barrier>")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return ctypes.CDLL(str(out)), config
+    flags = [f"-I{native.NATIVE_DIR}", f"-I{Path(source).parent}", f'-DENV="{source}"',
+             *[f"-D{k}={v}" for k, v in defines.items()]]
+    return build_harness(tmp_path_factory, harness, flags), config
 
 
 @pytest.mark.parametrize("case", ["smax-3m", "simple_speaker_listener"])
