@@ -58,7 +58,7 @@ def test_scenario_matches_mpe2_parallel_env(name, continuous):
 def test_scenario_matches_mpe2_from_scattered_worlds(name, continuous):
     """Worlds three times wider than mpe2's resets: the rules' far edges (the prey's capped penalty for leaving
     the screen, distances beyond every reset's, agents out of each other's reach) as mpe2 has them."""
-    assert play(SCENARIOS[name], continuous, 20, seed=2000, scatter=3.0) == 20 * 25
+    assert play(SCENARIOS[name], continuous, 10, seed=2000, scatter=3.0) == 10 * 25
 
 
 # Other values of mpe2's keywords: (scenario, mpe2's keywords, fastvec's defines for them).
