@@ -152,7 +152,14 @@ def main() -> None:
     if python is None and subprocess.run([sys.executable, "-c", "import jaxmarl"], capture_output=True).returncode == 0:
         python = sys.executable
     sizes = args.gpu_num_envs if args.gpu else args.num_envs
-    rows = []
+    path = args.out or RESULTS / ("teams_gpu.json" if args.gpu else "teams_cpu.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = {"benchmark": "teams_steps", "date": date.today().isoformat(), "machine": platform.node(),
+           "cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
+           "device": "cuda" if args.gpu else "cpu", "seconds": args.seconds, "rollout_steps": args.rollout_steps,
+           "note": "env steps per second (a step moves every agent of one game); uniform random actions on both "
+                   "sides; jaxmarl warmed until its jit cache stops growing",
+           "rows": []}
     print(f"{'env':<24} {'envs':>8} {'fastvec':>14} {'jaxmarl':>14} {'ratio':>8}")
     for env in args.envs:
         for n in sizes:
@@ -166,19 +173,12 @@ def main() -> None:
             row["jaxmarl"] = jaxmarl_rate(python, env, n, args.rollout_steps, args.seconds)
             theirs = row["jaxmarl"].get("steps_per_second")
             row["ratio"] = mine / theirs if theirs else None
-            rows.append(row)
+            out["rows"].append(row)
             print(f"{env:<24} {n:>8} {mine:>14,.0f} {theirs or float('nan'):>14,.0f} "
                   f"{(row['ratio'] or float('nan')):>7.1f}x", flush=True)
-    out = {"benchmark": "teams_steps", "date": date.today().isoformat(), "machine": platform.node(),
-           "cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
-           "device": "cuda" if args.gpu else "cpu", "seconds": args.seconds, "rollout_steps": args.rollout_steps,
-           "load_average_1_5_15min": os.getloadavg(),
-           "note": "env steps per second (a step moves every agent of one game); uniform random actions on both "
-                   "sides; jaxmarl warmed until its jit cache stops growing",
-           "rows": rows}
-    path = args.out or RESULTS / ("teams_gpu.json" if args.gpu else "teams_cpu.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n")
+            # written after every row: a run cut short (a time limit on a lent machine) keeps what it measured
+            out["load_average_1_5_15min"] = os.getloadavg()
+            path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {path}")
 
 
