@@ -207,8 +207,11 @@ def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = lines[-1]  # training SPS leaves the evaluations out of the seconds; the wall-clock SPS does not
     assert 0 < last["eval_time"] < last["time"] and last["sps"] > 0
-    np.testing.assert_allclose(last["train_sps"] / last["sps"], last["time"] / (last["time"] - last["eval_time"]),
-                               rtol=0.02)
+    # time and eval_time are logged to the millisecond: the training seconds carry up to 1 ms of rounding, which
+    # is a large share where evaluations take nearly all of a short run (a loaded machine)
+    training = last["time"] - last["eval_time"]
+    np.testing.assert_allclose(last["sps"], last["global_step"] / last["time"], rtol=1e-3 / last["time"] + 1e-3)
+    np.testing.assert_allclose(last["train_sps"], last["global_step"] / training, rtol=1e-3 / training + 1e-3)
     rated = [m for m in lines if "selfplay/elo" in m]
     assert rated and all(f"selfplay/score_bot{level}" in rated[-1] for level in range(5))
     data = json.loads((run_dir / "ratings.json").read_text())
