@@ -342,17 +342,3 @@ def test_a_short_cuda_run_of_a_team_improves_its_return(tmp_path, name, steps, k
     last = float(np.mean([row[key] for row in rows[-(len(rows) // 4):]]))
     assert last > first + margin, (first, last)
 
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("env_device", ["cuda", "cpu"], ids=["games-on-gpu", "games-on-host"])
-def test_simple_spread_on_cuda_learns_as_far_as_the_cpu_trainer(tmp_path, env_device):
-    """mpe.toml's 1M steps of simple_spread (seed 1): the CPU trainer's logged return is -22 by 200K steps and -20.7
-    at the end (random actions: -26.3, docs/teams.md); the CUDA trainer on the same config ends within a point of
-    -22 or better (the mean of the last quarter's logged returns), not merely above a random policy."""
-    _cuda_or_skip()
-    run_dir = tmp_path / "run"
-    assert cli.main(["simple_spread", "--train.device=cuda", f"--train.env_device={env_device}", "--train.seed=1",
-                     "--train.log_interval=0", f"--run-dir={run_dir}"]) == 0
-    rows = [row for row in logged(run_dir) if row.get("episodes")]
-    last = float(np.mean([row["episode_return"] for row in rows[-(len(rows) // 4):]]))
-    assert last >= -23.0, last
