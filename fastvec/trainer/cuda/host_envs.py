@@ -14,7 +14,7 @@ from fastvec.native.graphs import CudaDriverError, CudaGraph
 from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.cuda.heads import record_reward_scaling
 from fastvec.trainer.cuda.kernel_args import HostRecordArgs, pack
-from fastvec.trainer.cuda.plan import Plan, transforms_obs
+from fastvec.trainer.cuda.plan import Plan, policy_inputs, transforms_obs
 
 
 def env_ranges(num_envs: int, groups: int, host_batches: list | None) -> list[tuple[int, int]]:
@@ -106,20 +106,15 @@ class HostEnvs:
             staging_offset += nbytes
             first_row = plan.horizon * plan.rows + lo * plan.num_agents  # obs[T] of the last slot, this group's rows
             for name, width, value in self.inputs(self.groups[-1]):
-                cuda.memcpy_htod(self.slot(name, plan.slot_count - 1, first_row * width), value)
-
-    def input_rows(self) -> list[tuple[str, int, int]]:
-        """(slot buffer, row width, item bytes) of what the policy reads besides the state: the obs (with any agent
-        id), then a team's action masks and world-state critic input."""
-        spec = self.spec
-        return [("obs", spec.input_size, 4)] + [("masks", spec.num_actions, 1)] * self.plan.masked \
-            + [("world", spec.critic_input_size, 4)] * bool(spec.world_size)
+                dtype = np.uint8 if name == "masks" else np.float32
+                cuda.memcpy_htod(self.slot(name, plan.slot_count - 1, first_row * width),
+                                 np.ascontiguousarray(value, dtype))
 
     def inputs(self, g: dict) -> list[tuple[str, int, np.ndarray]]:
-        """input_rows' (name, width) with group g's rows now (AgentInputs, as NumpyTrainer.collect reads them)."""
+        """plan.policy_inputs' (name, width) with group g's rows now (AgentInputs, as NumpyTrainer.collect reads
+        them), in the batch's dtypes: where they go converts them."""
         read = {"obs": g["inputs"].obs, "masks": g["inputs"].mask, "world": g["inputs"].world}
-        return [(name, width, np.ascontiguousarray(read[name](), np.float32 if item == 4 else np.uint8))
-                for name, width, item in self.input_rows()]
+        return [(name, width, read[name]()) for name, width, _ in policy_inputs(self.spec, self.plan)]
 
     def record(self, slot: int) -> None:
         """Collect into `slot`, pipelined over the env groups: the CPU waits for group g's actions at step t
@@ -131,7 +126,7 @@ class HostEnvs:
         plan, stream, cuda = self.plan, self.k.stream, self.cuda
         t_len, r = plan.horizon, plan.rows
         previous = (slot + 1) % plan.slot_count
-        carried = [("starts", 1, 4), *self.input_rows()]
+        carried = [("starts", 1, 4), *policy_inputs(self.spec, plan)]
 
         def start(g):
             if g is self.groups[0]:  # obs[0], starts[0] (masks[0], world[0]) are those at T of the previous rollout
@@ -207,7 +202,7 @@ class HostEnvs:
                               agents=plan.num_agents, obs_size=o, num_stats=g["views"]["ep_stats"].shape[1],
                               reward_clamp=int(self.reward_clamp))
         k.launch("host_record_kernel", max(g["rows"] * o, g["envs"]), pack(args))
-        for name, width, item in self.input_rows()[1:]:  # a team's masks and world state, as they are
+        for name, width, item in policy_inputs(self.spec, plan)[1:]:  # a team's masks and world state, as they are
             self.cuda.memcpy_dtod_async(buf(name, ((t + 1) * r + row0) * width), dev[name], g["rows"] * width * item,
                                         k.stream)
         if t + 1 < plan.horizon:

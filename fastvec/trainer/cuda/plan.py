@@ -61,6 +61,13 @@ def transforms_obs(spec: ref.PolicySpec) -> bool:
     return spec.norm_obs or spec.obs_scale != 1
 
 
+def policy_inputs(spec: ref.PolicySpec, plan: "Plan") -> list[tuple[str, int, int]]:
+    """(rollout slot buffer, row width, item bytes) of what a step's policy reads besides its state and start flags:
+    the obs (with a team's agent ids: spec.input_size), then a team's action masks and world-state critic input."""
+    return [("obs", spec.input_size, 4)] + [("masks", spec.num_actions, 1)] * plan.masked \
+        + [("world", spec.critic_input_size, 4)] * bool(spec.world_size)
+
+
 def fused_kernels_run(spec: ref.PolicySpec) -> bool:
     """Whether rollout.cu's per-thread and per-warp policy steps and selfplay.cu's opponents can run spec: they
     implement the Discrete head of a shared actor-critic with a linear encoder on raw observations."""

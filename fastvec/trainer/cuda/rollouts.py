@@ -15,7 +15,8 @@ from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.heads import record_reward_scaling
 from fastvec.trainer.cuda.kernel_args import (PoolForwardArgs, RolloutArgs, SelfPlayArgs, StepSlices, TeamInputsArgs,
                                               pack)
-from fastvec.trainer.cuda.plan import Plan, pool_row_floats, transforms_obs, warp_scratch_floats, warp_weight_floats
+from fastvec.trainer.cuda.plan import Plan, policy_inputs, pool_row_floats, transforms_obs, warp_scratch_floats, \
+    warp_weight_floats
 from fastvec.trainer.selfplay import draw_opponents, selfplay_keys
 
 
@@ -67,11 +68,9 @@ class GpuEnvRollout:
         record_reward_scaling(k, self.arena, plan, self.train, self.slot("rewards", slot), self.slot("dones", slot))
 
     def carried(self) -> list[tuple[str, int, int]]:
-        """(slot buffer, row width, item bytes) of what a rollout starts from, step T of the previous one: the obs
-        (with a team's agent ids: spec.input_size) and start flags, a team's masks and world-state critic input."""
-        spec = self.spec
-        return [("obs", spec.input_size, 4), ("starts", 1, 4)] + [("masks", spec.num_actions, 1)] * self.plan.masked \
-            + [("world", spec.critic_input_size, 4)] * bool(spec.world_size)
+        """(slot buffer, row width, item bytes) of what a rollout starts from, step T of the previous one: the start
+        flags and plan.policy_inputs (the obs, a team's masks and world-state critic input)."""
+        return [("starts", 1, 4), *policy_inputs(self.spec, self.plan)]
 
     def world(self, slot: int, t: int) -> int:
         """Step t's world-state critic input (R, C) in `slot`, or 0 without that critic."""
