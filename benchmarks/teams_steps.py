@@ -60,7 +60,10 @@ def run(carry):
         state, key = carry
         key, k_act, k_step = jax.random.split(key, 3)
         out = jax.vmap(env.step)(jax.random.split(k_step, num_envs), state, actions(k_act))
-        return (out[1], key), out[2][env.agents[0]].sum()
+        # every agent's observation summed into the output: else XLA drops the observation code, which the
+        # fastvec side runs every step
+        observed = sum(o.sum() for o in jax.tree_util.tree_leaves(out[0]))
+        return (out[1], key), out[2][env.agents[0]].sum() + observed
     return jax.lax.scan(body, carry, None, length=steps)
 
 key = jax.random.PRNGKey(0)
