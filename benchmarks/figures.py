@@ -346,6 +346,29 @@ def train_peers_minatar(results):
                   "peer: to target", "peer: 10M steps, eval"], ["---"] * 5, rows)
 
 
+def pufferlib_breakout(results):
+    d = load(results, "pufferlib_breakout.json")
+    t = d["time_to_850"]
+    peer = [bound_time(x) if "time_s" in x else "failed" for x in t["puffer_seeds"]]
+    mine = [bound_time(x) for x in t["fastvec_seeds"]]
+    window = [bound_time(x["last_100_episodes"]) for x in t["fastvec_seeds"]]
+    first = table(["claim", "fastvec-train breakout", f"PufferLib {d['puffer_commit'][:8]}", "sooner (medians)"],
+                  ["---", "---:", "---:", "---:"],
+                  [[f"seconds to a score of 850 ({len(mine)} seeds; the mean of a log interval of >= 0.6 s)",
+                    " / ".join(mine) + " s", " / ".join(peer) + " s", peer_ratio(t)],
+                   ["fastvec by its last 100 episodes instead", " / ".join(window) + " s", "-", ""]])
+    rows = [[f"{r['hidden']} x {r['layers']}", f"{r['fastvec_params']:,}",
+             si(r["puffer_params"]) if r["puffer_params"] is not None else "-", "async" if r["async"] else "sync",
+             mega(r["fastvec_sps"]), mega(r["puffer_sps"]) if r["puffer_sps"] else "failed",
+             times(r["fastvec_sps"], r["puffer_sps"]) if r["puffer_sps"] else "-"] for r in d["sps"]]
+    second = table(["hidden x layers", "params, fastvec", "params, PufferLib", "mode", "fastvec SPS", "PufferLib SPS",
+                    "ratio"], ["---:", "---:", "---:", "---", "---:", "---:", "---:"], rows)
+    return f"{first}\n\n{second}"
+
+
+PENDING = {"pufferlib_breakout": "pufferlib_breakout.json"}  # a renderer whose block is added with its first JSON
+
+
 # --- README.md -------------------------------------------------------------------------------------------
 
 def readme_headline(results):
@@ -428,7 +451,8 @@ def readme_headline(results):
 
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, minatar_gpu, env_steps_gpu,
-    selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, readme_headline)}
+    selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
+    readme_headline)}
 
 
 # --- the blocks in the docs ------------------------------------------------------------------------------

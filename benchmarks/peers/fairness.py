@@ -1,7 +1,8 @@
 """The rules both sides of a training comparison are measured by: the envs they play (fastvec name, gymnax id,
 threshold), one smoothing of the returns (the mean of the last K finished episodes), every seed counted (a seed
-that never crosses counts as its whole training time, a bound), and the map from PureJaxRL's settings onto
-fastvec-train's config. Plain Python: no JAX, no fastvec import."""
+that never crosses counts as its whole training time, a bound), the same groups merged into a peer's log intervals
+where the peer logs no episode counts, and the map from PureJaxRL's settings onto fastvec-train's config. Plain
+Python: no JAX, no fastvec import."""
 
 from __future__ import annotations
 
@@ -81,7 +82,38 @@ def final_window_mean(groups, k: int = WINDOW_EPISODES):
 def seed_time(groups, threshold: float, train_s: float, k: int = WINDOW_EPISODES) -> dict:
     """One seed's time to the threshold by the window rule; a seed that never crosses counts as its whole training
     time (train_s), a lower bound of the time it would need."""
-    hit = first_crossing(groups, threshold, k)
+    return bounded_time(first_crossing(groups, threshold, k), train_s)
+
+
+def interval_groups(groups, min_seconds: float) -> list:
+    """groups merged into log intervals as a trainer that logs at most every min_seconds forms them: an interval
+    closes at the first group at least min_seconds after the previous interval closed (the first group closes the
+    first, the last group the last), and holds the count-weighted mean of its episodes. For a peer that logs each
+    interval's mean but not how many episodes it holds, so that both sides are read by one rule. Groups without
+    episodes add none."""
+    out, pending, last_close = [], [], None
+    for i, (steps, seconds, mean, count) in enumerate(groups):
+        if count:
+            pending.append((mean, count))
+        if last_close is not None and seconds < last_close + min_seconds and i < len(groups) - 1:
+            continue
+        episodes = sum(c for _, c in pending)
+        out.append((steps, seconds, sum(m * c for m, c in pending) / episodes if episodes else None, episodes))
+        pending, last_close = [], seconds
+    return out
+
+
+def interval_crossing(intervals, threshold: float):
+    """(seconds, steps) of the first log interval whose episodes' mean score is >= threshold, or None."""
+    for steps, seconds, mean, _ in intervals:
+        if mean is not None and mean >= threshold:
+            return seconds, steps
+    return None
+
+
+def bounded_time(hit, train_s: float) -> dict:
+    """One seed's time to a threshold from its crossing (seconds, steps) or None; a seed that never crosses counts as
+    its whole training time (train_s), a lower bound of the time it would need."""
     if hit is None:
         return {"reached": False, "time_s": round(train_s, 4), "steps_to_threshold": None, "lower_bound": True}
     return {"reached": True, "time_s": round(hit[0], 4), "steps_to_threshold": hit[1], "lower_bound": False}

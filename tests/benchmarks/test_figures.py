@@ -16,8 +16,10 @@ def test_every_block_equals_its_json(figures, capsys):
 
 
 def test_every_renderer_has_a_block(figures):
+    """Every renderer but one whose JSON is still to be measured (PENDING: its block comes with the JSON)."""
     text = "".join(doc.read_text() for doc in figures.DOCS)
-    unused = [name for name in figures.RENDERERS if f"<!-- figures:{name} -->" not in text]
+    unused = [name for name in figures.RENDERERS if f"<!-- figures:{name} -->" not in text
+              and not (name in figures.PENDING and not (figures.RESULTS / figures.PENDING[name]).exists())]
     assert unused == []
 
 
