@@ -308,42 +308,71 @@ def train_peers_classic(results):
                  ["---"] * 8 + ["---:"], rows)
 
 
-TRAIN_PEERS_MINATAR = [  # env, the JSON that holds its latest run beside the peer
-    ("breakout-minatar", "train_peers_minatar.json"),
-    ("asterix-minatar", "train_peers_asterix_h200.json"),
-    ("freeway-minatar", "train_peers_minatar.json"),
-    ("seaquest-minatar", "train_peers_seaquest_h200.json"),
-    ("spaceinvaders-minatar", "train_peers_minatar.json"),
+TRAIN_PEERS_MINATAR = [  # env, the JSON that holds its latest run beside the peer, the row's kind in it
+    ("breakout-minatar", "train_peers_minatar.json", "published"),
+    ("asterix-minatar", "train_peers_asterix_h200.json", "published"),
+    ("freeway-minatar", "train_peers_minatar.json", "published"),
+    ("seaquest-minatar", "train_peers_seaquest_h200.json", "published"),
+    ("spaceinvaders-minatar", "train_peers_minatar.json", "published"),
 ]
+
+
+def legacy_minatar_row(d, env):
+    """A row of train_peers.py's earlier MinAtar JSON (each side's runs under d['fastvec'] and d['peer'], one
+    summary row an env, no kind and no ratio under one rule) in the shape train_peers.py writes now."""
+    r = row_where(d["rows"], "env", env)
+
+    def seed(x):
+        return {**x, "time_s": x["time_to_threshold_s"] if x["reached"] else x["train_s"],
+                "lower_bound": not x["reached"]}
+
+    row = {"env": env, "gymnax_id": r["gymnax_id"], "threshold": r["threshold"], "kind": None,
+           "fastvec_seeds": [seed(x) for x in d["fastvec"][env]] if r["threshold"] is not None else d["fastvec"][env],
+           "peer_seeds": [seed(x) for x in d["peer"][env]["runs"]] if r["threshold"] is not None
+           else d["peer"][env]["runs"], "ratio": None}
+    if "same_return" in r:
+        same = r["same_return"]
+        row["same_return"] = {"return": same["return"], "fastvec_s": [same["fastvec_s"]], "peer_s": [same["peer_s"]]}
+    return row
+
+
+def minatar_row(results, name, env, kind):
+    """The row of env (and kind) in a train_peers.py JSON, the earlier MinAtar schema read through its adapter."""
+    d = load(results, name)
+    if d["rows"] and "kind" not in d["rows"][0]:
+        return legacy_minatar_row(d, env)
+    return row_where([r for r in d["rows"] if r["env"] == env], "kind", kind)
 
 
 def train_peers_minatar(results):
     rows = []
-    for env, name in TRAIN_PEERS_MINATAR:
-        d = load(results, name)
-        r = row_where(d["rows"], "env", env)
-        mine, peer = d["fastvec"][env], d["peer"][env]["runs"]
+    for env, name, kind in TRAIN_PEERS_MINATAR:
+        r = minatar_row(results, name, env, kind)
+        mine, peer = r["fastvec_seeds"], r["peer_seeds"]
         game = r["gymnax_id"].split("-")[0]
         if r["threshold"] is not None:
             target = f">= {r['threshold']:g}"
-            mine_to = (" / ".join(seed_time(x) for x in mine) + " s ("
-                       + span([x["steps_to_threshold"] for x in mine if x["reached"]], mega) + " steps)")
-            peer_to = " / ".join(seed_time(x) for x in peer) + " s"
+            reached = [x["steps_to_threshold"] for x in mine if x["reached"]]
+            mine_to = " / ".join(bound_time(x) for x in mine) + " s" + (f" ({span(reached, mega)} steps)"
+                                                                       if reached else "")
+            peer_to = " / ".join(bound_time(x) for x in peer) + " s"
         else:
             same = r["same_return"]
             target = f"{same['return']:.1f}"
-            mine_to, peer_to = f"{same['fastvec_s']:.2f} s", f"{same['peer_s']:.1f} s"
+            mine_to = " / ".join(f"{x:.2f}" for x in same["fastvec_s"]) + " s"
+            peer_to = " / ".join(f"{x:.2f}" for x in same["peer_s"]) + " s"
         capped = any(x["steps"] < x["budget_steps"] for x in peer)
         peer_steps = f" ({span([x['steps'] for x in peer], mega)} steps)" if capped else ""
+        sooner = peer_ratio(r) if r["ratio"] is not None else "- (not read by one rule)"
         rows.append([f"{game} ({target}, {len(mine)} seed{'s' * (len(mine) > 1)}; {name})",
                      mine_to,
                      f"{span([x['train_s'] for x in mine], '{:.1f}'.format)} s, "
                      f"{span([x['sps'] for x in mine], si)}, {seeds(mine, 'eval_return', '{:.1f}'.format)}",
                      peer_to,
                      f"{span([x['train_s'] for x in peer], '{:.1f}'.format)} s{peer_steps}, "
-                     f"{seeds(peer, 'eval_return', '{:.1f}'.format)}"])
+                     f"{seeds(peer, 'eval_return', '{:.1f}'.format)}", sooner])
     return table(["game (target, seeds; JSON)", "fastvec: to target", "fastvec: 10M steps, SPS, eval",
-                  "peer: to target", "peer: 10M steps, eval"], ["---"] * 5, rows)
+                  "peer: to target", "peer: 10M steps, eval", "sooner (medians)"], ["---"] * 5 + ["---:"], rows)
 
 
 def pufferlib_breakout(results):
