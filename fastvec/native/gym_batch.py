@@ -44,6 +44,7 @@ class GymEnvInfo:
 
     num_agents = 1
     obs_dtype = np.dtype(np.float32)
+    spaces = None  # a Discrete action space and float observations: the policy's defaults (resolve.make_policy_spec)
 
     def __init__(self, env_id: str, obs_size: int, num_actions: int, render_fps: int):
         self.name, self.obs_size, self.num_actions, self.render_fps = f"gym:{env_id}", obs_size, num_actions, render_fps

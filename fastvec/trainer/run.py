@@ -21,11 +21,12 @@ import numpy as np
 
 from fastvec import native
 from fastvec.trainer import checkpoint
-from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
-from fastvec.trainer.config import ConfigError, check_with_env
+from fastvec.trainer.agent_inputs import AgentInputs
+from fastvec.trainer.config import ConfigError
 from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.loop import train_loop
 from fastvec.trainer.protocol import Trainer
+from fastvec.trainer.resolve import Resolved, on_device  # noqa: F401 (on_device: run.on_device for tests)
 # default_run_dir, file_op and repair_metrics stay reachable as run.NAME (sweep.py, tests, benchmarks use them)
 from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, file_op,  # noqa: F401
                                      repair_metrics, warn_if_source_changed)
@@ -66,38 +67,20 @@ def close_batches(batches) -> None:
         batch.close()
 
 
-def on_device(config: Config, device: str) -> Config:
-    """config with the device the run uses (train.device, never "auto") and where its env steps (train.env_device):
-    the CPU trainer always steps CPU envs; the CUDA trainer steps Gymnasium envs on the host (they have no GPU
-    build), a built-in, team or user's env file (self-play's games too) where env_device says."""
-    host = device == "cpu" or config.env_kind == "gym"
-    return config.replace("train", device=device, **({"env_device": "cpu"} if host else {}))
-
-
-def make_trainer(config: Config | dict) -> Trainer:
-    """The trainer for config's device (its config records the device chosen, not "auto"); with
-    selfplay.enabled its batch is the learner's seats of a multi-agent batch and `trainer.selfplay` holds the
-    pool and the evaluations (selfplay.py). On the CUDA trainer, train.env_device=cpu steps the env on the CPU
-    (host environments; self-play's opponents then act with NumPy beside it), "cuda" steps it, and self-play's
-    opponents, in the rollout graph."""
-    from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
-    config = Config.of(config)
-    requested = config.train.device
-    config = on_device(config, resolve_device(requested))
-    batches = [make_batch(config)]
+def make_trainer(config: Config | dict | Resolved) -> Trainer:
+    """The trainer for a config (resolved here for the device train.device asks for, or already `Resolved`); its
+    config records the device chosen, not "auto". With selfplay.enabled its batch is the learner's seats of a
+    multi-agent batch and `trainer.selfplay` holds the pool and the evaluations (selfplay.py). On the CUDA trainer,
+    train.env_device=cpu steps the env on the CPU (host environments; self-play's opponents then act with NumPy
+    beside it), "cuda" steps it, and self-play's opponents, in the rollout graph."""
+    from fastvec.trainer.numpy_trainer import NumpyTrainer
+    if not isinstance(config, Resolved):
+        config = Config.of(config)
+        config = Resolved(config, resolve_device(config.train.device))
+    config, batch, spec = config.config, config.batch, config.spec
+    batches = [batch]
     try:
-        check_with_env(config, batches[0].obs.shape[1], batches[0].env.stat_names)
-        spaces = getattr(batches[0].env, "spaces", None)
-        world = world_state_size(batches[0]) if config.policy.critic_input == "world_state" else 0
-        spec = make_policy_spec(config, batches[0].env.obs_size, batches[0].env.num_actions, spaces,
-                                batches[0].obs.shape[1], world)
-        if config.train.device == "cuda" and (why := cuda_unsupported(spec, config)):
-            if requested != "auto":
-                raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
-            print(f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it trains on the CPU",
-                  file=sys.stderr)
-            config = on_device(config, "cpu")  # the same host batch: the device does not change how it is made
-        batch, league = batches[0], None
+        league = None
         if config.selfplay.enabled:
             from fastvec.trainer.selfplay import SelfPlay
             league = SelfPlay(config)
@@ -170,7 +153,8 @@ def train_one_process(config: Config | dict, run_dir: Path, resume: bool, dashbo
     # NumPy's overflow warnings would bury the one line that reports a divergence (the loop checks finiteness).
     with blas_threads(config.train.blas_threads), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         made = time.perf_counter()
-        trainer = make_trainer(config)
+        resolved = Resolved(config, resolve_device(config.train.device))
+        trainer = make_trainer(resolved)
         try:
             return train_loop(trainer, time.perf_counter() - made, Path(run_dir), resume, dashboard, watch)
         finally:

@@ -22,7 +22,7 @@ def available() -> bool:
 def make_trainer(config, batch):
     """A CudaTrainer for config; `batch` (a CpuBatch of the same env) describes the env's sizes."""
     from fastvec.trainer.cuda.trainer import CudaTrainer
-    from fastvec.trainer.numpy_trainer import make_policy_spec
+    from fastvec.trainer.resolve import make_policy_spec
 
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, getattr(batch.env, "spaces", None))
     return CudaTrainer(config, batch, spec)
