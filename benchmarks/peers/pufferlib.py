@@ -24,9 +24,9 @@ second half of a run.
 The build compiles PufferLib's src/pufferl.cu with its env compiled in, as its build.sh's native mode does, but with
 no download and no ccache: it needs nvcc (CUDA 12.4 or later), the headers and libraries of cuBLAS, cuSOLVER,
 cuRAND, NCCL and NVML (from CUDA_HOME, /usr, or Python's nvidia-* wheels: nvidia-cublas, nvidia-cusolver,
-nvidia-curand, nvidia-nccl-cu13 that PyTorch brings, and nvidia-nvml-dev for nvml.h), gcc's OpenMP, libGL, and
-raylib 5.5 for Linux (include/raylib.h, lib/libraylib.a): the checkout's raylib-5.5_linux_amd64/, which PufferLib's
-./build.sh downloads on its first run, or --raylib DIR. --pack writes the checkout's committed sources (git archive)
+nvidia-curand, nvidia-nccl-cu13 that PyTorch brings, and nvidia-nvml-dev for nvml.h; the driver's
+libnvidia-ml.so.1), gcc's OpenMP, and raylib 5.5 for Linux (include/raylib.h, lib/libraylib.a): the checkout's
+raylib-5.5_linux_amd64/, which PufferLib's ./build.sh downloads on its first run, or --raylib DIR. --pack writes the checkout's committed sources (git archive)
 and that raylib folder as one tar, for a machine with no network. The commit is read from the checkout's git or the
 archive's header; --commit names it where neither has one.
 """
@@ -183,6 +183,10 @@ def find_deps(cuda_home: Path | None, extra: list[Path], strict: bool = True) ->
         if hit[0] not in found["lib"]:
             found["lib"].append(hit[0])
         found["link"].append(hit[1])
+    # raylib's GLFW opens libGL when a window opens (never here); build.sh links it, and so does this where it exists
+    gl = find_library("GL", libs)
+    if gl is not None:
+        found["link"].append(gl[1])
     found["missing"] = missing
     if missing and strict:
         raise PufferError(f"not found: {', '.join(missing)}; install the nvidia-* wheels (pip install nvidia-cublas "
@@ -210,7 +214,7 @@ def build_command(checkout: Path, binary: Path, deps: dict, raylib: Path, env: s
             "-Xcompiler=-Wno-narrowing", "--diag-suppress=2361", "src/pufferl.cu", str(raylib / "lib" / "libraylib.a")]
     for d in deps["lib"]:
         cmd += [f"-L{d}", f"-Xlinker=-rpath={d}"]
-    cmd += ["-lcudart", *deps["link"], "-lgomp", "-lm", "-lpthread", "-lGL", "-o", str(binary)]
+    cmd += ["-lcudart", *deps["link"], "-lgomp", "-lm", "-lpthread", "-ldl", "-o", str(binary)]
     return cmd
 
 
