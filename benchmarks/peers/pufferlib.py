@@ -285,8 +285,9 @@ def puffer_groups(frames: list[dict], metric: str = "score") -> list[tuple]:
 
 def puffer_command(binary: Path, seed: int, scratch: Path, overrides: dict | None = None) -> list[str]:
     """PufferLib's train command for one seed, its config as shipped but for the seed, no final evaluation (10,000
-    episodes by default; neither side evaluates here) and its checkpoints and logs in scratch."""
-    flags = {"base.seed": seed, "train.seed": seed, "base.eval_episodes": 0, "base.checkpoint_interval": 0,
+    episodes by default; neither side evaluates here) and its checkpoints and logs in scratch. Every flag must name a
+    key of its config/default.ini: its ini loader refuses any other."""
+    flags = {"base.seed": seed, "base.eval_episodes": 0, "base.checkpoint_interval": 0,
              "base.checkpoint_dir": scratch / "checkpoints", "base.log_dir": scratch / "logs", **(overrides or {})}
     return [str(binary), "train", *(f"--{k}={v}" for k, v in flags.items())]
 
@@ -443,6 +444,24 @@ def read_config(path: Path) -> str | None:
     return path.read_text() if path.exists() else None
 
 
+def ini_value(text: str | None, section: str, key: str) -> str | None:
+    """A key's value in an ini text as PufferLib's loader reads it (comments after # or ;), or None."""
+    current = None
+    for line in (text or "").splitlines():
+        line = re.split(r"[#;]", line, maxsplit=1)[0].strip()
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1].strip()
+        elif current == section and "=" in line and line.split("=", 1)[0].strip() == key:
+            return line.split("=", 1)[1].strip()
+    return None
+
+
+def fastvec_frameskip() -> int:
+    """fastvec's Breakout frameskip as `fastvec-train breakout` loads it (each side steps its own shipped env)."""
+    from fastvec.trainer.config import load_config
+    return load_config("breakout", {})["env"]["frameskip"]
+
+
 def gpu_name() -> str:
     try:
         from fastvec.trainer.cuda import device
@@ -525,6 +544,8 @@ def main(argv=None) -> int:
            "configs": {"puffer": {"breakout.ini": read_config(checkout / "config" / "breakout.ini"),
                                   "default.ini": read_config(checkout / "config" / "default.ini")},
                        "fastvec": read_config(ROOT / "fastvec" / "configs" / "breakout.toml")},
+           "frameskip": {"puffer": ini_value(read_config(checkout / "config" / "breakout.ini"), "env", "frameskip"),
+                         "fastvec": fastvec_frameskip()},
            "seeds": args.seeds, "max_seconds": args.max_seconds}
     if not args.skip_time:
         out["time_to_850"] = time_to_target(binary, checkout, args.seeds, args.device, args.max_seconds)
