@@ -88,9 +88,9 @@ def checkout_commit(path: Path) -> str | None:
     return git.stdout.strip() if git.returncode == 0 else None
 
 
-def pack(checkout: Path, out_dir: Path) -> Path:
-    """out_dir/pufferlib-COMMIT.tar: the checkout's committed tree (git archive, the commit in its header) and, where
-    the checkout holds it, raylib for Linux."""
+def pack(checkout: Path, out_dir: Path, raylib: Path | None = None) -> Path:
+    """out_dir/pufferlib-COMMIT.tar: the checkout's committed tree (git archive, the commit in its header) and raylib
+    for Linux (a folder: raylib, else the checkout's) as RAYLIB/, where there is one."""
     commit = checkout_commit(checkout)
     if commit is None:
         raise PufferError(f"{checkout} is not a git checkout: --pack archives a commit; clone PufferLib's public "
@@ -99,10 +99,21 @@ def pack(checkout: Path, out_dir: Path) -> Path:
     path = out_dir / f"pufferlib-{commit[:12]}.tar"
     subprocess.run(["git", "-C", str(checkout), "archive", "--format=tar", "-o", str(path.resolve()), commit],
                    check=True)
-    if (checkout / RAYLIB).is_dir():
+    raylib = raylib or checkout / RAYLIB
+    if raylib.is_dir():
         with tarfile.open(path, "a") as tar:
-            tar.add(checkout / RAYLIB, arcname=RAYLIB)
+            tar.add(raylib, arcname=RAYLIB)
     return path
+
+
+def raylib_dir(path: Path, into: Path) -> Path:
+    """raylib's folder: path itself, or a tar of it (a folder with include/ and lib/ in it, or those at its root)
+    unpacked into `into`."""
+    if not path.is_file():
+        return path
+    unpack(path, into)
+    inner = [d for d in into.iterdir() if (d / "include" / "raylib.h").exists()]
+    return inner[0] if inner else into
 
 
 def unpack(archive: Path, into: Path) -> Path:
@@ -371,7 +382,7 @@ def fastvec_seed(seed: int, device: str, target: float = TARGET, max_seconds: fl
 
 def time_to_target(binary: Path, checkout: Path, seeds: list[int], device: str, max_seconds: float,
                    target: float = TARGET) -> dict:
-    """Both sides on every seed, alternating (PufferLib first on odd positions, fastvec first on even)."""
+    """Both sides on every seed, alternating which goes first (PufferLib on the 1st, 3rd, ... seed)."""
     puffer, fastvec = [], []
     for i, seed in enumerate(seeds):
         order = ("puffer", "fastvec") if i % 2 == 0 else ("fastvec", "puffer")
@@ -478,7 +489,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pack", type=Path, metavar="DIR", help="only write the checkout as a tar into DIR")
     parser.add_argument("--build-dir", type=Path, help="where the checkout is unpacked and built (default: a "
                         "temporary folder for a tar, CHECKOUT/build for a folder)")
-    parser.add_argument("--raylib", type=Path, help=f"raylib 5.5 for Linux (default: CHECKOUT/{RAYLIB})")
+    parser.add_argument("--raylib", type=Path,
+                        help=f"raylib 5.5 for Linux, a folder or a tar of one (default: CHECKOUT/{RAYLIB})")
     parser.add_argument("--cuda-dir", type=Path, action="append", default=[],
                         help="a folder with include/ and lib/ files the build needs (repeatable)")
     parser.add_argument("--arch", default="native", help="nvcc -arch (native: this machine's GPU)")
@@ -498,7 +510,7 @@ def main(argv=None) -> int:
     source = args.pufferlib.resolve()
 
     if args.pack:
-        print(f"wrote {pack(source, args.pack)}")
+        print(f"wrote {pack(source, args.pack, args.raylib.resolve() if args.raylib else None)}")
         return 0
     if source.is_file():
         commit = args.commit or archive_commit(source)
@@ -508,7 +520,7 @@ def main(argv=None) -> int:
         checkout = source
     build_dir = (args.build_dir or checkout / "build").resolve()
     binary = build_dir / "puffer_breakout"
-    raylib = (args.raylib or checkout / RAYLIB).resolve()
+    raylib = raylib_dir((args.raylib or checkout / RAYLIB).resolve(), build_dir / "raylib")
     nvcc = shutil.which("nvcc") or "nvcc"
     cuda_home = Path(os.environ.get("CUDA_HOME") or Path(nvcc).resolve().parent.parent)
     deps = find_deps(cuda_home, [d for base in args.cuda_dir for d in (base, base / "include", base / "lib")],
@@ -521,6 +533,8 @@ def main(argv=None) -> int:
         print(shlex.join(puffer_command(binary, args.seeds[0], Path("$SCRATCH"))))
         return 0
 
+    if commit is None:
+        raise PufferError(f"{source} has no git history and no commit in its header: name its commit with --commit")
     build_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     proc = subprocess.run(build, cwd=checkout, capture_output=True, text=True, check=False)

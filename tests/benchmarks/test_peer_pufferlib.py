@@ -199,6 +199,23 @@ def test_pack_records_the_commit_and_unpacks(puffer, tmp_path):
     unpacked = puffer.unpack(path, tmp_path / "unpacked")
     assert (unpacked / "src" / "pufferl.cu").read_text() == "// trainer\n"
 
+    raylib = tmp_path / "raylib"  # a raylib beside the checkout travels in the same tar, under the name build.sh uses
+    (raylib / "include").mkdir(parents=True)
+    (raylib / "include" / "raylib.h").write_text("// raylib\n")
+    with tarfile.open(puffer.pack(repo, tmp_path / "out2", raylib)) as tar:
+        assert f"{puffer.RAYLIB}/include/raylib.h" in tar.getnames() and "src/pufferl.cu" in tar.getnames()
+
+
+def test_raylib_from_a_folder_or_a_tar(puffer, tmp_path):
+    folder = tmp_path / puffer.RAYLIB
+    (folder / "include").mkdir(parents=True)
+    (folder / "include" / "raylib.h").write_text("")
+    assert puffer.raylib_dir(folder, tmp_path / "x") == folder
+    with tarfile.open(tmp_path / "raylib.tar", "w") as tar:
+        tar.add(folder, arcname=puffer.RAYLIB)
+    found = puffer.raylib_dir(tmp_path / "raylib.tar", tmp_path / "unpacked")
+    assert found == tmp_path / "unpacked" / puffer.RAYLIB and (found / "include" / "raylib.h").exists()
+
 
 def test_figure_renders_from_the_json_the_script_writes(puffer, load_benchmark, tmp_path):
     figures = load_benchmark("figures")
