@@ -33,6 +33,17 @@ def test_cli_reports_errors_on_stderr_with_exit_status_2(capsys):
     assert "stray" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("filename,line", [("/mnt/full/x.npz", "No space left on device: /mnt/full/x.npz"),
+                                           (None, "No space left on device")])
+def test_an_unforeseen_os_error_is_one_line_with_its_file_if_it_names_one(filename, line, capsys, monkeypatch):
+    def full_disk():
+        raise OSError(28, "No space left on device", filename)
+
+    monkeypatch.setattr(cli, "list_envs", full_disk)
+    assert cli.main(["--list"]) == 2
+    assert capsys.readouterr().err == f"fastvec-train: error: {line}\n"
+
+
 def test_cuda_request_without_the_cuda_trainer_says_so(capsys):
     if run.cuda_trainer_available():
         pytest.skip("the CUDA trainer is available here")
