@@ -178,6 +178,8 @@ TARGETS: dict[str, list[str]] = {
                                      "tests/trainer/test_step_limit.py", "tests/trainer/test_open_trainer.py",
                                      "-k", "step_limit or limit or gym_batch or gymnasium_ids or keeps"],
     "fastvec/trainer/env_defaults.py": ["tests/trainer/test_env_defaults.py"],
+    "fastvec/trainer/resolve.py": ["tests/trainer/test_trainer_heads.py", "tests/trainer/test_step_limit.py",
+                                   "tests/trainer/test_env_defaults.py", "-k", "not learns"],
     "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
                                  "tests/trainer/test_reference_heads.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
