@@ -1,19 +1,129 @@
 """What a run's config resolves to, once, before any trainer is built (`Resolved`): the device and where the env
-steps, the host env batch checked against the config, its spaces and the policy spec; the CUDA trainer's refusals
-(`cuda_unsupported`) and the fallback to the CPU trainer that `train.device=auto` takes on one."""
+steps, the host env batch checked against the config (`make_batch`: a built-in env, a team env, a user's env file or
+a Gymnasium id; `env_build`: what a GPU build of it compiles), its spaces and the policy spec; the CUDA trainer's
+refusals (`cuda_unsupported`) and the fallback to the CPU trainer that `train.device=auto` takes on one. Where
+episodes are truncated is Config.step_limit."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from fastvec.trainer import reference as ref
+from fastvec.native import resolve_defines, source_path
+from fastvec.native.batches import load_batch
+from fastvec.trainer import reference as ref, teams
 from fastvec.trainer.agent_inputs import world_state_size
-from fastvec.trainer.config import ConfigError, check_with_env
+from fastvec.trainer.config import ConfigError, check_with_env, source_defines
 from fastvec.trainer.cuda.plan import fused_kernels_run  # pure Python: what the GPU's fused kernels implement
-from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.settings import Config
+
+
+class EnvSource:
+    """Config's env resolved once: its `kind` (Config.env_kind), what a batch of it loads (`source`, a built-in env's
+    name or an env file, and `params`, its [env] parameters or -D defines; a Gymnasium id's `gym_id` and make
+    arguments, or the fastvec MuJoCo task it registers, `mujoco`), its `step_limit` (Config.step_limit) and the
+    threads a CPU batch steps it with (train.env_threads). A team env's defines are its scenario's (teams.build)."""
+
+    def __init__(self, config: Config):
+        env = config.env
+        self.kind, self.name, self.num_envs = config.env_kind, env.name, env.num_envs
+        self.step_limit = config.step_limit
+        self.threads, self.gym_id, self.vectorization = config.train.env_threads, env.gym_id, env.gym_vectorization
+        self.params, self.source, self.mujoco = dict(env.params), None, None
+        if self.kind == "team":
+            self.source, self.params, _ = teams.build(env.name, env.params)
+        elif self.kind == "builtin":
+            self.source = env.name  # load_batch checks its parameters against the registry
+        elif self.kind == "source":
+            self.source, self.params = Path(env.source), source_defines(env.source, env.params)
+        else:
+            self.mujoco = mujoco_task(env.gym_id)
+            if self.mujoco is None and self.step_limit > 0:  # else Gymnasium's own registered limit
+                self.params["max_episode_steps"] = self.step_limit
+
+    def batch(self, num_envs: int | None = None, render: bool = False):
+        """A host batch of num_envs envs (env.num_envs if None) in SAME_STEP autoreset: a built-in env, a team env or
+        a user's env file as a CpuBatch (native.batches.load_batch), or a Gymnasium id as a GymBatch
+        (native/gym_batch.py) over Gymnasium's own vector env, except fastvec's MuJoCo tasks (fastvec/Hopper-v5, ...),
+        made as a MujocoHostBatch (native/mujoco/host_batch.py) over the C batch itself. render: the Gymnasium envs
+        are made to draw (render_mode="rgb_array"; render_batch draws the others). A Gymnasium env the trainer
+        cannot train, or whose make refuses the [env] arguments, is a ConfigError."""
+        num_envs = num_envs or self.num_envs
+        if self.source is not None:
+            return load_batch(self.source, num_envs, self.params, max_episode_steps=self.step_limit,
+                              threads=self.threads)
+        if self.mujoco is not None:
+            return self._mujoco_batch(num_envs)
+        import gymnasium
+
+        from fastvec.native.gym_batch import GymBatch, SpaceError
+        try:
+            return GymBatch(self.gym_id, num_envs, self.params, self.vectorization, render=render)
+        except SpaceError as err:
+            raise ConfigError(str(err)) from None
+        except TypeError as err:  # gymnasium.make's error for an argument the env does not take
+            raise ConfigError(f"gym:{self.gym_id} refused its [env] arguments {self.arguments()}: {err}") from None
+        except (gymnasium.error.Error, ImportError) as err:  # e.g. DependencyNotInstalled (Box2D, ALE)
+            raise ConfigError(f"gym:{self.gym_id} could not be made: {err}") from None
+
+    def arguments(self) -> dict:
+        """A Gymnasium env's [env] arguments, as the config gives them (its make arguments less the step limit)."""
+        return {name: value for name, value in self.params.items() if name != "max_episode_steps"}
+
+    def _mujoco_batch(self, num_envs: int):
+        from fastvec.native.mujoco.host_batch import MujocoHostBatch, gym_id
+        try:
+            return MujocoHostBatch(self.mujoco, num_envs, max_episode_steps=self.step_limit or None,
+                                   threads=self.threads, **self.params)
+        except ImportError as err:  # no mujoco package
+            raise ConfigError(f"{gym_id(self.mujoco)}: {err}") from None
+        except (TypeError, ValueError, FileNotFoundError) as err:  # a keyword the task does not take, a bad value
+            raise ConfigError(f"{gym_id(self.mujoco)} refused its [env] arguments {self.params}: {err}") from None
+
+    def render_batch(self):
+        """One env that draws its frames (batch.render(0); --eval.render); a MuJoCo task's with Gymnasium's own
+        renderer (wrappers/mujoco.py's Frames)."""
+        batch = self.batch(1, render=True)
+        if self.mujoco is not None:
+            from fastvec.wrappers.mujoco import Frames
+            batch.frames = Frames(self.mujoco, batch.mj, "rgb_array", {})
+        return batch
+
+    def build(self, batch) -> tuple[Path, dict, int]:
+        """What a GPU build of the env compiles (the CUDA trainer's module): (the env source, its -D defines, its
+        step limit, 0 for none). A built-in env's registered file, a user's env file, a team env's scenario, or for a
+        Gymnasium env, which steps on the host, a stub of its sizes (batch.env's; gym_batch.host_stub_source) that
+        the host-env kernels are compiled around."""
+        if self.kind == "builtin":
+            return source_path(self.name), resolve_defines(self.name, self.params), self.step_limit
+        if self.source is not None:
+            return self.source, self.params, self.step_limit
+        from fastvec.native.cpu import cache_dir
+        from fastvec.native.gym_batch import host_stub_source
+        return host_stub_source(batch.env, cache_dir()), {}, 0
+
+
+def make_batch(config: Config | dict, num_envs: int | None = None):
+    """A host batch of config's env (EnvSource.batch): num_envs envs, env.num_envs if None."""
+    return EnvSource(Config.of(config)).batch(num_envs)
+
+
+def render_batch(config: Config | dict):
+    """One env of config's that draws its frames (EnvSource.render_batch)."""
+    return EnvSource(Config.of(config)).render_batch()
+
+
+def env_build(config: Config, batch) -> tuple[Path, dict, int]:
+    """What a GPU build of config's env compiles (EnvSource.build)."""
+    return EnvSource(config).build(batch)
+
+
+def mujoco_task(gym_id: str) -> str | None:
+    """The fastvec MuJoCo task that Gymnasium id `gym_id` registers (fastvec/Hopper-v5 -> Hopper), or None."""
+    from fastvec.native.mujoco.host_batch import GYM_IDS
+    return GYM_IDS.get(gym_id.lower()) if gym_id else None
 
 
 def on_device(config: Config, device: str) -> Config:
@@ -77,12 +187,13 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
 class Resolved:
     """A config resolved once for `device` ("cpu" or "cuda", what its train.device stands for here; where that was
     "auto", a run the CUDA trainer refuses gives way to the CPU trainer): `config` (train.device and
-    train.env_device chosen), the host env `batch` (checked against the config: config.check_with_env), the policy
-    `spec` for its spaces. The trainers are built from it (run.make_trainer); `close()` closes the batch."""
+    train.env_device chosen), its `env` (EnvSource) and a host `batch` of it (checked against the config:
+    config.check_with_env), the policy `spec` for its spaces. The trainers are built from it (run.make_trainer)."""
 
     def __init__(self, config: Config, device: str):
         requested, config = config.train.device, on_device(config, device)
-        batch = make_batch(config)
+        env = EnvSource(config)
+        batch = env.batch()
         try:
             num_agents = batch.obs.shape[1]
             check_with_env(config, num_agents, batch.env.stat_names)
@@ -98,7 +209,4 @@ class Resolved:
         except BaseException:
             batch.close()
             raise
-        self.config, self.batch, self.spec = config, batch, spec
-
-    def close(self) -> None:
-        self.batch.close()
+        self.config, self.env, self.batch, self.spec = config, env, batch, spec

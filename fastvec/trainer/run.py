@@ -23,10 +23,9 @@ from fastvec import native
 from fastvec.trainer import checkpoint
 from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.config import ConfigError
-from fastvec.trainer.env_batch import make_batch
 from fastvec.trainer.loop import train_loop
 from fastvec.trainer.protocol import Trainer
-from fastvec.trainer.resolve import Resolved, on_device  # noqa: F401 (on_device: run.on_device for tests)
+from fastvec.trainer.resolve import Resolved, make_batch, on_device, render_batch  # noqa: F401 (on_device: tests)
 # default_run_dir, file_op and repair_metrics stay reachable as run.NAME (sweep.py, tests, benchmarks use them)
 from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, file_op,  # noqa: F401
                                      repair_metrics, warn_if_source_changed)
@@ -74,10 +73,11 @@ def make_trainer(config: Config | dict | Resolved) -> Trainer:
     train.env_device=cpu steps the env on the CPU (host environments; self-play's opponents then act with NumPy
     beside it), "cuda" steps it, and self-play's opponents, in the rollout graph."""
     from fastvec.trainer.numpy_trainer import NumpyTrainer
-    if not isinstance(config, Resolved):
+    resolved = config
+    if not isinstance(resolved, Resolved):
         config = Config.of(config)
-        config = Resolved(config, resolve_device(config.train.device))
-    config, batch, spec = config.config, config.batch, config.spec
+        resolved = Resolved(config, resolve_device(config.train.device))
+    config, batch, spec = resolved.config, resolved.batch, resolved.spec
     batches = [batch]
     try:
         league = None
@@ -86,7 +86,7 @@ def make_trainer(config: Config | dict | Resolved) -> Trainer:
             league = SelfPlay(config)
             batch = league.wrap(batch, spec, on_gpu=config.train.device == "cuda" and config.train.env_device == "cuda")
         if config.train.device == "cuda":  # pragma: no cover - needs a GPU (tests/trainer/test_cuda.py)
-            trainer = _cuda_trainer(config, batch, spec, league, batches)
+            trainer = _cuda_trainer(resolved, batch, league, batches)
         else:
             trainer = NumpyTrainer(config, batch, spec)
     except BaseException:
@@ -97,18 +97,20 @@ def make_trainer(config: Config | dict | Resolved) -> Trainer:
     return trainer
 
 
-def _cuda_trainer(config: Config, batch, spec, league, batches: list):  # pragma: no cover - needs a GPU
-    """The CUDA trainer; self-play's one SelfPlayBatch cannot be split, so it is one env group; a user's env or a
-    Gymnasium env on the host gets its groups' batches here (added to `batches`; the trainer builds built-in ones)."""
+def _cuda_trainer(resolved: Resolved, batch, league, batches: list):  # pragma: no cover - needs a GPU
+    """The CUDA trainer of the learner's `batch`; self-play's one SelfPlayBatch cannot be split, so it is one env
+    group; a user's env or a Gymnasium env on the host gets its groups' batches here (added to `batches`; the trainer
+    builds built-in ones)."""
     from fastvec.trainer.cuda.trainer import CudaTrainer
+    config = resolved.config
     on_host = config.train.env_device == "cpu"
     host_batches = [batch] if league is not None and on_host else None
     if config.env_kind != "builtin" and on_host:
         from fastvec.trainer.cuda.host_envs import env_ranges
         ranges = env_ranges(batch.num_envs, config.train.env_groups, None)
-        host_batches = [batch] if len(ranges) == 1 else [make_batch(config, hi - lo) for lo, hi in ranges]
+        host_batches = [batch] if len(ranges) == 1 else [resolved.env.batch(hi - lo) for lo, hi in ranges]
         batches += host_batches[1:] if len(ranges) == 1 else host_batches
-    return CudaTrainer(config, batch, spec, host_batches)
+    return CudaTrainer(config, batch, resolved.spec, host_batches)
 
 
 def blas_threads(count: int):
@@ -237,7 +239,7 @@ def record_episode(config: Config, spec, params, path: str, rng, deterministic: 
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
         raise ConfigError(f"eval.render={str(path)!r}: give a path ending in .gif or .mp4")
-    batch = make_batch(config, 1, render=True)
+    batch = render_batch(config)
     try:
         batch.reset(np.array([config.train.seed], np.uint64), None)
         num_agents, inputs = batch.obs.shape[1], AgentInputs(spec, batch)

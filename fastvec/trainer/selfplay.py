@@ -15,7 +15,7 @@ from fastvec.native import ENVS
 from fastvec.trainer import checkpoint
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError
-from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.resolve import make_batch
 from fastvec.trainer.reference import policy_act
 from fastvec.trainer.settings import Config
 

@@ -1,13 +1,13 @@
 """Teams of agents as fastvec-train envs: the MPE scenarios (fastvec-train simple_spread; mpe2's keywords as [env]
 keys, e.g. --env.N=5) and the SMAX battles (fastvec-train smax:3m; --env.enemy=heuristic or agents): their names,
-parameters, step limits and batches, and each agent's team (the episode returns are logged per team)."""
+parameters, step limits and builds (env file and defines), and each agent's team (the episode returns are logged per
+team)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from fastvec.native import NATIVE_DIR, mpe, smax
-from fastvec.native.batches import load_batch
 from fastvec.trainer.env_defaults import Declared
 
 SMAX_PREFIX = "smax:"  # ENV as a SMAX scenario: fastvec-train smax:3m, as gym:ID names a Gymnasium id
@@ -78,12 +78,6 @@ def check_params(name: str, params: dict) -> None:
 def step_limit(name: str) -> int:
     """The registered step limit: mpe2's max_cycles (25) or SMAX's 101 steps (jaxmarl's max_steps of 100)."""
     return smax.TIME_LIMIT if is_smax(name) else mpe.MAX_CYCLES
-
-
-def load(name: str, params: dict, num_envs: int, max_episode_steps: int, threads: int):
-    """A CPU batch (native.batches.load_batch, SAME_STEP autoreset) of num_envs games of team env `name`."""
-    source, defines, _ = build(name, params)
-    return load_batch(source, num_envs, defines, max_episode_steps=max_episode_steps, threads=threads)
 
 
 def agent_teams(name: str, params: dict) -> list[str]:

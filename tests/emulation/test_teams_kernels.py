@@ -141,7 +141,7 @@ def test_team_inputs_kernel_writes_what_agent_inputs_reads_from_a_cpu_batch(team
     available actions; simple_speaker_listener's agents' own spaces) and world-state critic input (SMAX's world
     state; every agent's own obs for MPE) bit for bit."""
     from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
-    from fastvec.trainer.env_batch import make_batch
+    from fastvec.trainer.resolve import make_batch
     from fastvec.trainer.numpy_trainer import make_policy_spec
     lib, config = team_emu[case]
     batch = make_batch(config)
@@ -210,7 +210,7 @@ def test_team_rollout_step_samples_available_actions_and_steps_as_the_cpu_batch(
     CPU batch's fed those actions, through episode ends; the next step's inputs are AgentInputs' bit for bit; the
     episode accumulator holds the finished episodes' count, mean return and each agent's sum of returns."""
     from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
-    from fastvec.trainer.env_batch import env_build, make_batch
+    from fastvec.trainer.resolve import env_build, make_batch
     from fastvec.trainer.numpy_trainer import make_policy_spec
     name, critic_input = TEAM_CASES[case]
     lib, config = build_team_harness(tmp_path_factory, TEAM_ROLLOUT_HARNESS, name, critic_input)

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from fastvec.trainer.config import load_config
-from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.resolve import make_batch
 from fastvec.trainer.settings import Config
 
 

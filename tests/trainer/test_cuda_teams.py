@@ -16,7 +16,7 @@ from test_cuda import (F32_TOL, FixedOrders, _cuda_or_skip, load_numpy_trainer, 
 from fastvec.trainer import cli, reference as ref, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import load_config
-from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.resolve import make_batch
 from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
 from fastvec.trainer.settings import Config
 
@@ -126,7 +126,7 @@ def test_the_trainers_module_compiles_with_a_team_game(name):
 
     from fastvec.native import NATIVE_DIR, gpu
     from fastvec.trainer.cuda.device import CUDA_DIR, module_source
-    from fastvec.trainer.env_batch import env_build
+    from fastvec.trainer.resolve import env_build
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc")
     config = team_config(name, {"critic_input": "world_state"}, env_device="cuda")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fastvec.trainer.config import ConfigError, load_config
-from fastvec.trainer.env_batch import make_batch
+from fastvec.trainer.resolve import make_batch
 from fastvec.trainer.settings import Config
 
 EXAMPLE_ENV = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"

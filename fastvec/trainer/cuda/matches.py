@@ -16,7 +16,7 @@ from fastvec.trainer.cuda.arena import Arena
 from fastvec.trainer.cuda.device import module_int
 from fastvec.trainer.cuda.kernel_args import MatchPlayArgs, pack
 from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
-from fastvec.trainer.env_batch import env_build
+from fastvec.trainer.resolve import env_build
 from fastvec.trainer.settings import Config
 
 # The arena arrays match_play_kernel reads and writes, in MatchPlayArgs' order.

@@ -27,7 +27,7 @@ from fastvec.trainer.cuda.policy import GpuPolicy
 from fastvec.trainer.cuda.rollouts import GPU_ENV_ROLLOUTS
 from fastvec.trainer.cuda.slots import Counters, Slots, SlotState
 from fastvec.trainer.cuda.update import GpuUpdate
-from fastvec.trainer.env_batch import env_build, make_batch
+from fastvec.trainer.resolve import env_build, make_batch
 from fastvec.trainer.settings import Config
 
 # Legend as plan.py's: T = horizon, N = envs, R = rows, O = obs size, K = bptt, P = parameters.
