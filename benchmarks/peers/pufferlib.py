@@ -24,9 +24,9 @@ second half of a run.
 The build compiles PufferLib's src/pufferl.cu with its env compiled in, as its build.sh's native mode does, but with
 no download and no ccache: it needs nvcc (CUDA 12.4 or later), the headers and libraries of cuBLAS, cuSOLVER,
 cuRAND, NCCL and NVML (from CUDA_HOME, /usr, or Python's nvidia-* wheels: nvidia-cublas, nvidia-cusolver,
-nvidia-curand, nvidia-nccl-cu13 that PyTorch brings, and nvidia-nvml-dev for nvml.h), gcc's OpenMP, libGL, and
-raylib 5.5 for Linux (include/raylib.h, lib/libraylib.a): the checkout's raylib-5.5_linux_amd64/, which PufferLib's
-./build.sh downloads on its first run, or --raylib DIR. --pack writes the checkout's committed sources (git archive)
+nvidia-curand, nvidia-nccl-cu13 that PyTorch brings, and nvidia-nvml-dev for nvml.h; the driver's
+libnvidia-ml.so.1), gcc's OpenMP, and raylib 5.5 for Linux (include/raylib.h, lib/libraylib.a): the checkout's
+raylib-5.5_linux_amd64/, which PufferLib's ./build.sh downloads on its first run, or --raylib DIR. --pack writes the checkout's committed sources (git archive)
 and that raylib folder as one tar, for a machine with no network. The commit is read from the checkout's git or the
 archive's header; --commit names it where neither has one.
 """
@@ -88,9 +88,9 @@ def checkout_commit(path: Path) -> str | None:
     return git.stdout.strip() if git.returncode == 0 else None
 
 
-def pack(checkout: Path, out_dir: Path) -> Path:
-    """out_dir/pufferlib-COMMIT.tar: the checkout's committed tree (git archive, the commit in its header) and, where
-    the checkout holds it, raylib for Linux."""
+def pack(checkout: Path, out_dir: Path, raylib: Path | None = None) -> Path:
+    """out_dir/pufferlib-COMMIT.tar: the checkout's committed tree (git archive, the commit in its header) and raylib
+    for Linux (a folder: raylib, else the checkout's) as RAYLIB/, where there is one."""
     commit = checkout_commit(checkout)
     if commit is None:
         raise PufferError(f"{checkout} is not a git checkout: --pack archives a commit; clone PufferLib's public "
@@ -99,10 +99,21 @@ def pack(checkout: Path, out_dir: Path) -> Path:
     path = out_dir / f"pufferlib-{commit[:12]}.tar"
     subprocess.run(["git", "-C", str(checkout), "archive", "--format=tar", "-o", str(path.resolve()), commit],
                    check=True)
-    if (checkout / RAYLIB).is_dir():
+    raylib = raylib or checkout / RAYLIB
+    if raylib.is_dir():
         with tarfile.open(path, "a") as tar:
-            tar.add(checkout / RAYLIB, arcname=RAYLIB)
+            tar.add(raylib, arcname=RAYLIB)
     return path
+
+
+def raylib_dir(path: Path, into: Path) -> Path:
+    """raylib's folder: path itself, or a tar of it (a folder with include/ and lib/ in it, or those at its root)
+    unpacked into `into`."""
+    if not path.is_file():
+        return path
+    unpack(path, into)
+    inner = [d for d in into.iterdir() if (d / "include" / "raylib.h").exists()]
+    return inner[0] if inner else into
 
 
 def unpack(archive: Path, into: Path) -> Path:
@@ -183,6 +194,10 @@ def find_deps(cuda_home: Path | None, extra: list[Path], strict: bool = True) ->
         if hit[0] not in found["lib"]:
             found["lib"].append(hit[0])
         found["link"].append(hit[1])
+    # raylib's GLFW opens libGL when a window opens (never here); build.sh links it, and so does this where it exists
+    gl = find_library("GL", libs)
+    if gl is not None:
+        found["link"].append(gl[1])
     found["missing"] = missing
     if missing and strict:
         raise PufferError(f"not found: {', '.join(missing)}; install the nvidia-* wheels (pip install nvidia-cublas "
@@ -210,7 +225,7 @@ def build_command(checkout: Path, binary: Path, deps: dict, raylib: Path, env: s
             "-Xcompiler=-Wno-narrowing", "--diag-suppress=2361", "src/pufferl.cu", str(raylib / "lib" / "libraylib.a")]
     for d in deps["lib"]:
         cmd += [f"-L{d}", f"-Xlinker=-rpath={d}"]
-    cmd += ["-lcudart", *deps["link"], "-lgomp", "-lm", "-lpthread", "-lGL", "-o", str(binary)]
+    cmd += ["-lcudart", *deps["link"], "-lgomp", "-lm", "-lpthread", "-ldl", "-o", str(binary)]
     return cmd
 
 
@@ -281,8 +296,9 @@ def puffer_groups(frames: list[dict], metric: str = "score") -> list[tuple]:
 
 def puffer_command(binary: Path, seed: int, scratch: Path, overrides: dict | None = None) -> list[str]:
     """PufferLib's train command for one seed, its config as shipped but for the seed, no final evaluation (10,000
-    episodes by default; neither side evaluates here) and its checkpoints and logs in scratch."""
-    flags = {"base.seed": seed, "train.seed": seed, "base.eval_episodes": 0, "base.checkpoint_interval": 0,
+    episodes by default; neither side evaluates here) and its checkpoints and logs in scratch. Every flag must name a
+    key of its config/default.ini: its ini loader refuses any other."""
+    flags = {"base.seed": seed, "base.eval_episodes": 0, "base.checkpoint_interval": 0,
              "base.checkpoint_dir": scratch / "checkpoints", "base.log_dir": scratch / "logs", **(overrides or {})}
     return [str(binary), "train", *(f"--{k}={v}" for k, v in flags.items())]
 
@@ -366,7 +382,7 @@ def fastvec_seed(seed: int, device: str, target: float = TARGET, max_seconds: fl
 
 def time_to_target(binary: Path, checkout: Path, seeds: list[int], device: str, max_seconds: float,
                    target: float = TARGET) -> dict:
-    """Both sides on every seed, alternating (PufferLib first on odd positions, fastvec first on even)."""
+    """Both sides on every seed, alternating which goes first (PufferLib on the 1st, 3rd, ... seed)."""
     puffer, fastvec = [], []
     for i, seed in enumerate(seeds):
         order = ("puffer", "fastvec") if i % 2 == 0 else ("fastvec", "puffer")
@@ -439,6 +455,24 @@ def read_config(path: Path) -> str | None:
     return path.read_text() if path.exists() else None
 
 
+def ini_value(text: str | None, section: str, key: str) -> str | None:
+    """A key's value in an ini text as PufferLib's loader reads it (comments after # or ;), or None."""
+    current = None
+    for line in (text or "").splitlines():
+        line = re.split(r"[#;]", line, maxsplit=1)[0].strip()
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1].strip()
+        elif current == section and "=" in line and line.split("=", 1)[0].strip() == key:
+            return line.split("=", 1)[1].strip()
+    return None
+
+
+def fastvec_frameskip() -> int:
+    """fastvec's Breakout frameskip as `fastvec-train breakout` loads it (each side steps its own shipped env)."""
+    from fastvec.trainer.config import load_config
+    return load_config("breakout", {})["env"]["frameskip"]
+
+
 def gpu_name() -> str:
     try:
         from fastvec.trainer.cuda import device
@@ -455,7 +489,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pack", type=Path, metavar="DIR", help="only write the checkout as a tar into DIR")
     parser.add_argument("--build-dir", type=Path, help="where the checkout is unpacked and built (default: a "
                         "temporary folder for a tar, CHECKOUT/build for a folder)")
-    parser.add_argument("--raylib", type=Path, help=f"raylib 5.5 for Linux (default: CHECKOUT/{RAYLIB})")
+    parser.add_argument("--raylib", type=Path,
+                        help=f"raylib 5.5 for Linux, a folder or a tar of one (default: CHECKOUT/{RAYLIB})")
     parser.add_argument("--cuda-dir", type=Path, action="append", default=[],
                         help="a folder with include/ and lib/ files the build needs (repeatable)")
     parser.add_argument("--arch", default="native", help="nvcc -arch (native: this machine's GPU)")
@@ -475,7 +510,7 @@ def main(argv=None) -> int:
     source = args.pufferlib.resolve()
 
     if args.pack:
-        print(f"wrote {pack(source, args.pack)}")
+        print(f"wrote {pack(source, args.pack, args.raylib.resolve() if args.raylib else None)}")
         return 0
     if source.is_file():
         commit = args.commit or archive_commit(source)
@@ -485,7 +520,7 @@ def main(argv=None) -> int:
         checkout = source
     build_dir = (args.build_dir or checkout / "build").resolve()
     binary = build_dir / "puffer_breakout"
-    raylib = (args.raylib or checkout / RAYLIB).resolve()
+    raylib = raylib_dir((args.raylib or checkout / RAYLIB).resolve(), build_dir / "raylib")
     nvcc = shutil.which("nvcc") or "nvcc"
     cuda_home = Path(os.environ.get("CUDA_HOME") or Path(nvcc).resolve().parent.parent)
     deps = find_deps(cuda_home, [d for base in args.cuda_dir for d in (base, base / "include", base / "lib")],
@@ -498,6 +533,8 @@ def main(argv=None) -> int:
         print(shlex.join(puffer_command(binary, args.seeds[0], Path("$SCRATCH"))))
         return 0
 
+    if commit is None:
+        raise PufferError(f"{source} has no git history and no commit in its header: name its commit with --commit")
     build_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     proc = subprocess.run(build, cwd=checkout, capture_output=True, text=True, check=False)
@@ -521,6 +558,8 @@ def main(argv=None) -> int:
            "configs": {"puffer": {"breakout.ini": read_config(checkout / "config" / "breakout.ini"),
                                   "default.ini": read_config(checkout / "config" / "default.ini")},
                        "fastvec": read_config(ROOT / "fastvec" / "configs" / "breakout.toml")},
+           "frameskip": {"puffer": ini_value(read_config(checkout / "config" / "breakout.ini"), "env", "frameskip"),
+                         "fastvec": fastvec_frameskip()},
            "seeds": args.seeds, "max_seconds": args.max_seconds}
     if not args.skip_time:
         out["time_to_850"] = time_to_target(binary, checkout, args.seeds, args.device, args.max_seconds)

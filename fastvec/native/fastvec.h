@@ -57,8 +57,10 @@
 
 #ifdef __CUDACC__
 #define FV_FN static __device__ __forceinline__
+#define FV_TABLE static __constant__ const /* a table every thread reads: the constant cache */
 #else
 #define FV_FN static inline
+#define FV_TABLE static const
 #include <math.h>
 #include <string.h>
 #endif

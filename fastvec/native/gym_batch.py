@@ -151,10 +151,9 @@ class GymBatch:
 
     def render(self, i: int) -> np.ndarray:
         """An rgb_array frame (H, W, 3) uint8 of env i (the batch must have been made with render=True)."""
-        frames = self.vec.render()
-        if frames is None:
+        if self.vec.render_mode != "rgb_array":  # (its envs would each draw None)
             raise ValueError(f"gym:{self.env_id} was made without render_mode='rgb_array'")
-        return np.asarray(frames[i], np.uint8)
+        return np.asarray(self.vec.render()[i], np.uint8)
 
     def close(self) -> None:
         self.vec.close()

@@ -158,18 +158,26 @@ FV_FN int smax_type(const State* s, int u) { return s->type[u]; }
 #elif defined(SMAX_ALL_MARINES)
 FV_FN int smax_type(const State* s, int u) { (void)s, (void)u; return 0; }
 #else
-FV_FN int smax_type(const State* s, int u) { const int t[SMAX_N] = SMAX_TYPES; (void)s; return t[u]; }
+FV_TABLE unsigned char smax_types[SMAX_N] = SMAX_TYPES;
+FV_FN int smax_type(const State* s, int u) { (void)s; return smax_types[u]; }
 #endif
 
-/* Unit u's entry of a per-type table. */
-#define SMAX_OF_TYPE(table) { const float t[SMAX_TYPE_BITS] = table; return t[smax_type(s, u)]; }
-FV_FN float smax_velocity(const State* s, int u) SMAX_OF_TYPE(SMAX_VELOCITY)
-FV_FN float smax_attack(const State* s, int u) SMAX_OF_TYPE(SMAX_ATTACK)
-FV_FN float smax_range(const State* s, int u) SMAX_OF_TYPE(SMAX_RANGE)
-FV_FN float smax_sight(const State* s, int u) SMAX_OF_TYPE(SMAX_SIGHT)
-FV_FN float smax_radius(const State* s, int u) SMAX_OF_TYPE(SMAX_RADIUS)
-FV_FN float smax_max_health(const State* s, int u) SMAX_OF_TYPE(SMAX_HEALTH)
-FV_FN float smax_base_cooldown(const State* s, int u) SMAX_OF_TYPE(SMAX_COOLDOWN)
+/* The per-type tables as FV_TABLEs: tables local to a function would be rebuilt in each GPU thread's local memory
+ * at every call, and these are read in the step's innermost loops. */
+FV_TABLE float smax_velocities[SMAX_TYPE_BITS] = SMAX_VELOCITY;
+FV_TABLE float smax_attacks[SMAX_TYPE_BITS] = SMAX_ATTACK;
+FV_TABLE float smax_ranges[SMAX_TYPE_BITS] = SMAX_RANGE;
+FV_TABLE float smax_sights[SMAX_TYPE_BITS] = SMAX_SIGHT;
+FV_TABLE float smax_radii[SMAX_TYPE_BITS] = SMAX_RADIUS;
+FV_TABLE float smax_healths[SMAX_TYPE_BITS] = SMAX_HEALTH;
+FV_TABLE float smax_cooldowns[SMAX_TYPE_BITS] = SMAX_COOLDOWN;
+FV_FN float smax_velocity(const State* s, int u) { return smax_velocities[smax_type(s, u)]; }
+FV_FN float smax_attack(const State* s, int u) { return smax_attacks[smax_type(s, u)]; }
+FV_FN float smax_range(const State* s, int u) { return smax_ranges[smax_type(s, u)]; }
+FV_FN float smax_sight(const State* s, int u) { return smax_sights[smax_type(s, u)]; }
+FV_FN float smax_radius(const State* s, int u) { return smax_radii[smax_type(s, u)]; }
+FV_FN float smax_max_health(const State* s, int u) { return smax_healths[smax_type(s, u)]; }
+FV_FN float smax_base_cooldown(const State* s, int u) { return smax_cooldowns[smax_type(s, u)]; }
 
 #if SMAX_RANDOM_UNITS
 #include "smax_units.h"
@@ -310,10 +318,9 @@ FV_FN int smax_choice(const int* among, int n, float draw) {
  * its default target (its first position mirrored through the map's centre): the move whose direction has the
  * largest dot product with the way there. */
 FV_FN int smax_heuristic_action(State* s, int e) {
-    const float sights[SMAX_TYPE_BITS] = SMAX_SIGHT, ranges[SMAX_TYPE_BITS] = SMAX_RANGE;
     int u = NUM_ALLIES + e, alive = s->alive[u];
     int type = alive ? smax_type(s, u) : 0;
-    float sight = sights[type], ox = alive ? s->pos[u][0] : 0.0f, oy = alive ? s->pos[u][1] : 0.0f;
+    float sight = smax_sights[type], ox = alive ? s->pos[u][0] : 0.0f, oy = alive ? s->pos[u][1] : 0.0f;
     float ex[NUM_ALLIES], ey[NUM_ALLIES];
     int seen[NUM_ALLIES], shootable[NUM_ALLIES], num_seen = 0, closest = 0;
     float closest_dist = 0.0f;
@@ -323,7 +330,7 @@ FV_FN int smax_heuristic_action(State* s, int e) {
         seen[k] = smax_norm(dx, dy) < sight && alive && s->alive[j] && s->health[j] / smax_max_health(s, j) > 0.0f;
         ex[k] = seen[k] ? dx * (1.0f / sight) * sight : 0.0f;
         ey[k] = seen[k] ? dy * (1.0f / sight) * sight : 0.0f;
-        shootable[k] = seen[k] && smax_norm(ex[k], ey[k]) < ranges[type];
+        shootable[k] = seen[k] && smax_norm(ex[k], ey[k]) < smax_ranges[type];
         float dist = shootable[k] ? smax_norm(ex[k], ey[k]) : 45.254833995939045f; /* the map's diagonal */
         if (k == 0 || dist < closest_dist) closest = k, closest_dist = dist;
         num_seen += seen[k];

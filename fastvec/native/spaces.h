@@ -46,11 +46,6 @@
 #define STATE_SIZE 0
 #endif
 
-#ifdef __CUDACC__
-#define FV_TABLE static __constant__ const /* read by every thread: the constant cache */
-#else
-#define FV_TABLE static const
-#endif
 #if ACTION_SPACE == FV_MULTI_DISCRETE
 FV_TABLE long long fv_action_nvec[ACTION_DIMS] = ACTION_NVEC;
 #elif ACTION_SPACE == FV_BOX

@@ -97,4 +97,11 @@ void emu_scale_rewards(int T, int R, float* rewards, const float* dones, double 
     launch((long long)T * R, kThreads, [=] { reward_scale_kernel((long long)T * R, rewards, moments); });
 }
 
+/* ppo.cu's explained variance after an update: sums_partial_kernel over [adv; returns] (2, count) on `blocks` blocks,
+ * then explained_variance_finish_kernel into scalars' statistics (the trainer's two launches). */
+void emu_explained_variance(long long count, int blocks, const float* adv_returns, double* partial, TrainScalars* scalars) {
+    launch_grid(blocks, 256, [=] { sums_partial_kernel(count, 2, adv_returns, partial); });
+    launch_grid(1, 1, [=] { explained_variance_finish_kernel(blocks, partial, count, scalars); });
+}
+
 } /* extern "C" */

@@ -271,3 +271,20 @@ def test_reward_scaling_matches_scale_rewards_across_rollouts(emu):
         assert np.array_equal(k_returns, returns)
         assert rel_err(k_moments[:3], moments) <= 1e-12
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("constant_returns", [False, True], ids=["spread", "constant"])
+def test_explained_variance_kernels_match_the_reference(emu, constant_returns):
+    """ppo.cu's explained variance (sums_partial_kernel, explained_variance_finish_kernel) of biased value predictions
+    is reference.explained_variance of them: 1 - var(returns - values) / var(returns), NaN for constant returns."""
+    n, blocks, rng = 3000, 8, np.random.default_rng(4)
+    returns = np.full(n, 1.5, np.float32) if constant_returns else (rng.standard_normal(n) * 2 + 1).astype(np.float32)
+    values = (returns * 0.7 + rng.standard_normal(n) * 0.5 - 0.8).astype(np.float32)  # off by a mean of about 1
+    adv_returns = np.stack([returns - values, returns])
+    scalars = np.frombuffer(np.zeros((), SCALARS_DTYPE).tobytes(), np.uint8).copy()
+    call(emu.emu_explained_variance, np.int64(n), blocks, adv_returns, np.zeros(blocks * 4), scalars)
+    got, want = scalars.view(SCALARS_DTYPE)[0]["stat"][7], ref.explained_variance(values, returns)
+    if constant_returns:
+        assert np.isnan(got) and np.isnan(want)
+    else:
+        assert 0.3 < want < 0.9 and abs(got - want) < 1e-6  # NumPy's variances of float32 are float32

@@ -6,7 +6,7 @@ import importlib
 
 import numpy as np
 import pytest
-from mpe_oracle import Scenario, needs_glibc_fma, play, world_state
+from mpe_oracle import Scenario, bits, needs_glibc_fma, padded_obs, play, world_state
 
 from fastvec.native import NATIVE_DIR, cpu
 
@@ -79,6 +79,45 @@ def test_keywords_match_mpe2(name, mpe_kwargs, defines):
     sc = SCENARIOS[name]
     scenario = Scenario(sc.module, sc.source, mpe_kwargs, defines, sc.extra_state)
     assert play(scenario, False, 20, seed=500) + play(scenario, True, 20, seed=600) == 1000
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_set_state_utterances_are_observed_as_mpe2_observes_them(name):
+    """A state whose agents all hold an utterance (a silent agent's is 0 in play, but state access may set any):
+    each agent's observation right after set_state is mpe2's observation of that world."""
+    sc, n, rng = SCENARIOS[name], 6, np.random.default_rng(3)
+    refs = [importlib.import_module(f"mpe2.{sc.module}").raw_env(**sc.mpe_kwargs) for _ in range(n)]
+    for k, ref in enumerate(refs):
+        ref.reset(seed=k)
+        for agent in ref.unwrapped.world.agents:
+            agent.state.c = rng.uniform(-1.0, 1.0, ref.unwrapped.world.dim_c)
+    env = cpu.load(NATIVE_DIR / sc.source, tuple(sorted({**sc.defines, "CONTINUOUS_ACTIONS": 0}.items())))
+    batch = cpu.CpuBatch(env, n, 2, 25)
+    batch.reset(np.arange(n, dtype=np.uint64), None)
+    batch.set_state(None, np.stack([world_state(ref.unwrapped.world, sc.extra_state) for ref in refs]))
+    agents = list(refs[0].possible_agents)
+    want = np.stack([padded_obs({a: ref.observe(a) for a in agents}, agents, env.obs_size) for ref in refs])
+    np.testing.assert_array_equal(bits(batch.obs), bits(want))
+
+
+@pytest.mark.parametrize("name", ["simple_adversary", "simple_speaker_listener", "simple_reference"])
+def test_set_state_clamps_a_goal_index_into_the_landmarks(name):
+    """A goal index past either end of the landmarks reads back (and plays) as the nearest landmark's index."""
+    sc = SCENARIOS[name]
+    ref = importlib.import_module(f"mpe2.{sc.module}").raw_env(**sc.mpe_kwargs)
+    ref.reset(seed=0)
+    state = world_state(ref.unwrapped.world, sc.extra_state)
+    goals, last = len(sc.extra_state(ref.unwrapped.world)), len(ref.unwrapped.world.landmarks) - 1
+    env = cpu.load(NATIVE_DIR / sc.source, tuple(sorted({**sc.defines, "CONTINUOUS_ACTIONS": 0}.items())))
+    batch = cpu.CpuBatch(env, 4, 2, 25)
+    batch.reset(np.arange(4, dtype=np.uint64), None)
+    states = np.repeat(state[None], 4, axis=0)
+    states[:, -goals:] = np.array([[-3.0], [99.0], [0.0], [last]])
+    batch.set_state(None, states)
+    want = np.broadcast_to(np.array([[0.0], [last], [0.0], [last]]), (4, goals))
+    np.testing.assert_array_equal(batch.get_state()[:, -goals:], want)
+    np.testing.assert_array_equal(batch.obs[0], batch.obs[2])
+    np.testing.assert_array_equal(batch.obs[1], batch.obs[3])
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

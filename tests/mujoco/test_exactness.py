@@ -121,3 +121,63 @@ def test_same_step_autoreset_matches_gymnasium(task):
 def test_truncation_and_episodes_are_covered():
     """Reacher truncates at Gymnasium's 50 steps; the oracle comparison covers those ends and their autoresets."""
     assert compare_steps("Reacher", steps=120) == 2 * NUM_ENVS
+
+
+# Gymnasium's strict health bounds: Hopper is healthy while -0.2 < angle < 0.2 (qpos[2]); InvertedPendulum ends
+# once |angle| > 0.2 (qpos[1]).
+BOUNDS = [("Hopper", 2, 0.2), ("Hopper", 2, -0.2), ("InvertedPendulum", 1, 0.2), ("InvertedPendulum", 1, -0.2)]
+
+
+@pytest.mark.parametrize("task, joint, bound", BOUNDS)
+def test_a_step_that_lands_exactly_on_a_health_bound_ends_as_gymnasiums(task, joint, bound):
+    """From the bound itself, the joint's velocity bisected in Gymnasium's env until one step lands the angle on the
+    bound to the last bit (and its neighbour just past it): fastvec's step from each of those states ends the
+    episode, or not, as Gymnasium's does, with the same observation."""
+    oracle = gym.make(f"{task}-v5").unwrapped
+    oracle.reset(seed=0)
+    qpos, qvel = oracle.data.qpos.copy(), oracle.data.qvel.copy()
+    qpos[joint] = bound
+    action = np.zeros(oracle.action_space.shape, np.float32)
+
+    def step_from(velocity):
+        v = qvel.copy()
+        v[joint] = velocity
+        oracle.reset(seed=0)  # the solver's warm start as after a reset, as fastvec's below
+        oracle.set_state(qpos, v)
+        obs, _, terminated, _, _ = oracle.step(action)
+        return np.concatenate([qpos, v]), oracle.data.qpos[joint], obs, terminated
+
+    lo, hi = -1.0, 1.0  # the landing angle grows with the velocity: below the bound at lo, above it at hi
+    while lo < (mid := (lo + hi) / 2) < hi:
+        lo, hi = (mid, hi) if step_from(mid)[1] <= bound else (lo, mid)
+    on, past = step_from(lo), step_from(hi)
+    assert on[1] == bound and past[1] > bound
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=2)
+    ours.reset(seed=0)
+    ours.set_state([0, 1], np.stack([on[0], past[0]]))
+    obs, _, terminated, _, _ = ours.step(np.zeros((2, *action.shape), np.float32))
+    np.testing.assert_array_equal(obs, np.stack([on[2], past[2]]))
+    assert terminated.tolist() == [on[3], past[3]]
+    ours.close()
+
+
+def test_a_batch_stepped_by_several_threads_matches_gymnasium_env_by_env():
+    """16 envs (enough for the thread pool to cut them into chunks) on 4 threads: each env is stepped once per
+    step, by whichever thread, as Gymnasium's own env would be."""
+    n, rng = 16, np.random.default_rng(5)
+    oracle = gym.make_vec("InvertedPendulum-v5", num_envs=n, vectorization_mode="sync")
+    ours = gym.make_vec("fastvec/InvertedPendulum-v5", num_envs=n)
+    ours.batch.lib.fv_mj_set_threads(4)
+    try:
+        oracle.reset(seed=1)
+        ours.reset(seed=1)
+        ours.set_state(None, np.stack([gym_state(env) for env in oracle.envs]))
+        for t in range(3):
+            actions = rng.uniform(-3, 3, (n, 1)).astype(np.float32)
+            want, got = oracle.step(actions), ours.step(actions)
+            np.testing.assert_array_equal(got[0], want[0], err_msg=f"obs, step {t}")
+            np.testing.assert_array_equal(got[2], want[2], err_msg=f"terminated, step {t}")
+    finally:
+        ours.batch.lib.fv_mj_set_threads(fastvec.native.cpu.default_threads())
+        oracle.close()
+        ours.close()

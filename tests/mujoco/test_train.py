@@ -78,6 +78,29 @@ def test_host_batch_steps_as_gymnasium_with_clipped_actions():
     assert ended >= n  # every env was truncated at least once
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_host_batch_refuses_a_non_finite_action_with_nothing_stepped(bad):
+    """A finite action past the control range is clipped; a NaN or infinite one (in any env) raises ActionError
+    naming it, nothing is stepped, and the batch steps on afterwards."""
+    from fastvec.native.spaces import ActionError
+
+    batch = MujocoHostBatch("InvertedPendulum", 3)
+    batch.reset(np.array([1, 2, 3], np.uint64), None)
+    before = batch.mj.get_state()
+    actions = np.array([[5.0], [-0.5], [bad]])
+    with pytest.raises(ActionError, match=r"\(env 2, dimension 0\) of InvertedPendulum is not finite") as err:
+        batch.step(actions)
+    assert repr(bad) in str(err.value)  # the value as given, not as clipped
+    np.testing.assert_array_equal(batch.mj.get_state(), before)
+    batch.step(np.array([[5.0], [-0.5], [0.0]]))
+    clipped = MujocoHostBatch("InvertedPendulum", 3)
+    clipped.reset(np.array([1, 2, 3], np.uint64), None)
+    clipped.step(np.array([[3.0], [-0.5], [0.0]]))  # InvertedPendulum's control range: [-3, 3]
+    np.testing.assert_array_equal(batch.obs, clipped.obs)
+    batch.close()
+    clipped.close()
+
+
 def take_state(oracle, batch, i):
     """Set Gymnasium's env to env i's state and check env i's obs is its obs in float32."""
     oracle.unwrapped.set_state(*np.split(batch.mj.get_state([i])[0], [batch.mj.nq]))

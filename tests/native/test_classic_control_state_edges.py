@@ -9,6 +9,9 @@ from test_classic_control_oracle import bits, play
 from test_glibc_math import needs_glibc_fma
 
 import fastvec  # noqa: F401  (registers fastvec/...)
+from fastvec import native
+from fastvec.native import cpu
+from fastvec.native.batches import load_env
 
 GYM = {"CartPole": "CartPole-v1", "Acrobot": "Acrobot-v1", "MountainCar": "MountainCar-v0",
        "MountainCarContinuous": "MountainCarContinuous-v0", "Pendulum": "Pendulum-v1"}
@@ -81,3 +84,25 @@ def test_acrobot_frames_use_gymnasiums_colours_and_no_others():
 @pytest.mark.parametrize("name", list(GYM))
 def test_the_frame_rate_is_gymnasiums(name):
     assert gym.make(f"fastvec/{name}").metadata["render_fps"] == gym.make(GYM[name]).metadata["render_fps"]
+
+
+@pytest.mark.parametrize("env", ["acrobot", "mountaincar", "mountaincarcontinuous", "pendulum"])
+def test_a_bare_header_plays_as_the_registrys_defaults(env):
+    """Compiled without -D (as a user's own nvcc or make_vec_from_source would), a classic-control header plays
+    exactly as the registry's build with its default parameters."""
+    n, rng, same_step = 16, np.random.default_rng(1), native.AUTORESET_CODES["SameStep"]
+    bare = cpu.CpuBatch(cpu.load(native.source_path(env), ()), n, same_step, None)
+    registry = cpu.CpuBatch(load_env(env, {}), n, same_step, None)
+    spaces = registry.env.spaces
+    for b in (bare, registry):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+    for _ in range(300):
+        if spaces.action_kind == "box":
+            actions = rng.uniform(spaces.action_low, spaces.action_high, (n, 1, spaces.action_dims)).astype(np.float32)
+        else:
+            actions = rng.integers(0, spaces.num_actions, (n, 1))
+        bare.step(actions)
+        registry.step(actions)
+        np.testing.assert_array_equal(bare.obs, registry.obs)
+        np.testing.assert_array_equal(bare.rewards, registry.rewards)
+        np.testing.assert_array_equal(bare.terminated, registry.terminated)

@@ -36,6 +36,10 @@ def test_a_build_declares_its_spaces():
     np.testing.assert_array_equal(box.obs_low, [-10, -np.inf, 0])
     np.testing.assert_array_equal(box.obs_high, [10, np.inf, 1])
     assert box.state_size == 2 and box.obs_shape == (3,)
+    np.testing.assert_array_equal(box.nvec, [0, 0])  # a Box has no counts
+    image = cpu.load(IMAGE, ()).spaces  # Discrete(4): its values 0 to 3
+    assert (image.action_kind, image.nvec.tolist(), image.action_low.tolist(), image.action_high.tolist()) == \
+        ("discrete", [4], [0.0], [3.0])
     multi = cpu.load(MULTI, (("AGENTS", 2),)).spaces
     assert (multi.action_kind, multi.nvec.tolist(), multi.action_dtype, multi.state_size) == \
         ("multi_discrete", [3, 5], np.int64, -1)
@@ -142,6 +146,20 @@ def test_image_observations_keep_their_bytes():
     assert (image[..., 0].sum(axis=(1, 2)) == 1).all() and (image[:, 3, 4, 1] == 1).all()
     with pytest.raises(ActionError, match=r"action 4 out of range for Discrete\(4\) at env 2"):
         b.step(np.array([0, 1, 4, 3]))
+
+
+def test_a_frame_drawn_with_fv_fill_rect_shows_the_envs_cell():
+    """image_obs.h draws its position as one white pixel on a black 4 x 5 frame with fastvec.h's fv_fill_rect:
+    each env's frame is its observation's position channel, on any row."""
+    b = batch(IMAGE, 4)
+    rows = set()
+    for _ in range(4):
+        for i in range(4):
+            cell = b.obs[i, 0].reshape(4, 5, 2)[..., 0]
+            np.testing.assert_array_equal(b.render(i), np.repeat(cell[..., None] * 255, 3, axis=2))
+            rows.add(int(np.argmax(cell.any(axis=1))))
+        b.step(np.array([1, 1, 3, 1]))  # down, down, right, down
+    assert len(rows) >= 3
 
 
 def test_first_bad_names_the_first_value_that_may_not_reach_the_env():

@@ -37,7 +37,8 @@ def test_every_scenario_is_registered_with_its_agents_and_spaces(scenario):
         actions = 5 + (sc.enemies if agent.startswith("ally") else sc.allies)
         assert e.action_space(agent) == gymnasium.spaces.Discrete(actions)
         space = e.observation_space(agent)
-        assert space["observation"].shape == (13 * (n - 1) + 10,) and space["action_mask"].shape == (actions,)
+        assert space["observation"].shape == (13 * (n - 1) + 10,)
+        assert space["action_mask"] == gymnasium.spaces.Box(0, 1, (actions,), np.int8)  # PettingZoo's 0/1 masks
     assert e.state_space == gymnasium.spaces.Box(-np.inf, np.inf, (12 * n,), np.float32)
     observations, _ = e.reset(seed=0)
     assert e.state_space.contains(e.state())

@@ -33,6 +33,28 @@ def test_cli_reports_errors_on_stderr_with_exit_status_2(capsys):
     assert "stray" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("filename,line", [("/mnt/full/x.npz", "No space left on device: /mnt/full/x.npz"),
+                                           (None, "No space left on device")])
+def test_an_unforeseen_os_error_is_one_line_with_its_file_if_it_names_one(filename, line, capsys, monkeypatch):
+    def full_disk():
+        raise OSError(28, "No space left on device", filename)
+
+    monkeypatch.setattr(cli, "list_envs", full_disk)
+    assert cli.main(["--list"]) == 2
+    assert capsys.readouterr().err == f"fastvec-train: error: {line}\n"
+
+
+def test_a_rank_of_a_launchers_job_is_not_trained_alone_on_the_cpu(tmp_path, capsys, monkeypatch):
+    """Started by a launcher as rank 1 of 2 (torchrun's variables) with the CPU trainer: refused, naming the fix,
+    never trained as a run of its own beside its ranks."""
+    for key, value in {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": "29400"}.items():
+        monkeypatch.setenv(key, value)
+    assert cli.main(["cartpole", "--train.device=cpu", "--train.total_timesteps=2048",
+                     f"--run-dir={tmp_path / 'run'}"]) == 2
+    assert "several GPUs (2 ranks) need the CUDA trainer, but train.device=cpu" in capsys.readouterr().err
+
+
 def test_cuda_request_without_the_cuda_trainer_says_so(capsys):
     if run.cuda_trainer_available():
         pytest.skip("the CUDA trainer is available here")

@@ -430,3 +430,20 @@ def test_a_trials_objective_reads_as_its_objective_says():
     assert objective_text({**settings, "objective": "time_to_target"}, [2.84]) == "2.84 s to 475"
     assert objective_text({**settings, "objective": "time_to_target"}, [7.7], hit=False) == \
         "475 missed (counts as 7.7 s)"
+
+
+def test_a_finished_trials_line_gives_the_trials_per_hour_so_far():
+    """12 trials done in this process's first minute: 720 trials/h, after the line and the best trial so far."""
+    optuna = pytest.importorskip("optuna")
+    from types import SimpleNamespace
+
+    from fastvec.trainer.sweep_report import Progress
+
+    settings = {"trial_seconds": 1.0, "metric": "episode_return", "target": 475.0, "objective": "score", "trials": 20,
+                "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
+    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
+                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+    piped = io.StringIO()
+    progress = Progress(plan, optuna.create_study(direction="maximize"), stream=piped)
+    progress.finished("trial 11  fail", 12, 60.0)
+    assert piped.getvalue().splitlines()[-1] == "trial 11  fail  |  best --  |  12 done here, 720 trials/h"

@@ -66,3 +66,15 @@ def test_a_score_trial_is_never_a_miss_and_a_failure_says_why():
               "results": [result(1.0, 10, None, 1.0, score=12.0)]}
     line = describe_trial(plan, failed)
     assert "return 12" in line and "error: no episode finished" in line and line.endswith("x=2")
+
+
+def test_a_pruned_trial_shows_its_last_seeds_score():
+    """A trial stopped part-way (the pruner stops at a seed's report) shows the score where it stopped: its last seed's;
+    a last seed that logged no episode shows none."""
+    plan = SimpleNamespace(settings={**SETTINGS, "objective": "score"})
+    record = {"trial": 4, "state": "PRUNED", "params": {},
+              "results": [result(3.0, 1000, None, 300.0, score=300.0), result(1.0, 500, None, 90.0, score=90.0)]}
+    line = describe_trial(plan, record)
+    assert line.startswith("trial 4  pruned  return 90  (4 s, 1.5K steps, start-up 0.50 s)")
+    record["results"][-1]["score"] = None
+    assert describe_trial(plan, record).startswith("trial 4  pruned  (4 s,")

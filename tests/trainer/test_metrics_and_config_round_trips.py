@@ -4,6 +4,8 @@ says how many it skipped), and a Config turned back into its dict is the validat
 
 import json
 
+import pytest
+
 from fastvec.trainer.config import load_config
 from fastvec.trainer.plot import read_metrics
 from fastvec.trainer.settings import Config
@@ -75,3 +77,14 @@ def test_plot_of_one_run_has_no_legend(tmp_path, monkeypatch):
     assert len(fig.axes) == 2 and all(ax.get_legend() is None for ax in fig.axes)
     assert fig.axes[0].get_lines()[0].get_label().startswith("_")  # unlabelled
     assert fig._suptitle.get_text().endswith("(10 steps, 1,234 SPS)")
+
+
+def test_plot_help_says_what_it_draws_and_what_it_needs(capsys):
+    from fastvec.trainer import plot
+
+    with pytest.raises(SystemExit) as exit_:
+        plot.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert exit_.value.code == 0 and out.startswith("usage: fastvec-plot [-h] [-o OUT] run_dirs [run_dirs ...]")
+    assert "Plot the learning curves of fastvec-train runs (mean episode return, the env's stats, SPS) as one PNG." in out
+    assert "Needs matplotlib: pip install 'fastvec[plot]'" in out

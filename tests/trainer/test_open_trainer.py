@@ -354,6 +354,30 @@ def test_the_gym_batch_frame_rate_is_the_envs_else_record_videos_default(tmp_pat
         gymnasium.registry.pop("FastvecTestNoFrameRate-v0")
 
 
+def test_the_gym_batch_draws_each_envs_own_frame_when_made_to_render():
+    """render=True: env i's frame is Gymnasium's frame of that env (CartPole-v1 seeded alike); made without it, a
+    frame is refused naming the render mode it lacks."""
+    pytest.importorskip("pygame", reason="CartPole-v1's frames need pygame (the render extra)")
+    batch = GymBatch("CartPole-v1", 2, {}, render=True)
+    oracle = gymnasium.make("CartPole-v1", render_mode="rgb_array")
+    try:
+        batch.reset(np.array([3, 4], np.uint64), None)
+        oracle.reset(seed=4)
+        frame = batch.render(1)
+        assert frame.dtype == np.uint8 and frame.shape == (400, 600, 3)
+        np.testing.assert_array_equal(frame, oracle.render())
+    finally:
+        batch.close()
+        oracle.close()
+    plain = GymBatch("CartPole-v1", 1, {})
+    try:
+        plain.reset(None, None)
+        with pytest.raises(ValueError, match=r"gym:CartPole-v1 was made without render_mode='rgb_array'"):
+            plain.render(0)
+    finally:
+        plain.close()
+
+
 def test_the_gpu_build_of_a_gym_batch_is_a_stub_of_its_sizes_without_a_step_limit():
     """A gym: env steps on the host, where its own TimeLimit truncates: the GPU build compiles a stub of its sizes
     with no step limit of its own (0), nor defines; built-in envs build their registered file with theirs."""
@@ -385,6 +409,9 @@ def test_gym_batch_host_stubs_compile_to_the_host_envs_sizes_and_action_space(ki
     env = types.SimpleNamespace(obs_size=7, num_actions=4, spaces=None if kind == "discrete" else spaces)
     path = host_stub_source(env, tmp_path)
     assert host_stub_source(env, tmp_path) == path and len(list(tmp_path.iterdir())) == 1
+    text = path.read_text()
+    path.write_text("/* cut short")  # a damaged stub (a full disk, a crash mid-write) is written again
+    assert host_stub_source(env, tmp_path) == path and path.read_text() == text
     built = cpu.load(path, ())
     assert (built.obs_size, built.num_agents, built.spaces.action_kind) == (7, 1, kind)
     if kind == "discrete":

@@ -216,6 +216,11 @@ def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
     assert rated and all(f"selfplay/score_bot{level}" in rated[-1] for level in range(5))
     data = json.loads((run_dir / "ratings.json").read_text())
     assert len(data["history"]) >= 2 and "bot4" in data["ratings"]
+    # the last evaluation's ratings (ratings.json) are logged to one decimal
+    assert rated[-1]["selfplay/elo"] == round(data["history"][-1]["elo"], 1)
+    assert [rated[-1][f"selfplay/elo_bot{level}"] for level in range(5)] == \
+        [round(data["ratings"][f"bot{level}"], 1) for level in range(5)]
+    assert any(value != round(value) for value in data["ratings"].values())  # the decimal shows
     checkpoints = sorted((run_dir / "checkpoints").glob("*.npz"))
     capsys.readouterr()
     assert cli.main(["pong", f"--eval={checkpoints[-1]}", f"--eval.opponent={checkpoints[0]}",

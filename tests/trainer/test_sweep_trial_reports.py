@@ -2,6 +2,7 @@
 seed at every 1/reports of the budget, the target's distance for time_to_target), when a seed's run is stopped,
 each seed's result, the objective from the seeds (mean or worst), and each seed's own config and seed."""
 
+import json
 import sys
 from types import SimpleNamespace
 
@@ -288,3 +289,22 @@ def test_each_finished_trial_is_reported_with_the_sweeps_count_and_time_so_far(m
     for _, _, seconds, measured in reports:
         assert 0 <= seconds <= measured
     assert [r[2] for r in reports] == sorted(r[2] for r in reports)
+
+
+def test_a_finished_trial_is_told_to_the_study_in_its_state_and_logged(tmp_path):
+    """Completed trials are told their values; pruned ones PRUNED and failed ones FAIL (with their error), so that
+    the sampler and a resumed sweep's report see them as they ended; every one gets a trials.jsonl line."""
+    optuna = pytest.importorskip("optuna")
+    from optuna.trial import TrialState
+
+    study = optuna.create_study(direction="maximize")
+    result = {"seconds": 2.0, "score": 5.0, "steps": 100, "startup": 0.5, "hit_seconds": None}
+    for state in ("COMPLETE", "PRUNED", "FAIL"):
+        trial = study.ask()
+        record = {"trial": trial.number, "state": state, "values": [5.0], "results": [result], "params": {},
+                  **({"error": "it broke"} if state == "FAIL" else {})}
+        sweep.finish_trial(study, trial, record, tmp_path)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL]
+    assert study.trials[0].values == [5.0] and study.trials[2].user_attrs["error"] == "it broke"
+    lines = [json.loads(line) for line in (tmp_path / "trials.jsonl").read_text().splitlines()]
+    assert [line["state"] for line in lines] == ["COMPLETE", "PRUNED", "FAIL"]

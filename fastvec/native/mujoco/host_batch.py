@@ -111,8 +111,9 @@ class MujocoHostBatch:
             raise ValueError(f"actions for {self.num_envs} envs of {mj.spec.name} must hold {self.num_envs} x "
                              f"{mj.nu} values, got shape {given.shape}")
         np.clip(given.reshape(self._actions.shape), self.low, self.high, out=self._actions, casting="unsafe")
-        nan = np.isnan(given.reshape(self._actions.shape))  # np.clip keeps NaN; MujocoBatch refuses it by index
-        ended = mj.step(np.where(nan, given.reshape(self._actions.shape), self._actions) if nan.any() else
+        # np.clip keeps NaN and takes infinity to a bound: MujocoBatch refuses both, by index, given as they came
+        bad = ~np.isfinite(given.reshape(self._actions.shape))
+        ended = mj.step(np.where(bad, given.reshape(self._actions.shape), self._actions) if bad.any() else
                         self._actions)
         self.obs[:, 0] = mj.obs
         self.rewards[:, 0] = mj.rewards

@@ -1,0 +1,165 @@
+"""CleanRL's ppo_continuous_action.py beside fastvec-train on Gymnasium's MuJoCo tasks, in one run on one machine:
+CleanRL trains each task with its defaults (1M steps) on every seed; its return, the mean of its last 100 episodes,
+is then fastvec's target, and fastvec-train's time to it (the same rule over fastvec's episodes) is compared with
+CleanRL's training time. Writes benchmarks/results/cleanrl_mujoco.json.
+
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-python ~/cleanrl/.venv/bin/python
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --tasks hopper --seeds 1 --parallel 3
+
+--cleanrl: a checkout of CleanRL's public sources (or its cleanrl/ppo_continuous_action.py); --cleanrl-python: a
+Python with what that script needs as CleanRL pins it (gymnasium 0.29 with MuJoCo, torch, tyro, tensorboard).
+CleanRL's script reads episodes through gymnasium 0.29's vector infos, so it runs the v4 tasks there; fastvec runs
+the v5 task with v5's keywords set to v4's defaults where they differ (TASKS), and the JSON names what else differs.
+Each CleanRL run is a process of its own with one torch thread (OMP_NUM_THREADS=1), `--parallel` of them at once on
+a machine with the cores; its training time is its own clock (global steps over its last printed SPS), beside the
+process's wall time. fastvec runs one seed at a time, its whole 1M-step budget, on --fastvec-device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
+from fairness import WINDOW_EPISODES, final_window_mean, ratio  # noqa: E402
+
+# fastvec task -> (CleanRL's env id, fastvec [env] keywords that give the v4 task's defaults, what still differs)
+TASKS = {
+    "hopper": ("Hopper-v4", {}, "v5 gives the healthy reward only while healthy (the same under termination)"),
+    "halfcheetah": ("HalfCheetah-v4", {}, "none in the defaults"),
+    "walker2d": ("Walker2d-v4", {}, "v5's model gives both feet the same friction (v4: the left foot 1.9, "
+                                    "the right 0.9) and the healthy reward only while healthy"),
+    "invertedpendulum": ("InvertedPendulum-v4", {}, "none in the defaults"),
+    "ant": ("Ant-v4", {"include_cfrc_ext_in_observation": 0, "contact_cost_weight": 0.0},
+            "v5 gives the healthy reward only while healthy; contact forces left out as v4's default"),
+}
+EPISODE_LINE = re.compile(r"global_step=(\d+), episodic_return=\[?\s*([-+0-9.eE]+)\s*\]?")
+SPS_LINE = re.compile(r"^SPS: (\d+)", re.M)
+
+
+def script_path(cleanrl: Path) -> Path:
+    """CleanRL's ppo_continuous_action.py inside a checkout (or the file itself); errors say what was looked for."""
+    path = cleanrl if cleanrl.is_file() else cleanrl / "cleanrl" / "ppo_continuous_action.py"
+    if not path.is_file():
+        raise SystemExit(f"--cleanrl {cleanrl}: no cleanrl/ppo_continuous_action.py there; give a checkout of "
+                         "github.com/vwxyzjn/cleanrl or the script's path")
+    return path
+
+
+def cleanrl_command(python: str, script: Path, env_id: str, seed: int, total_timesteps: int,
+                    extra: list[str]) -> list[str]:
+    """The command of one CleanRL run: its defaults but the env, the seed and the budget."""
+    return [python, str(script), "--env-id", env_id, "--seed", str(seed), "--total-timesteps", str(total_timesteps),
+            *extra]
+
+
+def parse_cleanrl(text: str) -> dict:
+    """CleanRL's printed episodes as one-episode groups (steps, seconds unknown, return, 1) and its training time:
+    global steps over the last SPS it printed (its clock starts after the envs are made)."""
+    groups = [(int(m.group(1)), None, float(m.group(2)), 1) for m in EPISODE_LINE.finditer(text)]
+    sps = [int(s) for s in SPS_LINE.findall(text)]
+    steps = max((g[0] for g in groups), default=0)
+    return {"groups": groups, "episodes": len(groups), "last_sps": sps[-1] if sps else None,
+            "train_s": round(steps / sps[-1], 3) if sps and sps[-1] > 0 else None}
+
+
+def cleanrl_run(cmd: list[str], workdir: Path, timeout: float) -> dict:
+    """One CleanRL process (one torch thread), its output parsed; a failure keeps its last lines."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        text = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+        return {**parse_cleanrl(text), "error": f"stopped after {timeout:.0f} s", "wall_s": round(timeout, 3)}
+    out = {**parse_cleanrl(proc.stdout), "wall_s": round(time.perf_counter() - t0, 3)}
+    if proc.returncode != 0:
+        out["error"] = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    return out
+
+
+def task_summary(task: str, cleanrl: list[dict], fastvec: list[dict], window: int) -> dict:
+    """CleanRL's return (the median over seeds of each seed's last-window mean) as fastvec's target, and the ratio of
+    CleanRL's median training time to fastvec's median time to that target (every seed counted; a fastvec seed that
+    never reaches it counts as its whole training time, and the ratio is then a bound)."""
+    finals = [r["final_return"] for r in cleanrl if r.get("final_return") is not None]
+    target = statistics.median(finals) if finals else None
+    times = [r["train_s"] for r in cleanrl if r.get("train_s") is not None]
+    row = {"task": task, "cleanrl_env": TASKS[task][0], "target_return": target, "cleanrl_returns": finals,
+           "cleanrl_train_s": times, "fastvec_eval_returns": [r.get("eval_return") for r in fastvec]}
+    fastvec_times = [r["time_s"] for r in fastvec if r.get("time_s") is not None]
+    fastvec_bounds = [r["lower_bound"] for r in fastvec if r.get("time_s") is not None]
+    row.update(ratio(times, [False] * len(times), fastvec_times, fastvec_bounds))
+    row["fastvec_time_to_target_s"], row["fastvec_missed"] = fastvec_times, fastvec_bounds
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cleanrl", type=Path, required=True, help="a CleanRL checkout or its ppo_continuous_action.py")
+    parser.add_argument("--cleanrl-python", default=sys.executable, help="a Python with CleanRL's pinned packages")
+    parser.add_argument("--cleanrl-args", nargs="*", default=[], help="more arguments for CleanRL's script")
+    parser.add_argument("--tasks", nargs="+", default=["hopper", "halfcheetah", "walker2d", "ant"], choices=list(TASKS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--total-timesteps", type=int, default=1_000_000, help="CleanRL's budget (its default)")
+    parser.add_argument("--parallel", type=int, default=1, help="CleanRL processes at once")
+    parser.add_argument("--cleanrl-timeout", type=float, default=3600.0)
+    parser.add_argument("--fastvec-device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--fastvec-max-seconds", type=float, default=None, help="a safety cap on each fastvec run")
+    parser.add_argument("--fastvec-timesteps", type=int, default=None, help="fastvec's budget (default: its config's)")
+    parser.add_argument("--eval-episodes", type=int, default=1000)
+    parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
+    parser.add_argument("--out", type=Path, default=RESULTS / "cleanrl_mujoco.json")
+    args = parser.parse_args(argv)
+    script = script_path(args.cleanrl)
+    from train_peers import fastvec_run  # fastvec's side as the PureJaxRL comparison runs it
+
+    out = {"benchmark": "cleanrl_mujoco", "date": date.today().isoformat(), "machine": platform.node(),
+           "cpus": len(os.sched_getaffinity(0)), "fastvec_device": args.fastvec_device, "window": args.window,
+           "cleanrl_script": str(script), "total_timesteps": args.total_timesteps, "parallel": args.parallel,
+           "rule": f"target: the median over CleanRL's seeds of its last {args.window} episodes' mean return after "
+                   f"{args.total_timesteps:,} steps; fastvec's time to the same mean over its last {args.window}",
+           "rows": []}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for task in args.tasks:
+        env_id, keywords, differs = TASKS[task]
+        with tempfile.TemporaryDirectory(prefix=f"cleanrl-{task}-") as tmp:
+            cmds = [cleanrl_command(args.cleanrl_python, script, env_id, s, args.total_timesteps, args.cleanrl_args)
+                    for s in args.seeds]
+            with ThreadPoolExecutor(max_workers=max(args.parallel, 1)) as pool:
+                runs = list(pool.map(lambda c: cleanrl_run(c, Path(tmp), args.cleanrl_timeout), cmds))
+            cleanrl = []
+            for seed, cmd, run in zip(args.seeds, cmds, runs):
+                run["final_return"] = final_window_mean(run.pop("groups"), args.window)
+                cleanrl.append({"seed": seed, "command": " ".join(cmd[1:]), **run})
+            target = statistics.median([r["final_return"] for r in cleanrl if r["final_return"] is not None] or [0])
+            fastvec = [fastvec_run(task, seed, args.fastvec_device, target, args.fastvec_max_seconds,
+                                   args.eval_episodes, args.fastvec_timesteps, Path(tmp), {"env": keywords} if keywords else None,
+                                   args.window) for seed in args.seeds]
+        row = task_summary(task, cleanrl, fastvec, args.window)
+        row.update(fastvec_env_keywords=keywords, differences=differs, cleanrl=cleanrl,
+                   fastvec=[{k: v for k, v in r.items() if k != "groups"} for r in fastvec])
+        out["rows"].append(row)
+        print(f"{task:<12} CleanRL {row['target_return']:9.1f} in {row['peer_median_s'] or float('nan'):7.1f} s | "
+              f"fastvec to it {row['fastvec_median_s'] or float('nan'):7.1f} s | {row['ratio_text']}x", flush=True)
+        args.out.write_text(json.dumps(out, indent=1) + "\n")  # after every task: a cut-short run keeps what it has
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The CleanRL MuJoCo comparison's reading of CleanRL's output and its rule: CleanRL's return is fastvec's target,
+every seed counted, a fastvec seed that misses it making the ratio a bound."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
+import cleanrl_mujoco  # noqa: E402
+
+# As CleanRL's ppo_continuous_action.py prints (numpy arrays of one episode's return, then SPS per iteration).
+CLEANRL_OUTPUT = """global_step=1000, episodic_return=[-41.25]
+global_step=1050, episodic_return=[-38.5]
+SPS: 700
+global_step=2000, episodic_return=[-12.]
+global_step=2050, episodic_return=[3.5e+01]
+SPS: 800
+"""
+
+
+def test_parse_reads_each_episode_and_the_clock_of_the_last_sps():
+    parsed = cleanrl_mujoco.parse_cleanrl(CLEANRL_OUTPUT)
+    assert [g[0] for g in parsed["groups"]] == [1000, 1050, 2000, 2050]
+    assert [g[2] for g in parsed["groups"]] == [-41.25, -38.5, -12.0, 35.0]
+    assert parsed["last_sps"] == 800 and parsed["train_s"] == pytest.approx(2050 / 800, abs=1e-3)
+
+
+def test_summary_targets_cleanrls_median_return_and_bounds_a_missed_seed():
+    cleanrl = [{"final_return": r, "train_s": t} for r, t in [(1000.0, 600.0), (1500.0, 620.0), (2000.0, 640.0)]]
+    fastvec = [{"time_s": 30.0, "lower_bound": False, "eval_return": 1600.0},
+               {"time_s": 50.0, "lower_bound": False, "eval_return": 1550.0},
+               {"time_s": 90.0, "lower_bound": True, "eval_return": 900.0}]  # never reached 1500 in its 90 s
+    row = cleanrl_mujoco.task_summary("hopper", cleanrl, fastvec, 100)
+    assert row["target_return"] == 1500.0 and row["cleanrl_env"] == "Hopper-v4"
+    assert row["ratio"] == pytest.approx(620.0 / 50.0, abs=1e-3)
+    assert not row["upper_bound"]  # the median seed reached it: the median stays 50 s whatever the missed one needs
+    fastvec[1]["lower_bound"] = True
+    row = cleanrl_mujoco.task_summary("hopper", cleanrl, fastvec, 100)
+    assert row["upper_bound"] and row["ratio_text"].startswith("<=")
+
+
+def test_command_runs_the_v4_task_with_cleanrls_defaults_otherwise(tmp_path):
+    script = tmp_path / "cleanrl" / "ppo_continuous_action.py"
+    script.parent.mkdir()
+    script.write_text("")
+    assert cleanrl_mujoco.script_path(tmp_path) == script
+    cmd = cleanrl_mujoco.cleanrl_command("py", script, "Ant-v4", 3, 1_000_000, [])
+    assert cmd == ["py", str(script), "--env-id", "Ant-v4", "--seed", "3", "--total-timesteps", "1000000"]
+    with pytest.raises(SystemExit, match="ppo_continuous_action.py"):
+        cleanrl_mujoco.script_path(tmp_path / "elsewhere")
+
+
+def test_one_run_end_to_end_with_a_stand_in_for_cleanrl(tmp_path):
+    """Both sides through the script: a stand-in prints CleanRL's lines (seed s returns 4 + s), fastvec trains
+    InvertedPendulum on the CPU for 4,096 steps against the median, 5.5."""
+    fake = tmp_path / "ppo_continuous_action.py"
+    fake.write_text("import sys\nargs = dict(zip(sys.argv[1::2], sys.argv[2::2]))\n"
+                    "for k in range(1, 121):\n    print(f'global_step={k * 10}, episodic_return=[{4.0 + int(args[\"--seed\"])}]')\n"
+                    "print('SPS: 600')\n")
+    out = tmp_path / "out.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peers" / "cleanrl_mujoco.py"), "--cleanrl", str(fake),
+                    "--tasks", "invertedpendulum", "--seeds", "1", "2", "--fastvec-device", "cpu",
+                    "--fastvec-timesteps", "4096", "--eval-episodes", "2", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["cleanrl_returns"] == [5.0, 6.0] and row["target_return"] == 5.5
+    assert row["cleanrl_train_s"] == [2.0, 2.0]
+    assert len(row["fastvec"]) == 2 and all(r["seed"] in (1, 2) for r in row["fastvec"])
+    assert row["peer_median_s"] == 2.0 and row["ratio"] == pytest.approx(2.0 / row["fastvec_median_s"], rel=1e-2)
