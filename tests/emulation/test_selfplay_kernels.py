@@ -17,7 +17,7 @@ from fastvec import native
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
 from fastvec.trainer.cuda.matches import play_layout
-from fastvec.trainer.cuda.plan import pool_row_floats
+from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
 from fastvec.trainer.selfplay import Policy, play_bot, play_match
 
 HARNESS = Path(__file__).resolve().parent / "selfplay_on_cpu.cpp"
@@ -26,8 +26,8 @@ SPEC = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layer
 AGENTS, MAX_STEPS = 2, 20_000
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+def build(tmp_path_factory, spec):
+    """selfplay_on_cpu.cpp built for `spec`'s policy (plan.policy_defines: the trainer's -D sizes) and Pong."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no C++ compiler")
@@ -39,8 +39,7 @@ def lib(tmp_path_factory):
     parts = tmp / "match_parts.cu"  # selfplay.cu (with rollout_common.cu's thread forward) with static shared memory
     parts.write_text(re.sub(r"extern __shared__ float4 (\w+)\[\];", r"static float4 \1[1 << 17];",
                             (CUDA_DIR / "selfplay.cu").read_text()))
-    defines = {"BOT_LEVEL": -1, "PONG_BOT": 0, "POINTS": 1, "POLICY_HIDDEN": SPEC.hidden, "POLICY_LAYERS": SPEC.layers,
-               "POLICY_MINGRU": 1, "POLICY_HIGHWAY": 1, "POLICY_HEAD_SIZE": 3}
+    defines = {"BOT_LEVEL": -1, "PONG_BOT": 0, "POINTS": 1, **policy_defines(spec), "POLICY_HEAD_SIZE": 3}
     out = tmp / "selfplay_on_cpu.so"
     cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
            f"-I{native.NATIVE_DIR}", f"-I{cuda_include}", f"-I{HARNESS.parent}", f'-DENV="{native.source_path("pong")}"',
@@ -52,15 +51,20 @@ def lib(tmp_path_factory):
     return ctypes.CDLL(str(out))
 
 
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return build(tmp_path_factory, SPEC)
+
+
 def _p(a):
     return a.ctypes.data_as(ctypes.c_void_p)
 
 
-def random_policy(seed, label, scale=2.0):
-    params = ref.init_params(SPEC, np.random.default_rng(seed), np.float32)
-    views = ref.FlatLayout(ref.param_table(SPEC)).views(params)
+def random_policy(seed, label, scale=2.0, spec=SPEC):
+    params = ref.init_params(spec, np.random.default_rng(seed), np.float32)
+    views = ref.FlatLayout(ref.param_table(spec)).views(params)
     views["dec.w"][...] = np.random.default_rng(seed + 1).normal(0, scale, views["dec.w"].shape)
-    return Policy(SPEC, params, label)
+    return Policy(spec, params, label)
 
 
 class EmulatedMatches:
@@ -69,8 +73,8 @@ class EmulatedMatches:
 
     def __init__(self, lib, policies, levels, rows, games, seed):
         self.lib, self.games, n = lib, games, games * len(levels)
-        self.n = n
-        stride = pool_row_floats(ref.FlatLayout(ref.param_table(SPEC)))
+        self.n, spec = n, policies[0].spec
+        stride = pool_row_floats(ref.FlatLayout(ref.param_table(spec)))
         self.weights = np.zeros((len(policies), stride), np.float32)
         for i, policy in enumerate(policies):
             self.weights[i, :policy.params.size] = policy.params
@@ -81,7 +85,7 @@ class EmulatedMatches:
         self.game_weights = np.repeat(np.asarray(rows, np.int32), games)
         self.game_obs = np.zeros((n, AGENTS, 8), np.float32)
         self.starts = np.ones(n * AGENTS, np.float32)
-        self.state = np.zeros((SPEC.layers, n * AGENTS, SPEC.hidden), np.float32)
+        self.state = np.zeros((spec.layers, n * AGENTS, spec.hidden), np.float32)
         self.actions = np.zeros(n * AGENTS, np.int32)
         self.scores = np.full(n, np.nan, np.float32)
         self.game_steps = np.zeros(n, np.int32)
@@ -141,6 +145,20 @@ def test_scores_equal_the_cpu_games(lib):
         np.testing.assert_array_equal(scores[i], play_bot(config, a, level, 6, seed=9, deterministic=True))
     for i, opponent in enumerate([b, c]):
         np.testing.assert_array_equal(scores[3 + i], play_match(config, a, opponent, 6, seed=9, deterministic=True))
+    assert fused.game_steps.min() > 0 and len(set(scores.ravel().tolist())) > 1
+
+
+def test_an_mlp_policys_scores_equal_the_cpu_games(tmp_path_factory):
+    """The same for an MLP policy (policy.kind="mlp": no recurrent state, one weight block a layer): deterministic
+    play against a bot and a past self gives play_bot's and play_match's scores."""
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mlp", hidden=48, layers=2)
+    mlp = build(tmp_path_factory, spec)
+    config = load_config("pong", {"env": {"points": 1}, "policy": {"kind": "mlp", "hidden": 48, "layers": 2}})
+    a, b = random_policy(6, "a", spec=spec), random_policy(7, "b", scale=1.0, spec=spec)
+    fused = EmulatedMatches(mlp, [a, b], [2, -1], [0, 1], 3, seed=4)
+    scores = fused.play_out(True, 2, 2, 64)
+    np.testing.assert_array_equal(scores[0], play_bot(config, a, 2, 3, seed=4, deterministic=True))
+    np.testing.assert_array_equal(scores[1], play_match(config, a, b, 3, seed=4, deterministic=True))
     assert fused.game_steps.min() > 0 and len(set(scores.ravel().tolist())) > 1
 
 
