@@ -100,6 +100,19 @@ def test_set_state_utterances_are_observed_as_mpe2_observes_them(name):
     np.testing.assert_array_equal(bits(batch.obs), bits(want))
 
 
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_set_state_of_one_env_leaves_the_other_envs_observations_alone(name):
+    """Setting env 0's state (any values: a world of other envs' states) writes env 0's observations only."""
+    sc, n = SCENARIOS[name], 3
+    env = cpu.load(NATIVE_DIR / sc.source, tuple(sorted({**sc.defines, "CONTINUOUS_ACTIONS": 0}.items())))
+    batch = cpu.CpuBatch(env, n, 2, 25)
+    batch.reset(np.arange(n, dtype=np.uint64) + 5, None)
+    others, states = batch.obs[1:].copy(), batch.get_state()
+    batch.set_state([0], states[2:3])
+    np.testing.assert_array_equal(batch.obs[1:], others)
+    np.testing.assert_array_equal(batch.obs[0], batch.obs[2])
+
+
 @pytest.mark.parametrize("name", ["simple_adversary", "simple_speaker_listener", "simple_reference"])
 def test_set_state_clamps_a_goal_index_into_the_landmarks(name):
     """A goal index past either end of the landmarks reads back (and plays) as the nearest landmark's index."""
