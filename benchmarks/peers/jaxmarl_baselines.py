@@ -1,0 +1,413 @@
+"""JaxMARL's own IPPO and MAPPO baselines beside fastvec-train on SMAX 3s5z, 5m_vs_6m and MPE simple_spread, in one
+run on one machine: each jaxmarl script (baselines/IPPO, baselines/MAPPO of a user's JaxMARL checkout) trains with
+its published yaml config on every seed; the median over its seeds of its last K episodes' win rate (SMAX) or mean
+return (MPE) is the row's threshold, and each side's time to it by the same rule is compared. Writes
+benchmarks/results/jaxmarl_train.json after every row.
+
+    python benchmarks/peers/jaxmarl_baselines.py --jaxmarl-repo ~/JaxMARL --peer-python ~/venv-jax/bin/python
+    python benchmarks/peers/jaxmarl_baselines.py --jaxmarl-repo ~/JaxMARL --scenarios mpe:simple_spread \\
+        --algos ippo --seeds 1 --peer-set TOTAL_TIMESTEPS=4096 NUM_ENVS=4 --fastvec-device cpu \\
+        --fastvec-set train.total_timesteps=4096
+
+--peer-python: a Python with jaxmarl and what the scripts import (JAX, flax, optax, distrax, hydra-core, omegaconf;
+wandb is replaced by a stand-in where it is not installed: the configs log nothing, WANDB_MODE disabled). The
+scripts run unchanged, in a process of their own: their `make_train(config)` with the yaml config (the map or env
+set per scenario, KEY=VALUE overrides from --peer-set), jitted and compiled ahead of time (compile seconds
+reported apart: nothing compiles while a seed trains), then called once per seed. Their per-update metrics reach
+the host only through the `jax.experimental.io_callback` each script makes for wandb: the worker wraps that
+callback to stamp the host clock and count the update's finished episodes (their episode flags, returns and wins)
+before calling the script's own, so every update's time is measured, not interpolated.
+
+The rules both sides are read by are benchmarks/peers/fairness.py's: the mean of the last K (--window) finished
+episodes by count, every seed counted (a seed that never reaches the threshold counts as its whole training time,
+the ratio then a bound), both sides run to their whole budget. fastvec runs its own published settings
+(fastvec/configs/smax.toml, mpe.toml; MAPPO: a critic of the world state) through train_peers.fastvec_run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+import types
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))  # fairness, purejaxrl_ppo; train_peers in fastvec's Python
+from fairness import WINDOW_EPISODES, final_window_mean, ratio, seed_time  # noqa: E402
+
+# (family, algorithm) -> the JaxMARL script and its published config, relative to a checkout. IPPO on MPE is the
+# recurrent script: ippo_ff_mpe.py averages its metrics before its callback, so its episodes cannot be counted.
+SCRIPTS = {
+    ("smax", "ippo"): ("baselines/IPPO/ippo_rnn_smax.py", "baselines/IPPO/config/ippo_rnn_smax.yaml"),
+    ("smax", "mappo"): ("baselines/MAPPO/mappo_rnn_smax.py", "baselines/MAPPO/config/mappo_homogenous_rnn_smax.yaml"),
+    ("mpe", "ippo"): ("baselines/IPPO/ippo_rnn_mpe.py", "baselines/IPPO/config/ippo_rnn_mpe.yaml"),
+    ("mpe", "mappo"): ("baselines/MAPPO/mappo_rnn_mpe.py", "baselines/MAPPO/config/mappo_homogenous_rnn_mpe.yaml"),
+}
+# scenario -> (family, fastvec env, the scenario's keys in JaxMARL's config, the metric the threshold is on)
+SCENARIOS = {
+    "smax:3s5z": ("smax", "smax:3s5z", {"MAP_NAME": "3s5z"}, "win_rate"),
+    "smax:5m_vs_6m": ("smax", "smax:5m_vs_6m", {"MAP_NAME": "5m_vs_6m"}, "win_rate"),
+    "mpe:simple_spread": ("mpe", "simple_spread", {"ENV_NAME": "MPE_simple_spread_v3"}, "return"),
+}
+ALGOS = ("ippo", "mappo")
+# the metric -> fastvec-train's logged key: SMAX's allies_won (a truncated battle neither side's win, as jaxmarl's
+# returned_won_episode), and the episode return, the mean over the agents on both sides
+FASTVEC_METRIC = {"win_rate": "allies_won", "return": "episode_return"}
+# fastvec's published settings per algorithm (docs/teams.md): IPPO is the config as shipped; MAPPO reads the world
+# state in its critic, and for MPE trains at the learning rate docs/teams.md measured it with
+FASTVEC_ALGO = {
+    ("smax", "ippo"): {}, ("mpe", "ippo"): {},
+    ("smax", "mappo"): {"policy": {"critic_input": "world_state"}},
+    ("mpe", "mappo"): {"policy": {"critic_input": "world_state"}, "train": {"learning_rate": 0.0025}},
+}
+DIFFERENCES = {
+    "smax": "JaxMARL: a GRU of 128 (FC 128), 128 envs; fastvec's smax.toml: MLPs of 64 x 64, 64 envs, agent ids",
+    "mpe": "JaxMARL plays its own MPE_simple_spread_v3, fastvec mpe2's simple_spread (JaxMARL's logged returns, "
+           "each reward times the number of agents, divided back: the env's per-agent return on both sides); "
+           "JaxMARL: a GRU of 128, 10M steps; fastvec's mpe.toml: MLPs of 64 x 64, 1M steps, agent ids",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The peer's side: runs in --peer-python (JAX, jaxmarl); no fastvec import.
+
+def script_paths(repo: Path, family: str, algo: str) -> tuple[Path, Path]:
+    """The JaxMARL script and yaml config of (family, algo) in a checkout; errors say what was looked for."""
+    script, config = (Path(repo) / p for p in SCRIPTS[family, algo])
+    for path in (script, config):
+        if not path.is_file():
+            raise SystemExit(f"--jaxmarl-repo {repo}: no {path.relative_to(repo)} there; give a checkout of "
+                             "github.com/FLAIROx/JaxMARL (its baselines/ are not in the pip package)")
+    return script, config
+
+
+def peer_config(config_path: Path, scenario_keys: dict, overrides: dict) -> dict:
+    """The script's config as hydra gives it (OmegaConf's yaml reading, so 1e7 is a float), the scenario's keys and
+    the overrides on top; interpolations left unresolved (only the wandb keys have any)."""
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.to_container(OmegaConf.load(config_path), resolve=False)
+    unknown = [k for k in overrides if k not in config]
+    if unknown:
+        raise SystemExit(f"--peer-set {unknown}: not in {config_path.name}; its keys: {', '.join(config)}")
+    return {**config, **scenario_keys, **overrides}
+
+
+def quiet_wandb() -> None:
+    """wandb as the scripts' callbacks call it with WANDB_MODE disabled: a disabled run where wandb is installed,
+    else a stand-in module whose log() does nothing."""
+    try:
+        import wandb
+    except ImportError:
+        sys.modules["wandb"] = types.SimpleNamespace(log=lambda *a, **k: None, init=lambda *a, **k: None)
+        return
+    wandb.init(mode="disabled")
+
+
+def load_script(path: Path):
+    """The JaxMARL script as a module (its hydra main is not run)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"jaxmarl_baseline_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def update_record(metric: dict, num_steps: int, num_envs: int, now: float, log_scale: str) -> dict:
+    """One update's finished episodes from the metric a script hands its callback: its info arrays per step, env
+    and agent ((T, E, A) or (T, E * A)); an episode ends where agent 0's returned_episode is set; its return is the
+    mean over the agents, its win agent 0's returned_won_episode (the same for every ally). log_scale "agents":
+    the wrapper logged each reward times the number of agents (MPELogWrapper, "as per the on-policy codebase";
+    training uses the env's own), divided back here so that the return is the env's."""
+    import numpy as np
+
+    def per_agent(key):
+        x = np.asarray(metric[key])
+        if x.size % (num_steps * num_envs) or x.size < num_steps * num_envs:
+            raise RuntimeError(f"the script's callback gets {key} of shape {x.shape}, not one value per step, env "
+                               "and agent: its episodes cannot be counted (a script that averages its metrics "
+                               "first, such as ippo_ff_mpe.py, cannot be read)")
+        return x.reshape(num_steps, num_envs, -1)
+
+    done = per_agent("returned_episode")[:, :, 0].astype(bool)
+    returns = per_agent("returned_episode_returns")
+    record = {"update": int(np.asarray(metric["update_steps"])) if "update_steps" in metric else None, "t": now,
+              "episodes": int(done.sum()),
+              "return_sum": float(returns.mean(-1)[done].sum()) / (returns.shape[-1] if log_scale == "agents" else 1)}
+    if "returned_won_episode" in metric:
+        record["win_sum"] = float(per_agent("returned_won_episode")[:, :, 0][done].sum())
+    return record
+
+
+@contextmanager
+def recorded_callbacks(records: list, clock, num_steps: int, num_envs: int, log_scale: str):
+    """jax.experimental.io_callback wrapped while a script is traced: each update's callback first appends its
+    update_record (host clock now), then runs the script's own callback."""
+    import jax.experimental
+
+    original = jax.experimental.io_callback
+
+    def io_callback(callback, result_shape_dtypes, *args, **kwargs):
+        def stamped(*values, **named):
+            records.append(update_record(values[0], num_steps, num_envs, clock(), log_scale))
+            return callback(*values, **named)
+        return original(stamped, result_shape_dtypes, *args, **kwargs)
+
+    jax.experimental.io_callback = io_callback
+    try:
+        yield
+    finally:
+        jax.experimental.io_callback = original
+
+
+def peer_worker(repo: Path, scenario: str, algo: str, seeds: list[int], overrides: dict, warmup: str) -> dict:
+    """Compile the script's train once (ahead of time), warm up, then train each seed over the whole budget,
+    recording every update's host time and episodes. warmup: "short" runs a two-update program of the same config
+    untimed first (the runtime, the callback path and the device's libraries started), "full" the timed program
+    itself once (seed 0: its own first-execution costs out too, for a whole budget's time), "none" nothing."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    family, _, scenario_keys, _ = SCENARIOS[scenario]
+    script, config_path = script_paths(repo, family, algo)
+    quiet_wandb()
+    module = load_script(script)
+    config = peer_config(config_path, scenario_keys, overrides)
+    import jax
+
+    records: list = []
+    start = [time.perf_counter()]
+    published, per_update = dict(config), config["NUM_ENVS"] * config["NUM_STEPS"]
+    log_scale = "agents" if family == "mpe" else "none"
+
+    def compiled_train(config):
+        with recorded_callbacks(records, lambda: time.perf_counter() - start[0], config["NUM_STEPS"],
+                                config["NUM_ENVS"], log_scale):
+            train = module.make_train(config)  # fills NUM_UPDATES, NUM_ACTORS, MINIBATCH_SIZE in config
+            return jax.jit(train).lower(jax.random.PRNGKey(0)).compile()
+
+    t0 = time.perf_counter()
+    compiled = compiled_train(config)
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if warmup != "none":
+        program = compiled if warmup == "full" else compiled_train({**published, "TOTAL_TIMESTEPS": 2 * per_update})
+        jax.block_until_ready(program(jax.random.PRNGKey(0)))
+    warmup_s = time.perf_counter() - t0
+    runs = []
+    for seed in seeds:
+        records.clear()
+        start[0] = time.perf_counter()
+        jax.block_until_ready(compiled(jax.random.PRNGKey(seed)))
+        train_s = time.perf_counter() - start[0]
+        updates = sorted(records, key=lambda r: (r["update"] is None, r["update"]))
+        runs.append({"seed": seed, "train_s": round(train_s, 4), "updates": len(updates),
+                     "steps": len(updates) * per_update, "sps": round(len(updates) * per_update / train_s),
+                     "first_update_s": round(updates[0]["t"], 4) if updates else None,
+                     "log": [[(i + 1) * per_update, round(r["t"], 4), r["episodes"], round(r["return_sum"], 4),
+                              r.get("win_sum")] for i, r in enumerate(updates)]})
+        print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}), file=sys.stderr, flush=True)
+    import jaxmarl
+
+    return {"scenario": scenario, "algo": algo, "script": SCRIPTS[family, algo][0], "config_file": SCRIPTS[family, algo][1],
+            "config": published, "num_updates": int(config["NUM_UPDATES"]), "steps_per_update": per_update,
+            "compile_s": round(compile_s, 3), "warmup": warmup, "warmup_s": round(warmup_s, 3), "runs": runs, "jax": jax.__version__, "device": str(jax.devices()[0]),
+            "jaxmarl": getattr(jaxmarl, "__version__", None) or str(Path(jaxmarl.__file__).parent),
+            "timing": "each update's time is the host clock at its callback (the script's own io_callback, run "
+                      "when the device reaches it), from the call's start; compile excluded (ahead of time)"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The comparison: runs in fastvec's Python.
+
+def peer_groups(run: dict, metric: str) -> list:
+    """A peer run's log as fairness.py's groups (steps, seconds, the update's mean of metric, episodes); updates
+    without a finished episode add none."""
+    column = 3 if metric == "return" else 4  # a log row: steps, seconds, episodes, return sum, win sum
+    return [(row[0], row[1], row[column] / row[2], row[2]) for row in run["log"] if row[2]]
+
+
+def threshold_of(finals: list) -> float | None:
+    """The row's threshold: the median over the peer's seeds of its final window mean (None: no seed finished one)."""
+    finals = [f for f in finals if f is not None]
+    return statistics.median(finals) if finals else None
+
+
+def peer_side(result: dict, metric: str, window: int) -> tuple[list[dict], float | None]:
+    """Each peer seed's final window mean; the threshold; each seed's time to it by the window rule."""
+    runs = []
+    for run in result.get("runs", []):
+        groups = peer_groups(run, metric)
+        runs.append({**{k: v for k, v in run.items() if k != "log"}, "groups": groups,
+                     "final": final_window_mean(groups, window)})
+    threshold = threshold_of([r["final"] for r in runs])
+    for run in runs:
+        if threshold is not None:
+            run.update(seed_time(run["groups"], threshold, run["train_s"], window))
+    return runs, threshold
+
+
+def summarize(scenario: str, algo: str, peer: dict, peer_runs: list[dict], threshold, fastvec: list[dict],
+              window: int, extra: dict) -> dict:
+    """One row: the threshold, each side's seeds, the ratio of the peer's median time over fastvec's with its bound."""
+    family, env, _, metric = SCENARIOS[scenario]
+    row = {"scenario": scenario, "algo": algo, "kind": "published", "metric": metric, "threshold": threshold,
+           "window": window, "fastvec_env": env, "peer_script": peer.get("script"),
+           "peer_config_file": peer.get("config_file"), "peer_config": peer.get("config"),
+           "peer_compile_s": peer.get("compile_s"), "peer_warmup": peer.get("warmup"),
+           "peer_warmup_s": peer.get("warmup_s"), "peer_timing": peer.get("timing"), "peer_device": peer.get("device"), "peer_jax": peer.get("jax"),
+           "peer_jaxmarl": peer.get("jaxmarl"), "peer_error": peer.get("error"), "peer_command": peer.get("command"),
+           "differences": DIFFERENCES[family], **extra}
+    keys = ("seed", "reached", "time_s", "lower_bound", "steps_to_threshold", "train_s", "steps", "sps", "final",
+            "first_update_s", "startup_s", "budget_steps", "capped", "eval", "error", "refused")
+    row["peer_seeds"] = [{k: r.get(k) for k in keys if k in r} for r in peer_runs]
+    row["fastvec_seeds"] = [{k: r.get(k) for k in keys if k in r} for r in fastvec]
+    timed = [r for r in fastvec if r.get("time_s") is not None]
+    peer_timed = [r for r in peer_runs if r.get("time_s") is not None]
+    row.update(ratio([r["time_s"] for r in peer_timed], [r["lower_bound"] for r in peer_timed],
+                     [r["time_s"] for r in timed], [r["lower_bound"] for r in timed]))
+    return row
+
+
+@contextmanager
+def fastvec_reading(metric_key: str, evaluations: list):
+    """train_peers.fastvec_run reads each update's episode_return; a row on another logged metric (SMAX's
+    allies_won) has fastvec-train's watch see that metric under the name it reads, and keeps each evaluation's
+    whole result (its win rate too)."""
+    from fastvec.trainer import run
+
+    train, evaluate = run.train, run.evaluate
+
+    def relabelled_train(config, run_dir, *args, watch=None, **kwargs):
+        def relabel(metrics, seconds, steps):
+            if metrics and metric_key != "episode_return":
+                metrics = {**metrics, "episode_return": metrics.get(metric_key)}
+            return watch(metrics, seconds, steps)
+        return train(config, run_dir, *args, watch=relabel if watch else None, **kwargs)
+
+    def kept_evaluate(*args, **kwargs):
+        evaluations.append(evaluate(*args, **kwargs))
+        return evaluations[-1]
+
+    run.train, run.evaluate = relabelled_train, kept_evaluate
+    try:
+        yield
+    finally:
+        run.train, run.evaluate = train, evaluate
+
+
+def train_peers():
+    """benchmarks/train_peers.py, whose fastvec side (fastvec_run) every training comparison shares; imported in
+    fastvec's Python only."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_peers as module
+    return module
+
+
+def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, run_root: Path) -> tuple[list, dict]:
+    """fastvec-train's runs of a row (its published settings for the algorithm, --fastvec-set on top), each over its
+    whole budget; (runs, settings)."""
+    from fastvec.trainer.sweep import layer
+
+    peers = train_peers()
+
+    family, env, _, metric = SCENARIOS[scenario]
+    settings = layer(FASTVEC_ALGO[family, algo], peers.fastvec_settings(args.fastvec_set, env))
+    runs = []
+    for seed in seeds:
+        evaluations: list = []
+        with fastvec_reading(FASTVEC_METRIC[metric], evaluations):
+            result = peers.fastvec_run(env, seed, args.fastvec_device, threshold, args.max_seconds, args.eval_episodes,
+                                 None, run_root, settings, args.window)
+        result["final"] = result.get("final_return")
+        if evaluations:
+            result["eval"] = {k: evaluations[-1].get(k) for k in ("episodes", "episode_return", "allies_won")
+                              if k in evaluations[-1]}
+        runs.append({k: v for k, v in result.items() if k not in ("groups", "final_return")})
+    return runs, settings
+
+
+def peer_run(args, scenario: str, algo: str, out: Path) -> dict:
+    """The worker for one row in --peer-python, its JSON or the error that stopped it."""
+    cmd = [args.peer_python, str(Path(__file__).resolve()), "--peer-worker", "--jaxmarl-repo", str(args.jaxmarl_repo),
+           "--scenarios", scenario, "--algos", algo, "--seeds", *map(str, args.seeds), "--peer-warmup", args.peer_warmup, "--out", str(out)]
+    if args.peer_set:
+        cmd += ["--peer-set", *args.peer_set]
+    return train_peers().subprocess_json(cmd, out, args.peer_timeout)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jaxmarl-repo", type=Path, required=True, help="a checkout of JaxMARL (its baselines/)")
+    parser.add_argument("--peer-python", default=sys.executable, help="a Python with jaxmarl and the scripts' imports")
+    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
+    parser.add_argument("--kinds", nargs="+", default=["published"], choices=["published"],
+                        help="published: each side's published settings (a tuned kind is not built yet)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
+    parser.add_argument("--peer-set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override the JaxMARL configs' keys, every row (e.g. TOTAL_TIMESTEPS=4096 NUM_ENVS=4)")
+    parser.add_argument("--fastvec-set", nargs="*", default=[], metavar="[ENV:]SECTION.KEY=VALUE",
+                        help="change fastvec's config, every row or one env's (e.g. train.total_timesteps=4096)")
+    parser.add_argument("--fastvec-device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--max-seconds", type=float, default=None, help="a safety cap on each fastvec run")
+    parser.add_argument("--peer-warmup", default="short", choices=["short", "full", "none"],
+                        help="untimed before the seeds: a two-update program (short), the whole program once (full)")
+    parser.add_argument("--peer-timeout", type=float, default=7200.0, help="seconds for one row's peer process")
+    parser.add_argument("--eval-episodes", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=RESULTS / "jaxmarl_train.json")
+    parser.add_argument("--peer-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    from purejaxrl_ppo import parse_overrides
+
+    if args.peer_worker:  # in --peer-python: one scenario and algorithm
+        result = peer_worker(args.jaxmarl_repo, args.scenarios[0], args.algos[0], args.seeds,
+                             parse_overrides(args.peer_set), args.peer_warmup)
+        args.out.write_text(json.dumps(result))
+        return
+    for scenario in args.scenarios:
+        for algo in args.algos:
+            script_paths(args.jaxmarl_repo, SCENARIOS[scenario][0], algo)
+    start = time.perf_counter()
+    out = {"benchmark": "jaxmarl_baselines", "date": date.today().isoformat(), "machine": platform.node(),
+           "cpus": len(os.sched_getaffinity(0)), "command": shlex.join(["python", "benchmarks/peers/jaxmarl_baselines.py",
+                                                                       *(sys.argv[1:] if argv is None else argv)]),
+           "fastvec_device": args.fastvec_device, "seeds": args.seeds, "window": args.window,
+           "peer_set": args.peer_set, "fastvec_set": args.fastvec_set,
+           "rule": f"threshold: the median over JaxMARL's seeds of the mean win rate (SMAX) or return (MPE, the mean "
+                   f"over the agents) of its last {args.window} finished episodes at the end of its budget; each "
+                   f"side's time to it by the same window rule (fairness.py), a seed that never reaches it counted "
+                   "as its whole training time; ratio: JaxMARL's median over fastvec's", "rows": []}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    run_root = Path(tempfile.mkdtemp(prefix="jaxmarl_baselines-"))
+    for scenario in args.scenarios:
+        for algo in args.algos:
+            family, env, _, metric = SCENARIOS[scenario]
+            with tempfile.TemporaryDirectory() as tmp:
+                peer = peer_run(args, scenario, algo, Path(tmp) / "peer.json")
+            peer_runs, threshold = peer_side(peer, metric, args.window)
+            fastvec, settings = fastvec_seeds(scenario, algo, args.seeds, args, threshold, run_root)
+            row = summarize(scenario, algo, peer, peer_runs, threshold, fastvec, args.window,
+                            {"fastvec_settings": settings,
+                             "fastvec_command": train_peers().fastvec_command(env, args.fastvec_device, settings)})
+            out["rows"].append(row)
+            print(f"{scenario:<18} {algo:<6} {metric} {threshold if threshold is None else round(threshold, 3)} | "
+                  f"JaxMARL {row['peer_median_s']} s | fastvec {row['fastvec_median_s']} s | {row['ratio_text']}x"
+                  + (f" | peer error: {peer['error']}" if peer.get("error") else ""), flush=True)
+            out["wall_s"] = round(time.perf_counter() - start, 1)
+            args.out.write_text(json.dumps(out, indent=1, default=str) + "\n")  # a cut-short run keeps its rows
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
