@@ -218,9 +218,11 @@ def peer_worker(repo: Path, scenario: str, algo: str, seeds: list[int], override
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}), file=sys.stderr, flush=True)
     import jaxmarl
 
-    return {"scenario": scenario, "algo": algo, "script": SCRIPTS[family, algo][0], "config_file": SCRIPTS[family, algo][1],
+    script_file, config_file = SCRIPTS[family, algo]
+    return {"scenario": scenario, "algo": algo, "script": script_file, "config_file": config_file,
             "config": published, "num_updates": int(config["NUM_UPDATES"]), "steps_per_update": per_update,
-            "compile_s": round(compile_s, 3), "warmup": warmup, "warmup_s": round(warmup_s, 3), "runs": runs, "jax": jax.__version__, "device": str(jax.devices()[0]),
+            "compile_s": round(compile_s, 3), "warmup": warmup, "warmup_s": round(warmup_s, 3), "runs": runs,
+            "jax": jax.__version__, "device": str(jax.devices()[0]),
             "jaxmarl": getattr(jaxmarl, "__version__", None) or str(Path(jaxmarl.__file__).parent),
             "timing": "each update's time is the host clock at its callback (the script's own io_callback, run "
                       "when the device reaches it), from the call's start; compile excluded (ahead of time)"}
@@ -264,7 +266,8 @@ def summarize(scenario: str, algo: str, peer: dict, peer_runs: list[dict], thres
            "window": window, "fastvec_env": env, "peer_script": peer.get("script"),
            "peer_config_file": peer.get("config_file"), "peer_config": peer.get("config"),
            "peer_compile_s": peer.get("compile_s"), "peer_warmup": peer.get("warmup"),
-           "peer_warmup_s": peer.get("warmup_s"), "peer_timing": peer.get("timing"), "peer_device": peer.get("device"), "peer_jax": peer.get("jax"),
+           "peer_warmup_s": peer.get("warmup_s"), "peer_timing": peer.get("timing"), "peer_device": peer.get("device"),
+           "peer_jax": peer.get("jax"),
            "peer_jaxmarl": peer.get("jaxmarl"), "peer_error": peer.get("error"), "peer_command": peer.get("command"),
            "differences": DIFFERENCES[family], **extra}
     keys = ("seed", "reached", "time_s", "lower_bound", "steps_to_threshold", "train_s", "steps", "sps", "final",
@@ -339,7 +342,8 @@ def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, r
 def peer_run(args, scenario: str, algo: str, out: Path) -> dict:
     """The worker for one row in --peer-python, its JSON or the error that stopped it."""
     cmd = [args.peer_python, str(Path(__file__).resolve()), "--peer-worker", "--jaxmarl-repo", str(args.jaxmarl_repo),
-           "--scenarios", scenario, "--algos", algo, "--seeds", *map(str, args.seeds), "--peer-warmup", args.peer_warmup, "--out", str(out)]
+           "--scenarios", scenario, "--algos", algo, "--seeds", *map(str, args.seeds),
+           "--peer-warmup", args.peer_warmup, "--out", str(out)]
     if args.peer_set:
         cmd += ["--peer-set", *args.peer_set]
     return train_peers().subprocess_json(cmd, out, args.peer_timeout)
@@ -380,8 +384,9 @@ def main(argv=None) -> None:
             script_paths(args.jaxmarl_repo, SCENARIOS[scenario][0], algo)
     start = time.perf_counter()
     out = {"benchmark": "jaxmarl_baselines", "date": date.today().isoformat(), "machine": platform.node(),
-           "cpus": len(os.sched_getaffinity(0)), "command": shlex.join(["python", "benchmarks/peers/jaxmarl_baselines.py",
-                                                                       *(sys.argv[1:] if argv is None else argv)]),
+           "cpus": len(os.sched_getaffinity(0)),
+           "command": shlex.join(["python", "benchmarks/peers/jaxmarl_baselines.py",
+                                  *(sys.argv[1:] if argv is None else argv)]),
            "fastvec_device": args.fastvec_device, "seeds": args.seeds, "window": args.window,
            "peer_set": args.peer_set, "fastvec_set": args.fastvec_set,
            "rule": f"threshold: the median over JaxMARL's seeds of the mean win rate (SMAX) or return (MPE, the mean "
