@@ -170,6 +170,49 @@ def model_path(xml_file: str) -> str:
     return path
 
 
+def task_params(spec: TaskSpec, xml_path: str, params: dict) -> tuple[dict, np.ndarray]:
+    """The task's keywords with `params` over its defaults, and their values flat in the C file's order (a range
+    as two values, Ant's main_body by name or index); a TypeError names an unknown keyword."""
+    unknown = sorted(set(params) - set(spec.params))
+    if unknown:
+        raise TypeError(f"{spec.name}-v5 takes no keyword {unknown[0]!r}; its keywords: xml_file, frame_skip, "
+                        f"{', '.join(spec.params)}")
+    merged = {**spec.params, **params}
+    values = []
+    for key, default in spec.params.items():
+        values.extend(_param_values(xml_path, key, merged[key], default))
+    return merged, np.array(values, np.float64)
+
+
+def _param_values(xml_path: str, key, value, default) -> list[float]:
+    if key == "main_body" and isinstance(value, str):
+        return [_body_id(xml_path, value)]
+    if isinstance(default, tuple):
+        try:
+            pair = [float(v) for v in value]
+        except (TypeError, ValueError):
+            pair = []
+        if len(pair) != 2:
+            raise ValueError(f"{key} must be a (low, high) pair of numbers, got {value!r}")
+        return pair
+    if isinstance(value, (bool, np.bool_)):
+        return [float(value)]
+    try:
+        return [float(value)]
+    except (TypeError, ValueError):
+        raise ValueError(f"{key} must be a number, got {value!r}") from None
+
+
+def _body_id(xml_path: str, name: str) -> int:
+    """A body's index by name, read from the model (Ant's main_body may be given either way)."""
+    mujoco = mujoco_package()
+    model = mujoco.MjModel.from_xml_path(xml_path)
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+    if body < 0:
+        raise ValueError(f"main_body {name!r} is not a body of {xml_path}")
+    return body
+
+
 class MujocoBatch:
     """num_envs envs of one task stepped in place by libmujoco on the pool's threads. Buffers: obs (N, O) float64,
     rewards (N,) float64, terminated / truncated (N,) bool, info (N, I) float64 (the task's info values, the
@@ -198,15 +241,7 @@ class MujocoBatch:
         if self.frame_skip < 1:
             raise ValueError(f"frame_skip must be a positive integer, got {frame_skip!r}")
         self.xml_path = model_path(spec.xml_file if xml_file is None else os.fspath(xml_file))
-        unknown = sorted(set(params) - set(spec.params))
-        if unknown:
-            raise TypeError(f"{task}-v5 takes no keyword {unknown[0]!r}; its keywords: xml_file, frame_skip, "
-                            f"{', '.join(spec.params)}")
-        self.params = {**spec.params, **params}
-        values = []
-        for key, default in spec.params.items():
-            values.extend(self._param_values(key, self.params[key], default))
-        flat = np.array(values, np.float64)
+        self.params, flat = task_params(spec, self.xml_path, params)
         err = ctypes.create_string_buffer(1200)
         self._ptr = lib.fv_mj_create(task.encode(), self.xml_path.encode(), flat.ctypes.data, len(flat),
                                      self.frame_skip, num_envs, err, len(err))
@@ -240,33 +275,6 @@ class MujocoBatch:
         self.final_info = np.zeros_like(self.info) if self.same_step else None
         self.action_f32 = True  # the last step's actions were float32 (the dtype of the costs computed on them)
         self.max_episode_steps = spec.max_episode_steps if max_episode_steps is None else max_episode_steps
-
-    def _param_values(self, key, value, default) -> list[float]:
-        if key == "main_body" and isinstance(value, str):
-            return [self._body_id(value)]
-        if isinstance(default, tuple):
-            try:
-                pair = [float(v) for v in value]
-            except (TypeError, ValueError):
-                pair = []
-            if len(pair) != 2:
-                raise ValueError(f"{key} must be a (low, high) pair of numbers, got {value!r}")
-            return pair
-        if isinstance(value, (bool, np.bool_)):
-            return [float(value)]
-        try:
-            return [float(value)]
-        except (TypeError, ValueError):
-            raise ValueError(f"{key} must be a number, got {value!r}") from None
-
-    def _body_id(self, name: str) -> int:
-        """A body's index by name, read from the model (Ant's main_body may be given either way)."""
-        mujoco = mujoco_package()
-        model = mujoco.MjModel.from_xml_path(self.xml_path)
-        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
-        if body < 0:
-            raise ValueError(f"main_body {name!r} is not a body of {self.xml_path}")
-        return body
 
     @property
     def max_episode_steps(self) -> int:

@@ -5,34 +5,34 @@ enum { FORWARD_REWARD_WEIGHT, CTRL_COST_WEIGHT, CONTACT_COST_WEIGHT, HEALTHY_REW
        TERMINATE_WHEN_UNHEALTHY, Z_MIN, Z_MAX, FORCE_MIN, FORCE_MAX, RESET_NOISE_SCALE, EXCLUDE_POSITIONS,
        INCLUDE_CFRC_EXT };
 
-static int obs_size(const mjModel* m, const double* p) {
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) {
     return m->nq + m->nv - 2 * (p[EXCLUDE_POSITIONS] != 0) + 6 * (m->nbody - 1) * (p[INCLUDE_CFRC_EXT] != 0);
 }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     if (m->nq < 3 || m->nu < 1) return "it needs nq >= 3 (a free joint's x, y, z) and an actuator";
     if (p[MAIN_BODY] < 0 || p[MAIN_BODY] >= m->nbody) return "main_body is not one of its bodies";
     return NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 1); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 1); }
 
-static void before(fv_mj_ctx* c) {
+FV_MJ_FN void before(fv_mj_ctx* c) {
     int body = (int)c->p[MAIN_BODY];
     c->keep[0] = c->d->xpos[3 * body], c->keep[1] = c->d->xpos[3 * body + 1];
 }
 
-static void observe(fv_mj_ctx* c) {
+FV_MJ_FN void observe(fv_mj_ctx* c) {
     int n = fv_mj_obs_qpos_qvel(c, c->p[EXCLUDE_POSITIONS] != 0 ? 2 : 0, 0.0);
     if (c->p[INCLUDE_CFRC_EXT] != 0)
         for (int k = 6; k < 6 * c->m->nbody; k++) c->obs[n++] = fv_np_clip(c->d->cfrc_ext[k], c->p[FORCE_MIN], c->p[FORCE_MAX]);
 }
 
-static void reset_values(fv_mj_ctx* c) {
+FV_MJ_FN void reset_values(fv_mj_ctx* c) {
     c->info[0] = c->d->qpos[0], c->info[1] = c->d->qpos[1], c->info[2] = fv_np_norm(c->d->qpos, 2);
 }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     const double* p = c->p;
     int body = (int)p[MAIN_BODY];
     double x_velocity = (c->d->xpos[3 * body] - c->keep[0]) / c->dt;

@@ -4,20 +4,20 @@
 enum { FORWARD_REWARD_WEIGHT, CTRL_COST_WEIGHT, HEALTHY_REWARD, TERMINATE_WHEN_UNHEALTHY, STATE_MIN, STATE_MAX,
        Z_MIN, Z_MAX, ANGLE_MIN, ANGLE_MAX, RESET_NOISE_SCALE, EXCLUDE_POSITIONS };
 
-static int obs_size(const mjModel* m, const double* p) { return m->nq + m->nv - (p[EXCLUDE_POSITIONS] != 0); }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { return m->nq + m->nv - (p[EXCLUDE_POSITIONS] != 0); }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     return m->nq < 3 || m->nu < 1 ? "it needs nq >= 3 (x, z, angle) and an actuator" : NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
 
-static void before(fv_mj_ctx* c) { c->keep[0] = c->d->qpos[0]; }
+FV_MJ_FN void before(fv_mj_ctx* c) { c->keep[0] = c->d->qpos[0]; }
 
-static void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, c->p[EXCLUDE_POSITIONS] != 0, 10.0); }
+FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, c->p[EXCLUDE_POSITIONS] != 0, 10.0); }
 
-static int is_healthy(const fv_mj_ctx* c) {
+FV_MJ_FN int is_healthy(const fv_mj_ctx* c) {
     const double* p = c->p;
     double z = c->d->qpos[1], angle = c->d->qpos[2];
     int healthy_state = 1;
@@ -26,9 +26,9 @@ static int is_healthy(const fv_mj_ctx* c) {
     return healthy_state && p[Z_MIN] < z && z < p[Z_MAX] && p[ANGLE_MIN] < angle && angle < p[ANGLE_MAX];
 }
 
-static void reset_values(fv_mj_ctx* c) { c->info[0] = c->d->qpos[0], c->info[1] = c->d->qpos[1] - c->init_qpos[1]; }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { c->info[0] = c->d->qpos[0], c->info[1] = c->d->qpos[1] - c->init_qpos[1]; }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     double x_velocity = (c->d->qpos[0] - c->keep[0]) / c->dt;
     observe(c);
     int healthy = is_healthy(c);

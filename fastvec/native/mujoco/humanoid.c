@@ -8,17 +8,17 @@ enum { FORWARD_REWARD_WEIGHT, CTRL_COST_WEIGHT, CONTACT_COST_WEIGHT, CONTACT_COS
 #define SKIP(p) ((p)[EXCLUDE_POSITIONS] != 0 ? 2 : 0)
 #define FLAGS(p) (p)[INCLUDE_CINERT] != 0, (p)[INCLUDE_CVEL] != 0, (p)[INCLUDE_QFRC_ACTUATOR] != 0, (p)[INCLUDE_CFRC_EXT] != 0
 
-static int obs_size(const mjModel* m, const double* p) { return fv_mj_obs_bodies_size(m, SKIP(p), FLAGS(p)); }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { return fv_mj_obs_bodies_size(m, SKIP(p), FLAGS(p)); }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     return m->nq < 3 || m->nv < 6 || m->nu < 1 ? "it needs a free joint first (nq >= 3, nv >= 6) and an actuator" : NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
 
 /* mass_center: np.einsum("b,bj->j", body_mass, xipos) (products summed body by body) / body_mass.sum() */
-static void mass_center(const fv_mj_ctx* c, double* xy) {
+FV_MJ_FN void mass_center(const fv_mj_ctx* c, double* xy) {
     const mjModel* m = c->m;
     double num[3] = {0.0, 0.0, 0.0};
     for (int b = 0; b < m->nbody; b++)
@@ -27,12 +27,12 @@ static void mass_center(const fv_mj_ctx* c, double* xy) {
     xy[0] = num[0] / denom, xy[1] = num[1] / denom;
 }
 
-static void before(fv_mj_ctx* c) { mass_center(c, c->keep); }
+FV_MJ_FN void before(fv_mj_ctx* c) { mass_center(c, c->keep); }
 
-static void observe(fv_mj_ctx* c) { fv_mj_obs_bodies(c, SKIP(c->p), FLAGS(c->p)); }
+FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_bodies(c, SKIP(c->p), FLAGS(c->p)); }
 
 /* x_position, y_position, tendon_length (ntendon), tendon_velocity (ntendon), distance_from_origin */
-static int reset_info(fv_mj_ctx* c) {
+FV_MJ_FN int reset_info(fv_mj_ctx* c) {
     int n = 0, t = c->m->ntendon;
     c->info[n++] = c->d->qpos[0], c->info[n++] = c->d->qpos[1];
     for (int k = 0; k < t; k++) c->info[n++] = c->d->ten_length[k];
@@ -41,9 +41,9 @@ static int reset_info(fv_mj_ctx* c) {
     return n;
 }
 
-static void reset_values(fv_mj_ctx* c) { reset_info(c); }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { reset_info(c); }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     const double* p = c->p;
     double xy[2];
     mass_center(c, xy);

@@ -8,21 +8,21 @@ enum { UPH_COST_WEIGHT, CTRL_COST_WEIGHT, IMPACT_COST_WEIGHT, IMPACT_COST_MIN, I
 #define SKIP(p) ((p)[EXCLUDE_POSITIONS] != 0 ? 2 : 0)
 #define FLAGS(p) (p)[INCLUDE_CINERT] != 0, (p)[INCLUDE_CVEL] != 0, (p)[INCLUDE_QFRC_ACTUATOR] != 0, (p)[INCLUDE_CFRC_EXT] != 0
 
-static int obs_size(const mjModel* m, const double* p) { return fv_mj_obs_bodies_size(m, SKIP(p), FLAGS(p)); }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { return fv_mj_obs_bodies_size(m, SKIP(p), FLAGS(p)); }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     return m->nq < 3 || m->nv < 6 || m->nu < 1 ? "it needs a free joint first (nq >= 3, nv >= 6) and an actuator" : NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
 
-static void before(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void before(fv_mj_ctx* c) { (void)c; }
 
-static void observe(fv_mj_ctx* c) { fv_mj_obs_bodies(c, SKIP(c->p), FLAGS(c->p)); }
+FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_bodies(c, SKIP(c->p), FLAGS(c->p)); }
 
 /* x_position, y_position, z_distance_from_origin, tendon_length (ntendon), tendon_velocity (ntendon) */
-static int reset_info(fv_mj_ctx* c) {
+FV_MJ_FN int reset_info(fv_mj_ctx* c) {
     int n = 0, t = c->m->ntendon;
     c->info[n++] = c->d->qpos[0], c->info[n++] = c->d->qpos[1], c->info[n++] = c->d->qpos[2] - c->init_qpos[2];
     for (int k = 0; k < t; k++) c->info[n++] = c->d->ten_length[k];
@@ -30,9 +30,9 @@ static int reset_info(fv_mj_ctx* c) {
     return n;
 }
 
-static void reset_values(fv_mj_ctx* c) { reset_info(c); }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { reset_info(c); }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     const double* p = c->p;
     /* uph_cost_weight is taken and unused, as in Gymnasium */
     double uph_cost = (c->d->qpos[2] - 0) / c->m->opt.timestep;

@@ -4,18 +4,18 @@
 
 enum { HEALTHY_REWARD, RESET_NOISE_SCALE };
 
-static int obs_size(const mjModel* m, const double* p) { (void)p; return 1 + 2 * (m->nq - 1) + m->nv + 1; }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { (void)p; return 1 + 2 * (m->nq - 1) + m->nv + 1; }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     return m->nq < 1 || m->nv < 3 || m->nsite < 1 || m->nu < 1 ? "it needs nq >= 1, nv >= 3, a site (the tip) and an actuator" : NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 1); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 1); }
 
-static void before(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void before(fv_mj_ctx* c) { (void)c; }
 
-static void observe(fv_mj_ctx* c) {
+FV_MJ_FN void observe(fv_mj_ctx* c) {
     const mjData* d = c->d;
     int nq = c->m->nq, n = 0;
     c->obs[n++] = d->qpos[0];
@@ -25,7 +25,7 @@ static void observe(fv_mj_ctx* c) {
     c->obs[n++] = fv_np_clip(d->qfrc_constraint[0], -10, 10);
 }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     observe(c);
     double x = c->d->site_xpos[0], y = c->d->site_xpos[2];
     c->terminated = y <= 1;
@@ -37,7 +37,7 @@ static void after(fv_mj_ctx* c) {
     c->info[0] = alive_bonus, c->info[1] = -dist_penalty, c->info[2] = -vel_penalty;
 }
 
-static void reset_values(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { (void)c; }
 
 const fv_mj_task fv_mj_inverted_double_pendulum = {
     "InvertedDoublePendulum", "inverted_double_pendulum.xml", 5, "healthy_reward=10 reset_noise_scale=0.1",

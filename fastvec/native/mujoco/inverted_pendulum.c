@@ -3,20 +3,20 @@
 
 enum { RESET_NOISE_SCALE };
 
-static int obs_size(const mjModel* m, const double* p) { (void)p; return m->nq + m->nv; }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { (void)p; return m->nq + m->nv; }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     return m->nq + m->nv < 2 || m->nu < 1 ? "the observation's pole angle needs nq + nv >= 2 and an actuator" : NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
 
-static void before(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void before(fv_mj_ctx* c) { (void)c; }
 
-static void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); }
+FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     observe(c);
     int finite;
     FV_MJ_ISFINITE_ALL(c->obs, c->m->nq + c->m->nv, finite);
@@ -25,7 +25,7 @@ static void after(fv_mj_ctx* c) {
     c->info[0] = c->reward; /* reward_survive */
 }
 
-static void reset_values(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { (void)c; }
 
 const fv_mj_task fv_mj_inverted_pendulum = {
     "InvertedPendulum", "inverted_pendulum.xml", 2, "reset_noise_scale=0.01", "reward_survive:i", "",

@@ -1,12 +1,23 @@
 /* mj_task.h: what a MuJoCo task file defines for mj_batch.c (its parameters, observation, reward and info
  * terms, termination, reset noise), and the arithmetic in NumPy's order and types that makes those terms
- * equal bit for bit to Gymnasium's (sums, squares, norms, clips). */
+ * equal bit for bit to Gymnasium's (sums, squares, norms, clips); task functions are FV_MJ_FN, so that the
+ * same files build over MuJoCo Warp's arrays too (mj_view.h). */
 #ifndef FASTVEC_MJ_TASK_H
 #define FASTVEC_MJ_TASK_H
 
 #include <math.h>
 #include <string.h>
+
+/* FV_MJ_VIEW builds the tasks over MuJoCo Warp's float32 arrays (mj_view.h's mjModel and mjData, C++ for its
+ * overloads); otherwise they read libmujoco's own mjModel and mjData. fv_mj_num is their data's scalar. */
+#ifdef FV_MJ_VIEW
+#include "mj_view.h"
+#else
 #include <mujoco/mujoco.h>
+typedef mjtNum fv_mj_num;
+#define FV_MJ_FN static
+#define FV_MJ_INLINE static inline
+#endif
 
 #define FV_MJ_MAX_PARAMS 48
 #define FV_MJ_KEEP 8
@@ -15,18 +26,18 @@
  * np_random draws, not the same bits. */
 typedef struct { unsigned long long s; } fv_mj_rng;
 
-static inline unsigned long long fv_mj_next(fv_mj_rng* r) {
+FV_MJ_INLINE unsigned long long fv_mj_next(fv_mj_rng* r) {
     unsigned long long z = (r->s += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
 }
 /* uniform in [low, high), as np.random.Generator.uniform */
-static inline double fv_mj_uniform(fv_mj_rng* r, double low, double high) {
+FV_MJ_INLINE double fv_mj_uniform(fv_mj_rng* r, double low, double high) {
     return low + (high - low) * ((double)(fv_mj_next(r) >> 11) * 0x1.0p-53);
 }
 /* standard normal (Box-Muller), as np.random.Generator.standard_normal's distribution */
-static inline double fv_mj_normal(fv_mj_rng* r) {
+FV_MJ_INLINE double fv_mj_normal(fv_mj_rng* r) {
     double u = ((double)(fv_mj_next(r) >> 11) + 1.0) * 0x1.0p-53, v = (double)(fv_mj_next(r) >> 11) * 0x1.0p-53;
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
@@ -71,7 +82,7 @@ typedef struct {
  * np.sum (add.reduce) of a contiguous float64 array: 0 + pairwise_sum, whose blocks of up to 128 values
  * sum with eight accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)). */
 #define FV_NP_PAIRWISE(NAME, T)                                                        \
-    static inline T NAME(const T* a, long n) {                                         \
+    FV_MJ_INLINE T NAME(const T* a, long n) {                                         \
         if (n < 8) {                                                                   \
             T res = 0;                                                                 \
             for (long i = 0; i < n; i++) res += a[i];                                  \
@@ -96,7 +107,7 @@ FV_NP_PAIRWISE(fv_np_pairwise_f, float)  /* float32 arrays (a float32 action's s
 #undef FV_NP_PAIRWISE
 
 /* np.sum(np.square(x)) of n float64 values, optionally clipped to [lo, hi] first (np.clip). */
-static inline double fv_np_sum_squares(const double* x, int n, int clip, double lo, double hi) {
+FV_MJ_INLINE double fv_np_sum_squares(const double* x, int n, int clip, double lo, double hi) {
     double sq[512];
     double total = 0.0;
     for (int start = 0; start < n; start += 512) { /* models here have far fewer values than 512 */
@@ -112,7 +123,7 @@ static inline double fv_np_sum_squares(const double* x, int n, int clip, double 
 }
 
 /* The control cost's np.sum(np.square(action)) in the action's dtype: a float32 action sums in float32. */
-static inline double fv_np_action_squares(const fv_mj_ctx* c, int n) {
+FV_MJ_INLINE double fv_np_action_squares(const fv_mj_ctx* c, int n) {
     if (c->action_f32) {
         float sq[64];
         for (int i = 0; i < n; i++) {
@@ -125,13 +136,13 @@ static inline double fv_np_action_squares(const fv_mj_ctx* c, int n) {
 }
 
 /* weight * cost as Python multiplies a float by a NumPy scalar (NEP 50): in float32 for a float32 cost. */
-static inline double fv_np_scale(const fv_mj_ctx* c, double weight, double cost) {
+FV_MJ_INLINE double fv_np_scale(const fv_mj_ctx* c, double weight, double cost) {
     return c->action_f32 ? (double)((float)weight * (float)cost) : weight * cost;
 }
 
 /* np.linalg.norm of a short 1-D float64 vector: sqrt(x.dot(x)), where NumPy's BLAS (OpenBLAS's ddot on x86-64)
  * sums a vector this short in order with fused multiply-adds. */
-static inline double fv_np_norm(const double* x, int n) {
+FV_MJ_INLINE double fv_np_norm(const double* x, int n) {
     double s = 0.0;
     for (int i = 0; i < n; i++) s = fma(x[i], x[i], s);
     return sqrt(s);
@@ -140,23 +151,23 @@ static inline double fv_np_norm(const double* x, int n) {
 /* A NumPy float64 scalar's x ** 2: libm's pow (an array's ** 2 multiplies, a scalar's calls pow, whose
  * rounding differs from x * x now and then). The exponent is read at run time: the compiler would turn
  * pow(x, 2.0) into x * x. */
-static inline double fv_np_scalar_square(double x) {
+FV_MJ_INLINE double fv_np_scalar_square(double x) {
     volatile double two = 2.0;
     return pow(x, two);
 }
 
-static inline double fv_np_clip(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+FV_MJ_INLINE double fv_np_clip(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* qpos + U(-scale, scale) and qvel + U(-scale, scale) (or + scale * N(0, 1) when normal_qvel), from the
  * initial state: the reset noise of most locomotion tasks. */
-static inline void fv_mj_noise(fv_mj_ctx* c, fv_mj_rng* rng, double scale, int normal_qvel) {
+FV_MJ_INLINE void fv_mj_noise(fv_mj_ctx* c, fv_mj_rng* rng, double scale, int normal_qvel) {
     for (int k = 0; k < c->m->nq; k++) c->d->qpos[k] = c->init_qpos[k] + fv_mj_uniform(rng, -scale, scale);
     for (int k = 0; k < c->m->nv; k++)
         c->d->qvel[k] = c->init_qvel[k] + (normal_qvel ? scale * fv_mj_normal(rng) : fv_mj_uniform(rng, -scale, scale));
 }
 
 /* qpos[skip:], then qvel (clipped to [-clip, clip] when clip > 0), into obs; returns the values written. */
-static inline int fv_mj_obs_qpos_qvel(fv_mj_ctx* c, int skip, double clip) {
+FV_MJ_INLINE int fv_mj_obs_qpos_qvel(fv_mj_ctx* c, int skip, double clip) {
     int n = 0;
     for (int k = skip; k < c->m->nq; k++) c->obs[n++] = c->d->qpos[k];
     for (int k = 0; k < c->m->nv; k++) c->obs[n++] = clip > 0 ? fv_np_clip(c->d->qvel[k], -clip, clip) : c->d->qvel[k];
@@ -165,7 +176,7 @@ static inline int fv_mj_obs_qpos_qvel(fv_mj_ctx* c, int skip, double clip) {
 
 /* Humanoid's observation: qpos[skip:], qvel, then of every body but the world, as the include flags ask:
  * cinert (10 each), cvel (6 each), qfrc_actuator[6:], cfrc_ext (6 each). */
-static inline int fv_mj_obs_bodies(fv_mj_ctx* c, int skip, int cinert, int cvel, int qfrc_actuator, int cfrc_ext) {
+FV_MJ_INLINE int fv_mj_obs_bodies(fv_mj_ctx* c, int skip, int cinert, int cvel, int qfrc_actuator, int cfrc_ext) {
     const mjModel* m = c->m;
     const mjData* d = c->d;
     int n = fv_mj_obs_qpos_qvel(c, skip, 0.0);
@@ -176,9 +187,29 @@ static inline int fv_mj_obs_bodies(fv_mj_ctx* c, int skip, int cinert, int cvel,
     return n;
 }
 
-static inline int fv_mj_obs_bodies_size(const mjModel* m, int skip, int cinert, int cvel, int qfrc_actuator, int cfrc_ext) {
+FV_MJ_INLINE int fv_mj_obs_bodies_size(const mjModel* m, int skip, int cinert, int cvel, int qfrc_actuator, int cfrc_ext) {
     return m->nq - skip + m->nv + (m->nbody - 1) * (10 * cinert + 6 * cvel + 6 * cfrc_ext) + (m->nv - 6) * qfrc_actuator;
 }
+
+#ifdef FV_MJ_VIEW
+/* The sums and norms above over MuJoCo Warp's float32 arrays: the values widened to float64 first. */
+FV_MJ_INLINE double fv_np_sum_squares(const float* x, int n, int clip, double lo, double hi) {
+    double wide[512];
+    double total = 0.0;
+    for (int start = 0; start < n; start += 512) {
+        int k = n - start < 512 ? n - start : 512;
+        for (int i = 0; i < k; i++) wide[i] = x[start + i];
+        total += fv_np_sum_squares(wide, k, clip, lo, hi);
+    }
+    return total;
+}
+
+FV_MJ_INLINE double fv_np_norm(const float* x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s = fma((double)x[i], (double)x[i], s);
+    return sqrt(s);
+}
+#endif
 
 #define FV_MJ_ISFINITE_ALL(x, n, out) do { out = 1; for (int i_ = 0; i_ < (n); i_++) if (!isfinite((x)[i_])) out = 0; } while (0)
 

@@ -3,9 +3,9 @@
 
 enum { REWARD_NEAR_WEIGHT, REWARD_DIST_WEIGHT, REWARD_CONTROL_WEIGHT };
 
-static int obs_size(const mjModel* m, const double* p) { (void)m, (void)p; return 23; }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { (void)m, (void)p; return 23; }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     if (m->nq < 7 || m->nv < 7 || m->nu < 1) return "it needs nq >= 7, nv >= 7 (the arm's joints) and an actuator";
     if (mj_name2id(m, mjOBJ_BODY, "tips_arm") < 0 || mj_name2id(m, mjOBJ_BODY, "object") < 0 ||
@@ -14,7 +14,7 @@ static const char* check(const mjModel* m, const double* p) {
     return NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) {
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) {
     int nq = c->m->nq, nv = c->m->nv;
     double cylinder[2];
     for (int k = 0; k < nq; k++) c->d->qpos[k] = c->init_qpos[k];
@@ -27,11 +27,11 @@ static void reset(fv_mj_ctx* c, fv_mj_rng* rng) {
     for (int k = nv - 4; k < nv; k++) c->d->qvel[k] = 0.0;
 }
 
-static void before(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void before(fv_mj_ctx* c) { (void)c; }
 
-static const double* com(const fv_mj_ctx* c, const char* body) { return c->d->xpos + 3 * mj_name2id(c->m, mjOBJ_BODY, body); }
+FV_MJ_FN const fv_mj_num* com(const fv_mj_ctx* c, const char* body) { return c->d->xpos + 3 * mj_name2id(c->m, mjOBJ_BODY, body); }
 
-static void observe(fv_mj_ctx* c) {
+FV_MJ_FN void observe(fv_mj_ctx* c) {
     int n = 0;
     for (int k = 0; k < 7; k++) c->obs[n++] = c->d->qpos[k];
     for (int k = 0; k < 7; k++) c->obs[n++] = c->d->qvel[k];
@@ -40,9 +40,9 @@ static void observe(fv_mj_ctx* c) {
         for (int k = 0; k < 3; k++) c->obs[n++] = com(c, bodies[b])[k];
 }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     observe(c);
-    const double* object = com(c, "object"), *tips = com(c, "tips_arm"), *goal = com(c, "goal");
+    const fv_mj_num* object = com(c, "object"), *tips = com(c, "tips_arm"), *goal = com(c, "goal");
     double vec_1[3], vec_2[3];
     for (int k = 0; k < 3; k++) vec_1[k] = object[k] - tips[k], vec_2[k] = object[k] - goal[k];
     double reward_near = -fv_np_norm(vec_1, 3) * c->p[REWARD_NEAR_WEIGHT];
@@ -53,7 +53,7 @@ static void after(fv_mj_ctx* c) {
     c->info[0] = reward_dist, c->info[1] = reward_ctrl, c->info[2] = reward_near;
 }
 
-static void reset_values(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { (void)c; }
 
 const fv_mj_task fv_mj_pusher = {
     "Pusher", "pusher_v5.xml", 5, "reward_near_weight=0.5 reward_dist_weight=1 reward_control_weight=0.1",

@@ -3,9 +3,9 @@
 
 enum { REWARD_DIST_WEIGHT, REWARD_CONTROL_WEIGHT };
 
-static int obs_size(const mjModel* m, const double* p) { (void)p; return 4 + (m->nq - 2) + 2 + 2; }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { (void)p; return 4 + (m->nq - 2) + 2 + 2; }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     if (m->nq < 4 || m->nv < 4 || m->nu < 1) return "it needs nq >= 4 and nv >= 4 (two arm joints, the target's two) and an actuator";
     if (mj_name2id(m, mjOBJ_BODY, "fingertip") < 0 || mj_name2id(m, mjOBJ_BODY, "target") < 0)
@@ -13,7 +13,7 @@ static const char* check(const mjModel* m, const double* p) {
     return NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) {
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) {
     int nq = c->m->nq, nv = c->m->nv;
     for (int k = 0; k < nq; k++) c->d->qpos[k] = fv_mj_uniform(rng, -0.1, 0.1) + c->init_qpos[k];
     double goal[2];
@@ -25,15 +25,15 @@ static void reset(fv_mj_ctx* c, fv_mj_rng* rng) {
     c->d->qvel[nv - 2] = c->d->qvel[nv - 1] = 0;
 }
 
-static void before(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void before(fv_mj_ctx* c) { (void)c; }
 
-static void tip_to_target(const fv_mj_ctx* c, double* vec) {
+FV_MJ_FN void tip_to_target(const fv_mj_ctx* c, double* vec) {
     int tip = mj_name2id(c->m, mjOBJ_BODY, "fingertip"), target = mj_name2id(c->m, mjOBJ_BODY, "target");
     for (int k = 0; k < 3; k++) vec[k] = c->d->xpos[3 * tip + k] - c->d->xpos[3 * target + k];
 }
 
-static void observe(fv_mj_ctx* c) {
-    const double* q = c->d->qpos;
+FV_MJ_FN void observe(fv_mj_ctx* c) {
+    const fv_mj_num* q = c->d->qpos;
     double vec[3];
     int n = 0;
     c->obs[n++] = cos(q[0]), c->obs[n++] = cos(q[1]), c->obs[n++] = sin(q[0]), c->obs[n++] = sin(q[1]);
@@ -43,7 +43,7 @@ static void observe(fv_mj_ctx* c) {
     c->obs[n++] = vec[0], c->obs[n++] = vec[1];
 }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     observe(c);
     double vec[3];
     tip_to_target(c, vec);
@@ -54,7 +54,7 @@ static void after(fv_mj_ctx* c) {
     c->info[0] = reward_dist, c->info[1] = reward_ctrl;
 }
 
-static void reset_values(fv_mj_ctx* c) { (void)c; }
+FV_MJ_FN void reset_values(fv_mj_ctx* c) { (void)c; }
 
 const fv_mj_task fv_mj_reacher = {
     "Reacher", "reacher.xml", 2, "reward_dist_weight=1 reward_control_weight=1", "reward_dist,reward_ctrl:f", "",

@@ -3,24 +3,24 @@
 
 enum { FORWARD_REWARD_WEIGHT, CTRL_COST_WEIGHT, RESET_NOISE_SCALE, EXCLUDE_POSITIONS };
 
-static int obs_size(const mjModel* m, const double* p) { return m->nq + m->nv - 2 * (p[EXCLUDE_POSITIONS] != 0); }
+FV_MJ_FN int obs_size(const mjModel* m, const double* p) { return m->nq + m->nv - 2 * (p[EXCLUDE_POSITIONS] != 0); }
 
-static const char* check(const mjModel* m, const double* p) {
+FV_MJ_FN const char* check(const mjModel* m, const double* p) {
     (void)p;
     return m->nq < 2 || m->nu < 1 ? "it needs nq >= 2 (the x and y slides) and an actuator" : NULL;
 }
 
-static void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
+FV_MJ_FN void reset(fv_mj_ctx* c, fv_mj_rng* rng) { fv_mj_noise(c, rng, c->p[RESET_NOISE_SCALE], 0); }
 
-static void before(fv_mj_ctx* c) { c->keep[0] = c->d->qpos[0], c->keep[1] = c->d->qpos[1]; }
+FV_MJ_FN void before(fv_mj_ctx* c) { c->keep[0] = c->d->qpos[0], c->keep[1] = c->d->qpos[1]; }
 
-static void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, c->p[EXCLUDE_POSITIONS] != 0 ? 2 : 0, 0.0); }
+FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, c->p[EXCLUDE_POSITIONS] != 0 ? 2 : 0, 0.0); }
 
-static void reset_values(fv_mj_ctx* c) {
+FV_MJ_FN void reset_values(fv_mj_ctx* c) {
     c->info[0] = c->d->qpos[0], c->info[1] = c->d->qpos[1], c->info[2] = fv_np_norm(c->d->qpos, 2);
 }
 
-static void after(fv_mj_ctx* c) {
+FV_MJ_FN void after(fv_mj_ctx* c) {
     double x_velocity = (c->d->qpos[0] - c->keep[0]) / c->dt, y_velocity = (c->d->qpos[1] - c->keep[1]) / c->dt;
     observe(c);
     double forward_reward = c->p[FORWARD_REWARD_WEIGHT] * x_velocity;

@@ -1,0 +1,98 @@
+/* mj_view.cu: one task's rules (the task file FV_MJ_TASK_FILE names) over MuJoCo Warp's arrays, a world at a
+ * time: the host's C++ compiler loops over the CPU device's worlds, nvcc runs a thread per world on the GPU's. */
+#ifndef FV_MJ_TASK_FILE
+#error "mj_view.cu: name the task file, e.g. -DFV_MJ_TASK_FILE='\"hopper.c\"'"
+#endif
+#define FV_MJ_VIEW 1
+#include "mj_task.h"
+#include FV_MJ_TASK_FILE
+
+#ifdef __CUDACC__
+#define FV_MJV_EXPORT extern "C" __global__
+#define FV_MJV_WORLDS(i, n) for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
+#else
+#define FV_MJV_EXPORT extern "C" __attribute__((visibility("default")))
+#define FV_MJV_WORLDS(i, n) for (long i = 0; i < (n); i++)
+#endif
+
+/* One call's arguments (ctypes' fv_mjv_job in warp_batch.py mirrors it field by field). */
+typedef struct {
+    mjModel m;
+    fv_mjv_arrays a;
+    const double* p, *init_qpos, *init_qvel;  /* the task's parameters; qpos0 and zero velocities */
+    double dt;
+    int obs_size, info_size, action_f32, num_worlds;
+    const double* actions;                    /* (N, nu) as given (float32 values when action_f32) */
+    double* keep;                             /* (N, FV_MJ_KEEP): what `before` kept for `after` */
+    double* obs, *rewards, *info;             /* (N, obs_size), (N,), (N, info_size) */
+    unsigned char* terminated, *unstable;     /* (N,) */
+    const unsigned char* mask;                /* (N,): the worlds to reset and observe */
+    fv_mj_rng* rng;                           /* (N,): each world's reset noise stream */
+} fv_mjv_job;
+
+FV_MJ_INLINE fv_mj_ctx fv_mjv_context(const fv_mjv_job* j, mjData* d, long i) {
+    fv_mj_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = &j->m, c.d = d, c.p = j->p, c.init_qpos = j->init_qpos, c.init_qvel = j->init_qvel, c.dt = j->dt;
+    c.obs = j->obs + i * j->obs_size, c.info = j->info + i * j->info_size;
+    c.action = j->actions ? j->actions + i * j->m.nu : NULL, c.action_f32 = j->action_f32;
+    return c;
+}
+
+/* Before the physics steps: the task's `before`, then the action into ctrl (float32, as MuJoCo Warp holds it). */
+FV_MJV_EXPORT void fv_mjv_before(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        mjData d = fv_mjv_world(&j.m, &j.a, i);
+        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+        before(&c);
+        for (int k = 0; k < FV_MJ_KEEP; k++) j.keep[i * FV_MJ_KEEP + k] = c.keep[k];
+        for (int k = 0; k < j.m.nu; k++) d.ctrl[k] = (float)c.action[k];
+    }
+}
+
+/* After them (and rne_postconstraint): obs, reward, terminated and info; a world whose qpos or qvel is not
+ * finite is unstable and terminated. */
+FV_MJV_EXPORT void fv_mjv_after(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        mjData d = fv_mjv_world(&j.m, &j.a, i);
+        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+        for (int k = 0; k < FV_MJ_KEEP; k++) c.keep[k] = j.keep[i * FV_MJ_KEEP + k];
+        int finite_q, finite_v;
+        FV_MJ_ISFINITE_ALL(d.qpos, j.m.nq, finite_q);
+        FV_MJ_ISFINITE_ALL(d.qvel, j.m.nv, finite_v);
+        after(&c);
+        j.rewards[i] = c.reward;
+        j.unstable[i] = (unsigned char)!(finite_q && finite_v);
+        j.terminated[i] = (unsigned char)(c.terminated || j.unstable[i]);
+    }
+}
+
+/* The reset noise of the worlds in mask, over the state MuJoCo Warp's reset_data left (qpos0, zero qvel). */
+FV_MJV_EXPORT void fv_mjv_reset(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        if (!j.mask[i]) continue;
+        mjData d = fv_mjv_world(&j.m, &j.a, i);
+        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+        reset(&c, &j.rng[i]);
+    }
+}
+
+/* The observation and reset info of the worlds in mask (after forward), the other info values 0. */
+FV_MJV_EXPORT void fv_mjv_observe(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        if (!j.mask[i]) continue;
+        mjData d = fv_mjv_world(&j.m, &j.a, i);
+        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+        for (int k = 0; k < j.info_size; k++) c.info[k] = 0.0;
+        observe(&c);
+        reset_values(&c);
+    }
+}
+
+#ifndef __CUDACC__
+/* The task's observation size for this model and parameters. */
+FV_MJV_EXPORT int fv_mjv_obs_size(const mjModel* m, const double* p) { return obs_size(m, p); }
+
+/* A model whose sizes do not fit the task: the reason, else NULL. */
+FV_MJV_EXPORT const char* fv_mjv_check(const mjModel* m, const double* p) { return check(m, p); }
+#endif

@@ -1,0 +1,74 @@
+"""MuJoCo Warp (Warp's CPU device, float32) against libmujoco (float64): from states along random-action
+trajectories, one env step of WarpBatch agrees with MujocoBatch's (mj_step with the task's frame_skip) in state,
+observation, reward, info and termination, within tolerances measured on MJWarp 4.0.0; the tasks MJWarp cannot
+run are refused in one line."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco_warp", reason="MuJoCo Warp is not installed: pip install 'fastvec[mujoco-gpu]'")
+
+from fastvec.native.mujoco import MujocoBatch  # noqa: E402
+from fastvec.native.mujoco.warp_batch import WarpBatch  # noqa: E402
+
+# |warp - C| <= RTOL * (1 + |C|), elementwise, after one env step. Largest measured (8 worlds, seeds 0-7):
+# state and obs 1.3e-5 (HalfCheetah's joint velocities), reward 2.2e-6, info 1.2e-6 (Walker2d).
+RTOL = 1e-4
+AGREEING = ["Reacher", "Pusher", "InvertedPendulum", "InvertedDoublePendulum", "Swimmer", "HalfCheetah", "Hopper",
+            "Walker2d"]
+# Ant's legs in contact under its pyramidal friction cone: MJWarp's velocities differ from libmujoco's by up to
+# 0.35 after one physics step (the same states with an elliptic cone agree within 1e-6). Strict: a fix shows.
+ANT = pytest.param("Ant", marks=pytest.mark.xfail(strict=True, reason="pyramidal-cone contacts differ in MJWarp"))
+
+
+def trajectory_states(task, n, seed):
+    """n states of task reached by random actions from its reset states, rounded to float32 (MJWarp's)."""
+    rng = np.random.default_rng(seed)
+    cpu = MujocoBatch(task, n)
+    cpu.reset(seeds=np.arange(n))
+    for _ in range(rng.integers(5, 30)):
+        cpu.step(rng.uniform(cpu.ctrl_low, cpu.ctrl_high, (n, cpu.nu)).astype(np.float32))
+    states = cpu.get_state().astype(np.float32).astype(np.float64)
+    cpu.close()
+    return states, rng.uniform(cpu.ctrl_low, cpu.ctrl_high, (n, cpu.nu)).astype(np.float32)
+
+
+def assert_close(got, want, what):
+    err = np.abs(np.asarray(got, np.float64) - want) / (1 + np.abs(want))
+    assert err.max() <= RTOL, f"{what}: max relative error {err.max():.2e} > {RTOL:.0e}"
+
+
+@pytest.mark.parametrize("task", [*AGREEING, ANT])
+def test_one_step_from_random_states_agrees_with_libmujoco(task):
+    n = 8
+    states, actions = trajectory_states(task, n, seed=1)
+    cpu, warp = MujocoBatch(task, n), WarpBatch(task, n)
+    cpu.set_state(None, states)
+    warp.set_state(None, states)
+    assert_close(warp.obs, cpu.obs, f"{task} obs of the set state")
+    cpu.step(actions)
+    warp.step(actions)
+    assert_close(warp.get_state(), cpu.get_state(), f"{task} qpos, qvel")
+    assert_close(warp.obs, cpu.obs, f"{task} obs")
+    assert_close(warp.rewards, cpu.rewards, f"{task} reward")
+    assert_close(warp.info, cpu.info, f"{task} info")
+    np.testing.assert_array_equal(warp.terminated, cpu.terminated)
+    assert not warp.unstable.any()
+
+
+@pytest.mark.parametrize("task", ["Humanoid", "HumanoidStandup"])
+def test_tasks_on_the_pgs_solver_are_refused_in_one_line(task):
+    with pytest.raises(ValueError, match=f"^{task}-v5 on MuJoCo Warp: its model uses the PGS constraint solver") as e:
+        WarpBatch(task, 2)
+    assert "\n" not in str(e.value)
+
+
+def test_reset_noise_and_reset_info_are_the_cpu_batchs_for_the_same_seeds():
+    # the same C draws from the same streams: only the float32 rounding of the state differs
+    for task in ["Hopper", "Reacher"]:
+        cpu, warp = MujocoBatch(task, 4), WarpBatch(task, 4)
+        cpu.reset(seeds=np.arange(10, 14))
+        warp.reset(seeds=np.arange(10, 14))
+        assert_close(warp.get_state(), cpu.get_state(), f"{task} reset state")
+        assert_close(warp.obs, cpu.obs, f"{task} reset obs")
+        assert_close(warp.info, cpu.info, f"{task} reset info")
