@@ -563,7 +563,8 @@ def main(argv=None) -> int:
            "seeds": args.seeds, "max_seconds": args.max_seconds}
     if not args.skip_time:
         out["time_to_850"] = time_to_target(binary, checkout, args.seeds, args.device, args.max_seconds)
-        out["fastvec_command"] = "fastvec-train breakout --train.seed=S"
+        out["fastvec_command"] = ("fastvec-train breakout --train.seed=S --train.log_interval=0 "
+                                  "--train.stop_at_target=false --train.checkpoint_seconds=0")
     if not args.skip_sps:
         out["sps_shape"] = SPS_SHAPE
         out["sps"] = sps_rows(binary, checkout, SIZES, [m == "async" for m in args.sps_modes], args.max_seconds)
