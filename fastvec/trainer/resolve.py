@@ -1,8 +1,6 @@
-"""What a run's config resolves to, once, before any trainer is built (`Resolved`): the device and where the env
-steps, the host env batch checked against the config (`make_batch`: a built-in env, a team env, a user's env file or
-a Gymnasium id; `env_build`: what a GPU build of it compiles), its spaces and the policy spec; the CUDA trainer's
-refusals (`cuda_unsupported`) and the fallback to the CPU trainer that `train.device=auto` takes on one. Where
-episodes are truncated is Config.step_limit."""
+"""What a run's config resolves to, once, before a trainer is built: its env (`EnvSource`: kind, source, step limit;
+its host batches and GPU build) and the run (`Resolved`: the device, the host batch checked against the config, the
+policy spec), with the CUDA trainer's refusals (`cuda_unsupported`) and train.device=auto's fallback to the CPU one."""
 
 from __future__ import annotations
 
