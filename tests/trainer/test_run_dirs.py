@@ -268,3 +268,24 @@ def test_releasing_a_claim_removes_what_the_run_made_before_it_logged_or_saved(t
         (run / "metrics.jsonl").write_text("")
         release()
         assert (sorted(p.name for p in run.iterdir()) == ["notes.txt"]) if existed else not run.exists()
+
+
+def test_a_resumed_runs_watch_is_given_the_training_seconds_of_both_runs(tmp_path):
+    """watch(metrics, seconds, steps) (what budgets a fastvec-sweep trial) gets the run's training seconds: after
+    --resume, counted on from the earlier run's, as its logged time is."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    config = load_config("cartpole", {"env": {"num_envs": 8}, "policy": {"hidden": 8, "layers": 1},
+                                      "train": {"device": "cpu", "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64,
+                                                "update_epochs": 1, "total_timesteps": 4 * STEPS,
+                                                "stop_at_target": False}})
+    run.train(config, tmp_path / "run", dashboard=False)
+    earlier = rows(tmp_path / "run")[-1]["time"]
+    given = []
+    config["train"]["total_timesteps"] = 6 * STEPS
+    run.train(config, tmp_path / "run", resume=True, dashboard=False,
+              watch=lambda metrics, seconds, steps: given.append((seconds, steps)) and False)
+    assert [steps for _, steps in given] == [5 * STEPS, 6 * STEPS]
+    # (the logged times are rounded to the millisecond)
+    assert earlier - 1e-3 <= given[0][0] <= given[1][0] <= rows(tmp_path / "run")[-1]["time"] + 1e-3
