@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastvec.native import resolve_defines, source_path
+from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.batches import load_batch
 from fastvec.trainer import reference as ref, teams
 from fastvec.trainer.agent_inputs import world_state_size
@@ -88,6 +88,13 @@ class EnvSource:
             from fastvec.wrappers.mujoco import Frames
             batch.frames = Frames(self.mujoco, batch.mj, "rgb_array", {})
         return batch
+
+    def frame_rate(self, batch) -> int:
+        """The frames per second a recording of `batch` plays at: a built-in env's registered rate, a Gymnasium env's
+        or MuJoCo task's own (batch.env.render_fps), else 30."""
+        if self.kind == "builtin":
+            return ENVS[self.name].render_fps
+        return batch.env.render_fps if self.kind == "gym" else 30
 
     def build(self, batch) -> tuple[Path, dict, int]:
         """What a GPU build of the env compiles (the CUDA trainer's module): (the env source, its -D defines, its

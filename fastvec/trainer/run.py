@@ -19,13 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from fastvec import native
 from fastvec.trainer import checkpoint
 from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.config import ConfigError
 from fastvec.trainer.loop import train_loop
 from fastvec.trainer.protocol import Trainer
-from fastvec.trainer.resolve import Resolved, make_batch, on_device, render_batch  # noqa: F401 (on_device: tests)
+from fastvec.trainer.resolve import EnvSource, Resolved, make_batch, on_device  # noqa: F401 (on_device: tests)
 # default_run_dir, file_op and repair_metrics stay reachable as run.NAME (sweep.py, tests, benchmarks use them)
 from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, file_op,  # noqa: F401
                                      repair_metrics, warn_if_source_changed)
@@ -239,7 +238,8 @@ def record_episode(config: Config, spec, params, path: str, rng, deterministic: 
     path = Path(path)
     if path.suffix.lower() not in (".gif", ".mp4"):
         raise ConfigError(f"eval.render={str(path)!r}: give a path ending in .gif or .mp4")
-    batch = render_batch(config)
+    env = EnvSource(config)
+    batch = env.render_batch()
     try:
         batch.reset(np.array([config.train.seed], np.uint64), None)
         num_agents, inputs = batch.obs.shape[1], AgentInputs(spec, batch)
@@ -256,8 +256,7 @@ def record_episode(config: Config, spec, params, path: str, rng, deterministic: 
             frames.append(batch.render(0))
     finally:
         close_batches([batch])
-    info = native.ENVS.get(config.env.name) if config.env_kind == "builtin" else None
-    fps = info.render_fps if info is not None else getattr(batch.env, "render_fps", 30)
+    fps = env.frame_rate(batch)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".gif":
         iio.imwrite(path, np.stack(frames), duration=1000 / fps, loop=0)
