@@ -1,12 +1,5 @@
-"""What fastvec-train does once its arguments are parsed: train (with logs, checkpoints, resume) and
-evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one episode).
-
-What a stop costs: a checkpoint comes every train.checkpoint_interval updates and every
-train.checkpoint_seconds of training, so kill -9 loses at most the smaller of the two (plus the update in
-progress). SIGTERM and SIGINT (Ctrl-C) stop at the next update boundary and save a checkpoint there, counting
-only the steps the updates trained on; a second Ctrl-C stops at once (a save in progress first), keeping the
-last checkpoint. A NaN or infinite loss or weight stops the run (TrainingDiverged); no such weights are saved.
---resume takes the newest valid checkpoint by update number (checkpoint.newest_valid), cutting metrics.jsonl back."""
+"""What fastvec-train does once its arguments are parsed: train (a config resolved once, resolve.py; its trainer;
+the loop, loop.py) and evaluate a checkpoint (mean return and env stats, optionally a GIF/MP4 of one episode)."""
 
 from __future__ import annotations
 
@@ -130,7 +123,14 @@ def train(config: Config | dict, run_dir: Path, resume: bool = False, dashboard:
     (run_dir.claim). Returns a summary (last metrics, checkpoint path, ...).
     watch(metrics or None, training seconds, trained steps), called after every update (with the log's metrics
     when it logged), ends the run there when it returns True: fastvec-sweep's pruning and trial budgets. Its calls'
-    own time is not training time: not in the seconds it is given, the logs' times or the summary's."""
+    own time is not training time: not in the seconds it is given, the logs' times or the summary's.
+    What a stop costs: a checkpoint comes every train.checkpoint_interval updates and every
+    train.checkpoint_seconds of training, so kill -9 loses at most the smaller of the two (plus the update in
+    progress). SIGTERM and SIGINT (Ctrl-C) stop at the next update boundary and save a checkpoint there, counting
+    only the steps the updates trained on; a second Ctrl-C stops at once (a save in progress first), keeping the
+    last checkpoint. A NaN or infinite loss or weight stops the run (TrainingDiverged); no such weights are saved.
+    --resume takes the newest valid checkpoint by update number (checkpoint.newest_valid), cutting metrics.jsonl
+    back."""
     from fastvec.trainer import distributed
     config = Config.of(config)
     launched = distributed.launched()
