@@ -22,6 +22,14 @@ The rules both sides are read by are benchmarks/peers/fairness.py's: the mean of
 episodes by count, every seed counted (a seed that never reaches the threshold counts as its whole training time,
 the ratio then a bound), both sides run to their whole budget. fastvec runs its own published settings
 (fastvec/configs/smax.toml, mpe.toml; MAPPO: a critic of the world state) through train_peers.fastvec_run.
+
+Where one process cannot hold a row's seeds (a machine lent for minutes at a time), run the peer alone, a seed at a
+time, in the peer's Python, then the comparison on the saved runs:
+
+    PYTHON benchmarks/peers/jaxmarl_baselines.py --peer-worker --jaxmarl-repo R --scenarios smax:3s5z --algos ippo \
+        --seeds 1 --out peer_3s5z_ippo_1.json
+    python benchmarks/peers/jaxmarl_baselines.py --jaxmarl-repo R --scenarios smax:3s5z --algos ippo --seeds 1 2 3 \
+        --peer-results peer_3s5z_ippo_*.json
 """
 
 from __future__ import annotations
@@ -339,6 +347,25 @@ def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, r
     return runs, settings
 
 
+def saved_peer(paths: list[Path], scenario: str, algo: str) -> dict | None:
+    """The peer's runs of (scenario, algo) from saved worker JSONs (--peer-results: --peer-worker's output, e.g.
+    one seed a file where a device call cannot hold every seed), merged by seed; None where no file has that row.
+    A seed found twice is an error, as are files of different configs."""
+    found = [json.loads(Path(p).read_text()) for p in paths]
+    found = [f for f in found if f.get("scenario") == scenario and f.get("algo") == algo]
+    if not found:
+        return None
+    if any(f.get("config") != found[0].get("config") for f in found):
+        raise SystemExit(f"--peer-results: the files of {scenario} {algo} ran different configs; give one config's")
+    runs = sorted((r for f in found for r in f["runs"]), key=lambda r: r["seed"])
+    seeds = [r["seed"] for r in runs]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise SystemExit(f"--peer-results: {scenario} {algo} has seed(s) {twice} in more than one file")
+    return {**found[0], "runs": runs, "command": "--peer-results " + " ".join(map(str, paths)),
+            "compile_s": [f.get("compile_s") for f in found], "warmup_s": [f.get("warmup_s") for f in found]}
+
+
 def peer_run(args, scenario: str, algo: str, out: Path) -> dict:
     """The worker for one row in --peer-python, its JSON or the error that stopped it."""
     cmd = [args.peer_python, str(Path(__file__).resolve()), "--peer-worker", "--jaxmarl-repo", str(args.jaxmarl_repo),
@@ -370,7 +397,10 @@ def main(argv=None) -> None:
     parser.add_argument("--peer-timeout", type=float, default=7200.0, help="seconds for one row's peer process")
     parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=RESULTS / "jaxmarl_train.json")
-    parser.add_argument("--peer-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer-results", type=Path, nargs="*", default=[], metavar="JSON",
+                        help="the peer's saved runs (--peer-worker's output) for the rows they hold: not run again")
+    parser.add_argument("--peer-worker", action="store_true",
+                        help="run only the peer, in this Python: the first --scenarios and --algos, JSON to --out")
     args = parser.parse_args(argv)
     from purejaxrl_ppo import parse_overrides
 
@@ -398,8 +428,10 @@ def main(argv=None) -> None:
     for scenario in args.scenarios:
         for algo in args.algos:
             family, env, _, metric = SCENARIOS[scenario]
-            with tempfile.TemporaryDirectory() as tmp:
-                peer = peer_run(args, scenario, algo, Path(tmp) / "peer.json")
+            peer = saved_peer(args.peer_results, scenario, algo)
+            if peer is None:
+                with tempfile.TemporaryDirectory() as tmp:
+                    peer = peer_run(args, scenario, algo, Path(tmp) / "peer.json")
             peer_runs, threshold = peer_side(peer, metric, args.window)
             fastvec, settings = fastvec_seeds(scenario, algo, args.seeds, args, threshold, run_root)
             row = summarize(scenario, algo, peer, peer_runs, threshold, fastvec, args.window,

@@ -154,3 +154,20 @@ def test_one_run_end_to_end_with_a_stand_in_for_jaxmarls_worker(tmp_path):
     assert row["fastvec_command"].startswith("fastvec-train simple_spread --train.device=cpu")
     assert row["peer_median_s"] == 2.0 and row["ratio"] == pytest.approx(2.0 / row["fastvec_median_s"], rel=1e-2)
     assert os.path.basename(row["peer_script"]) == "ippo_rnn_mpe.py"
+
+
+def test_saved_peer_runs_are_merged_by_seed_and_a_seed_twice_is_refused(tmp_path):
+    def saved(name, seeds, config=None, scenario="smax:3s5z"):
+        path = tmp_path / name
+        path.write_text(json.dumps({"scenario": scenario, "algo": "ippo", "config": config or {"NUM_ENVS": 128},
+                                    "compile_s": 1.0, "runs": [{"seed": s, "train_s": 1.0, "log": []} for s in seeds]}))
+        return path
+
+    files = [saved("b.json", [3]), saved("a.json", [2, 1]), saved("mpe.json", [1], scenario="mpe:simple_spread")]
+    merged = jb.saved_peer(files, "smax:3s5z", "ippo")
+    assert [r["seed"] for r in merged["runs"]] == [1, 2, 3] and merged["compile_s"] == [1.0, 1.0]
+    assert jb.saved_peer(files, "smax:3s5z", "mappo") is None
+    with pytest.raises(SystemExit, match=r"seed\(s\) \[2\]"):
+        jb.saved_peer([*files, saved("c.json", [2])], "smax:3s5z", "ippo")
+    with pytest.raises(SystemExit, match="different configs"):
+        jb.saved_peer([*files, saved("d.json", [4], {"NUM_ENVS": 4})], "smax:3s5z", "ippo")
