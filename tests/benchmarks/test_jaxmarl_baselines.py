@@ -75,6 +75,17 @@ def test_threshold_is_jaxmarls_median_final_window_and_each_side_is_timed_to_it(
     assert row["ratio_text"].startswith("<=")
 
 
+def test_the_peers_set_up_is_what_its_first_update_took_beyond_its_median_update():
+    log = [[128 * (i + 1), t, 4, -80.0, None] for i, t in enumerate([3.0, 3.5, 4.1, 4.5])]
+    assert jb.init_seconds(log) == pytest.approx(2.5)
+    assert jb.init_seconds(log[:1]) == 0.0  # one update: nothing to tell its set-up from
+    runs, threshold = jb.peer_side({"runs": [peer_run(1, log, 4.6)]}, "return", 4)
+    assert threshold == -20.0 and runs[0]["time_s"] == 3.0 and runs[0]["time_after_init_s"] == pytest.approx(0.5)
+    row = jb.summarize("mpe:simple_spread", "ippo", {}, runs, threshold,
+                       [{"seed": 1, "time_s": 0.25, "lower_bound": False}], 4, {})
+    assert row["ratio"] == 12.0 and row["after_peer_init"]["ratio"] == 2.0
+
+
 def test_mpe_rows_read_the_return_and_a_row_with_no_finished_episode_has_no_threshold():
     peer = {"runs": [peer_run(1, [[2048, 1.0, 16, -320.0, None]], 1.0)]}
     runs, threshold = jb.peer_side(peer, "return", 16)
