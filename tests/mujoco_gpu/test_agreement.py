@@ -72,3 +72,24 @@ def test_reset_noise_and_reset_info_are_the_cpu_batchs_for_the_same_seeds():
         assert_close(warp.get_state(), cpu.get_state(), f"{task} reset state")
         assert_close(warp.obs, cpu.obs, f"{task} reset obs")
         assert_close(warp.info, cpu.info, f"{task} reset info")
+
+
+def test_resetting_one_world_leaves_the_others_next_step_unchanged():
+    # Ant's forward velocity is measured from the xpos its last step left; a reset's forward (which MJWarp runs
+    # on every world) must not move the other worlds' kept xpos: their next step is the same bits as without it.
+    state = np.zeros((2, 29))
+    state[:, 2], state[:, 3] = 0.95, 1.0  # z, the free joint's quaternion w: in the air
+    state[:, 15:17] = [[0.8, 0.3], [-0.5, 0.2]]  # x, y velocities
+    actions = np.full((2, 8), 0.3, np.float32)
+    outputs = []
+    for reset_other in (False, True):
+        warp = WarpBatch("Ant", 2)
+        warp.set_state(None, state)
+        warp.step(actions)
+        if reset_other:
+            warp.reset(seeds=[5, 6], mask=[False, True])
+        warp.step(actions)
+        outputs.append((warp.obs[0].copy(), warp.rewards[0], warp.info[0].copy()))
+    np.testing.assert_array_equal(outputs[1][0], outputs[0][0])
+    assert outputs[1][1] == outputs[0][1]
+    np.testing.assert_array_equal(outputs[1][2], outputs[0][2])

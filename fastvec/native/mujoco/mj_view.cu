@@ -9,7 +9,8 @@
 
 #ifdef __CUDACC__
 #define FV_MJV_EXPORT extern "C" __global__
-#define FV_MJV_WORLDS(i, n) for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
+#define FV_MJV_WORLDS(i, n) \
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
 #else
 #define FV_MJV_EXPORT extern "C" __attribute__((visibility("default")))
 #define FV_MJV_WORLDS(i, n) for (long i = 0; i < (n); i++)
@@ -39,14 +40,25 @@ FV_MJ_INLINE fv_mj_ctx fv_mjv_context(const fv_mjv_job* j, mjData* d, long i) {
     return c;
 }
 
-/* Before the physics steps: the task's `before`, then the action into ctrl (float32, as MuJoCo Warp holds it). */
-FV_MJV_EXPORT void fv_mjv_before(fv_mjv_job j) {
+/* The task's `before` of the worlds in mask, into keep. Called once a world's state is final for the step to
+ * come (after the last step or a reset's forward), so a later forward of other worlds cannot reach it: the step's
+ * `before` reads the state the last step left (xpos of the state before its last mj_step, as libmujoco's). */
+FV_MJV_EXPORT void fv_mjv_keep(fv_mjv_job j) {
     FV_MJV_WORLDS(i, j.num_worlds) {
-        mjData d = fv_mjv_world(&j.m, &j.a, i);
-        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
-        before(&c);
-        for (int k = 0; k < FV_MJ_KEEP; k++) j.keep[i * FV_MJ_KEEP + k] = c.keep[k];
-        for (int k = 0; k < j.m.nu; k++) d.ctrl[k] = (float)c.action[k];
+        if (j.mask[i]) {
+            mjData d = fv_mjv_world(&j.m, &j.a, i);
+            fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+            before(&c);
+            for (int k = 0; k < FV_MJ_KEEP; k++) j.keep[i * FV_MJ_KEEP + k] = c.keep[k];
+        }
+    }
+}
+
+/* Every world's action into ctrl (float32, as MuJoCo Warp holds it), before the physics steps. */
+FV_MJV_EXPORT void fv_mjv_act(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        float* ctrl = j.a.ctrl + i * j.m.nu;
+        for (int k = 0; k < j.m.nu; k++) ctrl[k] = (float)j.actions[i * j.m.nu + k];
     }
 }
 
@@ -70,22 +82,24 @@ FV_MJV_EXPORT void fv_mjv_after(fv_mjv_job j) {
 /* The reset noise of the worlds in mask, over the state MuJoCo Warp's reset_data left (qpos0, zero qvel). */
 FV_MJV_EXPORT void fv_mjv_reset(fv_mjv_job j) {
     FV_MJV_WORLDS(i, j.num_worlds) {
-        if (!j.mask[i]) continue;
-        mjData d = fv_mjv_world(&j.m, &j.a, i);
-        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
-        reset(&c, &j.rng[i]);
+        if (j.mask[i]) {
+            mjData d = fv_mjv_world(&j.m, &j.a, i);
+            fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+            reset(&c, &j.rng[i]);
+        }
     }
 }
 
 /* The observation and reset info of the worlds in mask (after forward), the other info values 0. */
 FV_MJV_EXPORT void fv_mjv_observe(fv_mjv_job j) {
     FV_MJV_WORLDS(i, j.num_worlds) {
-        if (!j.mask[i]) continue;
-        mjData d = fv_mjv_world(&j.m, &j.a, i);
-        fv_mj_ctx c = fv_mjv_context(&j, &d, i);
-        for (int k = 0; k < j.info_size; k++) c.info[k] = 0.0;
-        observe(&c);
-        reset_values(&c);
+        if (j.mask[i]) {
+            mjData d = fv_mjv_world(&j.m, &j.a, i);
+            fv_mj_ctx c = fv_mjv_context(&j, &d, i);
+            for (int k = 0; k < j.info_size; k++) c.info[k] = 0.0;
+            observe(&c);
+            reset_values(&c);
+        }
     }
 }
 

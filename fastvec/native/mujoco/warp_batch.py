@@ -76,7 +76,7 @@ def view_library(task_file: str) -> ctypes.CDLL:
 
     cached_build(artefact, key, inputs, build)
     lib = ctypes.CDLL(str(artefact))
-    for name in ("fv_mjv_before", "fv_mjv_after", "fv_mjv_reset", "fv_mjv_observe"):
+    for name in ("fv_mjv_keep", "fv_mjv_act", "fv_mjv_after", "fv_mjv_reset", "fv_mjv_observe"):
         getattr(lib, name).argtypes = [ViewJob]
         getattr(lib, name).restype = None
     lib.fv_mjv_obs_size.argtypes = [ctypes.POINTER(ViewModel), _p]
@@ -199,18 +199,27 @@ class WarpBatch:
                             self._unstable_now.ctypes.data, self._mask.ctypes.data, self._rng.ctypes.data)
         self._model_struct = model  # the job holds a copy; names and masses stay alive through self
 
-    def _reset_worlds(self, mask: np.ndarray) -> None:
-        """MJWarp's reset_data on the worlds in mask, the task's noise, forward, then their obs and reset info."""
+    def _reset_worlds(self, mask: np.ndarray, state: np.ndarray | None = None) -> None:
+        """MJWarp's reset_data on the worlds in mask, the task's noise (or qpos, qvel from state, a row per world
+        in mask), forward, then their obs, reset info and the next step's kept values."""
         wp, mjw = self._wp, self._mjw
         self._mask[:] = mask
         with wp.ScopedDevice(self.device):
             self._reset_mask.assign(mask.astype(np.bool_))
             mjw.reset_data(self.model, self.data, reset=self._reset_mask)
             wp.synchronize()
-            self.lib.fv_mjv_reset(self._job)
-            mjw.forward(self.model, self.data)  # every world: idempotent for the others (their state unchanged)
+            if state is None:
+                self.lib.fv_mjv_reset(self._job)
+            else:
+                qpos, qvel = self.data.qpos.numpy(), self.data.qvel.numpy()
+                qpos[mask], qvel[mask] = state[:, :self.nq], state[:, self.nq:]
+                self.data.qpos.assign(qpos)
+                self.data.qvel.assign(qvel)
+            # forward runs on every world; the others' next `before` values were kept before it (fv_mjv_keep)
+            mjw.forward(self.model, self.data)
             wp.synchronize()
         self.lib.fv_mjv_observe(self._job)
+        self.lib.fv_mjv_keep(self._job)
         self._elapsed[mask] = 0
         self._needs_reset[mask] = False
 
@@ -240,13 +249,15 @@ class WarpBatch:
             raise ActionError(f"action {given.ravel()[k]!r} (env {k // self.nu}, dimension {k % self.nu}) of "
                               f"{self.spec.name} is not finite: actions must be finite numbers; nothing was stepped")
         self._job.action_f32 = int(self.action_f32)
-        self.lib.fv_mjv_before(self._job)
+        self.lib.fv_mjv_act(self._job)
         with wp.ScopedDevice(self.device):
             for _ in range(self.frame_skip):
                 mjw.step(self.model, self.data)
             mjw.rne_postconstraint(self.model, self.data)
             wp.synchronize()
         self.lib.fv_mjv_after(self._job)
+        self._mask[:] = 1
+        self.lib.fv_mjv_keep(self._job)  # every world's `before` for the next step, before any reset's forward
         self._elapsed += 1
         self.terminated[:] = self._terminated_now.astype(bool) & ~resetting
         self.unstable[:] = self._unstable_now.astype(bool) & ~resetting
@@ -276,22 +287,12 @@ class WarpBatch:
         """Set envs `indices` (None: all) to qpos, qvel (rounded to float32) as a fresh episode after its noise,
         and write their observations and reset info."""
         idx = np.arange(self.num_envs) if indices is None else np.asarray(indices, np.int64).reshape(-1)
-        given = np.asarray(values, np.float64).reshape(len(idx), self.nq + self.nv)
         mask = np.zeros(self.num_envs, np.bool_)
         mask[idx] = True
-        wp, mjw = self._wp, self._mjw
-        self._mask[:] = mask
-        with wp.ScopedDevice(self.device):
-            self._reset_mask.assign(mask)
-            mjw.reset_data(self.model, self.data, reset=self._reset_mask)
-            wp.synchronize()
-            qpos, qvel = self.data.qpos.numpy(), self.data.qvel.numpy()  # the CPU device's arrays, not copies
-            qpos[idx], qvel[idx] = given[:, :self.nq], given[:, self.nq:]
-            mjw.forward(self.model, self.data)
-            wp.synchronize()
-        self.lib.fv_mjv_observe(self._job)
-        self._elapsed[idx] = 0
-        self._needs_reset[idx] = False
+        if mask.sum() != len(idx):
+            raise ValueError(f"set_state: indices {idx.tolist()} repeat an env; give each env once")
+        given = np.asarray(values, np.float64).reshape(len(idx), self.nq + self.nv)
+        self._reset_worlds(mask, given[np.argsort(idx)])
 
     def close(self) -> None:
         self.model = self.data = None
