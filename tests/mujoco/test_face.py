@@ -67,15 +67,32 @@ def test_model_that_does_not_fit_the_task_is_refused():
         gym.make_vec("fastvec/Reacher-v5", num_envs=2, xml_file="ant.xml")
 
 
-def test_nan_action_is_refused_and_nothing_stepped():
+@pytest.mark.parametrize("where, value", [((2, 3), np.nan), ((3, 5), np.inf), ((0, 0), -np.inf)])
+def test_nan_action_is_refused_and_nothing_stepped(where, value):
     env = gym.make_vec("fastvec/HalfCheetah-v5", num_envs=4)
     env.reset(seed=1)
     before = env.unwrapped.get_state()
     actions = np.zeros((4, 6), np.float32)
-    actions[2, 3] = np.nan
-    with pytest.raises(ActionError, match=r"env 2, dimension 3"):
+    actions[where] = value
+    with pytest.raises(ActionError, match=rf"env {where[0]}, dimension {where[1]}"):
         env.step(actions)
     np.testing.assert_array_equal(env.unwrapped.get_state(), before)
+
+
+def test_the_action_of_an_env_whose_episode_ended_is_not_read():
+    """Next-step autoreset: an env whose episode ended last step is reset in this step, its action unused, so any
+    value there (NaN included) is taken, as Gymnasium's vector env takes it."""
+    env = gym.make_vec("fastvec/InvertedPendulum-v5", num_envs=2)
+    env.reset(seed=0)
+    for _ in range(200):
+        _, _, terminated, _, _ = env.step(np.array([[3.0], [0.0]], np.float32))
+        if terminated[0]:
+            break
+    assert terminated[0] and not terminated[1]
+    env.step(np.array([[np.nan], [0.0]], np.float32))
+    assert env.unwrapped.batch.was_reset.tolist() == [True, False]
+    with pytest.raises(ActionError, match=r"env 0, dimension 0"):
+        env.step(np.array([[np.nan], [0.0]], np.float32))
 
 
 def test_unstable_simulation_ends_the_episode_with_a_flag(tmp_path, monkeypatch):
