@@ -152,6 +152,12 @@ TARGETS: dict[str, list[str]] = {
                                           "tests/mujoco/test_face.py", "tests/mujoco/test_user_task.py",
                                           "tests/mujoco/test_exactness.py", "-k",
                                           "not random_actions and not scripted"],
+    # MuJoCo Warp's batch: its agreement and return tests need the mujoco_warp package (they skip without it); the
+    # task files' view of Warp's arrays is also built by the host's compiler here (a build check, not a rule check).
+    "fastvec/native/mujoco/warp_batch.py": ["tests/mujoco_gpu/test_agreement.py", "tests/mujoco_gpu/test_returns.py"],
+    **{f"fastvec/native/mujoco/{name}": ["tests/mujoco_gpu/test_view_builds.py", "tests/mujoco_gpu/test_agreement.py",
+                                         "tests/mujoco_gpu/test_returns.py", "-k", "not nvcc"]
+       for name in ("mj_view.cu", "mj_view.h")},
     "fastvec/native/mujoco/host_batch.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                             "tests/mujoco/test_train.py", "-k", "host_batch or frame"],
     "fastvec/wrappers/inputs.py": ["tests/wrappers/test_face_inputs.py", "tests/wrappers/test_env_inputs.py",
