@@ -11,9 +11,9 @@ pytest.importorskip("mujoco_warp", reason="MuJoCo Warp is not installed: pip ins
 from fastvec.native.mujoco import MujocoBatch  # noqa: E402
 from fastvec.native.mujoco.warp_batch import WarpBatch  # noqa: E402
 
-# |warp - C| <= RTOL * (1 + |C|), elementwise, after one env step. Largest measured (8 worlds, seeds 0-7):
-# state and obs 1.3e-5 (HalfCheetah's joint velocities), reward 2.2e-6, info 1.2e-6 (Walker2d).
-RTOL = 1e-4
+# |warp - C| <= RTOL * (1 + |C|), elementwise, after one env step. Largest measured (8 worlds): state and obs
+# 1.3e-5 here and 5e-5 from HalfCheetah's reset states (its joint velocities), reward 2.2e-6, info 1.2e-6.
+RTOL = 5e-4
 AGREEING = ["Reacher", "Pusher", "InvertedPendulum", "InvertedDoublePendulum", "Swimmer", "HalfCheetah", "Hopper",
             "Walker2d"]
 # Ant's legs in contact under its pyramidal friction cone: MJWarp's velocities differ from libmujoco's by up to
