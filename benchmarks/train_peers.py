@@ -58,11 +58,12 @@ SAFETY_CAP_S = 300.0
 
 def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_seconds: float | None,
                 eval_episodes: int, total_timesteps: int | None, run_root: Path, settings: dict | None = None,
-                window: int = WINDOW_EPISODES) -> dict:
+                window: int = WINDOW_EPISODES, metric: str = "episode_return") -> dict:
     """One fastvec-train run over its whole budget (max_seconds: a safety cap), logging every update: groups of
-    (steps, seconds, mean return, episodes), the time to the threshold by the window rule, start-up, the final
+    (steps, seconds, mean of `metric`, episodes), the time to the threshold by the window rule, start-up, the final
     policy's evaluation; or the trainer's refusal. settings: {section: {key: value}} over the env's config, under
-    the run's own seed, device, budget and logging."""
+    the run's own seed, device, budget and logging. metric: what each update logs that the threshold is on (the
+    episode return, or an env statistic such as SMAX's allies_won); the evaluation reports it as eval_metric."""
     from fastvec.trainer import checkpoint, run
     from fastvec.trainer.config import ConfigError, load_config
 
@@ -83,7 +84,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
 
     def watch(metrics, seconds, steps):
         if metrics and metrics.get("episodes"):
-            groups.append((steps, round(seconds, 4), round(metrics["episode_return"], 3), metrics["episodes"]))
+            groups.append((steps, round(seconds, 4), round(metrics[metric], 3), metrics["episodes"]))
         return max_seconds is not None and seconds >= max_seconds
 
     run_dir = Path(tempfile.mkdtemp(prefix=f"{env}-s{seed}-", dir=run_root))
@@ -109,6 +110,7 @@ def fastvec_run(env: str, seed: int, device: str, threshold: float | None, max_s
         startup_s=round(summary["startup"], 3), train_s=round(summary["elapsed"], 4), steps=summary["trained_steps"],
         budget_steps=budget, capped=summary["trained_steps"] < budget, sps=round(summary["sps"]),
         eval_return=round(evaluation["episode_return"], 3), eval_return_std=round(evaluation["episode_return_std"], 3),
+        eval_metric=round(evaluation[metric], 3) if metric in evaluation else None,
         eval_episodes=evaluation["episodes"], eval_s=round(time.perf_counter() - t1, 3),
         process_s=round(time.perf_counter() - t0, 3), groups=groups)
     result.update(timed(result, threshold, window))

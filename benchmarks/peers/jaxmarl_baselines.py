@@ -303,33 +303,6 @@ def summarize(scenario: str, algo: str, peer: dict, peer_runs: list[dict], thres
     return row
 
 
-@contextmanager
-def fastvec_reading(metric_key: str, evaluations: list):
-    """train_peers.fastvec_run reads each update's episode_return; a row on another logged metric (SMAX's
-    allies_won) has fastvec-train's watch see that metric under the name it reads, and keeps each evaluation's
-    whole result (its win rate too)."""
-    from fastvec.trainer import run
-
-    train, evaluate = run.train, run.evaluate
-
-    def relabelled_train(config, run_dir, *args, watch=None, **kwargs):
-        def relabel(metrics, seconds, steps):
-            if metrics and metric_key != "episode_return":
-                metrics = {**metrics, "episode_return": metrics.get(metric_key)}
-            return watch(metrics, seconds, steps)
-        return train(config, run_dir, *args, watch=relabel if watch else None, **kwargs)
-
-    def kept_evaluate(*args, **kwargs):
-        evaluations.append(evaluate(*args, **kwargs))
-        return evaluations[-1]
-
-    run.train, run.evaluate = relabelled_train, kept_evaluate
-    try:
-        yield
-    finally:
-        run.train, run.evaluate = train, evaluate
-
-
 def train_peers():
     """benchmarks/train_peers.py, whose fastvec side (fastvec_run) every training comparison shares; imported in
     fastvec's Python only."""
@@ -349,14 +322,12 @@ def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, r
     settings = layer(FASTVEC_ALGO[family, algo], peers.fastvec_settings(args.fastvec_set, env))
     runs = []
     for seed in seeds:
-        evaluations: list = []
-        with fastvec_reading(FASTVEC_METRIC[metric], evaluations):
-            result = peers.fastvec_run(env, seed, args.fastvec_device, threshold, args.max_seconds, args.eval_episodes,
-                                 None, run_root, settings, args.window)
+        result = peers.fastvec_run(env, seed, args.fastvec_device, threshold, args.max_seconds, args.eval_episodes,
+                                   None, run_root, settings, args.window, metric=FASTVEC_METRIC[metric])
         result["final"] = result.get("final_return")
-        if evaluations:
-            result["eval"] = {k: evaluations[-1].get(k) for k in ("episodes", "episode_return", "allies_won")
-                              if k in evaluations[-1]}
+        if "eval_episodes" in result:
+            result["eval"] = {"episodes": result["eval_episodes"], "episode_return": result["eval_return"],
+                              FASTVEC_METRIC[metric]: result["eval_metric"]}
         runs.append({k: v for k, v in result.items() if k not in ("groups", "final_return")})
     return runs, settings
 
