@@ -28,6 +28,18 @@ def test_tiny_cpu_run_times_the_threshold_and_evaluates(train_peers, tmp_path, t
         assert res["time_to_threshold_s"] is None and res["time_s"] == res["train_s"] and res["lower_bound"]
 
 
+def test_a_run_is_timed_on_the_metric_its_threshold_names(train_peers, tmp_path):
+    """SMAX's threshold is a win rate: the groups hold each update's mean of allies_won, a fraction, not the return."""
+    res = train_peers.fastvec_run("smax:3m", 1, "cpu", 2.0, max_seconds=60.0, eval_episodes=4, total_timesteps=4096,
+                                  run_root=tmp_path, window=8, metric="allies_won")
+    assert res["groups"] and all(0.0 <= g[2] <= 1.0 for g in res["groups"])
+    # a mean of wins over an update's episodes: a whole number of them (the logged means are rounded to 1e-3)
+    assert all(abs(g[2] * g[3] - round(g[2] * g[3])) <= 1e-3 * g[3] for g in res["groups"])
+    assert not res["reached"] and res["lower_bound"]  # a win rate never reaches 2
+    assert 0.0 <= res["eval_metric"] <= 1.0 and res["eval_episodes"] == 4
+    assert res["eval_metric"] != res["eval_return"]  # the evaluation's win rate, not its return
+
+
 def test_refused_device_is_recorded(train_peers, tmp_path):
     from fastvec.trainer.run import cuda_trainer_available
     if cuda_trainer_available():
