@@ -1,7 +1,6 @@
 """MuJoCo Warp (Warp's CPU device, float32) against libmujoco (float64): from states along random-action
-trajectories, one env step of WarpBatch agrees with MujocoBatch's (mj_step with the task's frame_skip) in state,
-observation, reward, info and termination, within tolerances measured on MJWarp 4.0.0; the tasks MJWarp cannot
-run are refused in one line."""
+trajectories one env step of WarpBatch agrees with MujocoBatch's in state, obs, reward, info and termination,
+within tolerances measured on MJWarp 4.0.0; the tasks MJWarp cannot run are refused in one line."""
 
 import numpy as np
 import pytest
@@ -60,6 +59,12 @@ def test_one_step_from_random_states_agrees_with_libmujoco(task):
 def test_tasks_on_the_pgs_solver_are_refused_in_one_line(task):
     with pytest.raises(ValueError, match=f"^{task}-v5 on MuJoCo Warp: its model uses the PGS constraint solver") as e:
         WarpBatch(task, 2)
+    assert "\n" not in str(e.value)
+
+
+def test_a_gpu_device_is_refused_until_its_kernels_are_launched():
+    with pytest.raises(NotImplementedError, match="only Warp's CPU device is built so far") as e:
+        WarpBatch("Hopper", 2, device="cuda")
     assert "\n" not in str(e.value)
 
 
