@@ -84,7 +84,8 @@ def test_the_gpu_env_module_and_the_trainers_compile(name, tmp_path):
 def test_action_masks_and_world_state_go_with_the_returned_observation():
     """batch.action_mask (N, A, NUM_ACTIONS) uint8 and batch.world_state (N, WORLD_STATE_SIZE) float32 after every
     reset and step are those of the state whose observation the batch returns: after an autoreset, the new
-    episode's. Recomputed from scratch (set_state of the same state) they come out the same."""
+    episode's. Recomputed from scratch (set_state of the same state, which reads back as set) they come out the
+    same."""
     env = load("5m_vs_6m")
     n, agents, actions = 32, 11, 5 + 6
     batch = cpu.CpuBatch(env, n, 1, 20)  # SameStep: ended envs hand out the next episode's first observation
@@ -101,8 +102,9 @@ def test_action_masks_and_world_state_go_with_the_returned_observation():
         batch.step(logits.argmax(-1))
         ended += int((batch.terminated | batch.truncated).sum())
         attacks += int(batch.action_mask[..., 5:].sum())
-        mask, world = batch.action_mask.copy(), batch.world_state.copy()
-        batch.set_state(None, batch.get_state())
+        mask, world, state = batch.action_mask.copy(), batch.world_state.copy(), batch.get_state()
+        batch.set_state(None, state)
+        np.testing.assert_array_equal(batch.get_state(), state)  # every value of a state reads back as set
         np.testing.assert_array_equal(batch.action_mask, mask)
         np.testing.assert_array_equal(batch.world_state, world)
         alive = batch.get_state()[:, : 8 * agents].reshape(n, agents, 8)[..., 4] != 0

@@ -447,3 +447,17 @@ def test_a_finished_trials_line_gives_the_trials_per_hour_so_far():
     progress = Progress(plan, optuna.create_study(direction="maximize"), stream=piped)
     progress.finished("trial 11  fail", 12, 60.0)
     assert piped.getvalue().splitlines()[-1] == "trial 11  fail  |  best --  |  12 done here, 720 trials/h"
+
+
+def test_the_panels_parts_fill_lines_of_the_width_and_only_a_part_wider_than_it_is_folded():
+    """Parts packed into lines of the console's width, broken between parts: a part exactly that wide is one
+    whole line (the last one too: no empty line after it); a wider one is folded at the width."""
+    from rich.console import Console
+
+    from fastvec.trainer.dashboard import Parts
+
+    for parts, want in ((["a" * 20, "bb", "cc"], ["a" * 20, "bb   cc"]), (["bb", "a" * 20], ["bb", "a" * 20]),
+                        (["dd", "e" * 25, "ff"], ["dd", "e" * 20, "eeeee   ff"])):
+        console = Console(width=20, record=True, file=io.StringIO())
+        console.print(Parts(parts))
+        assert console.export_text().splitlines() == want

@@ -20,22 +20,22 @@ class Output:
     def close(self):
         self.closed = True
         if self.fail_close:
-            raise OSError("disk gone")
+            raise OSError(self.fail_close if isinstance(self.fail_close, str) else "disk gone")
 
 
 def test_every_output_gets_every_row_and_all_are_closed(tmp_path):
     loggers = RunLoggers({"train": {"tensorboard": False, "wandb_project": ""}}, tmp_path, False)
-    first, second = Output(fail_close=True), Output()
-    loggers.outputs = [first, second]
+    first, second, third = Output(fail_close=True), Output(), Output(fail_close="and the network")
+    loggers.outputs = [first, second, third]
     loggers.log({"global_step": 512, "episode_return": 3.0})
     loggers.log({"episode_return": 4.0})  # no step: the row count
     loggers.log({"global_step": True, "episode_return": 5.0})  # a bool is no step
-    for out in (first, second):
+    for out in (first, second, third):
         assert [step for step, _ in out.rows] == [512, 1, 2]
         assert out.rows[0][1]["charts/episodic_return"] == 3.0
-    with pytest.raises(OSError, match="disk gone"):
+    with pytest.raises(OSError, match="disk gone"):  # the first failure's
         loggers.close()
-    assert first.closed and second.closed and loggers.outputs == []
+    assert first.closed and second.closed and third.closed and loggers.outputs == []
     loggers.close()  # twice is harmless
 
 
