@@ -15,9 +15,10 @@ from fastvec.native.mujoco.warp_batch import WarpBatch  # noqa: E402
 RTOL = 5e-4
 AGREEING = ["Reacher", "Pusher", "InvertedPendulum", "InvertedDoublePendulum", "Swimmer", "HalfCheetah", "Hopper",
             "Walker2d"]
-# Ant's legs in contact under its pyramidal friction cone: MJWarp's velocities differ from libmujoco's by up to
-# 0.35 after one physics step (the same states with an elliptic cone agree within 1e-6). Strict: a fix shows.
-ANT = pytest.param("Ant", marks=pytest.mark.xfail(strict=True, reason="pyramidal-cone contacts differ in MJWarp"))
+# Ant's legs in contact: MJWarp's capsule-plane contact frame has other tangent axes than libmujoco's, and the
+# pyramidal friction cone's facets follow them, so velocities differ by up to 0.35 after one physics step (with an
+# elliptic cone the same states agree within 1e-6). Strict: an MJWarp that agrees shows.
+ANT = pytest.param("Ant", marks=pytest.mark.xfail(strict=True, reason="MJWarp's contact frame turns the friction pyramid"))
 
 
 def trajectory_states(task, n, seed):
