@@ -1,6 +1,7 @@
 """fastvec's MPE scenarios against mpe2's (the oracle), bit for bit over whole episodes from mpe2's own reset
 states, discrete and continuous actions (tests/mpe/mpe_oracle.py's harness): 10,000 transitions per scenario
-through mpe2's raw env, and a few episodes through its parallel_env."""
+through mpe2's raw env, and a few episodes through its parallel_env; state access (any utterance observed as mpe2
+observes it, goal indices clamped, one env's state touching no other's) and fastvec's own resets."""
 
 import importlib
 

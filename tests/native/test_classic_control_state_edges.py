@@ -1,6 +1,7 @@
 """Classic-control states set by hand against Gymnasium's envs (the oracle): the observation an env holds
 right after its state is set is Gymnasium's observation of that state, and Acrobot's angles wrap exactly as
-Gymnasium's wrap() at the boundary itself (-pi stays -pi, pi becomes -pi)."""
+Gymnasium's wrap() at the boundary itself (-pi stays -pi, pi becomes -pi). Also: each header compiled bare
+plays as the registry's defaults."""
 
 import gymnasium as gym
 import numpy as np
