@@ -375,6 +375,7 @@ def fastvec_seed(seed: int, device: str, target: float = TARGET, max_seconds: fl
     return {"seed": seed, "startup_s": round(summary["startup"], 3), "train_s": round(train_s, 4),
             "steps": summary["trained_steps"], "sps": round(summary["sps"]),
             "process_s": round(time.perf_counter() - t0, 3),
+            "capped": max_seconds is not None and train_s >= max_seconds,
             "final_interval_score": intervals[-1][2] if intervals else None, "groups": groups,
             **bounded_time(interval_crossing(intervals, target), train_s),
             "last_100_episodes": {k: window[k] for k in ("reached", "time_s", "lower_bound")}}

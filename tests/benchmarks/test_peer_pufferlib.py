@@ -231,3 +231,21 @@ def test_figure_renders_from_the_json_the_script_writes(puffer, load_benchmark, 
     text = figures.pufferlib_breakout(tmp_path)
     assert "1.21 / 1.21 s" in text and "0.90 / 0.90 s" in text and "1.3x" in text  # 1.213 / 0.9
     assert "| 40 x 2 | 14,764 | 14.8K | sync | 63.40M | 21.00M | 3.0x |" in text
+
+
+def test_seeds_alternate_which_side_goes_first(puffer, monkeypatch):
+    order = []
+
+    def fake_puffer(binary, checkout, seed, overrides, timeout):
+        order.append(("puffer", seed))
+        return {"seed": seed, "command": "puffer train", "frames": puffer.parse_dashboards(SAMPLE)}
+
+    def fake_fastvec(seed, device, target, max_seconds):
+        order.append(("fastvec", seed))
+        return {"seed": seed, "time_s": 0.9, "lower_bound": False, "reached": True}
+
+    monkeypatch.setattr(puffer, "puffer_run", fake_puffer)
+    monkeypatch.setattr(puffer, "fastvec_seed", fake_fastvec)
+    row = puffer.time_to_target("puffer", "checkout", [5, 6, 7], "cuda", 60.0)
+    assert order == [("puffer", 5), ("fastvec", 5), ("fastvec", 6), ("puffer", 6), ("puffer", 7), ("fastvec", 7)]
+    assert [r["seed"] for r in row["puffer_seeds"]] == [5, 6, 7] and row["ratio"] == pytest.approx(1.213 / 0.9, 1e-3)
