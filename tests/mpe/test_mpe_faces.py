@@ -4,6 +4,7 @@ observation dicts, rewards, terminations and truncations bit for bit)."""
 
 import importlib
 
+import gymnasium
 import numpy as np
 import pettingzoo
 import pytest
@@ -68,6 +69,11 @@ def test_keywords_follow_mpe2s():
         parallel_env("simple_speaker_listener").check_action("speaker_0", 3)
     with pytest.raises(KeyError, match="simple_spread"):
         parallel_env("simple_sprad")
+    # discrete actions unless asked, as mpe2's continuous_actions=False: every face alike
+    mpe2_default = importlib.import_module("mpe2.simple_spread_v3").parallel_env().action_space("agent_0")
+    for face in (parallel_env("simple_spread_v3"), env("simple_spread_v3"), vector_env("simple_spread_v3", 2)):
+        space = face.single_action_space if hasattr(face, "single_action_space") else face.action_space("agent_0")
+        assert space == mpe2_default == gymnasium.spaces.Discrete(5), type(face).__name__
 
 
 @needs_glibc_fma

@@ -1,5 +1,6 @@
 """The MinAtar games' `score` statistic, which the trainer logs and the sweep can target: at each episode's
-end it is the episode's return (the sum of its rewards, counted from zero at the reset)."""
+end it is the episode's return (the sum of its rewards, counted from zero at the reset). And each game's header,
+compiled without -D, plays as the registry's build with its default parameters."""
 
 import numpy as np
 import pytest
@@ -28,3 +29,21 @@ def test_the_score_at_an_episodes_end_is_its_return(game):
         ends += int(done.sum())
         returns[done] = 0
     assert ends > 0 and rewarded > 0
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_a_bare_header_plays_as_the_registrys_defaults(game):
+    """Compiled without -D (as a user's own nvcc or make_vec_from_source would): the same episodes as the
+    registry's build, long enough for the difficulty ramps (2,000 steps of 16 envs)."""
+    n, rng, same_step = 16, np.random.default_rng(2), native.AUTORESET_CODES["SameStep"]
+    bare = cpu.CpuBatch(cpu.load(native.source_path(game), ()), n, same_step, None)
+    registry = cpu.CpuBatch(cpu.load(native.source_path(game), tuple(native.resolve_defines(game, {}).items())), n,
+                            same_step, None)
+    for b in (bare, registry):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+    for _ in range(2000):
+        actions = rng.integers(0, registry.env.num_actions, (n, 1))
+        bare.step(actions)
+        registry.step(actions)
+        np.testing.assert_array_equal(bare.obs, registry.obs)
+        np.testing.assert_array_equal(bare.rewards, registry.rewards)

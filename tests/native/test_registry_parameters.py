@@ -175,3 +175,17 @@ def test_step_limits_are_none_or_a_positive_c_int():
     for bad in (1.0, True, "5"):
         with pytest.raises(TypeError, match=r"limit=.* is not an integer"):
             native.check_step_limit(bad, "limit")
+
+
+def test_an_env_source_is_a_built_in_name_or_a_file_and_anything_else_is_refused(tmp_path):
+    """A built-in name (any case) is its registered file; a path to a file is that file; a directory or nothing
+    there is refused saying which."""
+    mine = tmp_path / "mine.h"
+    mine.write_text("/* an env file */\n")
+    assert native.source_path("CartPole") == native.NATIVE_DIR / native.ENVS["cartpole"].source
+    assert native.source_path(str(mine)) == native.source_path(mine) == mine.resolve()
+    mine.unlink()
+    with pytest.raises(FileNotFoundError, match=r"mine\.h.* not found: an env source is a built-in env"):
+        native.source_path(mine)
+    with pytest.raises(FileNotFoundError, match="is a directory, not an env file"):
+        native.source_path(tmp_path)

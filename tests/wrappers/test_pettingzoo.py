@@ -328,3 +328,19 @@ def test_the_pettingzoo_faces_names_reach_each_kind_of_game_by_name_or_id(name, 
     vec = fpz.vector_env(name, 2)
     assert vec.num_envs == 2 * len(agents)
     vec.close()
+
+
+def test_vector_env_takes_box_actions_per_agent_by_dict_as_by_array():
+    """A game of Box actions (MPE's continuous simple_spread, Box(0, 1, (5,))): each agent's (num_games, 5)
+    actions by name step the games as the same rows in one array; one value per game is refused."""
+    from fastvec.wrappers.mpe import vector_env as mpe_vector_env
+
+    by_dict, by_array = (mpe_vector_env("simple_spread_v3", 2, continuous_actions=True) for _ in range(2))
+    for envs in (by_dict, by_array):
+        envs.reset(seed=3)
+    actions = np.random.default_rng(0).random((2, 3, 5)).astype(np.float32)  # game, agent, value
+    obs_dict = by_dict.step({agent: actions[:, i] for i, agent in enumerate(by_dict.possible_agents)})[0]
+    obs_array = by_array.step(actions.reshape(6, 5))[0]
+    np.testing.assert_array_equal(obs_dict, obs_array)
+    with pytest.raises(ValueError, match=r"actions\['agent_0'\] must have shape \(2, 5\)"):
+        by_dict.step({agent: actions[:, 0, 0] for agent in by_dict.possible_agents})
