@@ -299,3 +299,15 @@ def test_stale_temps_are_removed_and_one_gone_meanwhile_is_no_error(tmp_path, mo
     monkeypatch.undo()
     assert sorted(p.name for p in folder.iterdir()) == ["notes.tmp", "update_000003.npz"]
     ckpt.remove_stale_temps(tmp_path / "missing")  # no folder: nothing to do
+
+
+def test_the_reward_moments_are_kept_with_norm_reward_only(tmp_path):
+    """train.norm_reward's running moments (mean, var, count) go into the checkpoint and come back from it; a run
+    without norm_reward keeps none, whatever its state holds."""
+    moments = [0.25, 4.0, 1234.0]
+    kept = ckpt.save(tmp_path / "a.npz", SPEC, "cartpole", 1, {**state(3), "reward_norm": moments},
+                     {"train": {"norm_reward": True}})
+    assert ckpt.load(kept)[1]["reward_norm"] == moments
+    none = ckpt.save(tmp_path / "b.npz", SPEC, "cartpole", 1, {**state(3), "reward_norm": moments},
+                     {"train": {"norm_reward": False}})
+    assert ckpt.load(none)[1]["reward_norm"] is None
