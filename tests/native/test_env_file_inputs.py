@@ -48,6 +48,16 @@ def test_a_parameter_the_env_file_does_not_declare_is_refused_with_its_parameter
     assert fastvec.make_vec_from_source(EXAMPLE, length=4).unwrapped.batch.render(0).shape == (16, 64, 3)
 
 
+def test_the_batch_layers_own_parameters_pass_with_any_env_file_and_only_the_unknown_ones_are_named():
+    """batch.h's switches (SIMD_STEP, NUM_STATS, ...) may be given to any env file without its declaring them; a
+    misspelt name next to one is refused naming it alone."""
+    from fastvec.native.env_file import check_env_file_defines
+
+    check_env_file_defines(EXAMPLE, {"LENGTH": 4, "SIMD_STEP": 1})
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) LENGHT for env file 'my_env.h'"):
+        check_env_file_defines(EXAMPLE, {"LENGHT": 4, "SIMD_STEP": 1})
+
+
 def test_declared_parameters_come_from_the_file_and_its_own_headers_and_the_threshold_passes(tmp_path, cache):
     (tmp_path / "sizes.h").write_text("#ifndef WIDTH\n#define WIDTH 3 /* cells */\n#endif\n")
     env = tmp_path / "env.h"
