@@ -170,6 +170,19 @@ def model_path(xml_file: str) -> str:
     return path
 
 
+def batch_settings(spec: TaskSpec, num_envs, frame_skip, xml_file, params: dict) -> tuple:
+    """(num_envs, frame_skip, the model's path, the task's keywords, their flat values) of a batch of task `spec`,
+    checked as both batches take them; a ValueError or TypeError names the bad value."""
+    n = int(num_envs)
+    if n < 1:
+        raise ValueError(f"num_envs must be a positive integer, got {num_envs}")
+    skip = spec.frame_skip if frame_skip is None else int(frame_skip)
+    if skip < 1:
+        raise ValueError(f"frame_skip must be a positive integer, got {frame_skip!r}")
+    xml_path = model_path(spec.xml_file if xml_file is None else os.fspath(xml_file))
+    return (n, skip, xml_path, *task_params(spec, xml_path, params))
+
+
 def task_params(spec: TaskSpec, xml_path: str, params: dict) -> tuple[dict, np.ndarray]:
     """The task's keywords with `params` over its defaults, and their values flat in the C file's order (a range
     as two values, Ant's main_body by name or index); a TypeError names an unknown keyword."""
@@ -234,14 +247,9 @@ class MujocoBatch:
             task = user_task_name(source)
         self.spec = spec = task_spec(task, source)
         self.lib = lib = library(source)
-        self.num_envs = num_envs = int(num_envs)
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs}")
-        self.frame_skip = spec.frame_skip if frame_skip is None else int(frame_skip)
-        if self.frame_skip < 1:
-            raise ValueError(f"frame_skip must be a positive integer, got {frame_skip!r}")
-        self.xml_path = model_path(spec.xml_file if xml_file is None else os.fspath(xml_file))
-        self.params, flat = task_params(spec, self.xml_path, params)
+        self.num_envs, self.frame_skip, self.xml_path, self.params, flat = batch_settings(
+            spec, num_envs, frame_skip, xml_file, params)
+        num_envs = self.num_envs
         err = ctypes.create_string_buffer(1200)
         self._ptr = lib.fv_mj_create(task.encode(), self.xml_path.encode(), flat.ctypes.data, len(flat),
                                      self.frame_skip, num_envs, err, len(err))

@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from fastvec.native.build_cache import build_dir, cache_dir, cached_build
-from fastvec.native.mujoco import HERE, mujoco_package, model_path, task_params, task_spec
+from fastvec.native.mujoco import HERE, batch_settings, mujoco_package, task_spec
 from fastvec.native.spaces import ActionError
 
 # -ffp-contract=off: the task terms round as the CPU path's do; C++: mj_view.h's float32 overloads
@@ -124,14 +124,9 @@ class WarpBatch:
             raise NotImplementedError(f"WarpBatch on device {device!r}: only Warp's CPU device is built so far "
                                       "(the CUDA kernels of mj_view.cu are not launched yet); use device='cpu'")
         self.spec = spec = task_spec(task)
-        self.num_envs = n = int(num_envs)
-        if n < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs}")
-        self.frame_skip = spec.frame_skip if frame_skip is None else int(frame_skip)
-        if self.frame_skip < 1:
-            raise ValueError(f"frame_skip must be a positive integer, got {frame_skip!r}")
-        self.xml_path = model_path(spec.xml_file if xml_file is None else str(xml_file))
-        self.params, self._p = task_params(spec, self.xml_path, params)
+        self.num_envs, self.frame_skip, self.xml_path, self.params, self._p = batch_settings(
+            spec, num_envs, frame_skip, xml_file, params)
+        n = self.num_envs
         self.mjm = mjm = mujoco.MjModel.from_xml_path(self.xml_path)
         reason = unsupported(task, mjm)
         if reason:
