@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
-from fairness import WINDOW_EPISODES, final_window_mean, ratio  # noqa: E402
+from fairness import WINDOW_EPISODES, final_window_mean, peer_threshold, ratio  # noqa: E402
 
 # fastvec task -> (CleanRL's env id, fastvec [env] keywords that give the v4 task's defaults, what still differs)
 TASKS = {
@@ -94,11 +93,11 @@ def cleanrl_run(cmd: list[str], workdir: Path, timeout: float) -> dict:
 
 
 def task_summary(task: str, cleanrl: list[dict], fastvec: list[dict], window: int) -> dict:
-    """CleanRL's return (the median over seeds of each seed's last-window mean) as fastvec's target, and the ratio of
-    CleanRL's median training time to fastvec's median time to that target (every seed counted; a fastvec seed that
-    never reaches it counts as its whole training time, and the ratio is then a bound)."""
+    """CleanRL's return (fairness.peer_threshold of its seeds) as fastvec's target, and the ratio of CleanRL's median
+    training time to fastvec's median time to that target (every seed counted; a fastvec seed that never reaches it
+    counts as its whole training time, and the ratio is then a bound)."""
     finals = [r["final_return"] for r in cleanrl if r.get("final_return") is not None]
-    target = statistics.median(finals) if finals else None
+    target = peer_threshold(finals)
     times = [r["train_s"] for r in cleanrl if r.get("train_s") is not None]
     row = {"task": task, "cleanrl_env": TASKS[task][0], "target_return": target, "cleanrl_returns": finals,
            "cleanrl_train_s": times, "fastvec_eval_returns": [r.get("eval_return") for r in fastvec]}
@@ -147,7 +146,11 @@ def main(argv=None) -> None:
             for seed, cmd, run in zip(args.seeds, cmds, runs):
                 run["final_return"] = final_window_mean(run.pop("groups"), args.window)
                 cleanrl.append({"seed": seed, "command": " ".join(cmd[1:]), **run})
-            target = statistics.median([r["final_return"] for r in cleanrl if r["final_return"] is not None] or [0])
+            target = peer_threshold(r["final_return"] for r in cleanrl)
+            if target is None:  # no CleanRL episode finished: nothing to time fastvec to; the other tasks go on
+                out["rows"].append({"task": task, "error": "CleanRL finished no episode", "cleanrl": cleanrl})
+                args.out.write_text(json.dumps(out, indent=1) + "\n")
+                continue
             fastvec = [fastvec_run(task, seed, args.fastvec_device, target, args.fastvec_max_seconds,
                                    args.eval_episodes, args.fastvec_timesteps, Path(tmp), {"env": keywords} if keywords else None,
                                    args.window) for seed in args.seeds]

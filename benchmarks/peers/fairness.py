@@ -79,6 +79,13 @@ def final_window_mean(groups, k: int = WINDOW_EPISODES):
     return window_means(groups, min(k, episodes))[-1]
 
 
+def peer_threshold(finals) -> float | None:
+    """A comparison whose threshold is what the peer reaches: the median over the peer's seeds of each seed's final
+    window mean (None where no seed finished one, or finished any episode)."""
+    finals = [f for f in finals if f is not None]
+    return statistics.median(finals) if finals else None
+
+
 def seed_time(groups, threshold: float, train_s: float, k: int = WINDOW_EPISODES) -> dict:
     """One seed's time to the threshold by the window rule; a seed that never crosses counts as its whole training
     time (train_s), a lower bound of the time it would need."""

@@ -39,7 +39,6 @@ import json
 import os
 import platform
 import shlex
-import statistics
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))  # fairness, purejaxrl_ppo; train_peers in fastvec's Python
-from fairness import WINDOW_EPISODES, final_window_mean, ratio, seed_time  # noqa: E402
+from fairness import WINDOW_EPISODES, final_window_mean, peer_threshold, ratio, seed_time  # noqa: E402
 
 # (family, algorithm) -> the JaxMARL script and its published config, relative to a checkout. IPPO on MPE is the
 # recurrent script: ippo_ff_mpe.py averages its metrics before its callback, so its episodes cannot be counted.
@@ -246,12 +245,6 @@ def peer_groups(run: dict, metric: str) -> list:
     return [(row[0], row[1], row[column] / row[2], row[2]) for row in run["log"] if row[2]]
 
 
-def threshold_of(finals: list) -> float | None:
-    """The row's threshold: the median over the peer's seeds of its final window mean (None: no seed finished one)."""
-    finals = [f for f in finals if f is not None]
-    return statistics.median(finals) if finals else None
-
-
 def init_seconds(log: list) -> float:
     """What a run's first update took beyond its median update: the script's set-up inside its train call (network
     and optimiser init, env reset, the call's start), which fastvec's timing leaves out as start-up."""
@@ -268,7 +261,7 @@ def peer_side(result: dict, metric: str, window: int) -> tuple[list[dict], float
         groups = peer_groups(run, metric)
         runs.append({**{k: v for k, v in run.items() if k != "log"}, "groups": groups,
                      "final": final_window_mean(groups, window), "init_s": round(init_seconds(run["log"]), 4)})
-    threshold = threshold_of([r["final"] for r in runs])
+    threshold = peer_threshold([r["final"] for r in runs])
     for run in runs:
         if threshold is not None:
             run.update(seed_time(run["groups"], threshold, run["train_s"], window))

@@ -83,3 +83,8 @@ def test_published_settings_map_onto_a_config_fastvec_loads(fairness, env, famil
     assert (train["norm_obs"], train["norm_reward"]) == (peer["NORMALIZE_ENV"],) * 2
     assert any("activation" in u for u in unmapped) == (peer["ACTIVATION"] != "relu")
     assert rollout_sizes(Config.of(config).train, config["env"]["num_envs"], 1)[-1] == peer["NUM_ENVS"] * peer["NUM_STEPS"]
+
+
+def test_peer_threshold_is_the_median_of_the_seeds_that_finished_an_episode(fairness):
+    assert fairness.peer_threshold([3.0, None, 1.0, 2.0]) == 2.0
+    assert fairness.peer_threshold(iter([None, None])) is None
