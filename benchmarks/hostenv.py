@@ -59,7 +59,7 @@ def agreement(num_envs: int, updates: int = 3) -> dict:
     """Host env (two groups) against GPU env, GEMM-path rollout, same seed: how far apart they drift."""
     from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.trainer import CudaTrainer
-    from fastvec.trainer.numpy_trainer import make_policy_spec
+    from fastvec.trainer.resolve import make_policy_spec
     trainers = []
     for env_device in ("cpu", "cuda"):
         config = load_config("cartpole", {"env": {"num_envs": num_envs},

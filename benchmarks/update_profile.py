@@ -154,7 +154,7 @@ def profiled_trainer(config: dict, rollout: str, warp_block: int = 0):
     from fastvec.trainer import run
     from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.trainer import CudaTrainer
-    from fastvec.trainer.numpy_trainer import make_policy_spec
+    from fastvec.trainer.resolve import make_policy_spec
     t0 = time.perf_counter()
     batch = run.make_batch(config)
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)

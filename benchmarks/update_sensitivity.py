@@ -17,7 +17,8 @@ import numpy as np
 
 from fastvec.trainer import run
 from fastvec.trainer.config import load_config
-from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+from fastvec.trainer.numpy_trainer import NumpyTrainer
+from fastvec.trainer.resolve import make_policy_spec
 
 
 def sensitivity(env: str, num_envs: int, relative: float = 1e-7) -> dict:

@@ -142,7 +142,7 @@ def test_team_inputs_kernel_writes_what_agent_inputs_reads_from_a_cpu_batch(team
     state; every agent's own obs for MPE) bit for bit."""
     from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
     from fastvec.trainer.resolve import make_batch
-    from fastvec.trainer.numpy_trainer import make_policy_spec
+    from fastvec.trainer.resolve import make_policy_spec
     lib, config = team_emu[case]
     batch = make_batch(config)
     try:
@@ -211,7 +211,7 @@ def test_team_rollout_step_samples_available_actions_and_steps_as_the_cpu_batch(
     episode accumulator holds the finished episodes' count, mean return and each agent's sum of returns."""
     from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
     from fastvec.trainer.resolve import env_build, make_batch
-    from fastvec.trainer.numpy_trainer import make_policy_spec
+    from fastvec.trainer.resolve import make_policy_spec
     name, critic_input = TEAM_CASES[case]
     lib, config = build_team_harness(tmp_path_factory, TEAM_ROLLOUT_HARNESS, name, critic_input)
     batch = make_batch(config)

@@ -13,7 +13,7 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, load_config, read_run_config
 from fastvec.trainer.config_text import RUN_CONFIG_END, RUN_CONFIG_HEAD
 from fastvec.trainer.cuda.plan import fused_kernels_run
-from fastvec.trainer.numpy_trainer import cuda_unsupported, make_policy_spec
+from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
 
 SMALL = ["--policy.kind=mlp", "--policy.encoder=tanh", "--policy.activation=tanh", "--policy.layers=1",
          "--policy.hidden=16", "--train.horizon=16", "--train.bptt_horizon=8", "--env.num_envs=8",

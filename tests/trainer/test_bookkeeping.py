@@ -12,7 +12,8 @@ from fastvec import native
 from fastvec.native import cpu
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
-from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+from fastvec.trainer.numpy_trainer import NumpyTrainer
+from fastvec.trainer.resolve import make_policy_spec
 from fastvec.native.batches import load_env
 
 GAMMA, LAM = 0.9, 0.8

@@ -8,7 +8,7 @@ import pytest
 
 from fastvec.trainer import cli
 from fastvec.trainer.config import ConfigError, load_config
-from fastvec.trainer.numpy_trainer import cuda_unsupported, make_policy_spec
+from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
 
 SMALL = ["--policy.kind=mlp", "--policy.critic=separate", "--policy.hidden=16", "--train.horizon=16",
          "--train.bptt_horizon=8", "--env.num_envs=8", "--train.minibatch_size=64", "--train.total_timesteps=2048",

@@ -556,7 +556,8 @@ def make_pair(config, **choices):
     from fastvec.trainer import run
     from fastvec.trainer.cuda.plan import Choices
     from fastvec.trainer.cuda.trainer import CudaTrainer
-    from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+    from fastvec.trainer.numpy_trainer import NumpyTrainer
+    from fastvec.trainer.resolve import make_policy_spec
     batch = run.make_batch(config)
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions)
     return CudaTrainer(config, batch, spec, choices=Choices(**choices)), NumpyTrainer(config, run.make_batch(config), spec), spec

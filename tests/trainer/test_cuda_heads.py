@@ -300,7 +300,8 @@ def heads_pair(config):
     """A CudaTrainer and a NumpyTrainer (on a CPU batch of the same env) for config, with the env's spaces."""
     from fastvec.trainer import run
     from fastvec.trainer.cuda.trainer import CudaTrainer
-    from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+    from fastvec.trainer.numpy_trainer import NumpyTrainer
+    from fastvec.trainer.resolve import make_policy_spec
     batch = run.make_batch(config)
     spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, batch.env.spaces)
     return CudaTrainer(config, batch, spec), NumpyTrainer(config, run.make_batch(config), spec), spec

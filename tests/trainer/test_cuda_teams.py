@@ -17,7 +17,8 @@ from fastvec.trainer import cli, reference as ref, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import load_config
 from fastvec.trainer.resolve import make_batch
-from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
+from fastvec.trainer.numpy_trainer import NumpyTrainer
+from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
 from fastvec.trainer.settings import Config
 
 # name -> (scenario, [policy] overrides): agent ids in every case (both configs'); simple_speaker_listener's

@@ -12,7 +12,7 @@ from fastvec.trainer import checkpoint, cli
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import ConfigError, load_config
 from fastvec.trainer.cuda.plan import Choices, Plan
-from fastvec.trainer.numpy_trainer import cuda_unsupported, make_policy_spec
+from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
 from fastvec.trainer.settings import Config
 
 SMALL = ["--policy.kind=mlp", "--policy.encoder=relu", "--policy.layers=1", "--policy.hidden=16",

@@ -9,7 +9,7 @@ import fastvec  # noqa: F401  (registers fastvec/CartPole)
 from fastvec.trainer import checkpoint, run
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
-from fastvec.trainer.numpy_trainer import make_policy_spec
+from fastvec.trainer.resolve import make_policy_spec
 
 
 def test_deterministic_evaluation_reports_the_episodes_a_single_env_plays(tmp_path):

@@ -11,7 +11,7 @@ from fastvec.native import cpu
 from fastvec.trainer import heads
 from fastvec.trainer.config import load_config
 from fastvec.trainer import reference as ref
-from fastvec.trainer.numpy_trainer import make_policy_spec
+from fastvec.trainer.resolve import make_policy_spec
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 

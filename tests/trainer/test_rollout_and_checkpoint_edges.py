@@ -13,7 +13,8 @@ from fastvec import native
 from fastvec.native import cpu
 from fastvec.trainer import checkpoint as ckpt
 from fastvec.trainer.config import load_config
-from fastvec.trainer.numpy_trainer import NumpyTrainer, make_policy_spec
+from fastvec.trainer.numpy_trainer import NumpyTrainer
+from fastvec.trainer.resolve import make_policy_spec
 from fastvec.trainer.reference import FlatLayout, PolicySpec, param_table
 
 COUNTING = Path(__file__).resolve().parents[1] / "envs" / "counting.h"

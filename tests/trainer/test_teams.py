@@ -14,7 +14,8 @@ from fastvec.trainer import checkpoint, cli, run
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, help_text, load_config
 from fastvec.trainer.resolve import make_batch
-from fastvec.trainer.numpy_trainer import NumpyTrainer, cuda_unsupported, make_policy_spec
+from fastvec.trainer.numpy_trainer import NumpyTrainer
+from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
 from fastvec.trainer.settings import Config
 
 SMALL = {"env": {"num_envs": 4}, "policy": {"hidden": 8},

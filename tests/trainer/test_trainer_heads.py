@@ -10,7 +10,7 @@ import pytest
 from fastvec.trainer import checkpoint, run
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
-from fastvec.trainer.numpy_trainer import cuda_unsupported
+from fastvec.trainer.resolve import cuda_unsupported
 
 ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 BOX, MULTI, BYTES = (str(ENVS_DIR / f"{name}.h") for name in ("box_point", "multi_discrete", "random_walk"))
@@ -103,7 +103,7 @@ def test_the_cuda_trainer_refuses_what_only_the_cpu_trainer_trains():
     def spec(env, **train):
         config = config_for(env, 2, **train)
         trainer_batch = run.make_batch(config, 2)
-        from fastvec.trainer.numpy_trainer import make_policy_spec
+        from fastvec.trainer.resolve import make_policy_spec
         return make_policy_spec(config, trainer_batch.env.obs_size, trainer_batch.env.num_actions,
                                 trainer_batch.env.spaces), config
 
