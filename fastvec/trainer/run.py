@@ -17,7 +17,7 @@ from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.config import ConfigError
 from fastvec.trainer.loop import train_loop
 from fastvec.trainer.protocol import Trainer
-from fastvec.trainer.resolve import EnvSource, Resolved, make_batch, on_device  # noqa: F401 (on_device: tests)
+from fastvec.trainer.resolve import EnvSource, Resolved, make_batch
 # default_run_dir, file_op and repair_metrics stay reachable as run.NAME (sweep.py, tests, benchmarks use them)
 from fastvec.trainer.run_dir import (TrainingDiverged, claim, default_run_dir, file_op,  # noqa: F401
                                      repair_metrics, warn_if_source_changed)

@@ -10,12 +10,11 @@ import json
 import numpy as np
 import pytest
 
-from fastvec.trainer import checkpoint, cli, run
+from fastvec.trainer import checkpoint, cli
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, help_text, load_config
-from fastvec.trainer.resolve import make_batch
 from fastvec.trainer.numpy_trainer import NumpyTrainer
-from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
+from fastvec.trainer.resolve import cuda_unsupported, make_batch, make_policy_spec, on_device
 from fastvec.trainer.settings import Config
 
 SMALL = {"env": {"num_envs": 4}, "policy": {"hidden": 8},
@@ -223,7 +222,7 @@ def test_on_a_gpu_machine_a_team_env_trains_on_the_cuda_trainer_with_its_games_w
     the host; agent ids and world states of a multi-agent env that is not a team game are the host path's."""
     for name in ("simple_spread", "smax:3m"):
         for env_device in ("cuda", "cpu"):
-            config = run.on_device(small(name, policy={"critic_input": "world_state"},
+            config = on_device(small(name, policy={"critic_input": "world_state"},
                                          train={"env_device": env_device}), "cuda")
             assert (config.train.device, config.train.env_device) == ("cuda", env_device)
             batch = make_batch(config, 2)
