@@ -1,13 +1,15 @@
 """The one loader of env sources: a registered env's name or a user's env file, its parameters and a device in,
-the env's build (`load_env`) or a backend batch of it (`load_batch`, a backend.Backend) out. The Gymnasium and
-PettingZoo faces and the trainers' env batches all load through it."""
+the env's build (`load_env`) or a backend batch of it (`load_batch`, a backend.Backend) out; a team env's source
+(`team_source`). The Gymnasium and PettingZoo faces and the trainers' env batches all load through it."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
 import numpy as np
 
-from fastvec.native import AUTORESET_CODES, ENVS, cpu, resolve_defines, source_path
+from fastvec.native import AUTORESET_CODES, ENVS, NATIVE_DIR, cpu, mpe, resolve_defines, smax, source_path
 
 
 def registered(env: str | os.PathLike) -> str | None:
@@ -56,3 +58,30 @@ def load_batch(env: str | os.PathLike, num_envs: int, params: dict | None = None
 
     return cuda.CudaBatch(build, num_envs, code, max_episode_steps or None, numpy=host_arrays, validate=validate)
 
+
+
+def team_source(name: str, params: dict) -> tuple[Path, dict, list[str]]:
+    """(the env file, its -D defines, the agents' names) of team env `name`, an MPE scenario by mpe2's name
+    ("simple_spread") or a SMAX scenario as "smax:3m", with [env] parameters `params` (mpe2's keywords; SMAX's enemy
+    and attack_mode); a ValueError or TypeError names a parameter it does not take or a value out of range."""
+    params = dict(params)
+    if "max_cycles" in params:
+        raise ValueError(f"env.max_cycles={params['max_cycles']!r}: fastvec-train takes mpe2's max_cycles as "
+                         f"--env.max_episode_steps={params['max_cycles']}")
+    if name.startswith(smax.PREFIX):
+        scenario = name[len(smax.PREFIX):]
+        if scenario not in smax.SCENARIOS:
+            raise ValueError(f"unknown SMAX scenario {scenario!r}; fastvec's are "
+                             f"{', '.join(smax.PREFIX + s for s in smax.SCENARIOS)}")
+        enemy = params.pop("enemy", "agents")
+        attack_mode = params.pop("attack_mode", "closest")
+        if params:
+            raise TypeError(f"{name} takes the [env] keywords enemy (\"heuristic\" or \"agents\") and attack_mode "
+                            f"(\"closest\" or \"random\", the heuristic's), not {sorted(params)}")
+        defines = smax.scenario_defines(scenario, enemy, attack_mode)
+        return NATIVE_DIR / "smax.h", defines, smax.SCENARIOS[scenario].agent_names(enemy)
+    continuous = params.pop("continuous_actions", False)
+    if not isinstance(continuous, bool):
+        raise TypeError(f"env.continuous_actions={continuous!r} must be true or false")
+    defines, values = mpe.scenario_defines(name, continuous, params)
+    return NATIVE_DIR / mpe.SCENARIOS[name].source, defines, mpe.SCENARIOS[name].names(values)

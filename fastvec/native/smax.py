@@ -9,6 +9,7 @@ import dataclasses
 ENEMIES = {"agents": 0, "heuristic": 1}
 # How the heuristic picks a new target in attack range (smax.h's ATTACK_MODE; HeuristicEnemySMAX's attack_mode).
 ATTACK_MODES = {"closest": 0, "random": 1}
+PREFIX = "smax:"  # a SMAX scenario as a team env's name (fastvec-train smax:3m), as gym:ID names a Gymnasium id
 TIME_LIMIT = 101  # jaxmarl's max_steps=100, checked before its step count increments: a truncation at 101 steps
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from fastvec.native import ENVS, resolve_defines, source_path
-from fastvec.native.batches import load_batch
-from fastvec.trainer import reference as ref, teams
+from fastvec.native.batches import load_batch, team_source
+from fastvec.trainer import reference as ref
 from fastvec.trainer.agent_inputs import world_state_size
 from fastvec.trainer.config import ConfigError, check_with_env, source_defines
 from fastvec.trainer.cuda.plan import fused_kernels_run  # pure Python: what the GPU's fused kernels implement
@@ -22,7 +22,7 @@ class EnvSource:
     """Config's env resolved once: its `kind` (Config.env_kind), what a batch of it loads (`source`, a built-in env's
     name or an env file, and `params`, its [env] parameters or -D defines; a Gymnasium id's `gym_id` and make
     arguments, or the fastvec MuJoCo task it registers, `mujoco`), its `step_limit` (Config.step_limit) and the
-    threads a CPU batch steps it with (train.env_threads). A team env's defines are its scenario's (teams.build)."""
+    threads a CPU batch steps it with (train.env_threads). A team env's defines are its scenario's (native.batches.team_source)."""
 
     def __init__(self, config: Config):
         env = config.env
@@ -31,7 +31,7 @@ class EnvSource:
         self.threads, self.gym_id, self.vectorization = config.train.env_threads, env.gym_id, env.gym_vectorization
         self.params, self.source, self.mujoco = dict(env.params), None, None
         if self.kind == "team":
-            self.source, self.params, _ = teams.build(env.name, env.params)
+            self.source, self.params, _ = team_source(env.name, env.params)
         elif self.kind == "builtin":
             self.source = env.name  # load_batch checks its parameters against the registry
         elif self.kind == "source":

@@ -1,16 +1,15 @@
 """Teams of agents as fastvec-train envs: the MPE scenarios (fastvec-train simple_spread; mpe2's keywords as [env]
 keys, e.g. --env.N=5) and the SMAX battles (fastvec-train smax:3m; --env.enemy=heuristic or agents): their names,
-parameters, step limits and builds (env file and defines), and each agent's team (the episode returns are logged per
-team)."""
+parameters and step limits, and each agent's team (the episode returns are logged per team); their builds (env file
+and defines) are native.batches.team_source's."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from fastvec.native import NATIVE_DIR, mpe, smax
+from fastvec.native import mpe, smax
+from fastvec.native.batches import team_source
+from fastvec.native.smax import PREFIX as SMAX_PREFIX
 from fastvec.trainer.env_defaults import Declared
 
-SMAX_PREFIX = "smax:"  # ENV as a SMAX scenario: fastvec-train smax:3m, as gym:ID names a Gymnasium id
 # mpe2's cooperative scenarios: one team, every agent rewarded alike or for a shared goal.
 COOPERATIVE = ("simple_spread", "simple_reference", "simple_speaker_listener")
 
@@ -44,35 +43,9 @@ def is_smax(name: str) -> bool:
     return name.startswith(SMAX_PREFIX)
 
 
-def build(name: str, params: dict) -> tuple[Path, dict, list[str]]:
-    """(the env file, its -D defines, the agents' names) of team env `name` with [env] parameters `params`; a
-    ValueError or TypeError names a parameter it does not take or a value out of range."""
-    params = dict(params)
-    if "max_cycles" in params:
-        raise ValueError(f"env.max_cycles={params['max_cycles']!r}: fastvec-train takes mpe2's max_cycles as "
-                         f"--env.max_episode_steps={params['max_cycles']}")
-    if is_smax(name):
-        scenario = name[len(SMAX_PREFIX):]
-        if scenario not in smax.SCENARIOS:
-            raise ValueError(f"unknown SMAX scenario {scenario!r}; fastvec's are "
-                             f"{', '.join(SMAX_PREFIX + s for s in smax.SCENARIOS)}")
-        enemy = params.pop("enemy", "agents")
-        attack_mode = params.pop("attack_mode", "closest")
-        if params:
-            raise TypeError(f"{name} takes the [env] keywords enemy (\"heuristic\" or \"agents\") and attack_mode "
-                            f"(\"closest\" or \"random\", the heuristic's), not {sorted(params)}")
-        defines = smax.scenario_defines(scenario, enemy, attack_mode)
-        return NATIVE_DIR / "smax.h", defines, smax.SCENARIOS[scenario].agent_names(enemy)
-    continuous = params.pop("continuous_actions", False)
-    if not isinstance(continuous, bool):
-        raise TypeError(f"env.continuous_actions={continuous!r} must be true or false")
-    defines, values = mpe.scenario_defines(name, continuous, params)
-    return NATIVE_DIR / mpe.SCENARIOS[name].source, defines, mpe.SCENARIOS[name].names(values)
-
-
 def check_params(name: str, params: dict) -> None:
     """A ValueError or TypeError naming what team env `name` does not take of [env] parameters `params`."""
-    build(name, params)
+    team_source(name, params)
 
 
 def step_limit(name: str) -> int:
@@ -83,7 +56,7 @@ def step_limit(name: str) -> int:
 def agent_teams(name: str, params: dict) -> list[str]:
     """Each agent's team, in agent order: "allies" and "enemies" (SMAX); one team for mpe2's cooperative scenarios;
     else "adversaries" (the adversaries and simple_crypto's eavesdropper eve) and "agents"."""
-    _, _, agents = build(name, params)
+    _, _, agents = team_source(name, params)
     if is_smax(name):
         return ["allies" if agent.startswith("ally") else "enemies" for agent in agents]
     if name in COOPERATIVE:

@@ -189,14 +189,14 @@ TEAM_ROLLOUT_HARNESS = Path(__file__).resolve().parent / "team_rollout_on_cpu.cp
 
 
 def build_team_harness(tmp_path_factory, harness: Path, name: str, critic_input: str):
-    """harness built with game `name` (teams.build's env file and defines, as the trainer's module and the CPU
-    batch are): (the library, the game's config)."""
+    """harness built with game `name` (native.batches.team_source's env file and defines, as the trainer's module
+    and the CPU batch are): (the library, the game's config)."""
     from fastvec import native
-    from fastvec.trainer import teams
+    from fastvec.native.batches import team_source
     from fastvec.trainer.config import load_config
     from fastvec.trainer.settings import Config
     config = Config.of(load_config(name, {"env": {"num_envs": 8}, "policy": {"critic_input": critic_input}}))
-    source, defines, _ = teams.build(config.env.name, dict(config.env.params))
+    source, defines, _ = team_source(config.env.name, dict(config.env.params))
     flags = [f"-I{native.NATIVE_DIR}", f"-I{Path(source).parent}", f'-DENV="{source}"',
              *[f"-D{k}={v}" for k, v in defines.items()]]
     return build_harness(tmp_path_factory, harness, flags), config
