@@ -532,7 +532,8 @@ class CpuBatch:
 
     def step(self, actions: np.ndarray) -> int:
         """Step every env with actions (N, A, D) (or any shape of N * A * D values; int64 for the discrete
-        kinds, float32 for Box, others are cast) and autoreset per the mode. Returns how many envs ended;
+        kinds, float32 for Box, others are cast; any other number of values is a ValueError) and autoreset per
+        the mode. Returns how many envs ended;
         raises ActionError (nothing stepped) if an action is out of range (discrete) or not finite (Box)."""
         return self._step(actions, None, None)
 
@@ -546,6 +547,9 @@ class CpuBatch:
 
     def _step(self, actions: np.ndarray, out: int | None, out_obs: int | None) -> int:
         given = actions
+        if actions.size != self.actions.size:  # the C side reads exactly N * A * D values from the address
+            raise ValueError(f"actions must hold {self.actions.size} values (shape {self.actions.shape}: envs, "
+                             f"agents, action dims), got shape {actions.shape}")
         if actions.dtype != self.env.action_dtype or not actions.flags.c_contiguous:
             np.copyto(self.actions, actions.reshape(self.actions.shape), casting="unsafe")
             actions = self.actions

@@ -1,5 +1,6 @@
 """CpuBatch used directly (as the trainers do): bad seeds refused before anything changes, out-of-range
-actions reported as given, step limits that would wrap batch.h's C int refused."""
+actions reported as given, actions of the wrong size refused, step limits that would wrap batch.h's C int
+refused."""
 
 import numpy as np
 import pytest
@@ -25,6 +26,21 @@ def test_out_of_range_actions_are_reported_as_given():
         batch.step(np.full((4, 1), 2**63 + 5, dtype=np.uint64))
     with pytest.raises(cpu.ActionError, match="action 7 out of range for Discrete.2. at env 2"):
         batch.step(np.array([[0], [1], [7], [0]], dtype=np.int32))
+
+
+@pytest.mark.parametrize("env,count", [("cartpole", 1), ("cartpole", 3), ("pong", 3), ("pong", 5)])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_actions_of_the_wrong_size_are_refused_before_anything_is_stepped(env, count, dtype):
+    """Two envs take 2 actions (cartpole) or 4 (pong's two paddles each): one more or fewer, in the batch's own
+    dtype or one it casts, is a ValueError naming the size wanted, and every env is left as it was."""
+    batch = load_batch(env, 2)
+    batch.reset(np.arange(2, dtype=np.uint64), None)
+    before = batch.obs.copy()
+    with pytest.raises(ValueError, match=rf"actions must hold {batch.actions.size} values .*got shape \({count},\)"):
+        batch.step(np.zeros(count, dtype))
+    np.testing.assert_array_equal(batch.obs, before)
+    batch.step(np.zeros(batch.actions.size, dtype))
+    assert not np.array_equal(batch.obs, before)  # the right size steps
 
 
 @pytest.mark.parametrize("limit", [2**31, 2**32 + 3, -1])

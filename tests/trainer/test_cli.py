@@ -234,6 +234,21 @@ def test_eval_plays_in_the_env_settings_the_checkpoint_was_trained_with(tmp_path
     assert "opponent_score" in out and "left_score" not in out
 
 
+def test_eval_takes_the_checkpoints_env_parameters_and_the_command_lines_over_them(tmp_path, capsys):
+    """A CartPole checkpoint trained with sutton_barto_reward=1 is evaluated with that reward (0 a step, -1 at
+    the end: every episode -1), unless the command line sets the parameter itself (1 a step)."""
+    config = tiny_config(env={"sutton_barto_reward": 1}, train={"total_timesteps": 8 * 16})
+    run.train(config, tmp_path / "run", dashboard=False)
+    assert cli.main(["cartpole", f"--eval={tmp_path / 'run'}", "--eval.episodes=4"]) == 0
+    assert "cartpole: mean return -1 (std 0) over 4 episodes" in capsys.readouterr().out
+    assert cli.main(["cartpole", f"--eval={tmp_path / 'run'}", "--eval.episodes=4", "--env.sutton_barto_reward=0"]) == 0
+    out = capsys.readouterr().out
+    assert "mean return -1 " not in out and "mean length" in out
+    returns = float(out.split("mean return ")[1].split()[0])
+    length = float(out.split("mean length ")[1].split()[0].rstrip(","))
+    assert returns == length >= 8  # one reward a step: the return is the length
+
+
 def test_auto_device_says_how_to_use_a_gpu_without_pycuda(monkeypatch, capsys):
     from fastvec.trainer import run
 
