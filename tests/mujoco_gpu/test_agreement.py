@@ -63,12 +63,6 @@ def test_tasks_on_the_pgs_solver_are_refused_in_one_line(task):
     assert "\n" not in str(e.value)
 
 
-def test_a_gpu_device_is_refused_until_its_kernels_are_launched():
-    with pytest.raises(NotImplementedError, match="only Warp's CPU device is built so far") as e:
-        WarpBatch("Hopper", 2, device="cuda")
-    assert "\n" not in str(e.value)
-
-
 def test_reset_noise_and_reset_info_are_the_cpu_batchs_for_the_same_seeds():
     # the same C draws from the same streams: only the float32 rounding of the state differs
     for task in ["Hopper", "Reacher"]:

@@ -23,12 +23,21 @@ typedef struct {
     const double* p, *init_qpos, *init_qvel;  /* the task's parameters; qpos0 and zero velocities */
     double dt;
     int obs_size, info_size, action_f32, num_worlds;
-    const double* actions;                    /* (N, nu) as given (float32 values when action_f32) */
+    double* actions;                          /* (N, nu) as given (float32 values when action_f32) */
     double* keep;                             /* (N, FV_MJ_KEEP): what `before` kept for `after` */
     double* obs, *rewards, *info;             /* (N, obs_size), (N,), (N, info_size) */
     unsigned char* terminated, *unstable;     /* (N,) */
     const unsigned char* mask;                /* (N,): the worlds to reset and observe */
     fv_mj_rng* rng;                           /* (N,): each world's reset noise stream */
+    /* The step's bookkeeping (fv_mjv_take, fv_mjv_book), so that a whole step runs without the host */
+    const void* given;                        /* (N, nu) the caller's actions: float32 if given_f32, else float64 */
+    unsigned char* reset_now;                 /* the same buffer as mask: fv_mjv_book writes it */
+    unsigned char* needs_reset, *resetting;   /* (N,): ended last step (NEXT_STEP); reset instead of stepped now */
+    unsigned char* out_terminated, *out_truncated, *out_was_reset, *out_unstable;  /* (N,) the step's flags */
+    long long* elapsed;                       /* (N,): steps of the running episode */
+    double* final_obs, *final_info;           /* (N, obs_size), (N, info_size) under SAME_STEP, else NULL */
+    unsigned long long* error;                /* the lowest (world * nu + dimension) of a non-finite action */
+    int given_f32, same_step, max_episode_steps, pad_;
 } fv_mjv_job;
 
 FV_MJ_INLINE fv_mj_ctx fv_mjv_context(const fv_mjv_job* j, mjData* d, long i) {
@@ -90,7 +99,8 @@ FV_MJV_EXPORT void fv_mjv_reset(fv_mjv_job j) {
     }
 }
 
-/* The observation and reset info of the worlds in mask (after forward), the other info values 0. */
+/* The observation and reset info of the worlds in mask (after forward), the other info values 0; their episodes
+ * start: no steps taken, nothing left to reset. */
 FV_MJV_EXPORT void fv_mjv_observe(fv_mjv_job j) {
     FV_MJV_WORLDS(i, j.num_worlds) {
         if (j.mask[i]) {
@@ -99,7 +109,58 @@ FV_MJV_EXPORT void fv_mjv_observe(fv_mjv_job j) {
             for (int k = 0; k < j.info_size; k++) c.info[k] = 0.0;
             observe(&c);
             reset_values(&c);
+            j.elapsed[i] = 0;
+            j.needs_reset[i] = 0;
         }
+    }
+}
+
+/* Before the physics: a world whose episode ended last step (NEXT_STEP) is reset this step instead of stepped, and
+ * its action is 0; every other world's action is the caller's, as float64 (a float32 one keeps its value). A
+ * non-finite action is taken as 0 and its index, the lowest, kept in *error for the host to report. */
+FV_MJV_EXPORT void fv_mjv_take(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        unsigned char skip = j.needs_reset[i];
+        j.resetting[i] = skip;
+        for (int k = 0; k < j.m.nu; k++) {
+            long at = i * j.m.nu + k;
+            double v = j.given_f32 ? (double)((const float*)j.given)[at] : ((const double*)j.given)[at];
+            if (!isfinite(v)) {
+                if (!skip) {
+#ifdef __CUDACC__
+                    atomicMin(j.error, (unsigned long long)at);
+#else
+                    if ((unsigned long long)at < *j.error) *j.error = (unsigned long long)at;
+#endif
+                }
+                v = 0.0;
+            }
+            j.actions[at] = skip ? 0.0 : v;
+        }
+    }
+}
+
+/* After fv_mjv_after: the step's flags (a world reset this step neither terminates nor truncates, and earns 0),
+ * the ended episodes' last obs and info under SAME_STEP, and reset_now, the worlds to reset now: those that were
+ * reset instead of stepped, and under SAME_STEP those whose episode just ended. */
+FV_MJV_EXPORT void fv_mjv_book(fv_mjv_job j) {
+    FV_MJV_WORLDS(i, j.num_worlds) {
+        unsigned char skip = j.resetting[i];
+        long long steps = ++j.elapsed[i];
+        unsigned char term = j.terminated[i] && !skip;
+        unsigned char trunc = j.max_episode_steps > 0 && steps >= j.max_episode_steps && !skip;
+        unsigned char ended = term || trunc;
+        j.out_terminated[i] = term, j.out_truncated[i] = trunc;
+        j.out_unstable[i] = j.unstable[i] && !skip;
+        if (skip) j.rewards[i] = 0.0;
+        if (j.same_step && ended) {
+            for (int k = 0; k < j.obs_size; k++) j.final_obs[i * j.obs_size + k] = j.obs[i * j.obs_size + k];
+            for (int k = 0; k < j.info_size; k++) j.final_info[i * j.info_size + k] = j.info[i * j.info_size + k];
+        }
+        unsigned char now = skip || (j.same_step && ended);
+        j.reset_now[i] = now;
+        j.out_was_reset[i] = now;
+        j.needs_reset[i] = ended && !j.same_step;
     }
 }
 

@@ -1,16 +1,20 @@
-"""Gymnasium's v5 MuJoCo tasks over MuJoCo Warp: `WarpBatch` steps N worlds with MJWarp and runs each task's
-own C file (mj_view.cu over MJWarp's arrays) for observations, rewards, terminations, info and reset noise."""
+"""Gymnasium's v5 MuJoCo tasks over MuJoCo Warp: `WarpBatch` steps N worlds with MJWarp, on Warp's CPU device or a
+GPU, and runs each task's own C file (mj_view.cu over MJWarp's arrays) for observations, rewards, terminations, info,
+reset noise and the step's bookkeeping, so that on a GPU a whole step stays on the device (warp_cuda.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
 from fastvec.native.build_cache import build_dir, cache_dir, cached_build
 from fastvec.native.mujoco import HERE, batch_settings, mujoco_package, task_spec
+from fastvec.native.mujoco.warp_cuda import KERNELS, CapturedStep, CudaKernels, parse_device
 from fastvec.native.spaces import ActionError
 
 # -ffp-contract=off: the task terms round as the CPU path's do; C++: mj_view.h's float32 overloads
@@ -37,7 +41,10 @@ class ViewJob(ctypes.Structure):
     _fields_ = [("m", ViewModel), *((name, _p) for name in VIEW_FIELDS), ("p", _p), ("init_qpos", _p),
                 ("init_qvel", _p), ("dt", _d), ("obs_size", _i), ("info_size", _i), ("action_f32", _i),
                 ("num_worlds", _i), ("actions", _p), ("keep", _p), ("obs", _p), ("rewards", _p), ("info", _p),
-                ("terminated", _p), ("unstable", _p), ("mask", _p), ("rng", _p)]
+                ("terminated", _p), ("unstable", _p), ("mask", _p), ("rng", _p), ("given", _p), ("reset_now", _p),
+                ("needs_reset", _p), ("resetting", _p), ("out_terminated", _p), ("out_truncated", _p),
+                ("out_was_reset", _p), ("out_unstable", _p), ("elapsed", _p), ("final_obs", _p), ("final_info", _p),
+                ("error", _p), ("given_f32", _i), ("same_step", _i), ("max_episode_steps", _i), ("pad_", _i)]
 
 
 def warp_packages():
@@ -76,7 +83,7 @@ def view_library(task_file: str) -> ctypes.CDLL:
 
     cached_build(artefact, key, inputs, build)
     lib = ctypes.CDLL(str(artefact))
-    for name in ("fv_mjv_keep", "fv_mjv_act", "fv_mjv_after", "fv_mjv_reset", "fv_mjv_observe"):
+    for name in KERNELS:
         getattr(lib, name).argtypes = [ViewJob]
         getattr(lib, name).restype = None
     lib.fv_mjv_obs_size.argtypes = [ctypes.POINTER(ViewModel), _p]
@@ -108,21 +115,33 @@ def splitmix64(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, z ^ (z >> np.uint64(31))
 
 
-class WarpBatch:
-    """num_envs worlds of one task stepped by MuJoCo Warp on Warp's `device` (only "cpu" is built here), with
-    MujocoBatch's buffers and semantics: obs (N, O) float64, rewards (N,) float64, terminated / truncated /
-    was_reset / unstable (N,) bool, info (N, I) float64; NEXT_STEP autoreset, or SAME_STEP with final_obs and
-    final_info. Physics in float32 by MJWarp's solver: close to libmujoco's, not equal (docs/mujoco-gpu.md)."""
+NO_ERROR = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+# The outputs a step writes, which a GPU batch with host arrays copies back after each step
+OUTPUTS = ("obs", "rewards", "terminated", "truncated", "was_reset", "unstable", "info", "needs_reset", "error")
 
-    host_arrays = True
+
+class WarpBatch:
+    """num_envs worlds of one task stepped by MuJoCo Warp on `device` ("cpu", Warp's CPU device, or "cuda" /
+    "cuda:N"), with MujocoBatch's buffers and semantics: obs (N, O) float64, rewards (N,) float64, terminated /
+    truncated / was_reset / unstable (N,) bool, info (N, I) float64; NEXT_STEP autoreset, or SAME_STEP with final_obs
+    and final_info. Physics in float32 by MJWarp's solver: close to libmujoco's, not equal (docs/mujoco-gpu.md).
+
+    On a GPU every step is enqueued on one stream (the task's kernels by PyCUDA, MJWarp's by Warp: warp_cuda.py) and
+    nothing waits for it. host_arrays=True: those names are NumPy arrays, copied back and waited for after each step,
+    and a non-finite NumPy action raises ActionError with nothing stepped. host_arrays=False: they are fastvec
+    DeviceArrays (`__cuda_array_interface__`, DLPack) that each step overwrites in place, step() takes actions from
+    a CUDA array (float32 or float64, (N, nu), C order) in place or from NumPy, and a non-finite action is taken as 0
+    and reported by the next synchronize() or reset(). `dev` holds the device arrays in both modes, and
+    `dev.actions`, (N, nu) float32, is where a captured step (capture_step) reads its actions."""
 
     def __init__(self, task: str, num_envs: int, max_episode_steps: int | None = None, xml_file: str | None = None,
-                 frame_skip: int | None = None, same_step: bool = False, device: str = "cpu", **params):
-        mjw, wp = warp_packages()
+                 frame_skip: int | None = None, same_step: bool = False, device: str = "cpu", host_arrays: bool = True,
+                 **params):
         mujoco = mujoco_package()
-        if device != "cpu":
-            raise NotImplementedError(f"WarpBatch on device {device!r}: only Warp's CPU device is built so far "
-                                      "(the CUDA kernels of mj_view.cu are not launched yet); use device='cpu'")
+        self.device = wp_device = parse_device(device)
+        if wp_device == "cpu" and not host_arrays:
+            raise ValueError("host_arrays=False (device arrays) needs a GPU batch: pass device='cuda'")
+        self.host_arrays = bool(host_arrays)
         self.spec = spec = task_spec(task)
         self.num_envs, self.frame_skip, self.xml_path, self.params, self._p = batch_settings(
             spec, num_envs, frame_skip, xml_file, params)
@@ -131,17 +150,18 @@ class WarpBatch:
         reason = unsupported(task, mjm)
         if reason:
             raise ValueError(reason)
+        mjw, wp = warp_packages()
         self.lib = lib = view_library(task_file(task))
-        self._body_mass = np.ascontiguousarray(mjm.body_mass, np.float64)
-        self._names = ctypes.create_string_buffer(b"".join(
-            (mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, b) or "").encode() + b"\0" for b in range(mjm.nbody)))
+        body_mass = np.ascontiguousarray(mjm.body_mass, np.float64)
+        names = np.frombuffer(b"".join((mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, b) or "").encode() + b"\0"
+                                       for b in range(mjm.nbody)), np.uint8)
         self.nq, self.nv, self.nu, self.nbody, self.ntendon = mjm.nq, mjm.nv, mjm.nu, mjm.nbody, mjm.ntendon
-        model = ViewModel(mjm.nq, mjm.nv, mjm.nu, mjm.nbody, mjm.ntendon, mjm.nsite, _Opt(mjm.opt.timestep),
-                          self._body_mass.ctypes.data, ctypes.addressof(self._names))
-        bad = lib.fv_mjv_check(ctypes.byref(model), self._p.ctypes.data)
+        host_model = ViewModel(mjm.nq, mjm.nv, mjm.nu, mjm.nbody, mjm.ntendon, mjm.nsite, _Opt(mjm.opt.timestep),
+                               body_mass.ctypes.data, names.ctypes.data)
+        bad = lib.fv_mjv_check(ctypes.byref(host_model), self._p.ctypes.data)
         if bad:
             raise ValueError(f"{task}-v5: {self.xml_path} does not fit {task}: {bad.decode()}")
-        self.obs_size = lib.fv_mjv_obs_size(ctypes.byref(model), self._p.ctypes.data)
+        self.obs_size = lib.fv_mjv_obs_size(ctypes.byref(host_model), self._p.ctypes.data)
         self.info_layout, col = [], 0  # as MujocoBatch's
         for key, dtype, width in spec.info:
             w = self.ntendon if width == "T" else width
@@ -151,35 +171,42 @@ class WarpBatch:
         self.dt = self.timestep * self.frame_skip
         self.ctrl_low, self.ctrl_high = mjm.actuator_ctrlrange[:, 0].copy(), mjm.actuator_ctrlrange[:, 1].copy()
         self._wp, self._mjw = wp, mjw
-        self.device = device
-        with wp.ScopedDevice(device):
+        self.same_step = bool(same_step)
+        self.action_f32 = True
+        self._gpu = None if wp_device == "cpu" else CudaKernels(task_file(task), int(wp_device[5:]),
+                                                               ctypes.sizeof(ViewJob), wp)
+        o, i, u = self.obs_size, max(col, 1), self.nu
+        layout = {  # name -> (shape, dtype): every buffer on the device, read and written in place
+            "obs": ((n, o), np.float64), "rewards": ((n,), np.float64), "info": ((n, i), np.float64),
+            "terminated": ((n,), np.bool_), "truncated": ((n,), np.bool_), "was_reset": ((n,), np.bool_),
+            "unstable": ((n,), np.bool_), "actions": ((n, u), np.float32), "given64": ((n, u), np.float64),
+            "step_actions": ((n, u), np.float64), "keep": ((n, KEEP), np.float64), "mask": ((n,), np.bool_),
+            "ones": ((n,), np.uint8), "rng": ((n,), np.uint64), "elapsed": ((n,), np.int64),
+            "needs_reset": ((n,), np.uint8), "resetting": ((n,), np.uint8), "terminated_now": ((n,), np.uint8),
+            "unstable_now": ((n,), np.uint8), "error": ((1,), np.uint64), "body_mass": ((mjm.nbody,), np.float64),
+            "body_names": ((len(names),), np.uint8), "p": ((max(len(self._p), 1),), np.float64),
+            "init_qpos": ((self.nq,), np.float64), "init_qvel": ((self.nv + 1,), np.float64)}
+        if self.same_step:
+            layout.update(final_obs=((n, o), np.float64), final_info=((n, i), np.float64))
+        self._layout = layout
+        with self._scope():
             try:
                 self.model = mjw.put_model(mjm)
             except NotImplementedError as e:
                 raise ValueError(f"{task}-v5 on MuJoCo Warp: {e} (MuJoCo Warp cannot step this model); use the "
                                  "CPU batch (fastvec.native.mujoco.MujocoBatch)") from None
             self.data = mjw.make_data(mjm, nworld=n)
-            self._reset_mask = wp.zeros(n, dtype=bool)
-        self.obs = np.zeros((n, self.obs_size), np.float64)
-        self.rewards = np.zeros(n, np.float64)
-        self.terminated, self.truncated = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-        self.info = np.zeros((n, max(col, 1)), np.float64)
-        self.was_reset, self.unstable = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-        self.same_step = bool(same_step)
-        self.final_obs = np.zeros_like(self.obs) if self.same_step else None
-        self.final_info = np.zeros_like(self.info) if self.same_step else None
-        self.action_f32 = True
-        self.max_episode_steps = spec.max_episode_steps if max_episode_steps is None else int(max_episode_steps or 0)
-        self._actions = np.zeros((n, self.nu), np.float64)
-        self._keep = np.zeros((n, KEEP), np.float64)
-        self._mask = np.zeros(n, np.uint8)
-        self._rng = np.arange(n, dtype=np.uint64)  # env i's stream before any seed, as MujocoBatch's
-        self._elapsed = np.zeros(n, np.int64)
-        self._needs_reset = np.zeros(n, np.bool_)
-        self._init_qpos = np.ascontiguousarray(mjm.qpos0, np.float64)
-        self._init_qvel = np.zeros(self.nv + 1, np.float64)
-        self._unstable_now = np.zeros(n, np.uint8)
-        self._terminated_now = np.zeros(n, np.uint8)
+            self._buffers = {name: wp.zeros(shape, dtype=wp.dtype_from_numpy(np.dtype(dtype)))
+                             for name, (shape, dtype) in layout.items()}
+            wp.synchronize_device(wp_device)  # Warp's own stream made them; our stream uses them next
+        self._write("ones", np.ones(n, np.uint8))
+        self._write("rng", np.arange(n, dtype=np.uint64))  # env i's stream before any seed, as MujocoBatch's
+        self._write("error", np.array([NO_ERROR]))
+        for name, values in (("body_mass", body_mass), ("body_names", names), ("p", self._p),
+                             ("init_qpos", mjm.qpos0), ("init_qvel", np.zeros(self.nv + 1))):
+            padded = np.zeros(*layout[name])
+            padded[:len(values)] = values
+            self._write(name, padded)
         arrays = {}
         for name in VIEW_FIELDS:  # MJWarp's arrays, read and written in place by the task code
             arr = getattr(self.data, name)
@@ -187,87 +214,218 @@ class WarpBatch:
                 raise RuntimeError(f"MuJoCo Warp's Data.{name} is not contiguous: fastvec's task views need "
                                    "row-major (nworld, ...) arrays (a mujoco-warp version fastvec was not built for?)")
             arrays[name] = arr.ptr
-        self._job = ViewJob(model, *(arrays[name] for name in VIEW_FIELDS), self._p.ctypes.data,
-                            self._init_qpos.ctypes.data, self._init_qvel.ctypes.data, self.dt, self.obs_size, col,
-                            1, n, self._actions.ctypes.data, self._keep.ctypes.data, self.obs.ctypes.data,
-                            self.rewards.ctypes.data, self.info.ctypes.data, self._terminated_now.ctypes.data,
-                            self._unstable_now.ctypes.data, self._mask.ctypes.data, self._rng.ctypes.data)
-        self._model_struct = model  # the job holds a copy; names and masses stay alive through self
+        b = {name: arr.ptr for name, arr in self._buffers.items()}
+        model = ViewModel(mjm.nq, mjm.nv, mjm.nu, mjm.nbody, mjm.ntendon, mjm.nsite, _Opt(mjm.opt.timestep),
+                          b["body_mass"], b["body_names"])
+        self._job = ViewJob(model, *(arrays[name] for name in VIEW_FIELDS), b["p"], b["init_qpos"], b["init_qvel"],
+                            self.dt, o, col, 1, n, b["step_actions"], b["keep"], b["obs"], b["rewards"], b["info"],
+                            b["terminated_now"], b["unstable_now"], b["mask"], b["rng"], b["actions"], b["mask"],
+                            b["needs_reset"], b["resetting"], b["terminated"], b["truncated"], b["was_reset"],
+                            b["unstable"], b["elapsed"], b.get("final_obs", 0), b.get("final_info", 0), b["error"],
+                            1, int(self.same_step), 0, 0)
+        self._every = ViewJob.from_buffer_copy(self._job)  # the same job over every world (mask: ones)
+        self._every.mask = b["ones"]
+        self.max_episode_steps = spec.max_episode_steps if max_episode_steps is None else int(max_episode_steps or 0)
+        self._outputs = [*OUTPUTS, *(("final_obs", "final_info") if self.same_step else ())]
+        if self._gpu is None:  # Warp's CPU device: its arrays are host memory, the outputs are views of them
+            self._host = {name: arr.numpy() for name, arr in self._buffers.items()}
+        else:
+            from fastvec.native.mujoco.warp_cuda import device_views
 
-    def _reset_worlds(self, mask: np.ndarray, state: np.ndarray | None = None) -> None:
+            self.dev = SimpleNamespace(**device_views(self, [*self._outputs, "actions"]))
+            self._host = {name: np.zeros(*layout[name]) for name in self._outputs}
+        shown = self._host if self._gpu is None or self.host_arrays else vars(self.dev)
+        for name in ("obs", "rewards", "terminated", "truncated", "was_reset", "unstable", "info"):
+            setattr(self, name, shown[name])
+        self.final_obs = shown["final_obs"] if self.same_step else None
+        self.final_info = shown["final_info"] if self.same_step else None
+
+    @property
+    def max_episode_steps(self) -> int:
+        """The step limit (0: never truncate); a captured step keeps the limit it was captured with."""
+        return self._job.max_episode_steps
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value: int | None) -> None:
+        from fastvec.native import check_step_limit
+
+        self._job.max_episode_steps = self._every.max_episode_steps = check_step_limit(value or None) or 0
+
+    # ------------------------------------------------------------------ the device's buffers
+    def _scope(self):
+        """Warp's device, and on a GPU the batch's stream, for MJWarp's calls."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(self._wp.ScopedDevice(self.device))
+        if self._gpu is not None:
+            stack.enter_context(self._wp.ScopedStream(self._gpu.warp_stream))
+        return stack
+
+    def _write(self, name: str, values) -> None:
+        """A buffer's values from the host (on a GPU after the work enqueued so far)."""
+        shape, dtype = self._layout[name]
+        values = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype), shape))
+        if self._gpu is None:
+            self._buffers[name].numpy()[...] = values
+        else:
+            self._gpu.synchronize()
+            self._gpu.drv.memcpy_htod(self._buffers[name].ptr, values)
+
+    def _read(self, name: str) -> np.ndarray:
+        """A copy of a buffer's values (on a GPU, waits for the work enqueued so far)."""
+        if self._gpu is None:
+            return self._buffers[name].numpy().copy()
+        out = np.zeros(*self._layout[name])
+        self._gpu.synchronize()
+        self._gpu.drv.memcpy_dtoh(out, self._buffers[name].ptr)
+        return out
+
+    def _launch(self, name: str, job: ViewJob) -> None:
+        if self._gpu is None:
+            getattr(self.lib, name)(job)
+        else:
+            self._gpu.launch(name, job, self.num_envs)
+
+    def _fence(self) -> None:
+        """On Warp's CPU device, MJWarp's work done before the task code reads it (a GPU's stream orders them)."""
+        if self._gpu is None:
+            self._wp.synchronize_device("cpu")
+
+    # ------------------------------------------------------------------ one step, enqueued
+    def _enqueue_step(self, given: int, f32: bool) -> None:
+        """A whole step on the device: actions in, frame_skip physics steps, the task's after and keep, the step's
+        flags, and the resets it calls for; reads actions from device address `given` (float32 if f32)."""
+        mjw = self._mjw
+        for job in (self._job, self._every):
+            job.given, job.given_f32, job.action_f32 = given, int(f32), int(f32)
+        self._launch("fv_mjv_take", self._job)
+        self._launch("fv_mjv_act", self._job)
+        with self._scope():
+            for _ in range(self.frame_skip):
+                mjw.step(self.model, self.data)
+            mjw.rne_postconstraint(self.model, self.data)
+            self._fence()
+        self._launch("fv_mjv_after", self._job)
+        self._launch("fv_mjv_keep", self._every)  # every world's `before` for the next step, before any reset's forward
+        self._launch("fv_mjv_book", self._job)
+        self._enqueue_reset()
+
+    def _enqueue_reset(self, state: np.ndarray | None = None) -> None:
         """MJWarp's reset_data on the worlds in mask, the task's noise (or qpos, qvel from state, a row per world
         in mask), forward, then their obs, reset info and the next step's kept values."""
-        wp, mjw = self._wp, self._mjw
-        self._mask[:] = mask
-        with wp.ScopedDevice(self.device):
-            self._reset_mask.assign(mask.astype(np.bool_))
-            mjw.reset_data(self.model, self.data, reset=self._reset_mask)
-            wp.synchronize()
+        mjw = self._mjw
+        with self._scope():
+            mjw.reset_data(self.model, self.data, reset=self._buffers["mask"])
+            self._fence()
             if state is None:
-                self.lib.fv_mjv_reset(self._job)
+                self._launch("fv_mjv_reset", self._job)
             else:
+                mask = self._read("mask")
                 qpos, qvel = self.data.qpos.numpy(), self.data.qvel.numpy()
                 qpos[mask], qvel[mask] = state[:, :self.nq], state[:, self.nq:]
                 self.data.qpos.assign(qpos)
                 self.data.qvel.assign(qvel)
             # forward runs on every world; the others' next `before` values were kept before it (fv_mjv_keep)
             mjw.forward(self.model, self.data)
-            wp.synchronize()
-        self.lib.fv_mjv_observe(self._job)
-        self.lib.fv_mjv_keep(self._job)
-        self._elapsed[mask] = 0
-        self._needs_reset[mask] = False
+            self._fence()
+        self._launch("fv_mjv_observe", self._job)
+        self._launch("fv_mjv_keep", self._job)
 
+    def _refresh(self) -> None:
+        """A GPU batch with host arrays: the step's outputs copied back (waits for the GPU)."""
+        if self._gpu is not None and self.host_arrays:
+            from fastvec.native.mujoco.warp_cuda import host_copy
+
+            host_copy(self, self._outputs)
+
+    # ------------------------------------------------------------------ the interface
     def reset(self, seeds: np.ndarray | None = None, mask: np.ndarray | None = None) -> None:
         """Reset the envs in mask (all if None), reseeding env i with seeds[i] if seeds is given."""
+        self.synchronize()
         chosen = np.ones(self.num_envs, np.bool_) if mask is None else np.asarray(mask, np.bool_).reshape(-1)
         if seeds is not None:  # mj_batch.c's seeding: the seed hashed once, so seed + 1 is not seed shifted
             mixed = np.asarray(seeds, np.uint64).reshape(-1) ^ np.uint64(0x2545F4914F6CDD1D)
-            self._rng[chosen] = splitmix64(mixed)[1][chosen]
-        self._reset_worlds(chosen)
-        self.was_reset[:] = chosen
+            rng = self._read("rng")
+            rng[chosen] = splitmix64(mixed)[1][chosen]
+            self._write("rng", rng)
+        self._write("mask", chosen)
+        self._enqueue_reset()
+        self._write("was_reset", chosen)
+        self._refresh()
 
-    def step(self, actions) -> int:
-        """Step every env with actions (N, nu), as MujocoBatch.step; returns how many episodes ended."""
-        wp, mjw = self._wp, self._mjw
+    def _given(self, actions) -> tuple[int, bool]:
+        """(device address, float32?) of the step's actions: a CUDA array's own memory, or a copy of host ones,
+        checked here (nothing is stepped for a non-finite action of a world that steps)."""
+        n, u = self.num_envs, self.nu
+        if self._gpu is not None and not self.host_arrays:
+            from fastvec.native.device_array import device_view
+
+            view = device_view(actions, self._gpu.handle, self._gpu.index)
+            if view is not None:
+                ptr, shape, strides, dtype = view
+                contiguous = strides is None or strides == tuple(np.zeros(shape, np.uint8).strides[k] * dtype.itemsize
+                                                                 for k in range(len(shape)))
+                if dtype not in (np.float32, np.float64) or int(np.prod(shape)) != n * u or not contiguous:
+                    raise ValueError(f"device actions for {n} envs of {self.spec.name} must be {n} x {u} float32 or "
+                                     f"float64 values in C order, got shape {shape}, dtype {dtype}, strides {strides}")
+                return ptr, dtype == np.float32
         given = np.asarray(actions)
-        self.action_f32 = given.dtype == np.float32
-        if given.size != self.num_envs * self.nu:
-            raise ValueError(f"actions for {self.num_envs} envs of {self.spec.name} must hold {self.num_envs} x "
-                             f"{self.nu} values, got shape {given.shape}")
-        np.copyto(self._actions, given.reshape(self._actions.shape), casting="unsafe")
-        resetting = self._needs_reset.copy()
-        self._actions[resetting] = 0.0  # those worlds are reset, not stepped: their actions are not read
-        bad = ~np.isfinite(self._actions)
+        if given.size != n * u:
+            raise ValueError(f"actions for {n} envs of {self.spec.name} must hold {n} x {u} values, got shape "
+                             f"{given.shape}")
+        f32 = given.dtype == np.float32
+        values = given.reshape(n, u).astype(np.float32 if f32 else np.float64)
+        stepping = ~(self._host["needs_reset"].astype(bool) if self._gpu is None or self.host_arrays
+                     else self._read("needs_reset").astype(bool))
+        bad = ~np.isfinite(values) & stepping[:, None]
         if bad.any():
             k = int(np.flatnonzero(bad.ravel())[0])
-            raise ActionError(f"action {given.ravel()[k]!r} (env {k // self.nu}, dimension {k % self.nu}) of "
+            raise ActionError(f"action {given.ravel()[k]!r} (env {k // u}, dimension {k % u}) of "
                               f"{self.spec.name} is not finite: actions must be finite numbers; nothing was stepped")
-        self._job.action_f32 = int(self.action_f32)
-        self.lib.fv_mjv_act(self._job)
-        with wp.ScopedDevice(self.device):
-            for _ in range(self.frame_skip):
-                mjw.step(self.model, self.data)
-            mjw.rne_postconstraint(self.model, self.data)
-            wp.synchronize()
-        self.lib.fv_mjv_after(self._job)
-        self._mask[:] = 1
-        self.lib.fv_mjv_keep(self._job)  # every world's `before` for the next step, before any reset's forward
-        self._elapsed += 1
-        self.terminated[:] = self._terminated_now.astype(bool) & ~resetting
-        self.unstable[:] = self._unstable_now.astype(bool) & ~resetting
-        self.truncated[:] = (self.max_episode_steps > 0) & (self._elapsed >= self.max_episode_steps) & ~resetting
-        ended = self.terminated | self.truncated
-        self.was_reset[:] = resetting
-        if self.same_step and ended.any():
-            self.final_obs[ended], self.final_info[ended] = self.obs[ended], self.info[ended]
-        reset_now = resetting | ended if self.same_step else resetting
-        if reset_now.any():
-            self._reset_worlds(reset_now)
-            self.rewards[resetting] = 0.0
-            self.was_reset[:] = reset_now
-        self._needs_reset[:] = ended & (not self.same_step)
-        return int(ended.sum())
+        name = "actions" if f32 else "given64"
+        self._write(name, values)
+        return self._buffers[name].ptr, f32
+
+    def step(self, actions) -> int | None:
+        """Step every env with actions (N, nu), as MujocoBatch.step; returns how many episodes ended, or None for
+        a GPU batch with device arrays (nothing waited for)."""
+        given, f32 = self._given(actions)
+        self.action_f32 = f32
+        self._enqueue_step(given, f32)
+        if self._gpu is not None and not self.host_arrays:
+            return None
+        self._refresh()
+        self._raise_error()
+        return int((self.terminated | self.truncated).sum())
+
+    def capture_step(self) -> CapturedStep:
+        """One step captured as a CUDA graph with MJWarp's kernels and the task's (a GPU batch only): its launch()
+        steps every env with the actions in `dev.actions`, (N, nu) float32, with no host work or synchronisation;
+        the outputs are in `dev`. The graph keeps the batch's max_episode_steps of the capture."""
+        if self._gpu is None:
+            raise NotImplementedError("capture_step() captures a CUDA graph: it needs a GPU batch (device='cuda'); "
+                                      "on Warp's CPU device, step() each step")
+        wp = self._wp
+        self.synchronize()
+        with self._scope(), wp.ScopedCapture(device=self.device, stream=self._gpu.warp_stream) as capture:
+            self._enqueue_step(self._buffers["actions"].ptr, True)
+        return CapturedStep(capture.graph, self._gpu.warp_stream, wp)
+
+    def synchronize(self) -> None:
+        """Wait for every step enqueued so far; ActionError if one was given a non-finite action (device arrays)."""
+        if self._gpu is not None:
+            self._gpu.synchronize()
+            if not self.host_arrays:
+                self._host["error"][:] = self._read("error")
+        self._raise_error()
+
+    def _raise_error(self) -> None:
+        error = int(self._host["error"][0])
+        if error != int(NO_ERROR):
+            self._write("error", np.array([NO_ERROR]))
+            self._host["error"][0] = NO_ERROR
+            raise ActionError(f"a non-finite action (env {error // self.nu}, dimension {error % self.nu}) of "
+                              f"{self.spec.name} was given to a step on the GPU, which took it as 0: actions must be "
+                              "finite numbers")
 
     def info_dtype(self, dtype):
         """An info value's dtype after the last step, as MujocoBatch.info_dtype."""
@@ -276,7 +434,10 @@ class WarpBatch:
     def get_state(self, indices=None) -> np.ndarray:
         """(len(indices), nq + nv) float64: qpos then qvel of envs `indices` (None: all)."""
         idx = np.arange(self.num_envs) if indices is None else np.asarray(indices, np.int64).reshape(-1)
-        return np.concatenate([self.data.qpos.numpy()[idx], self.data.qvel.numpy()[idx]], axis=1).astype(np.float64)
+        self.synchronize()
+        with self._scope():
+            qpos, qvel = self.data.qpos.numpy(), self.data.qvel.numpy()
+        return np.concatenate([qpos[idx], qvel[idx]], axis=1).astype(np.float64)
 
     def set_state(self, indices, values) -> None:
         """Set envs `indices` (None: all) to qpos, qvel (rounded to float32) as a fresh episode after its noise,
@@ -287,7 +448,12 @@ class WarpBatch:
         if mask.sum() != len(idx):
             raise ValueError(f"set_state: indices {idx.tolist()} repeat an env; give each env once")
         given = np.asarray(values, np.float64).reshape(len(idx), self.nq + self.nv)
-        self._reset_worlds(mask, given[np.argsort(idx)])
+        self.synchronize()
+        self._write("mask", mask)
+        self._enqueue_reset(given[np.argsort(idx)])
+        self._refresh()
 
     def close(self) -> None:
+        if self._gpu is not None and self.model is not None:
+            self._gpu.synchronize()
         self.model = self.data = None
