@@ -10,6 +10,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from fastvec.native.mujoco import TASKS, MujocoBatch
+from fastvec.native.mujoco.warp_batch import mujoco_batch
 
 
 RENDER_MODES = ["rgb_array", "depth_array"]
@@ -96,12 +97,19 @@ class MujocoVectorEnv(VectorEnv):
     ctrl_cost_weight, reset_noise_scale, ...). A task of your own: `MujocoVectorEnv(source="my_task.c",
     num_envs=N, xml_file="./my_model.xml")`, its keywords those its file declares. Infos hold the task's keys as
     Gymnasium's SyncVectorEnv gathers them; `unstable` (with its mask; under SAME_STEP in final_info) appears for
-    an env whose simulation MuJoCo found unstable, which ends that env's episode (terminated)."""
+    an env whose simulation MuJoCo found unstable, which ends that env's episode (terminated).
+
+    device="cuda" (or "cuda:N") steps the envs on the GPU with MuJoCo Warp (float32 physics, docs/mujoco-gpu.md).
+    array_type="device" then returns fastvec DeviceArrays (`__cuda_array_interface__`, DLPack) that each step
+    overwrites, without waiting for the GPU, and takes CUDA arrays as actions; its infos hold `was_reset`, and
+    under SAME_STEP `final_obs` (N, O) with the mask `_final_obs`; the task's info values are the device array
+    `batch.info` (columns as `batch.info_layout`)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": RENDER_MODES}
 
     def __init__(self, task: str | None = None, num_envs: int = 1, max_episode_steps: int | None = None,
-                 render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP, **kwargs):
+                 render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP, device: str = "cpu",
+                 array_type: str = "numpy", **kwargs):
         options = _split_render_options(kwargs)
         modes = {AutoresetMode.NEXT_STEP: False, AutoresetMode.SAME_STEP: True}
         try:
@@ -109,7 +117,9 @@ class MujocoVectorEnv(VectorEnv):
         except (ValueError, KeyError):
             raise ValueError(f"autoreset_mode must be AutoresetMode.NEXT_STEP or SAME_STEP, got {autoreset_mode!r}") from None
         self.autoreset_mode = AutoresetMode(autoreset_mode)
-        self.batch = MujocoBatch(task, num_envs, max_episode_steps=max_episode_steps or 0, same_step=same_step, **kwargs)
+        self.batch = mujoco_batch(task, num_envs, device=device, array_type=array_type,
+                                  max_episode_steps=max_episode_steps or 0, same_step=same_step, **kwargs)
+        self.device_arrays = array_type == "device"
         self.frames = Frames(self.batch.spec.name, self.batch, render_mode, options)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode,
                          "render_fps": int(np.round(1.0 / self.batch.dt))}  # as Gymnasium's
@@ -167,11 +177,18 @@ class MujocoVectorEnv(VectorEnv):
             seeds = self.np_random.integers(2**63, size=self.num_envs).astype(np.uint64)
         self._seeded = True
         self.batch.reset(seeds, mask)
+        if self.device_arrays:
+            return self.batch.obs, {}
         return self.batch.obs.copy(), self._infos(self._ones if mask is None else mask)
 
     def step(self, actions):
         self.batch.step(actions)
         b = self.batch
+        if self.device_arrays:  # the batch's own device arrays, overwritten by the next step
+            infos = {"was_reset": b.was_reset}
+            if b.same_step:
+                infos.update(final_obs=b.final_obs, _final_obs=b.was_reset)
+            return b.obs, b.rewards, b.terminated, b.truncated, infos
         return b.obs.copy(), b.rewards.copy(), b.terminated.copy(), b.truncated.copy(), self._infos(None)
 
     def get_state(self, indices=None) -> np.ndarray:

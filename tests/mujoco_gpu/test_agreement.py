@@ -1,6 +1,6 @@
-"""MuJoCo Warp (Warp's CPU device, float32) against libmujoco (float64): from states along random-action
-trajectories one env step of WarpBatch agrees with MujocoBatch's in state, obs, reward, info and termination,
-within tolerances measured on MJWarp 4.0.0; the tasks MJWarp cannot run are refused in one line."""
+"""MuJoCo Warp (float32, on Warp's CPU device and, marked gpu, on a GPU) against libmujoco (float64): from states
+along random-action trajectories one env step of WarpBatch agrees with MujocoBatch's in state, obs, reward, info and
+termination, within tolerances measured on MJWarp 4.0.0; the tasks MJWarp cannot run are refused in one line."""
 
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ AGREEING = ["Reacher", "Pusher", "InvertedPendulum", "InvertedDoublePendulum", "
 # pyramidal friction cone's facets follow them, so velocities differ by up to 0.35 after one physics step (with an
 # elliptic cone the same states agree within 1e-6). Strict: an MJWarp that agrees shows.
 ANT = pytest.param("Ant", marks=pytest.mark.xfail(strict=True, reason="MJWarp's contact frame turns the friction pyramid"))
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 def trajectory_states(task, n, seed):
@@ -38,11 +39,12 @@ def assert_close(got, want, what):
     assert err.max() <= RTOL, f"{what}: max relative error {err.max():.2e} > {RTOL:.0e}"
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("task", [*AGREEING, ANT])
-def test_one_step_from_random_states_agrees_with_libmujoco(task):
+def test_one_step_from_random_states_agrees_with_libmujoco(task, device):
     n = 8
     states, actions = trajectory_states(task, n, seed=1)
-    cpu, warp = MujocoBatch(task, n), WarpBatch(task, n)
+    cpu, warp = MujocoBatch(task, n), WarpBatch(task, n, device=device)
     cpu.set_state(None, states)
     warp.set_state(None, states)
     assert_close(warp.obs, cpu.obs, f"{task} obs of the set state")
@@ -63,10 +65,11 @@ def test_tasks_on_the_pgs_solver_are_refused_in_one_line(task):
     assert "\n" not in str(e.value)
 
 
-def test_reset_noise_and_reset_info_are_the_cpu_batchs_for_the_same_seeds():
+@pytest.mark.parametrize("device", DEVICES)
+def test_reset_noise_and_reset_info_are_the_cpu_batchs_for_the_same_seeds(device):
     # the same C draws from the same streams: only the float32 rounding of the state differs
     for task in ["Hopper", "Reacher"]:
-        cpu, warp = MujocoBatch(task, 4), WarpBatch(task, 4)
+        cpu, warp = MujocoBatch(task, 4), WarpBatch(task, 4, device=device)
         cpu.reset(seeds=np.arange(10, 14))
         warp.reset(seeds=np.arange(10, 14))
         assert_close(warp.get_state(), cpu.get_state(), f"{task} reset state")
@@ -74,7 +77,8 @@ def test_reset_noise_and_reset_info_are_the_cpu_batchs_for_the_same_seeds():
         assert_close(warp.info, cpu.info, f"{task} reset info")
 
 
-def test_resetting_one_world_leaves_the_others_next_step_unchanged():
+@pytest.mark.parametrize("device", DEVICES)
+def test_resetting_one_world_leaves_the_others_next_step_unchanged(device):
     # Ant's forward velocity is measured from the xpos its last step left; a reset's forward (which MJWarp runs
     # on every world) must not move the other worlds' kept xpos: their next step is the same bits as without it.
     state = np.zeros((2, 29))
@@ -83,7 +87,7 @@ def test_resetting_one_world_leaves_the_others_next_step_unchanged():
     actions = np.full((2, 8), 0.3, np.float32)
     outputs = []
     for reset_other in (False, True):
-        warp = WarpBatch("Ant", 2)
+        warp = WarpBatch("Ant", 2, device=device)
         warp.set_state(None, state)
         warp.step(actions)
         if reset_other:

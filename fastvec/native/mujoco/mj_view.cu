@@ -165,9 +165,17 @@ FV_MJV_EXPORT void fv_mjv_book(fv_mjv_job j) {
 }
 
 #ifndef __CUDACC__
+#include <stddef.h>
+
 /* The task's observation size for this model and parameters. */
 FV_MJV_EXPORT int fv_mjv_obs_size(const mjModel* m, const double* p) { return obs_size(m, p); }
 
 /* A model whose sizes do not fit the task: the reason, else NULL. */
 FV_MJV_EXPORT const char* fv_mjv_check(const mjModel* m, const double* p) { return check(m, p); }
+
+/* fv_mjv_job's size and the offsets of its first and last bookkeeping fields, for the Python mirror's test. */
+FV_MJV_EXPORT void fv_mjv_job_layout(long* out) {
+    out[0] = (long)sizeof(fv_mjv_job), out[1] = (long)offsetof(fv_mjv_job, given);
+    out[2] = (long)offsetof(fv_mjv_job, error), out[3] = (long)offsetof(fv_mjv_job, max_episode_steps);
+}
 #endif

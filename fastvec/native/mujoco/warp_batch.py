@@ -89,6 +89,7 @@ def view_library(task_file: str) -> ctypes.CDLL:
     lib.fv_mjv_obs_size.argtypes = [ctypes.POINTER(ViewModel), _p]
     lib.fv_mjv_check.argtypes = [ctypes.POINTER(ViewModel), _p]
     lib.fv_mjv_check.restype = ctypes.c_char_p
+    lib.fv_mjv_job_layout.argtypes = [_p]
     return lib
 
 
@@ -103,7 +104,7 @@ def unsupported(task: str, mjm) -> str | None:
     mujoco = mujoco_package()
     if mjm.opt.solver == mujoco.mjtSolver.mjSOL_PGS:
         return (f"{task}-v5 on MuJoCo Warp: its model uses the PGS constraint solver, which MuJoCo Warp does not "
-                "have (it has CG and Newton); use the CPU batch (fastvec.native.mujoco.MujocoBatch)")
+                "have (it has CG and Newton); run it on the CPU (device='cpu', fastvec.native.mujoco.MujocoBatch)")
     return None
 
 
@@ -457,3 +458,23 @@ class WarpBatch:
         if self._gpu is not None and self.model is not None:
             self._gpu.synchronize()
         self.model = self.data = None
+
+
+def mujoco_batch(task: str | None, num_envs: int, *, device: str = "cpu", array_type: str = "numpy", source=None,
+                 **keywords):
+    """The batch behind the MuJoCo faces: MujocoBatch (libmujoco, float64) for device="cpu", WarpBatch on the GPU
+    for "cuda" / "cuda:N" (array_type "numpy": NumPy outputs, one wait a step; "device": DeviceArrays, no wait).
+    Errors name the bad value and what to pass."""
+    from fastvec.native.mujoco import MujocoBatch
+
+    if array_type not in ("numpy", "device"):
+        raise ValueError(f"array_type={array_type!r} is not one of 'numpy', 'device'")
+    where = parse_device(device)
+    if where == "cpu":
+        if array_type == "device":
+            raise ValueError("array_type='device' needs a GPU env: pass device='cuda'")
+        return MujocoBatch(task, num_envs, source=source, **keywords)
+    if source is not None:
+        raise ValueError("a task file of your own runs on the CPU only (MujocoBatch): fastvec's MuJoCo tasks on the "
+                         "GPU are the built-in ones; drop device= or source=")
+    return WarpBatch(task, num_envs, device=where, host_arrays=array_type == "numpy", **keywords)
