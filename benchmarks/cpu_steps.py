@@ -103,25 +103,28 @@ def child(num_envs: int) -> None:
                 batch.step(a)  # warm-up (and the pool's first choice)
             batches[label] = (batch, actions)
         batch, actions = batches[label]
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < request["seconds"] or steps < MIN_STEPS:
+        clock = time.process_time if request["clock"] == "cpu" else time.perf_counter
+        steps, start = 0, clock()
+        while clock() - start < request["seconds"] or steps < MIN_STEPS:
             batch.step(actions[steps % len(actions)])
             steps += 1
-        rate = steps * num_envs / (time.perf_counter() - start)
+        rate = steps * num_envs / (clock() - start)
         print(json.dumps({"rate": rate, "file": __import__("fastvec").__file__}), flush=True)
 
 
 # ---------------------------------------------------------------- the parent
 class Tree:
-    def __init__(self, root: Path, num_envs: int):
-        self.root = root
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    def __init__(self, root: Path, num_envs: int, threads: int, clock: str):
+        self.root, self.clock = root, clock
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FASTVEC_NUM_THREADS")}
+        if threads:
+            env["FASTVEC_NUM_THREADS"] = str(threads)
         self.proc = subprocess.Popen([sys.executable, __file__, "--child-of", str(root), "--num-envs", str(num_envs)],
                                      cwd=root, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def window(self, label: str, seconds: float) -> dict:
-        self.proc.stdin.write(json.dumps({"env": label, "seconds": seconds}) + "\n")
+        self.proc.stdin.write(json.dumps({"env": label, "seconds": seconds, "clock": self.clock}) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -140,6 +143,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.4, help="timed seconds per window")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--envs", nargs="+", default=list(ENV_SPECS), choices=list(ENV_SPECS), metavar="ENV")
+    parser.add_argument("--threads", type=int, default=0, help="FASTVEC_NUM_THREADS of both (0: fastvec's default)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: steps per second of the process's CPU time (with --threads 1, the cost of a step "
+                             "whatever else runs on the machine); wall: per elapsed second")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child-of", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -147,9 +154,9 @@ def main() -> None:
         sys.path.insert(0, str(args.child_of))  # that tree's fastvec
         child(args.num_envs)
         return
-    trees = {"new": Tree(ROOT, args.num_envs)}
+    trees = {"new": Tree(ROOT, args.num_envs, args.threads, args.clock)}
     if args.compare_source:
-        trees["old"] = Tree(args.compare_source.resolve(), args.num_envs)
+        trees["old"] = Tree(args.compare_source.resolve(), args.num_envs, args.threads, args.clock)
     windows = {(name, label): [] for name in trees for label in args.envs}
     loads, files = [], {}
     try:
@@ -177,7 +184,9 @@ def main() -> None:
             row.update(old_steps_per_s=statistics.median(windows["old", label]), old_windows=windows["old", label],
                        ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios))
         rows.append(row)
-    print(f"\n{args.num_envs:,} envs, M env-steps/s (median of {args.rounds} windows of {args.seconds} s); "
+    clock = "CPU" if args.clock == "cpu" else "wall-clock"
+    print(f"\n{args.num_envs:,} envs, {args.threads or 'default'} threads, M env-steps per {clock} second (median of "
+          f"{args.rounds} windows of {args.seconds} s); "
           f"1-min load average {min(loads):.1f}-{max(loads):.1f}, {os.cpu_count()} CPUs\n")
     print("| env | old | new | new / old (median) | per-round min-max |\n|---|---:|---:|---:|---|")
     for row in rows:
@@ -193,7 +202,8 @@ def main() -> None:
         "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "trees": files,
         "commits": {name: git_commit(tree.root) for name, tree in trees.items()},
-        "num_envs": args.num_envs, "seconds": args.seconds, "rounds": args.rounds,
+        "num_envs": args.num_envs, "threads": args.threads or "default", "clock": args.clock,
+        "seconds": args.seconds, "rounds": args.rounds,
         "load_average_1min": [min(loads), max(loads)], "rows": rows,
     }, indent=1) + "\n")
     print(f"wrote {out}")
