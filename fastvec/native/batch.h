@@ -232,8 +232,8 @@ FV_EXPORT void fv_observe(int n, const fv_slot* slots, const unsigned char* whic
  * states declares SIMD_STEP_VALID(state) and env_step_simd (cartpole.h). The passes:
  *   1. the envs that the vector pass cannot step (NEXT_STEP envs with a reset pending, and states outside
  *      SIMD_STEP_VALID) are set aside: their slots are saved;
- *   2. every env of the range is stepped, no branch per env (an env set aside is stepped too, from a
- *      state that may give meaningless but harmless results);
+ *   2. every env of the range is stepped, no branch per env, on a copy of its slot (fv_step_live; an env
+ *      set aside is stepped too, from a state that may give meaningless but harmless results);
  *   3. SAME_STEP: the envs that ended keep their final obs and are reset (not those set aside);
  *   4. the envs set aside get their saved slots back and take fv_step_one, which writes all their outputs.
  * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/native/test_cpu_speed_paths.py
@@ -243,31 +243,69 @@ FV_EXPORT void fv_observe(int n, const fv_slot* slots, const unsigned char* whic
 #define env_step_simd env_step
 #endif
 
-/* Env i's bookkeeping after its env_step (term: its return value, nonzero when terminated):
+/* Env i's bookkeeping after its env_step (term: its return value, nonzero when terminated), on its
+ * slot's book (length, episode return per agent, needs_reset) wherever the caller keeps it:
  * fv_step_one's second half without the SAME_STEP reset (the caller's), with selects rather than
  * branches so that a loop over envs vectorises. The flags are ints: byte stores in the loop would
  * make the compiler take 64 envs per vector iteration, and leave up to 63 to a scalar epilogue. */
-FV_FN void fv_finish_live(int i, fv_slot* slots, const float* rewards, int term, int* trunc_flag,
-                          float* ep_return, int* ep_length, float* stats, int autoreset_mode,
-                          int max_episode_steps) {
-    fv_slot* s = &slots[i];
-    int length = s->ep_length + 1;
-    s->ep_length = length;
+FV_FN void fv_finish_live(int i, int* book_length, float* book_return, int* book_needs_reset,
+                          const float* rewards, int term, int* trunc_flag, float* ep_return, int* ep_length,
+                          float* stats, int autoreset_mode, int max_episode_steps) {
+    int length = *book_length + 1;
+    *book_length = length;
     int trunc = (max_episode_steps > 0) & (length >= max_episode_steps);
     int done = (term != 0) | trunc;
     *trunc_flag = trunc;
     for (int a = 0; a < NUM_AGENTS; a++) {
-        float episode_return = s->ep_return[a] + rewards[i * NUM_AGENTS + a];
-        s->ep_return[a] = episode_return;
+        float episode_return = book_return[a] + rewards[i * NUM_AGENTS + a];
+        book_return[a] = episode_return;
         ep_return[i * NUM_AGENTS + a] = done ? episode_return : 0.0f;
     }
     ep_length[i] = done ? length : 0;
     for (int k = 0; k < NUM_STATS; k++) stats[i * NUM_STATS + k] = done ? stats[i * NUM_STATS + k] : 0.0f;
-    s->needs_reset |= done & (autoreset_mode != FV_SAME_STEP);
+    *book_needs_reset |= done & (autoreset_mode != FV_SAME_STEP);
 }
 
 /* Envs per pass: the flags live on the stack, and a tile's slots stay in L2 between passes. */
 #define FV_TILE 2048
+/* Envs per copy of their slots (fv_step_live): the copy stays in L1 between its passes. */
+#define FV_STAGE_TILE 256
+
+/* The step and book passes (fv_step_tile's pass 2) of envs [lo, hi), at most FV_STAGE_TILE of them, into
+ * term and trunc (of env lo + j at j), on a copy of their slots: the States side by side and the book in
+ * an array per field. In place, the vector loops would read and write each field across 64-byte slots
+ * with shuffles, or not vectorise at all where a slot's size is not a power of two (float32 CartPole's
+ * 48 bytes); the copy costs a few scalar moves per env, and measured 1.1x (float64 CartPole) and 2.5x
+ * (float32) the in-place passes' rate (benchmarks/cpu_steps.py). */
+FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS_T* obs, float* rewards,
+                        float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps,
+                        int* term, int* trunc) {
+    const long long obs_len = NUM_AGENTS * OBS_SIZE;
+    State env[FV_STAGE_TILE];
+    int length[FV_STAGE_TILE], needs_reset[FV_STAGE_TILE];
+    float episode_return[FV_STAGE_TILE * NUM_AGENTS];
+    for (int i = lo; i < hi; i++) {
+        env[i - lo] = slots[i].env;
+        length[i - lo] = slots[i].ep_length;
+        needs_reset[i - lo] = slots[i].needs_reset;
+        for (int a = 0; a < NUM_AGENTS; a++) episode_return[(i - lo) * NUM_AGENTS + a] = slots[i].ep_return[a];
+    }
+    /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
+    #pragma omp simd
+    for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
+        term[i - lo] = env_step_simd(&env[i - lo], &slots[i].rng, actions + (long long)i * FV_ACT_LEN,
+                                     obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
+    #pragma omp simd
+    for (int i = lo; i < hi; i++)
+        fv_finish_live(i, &length[i - lo], &episode_return[(i - lo) * NUM_AGENTS], &needs_reset[i - lo], rewards,
+                       term[i - lo], &trunc[i - lo], ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
+    for (int i = lo; i < hi; i++) {
+        slots[i].env = env[i - lo];
+        slots[i].ep_length = length[i - lo];
+        slots[i].needs_reset = needs_reset[i - lo];
+        for (int a = 0; a < NUM_AGENTS; a++) slots[i].ep_return[a] = episode_return[(i - lo) * NUM_AGENTS + a];
+    }
+}
 
 /* Steps envs [lo, hi), at most FV_TILE of them, in the passes above; returns how many ended. */
 FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS_T* obs,
@@ -299,15 +337,10 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS
     }
     int* term = flags; /* of env lo + j at j */
     int* trunc = flags + count;
-    /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
-    #pragma omp simd
-    for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
-        term[i - lo] = env_step_simd(&slots[i].env, &slots[i].rng, actions + (long long)i * FV_ACT_LEN,
-                                     obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
-    #pragma omp simd
-    for (int i = lo; i < hi; i++)
-        fv_finish_live(i, slots, rewards, term[i - lo], &trunc[i - lo], ep_return, ep_length, stats,
-                       autoreset_mode, max_episode_steps);
+    for (int part = lo; part < hi; part += FV_STAGE_TILE)
+        fv_step_live(part, hi - part < FV_STAGE_TILE ? hi : part + FV_STAGE_TILE, slots, actions, obs, rewards,
+                     ep_return, ep_length, stats, autoreset_mode, max_episode_steps, term + (part - lo),
+                     trunc + (part - lo));
     for (int j = 0; j < num_aside; j++) term[aside[j] - lo] = trunc[aside[j] - lo] = 0; /* pass 4's */
     #pragma omp simd
     for (int i = lo; i < hi; i++) {

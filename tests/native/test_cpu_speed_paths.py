@@ -17,10 +17,12 @@ from fastvec.native import cpu
 RANDOM_WALK = Path(__file__).resolve().parents[1] / "envs" / "random_walk.h"
 
 # (source, defines, max_episode_steps) of envs that take the passes (SIMD_STEP): CartPole
-# vectorises; the random walk has two agents, byte observations, statistics and RNG draws inside
-# env_step; Pong (one point per game; SIMD_STEP forced here) is branchy.
+# vectorises (float64, and float32, whose 48-byte slot is no power of two); the random walk has two
+# agents, byte observations, statistics and RNG draws inside env_step; Pong (one point per game;
+# SIMD_STEP forced here) is branchy.
 ENVS = {
     "cartpole": (native.source_path("cartpole"), {}, 23),
+    "cartpole_float32": (native.source_path("cartpole"), native.resolve_defines("cartpole", {"float32": 1}), 23),
     "random_walk": (RANDOM_WALK, {"LIMIT": 3}, 9),
     "pong": (native.source_path("pong"), {**native.resolve_defines("pong", {"points": 1}), "SIMD_STEP": 1}, 45),
 }
