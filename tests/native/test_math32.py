@@ -43,3 +43,30 @@ def test_close_to_the_exact_values_over_the_envs_angles(sincosf, limit, bound):
     x64 = x.astype(np.float64)
     assert ulps(s, np.sin(x64)).max() <= bound and ulps(c, np.cos(x64)).max() <= bound
     assert np.abs(s.astype(np.float64) ** 2 + c.astype(np.float64) ** 2 - 1).max() < 4e-7
+
+
+# math32.h built as nvcc sees it (its __CUDACC__ branch skips the reduction for |x| <= pi/4), on the CPU: the
+# CUDA keywords as plain C, fmaf and fabsf from libm (one IEEE rounding, as the device's).
+GPU_BRANCH_SOURCE = r"""
+#include <math.h>
+#define __CUDACC__ 1
+#define __device__
+#define __forceinline__ inline
+#define __constant__
+#include "math32.h"
+void v_sincosf(const float* x, float* s, float* c, long n) { for (long i = 0; i < n; i++) fv_sincosf(x[i], &s[i], &c[i]); }
+"""
+
+
+def test_the_gpu_branch_gives_the_cpus_bits(c_shim, sincosf):
+    """The GPU's fv_sincosf (no reduction for |x| <= pi/4) returns the CPU's bits for every angle, small ones
+    included: a float32 env steps the same on both."""
+    lib = c_shim(GPU_BRANCH_SOURCE)
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.uniform(-np.pi / 4, np.pi / 4, 20_000), rng.uniform(-8, 8, 20_000),
+                        [0.0, -0.0, np.pi / 4, -np.pi / 4, np.nextafter(np.float32(np.pi / 4), 1)]]).astype(np.float32)
+    s, c = np.empty_like(x), np.empty_like(x)
+    lib.v_sincosf(*(a.ctypes.data_as(ctypes.c_void_p) for a in (x, s, c)), ctypes.c_long(x.size))
+    want_s, want_c = sincosf(x)
+    np.testing.assert_array_equal(s.view(np.uint32), want_s.view(np.uint32))
+    np.testing.assert_array_equal(c.view(np.uint32), want_c.view(np.uint32))

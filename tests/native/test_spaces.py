@@ -3,6 +3,7 @@ reads back; Box and MultiDiscrete actions reach env_step in their layout and typ
 NaN, infinity) raises naming the env and the value, with nothing stepped and the batch usable afterwards; a
 finite Box action outside the bounds reaches the env, which clips it; state access reads and sets states."""
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +181,23 @@ def test_first_bad_names_the_first_value_that_may_not_reach_the_env():
     actions[2, 0], actions[1, box.action_dims - 1] = np.inf, np.nan
     assert box.first_bad(actions) == 2 * box.action_dims - 1
     assert box.first_bad(np.full((2, box.action_dims), 10**9, np.int64)) is None  # integers are finite
+
+
+NINE_AXES = "#define OBS_SIZE 1\n#define OBS_SHAPE 1, 1, 1, 1, 1, 1, 1, 1, 1\n"
+NINE_AXES_SHIM = NINE_AXES + r"""
+#define NUM_ACTIONS 2
+#include "spaces.h"
+int fill(int* shape, float* low, float* high) { return fv_fill_obs_space(shape, low, high); }
+"""
+
+
+def test_an_observation_of_more_axes_than_fastvec_takes_is_refused_without_writing_past_the_shape(c_shim, tmp_path):
+    """An OBS_SHAPE of 9 axes: fv_fill_obs_space reports 9 and writes only FV_MAX_OBS_DIMS (8) entries of the host's
+    shape buffer, and the build is refused naming the limit."""
+    lib = c_shim(NINE_AXES_SHIM)
+    shape, low, high = np.full(16, -7, np.int32), np.zeros(1, np.float32), np.zeros(1, np.float32)
+    assert lib.fill(*(a.ctypes.data_as(ctypes.c_void_p) for a in (shape, low, high))) == 9
+    assert shape[:8].tolist() == [1] * 8 and shape[8:].tolist() == [-7] * 8
+    (tmp_path / "nine_axes.h").write_text((ENVS_DIR / "counting.h").read_text().replace("#define OBS_SIZE 1\n", NINE_AXES))
+    with pytest.raises(ValueError, match="OBS_SHAPE has 9 axes; fastvec takes 1 to 8"):
+        cpu.load(tmp_path / "nine_axes.h", ())
