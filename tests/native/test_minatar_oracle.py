@@ -287,6 +287,46 @@ def test_freeway_matches_the_reference():
     assert run.events["sticky_changed"] > 100
 
 
+class HalfDirection:
+    """A RandomState whose eight-car direction draws give exactly 0.5 for car 3 (row 4)."""
+
+    def __init__(self, rs):
+        self.rs = rs
+
+    def rand(self, *size):
+        v = self.rs.rand(*size)
+        if size == (8,):
+            v[3] = 0.5
+        return v
+
+    def randint(self, *args, **kwargs):
+        return self.rs.randint(*args, **kwargs)
+
+
+def test_freeway_a_car_drawn_with_speed_zero_moves_left_every_step_as_the_reference():
+    """minatar's direction draw sign(rand() - 0.5) is 0 for a draw of exactly 0.5: that car's speed and timer are 0,
+    and minatar moves it one cell left every step (its `car[3] > 0` is false); fastvec's the same. (minatar's frame
+    gives such a car the previous car's trail, fastvec's none: row 4's trail channels are left out of the
+    comparison, and fastvec's checked empty.)"""
+    run = Lockstep("freeway", 3, sticky=0.0)
+    run.rec.rs = HalfDirection(run.rec.rs)
+    frame = run.ref.state
+
+    def without_row_4_trails():
+        state = frame().copy()
+        state[4, :, 2:] = 0
+        return state
+
+    run.ref.state = without_row_4_trails
+    run.reset()
+    xs = [run.ref.env.cars[3][0]]
+    for _ in range(25):
+        run.step(0)  # the chicken stays on the bottom row
+        xs.append(run.ref.env.cars[3][0])
+        assert not run.batch.obs[0, 0].reshape(10, 10, -1)[4, :, 2:].any()
+    assert run.ref.env.cars[3][3] == 0 and (np.diff(xs) % 10 == 9).all()
+
+
 def test_asterix_matches_the_reference():
     top = {"ramp": 0, "gold": 0, "full": 0}
 

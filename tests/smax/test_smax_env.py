@@ -232,3 +232,31 @@ def test_a_scenario_is_found_by_name_or_id(name):
     assert scenario_key("fastvec/smax_5m_vs_6m-v0") == "5m_vs_6m"
     with pytest.raises(KeyError, match="unknown SMAX scenario 'fastvec/smax_4m-v0'"):
         scenario_key("fastvec/smax_4m-v0")
+
+
+@pytest.mark.parametrize("winner", ["allies", "enemies"])
+def test_the_last_kill_ends_the_episode_with_the_winners_stat_and_bonus(winner):
+    """3m with one marine a side left, 3 apart: the winner's marine shoots the other, half an attack from death (action
+    5: an ally's first enemy, an enemy's last ally, as jaxmarl orders them), while the other stops. The episode ends with the winner's
+    stat 1 and the other's 0 (jaxmarl's won_battle, both ways), the winners' reward the damage dealt over the
+    three enemies plus the +1 win bonus, the losers' 0."""
+    n, batch = 6, cpu.CpuBatch(load("3m"), 1, DISABLED, TIME_LIMIT)
+    batch.reset(np.zeros(1, np.uint64), None)
+    state = batch.get_state()[0]
+    units = state[: 8 * n].reshape(n, 8)
+    units[:] = 0.0
+    units[:, :2] = 16.0
+    shooter, target = (0, 3) if winner == "allies" else (3, 2)
+    units[shooter, :5] = 10.0 if shooter == 0 else 13.0, 16.0, HEALTH[0], 0.0, 1.0
+    units[target, :5] = 13.0 if shooter == 0 else 10.0, 16.0, ATTACK[0] / 2, 0.0, 1.0
+    state[8 * n:] = 2 * DT
+    batch.set_state(None, state[None])
+    actions = np.full((1, n, 1), 4, np.int64)
+    actions[0, shooter, 0] = 5
+    batch.step(actions)
+    assert batch.terminated[0]
+    assert batch.episode_stats[0].tolist() == ([1.0, 0.0] if winner == "allies" else [0.0, 1.0])
+    winners = slice(0, 3) if winner == "allies" else slice(3, 6)
+    losers = slice(3, 6) if winner == "allies" else slice(0, 3)
+    np.testing.assert_allclose(batch.rewards[0, winners], 1 + ATTACK[0] / 2 / HEALTH[0] / 3, rtol=1e-6)
+    np.testing.assert_array_equal(batch.rewards[0, losers], 0.0)
