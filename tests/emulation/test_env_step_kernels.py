@@ -215,3 +215,83 @@ def test_emulated_fused_rollout_equals_random_actions_and_steps(build, env_name,
     k = env.num_actions
     np.testing.assert_allclose(np.bincount(drawn.ravel(), minlength=k) / drawn.size, 1 / k, atol=0.03)
     assert ended > 0, "the rollout must include episode ends and resets"
+
+
+M64 = (1 << 64) - 1
+
+
+def _mix(z: int) -> int:
+    """splitmix64's finaliser (fastvec.h's fv_mix64)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def documented_random_actions(env: cpu.CompiledEnv, key: int, n: int, t: int) -> np.ndarray:
+    """The random policy's actions at policy step t as random_gpu.h documents them: value d of agent a of env i is
+    flat index k = (t * agents + a) * dims + d, bits k % per .. of draw k // per (per = 64 // bits) of the stream
+    keyed by mix(key + i) (the draw's counter one past its number, as fv_rand_u64 counts), with bits = log2(n) for a
+    Discrete(n) of a power of two up to 32768 (1 for n <= 2), else 32; Discrete and MultiDiscrete take
+    (chunk * n) >> bits, Box low + (high - low) * (chunk >> 8) / 2**24 in float32."""
+    dims, agents, kind = env.action_dims, env.num_agents, env.action_kind
+    count = env.num_actions
+    if kind == "discrete" and count <= 2:
+        bits = 1
+    elif kind == "discrete" and count & (count - 1) == 0 and count <= 32768:
+        bits = count.bit_length() - 1
+    else:
+        bits = 32
+    per = 64 // bits
+    out = np.zeros((n, agents, dims), env.action_dtype)
+    for i in range(n):
+        env_key = _mix((key + i) & M64)
+        for a in range(agents):
+            for d in range(dims):
+                k = (t * agents + a) * dims + d
+                word = _mix((env_key + (k // per + 1) * 0x9E3779B97F4A7C15) & M64)
+                chunk = (word >> ((k % per) * bits)) & ((1 << bits) - 1)
+                if kind == "box":
+                    lo, hi = np.float32(env.spaces.action_low[d]), np.float32(env.spaces.action_high[d])
+                    out[i, a, d] = lo + (hi - lo) * (np.float32(chunk >> 8) * np.float32(1 / 16777216))
+                else:
+                    nvec = count if kind == "discrete" else int(env.spaces.nvec[d])
+                    out[i, a, d] = (chunk * nvec) >> bits
+    return out
+
+
+@pytest.mark.parametrize("env_name", ["cartpole_float32", "random_walk", "counting"])
+def test_the_random_policy_draws_the_documented_stream(build, env_name):
+    """The eager random-action kernel's actions are random_gpu.h's documented stream at every step, across the
+    64-step boundary of CartPole's one-bit draws (Discrete(2)), and for Discrete(3) of two agents and Discrete(5)
+    (32 bits a value, two a draw)."""
+    path, defines, max_steps = ENVS[env_name]
+    env = cpu.load(path, tuple(sorted(defines.items())))
+    n, key = 5, 0x5EED
+    emu = EmulatedBatch(build(env_name), env, n, 0, max_steps)
+    for t in list(range(0, 140, 7)) + [63, 64, 65, 127, 128]:
+        np.testing.assert_array_equal(emu.random_actions(key, t), documented_random_actions(env, key, n, t),
+                                      err_msg=f"step {t}")
+
+
+# random_gpu.h's bit widths, cut from its source and compiled for the CPU with the action count as a variable.
+WIDTHS_SHIM = r"""
+#define FV_DISCRETE 0
+#define ACTION_SPACE FV_DISCRETE
+%s
+int action_bits(int n) {
+#define NUM_ACTIONS n
+    return FV_ACTION_BITS;
+}
+int actions_per_draw(int n) { return FV_ACTIONS_PER_DRAW; }
+"""
+
+
+def test_the_random_policy_takes_log2_n_bits_for_each_power_of_two_action_count(c_shim):
+    """Discrete(n) random actions take exactly log2(n) bits for every power of two up to 32768 (unbiased: every value
+    equally likely), one bit for n <= 2, and 32 bits otherwise; a draw holds 64 // bits of them."""
+    text = (native.NATIVE_DIR / "random_gpu.h").read_text()
+    start, end = text.index("#define FV_IS_POW2"), text.index("\n", text.index("#define FV_ACTIONS_PER_DRAW"))
+    lib = c_shim(WIDTHS_SHIM % text[start:end])
+    for n in list(range(1, 70)) + [2**k + j for k in range(6, 17) for j in (-1, 0, 1)]:
+        bits = 1 if n <= 2 else n.bit_length() - 1 if n & (n - 1) == 0 and n <= 32768 else 32
+        assert (lib.action_bits(n), lib.actions_per_draw(n)) == (bits, 64 // bits), n

@@ -9,7 +9,7 @@ import ctypes
 import numpy as np
 import pytest
 import test_env_step_kernels as emulation
-from test_env_step_kernels import ENVS, NO_ERROR, EmulatedBatch, _ptr
+from test_env_step_kernels import ENVS, NO_ERROR, EmulatedBatch, _ptr, documented_random_actions
 
 from fastvec import native
 from fastvec.native import cpu
@@ -132,6 +132,16 @@ def test_emulated_fused_rollout_draws_in_the_space_and_equals_eager_steps(build,
         for d, k in enumerate(env.spaces.nvec):
             np.testing.assert_allclose(np.bincount(drawn[:, d], minlength=k) / len(drawn), 1 / k, atol=0.02)
     assert ended > 0
+
+
+@pytest.mark.parametrize("name", ["box_point", "multi_discrete"])
+def test_the_random_policy_draws_the_documented_stream_for_box_and_multi_discrete(build, name):
+    """Box (two bounded dimensions) and MultiDiscrete([3, 5]) random actions are random_gpu.h's documented stream:
+    32 bits a value, two values a draw."""
+    env, (_, _, max_steps) = _env(name, scalar=False), ENVS[name]
+    emu = EmulatedBatch(build(name), env, 4, 0, max_steps)
+    for t in (0, 1, 2, 9, 40):
+        np.testing.assert_array_equal(emu.random_actions(0xABC, t), documented_random_actions(env, 0xABC, 4, t))
 
 
 @pytest.mark.parametrize("name", ["box_point", "multi_discrete", "cartpole", "random_walk"])
