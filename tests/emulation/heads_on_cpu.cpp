@@ -104,4 +104,13 @@ void emu_explained_variance(long long count, int blocks, const float* adv_return
     launch_grid(1, 1, [=] { explained_variance_finish_kernel(blocks, partial, count, scalars); });
 }
 
+/* ppo.cu's gae_kernel over a (T, R) rollout, one thread a row (the trainer's grid); last_value read with a stride. */
+void emu_gae(int T, int R, const float* values, const float* last_value, int last_value_stride, const float* rewards,
+             const float* dones, const float* new_logp, const float* old_logp, float* adv, float* returns, float gamma,
+             float lam, float gamma_lambda, float rho_clip, float c_clip, int vtrace) {
+    GaeArgs g = {values, last_value, rewards, dones, new_logp, old_logp, adv, returns, gamma, lam, gamma_lambda,
+                 rho_clip, c_clip, T, R, last_value_stride, vtrace};
+    launch(R, kThreads, [=] { gae_kernel(g); });
+}
+
 } /* extern "C" */

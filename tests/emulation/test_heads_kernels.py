@@ -288,3 +288,23 @@ def test_explained_variance_kernels_match_the_reference(emu, constant_returns):
         assert np.isnan(got) and np.isnan(want)
     else:
         assert 0.3 < want < 0.9 and abs(got - want) < 1e-6  # NumPy's variances of float32 are float32
+
+
+@pytest.mark.parametrize("vtrace", [False, True], ids=["gae", "vtrace"])
+def test_gae_kernel_matches_the_reference_over_every_step(emu, vtrace):
+    """ppo.cu's gae_kernel (a thread a row, backward over T) gives reference.gae's advantages at every step, the
+    last one (bootstrapped from the strided last values) included, and returns = advantages + values; episode ends
+    cut the bootstrap; with V-trace the ratios are exp(new_logp - old_logp), clipped."""
+    t_len, rows, gamma, lam, rng = 9, 37, 0.97, 0.9, np.random.default_rng(8)
+    values, rewards = (rng.standard_normal((2, t_len, rows))).astype(np.float32)
+    dones = (rng.random((t_len, rows)) < 0.2).astype(np.float32)
+    decoder = rng.standard_normal((rows, 3)).astype(np.float32)  # the value column of a (R, 3) output
+    new_logp, old_logp = (rng.standard_normal((2, t_len, rows)) * 0.3).astype(np.float32)
+    adv, returns = np.full((t_len, rows), np.nan, np.float32), np.full((t_len, rows), np.nan, np.float32)
+    call(emu.emu_gae, t_len, rows, values, np.ascontiguousarray(decoder.ravel()[2:]), 3, rewards, dones, new_logp,
+         old_logp, adv, returns, np.float32(gamma), np.float32(lam), np.float32(gamma * lam), np.float32(1.0),
+         np.float32(0.9), int(vtrace))
+    ratios = np.exp(new_logp - old_logp) if vtrace else None
+    want = ref.gae(values, decoder[:, 2], rewards, dones, gamma, lam, ratios, rho_clip=1.0, c_clip=0.9)
+    np.testing.assert_allclose(adv, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(returns, want + values, rtol=1e-5, atol=1e-6)

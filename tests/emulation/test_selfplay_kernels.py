@@ -63,7 +63,11 @@ def _p(a):
 def random_policy(seed, label, scale=2.0, spec=SPEC):
     params = ref.init_params(spec, np.random.default_rng(seed), np.float32)
     views = ref.FlatLayout(ref.param_table(spec)).views(params)
-    views["dec.w"][...] = np.random.default_rng(seed + 1).normal(0, scale, views["dec.w"].shape)
+    rng = np.random.default_rng(seed + 1)
+    views["dec.w"][...] = rng.normal(0, scale, views["dec.w"].shape)
+    for name, view in views.items():  # every bias away from init's zeros, so that a layer's bias term shows
+        if name.endswith(".b"):
+            view[...] = rng.normal(0, 0.5, view.shape)
     return Policy(spec, params, label)
 
 
