@@ -4,6 +4,7 @@ mask_logits_grad, masked_uniforms) on random inputs, with rows where one action 
 uniforms; and team_rollout.cu's team_inputs_kernel on a CPU batch's games against agent_inputs.AgentInputs.
 tests/trainer/test_cuda_teams.py checks the whole trainer on the device."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -137,7 +138,7 @@ def team_emu(tmp_path_factory):
 @pytest.mark.parametrize("case", list(TEAM_CASES))
 def test_team_inputs_kernel_writes_what_agent_inputs_reads_from_a_cpu_batch(team_emu, case):
     """After a reset and after steps of random available actions (episodes ending on the way), team_inputs_kernel
-    on a CPU batch's games and observations writes AgentInputs' obs (the one-hot id appended), masks (SMAX's
+    on a CPU batch's games and observations writes AgentInputs' obs (the one-hot id appended, and without it: policy.agent_id off), masks (SMAX's
     available actions; simple_speaker_listener's agents' own spaces) and world-state critic input (SMAX's world
     state; every agent's own obs for MPE) bit for bit."""
     from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
@@ -167,6 +168,14 @@ def test_team_inputs_kernel_writes_what_agent_inputs_reads_from_a_cpu_batch(team
 
 
 def check_team_inputs(lib, spec, batch, inputs) -> None:
+    from fastvec.trainer.agent_inputs import AgentInputs
+    check_team_inputs_of(lib, spec, batch, inputs)
+    if spec.agent_ids:  # the same games with policy.agent_id off: each agent's observation as the env gives it
+        plain = dataclasses.replace(spec, agent_ids=0)
+        check_team_inputs_of(lib, plain, batch, AgentInputs(plain, batch))
+
+
+def check_team_inputs_of(lib, spec, batch, inputs) -> None:
     rows = batch.num_envs * batch.obs.shape[1]
     want_mask, want_world = inputs.mask(), inputs.world()
     obs = np.zeros((rows, spec.input_size), np.float32)
