@@ -138,9 +138,9 @@ def team_emu(tmp_path_factory):
 @pytest.mark.parametrize("case", list(TEAM_CASES))
 def test_team_inputs_kernel_writes_what_agent_inputs_reads_from_a_cpu_batch(team_emu, case):
     """After a reset and after steps of random available actions (episodes ending on the way), team_inputs_kernel
-    on a CPU batch's games and observations writes AgentInputs' obs (the one-hot id appended, and without it: policy.agent_id off), masks (SMAX's
-    available actions; simple_speaker_listener's agents' own spaces) and world-state critic input (SMAX's world
-    state; every agent's own obs for MPE) bit for bit."""
+    on a CPU batch's games and observations writes AgentInputs' obs (the one-hot id appended, and without it:
+    policy.agent_id off), masks (SMAX's available actions; simple_speaker_listener's agents' own spaces) and
+    world-state critic input (SMAX's world state; every agent's own obs for MPE) bit for bit."""
     from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
     from fastvec.trainer.resolve import make_batch
     from fastvec.trainer.resolve import make_policy_spec
