@@ -32,6 +32,8 @@ ENVS = {
     "smax_3m": (native.NATIVE_DIR / "smax.h", {"MAP": 0}, 9),  # six agents, fmaf/sqrtf, draws in env_step
     "smax_3m_heuristic": (native.NATIVE_DIR / "smax.h", {"MAP": 0, "ENEMY": 1}, 9),  # three agents, scripted enemies
     "smax_smacv2_5_units": (native.NATIVE_DIR / "smax.h", {"MAP": 11}, 9),  # units drawn at every reset
+    # states of 28 and 21 bytes: moved in 4-byte words and in bytes by the staged kernels
+    **{f"byte_state_{b}": (ENVS_DIR / "byte_state.h", {"STATE_BYTES": b}, 7) for b in (28, 21)},
     **{game: (native.source_path(game), native.resolve_defines(game, {}), 8)  # test_minatar_kernels.py's cases
        for game in ("asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar",
                     "spaceinvaders-minatar")},
@@ -139,8 +141,8 @@ MODES = ("NextStep", "SameStep", "Disabled")
 # Both kernel families in every mode for CartPole (its RNG read only at resets; float64 not under
 # DISABLED, where a fallen pole's sin comes from libm here and from the CPU's own reduction there)
 # and the random walk (two agents, statistics, draws in env_step); wide_occ (wide with launch
-# bounds), Breakout (a 72-byte state in 8-byte words) and the counting env in fewer, to keep this
-# file to seconds.
+# bounds), Breakout (a 72-byte state in 8-byte words), the counting env and states of 28 and 21 bytes (4-byte
+# words, bytes) in fewer, to keep this file to seconds.
 BASE_KERNELS = ("staged_wide", "wide")
 CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [(env, m, k) for env in ("cartpole_float32", "random_walk") for m in MODES for k in BASE_KERNELS] +
@@ -149,7 +151,8 @@ CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [("smax_3m", m, "wide") for m in MODES[1:]] +  # its action masks and world state after every autoreset
          [("smax_3m_heuristic", "SameStep", k) for k in BASE_KERNELS] +
          [("smax_smacv2_5_units", "SameStep", "wide")] +
-         [("counting", m, "wide") for m in MODES])
+         [("counting", m, "wide") for m in MODES] +
+         [(f"byte_state_{b}", "NextStep", "staged_wide") for b in (28, 21)])
 
 
 @pytest.mark.parametrize("env_name,mode,kernel", CASES)
