@@ -127,7 +127,7 @@ TARGETS: dict[str, list[str]] = {
                                         "tests/native/test_minatar_oracle.py"],
     **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_faces.py", "-k",
                                         f"simple_{scenario} and (scenario_matches_mpe2 and not parallel_env "
-                                        "or agents_and_spaces or set_state)"]
+                                        "or agents_and_spaces or set_state or without_warnings)"]
        for name, scenario in (("spread", "spread"), ("tag", "tag"), ("adversary", "adversary"), ("push", "push"),
                               ("speaker_listener", "speaker"), ("reference", "reference"),
                               ("crypto", "crypto"), ("world_comm", "world"))},
