@@ -70,7 +70,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
     "fastvec/native/slots_gpu.h": ["tests/emulation/test_env_step_kernels.py"],
     "fastvec/native/random_gpu.h": ["tests/emulation/test_env_step_kernels.py",
-                                    "tests/emulation/test_spaces_kernels.py", "-k", "not spaces_kernels or fused or random_policy"],
+                                    "tests/emulation/test_spaces_kernels.py", "-k",
+                                    "not spaces_kernels or fused or random_policy"],
     # The rest of the package (the whole-package campaign): each file's fastest tests that reach it.
     "fastvec/__init__.py": ["tests/test_gymnasium_registration.py", "tests/wrappers/test_render_and_kwargs.py",
                             "tests/wrappers/test_env_inputs.py",

@@ -163,7 +163,9 @@ def test_scenario_matches_mpe2_reset_distribution(name):
 # each scenario indexes, and warns about an index past an array's end.
 WARNINGS_DRIVER = r"""
 #include "spaces.h"
-int fv_test_step(State* s, fv_rng* r, const ACT_T* a, OBS_T* o, float* rw, float* st) { return env_step(s, r, a, o, rw, st); }
+int fv_test_step(State* s, fv_rng* r, const ACT_T* a, OBS_T* o, float* rw, float* st) {
+    return env_step(s, r, a, o, rw, st);
+}
 void fv_test_reset(State* s, fv_rng* r, OBS_T* o) { env_reset(s, r, o); }
 """
 

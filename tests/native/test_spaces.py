@@ -198,6 +198,7 @@ def test_an_observation_of_more_axes_than_fastvec_takes_is_refused_without_writi
     shape, low, high = np.full(16, -7, np.int32), np.zeros(1, np.float32), np.zeros(1, np.float32)
     assert lib.fill(*(a.ctypes.data_as(ctypes.c_void_p) for a in (shape, low, high))) == 9
     assert shape[:8].tolist() == [1] * 8 and shape[8:].tolist() == [-7] * 8
-    (tmp_path / "nine_axes.h").write_text((ENVS_DIR / "counting.h").read_text().replace("#define OBS_SIZE 1\n", NINE_AXES))
+    text = (ENVS_DIR / "counting.h").read_text().replace("#define OBS_SIZE 1\n", NINE_AXES)
+    (tmp_path / "nine_axes.h").write_text(text)
     with pytest.raises(ValueError, match="OBS_SHAPE has 9 axes; fastvec takes 1 to 8"):
         cpu.load(tmp_path / "nine_axes.h", ())

@@ -236,10 +236,10 @@ def test_a_scenario_is_found_by_name_or_id(name):
 
 @pytest.mark.parametrize("winner", ["allies", "enemies"])
 def test_the_last_kill_ends_the_episode_with_the_winners_stat_and_bonus(winner):
-    """3m with one marine a side left, 3 apart: the winner's marine shoots the other, half an attack from death (action
-    5: an ally's first enemy, an enemy's last ally, as jaxmarl orders them), while the other stops. The episode ends with the winner's
-    stat 1 and the other's 0 (jaxmarl's won_battle, both ways), the winners' reward the damage dealt over the
-    three enemies plus the +1 win bonus, the losers' 0."""
+    """3m with one marine a side left, 3 apart: the winner's marine shoots the other, half an attack from death
+    (action 5: an ally's first enemy, an enemy's last ally, as jaxmarl orders them), while the other stops. The
+    episode ends with the winner's stat 1 and the other's 0 (jaxmarl's won_battle, both ways), the winners' reward
+    the damage dealt over the three enemies plus the +1 win bonus, the losers' 0."""
     n, batch = 6, cpu.CpuBatch(load("3m"), 1, DISABLED, TIME_LIMIT)
     batch.reset(np.zeros(1, np.uint64), None)
     state = batch.get_state()[0]
