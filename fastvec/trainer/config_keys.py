@@ -211,6 +211,14 @@ KEYS: tuple[Key, ...] = (
     Key("train", "vtrace_rho_clip", float, 1.0, "V-trace's clip of the importance ratio in the targets (rho bar)",
         gt=0),
     Key("train", "vtrace_c_clip", float, 1.0, "V-trace's clip of the ratio in the traces (c bar)", gt=0),
+    Key("train", "prio_alpha", float, 0.0,
+        "prioritised training sequences: each epoch draws its sequences with replacement, in proportion to "
+        "(sum of |advantage| over the sequence)^prio_alpha (0: each sequence once, shuffled)",
+        "The drawn sequences' policy-loss terms are weighted by (Q p)^-beta over the epoch's largest (Q sequences, "
+        "p a sequence's probability; beta from train.prio_beta0 to 1 over the run); docs/trainer.md.", min=0),
+    Key("train", "prio_beta0", float, 0.4,
+        "the importance weights' exponent beta at the start of the run, annealed linearly to 1 (train.prio_alpha "
+        "> 0)", "0.4: Schaul et al.'s proportional prioritised replay.", min=0, max=1),
     Key("train", "async", bool, False,
         "asynchronous rollouts: two rollout slots, the next rollout collected with the weights one update old "
         "while the learner updates",

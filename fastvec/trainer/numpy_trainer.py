@@ -37,6 +37,8 @@ class NumpyTrainer:
         self.rows, self.horizon, self.bptt, self.segments, self.samples_per_rollout = rollout_sizes(
             train, batch.num_envs, self.num_agents)
         self.rng = np.random.default_rng(train.seed)
+        # train.prio_alpha's draws: the CUDA trainer's counter-based key, so the two draw the same sequences
+        self.shuffle_key = ref.shuffle_key(ref.sampling_key(train.seed))
         self.inputs = AgentInputs(spec, batch)  # the agent ids, action masks and world state the policy reads
         # each agent's team (its episode returns are logged per team where a game has several), else None
         self.teams = teams.agent_teams(config.env.name, config.env.params) if config.env_kind == "team" else None
@@ -237,10 +239,12 @@ class NumpyTrainer:
                 returns = advantages + self.values
                 seg_returns = self.to_segments(returns)
             seg_adv = self.to_segments(advantages)
-            order = self.rng.permutation(seq_count)
+            order, weights = self.epoch_order(seg_adv, epoch, num_updates)
             for start in range(0, seq_count - seqs_per_mb + 1, seqs_per_mb):
                 idx = order[start:start + seqs_per_mb]
-                stats = self.minibatch_step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp)
+                mb_weights = None if weights is None else weights[start:start + seqs_per_mb]
+                stats = self.minibatch_step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp,
+                                            mb_weights)
                 for key, value in stats.items():
                     totals[key] = totals.get(key, 0.0) + value
                 count += 1
@@ -252,7 +256,18 @@ class NumpyTrainer:
         self.timing["update"] += time.perf_counter() - t_start
         return out
 
-    def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp) -> dict:
+    def epoch_order(self, seg_adv, epoch: int, num_updates: int):
+        """(the epoch's sequences in minibatch order (Q,), their policy-loss weights (Q,) or None): a shuffle of
+        every sequence, or with train.prio_alpha > 0 the prioritised draws (reference.prioritized_draws)."""
+        tc = self.config.train
+        if tc.prio_alpha == 0:
+            return self.rng.permutation(seg_adv.shape[1]), None
+        beta = ref.prio_beta(tc.prio_beta0, self.update_index, num_updates)
+        return ref.prioritized_draws(seg_adv, tc.prio_alpha, beta, self.shuffle_key, self.update_index, epoch)
+
+    def minibatch_step(self, seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp,
+                       weights=None) -> dict:
+        """One optimizer step on sequences idx (Bm,); weights (Bm,): their policy-loss weights, or None (all 1)."""
         tc = self.config.train
         obs, world, masks = seg["obs"][:, idx], seg.get("world"), seg.get("masks")
         logits, values, _, cache = ref.policy_forward(self.spec, self.param_views, obs, seg["starts"][:, idx],
@@ -264,6 +279,8 @@ class NumpyTrainer:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         actions = seg["actions"][:, idx]
         head = {} if self.spec.action_kind == "discrete" else {"spec": self.spec}  # ppo_loss's default: one categorical
+        if weights is not None:
+            head["pg_weights"] = weights[None, :]  # (1, Bm): each sequence's weight on its K rows
         loss, dlogits, dvalues, stats = ref.ppo_loss(
             logits, values, actions, seg["logp"][:, idx], seg["values"][:, idx], adv, seg_returns[:, idx],
             tc.clip_coef, tc.vf_clip_coef, tc.vf_coef, ent_coef, **head)

@@ -1,7 +1,8 @@
 """The bundled trainer's algorithm written once as plain NumPy math, with explicit forward and backward
 passes: policy (encoder, MinGRU or MLP layers, decoder), sampling, GAE / V-trace, the PPO loss; the action
 heads (heads.py), running normalisation (normalize.py), the optimizer (optimizers.py: clipping, Adam, Muon,
-schedules) and the counter-based random streams (streams.py) are imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
+schedules), the counter-based random streams (streams.py) and the prioritised choice of training sequences
+(priority.py) are imported here as part of it. The fused CUDA trainer implements these same functions as kernels.
 
 Legend for shape comments: T = time steps, B = rows of a batch (env x agent), O = observation size,
 H = hidden size, L = layers, A = number of actions, P = total parameter count, D = action dimensions,
@@ -48,8 +49,10 @@ from fastvec.trainer.streams import (  # noqa: F401
     policy_uniforms,
     sampling_key,
     sequence_order,
+    shuffle_key,
     splitmix64,
 )
+from fastvec.trainer.priority import prio_beta, prioritized_draws  # noqa: F401
 
 # ----------------------------------------------------------------------------------------------
 # POLICY: spec, flat parameter layout, initialisation
@@ -519,15 +522,19 @@ def gae(values, last_value, rewards, dones, gamma, lam, ratios=None, rho_clip=1.
 
 
 def ppo_loss(logits, values, actions, old_logp, old_values, advantages, returns,
-             clip_coef, vf_clip_coef, vf_coef, ent_coef, spec=None):
+             clip_coef, vf_clip_coef, vf_coef, ent_coef, spec=None, pg_weights=None):
     """Clipped PPO loss, mean over all N = T * B samples, and its gradient.
     logits (..., Y): the head's distribution parameters (spec's head; spec None: one categorical);
     actions (..., *spec.action_shape); values, old_logp, old_values, advantages, returns (...).
     loss = mean(max(-adv * r, -adv * clip(r, 1 - c, 1 + c)))
          + vf_coef * 0.5 * mean(max((v - R)^2, (v_old + clip(v - v_old, -vc, vc) - R)^2))
          - ent_coef * mean(entropy),  with r = exp(logp - old_logp).
+    pg_weights (broadcast to advantages' shape, > 0): each sample's policy-loss term times its weight (prioritised
+    draws' importance weights), computed as the advantage times the weight, the same for a positive weight.
     Returns (loss, dlogits, dvalues, stats dict)."""
     n = values.size
+    if pg_weights is not None:
+        advantages = advantages * pg_weights
     logp, entropy_each, head_cache = head_log_prob(spec, logits, actions)
     log_ratio = logp - old_logp
     ratio = np.exp(log_ratio)

@@ -32,6 +32,11 @@ def sampling_key(seed: int) -> int:
     return splitmix64((seed * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
 
 
+def shuffle_key(seed_key: int) -> int:
+    """The epoch orders' key of a learner sampling with seed_key: shuffle_kernel's, and prioritised draws'."""
+    return splitmix64(seed_key ^ 0x53485546464C45)
+
+
 def policy_uniforms(seed_key: int, rows: int, step: int) -> np.ndarray:
     """The CUDA trainer's policy_uniform for rows 0..rows-1 at one policy step (float32 in [0, 1))."""
     with np.errstate(over="ignore"):

@@ -110,9 +110,9 @@ def record_minibatches(trainer, monkeypatch):
     monkeypatch.setattr(ref, "ppo_loss", loss)
     indices, real_step = [], trainer.minibatch_step
 
-    def step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp):
+    def step(seg, seg_adv, seg_returns, seg_state, idx, *rest):
         indices.append(idx.copy())
-        return real_step(seg, seg_adv, seg_returns, seg_state, idx, lr, ent_coef, new_logp)
+        return real_step(seg, seg_adv, seg_returns, seg_state, idx, *rest)
 
     monkeypatch.setattr(trainer, "minibatch_step", step)
     return indices, loss

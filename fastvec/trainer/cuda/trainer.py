@@ -66,7 +66,7 @@ class CudaTrainer:
         self.reduction = data_parallel()
         self.group, self.rank, self.world_size = self.reduction.group, self.reduction.rank, self.reduction.world_size
         self.seed_key = self.reduction.rank_key(ref.sampling_key(train.seed))
-        self.shuffle_key = ref.splitmix64(self.seed_key ^ 0x53485546464C45)
+        self.shuffle_key = ref.shuffle_key(self.seed_key)
         self.counters = Counters(SlotState([-1] * plan.slot_count))
         self.slots = Slots(self.counters.slots, plan.async_rollouts)
         t0 = time.perf_counter()
