@@ -1,9 +1,12 @@
 """Every task file builds over MuJoCo Warp's arrays (mj_view.cu with -DFV_MJ_VIEW): by the host's C++ compiler,
-warnings as errors, and, where nvcc is installed, for the GPU (sm_90); no MuJoCo Warp needed."""
+warnings as errors, and, where nvcc is installed, for the GPU (sm_90); no MuJoCo Warp needed. The host build's
+kernels, over arrays filled from libmujoco's data of Gymnasium's states, observe and score each world as Gymnasium."""
 
 import shutil
 import subprocess
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 from fastvec.native.mujoco import HERE, TASKS
@@ -29,3 +32,100 @@ def test_task_builds_over_warp_arrays_with_nvcc(task, tmp_path):
            str(HERE / "mj_view.cu"), "-o", str(tmp_path / "view.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# mj_view.cu's host build driven without MuJoCo Warp: its (nworld, ...) float32 arrays stacked from libmujoco's data
+# of states Gymnasium's env stepped to, its job built as WarpBatch builds it (warp_batch.ViewJob).
+class HostViews:
+    """One task's view library over `n` worlds whose arrays hold float32 copies of Gymnasium's data."""
+
+    def __init__(self, task: str, n: int):
+        import ctypes
+
+        mujoco = pytest.importorskip("mujoco")
+        from fastvec.native.mujoco import batch_settings, task_spec
+        from fastvec.native.mujoco.warp_batch import KEEP, VIEW_FIELDS, ViewJob, ViewModel, _Opt, view_library
+
+        spec = task_spec(task)
+        _, skip, xml_path, _, p = batch_settings(spec, n, None, None, {})
+        self.mjm = mjm = mujoco.MjModel.from_xml_path(xml_path)
+        self.lib, self.n, self.fields = view_library(task_file(task)), n, VIEW_FIELDS
+        self.names = np.frombuffer(b"".join((mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, b) or "").encode() +
+                                            b"\0" for b in range(mjm.nbody)), np.uint8)
+        self.mass, self.p = np.ascontiguousarray(mjm.body_mass, np.float64), np.ascontiguousarray(p, np.float64)
+        model = ViewModel(mjm.nq, mjm.nv, mjm.nu, mjm.nbody, mjm.ntendon, mjm.nsite, _Opt(mjm.opt.timestep),
+                          self.mass.ctypes.data, self.names.ctypes.data)
+        info = sum(mjm.ntendon if w == "T" else w for _, _, w in spec.info)
+        self.obs_size = self.lib.fv_mjv_obs_size(ctypes.byref(model), self.p.ctypes.data)
+        self.arrays = {}
+        self.buf = {"obs": np.full((n, self.obs_size), np.nan), "info": np.full((n, max(info, 1)), -7.0),
+                    "rewards": np.full(n, np.nan), "keep": np.zeros((n, KEEP)), "actions": np.zeros((n, mjm.nu)),
+                    "mask": np.ones(n, np.uint8), "init_qpos": mjm.qpos0.copy(), "init_qvel": np.zeros(mjm.nv + 1),
+                    **{k: np.zeros(n, np.uint8) for k in ("terminated", "unstable", "needs_reset", "resetting")},
+                    "elapsed": np.zeros(n, np.int64), "rng": np.arange(n, dtype=np.uint64)}
+        self.job = ViewJob(m=model, p=self.p.ctypes.data, dt=mjm.opt.timestep * skip, obs_size=self.obs_size,
+                           info_size=info, action_f32=0, num_worlds=n,
+                           **{k: self.buf[k].ctypes.data for k in ("obs", "info", "rewards", "keep", "actions", "mask",
+                                                                   "init_qpos", "init_qvel", "terminated", "unstable",
+                                                                   "needs_reset", "resetting", "elapsed", "rng")})
+
+    def load(self, datas) -> None:
+        """The worlds' arrays: row i from datas[i] (libmujoco's MjData), as MuJoCo Warp's float32."""
+        for name in self.fields:
+            self.arrays[name] = np.ascontiguousarray(np.stack([getattr(d, name).ravel() for d in datas]), np.float32)
+            setattr(self.job, name, self.arrays[name].ctypes.data)
+
+    def run(self, kernel: str) -> None:
+        getattr(self.lib, kernel)(self.job)
+
+
+def gymnasium_states(task: str, n: int, seed: int, warm: int = 0):
+    """n states of Gymnasium's env after `warm` and more random steps (every third): each one's data before and
+    after its step, the step's action, observation, reward and terminated."""
+    import copy
+
+    mujoco = pytest.importorskip("mujoco")
+    env = gym.make(f"{task}-v5")
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    out = []
+    for k in range(warm + n * 3):
+        before = copy.copy(env.unwrapped.data)
+        action = env.action_space.sample()
+        obs, reward, terminated, _, _ = env.step(action)
+        if k >= warm and k % 3 == 2:
+            out.append((before, copy.copy(env.unwrapped.data), action, obs, reward, terminated))
+    assert isinstance(out[0][0], mujoco.MjData)
+    return out
+
+
+def test_the_views_observe_only_the_worlds_in_the_mask_each_from_its_own_rows():
+    """fv_mjv_observe over worlds 0 and 2 of three (Ant: positions, velocities and contact forces of every body)
+    writes each one's observation as Gymnasium observes that state (to float32's precision: MuJoCo Warp's arrays
+    are float32) and its reset info, and leaves world 1's observation and info as they were."""
+    states = gymnasium_states("Ant", 3, seed=3, warm=60)  # landed: contact forces
+    views = HostViews("Ant", 3)
+    views.load([after for _, after, *_ in states])
+    views.buf["mask"][:] = [1, 0, 1]
+    views.run("fv_mjv_observe")
+    for i in (0, 2):
+        np.testing.assert_allclose(views.buf["obs"][i], states[i][3], rtol=1e-5, atol=1e-5)
+        assert np.isfinite(views.buf["info"][i]).all()
+    assert np.isnan(views.buf["obs"][1]).all() and (views.buf["info"][1] == -7.0).all()
+    assert np.abs(states[2][3][-78:]).max() > 0  # contact forces in the compared observations
+
+
+@pytest.mark.parametrize("task", ["HalfCheetah", "Hopper"])
+def test_the_views_step_outputs_are_gymnasiums(task):
+    """fv_mjv_keep on the states before a step, then fv_mjv_after on the states after it: each world's reward and
+    terminated flag are Gymnasium's for that step (HalfCheetah never terminates; Hopper when unhealthy)."""
+    states = gymnasium_states(task, 4, seed=5)
+    views = HostViews(task, 4)
+    views.load([before for before, *_ in states])
+    views.run("fv_mjv_keep")
+    views.load([after for _, after, *_ in states])
+    views.buf["actions"][:] = [action for *_, action, _, _, _ in states]
+    views.run("fv_mjv_after")
+    np.testing.assert_allclose(views.buf["rewards"], [s[4] for s in states], rtol=1e-4, atol=1e-4)
+    assert views.buf["terminated"].tolist() == [int(s[5]) for s in states]
+    assert not views.buf["unstable"].any()
