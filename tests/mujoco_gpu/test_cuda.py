@@ -1,5 +1,5 @@
-"""WarpBatch on a GPU (marked gpu): the device arrays mode agrees with the host arrays mode and with Warp's CPU
-device, takes CUDA arrays as actions in place, reports a non-finite one at the next synchronisation; a captured
+"""WarpBatch on a GPU (marked gpu): the device arrays mode agrees with the host arrays mode and with libmujoco,
+takes CUDA arrays as actions in place, reports a non-finite one at the next synchronisation; a captured
 step (MJWarp's kernels and the task's in one CUDA graph) steps as step() does; gym.make_vec(device="cuda")."""
 
 import numpy as np
@@ -26,29 +26,35 @@ def close(got, want):
 
 
 def pushed(device, same_step, host_arrays=True):
-    b = WarpBatch("InvertedPendulum", 4, same_step=same_step, device=device, host_arrays=host_arrays)
+    b = (MujocoBatch("InvertedPendulum", 4, same_step=same_step) if device == "libmujoco" else
+         WarpBatch("InvertedPendulum", 4, same_step=same_step, device=device, host_arrays=host_arrays))
     b.reset(seeds=np.arange(4))
     b.set_state(None, START)
     return b
 
 
 @pytest.mark.parametrize("same_step", [False, True])
-def test_device_arrays_step_as_the_host_arrays_and_the_cpu_device(same_step):
+def test_device_arrays_step_as_the_host_arrays_and_libmujoco(same_step):
     import warp as wp
 
-    host, dev, cpu = pushed("cuda", same_step), pushed("cuda", same_step, False), pushed("cpu", same_step)
+    host, dev, cpu = pushed("cuda", same_step), pushed("cuda", same_step, False), pushed("libmujoco", same_step)
+    given = wp.array(PUSH, device="cuda:0")
+    wp.synchronize_device("cuda:0")  # Warp's arrays name no stream (CUDA array interface v2): ready before use
+    ended = 0
     for _ in range(30):
         for b in (host, cpu):
             b.step(PUSH)
-        assert dev.step(wp.array(PUSH, device="cuda:0")) is None  # a CUDA array in place; nothing waited for
+        assert dev.step(given) is None  # a CUDA array in place; nothing waited for
         for key in ("terminated", "truncated", "was_reset"):
             np.testing.assert_array_equal(np.asarray(getattr(dev, key)), getattr(host, key), err_msg=key)
             np.testing.assert_array_equal(getattr(cpu, key), getattr(host, key), err_msg=key)
         assert close(np.asarray(dev.obs), host.obs) and close(host.obs, cpu.obs)
-        assert close(np.asarray(dev.rewards), host.rewards)
-        if same_step:
-            assert close(np.asarray(dev.final_obs), host.final_obs)
-    assert host.was_reset.any() or cpu.was_reset.any()
+        assert close(np.asarray(dev.rewards), host.rewards) and close(host.rewards, cpu.rewards)
+        if same_step and cpu.terminated.any():
+            done = cpu.terminated
+            assert close(np.asarray(dev.final_obs)[done], cpu.final_obs[done])
+        ended += int(cpu.terminated.sum())
+    assert ended >= 4  # the resets were exercised
 
 
 def test_device_outputs_are_zero_copy_cuda_arrays():
@@ -66,7 +72,9 @@ def test_a_non_finite_device_action_is_reported_at_the_next_synchronisation():
     b = pushed("cuda", False, False)
     bad = PUSH.copy()
     bad[2, 0] = np.nan
-    b.step(wp.array(bad, device="cuda:0"))
+    given = wp.array(bad, device="cuda:0")
+    wp.synchronize_device("cuda:0")
+    b.step(given)
     with pytest.raises(ActionError, match=r"env 2, dimension 0\) of InvertedPendulum was given to a step on the GPU"):
         b.synchronize()
     b.synchronize()  # reported once
@@ -77,12 +85,9 @@ def test_a_non_finite_device_action_is_reported_at_the_next_synchronisation():
 
 @pytest.mark.parametrize("same_step", [False, True])
 def test_a_captured_step_steps_as_step_does(same_step):
-    import warp as wp
-
     eager, graphed = pushed("cuda", same_step, False), pushed("cuda", same_step, False)
     step = graphed.capture_step()
-    wp.copy(wp.array(PUSH, device="cuda:0"), wp.array(ptr=graphed.dev.actions.ptr, shape=(4, 1), dtype=wp.float32,
-                                                             device="cuda:0"))
+    graphed.put_actions(PUSH)
     for _ in range(30):
         eager.step(PUSH)
         step.launch()

@@ -411,6 +411,10 @@ class WarpBatch:
             self._enqueue_step(self._buffers["actions"].ptr, True)
         return CapturedStep(capture.graph, self._gpu.warp_stream, wp)
 
+    def put_actions(self, actions) -> None:
+        """Copy actions (N, nu) from the host into `dev.actions`, where a captured step reads them."""
+        self._write("actions", np.asarray(actions, np.float32).reshape(self.num_envs, self.nu))
+
     def synchronize(self) -> None:
         """Wait for every step enqueued so far; ActionError if one was given a non-finite action (device arrays)."""
         if self._gpu is not None:
