@@ -354,8 +354,8 @@ class WarpBatch:
         self._refresh()
 
     def _given(self, actions) -> tuple[int, bool]:
-        """(device address, float32?) of the step's actions: a CUDA array's own memory, or a copy of host ones,
-        checked here (nothing is stepped for a non-finite action of a world that steps)."""
+        """(device address, float32?) of the step's actions: a CUDA array's own memory, or a copy of host ones;
+        with host arrays a non-finite action of a world that steps raises here, before anything is stepped."""
         n, u = self.num_envs, self.nu
         if self._gpu is not None and not self.host_arrays:
             from fastvec.native.device_array import device_view
@@ -375,8 +375,8 @@ class WarpBatch:
                              f"{given.shape}")
         f32 = given.dtype == np.float32
         values = given.reshape(n, u).astype(np.float32 if f32 else np.float64)
-        stepping = ~(self._host["needs_reset"].astype(bool) if self._gpu is None or self.host_arrays
-                     else self._read("needs_reset").astype(bool))
+        # host arrays: checked here against the worlds that step (device arrays: by take, reported later)
+        stepping = ~self._host["needs_reset"].astype(bool) if self.host_arrays else np.zeros(n, np.bool_)
         bad = ~np.isfinite(values) & stepping[:, None]
         if bad.any():
             k = int(np.flatnonzero(bad.ravel())[0])
