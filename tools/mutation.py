@@ -212,6 +212,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/teams.py": ["tests/trainer/test_teams.py", "-k", "not learns and not trains"],
     "fastvec/trainer/streams.py": ["tests/trainer/test_counter_streams.py", "tests/trainer/test_reference.py",
                                    "tests/trainer/test_reference_heads.py"],
+    "fastvec/trainer/priority.py": ["tests/trainer/test_priority.py"],
     "fastvec/trainer/dashboard.py": ["tests/trainer/test_display.py"],
     "fastvec/trainer/plot.py": ["tests/trainer/test_metrics_and_config_round_trips.py", "tests/trainer/test_cli.py",
                                 "-k", "plot or metrics"],
@@ -219,7 +220,8 @@ TARGETS: dict[str, list[str]] = {
     # The CUDA trainer's kernels that the emulation harnesses build for the CPU.
     "fastvec/trainer/cuda/heads.cu": ["tests/emulation/test_heads_kernels.py"],
     "fastvec/trainer/cuda/normalize.cu": ["tests/emulation/test_heads_kernels.py"],
-    "fastvec/trainer/cuda/ppo.cu": ["tests/emulation/test_heads_kernels.py"],
+    "fastvec/trainer/cuda/ppo.cu": ["tests/emulation/test_heads_kernels.py", "tests/emulation/test_prio_kernel.py"],
+    "fastvec/trainer/cuda/prio.cu": ["tests/emulation/test_prio_kernel.py"],
     "fastvec/trainer/cuda/newton_schulz.cu": ["tests/emulation/test_newton_schulz.py"],
     "fastvec/trainer/cuda/selfplay.cu": ["tests/emulation/test_selfplay_kernels.py"],
     "fastvec/trainer/cuda/rollout_common.cu": ["tests/emulation/test_selfplay_kernels.py"],

@@ -184,9 +184,9 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "
                 "policy.encoder=linear); use --train.env_device=cpu")
-    if train.prio_alpha > 0:
-        return ("the CUDA trainer does not draw prioritised training sequences (train.prio_alpha > 0); use "
-                "--train.device=cpu or --train.prio_alpha=0")
+    if train.prio_alpha > 0 and train.gpus != 1:
+        return ("the CUDA trainer draws prioritised training sequences (train.prio_alpha > 0) on one GPU; use "
+                "--train.gpus=1 or --train.prio_alpha=0")
     if (train.norm_obs or train.norm_reward) and train.gpus != 1:
         return "the CUDA trainer keeps train.norm_obs and train.norm_reward statistics on one GPU; use --train.gpus=1"
     return None

@@ -171,7 +171,8 @@ def test_ppo_loss_weights_each_samples_policy_term():
 
 def test_cuda_trainer_refuses_what_it_cannot_draw():
     from fastvec.trainer.resolve import cuda_unsupported
-    config = load_config("cartpole", {"train": {"prio_alpha": 0.5}})
     spec = ref.PolicySpec(obs_size=4, num_actions=2)
-    assert "train.prio_alpha" in cuda_unsupported(spec, config)
-    assert cuda_unsupported(spec, load_config("cartpole", {})) is None
+    assert "train.prio_alpha" in cuda_unsupported(spec, load_config("cartpole", {"train": {"prio_alpha": 0.5,
+                                                                                            "gpus": 2}}))
+    assert cuda_unsupported(spec, load_config("cartpole", {"train": {"prio_alpha": 0.5}})) is None
+    assert cuda_unsupported(spec, load_config("cartpole", {"train": {"gpus": 2}})) is None

@@ -31,6 +31,7 @@ SIGNATURES = {
     "bias_grad_kernel": "qiPPPPPPi",
     "gae_kernel": "{GaeArgs}",
     "shuffle_kernel": "iiQiPP",
+    "prio_kernel": "PiiiddiQiPPPP",
     "gather_minibatch_kernel": "{GatherArgs}",
     "gather_state_kernel": "iiiiiPPP",
     "sums_partial_kernel": "qiPP",

@@ -53,11 +53,12 @@ class HeadOps:
         return self.arena.ptr("params", self.layout.offsets[name][0])
 
     # UPDATE
-    def loss(self, k, norm_adv: bool, stats: bool, scatter: bool) -> None:
+    def loss(self, k, norm_adv: bool, stats: bool, scatter: bool, weights: int = 0) -> None:
         """reference.ppo_loss over the minibatch's decoder output y into dy (and dlogstd for a Box head): ppo.cu's
         ppo_loss_kernel for a Discrete head, heads.cu's ppo_loss_head_kernel for the others. norm_adv: with the
         advantages' moments (adv_moments); stats: add the loss terms to the update's statistics; scatter: write
-        each row's log-probability to new_logp (V-trace)."""
+        each row's log-probability to new_logp (V-trace); weights: the address of the minibatch's sequences'
+        importance weights (Bm,) (pg_weights, train.prio_alpha), or 0."""
         spec, a, tc, n = self.spec, self.arena, self.train, self.plan.mb_rows
         kind = HEAD_KINDS.get(spec.action_kind, 0)  # 0: a Discrete head, ppo.cu's kernel
         args = LossArgs(
@@ -66,7 +67,8 @@ class HeadOps:
             scalars=a.ptr("scalars"), dy=a.ptr("dy"), partial=a.ptr("block_partial") if stats else 0,
             counter=a.ptr("reduce_counter") if stats else 0, new_logp=a.ptr("new_logp") if scatter else 0,
             src=a.ptr("mb_src") if scatter else 0, clip_coef=tc.clip_coef, vf_clip_coef=tc.vf_clip_coef,
-            vf_coef=tc.vf_coef, n=n, kind=kind, D=spec.action_shape[0] if kind else 0, Y=spec.head_size + 1)
+            vf_coef=tc.vf_coef, n=n, kind=kind, D=spec.action_shape[0] if kind else 0, Y=spec.head_size + 1,
+            weights=weights, Bm=self.plan.seqs_per_mb)
         if spec.action_kind == "box":
             args.logstd, args.dlogstd = self.param("dec.logstd"), a.ptr("dlogstd")
         elif spec.action_kind == "multi_discrete":

@@ -37,8 +37,9 @@ class LossArgs(ctypes.Structure):
 
     _fields_ = [("y", P), ("actions", P), ("nvec", P), ("logstd", P), ("old_logp", P), ("old_values", P),
                 ("adv", P), ("returns", P), ("adv_moments", P), ("scalars", P), ("dy", P), ("dlogstd", P),
-                ("partial", P), ("counter", P), ("new_logp", P), ("src", P), ("clip_coef", F32),
-                ("vf_clip_coef", F32), ("vf_coef", F32), ("n", I32), ("kind", I32), ("D", I32), ("Y", I32)]
+                ("partial", P), ("counter", P), ("new_logp", P), ("src", P), ("weights", P),
+                ("clip_coef", F32), ("vf_clip_coef", F32), ("vf_coef", F32), ("n", I32), ("kind", I32), ("D", I32),
+                ("Y", I32), ("Bm", I32)]
 
 
 class RolloutArgs(ctypes.Structure):

@@ -17,6 +17,7 @@
 #include "common.cu"     /* bf16, TrainScalars, mix64, block reductions, last_block */
 #include "policy.cu"     /* layers, bias gradient, action sampling */
 #include "ppo.cu"        /* GAE, minibatches, PPO loss, statistics, scalar bookkeeping */
+#include "prio.cu"       /* prioritised draws of training sequences and their importance weights */
 #include "heads.cu"      /* MultiDiscrete and Box heads: samplers and their PPO loss */
 #include "teams.cu"      /* teams: the masked categorical, the minibatch's masks and world states */
 #include "normalize.cu"  /* running observation normalisation and reward scaling */

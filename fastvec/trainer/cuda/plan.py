@@ -143,6 +143,7 @@ class Plan:
     norm_reward: bool = False  # train.norm_reward: rewards scaled at the end of every rollout (cuda/normalize.py)
     masked: bool = False  # a team's action masks: the rollout keeps each step's, the sampler and the loss apply them
     obs_bytes: bool = False  # the GPU env's observations are bytes (OBS_T unsigned char; set once its build loads)
+    prio: bool = False  # train.prio_alpha > 0: each epoch's sequences are prioritised draws (prio.cu), weighted
 
     @classmethod
     def make(cls, train: dict, spec: ref.PolicySpec, layout: ref.FlatLayout, num_envs: int, num_agents: int,
@@ -186,7 +187,7 @@ class Plan:
                    async_rollouts=bool(train.async_),
                    slot_count=2 if train.async_ else 1, rollout=rollout, fused_block=block,
                    rollout_bf16=bf16_acts and rollout in ("gemm", "selfplay", "team"), choices=choices,
-                   norm_reward=bool(train.norm_reward), masked=masked)
+                   norm_reward=bool(train.norm_reward), masked=masked, prio=train.prio_alpha > 0)
 
     def policy_defines(self, spec: ref.PolicySpec) -> dict:
         """The -D sizes the policy kernels compiled into the env's module need (the fused step's, self-play's, and
@@ -326,7 +327,10 @@ def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayo
     t, r, n_env, s, o, h, ls, layers, y, aw, w, p, n, bm, q = _sizes(plan, spec, layout)
     f32, i32 = np.float32, np.int32
     # update: minibatch inputs (K, Bm, ...) rows
-    a.add("perm", (q,), i32, "(Q,) this epoch's sequence order")
+    a.add("perm", (q,), i32, "(Q,) this epoch's sequence order (train.prio_alpha: its draws)")
+    if plan.prio:
+        a.add("prio_weight", (q,), f32, "(Q,) the importance weight of each draw in perm")
+        a.add("prio_sums", (q,), np.float64, "(Q,) prio_kernel's scratch: the priorities' running sums")
     a.add("mb_obs", (n, o), f32, "(K, Bm, I)")
     if plan.masked:
         a.add("mb_masks", (n, spec.num_actions), np.uint8, "(K, Bm, A) the minibatch's action masks")

@@ -262,10 +262,13 @@ __device__ void ppo_add_stats(const float* stats, int n, double* partial, unsign
  * launch: per-block sums in double in partial (blocks, 5), finished by the last block (last_block).
  * With new_logp given, scatters each row's new log-probability to new_logp[src[i]]. */
 
-/* A row's advantage, normalised with the minibatch's moments where they are given. */
+/* A row's advantage, normalised with the minibatch's moments where they are given, then times its sequence's
+ * importance weight where weights are given (a positive weight on the policy-loss term, reference.ppo_loss's
+ * pg_weights). */
 __device__ __forceinline__ float loss_advantage(const LossArgs& l, int i) {
     float adv = l.adv[i];
     if (l.adv_moments) adv = (adv - l.adv_moments[0]) / (l.adv_moments[1] + 1e-8f);
+    if (l.weights) adv = adv * l.weights[i % l.Bm];
     return adv;
 }
 

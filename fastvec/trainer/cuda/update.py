@@ -12,6 +12,7 @@ import numpy as np
 from fastvec.native.graphs import CudaGraph
 from fastvec.trainer.cuda.kernel_args import GaeArgs, GatherArgs, pack
 from fastvec.trainer.cuda.plan import NORM_BLOCKS, action_words, gather_threads, slot_addresses
+from fastvec.trainer.priority import PRIO_CHUNKS as PRIO_THREADS  # prio.cu's block: a thread a chunk of the sums
 
 # Legend as plan.py's: T = horizon, R = rows, I = the policy's input, A = actions, C = a world-state critic's input,
 # K = bptt, Bm = sequences per minibatch, n = K * Bm rows per minibatch, P = parameters.
@@ -80,7 +81,7 @@ class GpuUpdate:
         for epoch in range(tc.update_epochs):
             if tc.vtrace and epoch > 0:
                 self.gae(True)
-            self.shuffle(half_bits, epoch)
+            self.epoch_order(half_bits, epoch, num_updates)
             for mb in range(plan.minibatches):
                 self.minibatch_step(mb * plan.seqs_per_mb)
         self.optimizer.join(self.stream)  # before the schedule changes the learning rate the branches read
@@ -111,6 +112,19 @@ class GpuUpdate:
         q = self.plan.sequences
         self.k.launch("shuffle_kernel", q, np.int32(q), np.int32(half_bits), np.uint64(self.shuffle_key),
                       np.int32(epoch), self.arena.ptr("scalars"), self.arena.ptr("perm"))
+
+    def epoch_order(self, half_bits: int, epoch: int, num_updates: int) -> None:
+        """perm: the epoch's sequences in minibatch order, NumpyTrainer.epoch_order's: a shuffle, or with
+        train.prio_alpha > 0 prio_kernel's draws from adv_returns' advantages, their weights in prio_weight."""
+        tc, a, plan = self.train, self.arena, self.plan
+        if tc.prio_alpha == 0:
+            self.shuffle(half_bits, epoch)
+            return
+        self.k.launch_grid("prio_kernel", 1, PRIO_THREADS, a.ptr("adv_returns"), np.int32(plan.bptt),
+                           np.int32(plan.rows), np.int32(plan.sequences), np.float64(tc.prio_alpha),
+                           np.float64(tc.prio_beta0), np.int32(num_updates), np.uint64(self.shuffle_key),
+                           np.int32(epoch), a.ptr("scalars"), a.ptr("prio_sums"), a.ptr("perm"),
+                           a.ptr("prio_weight"))
 
     def current_logp(self, half_bits: int) -> None:
         """new_logp = log pi(a|s) of every rollout step under the weights the update starts from (stale data:
@@ -186,7 +200,8 @@ class GpuUpdate:
         # LOSS
         if norm_adv:
             reduction.record_adv_moments(self.k, self.arena, n, self.stream)
-        self.heads.loss(self.k, norm_adv=norm_adv, stats=True, scatter=self.train.vtrace)
+        self.heads.loss(self.k, norm_adv=norm_adv, stats=True, scatter=self.train.vtrace,
+                        weights=self.arena.ptr("prio_weight", first) if self.train.prio_alpha > 0 else 0)
         if self.plan.masked:
             self.mask(self.k, "mask_logits_grad_kernel", self.arena.ptr("dy"))
         # BACKWARD

@@ -75,6 +75,7 @@ typedef struct {
     unsigned int* counter;    /* last_block's counter */
     float* new_logp;          /* (T, R) V-trace's log-probabilities, scattered through src, or 0 */
     const int* src;           /* (n,) each row's rollout index */
+    const float* weights;     /* (Bm,) the minibatch's sequences' importance weights (prio_kernel's), or 0: all 1 */
     float clip_coef;
     float vf_clip_coef;
     float vf_coef;
@@ -82,4 +83,5 @@ typedef struct {
     int kind;                 /* ppo_loss_head_kernel's HEAD_MULTI_DISCRETE or HEAD_BOX (0: Discrete) */
     int D;                    /* action dimensions (MultiDiscrete, Box) */
     int Y;                    /* decoder width (a Discrete head's A = Y - 1 actions) */
+    int Bm;                   /* sequences in the minibatch (row i is sequence i % Bm's), with weights */
 } LossArgs;

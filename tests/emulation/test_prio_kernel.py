@@ -1,0 +1,96 @@
+"""The CUDA trainer's prioritised draws (fastvec/trainer/cuda/prio.cu) without a GPU: built for the CPU by
+tests/emulation/prio_on_cpu.cpp and compared bit for bit with reference.prioritized_draws on random advantages
+(the draws, the weights, beta's schedule, the all-zero fallback), and ppo.cu's loss with the weights against
+reference.ppo_loss(pg_weights=...). tests/trainer/test_cuda_prio.py checks the whole update on the device."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_heads_kernels import build_harness, call, rel_err
+
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+
+HARNESS = Path(__file__).resolve().parent / "prio_on_cpu.cpp"
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    return build_harness(tmp_path_factory, HARNESS)
+
+
+def kernel_draws(emu, adv, k, alpha, beta0, num_updates, update, key, epoch):
+    """prio_kernel's (perm, weights) for adv (T, R) in K-step sequences."""
+    t_len, r = adv.shape
+    q = (t_len // k) * r
+    perm, weights = np.full(q, -1, np.int32), np.zeros(q, np.float32)
+    call(emu.emu_prio, np.ascontiguousarray(adv), k, r, q, np.float64(alpha), np.float64(beta0), num_updates, update,
+         np.uint64(key), epoch, np.zeros(q, np.float64), perm, weights)
+    return perm, weights
+
+
+def to_segments(x, k):
+    """(T, R) -> (K, S * R), NumpyTrainer.to_segments' sequence order."""
+    t_len, r = x.shape
+    return np.swapaxes(x.reshape(t_len // k, k, r), 0, 1).reshape(k, -1)
+
+
+@pytest.mark.parametrize("t_len,rows,k,alpha,update", [(16, 70, 8, 0.6, 3), (64, 1100, 32, 1.0, 0), (12, 5, 4, 0.25, 9),
+                                                       (8, 1500, 4, 2.0, 40)])
+def test_prio_kernel_draws_the_references_sequences_and_weights_bit_for_bit(emu, t_len, rows, k, alpha, update):
+    """Q from 15 (fewer than the block's threads) to 3,000 (several priorities a thread): heavy-tailed advantages
+    with some all-zero sequences, beta mid-schedule (and past the end: update 40 of 20)."""
+    rng = np.random.default_rng(rows)
+    adv = (rng.standard_normal((t_len, rows)) * rng.exponential(1.0, rows) ** 2).astype(np.float32)
+    adv[:, rng.random(rows) < 0.1] = 0  # rows whose every sequence has zero advantages
+    key, epoch, num_updates = ref.shuffle_key(ref.sampling_key(7)), 1, 20
+    perm, weights = kernel_draws(emu, adv, k, alpha, 0.3, num_updates, update, key, epoch)
+    beta = ref.prio_beta(0.3, update, num_updates)
+    want_order, want_weights = ref.prioritized_draws(to_segments(adv, k), alpha, beta, key, update, epoch)
+    assert np.array_equal(perm, want_order)
+    assert np.array_equal(weights, want_weights)
+    assert weights.max() == 1 and len(np.unique(perm)) < len(perm)
+
+
+def test_prio_kernel_draws_uniformly_when_every_advantage_is_zero(emu):
+    adv = np.zeros((8, 300), np.float32)
+    perm, weights = kernel_draws(emu, adv, 4, 0.5, 0.4, 10, 2, 99, 0)
+    want_order, _ = ref.prioritized_draws(to_segments(adv, 4), 0.5, 0.6, 99, 2, 0)
+    assert np.array_equal(perm, want_order) and np.all(weights == 1)
+
+
+def test_weighted_loss_kernel_matches_ppo_loss_with_pg_weights(emu):
+    """ppo_loss_kernel with weights: row t * Bm + b's normalised advantage times sequence b's weight, against
+    reference.ppo_loss(pg_weights=...) on the (K, Bm) minibatch; without weights the policy loss differs."""
+    rng = np.random.default_rng(5)
+    kk, bm, a = 6, 50, 4
+    n = kk * bm
+    y = rng.standard_normal((n, a + 1)).astype(np.float32)
+    actions = rng.integers(0, a, n).astype(np.int32)
+    old_logp = (ref.log_softmax(y[:, :a])[np.arange(n), actions] + rng.normal(0, 0.3, n)).astype(np.float32)
+    old_values = (y[:, -1] + rng.normal(0, 0.3, n)).astype(np.float32)
+    adv, returns = (rng.standard_normal(n) * 2).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    weights = rng.uniform(0.05, 1.0, bm).astype(np.float32)
+    moments = np.array([adv.astype(np.float64).mean(), adv.astype(np.float64).std()], np.float32)
+    adv_n = ((adv - moments[0]) / (moments[1] + np.float32(1e-8))).astype(np.float32)
+    shape = (kk, bm)
+    _, dlogits, dvalues, stats = ref.ppo_loss(y[:, :a].reshape(*shape, a), y[:, -1].reshape(shape),
+                                              actions.reshape(shape), old_logp.reshape(shape),
+                                              old_values.reshape(shape), adv_n.reshape(shape),
+                                              returns.reshape(shape), 0.2, 0.2, 0.5, 0.01,
+                                              pg_weights=weights[None, :])
+    results = {}
+    for name, w in (("weighted", weights), ("plain", None)):
+        scalars = np.zeros((), SCALARS_DTYPE)
+        scalars["ent_coef"] = 0.01
+        scalars = np.frombuffer(scalars.tobytes(), np.uint8).copy()
+        dy = np.zeros((n, a + 1), np.float32)
+        call(emu.emu_weighted_loss, n, a, bm, y, actions, old_logp, old_values, adv, returns, moments, w, scalars,
+             dy, np.zeros(5 * -(-n // 256)), np.zeros(1, np.uint32))
+        results[name] = dy, np.frombuffer(scalars.tobytes(), SCALARS_DTYPE)[0]["stat"]
+    dy, got = results["weighted"]
+    assert rel_err(dy[:, :a], dlogits.reshape(n, a)) <= 1e-5
+    assert rel_err(dy[:, -1], dvalues.reshape(n)) <= 1e-6
+    assert abs(got[0] - stats["policy_loss"]) <= 1e-5 * max(abs(stats["policy_loss"]), 1.0)
+    assert rel_err(results["plain"][0][:, :a], dy[:, :a]) > 0.1  # the weights do reach the gradient
