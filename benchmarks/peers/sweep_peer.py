@@ -34,11 +34,13 @@ from fairness import CLASSIC, MINATAR, fastvec_env_overrides, peer_family  # noq
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MIN_MINIBATCH = 32  # samples; a sampled minibatch count that would make them fewer is lowered, on both sides
-TOTALS = {"minatar": [2_500_000, 5_000_000, 10_000_000], "default": [250_000, 500_000, 1_000_000, 2_000_000]}
+TOTALS = {"minatar": [2_500_000, 5_000_000, 10_000_000], "default": [250_000, 500_000, 1_000_000, 2_000_000],
+          "teams": [1_000_000, 2_000_000, 5_000_000, 10_000_000]}
 
 
-def space(env: str, fixed: dict | None = None) -> dict:
-    """The shared search space, {name: optuna distribution}, without the names `fixed` holds."""
+def space(env: str, fixed: dict | None = None, teams: bool = False) -> dict:
+    """The shared search space, {name: optuna distribution}, without the names `fixed` holds. teams: a team env's
+    (JaxMARL's PPO scripts): their clip range too, and budgets of their order (10M steps published)."""
     import optuna.distributions as d
     entries = {
         "num_envs": d.CategoricalDistribution([16, 32, 64, 128, 256, 512, 1024, 2048]),
@@ -54,6 +56,9 @@ def space(env: str, fixed: dict | None = None) -> dict:
     }
     if peer_family(env) != "continuous":  # a Gaussian policy's entropy bonus is 0 on both sides' published configs
         entries["ent_coef"] = d.FloatDistribution(1e-4, 0.05, log=True)
+    if teams:
+        entries["total_timesteps"] = d.CategoricalDistribution(TOTALS["teams"])
+        entries["clip_eps"] = d.CategoricalDistribution([0.05, 0.1, 0.2, 0.3])
     return {name: dist for name, dist in entries.items() if name not in (fixed or {})}
 
 
@@ -87,11 +92,11 @@ def fastvec_settings(params: dict, base_bptt: int = 16) -> dict:
     return {"env": {"num_envs": params["num_envs"]}, "policy": {"hidden": params["hidden"]}, "train": train}
 
 
-def sweep_settings(env: str, threshold: float, trial_seconds: float) -> dict:
-    """fastvec-sweep's [sweep] defaults (fastvec/configs/default.toml) with the objective time_to_target."""
+def sweep_settings(env: str, threshold: float, trial_seconds: float, metric: str = "episode_return") -> dict:
+    """fastvec-sweep's [sweep] defaults (fastvec/configs/default.toml) with the objective time_to_target on metric."""
     from fastvec.trainer.config import load_config
     settings = dict(load_config(env)["sweep"])
-    settings.update(objective="time_to_target", metric="episode_return", target=threshold,
+    settings.update(objective="time_to_target", metric=metric, target=threshold,
                     trial_seconds=trial_seconds, seeds=1, seed_reduce="mean")
     return {k: v for k, v in settings.items() if "." not in k}
 
@@ -109,7 +114,6 @@ def _plan(settings: dict):
 
 def fastvec_trial(env: str, params: dict, settings: dict, trial, seed: int, device: str, run_root: Path) -> dict:
     """One trial of fastvec-train, scored by fastvec-sweep's TrialWatch (its logs, pruning, budget)."""
-    from fastvec.trainer import run
     from fastvec.trainer import sweep as fastvec_sweep
     from fastvec.trainer.config import load_config
 
@@ -117,13 +121,24 @@ def fastvec_trial(env: str, params: dict, settings: dict, trial, seed: int, devi
     overrides = fastvec_sweep.layer({"env": fastvec_env_overrides(env)},
                                     fastvec_settings(params, base["train"]["bptt_horizon"]),
                                     {"train": {"device": device}})
+    return fastvec_settings_trial(env, overrides, settings, trial, seed, run_root)
+
+
+def fastvec_settings_trial(env: str, overrides: dict, settings: dict, trial, seed: int, run_root: Path,
+                           wrap=None) -> dict:
+    """One trial of fastvec-train with these config overrides, scored by fastvec-sweep's TrialWatch; wrap(watch), if
+    given, is the watch run.train calls (e.g. one that hands TrialWatch a smoothed metric)."""
+    from fastvec.trainer import run
+    from fastvec.trainer import sweep as fastvec_sweep
+    from fastvec.trainer.config import load_config
+
     plan = _plan(settings)
     config = fastvec_sweep.run_config(load_config(env, overrides), seed, plan)
     per_rollout = config["env"]["num_envs"] * config["train"]["horizon"]
     total = math.ceil(config["train"]["total_timesteps"] / per_rollout) * per_rollout
     watch = fastvec_sweep.TrialWatch(plan, trial, 0, total, _Quiet())
     summary = run.train(config, Path(tempfile.mkdtemp(prefix=f"trial{trial.number}-", dir=run_root)), dashboard=False,
-                        watch=watch)
+                        watch=wrap(watch) if wrap else watch)
     close = getattr(summary.pop("trainer"), "close", None)
     if close is not None:
         close()
@@ -171,66 +186,131 @@ def peer_trial(peer, settings: dict, trial, seed: int) -> dict:
             "compile_s": round(peer.compile_s, 3), "warmup_s": round(peer.warmup_s, 3)}
 
 
-def run_sweep(env: str, side: str, trials: int, trial_seconds: float, batch: int = 4, seed: int = 1,
-              sampler_seed: int = 0, device: str = "cuda", fixed: dict | None = None, chunk_steps: int = 20_000,
-              timeout: float = 0.0, log=print) -> dict:
-    """Sweep env's shared space on one side; returns the study's record (every trial, the best). timeout: no batch
-    starts after this many seconds (0: none), as fastvec-sweep's sweep.timeout."""
+def new_study(settings: dict, sampler_seed: int):
+    """The study fastvec-sweep makes for these settings: multivariate TPE with constant liar from sampler_seed, and
+    its median pruner."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    sampler = optuna.samplers.TPESampler(seed=sampler_seed, multivariate=True, constant_liar=True)
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=settings["prune_startup"],
+                                         n_warmup_steps=int(settings["prune_warmup"] * settings["reports"]))
+    return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
+
+
+def _tell(study, trial, state: str, value) -> None:
+    import optuna
+    if state == "COMPLETE":
+        study.tell(trial, value)
+    else:
+        study.tell(trial, state=getattr(optuna.trial.TrialState, state))
+
+
+def replay(study, distributions: dict, saved: list[dict], batch: int, trials: int, fixed: dict) -> list:
+    """A saved sweep's trials told to a new study in the order they were asked (batches of `batch`) and told, their
+    pruner reports first: the sampler's state and history are then the saved sweep's, so the sweep goes on as if
+    never stopped. Returns the asked trials of a batch the saved sweep left part done."""
+    told, pending = 0, []
+    while told < len(saved):
+        for trial in [study.ask(distributions) for _ in range(min(batch, trials - told))]:
+            if told == len(saved):
+                pending.append(trial)
+                continue
+            record = saved[told]
+            if {**fixed, **trial.params} != record["params"]:
+                raise SystemExit(f"the saved sweep's trial {record['number']} tried {record['params']}, this one's "
+                                 f"sampler asks {trial.params}: it ran another space, sampler seed or batch; give a "
+                                 "new output file")
+            for step, value in sorted((int(k), v) for k, v in record.get("reports", {}).items()):
+                trial.report(value, step)
+            _tell(study, trial, record["state"], record.get("value"))
+            told += 1
+    return pending
+
+
+def sweep_trials(distributions: dict, settings: dict, trials: int, batch: int, sampler_seed: int, prepare, train,
+                 fixed: dict | None = None, timeout: float = 0.0, log=print, saved: list[dict] = (),
+                 on_record=None) -> list[dict]:
+    """The sweep both sides get: Optuna asks `batch` trials at a time from the shared space; prepare(params list)
+    makes their programs (an exception for a point that cannot build), train(params, program, trial) trains each
+    and returns its TrialWatch result, scored by fastvec-sweep's objective_values. saved: a stopped sweep's records,
+    replayed first; on_record(records) after every trial (a killed process loses one trial at most). timeout: no
+    batch starts after this many seconds (0: none), as fastvec-sweep's sweep.timeout. Returns every record."""
     import optuna
     from fastvec.trainer import sweep as fastvec_sweep
     from fastvec.trainer.config import ConfigError
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    gymnax_id, threshold = {**CLASSIC, **MINATAR}[env]
-    if threshold is None:
-        raise SystemExit(f"{env} has no return threshold: the time_to_target sweep needs one")
     fixed = dict(fixed or {})
-    settings = sweep_settings(env, threshold, trial_seconds)
-    sampler = optuna.samplers.TPESampler(seed=sampler_seed, multivariate=True, constant_liar=True)
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=settings["prune_startup"],
-                                         n_warmup_steps=int(settings["prune_warmup"] * settings["reports"]))
-    study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
-    distributions = space(env, fixed)
-    records, start = [], time.perf_counter()
-    run_root = Path(tempfile.mkdtemp(prefix=f"sweep-{env}-"))
+    study = new_study(settings, sampler_seed)
+    records, start = list(saved), time.perf_counter()
+    pending = replay(study, distributions, records, batch, trials, fixed)
     while len(records) < trials and not (timeout and time.perf_counter() - start >= timeout):
-        asked = [study.ask(distributions) for _ in range(min(batch, trials - len(records)))]
-        programs = [None] * len(asked)
-        if side == "peer":  # the batch's programs compiled side by side; nothing trains meanwhile
-            with ThreadPoolExecutor(len(asked)) as pool:
-                futures = [pool.submit(compile_peer, env, {**fixed, **t.params}, chunk_steps) for t in asked]
-                programs = [f.exception() or f.result() for f in futures]
+        asked = pending or [study.ask(distributions) for _ in range(min(batch, trials - len(records)))]
+        pending = []
+        programs = prepare([{**fixed, **t.params} for t in asked])
         for trial, program in zip(asked, programs):
             params = {**fixed, **trial.params}
             record = {"number": trial.number, "params": params}
             try:
                 if isinstance(program, BaseException):
                     raise program
-                result = (peer_trial(program, settings, trial, seed) if side == "peer" else
-                          fastvec_trial(env, params, settings, trial, seed, device, run_root))
+                result = train(params, program, trial)
             except (ConfigError, RuntimeError, ValueError, MemoryError) as err:  # this point cannot train
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 records.append({**record, "state": "FAIL", "error": f"{type(err).__name__}: {err}"[:500]})
                 log(f"trial {trial.number}: FAIL {records[-1]['error']}")
+                if on_record:
+                    on_record(records)
                 continue
             values = fastvec_sweep.objective_values(settings, [result])
-            if result["pruned"]:
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                state = "PRUNED"
-            elif values is None:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                state = "FAIL"
-            else:
-                study.tell(trial, values[0])
-                state = "COMPLETE"
-            records.append({**record, "state": state, "value": values[0] if values else None, **result})
+            reports = study.get_trials(deepcopy=False)[trial.number].intermediate_values
+            state = "PRUNED" if result["pruned"] else "FAIL" if values is None else "COMPLETE"
+            _tell(study, trial, state, values[0] if values else None)
+            records.append({**record, "state": state, "value": values[0] if values else None, **result,
+                            "reports": {str(k): v for k, v in sorted(reports.items())}})
             log(f"trial {trial.number}: {state} value {values[0] if values else None} hit {result['hit_seconds']} "
                 f"s, {result['seconds']} s trained, best log {result['best']}, startup {result['startup']:.2f} s")
+            if on_record:
+                on_record(records)
         programs = None
         gc.collect()
+    return records
+
+
+def best_record(records: list[dict]) -> dict | None:
+    """The completed trial of the lowest objective (the first of equals), or None."""
     done = [r for r in records if r["state"] == "COMPLETE"]
-    best = min(done, key=lambda r: r["value"]) if done else None
+    return min(done, key=lambda r: r["value"]) if done else None
+
+
+def run_sweep(env: str, side: str, trials: int, trial_seconds: float, batch: int = 4, seed: int = 1,
+              sampler_seed: int = 0, device: str = "cuda", fixed: dict | None = None, chunk_steps: int = 20_000,
+              timeout: float = 0.0, log=print) -> dict:
+    """Sweep env's shared space on one side; returns the study's record (every trial, the best). timeout: no batch
+    starts after this many seconds (0: none), as fastvec-sweep's sweep.timeout."""
+    gymnax_id, threshold = {**CLASSIC, **MINATAR}[env]
+    if threshold is None:
+        raise SystemExit(f"{env} has no return threshold: the time_to_target sweep needs one")
+    fixed = dict(fixed or {})
+    settings = sweep_settings(env, threshold, trial_seconds)
+    distributions = space(env, fixed)
+    start = time.perf_counter()
+    run_root = Path(tempfile.mkdtemp(prefix=f"sweep-{env}-"))
+
+    def prepare(points):
+        if side != "peer":
+            return [None] * len(points)
+        with ThreadPoolExecutor(len(points)) as pool:  # the batch's programs compiled side by side
+            futures = [pool.submit(compile_peer, env, params, chunk_steps) for params in points]
+            return [f.exception() or f.result() for f in futures]
+
+    def train(params, program, trial):
+        return (peer_trial(program, settings, trial, seed) if side == "peer" else
+                fastvec_trial(env, params, settings, trial, seed, device, run_root))
+
+    records = sweep_trials(distributions, settings, trials, batch, sampler_seed, prepare, train, fixed, timeout, log)
+    best = best_record(records)
     out = {"env": env, "gymnax_id": gymnax_id, "side": side, "threshold": threshold, "trials": trials,
            "trials_done": len(records), "timeout": timeout,
            "batch": batch, "seed": seed, "sampler_seed": sampler_seed, "device": device if side == "fastvec" else None,
