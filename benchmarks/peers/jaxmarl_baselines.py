@@ -42,8 +42,6 @@ import shlex
 import sys
 import tempfile
 import time
-import types
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -51,15 +49,11 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))  # fairness, purejaxrl_ppo; train_peers in fastvec's Python
 from fairness import WINDOW_EPISODES, final_window_mean, peer_threshold, ratio, seed_time  # noqa: E402
+import jaxmarl_tuned  # noqa: E402
+from jaxmarl_scripts import (SCRIPTS, jaxmarl_version, load_script, peer_config, quiet_wandb,  # noqa: E402
+                             recorded_callbacks, script_paths)
+import sweep_peer  # noqa: E402
 
-# (family, algorithm) -> the JaxMARL script and its published config, relative to a checkout. IPPO on MPE is the
-# recurrent script: ippo_ff_mpe.py averages its metrics before its callback, so its episodes cannot be counted.
-SCRIPTS = {
-    ("smax", "ippo"): ("baselines/IPPO/ippo_rnn_smax.py", "baselines/IPPO/config/ippo_rnn_smax.yaml"),
-    ("smax", "mappo"): ("baselines/MAPPO/mappo_rnn_smax.py", "baselines/MAPPO/config/mappo_homogenous_rnn_smax.yaml"),
-    ("mpe", "ippo"): ("baselines/IPPO/ippo_rnn_mpe.py", "baselines/IPPO/config/ippo_rnn_mpe.yaml"),
-    ("mpe", "mappo"): ("baselines/MAPPO/mappo_rnn_mpe.py", "baselines/MAPPO/config/mappo_homogenous_rnn_mpe.yaml"),
-}
 # scenario -> (family, fastvec env, the scenario's keys in JaxMARL's config, the metric the threshold is on)
 SCENARIOS = {
     "smax:3s5z": ("smax", "smax:3s5z", {"MAP_NAME": "3s5z"}, "win_rate"),
@@ -87,96 +81,6 @@ DIFFERENCES = {
 
 # ---------------------------------------------------------------------------------------------------------------
 # The peer's side: runs in --peer-python (JAX, jaxmarl); no fastvec import.
-
-def script_paths(repo: Path, family: str, algo: str) -> tuple[Path, Path]:
-    """The JaxMARL script and yaml config of (family, algo) in a checkout; errors say what was looked for."""
-    script, config = (Path(repo) / p for p in SCRIPTS[family, algo])
-    for path in (script, config):
-        if not path.is_file():
-            raise SystemExit(f"--jaxmarl-repo {repo}: no {path.relative_to(repo)} there; give a checkout of "
-                             "github.com/FLAIROx/JaxMARL (its baselines/ are not in the pip package)")
-    return script, config
-
-
-def peer_config(config_path: Path, scenario_keys: dict, overrides: dict) -> dict:
-    """The script's config as hydra gives it (OmegaConf's yaml reading, so 1e7 is a float), the scenario's keys and
-    the overrides on top; interpolations left unresolved (only the wandb keys have any)."""
-    from omegaconf import OmegaConf
-
-    config = OmegaConf.to_container(OmegaConf.load(config_path), resolve=False)
-    unknown = [k for k in overrides if k not in config]
-    if unknown:
-        raise SystemExit(f"--peer-set {unknown}: not in {config_path.name}; its keys: {', '.join(config)}")
-    return {**config, **scenario_keys, **overrides}
-
-
-def quiet_wandb() -> None:
-    """wandb as the scripts' callbacks call it with WANDB_MODE disabled: a disabled run where wandb is installed,
-    else a stand-in module whose log() does nothing."""
-    try:
-        import wandb
-    except ImportError:
-        sys.modules["wandb"] = types.SimpleNamespace(log=lambda *a, **k: None, init=lambda *a, **k: None)
-        return
-    wandb.init(mode="disabled")
-
-
-def load_script(path: Path):
-    """The JaxMARL script as a module (its hydra main is not run)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"jaxmarl_baseline_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def update_record(metric: dict, num_steps: int, num_envs: int, now: float, log_scale: str) -> dict:
-    """One update's finished episodes from the metric a script hands its callback: its info arrays per step, env
-    and agent ((T, E, A) or (T, E * A)); an episode ends where agent 0's returned_episode is set; its return is the
-    mean over the agents, its win agent 0's returned_won_episode (the same for every ally). log_scale "agents":
-    the wrapper logged each reward times the number of agents (MPELogWrapper, "as per the on-policy codebase";
-    training uses the env's own), divided back here so that the return is the env's."""
-    import numpy as np
-
-    def per_agent(key):
-        x = np.asarray(metric[key])
-        if x.size % (num_steps * num_envs) or x.size < num_steps * num_envs:
-            raise RuntimeError(f"the script's callback gets {key} of shape {x.shape}, not one value per step, env "
-                               "and agent: its episodes cannot be counted (a script that averages its metrics "
-                               "first, such as ippo_ff_mpe.py, cannot be read)")
-        return x.reshape(num_steps, num_envs, -1)
-
-    done = per_agent("returned_episode")[:, :, 0].astype(bool)
-    returns = per_agent("returned_episode_returns")
-    record = {"update": int(np.asarray(metric["update_steps"])) if "update_steps" in metric else None, "t": now,
-              "episodes": int(done.sum()),
-              "return_sum": float(returns.mean(-1)[done].sum()) / (returns.shape[-1] if log_scale == "agents" else 1)}
-    if "returned_won_episode" in metric:
-        record["win_sum"] = float(per_agent("returned_won_episode")[:, :, 0][done].sum())
-    return record
-
-
-@contextmanager
-def recorded_callbacks(records: list, clock, num_steps: int, num_envs: int, log_scale: str):
-    """jax.experimental.io_callback wrapped while a script is traced: each update's callback first appends its
-    update_record (host clock now), then runs the script's own callback."""
-    import jax.experimental
-
-    original = jax.experimental.io_callback
-
-    def io_callback(callback, result_shape_dtypes, *args, **kwargs):
-        def stamped(*values, **named):
-            records.append(update_record(values[0], num_steps, num_envs, clock(), log_scale))
-            return callback(*values, **named)
-        return original(stamped, result_shape_dtypes, *args, **kwargs)
-
-    jax.experimental.io_callback = io_callback
-    try:
-        yield
-    finally:
-        jax.experimental.io_callback = original
-
 
 def peer_worker(repo: Path, scenario: str, algo: str, seeds: list[int], overrides: dict, warmup: str) -> dict:
     """Compile the script's train once (ahead of time), warm up, then train each seed over the whole budget,
@@ -223,14 +127,12 @@ def peer_worker(repo: Path, scenario: str, algo: str, seeds: list[int], override
                      "log": [[(i + 1) * per_update, round(r["t"], 4), r["episodes"], round(r["return_sum"], 4),
                               r.get("win_sum")] for i, r in enumerate(updates)]})
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}), file=sys.stderr, flush=True)
-    import jaxmarl
-
     script_file, config_file = SCRIPTS[family, algo]
     return {"scenario": scenario, "algo": algo, "script": script_file, "config_file": config_file,
             "config": published, "num_updates": int(config["NUM_UPDATES"]), "steps_per_update": per_update,
             "compile_s": round(compile_s, 3), "warmup": warmup, "warmup_s": round(warmup_s, 3), "runs": runs,
             "jax": jax.__version__, "device": str(jax.devices()[0]),
-            "jaxmarl": getattr(jaxmarl, "__version__", None) or str(Path(jaxmarl.__file__).parent),
+            "jaxmarl": jaxmarl_version(),
             "timing": "each update's time is the host clock at its callback (the script's own io_callback, run "
                       "when the device reaches it), from the call's start; compile excluded (ahead of time)"}
 
@@ -253,15 +155,18 @@ def init_seconds(log: list) -> float:
     return max(0.0, stamps[1] - steps[len(steps) // 2]) if steps else 0.0
 
 
-def peer_side(result: dict, metric: str, window: int) -> tuple[list[dict], float | None]:
-    """Each peer seed's final window mean; the threshold; each seed's time to it by the window rule, from its train
-    call's start (time_s) and with its set-up left out (time_after_init_s)."""
+def peer_side(result: dict, metric: str, window: int,
+              threshold: float | None = None) -> tuple[list[dict], float | None]:
+    """Each peer seed's final window mean; the threshold (given: a tuned row's, else the median of those); each seed's
+    time to it by the window rule, from its train call's start (time_s) and with its set-up left out
+    (time_after_init_s)."""
     runs = []
     for run in result.get("runs", []):
         groups = peer_groups(run, metric)
         runs.append({**{k: v for k, v in run.items() if k != "log"}, "groups": groups,
                      "final": final_window_mean(groups, window), "init_s": round(init_seconds(run["log"]), 4)})
-    threshold = peer_threshold([r["final"] for r in runs])
+    if threshold is None:
+        threshold = peer_threshold([r["final"] for r in runs])
     for run in runs:
         if threshold is not None:
             run.update(seed_time(run["groups"], threshold, run["train_s"], window))
@@ -270,10 +175,10 @@ def peer_side(result: dict, metric: str, window: int) -> tuple[list[dict], float
 
 
 def summarize(scenario: str, algo: str, peer: dict, peer_runs: list[dict], threshold, fastvec: list[dict],
-              window: int, extra: dict) -> dict:
+              window: int, extra: dict, kind: str = "published") -> dict:
     """One row: the threshold, each side's seeds, the ratio of the peer's median time over fastvec's with its bound."""
     family, env, _, metric = SCENARIOS[scenario]
-    row = {"scenario": scenario, "algo": algo, "kind": "published", "metric": metric, "threshold": threshold,
+    row = {"scenario": scenario, "algo": algo, "kind": kind, "metric": metric, "threshold": threshold,
            "window": window, "fastvec_env": env, "peer_script": peer.get("script"),
            "peer_config_file": peer.get("config_file"), "peer_config": peer.get("config"),
            "peer_compile_s": peer.get("compile_s"), "peer_warmup": peer.get("warmup"),
@@ -304,15 +209,16 @@ def train_peers():
     return module
 
 
-def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, run_root: Path) -> tuple[list, dict]:
-    """fastvec-train's runs of a row (its published settings for the algorithm, --fastvec-set on top), each over its
-    whole budget; (runs, settings)."""
+def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, run_root: Path,
+                  tuned: dict | None = None) -> tuple[list, dict]:
+    """fastvec-train's runs of a row (its published settings for the algorithm, --fastvec-set on top, a tuned row's
+    best settings on top of those), each over its whole budget; (runs, settings)."""
     from fastvec.trainer.sweep import layer
 
     peers = train_peers()
 
     family, env, _, metric = SCENARIOS[scenario]
-    settings = layer(FASTVEC_ALGO[family, algo], peers.fastvec_settings(args.fastvec_set, env))
+    settings = layer(FASTVEC_ALGO[family, algo], peers.fastvec_settings(args.fastvec_set, env), tuned or {})
     runs = []
     for seed in seeds:
         result = peers.fastvec_run(env, seed, args.fastvec_device, threshold, args.max_seconds, args.eval_episodes,
@@ -325,12 +231,13 @@ def fastvec_seeds(scenario: str, algo: str, seeds: list[int], args, threshold, r
     return runs, settings
 
 
-def saved_peer(paths: list[Path], scenario: str, algo: str) -> dict | None:
-    """The peer's runs of (scenario, algo) from saved worker JSONs (--peer-results: --peer-worker's output, e.g.
-    one seed a file where a device call cannot hold every seed), merged by seed; None where no file has that row.
-    A seed found twice is an error, as are files of different configs."""
+def saved_peer(paths: list[Path], scenario: str, algo: str, kind: str = "published") -> dict | None:
+    """The peer's runs of (scenario, algo, kind) from saved worker JSONs (--peer-results: --peer-worker's output,
+    e.g. one seed a file where a device call cannot hold every seed), merged by seed; None where no file has that
+    row. A seed found twice is an error, as are files of different configs."""
     found = [json.loads(Path(p).read_text()) for p in paths]
-    found = [f for f in found if f.get("scenario") == scenario and f.get("algo") == algo]
+    found = [f for f in found if (f.get("scenario"), f.get("algo"), f.get("kind", "published")) == (scenario, algo,
+                                                                                                     kind)]
     if not found:
         return None
     if any(f.get("config") != found[0].get("config") for f in found):
@@ -344,14 +251,160 @@ def saved_peer(paths: list[Path], scenario: str, algo: str) -> dict | None:
             "compile_s": [f.get("compile_s") for f in found], "warmup_s": [f.get("warmup_s") for f in found]}
 
 
-def peer_run(args, scenario: str, algo: str, out: Path) -> dict:
+def peer_run(args, scenario: str, algo: str, out: Path, kind: str = "published") -> dict:
     """The worker for one row in --peer-python, its JSON or the error that stopped it."""
     cmd = [args.peer_python, str(Path(__file__).resolve()), "--peer-worker", "--jaxmarl-repo", str(args.jaxmarl_repo),
-           "--scenarios", scenario, "--algos", algo, "--seeds", *map(str, args.seeds),
-           "--peer-warmup", args.peer_warmup, "--out", str(out)]
+           "--scenarios", scenario, "--algos", algo, "--kinds", kind, "--seeds", *map(str, args.seeds),
+           "--peer-warmup", args.peer_warmup, "--sweep-dir", str(args.sweep_dir), "--out", str(out)]
     if args.peer_set:
         cmd += ["--peer-set", *args.peer_set]
     return train_peers().subprocess_json(cmd, out, args.peer_timeout)
+
+
+def fastvec_sweep(head: dict, args) -> dict:
+    """fastvec-train's side of a tuned row's sweep: each trial the scenario's published settings for the algorithm
+    (--fastvec-set on top) under the trial's, logging every update, timed by the same window rule."""
+    from fastvec.native.batches import team_source
+    from fastvec.trainer.sweep import layer
+
+    peers = train_peers()
+    family, env, _, _ = SCENARIOS[head["scenario"]]
+    agents = len(team_source(env, {"enemy": "heuristic"} if family == "smax" else {})[2])
+    base = layer(FASTVEC_ALGO[family, head["algo"]], peers.fastvec_settings(args.fastvec_set, env))
+    run_root = Path(tempfile.mkdtemp(prefix="jaxmarl_sweep-"))
+
+    def train(params, _, trial):
+        overrides = layer(base, jaxmarl_tuned.fastvec_settings(params, agents),
+                          {"train": {"device": args.fastvec_device, "log_interval": 0.0}})
+        return sweep_peer.fastvec_settings_trial(
+            env, overrides, head["settings"], trial, head["seed"], run_root,
+            wrap=lambda watch: jaxmarl_tuned.WindowWatch(watch, head["metric"], head["window"]))
+
+    out = sweep_path(args.sweep_dir, head["scenario"], head["algo"], "fastvec")
+    result = jaxmarl_tuned.run_side(head, out, lambda points: [None] * len(points), train, args.sweep_timeout,
+                                    lambda line: print(line, file=sys.stderr, flush=True))
+    result.update(device=args.fastvec_device, fastvec_base=base, agents=agents)
+    out.write_text(json.dumps(result, indent=1, default=str))
+    return result
+
+
+def sweep_path(sweep_dir: Path, scenario: str, algo: str, side: str) -> Path:
+    """Where one side's sweep of a tuned row is kept (and resumed from)."""
+    return Path(sweep_dir) / f"{scenario.replace(':', '_')}_{algo}_{side}.json"
+
+
+def sweep_head(args, scenario: str, algo: str, side: str, threshold: float) -> dict:
+    """The header of one side's sweep of a row (jaxmarl_tuned.header) from the command line's budget."""
+    family, env, _, metric = SCENARIOS[scenario]
+    row = {"scenario": scenario, "algo": algo, "env": env}
+    return jaxmarl_tuned.header(row, side, threshold, FASTVEC_METRIC[metric], args.window, args.trials,
+                                args.trial_seconds, args.batch, args.sweep_seed, args.sampler_seed,
+                                sweep_peer.parse_fixed(args.fix))
+
+
+def sweep_run(args, scenario: str, algo: str, side: str, threshold: float) -> dict:
+    """One side's sweep of a row: the sweep worker in its Python (the peer's or this one), resuming its file in
+    --sweep-dir; the file's record, or the error that stopped the worker."""
+    out = sweep_path(args.sweep_dir, scenario, algo, side)
+    cmd = [args.peer_python if side == "peer" else sys.executable, str(Path(__file__).resolve()), "--sweep-worker",
+           side, "--jaxmarl-repo", str(args.jaxmarl_repo), "--scenarios", scenario, "--algos", algo,
+           "--threshold", repr(threshold), "--window", str(args.window), "--trials", str(args.trials),
+           "--trial-seconds", str(args.trial_seconds), "--batch", str(args.batch), "--sweep-seed", str(args.sweep_seed),
+           "--sampler-seed", str(args.sampler_seed), "--sweep-dir", str(args.sweep_dir),
+           "--sweep-timeout", str(args.sweep_timeout), "--fastvec-device", args.fastvec_device]
+    for flag, items in (("--fix", args.fix), ("--peer-set", args.peer_set), ("--fastvec-set", args.fastvec_set)):
+        if items:
+            cmd += [flag, *items]
+    result = train_peers().subprocess_json(cmd, out, args.peer_timeout)
+    if "error" in result and out.exists():  # a worker stopped part way: its file holds the trials it finished
+        return {**json.loads(out.read_text()), "error": result["error"]}
+    return result
+
+
+def row_threshold(args, scenario: str, algo: str, rows: list[dict]) -> float | None:
+    """A tuned row's threshold: --threshold, else the published row's of this run or of --thresholds-from's file."""
+    if args.threshold is not None:
+        return args.threshold
+    earlier = json.loads(args.thresholds_from.read_text())["rows"] if args.thresholds_from else []
+    for row in [*rows, *earlier]:
+        if (row["scenario"], row["algo"], row["kind"]) == (scenario, algo, "published"):
+            return row["threshold"]
+    return None
+
+
+def tuned_row(args, scenario: str, algo: str, threshold: float | None, run_root: Path) -> dict:
+    """A tuned row: each side's sweep to the row's threshold with the same budget (resumed from --sweep-dir), each
+    side's best trained on the fresh --seeds, compared as a published row is at the same threshold."""
+    family, env, _, metric = SCENARIOS[scenario]
+    if threshold is None:
+        return summarize(scenario, algo, {}, [], None, [], args.window, {
+            "sweep_error": f"no threshold for {scenario} {algo}: run --kinds published first (in this run or a "
+                           "file given as --thresholds-from), or give --threshold"}, "tuned")
+    sweeps = {side: sweep_run(args, scenario, algo, side, threshold) for side in ("peer", "fastvec")}
+    extra = {"sweeps": jaxmarl_tuned.compare_sweeps(sweeps["peer"], sweeps["fastvec"])}
+    unfinished = [f"{side}: {s.get('error') or 'unfinished'} ({s.get('trials_done', 0)} of {args.trials} trials; "
+                  "run again to resume)" if not s.get("finished") else f"{side}: no trial completed"
+                  for side, s in sweeps.items() if not s.get("finished") or "best" not in s]
+    if unfinished:
+        return summarize(scenario, algo, {}, [], threshold, [], args.window,
+                         {**extra, "sweep_error": "; ".join(unfinished)}, "tuned")
+    peer = saved_peer(args.peer_results, scenario, algo, "tuned")
+    if peer is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            peer = peer_run(args, scenario, algo, Path(tmp) / "peer.json", "tuned")
+    peer_runs, _ = peer_side(peer, metric, args.window, threshold)
+    agents = sweeps["fastvec"]["agents"]
+    best = jaxmarl_tuned.fastvec_settings(sweeps["fastvec"]["best"]["params"], agents)
+    fastvec, settings = fastvec_seeds(scenario, algo, args.seeds, args, threshold, run_root, best)
+    extra.update(fastvec_settings=settings, fastvec_command=train_peers().fastvec_command(env, args.fastvec_device,
+                                                                                          settings))
+    return summarize(scenario, algo, peer, peer_runs, threshold, fastvec, args.window, extra, "tuned")
+
+
+def published_row(args, scenario: str, algo: str, run_root: Path) -> dict:
+    """A published row: JaxMARL's yaml on every seed, its median final window the threshold, fastvec's published
+    settings timed to it."""
+    family, env, _, metric = SCENARIOS[scenario]
+    peer = saved_peer(args.peer_results, scenario, algo)
+    if peer is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            peer = peer_run(args, scenario, algo, Path(tmp) / "peer.json")
+    peer_runs, threshold = peer_side(peer, metric, args.window)
+    fastvec, settings = fastvec_seeds(scenario, algo, args.seeds, args, threshold, run_root)
+    return summarize(scenario, algo, peer, peer_runs, threshold, fastvec, args.window,
+                     {"fastvec_settings": settings,
+                      "fastvec_command": train_peers().fastvec_command(env, args.fastvec_device, settings)})
+
+
+def worker(args) -> None:
+    """--peer-worker and --sweep-worker: one row's part, in the Python it runs in."""
+    from purejaxrl_ppo import parse_overrides
+
+    scenario, algo = args.scenarios[0], args.algos[0]
+    overrides = parse_overrides(args.peer_set)
+    if args.sweep_worker:
+        if args.threshold is None:
+            raise SystemExit("--sweep-worker needs the row's --threshold (its published row's, in "
+                             "benchmarks/results/jaxmarl_train.json)")
+        args.sweep_dir.mkdir(parents=True, exist_ok=True)
+        sys.path.insert(1, str(ROOT))  # this tree's fastvec (its sweep scores the trials), where none is installed
+        head = sweep_head(args, scenario, algo, args.sweep_worker, args.threshold)
+        if args.sweep_worker == "fastvec":
+            fastvec_sweep(head, args)
+        else:
+            jaxmarl_tuned.peer_sweep(args.jaxmarl_repo, SCENARIOS[scenario], head, overrides,
+                                     sweep_path(args.sweep_dir, scenario, algo, "peer"), args.sweep_timeout,
+                                     lambda line: print(line, file=sys.stderr, flush=True))
+        return
+    kind = args.kinds[0]
+    if kind == "tuned":  # the peer's best of its sweep, on the fresh seeds
+        path = sweep_path(args.sweep_dir, scenario, algo, "peer")
+        sweep = json.loads(path.read_text()) if path.exists() else {}
+        if not sweep.get("finished") or "best" not in sweep:
+            raise SystemExit(f"{path}: no finished sweep with a best trial; run its --sweep-worker peer first")
+        overrides = {**overrides, **jaxmarl_tuned.peer_overrides(sweep["best"]["params"])}
+    result = peer_worker(args.jaxmarl_repo, scenario, algo, args.seeds, overrides, args.peer_warmup)
+    args.out.write_text(json.dumps({**result, "kind": kind}))
 
 
 def main(argv=None) -> None:
@@ -360,8 +413,9 @@ def main(argv=None) -> None:
     parser.add_argument("--peer-python", default=sys.executable, help="a Python with jaxmarl and the scripts' imports")
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
-    parser.add_argument("--kinds", nargs="+", default=["published"], choices=["published"],
-                        help="published: each side's published settings (a tuned kind is not built yet)")
+    parser.add_argument("--kinds", nargs="+", default=["published"], choices=["published", "tuned"],
+                        help="published: each side's published settings; tuned: each side's best of a sweep with "
+                             "the same budget (after published: its threshold is the published row's)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
     parser.add_argument("--peer-set", nargs="*", default=[], metavar="KEY=VALUE",
@@ -372,24 +426,47 @@ def main(argv=None) -> None:
     parser.add_argument("--max-seconds", type=float, default=None, help="a safety cap on each fastvec run")
     parser.add_argument("--peer-warmup", default="short", choices=["short", "full", "none"],
                         help="untimed before the seeds: a two-update program (short), the whole program once (full)")
-    parser.add_argument("--peer-timeout", type=float, default=7200.0, help="seconds for one row's peer process")
+    parser.add_argument("--peer-timeout", type=float, default=7200.0,
+                        help="seconds for one row's peer process (and for one side's sweep process)")
     parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=RESULTS / "jaxmarl_train.json")
     parser.add_argument("--peer-results", type=Path, nargs="*", default=[], metavar="JSON",
                         help="the peer's saved runs (--peer-worker's output) for the rows they hold: not run again")
     parser.add_argument("--peer-worker", action="store_true",
-                        help="run only the peer, in this Python: the first --scenarios and --algos, JSON to --out")
+                        help="run only the peer, in this Python: the first --scenarios, --algos and --kinds, JSON to "
+                             "--out (tuned: the best of the peer's sweep in --sweep-dir)")
+    tuned = parser.add_argument_group("tuned", "one sweep per side with the same budget (sweep_peer.py's procedure)")
+    tuned.add_argument("--trials", type=int, default=16, help="trials per side")
+    tuned.add_argument("--trial-seconds", type=float, default=30.0, help="training seconds per trial (both sides)")
+    tuned.add_argument("--batch", type=int, default=4, help="trials asked at once (the peer compiles them together)")
+    tuned.add_argument("--sampler-seed", type=int, default=0, help="both sides' sampler seed")
+    tuned.add_argument("--sweep-seed", type=int, default=0, help="the training seed of every trial (not in --seeds)")
+    tuned.add_argument("--fix", nargs="*", default=[], metavar="NAME=VALUE",
+                       help="take NAME out of the space at VALUE on both sides, e.g. total_timesteps=1000000")
+    tuned.add_argument("--sweep-dir", type=Path, default=RESULTS / "jaxmarl_sweeps",
+                       help="each side's sweep file, written after every trial and resumed from")
+    tuned.add_argument("--sweep-timeout", type=float, default=0.0,
+                       help="a sweep process starts no batch of trials after this many seconds (0: none)")
+    tuned.add_argument("--threshold", type=float, default=None,
+                       help="the tuned rows' threshold (default: the published row's of this run or --thresholds-from)")
+    tuned.add_argument("--thresholds-from", type=Path, default=None, metavar="JSON",
+                       help="an earlier run's output whose published rows give the tuned rows' thresholds")
+    tuned.add_argument("--sweep-worker", choices=["peer", "fastvec"], default=None,
+                       help="run one side's sweep of the first --scenarios and --algos, in this Python (peer: "
+                            "--peer-python's, with fastvec and optuna importable), to its file in --sweep-dir")
     args = parser.parse_args(argv)
-    from purejaxrl_ppo import parse_overrides
-
-    if args.peer_worker:  # in --peer-python: one scenario and algorithm
-        result = peer_worker(args.jaxmarl_repo, args.scenarios[0], args.algos[0], args.seeds,
-                             parse_overrides(args.peer_set), args.peer_warmup)
-        args.out.write_text(json.dumps(result))
+    if args.peer_worker or args.sweep_worker:  # one row's part
+        worker(args)
         return
     for scenario in args.scenarios:
         for algo in args.algos:
             script_paths(args.jaxmarl_repo, SCENARIOS[scenario][0], algo)
+    if "tuned" in args.kinds and args.sweep_seed in args.seeds:
+        parser.error(f"--sweep-seed {args.sweep_seed} is in --seeds: a tuned row's best trains on fresh seeds")
+    unknown = set(sweep_peer.parse_fixed(args.fix)) - set(jaxmarl_tuned.team_space("smax:3s5z"))
+    if unknown:
+        parser.error(f"--fix {sorted(unknown)}: not in the space; choose from "
+                     f"{', '.join(jaxmarl_tuned.team_space('smax:3s5z'))}")
     start = time.perf_counter()
     out = {"benchmark": "jaxmarl_baselines", "date": date.today().isoformat(), "machine": platform.node(),
            "cpus": len(os.sched_getaffinity(0)),
@@ -397,30 +474,30 @@ def main(argv=None) -> None:
                                   *(sys.argv[1:] if argv is None else argv)]),
            "fastvec_device": args.fastvec_device, "seeds": args.seeds, "window": args.window,
            "peer_set": args.peer_set, "fastvec_set": args.fastvec_set,
+           "sweep": {"trials": args.trials, "trial_seconds": args.trial_seconds, "batch": args.batch,
+                     "sampler_seed": args.sampler_seed, "seed": args.sweep_seed, "fix": args.fix},
            "rule": f"threshold: the median over JaxMARL's seeds of the mean win rate (SMAX) or return (MPE, the mean "
-                   f"over the agents) of its last {args.window} finished episodes at the end of its budget; each "
-                   f"side's time to it by the same window rule (fairness.py), a seed that never reaches it counted "
-                   "as its whole training time; ratio: JaxMARL's median over fastvec's", "rows": []}
+                   f"over the agents) of its last {args.window} finished episodes at the end of its budget (a tuned "
+                   "row: its published row's); each side's time to it by the same window rule (fairness.py), a "
+                   "seed that never reaches it counted as its whole training time; ratio: JaxMARL's median over "
+                   "fastvec's", "rows": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     run_root = Path(tempfile.mkdtemp(prefix="jaxmarl_baselines-"))
-    for scenario in args.scenarios:
-        for algo in args.algos:
-            family, env, _, metric = SCENARIOS[scenario]
-            peer = saved_peer(args.peer_results, scenario, algo)
-            if peer is None:
-                with tempfile.TemporaryDirectory() as tmp:
-                    peer = peer_run(args, scenario, algo, Path(tmp) / "peer.json")
-            peer_runs, threshold = peer_side(peer, metric, args.window)
-            fastvec, settings = fastvec_seeds(scenario, algo, args.seeds, args, threshold, run_root)
-            row = summarize(scenario, algo, peer, peer_runs, threshold, fastvec, args.window,
-                            {"fastvec_settings": settings,
-                             "fastvec_command": train_peers().fastvec_command(env, args.fastvec_device, settings)})
-            out["rows"].append(row)
-            print(f"{scenario:<18} {algo:<6} {metric} {threshold if threshold is None else round(threshold, 3)} | "
-                  f"JaxMARL {row['peer_median_s']} s | fastvec {row['fastvec_median_s']} s | {row['ratio_text']}x"
-                  + (f" | peer error: {peer['error']}" if peer.get("error") else ""), flush=True)
-            out["wall_s"] = round(time.perf_counter() - start, 1)
-            args.out.write_text(json.dumps(out, indent=1, default=str) + "\n")  # a cut-short run keeps its rows
+    for kind in args.kinds:
+        for scenario in args.scenarios:
+            for algo in args.algos:
+                if kind == "published":
+                    row = published_row(args, scenario, algo, run_root)
+                else:
+                    row = tuned_row(args, scenario, algo, row_threshold(args, scenario, algo, out["rows"]), run_root)
+                out["rows"].append(row)
+                threshold = row["threshold"]
+                print(f"{scenario:<18} {algo:<6} {kind:<9} {row['metric']} "
+                      f"{threshold if threshold is None else round(threshold, 3)} | JaxMARL {row['peer_median_s']} s | "
+                      f"fastvec {row['fastvec_median_s']} s | {row['ratio_text']}x"
+                      + "".join(f" | {k}: {row[k]}" for k in ("peer_error", "sweep_error") if row.get(k)), flush=True)
+                out["wall_s"] = round(time.perf_counter() - start, 1)
+                args.out.write_text(json.dumps(out, indent=1, default=str) + "\n")  # a cut-short run keeps its rows
     print(f"wrote {args.out}")
 
 

@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 import jaxmarl_baselines as jb  # noqa: E402
+import jaxmarl_scripts as js  # noqa: E402
 
 
 def info(done, returns, won=None, flat=False):
@@ -36,17 +37,17 @@ def test_an_update_counts_the_episodes_that_ended_and_their_mean_over_the_agents
     won = np.zeros((2, 2, 2))
     won[1, 1] = 1.0
     for flat in (False, True):
-        rec = jb.update_record(info(done, returns, won, flat), 2, 2, 1.5, "none")
+        rec = js.update_record(info(done, returns, won, flat), 2, 2, 1.5, "none")
         assert rec == {"update": 3, "t": 1.5, "episodes": 2, "return_sum": 2.0 + 6.0, "win_sum": 1.0}
     # MPE's wrapper logs each reward times the agents: its return divided back, no wins
-    rec = jb.update_record(info(done, returns), 2, 2, 0.0, "agents")
+    rec = js.update_record(info(done, returns), 2, 2, 0.0, "agents")
     assert rec["return_sum"] == 4.0 and "win_sum" not in rec
 
 
 def test_a_script_that_averages_its_metrics_first_is_refused():
     metric = {"returned_episode": np.float32(0.1), "returned_episode_returns": np.float32(-3.0)}
     with pytest.raises(RuntimeError, match="cannot be counted"):
-        jb.update_record(metric, 128, 16, 0.0, "agents")
+        js.update_record(metric, 128, 16, 0.0, "agents")
 
 
 def peer_run(seed, rows, train_s):
@@ -66,7 +67,7 @@ def test_threshold_is_jaxmarls_median_final_window_and_each_side_is_timed_to_it(
     assert runs[0]["lower_bound"] and len(runs[2]["groups"]) == 1  # an update without episodes adds no group
     fastvec = [{"seed": s, "time_s": t, "lower_bound": b} for s, t, b in [(1, 0.1, False), (2, 0.2, False),
                                                                           (3, 0.9, True)]]
-    row = jb.summarize("smax:3s5z", "ippo", {"script": jb.SCRIPTS["smax", "ippo"][0]}, runs, threshold, fastvec,
+    row = jb.summarize("smax:3s5z", "ippo", {"script": js.SCRIPTS["smax", "ippo"][0]}, runs, threshold, fastvec,
                        10, {})
     assert row["ratio"] == pytest.approx(2.0 / 0.2) and not row["lower_bound"] and not row["upper_bound"]
     assert row["metric"] == "win_rate" and row["fastvec_env"] == "smax:3s5z"
@@ -96,17 +97,17 @@ def test_mpe_rows_read_the_return_and_a_row_with_no_finished_episode_has_no_thre
 
 
 def test_each_row_names_a_script_of_the_checkout_and_fastvecs_published_settings(tmp_path):
-    for (family, algo), (script, config) in jb.SCRIPTS.items():
+    for (family, algo), (script, config) in js.SCRIPTS.items():
         assert script.startswith(f"baselines/{algo.upper()}/") and config.endswith(".yaml")
         assert (family, algo) in jb.FASTVEC_ALGO
     assert jb.FASTVEC_ALGO["smax", "mappo"]["policy"]["critic_input"] == "world_state"
     assert not jb.FASTVEC_ALGO["smax", "ippo"]
     with pytest.raises(SystemExit, match="baselines/IPPO/ippo_rnn_smax.py"):
-        jb.script_paths(tmp_path, "smax", "ippo")
-    for path in jb.SCRIPTS["mpe", "mappo"]:
+        js.script_paths(tmp_path, "smax", "ippo")
+    for path in js.SCRIPTS["mpe", "mappo"]:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
-    assert jb.script_paths(tmp_path, "mpe", "mappo") == tuple(tmp_path / p for p in jb.SCRIPTS["mpe", "mappo"])
+    assert js.script_paths(tmp_path, "mpe", "mappo") == tuple(tmp_path / p for p in js.SCRIPTS["mpe", "mappo"])
 
 
 def test_the_scripts_callback_is_stamped_and_still_called():
@@ -123,7 +124,7 @@ def test_the_scripts_callback_is_stamped_and_still_called():
         jax.experimental.io_callback(lambda m: seen.append(int(m["update_steps"])), None, metric)
         return carry + 1, None
 
-    with jb.recorded_callbacks(records, lambda: 7.0, 2, 1, "none"):
+    with js.recorded_callbacks(records, lambda: 7.0, 2, 1, "none"):
         program = jax.jit(lambda: jax.lax.scan(step, 0, None, 3)[0])
         jax.block_until_ready(program())
     assert seen == [0, 1, 2]
@@ -146,7 +147,7 @@ json.dump({{"script": "baselines/IPPO/ippo_rnn_mpe.py", "config": {{"NUM_ENVS": 
 def test_one_run_end_to_end_with_a_stand_in_for_jaxmarls_worker(tmp_path):
     """Both sides through the script: a stand-in worker (seed s ends at a return of -(20 + s)) and fastvec-train's
     simple_spread on the CPU for a few thousand steps against the median, -21.5."""
-    for path in jb.SCRIPTS["mpe", "ippo"]:
+    for path in js.SCRIPTS["mpe", "ippo"]:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
     python = tmp_path / "peer-python"
