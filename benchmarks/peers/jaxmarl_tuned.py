@@ -168,6 +168,7 @@ def run_side(head: dict, out: Path, prepare, train, timeout: float = 0.0, log=pr
     """One side's sweep to `out`, written after every trial; a file of the same header is resumed (its trials
     replayed, the sweep going on as if never stopped), one of another refused."""
     saved: list = []
+    head = json.loads(json.dumps(head))  # as the file holds it (lists for tuples)
     if out.exists():
         old = json.loads(out.read_text())
         differ = [k for k in head if old.get(k) != head[k]]
