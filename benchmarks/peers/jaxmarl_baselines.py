@@ -30,6 +30,30 @@ time, in the peer's Python, then the comparison on the saved runs:
         --seeds 1 --out peer_3s5z_ippo_1.json
     python benchmarks/peers/jaxmarl_baselines.py --jaxmarl-repo R --scenarios smax:3s5z --algos ippo --seeds 1 2 3 \
         --peer-results peer_3s5z_ippo_*.json
+
+Kinds (--kinds): `published` as above; `tuned`: each side's best of a sweep with the same budget, at the published
+row's threshold (this run's published row, --thresholds-from an earlier output, or --threshold). One sweep per side
+(benchmarks/peers/sweep_peer.py's procedure: Optuna's multivariate TPE from the same --sampler-seed, fastvec-sweep's
+median pruner and objective time_to_target with a miss scored trial_seconds x (1 + shortfall), --trials trials of
+--trial-seconds each in batches of --batch, every trial on --sweep-seed) over one space (jaxmarl_tuned.py: envs,
+rollout steps, minibatches, epochs, learning rate and its annealing, width, gamma, lambda, entropy, clip, budget)
+mapped onto JaxMARL's keys (NUM_ENVS, NUM_STEPS, NUM_MINIBATCHES, UPDATE_EPOCHS, LR, ANNEAL_LR, GRU_HIDDEN_DIM and
+FC_DIM_SIZE, GAMMA, GAE_LAMBDA, ENT_COEF, CLIP_EPS, TOTAL_TIMESTEPS) and onto fastvec-train's. A trial's time to the
+threshold is read by fairness.py's window rule on both sides. JaxMARL's trials run in the peer's Python (which then
+also needs optuna, and this tree's fastvec importable: its sweep code scores the trials): a batch's programs compile
+side by side, ahead of time and not counted, each warmed by one untimed update, then trained from its train call's
+start until the trial's watch stops it from the script's callback. Each side's sweep is a file in --sweep-dir,
+written after every trial and resumed by the same command (a killed call loses one trial at most). Then each side's
+best trains on the fresh --seeds, both compared as a published row is. Split over short device calls:
+
+    PYTHON benchmarks/peers/jaxmarl_baselines.py --sweep-worker peer --jaxmarl-repo R --scenarios smax:3s5z \
+        --algos ippo --threshold T --sweep-timeout 300          # again until its file says finished
+    python benchmarks/peers/jaxmarl_baselines.py --sweep-worker fastvec --jaxmarl-repo R --scenarios smax:3s5z \
+        --algos ippo --threshold T --sweep-timeout 300
+    PYTHON benchmarks/peers/jaxmarl_baselines.py --peer-worker --kinds tuned --jaxmarl-repo R --scenarios smax:3s5z \
+        --algos ippo --seeds 1 --out peer_tuned_3s5z_ippo_1.json
+    python benchmarks/peers/jaxmarl_baselines.py --kinds tuned --jaxmarl-repo R --scenarios smax:3s5z --algos ippo \
+        --threshold T --peer-results peer_tuned_3s5z_ippo_*.json
 """
 
 from __future__ import annotations
@@ -306,6 +330,11 @@ def sweep_run(args, scenario: str, algo: str, side: str, threshold: float) -> di
     """One side's sweep of a row: the sweep worker in its Python (the peer's or this one), resuming its file in
     --sweep-dir; the file's record, or the error that stopped the worker."""
     out = sweep_path(args.sweep_dir, scenario, algo, side)
+    if out.exists():  # a finished sweep of this budget is read, not run again
+        saved = json.loads(out.read_text())
+        head = json.loads(json.dumps(sweep_head(args, scenario, algo, side, threshold)))
+        if saved.get("finished") and all(saved.get(k) == v for k, v in head.items()):
+            return {**saved, "command": f"{out} (finished)"}
     cmd = [args.peer_python if side == "peer" else sys.executable, str(Path(__file__).resolve()), "--sweep-worker",
            side, "--jaxmarl-repo", str(args.jaxmarl_repo), "--scenarios", scenario, "--algos", algo,
            "--threshold", repr(threshold), "--window", str(args.window), "--trials", str(args.trials),
