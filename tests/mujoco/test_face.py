@@ -1,5 +1,5 @@
 """The Gymnasium faces of the MuJoCo tasks: the single env against Gymnasium's, bad inputs refused with one
-line and nothing stepped, an unstable simulation ending its episode with a flag."""
+line and nothing stepped, an unstable simulation ending its episode with a flag, a closed env refusing every call."""
 
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ import pytest
 pytest.importorskip("mujoco", reason="fastvec's MuJoCo tasks need the mujoco package: pip install 'fastvec[mujoco]'")
 
 import gymnasium as gym  # noqa: E402
+from gymnasium.error import ClosedEnvironmentError  # noqa: E402
 
 import fastvec  # noqa: E402,F401
 from fastvec.native.spaces import ActionError  # noqa: E402
@@ -140,3 +141,20 @@ def test_unstable_simulation_under_same_step_autoreset(tmp_path, monkeypatch):
     obs, _, terminated, _, info = env.step(np.zeros((2, 3), np.float32))
     assert terminated.tolist() == [True, False] and np.isfinite(obs).all()  # obs[0]: the next episode's first
     assert info["_final_obs"].tolist() == [True, False] and info["final_info"]["unstable"].tolist() == [True, False]
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_closed_env_refuses_every_call_and_closes_again_quietly(vector):
+    """As Gymnasium's envs and fastvec's other faces: after close(), reset, step, render and the state raise
+    ClosedEnvironmentError (the C batch is gone; nothing may reach it) and a second close() does nothing."""
+    env = (gym.make_vec("fastvec/Hopper-v5", num_envs=2, render_mode="rgb_array") if vector
+           else gym.make("fastvec/Hopper-v5", render_mode="rgb_array"))
+    env.reset(seed=0)
+    action = env.action_space.sample()
+    env.close()
+    state = env.get_state if vector else (lambda: env.unwrapped.state)
+    for call in (lambda: env.reset(seed=1), lambda: env.reset(), lambda: env.step(action), env.render, state,
+                 lambda: env.unwrapped.set_state(*([[0], np.zeros((1, 12))] if vector else [np.zeros(6), np.zeros(6)]))):
+        with pytest.raises(ClosedEnvironmentError, match="closed"):
+            call()
+    env.close()

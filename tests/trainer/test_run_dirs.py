@@ -289,3 +289,53 @@ def test_a_resumed_runs_watch_is_given_the_training_seconds_of_both_runs(tmp_pat
     assert [steps for _, steps in given] == [5 * STEPS, 6 * STEPS]
     # (the logged times are rounded to the millisecond)
     assert earlier - 1e-3 <= given[0][0] <= given[1][0] <= rows(tmp_path / "run")[-1]["time"] + 1e-3
+
+
+def assert_logged_time_is_this_runs_training_time(row: dict, start_step: int, before: float) -> None:
+    """A metrics row's time is `before` (the earlier runs' training seconds) plus this run's, and its sps this
+    run's steps over this run's seconds: the two agree, to their rounding (time to 1 ms, sps to 0.1)."""
+    steps = row["global_step"] - start_step
+    low, high = row["time"] - before - 5e-4, row["time"] - before + 5e-4
+    assert high > 0 and steps > 0, row
+    assert steps / high - 0.051 <= row["sps"], row
+    if low > 0:
+        assert row["sps"] <= steps / low + 0.051, row
+
+
+def tiny_config(updates: int):
+    from fastvec.trainer.config import load_config
+    return load_config("cartpole", {"env": {"num_envs": 8}, "policy": {"hidden": 8, "layers": 1},
+                                    "train": {"device": "cpu", "horizon": 16, "bptt_horizon": 8, "minibatch_size": 64,
+                                              "update_epochs": 1, "total_timesteps": updates * STEPS,
+                                              "log_interval": 0.0, "stop_at_target": False}})
+
+
+def test_a_runs_logged_time_starts_at_zero_and_a_run_resumed_from_nothing_starts_over(tmp_path, capsys):
+    """A new run's logged time is its own training time from 0; so is that of a run resumed when it had
+    neither a checkpoint nor a logged update (stopped before its first): it starts over, from 0 seconds."""
+    from fastvec.trainer import run
+
+    run.train(tiny_config(3), tmp_path / "run", dashboard=False)
+    for row in rows(tmp_path / "run"):
+        assert_logged_time_is_this_runs_training_time(row, 0, 0.0)
+    for path in (tmp_path / "run" / "checkpoints").iterdir():
+        path.unlink()
+    (tmp_path / "run" / "metrics.jsonl").unlink()
+    run.train(tiny_config(3), tmp_path / "run", resume=True, dashboard=False)
+    assert "training starts over from update 0" in capsys.readouterr().err
+    assert [row["global_step"] for row in rows(tmp_path / "run")] == [STEPS, 2 * STEPS, 3 * STEPS]
+    for row in rows(tmp_path / "run"):
+        assert_logged_time_is_this_runs_training_time(row, 0, 0.0)
+
+
+def test_a_watch_that_returns_true_ends_the_run_after_that_update(tmp_path):
+    """watch() (a sweep's pruner and trial budget) ends the run at the update where it first returns True:
+    no update after it is trained or logged."""
+    from fastvec.trainer import run
+
+    calls = []
+    summary = run.train(tiny_config(6), tmp_path / "run", dashboard=False,
+                        watch=lambda metrics, seconds, steps: calls.append(steps) or steps >= 2 * STEPS)
+    assert calls == [STEPS, 2 * STEPS]
+    assert summary["update"] == 2 and summary["trained_steps"] == 2 * STEPS
+    assert rows(tmp_path / "run")[-1]["global_step"] == 2 * STEPS

@@ -284,6 +284,22 @@ def test_seed_reduce_ranks_a_trial_by_the_mean_or_its_unluckiest_seed(reduce, ex
     assert trial.attrs["steps"] == 100 and trial.attrs["hit"] is False
 
 
+@pytest.mark.parametrize("hits, hit", [((0.8, 1.1), True), ((None, None), False), ((0.8, None), False)])
+def test_a_trial_hits_the_target_only_where_every_seed_reached_it(hits, hit, tmp_path):
+    """A time_to_target trial is shown as `SECONDS s to TARGET` when every seed reached the target, and as
+    `TARGET missed (counts as SECONDS s)` when one or none did (its recorded "hit")."""
+    from fastvec.trainer.sweep_report import objective_text
+    results = [{"score": 800.0, "seconds": 1.5, "best": 851.0, "hit_seconds": h, "steps": 100, "startup": 0.1}
+               for h in hits]
+    trial = StubTrial()
+    study = type("Study", (), {"tell": lambda self, t, values=None, state=None: None})()
+    sweep.finish_trial(study, trial, {"trial": 0, "state": "COMPLETE", "values": [1.5], "results": results}, tmp_path)
+    assert trial.attrs["hit"] is hit
+    settings = {"objective": "time_to_target", "metric": "episode_return", "target": 850.0}
+    assert objective_text(settings, [1.5], trial.attrs["hit"]) == ("1.5 s to 850" if hit else
+                                                                   "850 missed (counts as 1.5 s)")
+
+
 def test_a_second_process_joins_the_study_through_its_storage(tmp_path):
     folder = tmp_path / "shared"
     args = sweep_args(folder, "--sweep.objective=score", "--sweep.trial_seconds=0", "--sweep.trials=2",

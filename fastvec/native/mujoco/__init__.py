@@ -298,7 +298,7 @@ class MujocoBatch:
         if seeds is not None:
             seeds = np.ascontiguousarray(seeds, np.uint64)
         mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
-        self.lib.fv_mj_reset(self._ptr, None if seeds is None else seeds.ctypes.data,
+        self.lib.fv_mj_reset(self._live(), None if seeds is None else seeds.ctypes.data,
                              None if mask is None else mask.ctypes.data, self.obs.ctypes.data, self.info.ctypes.data)
         self.was_reset[:] = True if mask is None else mask.astype(bool)
 
@@ -315,7 +315,7 @@ class MujocoBatch:
             raise ValueError(f"actions for {self.num_envs} envs of {self.spec.name} must hold {self.num_envs} x "
                              f"{self.nu} values, got shape {given.shape}")
         np.copyto(self._actions, given.reshape(self._actions.shape), casting="unsafe")
-        ended = self.lib.fv_mj_step(self._ptr, self._actions.ctypes.data, int(f32), self._max_episode_steps,
+        ended = self.lib.fv_mj_step(self._live(), self._actions.ctypes.data, int(f32), self._max_episode_steps,
                                     self.obs.ctypes.data, self.rewards.ctypes.data, self.terminated.ctypes.data,
                                     self.truncated.ctypes.data, self.info.ctypes.data, self.was_reset.ctypes.data,
                                     self.unstable.ctypes.data, *((self.final_obs.ctypes.data, self.final_info.ctypes.data)
@@ -335,7 +335,7 @@ class MujocoBatch:
         from fastvec.native.cpu import state_indices
         idx = state_indices(indices, self.num_envs)
         out = np.zeros((len(idx), self.nq + self.nv), np.float64)
-        self.lib.fv_mj_get_state(self._ptr, len(idx), idx.ctypes.data, out.ctypes.data)
+        self.lib.fv_mj_get_state(self._live(), len(idx), idx.ctypes.data, out.ctypes.data)
         return out
 
     def set_state(self, indices, values) -> None:
@@ -348,7 +348,14 @@ class MujocoBatch:
             raise ValueError(f"state values for {len(idx)} env(s) of {self.spec.name} must have shape "
                              f"{(len(idx), self.nq + self.nv)} (qpos then qvel), got {np.shape(values)}")
         given = np.ascontiguousarray(given)
-        self.lib.fv_mj_set_state(self._ptr, len(idx), idx.ctypes.data, given.ctypes.data, self.obs.ctypes.data)
+        self.lib.fv_mj_set_state(self._live(), len(idx), idx.ctypes.data, given.ctypes.data, self.obs.ctypes.data)
+
+    def _live(self):
+        """The C batch, or a ClosedEnvironmentError once closed (the C side would dereference a NULL batch)."""
+        if not getattr(self, "_ptr", None):
+            from gymnasium.error import ClosedEnvironmentError
+            raise ClosedEnvironmentError(f"this {self.spec.name}-v5 batch is closed; make a new env")
+        return self._ptr
 
     def synchronize(self) -> None:
         """Nothing to wait for: every step is done when step() returns."""
