@@ -313,6 +313,18 @@ def test_wrong_device_action_shape_names_every_shape_taken():
 
 
 # ------------------------------------------------------------------ closed envs
+@pytest.mark.parametrize("make", [lambda **kw: gym.make_vec("fastvec/CartPole", num_envs=2, **kw),
+                                  lambda **kw: vector_env("Pong", 2, **kw)], ids=["vector_env", "multi_agent"])
+def test_device_arrays_of_a_cpu_env_are_refused_naming_the_fix(make):
+    """array_type='device' (views of GPU buffers) needs device='cuda'; on a CPU env it is refused, saying so,
+    as is an array type that is neither 'numpy' nor 'device'."""
+    with pytest.raises(ValueError, match=r"array_type='device' needs (a GPU env|GPU games): pass device='cuda'"):
+        make(array_type="device")
+    with pytest.raises(ValueError, match=r"array_type='torch' is not one of 'numpy', 'device'"):
+        make(array_type="torch")
+    make(array_type="numpy").close()
+
+
 def test_closed_single_env():
     env = gym.make("fastvec/CartPole", render_mode="rgb_array")
     env.reset(seed=0)
@@ -336,6 +348,8 @@ def test_closed_vector_envs():
     for call in (lambda: multi.reset(), lambda: multi.step(np.zeros(4, np.int64)), lambda: multi.render()):
         with pytest.raises(ClosedEnvironmentError):
             call()
+    envs.close()  # idempotent, as Gymnasium's vector envs
+    multi.close()
 
 
 def test_closed_pettingzoo_envs():
@@ -351,6 +365,8 @@ def test_closed_pettingzoo_envs():
     for call in (lambda: aec.reset(), lambda: aec.render()):
         with pytest.raises(ClosedEnvironmentError):
             call()
+    par.close()  # idempotent
+    aec.close()
 
 
 def test_closed_sb3_and_torch_envs():
@@ -365,6 +381,7 @@ def test_closed_sb3_and_torch_envs():
             call()
     with pytest.raises(RuntimeError):  # still a RuntimeError, as before
         envs.step(np.zeros(2, np.int64))
+    envs.close()  # idempotent
     pytest.importorskip("torch")
     from fastvec.wrappers.torch import TorchVectorEnv
 

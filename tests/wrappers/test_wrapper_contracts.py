@@ -160,6 +160,28 @@ def test_the_sb3_adapters_frames_are_each_envs_own():
     np.testing.assert_array_equal(venv.env_method("render", indices=[2])[0], frames[2])
 
 
+def test_the_sb3_adapters_frames_of_a_mujoco_task_are_each_envs_own(monkeypatch):
+    """Over a MuJoCo task's vector env (stepped through its own step, not a native batch), get_images()[i] and
+    env_method("render", indices=[i]) are env i's frame of the vector env's render(). Drawing needs OpenGL, which
+    this process must not rely on (test_render.py draws in a child), so each env's frame is stood in for by its
+    state, as bytes."""
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("mujoco")
+    from fastvec.wrappers.sb3 import FastvecVecEnv
+
+    envs = gym.make_vec("fastvec/Hopper-v5", num_envs=3, render_mode="rgb_array",
+                        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    monkeypatch.setattr(envs.frames, "frame", lambda i: envs.get_state([i])[0].view(np.uint8).reshape(1, -1, 8))
+    venv = FastvecVecEnv(envs)
+    venv.seed(5)
+    venv.reset()
+    frames, want = venv.get_images(), envs.render()
+    assert len(frames) == 3 and not np.array_equal(frames[0], frames[1])
+    for i in range(3):
+        np.testing.assert_array_equal(frames[i], want[i])
+        np.testing.assert_array_equal(venv.env_method("render", indices=[i])[0], want[i])
+
+
 def test_vector_get_and_set_state_by_index_match_the_single_envs():
     """get_state/set_state with an index, a list or None against each single env's `unwrapped.state`."""
     envs = gym.make_vec("fastvec/CartPole", num_envs=3)
