@@ -10,7 +10,7 @@ from fastvec.trainer.streams import MASK64, _mix64, splitmix64
 
 # Legend as numpy_trainer.py's: K = bptt_horizon, Q = the rollout's sequences (segments x rows).
 
-PRIO_CHUNKS = 1024  # prio.cu's PRIO_THREADS: the priorities' running sums are added a chunk of Q / 1024 at a time
+PRIO_CHUNKS, PRIO_GROUP = 1024, 32  # prio.cu's PRIO_THREADS: a chunk of the running sums a thread, 32 groups of 32
 PRIO_SALT = 0x5052494F52495459  # keys the draws apart from the epoch's shuffle (sequence_order) of the same key
 LN2, SQRT_HALF = 0.6931471805599453, 0.7071067811865476
 LOG_TERMS, EXP_TERMS = 10, 14  # series lengths: both well below a float64 ulp's error over their ranges
@@ -65,14 +65,18 @@ def sequence_priorities(seg_adv, alpha: float) -> np.ndarray:
 
 
 def priority_sums(q) -> np.ndarray:
-    """(Q,) float64 running sums of q, in prio_kernel's order: PRIO_CHUNKS chunks of ceil(Q / PRIO_CHUNKS),
-    each summed from its start, then offset by the sum of the chunks before it (those sums added in chunk order)."""
+    """(Q,) float64 running sums of q, in prio_kernel's order (no thread adds more than a few dozen in a row):
+    PRIO_CHUNKS chunks of ceil(Q / PRIO_CHUNKS), each summed from its start, then offset by the chunks before it:
+    their sum within its group of PRIO_GROUP chunks, plus the sum of the groups before (each added in order)."""
     count = len(q)
     width = -(-count // PRIO_CHUNKS)
     padded = np.zeros(PRIO_CHUNKS * width, np.float64)
     padded[:count] = q
     local = np.cumsum(padded.reshape(PRIO_CHUNKS, width), axis=1)
-    offsets = np.concatenate([[0.0], np.cumsum(local[:, -1])[:-1]])
+    within = np.cumsum(local[:, -1].reshape(-1, PRIO_GROUP), axis=1)
+    before = np.concatenate([np.zeros((len(within), 1)), within[:, :-1]], axis=1)  # exclusive, in its group
+    groups = np.concatenate([[0.0], np.cumsum(within[:, -1])[:-1]])
+    offsets = (groups[:, None] + before).reshape(-1)
     return (offsets[:, None] + local).reshape(-1)[:count]
 
 

@@ -11,6 +11,7 @@ from test_heads_kernels import build_harness, call, rel_err
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+from fastvec.trainer.priority import priority_sums, sequence_priorities
 
 HARNESS = Path(__file__).resolve().parent / "prio_on_cpu.cpp"
 
@@ -21,13 +22,13 @@ def emu(tmp_path_factory):
 
 
 def kernel_draws(emu, adv, k, alpha, beta0, num_updates, update, key, epoch):
-    """prio_kernel's (perm, weights) for adv (T, R) in K-step sequences."""
+    """prio_kernel's (perm, weights, running sums of the priorities) for adv (T, R) in K-step sequences."""
     t_len, r = adv.shape
     q = (t_len // k) * r
-    perm, weights = np.full(q, -1, np.int32), np.zeros(q, np.float32)
+    perm, weights, sums = np.full(q, -1, np.int32), np.zeros(q, np.float32), np.zeros(q, np.float64)
     call(emu.emu_prio, np.ascontiguousarray(adv), k, r, q, np.float64(alpha), np.float64(beta0), num_updates, update,
-         np.uint64(key), epoch, np.zeros(q, np.float64), perm, weights)
-    return perm, weights
+         np.uint64(key), epoch, sums, perm, weights)
+    return perm, weights, sums
 
 
 def to_segments(x, k):
@@ -40,14 +41,16 @@ def to_segments(x, k):
                                                        (8, 1500, 4, 2.0, 40)])
 def test_prio_kernel_draws_the_references_sequences_and_weights_bit_for_bit(emu, t_len, rows, k, alpha, update):
     """Q from 15 (fewer than the block's threads) to 3,000 (several priorities a thread): heavy-tailed advantages
-    with some all-zero sequences, beta mid-schedule (and past the end: update 40 of 20)."""
+    with some all-zero sequences, beta mid-schedule (and past the end: update 40 of 20). The priorities' running
+    sums too, bit for bit (priority_sums' order, which plain running sums would round differently)."""
     rng = np.random.default_rng(rows)
     adv = (rng.standard_normal((t_len, rows)) * rng.exponential(1.0, rows) ** 2).astype(np.float32)
     adv[:, rng.random(rows) < 0.1] = 0  # rows whose every sequence has zero advantages
     key, epoch, num_updates = ref.shuffle_key(ref.sampling_key(7)), 1, 20
-    perm, weights = kernel_draws(emu, adv, k, alpha, 0.3, num_updates, update, key, epoch)
+    perm, weights, sums = kernel_draws(emu, adv, k, alpha, 0.3, num_updates, update, key, epoch)
     beta = ref.prio_beta(0.3, update, num_updates)
     want_order, want_weights = ref.prioritized_draws(to_segments(adv, k), alpha, beta, key, update, epoch)
+    assert np.array_equal(sums, priority_sums(sequence_priorities(to_segments(adv, k), alpha)))
     assert np.array_equal(perm, want_order)
     assert np.array_equal(weights, want_weights)
     assert weights.max() == 1 and len(np.unique(perm)) < len(perm)
@@ -55,7 +58,7 @@ def test_prio_kernel_draws_the_references_sequences_and_weights_bit_for_bit(emu,
 
 def test_prio_kernel_draws_uniformly_when_every_advantage_is_zero(emu):
     adv = np.zeros((8, 300), np.float32)
-    perm, weights = kernel_draws(emu, adv, 4, 0.5, 0.4, 10, 2, 99, 0)
+    perm, weights, _ = kernel_draws(emu, adv, 4, 0.5, 0.4, 10, 2, 99, 0)
     want_order, _ = ref.prioritized_draws(to_segments(adv, 4), 0.5, 0.6, 99, 2, 0)
     assert np.array_equal(perm, want_order) and np.all(weights == 1)
 

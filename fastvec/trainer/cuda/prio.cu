@@ -7,7 +7,7 @@
 #pragma once
 #include "common.cu"
 
-#define PRIO_THREADS 1024 /* priority.PRIO_CHUNKS: a thread sums one chunk of the priorities */
+#define PRIO_THREADS 1024 /* priority.PRIO_CHUNKS: a thread sums one chunk of the priorities; 32 groups of 32 */
 #define PRIO_LN2 0.6931471805599453
 #define PRIO_SQRT_HALF 0.7071067811865476
 #define PRIO_LOG_TERMS 10
@@ -47,21 +47,42 @@ __device__ double prio_priority(const float* adv, int q, int K, int R, double al
     return total > 0.0f ? prio_exp(alpha * prio_log((double)total)) : 0.0;
 }
 
+/* The largest v over the block (max is exact in any order); every thread gets it. scratch: 32 doubles. */
+__device__ double prio_block_max(double v, double* scratch) {
+    for (int off = 16; off > 0; off >>= 1) {
+        double o = __shfl_down_sync(0xffffffffu, v, off);
+        v = o > v ? o : v;
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); /* scratch may still be read */
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m = scratch[0];
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) m = scratch[w] > m ? scratch[w] : m;
+        scratch[0] = m;
+    }
+    __syncthreads();
+    return scratch[0];
+}
+
 extern "C" {
 
 /* The epoch's prioritised draws: perm (Q,) the sequences drawn (with replacement, the draws in minibatch order)
  * and weights (Q,) their importance weights (Q p)^-beta over the largest of the epoch's, from adv (T, R) (the
  * update's advantages, K steps a sequence); beta = beta0 + (1 - beta0) * min(update / num_updates, 1) with the
  * update from scalars. sums (Q,) float64 scratch: the running sums of the priorities. One block of PRIO_THREADS:
- * thread b sums chunk b of ceil(Q / PRIO_THREADS) priorities, thread 0 adds the chunks' totals in order, then
- * every thread draws j = b, b + PRIO_THREADS, ...: u_j * total's place in the sums by bisection. */
+ * thread b sums chunk b of ceil(Q / PRIO_THREADS) priorities; the chunks' offsets are the sums of the chunks before
+ * them within their group of 32 (a thread of warp 0 a group) plus the groups' before (thread 0), so no thread adds
+ * more than 32 in a row (priority.priority_sums' order); then every thread draws j = b, b + PRIO_THREADS, ...:
+ * u_j * total's place in the sums by bisection, total the last sum. */
 __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, int K, int R, int Q, double alpha,
                                                             double beta0, int num_updates,
                                                             unsigned long long shuffle_key, int epoch,
                                                             const TrainScalars* scalars, double* sums, int* perm,
                                                             float* weights) {
-    __shared__ double chunk[PRIO_THREADS]; /* each chunk's total, then its offset; then each thread's largest w */
-    __shared__ double total_s;
+    __shared__ double chunk[PRIO_THREADS]; /* each chunk's total, then its offset within its group */
+    __shared__ double group[32];           /* each group's total, then its offset; then prio_block_max's */
     const int b = threadIdx.x, width = (Q + PRIO_THREADS - 1) / PRIO_THREADS;
     const int lo = b * width, hi = min(lo + width, Q);
     double run = 0.0;
@@ -71,20 +92,30 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
     }
     chunk[b] = run;
     __syncthreads();
-    if (b == 0) {
-        double offset = 0.0;
-        for (int c = 0; c < PRIO_THREADS; c++) {
+    if (b < 32) {
+        double g = 0.0;
+        for (int c = 32 * b; c < 32 * b + 32; c++) {
             double t = chunk[c];
-            chunk[c] = offset;
-            offset += t;
+            chunk[c] = g;
+            g += t;
         }
-        total_s = offset;
+        group[b] = g;
     }
     __syncthreads();
-    for (int i = lo; i < hi; i++) sums[i] = chunk[b] + sums[i];
+    if (b == 0) {
+        double o = 0.0;
+        for (int l = 0; l < 32; l++) {
+            double t = group[l];
+            group[l] = o;
+            o += t;
+        }
+    }
+    __syncthreads();
+    const double offset = group[b >> 5] + chunk[b];
+    for (int i = lo; i < hi; i++) sums[i] = offset + sums[i];
     __syncthreads();
 
-    const double total = total_s;
+    const double total = sums[Q - 1];
     const int update = scalars->update;
     const unsigned long long key = mix64(shuffle_key ^ PRIO_SALT ^ ((unsigned long long)update * 0x9E3779B97F4A7C15ULL +
                                                                     (unsigned long long)epoch * 0xBF58476D1CE4E5B9ULL));
@@ -110,16 +141,7 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
         }
         perm[j] = pick;
     }
-    __syncthreads(); /* chunk's offsets are read no more */
-    chunk[b] = largest;
-    __syncthreads();
-    if (b == 0) {
-        double m = 0.0;
-        for (int c = 0; c < PRIO_THREADS; c++) m = chunk[c] > m ? chunk[c] : m;
-        total_s = m;
-    }
-    __syncthreads();
-    const double top = total_s;
+    const double top = prio_block_max(largest, group);
     for (int j = b; j < Q; j += PRIO_THREADS) {
         if (!(total > 0.0)) {
             weights[j] = 1.0f;
