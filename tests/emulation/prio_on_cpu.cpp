@@ -13,12 +13,12 @@ extern "C" {
 
 /* prio_kernel as update.GpuUpdate.epoch_order launches it; update is the scalars' update counter. */
 void emu_prio(const float* adv, int K, int R, int Q, double alpha, double beta0, int num_updates, int update,
-              unsigned long long shuffle_key, int epoch, double* sums, int* perm, float* weights) {
+              unsigned long long shuffle_key, int epoch, double* scratch, int* perm, float* weights) {
     TrainScalars scalars = {};
     scalars.update = update;
     const TrainScalars* s = &scalars;
     launch_grid(1, PRIO_THREADS, [=] {
-        prio_kernel(adv, K, R, Q, alpha, beta0, num_updates, shuffle_key, epoch, s, sums, perm, weights);
+        prio_kernel(adv, K, R, Q, alpha, beta0, num_updates, shuffle_key, epoch, s, scratch, perm, weights);
     });
 }
 

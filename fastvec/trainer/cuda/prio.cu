@@ -71,7 +71,7 @@ extern "C" {
 /* The epoch's prioritised draws: perm (Q,) the sequences drawn (with replacement, the draws in minibatch order)
  * and weights (Q,) their importance weights (Q p)^-beta over the largest of the epoch's, from adv (T, R) (the
  * update's advantages, K steps a sequence); beta = beta0 + (1 - beta0) * min(update / num_updates, 1) with the
- * update from scalars. sums (Q,) float64 scratch: the running sums of the priorities. One block of PRIO_THREADS:
+ * update from scalars. scratch (2, Q) float64: the priorities, then their running sums. One block of PRIO_THREADS:
  * thread b sums chunk b of ceil(Q / PRIO_THREADS) priorities; the chunks' offsets are the sums of the chunks before
  * them within their group of 32 (a thread of warp 0 a group) plus the groups' before (thread 0), so no thread adds
  * more than 32 in a row (priority.priority_sums' order); then every thread draws j = b, b + PRIO_THREADS, ...:
@@ -79,15 +79,19 @@ extern "C" {
 __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, int K, int R, int Q, double alpha,
                                                             double beta0, int num_updates,
                                                             unsigned long long shuffle_key, int epoch,
-                                                            const TrainScalars* scalars, double* sums, int* perm,
+                                                            const TrainScalars* scalars, double* scratch, int* perm,
                                                             float* weights) {
     __shared__ double chunk[PRIO_THREADS]; /* each chunk's total, then its offset within its group */
     __shared__ double group[32];           /* each group's total, then its offset; then prio_block_max's */
     const int b = threadIdx.x, width = (Q + PRIO_THREADS - 1) / PRIO_THREADS;
     const int lo = b * width, hi = min(lo + width, Q);
+    double* priority = scratch;
+    double* sums = scratch + Q;
     double run = 0.0;
     for (int i = lo; i < hi; i++) {
-        run += prio_priority(adv, i, K, R, alpha);
+        double q = prio_priority(adv, i, K, R, alpha);
+        priority[i] = q;
+        run += q;
         sums[i] = run;
     }
     chunk[b] = run;
@@ -136,7 +140,7 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
                 else l = mid + 1;
             }
             pick = l;
-            double w = prio_exp(-beta * prio_log((double)Q * (prio_priority(adv, pick, K, R, alpha) / total)));
+            double w = prio_exp(-beta * prio_log((double)Q * (priority[pick] / total)));
             largest = w > largest ? w : largest;
         }
         perm[j] = pick;
@@ -147,7 +151,7 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
             weights[j] = 1.0f;
             continue;
         }
-        double w = prio_exp(-beta * prio_log((double)Q * (prio_priority(adv, perm[j], K, R, alpha) / total)));
+        double w = prio_exp(-beta * prio_log((double)Q * (priority[perm[j]] / total)));
         weights[j] = (float)(w / top);
     }
 }

@@ -123,7 +123,7 @@ class GpuUpdate:
         self.k.launch_grid("prio_kernel", 1, PRIO_THREADS, a.ptr("adv_returns"), np.int32(plan.bptt),
                            np.int32(plan.rows), np.int32(plan.sequences), np.float64(tc.prio_alpha),
                            np.float64(tc.prio_beta0), np.int32(num_updates), np.uint64(self.shuffle_key),
-                           np.int32(epoch), a.ptr("scalars"), a.ptr("prio_sums"), a.ptr("perm"),
+                           np.int32(epoch), a.ptr("scalars"), a.ptr("prio_scratch"), a.ptr("perm"),
                            a.ptr("prio_weight"))
 
     def current_logp(self, half_bits: int) -> None:
