@@ -318,12 +318,14 @@ def sweep_path(sweep_dir: Path, scenario: str, algo: str, side: str) -> Path:
 
 
 def sweep_head(args, scenario: str, algo: str, side: str, threshold: float) -> dict:
-    """The header of one side's sweep of a row (jaxmarl_tuned.header) from the command line's budget."""
+    """The header of one side's sweep of a row (jaxmarl_tuned.header) from the command line's budget, with the
+    settings each side's trials train under (--peer-set, --fastvec-set), so that a sweep resumes only under them."""
     family, env, _, metric = SCENARIOS[scenario]
     row = {"scenario": scenario, "algo": algo, "env": env}
-    return jaxmarl_tuned.header(row, side, threshold, FASTVEC_METRIC[metric], args.window, args.trials,
+    head = jaxmarl_tuned.header(row, side, threshold, FASTVEC_METRIC[metric], args.window, args.trials,
                                 args.trial_seconds, args.batch, args.sweep_seed, args.sampler_seed,
                                 sweep_peer.parse_fixed(args.fix))
+    return {**head, "peer_set": args.peer_set, "fastvec_set": args.fastvec_set}
 
 
 def sweep_run(args, scenario: str, algo: str, side: str, threshold: float) -> dict:

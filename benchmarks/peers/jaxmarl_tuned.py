@@ -16,6 +16,9 @@ from sweep_peer import _plan, _Quiet, best_record, minibatches, space, sweep_set
 
 # the fastvec metric a row's threshold is on -> the sum a JaxMARL update record holds of it
 RECORD_SUM = {"allies_won": "win_sum", "episode_return": "return_sum"}
+# (family, algorithm) -> space entries a JaxMARL script cannot vary, fixed on both sides of its rows:
+# mappo_rnn_smax.py's GRU is FC_DIM_SIZE wide but its training loop starts the GRU's state 128 wide, whatever the config
+SCRIPT_FIXED = {("smax", "mappo"): {"hidden": 128}}
 
 
 def team_space(env: str, fixed: dict | None = None) -> dict:
@@ -156,7 +159,13 @@ def peer_trial(program: PeerProgram, settings: dict, trial, seed: int, window: i
 
 def header(row: dict, side: str, threshold: float, metric: str, window: int, trials: int, trial_seconds: float,
            batch: int, seed: int, sampler_seed: int, fixed: dict) -> dict:
-    """What a side's sweep file must agree on to be resumed or compared: the row, the objective and the budget."""
+    """What a side's sweep file must agree on to be resumed or compared: the row, the objective and the budget.
+    fixed: the user's fixed entries, to which the script's own (SCRIPT_FIXED) are added."""
+    pinned = SCRIPT_FIXED.get((row["scenario"].split(":")[0], row["algo"]), {})
+    clash = {k: fixed[k] for k, v in pinned.items() if k in fixed and fixed[k] != v}
+    if clash:
+        raise SystemExit(f"--fix {clash}: {row['scenario']} {row['algo']}'s JaxMARL script trains only at {pinned}")
+    fixed = {**fixed, **pinned}
     settings = sweep_settings(row["env"], threshold, trial_seconds, metric)
     return {"scenario": row["scenario"], "algo": row["algo"], "side": side, "threshold": threshold, "metric": metric,
             "window": window, "trials": trials, "trial_seconds": trial_seconds, "batch": batch, "seed": seed,
@@ -266,6 +275,6 @@ def peer_sweep(repo: Path, scenario: tuple, head: dict, overrides: dict, out: Pa
         return peer_trial(built, head["settings"], trial, head["seed"], head["window"])
 
     result = run_side(head, out, prepare, train, timeout, log)
-    result.update(jax=jax.__version__, device=str(jax.devices()[0]), jaxmarl=jaxmarl_version(), peer_set=overrides)
+    result.update(jax=jax.__version__, device=str(jax.devices()[0]), jaxmarl=jaxmarl_version())
     out.write_text(json.dumps(result, indent=1, default=str))
     return result

@@ -61,6 +61,16 @@ def test_the_space_maps_onto_jaxmarls_keys_and_fastvecs_alike():
             assert config["policy"]["critic_input"] == "world_state"
 
 
+def test_a_width_jaxmarls_mappo_smax_cannot_vary_is_fixed_on_both_sides():
+    row = {"scenario": "smax:3s5z", "algo": "mappo", "env": "smax:3s5z"}
+    head = jt.header(row, "peer", 0.5, "allies_won", 100, 2, 1.0, 1, 0, 0, {"num_envs": 64})
+    assert head["fixed"] == {"num_envs": 64, "hidden": 128} and "hidden" not in head["space"]
+    ippo = jt.header({**row, "algo": "ippo"}, "peer", 0.5, "allies_won", 100, 2, 1.0, 1, 0, 0, {})
+    assert ippo["fixed"] == {} and "hidden" in ippo["space"]
+    with pytest.raises(SystemExit, match="hidden"):
+        jt.header(row, "fastvec", 0.5, "allies_won", 100, 2, 1.0, 1, 0, 0, {"hidden": 64})
+
+
 def synthetic_train(settings, window=8, updates=50, per_update=64):
     """A trial without a trainer: 16 episodes an update, each returning -30 + 1000 lr u at update u, fed to
     TrialWatch through WindowWatch as both sides' trials are."""
@@ -181,7 +191,7 @@ def peer_worker(repo, scenario, algo, seeds, overrides, warmup):
             "compile_s": 1.0, "warmup": warmup, "warmup_s": 0.5, "runs": runs, "device": "stand-in"}}
 
 
-jaxmarl_tuned.peer_sweep = peer_sweep
+jaxmarl_tuned.peer_sweep = peer_sweep if {sweeps} else None
 jaxmarl_baselines.peer_worker = peer_worker
 jaxmarl_baselines.main(sys.argv[2:])
 """
@@ -192,14 +202,16 @@ def test_a_tuned_row_end_to_end_with_a_stand_in_for_jaxmarl(tmp_path):
     each side's best on three fresh seeds against the given threshold."""
     repo = stand_in_checkout(tmp_path / "jaxmarl")
     python = tmp_path / "peer-python"
-    python.write_text(WRAPPER.format(python=sys.executable, peers=str(PEERS), tests=str(Path(__file__).parent)))
+    stand_in = dict(python=sys.executable, peers=str(PEERS), tests=str(Path(__file__).parent))
+    python.write_text(WRAPPER.format(sweeps=True, **stand_in))
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
     out, sweeps = tmp_path / "out.json", tmp_path / "sweeps"
     fix = [f"{k}={json.dumps(v)}" for k, v in {**FIXED, "total_timesteps": 2048}.items()]
-    jb.main(["--jaxmarl-repo", str(repo), "--peer-python", str(python), "--scenarios", "mpe:simple_spread",
-             "--algos", "ippo", "--kinds", "tuned", "--threshold", "-21", "--seeds", "1", "2", "3", "--window", "8",
-             "--trials", "2", "--batch", "2", "--trial-seconds", "0.5", "--fix", *fix, "--sweep-dir", str(sweeps),
-             "--fastvec-device", "cpu", "--eval-episodes", "2", "--out", str(out)])
+    argv = ["--jaxmarl-repo", str(repo), "--peer-python", str(python), "--scenarios", "mpe:simple_spread",
+            "--algos", "ippo", "--kinds", "tuned", "--threshold", "-21", "--window", "8", "--trials", "2",
+            "--batch", "2", "--trial-seconds", "0.5", "--fix", *fix, "--sweep-dir", str(sweeps),
+            "--fastvec-device", "cpu", "--eval-episodes", "2", "--out", str(out)]
+    jb.main([*argv, "--seeds", "1", "2", "3"])
     row = json.loads(out.read_text())["rows"][0]
     assert row["kind"] == "tuned" and row["threshold"] == -21.0 and not row.get("sweep_error")
     sw = row["sweeps"]
@@ -221,6 +233,12 @@ def test_a_tuned_row_end_to_end_with_a_stand_in_for_jaxmarl(tmp_path):
     for seed in row["fastvec_seeds"]:  # a fastvec seed that missed counts its whole training time, as a bound
         assert seed["lower_bound"] == (not seed["reached"])
         assert seed["reached"] or seed["time_s"] == pytest.approx(seed["train_s"], abs=1e-3)
+    # run again: the finished sweeps of this budget are read, not run (a peer Python that cannot sweep)
+    python.write_text(WRAPPER.format(sweeps=False, **stand_in))
+    jb.main([*argv, "--seeds", "1"])
+    again = json.loads(out.read_text())["rows"][0]
+    assert not again.get("sweep_error") and again["peer_config"] == row["peer_config"]
+    assert all(again["sweeps"][side]["command"].endswith("(finished)") for side in ("peer", "fastvec"))
 
 
 def test_a_tuned_row_without_a_threshold_says_how_to_get_one(tmp_path):
