@@ -166,12 +166,52 @@ FV_MJV_EXPORT void fv_mjv_book(fv_mjv_job j) {
 
 #ifndef __CUDACC__
 #include <stddef.h>
+#include <stdlib.h>
 
 /* The task's observation size for this model and parameters. */
 FV_MJV_EXPORT int fv_mjv_obs_size(const mjModel* m, const double* p) { return obs_size(m, p); }
 
 /* A model whose sizes do not fit the task: the reason, else NULL. */
 FV_MJV_EXPORT const char* fv_mjv_check(const mjModel* m, const double* p) { return check(m, p); }
+
+/* Whether the task's observe, reset_values or before read more of a world than qpos and qvel (what MuJoCo's forward
+ * computes: positions, inertias, velocities, forces): they run on one world at qpos0 with small velocities whose
+ * other fields are filled with NaN, then with two different numbers; a NaN in what they write, or a difference,
+ * says they do. A task that does not needs no forward after a reset: the next step's own forward computes the
+ * rest from qpos and qvel. */
+FV_MJV_EXPORT int fv_mjv_reset_reads_forward(const mjModel* m, const double* p, const double* init_qpos,
+                                             const double* init_qvel, int obs_size, int info_size) {
+    int sizes[] = {m->nq, m->nv, m->nu, 3 * m->nbody, 3 * m->nbody, 3 * m->nsite, 10 * m->nbody, 6 * m->nbody,
+                   6 * m->nbody, m->nv, m->nv, m->ntendon, m->ntendon};
+    enum { FIELDS = sizeof(sizes) / sizeof(sizes[0]) };
+    float* fields[FIELDS];
+    int total = obs_size + info_size + FV_MJ_KEEP, reads = 0;
+    double* out = (double*)calloc(3 * (size_t)total, sizeof(double));
+    for (int f = 0; f < FIELDS; f++) fields[f] = (float*)calloc((size_t)sizes[f] + 1, sizeof(float));
+    const float fill[3] = {NAN, 7.25f, -3.5f};
+    for (int run = 0; run < 3; run++) {
+        for (int f = 3; f < FIELDS; f++)
+            for (int k = 0; k < sizes[f]; k++) fields[f][k] = fill[run];
+        for (int k = 0; k < m->nq; k++) fields[0][k] = (float)init_qpos[k];
+        for (int k = 0; k < m->nv; k++) fields[1][k] = (float)(0.01 * (k + 1));
+        mjData d = {fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6], fields[7], fields[8],
+                    fields[9], fields[10], fields[11], fields[12]};
+        fv_mj_ctx c;
+        memset(&c, 0, sizeof c);
+        double* o = out + run * total;
+        c.m = m, c.d = &d, c.p = p, c.init_qpos = init_qpos, c.init_qvel = init_qvel, c.dt = m->opt.timestep;
+        c.obs = o, c.info = o + obs_size;
+        observe(&c);
+        reset_values(&c);
+        before(&c);
+        for (int k = 0; k < FV_MJ_KEEP; k++) o[obs_size + info_size + k] = c.keep[k];
+    }
+    for (int k = 0; k < total; k++)
+        if (isnan(out[k]) || out[total + k] != out[2 * total + k]) reads = 1;
+    for (int f = 0; f < FIELDS; f++) free(fields[f]);
+    free(out);
+    return reads;
+}
 
 /* fv_mjv_job's size and the offsets of its first and last bookkeeping fields, for the Python mirror's test. */
 FV_MJV_EXPORT void fv_mjv_job_layout(long* out) {

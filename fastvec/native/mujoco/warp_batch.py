@@ -90,6 +90,7 @@ def view_library(task_file: str) -> ctypes.CDLL:
     lib.fv_mjv_check.argtypes = [ctypes.POINTER(ViewModel), _p]
     lib.fv_mjv_check.restype = ctypes.c_char_p
     lib.fv_mjv_job_layout.argtypes = [_p]
+    lib.fv_mjv_reset_reads_forward.argtypes = [ctypes.POINTER(ViewModel), _p, _p, _p, _i, _i]
     return lib
 
 
@@ -168,6 +169,11 @@ class WarpBatch:
             w = self.ntendon if width == "T" else width
             self.info_layout.append((key, dtype, slice(col, col + w), None if width == 1 else w))
             col += w
+        qpos0, qvel0 = np.ascontiguousarray(mjm.qpos0, np.float64), np.zeros(self.nv + 1)
+        # forward after a reset only for a task whose reset obs, info or kept values need more than qpos and qvel
+        self.reset_forward = bool(lib.fv_mjv_reset_reads_forward(ctypes.byref(host_model), self._p.ctypes.data,
+                                                                  qpos0.ctypes.data, qvel0.ctypes.data,
+                                                                  self.obs_size, col))
         self.timestep = mjm.opt.timestep
         self.dt = self.timestep * self.frame_skip
         self.ctrl_low, self.ctrl_high = mjm.actuator_ctrlrange[:, 0].copy(), mjm.actuator_ctrlrange[:, 1].copy()
@@ -325,9 +331,9 @@ class WarpBatch:
                 qpos[mask], qvel[mask] = state[:, :self.nq], state[:, self.nq:]
                 self.data.qpos.assign(qpos)
                 self.data.qvel.assign(qvel)
-            # forward runs on every world; the others' next `before` values were kept before it (fv_mjv_keep)
-            mjw.forward(self.model, self.data)
-            self._fence()
+            if self.reset_forward:  # on every world; the others' next `before` values were kept before it
+                mjw.forward(self.model, self.data)
+                self._fence()
         self._launch("fv_mjv_observe", self._job)
         self._launch("fv_mjv_keep", self._job)
 
