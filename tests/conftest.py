@@ -1,6 +1,7 @@
 """Shared test set-up: a private compile cache for this run, so tests never depend on a user's cache (nor
 on a fixed /tmp path another user could have made); the `gpu` marker: tests marked `gpu` are skipped
 where PyCUDA or a CUDA GPU is missing; `c_shim`, which builds small C files against fastvec/native's headers;
+`env_warnings`, the compiler's warnings about an env file;
 `load_benchmark`, a script of benchmarks/ as a module; and `minibatch_sources`, the rollout rows of a minibatch
 of sequences, the oracle of the gather kernel's tests."""
 
@@ -65,6 +66,42 @@ def c_shim(tmp_path_factory):
         return ctypes.CDLL(str(out))
 
     return build
+
+
+# An env's env_reset and env_step as the CPU backend compiles them (-O3 and its floating-point flags), called from
+# exported functions so that the compiler keeps them.
+ENV_WARNINGS_DRIVER = r"""
+#include "spaces.h"
+int fv_test_step(State* s, fv_rng* r, const ACT_T* a, OBS_T* o, float* rw, float* st) {
+    return env_step(s, r, a, o, rw, st);
+}
+void fv_test_reset(State* s, fv_rng* r, OBS_T* o) { env_reset(s, r, o); }
+"""
+
+
+@pytest.fixture(scope="session")
+def env_warnings(tmp_path_factory):
+    """env_warnings(env_file, defines) -> the compiler's -Wall warnings about an env file's reset and step (at -O3
+    the compiler follows the fixed-size arrays the env indexes, and warns about an index past an array's end);
+    skips without a C compiler."""
+    from fastvec.native import NATIVE_DIR
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    tmp = tmp_path_factory.mktemp("env_warnings")
+    (tmp / "driver.c").write_text(ENV_WARNINGS_DRIVER)
+
+    def warnings(env_file, defines: dict) -> str:
+        if cc is None:
+            pytest.skip("no C compiler")
+        env_file = Path(env_file)
+        cmd = [cc, "-O3", "-std=c99", "-fPIC", "-fno-math-errno", "-ffp-contract=off", "-Wall", f"-I{NATIVE_DIR}",
+               f"-I{env_file.parent}", "-include", str(env_file), *[f"-D{k}={v}" for k, v in defines.items()], "-c",
+               str(tmp / "driver.c"), "-o", str(tmp / "driver.o")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return "\n".join(line for line in proc.stderr.splitlines() if "warning" in line)
+
+    return warnings
 
 
 @pytest.fixture(scope="session")

@@ -47,3 +47,10 @@ def test_a_bare_header_plays_as_the_registrys_defaults(game):
         registry.step(actions)
         np.testing.assert_array_equal(bare.obs, registry.obs)
         np.testing.assert_array_equal(bare.rewards, registry.rewards)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_each_game_compiles_without_warnings(game, env_warnings):
+    """The game's registry build compiles without a warning (-Wall at -O3): no row, column or table indexed past its
+    end, no value used uninitialised."""
+    assert env_warnings(native.source_path(game), native.resolve_defines(game, {})) == ""

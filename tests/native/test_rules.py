@@ -520,3 +520,11 @@ def test_cartpole_float32_pays_the_sutton_barto_reward_too():
     b.set_state(None, np.array([[0.0, 0.0, 0.0, 0.0], [2.39, 3.0, 0.0, 0.0]]))
     b.step(np.ones((2, 1), np.int64))
     assert b.terminated.tolist() == [False, True] and b.rewards[:, 0].tolist() == [0.0, -1.0]
+
+
+@pytest.mark.parametrize("key,params", [("cartpole", {}), ("cartpole", {"float32": 1}), ("breakout", {}),
+                                        ("pong", {})])
+def test_each_arcade_and_cartpole_build_compiles_without_warnings(key, params, env_warnings):
+    """The registry builds compile without a warning (-Wall at -O3): no brick, paddle or state indexed past its end,
+    no value used uninitialised."""
+    assert env_warnings(native.source_path(key), native.resolve_defines(key, params)) == ""

@@ -260,3 +260,11 @@ def test_the_last_kill_ends_the_episode_with_the_winners_stat_and_bonus(winner):
     losers = slice(3, 6) if winner == "allies" else slice(0, 3)
     np.testing.assert_allclose(batch.rewards[0, winners], 1 + ATTACK[0] / 2 / HEALTH[0] / 3, rtol=1e-6)
     np.testing.assert_array_equal(batch.rewards[0, losers], 0.0)
+
+
+@pytest.mark.parametrize("name,enemy", [("3m", "agents"), ("2s3z", "heuristic"), ("27m_vs_30m", "agents"),
+                                        ("smacv2_10_units", "heuristic")])
+def test_a_scenario_compiles_without_warnings(name, enemy, env_warnings):
+    """A scenario's build compiles without a warning (-Wall at -O3: no unit, position or table indexed past its end,
+    no value used uninitialised): the smallest and largest fixed maps, a map of random units, the heuristic enemy."""
+    assert env_warnings(NATIVE_DIR / "smax.h", scenario_defines(name, enemy)) == ""
