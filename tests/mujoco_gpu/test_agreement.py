@@ -97,3 +97,11 @@ def test_resetting_one_world_leaves_the_others_next_step_unchanged(device):
     np.testing.assert_array_equal(outputs[1][0], outputs[0][0])
     assert outputs[1][1] == outputs[0][1]
     np.testing.assert_array_equal(outputs[1][2], outputs[0][2])
+
+
+def test_forward_after_a_reset_runs_only_for_tasks_whose_reset_outputs_read_more_than_qpos_and_qvel():
+    # Gymnasium's sources: Reacher and Pusher observe body positions, InvertedDoublePendulum a site position and
+    # the constraint force, Ant its torso's xpos before a step and contact forces; the rest qpos and qvel only
+    reads = {task: WarpBatch(task, 2).reset_forward for task in [*AGREEING, "Ant"]}
+    assert reads == {"Reacher": True, "Pusher": True, "InvertedPendulum": False, "InvertedDoublePendulum": True,
+                     "Swimmer": False, "HalfCheetah": False, "Hopper": False, "Walker2d": False, "Ant": True}
