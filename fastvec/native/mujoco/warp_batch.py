@@ -141,8 +141,6 @@ class WarpBatch:
                  **params):
         mujoco = mujoco_package()
         self.device = wp_device = parse_device(device)
-        if wp_device == "cpu" and not host_arrays:
-            raise ValueError("host_arrays=False (device arrays) needs a GPU batch: pass device='cuda'")
         self.host_arrays = bool(host_arrays)
         self.spec = spec = task_spec(task)
         self.num_envs, self.frame_skip, self.xml_path, self.params, self._p = batch_settings(
@@ -180,8 +178,9 @@ class WarpBatch:
         self._wp, self._mjw = wp, mjw
         self.same_step = bool(same_step)
         self.action_f32 = True
-        self._gpu = None if wp_device == "cpu" else CudaKernels(task_file(task), int(wp_device[5:]),
-                                                               ctypes.sizeof(ViewJob), wp)
+        self._gpu = self._device_kernels(task)
+        if self._gpu is None and not host_arrays:
+            raise ValueError("host_arrays=False (device arrays) needs a GPU batch: pass device='cuda'")
         o, i, u = self.obs_size, max(col, 1), self.nu
         layout = {  # name -> (shape, dtype): every buffer on the device, read and written in place
             "obs": ((n, o), np.float64), "rewards": ((n,), np.float64), "info": ((n, i), np.float64),
@@ -241,6 +240,7 @@ class WarpBatch:
 
             self.dev = SimpleNamespace(**device_views(self, [*self._outputs, "actions"]))
             self._host = {name: np.zeros(*layout[name]) for name in self._outputs}
+            self._host["error"][:] = NO_ERROR
         shown = self._host if self._gpu is None or self.host_arrays else vars(self.dev)
         for name in ("obs", "rewards", "terminated", "truncated", "was_reset", "unstable", "info"):
             setattr(self, name, shown[name])
@@ -259,6 +259,12 @@ class WarpBatch:
         self._job.max_episode_steps = self._every.max_episode_steps = check_step_limit(value or None) or 0
 
     # ------------------------------------------------------------------ the device's buffers
+    def _device_kernels(self, task: str) -> CudaKernels | None:
+        """The GPU's kernels and stream (warp_cuda.CudaKernels); None on Warp's CPU device."""
+        if self.device == "cpu":
+            return None
+        return CudaKernels(task_file(task), int(self.device[5:]), ctypes.sizeof(ViewJob), self._wp)
+
     def _scope(self):
         """Warp's device, and on a GPU the batch's stream, for MJWarp's calls."""
         stack = contextlib.ExitStack()
