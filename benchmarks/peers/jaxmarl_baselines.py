@@ -305,11 +305,9 @@ def fastvec_sweep(head: dict, args) -> dict:
             wrap=lambda watch: jaxmarl_tuned.WindowWatch(watch, head["metric"], head["window"]))
 
     out = sweep_path(args.sweep_dir, head["scenario"], head["algo"], "fastvec")
-    result = jaxmarl_tuned.run_side(head, out, lambda points: [None] * len(points), train, args.sweep_timeout,
-                                    lambda line: print(line, file=sys.stderr, flush=True))
-    result.update(device=args.fastvec_device, fastvec_base=base, agents=agents)
-    out.write_text(json.dumps(result, indent=1, default=str))
-    return result
+    return jaxmarl_tuned.run_side(head, out, lambda points: [None] * len(points), train, args.sweep_timeout,
+                                  lambda line: print(line, file=sys.stderr, flush=True),
+                                  {"device": args.fastvec_device, "fastvec_base": base, "agents": agents})
 
 
 def sweep_path(sweep_dir: Path, scenario: str, algo: str, side: str) -> Path:

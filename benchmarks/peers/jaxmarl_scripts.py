@@ -20,6 +20,7 @@ SCRIPTS = {
     ("mpe", "mappo"): ("baselines/MAPPO/mappo_rnn_mpe.py", "baselines/MAPPO/config/mappo_homogenous_rnn_mpe.yaml"),
 }
 
+
 def script_paths(repo: Path, family: str, algo: str) -> tuple[Path, Path]:
     """The JaxMARL script and yaml config of (family, algo) in a checkout; errors say what was looked for."""
     script, config = (Path(repo) / p for p in SCRIPTS[family, algo])

@@ -173,9 +173,10 @@ def header(row: dict, side: str, threshold: float, metric: str, window: int, tri
             "space": {k: repr(v) for k, v in team_space(row["env"], fixed).items()}}
 
 
-def run_side(head: dict, out: Path, prepare, train, timeout: float = 0.0, log=print) -> dict:
-    """One side's sweep to `out`, written after every trial; a file of the same header is resumed (its trials
-    replayed, the sweep going on as if never stopped), one of another refused."""
+def run_side(head: dict, out: Path, prepare, train, timeout: float = 0.0, log=print, extra: dict | None = None) -> dict:
+    """One side's sweep to `out` (the header, `extra` such as the device, every trial), written after every trial; a
+    file of the same header is resumed (its trials replayed, the sweep going on as if never stopped), one of another
+    refused."""
     saved: list = []
     head = json.loads(json.dumps(head))  # as the file holds it (lists for tuples)
     if out.exists():
@@ -185,14 +186,13 @@ def run_side(head: dict, out: Path, prepare, train, timeout: float = 0.0, log=pr
             raise SystemExit(f"{out}: a sweep of other {', '.join(differ)}; give another --out to start a new one")
         saved = old["records"]
     start = time.perf_counter()
-    result = dict(head)
+    result = {**head, **(extra or {})}
 
     def write(records):
         result.update(records=records, trials_done=len(records), wall_s=round(time.perf_counter() - start, 2))
         tmp = out.with_suffix(out.suffix + ".tmp")
         tmp.write_text(json.dumps(result, indent=1, default=str))
         os.replace(tmp, out)  # a call killed mid-write keeps the file before
-
     records = sweep_trials(team_space(head["env"], head["fixed"]), head["settings"], head["trials"], head["batch"],
                            head["sampler_seed"], prepare, train, head["fixed"], timeout, log, saved, write)
     result.update(records=records, trials_done=len(records), finished=len(records) >= head["trials"],
@@ -207,8 +207,8 @@ def run_side(head: dict, out: Path, prepare, train, timeout: float = 0.0, log=pr
 
 
 def compare_sweeps(peer: dict, fastvec: dict) -> dict:
-    """What a tuned row says of its two sweeps: each one's budget, trials, totals and best, and whether the budgets
-    were equal (the same header but the side, as many trials done) and both finished."""
+    """What a tuned row says of its two sweeps: each one's budget, trials, totals and best, whether the budgets were
+    equal (the same header but the side, as many trials done) and whether their first batch tried the same points."""
     keep = ("trials", "trials_done", "finished", "trial_seconds", "batch", "seed", "sampler_seed", "startup_s_total",
             "trained_s_total", "compile_s_total", "wall_s", "best", "error", "command")
     sides = {"peer": peer, "fastvec": fastvec}
@@ -221,15 +221,6 @@ def compare_sweeps(peer: dict, fastvec: dict) -> dict:
     firsts = [[r["params"] for r in s.get("records", [])[:peer.get("batch") or 1]] for s in (peer, fastvec)]
     out["same_first_points"] = firsts[0] == firsts[1]
     return out
-
-
-def find_sweep(paths: list[Path], scenario: str, algo: str, side: str) -> dict | None:
-    """A side's saved sweep of (scenario, algo) among sweep files (the sweep worker's output), or None."""
-    for path in paths:
-        found = json.loads(Path(path).read_text())
-        if (found.get("scenario"), found.get("algo"), found.get("side")) == (scenario, algo, side):
-            return {**found, "command": f"--sweeps {path}"}
-    return None
 
 
 def peer_sweep(repo: Path, scenario: tuple, head: dict, overrides: dict, out: Path, timeout: float, log) -> dict:
@@ -274,7 +265,5 @@ def peer_sweep(repo: Path, scenario: tuple, head: dict, overrides: dict, out: Pa
         built.warm_up()
         return peer_trial(built, head["settings"], trial, head["seed"], head["window"])
 
-    result = run_side(head, out, prepare, train, timeout, log)
-    result.update(jax=jax.__version__, device=str(jax.devices()[0]), jaxmarl=jaxmarl_version())
-    out.write_text(json.dumps(result, indent=1, default=str))
-    return result
+    return run_side(head, out, prepare, train, timeout, log,
+                    {"jax": jax.__version__, "device": str(jax.devices()[0]), "jaxmarl": jaxmarl_version()})
