@@ -417,8 +417,17 @@ class WarpBatch:
         if self._gpu is None:
             raise NotImplementedError("capture_step() captures a CUDA graph: it needs a GPU batch (device='cuda'); "
                                       "on Warp's CPU device, step() each step")
-        wp = self._wp
+        wp, mjw = self._wp, self._mjw
         self.synchronize()
+        with self._scope():  # MJWarp makes some kernels on first use, which a capture cannot load: use them once,
+            scratch = mjw.make_data(self.mjm, nworld=self.num_envs)  # on a scratch copy, to leave the envs alone
+            for _ in range(self.frame_skip):
+                mjw.step(self.model, scratch)
+            mjw.rne_postconstraint(self.model, scratch)
+            mjw.reset_data(self.model, scratch, reset=self._buffers["mask"])
+            mjw.forward(self.model, scratch)
+            wp.synchronize_device(self.device)
+            del scratch
         with self._scope(), wp.ScopedCapture(device=self.device, stream=self._gpu.warp_stream) as capture:
             self._enqueue_step(self._buffers["actions"].ptr, True)
         return CapturedStep(capture.graph, self._gpu.warp_stream, wp)
