@@ -1,15 +1,17 @@
-"""Env steps per second through the CPU backend's `step()` (random valid actions, SameStep autoreset) for every
-CPU env at one batch size, this tree's fastvec beside another tree's (--compare-source, e.g. an older commit checked
-out with `git worktree add`) in the same run. Writes benchmarks/results/cpu_steps_4096.json (or --out).
+"""Env steps per second through the CPU backend's `step()` (random valid actions; SameStep autoreset unless
+--autoreset) for every CPU env at one batch size, this tree's fastvec beside another tree's (--compare-source,
+e.g. an older commit checked out with `git worktree add`) in the same run. Writes
+benchmarks/results/cpu_steps_4096.json (or --out).
 
     python benchmarks/cpu_steps.py [--compare-source ../fastvec-old] [--num-envs 4096] [--seconds 0.4]
-                                   [--rounds 5] [--envs cartpole breakout-minatar ...]
+                                   [--rounds 5] [--envs cartpole breakout-minatar ...] [--threads 1 --clock cpu]
 
 Each tree runs in a process of its own (its fastvec imported from its root) that builds every env once and then
 times windows on request: for each env and round the two processes time one window each in turn, this tree and the
 other alternating which goes first, so that a shared machine's drift falls on both alike. A figure is the median of
-an env's windows; the spread is the min-max of the per-round ratios (new / old). Both processes use fastvec's
-default threads (FASTVEC_NUM_THREADS as set, else every CPU the process may run on).
+an env's windows; the spread is the min-max of the per-round ratios (new / old). --threads 1 --clock cpu counts
+steps per second of the process's CPU time: the cost of a step, which other programs on a shared machine change
+far less than they change the wall-clock rate.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ ENV_SPECS = {
 
 
 # ---------------------------------------------------------------- the child: one tree's fastvec
-def open_batch(label: str, num_envs: int):
+def open_batch(label: str, num_envs: int, autoreset: str = "SameStep"):
     from fastvec.native.batches import load_batch
 
     source, params = ENV_SPECS[label]
@@ -64,15 +66,16 @@ def open_batch(label: str, num_envs: int):
             from fastvec.native import NATIVE_DIR
 
             defines = mpe.scenario_defines(scenario, False, {})[0]
-            return load_batch(NATIVE_DIR / mpe.SCENARIOS[scenario].source, num_envs, defines, max_episode_steps=25)
+            return load_batch(NATIVE_DIR / mpe.SCENARIOS[scenario].source, num_envs, defines, max_episode_steps=25,
+                              autoreset=autoreset)
         from fastvec.native import smax
         from fastvec.native import NATIVE_DIR
 
         return load_batch(NATIVE_DIR / "smax.h", num_envs, smax.scenario_defines(scenario),
-                          max_episode_steps=smax.TIME_LIMIT)
+                          max_episode_steps=smax.TIME_LIMIT, autoreset=autoreset)
     from fastvec.native import ENVS
 
-    return load_batch(source, num_envs, params, max_episode_steps=ENVS[source].max_episode_steps)
+    return load_batch(source, num_envs, params, max_episode_steps=ENVS[source].max_episode_steps, autoreset=autoreset)
 
 
 def random_actions(batch, rng, count: int) -> list:
@@ -87,7 +90,7 @@ def random_actions(batch, rng, count: int) -> list:
     return [rng.integers(0, nvec, shape).astype(batch.env.action_dtype) for _ in range(count)]
 
 
-def child(num_envs: int) -> None:
+def child(num_envs: int, autoreset: str) -> None:
     """Builds the envs it is asked for, times windows: one JSON request a line on stdin, one answer on stdout."""
     import numpy as np
 
@@ -96,7 +99,7 @@ def child(num_envs: int) -> None:
         request = json.loads(line)
         label = request["env"]
         if label not in batches:
-            batch = open_batch(label, num_envs)
+            batch = open_batch(label, num_envs, autoreset)
             batch.reset(np.arange(num_envs, dtype=np.uint64), None)
             actions = random_actions(batch, np.random.default_rng(0), 8)
             for a in actions:
@@ -114,12 +117,13 @@ def child(num_envs: int) -> None:
 
 # ---------------------------------------------------------------- the parent
 class Tree:
-    def __init__(self, root: Path, num_envs: int, threads: int, clock: str):
+    def __init__(self, root: Path, num_envs: int, threads: int, clock: str, autoreset: str):
         self.root, self.clock = root, clock
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FASTVEC_NUM_THREADS")}
         if threads:
             env["FASTVEC_NUM_THREADS"] = str(threads)
-        self.proc = subprocess.Popen([sys.executable, __file__, "--child-of", str(root), "--num-envs", str(num_envs)],
+        self.proc = subprocess.Popen([sys.executable, __file__, "--child-of", str(root), "--num-envs", str(num_envs),
+                                      "--autoreset", autoreset],
                                      cwd=root, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
@@ -147,16 +151,18 @@ def main() -> None:
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="cpu: steps per second of the process's CPU time (with --threads 1, the cost of a step "
                              "whatever else runs on the machine); wall: per elapsed second")
+    parser.add_argument("--autoreset", choices=["SameStep", "NextStep", "Disabled"], default="SameStep",
+                        help="the batches' autoreset mode (the Gymnasium face's default is NextStep)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child-of", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_of:
         sys.path.insert(0, str(args.child_of))  # that tree's fastvec
-        child(args.num_envs)
+        child(args.num_envs, args.autoreset)
         return
-    trees = {"new": Tree(ROOT, args.num_envs, args.threads, args.clock)}
+    trees = {"new": Tree(ROOT, args.num_envs, args.threads, args.clock, args.autoreset)}
     if args.compare_source:
-        trees["old"] = Tree(args.compare_source.resolve(), args.num_envs, args.threads, args.clock)
+        trees["old"] = Tree(args.compare_source.resolve(), args.num_envs, args.threads, args.clock, args.autoreset)
     windows = {(name, label): [] for name in trees for label in args.envs}
     loads, files = [], {}
     try:
@@ -203,6 +209,7 @@ def main() -> None:
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "trees": files,
         "commits": {name: git_commit(tree.root) for name, tree in trees.items()},
         "num_envs": args.num_envs, "threads": args.threads or "default", "clock": args.clock,
+        "autoreset": args.autoreset,
         "seconds": args.seconds, "rounds": args.rounds,
         "load_average_1min": [min(loads), max(loads)], "rows": rows,
     }, indent=1) + "\n")

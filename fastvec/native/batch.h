@@ -9,7 +9,6 @@
 #include "fastvec.h"
 #include "spaces.h"
 #ifndef __CUDACC__
-#include <stdlib.h>
 #include "pool.h"
 #endif
 
@@ -229,13 +228,16 @@ FV_EXPORT void fv_observe(int n, const fv_slot* slots, const unsigned char* whic
  * envs per vector instruction (`omp simd`, -fopenmp-simd, over the inlined env_step, then over the bookkeeping,
  * fv_finish_live); other envs (branchy, like Breakout) step one at a time with fv_step_one,
  * which is faster for them than the passes. An env whose vector step is right only for part of its
- * states declares SIMD_STEP_VALID(state) and env_step_simd (cartpole.h). The passes:
- *   1. the envs that the vector pass cannot step (NEXT_STEP envs with a reset pending, and states outside
- *      SIMD_STEP_VALID) are set aside: their slots are saved;
- *   2. every env of the range is stepped, no branch per env, on a copy of its slot (fv_step_live; an env
- *      set aside is stepped too, from a state that may give meaningless but harmless results);
+ * states declares SIMD_STEP_VALID(state) and env_step_simd (cartpole.h). The passes, FV_STAGE_TILE envs
+ * at a time (fv_step_live):
+ *   1. their slots are copied out of the batch (the States side by side, the book an array per field), and
+ *      the envs that the vector pass cannot step (NEXT_STEP envs with a reset pending, and states outside
+ *      SIMD_STEP_VALID) are set aside;
+ *   2. every copy is stepped, no branch per env (an env set aside too, from a state that may give
+ *      meaningless but harmless results), and the copies of the envs not set aside go back to their slots;
+ * then, over the tile:
  *   3. SAME_STEP: the envs that ended keep their final obs and are reset (not those set aside);
- *   4. the envs set aside get their saved slots back and take fv_step_one, which writes all their outputs.
+ *   4. the envs set aside, their slots untouched, take fv_step_one, which writes all their outputs.
  * Outputs and slots are exactly fv_step_one's (which the GPU runs); tests/native/test_cpu_speed_paths.py
  * checks this against a build with -DFV_CPU_SCALAR_STEP=1, the plain fv_step_one loop. */
 #ifndef SIMD_STEP_VALID
@@ -268,39 +270,55 @@ FV_FN void fv_finish_live(int i, int* book_length, float* book_return, int* book
 
 /* Envs per pass: the flags live on the stack, and a tile's slots stay in L2 between passes. */
 #define FV_TILE 2048
+#ifndef STEP_USES_RNG /* fastvec.h: 0 where env_step never draws (the passes then leave the RNGs in the slots) */
+#define STEP_USES_RNG 1
+#endif
 /* Envs per copy of their slots (fv_step_live): the copy stays in L1 between its passes. */
 #define FV_STAGE_TILE 256
 
-/* The step and book passes (fv_step_tile's pass 2) of envs [lo, hi), at most FV_STAGE_TILE of them, into
- * term and trunc (of env lo + j at j), on a copy of their slots: the States side by side and the book in
- * an array per field. In place, the vector loops would read and write each field across 64-byte slots
- * with shuffles, or not vectorise at all where a slot's size is not a power of two (float32 CartPole's
- * 48 bytes); the copy costs a few scalar moves per env, and measured 1.1x (float64 CartPole) and 2.5x
- * (float32) the in-place passes' rate (benchmarks/cpu_steps.py). */
+/* Passes 1 and 2 of envs [lo, hi), at most FV_STAGE_TILE of them: term and trunc (of env lo + j at j) for the
+ * envs not set aside, whose indices go to aside[*num_aside ...]. Stepping copies rather than the slots in
+ * place: the vector loops would read and write each field across 64-byte slots with shuffles, or not
+ * vectorise at all where a slot's size is not a power of two (float32 CartPole's 48 bytes); the copies
+ * cost a few scalar moves per env, and they leave the slots of the envs set aside as they were. */
 FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS_T* obs, float* rewards,
                         float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps,
-                        int* term, int* trunc) {
+                        int* term, int* trunc, int* aside, int* num_aside) {
     const long long obs_len = NUM_AGENTS * OBS_SIZE;
     State env[FV_STAGE_TILE];
-    int length[FV_STAGE_TILE], needs_reset[FV_STAGE_TILE];
+    fv_rng rng[STEP_USES_RNG ? FV_STAGE_TILE : 1]; /* an env set aside must keep its draws for fv_step_one */
+    int length[FV_STAGE_TILE], needs_reset[FV_STAGE_TILE], set_aside[FV_STAGE_TILE];
     float episode_return[FV_STAGE_TILE * NUM_AGENTS];
+    int pending_resets = autoreset_mode == FV_NEXT_STEP, count = *num_aside;
     for (int i = lo; i < hi; i++) {
         env[i - lo] = slots[i].env;
+        if (STEP_USES_RNG) rng[i - lo] = slots[i].rng;
         length[i - lo] = slots[i].ep_length;
         needs_reset[i - lo] = slots[i].needs_reset;
         for (int a = 0; a < NUM_AGENTS; a++) episode_return[(i - lo) * NUM_AGENTS + a] = slots[i].ep_return[a];
+        int away = (pending_resets & (needs_reset[i - lo] != 0)) | !SIMD_STEP_VALID(&env[i - lo]);
+        set_aside[i - lo] = away;
+        aside[count] = i;
+        count += away;
     }
+    *num_aside = count;
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
     #pragma omp simd
     for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
-        term[i - lo] = env_step_simd(&env[i - lo], &slots[i].rng, actions + (long long)i * FV_ACT_LEN,
-                                     obs + i * obs_len, rewards + i * NUM_AGENTS, stats + i * NUM_STATS) != 0;
+        term[i - lo] = env_step_simd(&env[i - lo], STEP_USES_RNG ? &rng[i - lo] : &slots[i].rng,
+                                     actions + (long long)i * FV_ACT_LEN, obs + i * obs_len, rewards + i * NUM_AGENTS,
+                                     stats + i * NUM_STATS) != 0;
     #pragma omp simd
     for (int i = lo; i < hi; i++)
         fv_finish_live(i, &length[i - lo], &episode_return[(i - lo) * NUM_AGENTS], &needs_reset[i - lo], rewards,
                        term[i - lo], &trunc[i - lo], ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
     for (int i = lo; i < hi; i++) {
+        if (set_aside[i - lo]) {
+            term[i - lo] = trunc[i - lo] = 0; /* pass 4 writes its outputs */
+            continue;
+        }
         slots[i].env = env[i - lo];
+        if (STEP_USES_RNG) slots[i].rng = rng[i - lo];
         slots[i].ep_length = length[i - lo];
         slots[i].needs_reset = needs_reset[i - lo];
         for (int a = 0; a < NUM_AGENTS; a++) slots[i].ep_return[a] = episode_return[(i - lo) * NUM_AGENTS + a];
@@ -315,33 +333,13 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS
     const long long obs_len = NUM_AGENTS * OBS_SIZE;
     int count = hi - lo, num_aside = 0;
     int flags[3 * FV_TILE]; /* term, trunc, envs set aside */
-    int* aside = flags + 2 * count;
-    int pending_resets = autoreset_mode == FV_NEXT_STEP;
-    for (int i = lo; i < hi; i++) {
-        aside[num_aside] = i;
-        num_aside += (pending_resets & (slots[i].needs_reset != 0)) | !SIMD_STEP_VALID(&slots[i].env);
-    }
-    fv_slot* saved_slots = NULL;
-    if (num_aside > 0) {
-        saved_slots = (fv_slot*)malloc(sizeof(fv_slot) * (size_t)num_aside);
-        if (!saved_slots) { /* out of memory: the plain loop */
-            int ended = 0;
-            for (int i = lo; i < hi; i++) {
-                fv_step_one(i, slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
-                            ep_length, stats, autoreset_mode, max_episode_steps);
-                ended += terminated[i] | truncated[i];
-            }
-            return ended;
-        }
-        for (int j = 0; j < num_aside; j++) saved_slots[j] = slots[aside[j]];
-    }
     int* term = flags; /* of env lo + j at j */
     int* trunc = flags + count;
+    int* aside = flags + 2 * count;
     for (int part = lo; part < hi; part += FV_STAGE_TILE)
         fv_step_live(part, hi - part < FV_STAGE_TILE ? hi : part + FV_STAGE_TILE, slots, actions, obs, rewards,
                      ep_return, ep_length, stats, autoreset_mode, max_episode_steps, term + (part - lo),
-                     trunc + (part - lo));
-    for (int j = 0; j < num_aside; j++) term[aside[j] - lo] = trunc[aside[j] - lo] = 0; /* pass 4's */
+                     trunc + (part - lo), aside, &num_aside);
     #pragma omp simd
     for (int i = lo; i < hi; i++) {
         terminated[i] = (unsigned char)term[i - lo];
@@ -355,15 +353,12 @@ FV_FN int fv_step_tile(int lo, int hi, fv_slot* slots, const ACT_T* actions, OBS
             }
         }
     }
-    for (int j = 0; j < num_aside; j++) {
-        slots[aside[j]] = saved_slots[j];
+    for (int j = 0; j < num_aside; j++)
         fv_step_one(aside[j], slots, actions, obs, rewards, terminated, truncated, final_obs, ep_return,
                     ep_length, stats, autoreset_mode, max_episode_steps);
-    }
     int ended = 0;
     #pragma omp simd reduction(+ : ended)
     for (int i = lo; i < hi; i++) ended += terminated[i] | truncated[i];
-    free(saved_slots);
     return ended;
 }
 
