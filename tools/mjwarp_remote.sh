@@ -4,7 +4,7 @@
 # split (over one call's 64 MiB), the first call installs the wheels and keeps part 0 in /tmp/mjw-site/parts; the
 # second call carries .gpu-mjwarp-2 (the other parts) and sources .gpu-mjwarp-2/remote.sh, which finishes the site.
 MJW_STAGE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-MJW_SITE=/tmp/mjw-site
+MJW_SITE=${MJW_SITE:-/tmp/mjw-site}
 mkdir -p $MJW_SITE/parts
 if [ ! -f $MJW_SITE/.wheels ]; then
   if ls $MJW_STAGE/wheels/*.whl >/dev/null 2>&1; then

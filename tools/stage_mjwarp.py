@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PLATFORM = ["--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64"]
 DOWNLOADS = ["mujoco-core==4.0.1", "mujoco-warp==4.0.0", "warp-lang==1.19.0", "gymnasium==1.4.0",
              "farama-notifications", "cloudpickle"]
-# PyCUDA and what it imports, as .gpu/ holds them for the GPU machine
-GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "markupsafe-", "typing_extensions-"]
+# PyCUDA and what it imports, and PettingZoo (which `import fastvec` registers with), as .gpu/ holds them
+GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "markupsafe-", "typing_extensions-",
+              "pettingzoo-"]
 KEEP_ARCH = 90  # H100 and H200
 FATBIN_MAGIC = 0xBA55ED50
 LIMIT = 64 * 2**20
