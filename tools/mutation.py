@@ -85,7 +85,8 @@ TARGETS: dict[str, list[str]] = {
                                    "list_shows or misspelt or frame_rate"],
     "fastvec/native/backend.py": ["tests/native/test_backend_signatures_and_descriptions.py",
                                   "tests/native/test_backend.py"],
-    "fastvec/native/batches.py": ["tests/native/test_backend.py", "tests/native/test_user_env.py", "-k", _NOT_SLOW],
+    "fastvec/native/batches.py": ["tests/native/test_backend.py", "tests/native/test_user_env.py",
+                                  "tests/trainer/test_teams.py", "-k", _NOT_SLOW + " and not trains"],
     "fastvec/native/build_cache.py": ["tests/native/test_build_cache_records.py", "tests/native/test_build_cache.py",
                                       "tests/native/test_env_file_inputs.py", "-k", "not eight_processes and not "
                                       "nvcc and not cuda and not cubin and not compile_error and not fastvec_train"],
