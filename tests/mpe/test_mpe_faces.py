@@ -76,6 +76,34 @@ def test_keywords_follow_mpe2s():
         assert space == mpe2_default == gymnasium.spaces.Discrete(5), type(face).__name__
 
 
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_metadata_is_mpe2s(name):
+    """A scenario's parallel and AEC envs carry mpe2's metadata: its name (with the version), that it is
+    parallelizable (PettingZoo's conversions read it), its render modes and frame rate."""
+    ref = importlib.import_module(f"mpe2.{name}_v{SCENARIOS[name].version}").parallel_env().metadata
+    for face in (parallel_env(name), env(name)):
+        got = face.metadata
+        assert {k: got[k] for k in ref} == ref, type(face).__name__
+
+
+@pytest.mark.parametrize("ratio", [0.0, 1.0, 0, 1, -0.001, 1.001, 0.0005])
+def test_local_ratio_keywords_take_mpe2s_range_both_ends_included(ratio):
+    """local_ratio is a proportion in [0, 1], both ends included as mpe2 asserts them, in thousandths (fastvec's
+    define): simple_spread and simple_reference take what mpe2 takes and refuse the rest, naming the keyword."""
+    for name in ("simple_spread", "simple_reference"):
+        module = importlib.import_module(f"mpe2.{name}_v3")
+        try:
+            module.parallel_env(local_ratio=ratio)
+            takes = 0 <= ratio * 1000 == round(ratio * 1000) <= 1000
+        except AssertionError:
+            takes = False
+        if takes:
+            parallel_env(name, local_ratio=ratio).close()
+        else:
+            with pytest.raises(ValueError, match=rf"local_ratio={ratio!r} for {name}: a proportion in \[0, 1\]"):
+                parallel_env(name, local_ratio=ratio)
+
+
 @needs_glibc_fma
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
 @pytest.mark.parametrize("name", NAMES)

@@ -107,6 +107,19 @@ def take_state(oracle, batch, i):
     np.testing.assert_array_equal(batch.obs[i, 0], np.float32(oracle.unwrapped._get_obs()))
 
 
+def test_a_host_batch_runs_checkpoint_is_evaluated_in_its_task(tmp_path, capsys):
+    """A few updates of InvertedPendulum on the CPU trainer, then --eval of its run: the checkpoint's sizes (the
+    Box head: no Discrete action count) match the task's host batch, and its episodes are played and reported."""
+    run_dir = tmp_path / "ip"
+    assert cli.main(["invertedpendulum", "--train.device=cpu", "--env.num_envs=2", "--train.horizon=16",
+                     "--train.bptt_horizon=16", "--train.minibatch_size=32", "--train.total_timesteps=64",
+                     "--policy.hidden=8", f"--run-dir={run_dir}"]) == 0
+    capsys.readouterr()
+    assert cli.main(["invertedpendulum", f"--eval={run_dir}", "--eval.episodes=3"]) == 0
+    out = capsys.readouterr().out
+    assert "invertedpendulum: mean return" in out and "over 3 episodes" in out, out
+
+
 def test_inverted_pendulum_learns_on_the_cpu_trainer(tmp_path, capsys):
     """50K steps of configs/mujoco.toml (about 5 s on 2 cores) balance the pole far longer than a random
     policy (a mean return of about 5-10): measured 256 to 1000 over seeds 1-3 on 100 fresh episodes."""

@@ -55,6 +55,19 @@ def test_a_build_declares_its_spaces():
     assert (random_walk.obs_low == 0).all() and (random_walk.obs_high == 255).all()
 
 
+def test_a_box_whose_low_is_above_its_high_is_refused_naming_both_and_equal_bounds_are_taken(tmp_path):
+    """An env file's Box bounds as Gymnasium's Box takes them: low <= high per dimension, a dimension of one
+    value (low == high) included; a low above its high is a ValueError naming both bound arrays."""
+    text = BOX.read_text()
+    (tmp_path / "inverted.h").write_text(text.replace("#define ACTION_LOW {-2.0f, 0.0f}", "#define ACTION_LOW {-2.0f, 1.5f}"))
+    with pytest.raises(ValueError, match=r"inverted: ACTION_LOW \[-2\.0, 1\.5\] is above ACTION_HIGH \[2\.0, 1\.0\]"):
+        cpu.load(tmp_path / "inverted.h", ())
+    (tmp_path / "one_value.h").write_text(text.replace("#define ACTION_LOW {-2.0f, 0.0f}", "#define ACTION_LOW {-2.0f, 1.0f}"))
+    spaces = cpu.load(tmp_path / "one_value.h", ()).spaces
+    np.testing.assert_array_equal(spaces.action_low, [-2, 1])
+    np.testing.assert_array_equal(spaces.action_high, [2, 1])
+
+
 def test_box_actions_reach_the_env_as_float32_and_out_of_bound_ones_are_clipped_by_it():
     b = batch(BOX, 4)
     v0 = b.get_state()[:, 1]

@@ -268,3 +268,14 @@ def test_a_scenario_compiles_without_warnings(name, enemy, env_warnings):
     """A scenario's build compiles without a warning (-Wall at -O3: no unit, position or table indexed past its end,
     no value used uninitialised): the smallest and largest fixed maps, a map of random units, the heuristic enemy."""
     assert env_warnings(NATIVE_DIR / "smax.h", scenario_defines(name, enemy)) == ""
+
+
+@pytest.mark.parametrize("max_steps, steps", [(0, 1), (100, 101), (2**31 - 2, 2**31 - 1)])
+def test_max_steps_takes_jaxmarls_count_from_zero_to_the_c_ints_limit(max_steps, steps):
+    """jaxmarl's max_steps, an int >= 0: an episode is cut after max_steps + 1 steps, which batch.h's C int holds
+    up to 2**31 - 1; anything else (negative, past that, not an int) is refused naming the range."""
+    from fastvec.native.smax import step_limit
+    assert step_limit(max_steps) == steps
+    for bad in (-1, 2**31 - 1, 2**31, 1.0, True, "100", None):
+        with pytest.raises(ValueError, match=r"max_steps=.* must be an int in \[0, 2\*\*31 - 2\]"):
+            step_limit(bad)

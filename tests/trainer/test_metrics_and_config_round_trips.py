@@ -79,6 +79,15 @@ def test_plot_of_one_run_has_no_legend(tmp_path, monkeypatch):
     assert fig._suptitle.get_text().endswith("(10 steps, 1,234 SPS)")
 
 
+def test_plot_of_a_run_with_nothing_logged_yet_draws_empty_panels(tmp_path, monkeypatch):
+    """A run just started (metrics.jsonl exists, no row yet) plots: its return panels, empty, titled with 0
+    steps."""
+    fig, out = plotted(tmp_path, monkeypatch, {"fresh": []})
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(fig.axes) == 2 and not any(ax.get_lines() for ax in fig.axes)
+    assert fig._suptitle.get_text() == f"{tmp_path / 'fresh'}  (0 steps, 0 SPS)"
+
+
 def test_plot_help_says_what_it_draws_and_what_it_needs(capsys):
     from fastvec.trainer import plot
 

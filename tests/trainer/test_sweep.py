@@ -70,6 +70,8 @@ def test_search_space_entries_parse_into_optuna_distributions():
 @pytest.mark.parametrize("path, spec, message", [
     ("train.learnin_rate", "1e-3:1e-2", "did you mean train.learning_rate"),
     ("train.learning_rate", "1e-2:1e-3", "the low end 0.01 must be below the high end 0.001"),
+    ("train.learning_rate", "1e-3:1e-3", "the low end 0.001 must be below the high end 0.001"),
+    ("train.update_epochs", "4:4", "the low end 4 must be below the high end 4"),
     ("train.learning_rate", "0:0.1:log", "train.learning_rate=0.0 must be > 0"),
     ("train.ent_coef", "0:0.1:log", "a log range needs a low end > 0"),
     ("train.update_epochs", "1:4.5", "'4.5' is not an int"),
