@@ -115,6 +115,19 @@ def test_a_sweep_stopped_part_way_resumes_as_if_never_stopped(tmp_path):
         jt.run_side({**head, "sampler_seed": 1}, out, lambda points: [None] * len(points), train)
 
 
+def test_two_sweeps_are_equal_budgets_only_with_one_header_and_as_many_trials_done():
+    row = {"scenario": "mpe:simple_spread", "algo": "ippo", "env": "simple_spread"}
+    heads = {side: jt.header(row, side, -20.0, "episode_return", 8, 4, 2.0, 2, 0, 0, FIXED)
+             for side in ("peer", "fastvec")}
+    records = [{"params": {"learning_rate": lr}} for lr in (0.1, 0.2, 0.3)]
+    peer, fastvec = ({**heads[side], "trials_done": 3, "records": records} for side in ("peer", "fastvec"))
+    both = jt.compare_sweeps(peer, fastvec)
+    assert both["equal_budget"] and both["same_first_points"] and "differ" not in both
+    assert not jt.compare_sweeps(peer, {**fastvec, "trials_done": 2})["equal_budget"]
+    other = jt.compare_sweeps(peer, {**fastvec, "trial_seconds": 4.0, "records": records[::-1]})
+    assert not other["equal_budget"] and other["differ"] == ["trial_seconds"] and not other["same_first_points"]
+
+
 STAND_IN_SCRIPT = """
 import jax
 import jax.experimental
