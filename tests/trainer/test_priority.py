@@ -32,13 +32,11 @@ def test_priorities_are_the_summed_absolute_advantages_to_the_alpha():
 
 
 def test_draw_frequencies_are_the_priorities_probabilities():
-    """p = (1, 3, 0, 4) / 8 at alpha 1: over 4,000 epochs of 4 draws each (one fixed key, every epoch its own
-    stream), each sequence's share of the draws is its probability (binomial std < 0.004), the all-zero sequence
-    never drawn."""
-    epochs = 4000
-    draws = np.concatenate([ref.prioritized_draws(HAND_ADV, 1.0, 0.5, 77, 3, e)[0] for e in range(epochs)])
+    """p = (1, 3, 0, 4) / 8 at alpha 1: the four sequences 1,000 times over (4,000 sequences, as many draws), each
+    kind's share of the draws is its probability (binomial std < 0.008), the all-zero kind never drawn."""
+    draws = ref.prioritized_draws(np.tile(HAND_ADV, (1, 1000)), 1.0, 0.5, 77, 3, 0)[0] % 4
     share = np.bincount(draws, minlength=4) / draws.size
-    np.testing.assert_allclose(share, [1 / 8, 3 / 8, 0, 4 / 8], atol=0.016)
+    np.testing.assert_allclose(share, [1 / 8, 3 / 8, 0, 4 / 8], atol=0.03)
     assert share[2] == 0
 
 
