@@ -57,12 +57,18 @@ def test_device_arrays_step_as_the_host_arrays_and_libmujoco(same_step):
     assert ended >= 4  # the resets were exercised
 
 
-def test_device_outputs_are_zero_copy_cuda_arrays():
+def test_device_outputs_are_cuda_arrays_that_each_step_overwrites_in_place():
+    import warp as wp
+
     b = pushed("cuda", False, False)
     b.step(PUSH)
     cai = b.obs.__cuda_array_interface__
-    assert cai["data"][0] == b._buffers["obs"].ptr and cai["shape"] == (4, b.obs_size) and cai["typestr"] == "<f8"
-    assert b.obs.__dlpack_device__() == (2, 0)
+    assert cai["shape"] == (4, b.obs_size) and cai["typestr"] == "<f8" and b.obs.__dlpack_device__() == (2, 0)
+    b.step(PUSH)
+    assert b.obs.__cuda_array_interface__["data"] == cai["data"]  # the same memory, the next step's values
+    b.synchronize()
+    other = wp.array(ptr=cai["data"][0], shape=cai["shape"], dtype=wp.float64, device="cuda:0")  # another reader
+    np.testing.assert_array_equal(other.numpy(), np.asarray(b.obs))
     assert b.terminated.dtype == np.bool_ and b.terminated.shape == (4,)
 
 
