@@ -128,8 +128,9 @@ class WarpBatch:
     truncated / was_reset / unstable (N,) bool, info (N, I) float64; NEXT_STEP autoreset, or SAME_STEP with final_obs
     and final_info. Physics in float32 by MJWarp's solver: close to libmujoco's, not equal (docs/mujoco-gpu.md).
 
-    On a GPU every step is enqueued on one stream (the task's kernels by PyCUDA, MJWarp's by Warp: warp_cuda.py) and
-    nothing waits for it. host_arrays=True: those names are NumPy arrays, copied back and waited for after each step,
+    On a GPU every step is enqueued on one stream (the task's kernels by PyCUDA, MJWarp's by Warp: warp_cuda.py); out
+    of a graph, MJWarp's solver loop still reads its iteration count on the host, while a captured step
+    (capture_step) runs without the host. host_arrays=True: those names are NumPy arrays, copied back and waited for after each step,
     and a non-finite NumPy action raises ActionError with nothing stepped. host_arrays=False: they are fastvec
     DeviceArrays (`__cuda_array_interface__`, DLPack) that each step overwrites in place, step() takes actions from
     a CUDA array (float32 or float64, (N, nu), C order) in place or from NumPy, and a non-finite action is taken as 0
