@@ -1,21 +1,26 @@
 # Sourced on the GPU machine (Python 3.12, CUDA 13, no network) from the repo root: source .gpu-mjwarp/remote.sh
-# Installs what tools/stage_mjwarp.py staged (its wheels, and warp-lang cut down to sm_90) into /tmp/mjw-site without
-# the network, puts it and the project on PYTHONPATH, and prints the GPU and the versions. Where warp's archive was
-# split (over one call's 64 MiB), the first call installs the wheels and keeps part 0 in /tmp/mjw-site/parts; the
-# second call carries .gpu-mjwarp-2 (the other parts) and sources .gpu-mjwarp-2/remote.sh, which finishes the site.
-MJW_STAGE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-MJW_SITE=${MJW_SITE:-/tmp/mjw-site}
+# Installs what tools/stage_mjwarp.py staged (its wheels, and warp-lang cut down to sm_90) into .gpu-mjwarp-site
+# without the network, puts it and the project on PYTHONPATH, and prints the GPU and the versions.
+# Where warp's archive was split (over one call's 64 MiB), the first call (carry .gpu-mjwarp) installs the wheels and
+# keeps part 0 in the site, and says the archive is incomplete (PyCUDA and mujoco are there already: the kernels'
+# test runs then); the second call (carry .gpu-mjwarp-2) sources
+# .gpu-mjwarp-2/remote.sh, which adds the other parts and finishes the site. The site is an ignored folder of the
+# repo root, which the device machine keeps between calls; MJW_SITE names another.
+MJW_SITE=${MJW_SITE:-$PWD/.gpu-mjwarp-site}
 mkdir -p $MJW_SITE/parts
-if [ ! -f $MJW_SITE/.wheels ]; then
-  if ls $MJW_STAGE/wheels/*.whl >/dev/null 2>&1; then
+for MJW_STAGE in $PWD/.gpu-mjwarp $PWD/.gpu-mjwarp-2; do
+  [ -d $MJW_STAGE ] || continue
+  if [ ! -f $MJW_SITE/.wheels ] && ls $MJW_STAGE/wheels/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target $MJW_SITE $MJW_STAGE/wheels/*.whl >/dev/null 2>&1 \
       || { echo "wheel install failed"; return 1; }
     touch $MJW_SITE/.wheels
   fi
-fi
-cp -n $MJW_STAGE/warp_lang-*.tar.xz* $MJW_SITE/parts/ 2>/dev/null
+  cp -n $MJW_STAGE/warp_lang-*.tar.xz* $MJW_SITE/parts/ 2>/dev/null
+done
+export PYTHONPATH=$MJW_SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
 if [ ! -f $MJW_SITE/.warp ]; then
-  python3 - $MJW_SITE <<'PY' || { echo "warp's archive is incomplete: carry .gpu-mjwarp-2 in a second call and source .gpu-mjwarp-2/remote.sh"; return 1; }
+  python3 - $MJW_SITE <<'PY' || echo "warp's archive is incomplete: the site has no warp yet; carry .gpu-mjwarp-2 in a second call and source .gpu-mjwarp-2/remote.sh"
 import io, sys, tarfile
 from pathlib import Path
 site = Path(sys.argv[1])
@@ -27,6 +32,5 @@ with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as tar:  # a truncated 
 (site / ".warp").touch()
 PY
 fi
-export PYTHONPATH=$MJW_SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONUNBUFFERED=1
-python3 -c "import pycuda.driver as d, numpy, gymnasium, mujoco, mujoco_warp, warp as wp; d.init(); wp.init(); print('gpu:', d.Device(0).name(), '| pycuda', d.get_version(), '| warp', wp.config.version, '| mujoco', mujoco.__version__, '| mujoco_warp', mujoco_warp.__version__, '| numpy', numpy.__version__)"
+python3 -c "import pycuda.driver as d, numpy, gymnasium, mujoco; d.init(); print('gpu:', d.Device(0).name(), '| pycuda', d.get_version(), '| mujoco', mujoco.__version__, '| numpy', numpy.__version__)"
+[ -f $MJW_SITE/.warp ] && python3 -c "import mujoco_warp, warp as wp; wp.init(); print('warp', wp.config.version, '| mujoco_warp', mujoco_warp.__version__)"

@@ -35,6 +35,7 @@ GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "ma
 KEEP_ARCH = 90  # H100 and H200
 FATBIN_MAGIC = 0xBA55ED50
 LIMIT = 64 * 2**20
+MARGIN = 6 * 2**20  # left free in the first folder, for whatever else a call carries
 
 
 def fatbin_section(path: Path) -> tuple[int, int]:
@@ -119,7 +120,7 @@ def main() -> None:
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     if total > LIMIT:  # warp's archive in parts: the last ones go in a second folder, for a second call
         data, part = warp.read_bytes(), int(args.part_mib * 2**20)
-        room = LIMIT - (total - len(data)) - 2**20
+        room = LIMIT - (total - len(data)) - MARGIN
         warp.unlink()
         (out / (warp.name + ".part0")).write_bytes(data[:room])
         second = out.parent / (out.name + "-2")

@@ -51,16 +51,16 @@ def parse_device(device) -> str:
 
 class CudaKernels:
     """One task's kernels loaded on GPU `index` and launched on one PyCUDA stream, a job (warp_batch.ViewJob) by
-    value each; `warp_stream` is the same stream as Warp sees it."""
+    value each; `warp_stream` is the same stream as Warp sees it (None when `wp`, the warp module, is not given)."""
 
-    def __init__(self, task_file: str, index: int, job_size: int, wp):
+    def __init__(self, task_file: str, index: int, job_size: int, wp=None):
         from fastvec.native.device_array import STREAMS
         from fastvec.native.gpu import device_arch, driver, primary_context
 
         drv = driver()
         context = primary_context(index)
-        device = wp.get_device(f"cuda:{index}")
-        if int(device.context or 0) != int(context.handle):
+        device = None if wp is None else wp.get_device(f"cuda:{index}")
+        if device is not None and int(device.context or 0) != int(context.handle):
             raise RuntimeError(f"Warp's cuda:{index} runs in a CUDA context other than the device's primary one, "
                                "which fastvec's kernels use: make Warp's device over the primary context "
                                "(Warp's default) before building a WarpBatch")
@@ -69,7 +69,7 @@ class CudaKernels:
         self.stream = drv.Stream()
         self.handle = int(self.stream.handle)
         STREAMS[self.handle] = self.stream
-        self.warp_stream = wp.Stream(device, cuda_stream=self.handle)
+        self.warp_stream = None if wp is None else wp.Stream(device, cuda_stream=self.handle)
         self.index, self.drv = index, drv
 
     def launch(self, name: str, job, num_worlds: int) -> None:
