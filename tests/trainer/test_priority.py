@@ -174,3 +174,64 @@ def test_cuda_trainer_refuses_what_it_cannot_draw():
                                                                                             "gpus": 2}}))
     assert cuda_unsupported(spec, load_config("cartpole", {"train": {"prio_alpha": 0.5}})) is None
     assert cuda_unsupported(spec, load_config("cartpole", {"train": {"gpus": 2}})) is None
+
+
+def recorded_update(prio_alpha):
+    """The CUDA trainer's update (cuda/update.py) recorded against stand-in launchers: an epoch's order, then the
+    minibatch step of sequences perm[3:6]; no GPU needed. Returns (plan, the launcher's log)."""
+    from types import SimpleNamespace
+
+    from test_distributed import _Address, _Recorder
+
+    from fastvec.trainer.cuda.data_parallel import SingleGpu
+    from fastvec.trainer.cuda.heads import HeadOps
+    from fastvec.trainer.cuda.optimizers import Adam
+    from fastvec.trainer.cuda.plan import Choices
+    from fastvec.trainer.cuda.policy import GpuPolicy
+    from fastvec.trainer.cuda.update import GpuUpdate
+    from fastvec.trainer.settings import Config
+
+    log = []
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mingru", hidden=8, layers=1)
+    layout = ref.FlatLayout(ref.param_table(spec))
+    train = Config.of(load_config("cartpole", {"train": {"optimizer": "adam", "prio_alpha": prio_alpha,
+                                                         "prio_beta0": 0.25}})).train
+    arena = SimpleNamespace(ptr=_Address)
+    plan = SimpleNamespace(bptt=4, seqs_per_mb=3, rows=6, mb_rows=12, horizon=8, sequences=12, bf16_acts=False,
+                           obs_bytes=False, slot_count=1, choices=Choices(), masked=False)
+    learner = (_Recorder(log, "k"), _Recorder(log, "blas"), SimpleNamespace(handle=1234))
+    update = GpuUpdate(plan, spec, layout, arena, train, learner, None, GpuPolicy(spec, layout, arena, plan),
+                       Adam(train, layout, arena), HeadOps(spec, layout, arena, plan, train), SingleGpu(),
+                       shuffle_key=77)
+    update.epoch_order(2, 1, 10)
+    update.minibatch_step(3)
+    return plan, log
+
+
+@pytest.mark.parametrize("prio_alpha", [0.0, 0.6])
+def test_cuda_update_launches_the_draws_and_hands_their_weights_to_the_loss(prio_alpha):
+    """prio_alpha 0: the epoch's shuffle and a loss without weights, as before the option existed; > 0: prio_kernel
+    (one block of PRIO_CHUNKS threads) over adv_returns into perm and prio_weight, and the loss kernel reads the
+    weights of the minibatch's sequences (prio_weight + first, Bm of them)."""
+    from test_distributed import _Address
+
+    from fastvec.trainer.cuda.kernel_args import LossArgs
+    from fastvec.trainer.priority import PRIO_CHUNKS
+
+    plan, log = recorded_update(prio_alpha)
+    launches = [entry[2] for entry in log if entry[0] == "k"]
+    names = [args[0] for args in launches]
+    loss = LossArgs.from_buffer_copy(next(args[2] for args in launches if args[0] == "ppo_loss_kernel"))
+    if prio_alpha == 0:
+        assert "shuffle_kernel" in names and "prio_kernel" not in names
+        assert loss.weights is None
+        return
+    assert "shuffle_kernel" not in names
+    draws = next(args for args in launches if args[0] == "prio_kernel")
+    assert draws[1:3] == (1, PRIO_CHUNKS)
+    assert draws[3] == ("adv_returns", 0) and [int(x) for x in draws[4:7]] == [plan.bptt, plan.rows, plan.sequences]
+    assert (float(draws[7]), float(draws[8]), int(draws[9]), int(draws[10]), int(draws[11])) == (0.6, 0.25, 10, 77, 1)
+    assert [draws[i] for i in (12, 13, 14, 15)] == [("scalars", 0), ("prio_scratch", 0), ("perm", 0),
+                                                     ("prio_weight", 0)]
+    assert names.index("prio_kernel") < names.index("gather_minibatch_kernel")
+    assert loss.weights == _Address("prio_weight", 3) and loss.Bm == plan.seqs_per_mb
