@@ -1,14 +1,6 @@
 """WarpBatch on a GPU: mj_view.cu's kernels built by nvcc through gpu.py's cubin cache and launched by PyCUDA on
 one stream that MuJoCo Warp's kernels run on too, so the physics and the task logic of a step run in order with no
-host synchronisation between them.
-
-The launcher is the one fastvec's own GPU envs use: PyCUDA's driver API. Both sides share the device's primary
-context: Warp makes its CUDA devices over their primary contexts, and gpu.primary_context retains and pushes that
-same context for PyCUDA (cuda.Context.attach would attach to whichever context is current, which need not be the
-primary one before Warp has run). The stream is created by PyCUDA, because PyCUDA launches only on a
-pycuda.driver.Stream and cannot wrap a foreign handle, while Warp can: wp.Stream(device, cuda_stream=handle)
-makes it Warp's stream for MuJoCo Warp's launches (wp.ScopedStream). It is a blocking stream, as CudaBatch's, so
-work on the legacy default stream (PyTorch's default) is ordered with it."""
+host synchronisation between them (CudaKernels says why PyCUDA, which context and whose stream)."""
 
 from __future__ import annotations
 
@@ -51,7 +43,16 @@ def parse_device(device) -> str:
 
 class CudaKernels:
     """One task's kernels loaded on GPU `index` and launched on one PyCUDA stream, a job (warp_batch.ViewJob) by
-    value each; `warp_stream` is the same stream as Warp sees it (None when `wp`, the warp module, is not given)."""
+    value each; `warp_stream` is the same stream as Warp sees it (None when `wp`, the warp module, is not given).
+
+    The launcher is the one fastvec's own GPU envs use: PyCUDA's driver API. Both sides share the device's primary
+    context: Warp makes its CUDA devices over their primary contexts, and gpu.primary_context retains and pushes
+    that same context for PyCUDA (cuda.Context.attach would attach to whichever context is current, which need not
+    be the primary one before Warp has run); the constructor checks that they agree. The stream is created by
+    PyCUDA, because PyCUDA launches only on a pycuda.driver.Stream and cannot wrap a foreign handle, while Warp
+    can: wp.Stream(device, cuda_stream=handle) makes it Warp's stream for MuJoCo Warp's launches
+    (wp.ScopedStream). It is a blocking stream, as CudaBatch's, so work on the legacy default stream (PyTorch's
+    default) is ordered with it."""
 
     def __init__(self, task_file: str, index: int, job_size: int, wp=None):
         from fastvec.native.device_array import STREAMS
