@@ -1,14 +1,14 @@
 # Sourced on the GPU machine (Python 3.12, CUDA 13, no network) from the repo root: source .gpu-mjwarp/remote.sh
 # Installs what tools/stage_mjwarp.py staged (its wheels, and warp-lang cut down to sm_90) into .gpu-mjwarp-site
-# without the network, puts it and the project on PYTHONPATH, and prints the GPU and the versions.
-# Where warp's archive was split (over one call's 64 MiB), the first call (carry .gpu-mjwarp) installs the wheels and
-# keeps part 0 in the site, and says the archive is incomplete (PyCUDA and mujoco are there already: the kernels'
-# test runs then); the second call (carry .gpu-mjwarp-2) sources
-# .gpu-mjwarp-2/remote.sh, which adds the other parts and finishes the site. The site is an ignored folder of the
-# repo root, which the device machine keeps between calls; MJW_SITE names another.
+# without the network, puts it and the project on PYTHONPATH, and prints the GPU and the versions. Where warp's
+# archive was split (over one call's 64 MiB), the first call (carry .gpu-mjwarp) installs the wheels and keeps part
+# 0 in the site, and says the archive is incomplete (PyCUDA and mujoco are there already: the kernels' test runs
+# then); the second call (carry .gpu-mjwarp-2) sources .gpu-mjwarp-2/remote.sh, which adds its part and finishes the
+# site (a third part, if any, in .gpu-mjwarp-3). The site is an ignored folder of the repo root, which the device
+# machine keeps between calls; MJW_SITE names another.
 MJW_SITE=${MJW_SITE:-$PWD/.gpu-mjwarp-site}
 mkdir -p $MJW_SITE/parts
-for MJW_STAGE in $PWD/.gpu-mjwarp $PWD/.gpu-mjwarp-2; do
+for MJW_STAGE in $PWD/.gpu-mjwarp $PWD/.gpu-mjwarp-[0-9]*; do
   [ -d $MJW_STAGE ] || continue
   if [ ! -f $MJW_SITE/.wheels ] && ls $MJW_STAGE/wheels/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target $MJW_SITE $MJW_STAGE/wheels/*.whl >/dev/null 2>&1 \
@@ -20,7 +20,7 @@ done
 export PYTHONPATH=$MJW_SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 if [ ! -f $MJW_SITE/.warp ]; then
-  python3 - $MJW_SITE <<'PY' || echo "warp's archive is incomplete: the site has no warp yet; carry .gpu-mjwarp-2 in a second call and source .gpu-mjwarp-2/remote.sh"
+  python3 - $MJW_SITE <<'PY' || echo "warp's archive is incomplete: the site has no warp yet; carry the next .gpu-mjwarp-N in another call and source its remote.sh"
 import io, sys, tarfile
 from pathlib import Path
 site = Path(sys.argv[1])

@@ -7,7 +7,8 @@ CUDA kernels for sm_75 to sm_120) and bin/warp-clang.so (67 MB, the CPU device's
 is loaded (Warp skips a missing warp-clang.so, and has no CPU device then), and the driver loads the sm_90 cubins of
 its fatbins, so the others are zeroed in place (headers kept, file layout unchanged) and the xz stream squeezes
 them out; examples/ and tests/ are dropped. If the staged files are still over the limit, warp.so's archive is
-split into parts of at most --part-mib, to go in a second folder carried by another call (remote.sh says how).
+split into parts of at most --part-mib, each in a folder (.gpu-mjwarp-2, ...) that another call carries
+(remote.sh says how).
 
     python tools/stage_mjwarp.py [--out .gpu-mjwarp] [--wheels DIR] [--gpu-wheels .gpu]
 """
@@ -118,18 +119,18 @@ def main() -> None:
     warp_archive(one(wheels, "warp_lang-"), warp)
     shutil.copy2(ROOT / "tools" / "mjwarp_remote.sh", out / "remote.sh")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    if total > LIMIT:  # warp's archive in parts: the last ones go in a second folder, for a second call
+    if total > LIMIT:  # warp's archive in parts: the first beside the wheels, each other one in a folder of its own
         data, part = warp.read_bytes(), int(args.part_mib * 2**20)
         room = LIMIT - (total - len(data)) - MARGIN
         warp.unlink()
         (out / (warp.name + ".part0")).write_bytes(data[:room])
-        second = out.parent / (out.name + "-2")
-        shutil.rmtree(second, ignore_errors=True)
-        second.mkdir()
         for k, start in enumerate(range(room, len(data), part), 1):
-            (second / (warp.name + f".part{k}")).write_bytes(data[start:start + part])
-        shutil.copy2(ROOT / "tools" / "mjwarp_remote.sh", second / "remote.sh")
-        print(f"{out}: over one call's 64 MiB; warp's archive split, the rest in {second}")
+            folder = out.parent / f"{out.name}-{k + 1}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            (folder / (warp.name + f".part{k}")).write_bytes(data[start:start + part])
+            shutil.copy2(ROOT / "tools" / "mjwarp_remote.sh", folder / "remote.sh")
+        print(f"{out}: over one call's 64 MiB; warp's archive split, one part per folder {out.name}-2, ...")
     for folder in sorted({p.parent for p in out.parent.glob(out.name + "*/*")}):
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         print(f"{folder}: {size / 2**20:.1f} MiB")
