@@ -131,3 +131,40 @@ def test_a_step_is_one_sequence_of_launches_and_put_actions_fills_the_captured_s
     dev.step(dev.dev.actions)
     assert dev._gpu.launched == ["fv_mjv_take", "fv_mjv_act", "fv_mjv_after", "fv_mjv_keep", "fv_mjv_book",
                                  "fv_mjv_reset", "fv_mjv_observe", "fv_mjv_keep"]
+
+
+@pytest.mark.parametrize("autoreset", ["NextStep", "SameStep"])
+def test_the_face_with_device_arrays_gives_the_cpu_devices_values(monkeypatch, autoreset):
+    import gymnasium as gym
+    from gymnasium.vector import AutoresetMode
+
+    import fastvec  # noqa: F401
+    from fastvec.native.mujoco import warp_batch
+
+    class OnTheCpuDevice(EmulatedGpuBatch):  # the face asks for cuda; Warp's CPU device serves it here
+        def __init__(self, *args, **keywords):
+            super().__init__(*args, **{**keywords, "device": "cpu"})
+
+    monkeypatch.setattr(warp_batch, "WarpBatch", OnTheCpuDevice)
+    mode = AutoresetMode(autoreset)
+    dev = gym.make_vec("fastvec/InvertedPendulum-v5", num_envs=4, device="cuda", array_type="device",
+                       autoreset_mode=mode)
+    monkeypatch.setattr(warp_batch, "WarpBatch", WarpBatch)
+    cpu = WarpBatch("InvertedPendulum", 4, same_step=mode == AutoresetMode.SAME_STEP)
+    obs, infos = dev.reset(seed=3)
+    cpu.reset(seeds=np.arange(3, 7))
+    assert isinstance(obs, DeviceArray) and infos == {}
+    np.testing.assert_array_equal(np.asarray(obs), cpu.obs)
+    ended = 0
+    for _ in range(40):
+        obs, rewards, terminated, truncated, infos = dev.step(PUSH)
+        cpu.step(PUSH)
+        np.testing.assert_array_equal(np.asarray(obs), cpu.obs)
+        np.testing.assert_array_equal(np.asarray(rewards), cpu.rewards)
+        np.testing.assert_array_equal(np.asarray(terminated), cpu.terminated)
+        np.testing.assert_array_equal(np.asarray(infos["was_reset"]), cpu.was_reset)
+        if mode == AutoresetMode.SAME_STEP:
+            np.testing.assert_array_equal(np.asarray(infos["final_obs"])[cpu.was_reset], cpu.final_obs[cpu.was_reset])
+        ended += int(cpu.terminated.sum())
+    assert ended >= 4
+    dev.close()
