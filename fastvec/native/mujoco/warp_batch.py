@@ -376,9 +376,10 @@ class WarpBatch:
             view = device_view(actions, self._gpu.handle, self._gpu.index)
             if view is not None:
                 ptr, shape, strides, dtype = view
-                contiguous = strides is None or strides == tuple(np.zeros(shape, np.uint8).strides[k] * dtype.itemsize
-                                                                 for k in range(len(shape)))
-                if dtype not in (np.float32, np.float64) or int(np.prod(shape)) != n * u or not contiguous:
+                floats = dtype in (np.float32, np.float64)  # None: a dtype NumPy has no name for (bfloat16)
+                contiguous = floats and (strides is None or tuple(strides) == tuple(
+                    int(np.prod(shape[k + 1:], dtype=np.int64)) * dtype.itemsize for k in range(len(shape))))
+                if not floats or int(np.prod(shape)) != n * u or not contiguous:
                     raise ValueError(f"device actions for {n} envs of {self.spec.name} must be {n} x {u} float32 or "
                                      f"float64 values in C order, got shape {shape}, dtype {dtype}, strides {strides}")
                 return ptr, dtype == np.float32
