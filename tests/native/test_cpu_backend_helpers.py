@@ -12,10 +12,15 @@ from fastvec.native.spaces import EnvSpaces
 
 
 def test_cc_is_split_as_a_shell_would_and_must_name_a_program(monkeypatch):
+    """CC is a command line split as a shell would; its first word must be a program on PATH, and the error
+    names that word."""
     monkeypatch.setenv("CC", "  gcc -O0  ")
     assert cpu.find_compiler() == ("gcc", "-O0")
     monkeypatch.setenv("CC", "/nonexistent/cc")
     with pytest.raises(cpu.CompileError, match=r"CC='/nonexistent/cc': '/nonexistent/cc' is not an executable"):
+        cpu.find_compiler()
+    monkeypatch.setenv("CC", "ccache-missing gcc -O2")  # the program named is the first word, not the whole line
+    with pytest.raises(cpu.CompileError, match=r"CC='ccache-missing gcc -O2': 'ccache-missing' is not an executable"):
         cpu.find_compiler()
     monkeypatch.setenv("CC", "gcc 'unclosed")
     with pytest.raises(cpu.CompileError, match="cannot be split into words"):

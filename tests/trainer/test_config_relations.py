@@ -23,6 +23,7 @@ from fastvec.trainer.config import (
     parse_env_argument,
     parse_overrides,
     read_run_config,
+    run_env_name,
     rollout_sizes,
     source_defines,
     to_toml,
@@ -217,3 +218,14 @@ def test_toml_values_are_written_readably():
     assert _toml_value(64, pretty=True) == "64" and _toml_value(0.5, pretty=True) == "0.5"
     lines = help_text(load_config("cartpole")).splitlines()
     assert any(line.startswith("  total_timesteps = 300_000 ") for line in lines)
+
+
+@pytest.mark.parametrize("given", ["cartpole", "CartPole", "fastvec/Breakout-MinAtar", "gym:CartPole-v1", "hopper",
+                                   "fastvec/Hopper-v5", "simple_spread", "fastvec/simple_spread-v3", "Simple_Tag_v3",
+                                   "smax:3m", "fastvec/smax_2s3z-v0", "examples/my_env.h", "my_env"])
+def test_the_name_a_run_records_is_the_env_arguments_whatever_form_it_takes(given, monkeypatch):
+    """--eval and --resume compare a checkpoint's env with run_env_name(ENV), which must name every form of ENV
+    (built-in, registered id, gym:ID, MuJoCo task, MPE or SMAX team env by any of its names, an env file, a bare
+    name given its source by --env.source) as fastvec-train records it (parse_env_argument)."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    assert run_env_name(given) == parse_env_argument(given)[0]

@@ -339,3 +339,18 @@ def test_a_watch_that_returns_true_ends_the_run_after_that_update(tmp_path):
     assert calls == [STEPS, 2 * STEPS]
     assert summary["update"] == 2 and summary["trained_steps"] == 2 * STEPS
     assert rows(tmp_path / "run")[-1]["global_step"] == 2 * STEPS
+
+
+@pytest.mark.parametrize("updates, logged", [(3, [1, 2, 3]), (40, list(range(2, 41, 2)))])
+def test_a_run_logs_at_every_twentieth_of_its_updates_whatever_the_log_interval(tmp_path, updates, logged):
+    """With train.log_interval far off, a run still logs about 20 times: every max(1, updates // 20)-th update
+    and the last, so a short run's last log shows where it ended."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    config = load_config("cartpole", {"env": {"num_envs": 4}, "policy": {"hidden": 8, "layers": 1},
+                                      "train": {"device": "cpu", "horizon": 8, "bptt_horizon": 8, "minibatch_size": 32,
+                                                "update_epochs": 1, "total_timesteps": updates * 32,
+                                                "log_interval": 1e9, "stop_at_target": False}})
+    run.train(config, tmp_path / "run", dashboard=False)
+    assert [row["update"] for row in rows(tmp_path / "run")] == logged

@@ -314,3 +314,30 @@ def test_fastvec_train_self_plays_a_users_multi_agent_env_file(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert sum(row["selfplay/train_games"] for row in rows) == 6 * 12 * 3 // 3  # every game lasts 3 steps
     assert [trainer.selfplay.pool.policies[p].label for p in trainer.selfplay.pool.members][-1] == "u3"
+
+
+def test_an_evaluation_logs_each_score_as_the_mean_of_its_games_to_four_decimals(monkeypatch):
+    """An evaluation's selfplay/score_botL is the mean score of its games against bot level L and
+    selfplay/score_past the mean over the past snapshots of each one's mean, both to four decimals; the Elo table
+    records every match's score sum and game count."""
+    from types import SimpleNamespace
+
+    from fastvec.trainer import selfplay
+    from fastvec.trainer.settings import Config
+
+    config = Config.of(load_config("pong", {"selfplay": {"enabled": True, "eval_past": 2}}))
+    league = selfplay.SelfPlay(config)
+    spec = ref.PolicySpec(obs_size=4, num_actions=3, kind="mlp", hidden=4, layers=1)
+    for label in ("u0", "u2", "u4"):
+        league.pool.add(Policy(spec, ref.init_params(spec, np.random.default_rng(0)), label))
+    levels = selfplay.bot_levels(config)
+    bot = {level: np.array([1.0, 0.0, 0.0]) if level % 2 else np.array([1.0, 0.5, 0.5]) for level in levels}
+    past = [np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0])]  # u4 then u2: means 1/3 and 1
+    monkeypatch.setattr(selfplay, "play_all", lambda *args, **kw: (bot, past))
+    trainer = SimpleNamespace(update_index=6, global_step=600, timing={})
+    out = league.evaluate(trainer, Policy(spec, ref.init_params(spec, np.random.default_rng(1)), "u6"))
+    assert {level: out[f"selfplay/score_bot{level}"] for level in levels} == \
+        {level: 0.3333 if level % 2 else 0.6667 for level in levels}
+    assert out["selfplay/score_past"] == 0.6667
+    results = {(a, b): (score, games) for a, b, score, games in league.table.as_list()}
+    assert results[("u6", "u4")] == (1.0, 3) and results[("u6", "u2")] == (3.0, 3)

@@ -325,6 +325,36 @@ def test_device_arrays_of_a_cpu_env_are_refused_naming_the_fix(make):
     make(array_type="numpy").close()
 
 
+@pytest.mark.parametrize("entry_point", ["CartPoleVectorEnv", "PongVectorEnv", "Breakout-MinAtarVectorEnv"])
+def test_a_vector_entry_point_made_bare_is_one_env_as_gymnasiums_make_vec(entry_point):
+    """The Gymnasium vector entry points take num_envs=1 by default, as gymnasium.make_vec does: one env, the
+    same as make_vec's of the same id and seed."""
+    from fastvec.wrappers import gymnasium as faces
+    envs = getattr(faces, entry_point)()
+    oracle = gym.make_vec(f"fastvec/{entry_point.removesuffix('VectorEnv')}")
+    assert envs.num_envs == oracle.num_envs == 1
+    np.testing.assert_array_equal(envs.reset(seed=3)[0], oracle.reset(seed=3)[0])
+    envs.close()
+
+
+def test_the_multi_agent_vector_envs_seed_list_with_nones_reseeds_only_the_given_games():
+    """reset(seed=[None, 5, None]) after the first reset: game 1 starts as a game seeded with 5 does, games 0 and 2
+    continue their own streams as a reset without a seed would (SyncVectorEnv's rule for a list with None)."""
+    a, b = vector_env("simple_spread", 3), vector_env("simple_spread", 3)
+    a.reset(seed=1)
+    b.reset(seed=1)
+    obs, _ = a.reset(seed=[None, 5, None])
+    rows = obs.reshape(3, -1, obs.shape[-1])
+    continued = b.reset()[0].reshape(3, -1, obs.shape[-1])
+    seeded = vector_env("simple_spread", 3).reset(seed=[0, 5, 0])[0].reshape(3, -1, obs.shape[-1])
+    np.testing.assert_array_equal(rows[[0, 2]], continued[[0, 2]])
+    np.testing.assert_array_equal(rows[1], seeded[1])
+    assert not np.array_equal(rows[1], continued[1])
+    for game in (0, 2):  # a continued stream: neither its first episode's start again nor any fixed seed's
+        assert not np.array_equal(rows[game], seeded[game])
+        assert not np.array_equal(rows[game], vector_env("simple_spread", 3).reset(seed=1)[0].reshape(rows.shape)[game])
+
+
 def test_closed_single_env():
     env = gym.make("fastvec/CartPole", render_mode="rgb_array")
     env.reset(seed=0)
