@@ -158,6 +158,8 @@ TARGETS: dict[str, list[str]] = {
     # MuJoCo Warp's batch: its agreement and return tests need the mujoco_warp package (they skip without it); the
     # task files' view of Warp's arrays is also built by the host's compiler here (a build check, not a rule check).
     "fastvec/native/mujoco/warp_batch.py": ["tests/mujoco_gpu/test_agreement.py", "tests/mujoco_gpu/test_returns.py"],
+    "fastvec/native/mujoco/warp_cuda.py": ["tests/mujoco_gpu/test_gpu_wiring.py",
+                                           "tests/mujoco_gpu/test_gpu_emulated.py"],
     **{f"fastvec/native/mujoco/{name}": ["tests/mujoco_gpu/test_view_builds.py", "tests/mujoco_gpu/test_agreement.py",
                                          "tests/mujoco_gpu/test_returns.py", "-k", "not nvcc"]
        for name in ("mj_view.cu", "mj_view.h")},

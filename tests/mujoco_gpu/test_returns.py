@@ -1,6 +1,7 @@
 """Episodes on MuJoCo Warp (Warp's CPU device, and marked gpu a GPU) against libmujoco's: a fixed policy's episode
-returns on WarpBatch have the same distribution as on MujocoBatch (two-sample Kolmogorov-Smirnov at the 0.1% level, and means within 4 standard
-errors), for Hopper and InvertedPendulum; SAME_STEP and NEXT_STEP autoreset as MujocoBatch's."""
+returns on WarpBatch have the same distribution as on MujocoBatch (two-sample Kolmogorov-Smirnov at the 0.1%
+level, and means within 4 standard errors), for Hopper and InvertedPendulum; SAME_STEP and NEXT_STEP autoreset as
+MujocoBatch's."""
 
 import numpy as np
 import pytest
@@ -47,7 +48,8 @@ def test_fixed_policy_returns_have_the_cpu_batchs_distribution(task, device):
     cpu = episode_returns(MujocoBatch(task, n_cpu, same_step=True), POLICIES[task], np.arange(n_cpu))
     d = ks_statistic(warp, cpu)
     critical = KS_CRITICAL * np.sqrt((n_warp + n_cpu) / (n_warp * n_cpu))
-    assert d < critical, f"{task}: KS statistic {d:.3f} >= {critical:.3f} (returns {warp.mean():.3f} vs {cpu.mean():.3f})"
+    assert d < critical, \
+        f"{task}: KS statistic {d:.3f} >= {critical:.3f} (returns {warp.mean():.3f} vs {cpu.mean():.3f})"
     se = np.sqrt(warp.var(ddof=1) / n_warp + cpu.var(ddof=1) / n_cpu)
     assert abs(warp.mean() - cpu.mean()) < 4 * se, f"{task}: mean return {warp.mean():.3f} vs {cpu.mean():.3f}"
 

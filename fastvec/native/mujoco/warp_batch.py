@@ -123,19 +123,19 @@ OUTPUTS = ("obs", "rewards", "terminated", "truncated", "was_reset", "unstable",
 
 
 class WarpBatch:
-    """num_envs worlds of one task stepped by MuJoCo Warp on `device` ("cpu", Warp's CPU device, or "cuda" /
-    "cuda:N"), with MujocoBatch's buffers and semantics: obs (N, O) float64, rewards (N,) float64, terminated /
-    truncated / was_reset / unstable (N,) bool, info (N, I) float64; NEXT_STEP autoreset, or SAME_STEP with final_obs
-    and final_info. Physics in float32 by MJWarp's solver: close to libmujoco's, not equal (docs/mujoco-gpu.md).
+    """num_envs worlds of one task stepped by MuJoCo Warp on `device` ("cpu", Warp's CPU device, or "cuda" / "cuda:N"),
+    with MujocoBatch's buffers and semantics: obs (N, O) float64, rewards (N,) float64, terminated / truncated /
+    was_reset / unstable (N,) bool, info (N, I) float64; NEXT_STEP autoreset, or SAME_STEP with final_obs and
+    final_info. Physics in float32 by MJWarp's solver: close to libmujoco's, not equal (docs/mujoco-gpu.md).
 
-    On a GPU every step is enqueued on one stream (the task's kernels by PyCUDA, MJWarp's by Warp: warp_cuda.py); out
-    of a graph, MJWarp's solver loop still reads its iteration count on the host, while a captured step
-    (capture_step) runs without the host. host_arrays=True: those names are NumPy arrays, copied back and waited for after each step,
-    and a non-finite NumPy action raises ActionError with nothing stepped. host_arrays=False: they are fastvec
-    DeviceArrays (`__cuda_array_interface__`, DLPack) that each step overwrites in place, step() takes actions from
-    a CUDA array (float32 or float64, (N, nu), C order) in place or from NumPy, and a non-finite action is taken as 0
-    and reported by the next synchronize() or reset(). `dev` holds the device arrays in both modes, and
-    `dev.actions`, (N, nu) float32, is where a captured step (capture_step) reads its actions."""
+    On a GPU every step is enqueued on one stream (the task's kernels by PyCUDA, MJWarp's by Warp: warp_cuda.py); out of
+    a graph, MJWarp's solver loop still reads its iteration count on the host, while a captured step (capture_step) runs
+    without the host. host_arrays=True: those names are NumPy arrays, copied back and waited for after each step, and a
+    non-finite NumPy action raises ActionError with nothing stepped. host_arrays=False: they are fastvec DeviceArrays
+    (`__cuda_array_interface__`, DLPack) that each step overwrites in place, step() takes actions from a CUDA array
+    (float32 or float64, (N, nu), C order) in place or from NumPy, and a non-finite action is taken as 0 and reported by
+    the next synchronize() or reset(). `dev` holds the device arrays in both modes, and `dev.actions`, (N, nu) float32,
+    is where a captured step (capture_step) reads its actions."""
 
     def __init__(self, task: str, num_envs: int, max_episode_steps: int | None = None, xml_file: str | None = None,
                  frame_skip: int | None = None, same_step: bool = False, device: str = "cpu", host_arrays: bool = True,
