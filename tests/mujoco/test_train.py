@@ -107,6 +107,18 @@ def take_state(oracle, batch, i):
     np.testing.assert_array_equal(batch.obs[i, 0], np.float32(oracle.unwrapped._get_obs()))
 
 
+def test_a_host_batch_sets_the_processs_mujoco_threads_only_when_asked(monkeypatch):
+    """The MuJoCo tasks' thread count is the process's (every MuJoCo batch steps on one pool): a host batch made
+    without threads leaves it as it is (the pool's default, or what the user set); threads=N sets N."""
+    from fastvec.native.mujoco import library
+    calls = []
+    monkeypatch.setattr(library(), "fv_mj_set_threads", calls.append)
+    MujocoHostBatch("Hopper", 2)
+    assert calls == []
+    MujocoHostBatch("Hopper", 2, threads=3)
+    assert calls == [3]
+
+
 def test_a_host_batch_runs_checkpoint_is_evaluated_in_its_task(tmp_path, capsys):
     """A few updates of InvertedPendulum on the CPU trainer, then --eval of its run: the checkpoint's sizes (the
     Box head: no Discrete action count) match the task's host batch, and its episodes are played and reported."""

@@ -70,6 +70,17 @@ def test_declared_parameters_come_from_the_file_and_its_own_headers_and_the_thre
     assert declared_params(env) == {"MODE": "", "LENGTH": "9"}  # tested, never defined: a parameter, no default
 
 
+def test_a_switch_without_a_value_and_a_name_ending_in_h_with_one_are_parameters_and_a_guard_is_not(tmp_path):
+    """`#ifndef VERBOSE` / `#define VERBOSE` declares a switch (default: defined, no value); `#ifndef CELL_H` /
+    `#define CELL_H 2` a parameter that happens to end in _H; only `#ifndef X_H` / `#define X_H` with no value
+    is an include guard."""
+    from fastvec.native.env_file import declared_params
+    env = tmp_path / "env.h"
+    env.write_text("#ifndef MY_ENV_H\n#define MY_ENV_H\n#ifndef VERBOSE\n#define VERBOSE\n#endif\n"
+                   "#ifndef CELL_H\n#define CELL_H 2\n#endif\n" + EXAMPLE.read_text() + "#endif\n")
+    assert declared_params(env) == {"VERBOSE": "", "CELL_H": "2", "LENGTH": "9"}
+
+
 def test_cc_is_used_as_given_or_refused_naming_cc(cache, monkeypatch):
     monkeypatch.setenv("CC", "/nonexistent")
     with pytest.raises(cpu.CompileError, match=r"^CC='/nonexistent': .* not an executable found on PATH"):
