@@ -58,9 +58,10 @@ def build(tmp_path_factory):
         if name not in libs:
             path, defines, _ = ENVS[name]
             out = tmp / f"{name}.so"
-            cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{native.NATIVE_DIR}",
-                   f"-I{path.parent}", f'-DENV="{path}"', *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS),
-                   "-o", str(out), "-lm"]
+            # -pedantic-errors: ISO C++ only, as nvcc takes device code (no zero-size arrays, no variable-length ones)
+            cmd = [cxx, "-std=c++20", "-O1", "-pedantic-errors", "-fPIC", "-shared", "-pthread", "-ffp-contract=off",
+                   f"-I{native.NATIVE_DIR}", f"-I{path.parent}", f'-DENV="{path}"',
+                   *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS), "-o", str(out), "-lm"]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             assert proc.returncode == 0, proc.stderr[-3000:]
             libs[name] = ctypes.CDLL(str(out))

@@ -102,6 +102,20 @@ def test_masked_loss_matches_the_references_masked_ppo_loss_and_zeroes_unavailab
         assert abs(got[i] - stats[key]) <= 1e-5 * max(abs(stats[key]), 1.0), key
 
 
+def test_mask_logits_grad_zeroes_every_rows_unavailable_actions_and_keeps_the_rest(emu):
+    """mask_logits_grad_kernel on any gradient (n rows of Y columns, the first A the actions'): every row's
+    unavailable actions 0 and its available ones and the value column as they were, as reference.mask_logits_grad."""
+    rng = np.random.default_rng(21)
+    n, a = 900, SPEC.num_actions
+    dy = rng.standard_normal((n, a + 1)).astype(np.float32)
+    mask = random_masks(rng, n, a)
+    want = dy.copy()
+    want[:, :a] = ref.mask_logits_grad(dy[:, :a], mask)
+    call(emu.emu_mask_logits_grad, np.int64(n), a, a + 1, mask, dy)
+    np.testing.assert_array_equal(dy, want)
+    assert (mask == 0).any(axis=1)[-n // 4:].any()  # unavailable actions in the last rows too
+
+
 def test_gather_rows_copies_each_minibatch_rows_masks_and_world_state(emu):
     """gather_rows_kernel by gather_minibatch_kernel's mb_src: the masks (A bytes a row) and the world-state critic
     input (4C bytes: its floats' bits) of the minibatch's rows, as NumpyTrainer's to_segments then [:, idx]."""
