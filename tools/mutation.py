@@ -148,7 +148,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/mujoco/mj_task.h": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                         "tests/mujoco/test_exactness.py", "tests/mujoco/test_user_task.py",
                                         "-k",
-                                        "reset_infos or random_actions or user_task or keywords or without_warnings"],
+                                        "reset_infos or random_actions or user_task or keywords or without_warnings"
+                                        " or pairwise"],
     "fastvec/native/mujoco/mj_batch.c": ["tests/mujoco/test_face.py", "tests/mujoco/test_exactness.py",
                                          "-k", "not random_actions and not scripted"],
     "fastvec/native/mujoco/__init__.py": ["tests/mujoco/test_task_resets_and_model_checks.py",

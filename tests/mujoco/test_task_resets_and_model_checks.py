@@ -184,3 +184,32 @@ def test_each_task_file_compiles_without_warnings(task, tmp_path):
            str(HERE / task_file(task)), "-o", str(tmp_path / "task.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr[-3000:]
+
+
+PAIRWISE_SHIM = r"""
+#define FV_MJ_INLINE static inline
+%s
+double sum64(const double* a, long n) { return fv_np_pairwise(a, n); }
+float sum32(const float* a, long n) { return fv_np_pairwise_f(a, n); }
+"""
+
+
+def test_the_tasks_sums_are_numpys_pairwise_sums_bit_for_bit_at_every_length(c_shim):
+    """mj_task.h's fv_np_pairwise (cut from its source) sums float64 and float32 arrays of every length from 0 to
+    1100 (blocks of 128 and the halves above them) as np.sum does, bit for bit, so a task's reward terms over a
+    large model round as Gymnasium's."""
+    import ctypes
+
+    from fastvec.native.mujoco import HERE
+
+    text = (HERE / "mj_task.h").read_text()
+    start, end = text.index("#define FV_NP_PAIRWISE"), text.index("#undef FV_NP_PAIRWISE")
+    lib = c_shim(PAIRWISE_SHIM % text[start:end])
+    lib.sum64.restype, lib.sum32.restype = ctypes.c_double, ctypes.c_float
+    rng = np.random.default_rng(9)
+    values = rng.standard_normal(1100) * 10.0 ** rng.integers(-3, 4, 1100)
+    for dtype, fn in ((np.float64, lib.sum64), (np.float32, lib.sum32)):
+        a = values.astype(dtype)
+        for n in range(1101):
+            got = dtype(fn(ctypes.c_void_p(a.ctypes.data), ctypes.c_long(n)))
+            assert got.tobytes() == (dtype(0) + np.sum(a[:n])).tobytes(), (dtype, n)
