@@ -99,12 +99,20 @@ def gymnasium_states(task: str, n: int, seed: int, warm: int = 0):
     return out
 
 
-def test_the_views_observe_only_the_worlds_in_the_mask_each_from_its_own_rows():
-    """fv_mjv_observe over worlds 0 and 2 of three (Ant: positions, velocities and contact forces of every body)
-    writes each one's observation as Gymnasium observes that state (to float32's precision: MuJoCo Warp's arrays
-    are float32) and its reset info, and leaves world 1's observation and info as they were."""
-    states = gymnasium_states("Ant", 3, seed=3, warm=60)  # landed: contact forces
-    views = HostViews("Ant", 3)
+@pytest.mark.parametrize("task", ["Ant", "InvertedDoublePendulum"])
+def test_the_views_observe_only_the_worlds_in_the_mask_each_from_its_own_rows(task):
+    """fv_mjv_observe over worlds 0 and 2 of three writes each one's observation as Gymnasium's env observes that
+    state (to float32's precision: MuJoCo Warp's arrays are float32) and its reset info, and leaves world 1's
+    observation and info as they were: Ant's positions, velocities and contact forces of every body (landed), and
+    InvertedDoublePendulum's cart constraint force (a different one written into each world's data)."""
+    states = gymnasium_states(task, 3, seed=3, warm=60 if task == "Ant" else 0)
+    if task == "InvertedDoublePendulum":
+        env = gym.make(f"{task}-v5").unwrapped
+        for k, (_, after, *rest) in enumerate(states):
+            after.qfrc_constraint[0] = 2.5 * (k + 1)
+            env.data = after
+            states[k] = (_, after, rest[0], env._get_obs(), *rest[2:])
+    views = HostViews(task, 3)
     views.load([after for _, after, *_ in states])
     views.buf["mask"][:] = [1, 0, 1]
     views.run("fv_mjv_observe")
@@ -112,13 +120,18 @@ def test_the_views_observe_only_the_worlds_in_the_mask_each_from_its_own_rows():
         np.testing.assert_allclose(views.buf["obs"][i], states[i][3], rtol=1e-5, atol=1e-5)
         assert np.isfinite(views.buf["info"][i]).all()
     assert np.isnan(views.buf["obs"][1]).all() and (views.buf["info"][1] == -7.0).all()
-    assert np.abs(states[2][3][-78:]).max() > 0  # contact forces in the compared observations
+    if task == "Ant":
+        assert np.abs(states[2][3][-78:]).max() > 0  # contact forces in the compared observations
 
 
-@pytest.mark.parametrize("task", ["HalfCheetah", "Hopper"])
+@pytest.mark.parametrize("task", ["HalfCheetah", "Hopper", "Ant", "Reacher", "Pusher", "InvertedDoublePendulum",
+                                  "Humanoid"])
 def test_the_views_step_outputs_are_gymnasiums(task):
-    """fv_mjv_keep on the states before a step, then fv_mjv_after on the states after it: each world's reward and
-    terminated flag are Gymnasium's for that step (HalfCheetah never terminates; Hopper when unhealthy)."""
+    """fv_mjv_keep on the states before a step, then fv_mjv_after on the states after it: each world's observation,
+    reward and terminated flag are Gymnasium's for that step (to float32's precision), from its own rows of every
+    array the task reads: positions and velocities; Ant's torso position and contact forces; Reacher's and Pusher's
+    body positions; InvertedDoublePendulum's tip site and constraint forces; Humanoid's centre of mass, inertias,
+    body velocities, actuator forces and controls (a task MuJoCo Warp cannot step, its view built all the same)."""
     states = gymnasium_states(task, 4, seed=5)
     views = HostViews(task, 4)
     views.load([before for before, *_ in states])
@@ -126,6 +139,7 @@ def test_the_views_step_outputs_are_gymnasiums(task):
     views.load([after for _, after, *_ in states])
     views.buf["actions"][:] = [action for *_, action, _, _, _ in states]
     views.run("fv_mjv_after")
+    np.testing.assert_allclose(views.buf["obs"], [s[3] for s in states], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(views.buf["rewards"], [s[4] for s in states], rtol=1e-4, atol=1e-4)
     assert views.buf["terminated"].tolist() == [int(s[5]) for s in states]
     assert not views.buf["unstable"].any()
