@@ -27,6 +27,7 @@ ENVS = {
     "counting": (ENVS_DIR / "counting.h", {"TERMINATE_AT": 3}, 4),
     "random_walk": (ENVS_DIR / "random_walk.h", {"LIMIT": 3}, 9),  # two agents, stats, draws in env_step
     "box_point": (ENVS_DIR / "box_point.h", {}, 6),  # Box actions (float32), state access
+    "box_open": (ENVS_DIR / "box_open.h", {}, 6),  # Box actions with infinite bounds
     "multi_discrete": (ENVS_DIR / "multi_discrete.h", {"AGENTS": 2}, 3),  # MultiDiscrete([3, 5]), two agents
     "mpe_world_comm": (native.NATIVE_DIR / "mpe_world_comm.h", {}, 5),  # six agents, float64 state, exp/log1p
     "smax_3m": (native.NATIVE_DIR / "smax.h", {"MAP": 0}, 9),  # six agents, fmaf/sqrtf, draws in env_step
@@ -236,7 +237,8 @@ def documented_random_actions(env: cpu.CompiledEnv, key: int, n: int, t: int) ->
     flat index k = (t * agents + a) * dims + d, bits k % per .. of draw k // per (per = 64 // bits) of the stream
     keyed by mix(key + i) (the draw's counter one past its number, as fv_rand_u64 counts), with bits = log2(n) for a
     Discrete(n) of a power of two up to 32768 (1 for n <= 2), else 32; Discrete and MultiDiscrete take
-    (chunk * n) >> bits, Box low + (high - low) * (chunk >> 8) / 2**24 in float32."""
+    (chunk * n) >> bits, Box low + (high - low) * (chunk >> 8) / 2**24 in float32 (an infinite bound: an interval of
+    width 2 at the finite one, [-1, 1) with none)."""
     dims, agents, kind = env.action_dims, env.num_agents, env.action_kind
     count = env.num_actions
     if kind == "discrete" and count <= 2:
@@ -254,8 +256,12 @@ def documented_random_actions(env: cpu.CompiledEnv, key: int, n: int, t: int) ->
                 k = (t * agents + a) * dims + d
                 word = _mix((env_key + (k // per + 1) * 0x9E3779B97F4A7C15) & M64)
                 chunk = (word >> ((k % per) * bits)) & ((1 << bits) - 1)
-                if kind == "box":
+                if kind == "box":  # an infinite bound: an interval of width 2 at the finite one, or [-1, 1)
                     lo, hi = np.float32(env.spaces.action_low[d]), np.float32(env.spaces.action_high[d])
+                    if not lo > -np.inf:
+                        lo = (hi if hi < np.inf else np.float32(1)) - np.float32(2)
+                    if not hi < np.inf:
+                        hi = lo + np.float32(2)
                     out[i, a, d] = lo + (hi - lo) * (np.float32(chunk >> 8) * np.float32(1 / 16777216))
                 else:
                     nvec = count if kind == "discrete" else int(env.spaces.nvec[d])

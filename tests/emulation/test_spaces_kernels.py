@@ -134,14 +134,21 @@ def test_emulated_fused_rollout_draws_in_the_space_and_equals_eager_steps(build,
     assert ended > 0
 
 
-@pytest.mark.parametrize("name", ["box_point", "multi_discrete"])
+@pytest.mark.parametrize("name", ["box_point", "box_open", "multi_discrete"])
 def test_the_random_policy_draws_the_documented_stream_for_box_and_multi_discrete(build, name):
-    """Box (two bounded dimensions) and MultiDiscrete([3, 5]) random actions are random_gpu.h's documented stream:
-    32 bits a value, two values a draw."""
+    """Box (bounded dimensions; and unbounded, bounded below or above only: an interval of width 2 at the finite
+    bound, [-1, 1) with none) and MultiDiscrete([3, 5]) random actions are random_gpu.h's documented stream: 32 bits
+    a value, two values a draw."""
     env, (_, _, max_steps) = _env(name, scalar=False), ENVS[name]
     emu = EmulatedBatch(build(name), env, 4, 0, max_steps)
     for t in (0, 1, 2, 9, 40):
-        np.testing.assert_array_equal(emu.random_actions(0xABC, t), documented_random_actions(env, 0xABC, 4, t))
+        drawn = emu.random_actions(0xABC, t)
+        np.testing.assert_array_equal(drawn, documented_random_actions(env, 0xABC, 4, t))
+    if name == "box_open":
+        drawn = np.concatenate([emu.random_actions(0xABC, t) for t in range(100)]).reshape(-1, 4)
+        low, high = drawn.min(0), drawn.max(0)
+        assert (low >= [-1, 0.5, -2.5, -3]).all() and (high < [1, 2.5, -0.5, 3]).all()
+        assert (low < [-0.9, 0.6, -2.4, -2.8]).all() and (high > [0.9, 2.4, -0.6, 2.8]).all()
 
 
 @pytest.mark.parametrize("name", ["box_point", "multi_discrete", "cartpole", "random_walk"])
