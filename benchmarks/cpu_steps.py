@@ -205,7 +205,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+        "machine": cpu_model(), "cpu_count": os.cpu_count(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "trees": files,
         "commits": {name: git_commit(tree.root) for name, tree in trees.items()},
         "num_envs": args.num_envs, "threads": args.threads or "default", "clock": args.clock,
@@ -214,6 +214,17 @@ def main() -> None:
         "load_average_1min": [min(loads), max(loads)], "rows": rows,
     }, indent=1) + "\n")
     print(f"wrote {out}")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def git_commit(root: Path) -> str:
