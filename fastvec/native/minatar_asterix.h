@@ -33,12 +33,13 @@ typedef struct {
 FV_FN void maa_write_obs(const State* s, unsigned char* obs) {
     ma_clear(obs);
     MA_SET(obs, s->player_y, s->player_x, 0);
+    /* Without a branch per entity: an entity that is off, or a trail off the board, ORs 0 into a cell (an off
+     * entity's x is -1..10, so every index stays inside rows 0..9). */
     for (int i = 0; i < 8; i++) {
-        if (!s->ent_on[i]) continue;
-        int x = s->ent_x[i];
-        MA_SET(obs, i + 1, x, s->ent_gold[i] ? 3 : 1);
+        int on = s->ent_on[i] != 0, x = s->ent_x[i];
+        obs[((i + 1) * 10 + x) * MA_CHANNELS + (s->ent_gold[i] ? 3 : 1)] |= (unsigned char)on;
         int back = s->ent_right[i] ? x - 1 : x + 1;
-        if (back >= 0 && back <= 9) MA_SET(obs, i + 1, back, 2);
+        obs[((i + 1) * 10 + back) * MA_CHANNELS + 2] |= (unsigned char)(on & (back >= 0) & (back <= 9));
     }
 }
 
@@ -99,16 +100,18 @@ FV_FN int maa_rules(State* s, fv_rng* rng, int a, int* reward) {
     else if (a == MA_UP) s->player_y = s->player_y > 1 ? s->player_y - 1 : 1;
     else if (a == MA_DOWN) s->player_y = s->player_y < 8 ? s->player_y + 1 : 8;
 
-    for (int i = 0; i < 8; i++)
-        if (s->ent_on[i]) maa_touch(s, i, &r, &terminal);
+    /* Only the entity of the player's row can touch it (maa_touch), so each check below is of that one; the
+     * moves are selects rather than branches on each entity. */
+    int row = s->player_y - 1; /* the player's y is in 1..8 */
+    if (s->ent_on[row]) maa_touch(s, row, &r, &terminal);
     if (s->move_timer == 0) {
         s->move_timer = s->move_speed;
         for (int i = 0; i < 8; i++) {
-            if (!s->ent_on[i]) continue;
-            s->ent_x[i] += s->ent_right[i] ? 1 : -1;
-            if (s->ent_x[i] < 0 || s->ent_x[i] > 9) s->ent_on[i] = 0;
-            else maa_touch(s, i, &r, &terminal);
+            int on = s->ent_on[i] != 0, x = s->ent_x[i] + (on ? (s->ent_right[i] ? 1 : -1) : 0);
+            s->ent_x[i] = (signed char)x;
+            s->ent_on[i] = (signed char)(on & (x >= 0) & (x <= 9));
         }
+        if (s->ent_on[row]) maa_touch(s, row, &r, &terminal);
     }
     s->spawn_timer -= 1;
     s->move_timer -= 1;
