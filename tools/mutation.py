@@ -86,7 +86,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/backend.py": ["tests/native/test_backend_signatures_and_descriptions.py",
                                   "tests/native/test_backend.py"],
     "fastvec/native/batches.py": ["tests/native/test_backend.py", "tests/native/test_user_env.py",
-                                  "tests/trainer/test_teams.py", "-k", _NOT_SLOW + " and not trains"],
+                                  "tests/trainer/test_teams.py", "-k", _NOT_SLOW + " and not smax_trains"],
     "fastvec/native/build_cache.py": ["tests/native/test_build_cache_records.py", "tests/native/test_build_cache.py",
                                       "tests/native/test_env_file_inputs.py", "-k", "not eight_processes and not "
                                       "nvcc and not cuda and not cubin and not compile_error and not fastvec_train"],
@@ -193,7 +193,7 @@ TARGETS: dict[str, list[str]] = {
                                    # cuda_unsupported's rules and the agents a game (Resolved): their tests
                                    "tests/trainer/test_priority.py", "tests/trainer/test_critic.py",
                                    "tests/trainer/test_encoder.py", "tests/trainer/test_activation.py",
-                                   "tests/trainer/test_teams.py", "-k", "not learns and not trains"],
+                                   "tests/trainer/test_teams.py", "-k", "not learns and not smax_trains"],
     "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
                                  "tests/trainer/test_reference_heads.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",

@@ -36,6 +36,17 @@ def test_scenario_keywords_and_defaults_are_mpe2s(name):
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
+def test_an_unknown_keywords_error_lists_the_scenarios_keywords_as_mpe2s(name):
+    """A keyword a scenario does not take is a TypeError naming it and listing the keywords it does take:
+    mpe2's own for that scenario (its generic ones aside), local_ratio where mpe2's takes it, "none" where none."""
+    params = inspect.signature(mpe2_env(name).raw_env.__init__).parameters
+    theirs = ", ".join(sorted(k for k in params if k not in GENERIC)) or "none"
+    with pytest.raises(TypeError, match=rf"unknown keyword\(s\) \['num_walls'\] for {name}; its keywords are: "
+                                        rf"{theirs}$"):
+        scenario_defines(name, False, {"num_walls": 2})
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
 def test_agent_names_for_the_defaults_are_mpe2s(name):
     env = mpe2_env(name).parallel_env()
     sc = SCENARIOS[name]

@@ -216,6 +216,9 @@ def test_toml_values_are_written_readably():
     assert _toml_value(1e-05) == "1e-05" and _toml_value(1e-05, pretty=True) == "1e-5"
     assert _toml_value(300000) == "300000" and _toml_value(300000, pretty=True) == "300_000"
     assert _toml_value(64, pretty=True) == "64" and _toml_value(0.5, pretty=True) == "0.5"
+    # grouped by thousands from five digits on, either sign (9999 stays as it is)
+    assert [_toml_value(v, pretty=True) for v in (9_999, 10_000, -9_999, -10_000)] == \
+        ["9999", "10_000", "-9999", "-10_000"]
     lines = help_text(load_config("cartpole")).splitlines()
     assert any(line.startswith("  total_timesteps = 300_000 ") for line in lines)
 

@@ -362,6 +362,10 @@ def test_clip_grad_norm_scales_to_max_and_leaves_small_gradients():
     before = small.copy()
     ref.clip_grad_norm(small, 1.5)
     np.testing.assert_array_equal(small, before)
+    # a norm of exactly max_norm is not above it: left as it is (the CUDA trainer's grad_norm_kernel's rule too)
+    edge = np.array([3.0, 4.0], np.float32)
+    assert ref.clip_grad_norm(edge, 5.0) == 5.0
+    np.testing.assert_array_equal(edge, [3.0, 4.0])
 
 
 def test_learning_rate_anneals_linearly_to_zero():

@@ -354,3 +354,23 @@ def test_a_run_logs_at_every_twentieth_of_its_updates_whatever_the_log_interval(
                                                 "log_interval": 1e9, "stop_at_target": False}})
     run.train(config, tmp_path / "run", dashboard=False)
     assert [row["update"] for row in rows(tmp_path / "run")] == logged
+
+
+def test_the_logged_learning_rate_and_entropy_weight_are_the_updates_own(tmp_path):
+    """Each metrics row holds the mean over the updates since the last row of what they report: with constant
+    schedules (no annealing) the configured learning rate and entropy weight, whatever the number of updates a
+    row covers (one or two here)."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    for updates, log_interval in ((3, 0.0), (40, 1e9)):
+        config = load_config("cartpole", {"env": {"num_envs": 4}, "policy": {"hidden": 8, "layers": 1},
+                                          "train": {"device": "cpu", "horizon": 8, "bptt_horizon": 8,
+                                                    "minibatch_size": 32, "update_epochs": 1, "anneal_lr": False,
+                                                    "learning_rate": 0.002, "ent_coef": 0.03,
+                                                    "total_timesteps": updates * 32, "log_interval": log_interval,
+                                                    "stop_at_target": False}})
+        run.train(config, tmp_path / str(updates), dashboard=False)
+        logged = rows(tmp_path / str(updates))
+        assert len(logged) == min(updates, 20)
+        assert {(row["charts/learning_rate"], row["charts/ent_coef"]) for row in logged} == {(0.002, 0.03)}

@@ -151,6 +151,7 @@ def test_breakout_seaquest_and_asterix_minatar_carry_a_search_space():
     (["--train.gpus=1,2"], "'train.gpus': a sweep trains one env on one process"),
     (["--train.learning_rate=0.01", "--train.update_epochs=1", "--train.gae_lambda=0.9"], "the search space is empty"),
     (["--sweep.storage=nosuchdb://x"], "sweep.storage='nosuchdb://x'"),
+    (["--train.async=1"], "train.async in the command line = 1 must be a bool"),  # a fixed value: the key's own check
 ])
 def test_bad_sweeps_are_one_line_errors(tmp_path, capsys, extra, message):
     assert sweep.main(sweep_args(tmp_path, "--sweep.trials=1", *extra)) == 2
