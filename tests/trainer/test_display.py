@@ -211,6 +211,19 @@ def test_the_panel_fits_a_narrow_terminal_and_shows_the_title_once():
             assert part in text, (part, text)  # never broken inside a part
 
 
+def test_on_a_wide_terminal_the_labels_keep_their_width_and_the_values_take_the_rest():
+    """At 160 columns each panel row's values start one space after the widest label (self-play), the spare width
+    going to the values' column, not between the labels and their values."""
+    from rich.console import Console
+    board = Dashboard(TITLE, 303_104, enabled=True, stream=io.StringIO(), mode="live")
+    board._remember(metrics_row(49_152, 3.6, 12, sps=13572.4, score=12.25, **{"selfplay/score_bot": 0.625}), ["score"])
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(board.renderable())
+    lines = console.export_text().splitlines()
+    for label, first in (("speed", "13.6K SPS"), ("episodes", "return 236.9"), ("self-play", "vs bot 0.625")):
+        assert any(line.startswith(f"│ {label:<9} {first}") for line in lines), (label, lines)
+
+
 class Terminal:
     """Just enough of a VT100 to replay a redrawing display: a grid of `width` columns that wraps long lines,
     carriage return, newline, cursor up / previous line / column, erase line; colours are ignored."""
