@@ -279,3 +279,26 @@ def test_max_steps_takes_jaxmarls_count_from_zero_to_the_c_ints_limit(max_steps,
     for bad in (-1, 2**31 - 1, 2**31, 1.0, True, "100", None):
         with pytest.raises(ValueError, match=r"max_steps=.* must be an int in \[0, 2\*\*31 - 2\]"):
             step_limit(bad)
+
+
+def test_the_world_state_is_jaxmarls_layout_after_a_set_state():
+    """2s3z with two units alive (an ally stalker and an enemy zealot, at set positions, health and cooldowns): the
+    world state is, per unit, its health fraction, x, y, cooldown and type one-hot (zeros for the dead), then every
+    unit's team (0 ally, 1 enemy), then every unit's type, as jaxmarl's get_world_state lays it out."""
+    n, types = 10, JAXMARL_TYPES["2s3z"]
+    batch = cpu.CpuBatch(load("2s3z"), 1, DISABLED, TIME_LIMIT)
+    batch.reset(np.zeros(1, np.uint64), None)
+    state = batch.get_state()[0]
+    units = state[: 8 * n].reshape(n, 8)
+    units[:] = 0.0
+    units[0, :5] = 10.0, 12.0, 80.0, 0.5, 1.0
+    units[7, :5] = 20.0, 22.0, 150.0, 0.25, 1.0
+    batch.set_state(None, state[None])
+    want = np.zeros(12 * n, np.float32)
+    for u, health in ((0, 80.0), (7, 150.0)):
+        row = want[10 * u: 10 * u + 10]
+        row[:4] = health / HEALTH[types[u]], units[u, 0], units[u, 1], units[u, 3]
+        row[4 + types[u]] = 1.0
+    want[10 * n: 11 * n] = [0.0] * 5 + [1.0] * 5
+    want[11 * n:] = types
+    np.testing.assert_allclose(batch.world_state[0], want, rtol=1e-6)
