@@ -143,3 +143,20 @@ def test_the_views_step_outputs_are_gymnasiums(task):
     np.testing.assert_allclose(views.buf["rewards"], [s[4] for s in states], rtol=1e-4, atol=1e-4)
     assert views.buf["terminated"].tolist() == [int(s[5]) for s in states]
     assert not views.buf["unstable"].any()
+
+
+@pytest.mark.parametrize("task,names", [("Pusher", ["tips_arm", "object", "goal"]), ("Reacher", ["fingertip", "target"])])
+def test_the_views_model_check_refuses_a_model_missing_a_named_body(task, names):
+    """The view library's check (mj_view.h's mj_name2id over the model's body names) refuses the task's model with
+    any one of its named bodies renamed, as the CPU library does, and takes the model as it is."""
+    import ctypes
+
+    views = HostViews(task, 1)
+    model = views.job.m
+    assert views.lib.fv_mjv_check(ctypes.byref(model), views.p.ctypes.data) is None
+    for name in names:
+        text = views.names.tobytes().replace(name.encode() + b"\0", name.upper().encode() + b"\0")
+        renamed = np.frombuffer(text, np.uint8).copy()
+        model.body_names = renamed.ctypes.data
+        reason = views.lib.fv_mjv_check(ctypes.byref(model), views.p.ctypes.data)
+        assert reason is not None and b"named" in reason, name
