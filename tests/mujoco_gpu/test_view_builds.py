@@ -160,3 +160,38 @@ def test_the_views_model_check_refuses_a_model_missing_a_named_body(task, names)
         model.body_names = renamed.ctypes.data
         reason = views.lib.fv_mjv_check(ctypes.byref(model), views.p.ctypes.data)
         assert reason is not None and b"named" in reason, name
+
+
+@pytest.mark.parametrize("same_step", [1, 0])
+def test_the_views_bookkeeping_ends_episodes_as_documented(same_step):
+    """fv_mjv_book over four worlds (a step limit of 5): a terminated world and one at its fifth step end (terminated,
+    truncated); under SAME_STEP their observation and info rows are kept as the final ones and they reset now, else
+    they reset next step; a world reset instead of stepped neither terminates nor truncates, earns 0 and counts as
+    reset; a running world keeps its reward and nothing else changes."""
+    views = HostViews("Hopper", 4)
+    n, o, i = 4, views.obs_size, views.job.info_size
+    obs, info = np.arange(n * o, dtype=np.float64).reshape(n, o), np.arange(n * i, dtype=np.float64).reshape(n, i) + 0.5
+    views.buf["obs"][:], views.buf["info"][:, :i] = obs, info
+    views.buf["rewards"][:] = [1.0, 2.0, 3.0, 4.0]
+    views.buf["terminated"][:] = [1, 0, 1, 0]
+    views.buf["resetting"][:] = [0, 0, 1, 0]
+    views.buf["elapsed"][:] = [0, 4, 7, 1]
+    out = {k: np.full(n, 9, np.uint8) for k in ("out_terminated", "out_truncated", "out_was_reset", "out_unstable")}
+    final_obs, final_info = np.full((n, o), -1.0), np.full((n, i), -1.0)
+    for k, v in out.items():
+        setattr(views.job, k, v.ctypes.data)
+    views.job.reset_now, views.job.final_obs, views.job.final_info = (views.buf["mask"].ctypes.data,
+                                                                      final_obs.ctypes.data, final_info.ctypes.data)
+    views.job.same_step, views.job.max_episode_steps = same_step, 5
+    views.run("fv_mjv_book")
+    assert out["out_terminated"].tolist() == [1, 0, 0, 0] and out["out_truncated"].tolist() == [0, 1, 0, 0]
+    assert out["out_unstable"].tolist() == [0] * 4 and views.buf["elapsed"].tolist() == [1, 5, 8, 2]
+    assert views.buf["rewards"].tolist() == [1.0, 2.0, 0.0, 4.0]
+    now = [1, 1, 1, 0] if same_step else [0, 0, 1, 0]
+    assert views.buf["mask"].tolist() == now and out["out_was_reset"].tolist() == now
+    assert views.buf["needs_reset"].tolist() == ([0, 0, 0, 0] if same_step else [1, 1, 0, 0])
+    kept = [0, 1] if same_step else []
+    np.testing.assert_array_equal(final_obs[kept], obs[kept])
+    np.testing.assert_array_equal(final_info[kept], info[kept])
+    assert (final_obs[[w for w in range(n) if w not in kept]] == -1.0).all()
+    assert (final_info[[w for w in range(n) if w not in kept]] == -1.0).all()
