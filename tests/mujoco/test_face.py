@@ -158,3 +158,23 @@ def test_a_closed_env_refuses_every_call_and_closes_again_quietly(vector):
         with pytest.raises(ClosedEnvironmentError, match="closed"):
             call()
     env.close()
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_the_shortest_step_limits_truncate_as_gymnasiums_time_limit(limit):
+    """max_episode_steps of 1 and 2 truncate every episode after that many steps, as Gymnasium's TimeLimit does
+    (InvertedPendulum with no force stays up that long, so no episode terminates first)."""
+    n = 3
+    envs = gym.make_vec("fastvec/InvertedPendulum-v5", num_envs=n, max_episode_steps=limit,
+                        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    oracle = gym.make("InvertedPendulum-v5", max_episode_steps=limit)
+    envs.reset(seed=0)
+    oracle.reset(seed=0)
+    for step in range(1, 2 * limit + 1):
+        _, _, terminated, truncated, _ = envs.step(np.zeros((n, 1), np.float32))
+        _, _, want_terminated, want_truncated, _ = oracle.step(np.zeros(1, np.float32))
+        assert not want_terminated and not terminated.any()
+        assert want_truncated == (step % limit == 0) and (truncated == want_truncated).all(), step
+        if want_truncated:
+            oracle.reset()
+    envs.close()
