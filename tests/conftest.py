@@ -2,8 +2,8 @@
 on a fixed /tmp path another user could have made); the `gpu` marker: tests marked `gpu` are skipped
 where PyCUDA or a CUDA GPU is missing; `c_shim`, which builds small C files against fastvec/native's headers;
 `env_warnings`, the compiler's warnings about an env file;
-`load_benchmark`, a script of benchmarks/ as a module; and `minibatch_sources`, the rollout rows of a minibatch
-of sequences, the oracle of the gather kernel's tests."""
+`load_benchmark`, a script of benchmarks/ as a module; `minibatch_sources`, the rollout rows of a minibatch
+of sequences, the oracle of the gather kernel's tests; and each test's stand-in `wandb` module taken out again."""
 
 import atexit
 import ctypes
@@ -11,6 +11,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -122,3 +123,16 @@ def minibatch_sources(perm: np.ndarray, first: int, seqs_per_mb: int, rows: int,
     order, which gather_minibatch_kernel copies)."""
     seqs = perm[first:first + seqs_per_mb]
     return ((seqs // rows) * bptt)[None, :] * rows + np.arange(bptt)[:, None] * rows + (seqs % rows)[None, :]
+
+
+@pytest.fixture(autouse=True)
+def wandb_module_restored():
+    """The peer harnesses' tests run JaxMARL-style trials in this process, whose quiet_wandb() puts a stand-in `wandb`
+    module into sys.modules where wandb is not installed: it is taken out after the test, so that later tests (the
+    W&B logger's, which skip without the real package) never take it for wandb."""
+    before = sys.modules.get("wandb")
+    yield
+    if before is None:
+        sys.modules.pop("wandb", None)
+    else:
+        sys.modules["wandb"] = before
