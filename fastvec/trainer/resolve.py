@@ -22,7 +22,8 @@ class EnvSource:
     """Config's env resolved once: its `kind` (Config.env_kind), what a batch of it loads (`source`, a built-in env's
     name or an env file, and `params`, its [env] parameters or -D defines; a Gymnasium id's `gym_id` and make
     arguments, or the fastvec MuJoCo task it registers, `mujoco`), its `step_limit` (Config.step_limit) and the
-    threads a CPU batch steps it with (train.env_threads). A team env's defines are its scenario's (native.batches.team_source)."""
+    threads a CPU batch steps it with (train.env_threads). A team env's defines are its scenario's
+    (native.batches.team_source)."""
 
     def __init__(self, config: Config):
         env = config.env
