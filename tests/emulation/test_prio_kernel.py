@@ -22,11 +22,11 @@ def emu(tmp_path_factory):
 
 
 def kernel_draws(emu, adv, k, alpha, beta0, num_updates, update, key, epoch):
-    """prio_kernel's (perm, weights, scratch: the priorities (Q,), then their running sums (Q,)) for adv (T, R) in
-    K-step sequences."""
+    """prio_kernel's (perm, weights, scratch: the priorities (Q,), their running sums (Q,), each draw's unnormalised
+    weight (Q,)) for adv (T, R) in K-step sequences."""
     t_len, r = adv.shape
     q = (t_len // k) * r
-    perm, weights, scratch = np.full(q, -1, np.int32), np.zeros(q, np.float32), np.zeros((2, q), np.float64)
+    perm, weights, scratch = np.full(q, -1, np.int32), np.zeros(q, np.float32), np.zeros((3, q), np.float64)
     call(emu.emu_prio, np.ascontiguousarray(adv), k, r, q, np.float64(alpha), np.float64(beta0), num_updates, update,
          np.uint64(key), epoch, scratch, perm, weights)
     return perm, weights, scratch
@@ -49,7 +49,7 @@ def test_prio_kernel_draws_the_references_sequences_and_weights_bit_for_bit(emu,
     adv = (rng.standard_normal((t_len, rows)) * rng.exponential(1.0, rows) ** 2).astype(np.float32)
     adv[:, rng.random(rows) < 0.1] = 0  # rows whose every sequence has zero advantages
     key, epoch, num_updates = ref.shuffle_key(ref.sampling_key(7)), 1, 20
-    perm, weights, (priorities, sums) = kernel_draws(emu, adv, k, alpha, 0.3, num_updates, update, key, epoch)
+    perm, weights, (priorities, sums, _) = kernel_draws(emu, adv, k, alpha, 0.3, num_updates, update, key, epoch)
     beta = ref.prio_beta(0.3, update, num_updates)
     want_order, want_weights = ref.prioritized_draws(to_segments(adv, k), alpha, beta, key, update, epoch)
     assert np.array_equal(priorities, sequence_priorities(to_segments(adv, k), alpha))

@@ -330,7 +330,8 @@ def _add_update(a: Arena, plan: Plan, spec: ref.PolicySpec, layout: ref.FlatLayo
     a.add("perm", (q,), i32, "(Q,) this epoch's sequence order (train.prio_alpha: its draws)")
     if plan.prio:
         a.add("prio_weight", (q,), f32, "(Q,) the importance weight of each draw in perm")
-        a.add("prio_scratch", (2, q), np.float64, "(2, Q) prio_kernel's: the priorities, then their running sums")
+        a.add("prio_scratch", (3, q), np.float64,
+              "(3, Q) prio_kernel's: the priorities, their running sums, each draw's unnormalised weight")
     a.add("mb_obs", (n, o), f32, "(K, Bm, I)")
     if plan.masked:
         a.add("mb_masks", (n, spec.num_actions), np.uint8, "(K, Bm, A) the minibatch's action masks")

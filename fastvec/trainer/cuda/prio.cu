@@ -71,7 +71,8 @@ extern "C" {
 /* The epoch's prioritised draws: perm (Q,) the sequences drawn (with replacement, the draws in minibatch order)
  * and weights (Q,) their importance weights (Q p)^-beta over the largest of the epoch's, from adv (T, R) (the
  * update's advantages, K steps a sequence); beta = beta0 + (1 - beta0) * min(update / num_updates, 1) with the
- * update from scalars. scratch (2, Q) float64: the priorities, then their running sums. One block of PRIO_THREADS:
+ * update from scalars. scratch (3, Q) float64: the priorities, their running sums, then each draw's unnormalised
+ * weight (computed once, normalised after the block's maximum). One block of PRIO_THREADS:
  * thread b sums chunk b of ceil(Q / PRIO_THREADS) priorities; the chunks' offsets are the sums of the chunks before
  * them within their group of 32 (a thread of warp 0 a group) plus the groups' before (thread 0), so no thread adds
  * more than 32 in a row (priority.priority_sums' order); then every thread draws j = b, b + PRIO_THREADS, ...:
@@ -87,6 +88,7 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
     const int lo = b * width, hi = min(lo + width, Q);
     double* priority = scratch;
     double* sums = scratch + Q;
+    double* drawn_weight = scratch + 2 * (long long)Q;
     double run = 0.0;
     for (int i = lo; i < hi; i++) {
         double q = prio_priority(adv, i, K, R, alpha);
@@ -142,6 +144,7 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
             pick = l;
             double w = prio_exp(-beta * prio_log((double)Q * (priority[pick] / total)));
             largest = w > largest ? w : largest;
+            drawn_weight[j] = w;
         }
         perm[j] = pick;
     }
@@ -151,8 +154,7 @@ __global__ void __launch_bounds__(PRIO_THREADS) prio_kernel(const float* adv, in
             weights[j] = 1.0f;
             continue;
         }
-        double w = prio_exp(-beta * prio_log((double)Q * (priority[perm[j]] / total)));
-        weights[j] = (float)(w / top);
+        weights[j] = (float)(drawn_weight[j] / top);
     }
 }
 
