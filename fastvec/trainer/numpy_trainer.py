@@ -11,7 +11,6 @@ import numpy as np
 from fastvec.trainer import reference as ref, teams
 from fastvec.trainer.agent_inputs import AgentInputs
 from fastvec.trainer.config import rollout_sizes
-# the policy spec and the CUDA trainer's refusals are resolve.py's; tests and benchmarks import them from here too
 from fastvec.trainer.settings import Config
 
 # Legend: T = horizon, R = rows = num_envs * agents, I = the policy's input (the obs, then any agent id),
