@@ -178,7 +178,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/wrappers/spaces.py": ["tests/wrappers/test_spaces_faces.py", "tests/wrappers/test_face_inputs.py",
                                    "tests/wrappers/test_env_inputs.py", "-k", "not sb3_ppo and not "
                                    "compiles_for_the_gpu and not env_sources_compile_as_cuda"],
-    "fastvec/trainer/cli.py": ["tests/trainer/test_cli.py", "tests/trainer/test_display.py", "-k",
+    "fastvec/trainer/cli.py": ["tests/trainer/test_cli.py", "tests/trainer/test_cli_output.py",
+                               "tests/trainer/test_display.py", "-k",
                                "not eval_plays_one and not dashboard and not panel and not notebook and not redraw "
                                "and not piped"],
     "fastvec/trainer/config_keys.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
