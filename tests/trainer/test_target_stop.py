@@ -104,3 +104,38 @@ def test_a_missed_target_says_how_close_the_run_came(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "target 2 not reached (mean episode_return over the last 10 episodes: best " in out
     assert rows(tmp_path / "run")[-1]["global_step"] == 2048
+
+
+def test_an_inactive_target_or_a_log_without_a_finite_mean_leaves_the_window_alone():
+    t = target(math.inf, episodes=1)
+    assert not t.add(log(5.0, 10)) and t.best is None and t.window() == (pytest.approx(math.nan, nan_ok=True), 0)
+    t = target(0.5, episodes=10)
+    for metrics in (log(math.nan, 5), log(math.inf, 5), {"episodes": 5, "episode_return": None}, log(1.0, 0)):
+        assert not t.add(metrics)
+    assert t.best is None and t.window()[1] == 0
+    assert not t.add(log(1.0, 5)) and t.add(log(0.0, 5, time=2.0))  # (5 x 1.0 + 5 x 0.0) / 10 = 0.5 >= 0.5
+    assert t.reached == {"time": 2.0, "global_step": 10, "update": 1, "mean": 0.5, "episodes": 10}
+
+
+def test_the_best_window_mean_is_kept_and_the_summary_records_it():
+    t = target(10.0, episodes=4, metric="reached_goal")
+    for mean in (1.0, 3.0, 2.0):
+        t.add(log(mean, 4))
+    assert t.best == 3.0 and t.reached is None
+    assert t.summary(stopped=False) == {"metric": "reached_goal", "value": 10.0, "episodes": 4, "reached": None,
+                                        "best": 3.0, "stopped": False}
+
+
+def test_the_summary_line_says_when_the_target_was_reached_or_how_close_the_run_came():
+    from fastvec.trainer.target import target_line
+    base = {"metric": "episode_return", "value": 475.0, "episodes": 100}
+    reached = {"time": 12.345, "global_step": 1_234_567, "update": 301, "mean": 481.23456, "episodes": 100}
+    assert target_line({**base, "reached": reached, "best": 481.2, "stopped": True}) == (
+        "target reached: mean episode_return over the last 100 episodes 481.2 >= 475 at 12.3 s of training "
+        "(step 1,234,567, update 301); stopped there")
+    assert target_line({**base, "reached": reached, "best": 481.2, "stopped": False}).endswith("update 301)")
+    assert target_line({**base, "reached": None, "best": 123.456789, "stopped": False}) == (
+        "target 475 not reached (mean episode_return over the last 100 episodes: best 123.5)")
+    assert target_line({**base, "value": 0.5, "reached": None, "best": None, "stopped": False}) == (
+        "target 0.5 not reached (mean episode_return over the last 100 episodes: no window of that many episodes "
+        "yet)")
