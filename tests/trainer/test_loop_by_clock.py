@@ -1,0 +1,178 @@
+"""The training loop (fastvec/trainer/loop.py) on a clock the test moves: a real NumPy trainer whose rollout and update
+are scripted (each takes a known number of seconds, an update returns known losses, and known episodes finish), so
+each metrics.jsonl row, each checkpoint by time and the summary can be worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from fastvec.trainer import checkpoint, loop, run
+from fastvec.trainer.config import load_config
+
+NUM_ENVS, HORIZON = 4, 8
+STEPS = NUM_ENVS * HORIZON  # agent steps per update
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def scripted(tmp_path, monkeypatch, updates: int, rollout_s: float = 1.0, update_s: float = 1.0, **train):
+    """A trainer for `updates` updates whose rollout takes rollout_s and update update_s seconds of the clock; update
+    k (from 1) returns policy_loss k and learning_rate k / 100, and finishes k episodes of return 10 k and length k."""
+    clock = Clock()
+    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=clock))
+    config = load_config("cartpole", {"env": {"num_envs": NUM_ENVS}, "policy": {"hidden": 8, "layers": 1},
+                                      "train": {"device": "cpu", "horizon": HORIZON, "bptt_horizon": 8,
+                                                "minibatch_size": 32, "total_timesteps": updates * STEPS,
+                                                "stop_at_target": False, **train}})
+    trainer = run.make_trainer(config)
+    finished: list[dict] = []
+
+    def rollout():
+        clock.now += rollout_s
+        trainer.global_step += STEPS
+
+    def update(num_updates):
+        clock.now += update_s
+        trainer.update_index += 1
+        k = trainer.update_index
+        finished.append({"episodes": k, "episode_return": 10.0 * k, "episode_length": float(k)})
+        return {"policy_loss": float(k), "learning_rate": k / 100, "ent_coef": 0.01}
+
+    def pop_episodes():
+        if not finished:
+            return None
+        count = sum(e["episodes"] for e in finished)
+        out = {"episodes": count,
+               "episode_return": sum(e["episodes"] * e["episode_return"] for e in finished) / count,
+               "episode_length": sum(e["episodes"] * e["episode_length"] for e in finished) / count}
+        finished.clear()
+        return out
+
+    trainer.rollout, trainer.update, trainer.pop_episodes = rollout, update, pop_episodes
+    trainer.timing = {"env": 0.25, "inference": 0.5, "update": 0.125}
+    return trainer, clock
+
+
+def rows(run_dir) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_each_log_averages_the_updates_since_the_one_before_on_the_runs_clock(tmp_path, monkeypatch):
+    """100 updates of 2 s each, log_interval 7 s: a log every 5th update (a twentieth of the run) and 8 s after the
+    one before, so after updates 4, 5, 9, 10, ...; each row the mean of its updates' losses, the count-weighted mean
+    of its episodes, the seconds since the start and the steps per second."""
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=100, log_interval=7.0, checkpoint_interval=1000)
+    summary = loop.train_loop(trainer, 0.5, tmp_path / "run", resume=False, dashboard=False)
+    logged = rows(tmp_path / "run")
+    updates = [k for k in range(1, 101) if k % 5 in (0, 4)]
+    assert [r["update"] for r in logged] == updates
+    assert [r["global_step"] for r in logged] == [k * STEPS for k in updates]
+    assert [r["time"] for r in logged] == [2.0 * k for k in updates]
+    assert {r["sps"] for r in logged} == {STEPS / 2.0}
+    assert [r["losses/policy_loss"] for r in logged[:4]] == [2.5, 5.0, 7.5, 10.0]  # (1+2+3+4)/4, 5, (6+...+9)/4
+    assert [r["charts/learning_rate"] for r in logged[:4]] == [0.025, 0.05, 0.075, 0.1]
+    assert all(r["charts/ent_coef"] == 0.01 and "losses/ent_coef" not in r for r in logged)
+    # updates 1-4 finish 1+2+3+4 episodes of returns 10, 20, 30, 40: (10 + 40 + 90 + 160) / 10
+    assert [r["episodes"] for r in logged[:3]] == [10, 5, 30]
+    assert logged[0]["episode_return"] == pytest.approx(30.0) and logged[1]["episode_return"] == 50.0
+    assert logged[2]["episode_length"] == pytest.approx((36 + 49 + 64 + 81) / 30)
+    assert all(r["time_split"] == {"env": 0.25, "inference": 0.5, "update": 0.125} for r in logged)
+    assert summary["recent_returns"] == [r["episode_return"] for r in logged]
+    assert summary["metrics"] == logged[-1]
+    assert (summary["elapsed"], summary["startup"], summary["sps"]) == (200.0, 0.5, STEPS / 2.0)
+    assert (summary["update"], summary["trained_steps"], summary["global_step"]) == (100, 100 * STEPS, 100 * STEPS)
+    assert summary["checkpoint"] == tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(100)
+    assert summary["interrupted"] is False and summary["signal"] is None and summary["saved_at_stop"] is False
+
+
+def test_a_log_without_finished_episodes_says_so_and_keeps_the_recent_returns(tmp_path, monkeypatch):
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=2, log_interval=0.0)
+    trainer.pop_episodes = lambda: None
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    logged = rows(tmp_path / "run")
+    assert [(r["episodes"], r["episode_return"], r["episode_length"]) for r in logged] == [(0, None, None)] * 2
+    assert summary["recent_returns"] == []
+
+
+def test_checkpoints_by_time_come_every_checkpoint_seconds_and_each_replaces_the_one_before(tmp_path, monkeypatch):
+    """checkpoint_seconds 5, 2 s an update, checkpoint_interval 4: by time after update 3 (6 s after the first save),
+    on the interval at 4 (which removes update 3's), by time at 7, and the last at 9 (which removes update 7's)."""
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=9, log_interval=0.0, checkpoint_interval=4,
+                          checkpoint_seconds=5.0)
+    saved = []
+    real_save = checkpoint.save
+    monkeypatch.setattr(checkpoint, "save", lambda path, *args: saved.append(path.name) or real_save(path, *args))
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert saved == [checkpoint.checkpoint_name(k) for k in (0, 3, 4, 7, 8, 9)]
+    left = sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("*.npz"))
+    assert left == [checkpoint.checkpoint_name(k) for k in (4, 8, 9)]
+    assert checkpoint.load(tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(8))[0]["counters"] == {
+        **checkpoint.load(tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(8))[0]["counters"],
+        "global_step": 8 * STEPS, "update": 8, "time": 16.0}
+
+
+def test_watch_is_given_each_update_and_its_own_time_is_left_out(tmp_path, monkeypatch):
+    """watch(logged metrics or None, training seconds, trained steps) after every update (a log every second update
+    of 40); the 100 s each call takes
+    count in no log's time, speed or the summary, and True ends the run after that update."""
+    trainer, clock = scripted(tmp_path, monkeypatch, updates=40, log_interval=1000.0, checkpoint_interval=100)
+    seen = []
+
+    def watch(metrics, seconds, steps):
+        seen.append((None if metrics is None else metrics["update"], seconds, steps))
+        clock.now += 100.0
+        return len(seen) == 4
+
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False, watch=watch)
+    assert seen == [(None, 2.0, STEPS), (2, 4.0, 2 * STEPS), (None, 6.0, 3 * STEPS), (4, 8.0, 4 * STEPS)]
+    assert [(r["update"], r["time"], r["sps"]) for r in rows(tmp_path / "run")] == [(2, 4.0, 16.0), (4, 8.0, 16.0)]
+    assert summary["update"] == 4 and summary["elapsed"] == 8.0 and summary["sps"] == 16.0
+
+
+def test_a_resumed_run_counts_its_speed_from_its_own_steps_and_its_time_after_the_first_runs(tmp_path, monkeypatch):
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=3, log_interval=0.0, checkpoint_interval=1)
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    run.close_batches(trainer.env_batches)
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=5, rollout_s=3.0, log_interval=0.0, checkpoint_interval=1)
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=True, dashboard=False)
+    logged = rows(tmp_path / "run")
+    assert [r["update"] for r in logged] == [1, 2, 3, 4, 5]
+    assert [r["time"] for r in logged[3:]] == [6.0 + 4.0, 6.0 + 8.0]  # 4 s an update now, after the first 6 s
+    assert [r["sps"] for r in logged[3:]] == [STEPS / 4.0, STEPS / 4.0]
+    assert summary["sps"] == STEPS / 4.0 and summary["trained_steps"] == 5 * STEPS and summary["elapsed"] == 8.0
+
+
+def test_a_new_run_prints_what_it_is_first_and_the_target_last_and_a_watched_one_neither(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A new run's first stdout lines say what it is (env_defaults.describe); a resumed one's do not; each run
+    without watch ends with the target's line; a watched run (a sweep's trial, reported by the sweep) prints neither.
+    The trainer's paths go to stderr."""
+    from fastvec.trainer.config import declared_by_env
+    from fastvec.trainer.env_defaults import describe
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=1, log_interval=0.0)
+    trainer.describe = lambda: "paths: the chosen ones"
+    config = trainer.config.to_dict()
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    out, err = capsys.readouterr()
+    start = [f"fastvec-train: {line}" for line in describe(config, declared_by_env("cartpole", config["env"]))]
+    assert start and out.splitlines()[:-1] == start
+    assert out.splitlines()[-1].startswith("fastvec-train cartpole: target 475 not reached (mean episode_return over ")
+    assert err.splitlines()[0] == "paths: the chosen ones"
+    run.close_batches(trainer.env_batches)
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=2, log_interval=0.0)
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=True, dashboard=False)
+    assert capsys.readouterr().out.startswith("fastvec-train cartpole: target 475 not reached")
+    run.close_batches(trainer.env_batches)
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=1, log_interval=0.0)
+    loop.train_loop(trainer, 0.0, tmp_path / "other", resume=False, dashboard=False, watch=lambda *a: False)
+    assert capsys.readouterr() == ("", "")
+    run.close_batches(trainer.env_batches)
