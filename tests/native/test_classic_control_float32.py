@@ -188,12 +188,17 @@ def test_one_step_is_the_oracles_to_the_bit_with_math32s_sin_and_cos(key, c_shim
     envs = gym.make_vec(f"fastvec/{key}", num_envs=n, float32=1)
     envs.reset(seed=0)
     low, high = STATE_RANGES[key]
-    envs.set_state(np.clip(rng.uniform(low, high, (n, 2)), *STATE_BOUNDS[key]))
-    start = envs.get_state().astype(F)
+    states = np.clip(rng.uniform(low, high, (n, 2)), *STATE_BOUNDS[key])
     if key == "MountainCar":
         actions = rng.integers(0, 3, n)
     else:
         actions = (rng.uniform(-1.5, 1.5, (n, 1)) * envs.single_action_space.high).astype(F)
+    if key != "Pendulum":  # the first envs one step short of the goal's and the wall's edges
+        edge_action = actions[:1] * 0 + (1 if key == "MountainCar" else 0)  # no push: the gravity term alone
+        edges = car_edges(lambda state: ORACLES[key](state, np.repeat(edge_action, len(state), 0), **trig))
+        states[:len(edges)], actions[:len(edges)] = edges, edge_action
+    envs.set_state(states)
+    start = envs.get_state().astype(F)
     obs, rewards, terminated, _, _ = envs.step(actions)
     want_state, want_rewards, want_terminated = ORACLES[key](start, actions, **trig)
     np.testing.assert_array_equal(obs.view(np.uint32), observe(key, want_state, **trig).view(np.uint32))
@@ -201,6 +206,26 @@ def test_one_step_is_the_oracles_to_the_bit_with_math32s_sin_and_cos(key, c_shim
     np.testing.assert_array_equal(terminated, want_terminated)
     if key != "Pendulum":
         assert 0 < terminated.sum() < n and (start[:, 0] == F(-1.2)).sum() > n // 100  # goals and walls reached
+
+
+def car_edges(step):
+    """float32 car states one step from each rule's edge under `step` (the oracle with math32.h's trig, no push): the
+    velocity landing exactly on 0 past the goal (terminated), the position exactly on the goal (terminated) and
+    one float short of it (not), and the car against the left wall with the smallest positive velocity (kept:
+    only a negative one is zeroed)."""
+    push = lambda p: step(np.array([[p, 0.0]], F))[0][0, 1]  # the velocity gained from rest at p: exact
+    ends = lambda s: step(np.array(s, F))
+    on_goal = [F(0.55), -push(F(0.55))]
+    low, high = F(0.3), F(0.6)  # bisect the start whose step ends on the goal, at speed 0.02
+    while np.nextafter(low, high) < high:
+        mid = F(low + (high - low) / F(2))
+        low, high = (low, mid) if ends([[mid, 0.02]])[2][0] else (mid, high)
+    wall = [F(-1.2), np.nextafter(-push(F(-1.2)), F(np.inf))]
+    starts = np.array([on_goal, [high, 0.02], [low, 0.02], wall], F)
+    state, _, terminated = ends(starts)
+    assert terminated.tolist() == [True, True, False, False] and state[0, 1] == 0.0 and state[3, 0] == F(-1.2)
+    assert 0.0 < state[3, 1] < 1e-6 and state[1, 0] in (F(0.5), F(0.45))  # the goal's own float
+    return starts
 
 
 GYMNAX = {"MountainCar": ("MountainCar-v0", 1e-6), "MountainCarContinuous": ("MountainCarContinuous-v0", 1e-6),

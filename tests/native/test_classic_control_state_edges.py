@@ -115,3 +115,44 @@ def test_each_classic_control_build_compiles_without_warnings(key, float32, env_
     """Both precisions' builds compile without a warning (-Wall at -O3): no state or table indexed past its end, no
     value used uninitialised."""
     assert env_warnings(native.source_path(key), native.resolve_defines(key, {"float32": float32})) == ""
+
+
+def _gym_step(ref, state, action):
+    """Gymnasium's one step from `state`: (the state after it, terminated)."""
+    ref.unwrapped.state = np.array(state, np.float64)
+    _, _, terminated, _, _ = ref.step(action)
+    return np.array(ref.unwrapped.state, np.float64), terminated
+
+
+def _car_edges(name, action):
+    """Starts one step from each rule's edge, found with Gymnasium's own step: the velocity lands exactly on 0 at
+    the goal (terminated, since Gymnasium asks velocity >= goal velocity), the position exactly on the goal
+    (terminated) and one value short of it (not), and the car against the left wall with the smallest positive
+    velocity (kept, where a negative one is zeroed)."""
+    ref = gym.make(GYM[name])
+    ref.reset(seed=0)
+    goal = ref.unwrapped.goal_position
+    push = lambda p: _gym_step(ref, [p, 0.0], action)[0][1]  # the velocity gained from rest at p: exact
+    on_goal = [goal + 0.05, -push(goal + 0.05)]
+    low, high = goal - 0.1, goal  # bisect the start position whose step ends on the goal, at speed 0.02
+    while np.nextafter(low, high) < high:
+        mid = low + (high - low) / 2
+        low, high = (low, mid) if _gym_step(ref, [mid, 0.02], action)[1] else (mid, high)
+    wall = [-1.2, np.nextafter(-push(-1.2), np.inf)]
+    starts = [on_goal, [high, 0.02], [low, 0.02], wall]
+    ends = [_gym_step(ref, s, action) for s in starts]
+    assert [t for _, t in ends] == [True, True, False, False]
+    assert ends[0][0][1] == 0.0 and np.float32(ends[1][0][0]) == np.float32(goal)
+    assert np.float32(ends[3][0][0]) == np.float32(-1.2)
+    assert 0.0 < ends[3][0][1] < 1e-15  # the wall's rule left the tiny velocity alone
+    return starts
+
+
+@needs_glibc_fma
+@pytest.mark.parametrize("name,action", [("MountainCar", 1), ("MountainCarContinuous", np.array([0.0], np.float32)),
+                                         ("MountainCarContinuous", np.array([0.75], np.float32))])
+def test_mountaincar_goal_and_wall_edges_reached_exactly_end_as_gymnasiums(name, action):
+    """From states one step short of each rule's edge (the goal's position and velocity met with equality, the left
+    wall with a velocity of one ulp), each episode plays as Gymnasium's to its end, bit for bit."""
+    counts = play(name, _car_edges(name, action), lambda s, r: action)
+    assert counts["terminated"] >= 2
