@@ -126,11 +126,17 @@ def test_truncation_and_episodes_are_covered():
 
 # Gymnasium's strict health bounds: Hopper is healthy while -0.2 < angle < 0.2 (qpos[2]); InvertedPendulum ends
 # once |angle| > 0.2 (qpos[1]).
-BOUNDS = [("Hopper", 2, 0.2), ("Hopper", 2, -0.2), ("InvertedPendulum", 1, 0.2), ("InvertedPendulum", 1, -0.2)]
+# The heights' bounds too (Hopper's z > 0.7, Walker2d's 0.8 < z < 2 and -1 < angle < 1, Humanoid's 1 < z < 2, Ant's
+# z <= 1, inclusive): below a standing height the feet are in the floor, whose push needs a fast fall to land on the
+# bound (the velocities' bracket, last; Ant's floor push jumps over its 0.2).
+BOUNDS = [("Hopper", 2, 0.2), ("Hopper", 2, -0.2), ("InvertedPendulum", 1, 0.2), ("InvertedPendulum", 1, -0.2),
+          ("Hopper", 1, 0.7, -30), ("Walker2d", 1, 0.8, -30), ("Walker2d", 1, 2.0), ("Walker2d", 2, 1.0),
+          ("Walker2d", 2, -1.0), ("Humanoid", 2, 1.0, -30), ("Humanoid", 2, 2.0),
+          ("Ant", 2, 1.0)]
 
 
-@pytest.mark.parametrize("task, joint, bound", BOUNDS)
-def test_a_step_that_lands_exactly_on_a_health_bound_ends_as_gymnasiums(task, joint, bound):
+@pytest.mark.parametrize("task, joint, bound, slowest", [b if len(b) == 4 else (*b, -1.0) for b in BOUNDS])
+def test_a_step_that_lands_exactly_on_a_health_bound_ends_as_gymnasiums(task, joint, bound, slowest):
     """From the bound itself, the joint's velocity bisected in Gymnasium's env until one step lands the angle on the
     bound to the last bit (and its neighbour just past it): fastvec's step from each of those states ends the
     episode, or not, as Gymnasium's does, with the same observation."""
@@ -148,7 +154,7 @@ def test_a_step_that_lands_exactly_on_a_health_bound_ends_as_gymnasiums(task, jo
         obs, _, terminated, _, _ = oracle.step(action)
         return np.concatenate([qpos, v]), oracle.data.qpos[joint], obs, terminated
 
-    lo, hi = -1.0, 1.0  # the landing angle grows with the velocity: below the bound at lo, above it at hi
+    lo, hi = slowest, 1.0  # the landing value grows with the velocity: below the bound at lo, above it at hi
     while lo < (mid := (lo + hi) / 2) < hi:
         lo, hi = (mid, hi) if step_from(mid)[1] <= bound else (lo, mid)
     on, past = step_from(lo), step_from(hi)
