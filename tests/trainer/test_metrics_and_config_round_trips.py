@@ -97,3 +97,51 @@ def test_plot_help_says_what_it_draws_and_what_it_needs(capsys):
     assert exit_.value.code == 0 and out.startswith("usage: fastvec-plot [-h] [-o OUT] run_dirs [run_dirs ...]")
     assert "Plot the learning curves of fastvec-train runs (mean episode return, the env's stats, SPS) as one PNG." in out
     assert "Needs matplotlib: pip install 'fastvec[plot]'" in out
+
+
+def test_plot_warns_of_one_damaged_line_in_the_singular_and_of_none_not_at_all(tmp_path, capsys):
+    (tmp_path / "metrics.jsonl").write_text('{"global_step": 1, "time": 0.5}\n{"global_st\n')
+    assert read_metrics(tmp_path) == [{"global_step": 1, "time": 0.5}]
+    assert capsys.readouterr().err == f"fastvec-plot: warning: skipped 1 unreadable line of {tmp_path / 'metrics.jsonl'}\n"
+    (tmp_path / "metrics.jsonl").write_text('{"global_step": 1, "time": 0.5}\n')
+    read_metrics(tmp_path)
+    assert capsys.readouterr().err == ""
+
+
+def test_fastvec_plot_writes_beside_the_first_run_by_default_and_prints_the_path(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from fastvec.trainer import plot
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text('{"global_step": 8, "time": 0.5, "episode_return": 1.0}\n')
+    assert plot.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out == f"{tmp_path / 'a' / 'learning_curve.png'}\n"
+    assert (tmp_path / "a" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "b" / "learning_curve.png").exists()
+
+
+def test_fastvec_plot_failures_are_one_line_with_exit_status_2(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from fastvec.trainer import plot
+    assert plot.main([str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr() == ("", f"fastvec-plot: error: {tmp_path / 'nowhere' / 'metrics.jsonl'} not found; "
+                                       f"give a run directory written by fastvec-train\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"global_step": 8, "time": 0.5, "episode_return": 1.0}\n')
+    (tmp_path / "file").write_text("not a directory")
+    assert plot.main([str(tmp_path / "run"), "-o", str(tmp_path / "file" / "x" / "out.png")]) == 2
+    assert capsys.readouterr().err == f"fastvec-plot: error: Not a directory: {tmp_path / 'file' / 'x'}\n"
+
+    def full(run_dirs, out):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plot, "plot_runs", full)
+    assert plot.main([str(tmp_path / "run"), "-o", str(tmp_path / "c.png")]) == 2
+    assert capsys.readouterr().err == f"fastvec-plot: error: No space left on device: {tmp_path / 'c.png'}\n"
+
+    def missing(run_dirs, out):
+        raise ImportError("fastvec-plot needs matplotlib: pip install 'fastvec[plot]'")
+
+    monkeypatch.setattr(plot, "plot_runs", missing)
+    assert plot.main([str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == "fastvec-plot: error: fastvec-plot needs matplotlib: pip install 'fastvec[plot]'\n"
