@@ -176,3 +176,46 @@ def test_a_new_run_prints_what_it_is_first_and_the_target_last_and_a_watched_one
     loop.train_loop(trainer, 0.0, tmp_path / "other", resume=False, dashboard=False, watch=lambda *a: False)
     assert capsys.readouterr() == ("", "")
     run.close_batches(trainer.env_batches)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_rank_0_alone_sends_each_row_to_the_loggers_and_closes_them(rank, tmp_path, monkeypatch):
+    """TensorBoard and W&B (loggers.RunLoggers) get every metrics.jsonl row from rank 0 and are closed when the run
+    ends; the other ranks of a multi-GPU run open none (they would open the same W&B run)."""
+    opened = []
+
+    class Loggers:
+        def __init__(self):
+            self.rows, self.closed = [], False
+
+        def log(self, metrics):
+            self.rows.append(metrics)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(loop, "open_loggers", lambda config, run_dir, resume: opened.append(Loggers()) or opened[-1])
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=3, log_interval=0.0)
+    trainer.rank = rank
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    if rank == 0:
+        (loggers,) = opened
+        assert loggers.rows == rows(tmp_path / "run") and len(loggers.rows) == 3 and loggers.closed
+    else:
+        assert opened == []
+
+
+def test_no_logger_is_opened_unless_tensorboard_or_wandb_is_asked_for(tmp_path, monkeypatch):
+    import sys
+
+    from fastvec.trainer.settings import Config
+    config = Config.of(load_config("cartpole", {}))
+    monkeypatch.delitem(sys.modules, "fastvec.trainer.loggers", raising=False)
+    assert loop.open_loggers(config, tmp_path, False) is None and "fastvec.trainer.loggers" not in sys.modules
+    from fastvec.trainer import loggers
+    made = []
+    monkeypatch.setattr(loggers, "RunLoggers", lambda config, run_dir, resume: made.append((config, run_dir, resume)))
+    for train in ({"tensorboard": True}, {"wandb_project": "p"}):
+        loop.open_loggers(Config.of(load_config("cartpole", {"train": train})), tmp_path, True)
+    assert [(c["train"]["tensorboard"], c["train"]["wandb_project"], d, r) for c, d, r in made] == [
+        (True, "", tmp_path, True), (False, "p", tmp_path, True)]
