@@ -311,3 +311,25 @@ def test_the_reward_moments_are_kept_with_norm_reward_only(tmp_path):
     none = ckpt.save(tmp_path / "b.npz", SPEC, "cartpole", 1, {**state(3), "reward_norm": moments},
                      {"train": {"norm_reward": False}})
     assert ckpt.load(none)[1]["reward_norm"] is None
+
+
+def test_an_architecture_is_described_by_the_settings_that_make_it():
+    """The words of an architecture mismatch: each setting that differs from the default named as the config key a
+    user passes, the action head's kind and size."""
+    team = PolicySpec(obs_size=10, num_actions=0, kind="mlp", hidden=16, layers=1, action_kind="box", action_dims=2,
+                      norm_obs=True, critic="separate", encoder="tanh", activation="tanh", agent_ids=3, world_size=12)
+    assert ckpt.describe(team) == (
+        "policy.kind=mlp, policy.hidden=16, policy.layers=1, train.norm_obs=true, policy.critic=separate, "
+        "policy.encoder=tanh, policy.activation=tanh, policy.agent_id=true (3 agents), "
+        "policy.critic_input=world_state (12 values) (obs 10, actions Box of 2)")
+    grid = PolicySpec(obs_size=6, num_actions=0, kind="mingru", hidden=8, layers=2, highway=False,
+                      action_kind="multi_discrete", action_nvec=(3, 4))
+    assert ckpt.describe(grid) == ("policy.kind=mingru, policy.hidden=8, policy.layers=2, highway=false "
+                                   "(obs 6, actions MultiDiscrete[3, 4])")
+
+
+def test_another_action_count_alone_is_another_env(tmp_path):
+    meta, _ = ckpt.load(write(tmp_path, 1))
+    with pytest.raises(ckpt.CheckpointError, match=r"trained on cartpole \(obs 4, actions 2\), not cartpole \(obs 4, "
+                                                   r"actions 3\)"):
+        ckpt.check_env(meta, "cartpole", 4, 3, "p")
