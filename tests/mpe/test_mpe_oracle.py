@@ -167,3 +167,27 @@ def test_each_scenario_compiles_without_warnings(name, env_warnings):
     for continuous in (False, True):
         defines, _ = mpe.scenario_defines(name, continuous, {})
         assert env_warnings(NATIVE_DIR / SCENARIOS[name].source, defines) == "", continuous
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_set_state_frames_draw_each_entity_at_mpe2s_size(name):
+    """With one entity at the centre and every other moved out of view, the frame holds one disc whose width across
+    its centre row is the diameter of mpe2's entity (its `size`, at the frame's 256 / 3 pixels per unit)."""
+    sc = SCENARIOS[name]
+    ref = importlib.import_module(f"mpe2.{sc.module}").raw_env(**sc.mpe_kwargs)
+    ref.reset(seed=0)
+    world = ref.unwrapped.world
+    entities = world.agents + world.landmarks
+    env = cpu.load(NATIVE_DIR / sc.source, tuple(sorted({**sc.defines, "CONTINUOUS_ACTIONS": 0}.items())))
+    batch = cpu.CpuBatch(env, 1, 2, 25)
+    batch.reset(np.zeros(1, np.uint64), None)
+    scale = 256 / 3.0
+    for e, entity in enumerate(entities):
+        for k, other in enumerate(entities):
+            other.state.p_pos = np.array([0.0, 0.0] if k == e else [10.0, 10.0 + k])
+        batch.set_state(None, world_state(world, sc.extra_state)[None])
+        drawn = (batch.render(0) != 255).any(axis=2)
+        rows = np.flatnonzero(drawn.any(axis=1))
+        width = drawn[128].sum()  # the centre row
+        assert abs(width - 2 * entity.size * scale) <= 2, (name, e, entity.name, width, entity.size)
+        assert abs(len(rows) - 2 * entity.size * scale) <= 2, (name, e, entity.name, len(rows))
