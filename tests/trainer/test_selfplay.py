@@ -299,6 +299,42 @@ def test_any_multi_agent_env_three_seats(tmp_path):
     np.testing.assert_array_equal(scores, np.ones(games))
 
 
+def test_finished_games_report_their_scores_and_opponents_once(tmp_path):
+    """pop_outcomes gives each finished game's learner score and the pool id of the opponent it played, then
+    nothing until more games end; pop_score_sums counts the games and sums their scores the same way."""
+    from fastvec.native import AUTORESET_CODES, cpu
+
+    source = tmp_path / "three_seats.h"
+    source.write_text(THREE_SEATS)
+    games = 8
+    inner = cpu.CpuBatch(cpu.load(source, ()), games, AUTORESET_CODES["SameStep"], None)
+    spec = ref.PolicySpec(obs_size=2, num_actions=3, kind="mlp", hidden=2, layers=1, highway=False)
+    pool = OpponentPool(2, 0.5)
+    for label in ("u1", "u2"):
+        stay = Policy(spec, np.zeros(ref.FlatLayout(ref.param_table(spec)).size, np.float32), label)
+        stay.views["dec.b"][0] = 50  # always action 0
+        pool.add(stay)
+    batch = SelfPlayBatch(inner, pool, (41, 42))
+    batch.reset(np.arange(games, dtype=np.uint64), None)
+    learner = np.where(np.arange(games) % 2 == 0, 2, 0)[:, None]  # even games win, odd games tie
+    scores, ids = batch.pop_outcomes()
+    assert scores.shape == (0,) and ids.shape == (0,) and ids.dtype.kind == "i"
+    for _ in range(2):
+        batch.step(learner)
+    assert batch.pop_score_sums() == (0, 0.0)
+    playing = batch.opponent.copy()
+    assert set(playing) == {0, 1}  # both snapshots play some game
+    batch.step(learner)
+    scores, ids = batch.pop_outcomes()
+    np.testing.assert_array_equal(scores, np.where(np.arange(games) % 2 == 0, 1.0, 0.5))
+    np.testing.assert_array_equal(ids, playing)
+    scores, ids = batch.pop_outcomes()
+    assert scores.shape == (0,) and ids.shape == (0,)
+    for _ in range(3):
+        batch.step(learner)
+    assert batch.pop_score_sums() == (games, games * 0.75)
+
+
 def test_fastvec_train_self_plays_a_users_multi_agent_env_file(tmp_path):
     """fastvec-train PATH.h --selfplay.enabled=true: a user's 3-seat env file trains by self-play (the CPU
     trainer here; the GPU path: tests/trainer/test_selfplay_gpu.py), its training games scored from the returns."""
