@@ -29,3 +29,10 @@ def test_newton_schulz_applies_the_quintic_to_each_singular_value(shape, scale, 
 def test_muon_update_scale_is_0_2_sqrt_of_the_larger_side():
     assert ref.muon_update_scale((64, 4)) == pytest.approx(0.2 * 8)
     assert ref.muon_update_scale((9, 100)) == pytest.approx(0.2 * 10)
+
+
+@pytest.mark.parametrize("shape", [(7, 3), (2, 5)])
+def test_a_matrix_and_its_transpose_are_orthogonalised_by_the_same_arithmetic(shape):
+    """The iteration runs on the wide side (the smaller Gram matrix), so NS(G^T) is NS(G)^T bit for bit."""
+    g = np.random.default_rng(7).standard_normal(shape)
+    np.testing.assert_array_equal(ref.newton_schulz(g.T, 5), ref.newton_schulz(g, 5).T)
