@@ -113,4 +113,20 @@ void emu_gae(int T, int R, const float* values, const float* last_value, int las
     launch(R, kThreads, [=] { gae_kernel(g); });
 }
 
+/* ppo.cu's bookkeeping between graph replays, one thread each as the trainer launches them: begin_update_kernel
+ * (the update's statistics zeroed), schedule_kernel (the next update's learning rate and entropy bonus) and
+ * advance_rollout_kernel (the sampling counter). */
+void emu_begin_update(TrainScalars* scalars) {
+    launch_grid(1, 1, [=] { begin_update_kernel(scalars); });
+}
+
+void emu_schedule(TrainScalars* scalars, double base_lr, int num_updates, int anneal_lr, double base_ent,
+                  int anneal_ent) {
+    launch_grid(1, 1, [=] { schedule_kernel(scalars, base_lr, num_updates, anneal_lr, base_ent, anneal_ent); });
+}
+
+void emu_advance_rollout(TrainScalars* scalars, int steps) {
+    launch_grid(1, 1, [=] { advance_rollout_kernel(scalars, steps); });
+}
+
 } /* extern "C" */

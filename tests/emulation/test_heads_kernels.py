@@ -273,6 +273,33 @@ def test_reward_scaling_matches_scale_rewards_across_rollouts(emu):
         assert np.array_equal(got, want)
 
 
+def test_statistics_of_values_far_from_zero_are_the_references_two_pass_moments(emu):
+    """Observations around 1000 spread by 0.01 and returns around 1e5 spread by a few hundredths: the kernels'
+    variances are normalize.merge_moments' (NumPy's two-pass var), with none of the cancellation of a one-pass
+    sum of squares, which at these means is off by more than the spread itself."""
+    rng = np.random.default_rng(6)
+    t_len, rows, o = 7, 13, 2  # 91 values: a mean that is no exact power-of-two fraction of the sum
+    spec = ref.PolicySpec(obs_size=o, num_actions=2, kind="mlp", hidden=8, layers=1, norm_obs=True)
+    views = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, rng))
+    views["obs_norm.mean"][...] = 1000  # statistics already near the data, as after many rollouts
+    views["obs_norm.var"][...] = 1e-4
+    obs = (1000 + rng.standard_normal((t_len, rows, o)) * 0.01).astype(np.float32)
+    norm = np.concatenate([views["obs_norm.mean"], views["obs_norm.var"], views["obs_norm.count"]])
+    call(emu.emu_obs_norm, np.int64(t_len * rows), o, rows, 0, obs, np.float64(1.0), norm)
+    ref.update_obs_norm(spec, views, obs)
+    assert 1e-5 < views["obs_norm.var"].min() < 1e-3
+    assert np.array_equal(norm, np.concatenate([views["obs_norm.mean"], views["obs_norm.var"],
+                                                views["obs_norm.count"]]))
+    returns, moments = np.full(rows, 1e5), (1e5, 1e-3, 1.0)
+    k_returns, k_seen, k_moments = returns.copy(), np.zeros((t_len, rows)), np.array([1e5, 1e-3, 1.0, 0.0])
+    rewards = (rng.standard_normal((t_len, rows)) * 0.01).astype(np.float32)
+    dones = np.zeros((t_len, rows), np.float32)
+    call(emu.emu_scale_rewards, t_len, rows, rewards.copy(), dones, np.float64(1.0), k_returns, k_seen, k_moments)
+    _, moments = ref.scale_rewards(rewards, dones, returns, moments, 1.0)
+    assert 1e-4 < moments[1] < 1e-2
+    assert abs(k_moments[1] - moments[1]) <= 1e-8 * moments[1] and np.array_equal(k_returns, returns)
+
+
 @pytest.mark.parametrize("constant_returns", [False, True], ids=["spread", "constant"])
 def test_explained_variance_kernels_match_the_reference(emu, constant_returns):
     """ppo.cu's explained variance (sums_partial_kernel, explained_variance_finish_kernel) of biased value predictions
@@ -308,3 +335,27 @@ def test_gae_kernel_matches_the_reference_over_every_step(emu, vtrace):
     want = ref.gae(values, decoder[:, 2], rewards, dones, gamma, lam, ratios, rho_clip=1.0, c_clip=0.9)
     np.testing.assert_allclose(adv, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(returns, want + values, rtol=1e-5, atol=1e-6)
+
+
+def test_update_bookkeeping_kernels_follow_the_reference_schedule(emu):
+    """begin_update_kernel zeroes all eight statistics; schedule_kernel moves to the next update and sets its learning
+    rate and entropy bonus as reference.annealed and ent_coef_at (zero past the last update, the base without
+    annealing); advance_rollout_kernel adds a rollout's steps to the sampling counter."""
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["stat"] = np.arange(1, 9)
+    raw = np.frombuffer(scalars.tobytes(), np.uint8).copy()
+    view = raw.view(SCALARS_DTYPE)[0]
+    call(emu.emu_begin_update, raw)
+    assert np.array_equal(view["stat"], np.zeros(8))
+    for num_updates, anneal_lr, anneal_ent in [(4, 1, 1), (4, 0, 1), (4, 1, 0), (2, 1, 1), (1, 1, 1), (0, 1, 1)]:
+        view["update"] = 0
+        for update in range(1, 6):  # the run's updates, then past its end
+            call(emu.emu_schedule, raw, np.float64(3e-3), num_updates, anneal_lr, np.float64(0.01), anneal_ent)
+            assert view["update"] == update
+            assert view["lr"] == ref.annealed(3e-3, update, num_updates, bool(anneal_lr))
+            assert float(view["ent_coef"]) == ref.ent_coef_at(0.01, update, num_updates, bool(anneal_ent))
+    assert ref.annealed(3e-3, 5, 4, True) == 0.0 and ref.annealed(3e-3, 1, 4, True) > 0
+    view["rollout_steps"] = 100
+    call(emu.emu_advance_rollout, raw, 24)
+    call(emu.emu_advance_rollout, raw, 24)
+    assert view["rollout_steps"] == 148
