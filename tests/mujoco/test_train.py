@@ -241,3 +241,42 @@ def test_host_batch_spaces_frame_rate_and_state_size_are_gymnasiums(task):
     obs_size = theirs.observation_space.shape[0]  # the trainer's buffers, as a native batch's: (N, agents, ...)
     assert batch.obs.shape == batch.final_obs.shape == (1, 1, obs_size) and batch.rewards.shape == (1, 1)
     batch.close()
+
+
+def test_host_batch_partial_reset_restarts_only_the_masked_envs_episode():
+    """reset(seeds, mask) resets the masked envs alone: their obs are a fresh batch's with the same seeds, the
+    others' obs are left as they were, and a reset env's next episode counts its return and length from the
+    reset (the others' from their own start). Actions come as (N, 1, D) too; any other number of values is
+    refused with nothing stepped."""
+    n, limit = 3, 5
+    seeds = np.array([11, 12, 13], np.uint64)
+    batch = MujocoHostBatch("InvertedPendulum", n, max_episode_steps=limit)
+    batch.reset(seeds, None)
+    assert batch.episode_return.shape == (n, 1) and batch.episode_length.shape == (n,)
+    assert batch.episode_stats.shape == (n, 0) and batch.final_obs.shape == (n, 1, batch.env.obs_size)
+    act = np.full((n, 1, 1), 0.1, np.float32)  # the trainer's (N, agents, D) layout
+    rewards = np.zeros(n)
+    for _ in range(2):
+        batch.step(act)
+        rewards += batch.rewards[:, 0]
+    before = batch.obs.copy()
+    batch.reset(np.array([0, 99, 0], np.uint64), np.array([False, True, False]))
+    fresh = MujocoHostBatch("InvertedPendulum", n)
+    fresh.reset(np.array([99, 99, 99], np.uint64), None)
+    np.testing.assert_array_equal(batch.obs[[0, 2]], before[[0, 2]])
+    np.testing.assert_array_equal(batch.obs[1], fresh.obs[0])
+    rewards[1] = 0
+    with pytest.raises(ValueError, match=r"must hold 3 x 1 values, got shape \(2, 1\)"):
+        batch.step(np.zeros((2, 1), np.float32))
+    for step in range(3, limit + 3):
+        ended = batch.step(act)
+        done = batch.truncated.copy()
+        assert ended == done.sum()
+        for i in np.flatnonzero(done):
+            assert batch.episode_length[i] == (limit if i == 1 else step)
+            assert batch.episode_return[i, 0] == pytest.approx(rewards[i] + batch.rewards[i, 0], rel=1e-6)
+        rewards += batch.rewards[:, 0]
+        rewards[done] = 0
+    assert batch.episode_length.tolist() == [limit, limit, limit]
+    batch.close()
+    fresh.close()
