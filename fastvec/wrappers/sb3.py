@@ -106,6 +106,7 @@ class FastvecVecEnv(VecEnv):
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         obs, _ = self.venv.reset(seed=seeds, options=options or None)
         self._return[:], self._length[:] = 0, 0
+        self._actions = None  # actions of a step refused before this reset are not the next step's
         self.reset_infos = [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
