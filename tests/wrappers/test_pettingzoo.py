@@ -344,3 +344,30 @@ def test_vector_env_takes_box_actions_per_agent_by_dict_as_by_array():
     np.testing.assert_array_equal(obs_dict, obs_array)
     with pytest.raises(ValueError, match=r"actions\['agent_0'\] must have shape \(2, 5\)"):
         by_dict.step({agent: actions[:, 0, 0] for agent in by_dict.possible_agents})
+
+
+def test_a_pickled_parallel_env_carries_the_game_in_progress():
+    """A copy of a parallel env (SuperSuit's cloudpickle, multiprocessing) plays on as the original: the same agents,
+    observations, rewards, ends and infos for the same actions, and the same next game from an unseeded reset; a
+    copy of a closed env is closed."""
+    import pickle
+
+    from gymnasium.error import ClosedEnvironmentError
+
+    p = parallel_env("Pong", points=1, max_cycles=400)
+    p.reset(seed=5)
+    rng = np.random.default_rng(2)
+    for _ in range(30):
+        p.step({a: int(rng.integers(0, 3)) for a in p.agents})
+    q = pickle.loads(pickle.dumps(p))
+    assert q.agents == p.agents == ["left", "right"] and q.max_cycles == 400
+    steps = 0
+    while p.agents:
+        actions = {a: int(rng.integers(0, 3)) for a in p.agents}
+        assert data_equivalence(q.step(actions), p.step(actions))
+        steps += 1
+    assert q.agents == [] and steps > 1
+    assert data_equivalence(q.reset(), p.reset())  # no seed: both continue the same stream
+    p.close()
+    with pytest.raises(ClosedEnvironmentError, match="closed"):
+        pickle.loads(pickle.dumps(p)).reset()
