@@ -34,4 +34,12 @@ void emu_weighted_loss(int n, int A, int Bm, const float* y, const int* actions,
     launch(n, 256, [=] { ppo_loss_kernel(l); });
 }
 
+/* prio.cu's log and exp, element by element: out_log[i] = prio_log(x[i]), out_exp[i] = prio_exp(z[i]). */
+void emu_prio_log_exp(long long n, const double* x, const double* z, double* out_log, double* out_exp) {
+    for (long long i = 0; i < n; i++) {
+        out_log[i] = prio_log(x[i]);
+        out_exp[i] = prio_exp(z[i]);
+    }
+}
+
 } /* extern "C" */

@@ -11,7 +11,7 @@ from test_heads_kernels import build_harness, call, rel_err
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.plan import SCALARS_DTYPE
-from fastvec.trainer.priority import priority_sums, sequence_priorities
+from fastvec.trainer.priority import LN2, portable_exp, portable_log, priority_sums, sequence_priorities
 
 HARNESS = Path(__file__).resolve().parent / "prio_on_cpu.cpp"
 
@@ -100,3 +100,26 @@ def test_weighted_loss_kernel_matches_ppo_loss_with_pg_weights(emu):
     assert rel_err(dy[:, -1], dvalues.reshape(n)) <= 1e-6
     assert abs(got[0] - stats["policy_loss"]) <= 1e-5 * max(abs(stats["policy_loss"]), 1.0)
     assert rel_err(results["plain"][0][:, :a], dy[:, :a]) > 0.1  # the weights do reach the gradient
+
+
+def test_the_kernels_log_and_exp_are_the_references_bit_for_bit_over_their_whole_range(emu):
+    """prio.cu's prio_log and prio_exp give priority.portable_log's and portable_exp's bits: over 1e-300 to 1e300,
+    at mantissas next to sqrt(1/2) and sqrt(2) (where the series' last terms still count), and over exp's whole
+    range, its clamps at -745 and 710 and past them included."""
+    rng = np.random.default_rng(11)
+    n = 60000
+    exponents = rng.integers(-60, 60, n // 3)
+    x = np.concatenate([np.exp(rng.uniform(-690, 690, n // 3)),
+                        np.ldexp(rng.uniform(1.36, np.sqrt(2), n // 3) / 2, exponents),
+                        np.ldexp(rng.uniform(np.sqrt(0.5), 0.74, n // 3), exponents)])
+    z = np.concatenate([rng.uniform(-800, 800, n // 3), rng.uniform(-2, 2, n // 3),
+                        np.round(rng.uniform(-60, 60, n // 3)) * LN2 + rng.uniform(-0.4, 0.4, n // 3)])
+    got_log, got_exp = np.zeros(n), np.zeros(n)
+    call(emu.emu_prio_log_exp, np.int64(n), x, z, got_log, got_exp)
+    assert np.array_equal(got_log.view(np.uint64), portable_log(x).view(np.uint64))
+    with np.errstate(over="ignore"):  # exp past 709.8 is inf
+        want_exp = portable_exp(z)
+    assert np.array_equal(got_exp.view(np.uint64), want_exp.view(np.uint64))
+    np.testing.assert_allclose(got_log, np.log(x), rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(got_exp[np.abs(z) < 700], np.exp(z[np.abs(z) < 700]), rtol=1e-12)
+    assert (got_exp[z < -745] <= 5e-324).all() and np.isinf(got_exp[z > 710]).all()
