@@ -421,7 +421,7 @@ def readme_headline(results):
     others = [row_where(gpu, "env", e) for e in ("pendulum", "acrobot", "mountaincarcontinuous", "mountaincar")]
     rows.append([f"Pendulum, Acrobot, MountainCarContinuous, MountainCar env steps/s on an H200, {envs(1 << 20)} envs, "
                  f"100 steps fused (float64, Gymnasium's bits)", ", ".join(si(r["fastvec_rollout"]) for r in others),
-                 "gymnax (jit + scan, warmed until nothing recompiles), same run: fastvec at " +
+                 "gymnax (jit + scan, warmed), same run: fastvec at " +
                  ", ".join(times(r["fastvec_rollout"], r["gymnax_scan"]) for r in others) + " its rate"])
 
     minatar = load(results, "minatar_gpu.json")
@@ -443,8 +443,8 @@ def readme_headline(results):
     tuned = [r for r in peers["rows"] if r["kind"] == "tuned"]
     for r in tuned:
         mine, peer = r["fastvec_seeds"], r["peer_seeds"]
-        rows.append([f"{r['gymnax_id']}, time to a mean return of {r['threshold']:g} over the last {r['window']} "
-                     f"episodes, H200, each side tuned alike ({peers['sweep']['trials']} Optuna trials of "
+        rows.append([f"{r['gymnax_id']}, seconds to a return of {r['threshold']:g} (mean of the last {r['window']} "
+                     f"episodes), H200, both tuned alike ({peers['sweep']['trials']} Optuna trials of "
                      f"{peers['sweep']['trial_seconds']:g} s), {len(mine)} fresh seeds",
                      "`fastvec-train`: " + " / ".join(bound_time(x) for x in mine) + " s",
                      "PureJaxRL-style PPO on gymnax, same run: " + " / ".join(bound_time(x) for x in peer) +
