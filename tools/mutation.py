@@ -190,7 +190,8 @@ TARGETS: dict[str, list[str]] = {
                                     "tests/trainer/test_metrics_and_config_round_trips.py",
                                     "tests/trainer/test_config.py", "tests/trainer/test_step_limit.py"],
     "fastvec/trainer/env_defaults.py": ["tests/trainer/test_env_defaults.py"],
-    "fastvec/trainer/resolve.py": ["tests/trainer/test_trainer_heads.py", "tests/trainer/test_step_limit.py",
+    "fastvec/trainer/resolve.py": ["tests/trainer/test_resolve_rules.py", "tests/trainer/test_trainer_heads.py",
+                                   "tests/trainer/test_step_limit.py",
                                    "tests/trainer/test_env_defaults.py",
                                    "tests/trainer/test_config_objects_and_gym_limits.py",
                                    # cuda_unsupported's rules and the agents a game (Resolved): their tests

@@ -1,0 +1,111 @@
+"""What a run's config resolves to before a trainer is built (fastvec/trainer/resolve.py): the device and where the
+env steps, the GPU's refusals under train.device=cuda and its quiet fall-back to the CPU under auto, the frame rate
+of a recording, what a GPU build compiles, and the MuJoCo task a Gymnasium id names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fastvec.native import ENVS, resolve_defines, source_path
+from fastvec.trainer import resolve
+from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.settings import Config
+
+CORRIDOR = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
+
+
+def config_of(name: str = "cartpole", **sections) -> Config:
+    overrides = {"env": {"num_envs": 2}, "policy": {"hidden": 8, "layers": 1}}
+    for section, values in sections.items():
+        overrides.setdefault(section, {}).update(values)
+    return Config.of(load_config(name, overrides))
+
+
+@pytest.mark.parametrize("env,device,env_device,steps_on", [
+    ("cartpole", "cpu", "cuda", "cpu"),  # the CPU trainer steps CPU envs
+    ("cartpole", "cuda", "cuda", "cuda"),
+    ("cartpole", "cuda", "cpu", "cpu"),
+    ("gym:CartPole-v1", "cuda", "cuda", "cpu"),  # a Gymnasium env has no GPU build: it steps on the host
+])
+def test_the_run_records_its_device_and_where_its_env_steps(env, device, env_device, steps_on):
+    config = resolve.on_device(config_of(env, train={"env_device": env_device}), device)
+    assert (config.train.device, config.train.env_device) == (device, steps_on)
+
+
+@pytest.mark.parametrize("requested", ["auto", "cuda"])
+def test_what_the_gpu_cannot_train_is_refused_under_cuda_and_trained_on_the_cpu_under_auto(requested, monkeypatch,
+                                                                                         capsys):
+    closed = []
+    real_batch = resolve.EnvSource.batch
+
+    def batch(self, num_envs=None, render=False):
+        made = real_batch(self, num_envs, render)
+        real_close = made.close
+        made.close = lambda: closed.append(True) or real_close()
+        return made
+
+    monkeypatch.setattr(resolve.EnvSource, "batch", batch)
+    monkeypatch.setattr(resolve, "cuda_unsupported", lambda spec, config: "no such kernel")
+    config = config_of(train={"device": requested, "env_device": "cuda"})
+    if requested == "cuda":
+        with pytest.raises(ConfigError) as err:
+            resolve.Resolved(config, "cuda")
+        assert str(err.value) == "train.device=cuda: no such kernel; train cartpole with --train.device=cpu"
+        assert closed == [True]  # the batch made for the check is closed
+        return
+    resolved = resolve.Resolved(config, "cuda")
+    try:
+        assert capsys.readouterr().err == ("fastvec-train: the CUDA trainer cannot train this run (no such kernel), so "
+                                           "it trains on the CPU\n")
+        assert (resolved.config.train.device, resolved.config.train.env_device) == ("cpu", "cpu")
+        assert resolved.spec.obs_size == 4 and resolved.batch.num_envs == 2 and closed == []
+    finally:
+        resolved.batch.close()
+
+
+def test_a_run_the_gpu_trains_stays_on_it(monkeypatch, capsys):
+    monkeypatch.setattr(resolve, "cuda_unsupported", lambda spec, config: None)
+    resolved = resolve.Resolved(config_of(train={"device": "auto", "env_device": "cuda"}), "cuda")
+    try:
+        assert (resolved.config.train.device, resolved.config.train.env_device) == ("cuda", "cuda")
+        assert capsys.readouterr().err == ""
+    finally:
+        resolved.batch.close()
+
+
+def test_a_recording_plays_at_the_envs_own_frame_rate_else_30():
+    drawn = SimpleNamespace(env=SimpleNamespace(render_fps=17))
+    for name in ("cartpole", "pong", "breakout-minatar"):
+        assert resolve.EnvSource(config_of(name)).frame_rate(drawn) == ENVS[name].render_fps, name
+    assert resolve.EnvSource(config_of("gym:CartPole-v1")).frame_rate(drawn) == 17  # the Gymnasium env's own
+    assert resolve.EnvSource(config_of(str(CORRIDOR))).frame_rate(drawn) == 30  # a user's env declares none
+    assert resolve.EnvSource(config_of("simple_spread")).frame_rate(drawn) == 30
+
+
+def test_a_gpu_build_compiles_the_envs_own_source_with_its_defines_and_step_limit():
+    env = resolve.EnvSource(config_of("cartpole", env={"sutton_barto_reward": 1}))
+    assert env.build(None) == (source_path("cartpole"), resolve_defines("cartpole", {"sutton_barto_reward": 1}), 500)
+    mine = resolve.EnvSource(config_of(str(CORRIDOR), env={"LENGTH": 7}))
+    path, defines, limit = mine.build(None)
+    assert (path, defines["LENGTH"], limit) == (CORRIDOR, 7, mine.step_limit)
+
+
+def test_a_gymnasium_id_gets_the_configs_step_limit_as_a_make_argument_but_not_as_an_env_argument():
+    env = resolve.EnvSource(config_of("gym:CartPole-v1", env={"max_episode_steps": 77}))
+    assert env.kind == "gym" and env.mujoco is None and env.source is None
+    assert env.params["max_episode_steps"] == 77 and "max_episode_steps" not in env.arguments()
+    batch = env.batch(2)
+    try:
+        assert batch.num_envs == 2 and batch.env.obs_size == 4
+    finally:
+        batch.close()
+
+
+def test_the_mujoco_task_of_a_gymnasium_id_whatever_its_case():
+    assert resolve.mujoco_task("fastvec/Hopper-v5") == "Hopper"
+    assert resolve.mujoco_task("FASTVEC/hopper-V5") == "Hopper"
+    assert resolve.mujoco_task("Hopper-v5") is None and resolve.mujoco_task("") is None
+    assert resolve.mujoco_task(None) is None
