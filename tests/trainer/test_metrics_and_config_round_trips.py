@@ -118,6 +118,9 @@ def test_fastvec_plot_writes_beside_the_first_run_by_default_and_prints_the_path
     assert capsys.readouterr().out == f"{tmp_path / 'a' / 'learning_curve.png'}\n"
     assert (tmp_path / "a" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (tmp_path / "b" / "learning_curve.png").exists()
+    nested = tmp_path / "plots" / "2026" / "a.png"  # -o into folders that do not exist yet: made
+    assert plot.main([str(tmp_path / "a"), "-o", str(nested)]) == 0
+    assert nested.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_fastvec_plot_failures_are_one_line_with_exit_status_2(tmp_path, capsys, monkeypatch):
