@@ -147,4 +147,5 @@ def test_fastvec_plot_failures_are_one_line_with_exit_status_2(tmp_path, capsys,
 
     monkeypatch.setattr(plot, "plot_runs", missing)
     assert plot.main([str(tmp_path / "run")]) == 2
-    assert capsys.readouterr().err == "fastvec-plot: error: fastvec-plot needs matplotlib: pip install 'fastvec[plot]'\n"
+    assert capsys.readouterr().err == ("fastvec-plot: error: fastvec-plot needs matplotlib: pip install "
+                                       "'fastvec[plot]'\n")

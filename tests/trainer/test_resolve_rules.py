@@ -109,3 +109,13 @@ def test_the_mujoco_task_of_a_gymnasium_id_whatever_its_case():
     assert resolve.mujoco_task("FASTVEC/hopper-V5") == "Hopper"
     assert resolve.mujoco_task("Hopper-v5") is None and resolve.mujoco_task("") is None
     assert resolve.mujoco_task(None) is None
+
+
+def test_a_policy_without_spaces_needs_a_discrete_action_count_of_at_least_one():
+    config = config_of()
+    assert resolve.make_policy_spec(config, 3, 1).num_actions == 1
+    assert resolve.make_policy_spec(config, 3, 5).action_kind == "discrete"
+    with pytest.raises(ConfigError) as err:
+        resolve.make_policy_spec(config, 3, 0)
+    assert str(err.value) == ("cartpole has no Discrete action space (a Box or MultiDiscrete env) and this trainer was "
+                              "not given its spaces: train it with --train.device=cpu")

@@ -177,3 +177,63 @@ def test_an_mp4_is_written_or_its_missing_backend_named(policy, tmp_path, monkey
                               f"MP4 needs imageio-ffmpeg: pip install imageio-ffmpeg, or write a .gif")
     with pytest.raises(ConfigError, match=r"eval.render='.*play.png': give a path ending in .gif or .mp4"):
         run.record_episode(cfg, spec, params, str(tmp_path / "play.png"), np.random.default_rng(0), True)
+
+
+def recorded_policy_inputs(monkeypatch) -> list:
+    """reference.policy_act wrapped: the starts and recurrent state of every call appended to the list returned."""
+    from fastvec.trainer import reference as ref
+    calls, real = [], ref.policy_act
+
+    def policy_act(spec, params, obs, starts, state, *args, **kwargs):
+        calls.append((np.array(starts), np.array(state)))
+        return real(spec, params, obs, starts, state, *args, **kwargs)
+
+    monkeypatch.setattr(ref, "policy_act", policy_act)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def recurrent():
+    """A MinGRU policy for CartPole with random weights: (config, spec, param views, flat parameters)."""
+    from fastvec.trainer import reference as ref
+    from fastvec.trainer.resolve import make_policy_spec
+    config = tiny(policy={"kind": "mingru"}, eval={"episodes": 3, "render_max_frames": 40})
+    spec = make_policy_spec(config, 4, 2)
+    params = ref.init_params(spec, np.random.default_rng(7))
+    return config, spec, ref.FlatLayout(ref.param_table(spec)).views(params), params
+
+
+def test_an_episodes_recurrent_state_starts_fresh_and_is_carried_step_to_step_in_a_recording(recurrent, tmp_path,
+                                                                                             monkeypatch):
+    pytest.importorskip("imageio")
+    config, spec, views, _ = recurrent
+    calls = recorded_policy_inputs(monkeypatch)
+    from fastvec.trainer.settings import Config
+    run.record_episode(Config.of(config), spec, views, str(tmp_path / "a.gif"), np.random.default_rng(0), False)
+    assert len(calls) >= 3
+    assert calls[0][0].tolist() == [1.0] and not calls[0][1].any()  # the first step: a fresh state
+    assert all(starts.tolist() == [0.0] for starts, _ in calls[1:])  # then carried on
+    assert all(state.any() for _, state in calls[1:])
+
+
+def test_an_evaluations_recurrent_state_restarts_only_where_an_episode_ended(recurrent, tmp_path, monkeypatch):
+    from fastvec.trainer import checkpoint
+    config, spec, _, params = recurrent
+    path = checkpoint.save(tmp_path / "update_000001.npz", spec, "cartpole", 1,
+                           {"params": params, "optimizer": None, "counters": {"update": 1, "global_step": 8}}, config)
+    ended = []
+    from fastvec.native.cpu import CpuBatch
+    real_step = CpuBatch.step
+
+    def step(self, actions, *args, **kwargs):
+        out = real_step(self, actions, *args, **kwargs)
+        ended.append(np.array(self.terminated | self.truncated))
+        return out
+
+    monkeypatch.setattr(CpuBatch, "step", step)
+    calls = recorded_policy_inputs(monkeypatch)
+    run.evaluate(config, path)
+    assert calls[0][0].tolist() == [1.0, 1.0, 1.0] and not calls[0][1].any()
+    for (starts, _), done in zip(calls[1:], ended):  # each step's starts: where the step before ended an episode
+        assert starts.tolist() == done.astype(np.float32).tolist()
+    assert any(done.any() for done in ended[:-1])  # an episode ended (and restarted) before the last one
