@@ -43,6 +43,33 @@ def test_help_config_without_an_env_lists_the_defaults_and_with_one_that_envs_va
     assert capsys.readouterr().out == config_mod.help_text(load_config("breakout", {"train": {"seed": 5}})) + "\n"
 
 
+def test_the_version_is_the_installed_packages_else_the_modules_own(monkeypatch):
+    from importlib import metadata
+
+    import fastvec
+
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", lambda name: "9.8.7" if name == "fastvec" else None)
+    assert cli.version() == "9.8.7"
+    monkeypatch.setattr(metadata, "version", not_installed)
+    monkeypatch.setattr(fastvec, "__version__", "1.2.3", raising=False)
+    assert cli.version() == "1.2.3"
+    monkeypatch.delattr(fastvec, "__version__")
+    assert cli.version() == "unknown"
+
+
+def test_env_sizes_read_the_envs_own_headers_but_not_fastvec_h_nor_a_missing_one(tmp_path):
+    (tmp_path / "fastvec.h").write_text("#define NUM_AGENTS 9\n#define OBS_SIZE 99\n")
+    (tmp_path / "sizes.h").write_text("#define NUM_AGENTS 3\n")
+    env = tmp_path / "env.h"
+    env.write_text('#include "fastvec.h"\n#include "sizes.h"\n#include "gone.h"\n#define OBS_SIZE 6\n'
+                   "#define NUM_ACTIONS 4\n")
+    assert cli.env_sizes(env) == {"OBS_SIZE": "6", "NUM_ACTIONS": "4", "NUM_AGENTS": "3", "ACTION_DIMS": "?",
+                                  "actions": "Discrete(4)", "obs": "6 floats"}
+
+
 def test_parse_args_splits_the_env_the_flags_the_special_options_and_the_overrides():
     args = cli.parse_args(["--overwrite", "cartpole", "--train.seed=3", "--run-dir=out/x", "--print-config",
                            "--config", "c.toml", "--env.num_envs=8"])
@@ -114,11 +141,11 @@ def test_suggest_env_leaves_alone_what_it_cannot_improve():
 def test_a_config_file_gives_values_under_the_command_lines(tmp_path, capsys):
     path = tmp_path / "best.toml"
     path.write_text('[env]\nname = "cartpole"\nnum_envs = 12\n[train]\nseed = 4\nlearning_rate = 0.002\n')
-    assert cli.main(["cartpole", f"--config={path}", "--train.seed=9", "--print-config"]) == 0
+    assert cli.main(["cartpole", f"--config={path}", "--train.seed=9", "--policy.hidden=16", "--print-config"]) == 0
     printed = tmp_path / "printed.toml"
     printed.write_text(capsys.readouterr().out)
     assert config_mod.load_toml(printed) == load_config(
-        "cartpole", {"env": {"num_envs": 12}, "train": {"seed": 9, "learning_rate": 0.002}})
+        "cartpole", {"env": {"num_envs": 12}, "train": {"seed": 9, "learning_rate": 0.002}, "policy": {"hidden": 16}})
 
 
 @pytest.mark.parametrize("text,argv,message", [
