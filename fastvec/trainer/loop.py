@@ -264,8 +264,8 @@ class Loop:
         if self.league is not None:
             metrics.update(self.league.metrics())
         metrics["time_split"] = {k: round(v, 3) for k, v in trainer.timing.items()}
-        for key, value in metrics.items():  # (explained_variance is NaN when the returns are constant)
-            if key.startswith("losses/") and "loss" in key and not math.isfinite(value):
+        for key, value in metrics.items():  # explained_variance is NaN when the returns are constant: no divergence
+            if key.startswith("losses/") and key != "losses/explained_variance" and not math.isfinite(value):
                 raise self.diverged(f"{key} is {value}")
         self.write(json.dumps(metrics) + "\n")
         if self.loggers is not None:

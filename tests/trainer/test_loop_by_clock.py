@@ -219,3 +219,71 @@ def test_no_logger_is_opened_unless_tensorboard_or_wandb_is_asked_for(tmp_path, 
         loop.open_loggers(Config.of(load_config("cartpole", {"train": train})), tmp_path, True)
     assert [(c["train"]["tensorboard"], c["train"]["wandb_project"], d, r) for c, d, r in made] == [
         (True, "", tmp_path, True), (False, "p", tmp_path, True)]
+
+
+def test_a_non_finite_loss_ends_the_run_but_a_nan_explained_variance_does_not(tmp_path, monkeypatch):
+    """explained_variance is NaN whenever a rollout's returns are all equal (an MLP on all-zero observations and
+    rewards: every value exactly 0), which is no divergence; an infinite value loss is one."""
+    from fastvec.trainer.run_dir import TrainingDiverged
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=3, log_interval=0.0, checkpoint_interval=1)
+    scripted_update = trainer.update
+    trainer.update = lambda n: {**scripted_update(n), "explained_variance": float("nan")}
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert [r["update"] for r in rows(tmp_path / "run")] == [1, 2, 3]
+    run.close_batches(trainer.env_batches)
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=3, log_interval=0.0, checkpoint_interval=1)
+    scripted_update = trainer.update
+    trainer.update = lambda n: {**scripted_update(n), "value_loss": float("inf") if trainer.update_index == 2 else 1.0}
+    with pytest.raises(TrainingDiverged, match=r"training diverged at update 2: losses/value_loss is inf; the last "
+                                               r"finite checkpoint is .*update_000001.npz"):
+        loop.train_loop(trainer, 0.0, tmp_path / "other", resume=False, dashboard=False)
+    assert [r["update"] for r in rows(tmp_path / "other")] == [1]  # the diverged row is not written
+
+
+@pytest.mark.parametrize("world_size,stops", [(1, True), (2, False)])
+def test_a_single_process_stops_at_the_target_and_a_rank_of_several_trains_on(world_size, stops, tmp_path,
+                                                                                monkeypatch, capsys):
+    """Update 2's log brings the mean of the last 3 episodes to (10 + 2 x 20) / 3 >= 15: one process stops there,
+    with a checkpoint; ranks of a multi-GPU run (each deciding on its own episodes) train the whole budget."""
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=8 * world_size, log_interval=0.0, checkpoint_interval=100,
+                          target_return=15.0, target_episodes=3, stop_at_target=True)
+    monkeypatch.setattr(loop.Loop, "__init__", _with_world_size(loop.Loop.__init__, trainer, world_size))
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert summary["target"]["reached"]["update"] == 2 and summary["target"]["stopped"] == stops
+    assert summary["update"] == (2 if stops else 8)
+    assert summary["checkpoint"].name == checkpoint.checkpoint_name(summary["update"])
+    assert capsys.readouterr().out.splitlines()[-1].endswith("(step 64, update 2); stopped there" if stops else
+                                                              f"(step {2 * STEPS * world_size}, update 2)")
+
+
+def _with_world_size(init, trainer, world_size):
+    def patched(self, *args, **kwargs):
+        trainer.world_size = world_size
+        init(self, *args, **kwargs)
+    return patched
+
+
+@pytest.mark.parametrize("during", ["rollout", "update"])
+def test_sigterm_stops_at_the_update_boundary_saving_the_steps_the_updates_trained_on(during, tmp_path, monkeypatch):
+    """SIGTERM in update 3: that update completes and is saved; in rollout 3: that rollout is dropped, and the
+    checkpoint of update 2 holds 2 updates' steps."""
+    import os
+    import signal
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=10, log_interval=0.0, checkpoint_interval=100)
+    phase = getattr(trainer, during)
+
+    def signalled(*args):
+        out = phase(*args)
+        if trainer.global_step == 3 * STEPS and (during == "rollout" or trainer.update_index == 3):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return out
+
+    setattr(trainer, during, signalled)
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    done = 3 if during == "update" else 2
+    assert summary["interrupted"] and summary["signal"] == "SIGTERM" and summary["saved_at_stop"]
+    assert summary["update"] == done and summary["trained_steps"] == done * STEPS
+    meta, _ = checkpoint.load(summary["checkpoint"])
+    assert summary["checkpoint"].name == checkpoint.checkpoint_name(done)
+    assert (meta["counters"]["update"], meta["counters"]["global_step"]) == (done, done * STEPS)
+    assert signal.getsignal(signal.SIGTERM) is not None and signal.getsignal(signal.SIGTERM) != summary
