@@ -215,7 +215,9 @@ TARGETS: dict[str, list[str]] = {
                                "not dashboard and not learns and not plot"],
     "fastvec/trainer/run_dir.py": ["tests/trainer/test_run_dirs.py", "tests/trainer/test_reliability.py",
                                    "-k", "not kill_9 and not shipped_configs"],
-    "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py"],
+    "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py",
+                                    "tests/emulation/test_selfplay_kernels.py::"
+                                    "test_the_kernels_opponent_draws_are_draw_opponents"],
     "fastvec/trainer/sweep.py": ["tests/trainer/test_sweep_trial_reports.py", "tests/trainer/test_sweep.py"],
     "fastvec/trainer/sweep_space.py": ["tests/trainer/test_sweep.py", "-k", "search_space or bad or command_line"],
     "fastvec/trainer/sweep_report.py": ["tests/trainer/test_logger_fanout_and_trial_lines.py",
@@ -235,7 +237,8 @@ TARGETS: dict[str, list[str]] = {
     # The CUDA trainer's kernels that the emulation harnesses build for the CPU.
     "fastvec/trainer/cuda/heads.cu": ["tests/emulation/test_heads_kernels.py"],
     "fastvec/trainer/cuda/normalize.cu": ["tests/emulation/test_heads_kernels.py"],
-    "fastvec/trainer/cuda/ppo.cu": ["tests/emulation/test_heads_kernels.py", "tests/emulation/test_prio_kernel.py"],
+    "fastvec/trainer/cuda/ppo.cu": ["tests/emulation/test_heads_kernels.py", "tests/emulation/test_prio_kernel.py",
+                                    "tests/trainer/test_counter_streams.py"],
     "fastvec/trainer/cuda/prio.cu": ["tests/emulation/test_prio_kernel.py"],
     "fastvec/trainer/cuda/newton_schulz.cu": ["tests/emulation/test_newton_schulz.py"],
     "fastvec/trainer/cuda/selfplay.cu": ["tests/emulation/test_selfplay_kernels.py"],

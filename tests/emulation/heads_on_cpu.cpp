@@ -113,6 +113,20 @@ void emu_gae(int T, int R, const float* values, const float* last_value, int las
     launch(R, kThreads, [=] { gae_kernel(g); });
 }
 
+/* ppo.cu's recurrent states of a minibatch: gather_state_kernel, a thread an element of mb_state (Ls, Bm, H). */
+void emu_gather_state(int Ls, int Bm, int R, int H, int first, const int* perm, const float* segment_state,
+                      float* mb_state) {
+    launch((long long)Ls * Bm * H, kThreads, [=] { gather_state_kernel(Ls, Bm, R, H, first, perm, segment_state,
+                                                                         mb_state); });
+}
+
+/* ppo.cu's advantage moments as data_parallel.py records them on one rank: sums_partial_kernel over n values on
+ * `blocks` blocks of 256, then moments_finish_kernel into out (mean, std). */
+void emu_adv_moments(long long n, int blocks, const float* adv, double* partial, float* out) {
+    launch_grid(blocks, 256, [=] { sums_partial_kernel(n, 1, adv, partial); });
+    launch_grid(1, 1, [=] { moments_finish_kernel(blocks, partial, n, out); });
+}
+
 /* ppo.cu's bookkeeping between graph replays, one thread each as the trainer launches them: begin_update_kernel
  * (the update's statistics zeroed), schedule_kernel (the next update's learning rate and entropy bonus) and
  * advance_rollout_kernel (the sampling counter). */

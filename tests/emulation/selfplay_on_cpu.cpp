@@ -51,6 +51,11 @@ void emu_match_play(int blocks, int threads, int n, int games_per_match, int gam
     launch_grid(blocks, threads, [=] { match_play_kernel(a); });
 }
 
+/* draw_opponent for games 0..n-1 at rollout step `step` (-1: a reset), as selfplay_step_kernel and the reset draw. */
+void emu_draw_opponents(int n, const int* pool_table, unsigned long long pool_key, long long step, int* out) {
+    for (int g = 0; g < n; g++) out[g] = draw_opponent(pool_table, pool_key, g, step);
+}
+
 void emu_pool_forward(int rows, int per_game, const float* weights, long long stride, const int* game_weights,
                       const OBS_T* game_obs, const float* starts, float* state, int* actions, unsigned long long key,
                       long long t) {

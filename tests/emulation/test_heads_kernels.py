@@ -359,3 +359,53 @@ def test_update_bookkeeping_kernels_follow_the_reference_schedule(emu):
     call(emu.emu_advance_rollout, raw, 24)
     call(emu.emu_advance_rollout, raw, 24)
     assert view["rollout_steps"] == 148
+
+
+GUARD = 64  # elements after an output array that a kernel must leave alone
+
+
+def test_kernels_write_nothing_past_their_outputs(emu):
+    """encode_obs_kernel and the reward-scaling kernels run on whole blocks of threads for sizes that fill none
+    (rows * O, R, T * R): the idle threads write nothing past x, returns, seen or the rewards."""
+    rng = np.random.default_rng(14)
+    rows, o, t_len, r = 7, 3, 5, 9
+    obs = np.concatenate([rng.standard_normal(rows * o), np.zeros(GUARD)]).astype(np.float32)
+    norm = np.concatenate([rng.standard_normal(o), rng.random(o) + 0.5, [10.0]]).astype(np.float32)
+    x = np.full(rows * o + GUARD, np.nan, np.float32)
+    call(emu.emu_encode_obs, np.int64(rows), o, 0, obs, np.float32(0.5), norm, x)
+    assert np.isfinite(x[:rows * o]).all() and np.isnan(x[rows * o:]).all()
+    rewards = np.concatenate([rng.standard_normal(t_len * r), np.full(GUARD, 7.0)]).astype(np.float32)
+    dones = np.zeros(t_len * r + GUARD, np.float32)
+    returns = np.concatenate([np.zeros(r), np.full(GUARD, 5.0)])
+    seen = np.full(t_len * r + GUARD, 3.0)
+    call(emu.emu_scale_rewards, t_len, r, rewards, dones, np.float64(0.9), returns, seen, np.array([0.0, 1.0, 1e-4, 0]))
+    assert (rewards[t_len * r:] == 7.0).all() and (returns[r:] == 5.0).all() and (seen[t_len * r:] == 3.0).all()
+    assert (seen[:t_len * r] != 3.0).all()
+
+
+def test_gather_state_picks_each_minibatch_sequences_entering_state(emu):
+    """gather_state_kernel: mb_state[l, c] is the state entering sequence perm[first + c] (segment q // R, row q % R)
+    at layer l, segment_state (S, Ls, R, H), for every layer, sequence and unit."""
+    rng = np.random.default_rng(12)
+    segments, ls, r, h, bm, first = 3, 2, 5, 7, 6, 4
+    segment_state = rng.standard_normal((segments, ls, r, h)).astype(np.float32)
+    perm = rng.permutation(segments * r).astype(np.int32)
+    padded = np.concatenate([segment_state.reshape(-1), np.zeros(ls * r * h, np.float32)])
+    out = np.full(ls * bm * h + GUARD, np.nan, np.float32)  # 84 elements: the last block has idle threads
+    call(emu.emu_gather_state, ls, bm, r, h, first, perm, padded, out)
+    q = perm[first:first + bm]
+    assert np.array_equal(out[:-GUARD].reshape(ls, bm, h), np.swapaxes(segment_state[q // r, :, q % r], 0, 1))
+    assert np.isnan(out[-GUARD:]).all()  # nothing written past mb_state
+
+
+@pytest.mark.parametrize("n", [1000, 37])
+def test_advantage_moments_are_the_minibatchs_mean_and_population_std(emu, n):
+    """sums_partial_kernel and moments_finish_kernel (the advantages' moments with train.norm_adv across ranks) give
+    the float32 mean and population std of the advantages as NumPy computes them in float64; a constant minibatch
+    has std 0."""
+    rng = np.random.default_rng(13)
+    for adv in [(rng.standard_normal(n) * 3 + 1.5).astype(np.float32), np.full(n, -2.5, np.float32)]:
+        out = np.zeros(2, np.float32)
+        call(emu.emu_adv_moments, np.int64(n), 8, adv, np.zeros(8 * 2), out)
+        want = adv.astype(np.float64)
+        np.testing.assert_allclose(out, [want.mean(), want.std()], rtol=2e-6, atol=1e-6)

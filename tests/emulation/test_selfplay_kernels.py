@@ -18,7 +18,7 @@ from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
 from fastvec.trainer.cuda.matches import play_layout
 from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
-from fastvec.trainer.selfplay import Policy, play_bot, play_match
+from fastvec.trainer.selfplay import Policy, draw_opponents, play_bot, play_match, selfplay_keys
 
 HARNESS = Path(__file__).resolve().parent / "selfplay_on_cpu.cpp"
 CUDA_DIR = Path(__file__).resolve().parents[2] / "fastvec" / "trainer" / "cuda"
@@ -115,6 +115,28 @@ class EmulatedMatches:
             first += steps
             assert first < 5000, "games that never end"
         return self.scores.astype(np.float64).reshape(-1, self.games)
+
+
+@pytest.mark.parametrize("latest_prob", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("count", [1, 5])
+def test_the_kernels_opponent_draws_are_draw_opponents(lib, latest_prob, count):
+    """selfplay.cu's draw_opponent reads the pool table the trainer writes (members, latest_prob's bits, the
+    members' pool slots oldest first, free slots after) and draws selfplay.draw_opponents' slots game for game, at a
+    reset (step -1) and later steps: the newest member with probability latest_prob, else one of all uniformly."""
+    games, slots = 3000, 8
+    members = [6, 2, 7, 0, 4][:count]
+    table = np.full(2 + slots, 99, np.int32)  # slots after the members hold no member
+    table[0], table[1] = count, np.float32(latest_prob).view(np.int32)
+    table[2:2 + count] = members
+    _, pool_key = selfplay_keys(ref.sampling_key(8))
+    for step in (-1, 0, 37):
+        got = np.zeros(games, np.int32)
+        lib.emu_draw_opponents(games, _p(table), ctypes.c_uint64(pool_key), ctypes.c_int64(step), _p(got))
+        want = draw_opponents(pool_key, np.arange(games), games, step, members, latest_prob)
+        assert np.array_equal(got, want)
+        share = np.mean(got == members[-1])
+        assert abs(share - (latest_prob + (1 - latest_prob) / count)) < 0.04
+        assert set(got) == ({members[-1]} if latest_prob == 1.0 else set(members))
 
 
 def test_one_step_equals_the_thread_forward(lib):
