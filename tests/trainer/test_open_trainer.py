@@ -443,3 +443,56 @@ def test_gym_batch_space_problems_name_the_space_and_what_the_policy_lacks():
     for other in (spaces.MultiBinary([2, 2]), spaces.Dict({"a": flat})):  # not Box: no image hint, whatever the shape
         problem = space_problem("X-v0", other, spaces.Discrete(3))
         assert problem.startswith(f"gym:X-v0 has {other} observations;") and "images" not in problem
+
+
+class CountingStartEnv(gymnasium.Env):
+    """obs [steps so far, the action taken]; reward: the action; Discrete(3, start=-1); episodes of 3 steps."""
+
+    observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(3, start=-1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t, action], np.float32), float(action), self.t == 3, False, {}
+
+
+def test_the_gym_batch_shifts_actions_to_the_spaces_start_and_resets_only_the_masked_envs():
+    """Actions 0..n-1 reach a Discrete(n, start) env as start..start+n-1; a masked reset starts only those envs'
+    episodes (obs, return and length from the reset), an empty mask resets nothing; negative or float seeds and
+    actions that are not integers or out of range are refused, nothing stepped."""
+    from fastvec.native.gym_batch import ActionError
+
+    if "FastvecTestStart-v0" not in gymnasium.registry:
+        gymnasium.register("FastvecTestStart-v0", entry_point=CountingStartEnv)
+    batch = GymBatch("FastvecTestStart-v0", 2, {})
+    assert batch.env.num_actions == 3
+    batch.reset(np.array([0, 2]), None)  # int64 seeds, non-negative: taken
+    batch.step(np.array([[2], [0]]))
+    np.testing.assert_array_equal(batch.obs[:, 0], [[1, 1], [1, -1]])
+    np.testing.assert_array_equal(batch.rewards[:, 0], [1, -1])
+    batch.reset(None, np.array([False, True]))
+    np.testing.assert_array_equal(batch.obs[:, 0], [[1, 1], [0, 0]])
+    batch.reset(None, np.zeros(2, np.bool_))  # nothing to reset
+    np.testing.assert_array_equal(batch.obs[:, 0], [[1, 1], [0, 0]])
+    for bad, message in ((np.array([[0], [3]]), r"action 3 out of range for Discrete\(3\) at env 1"),
+                         (np.array([[-1], [0]]), r"action -1 out of range for Discrete\(3\) at env 0"),
+                         (np.array([[0.0], [1.0]]), "actions must be integers, got float64")):
+        with pytest.raises(ActionError, match=message):
+            batch.step(bad)
+    for bad in (np.array([-1, 2]), np.array([1.0, 2.0])):
+        with pytest.raises(ValueError, match="seeds must be non-negative integers"):
+            batch.reset(bad, None)
+    np.testing.assert_array_equal(batch.obs[:, 0], [[1, 1], [0, 0]])
+    assert batch.step(np.array([[2], [2]])) == 0
+    assert batch.step(np.array([[2], [1]])) == 1  # env 0's third step ends its episode
+    assert (batch.episode_return[0, 0], batch.episode_length[0]) == (3, 3)
+    np.testing.assert_array_equal(batch.final_obs[0, 0], [3, 1])
+    assert batch.step(np.array([[0], [1]])) == 1  # env 1's third step since its reset
+    assert (batch.episode_return[1, 0], batch.episode_length[1]) == (1, 3)
+    np.testing.assert_array_equal(batch.obs[:, 0], [[1, -1], [0, 0]])
+    batch.close()
