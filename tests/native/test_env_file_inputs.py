@@ -171,3 +171,33 @@ def test_fastvec_train_refuses_a_parameter_the_env_file_does_not_declare(tmp_pat
 
     assert cli.main([str(EXAMPLE), "--env.LENGHT=12", "--train.device=cpu", f"--run-dir={tmp_path / 'run'}"]) == 2
     assert "unknown parameter(s) LENGHT for env file 'my_env.h'" in capsys.readouterr().err
+
+
+def test_an_env_files_text_is_read_as_the_preprocessor_reads_it(tmp_path):
+    """Parameters and define values read from the text: directives with spaces after `#`, comments
+    ignored, headers included by a quoted name read once each (a cycle too) from the file's folder, fastvec's
+    contract headers and missing headers skipped; names tested in `#if defined(...)` that nothing defines are
+    parameters, reserved `_` names are not; FV_* and REWARD_THRESHOLD pass without being declared; a file with no
+    parameters says so."""
+    from fastvec.native.env_file import check_env_file_defines, declared_params, define_value
+
+    (tmp_path / "a.h").write_text('#include "b.h"\n#  ifndef  SPEED\n#  define SPEED 7 // cells a step\n#endif\n'
+                                  "#define OBS_T unsigned char /* bytes */\n#define EMPTY\n")
+    (tmp_path / "b.h").write_text('#include "a.h"\n#include "fastvec.h"\n#include "batch.h"\n#include "nowhere.h"\n'
+                                  "#if defined(FAST) && _PRIVATE > 1\n#endif\n/* #ifndef GHOST\n#define GHOST 1 */\n")
+    env = tmp_path / "env.h"
+    env.write_text('#include "a.h"\n#ifndef LENGTH\n#define LENGTH 9\n#endif\n#define OBS_T float\n')
+    assert declared_params(env) == {"FAST": "", "SPEED": "7", "LENGTH": "9"}
+    assert define_value(env, "OBS_T") == "float"  # the file's own define before its headers'
+    assert define_value(tmp_path / "a.h", "OBS_T") == "unsigned char"
+    assert define_value(env, "SPEED") == "7" and define_value(env, "EMPTY") is None
+    assert define_value(env, "GHOST") is None and define_value(env, "NOWHERE") is None
+    check_env_file_defines(env, {"SPEED": 1, "FAST": 1, "FV_CHECK": 1, "REWARD_THRESHOLD": 2.0})
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) GHOST, _PRIVATE for env file 'env.h'.*"
+                                        r"FAST, LENGTH \(default 9\), SPEED \(default 7\)\. A parameter"):
+        check_env_file_defines(env, {"GHOST": 1, "_PRIVATE": 2, "SPEED": 1})
+    bare = tmp_path / "bare.h"
+    bare.write_text("#define OBS_SIZE 4\n")
+    with pytest.raises(TypeError, match="its parameters are: none"):
+        check_env_file_defines(bare, {"LENGTH": 3})
+    check_env_file_defines(bare, {})
