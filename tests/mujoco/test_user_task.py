@@ -42,3 +42,35 @@ def test_user_task_file_errors_say_what_is_wrong(tmp_path):
     from fastvec.native.cpu import CompileError
     with pytest.raises(CompileError, match="oops"):
         MujocoVectorEnv(source=broken, num_envs=2)
+
+
+ORDERED_TASK = TASK_FILE.read_text().replace('"x_velocity", ""', '"x_velocity,x_position", "x_position"').replace(
+    "    c->info[0] = x_velocity;\n}", "    c->info[0] = x_velocity;\n    c->info[1] = c->d->qpos[0];\n}").replace(
+    "static void reset_values(fv_mj_ctx* c) { (void)c; }", "static void reset_values(fv_mj_ctx* c) { c->info[1] = c->d->qpos[0]; }")
+
+
+def test_a_user_tasks_reset_info_keys_may_follow_its_step_keys(tmp_path):
+    """A task whose reset info key (x_position) comes after a step-only key (x_velocity) in its info string: reset
+    infos hold the reset key alone, for every env reset (Gymnasium's `_key` mask), step infos both; the single env
+    likewise. x_position is the x slide's qpos, read back with get_state."""
+    from fastvec.wrappers.mujoco import MujocoEnv
+
+    task = tmp_path / "ordered_task.c"
+    task.write_text(ORDERED_TASK)
+    assert "c->info[1] = c->d->qpos[0]; }" in ORDERED_TASK and '"x_position"' in ORDERED_TASK
+    envs = MujocoVectorEnv(source=task, num_envs=2)
+    _, info = envs.reset(seed=0)
+    assert sorted(info) == ["_x_position", "x_position"] and info["_x_position"].all()
+    np.testing.assert_array_equal(info["x_position"], envs.get_state()[:, 0])
+    _, info = envs.reset(options={"reset_mask": np.array([False, True])})
+    assert info["_x_position"].tolist() == [False, True] and info["x_position"][1] == envs.get_state()[1, 0]
+    _, _, _, _, info = envs.step(np.zeros((2, 6), np.float32))
+    assert sorted(info) == ["_x_position", "_x_velocity", "x_position", "x_velocity"]
+    np.testing.assert_array_equal(info["x_position"], envs.get_state()[:, 0])
+    envs.close()
+    single = MujocoEnv(source=task)
+    _, info = single.reset(seed=0)
+    assert info == {"x_position": single.state[0]}
+    _, _, _, _, info = single.step(np.zeros(6, np.float32))
+    assert sorted(info) == ["x_position", "x_velocity"] and info["x_position"] == single.state[0]
+    single.close()
