@@ -244,6 +244,21 @@ def test_cache_directory_writable_by_others_is_refused(cache, mode):
     assert not list(cache.iterdir()), "nothing was built into it"
 
 
+def test_a_cache_directory_that_cannot_be_made_or_is_a_file_is_refused_in_one_line(cache):
+    """A cache path under a regular file (mkdir fails) is refused naming the path and the system's reason as
+    strerror gives it (a regular file in the cache's own place: it exists); both say what to set."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text("not a directory")
+    under = cache / "below"
+    with pytest.raises(PermissionError) as err:
+        native.build_cache.private_dir(under)
+    assert str(err.value) == (f"fastvec cannot create its build cache {under} (Not a directory); set "
+                              "FASTVEC_CACHE_DIR to a directory you own that only you can write (fastvec creates a "
+                              "missing one with mode 0700)")
+    with pytest.raises(PermissionError, match=rf"fastvec cannot create its build cache {cache} \(File exists\); set "):
+        cpu.cache_dir()
+
+
 def test_cache_directory_of_another_user_is_refused(cache, monkeypatch):
     cache.mkdir(mode=0o700)
     other = os.getuid() + 1
