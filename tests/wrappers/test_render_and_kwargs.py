@@ -154,3 +154,21 @@ def test_pygame_is_imported_only_for_human_rendering():
             "assert 'pygame' not in sys.modules, 'pygame imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_render_frames_are_a_lazy_sequence_indexed_as_a_list():
+    """A vector env's render() reads like a list of its envs' frames (negative indices and slices as a list's, an
+    index past either end an IndexError), drawing an env only when its frame is read."""
+    from fastvec.wrappers.render import FrameSequence
+
+    drawn = []
+    frames = FrameSequence(lambda i: drawn.append(i) or f"frame {i}", 3)
+    assert len(frames) == 3 and drawn == []
+    listed = ["frame 0", "frame 1", "frame 2"]
+    assert frames[-1] == listed[-1] and drawn == [2]  # env 2 alone drawn
+    assert frames[-3] == listed[-3] and frames[0] == listed[0]
+    assert frames[1:] == listed[1:] and frames[::-1] == listed[::-1] and frames[-2:5] == listed[-2:5]
+    assert list(frames) == listed and frames.index("frame 2") == 2
+    for bad in (3, -4):
+        with pytest.raises(IndexError, match=f"env index {bad} out of range for 3 envs"):
+            frames[bad]
