@@ -24,10 +24,16 @@ def test_the_vector_env_refuses_to_step_before_its_first_reset():
 
 
 def test_the_single_env_refuses_to_step_before_its_first_reset():
+    """Gymnasium's order check, and the env's own under it (unwrapped: no OrderEnforcing), whose state is None
+    before a reset as Gymnasium's CartPole's."""
     env = gym.make("fastvec/CartPole")
     with pytest.raises(ResetNeeded):
         env.step(0)
+    with pytest.raises(ResetNeeded, match=r"call reset\(\) before step\(\)"):
+        env.unwrapped.step(0)
+    assert env.unwrapped.state is None and gym.make("CartPole-v1").unwrapped.state is None
     env.reset(seed=1)
+    assert env.unwrapped.state.shape == (4,)
     env.step(0)
 
 
