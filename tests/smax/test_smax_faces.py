@@ -165,3 +165,18 @@ def test_by_default_an_episode_is_truncated_as_jaxmarls_max_steps_100_does():
         steps += 1
         assert not any(terminations.values())
     assert steps == TIME_LIMIT == 101 and all(truncations.values())
+
+
+def test_an_unseeded_battle_starts_from_fresh_entropy_and_then_continues_its_stream():
+    """As PettingZoo's and Gymnasium's envs: the first reset without a seed draws one from fresh entropy (two new
+    envs start different battles), later unseeded resets continue the env's stream, and a seed repeats a battle."""
+    a, b = parallel_env("3m"), parallel_env("3m")
+    a.reset()
+    b.reset()
+    first = a.state()
+    assert not np.array_equal(first, b.state())
+    a.reset()
+    assert not np.array_equal(a.state(), first)
+    a.reset(seed=4)
+    b.reset(seed=4)
+    np.testing.assert_array_equal(a.state(), b.state())

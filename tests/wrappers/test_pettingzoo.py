@@ -371,3 +371,12 @@ def test_a_pickled_parallel_env_carries_the_game_in_progress():
     p.close()
     with pytest.raises(ClosedEnvironmentError, match="closed"):
         pickle.loads(pickle.dumps(p)).reset()
+
+
+def test_an_unseeded_parallel_env_starts_from_fresh_entropy():
+    """The first reset without a seed draws one from fresh entropy, as PettingZoo's own envs: two new CartPole games
+    start from different states (Gymnasium's reset noise), and a later unseeded reset continues the stream."""
+    a, b = parallel_env("CartPole"), parallel_env("CartPole")
+    first = a.reset()[0]["agent_0"]
+    assert not np.array_equal(first, b.reset()[0]["agent_0"])
+    assert not np.array_equal(a.reset()[0]["agent_0"], first)
