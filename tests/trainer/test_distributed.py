@@ -694,3 +694,13 @@ def test_visible_gpu_count_asks_the_driver_and_is_0_when_it_cannot(monkeypatch, 
 
     monkeypatch.setattr(distributed.ctypes, "CDLL", cdll)
     assert distributed.visible_gpu_count() == want
+
+
+def test_without_a_master_port_the_rendezvous_uses_torchruns_default_port():
+    """A launcher that sets no MASTER_PORT (mpirun, or RANK/WORLD_SIZE by hand): every rank meets on 29500,
+    torchrun's default, unless FASTVEC_RENDEZVOUS_PORT says otherwise."""
+    for env in ({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "head"},
+                {"PMI_RANK": "1", "PMI_SIZE": "2", "MASTER_ADDR": "head"}):
+        assert distributed.discover(env).rendezvous_port == 29500, env
+        assert distributed.discover({**env, "FASTVEC_RENDEZVOUS_PORT": "31001"}).rendezvous_port == 31001
+    assert distributed.Launch().rendezvous_port == 29500

@@ -310,3 +310,81 @@ def test_a_wandb_run_that_cannot_start_is_one_config_error_and_keeps_no_id(tmp_p
                                           r"configured \(no-tty\) \(log in with `wandb login`"):
         RunLoggers(make_config(wandb_project="proj"), tmp_path, resume=False)
     assert not (tmp_path / WANDB_ID_FILE).exists()
+
+
+def test_only_a_resumed_runs_first_tensorboard_event_is_a_start_at_the_purge_step(tmp_path):
+    """The events as written (TensorBoard's reader hides what a START purges): a new run's file holds scalars
+    only; a resumed run's opens with one SessionLog START at one past the last kept row, then scalars."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    run_dir = tmp_path / "run"
+
+    def events(after: set):
+        (path,) = set((run_dir / "tensorboard").glob("events.out.tfevents.*")) - after
+        return path, [e for e in EventFileLoader(str(path)).Load() if not e.HasField("file_version")]
+
+    loggers = RunLoggers(make_config(tensorboard=True), run_dir, resume=False)
+    for update in (1, 2, 3):
+        loggers.log(make_row(update))
+    loggers.close()
+    first, written = events(set())
+    assert [(e.step, e.HasField("summary")) for e in written] == [(512, True), (1024, True), (1536, True)]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(make_row(u)) + "\n" for u in (1, 2)))
+    loggers = RunLoggers(make_config(tensorboard=True), run_dir, resume=True)
+    for update in (3, 4):
+        loggers.log(make_row(update))
+    loggers.close()
+    _, written = events({first})
+    assert written[0].HasField("session_log") and written[0].session_log.status == written[0].session_log.START
+    assert written[0].step == 1025
+    assert [(e.step, e.HasField("summary")) for e in written[1:]] == [(1536, True), (2048, True)]
+
+
+def test_tensorboard_events_as_handed_to_its_writer(tmp_path, monkeypatch):
+    """Without the tensorboard package (its modules stood in for): a new run hands its writer scalar events only,
+    each flushed; a resumed run's first event is one SessionLog START at the purge step, then its scalars."""
+    from types import SimpleNamespace
+
+    from fastvec.trainer import loggers as loggers_mod
+    writers = []
+
+    class Writer:
+        def __init__(self, logdir):
+            self.logdir, self.events, self.flushes, self.closed = logdir, [], 0, False
+            writers.append(self)
+
+        def add_event(self, event):
+            self.events.append(event)
+
+        def flush(self):
+            self.flushes += 1
+
+        def close(self):
+            self.closed = True
+
+    class SessionLog(SimpleNamespace):
+        START = "START"
+
+    class Summary(SimpleNamespace):
+        Value = SimpleNamespace
+
+    modules = {"tensorboard.compat.proto.event_pb2": SimpleNamespace(Event=SimpleNamespace, SessionLog=SessionLog),
+               "tensorboard.compat.proto.summary_pb2": SimpleNamespace(Summary=Summary),
+               "tensorboard.summary.writer.event_file_writer": SimpleNamespace(EventFileWriter=Writer)}
+    monkeypatch.setattr(loggers_mod, "_import", lambda module, option: modules[module])
+    run_dir = tmp_path / "run"
+    for resume, updates in ((False, (1, 2)), (True, (3, 4))):
+        loggers = RunLoggers(make_config(tensorboard=True), run_dir, resume=resume)
+        for update in updates:
+            loggers.log(make_row(update))
+        loggers.close()
+        if not resume:
+            (run_dir / "metrics.jsonl").write_text(json.dumps(make_row(1)) + "\n")  # the resume kept update 1
+    new, resumed = writers
+    assert new.logdir == resumed.logdir == str(run_dir / "tensorboard") and new.closed and resumed.closed
+    assert [e.step for e in new.events] == [512, 1024] and all(hasattr(e, "summary") for e in new.events)
+    assert new.flushes == 2
+    assert resumed.events[0].session_log.status == "START" and resumed.events[0].step == 513
+    assert [(e.step, hasattr(e, "summary")) for e in resumed.events[1:]] == [(1536, True), (2048, True)]
+    values = {v.tag: v.simple_value for v in resumed.events[1].summary.value}
+    assert values["losses/value_loss"] == 4.5 and values["charts/SPS"] == 2051.0

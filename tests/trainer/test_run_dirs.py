@@ -374,3 +374,26 @@ def test_the_logged_learning_rate_and_entropy_weight_are_the_updates_own(tmp_pat
         logged = rows(tmp_path / str(updates))
         assert len(logged) == min(updates, 20)
         assert {(row["charts/learning_rate"], row["charts/ent_coef"]) for row in logged} == {(0.002, 0.03)}
+
+
+def test_a_changed_env_file_is_named_in_one_warning_with_both_paths_and_hashes(tmp_path, capsys):
+    """--resume and --eval of a checkpoint trained on a user's env file whose content has changed since: one line
+    naming the file now and then, each with the start of its sha256; the same content (a moved file), a checkpoint
+    that records no file, or a built-in env: nothing."""
+    import hashlib
+
+    from fastvec.trainer.config import load_config
+    from fastvec.trainer.settings import Config
+    corridor = Path(__file__).resolve().parents[2] / "examples" / "my_env.h"
+    config = Config.of(load_config(str(corridor)))
+    sha = hashlib.sha256(corridor.read_bytes()).hexdigest()
+    old = {"env_source": {"path": "/elsewhere/my_env.h", "sha256": "0123456789abcdef" * 4}}
+    run_dir_mod.warn_if_source_changed(old, config, "ck.npz")
+    assert capsys.readouterr().err == (
+        f"fastvec-train: warning: the env file {config.env.source} (sha256 {sha[:12]}...) differs from the one "
+        f"ck.npz was trained on (/elsewhere/my_env.h, sha256 0123456789ab...); its sizes match, so it runs, but the "
+        f"env's rules may have changed\n")
+    for meta, cfg in (({"env_source": {"path": "/moved/my_env.h", "sha256": sha}}, config), ({}, config),
+                      ({"env_source": "damaged"}, config), (old, Config.of(load_config("cartpole")))):
+        run_dir_mod.warn_if_source_changed(meta, cfg, "ck.npz")
+        assert capsys.readouterr().err == "", meta
