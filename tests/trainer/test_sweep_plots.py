@@ -1,0 +1,117 @@
+"""fastvec-sweep's plots (fastvec/trainer/sweep_report.py) of a study made by hand: plots/front.png (every trial's
+score against its training seconds, pruned ones apart, the Pareto front, the target) and plots/params.png (each
+searched parameter against the objective, the best trial starred), their sizes and what each panel draws."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+pytest.importorskip("matplotlib")
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution  # noqa: E402
+from optuna.trial import TrialState, create_trial  # noqa: E402
+
+from fastvec.trainer import sweep_report  # noqa: E402
+
+DISTRIBUTIONS = {"train.learning_rate": FloatDistribution(1e-4, 1e-2, log=True),
+                 "policy.kind": CategoricalDistribution(["mlp", "mingru"])}
+
+
+def study_of(trials: list[tuple], objective: str = "score"):
+    """An in-memory study of (state, learning rate, kind, seconds, score) trials; the objective's value is the score
+    (time_to_target: the seconds)."""
+    study = optuna.create_study(direction="minimize" if objective == "time_to_target" else "maximize")
+    for state, lr, kind, seconds, score in trials:
+        value = seconds if objective == "time_to_target" else score
+        study.add_trial(create_trial(state=state, value=value if state == TrialState.COMPLETE else None,
+                                     params={"train.learning_rate": lr, "policy.kind": kind},
+                                     distributions=DISTRIBUTIONS,
+                                     user_attrs={"seconds": seconds, "score": score},
+                                     intermediate_values={0: value} if state == TrialState.PRUNED else {}))
+    return study
+
+
+def plan_of(objective: str = "score", target: float = 0.0):
+    settings = {"objective": objective, "metric": "episode_return", "target": target}
+    return SimpleNamespace(settings=settings, study="demo", multi=False)
+
+
+def drawn(monkeypatch, plan, study, folder):
+    """write_plots' lines and the figures it drew, by file name."""
+    import matplotlib.pyplot as plt
+    figures, real_close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: figures.append(fig) or real_close(fig))
+    lines = sweep_report.write_plots(plan, study, folder)
+    return lines, figures
+
+
+def png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+TRIALS = [(TrialState.COMPLETE, 1e-3, "mlp", 10.0, 100.0), (TrialState.COMPLETE, 3e-3, "mingru", 20.0, 300.0),
+          (TrialState.COMPLETE, 5e-3, "mlp", 30.0, 200.0), (TrialState.PRUNED, 2e-3, "mingru", 5.0, 50.0)]
+
+
+def test_the_front_and_params_plots_of_a_study(tmp_path, monkeypatch):
+    """front.png: complete and pruned trials apart and the Pareto front; params.png: each parameter against the
+    objective, the best trial starred."""
+    lines, figures = drawn(monkeypatch, plan_of(), study_of(TRIALS), tmp_path / "plots")
+    assert lines == [f"wrote {tmp_path / 'plots' / 'front.png'}, {tmp_path / 'plots' / 'params.png'}"]
+    assert png_size(tmp_path / "plots" / "front.png") == (840, 540)  # 7 x 4.5 inches at 120 dpi
+    front = figures[0].axes[0]
+    complete, pruned = front.collections
+    assert complete.get_offsets().tolist() == [[10.0, 100.0], [20.0, 300.0], [30.0, 200.0]]
+    assert pruned.get_offsets().tolist() == [[5.0, 50.0]]
+    (step,) = front.get_lines()  # no target line for the score objective
+    # the front: no trial both faster and higher-scoring (the pruned trial's 5 s too)
+    assert list(step.get_xdata()) == [5.0, 10.0, 20.0] and list(step.get_ydata()) == [50.0, 100.0, 300.0]
+    assert [t.get_text() for t in front.get_legend().get_texts()] == ["complete", "pruned", "Pareto front"]
+    assert front.get_title() == "demo: 4 trials" and front.get_ylabel() == "episode_return"
+    assert png_size(tmp_path / "plots" / "params.png") == (924, 352)  # 2 panels of 4.2 x 3.2 inches at 110 dpi
+    lr, kind = figures[1].axes
+    assert (lr.get_xlabel(), kind.get_xlabel()) == ("train.learning_rate", "policy.kind")
+    assert lr.get_xscale() == "log" and kind.get_xscale() == "linear"
+    points, star = lr.collections
+    assert points.get_offsets().tolist() == [[1e-3, 100.0], [3e-3, 300.0], [5e-3, 200.0]]  # complete trials only
+    assert star.get_offsets().tolist() == [[3e-3, 300.0]]
+    assert [t.get_text() for t in lr.get_legend().get_texts()] == ["best (trial 1)"]
+    points, star = kind.collections
+    assert points.get_offsets().tolist() == [[0, 100.0], [1, 300.0], [0, 200.0]]  # the choices' positions
+    assert star.get_offsets().tolist() == [[1, 300.0]]
+    assert [t.get_text() for t in kind.get_xticklabels()] == ["mlp", "mingru"]
+    assert figures[1]._suptitle.get_text() == "demo: 3 complete trials"
+
+
+def test_a_time_to_target_front_draws_the_target(tmp_path, monkeypatch):
+    _, figures = drawn(monkeypatch, plan_of("time_to_target", 250.0), study_of(TRIALS, "time_to_target"),
+                       tmp_path / "plots")
+    target = [line for line in figures[0].axes[0].get_lines() if list(line.get_ydata()) == [250.0, 250.0]]
+    assert len(target) == 1 and target[0].get_label() == "target 250"
+
+
+def test_a_parameter_the_best_trial_lacks_gets_no_star(tmp_path, monkeypatch):
+    """A parameter searched only by some trials (another process's search space): its panel has no star when the
+    best trial did not search it."""
+    study = study_of(TRIALS[:1])
+    study.add_trial(create_trial(state=TrialState.COMPLETE, value=50.0, params={"train.gamma": 0.99},
+                                 distributions={"train.gamma": FloatDistribution(0.9, 0.999)},
+                                 user_attrs={"seconds": 1.0, "score": 50.0}))
+    _, figures = drawn(monkeypatch, plan_of(), study, tmp_path / "plots")
+    panels = {ax.get_xlabel(): ax for ax in figures[1].axes if ax.get_visible()}
+    assert set(panels) == {"train.learning_rate", "policy.kind", "train.gamma"}
+    assert len(panels["train.gamma"].collections) == 1 and panels["train.gamma"].get_legend() is None
+    assert len(panels["policy.kind"].collections) == 2
+
+
+def test_no_plots_before_any_trial_reports_and_no_params_plot_without_searched_parameters(tmp_path, monkeypatch):
+    study = optuna.create_study(direction="maximize")
+    assert drawn(monkeypatch, plan_of(), study, tmp_path / "a")[0] == []
+    study.add_trial(create_trial(state=TrialState.COMPLETE, value=1.0, user_attrs={"seconds": 2.0, "score": 1.0}))
+    lines, _ = drawn(monkeypatch, plan_of(), study, tmp_path / "b")
+    assert lines == [f"wrote {tmp_path / 'b' / 'front.png'}"] and not (tmp_path / "b" / "params.png").exists()
