@@ -1,0 +1,190 @@
+"""Every built-in env, the test envs of every space kind and the MuJoCo tasks, built with AddressSanitizer and
+UndefinedBehaviorSanitizer and stepped in a child process: an env must never touch memory it does not own.
+
+The child builds through the product's own compile functions (`cpu.compile_env`, `mujoco._library`) with their
+flag lists extended (sanitizers, -O1): the same sources, defines and command, a build cache key of its own. It
+runs with libasan preloaded, so every malloc of the process (NumPy's buffers, and Python's objects under
+PYTHONMALLOC=malloc) is ASan's, with poisoned bytes on both sides:
+- ASan catches a read or write past any buffer the batch hands to C (the slots, obs, rewards, flags, final obs,
+  episode statistics, action masks, world states, actions, the Gymnasium face's block, states, frames) and past
+  the env's stack and global arrays; a write past one env's slot into the next env's slot is within the buffer
+  and seen only for the last env (so every batch size includes 1).
+- UBSan (`-fsanitize=undefined`, which holds `bounds`) catches an index past a fixed-size array, a struct's
+  member arrays included, signed overflow, bad shifts and misaligned or null pointers.
+- Neither sees an index that stays inside the env's own struct through a pointer, nor a wrong value: the rule
+  tests' business.
+The child writes nothing but its reports; the test fails on a non-zero exit or any report in its output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ENV_FILES = REPO / "tests" / "envs"
+SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+            "-fno-sanitize-recover=undefined"]
+
+# group -> the envs one child builds and steps, each as ("env", registry name, params), ("team", team env name,
+# params), ("file", env file under tests/envs, params) or ("mujoco", task, {}). A group shares one child (and its
+# start-up under ASan, a second of CPU); tools/mutation.py runs the group of each env file it mutates.
+CLASSIC = ("cartpole", "acrobot", "mountaincar", "mountaincarcontinuous", "pendulum")
+GROUPS = {
+    "classic": [("env", name, {}) for name in CLASSIC],
+    "classic_float32": [("env", name, {"float32": 1}) for name in CLASSIC],
+    "arcade": [("env", "breakout", {}), ("env", "pong", {}), ("env", "pong", {"pong_bot": 0})],
+    "minatar": [("env", f"{game}-minatar", {"difficulty_ramping": 1})
+                for game in ("asterix", "breakout", "freeway", "seaquest", "spaceinvaders")],
+    "mpe": [("team", name, {}) for name in ("simple_spread", "simple_tag", "simple_adversary", "simple_push",
+                                            "simple_speaker_listener", "simple_reference", "simple_crypto",
+                                            "simple_world_comm")] + [("team", "simple_spread", {"continuous_actions": True})],
+    "smax": [("team", "smax:3m", {}), ("team", "smax:2s3z", {"enemy": "heuristic"}),
+             ("team", "smax:smacv2_5_units", {})],
+    "space_kinds": [("file", name, {}) for name in ("box_open", "box_point", "byte_state", "counting", "image_obs",
+                                                    "multi_discrete", "random_walk")],
+    "mujoco": [("mujoco", task, {}) for task in ("InvertedPendulum", "InvertedDoublePendulum", "Reacher", "Pusher",
+                                                 "Swimmer", "HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid",
+                                                 "HumanoidStandup")],
+}
+
+
+@lru_cache(maxsize=None)
+def sanitizer_runtime() -> str | None:
+    """The path of the C compiler's libasan, or None where the compiler has no sanitizer runtime (a build with
+    -fsanitize=address,undefined fails, or the compiler knows no libasan.so)."""
+    cc = os.environ.get("CC", "").split()[:1] or [shutil.which("cc") or shutil.which("gcc") or "cc"]
+    try:
+        path = subprocess.run([*cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+        probe = subprocess.run([*cc, *SANITIZE, "-x", "c", "-shared", "-fPIC", "-o", os.devnull, "-"],
+                               input="int f(int x) { return x + 1; }\n", capture_output=True, text=True)
+    except OSError:
+        return None
+    return path if probe.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
+
+
+def run_child(group: str) -> subprocess.CompletedProcess:
+    runtime = sanitizer_runtime()
+    if runtime is None:
+        pytest.skip("the C compiler has no AddressSanitizer runtime (libasan.so) or refuses -fsanitize=address")
+    env = {**os.environ, "LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc",
+           "UBSAN_OPTIONS": "print_stacktrace=1",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, __file__, json.dumps(GROUPS[group])], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def sanitizer_reports(output: str) -> list[str]:
+    return [line for line in output.splitlines() if "ERROR: AddressSanitizer" in line or "runtime error:" in line]
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_envs_touch_only_their_own_memory(group):
+    proc = run_child(group)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and not sanitizer_reports(output), f"{group}: exit {proc.returncode}\n{output[-8000:]}"
+    assert proc.stdout.count("stepped ") == len(GROUPS[group]), output[-3000:]  # each env went through its steps
+
+
+# ---------------------------------------------------------------------- the child
+def random_actions(rng, spaces, shape):
+    """Random valid actions for a batch of shape (N, A, D) in spaces (an EnvSpaces)."""
+    import numpy as np
+
+    if spaces.action_kind == "box":
+        low = np.where(np.isfinite(spaces.action_low), spaces.action_low, -10.0)
+        high = np.where(np.isfinite(spaces.action_high), spaces.action_high, 10.0)
+        return rng.uniform(low * 1.2, high * 1.2, shape).astype(np.float32)  # beyond the bounds too: the env clips
+    return (rng.random(shape) * spaces.nvec).astype(np.int64)
+
+
+def drive(batch, spaces, rng, steps: int, reset_by_hand: bool) -> None:
+    """Seeded resets, random steps through ends and truncations (the plain step and the Gymnasium face's),
+    partial resets, state round trips and frames of the first and last env."""
+    import numpy as np
+
+    n = batch.num_envs
+    batch.reset(np.arange(n, dtype=np.uint64) * 7 + 1, None)
+    shape = batch.actions.shape
+    for t in range(steps):
+        actions = random_actions(rng, spaces, shape)
+        if t % 2:
+            batch.gym_step(actions, copy_obs=bool(t % 4 == 1))
+        else:
+            batch.step(actions)
+        done = batch.terminated | batch.truncated
+        if reset_by_hand and done.any():
+            batch.reset(None, done)
+        if t % 37 == 5:
+            batch.reset(rng.integers(0, 2**32, n, dtype=np.uint64), rng.random(n) < 0.5)
+    if spaces.state_size > 0:
+        batch.set_state(None, batch.get_state())
+        batch.set_state([n - 1, 0], batch.get_state([0, n - 1]))
+    if batch.env.render_shape[0] * batch.env.render_shape[1]:
+        batch.render(0)
+        batch.render(n - 1)
+
+
+def drive_mujoco(task: str, rng) -> None:
+    """A task's batches of 1 and 3 envs (both autoreset modes) through random steps, truncations, a partial
+    reset and a state copy."""
+    import numpy as np
+
+    from fastvec.native import mujoco
+
+    for n, same_step in ((1, False), (3, True)):
+        batch = mujoco.MujocoBatch(task, n, max_episode_steps=9, same_step=same_step)
+        batch.reset(np.arange(n, dtype=np.uint64) + 3, None)
+        for t in range(25):
+            batch.step(rng.uniform(batch.ctrl_low * 1.2, batch.ctrl_high * 1.2, (n, batch.nu)))
+            if t == 11:
+                batch.reset(None, np.arange(n) % 2 == 0)
+        batch.set_state([n - 1], batch.get_state([0]))
+        batch.close()
+
+
+def drive_env(kind: str, name: str, params: dict, rng) -> None:
+    """A built-in env, team env or test env file in batches of 1, 5, 3 and 301 envs (the last on two threads)."""
+    from fastvec.native import AUTORESET_CODES, batches, cpu
+
+    if kind == "team":
+        path, defines, _ = batches.team_source(name, params)
+        build = cpu.load(path, tuple(sorted(defines.items())))
+    else:
+        build = batches.load_env(name if kind == "env" else ENV_FILES / f"{name}.h", params)
+    # (envs, threads, autoreset mode, step limit, steps): one env, odd counts, and enough envs for the pool
+    # to share them out between threads (pool.h's FV_PAR_MIN_ENVS).
+    for n, threads, mode, limit, steps in ((1, 1, "SameStep", 13, 150), (5, 1, "NextStep", 7, 90),
+                                           (3, 1, "Disabled", 11, 60), (301, 2, "SameStep", 9, 40)):
+        build.lib.fv_set_num_threads(threads)
+        batch = cpu.CpuBatch(build, n, AUTORESET_CODES[mode], limit)
+        drive(batch, build.spaces, rng, steps, reset_by_hand=mode == "Disabled")
+
+
+def child(cases: list) -> None:
+    os.environ.pop("LD_PRELOAD", None)  # this process has libasan; the compilers it starts need none
+    import numpy as np
+
+    from fastvec.native import cpu, mujoco
+
+    # The product's builds with the sanitizers: the flags are part of each build's cache key.
+    cpu.C_FLAGS = [f for f in cpu.C_FLAGS if not f.startswith("-O")] + SANITIZE
+    mujoco.C_FLAGS = [f for f in mujoco.C_FLAGS if not f.startswith("-O")] + SANITIZE
+    rng = np.random.default_rng(0)
+    for kind, name, params in cases:
+        print("stepping", kind, name, params, flush=True)  # the env a report that follows is about
+        if kind == "mujoco":
+            drive_mujoco(name, rng)
+        else:
+            drive_env(kind, name, params, rng)
+        print("stepped", kind, name, params, flush=True)
+
+
+if __name__ == "__main__":
+    child(json.loads(sys.argv[1]))
