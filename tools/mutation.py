@@ -249,6 +249,43 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/cuda/team_rollout.cu": ["tests/emulation/test_teams_kernels.py"],
 }
 
+# The C files that tests/native/test_sanitizers.py builds with AddressSanitizer and UBSan, and the groups of its
+# envs that include each (its test ids): a read or write past an array fails there, whatever the outputs show.
+_SANITIZED = {
+    **{f"fastvec/native/{name}.h": ["classic", "space_kinds"] for name in ("spaces", "batch", "fastvec")},
+    "fastvec/native/pool.h": ["classic"],
+    "fastvec/native/glibc_math.h": ["classic"],
+    "fastvec/native/math32.h": ["classic_float32"],
+    **{f"fastvec/native/{name}.h": ["classic", "classic_float32"] for name in (
+        "cartpole", "acrobot", "mountaincar", "mountaincar_common", "mountaincar_continuous", "pendulum")},
+    "fastvec/native/breakout.h": ["arcade"],
+    "fastvec/native/pong.h": ["arcade"],
+    **{f"fastvec/native/minatar_{game}.h": ["minatar"] for game in (
+        "common", "breakout", "freeway", "asterix", "space_invaders", "seaquest")},
+    **{f"fastvec/native/{name}.h": ["mpe"] for name in (
+        "glibc_exp", "mpe_common", "mpe_spread", "mpe_tag", "mpe_adversary", "mpe_push", "mpe_speaker_listener",
+        "mpe_reference", "mpe_crypto", "mpe_world_comm")},
+    "fastvec/native/smax.h": ["smax"],
+    "fastvec/native/smax_units.h": ["smax"],
+    **{f"fastvec/native/mujoco/{name}": ["mujoco"] for name in (
+        "mj_batch.c", "mj_task.h", "ant.c", "half_cheetah.c", "hopper.c", "humanoid.c", "humanoid_standup.c",
+        "inverted_double_pendulum.c", "inverted_pendulum.c", "pusher.c", "reacher.c", "swimmer.c", "walker2d.c")},
+}
+
+
+def with_sanitizer_groups(tests: list[str], groups: list[str]) -> list[str]:
+    """tests (pytest arguments) plus test_sanitizers.py's test of `groups` only: its -k joined to theirs."""
+    chosen = " or ".join(f"own_memory[{group}]" for group in groups)
+    if "-k" not in tests:
+        return [*tests, "tests/native/test_sanitizers.py", "-k", f"not own_memory or {chosen}"]
+    k = tests.index("-k")
+    return [*tests[:k], "tests/native/test_sanitizers.py", "-k", f"(({tests[k + 1]}) and not own_memory) or {chosen}",
+            *tests[k + 2:]]
+
+
+for _rel, _groups in _SANITIZED.items():
+    TARGETS[_rel] = with_sanitizer_groups(TARGETS[_rel], _groups)
+
 # Files whose code runs only on a GPU and that no CPU harness builds: their sampled mutants are reported in
 # the GPU-only column (the @pytest.mark.gpu tests' business), never dropped.
 _GPU = "runs only on a GPU (PyCUDA, the driver API or nvcc), and no CPU harness builds it"

@@ -9,11 +9,13 @@ PYTHONMALLOC=malloc) is ASan's, with poisoned bytes on both sides:
   episode statistics, action masks, world states, actions, the Gymnasium face's block, states, frames) and past
   the env's stack and global arrays; a write past one env's slot into the next env's slot is within the buffer
   and seen only for the last env (so every batch size includes 1).
-- UBSan (`-fsanitize=undefined`, which holds `bounds`) catches an index past a fixed-size array, a struct's
-  member arrays included, signed overflow, bad shifts and misaligned or null pointers.
+- UBSan (`-fsanitize=undefined`, which holds `bounds`; GCC's `bounds-strict` for a struct's last member array)
+  catches an index past a fixed-size array, a struct's member arrays included, signed overflow, bad shifts and
+  misaligned or null pointers.
 - Neither sees an index that stays inside the env's own struct through a pointer, nor a wrong value: the rule
   tests' business.
-The child writes nothing but its reports; the test fails on a non-zero exit or any report in its output."""
+The child names each env before and after stepping it; the test fails on a non-zero exit or any report in its
+output, and two tests of the harness require the report for an env file with a known slip of each kind."""
 
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ GROUPS = {
                 for game in ("asterix", "breakout", "freeway", "seaquest", "spaceinvaders")],
     "mpe": [("team", name, {}) for name in ("simple_spread", "simple_tag", "simple_adversary", "simple_push",
                                             "simple_speaker_listener", "simple_reference", "simple_crypto",
-                                            "simple_world_comm")] + [("team", "simple_spread", {"continuous_actions": True})],
+                                            "simple_world_comm")]
+    + [("team", "simple_spread", {"continuous_actions": True})],
     "smax": [("team", "smax:3m", {}), ("team", "smax:2s3z", {"enemy": "heuristic"}),
              ("team", "smax:smacv2_5_units", {})],
     "space_kinds": [("file", name, {}) for name in ("box_open", "box_point", "byte_state", "counting", "image_obs",
@@ -56,28 +59,38 @@ GROUPS = {
 
 
 @lru_cache(maxsize=None)
-def sanitizer_runtime() -> str | None:
-    """The path of the C compiler's libasan, or None where the compiler has no sanitizer runtime (a build with
-    -fsanitize=address,undefined fails, or the compiler knows no libasan.so)."""
+def sanitizer_build() -> tuple[str, list[str]] | None:
+    """(the C compiler's libasan, the flags the child adds to the builds' own), or None where the compiler has no
+    sanitizer runtime (it refuses -fsanitize=address,undefined, or knows no libasan.so). GCC's
+    -fsanitize=bounds-strict is added where taken: it checks a struct's last member array too, which `bounds`
+    leaves alone as a possible flexible array."""
     cc = os.environ.get("CC", "").split()[:1] or [shutil.which("cc") or shutil.which("gcc") or "cc"]
+
+    def builds(flags: list[str]) -> bool:
+        return subprocess.run([*cc, *flags, "-x", "c", "-shared", "-fPIC", "-o", os.devnull, "-"],
+                              input=b"int f(int x) { return x + 1; }\n", capture_output=True).returncode == 0
+
     try:
         path = subprocess.run([*cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-        probe = subprocess.run([*cc, *SANITIZE, "-x", "c", "-shared", "-fPIC", "-o", os.devnull, "-"],
-                               input="int f(int x) { return x + 1; }\n", capture_output=True, text=True)
+        if not (builds(SANITIZE) and os.path.isabs(path) and os.path.exists(path)):
+            return None
+        strict = ["-fsanitize=bounds-strict"]
+        return path, SANITIZE + (strict if builds(SANITIZE + strict) else [])
     except OSError:
         return None
-    return path if probe.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
 
 
-def run_child(group: str) -> subprocess.CompletedProcess:
-    runtime = sanitizer_runtime()
-    if runtime is None:
+def run_child(cases: list) -> subprocess.CompletedProcess:
+    """The child that builds and steps `cases` (GROUPS' entries) under the sanitizers, run to its end."""
+    found = sanitizer_build()
+    if found is None:
         pytest.skip("the C compiler has no AddressSanitizer runtime (libasan.so) or refuses -fsanitize=address")
+    runtime, flags = found
     env = {**os.environ, "LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc",
            "UBSAN_OPTIONS": "print_stacktrace=1",
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, __file__, json.dumps(GROUPS[group])], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, __file__, json.dumps({"flags": flags, "cases": cases})], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=600)
 
 
 def sanitizer_reports(output: str) -> list[str]:
@@ -86,15 +99,38 @@ def sanitizer_reports(output: str) -> list[str]:
 
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_envs_touch_only_their_own_memory(group):
-    proc = run_child(group)
+    proc = run_child(GROUPS[group])
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0 and not sanitizer_reports(output), f"{group}: exit {proc.returncode}\n{output[-8000:]}"
     assert proc.stdout.count("stepped ") == len(GROUPS[group]), output[-3000:]  # each env went through its steps
 
 
+# The harness itself: an env file with a known slip of each kind the docstring promises is caught.
+SLIPS = {
+    "heap": ("obs[0] = (float)s->count;", "obs[0] = (float)s->count;\n    obs[OBS_SIZE] = 0.0f;"),
+    "member_array": ("typedef struct { int count; } State;", "typedef struct { int cells[3]; int count; } State;",
+                     "stats[0] = (float)s->count;", "stats[0] = (float)s->count;\n    s->cells[s->count] = 1;"),
+}
+
+
+@pytest.mark.parametrize("slip", list(SLIPS))
+def test_an_env_that_writes_past_its_memory_is_reported(slip, tmp_path):
+    text = (ENV_FILES / "counting.h").read_text()
+    edits = SLIPS[slip]
+    for old, new in zip(edits[::2], edits[1::2]):
+        assert old in text
+        text = text.replace(old, new)
+    (tmp_path / "slip.h").write_text(text)
+    proc = run_child([("file", str(tmp_path / "slip"), {})])
+    reports = sanitizer_reports(proc.stdout + proc.stderr)
+    assert proc.returncode != 0 and reports, (proc.stdout + proc.stderr)[-3000:]
+    assert ("heap-buffer-overflow" if slip == "heap" else "index 3 out of bounds") in reports[0]
+
+
 # ---------------------------------------------------------------------- the child
 def random_actions(rng, spaces, shape):
-    """Random valid actions for a batch of shape (N, A, D) in spaces (an EnvSpaces)."""
+    """Random actions for a batch of shape (N, A, D) in spaces (an EnvSpaces): in range for the discrete kinds, Box
+    ones up to 20% beyond their bounds (the env clips them)."""
     import numpy as np
 
     if spaces.action_kind == "box":
@@ -150,7 +186,8 @@ def drive_mujoco(task: str, rng) -> None:
 
 
 def drive_env(kind: str, name: str, params: dict, rng) -> None:
-    """A built-in env, team env or test env file in batches of 1, 5, 3 and 301 envs (the last on two threads)."""
+    """A built-in env, team env or test env file in batches of 1, 5, 3 and 319 envs (the last on two threads: the
+    pool's chunks of 64 envs, the last one short by one)."""
     from fastvec.native import AUTORESET_CODES, batches, cpu
 
     if kind == "team":
@@ -161,21 +198,21 @@ def drive_env(kind: str, name: str, params: dict, rng) -> None:
     # (envs, threads, autoreset mode, step limit, steps): one env, odd counts, and enough envs for the pool
     # to share them out between threads (pool.h's FV_PAR_MIN_ENVS).
     for n, threads, mode, limit, steps in ((1, 1, "SameStep", 13, 150), (5, 1, "NextStep", 7, 90),
-                                           (3, 1, "Disabled", 11, 60), (301, 2, "SameStep", 9, 40)):
+                                           (3, 1, "Disabled", 11, 60), (319, 2, "SameStep", 9, 40)):
         build.lib.fv_set_num_threads(threads)
         batch = cpu.CpuBatch(build, n, AUTORESET_CODES[mode], limit)
         drive(batch, build.spaces, rng, steps, reset_by_hand=mode == "Disabled")
 
 
-def child(cases: list) -> None:
+def child(flags: list, cases: list) -> None:
     os.environ.pop("LD_PRELOAD", None)  # this process has libasan; the compilers it starts need none
     import numpy as np
 
     from fastvec.native import cpu, mujoco
 
     # The product's builds with the sanitizers: the flags are part of each build's cache key.
-    cpu.C_FLAGS = [f for f in cpu.C_FLAGS if not f.startswith("-O")] + SANITIZE
-    mujoco.C_FLAGS = [f for f in mujoco.C_FLAGS if not f.startswith("-O")] + SANITIZE
+    cpu.C_FLAGS = [f for f in cpu.C_FLAGS if not f.startswith("-O")] + flags
+    mujoco.C_FLAGS = [f for f in mujoco.C_FLAGS if not f.startswith("-O")] + flags
     rng = np.random.default_rng(0)
     for kind, name, params in cases:
         print("stepping", kind, name, params, flush=True)  # the env a report that follows is about
@@ -187,4 +224,4 @@ def child(cases: list) -> None:
 
 
 if __name__ == "__main__":
-    child(json.loads(sys.argv[1]))
+    child(**json.loads(sys.argv[1]))
