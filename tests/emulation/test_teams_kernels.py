@@ -190,17 +190,24 @@ def check_team_inputs(lib, spec, batch, inputs) -> None:
 
 
 def check_team_inputs_of(lib, spec, batch, inputs) -> None:
-    rows = batch.num_envs * batch.obs.shape[1]
+    """team_inputs_kernel's obs, masks and world of the batch's games are AgentInputs' bit for bit, and nothing is
+    written past their last rows (each buffer is followed by a guard of NaN or 7s)."""
+    rows, guard = batch.num_envs * batch.obs.shape[1], 64
     want_mask, want_world = inputs.mask(), inputs.world()
-    obs = np.zeros((rows, spec.input_size), np.float32)
-    masks = np.zeros((rows, spec.num_actions), np.uint8) if want_mask is not None else None
-    world = np.zeros((rows, spec.critic_input_size), np.float32) if want_world is not None else None
+    obs_buf = np.full(rows * spec.input_size + guard, np.nan, np.float32)
+    mask_buf = np.full(rows * spec.num_actions + guard, 7, np.uint8)
+    world_buf = np.full(rows * spec.critic_input_size + guard, np.nan, np.float32)
+    obs = obs_buf[:-guard].reshape(rows, spec.input_size)
+    masks = mask_buf[:-guard].reshape(rows, spec.num_actions) if want_mask is not None else None
+    world = world_buf[:-guard].reshape(rows, spec.critic_input_size) if want_world is not None else None
     own = None if inputs.static_mask is None else np.ascontiguousarray(inputs.static_mask[:batch.obs.shape[1]])
     columns = None if inputs.columns is None else np.ascontiguousarray(inputs.columns, np.int32)
     scratch = np.zeros((batch.num_envs, max(spec.world_size, 1)), np.float32)
-    call(lib.emu_team_inputs, batch.num_envs, batch.slots, np.ascontiguousarray(batch.obs, np.float32), obs, masks,
-         own, world, scratch, columns, int(bool(spec.agent_ids)), spec.world_size)
+    call(lib.emu_team_inputs, batch.num_envs, batch.slots, np.ascontiguousarray(batch.obs, np.float32), obs_buf,
+         None if masks is None else mask_buf, own, None if world is None else world_buf, scratch, columns,
+         int(bool(spec.agent_ids)), spec.world_size)
     assert np.array_equal(obs, inputs.obs())
+    assert np.isnan(obs_buf[-guard:]).all() and (mask_buf[-guard:] == 7).all() and np.isnan(world_buf[-guard:]).all()
     if want_mask is not None:
         assert np.array_equal(masks, want_mask)
         assert 0 < want_mask.mean() < 1
