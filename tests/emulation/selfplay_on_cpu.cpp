@@ -56,6 +56,26 @@ void emu_draw_opponents(int n, const int* pool_table, unsigned long long pool_ke
     for (int g = 0; g < n; g++) out[g] = draw_opponent(pool_table, pool_key, g, step);
 }
 
+/* selfplay_step_kernel at rollout step 0 of a one-step rollout (obs, starts (2, N, O) and (2, N); actions, logp,
+ * values, rewards, dones (N,)) for n games, the step counter in scalars' rollout_steps. */
+void emu_selfplay_step(int n, const float* y, const float* dec_bias, fv_slot* slots, OBS_T* final_obs,
+                       unsigned char* terminated, unsigned char* truncated, float* ep_return, int* ep_length,
+                       float* ep_stats, double* episode_acc, const TrainScalars* scalars, unsigned long long seed_key,
+                       int reward_clamp, OBS_T* obs, float* starts, int* actions, float* logp, float* values,
+                       float* rewards, float* dones, OBS_T* game_obs, const int* opp_actions, float* opp_starts,
+                       int* game_weights, const int* pool_table, double* selfplay_acc, unsigned long long pool_key,
+                       int seat_offset) {
+    RolloutArgs a = {};
+    a.obs = obs, a.starts = starts, a.actions = actions, a.logp = logp, a.values = values, a.rewards = rewards;
+    a.dones = dones, a.y = y, a.dec_bias = dec_bias, a.slots = slots, a.final_obs = final_obs;
+    a.terminated = terminated, a.truncated = truncated, a.ep_return = ep_return, a.ep_length = ep_length;
+    a.ep_stats = ep_stats, a.episode_acc = episode_acc, a.scalars = scalars, a.seed_key = seed_key;
+    a.num_envs = n, a.R = n, a.T = 1, a.K = 1, a.reward_clamp = reward_clamp;
+    SelfPlayArgs sp = {game_obs, opp_actions, opp_starts, game_weights, pool_table, selfplay_acc, pool_key,
+                       seat_offset};
+    launch(n, 256, [=] { selfplay_step_kernel(a, sp, 0); });
+}
+
 void emu_pool_forward(int rows, int per_game, const float* weights, long long stride, const int* game_weights,
                       const OBS_T* game_obs, const float* starts, float* state, int* actions, unsigned long long key,
                       long long t) {

@@ -16,9 +16,11 @@ import pytest
 from fastvec import native
 from fastvec.trainer import reference as ref
 from fastvec.trainer.config import load_config
+from fastvec.trainer.settings import Config
 from fastvec.trainer.cuda.matches import play_layout
-from fastvec.trainer.cuda.plan import policy_defines, pool_row_floats
-from fastvec.trainer.selfplay import Policy, draw_opponents, play_bot, play_match, selfplay_keys
+from fastvec.trainer.cuda.plan import SCALARS_DTYPE, policy_defines, pool_row_floats
+from fastvec.trainer.selfplay import (Policy, draw_opponents, game_scores, games_batch, play_bot, play_match,
+                                      selfplay_keys)
 
 HARNESS = Path(__file__).resolve().parent / "selfplay_on_cpu.cpp"
 CUDA_DIR = Path(__file__).resolve().parents[2] / "fastvec" / "trainer" / "cuda"
@@ -137,6 +139,70 @@ def test_the_kernels_opponent_draws_are_draw_opponents(lib, latest_prob, count):
         share = np.mean(got == members[-1])
         assert abs(share - (latest_prob + (1 - latest_prob) / count)) < 0.04
         assert set(got) == ({members[-1]} if latest_prob == 1.0 else set(members))
+
+
+def test_the_self_play_step_plays_the_learners_seat_as_the_cpu_games(lib):
+    """selfplay_step_kernel against a CPU batch of the same Pong games fed the same actions: the learner's action
+    is the counter-uniform draw from its decoder row (plus bias) at its seat (g + seat_offset) % A, the opponents'
+    actions fill the other seats; the rollout gets the learner seat's obs, reward (train.reward_clamp on), done and
+    start flags, the games' obs every seat's; at a game's end the opponent rows start, the episode and the learner's
+    score are counted and the game draws its next opponent (draw_opponent at that step)."""
+    n, a_count, seat_offset, reward_clamp = 10, 3, 1, 1
+    batch = games_batch(Config.of(load_config("pong", {"env": {"points": 1}})), n, pong_bot=0)
+    try:
+        seeds = (np.uint64(5) << np.uint64(32)) + np.arange(n, dtype=np.uint64)
+        batch.reset(seeds, None)
+        slots = np.zeros((n, lib.emu_slot_size()), np.uint8)
+        game_obs = np.zeros((n, AGENTS, 8), np.float32)
+        lib.emu_match_reset(n, _p(slots), _p(seeds), _p(np.full(n, -1, np.int32)), _p(game_obs))
+        assert np.array_equal(game_obs, batch.obs)
+        key, (_, pool_key) = ref.sampling_key(3), selfplay_keys(ref.sampling_key(3))
+        members = [4, 1, 6]
+        table = np.array([3, np.float32(0.25).view(np.int32), *members, 99], np.int32)
+        learner = (np.arange(n) + seat_offset) % AGENTS
+        scalars = np.zeros((), SCALARS_DTYPE)
+        final_obs, terminated, truncated = np.zeros((n, AGENTS, 8), np.float32), *np.zeros((2, n), np.uint8)
+        ep_return, ep_length = np.zeros((n, AGENTS), np.float32), np.zeros(n, np.int32)
+        ep_stats = np.zeros((n, 8), np.float32)
+        episode_acc, selfplay_acc = np.zeros(3 + 8 + AGENTS), np.zeros(2)
+        obs, starts = np.zeros((2, n, 8), np.float32), np.zeros((2, n), np.float32)
+        actions, logp, values, rewards, dones = (np.zeros(n, t) for t in (np.int32, *[np.float32] * 4))
+        opp_starts, game_weights = np.full(n, 5.0, np.float32), np.full(n, -1, np.int32)
+        rng, games, score_sum, episodes = np.random.default_rng(21), 0, 0.0, []
+        for step in range(400):
+            scalars["rollout_steps"] = step
+            y = (rng.standard_normal((n, a_count + 1)) * 2).astype(np.float32)
+            bias = rng.standard_normal(a_count + 1).astype(np.float32)
+            opp = rng.integers(0, a_count, n).astype(np.int32)
+            lib.emu_selfplay_step(
+                n, _p(y), _p(bias), _p(slots), _p(final_obs), _p(terminated), _p(truncated), _p(ep_return),
+                _p(ep_length), _p(ep_stats), _p(episode_acc), _p(np.frombuffer(scalars.tobytes(), np.uint8).copy()),
+                ctypes.c_uint64(key), reward_clamp, _p(obs), _p(starts), _p(actions), _p(logp), _p(values),
+                _p(rewards), _p(dones), _p(game_obs), _p(opp), _p(opp_starts), _p(game_weights), _p(table),
+                _p(selfplay_acc), ctypes.c_uint64(pool_key), seat_offset)
+            want, want_logp = ref.sample_actions(y[:, :a_count] + bias[:a_count], ref.policy_uniforms(key, n, step))
+            assert np.array_equal(actions, want) and np.abs(logp - want_logp).max() < 1e-5
+            assert np.array_equal(values, y[:, a_count] + bias[a_count])
+            full = np.where(np.arange(AGENTS)[None] == learner[:, None], want[:, None], opp[:, None])
+            batch.step(full.astype(np.int64))
+            assert np.array_equal(game_obs, batch.obs), step
+            assert np.array_equal(obs[1], batch.obs[np.arange(n), learner])
+            seat_rewards = batch.rewards[np.arange(n), learner]
+            assert np.array_equal(rewards, np.clip(seat_rewards, -1, 1))
+            done = batch.terminated | batch.truncated
+            assert np.array_equal(dones, done.astype(np.float32)) and np.array_equal(starts[1], dones)
+            assert np.array_equal(opp_starts, dones)
+            if done.any():
+                games += int(done.sum())
+                score_sum += game_scores(batch.episode_return[done], learner[done]).sum()
+                episodes += list(batch.episode_return[done, learner[done]])
+                ends = np.flatnonzero(done)
+                assert np.array_equal(game_weights[ends], draw_opponents(pool_key, ends, n, step, members, 0.25))
+        assert games >= n and selfplay_acc[0] == games and selfplay_acc[1] == score_sum
+        assert episode_acc[0] == games and episode_acc[1] == pytest.approx(sum(episodes))
+        assert 0 < score_sum < games and (game_weights >= 0).all()
+    finally:
+        batch.close()
 
 
 def test_one_step_equals_the_thread_forward(lib):
