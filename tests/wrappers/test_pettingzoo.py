@@ -380,3 +380,27 @@ def test_an_unseeded_parallel_env_starts_from_fresh_entropy():
     first = a.reset()[0]["agent_0"]
     assert not np.array_equal(first, b.reset()[0]["agent_0"])
     assert not np.array_equal(a.reset()[0]["agent_0"], first)
+
+
+def test_vector_env_hooks_and_calls_out_of_order_are_refused():
+    """Stepping before the first reset raises ResetNeeded; the seat hooks refuse an unknown seat (naming the seats)
+    and an array of another length than num_envs; render() without a render mode warns and gives None; a closed
+    env refuses to reset."""
+    from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+
+    envs = vector_env("Pong", 3)
+    with pytest.raises(ResetNeeded, match=r"call reset\(\) before step\(\)"):
+        envs.step(np.zeros(6, np.int64))
+    envs.reset(seed=0)
+    with pytest.raises(KeyError, match=r"unknown agent 'middle'; this game's agents are \['left', 'right'\]"):
+        envs.agent_rows("middle")
+    for rows in (5, 7):
+        with pytest.raises(ValueError, match=f"expected an array with num_envs=6 rows, got {rows}"):
+            envs.by_agent(np.zeros(rows))
+    seats = envs.by_agent(np.arange(6))
+    assert list(seats) == ["left", "right"] and seats["right"].tolist() == [1, 3, 5]
+    with pytest.warns(UserWarning, match="render_mode='rgb_array'"):
+        assert envs.render() is None
+    envs.close()
+    with pytest.raises(ClosedEnvironmentError, match="closed"):
+        envs.reset()
