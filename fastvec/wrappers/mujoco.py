@@ -9,6 +9,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from fastvec import native
 from fastvec.native.mujoco import TASKS, MujocoBatch
 from fastvec.native.mujoco.warp_batch import mujoco_batch
 
@@ -77,18 +78,6 @@ def _spaces(batch: MujocoBatch) -> tuple[spaces.Box, spaces.Box]:
     obs = spaces.Box(-np.inf, np.inf, (batch.obs_size,), np.float64)
     action = spaces.Box(batch.ctrl_low.astype(np.float32), batch.ctrl_high.astype(np.float32), dtype=np.float32)
     return obs, action
-
-
-def _seeds(seed, num_envs: int) -> np.ndarray | None:
-    """Env i's seed: seed + i (as Gymnasium's vector envs seed theirs), or each from a list."""
-    if seed is None:
-        return None
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return np.arange(num_envs, dtype=np.uint64) + np.uint64(int(seed))
-    given = np.asarray(seed)
-    if given.shape != (num_envs,) or given.dtype.kind not in "iu":
-        raise ValueError(f"seed must be an int or {num_envs} ints, got {seed!r}")
-    return given.astype(np.uint64)
 
 
 class MujocoVectorEnv(VectorEnv):
@@ -169,14 +158,24 @@ class MujocoVectorEnv(VectorEnv):
         return infos
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed if seed is None or isinstance(seed, (int, np.integer)) else None)  # a list: per env
+        # As the native faces (native.check_seeds, checked before anything changes): an int seeds env i with
+        # seed + i, a list one int or None per env (None: that env's stream continues).
+        base, seeds, given = native.check_seeds(seed, self.num_envs)
+        super().reset(seed=base)
         mask = None if options is None or options.get("reset_mask") is None else \
             np.asarray(options["reset_mask"], np.bool_).reshape(self.num_envs)
-        seeds = _seeds(seed, self.num_envs)
-        if seeds is None and not self._seeded:  # unseeded: each env's stream from fresh entropy, as Gymnasium's
-            seeds = self.np_random.integers(2**63, size=self.num_envs).astype(np.uint64)
+        if not self._seeded:  # unseeded: each env's stream from fresh entropy, as Gymnasium's
+            seeds[~given] = self.np_random.integers(2**63, size=int((~given).sum())).astype(np.uint64)
+            given[:] = True
         self._seeded = True
-        self.batch.reset(seeds, mask)
+        reset = np.ones(self.num_envs, np.bool_) if mask is None else mask
+        if not given.any():
+            self.batch.reset(None, mask)
+        elif given.all():
+            self.batch.reset(seeds, mask)
+        else:  # a list with Nones: those envs continue their streams
+            self.batch.reset(None, reset & ~given)
+            self.batch.reset(seeds, reset & given)
         if self.device_arrays:
             return self.batch.obs, {}
         return self.batch.obs.copy(), self._infos(self._ones if mask is None else mask)

@@ -178,3 +178,29 @@ def test_the_shortest_step_limits_truncate_as_gymnasiums_time_limit(limit):
         if want_truncated:
             oracle.reset()
     envs.close()
+
+
+def test_seeds_are_checked_and_a_seed_list_may_leave_envs_unseeded():
+    """The vector env takes seeds as the native faces and SyncVectorEnv do: an int seeds env i with seed + i, a list
+    one int or None per env (None: that env's stream continues, as a reset without a seed continues it); a negative
+    seed, one that would wrap past 2**64 - 1 for a later env, a bool or a float is refused with nothing reset."""
+    ours, twin = (gym.make_vec("fastvec/Hopper-v5", num_envs=2) for _ in range(2))
+    by_int, _ = ours.reset(seed=7)
+    np.testing.assert_array_equal(twin.reset(seed=[7, 8])[0], by_int)
+    for _ in range(3):
+        ours.step(np.zeros((2, 3), np.float32))
+        twin.step(np.zeros((2, 3), np.float32))
+    before = ours.unwrapped.get_state()
+    for bad, error, message in (([-1, 2], ValueError, r"seed\[0\]=-1 is out of range"),
+                                (2**64 - 1, ValueError, "with 2 envs seed must be at most 2\\*\\*64 - 2"),
+                                (-3, ValueError, "out of range"), ([True, 1], TypeError, "is not an integer"),
+                                (1.5, TypeError, "is not an integer"), ([1, 2, 3], ValueError, "length")):
+        with pytest.raises(error, match=message):
+            ours.reset(seed=bad)
+    np.testing.assert_array_equal(ours.unwrapped.get_state(), before)
+    obs, _ = ours.reset(seed=[None, 8])
+    np.testing.assert_array_equal(obs[1], by_int[1])  # env 1 seeded with 8, as by seed=7
+    np.testing.assert_array_equal(obs[0], twin.reset()[0][0])  # env 0's stream continued, as by an unseeded reset
+    assert not np.array_equal(obs[0], by_int[0])
+    ours.close()
+    twin.close()
