@@ -175,7 +175,7 @@ def test_cleared_wall_respawns_exactly_once():
     s["score"] = [863, 600]
     obs, rew, term, info = step_until_reward()
     np.testing.assert_array_equal(rew, [1, 1])
-    np.testing.assert_array_equal(term, [True, False])
+    np.testing.assert_array_equal(term.view(np.uint8), [1, 0])  # NumPy bools' own bytes
     assert info["_score"].tolist() == [True, False] and info["score"][0] == MAX_SCORE
     assert np.all(obs[:, 10:] == 1)
     paddle_hits = 0

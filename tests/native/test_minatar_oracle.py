@@ -455,3 +455,29 @@ def test_shipped_builds_draw_with_minatars_probabilities():
         b.step(np.full(n, 2, np.int64))  # right: the paddle stays where the previous action (no-op) repeats
         stayed = b.obs.reshape(n, 10, 10, 4)[:, 9, 4, 0].mean()
         assert abs(stayed - milli / 1000) < 0.015, (milli, stayed)
+
+
+# minatar_asterix.h's State, as C lays it out (the first bytes of the slot)
+ASTERIX = np.dtype([("score", "i4"), ("ramp_index", "i4"), ("ramp_timer", "i2"), ("ent_on", "i1", 8),
+                    ("ent_x", "i1", 8), ("ent_right", "i1", 8), ("ent_gold", "i1", 8), ("player_x", "i1"),
+                    ("player_y", "i1"), ("spawn_speed", "i1"), ("spawn_timer", "i1"), ("move_speed", "i1"),
+                    ("move_timer", "i1"), ("last_action", "i1"), ("terminal", "i1")], align=True)
+
+
+def test_asterix_last_ramp_reaches_a_spawn_every_step_as_the_reference():
+    """From the ramp's second-to-last stage (spawns every 2 steps, moves every step, 8 ramps done, written into both
+    games), the next ramp makes spawns come every step, as minatar's does; the games agree to the end."""
+    run = Lockstep("asterix", 3, sticky=0.0)
+    state = run.batch.slots[:, :ASTERIX.itemsize].view(ASTERIX)[:, 0]
+    g = run.ref.env
+    assert state["spawn_speed"][0] == g.spawn_speed == 10 and state["ramp_timer"][0] == g.ramp_timer == 100
+    values = {"spawn_speed": 2, "spawn_timer": 2, "move_speed": 1, "move_timer": 1, "ramp_index": 8, "ramp_timer": 3}
+    for key, value in values.items():
+        state[key], g.__dict__[key] = value, value
+    rng, speeds = np.random.default_rng(4), set()
+    for _ in range(40):
+        _, terminal = run.step(scripted("asterix", run.ref.env, rng))
+        if terminal:
+            break
+        speeds.add(run.ref.env.spawn_speed)
+    assert speeds == {2, 1}, speeds

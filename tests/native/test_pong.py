@@ -124,6 +124,7 @@ def test_game_ends_at_points_zero_sum_and_in_bounds():
     for _ in range(4000):
         b.step(tracker(b.obs, rng, noise=0.5))
         assert np.abs(b.obs).max() <= 1.0 and np.abs(b.final_obs).max() <= 1.0
+        assert set(np.unique(b.terminated.view(np.uint8))) <= {0, 1}  # NumPy bools' own bytes
         for i in np.flatnonzero(b.terminated):
             left, right, hits = b.episode_stats[i]
             assert max(left, right) == 3 and min(left, right) < 3

@@ -51,6 +51,7 @@ def falling_past_the_paddle(balls_left):
 def test_breakout_losing_the_last_ball_ends_the_game_where_the_ball_fell():
     b, s = falling_past_the_paddle(balls_left=1)
     assert b.terminated[0] and not b.truncated[0]
+    assert b.terminated.view(np.uint8)[0] == 1  # a NumPy bool's own byte (env_step returns 1 when terminated)
     assert s["balls_left"][0] == 0 and b.obs[0, 0, 8] == 0.0  # balls left / 5
     assert s["ball_y"][0] >= 320.0 and b.obs[0, 0, 3] * 330 >= 320.0  # no new ball after the last one
     assert s["ball_x"][0] == 100.0 and s["paddle_x"][0] == 500.0
