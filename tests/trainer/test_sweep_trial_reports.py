@@ -220,6 +220,53 @@ def test_a_pruned_seed_ends_the_trial_before_the_next_seed(tmp_path, monkeypatch
     assert record["state"] == "PRUNED" and seeds == [0] and len(record["results"]) == 1
 
 
+def test_an_interrupted_seed_fails_the_trial_as_interrupted_before_the_next_seed(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM during a seed's run (train's summary says interrupted): the trial ends there, FAIL with
+    the error "interrupted" and the flag the sweep stops on, keeping the interrupted seed's result."""
+    from fastvec.trainer import run
+
+    config = {"train": {"seed": 0, "log_interval": 1.0, "checkpoint_interval": 1, "checkpoint_seconds": 1.0,
+                        "stop_at_target": True, "horizon": 8, "total_timesteps": 64},
+              "env": {"name": "cartpole", "num_envs": 4}}
+    seeds = []
+
+    def fake_train(seed_config, run_dir, dashboard, watch):
+        seeds.append(seed_config["train"]["seed"])
+        watch(log(1.0), 1.0, 32)
+        return {"startup": 0.0, "sps": 1.0, "interrupted": True}
+
+    monkeypatch.setattr(run, "train", fake_train)
+    monkeypatch.setattr(sweep, "runnable_toml", lambda config, title: "")
+    plan = SimpleNamespace(settings={**SETTINGS, "seeds": 3, "pruner": "none"}, multi=False, sweep_dir=tmp_path,
+                           trial_config=lambda params: config, env="cartpole", study="s")
+    record = sweep.run_trial(plan, Trial(), Progress())
+    assert seeds == [0] and record["state"] == "FAIL" and record["error"] == "interrupted"
+    assert record["interrupted"] is True and len(record["results"]) == 1
+
+
+def test_an_interrupted_trial_stops_the_sweep_with_status_130(monkeypatch, tmp_path):
+    """After a trial that was interrupted no other trial starts; the sweep says why and exits with 130 (as a shell
+    command stopped by Ctrl-C does); a failed trial that was not interrupted lets the sweep go on."""
+    states = iter([{"state": "FAIL"}, {"state": "FAIL", "interrupted": True}, {"state": "COMPLETE"}])
+    ran = []
+
+    def fake_run_trial(plan, trial, progress):
+        ran.append(trial.number)
+        return {"trial": trial.number, "values": [1.0], "results": [], "params": {}, "error": "x", **next(states)}
+
+    monkeypatch.setattr(sweep, "run_trial", fake_run_trial)
+    monkeypatch.setattr(sweep, "finish_trial", lambda *args: None)
+    monkeypatch.setattr(sweep, "describe_trial", lambda plan, record: f"trial {record['trial']}")
+    monkeypatch.setattr(sweep, "write_report", lambda plan, study: [])
+    numbers = iter(range(100))
+    study = SimpleNamespace(ask=lambda distributions: Trial(number=next(numbers)))
+    plan = SimpleNamespace(settings={**SETTINGS, "trials": 3, "timeout": 0},
+                           space=SimpleNamespace(distributions={}), sweep_dir=tmp_path)
+    progress = SweepProgress()
+    assert sweep.sweep(plan, study, progress) == 130
+    assert ran == [0, 1] and any("stopped by Ctrl-C or SIGTERM" in line for line in progress.lines)
+
+
 class SweepProgress(Progress):
     def __init__(self):
         super().__init__()
