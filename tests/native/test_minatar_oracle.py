@@ -481,3 +481,32 @@ def test_asterix_last_ramp_reaches_a_spawn_every_step_as_the_reference():
             break
         speeds.add(run.ref.env.spawn_speed)
     assert speeds == {2, 1}, speeds
+
+
+# minatar_space_invaders.h's State, as C lays it out (alien rows as bit masks, bit x for column x)
+SPACE_INVADERS = np.dtype([("score", "i4"), ("ramp_index", "i4"), ("alien", "u2", 10), ("f_bullet", "u2", 10),
+                           ("e_bullet", "u2", 10), ("pos", "i1"), ("alien_dir", "i1"), ("move_interval", "i1"),
+                           ("alien_move_timer", "i1"), ("alien_shot_timer", "i1"), ("shot_timer", "i1"),
+                           ("last_action", "i1"), ("terminal", "i1")], align=True)
+
+
+@pytest.mark.parametrize("interval", [7, 6])
+def test_space_invaders_last_alien_of_a_wave_at_the_ramps_end_as_the_reference(interval):
+    """One alien left (written into both games) with the aliens' move interval at 7 or at its floor of 6: clearing
+    it speeds the next wave up to 6, and no further, as minatar's does; the games agree to the end."""
+    run = Lockstep("space_invaders", 8, sticky=0.0)
+    state = run.batch.slots[:, :SPACE_INVADERS.itemsize].view(SPACE_INVADERS)[:, 0]
+    g = run.ref.env
+    assert (state["alien"][0][:4] == 0xFC).all() and g.alien_map[:4, 2:8].all()
+    assert state["move_interval"][0] == g.enemy_move_interval == 12
+    state["alien"][0][:], g.alien_map[:] = 0, 0
+    state["alien"][0][2], g.alien_map[2, g.pos] = 1 << int(g.pos), 1
+    state["move_interval"][0], g.enemy_move_interval = interval, interval
+    state["ramp_index"][0], g.ramp_index = 12 - interval, 12 - interval
+    rng, cleared = np.random.default_rng(2), 0
+    for _ in range(60):
+        _, terminal = run.step(scripted("space_invaders", run.ref.env, rng))
+        if terminal:
+            break
+        cleared += run.ref.env.alien_map.sum() == 24 and run.ref.env.enemy_move_interval == 6
+    assert cleared > 0
