@@ -218,7 +218,9 @@ TARGETS: dict[str, list[str]] = {
                                    "-k", "not kill_9 and not shipped_configs"],
     "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py",
                                     "tests/emulation/test_selfplay_kernels.py::"
-                                    "test_the_kernels_opponent_draws_are_draw_opponents"],
+                                    "test_the_kernels_opponent_draws_are_draw_opponents",
+                                    "tests/trainer/test_reliability.py::"
+                                    "test_selfplay_ratings_resume_at_the_checkpoint_and_a_damaged_file_starts_over"],
     "fastvec/trainer/sweep.py": ["tests/trainer/test_sweep_trial_reports.py", "tests/trainer/test_sweep.py"],
     "fastvec/trainer/sweep_space.py": ["tests/trainer/test_sweep.py", "-k", "search_space or bad or command_line"],
     "fastvec/trainer/sweep_report.py": ["tests/trainer/test_sweep_plots.py",

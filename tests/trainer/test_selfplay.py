@@ -377,3 +377,47 @@ def test_an_evaluation_logs_each_score_as_the_mean_of_its_games_to_four_decimals
     assert out["selfplay/score_past"] == 0.6667
     results = {(a, b): (score, games) for a, b, score, games in league.table.as_list()}
     assert results[("u6", "u4")] == (1.0, 3) and results[("u6", "u2")] == (3.0, 3)
+
+
+def test_each_evaluation_plays_its_own_seed_against_the_newest_other_snapshots(monkeypatch):
+    """Evaluation k (from 0) plays with seed train.seed * 1000 + k, eval_games games a match, eval.deterministic,
+    every bot level and the newest selfplay.eval_past pool snapshots other than the learner itself (newest first);
+    it logs the learner's and each bot's fitted Elo to one decimal. metrics() hands that evaluation out once, with
+    the training games' mean score (None without games) and the pool's size."""
+    from types import SimpleNamespace
+
+    from fastvec.trainer import selfplay
+    from fastvec.trainer.settings import Config
+
+    config = Config.of(load_config("pong", {"selfplay": {"enabled": True, "eval_past": 2, "eval_games": 3},
+                                            "train": {"seed": 7}, "eval": {"deterministic": True}}))
+    league = selfplay.SelfPlay(config)
+    spec = ref.PolicySpec(obs_size=4, num_actions=3, kind="mlp", hidden=4, layers=1)
+    for label in ("u0", "u2", "u4", "u6"):
+        league.pool.add(Policy(spec, ref.init_params(spec, np.random.default_rng(0)), label))
+    calls = []
+
+    def play_all(config, player, levels, opponents, games, seed, deterministic, matches):
+        calls.append((player.label, [o.label for o in opponents], games, seed, deterministic))
+        return ({level: np.array([1.0, 0.5, 0.0 + level / 7]) for level in levels},
+                [np.array([1.0, 1.0, 0.0])] * len(opponents))
+
+    monkeypatch.setattr(selfplay, "play_all", play_all)
+    trainer = SimpleNamespace(update_index=6, global_step=600, timing={})
+    out = league.evaluate(trainer, Policy(spec, ref.init_params(spec, np.random.default_rng(1)), "u6"))
+    league.evaluate(trainer, Policy(spec, ref.init_params(spec, np.random.default_rng(1)), "u8"))
+    assert calls == [("u6", ["u4", "u2"], 3, 7000, True), ("u8", ["u6", "u4"], 3, 7001, True)]
+    ratings = EloTable()
+    for a, b, score, games in league.table.as_list()[:len(selfplay.bot_levels(config)) + 2]:
+        ratings.record(a, b, score, games)
+    fitted = ratings.ratings()
+    assert out["selfplay/elo"] == round(fitted["u6"], 1) != fitted["u6"]
+    assert all(out[f"selfplay/elo_bot{level}"] == round(fitted[f"bot{level}"], 1) != round(fitted[f"bot{level}"])
+               for level in selfplay.bot_levels(config))
+    league.pending = out
+    scores = iter([(3, 2.0), (0, 0.0)])
+    league.games = SimpleNamespace(pop_score_sums=lambda: next(scores))
+    first = league.metrics()
+    assert first["selfplay/elo"] == out["selfplay/elo"] and first["selfplay/train_games"] == 3
+    assert first["selfplay/train_score"] == 0.6667 and first["selfplay/pool"] == 4
+    assert league.metrics() == {"selfplay/train_games": 0, "selfplay/train_score": None, "selfplay/pool": 4}
