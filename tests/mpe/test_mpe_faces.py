@@ -182,3 +182,34 @@ def test_rgb_array_frames_draw_every_entity(name):
     state[0, :2] += 0.3  # agent 0's position
     e.batch.set_state(None, state)
     assert not np.array_equal(e.render(), first)
+
+
+def test_an_unseeded_game_starts_from_fresh_entropy_and_a_pickled_one_plays_on_alike():
+    """As mpe2's envs: the first reset without a seed draws one from fresh entropy (two new games differ). A copy
+    (SuperSuit's cloudpickle) of a continuous-action game in progress keeps its keywords and plays on as the
+    original: the same observations, rewards and global state for the same actions."""
+    import pickle
+
+    a, b = parallel_env("simple_speaker_listener"), parallel_env("simple_speaker_listener")
+    a.reset()
+    b.reset()
+    assert not np.array_equal(a.state(), b.state())
+    game = parallel_env("simple_speaker_listener", continuous_actions=True, max_cycles=9)
+    game.reset(seed=3)
+    rng = np.random.default_rng(0)
+
+    def actions(p):
+        return {agent: rng.uniform(0, 1, p.action_space(agent).shape).astype(np.float32) for agent in p.agents}
+
+    game.step(actions(game))
+    copy = pickle.loads(pickle.dumps(game))
+    assert copy.continuous_actions and copy.max_cycles == 9 and copy.agents == game.agents
+    assert copy.action_space("speaker_0") == game.action_space("speaker_0") == gymnasium.spaces.Box(0, 1, (3,))
+    while game.agents:
+        act = actions(game)
+        ours, theirs = game.step(act), copy.step(act)
+        for got, want in zip(ours[:2], theirs[:2]):
+            for agent in want:
+                np.testing.assert_array_equal(got[agent], want[agent])
+        np.testing.assert_array_equal(game.state(), copy.state())
+    assert copy.agents == []
