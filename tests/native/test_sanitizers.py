@@ -12,8 +12,8 @@ PYTHONMALLOC=malloc) is ASan's, with poisoned bytes on both sides:
 - UBSan (`-fsanitize=undefined`, which holds `bounds`; GCC's `bounds-strict` for a struct's last member array)
   catches an index past a fixed-size array, a struct's member arrays included, signed overflow, bad shifts and
   misaligned or null pointers.
-- Neither sees an index that stays inside the env's own struct through a pointer, nor a wrong value: the rule
-  tests' business.
+- Neither sees an index that stays inside the env's own struct through a pointer, a read past a MuJoCo model's
+  or data's arrays (they lie in libmujoco's own arenas), nor a wrong value: the rule tests' business.
 The child names each env before and after stepping it; the test fails on a non-zero exit or any report in its
 output, and two tests of the harness require the report for an env file with a known slip of each kind."""
 
