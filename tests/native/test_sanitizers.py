@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from functools import lru_cache
@@ -64,7 +63,12 @@ def sanitizer_build() -> tuple[str, list[str]] | None:
     sanitizer runtime (it refuses -fsanitize=address,undefined, or knows no libasan.so). GCC's
     -fsanitize=bounds-strict is added where taken: it checks a struct's last member array too, which `bounds`
     leaves alone as a possible flexible array."""
-    cc = os.environ.get("CC", "").split()[:1] or [shutil.which("cc") or shutil.which("gcc") or "cc"]
+    from fastvec.native.cpu import CompileError, find_compiler
+
+    try:
+        cc = find_compiler()  # the compiler the builds use
+    except CompileError:
+        return None
 
     def builds(flags: list[str]) -> bool:
         return subprocess.run([*cc, *flags, "-x", "c", "-shared", "-fPIC", "-o", os.devnull, "-"],
@@ -99,6 +103,8 @@ def sanitizer_reports(output: str) -> list[str]:
 
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_envs_touch_only_their_own_memory(group):
+    if group == "mujoco":
+        pytest.importorskip("mujoco", reason="the MuJoCo tasks build against the mujoco package's libmujoco")
     proc = run_child(GROUPS[group])
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0 and not sanitizer_reports(output), f"{group}: exit {proc.returncode}\n{output[-8000:]}"
