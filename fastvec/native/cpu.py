@@ -578,9 +578,11 @@ class CpuBatch:
         self._observe(None)
 
     def render(self, i: int) -> np.ndarray:
-        """An rgb_array frame (H, W, 3) uint8 of env i."""
+        """An rgb_array frame (H, W, 3) uint8 of env i (negative: from the end), or an IndexError for an env
+        past either end (C would draw from memory past the slots)."""
+        i = int(state_indices([i], self.num_envs)[0])
         frame = np.zeros(self.env.render_shape, np.uint8)
-        self.env.lib.fv_render(_ptr(self.slots), int(i), _ptr(frame))
+        self.env.lib.fv_render(_ptr(self.slots), i, _ptr(frame))
         return frame
 
     def synchronize(self) -> None:

@@ -48,3 +48,17 @@ def test_step_limits_that_would_wrap_are_refused(limit):
     compiled = cpu.load(source_path("cartpole"), tuple(sorted(resolve_defines("cartpole", {}).items())))
     with pytest.raises(ValueError, match="max_episode_steps"):
         cpu.CpuBatch(compiled, 2, AUTORESET_CODES["SameStep"], limit)
+
+
+def test_render_draws_an_env_of_the_batch_and_refuses_one_past_either_end():
+    """render(i) draws env i (a negative index counting from the end, as a list's); an env past either end is an
+    IndexError naming it, never a frame drawn from memory past the batch's envs."""
+    batch = load_batch("cartpole", 3)
+    batch.reset(np.array([1, 2, 3], np.uint64), None)
+    frames = [batch.render(i) for i in range(3)]
+    assert not np.array_equal(frames[1], frames[2])  # each env's own cart
+    np.testing.assert_array_equal(batch.render(-1), frames[2])
+    np.testing.assert_array_equal(batch.render(np.int64(-3)), frames[0])
+    for bad in (3, -4, 10**6):
+        with pytest.raises(IndexError, match=f"env index {bad} out of range for 3 envs"):
+            batch.render(bad)
