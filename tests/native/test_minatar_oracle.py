@@ -510,3 +510,35 @@ def test_space_invaders_last_alien_of_a_wave_at_the_ramps_end_as_the_reference(i
             break
         cleared += run.ref.env.alien_map.sum() == 24 and run.ref.env.enemy_move_interval == 6
     assert cleared > 0
+
+
+# minatar_seaquest.h's State, as C lays it out: the counters, the object arrays (496 bytes), then the sub's and the
+# timers' bytes
+SEAQUEST = np.dtype([("score", "i4"), ("ramp_index", "i4"), ("oxygen", "i4"), ("diver_count", "i4"),
+                     ("objects", "u1", 496), ("counts", "i1", 5), ("sub_x", "i1"), ("sub_y", "i1"),
+                     ("sub_right", "i1"), ("surface", "i1"), ("shot_timer", "i1"), ("last_action", "i1"),
+                     ("e_spawn_speed", "i1"), ("e_spawn_timer", "i1"), ("d_spawn_timer", "i1"), ("move_speed", "i1"),
+                     ("terminal", "i1")], align=True)
+
+
+@pytest.mark.parametrize("spawn,move,ramp", [(3, 2, 17), (2, 2, 18), (1, 2, 19)])
+def test_seaquest_surfacing_at_the_ramps_end_as_the_reference(spawn, move, ramp):
+    """The sub one row under the surface with a diver aboard, the ramp at one of its last stages (enemies moving at
+    their floor of 2, spawning every 3 or 2 steps) or past them (written into both games): surfacing ramps the spawns
+    one step faster, to every step and no further, and leaves the moves at 2, as minatar's does; the games agree to
+    the end."""
+    run = Lockstep("seaquest", 9, sticky=0.0)
+    state = run.batch.slots[:, :SEAQUEST.itemsize].view(SEAQUEST)[:, 0]
+    g = run.ref.env
+    assert state["e_spawn_speed"][0] == g.e_spawn_speed == 20 and state["move_speed"][0] == g.move_speed == 5
+    assert state["oxygen"][0] == g.oxygen == 200 and state["sub_x"][0] == g.sub_x and state["surface"][0] == 1
+    values = {"e_spawn_speed": spawn, "move_speed": move, "ramp_index": ramp, "diver_count": 1, "sub_y": 1,
+              "surface": 0}
+    for key, value in values.items():
+        state[key], g.__dict__[key] = value, value
+    run.step(2)  # up: surfaces with the diver
+    assert (run.ref.env.e_spawn_speed, run.ref.env.move_speed, run.ref.env.surface) == (max(spawn - 1, 1), 2, True)
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        if run.step(scripted("seaquest", run.ref.env, rng))[1]:
+            break
