@@ -405,6 +405,27 @@ def test_observation_statistics_close_the_parameter_layout():
     assert table[:-3] == plain
 
 
+def test_observation_statistics_start_and_merge_as_gymnasiums_running_mean_std():
+    """policy.norm_obs's statistics start as Gymnasium's RunningMeanStd (NormalizeObservation's: mean 0, var 1,
+    count 1e-4) and after each rollout's observations equal its update (stored in float32)."""
+    from gymnasium.wrappers.utils import RunningMeanStd
+
+    spec = ref.PolicySpec(obs_size=3, num_actions=2, kind="mlp", hidden=4, layers=1, norm_obs=True)
+    views = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, np.random.default_rng(0)))
+    rms = RunningMeanStd(epsilon=1e-4, shape=(3,))
+    np.testing.assert_array_equal(views["obs_norm.mean"], rms.mean)
+    np.testing.assert_array_equal(views["obs_norm.var"], rms.var)
+    np.testing.assert_array_equal(views["obs_norm.count"], np.float32(rms.count))
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        obs = (rng.standard_normal((6, 5, 3)) * [1.0, 4.0, 0.5] + [0.0, 2.0, -1.0]).astype(np.float32)
+        ref.update_obs_norm(spec, views, obs)
+        rms.update(obs.reshape(-1, 3).astype(np.float64))
+        np.testing.assert_allclose(views["obs_norm.mean"], rms.mean, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(views["obs_norm.var"], rms.var, rtol=1e-6)
+        np.testing.assert_allclose(views["obs_norm.count"], rms.count, rtol=1e-7)
+
+
 def test_reward_scaling_keeps_gymnasiums_running_moments_of_the_discounted_returns():
     """train.norm_reward against Gymnasium's own RunningMeanStd (NormalizeReward's), over two rollouts of the
     counting env (reward = the action, 3-step episodes): moments of every step's discounted return, rewards

@@ -421,3 +421,34 @@ def test_each_evaluation_plays_its_own_seed_against_the_newest_other_snapshots(m
     assert first["selfplay/elo"] == out["selfplay/elo"] and first["selfplay/train_games"] == 3
     assert first["selfplay/train_score"] == 0.6667 and first["selfplay/pool"] == 4
     assert league.metrics() == {"selfplay/train_games": 0, "selfplay/train_score": None, "selfplay/pool": 4}
+
+
+def test_the_ratings_plot_draws_the_history_and_the_final_fit(tmp_path, monkeypatch):
+    """ratings.png (1100 x 400 pixels): the learner's Elo at each evaluation and its snapshots' final ratings over
+    global steps, a line per bot rating (bots of the same rating, to one decimal, share it and one label), and each
+    score series on a 0-1 axis; legends and labels in small type."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from fastvec.trainer.selfplay import plot_ratings
+
+    history = [{"update": 2, "global_step": 200, "player": "u2", "elo": 990.0, "selfplay/score_bot0": 0.25,
+                "selfplay/score_bot1": 0.0},
+               {"update": 4, "global_step": 400, "player": "u4", "elo": 1040.0, "selfplay/score_bot0": 0.75,
+                "selfplay/score_bot1": 0.5, "selfplay/score_past": 0.5}]
+    ratings = {"u2": 1000.0, "u4": 1100.0, "bot0": 950.02, "bot1": 949.98, "bot2": 1200.0}
+    (tmp_path / "ratings.json").write_text(json.dumps({"ratings": ratings, "history": history, "results": []}))
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    path = plot_ratings(tmp_path)
+    assert path == tmp_path / "ratings.png" and Image.open(path).size == (1100, 400)
+    ax1, ax2 = kept[0].axes
+    lines = [(list(line.get_xdata()), list(line.get_ydata())) for line in ax1.lines]
+    assert lines[:2] == [([200, 400], [990.0, 1040.0]), ([200, 400], [1000.0, 1100.0])]
+    assert sorted(y[0] for _, y in lines[2:]) == [950.0, 1200.0]
+    assert sorted(text.get_text() for text in ax1.texts) == [" bot0,bot1", " bot2"]
+    series = {line.get_label(): list(line.get_ydata()) for line in ax2.lines}
+    assert series == {"vs bot0": [0.25, 0.75], "vs bot1": [0.0, 0.5], "vs past": [None, 0.5]}
+    assert ax2.get_ylim() == (-0.02, 1.02)
+    small = [*ax1.texts, *ax1.get_legend().get_texts(), *ax2.get_legend().get_texts()]
+    assert {text.get_fontsize() for text in small} == {8}  # legends and bot labels in 8-point type
