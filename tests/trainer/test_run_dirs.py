@@ -176,8 +176,10 @@ def test_sigterm_then_sigint_saves_the_stop_update_and_names_that_checkpoint(tmp
     proc.send_signal(signal.SIGINT)  # e.g. a wrapper forwarding Ctrl-C as SIGTERM, and the Ctrl-C itself
     _, err = proc.communicate(timeout=60)
     # 143: the SIGTERM's exit; on a loaded machine the SIGINT may land after training handed the signals back (the
-    # save done, the message printed), and Python then exits by that SIGINT: either way nothing is lost
-    assert proc.returncode in (143, -signal.SIGINT), err
+    # save done, the message printed), and Python then exits by that SIGINT; or both are pending at once when the
+    # interpreter next checks, and it runs their handlers in signal-number order, SIGINT's first (130, "stopped by
+    # SIGINT"): either way it is one stop and nothing is lost
+    assert proc.returncode in (143, 130, -signal.SIGINT), err
     logged = [r["update"] for r in rows(run)]
     assert logged == list(range(1, len(logged) + 1))
     saved = run / "checkpoints" / f"update_{logged[-1]:06d}.npz"  # the update the stop came at, nothing lost
