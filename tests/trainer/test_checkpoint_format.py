@@ -333,3 +333,13 @@ def test_another_action_count_alone_is_another_env(tmp_path):
     with pytest.raises(ckpt.CheckpointError, match=r"trained on cartpole \(obs 4, actions 2\), not cartpole \(obs 4, "
                                                    r"actions 3\)"):
         ckpt.check_env(meta, "cartpole", 4, 3, "p")
+
+
+def test_an_unreadable_checkpoint_does_not_hide_the_replaceable_ones_after_it(tmp_path):
+    (tmp_path / ckpt.checkpoint_name(1)).write_bytes(b"damaged")
+    ckpt.save(tmp_path / ckpt.checkpoint_name(2), SPEC, "cartpole", 1, state(2), {"train": {}}, replaceable=True)
+    write(tmp_path, 3)
+    ckpt.save(tmp_path / ckpt.checkpoint_name(4), SPEC, "cartpole", 1, state(4), {"train": {}}, replaceable=True)
+    (tmp_path / "notes.npz").write_bytes(b"not one of the run's")
+    assert ckpt.replaceable_checkpoints(tmp_path) == [tmp_path / ckpt.checkpoint_name(k) for k in (2, 4)]
+    assert ckpt.replaceable_checkpoints(tmp_path / "missing") == []

@@ -100,6 +100,8 @@ def test_a_gymnasium_id_gets_the_configs_step_limit_as_a_make_argument_but_not_a
     batch = env.batch(2)
     try:
         assert batch.num_envs == 2 and batch.env.obs_size == 4
+        stub, defines, limit = env.build(batch)  # the host steps it: a stub of its sizes, no step limit of its own
+        assert stub.is_file() and "OBS_SIZE 4" in stub.read_text() and defines == {} and limit == 0
     finally:
         batch.close()
 
@@ -119,3 +121,18 @@ def test_a_policy_without_spaces_needs_a_discrete_action_count_of_at_least_one()
         resolve.make_policy_spec(config, 3, 0)
     assert str(err.value) == ("cartpole has no Discrete action space (a Box or MultiDiscrete env) and this trainer was "
                               "not given its spaces: train it with --train.device=cpu")
+
+
+def test_byte_observations_are_scaled_by_their_declared_bound_and_floats_not_at_all():
+    import numpy as np
+    config = config_of()
+
+    def spaces(dtype, high):
+        return SimpleNamespace(action_kind="discrete", obs_dtype=dtype, obs_high=np.array([0, high]), nvec=(),
+                               action_dims=0)
+
+    assert resolve.make_policy_spec(config, 2, 3, spaces(np.uint8, 255)).obs_scale == 1 / 255
+    assert resolve.make_policy_spec(config, 2, 3, spaces(np.uint8, 4)).obs_scale == 0.25
+    assert resolve.make_policy_spec(config, 2, 3, spaces(np.uint8, 1)).obs_scale == 1.0
+    assert resolve.make_policy_spec(config, 2, 3, spaces(np.uint8, 0)).obs_scale == 1.0  # no bound: left as they are
+    assert resolve.make_policy_spec(config, 2, 3, spaces(np.float32, 255.0)).obs_scale == 1.0
