@@ -208,11 +208,12 @@ def test_rank_0_alone_sends_each_row_to_the_loggers_and_closes_them(rank, tmp_pa
 def test_no_logger_is_opened_unless_tensorboard_or_wandb_is_asked_for(tmp_path, monkeypatch):
     import sys
 
+    from fastvec.trainer import loggers
     from fastvec.trainer.settings import Config
     config = Config.of(load_config("cartpole", {}))
-    monkeypatch.delitem(sys.modules, "fastvec.trainer.loggers", raising=False)
-    assert loop.open_loggers(config, tmp_path, False) is None and "fastvec.trainer.loggers" not in sys.modules
-    from fastvec.trainer import loggers
+    monkeypatch.setitem(sys.modules, "fastvec.trainer.loggers", None)  # importing it now raises ImportError
+    assert loop.open_loggers(config, tmp_path, False) is None
+    monkeypatch.setitem(sys.modules, "fastvec.trainer.loggers", loggers)
     made = []
     monkeypatch.setattr(loggers, "RunLoggers", lambda config, run_dir, resume: made.append((config, run_dir, resume)))
     for train in ({"tensorboard": True}, {"wandb_project": "p"}):
