@@ -530,3 +530,24 @@ def test_concurrent_steps_never_lose_steps():
         t.join()
     obs = envs.step(np.zeros(envs.num_envs, np.int64))[0]
     assert (obs[:, 0] == sum(done) + 1).all(), (sum(done), np.unique(obs[:, 0]))
+
+
+def test_the_vector_envs_construction_arguments_are_checked_naming_the_choices():
+    """num_envs is a positive int (not a bool or float, at most batch.h's C int); autoreset_mode an AutoresetMode or
+    its value string, as Gymnasium's vector envs take it; render_mode None or rgb_array; array_type numpy or
+    device. Each refusal names what is taken."""
+    from gymnasium.vector import AutoresetMode
+
+    for bad in (0, -1, True, 1.5, 2**31):
+        with pytest.raises(ValueError, match=rf"num_envs must be a positive int \(at most 2\*\*31-1\), got {bad!r}"):
+            gym.make_vec("fastvec/CartPole", num_envs=bad)
+    for mode in AutoresetMode:
+        envs = gym.make_vec("fastvec/CartPole", num_envs=1, autoreset_mode=mode.value)
+        assert envs.metadata["autoreset_mode"] is mode and envs.autoreset_mode is mode
+    choices = "AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED"
+    with pytest.raises(ValueError, match=rf"autoreset_mode='same_step' is not one of {choices}"):
+        gym.make_vec("fastvec/CartPole", num_envs=1, autoreset_mode="same_step")
+    with pytest.raises(ValueError, match="render_mode='human' is not supported by a vector env; use None or 'rgb_array'"):
+        gym.make_vec("fastvec/CartPole", num_envs=1, render_mode="human")
+    with pytest.raises(ValueError, match="array_type='jax' is not one of 'numpy', 'device'"):
+        gym.make_vec("fastvec/CartPole", num_envs=1, array_type="jax")
