@@ -280,3 +280,21 @@ def test_host_batch_partial_reset_restarts_only_the_masked_envs_episode():
     assert batch.episode_length.tolist() == [limit, limit, limit]
     batch.close()
     fresh.close()
+
+
+def test_host_batch_task_names_as_fastvec_train_takes_them():
+    """ENV names a task by its Gymnasium name in any case, with or without dashes or underscores between words, or
+    by its registered id (any case); anything else (another env, a near miss, a non-string) is no task. Each task's
+    training name is its Gymnasium name in lower case and its id fastvec/<Task>-v5, which Gymnasium has registered."""
+    from fastvec.native.mujoco import TASKS
+    from fastvec.native.mujoco.host_batch import gym_id, task_of, train_name
+
+    for env, task in [("hopper", "Hopper"), ("HalfCheetah", "HalfCheetah"), ("half-cheetah", "HalfCheetah"),
+                      ("inverted_double_pendulum", "InvertedDoublePendulum"), ("FASTVEC/WALKER2D-V5", "Walker2d"),
+                      ("fastvec/Humanoid-v5", "Humanoid"), ("humanoid_standup", "HumanoidStandup")]:
+        assert task_of(env) == task, env
+    for env in ("cartpole", "hopperx", "fastvec/Hopper-v4", "Hopper-v5", "", None, 3):
+        assert task_of(env) is None, env
+    for task in TASKS:
+        assert train_name(task) == task.lower() and task_of(train_name(task)) == task
+        assert gym_id(task) == f"fastvec/{task}-v5" and gym.spec(gym_id(task)).max_episode_steps == TASKS[task]
