@@ -240,11 +240,33 @@ def test_scores_equal_the_cpu_games(lib):
     assert fused.game_steps.min() > 0 and len(set(scores.ravel().tolist())) > 1
 
 
-def test_an_mlp_policys_scores_equal_the_cpu_games(tmp_path_factory):
+MLP_SPEC = ref.PolicySpec(obs_size=8, num_actions=3, kind="mlp", hidden=48, layers=2)
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    return build(tmp_path_factory, MLP_SPEC)
+
+
+def test_an_mlp_policys_step_equals_the_thread_forward(mlp):
+    """With an MLP policy (ReLU layers, no state): match_play_kernel's sampled actions of one step from games some
+    steps in equal pool_forward_kernel's, row for row."""
+    a, b = random_policy(8, "a", spec=MLP_SPEC), random_policy(9, "b", scale=1.5, spec=MLP_SPEC)
+    fused = EmulatedMatches(mlp, [a, b], [-1], [1], 24, seed=5)
+    fused.play(0, 30, False, 4, 2)  # games some steps in: varied observations
+    starts, thread_actions = fused.starts.copy(), np.zeros_like(fused.actions)
+    mlp.emu_pool_forward(fused.n * AGENTS, AGENTS, _p(fused.weights), ctypes.c_int64(fused.weights.shape[1]),
+                         _p(fused.game_weights), _p(fused.game_obs), _p(starts), _p(fused.state.copy()),
+                         _p(thread_actions), ctypes.c_uint64(fused.key), ctypes.c_int64(30))
+    fused.play(30, 1, False, 4, 2)
+    np.testing.assert_array_equal(fused.actions, thread_actions)
+    assert len(np.unique(thread_actions)) == 3
+
+
+def test_an_mlp_policys_scores_equal_the_cpu_games(mlp):
     """The same for an MLP policy (policy.kind="mlp": no recurrent state, one weight block a layer): deterministic
     play against a bot and a past self gives play_bot's and play_match's scores."""
-    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mlp", hidden=48, layers=2)
-    mlp = build(tmp_path_factory, spec)
+    spec = MLP_SPEC
     config = load_config("pong", {"env": {"points": 1}, "policy": {"kind": "mlp", "hidden": 48, "layers": 2}})
     a, b = random_policy(6, "a", spec=spec), random_policy(7, "b", scale=1.0, spec=spec)
     fused = EmulatedMatches(mlp, [a, b], [2, -1], [0, 1], 3, seed=4)
