@@ -302,3 +302,23 @@ def test_team_rollout_step_samples_available_actions_and_steps_as_the_cpu_batch(
         assert np.allclose(acc[-agents:], returns.sum(0), rtol=1e-5, atol=1e-5)
     finally:
         batch.close()
+
+
+def test_the_mask_and_gather_kernels_write_nothing_past_their_outputs(emu):
+    """mask_logits_kernel, mask_logits_grad_kernel and gather_rows_kernel on sizes that fill no whole block (n * A,
+    n * width): their idle threads touch nothing after the last row, even where the memory after the masks holds
+    unavailable actions and the index array goes on."""
+    rng = np.random.default_rng(16)
+    n, a, guard = 9, 7, 64
+    mask = np.concatenate([random_masks(rng, n, a).reshape(-1), np.zeros(guard, np.uint8)])
+    for kernel in (emu.emu_mask_logits, emu.emu_mask_logits_grad):
+        y = np.concatenate([rng.standard_normal(n * (a + 1)), np.full(guard, 3.0)]).astype(np.float32)
+        call(kernel, np.int64(n), a, a + 1, mask, y)
+        assert (y[n * (a + 1):] == 3.0).all() and (y[:n * (a + 1)] != 3.0).all()
+    width, rows = 5, 20
+    src = rng.integers(0, 200, rows * width).astype(np.uint8)
+    index = np.concatenate([rng.integers(0, rows, n), np.zeros(guard, np.int64)]).astype(np.int32)
+    dst = np.full(n * width + guard, 255, np.uint8)
+    call(emu.emu_gather_rows, np.int64(n), width, index, src, dst)
+    assert np.array_equal(dst[:n * width].reshape(n, width), src.reshape(rows, width)[index[:n]])
+    assert (dst[n * width:] == 255).all()
