@@ -189,3 +189,10 @@ def test_an_env_source_is_a_built_in_name_or_a_file_and_anything_else_is_refused
         native.source_path(mine)
     with pytest.raises(FileNotFoundError, match="is a directory, not an env file"):
         native.source_path(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"'/dev/null' is a character device, not an env file: an env source"):
+        native.source_path("/dev/null")
+    import os
+    os.mkfifo(tmp_path / "pipe.h")
+    with pytest.raises(FileNotFoundError, match=r"pipe\.h' is a named pipe, not an env file"):
+        native.source_path(tmp_path / "pipe.h")
+    assert native.source_path("breakout-minatar") == native.NATIVE_DIR / "minatar_breakout.h"
