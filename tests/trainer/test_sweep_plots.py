@@ -39,11 +39,14 @@ def plan_of(objective: str = "score", target: float = 0.0):
     return SimpleNamespace(settings=settings, study="demo", multi=False)
 
 
-def drawn(monkeypatch, plan, study, folder):
-    """write_plots' lines and the figures it drew, by file name."""
+def drawn(monkeypatch, plan, study, folder, save: bool = True):
+    """write_plots' lines and the figures it drew, in order; save=False: the figures drawn but not rendered to PNG
+    (their files are the first test's)."""
     import matplotlib.pyplot as plt
     figures, real_close = [], plt.close
     monkeypatch.setattr(plt, "close", lambda fig: figures.append(fig) or real_close(fig))
+    if not save:
+        monkeypatch.setattr(sweep_report, "save_figure", lambda fig, path, dpi: None)
     lines = sweep_report.write_plots(plan, study, folder)
     return lines, figures
 
@@ -90,7 +93,7 @@ def test_the_front_and_params_plots_of_a_study(tmp_path, monkeypatch):
 
 def test_a_time_to_target_front_draws_the_target(tmp_path, monkeypatch):
     _, figures = drawn(monkeypatch, plan_of("time_to_target", 250.0), study_of(TRIALS, "time_to_target"),
-                       tmp_path / "plots")
+                       tmp_path / "plots", save=False)
     target = [line for line in figures[0].axes[0].get_lines() if list(line.get_ydata()) == [250.0, 250.0]]
     assert len(target) == 1 and target[0].get_label() == "target 250"
 
@@ -102,7 +105,7 @@ def test_a_parameter_the_best_trial_lacks_gets_no_star(tmp_path, monkeypatch):
     study.add_trial(create_trial(state=TrialState.COMPLETE, value=50.0, params={"train.gamma": 0.99},
                                  distributions={"train.gamma": FloatDistribution(0.9, 0.999)},
                                  user_attrs={"seconds": 1.0, "score": 50.0}))
-    _, figures = drawn(monkeypatch, plan_of(), study, tmp_path / "plots")
+    _, figures = drawn(monkeypatch, plan_of(), study, tmp_path / "plots", save=False)
     panels = {ax.get_xlabel(): ax for ax in figures[1].axes if ax.get_visible()}
     assert set(panels) == {"train.learning_rate", "policy.kind", "train.gamma"}
     assert len(panels["train.gamma"].collections) == 1 and panels["train.gamma"].get_legend() is None
