@@ -228,7 +228,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/sweep_report.py": ["tests/trainer/test_sweep_plots.py",
                                         "tests/trainer/test_logger_fanout_and_trial_lines.py",
                                         "tests/trainer/test_sweep.py", "tests/trainer/test_display.py",
-                                        "-k", "trial or real_sweep or sweep_status"],
+                                        "-k", "trial or real_sweep or sweep_status or sweep_plots"],
     "fastvec/trainer/target.py": ["tests/trainer/test_target_stop.py"],
     "fastvec/trainer/protocol.py": ["tests/trainer/test_protocol.py"],
     "fastvec/trainer/agent_inputs.py": ["tests/trainer/test_teams.py", "-k", "not learns and not trains"],
