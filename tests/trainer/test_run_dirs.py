@@ -399,3 +399,24 @@ def test_a_changed_env_file_is_named_in_one_warning_with_both_paths_and_hashes(t
                       ({"env_source": "damaged"}, config), (old, Config.of(load_config("cartpole")))):
         run_dir_mod.warn_if_source_changed(meta, cfg, "ck.npz")
         assert capsys.readouterr().err == "", meta
+
+
+def test_a_resume_counts_on_from_the_checkpoints_training_seconds_or_from_0_if_it_records_none(tmp_path):
+    """resume_state returns the seconds the checkpoint says were trained (the run's logged time goes on from there);
+    a checkpoint that records none (written by hand, or by an older fastvec) counts from 0."""
+    from fastvec.trainer import run as run_mod
+    from fastvec.trainer.config import load_config
+    config = load_config("cartpole", {"env": {"num_envs": 4}, "policy": {"kind": "mlp", "hidden": 8, "layers": 1},
+                                      "train": {"device": "cpu", "horizon": 8, "bptt_horizon": 8,
+                                                "minibatch_size": 32}})
+    trainer = run_mod.make_trainer(config)
+    try:
+        for counters, elapsed in (({"time": 12.5}, 12.5), ({}, 0.0)):
+            run = tmp_path / f"run{len(counters)}"
+            state = trainer.state_dict()
+            state["counters"] = {**{k: v for k, v in state["counters"].items() if k != "time"}, **counters}
+            checkpoint.save(run / "checkpoints" / checkpoint.checkpoint_name(0), trainer.spec, "cartpole", 1, state,
+                            config)
+            assert run_dir_mod.resume_state(trainer, run, "cartpole") == elapsed, counters
+    finally:
+        run_mod.close_batches(trainer.env_batches)
