@@ -232,6 +232,7 @@ class MujocoEnv(gymnasium.Env):
         return out
 
     def reset(self, *, seed=None, options=None):
+        seed = None if seed is None else native.check_seed(seed)  # as the native faces: an int in [0, 2**64-1]
         super().reset(seed=seed)
         if seed is None and not self._seeded:  # unseeded: a stream from fresh entropy, as Gymnasium's
             seed = int(self.np_random.integers(2**63))

@@ -204,3 +204,19 @@ def test_seeds_are_checked_and_a_seed_list_may_leave_envs_unseeded():
     assert not np.array_equal(obs[0], by_int[0])
     ours.close()
     twin.close()
+
+
+def test_the_single_envs_seed_is_checked_as_the_native_faces_check_it():
+    """An int in [0, 2**64-1] (NumPy's too); a bool, a float or a seed past either end is refused naming it (a bool
+    was taken as 0 or 1, a seed past 2**64-1 failed deep in NumPy), nothing reset."""
+    env = gym.make("fastvec/InvertedPendulum-v5").unwrapped
+    obs, _ = env.reset(seed=np.uint64(2**64 - 1))
+    again, _ = env.reset(seed=2**64 - 1)
+    np.testing.assert_array_equal(obs, again)
+    env.step(np.zeros(1, np.float32))
+    before = env.state
+    for bad, error in ((True, TypeError), (1.0, TypeError), (2**64, ValueError), (-1, ValueError)):
+        with pytest.raises(error, match=rf"seed={bad!r} is (not an integer|out of range \[0, 2\*\*64-1\])"):
+            env.reset(seed=bad)
+    np.testing.assert_array_equal(env.state, before)
+    env.close()
