@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,37 +60,42 @@ GROUPS = {
 
 
 @lru_cache(maxsize=None)
-def sanitizer_build() -> tuple[str, list[str]] | None:
-    """(the C compiler's libasan, the flags the child adds to the builds' own), or None where the compiler has no
-    sanitizer runtime (it refuses -fsanitize=address,undefined, or knows no libasan.so). GCC's
-    -fsanitize=bounds-strict is added where taken: it checks a struct's last member array too, which `bounds`
-    leaves alone as a possible flexible array."""
+def sanitizer_build() -> tuple[str, list[str]] | str:
+    """(the C compiler's libasan, the flags the child adds to the builds' own), or why there is none here: the
+    compiler refuses -fsanitize=address,undefined, knows no libasan.so, or a program built with them does not start
+    (ASan's shadow memory clashes with some kernels' address layouts). GCC's -fsanitize=bounds-strict is added where
+    taken: it checks a struct's last member array too, which `bounds` leaves alone as a possible flexible array."""
     from fastvec.native.cpu import CompileError, find_compiler
 
     try:
         cc = find_compiler()  # the compiler the builds use
-    except CompileError:
-        return None
+    except CompileError as err:
+        return str(err)
 
-    def builds(flags: list[str]) -> bool:
-        return subprocess.run([*cc, *flags, "-x", "c", "-shared", "-fPIC", "-o", os.devnull, "-"],
-                              input=b"int f(int x) { return x + 1; }\n", capture_output=True).returncode == 0
+    def build(flags: list[str], out: str = os.devnull, kind: tuple = ("-shared", "-fPIC")) -> bool:
+        return subprocess.run([*cc, *flags, *kind, "-x", "c", "-o", out, "-"], capture_output=True,
+                              input=b"int main(void) { return 0; }\n").returncode == 0
 
-    try:
-        path = subprocess.run([*cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-        if not (builds(SANITIZE) and os.path.isabs(path) and os.path.exists(path)):
-            return None
-        strict = ["-fsanitize=bounds-strict"]
-        return path, SANITIZE + (strict if builds(SANITIZE + strict) else [])
-    except OSError:
-        return None
+    path = subprocess.run([*cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not (build(SANITIZE) and os.path.isabs(path) and os.path.exists(path)):
+        return f"{shlex.join(cc)} has no AddressSanitizer runtime (libasan.so) or refuses -fsanitize=address,undefined"
+    with tempfile.TemporaryDirectory() as tmp:
+        program = os.path.join(tmp, "starts")
+        if not build(SANITIZE, program, ()):
+            return f"{shlex.join(cc)} does not link a program with -fsanitize=address,undefined"
+        started = subprocess.run([program], capture_output=True, text=True)
+        if started.returncode != 0:
+            first = (started.stderr.strip().splitlines() or [f"exit {started.returncode}"])[0]
+            return f"a program built with -fsanitize=address does not start here: {first}"
+    strict = ["-fsanitize=bounds-strict"]
+    return path, SANITIZE + (strict if build(SANITIZE + strict) else [])
 
 
 def run_child(cases: list) -> subprocess.CompletedProcess:
     """The child that builds and steps `cases` (GROUPS' entries) under the sanitizers, run to its end."""
     found = sanitizer_build()
-    if found is None:
-        pytest.skip("the C compiler has no AddressSanitizer runtime (libasan.so) or refuses -fsanitize=address")
+    if isinstance(found, str):
+        pytest.skip(found)
     runtime, flags = found
     env = {**os.environ, "LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc",
            "UBSAN_OPTIONS": "print_stacktrace=1",
