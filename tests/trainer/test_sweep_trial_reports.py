@@ -355,3 +355,31 @@ def test_a_finished_trial_is_told_to_the_study_in_its_state_and_logged(tmp_path)
     assert study.trials[0].values == [5.0] and study.trials[2].user_attrs["error"] == "it broke"
     lines = [json.loads(line) for line in (tmp_path / "trials.jsonl").read_text().splitlines()]
     assert [line["state"] for line in lines] == ["COMPLETE", "PRUNED", "FAIL"]
+
+
+@pytest.mark.parametrize("sampler,pruner,multi,kinds", [
+    ("tpe", "median", False, ("TPESampler", "MedianPruner")), ("nsga2", "median", True, ("NSGAIISampler", "NopPruner")),
+    ("random", "none", False, ("RandomSampler", "NopPruner")), ("tpe", "median", True, ("TPESampler", "NopPruner"))])
+def test_the_study_takes_the_configured_sampler_and_pruner(tmp_path, sampler, pruner, multi, kinds):
+    """sweep.sampler picks TPE (multivariate, with the constant liar for parallel processes), NSGA-II or random
+    search; the median pruner, with sweep.prune_startup trials and sweep.prune_warmup of the reports as warm-up, only
+    for a single objective (a Pareto study is never pruned); sweep.sampler_seed >= 0 makes the draws repeat."""
+    optuna = pytest.importorskip("optuna")
+
+    def study(name, seed):
+        plan = SimpleNamespace(settings={**SETTINGS, "sampler": sampler, "pruner": pruner, "sampler_seed": seed,
+                                         "prune_startup": 3, "prune_warmup": 0.5, "reports": 4,
+                                         "objective": "pareto" if multi else "score"},
+                               multi=multi, storage=f"sqlite:///{tmp_path / 'study.db'}", study=name,
+                               base={"env": {"name": "cartpole"}})
+        return sweep.open_study(plan)
+
+    first = study("a", 0)
+    assert (type(first.sampler).__name__, type(first.pruner).__name__) == kinds
+    if sampler == "tpe":
+        assert first.sampler._multivariate and first.sampler._constant_liar
+    if kinds[1] == "MedianPruner":
+        assert (first.pruner._n_startup_trials, first.pruner._n_warmup_steps) == (3, 2)
+    space = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    draw = first.ask(space).params["x"]
+    assert study("b", 0).ask(space).params["x"] == draw and study("c", -1).ask(space).params["x"] != draw
