@@ -39,7 +39,18 @@ TARGETS: dict[str, list[str]] = {
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
                                          "tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
-                                         "tests/trainer/test_async.py", "tests/trainer/test_protocol.py"],
+                                         "tests/trainer/test_async.py", "tests/trainer/test_protocol.py",
+                                         # the trainer's team (masks, world state, team returns) and prio paths
+                                         "tests/trainer/test_teams.py::"
+                                         "test_masks_and_world_state_reach_the_rollout_and_the_update",
+                                         "tests/trainer/test_teams.py::"
+                                         "test_smax_agents_take_only_the_actions_its_batch_says_are_available",
+                                         "tests/trainer/test_teams.py::"
+                                         "test_a_competitive_scenario_logs_each_teams_return",
+                                         "tests/trainer/test_priority.py::"
+                                         "test_prio_alpha_zero_trains_bit_for_bit_as_a_plain_shuffle",
+                                         "tests/trainer/test_priority.py::"
+                                         "test_numpy_trainer_trains_on_the_prioritised_draws_and_weights"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
                                       "tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
