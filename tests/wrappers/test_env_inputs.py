@@ -551,3 +551,29 @@ def test_the_vector_envs_construction_arguments_are_checked_naming_the_choices()
         gym.make_vec("fastvec/CartPole", num_envs=1, render_mode="human")
     with pytest.raises(ValueError, match="array_type='jax' is not one of 'numpy', 'device'"):
         gym.make_vec("fastvec/CartPole", num_envs=1, array_type="jax")
+
+
+def test_a_multi_discrete_envs_actions_of_one_value_per_env_are_refused_naming_its_shape():
+    """MultiDiscrete([3 5]) takes (N, 2) actions: an (N,) int64 array, the dtype and shape a Discrete env takes
+    unchecked, is refused naming the shape wanted, nothing stepped."""
+    envs = fastvec.make_vec_from_source(Path(__file__).resolve().parents[1] / "envs" / "multi_discrete.h", 3)
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape("actions must have shape (3, 2) for 3 envs of MultiDiscrete([3 5]), "
+                                                   "got (3,)")):
+        envs.step(np.zeros(3, np.int64))
+    envs.step(np.zeros((3, 2), np.int64))
+
+
+def test_disabled_autoreset_names_at_most_ten_of_the_envs_to_reset():
+    """Stepping a DISABLED vector env whose envs ended names the first ten of them in the error (not every one of a
+    large batch), and a partial reset of those envs lets it step on."""
+    from gymnasium.vector import AutoresetMode
+
+    envs = gym.make_vec("fastvec/CartPole", num_envs=12, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=1)
+    envs.reset(seed=0)
+    envs.step(np.zeros(12, np.int64))  # every episode truncated after one step
+    with pytest.raises(RuntimeError, match=re.escape("envs [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] ended and autoreset_mode "
+                                                     "is DISABLED")):
+        envs.step(np.zeros(12, np.int64))
+    envs.reset(options={"reset_mask": np.ones(12, np.bool_)})
+    envs.step(np.zeros(12, np.int64))

@@ -2,6 +2,7 @@
 multi-step determinism test, the vector env against SuperSuit's concat of our parallel env (the
 oracle for the layout), the self-play hooks, registration, and bad input."""
 
+import re
 import types
 
 import numpy as np
@@ -404,3 +405,17 @@ def test_vector_env_hooks_and_calls_out_of_order_are_refused():
     envs.close()
     with pytest.raises(ClosedEnvironmentError, match="closed"):
         envs.reset()
+
+
+def test_a_box_agents_non_finite_action_is_refused_naming_its_dimension_and_agent():
+    """A continuous MPE game's action with NaN in one dimension is refused before anything steps, the message naming
+    the dimension and the agent (one agent's action: env 0, no agent index)."""
+    from fastvec.pettingzoo import parallel_env as any_parallel_env
+
+    p = any_parallel_env("simple_spread", continuous_actions=True, N=2)
+    p.reset(seed=0)
+    bad = np.array([0.5, 0.5, np.nan, 0.5, 0.5], np.float32)
+    with pytest.raises(ValueError, match=re.escape("action nan at env 0, dimension 2 is not a finite number")
+                       + r".*\(for agent 'agent_1'\)$"):
+        p.step({"agent_0": np.full(5, 0.5, np.float32), "agent_1": bad})
+    p.step({"agent_0": np.full(5, 0.5, np.float32), "agent_1": np.full(5, 0.5, np.float32)})
