@@ -83,6 +83,9 @@ def test_the_front_and_params_plots_of_a_study(tmp_path, monkeypatch):
     points, star = lr.collections
     assert points.get_offsets().tolist() == [[1e-3, 100.0], [3e-3, 300.0], [5e-3, 200.0]]  # complete trials only
     assert star.get_offsets().tolist() == [[3e-3, 300.0]]
+    # the trials small and see-through where they crowd, the best a larger opaque star
+    assert (points.get_alpha(), points.get_sizes().tolist()) == (0.6, [18.0])
+    assert (star.get_alpha(), star.get_sizes().tolist()) == (None, [60.0])
     assert [t.get_text() for t in lr.get_legend().get_texts()] == ["best (trial 1)"]
     points, star = kind.collections
     assert points.get_offsets().tolist() == [[0, 100.0], [1, 300.0], [0, 200.0]]  # the choices' positions
