@@ -237,3 +237,20 @@ def test_an_evaluations_recurrent_state_restarts_only_where_an_episode_ended(rec
     for (starts, _), done in zip(calls[1:], ended):  # each step's starts: where the step before ended an episode
         assert starts.tolist() == done.astype(np.float32).tolist()
     assert any(done.any() for done in ended[:-1])  # an episode ended (and restarted) before the last one
+
+
+def test_a_recording_of_a_two_agent_game_plays_both_seats(tmp_path, monkeypatch):
+    """Pong without the bot: both paddles are the policy's, every step's actions one per agent."""
+    iio = pytest.importorskip("imageio.v3")
+    from fastvec.trainer import reference as ref
+    from fastvec.trainer.resolve import make_policy_spec
+    from fastvec.trainer.settings import Config
+    config = load_config("pong", {"env": {"num_envs": 2, "pong_bot": 0},
+                                  "policy": {"kind": "mlp", "hidden": 8, "layers": 1}, "eval": {"render_max_frames": 3}})
+    spec = make_policy_spec(config, 8, 3)
+    views = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, np.random.default_rng(3)))
+    calls = recorded_policy_inputs(monkeypatch)
+    path = run.record_episode(Config.of(config), spec, views, str(tmp_path / "pong.gif"), np.random.default_rng(0),
+                              True)
+    assert len(iio.imread(path, index=None)) == 4  # the reset's frame and 3 steps' (no point is over that soon)
+    assert [starts.tolist() for starts, _ in calls] == [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
