@@ -343,3 +343,12 @@ def test_an_unreadable_checkpoint_does_not_hide_the_replaceable_ones_after_it(tm
     (tmp_path / "notes.npz").write_bytes(b"not one of the run's")
     assert ckpt.replaceable_checkpoints(tmp_path) == [tmp_path / ckpt.checkpoint_name(k) for k in (2, 4)]
     assert ckpt.replaceable_checkpoints(tmp_path / "missing") == []
+
+
+def test_past_a_million_updates_the_newest_is_still_chosen_by_number_not_by_name(tmp_path):
+    """update_1000000.npz sorts before update_999999.npz as text: the update number decides."""
+    for update in (999_999, 1_000_000, 2):
+        write(tmp_path, update)
+    assert ckpt.checkpoint_name(1_000_000) == "update_1000000.npz"
+    assert [u for u, _ in ckpt.candidates(tmp_path)] == [1_000_000, 999_999, 2]
+    assert ckpt.latest(tmp_path).name == "update_1000000.npz"
