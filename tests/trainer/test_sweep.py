@@ -351,3 +351,15 @@ def test_print_space_shows_the_search_space_and_the_fixed_keys_without_running(t
     fixed = out.split("fixed for every trial:\n", 1)[1].splitlines()
     assert "  train.gamma = 0.98" in fixed and all(line.startswith("  ") for line in fixed)
     assert not (tmp_path / "trials.jsonl").exists()
+
+
+def test_help_usage_and_a_config_without_a_path(capsys, tmp_path):
+    """fastvec-sweep --help prints the usage and exits 0; without an env the usage goes out with status 2; --config
+    with no path is one error line naming the form (exit 2); --config PATH takes the next argument."""
+    assert sweep.main(["--help"]) == 0 and "fastvec-sweep" in capsys.readouterr().out
+    assert sweep.main([]) == 2 and "fastvec-sweep" in capsys.readouterr().out
+    for args in (["cartpole", "--print-space", "--config"], ["cartpole", "--print-space", "--config="]):
+        assert sweep.main(args) == 2
+        assert "fastvec-sweep: error: --config needs a value: --config=PATH" in capsys.readouterr().err
+    assert sweep.main(["cartpole", "--config", str(tmp_path / "none.toml"), "--print-space"]) == 2
+    assert "none.toml" in capsys.readouterr().err
