@@ -98,3 +98,25 @@ def test_frames_need_rgb_array():
         assert envs.get_images() == [None, None]
     assert envs.env_method("render", indices=[1]) == [None]
     envs.close()
+
+
+@pytest.mark.parametrize("env_id", ["fastvec/CartPole", "fastvec/InvertedPendulum-v5"])
+def test_an_episodes_time_is_the_seconds_since_construction_rounded_as_monitor_rounds_it(env_id, monkeypatch):
+    """info["episode"]["t"]: seconds since the adapter was made, rounded to 6 decimals as SB3's Monitor writes it,
+    for a native batch and for a MuJoCo task's vector env alike (a stand-in clock here)."""
+    import types
+
+    from fastvec.wrappers import sb3
+
+    if "v5" in env_id:
+        pytest.importorskip("mujoco")
+    clock = iter([1000.0, 1000.1234567, 1001.00000049])
+    monkeypatch.setattr(sb3, "time", types.SimpleNamespace(time=lambda: next(clock)))
+    envs = FastvecVecEnv(env_id, 2, max_episode_steps=1)
+    envs.reset()
+    action = np.zeros((2, *envs.action_space.shape), envs.action_space.dtype)
+    for now in (1000.1234567, 1001.00000049):
+        _, _, dones, infos = envs.step(action)
+        assert dones.all()
+        assert [info["episode"]["t"] for info in infos] == [round(now - 1000.0, 6)] * 2
+    envs.close()
