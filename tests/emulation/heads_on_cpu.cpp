@@ -67,6 +67,22 @@ void emu_gather(long long threads, int K, int Bm, int R, int O, int first, int a
     launch(threads, kThreads, [=] { gather_minibatch_kernel(g); });
 }
 
+/* The same gather with the minibatch's advantage moments (train.norm_adv on one GPU): adv_moments = (mean, std) of
+ * mb_adv, summed per block into partial and finished by the last block (counter starts at 0). */
+void emu_gather_moments(long long threads, int K, int Bm, int R, int O, int first, const int* perm, const float* obs,
+                        const float* starts, const int* actions, const float* logp, const float* values,
+                        const float* adv, const float* returns, float* mb_obs, float* mb_starts, int* mb_actions,
+                        float* mb_logp, float* mb_values, float* mb_adv, float* mb_returns, int* mb_src,
+                        double* partial, unsigned int* counter, float* adv_moments) {
+    GatherArgs g = {.perm = perm, .obs = obs, .starts = starts, .actions = actions, .logp = logp, .values = values,
+                    .adv = adv, .returns = returns, .mb_obs = mb_obs, .mb_starts = mb_starts,
+                    .mb_actions = mb_actions, .mb_logp = mb_logp, .mb_values = mb_values, .mb_adv = mb_adv,
+                    .mb_returns = mb_returns, .mb_src = mb_src, .partial = partial, .counter = counter,
+                    .adv_moments = adv_moments, .K = K, .Bm = Bm, .R = R, .O = O, .first = first, .action_words = 1,
+                    .obs_bytes = 0};
+    launch(threads, kThreads, [=] { gather_minibatch_kernel(g); });
+}
+
 /* policy.cu's bias gradient on `blocks` blocks of 256 threads; with out and dpre, of the activation's gradient of
  * dout (act: MLP_RELU or MLP_TANH). */
 void emu_bias_grad(long long rows, int cols, int blocks, const float* dout, const float* out, float* dpre,

@@ -194,6 +194,26 @@ def test_gather_copies_multi_word_actions_and_byte_observations(emu, obs_bytes, 
             assert np.array_equal(got, want.reshape(-1)[src])
 
 
+def test_the_gather_finishes_the_minibatchs_advantage_moments(emu):
+    """With adv_moments, gather_minibatch_kernel also leaves the gathered advantages' float32 mean and population std
+    (NumPy's in float64), summed over its blocks (here 6 of 256 threads) and finished by the last one."""
+    rng = np.random.default_rng(17)
+    t_len, r, o, kk, bm, first = 16, 100, 3, 8, 180, 10
+    perm = rng.permutation((t_len // kk) * r).astype(np.int32)
+    rows_in = [rng.standard_normal((t_len, r)).astype(np.float32) for _ in range(5)]  # starts logp values adv ret
+    rows_in[3] = rows_in[3] * 2 + 0.7
+    n = kk * bm
+    outs = [np.zeros((n, o), np.float32)] + [np.zeros(n, np.float32) for _ in range(6)] + [np.zeros(n, np.int32)]
+    outs[2] = np.zeros(n, np.int32)
+    moments, blocks = np.zeros(2, np.float32), -(-n // 256)
+    call(emu.emu_gather_moments, np.int64(n), kk, bm, r, o, first, perm,
+         rng.standard_normal((t_len, r, o)).astype(np.float32), rows_in[0], np.zeros((t_len, r), np.int32),
+         *rows_in[1:], *outs, np.zeros(2 * blocks), np.zeros(1, np.uint32), moments)
+    mb_adv = outs[5].astype(np.float64)
+    assert np.array_equal(outs[5], rows_in[3].reshape(-1)[outs[7]]) and blocks == 6
+    np.testing.assert_allclose(moments, [mb_adv.mean(), mb_adv.std()], rtol=2e-6)
+
+
 @pytest.mark.parametrize("rows, cols, blocks", [(2048, 128, 32), (1000, 7, 3), (37, 300, 5), (4096, 64, BIAS_GRAD_BLOCKS)])
 @pytest.mark.parametrize("masked", [None, "relu", "tanh"], ids=["plain", "relu", "tanh"])
 def test_bias_grad_sums_columns_and_writes_the_masked_gradient(emu, rows, cols, blocks, masked):
