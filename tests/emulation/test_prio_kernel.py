@@ -123,3 +123,18 @@ def test_the_kernels_log_and_exp_are_the_references_bit_for_bit_over_their_whole
     np.testing.assert_allclose(got_log, np.log(x), rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(got_exp[np.abs(z) < 700], np.exp(z[np.abs(z) < 700]), rtol=1e-12)
     assert (got_exp[z < -745] <= 5e-324).all() and np.isinf(got_exp[z > 710]).all()
+
+
+def test_prio_kernel_writes_nothing_past_its_draws_and_weights(emu):
+    """Q = 140 sequences on the block's 1024 threads: the draws and weights fill perm and weights and nothing after
+    them, with advantages (prioritised draws) and with all of them 0 (uniform draws)."""
+    rng = np.random.default_rng(18)
+    t_len, r, k, guard = 16, 70, 8, 64
+    q = (t_len // k) * r
+    for adv in (rng.standard_normal((t_len, r)).astype(np.float32), np.zeros((t_len, r), np.float32)):
+        perm, weights = np.full(q + guard, -5, np.int32), np.full(q + guard, 7.0, np.float32)
+        scratch = np.zeros(3 * q + guard)
+        call(emu.emu_prio, adv, k, r, q, np.float64(0.6), np.float64(0.4), 10, 2, np.uint64(99), 0, scratch, perm,
+             weights)
+        assert (perm[q:] == -5).all() and (weights[q:] == 7.0).all()
+        assert ((perm[:q] >= 0) & (perm[:q] < q)).all() and ((weights[:q] > 0) & (weights[:q] <= 1)).all()
