@@ -84,14 +84,15 @@ def test_keywords_match_mpe2(name, mpe_kwargs, defines):
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_set_state_utterances_are_observed_as_mpe2_observes_them(name):
-    """A state whose agents all hold an utterance (a silent agent's is 0 in play, but state access may set any):
-    each agent's observation right after set_state is mpe2's observation of that world."""
+    """A state whose agents all hold an utterance (a silent agent's is 0 in play, but state access may set any) and
+    a velocity: each agent's observation right after set_state is mpe2's observation of that world."""
     sc, n, rng = SCENARIOS[name], 6, np.random.default_rng(3)
     refs = [importlib.import_module(f"mpe2.{sc.module}").raw_env(**sc.mpe_kwargs) for _ in range(n)]
     for k, ref in enumerate(refs):
         ref.reset(seed=k)
         for agent in ref.unwrapped.world.agents:
             agent.state.c = rng.uniform(-1.0, 1.0, ref.unwrapped.world.dim_c)
+            agent.state.p_vel = rng.uniform(-1.0, 1.0, 2)
     env = cpu.load(NATIVE_DIR / sc.source, tuple(sorted({**sc.defines, "CONTINUOUS_ACTIONS": 0}.items())))
     batch = cpu.CpuBatch(env, n, 2, 25)
     batch.reset(np.arange(n, dtype=np.uint64), None)

@@ -302,3 +302,26 @@ def test_the_world_state_is_jaxmarls_layout_after_a_set_state():
     want[10 * n: 11 * n] = [0.0] * 5 + [1.0] * 5
     want[11 * n:] = types
     np.testing.assert_allclose(batch.world_state[0], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["3m", "2s3z"])
+def test_heuristic_enemies_first_head_for_their_start_turned_about_the_map_centre(name):
+    """jaxmarl's heuristic enemy: at its first step (no target yet, none attacked), its target becomes its own
+    position rotated by 180 degrees about the map's centre (32 - x, 32 - y on the 32 x 32 map), and stays there."""
+    sc = SCENARIOS[name]
+    n = sc.allies + sc.enemies
+    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, "heuristic").items()))
+    batch = cpu.CpuBatch(env, 1, DISABLED, TIME_LIMIT)
+    batch.reset(np.zeros(1, np.uint64), None)
+    offset = (8 + 8) * n  # the units' values and the world steps' cooldown draws come first
+    state = batch.get_state()[0]
+    enemies = state[8 * sc.allies: 8 * n].reshape(sc.enemies, 8)[:, :2].astype(np.float32)
+    heuristic = state[offset:offset + 4 * sc.enemies].reshape(sc.enemies, 4)
+    assert (heuristic[:, :3] == [0.0, 0.0, -1.0]).all()  # no target, none attacked
+    actions = np.full((1, sc.allies, 1), 4, np.int64)  # the allies stop
+    batch.step(actions)
+    want = -(enemies - np.float32(16.0)) + np.float32(16.0)
+    targets = batch.get_state()[0, offset:offset + 4 * sc.enemies].reshape(sc.enemies, 4)[:, :2]
+    np.testing.assert_array_equal(targets, want)
+    batch.step(actions)
+    np.testing.assert_array_equal(batch.get_state()[0, offset:offset + 4 * sc.enemies].reshape(sc.enemies, 4)[:, :2], want)
