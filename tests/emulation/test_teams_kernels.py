@@ -322,3 +322,17 @@ def test_the_mask_and_gather_kernels_write_nothing_past_their_outputs(emu):
     call(emu.emu_gather_rows, np.int64(n), width, index, src, dst)
     assert np.array_equal(dst[:n * width].reshape(n, width), src.reshape(rows, width)[index[:n]])
     assert (dst[n * width:] == 255).all()
+
+
+def test_a_zero_uniform_draws_the_first_available_action_down_to_a_probability_of_2_to_the_minus_25(emu):
+    """A zero uniform becomes 2^-25 (masked_uniforms): the first available action is drawn when its probability is
+    above that (here 3.7e-8) and passed over when below (here 2e-8), by the kernel as by the reference."""
+    a = SPEC.num_actions
+    mask = np.zeros((2, a), np.uint8)
+    mask[:, 2:4] = 1  # actions 2 and 3 available
+    logits = np.zeros((2, a), np.float32)
+    logits[:, 2] = [np.log(3.7e-8), np.log(2e-8)]
+    u, actions, logp = np.zeros(2, np.float32), np.zeros(2, np.int32), np.zeros(2, np.float32)
+    call(emu.emu_sample_masked, 2, a, logits, mask, u, actions, logp)
+    want, _ = ref.sample_head(SPEC, ref.mask_logits(logits, mask), ref.masked_uniforms(u))
+    assert list(actions) == list(want) == [2, 3]
