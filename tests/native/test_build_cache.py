@@ -234,6 +234,28 @@ def test_new_cache_directory_is_private(cache):
     assert cache.stat().st_mode & 0o777 == 0o700
 
 
+def test_without_fastvec_cache_dir_the_cache_is_the_xdg_cache_homes_else_homes(tmp_path, monkeypatch):
+    """FASTVEC_CACHE_DIR unset (or empty): $XDG_CACHE_HOME/fastvec, else ~/.cache/fastvec (the XDG base directory
+    spec's default), each created private."""
+    monkeypatch.setenv("FASTVEC_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cpu.cache_dir() == tmp_path / "xdg" / "fastvec"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cpu.cache_dir() == tmp_path / "home" / ".cache" / "fastvec"
+    assert (tmp_path / "home" / ".cache" / "fastvec").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_build_lock_file_is_private_to_its_user(tmp_path):
+    """The lock a build takes is created readable and writable by its user alone (0600 under the usual umask)."""
+    umask = os.umask(0o022)
+    try:
+        with native.build_cache._locked(tmp_path / "env.lock"):
+            assert (tmp_path / "env.lock").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)
+
+
 @pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
 def test_cache_directory_writable_by_others_is_refused(cache, mode):
     cache.mkdir()
