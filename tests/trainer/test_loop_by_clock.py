@@ -89,6 +89,7 @@ def test_each_log_averages_the_updates_since_the_one_before_on_the_runs_clock(tm
     assert summary["recent_returns"] == [r["episode_return"] for r in logged]
     assert summary["metrics"] == logged[-1]
     assert (summary["elapsed"], summary["startup"], summary["sps"]) == (200.0, 0.5, STEPS / 2.0)
+    assert (summary["eval_time"], summary["train_sps"]) == (0.0, STEPS / 2.0)  # no self-play: no evaluations
     assert (summary["update"], summary["trained_steps"], summary["global_step"]) == (100, 100 * STEPS, 100 * STEPS)
     assert summary["checkpoint"] == tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(100)
     assert summary["interrupted"] is False and summary["signal"] is None and summary["saved_at_stop"] is False

@@ -99,10 +99,14 @@ def test_plot_help_says_what_it_draws_and_what_it_needs(capsys):
     assert "Needs matplotlib: pip install 'fastvec[plot]'" in out
 
 
-def test_plot_warns_of_one_damaged_line_in_the_singular_and_of_none_not_at_all(tmp_path, capsys):
+def test_plot_warns_of_one_damaged_line_in_the_singular_of_two_in_the_plural_and_of_none_not_at_all(tmp_path, capsys):
     (tmp_path / "metrics.jsonl").write_text('{"global_step": 1, "time": 0.5}\n{"global_st\n')
     assert read_metrics(tmp_path) == [{"global_step": 1, "time": 0.5}]
     assert capsys.readouterr().err == f"fastvec-plot: warning: skipped 1 unreadable line of {tmp_path / 'metrics.jsonl'}\n"
+    (tmp_path / "metrics.jsonl").write_text('{"global_step": 1, "time": 0.5}\n[]\n{"global_st\n')
+    read_metrics(tmp_path)
+    assert capsys.readouterr().err == (f"fastvec-plot: warning: skipped 2 unreadable lines of "
+                                       f"{tmp_path / 'metrics.jsonl'}\n")
     (tmp_path / "metrics.jsonl").write_text('{"global_step": 1, "time": 0.5}\n')
     read_metrics(tmp_path)
     assert capsys.readouterr().err == ""

@@ -136,3 +136,12 @@ def test_byte_observations_are_scaled_by_their_declared_bound_and_floats_not_at_
     assert resolve.make_policy_spec(config, 2, 3, spaces(np.uint8, 1)).obs_scale == 1.0
     assert resolve.make_policy_spec(config, 2, 3, spaces(np.uint8, 0)).obs_scale == 1.0  # no bound: left as they are
     assert resolve.make_policy_spec(config, 2, 3, spaces(np.float32, 255.0)).obs_scale == 1.0
+
+
+def test_a_world_state_critic_reads_the_world_state_size_it_is_given_and_none_without_one():
+    config = load_config("simple_spread", {"policy": {"kind": "mlp", "critic": "separate",
+                                                      "critic_input": "world_state"}})
+    assert resolve.make_policy_spec(config, 18, 5, agents=3, world_size=54).world_size == 54
+    assert resolve.make_policy_spec(config, 18, 5, agents=3).world_size == 0  # no world state given: none read
+    plain = load_config("simple_spread", {"policy": {"kind": "mlp", "critic": "separate"}})
+    assert resolve.make_policy_spec(plain, 18, 5, agents=3, world_size=54).world_size == 0  # the actor's inputs
