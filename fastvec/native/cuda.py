@@ -430,7 +430,9 @@ class CudaBatch:
 
     # ------------------------------------------------------------------ the rest
     def render(self, i: int) -> np.ndarray:
-        """An rgb_array frame (H, W, 3) uint8 of env i, drawn on the host by the CPU build."""
+        """An rgb_array frame (H, W, 3) uint8 of env i (negative: from the end), drawn on the host by the CPU build;
+        an IndexError for an env past either end (the copy would read past the slots)."""
+        i = int(state_indices([i], self.num_envs)[0])
         drv = sys.modules["pycuda.driver"]
         cpu_env = self.env.cpu
         self.stream.synchronize()

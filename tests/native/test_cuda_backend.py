@@ -566,3 +566,19 @@ def test_gymnasium_vector_wrappers_on_a_gpu_env_in_numpy_mode():
         *_, info = envs.step(envs.action_space.sample())
         seen += int(info.get("_episode", np.zeros(1, bool)).sum())
     assert seen > 0
+
+
+@pytest.mark.gpu
+def test_gpu_render_draws_the_cpu_batchs_frame_and_refuses_one_past_either_end():
+    """A GPU batch's render(i) is the CPU batch's frame of the same env (negative indices from the end); an env past
+    either end is an IndexError, never a copy from device memory past the slots."""
+    from fastvec.native.batches import load_batch
+
+    cpu_batch, gpu_batch = load_batch("cartpole", 3), load_batch("cartpole", 3, device="cuda")
+    for batch in (cpu_batch, gpu_batch):
+        batch.reset(np.array([1, 2, 3], np.uint64), None)
+    for i in (0, 1, 2, -1, -3):
+        np.testing.assert_array_equal(gpu_batch.render(i), cpu_batch.render(i), err_msg=f"env {i}")
+    for bad in (3, -4, 10**6):
+        with pytest.raises(IndexError, match=f"env index {bad} out of range for 3 envs"):
+            gpu_batch.render(bad)
