@@ -199,7 +199,9 @@ def test_a_trial_trains_each_seed_from_its_own_seed_in_its_own_directory(tmp_pat
     assert calls == [(5, tmp_path / "trials" / "0003")]  # one seed: the trial's directory itself
 
 
-def test_a_pruned_seed_ends_the_trial_before_the_next_seed(tmp_path, monkeypatch):
+def _seeds_of_a_three_seed_trial(tmp_path, monkeypatch, trial, interrupted: bool, **settings):
+    """Runs one trial of three seeds whose every run reports one log line and ends (interrupted or not): the
+    trial's record and the seeds that ran."""
     from fastvec.trainer import run
 
     config = {"train": {"seed": 0, "log_interval": 1.0, "checkpoint_interval": 1, "checkpoint_seconds": 1.0,
@@ -209,37 +211,25 @@ def test_a_pruned_seed_ends_the_trial_before_the_next_seed(tmp_path, monkeypatch
 
     def fake_train(seed_config, run_dir, dashboard, watch):
         seeds.append(seed_config["train"]["seed"])
-        watch(log(1.0), 1.0, 64)
-        return {"startup": 0.0, "sps": 1.0, "interrupted": False}
+        watch(log(1.0), 1.0, 32 if interrupted else 64)
+        return {"startup": 0.0, "sps": 1.0, "interrupted": interrupted}
 
     monkeypatch.setattr(run, "train", fake_train)
     monkeypatch.setattr(sweep, "runnable_toml", lambda config, title: "")
-    plan = SimpleNamespace(settings={**SETTINGS, "seeds": 3}, multi=False, sweep_dir=tmp_path,
+    plan = SimpleNamespace(settings={**SETTINGS, "seeds": 3, **settings}, multi=False, sweep_dir=tmp_path,
                            trial_config=lambda params: config, env="cartpole", study="s")
-    record = sweep.run_trial(plan, Trial(prune=True), Progress())
+    return sweep.run_trial(plan, trial, Progress()), seeds
+
+
+def test_a_pruned_seed_ends_the_trial_before_the_next_seed(tmp_path, monkeypatch):
+    record, seeds = _seeds_of_a_three_seed_trial(tmp_path, monkeypatch, Trial(prune=True), interrupted=False)
     assert record["state"] == "PRUNED" and seeds == [0] and len(record["results"]) == 1
 
 
 def test_an_interrupted_seed_fails_the_trial_as_interrupted_before_the_next_seed(tmp_path, monkeypatch):
     """Ctrl-C or SIGTERM during a seed's run (train's summary says interrupted): the trial ends there, FAIL with
     the error "interrupted" and the flag the sweep stops on, keeping the interrupted seed's result."""
-    from fastvec.trainer import run
-
-    config = {"train": {"seed": 0, "log_interval": 1.0, "checkpoint_interval": 1, "checkpoint_seconds": 1.0,
-                        "stop_at_target": True, "horizon": 8, "total_timesteps": 64},
-              "env": {"name": "cartpole", "num_envs": 4}}
-    seeds = []
-
-    def fake_train(seed_config, run_dir, dashboard, watch):
-        seeds.append(seed_config["train"]["seed"])
-        watch(log(1.0), 1.0, 32)
-        return {"startup": 0.0, "sps": 1.0, "interrupted": True}
-
-    monkeypatch.setattr(run, "train", fake_train)
-    monkeypatch.setattr(sweep, "runnable_toml", lambda config, title: "")
-    plan = SimpleNamespace(settings={**SETTINGS, "seeds": 3, "pruner": "none"}, multi=False, sweep_dir=tmp_path,
-                           trial_config=lambda params: config, env="cartpole", study="s")
-    record = sweep.run_trial(plan, Trial(), Progress())
+    record, seeds = _seeds_of_a_three_seed_trial(tmp_path, monkeypatch, Trial(), interrupted=True, pruner="none")
     assert seeds == [0] and record["state"] == "FAIL" and record["error"] == "interrupted"
     assert record["interrupted"] is True and len(record["results"]) == 1
 
