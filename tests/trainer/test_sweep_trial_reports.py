@@ -237,23 +237,10 @@ def test_an_interrupted_seed_fails_the_trial_as_interrupted_before_the_next_seed
 def test_an_interrupted_trial_stops_the_sweep_with_status_130(monkeypatch, tmp_path):
     """After a trial that was interrupted no other trial starts; the sweep says why and exits with 130 (as a shell
     command stopped by Ctrl-C does); a failed trial that was not interrupted lets the sweep go on."""
-    states = iter([{"state": "FAIL"}, {"state": "FAIL", "interrupted": True}, {"state": "COMPLETE"}])
-    ran = []
-
-    def fake_run_trial(plan, trial, progress):
-        ran.append(trial.number)
-        return {"trial": trial.number, "values": [1.0], "results": [], "params": {}, "error": "x", **next(states)}
-
-    monkeypatch.setattr(sweep, "run_trial", fake_run_trial)
-    monkeypatch.setattr(sweep, "finish_trial", lambda *args: None)
-    monkeypatch.setattr(sweep, "describe_trial", lambda plan, record: f"trial {record['trial']}")
-    monkeypatch.setattr(sweep, "write_report", lambda plan, study: [])
-    numbers = iter(range(100))
-    study = SimpleNamespace(ask=lambda distributions: Trial(number=next(numbers)))
-    plan = SimpleNamespace(settings={**SETTINGS, "trials": 3, "timeout": 0},
-                           space=SimpleNamespace(distributions={}), sweep_dir=tmp_path)
     progress = SweepProgress()
-    assert sweep.sweep(plan, study, progress) == 130
+    status, ran = fake_sweep(monkeypatch, tmp_path, ["FAIL", {"state": "FAIL", "interrupted": True}, "COMPLETE"],
+                             progress=progress)
+    assert status == 130
     assert ran == [0, 1] and any("stopped by Ctrl-C or SIGTERM" in line for line in progress.lines)
 
 
@@ -272,14 +259,17 @@ class SweepProgress(Progress):
         pass
 
 
-def fake_sweep(monkeypatch, tmp_path, states, **settings):
+def fake_sweep(monkeypatch, tmp_path, states, progress=None, **settings):
+    """Runs a sweep whose trials end in `states` (a trial state, or a dict of the record's keys): its exit status
+    and the trial numbers that ran."""
     records = iter(states)
     ran = []
 
     def fake_run_trial(plan, trial, progress):
         ran.append(trial.number)
         state = next(records)
-        return {"trial": trial.number, "state": state, "values": [1.0], "results": [], "params": {}, "error": "bad"}
+        return {"trial": trial.number, "values": [1.0], "results": [], "params": {}, "error": "bad",
+                **(state if isinstance(state, dict) else {"state": state})}
 
     monkeypatch.setattr(sweep, "run_trial", fake_run_trial)
     monkeypatch.setattr(sweep, "finish_trial", lambda *args: None)
@@ -289,7 +279,7 @@ def fake_sweep(monkeypatch, tmp_path, states, **settings):
     study = SimpleNamespace(ask=lambda distributions: Trial(number=next(numbers)))
     plan = SimpleNamespace(settings={**SETTINGS, "trials": 3, "timeout": 0, **settings},
                            space=SimpleNamespace(distributions={}), sweep_dir=tmp_path)
-    return sweep.sweep(plan, study, SweepProgress()), ran
+    return sweep.sweep(plan, study, progress or SweepProgress()), ran
 
 
 def test_a_sweep_runs_its_trial_count(monkeypatch, tmp_path):
