@@ -195,3 +195,60 @@ def test_the_views_bookkeeping_ends_episodes_as_documented(same_step):
     np.testing.assert_array_equal(final_info[kept], info[kept])
     assert (final_obs[[w for w in range(n) if w not in kept]] == -1.0).all()
     assert (final_info[[w for w in range(n) if w not in kept]] == -1.0).all()
+
+
+def test_the_views_put_each_worlds_action_into_its_own_controls():
+    """fv_mjv_act over three worlds of Reacher (two actuators): world i's controls are its own action row, as
+    float32 (MuJoCo Warp's ctrl), and no world's controls are another's."""
+    states = gymnasium_states("Reacher", 3, seed=2)
+    views = HostViews("Reacher", 3)
+    views.load([after for _, after, *_ in states])
+    actions = np.array([[0.25, -0.5], [0.75, -1.0], [-0.125, 0.375]])
+    views.buf["actions"][:] = actions
+    views.run("fv_mjv_act")
+    np.testing.assert_array_equal(views.arrays["ctrl"], actions.astype(np.float32))
+
+
+def test_the_views_reset_info_reads_each_worlds_own_tendons():
+    """fv_mjv_observe over three worlds of HumanoidStandup (a model with tendons): each world's reset info is what
+    Gymnasium's env reports for its state, its tendon lengths and velocities included (to float32's precision)."""
+    states = gymnasium_states("HumanoidStandup", 3, seed=4)
+    env = gym.make("HumanoidStandup-v5").unwrapped
+    views = HostViews("HumanoidStandup", 3)
+    views.load([after for _, after, *_ in states])
+    views.run("fv_mjv_observe")
+    t = views.mjm.ntendon
+    assert t > 0
+    for i, (_, after, *_) in enumerate(states):
+        env.data = after
+        want = env._get_reset_info()
+        got = views.buf["info"][i]
+        np.testing.assert_allclose(got[3:3 + t], want["tendon_length"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[3 + t:3 + 2 * t], want["tendon_velocity"], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(views.buf["info"][0, 3 + t:3 + 2 * t], views.buf["info"][1, 3 + t:3 + 2 * t])
+
+
+FORWARD_FIELDS = ("xpos", "xipos", "site_xpos", "cinert", "cvel", "cfrc_ext", "qfrc_actuator", "qfrc_constraint",
+                  "ten_length", "ten_velocity")
+
+
+@pytest.mark.parametrize("task", ["InvertedDoublePendulum", "InvertedPendulum", "Hopper", "Reacher"])
+def test_a_reset_runs_the_forward_exactly_for_the_tasks_whose_observation_reads_its_results(task):
+    """fv_mjv_reset_reads_forward (whether a reset world needs MuJoCo's forward before it is observed) says yes
+    exactly when Gymnasium's observation of a reset state changes with the fields the forward computes (body and
+    site positions, inertias, velocities, forces, tendons): InvertedDoublePendulum's cart constraint force (the
+    first entry of its field) and Reacher's body positions do, InvertedPendulum and Hopper read qpos and qvel only."""
+    import ctypes
+
+    env = gym.make(f"{task}-v5").unwrapped
+    env.reset(seed=0)
+    obs = env._get_obs().copy()
+    for name in FORWARD_FIELDS:
+        getattr(env.data, name)[...] = 7.25
+    reads = not np.array_equal(env._get_obs(), obs)
+    views = HostViews(task, 1)
+    qvel0 = np.zeros(views.mjm.nv + 1)
+    got = views.lib.fv_mjv_reset_reads_forward(ctypes.byref(views.job.m), views.p.ctypes.data,
+                                               views.buf["init_qpos"].ctypes.data, qvel0.ctypes.data,
+                                               views.obs_size, views.job.info_size)
+    assert bool(got) == reads
