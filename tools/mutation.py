@@ -47,6 +47,8 @@ TARGETS: dict[str, list[str]] = {
                                          "test_smax_agents_take_only_the_actions_its_batch_says_are_available",
                                          "tests/trainer/test_teams.py::"
                                          "test_a_competitive_scenario_logs_each_teams_return",
+                                         "tests/trainer/test_teams.py::"
+                                         "test_a_cooperative_scenario_logs_no_team_column",
                                          "tests/trainer/test_priority.py::"
                                          "test_prio_alpha_zero_trains_bit_for_bit_as_a_plain_shuffle",
                                          "tests/trainer/test_priority.py::"

@@ -22,6 +22,9 @@ def test_spaces(name):
     env, sc = load(name), SCENARIOS[name]
     n = sc.allies + sc.enemies
     assert env.num_agents == len(sc.agents) == n
+    # the agents playing both teams: every unit is an agent, named as jaxmarl's SMAX names them
+    names = [f"ally_{i}" for i in range(sc.allies)] + [f"enemy_{i}" for i in range(sc.enemies)]
+    assert sc.agent_names("agents") == names
     assert env.obs_size == 13 * (n - 1) + 10  # jaxmarl's unit_list observation
     sizes = [env.lib.fv_agent_action_size(a) for a in range(n)]
     assert sizes == [5 + sc.enemies] * sc.allies + [5 + sc.allies] * sc.enemies

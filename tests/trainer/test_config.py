@@ -28,6 +28,20 @@ def test_default_toml_reads_back_as_the_defaults_and_fits_110_columns():
     assert "python -m fastvec.trainer.config > fastvec/configs/default.toml" in default_toml()
 
 
+@pytest.mark.parametrize("length", range(105, 112))
+def test_section_notes_of_any_length_are_wrapped_into_110_columns(monkeypatch, length):
+    """A note of two words `length` characters long in all, on every section: "# " and the note's first line
+    still fit 110 columns (a 108-character line is the longest that does), and the note stays whole comments."""
+    from fastvec.trainer.config_keys import SECTION_NOTES
+
+    note = "x" * 50 + " " + "y" * (length - 51)
+    for section in SECTIONS:
+        monkeypatch.setitem(SECTION_NOTES, section, note)
+    text = default_toml()
+    assert max(len(line) for line in text.splitlines()) <= 110
+    assert text.count("y" * (length - 51)) == len(SECTIONS) and tomllib.loads(text) == defaults()
+
+
 def test_every_key_has_a_meaning_a_valid_default_and_names_its_choices():
     paths = [key.path for key in KEYS]
     assert len(paths) == len(set(paths)), "a key is defined twice"

@@ -164,6 +164,9 @@ def test_the_gym_batch_steps_as_gymnasiums_own_envs_with_same_step_autoreset(kwa
     obs = np.stack([env.reset(seed=int(s))[0] for env, s in zip(envs, seeds)])
     np.testing.assert_array_equal(batch.obs[:, 0], obs.astype(np.float32))
     assert batch.obs.shape == (n, 1, 4) and batch.obs.dtype == np.float32 and batch.episode_stats.shape == (n, 0)
+    # its env describes those arrays as a native batch's does: one agent, CartPole's 4 numbers and 2 actions
+    info = batch.env
+    assert (info.num_agents, info.obs_size, info.num_actions, info.obs_dtype) == (1, 4, 2, batch.obs.dtype)
     returns, lengths = np.zeros(n), np.zeros(n, int)
     ends = {"terminated": 0, "truncated": 0}
     rng = np.random.default_rng(0)

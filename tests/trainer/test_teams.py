@@ -202,6 +202,17 @@ def test_a_competitive_scenario_logs_each_teams_return(tmp_path):
         assert row["episode_return"] == pytest.approx(mean, rel=1e-5, abs=1e-5)
 
 
+def test_a_cooperative_scenario_logs_no_team_column(tmp_path):
+    """simple_spread: every agent is on one team, whose mean return is episode_return itself; the log has that
+    column alone, as for a single-agent env."""
+    run_dir = tmp_path / "spread"
+    assert cli.main(["simple_spread", "--env.num_envs=8", "--train.horizon=50", "--train.minibatch_size=400",
+                     "--train.total_timesteps=800", f"--run-dir={run_dir}"]) == 0
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert any(row["episodes"] for row in rows)
+    assert not [key for row in rows for key in row if key.startswith("episode_return_")]
+
+
 def test_smax_trains_and_evaluates_with_its_win_rate(tmp_path, capsys):
     """smax.toml: the allies against jaxmarl's heuristic enemy, the three allies the agents."""
     assert Config.of(load_config("smax:3m")).env.params["enemy"] == "heuristic"
