@@ -214,3 +214,26 @@ def test_the_tasks_sums_are_numpys_pairwise_sums_bit_for_bit_at_every_length(c_s
         for n in range(1101):
             got = dtype(fn(ctypes.c_void_p(a.ctypes.data), ctypes.c_long(n)))
             assert got.tobytes() == (dtype(0) + np.sum(a[:n])).tobytes(), (dtype, n)
+
+
+def test_pusher_resets_its_goal_to_the_origin_whatever_the_models_reference_positions(tmp_path):
+    """Pusher's reset puts the goal's two slide joints at 0, as Gymnasium's does, also in a user's model whose goal
+    joints start elsewhere (a reference position): ours and Gymnasium's goal coordinates are 0, the cylinder's not."""
+    import os
+
+    source = os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", "pusher_v5.xml")
+    text = open(source).read()
+    for joint in ("goal_slidey", "goal_slidex"):
+        assert text.count(f'name="{joint}"') == 1
+        text = text.replace(f'name="{joint}"', f'name="{joint}" ref="0.2"')
+    path = tmp_path / "pusher_goal_ref.xml"
+    path.write_text(text)
+    ours = gym.make_vec("fastvec/Pusher-v5", num_envs=3, xml_file=str(path))
+    ours.reset(seed=5)
+    ref = gym.make("Pusher-v5", xml_file=str(path)).unwrapped
+    ref.reset(seed=5)
+    nq = ref.model.nq
+    assert ref.model.qpos0[-2:].tolist() == [0.2, 0.2]
+    assert (ours.get_state()[:, nq - 2:nq] == 0).all() and (ref.data.qpos[-2:] == 0).all()
+    assert (ours.get_state()[:, nq - 4:nq - 2] != 0).all()
+    ours.close()
