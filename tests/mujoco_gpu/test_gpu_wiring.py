@@ -3,6 +3,7 @@ array_type= (the tasks MJWarp cannot run refused in one line naming the solver, 
 cubin comes from nvcc through the build cache keyed on every source, and ctypes' job matches the C struct."""
 
 import shutil
+import types
 
 import numpy as np
 import pytest
@@ -79,3 +80,62 @@ def test_the_cubin_holds_every_kernel_and_comes_from_the_build_cache(monkeypatch
 
     monkeypatch.setattr(gpu, "_run_nvcc", no_nvcc)
     assert view_cubin("hopper.c", "sm_90") == cubin
+
+
+class _FakeDriver:
+    """pycuda.driver's part CudaKernels uses: a module of prepared functions and a stream with a handle."""
+
+    class Stream:
+        handle = 0x5EED
+
+    class _Function:
+        def prepare(self, _):
+            return self
+
+    def module_from_buffer(self, cubin):
+        return types.SimpleNamespace(get_function=lambda name: self._Function())
+
+
+class _FakeWarp:
+    """The warp module's part CudaKernels uses: a device in context `context` and streams over foreign handles."""
+
+    def __init__(self, context):
+        self.device = types.SimpleNamespace(context=context)
+
+    def get_device(self, name):
+        return self.device
+
+    def Stream(self, device, cuda_stream):  # noqa: N802 (Warp's name)
+        return ("warp stream", device, cuda_stream)
+
+
+@pytest.fixture
+def no_gpu_kernels(monkeypatch):
+    """CudaKernels' GPU calls replaced: the primary context's handle is 0xC0, the cubin a stub; its streams are
+    registered in a table of this test's own."""
+    from fastvec.native import device_array, gpu
+    from fastvec.native.mujoco import warp_cuda
+
+    monkeypatch.setattr(gpu, "driver", _FakeDriver)
+    monkeypatch.setattr(gpu, "primary_context", lambda index: types.SimpleNamespace(handle=0xC0))
+    monkeypatch.setattr(gpu, "device_arch", lambda index: "sm_90")
+    monkeypatch.setattr(warp_cuda, "view_cubin", lambda task_file, arch: b"cubin")
+    monkeypatch.setattr(device_array, "STREAMS", {})
+    return warp_cuda.CudaKernels
+
+
+def test_warp_launches_on_the_stream_the_task_kernels_launch_on(no_gpu_kernels):
+    """Given Warp, CudaKernels hands it its own stream (Warp's wrapper over that handle), so MuJoCo Warp's physics
+    and the task kernels run in order on one stream; without Warp there is no Warp stream."""
+    from fastvec.native import device_array
+
+    wp = _FakeWarp(context=0xC0)
+    kernels = no_gpu_kernels("hopper.c", 0, 8, wp=wp)
+    assert kernels.warp_stream == ("warp stream", wp.device, 0x5EED) and device_array.STREAMS[0x5EED] is kernels.stream
+    assert no_gpu_kernels("hopper.c", 0, 8).warp_stream is None
+
+
+@pytest.mark.parametrize("context", [0xD0, None])
+def test_a_warp_device_outside_the_primary_context_is_refused(no_gpu_kernels, context):
+    with pytest.raises(RuntimeError, match="Warp's cuda:0 runs in a CUDA context other than the device's primary"):
+        no_gpu_kernels("hopper.c", 0, 8, wp=_FakeWarp(context))
