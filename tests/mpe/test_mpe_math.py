@@ -70,3 +70,11 @@ def test_exp_and_log1p_equal_libms(lib):
                         np.exp(rng.uniform(-800, 0, 100_000)),
                         np.ldexp(rng.uniform(1, 2, 20_000), rng.integers(-80, 80, 20_000)), [0.0, 0.41422, 1.0, 1e300]])
     assert_same_bits(call(lib, "v_log1p", u), np.array([math.log1p(v) for v in u]), u, "log1p")
+
+
+def test_exp_and_log1p_of_nan_are_nan_as_libms(lib):
+    """A NaN in (either sign) gives a NaN out, as math.exp and math.log1p do: never an infinity or 0."""
+    nan = np.array([np.nan, np.copysign(np.nan, -1.0)])
+    assert np.signbit(nan).tolist() == [False, True]
+    for name, libm in (("v_exp", math.exp), ("v_log1p", math.log1p)):
+        assert np.isnan(call(lib, name, nan)).all() and all(math.isnan(libm(v)) for v in nan), name
