@@ -173,7 +173,8 @@ def test_each_scenario_compiles_without_warnings(name, env_warnings):
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_set_state_frames_draw_each_entity_at_mpe2s_size(name):
     """With one entity at the centre and every other moved out of view, the frame holds one disc whose width across
-    its centre row is the diameter of mpe2's entity (its `size`, at the frame's 256 / 3 pixels per unit)."""
+    its centre row is the diameter of mpe2's entity (its `size`, at the frame's 256 / 3 pixels per unit), centred in
+    the 256 x 256 frame."""
     sc = SCENARIOS[name]
     ref = importlib.import_module(f"mpe2.{sc.module}").raw_env(**sc.mpe_kwargs)
     ref.reset(seed=0)
@@ -187,8 +188,12 @@ def test_set_state_frames_draw_each_entity_at_mpe2s_size(name):
         for k, other in enumerate(entities):
             other.state.p_pos = np.array([0.0, 0.0] if k == e else [10.0, 10.0 + k])
         batch.set_state(None, world_state(world, sc.extra_state)[None])
-        drawn = (batch.render(0) != 255).any(axis=2)
-        rows = np.flatnonzero(drawn.any(axis=1))
+        frame = batch.render(0)
+        assert frame.shape == (256, 256, 3)  # square, as the world it draws
+        drawn = (frame != 255).any(axis=2)
+        rows, cols = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
         width = drawn[128].sum()  # the centre row
         assert abs(width - 2 * entity.size * scale) <= 2, (name, e, entity.name, width, entity.size)
         assert abs(len(rows) - 2 * entity.size * scale) <= 2, (name, e, entity.name, len(rows))
+        # the world's origin at the frame's centre
+        assert abs(rows.mean() - 127.5) <= 1 and abs(cols.mean() - 127.5) <= 1, (name, e, rows.mean(), cols.mean())
