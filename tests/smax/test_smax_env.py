@@ -47,20 +47,31 @@ def test_unknown_scenario_names_the_choices():
         scenario_defines("3s5z_vs_3s7z")
 
 
-def test_random_episodes_stay_on_the_map_and_end():
+def test_random_episodes_stay_on_the_map_and_end_with_the_winners_stat():
+    """3m under random actions: units stay on the map; an episode's stats (allies_won, enemies_won) are 1 for the
+    team with units left when the other's are all dead (jaxmarl's won_battle), 0 for both at a time-limit end and
+    0 on the steps that end nothing."""
     env = load("3m")
+    assert env.stat_names == ["allies_won", "enemies_won"]
     batch = cpu.CpuBatch(env, 64, DISABLED, TIME_LIMIT)
     batch.reset(np.arange(64, dtype=np.uint64), None)
     rng = np.random.default_rng(0)
-    ended = np.zeros(64, np.bool_)
+    ended, kinds = np.zeros(64, np.bool_), set()
     for _ in range(TIME_LIMIT):
+        live = ~(batch.terminated | batch.truncated)  # DISABLED: an ended env stays ended until reset
         batch.step(rng.integers(0, 8, (64, 6, 1)))
         state = batch.get_state()[:, : 8 * 6].reshape(64, 6, 8)
         assert ((state[..., :2] >= 0) & (state[..., :2] <= 32)).all()
         assert ((state[..., 2] > 0) == (state[..., 4] != 0)).all()  # alive exactly while health is left
         assert ((batch.obs >= -1) & (batch.obs <= 1)).all()
-        ended |= batch.terminated | batch.truncated
-    assert ended.all()
+        alive = state[..., 4] != 0
+        allies_left, enemies_left = alive[:, :3].any(1), alive[:, 3:].any(1)
+        done = batch.terminated | batch.truncated
+        want = np.stack([allies_left & ~enemies_left, enemies_left & ~allies_left], 1) & done[:, None]
+        np.testing.assert_array_equal(batch.episode_stats[live], want[live])
+        kinds |= {("won" if w.any() else "time") for w in want[live & done]}
+        ended |= done
+    assert ended.all() and kinds == {"won", "time"}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
