@@ -128,13 +128,18 @@ def test_action_masks_and_world_state_go_with_the_returned_observation():
     assert ended > 0 and attacks > 0
 
 
-def test_masked_reset_refreshes_only_the_reset_envs():
+def test_a_reset_refreshes_the_masks_and_world_state_of_exactly_the_reset_envs():
+    """A reset (all envs, or those its mask picks, the first and last included) recomputes their action masks and
+    world states, those of a fresh start (moves and stop, no attacks); the others' are left alone."""
     env = load("3m")
     batch = cpu.CpuBatch(env, 4, DISABLED, TIME_LIMIT)
-    batch.reset(np.arange(4, dtype=np.uint64), None)
-    batch.action_mask[:] = 7  # marks what a refresh leaves alone
-    batch.reset(None, np.array([False, True, False, True]))
-    assert (batch.action_mask[[0, 2]] == 7).all() and (batch.action_mask[[1, 3]] <= 1).all()
+    for which in (None, [False, True, False, True], [True, False, True, False], [True, True, True, True]):
+        batch.action_mask[:], batch.world_state[:] = 7, -5.0  # marks what a refresh leaves alone
+        picked = np.ones(4, np.bool_) if which is None else np.array(which)
+        batch.reset(np.arange(4, dtype=np.uint64), None if which is None else picked)
+        assert (batch.action_mask[~picked] == 7).all() and (batch.world_state[~picked] == -5.0).all()
+        assert (batch.action_mask[picked, :, :5] == 1).all() and not batch.action_mask[picked, :, 5:].any()
+        assert (batch.world_state[picked] >= 0).all() and (batch.world_state[picked] > 0).any(1).all()
 
 
 def test_envs_without_the_hooks_hand_out_none():
