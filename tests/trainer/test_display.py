@@ -286,6 +286,8 @@ def test_the_live_redraw_in_a_narrow_terminal_never_repeats_its_title():
 
 
 def test_a_notebook_gets_one_display_updated_in_place(monkeypatch):
+    """IPython's display returns a handle to update only when asked for a display_id; the panel asks for one, shows
+    itself once and updates that display after."""
     shown, updates = [], []
 
     class Handle:
@@ -294,7 +296,7 @@ def test_a_notebook_gets_one_display_updated_in_place(monkeypatch):
 
     def display(obj, display_id=None):
         shown.append(obj)
-        return Handle()
+        return Handle() if display_id else None
 
     fake = types.ModuleType("IPython.display")
     fake.display = display

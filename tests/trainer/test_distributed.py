@@ -532,6 +532,28 @@ def test_train_gpus_stops_everything_when_a_rank_fails(stand_in_ranks, monkeypat
         run.train(load_config("cartpole", {"train": {"gpus": 2}}), stand_in_ranks / "run", dashboard=False)
 
 
+@pytest.mark.parametrize("stopped_rank", [0, 1])
+def test_only_rank_0_may_end_on_ctrl_c_without_failing_the_run(stopped_rank):
+    """Exit code 130 (Ctrl-C) from rank 0, which saved its checkpoint, ends the wait for the ranks without an
+    error while another rank still runs; from any other rank it is a failure like any other code."""
+    def rank(code):
+        return subprocess.Popen([sys.executable, "-c", f"import sys, time; time.sleep({0 if code else 60}); "
+                                                       f"sys.exit({code})"])
+
+    procs = [rank(130 if r == stopped_rank else None) for r in range(2)]
+    try:
+        if stopped_rank == 0:
+            distributed._wait(procs)
+            assert procs[0].returncode == 130 and procs[1].poll() is None
+        else:
+            with pytest.raises(distributed.DistributedError, match="rank 1 of 2 failed with exit code 130"):
+                distributed._wait(procs)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 # ------------------------------------------------------------------------------------------------
 # ON A MULTI-GPU MACHINE (skipped elsewhere)
 

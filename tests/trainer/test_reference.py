@@ -368,6 +368,21 @@ def test_clip_grad_norm_scales_to_max_and_leaves_small_gradients():
     np.testing.assert_array_equal(edge, [3.0, 4.0])
 
 
+@pytest.mark.parametrize("max_norm", [1e-5, 1e-3, 0.5])
+def test_clip_grad_norm_scales_as_pytorchs_and_never_above_max_norm(max_norm):
+    """Clipping scales by max_norm / (norm + 1e-6), PyTorch's clip_grad_norm_ rule: the clipped norm is just under
+    max_norm, which tells from a scale of max_norm / norm (or less) where max_norm is small."""
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(7).standard_normal(40) * max_norm
+    want = torch.tensor(g)
+    want.grad = want.clone()
+    torch.nn.utils.clip_grad_norm_([want], max_norm)
+    norm = ref.clip_grad_norm(g, max_norm)
+    assert norm > max_norm
+    np.testing.assert_allclose(g, want.grad.numpy(), rtol=1e-12)
+    assert np.linalg.norm(g) < max_norm
+
+
 def test_learning_rate_anneals_linearly_to_zero():
     assert ref.annealed(0.1, 0, 10, True) == pytest.approx(0.1)
     assert ref.annealed(0.1, 5, 10, True) == pytest.approx(0.05)
