@@ -243,3 +243,18 @@ def check_seeds(seed, n: int, unit: str = "env") -> tuple[int | None, np.ndarray
     given = np.array([s is not None for s in seed], np.bool_)
     values = [0 if s is None else check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
     return None, np.array(values, np.uint64), given
+
+
+def reset_seeded(batch, seeds: np.ndarray, given: np.ndarray, mask: np.ndarray | None = None) -> None:
+    """Reset the envs of `mask` (None: all) in `batch` as check_seeds split the reset's seed: those `given` a seed
+    reseeded with it, the others continuing their random streams (a batch's reset takes seeds for all the envs it
+    resets or for none, so a list mixing ints and Nones takes two)."""
+    if given.all() or not given.any():
+        batch.reset(seeds if given.all() else None, mask)
+        return
+    reset = np.ones(len(given), np.bool_) if mask is None else mask
+    if (reset & given).any():
+        batch.reset(seeds, reset & given)
+    if (reset & ~given).any():
+        batch.reset(None, reset & ~given)
+

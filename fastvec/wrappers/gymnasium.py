@@ -167,12 +167,8 @@ class NativeVectorEnv(VectorEnv):
         if not self._has_reset:  # the first reset seeds every env, drawing the missing seeds
             seeds[~given] = self.np_random.integers(0, SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
             given[:] = True
-        reset = np.ones(self.num_envs, np.bool_) if mask is None else mask
-        if (reset & given).any():
-            self.batch.reset(seeds, reset & given)
-        if (reset & ~given).any():
-            self.batch.reset(None, reset & ~given)
-        self._needs_reset[reset] = False  # (a full reset clears the batch's own flags: Backend.reset)
+        native.reset_seeded(self.batch, seeds, given, mask)
+        self._needs_reset[slice(None) if mask is None else mask] = False  # (a full reset clears the batch's own flags: Backend.reset)
         self._has_reset = True
         return (self._obs.copy() if self.copy else self._obs), {}
 

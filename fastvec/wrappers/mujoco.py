@@ -168,14 +168,7 @@ class MujocoVectorEnv(VectorEnv):
             seeds[~given] = self.np_random.integers(2**63, size=int((~given).sum())).astype(np.uint64)
             given[:] = True
         self._seeded = True
-        reset = np.ones(self.num_envs, np.bool_) if mask is None else mask
-        if not given.any():
-            self.batch.reset(None, mask)
-        elif given.all():
-            self.batch.reset(seeds, mask)
-        else:  # a list with Nones: those envs continue their streams
-            self.batch.reset(None, reset & ~given)
-            self.batch.reset(seeds, reset & given)
+        native.reset_seeded(self.batch, seeds, given, mask)
         if self.device_arrays:
             return self.batch.obs, {}
         return self.batch.obs.copy(), self._infos(self._ones if mask is None else mask)

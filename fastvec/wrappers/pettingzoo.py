@@ -390,12 +390,7 @@ class MultiAgentVectorEnv(VectorEnv):
         if not self._has_reset:  # the first reset seeds every game, drawing the missing seeds
             seeds[~given] = self.np_random.integers(0, SEED_LIMIT, int((~given).sum()), dtype=np.uint64)
             given[:] = True
-        if given.all():
-            self.batch.reset(seeds, None)
-        else:  # a list with Nones: those games continue their streams
-            self.batch.reset(None, ~given)
-            if given.any():
-                self.batch.reset(seeds, given)
+        native.reset_seeded(self.batch, seeds, given)
         self._has_reset = True
         if not self.batch.host_arrays:
             self._rows.expand()
