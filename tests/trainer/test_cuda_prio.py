@@ -1,7 +1,8 @@
-"""The CUDA trainer's prioritised draws (train.prio_alpha > 0) against the NumPy trainer on the same rollouts: the
-epoch's draws and weights bit for bit (the same advantages, the same counter-based stream), the weights and
-optimizer state after each update within float32 rounding, through the eager first update and the captured
-graphs after it (beta read from the device's update counter). prio.cu's kernel alone is
+"""The CUDA trainer's prioritised draws (train.prio_alpha > 0): bit for bit reference.prioritized_draws over the
+advantages the GPU trained on (the same counter-based stream), and against the NumPy trainer on the same rollouts
+the same draws (V-trace: weights within float32 rounding, as each side's advantages come from its own forward pass),
+the weights and optimizer state after each update within float32 rounding, through the eager first update and the
+captured graphs after it (beta read from the device's update counter). prio.cu's kernel alone is
 tests/emulation/test_prio_kernel.py's. Every test here is skipped without a GPU."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 from test_cuda import (_cuda_or_skip, load_numpy_trainer, make_pair, rel_err, rollout_buffers, small_config,
                        start_async_update)
+
+from fastvec.trainer import reference as ref
 
 pytestmark = pytest.mark.gpu
 
@@ -30,10 +33,12 @@ def test_prioritised_updates_match_the_numpy_trainer(variant):
     gpu_tr, cpu_tr, _ = make_pair(config)
     cuda, a = gpu_tr.cuda, gpu_tr.arena
     assert gpu_tr.plan.prio and gpu_tr.shuffle_key == cpu_tr.shuffle_key
-    orders, epoch_order = [], cpu_tr.epoch_order
+    orders, calls, epoch_order = [], [], cpu_tr.epoch_order
+    train = cpu_tr.config.train
 
     def recording(seg_adv, epoch, num_updates):
         orders.append(epoch_order(seg_adv, epoch, num_updates))
+        calls.append((epoch, num_updates, cpu_tr.update_index))
         return orders[-1]
 
     cpu_tr.epoch_order = recording
@@ -50,8 +55,18 @@ def test_prioritised_updates_match_the_numpy_trainer(variant):
         if variant.get("async"):
             cpu_tr.rng = sampling_rng
         order, weights = orders[-1]  # the last epoch's, which the arena still holds
-        assert np.array_equal(a.get(cuda, "perm"), order), update
-        assert np.array_equal(a.get(cuda, "prio_weight"), weights), update
+        epoch, num_updates, update_index = calls[-1]
+        gpu_adv = cpu_tr.to_segments(a.get(cuda, "adv_returns")[0])
+        beta = ref.prio_beta(train.prio_beta0, update_index, num_updates)
+        own_order, own_weights = ref.prioritized_draws(gpu_adv, train.prio_alpha, beta, cpu_tr.shuffle_key,
+                                                       update_index, epoch)
+        assert np.array_equal(a.get(cuda, "perm"), own_order), update
+        assert np.array_equal(a.get(cuda, "prio_weight"), own_weights), update
+        assert np.array_equal(order, own_order), update
+        if variant["vtrace"]:
+            assert np.allclose(weights, own_weights, rtol=1e-5, atol=0), update
+        else:
+            assert np.array_equal(weights, own_weights), update
         assert len(np.unique(order)) < len(order) and weights.min() < 1
         assert rel_err(a.get(cuda, "params"), cpu_tr.params) <= tol, update
         assert rel_err(a.get(cuda, "opt_state"), cpu_tr.opt_state) <= tol, update
