@@ -309,39 +309,14 @@ def train_peers_classic(results):
 
 
 TRAIN_PEERS_MINATAR = [  # env, the JSON that holds its latest run beside the peer, the row's kind in it
-    ("breakout-minatar", "train_peers_minatar.json", "published"),
-    ("asterix-minatar", "train_peers_asterix_h200.json", "published"),
-    ("freeway-minatar", "train_peers_minatar.json", "published"),
-    ("seaquest-minatar", "train_peers_seaquest_h200.json", "published"),
-    ("spaceinvaders-minatar", "train_peers_minatar.json", "published"),
+    (env, "train_peers_minatar_h100.json", "published")
+    for env in ("breakout-minatar", "asterix-minatar", "freeway-minatar", "seaquest-minatar", "spaceinvaders-minatar")
 ]
 
 
-def legacy_minatar_row(d, env):
-    """A row of train_peers.py's earlier MinAtar JSON (each side's runs under d['fastvec'] and d['peer'], one
-    summary row an env, no kind and no ratio under one rule) in the shape train_peers.py writes now."""
-    r = row_where(d["rows"], "env", env)
-
-    def seed(x):
-        return {**x, "time_s": x["time_to_threshold_s"] if x["reached"] else x["train_s"],
-                "lower_bound": not x["reached"]}
-
-    row = {"env": env, "gymnax_id": r["gymnax_id"], "threshold": r["threshold"], "kind": None,
-           "fastvec_seeds": [seed(x) for x in d["fastvec"][env]] if r["threshold"] is not None else d["fastvec"][env],
-           "peer_seeds": [seed(x) for x in d["peer"][env]["runs"]] if r["threshold"] is not None
-           else d["peer"][env]["runs"], "ratio": None}
-    if "same_return" in r:
-        same = r["same_return"]
-        row["same_return"] = {"return": same["return"], "fastvec_s": [same["fastvec_s"]], "peer_s": [same["peer_s"]]}
-    return row
-
-
 def minatar_row(results, name, env, kind):
-    """The row of env (and kind) in a train_peers.py JSON, the earlier MinAtar schema read through its adapter."""
-    d = load(results, name)
-    if d["rows"] and "kind" not in d["rows"][0]:
-        return legacy_minatar_row(d, env)
-    return row_where([r for r in d["rows"] if r["env"] == env], "kind", kind)
+    """The row of env and kind in a train_peers.py JSON."""
+    return row_where([r for r in load(results, name)["rows"] if r["env"] == env], "kind", kind)
 
 
 def train_peers_minatar(results):
@@ -363,7 +338,7 @@ def train_peers_minatar(results):
             peer_to = " / ".join(f"{x:.2f}" for x in same["peer_s"]) + " s"
         capped = any(x["steps"] < x["budget_steps"] for x in peer)
         peer_steps = f" ({span([x['steps'] for x in peer], mega)} steps)" if capped else ""
-        sooner = peer_ratio(r) if r["ratio"] is not None else "- (not read by one rule)"
+        sooner = peer_ratio(r if r["threshold"] is not None else r["same_return"])
         rows.append([f"{game} ({target}, {len(mine)} seed{'s' * (len(mine) > 1)}; {name})",
                      mine_to,
                      f"{span([x['train_s'] for x in mine], '{:.1f}'.format)} s, "

@@ -57,6 +57,7 @@ def test_command_runs_the_v4_task_with_cleanrls_defaults_otherwise(tmp_path):
 def test_one_run_end_to_end_with_a_stand_in_for_cleanrl(tmp_path):
     """Both sides through the script: a stand-in prints CleanRL's lines (seed s returns 4 + s), fastvec trains
     InvertedPendulum on the CPU for 4,096 steps against the median, 5.5."""
+    pytest.importorskip("mujoco", reason="fastvec's side trains a MuJoCo task: pip install 'fastvec[mujoco]'")
     fake = tmp_path / "ppo_continuous_action.py"
     fake.write_text("import sys\nargs = dict(zip(sys.argv[1::2], sys.argv[2::2]))\n"
                     "for k in range(1, 121):\n    print(f'global_step={k * 10}, episodic_return=[{4.0 + int(args[\"--seed\"])}]')\n"

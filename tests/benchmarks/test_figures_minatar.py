@@ -1,6 +1,5 @@
 """figures.py's MinAtar table beside the peer reads the JSON train_peers.py writes now (rows of a kind, each side's
-seeds, the ratio under one rule), made here by train_peers.summarize itself, and the earlier schema through its
-adapter."""
+seeds, the ratio under one rule), made here by train_peers.summarize itself."""
 
 import json
 
@@ -33,11 +32,3 @@ def test_a_row_train_peers_writes_now(modules, tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "TRAIN_PEERS_MINATAR", [("breakout-minatar", "peers.json", "tuned")])
     with pytest.raises(figures.FigureError, match="0 rows with kind == 'tuned'"):
         figures.train_peers_minatar(tmp_path)
-
-
-def test_the_earlier_schema_through_its_adapter(modules):
-    figures, _ = modules
-    row = figures.minatar_row(figures.RESULTS, "train_peers_minatar.json", "breakout-minatar", "published")
-    assert row["ratio"] is None and row["kind"] is None
-    missed = [s for s in row["peer_seeds"] if not s["reached"]]
-    assert missed and all(s["lower_bound"] and s["time_s"] == s["train_s"] for s in missed)
