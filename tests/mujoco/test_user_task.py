@@ -74,3 +74,31 @@ def test_a_user_tasks_reset_info_keys_may_follow_its_step_keys(tmp_path):
     _, _, _, _, info = single.step(np.zeros(6, np.float32))
     assert sorted(info) == ["x_position", "x_velocity"] and info["x_position"] == single.state[0]
     single.close()
+
+
+KEEP_ALL_TASK = TASK_FILE.read_text().replace(
+    "static void before(fv_mj_ctx* c) { c->keep[0] = c->d->qpos[0]; }",
+    "static void before(fv_mj_ctx* c) { for (int k = 0; k < 8; k++) c->keep[k] = c->d->qpos[k]; }").replace(
+    "    c->info[0] = x_velocity;\n}",
+    "    c->info[0] = x_velocity;\n    double moved = 0.0;\n"
+    "    for (int k = 0; k < 8; k++) moved += (k + 1) * (c->d->qpos[k] - c->keep[k]);\n    c->reward = moved;\n}")
+
+
+def test_a_user_task_may_keep_eight_values_for_after(tmp_path):
+    """mj_task.h's contract (docs/environments.md): `before` may keep 8 values in c->keep for `after`. This task
+    keeps the cheetah's first 8 qpos entries and is rewarded sum_k (k + 1) (qpos_k after - qpos_k before)."""
+    assert "k < 8; k++) c->keep[k]" in KEEP_ALL_TASK and "c->reward = moved;" in KEEP_ALL_TASK
+    task = tmp_path / "keep_all_task.c"
+    task.write_text(KEEP_ALL_TASK)
+    envs = MujocoVectorEnv(source=task, num_envs=3)
+    envs.reset(seed=0)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        before = envs.get_state()[:, :8].copy()
+        _, reward, _, _, _ = envs.step(rng.uniform(-1, 1, (3, 6)).astype(np.float32))
+        after = envs.get_state()[:, :8]
+        want = np.zeros(3)
+        for k in range(8):
+            want += (k + 1) * (after[:, k] - before[:, k])
+        np.testing.assert_array_equal(reward, want)
+    envs.close()
