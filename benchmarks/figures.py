@@ -334,17 +334,20 @@ def train_peers_minatar(results):
         else:
             same = r["same_return"]
             target = f"{same['return']:.1f}"
-            mine_to = " / ".join(f"{x:.2f}" for x in same["fastvec_s"]) + " s"
-            peer_to = " / ".join(f"{x:.2f}" for x in same["peer_s"]) + " s"
-        capped = any(x["steps"] < x["budget_steps"] for x in peer)
-        peer_steps = f" ({span([x['steps'] for x in peer], mega)} steps)" if capped else ""
+            def to_return(side):  # '>': a seed that never got there, its whole training time
+                missed = same.get(f"{side}_missed", [False] * len(same[f"{side}_s"]))
+                return " / ".join(f"{'>' * m}{x:.2f}" for x, m in zip(same[f"{side}_s"], missed)) + " s"
+            mine_to, peer_to = to_return("fastvec"), to_return("peer")
+        def steps_if_capped(side):  # a run stopped before its budget shows how far each got
+            capped = any(x["steps"] < x["budget_steps"] for x in side)
+            return f" ({span([x['steps'] for x in side], mega)} steps)" if capped else ""
         sooner = peer_ratio(r if r["threshold"] is not None else r["same_return"])
         rows.append([f"{game} ({target}, {len(mine)} seed{'s' * (len(mine) > 1)}; {name})",
                      mine_to,
-                     f"{span([x['train_s'] for x in mine], '{:.1f}'.format)} s, "
+                     f"{span([x['train_s'] for x in mine], '{:.1f}'.format)} s{steps_if_capped(mine)}, "
                      f"{span([x['sps'] for x in mine], si)}, {seeds(mine, 'eval_return', '{:.1f}'.format)}",
                      peer_to,
-                     f"{span([x['train_s'] for x in peer], '{:.1f}'.format)} s{peer_steps}, "
+                     f"{span([x['train_s'] for x in peer], '{:.1f}'.format)} s{steps_if_capped(peer)}, "
                      f"{seeds(peer, 'eval_return', '{:.1f}'.format)}", sooner])
     return table(["game (target, seeds; JSON)", "fastvec: to target", "fastvec: 10M steps, SPS, eval",
                   "peer: to target", "peer: 10M steps, eval", "sooner (medians)"], ["---"] * 5 + ["---:"], rows)

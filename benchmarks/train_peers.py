@@ -217,7 +217,7 @@ def same_return(fastvec: list[dict], peer: list[dict], window: int) -> dict | No
         sides.append(([h[0] if h else r["train_s"] for h, r in zip(hits, runs)], [h is None for h in hits]))
     return {"return": round(common, 3), "fastvec_final": round(statistics.median(finals[0]), 3),
             "peer_final": round(statistics.median(finals[1]), 3), "fastvec_s": sides[0][0], "peer_s": sides[1][0],
-            **ratio(sides[1][0], sides[1][1], sides[0][0], sides[0][1])}
+            "fastvec_missed": sides[0][1], "peer_missed": sides[1][1], **ratio(sides[1][0], sides[1][1], sides[0][0], sides[0][1])}
 
 
 def summarize(env: str, kind: str, threshold, fastvec: list[dict], peer: dict, window: int, extra: dict) -> dict:
@@ -295,7 +295,12 @@ def main(argv=None) -> None:
                         help="shipped: change fastvec's config, for every env or one")
     parser.add_argument("--peer-python", default=sys.executable, help="the Python with JAX, optax and gymnax")
     parser.add_argument("--out", default=str(RESULTS / "train_peers.json"))
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="only merge these earlier outputs (the same rows on other seeds) into --out")
     args = parser.parse_args(argv)
+    if args.merge:
+        merge(args.merge, args.out)
+        return
     unknown = [name for name in args.envs if name not in {**CLASSIC, **MINATAR}]
     if unknown:
         parser.error(f"unknown env(s) {unknown}; choose from {', '.join([*CLASSIC, *MINATAR])}")
@@ -398,6 +403,54 @@ def main(argv=None) -> None:
     if out["skipped"]:
         print(f"skipped: {', '.join(out['skipped'])}")
     print(f"wrote {write(out, args.out, start)} ({out['wall_s']} s)")
+
+
+EXTRA_KEYS = ("fastvec_settings", "unmapped", "sweeps", "sweep_trials_done", "equal_trials", "sweep_error",
+              "fastvec_command")  # what a row carries besides summarize's own keys
+
+
+def merge(paths: list[str], out_path: str) -> dict:
+    """Runs of the same rows on other seeds as one JSON: each (env, kind)'s seeds from every file, summarised again
+    over all of them (medians, ratio, same return). The files must agree on the GPU, the window and each row's
+    settings on both sides, and no seed may appear twice."""
+    docs = [json.loads(Path(p).read_text()) for p in paths]
+    for key in ("gpu", "window", "fastvec_device"):
+        if len({json.dumps(d.get(key)) for d in docs}) > 1:
+            raise SystemExit(f"train_peers --merge: the files differ in {key!r} "
+                             f"({', '.join(str(d.get(key)) for d in docs)}); merge runs of one machine and rule")
+    parts: dict = {}
+    for d in docs:
+        for r in d["rows"]:
+            parts.setdefault((r["env"], r["kind"]), []).append(r)
+    rows = []
+    for (env, kind), same in parts.items():
+        for key in ("fastvec_settings", "peer_config", "threshold"):
+            if len({json.dumps(r.get(key), sort_keys=True) for r in same}) > 1:
+                raise SystemExit(f"train_peers --merge: {env} ({kind}) ran with different {key} in these files; "
+                                 "merge runs of one configuration")
+        fastvec = [s for r in same for s in r["fastvec_seeds"]]
+        seeds = [s["seed"] for s in fastvec]
+        if len(set(seeds)) != len(seeds):
+            raise SystemExit(f"train_peers --merge: {env} ({kind}) has seed(s) "
+                             f"{sorted({x for x in seeds if seeds.count(x) > 1})} in more than one file")
+        first = same[0]
+        peer = {"runs": [s for r in same for s in r["peer_seeds"]], "compile_s": first.get("peer_compile_s"),
+                "warmup_s": first.get("peer_warmup_s"), "error": first.get("peer_error"),
+                "command": first.get("peer_command"), "config": first.get("peer_config"),
+                "device": first.get("peer_device"), "jax": first.get("peer_jax")}
+        extra = {k: first[k] for k in EXTRA_KEYS if k in first}
+        rows.append(summarize(env, kind, first["threshold"], fastvec, peer, first["window"], extra))
+    out = {**docs[0], "date": max(d["date"] for d in docs),
+           "command": shlex.join(["python", "benchmarks/train_peers.py", "--merge", *paths]),
+           "merged_from": [{k: d.get(k) for k in ("date", "command", "commit", "seeds")} for d in docs],
+           "seeds": sorted({s for d in docs for s in d["seeds"]}), "rows": rows,
+           "skipped": [s for d in docs for s in d.get("skipped", [])],
+           "wall_s": round(sum(d.get("wall_s", 0.0) for d in docs), 1)}
+    path = Path(out_path)
+    path.write_text(json.dumps(out, indent=1, default=str))
+    print_table(rows, out["window"])
+    print(f"wrote {path}")
+    return out
 
 
 def write(out: dict, path: str, start: float) -> Path:

@@ -2,6 +2,7 @@
 threshold by the window rule, a seed that never crosses stays in the row as its whole training time (the ratio a
 bound), and a device the trainer refuses is recorded with its message instead of stopping the benchmark."""
 
+import json
 import math
 
 import pytest
@@ -74,3 +75,38 @@ def test_same_return_reads_both_sides_by_the_window(train_peers):
     same = train_peers.same_return(fastvec, peer, 2)
     assert (same["return"], same["fastvec_s"], same["peer_s"]) == (3.0, [0.2], [1.5])
     assert same["ratio"] == pytest.approx(7.5) and same["ratio_text"] == "7.50"
+    assert same["fastvec_missed"] == [False] and same["peer_missed"] == [False]
+    low = run(2, 0.4, False, [(1, 0.1, 1.0, 2), (2, 0.2, 1.0, 2), (3, 0.4, 1.0, 2)])  # ends at 1: never at 3
+    low["final_return"] = train_peers.final_window_mean(low["groups"], 2)
+    same = train_peers.same_return([*fastvec, low], peer, 2)  # fastvec's median final (5 + 1) / 2 is the peer's 3
+    assert same["return"] == 3.0 and same["fastvec_s"] == [0.2, 0.4] and same["fastvec_missed"] == [False, True]
+
+
+def test_merge_summarises_each_row_over_the_seeds_of_every_file(train_peers, tmp_path):
+    """Seed 1 in one file, seeds 2 and 3 in another: the merged row is summarize's over all three (the ratio a
+    bound once a missed peer seed is the median); a seed in both files, or rows of different settings, refused."""
+    settings = {"train": {"learning_rate": 0.005}}
+
+    def output(name, fastvec, peer):
+        row = train_peers.summarize("pendulum", "published", -200.0, fastvec, {"runs": peer, "compile_s": 3.0}, 100,
+                                    {"fastvec_settings": settings, "fastvec_command": "fastvec-train pendulum"})
+        path = tmp_path / name
+        path.write_text(json.dumps({"date": "2026-12-05", "gpu": "H", "window": 100, "fastvec_device": "cuda",
+                                    "command": name, "commit": "abc", "seeds": [r["seed"] for r in fastvec],
+                                    "rows": [row], "skipped": [], "wall_s": 10.0}))
+        return str(path)
+
+    one = output("one.json", [run(1, 0.2, True)], [run(1, 2.0, True)])
+    two = output("two.json", [run(2, 0.3, True), run(3, 0.4, True)], [run(2, 9.0, False), run(3, 9.5, False)])
+    merged = train_peers.merge([one, two], str(tmp_path / "all.json"))
+    (row,) = merged["rows"]
+    assert [s["seed"] for s in row["fastvec_seeds"]] == [1, 2, 3] and len(row["peer_seeds"]) == 3
+    assert row["ratio"] == pytest.approx(9.0 / 0.3) and row["ratio_text"] == ">=30.00"
+    assert row["fastvec_command"] == "fastvec-train pendulum" and merged["seeds"] == [1, 2, 3]
+    assert [m["command"] for m in merged["merged_from"]] == ["one.json", "two.json"] and merged["wall_s"] == 20.0
+    with pytest.raises(SystemExit, match=r"seed\(s\) \[1\] in more than one file"):
+        train_peers.merge([one, one], str(tmp_path / "dup.json"))
+    settings["train"]["learning_rate"] = 0.01
+    other = output("other.json", [run(4, 0.2, True)], [run(4, 2.0, True)])
+    with pytest.raises(SystemExit, match="different fastvec_settings"):
+        train_peers.merge([one, other], str(tmp_path / "bad.json"))
