@@ -237,3 +237,49 @@ def test_pusher_resets_its_goal_to_the_origin_whatever_the_models_reference_posi
     assert (ours.get_state()[:, nq - 2:nq] == 0).all() and (ref.data.qpos[-2:] == 0).all()
     assert (ours.get_state()[:, nq - 4:nq - 2] != 0).all()
     ours.close()
+
+
+def site_motor_model(path, hinges):
+    """chain_model's `hinges` joints (none at all for 0) and one motor that drives a site on a body instead of a
+    joint: nu = 1 whatever nq is, so a check's joint count is tested on its own."""
+    body = ""
+    for k in reversed(range(max(hinges, 1))):
+        joint = f'<joint name="j{k}" type="hinge" axis="0 1 0"/>' if k < hinges else ""
+        body = (f'<body name="b{k}" pos="0 0 0.1">{joint}<site name="s{k}"/>'
+                f'<geom type="capsule" size="0.02" fromto="0 0 0 0 0 0.1"/>{body}</body>')
+    path.write_text(f'<mujoco><worldbody>{body}</worldbody>'
+                    f'<actuator><motor site="s0" gear="1 0 0 0 0 0"/></actuator></mujoco>')
+    return str(path)
+
+
+@pytest.mark.parametrize("task", [t for t in NEEDS if NEEDS[t][1] == 0])
+def test_a_model_with_an_actuator_but_one_joint_too_few_is_refused(task, tmp_path):
+    """The joint count alone refuses: a site-driven motor keeps nu = 1 while nq is one short of the task's need
+    (HalfCheetah's: no joint at all)."""
+    import mujoco
+
+    hinges, _, message = NEEDS[task]
+    path = site_motor_model(tmp_path / "short.xml", hinges - 1)
+    model = mujoco.MjModel.from_xml_path(path)
+    assert (model.nq, model.nu) == (hinges - 1, 1)
+    assert message in refusal(task, path)
+
+
+@pytest.mark.parametrize("task,main_body", [("Ant", 2), ("Ant", "aux_3"), ("Ant", "torso")])
+def test_ants_main_body_by_index_or_name_steps_as_gymnasiums(task, main_body):
+    """Ant's forward reward and velocities follow the main_body keyword's body (a leg here, by index or by name),
+    as Gymnasium's Ant-v5 does."""
+    from test_exactness import compare_steps
+
+    compare_steps(task, kwargs={"main_body": main_body, "healthy_z_range": (0.3, 0.9)}, steps=40)
+
+
+@pytest.mark.parametrize("task", ["Ant"])
+def test_ants_main_body_must_be_one_of_the_models_bodies(task):
+    nbody = gym.make("Ant-v5").unwrapped.model.nbody
+    gym.make_vec(f"fastvec/{task}-v5", num_envs=1, main_body=nbody - 1).close()
+    for bad in (nbody, -1):
+        with pytest.raises((ValueError, RuntimeError), match="main_body is not one of its bodies"):
+            gym.make_vec(f"fastvec/{task}-v5", num_envs=1, main_body=bad)
+    with pytest.raises(ValueError, match="main_body 'no_such_body' is not a body of"):
+        gym.make_vec(f"fastvec/{task}-v5", num_envs=1, main_body="no_such_body")
