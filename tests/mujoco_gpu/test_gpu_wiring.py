@@ -139,3 +139,21 @@ def test_warp_launches_on_the_stream_the_task_kernels_launch_on(no_gpu_kernels):
 def test_a_warp_device_outside_the_primary_context_is_refused(no_gpu_kernels, context):
     with pytest.raises(RuntimeError, match="Warp's cuda:0 runs in a CUDA context other than the device's primary"):
         no_gpu_kernels("hopper.c", 0, 8, wp=_FakeWarp(context))
+
+
+@pytest.mark.parametrize("task_file", ["ant.c", "humanoid.c", "humanoid_standup.c"])
+def test_each_tasks_cubin_is_built_under_the_tasks_own_name(task_file, monkeypatch):
+    """view_cubin hands the build cache the task's name (the file's stem) for the cubin's file name, with the
+    task's own source and the arch asked for; no nvcc is run here (compile_cubin is stood in for)."""
+    import fastvec.native.gpu as gpu
+
+    seen = {}
+
+    def fake_compile_cubin(source, include_dirs=(), arch="", name="module", **kw):
+        seen.update(source=source, include_dirs=list(include_dirs), arch=arch, name=name)
+        return b"cubin"
+
+    monkeypatch.setattr(gpu, "compile_cubin", fake_compile_cubin)
+    assert view_cubin(task_file, "sm_90") == b"cubin"
+    assert seen == {"source": view_source(task_file), "include_dirs": [HERE], "arch": "sm_90",
+                    "name": "mujoco_view-" + task_file.split(".")[0]}
