@@ -283,3 +283,52 @@ def test_ants_main_body_must_be_one_of_the_models_bodies(task):
             gym.make_vec(f"fastvec/{task}-v5", num_envs=1, main_body=bad)
     with pytest.raises(ValueError, match="main_body 'no_such_body' is not a body of"):
         gym.make_vec(f"fastvec/{task}-v5", num_envs=1, main_body="no_such_body")
+
+
+NOISE_SHIM = r"""
+#include <math.h>
+#define FV_MJ_INLINE static inline
+%s
+void uniforms(unsigned long long seed, double low, double high, double* out, long n) {
+    fv_mj_rng r = {seed};
+    for (long i = 0; i < n; i++) out[i] = fv_mj_uniform(&r, low, high);
+}
+void normals(unsigned long long seed, double* out, long n) {
+    fv_mj_rng r = {seed};
+    for (long i = 0; i < n; i++) out[i] = fv_mj_normal(&r);
+}
+"""
+
+
+def test_the_tasks_reset_noise_draws_are_numpys_uniform_and_standard_normal(c_shim):
+    """mj_task.h's draws (cut from its source), which every task's reset noise is made of, have the distributions
+    of np.random.Generator.uniform(low, high) and standard_normal: 200,000 draws each pass a Kolmogorov-Smirnov
+    test against the exact distribution, uniform ones stay in [low, high), and normal ones have mean 0, standard
+    deviation 1 and the normal's share of the tails past 2 and 3."""
+    import ctypes
+
+    from scipy import stats
+
+    from fastvec.native.mujoco import HERE
+
+    text = (HERE / "mj_task.h").read_text()
+    start, end = text.index("typedef struct { unsigned long long s; } fv_mj_rng;"), text.index("/* What a task's")
+    lib = c_shim(NOISE_SHIM % text[start:end])
+    lib.uniforms.argtypes = [ctypes.c_ulonglong, ctypes.c_double, ctypes.c_double, ctypes.c_void_p, ctypes.c_long]
+    lib.normals.argtypes = [ctypes.c_ulonglong, ctypes.c_void_p, ctypes.c_long]
+    n = 200_000
+    u = np.empty(n)
+    lib.uniforms(12345, -0.3, 0.1, u.ctypes.data, n)
+    assert u.min() >= -0.3 and u.max() < 0.1 and u.min() < -0.2999 and u.max() > 0.0999
+    assert stats.kstest(u, stats.uniform(-0.3, 0.4).cdf).pvalue > 1e-3
+    z = np.empty(n)
+    lib.normals(777, z.ctypes.data, n)
+    assert np.isfinite(z).all()
+    assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.01
+    for cut in (2.0, 3.0):
+        want = 2 * stats.norm.sf(cut)
+        assert abs(np.mean(np.abs(z) > cut) - want) < 5 * np.sqrt(want / n), cut
+    assert stats.kstest(z, stats.norm.cdf).pvalue > 1e-3
+    other = np.empty(n)
+    lib.normals(778, other.ctypes.data, n)
+    assert abs(np.corrcoef(z, other)[0, 1]) < 0.01  # neighbouring seeds draw unrelated streams
