@@ -332,3 +332,49 @@ def test_the_tasks_reset_noise_draws_are_numpys_uniform_and_standard_normal(c_sh
     other = np.empty(n)
     lib.normals(778, other.ctypes.data, n)
     assert abs(np.corrcoef(z, other)[0, 1]) < 0.01  # neighbouring seeds draw unrelated streams
+
+
+# The keywords KEYWORDS and test_exactness leave at their defaults: termination switched off (health ranges tight
+# enough that the envs go unhealthy and keep stepping), the control costs and observation switches of the rest.
+MORE_KEYWORDS = {
+    "Ant": {"terminate_when_unhealthy": False, "healthy_z_range": (0.5, 0.7), "ctrl_cost_weight": 0.2,
+            "include_cfrc_ext_in_observation": False, "healthy_reward": 2.0},
+    "Humanoid": {"terminate_when_unhealthy": False, "healthy_z_range": (1.3, 1.45), "ctrl_cost_weight": 0.3,
+                 "include_cfrc_ext_in_observation": False, "include_cinert_in_observation": False},
+    "Walker2d": {"terminate_when_unhealthy": False, "healthy_z_range": (1.22, 2.0), "ctrl_cost_weight": 0.1,
+                 "healthy_angle_range": (-0.4, 0.4)},
+    "HumanoidStandup": {"include_cinert_in_observation": False, "include_cvel_in_observation": False,
+                        "include_qfrc_actuator_in_observation": False, "impact_cost_range": (-0.5, 0.5)},
+    "Hopper": {"terminate_when_unhealthy": False, "healthy_state_range": (-1.5, 1.5), "healthy_z_range": (1.2, 2.0)},
+    "Swimmer": {"ctrl_cost_weight": 0.5, "forward_reward_weight": 0.5},
+}
+
+
+@pytest.mark.parametrize("task", list(MORE_KEYWORDS))
+def test_more_keywords_step_as_gymnasiums(task):
+    from test_exactness import compare_steps
+
+    compare_steps(task, kwargs=MORE_KEYWORDS[task], steps=60)
+
+
+NOISE_SCALES = {"Ant": 0.25, "HalfCheetah": 0.3, "Hopper": 0.02, "Humanoid": 0.05, "HumanoidStandup": 0.05,
+                "InvertedDoublePendulum": 0.3, "InvertedPendulum": 0.05, "Swimmer": 0.3, "Walker2d": 0.02}
+
+
+@pytest.mark.parametrize("task", list(NOISE_SCALES))
+def test_the_reset_noise_scale_keyword_spreads_each_tasks_resets_as_gymnasiums(task):
+    """reset_noise_scale away from its default: every coordinate's 5% and 95% quantiles over 300 resets agree with
+    Gymnasium's resets made with the same keyword (its uniform positions and uniform or normal velocities)."""
+    kwargs = {"reset_noise_scale": NOISE_SCALES[task]}
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=300, **kwargs)
+    ours.reset(seed=11)
+    mine = ours.get_state()
+    ours.close()
+    ref = gym.make(f"{task}-v5", **kwargs).unwrapped
+    theirs = []
+    for seed in range(300):
+        ref.reset(seed=seed)
+        theirs.append(np.concatenate([ref.data.qpos, ref.data.qvel]))
+    q_mine, q_theirs = np.quantile(mine, [0.05, 0.95], axis=0), np.quantile(np.array(theirs), [0.05, 0.95], axis=0)
+    width = np.maximum(q_theirs[1] - q_theirs[0], 1e-12)
+    assert (np.abs(q_mine - q_theirs) <= 0.15 * width).all(), task
