@@ -378,3 +378,27 @@ def test_the_reset_noise_scale_keyword_spreads_each_tasks_resets_as_gymnasiums(t
     q_mine, q_theirs = np.quantile(mine, [0.05, 0.95], axis=0), np.quantile(np.array(theirs), [0.05, 0.95], axis=0)
     width = np.maximum(q_theirs[1] - q_theirs[0], 1e-12)
     assert (np.abs(q_mine - q_theirs) <= 0.15 * width).all(), task
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"healthy_z_range": 0.5}, "healthy_z_range must be a (low, high) pair of numbers, got 0.5"),
+    ({"healthy_z_range": (0.2, 0.5, 1.0)}, "healthy_z_range must be a (low, high) pair of numbers"),
+    ({"healthy_z_range": ("low", 1.0)}, "healthy_z_range must be a (low, high) pair of numbers"),
+    ({"ctrl_cost_weight": "heavy"}, "ctrl_cost_weight must be a number, got 'heavy'"),
+    ({"frame_skip": 0}, "frame_skip must be a positive integer, got 0"),
+    ({"num_envs": 0}, "num_envs must be a positive integer, got 0"),
+])
+def test_a_bad_keyword_value_is_refused_naming_it(kwargs, message):
+    kwargs = {"num_envs": 1, **kwargs}
+    with pytest.raises(ValueError) as err:
+        gym.make_vec("fastvec/Hopper-v5", **kwargs)
+    assert message in str(err.value)
+
+
+def test_the_smallest_frame_skip_and_numpy_bools_are_taken_as_gymnasium_takes_them():
+    """frame_skip=1 steps the physics once per step (dt is the model's timestep), and a NumPy bool keyword is the
+    Python bool's value."""
+    from test_exactness import compare_steps
+
+    compare_steps("Hopper", kwargs={"frame_skip": 1, "terminate_when_unhealthy": np.bool_(False),
+                                    "healthy_z_range": (1.2, 2.0)}, steps=20)
