@@ -402,3 +402,19 @@ def test_the_smallest_frame_skip_and_numpy_bools_are_taken_as_gymnasium_takes_th
 
     compare_steps("Hopper", kwargs={"frame_skip": 1, "terminate_when_unhealthy": np.bool_(False),
                                     "healthy_z_range": (1.2, 2.0)}, steps=20)
+
+
+@pytest.mark.parametrize("task", ["Pusher"])
+def test_pushers_velocity_count_is_checked_apart_from_its_position_count(task, tmp_path):
+    """A free joint has 7 positions and 6 velocities: Pusher's bodies on one free joint (nq = 7, nv = 6) are
+    refused for their velocity count alone."""
+    import mujoco
+
+    path = tmp_path / "free.xml"
+    path.write_text('<mujoco><worldbody><body name="tips_arm"><freejoint/><site name="s"/>'
+                    '<geom type="sphere" size="0.05"/><body name="object" pos="0 0 0.1"><geom type="sphere" size="0.02"/>'
+                    '</body><body name="goal" pos="0 0 0.2"><geom type="sphere" size="0.02"/></body></body>'
+                    '</worldbody><actuator><motor site="s" gear="1 0 0 0 0 0"/></actuator></mujoco>')
+    model = mujoco.MjModel.from_xml_path(str(path))
+    assert (model.nq, model.nv, model.nu) == (7, 6, 1)
+    assert "it needs nq >= 7, nv >= 7" in refusal(task, str(path))
