@@ -418,3 +418,26 @@ def test_pushers_velocity_count_is_checked_apart_from_its_position_count(task, t
     model = mujoco.MjModel.from_xml_path(str(path))
     assert (model.nq, model.nv, model.nu) == (7, 6, 1)
     assert "it needs nq >= 7, nv >= 7" in refusal(task, str(path))
+
+
+@pytest.mark.parametrize("task", ["Reacher"])
+def test_reachers_velocity_count_is_checked_apart_from_its_position_count(task, tmp_path):
+    """A ball joint has 4 positions and 3 velocities: Reacher's bodies on one ball joint (nq = 4, nv = 3) are refused
+    for their velocity count alone."""
+    import mujoco
+
+    path = tmp_path / "ball.xml"
+    path.write_text('<mujoco><worldbody><body name="fingertip"><joint type="ball"/><site name="s"/>'
+                    '<geom type="sphere" size="0.05"/><body name="target" pos="0 0 0.1"><geom type="sphere" size="0.02"/>'
+                    '</body></body></worldbody><actuator><motor site="s" gear="1 0 0 0 0 0"/></actuator></mujoco>')
+    model = mujoco.MjModel.from_xml_path(str(path))
+    assert (model.nq, model.nv, model.nu) == (4, 3, 1)
+    assert "it needs nq >= 4 and nv >= 4" in refusal(task, str(path))
+
+
+@pytest.mark.parametrize("task", ["InvertedPendulum"])
+def test_inverted_pendulums_check_takes_one_hinge_and_refuses_none(task, tmp_path):
+    message = "the observation's pole angle needs nq + nv >= 2 and an actuator"
+    assert message in refusal(task, site_motor_model(tmp_path / "none.xml", 0))
+    assert message in refusal(task, chain_model(tmp_path / "idle.xml", 1, actuators=0))
+    assert refusal(task, chain_model(tmp_path / "one.xml", 1)) == ""
