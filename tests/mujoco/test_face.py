@@ -220,3 +220,56 @@ def test_the_single_envs_seed_is_checked_as_the_native_faces_check_it():
             env.reset(seed=bad)
     np.testing.assert_array_equal(env.state, before)
     env.close()
+
+
+def test_a_reset_zeroes_the_info_values_that_are_not_reset_info():
+    """MujocoBatch.reset writes the reset info's values and 0 for the other keys (the step's rewards and
+    velocities): nothing of the episode that ended stays in info, in a full reset, a masked one and an autoreset."""
+    from fastvec.native.mujoco import MujocoBatch
+
+    batch = MujocoBatch("Ant", 3, max_episode_steps=2)
+    reset_cols = [layout[2] for layout in batch.info_layout if layout[0] in batch.spec.reset_info]
+    step_cols = np.ones(batch.info.shape[1], bool)
+    for cols in reset_cols:
+        step_cols[cols] = False
+    assert step_cols.any() and not step_cols.all()
+    batch.reset(np.arange(3, dtype=np.uint64), None)
+    assert (batch.info[:, step_cols] == 0).all()
+    rng = np.random.default_rng(0)
+    batch.step(rng.uniform(-1, 1, (3, batch.nu)))
+    assert (batch.info[:, step_cols] != 0).any(axis=1).all()
+    batch.reset(None, np.array([True, False, True]))
+    assert (batch.info[[0, 2]][:, step_cols] == 0).all() and (batch.info[1, step_cols] != 0).any()
+    batch.step(rng.uniform(-1, 1, (3, batch.nu)))  # env 1 truncates at its second step
+    batch.step(rng.uniform(-1, 1, (3, batch.nu)))  # and is reset by this one (NEXT_STEP)
+    assert batch.was_reset.tolist() == [False, True, False]
+    assert (batch.info[1, step_cols] == 0).all() and (batch.info[[0, 2]][:, step_cols] != 0).any(axis=1).all()
+    batch.close()
+
+
+def test_resets_on_several_threads_draw_what_one_thread_draws():
+    """A batch reset on 4 threads (16 envs: the pool cuts them into chunks) resets each env exactly once: its
+    seeded, unseeded (the env's stream continued) and masked resets give one thread's states bit for bit."""
+    from fastvec.native.cpu import default_threads
+
+    states = []
+    for threads in (1, 4):
+        envs = gym.make_vec("fastvec/Hopper-v5", num_envs=16)
+        envs.batch.lib.fv_mj_set_threads(threads)
+        try:
+            envs.reset(seed=4)
+            got = [envs.get_state()]
+            envs.reset()
+            got.append(envs.get_state())
+            envs.reset(options={"reset_mask": np.arange(16) % 3 == 0})
+            got.append(envs.get_state())
+            states.append(got)
+        finally:
+            envs.batch.lib.fv_mj_set_threads(default_threads())
+            envs.close()
+    for one, four in zip(*states):
+        np.testing.assert_array_equal(four, one)
+    mask = np.arange(16) % 3 == 0
+    assert (states[0][2][mask] != states[0][1][mask]).any(axis=1).all()
+    np.testing.assert_array_equal(states[0][2][~mask], states[0][1][~mask])
+    assert (states[0][1] != states[0][0]).any(axis=1).all()
