@@ -157,3 +157,30 @@ def test_each_tasks_cubin_is_built_under_the_tasks_own_name(task_file, monkeypat
     assert view_cubin(task_file, "sm_90") == b"cubin"
     assert seen == {"source": view_source(task_file), "include_dirs": [HERE], "arch": "sm_90",
                     "name": "mujoco_view-" + task_file.split(".")[0]}
+
+
+@pytest.mark.parametrize("num_worlds, blocks", [(0, 1), (1, 1), (255, 1), (256, 1), (257, 2), (512, 2), (513, 3),
+                                                (4096, 16)])
+def test_a_kernel_launch_covers_every_world_with_blocks_of_256_threads(num_worlds, blocks):
+    """CudaKernels.launch asks for ceil(num_worlds / 256) blocks of 256 threads (at least one block), on the
+    batch's stream, with the job passed by value as its bytes; no GPU needed (the prepared function is stood in
+    for)."""
+    import ctypes
+
+    from fastvec.native.mujoco.warp_cuda import THREADS, CudaKernels
+
+    calls = []
+
+    class Prepared:
+        def prepared_async_call(self, grid, block, stream, *args):
+            calls.append((grid, block, stream, args))
+
+    kernels = CudaKernels.__new__(CudaKernels)
+    kernels.functions, kernels.stream = {"fv_mjv_step": Prepared()}, object()
+    job = ViewJob()
+    job.obs_size = 7
+    kernels.launch("fv_mjv_step", job, num_worlds)
+    assert THREADS == 256
+    assert calls == [((blocks, 1, 1), (256, 1, 1), kernels.stream, (bytes(job),))]
+    assert blocks * 256 >= num_worlds > (blocks - 1) * 256 or num_worlds == 0
+    assert len(calls[0][3][0]) == ctypes.sizeof(ViewJob)
