@@ -273,3 +273,16 @@ def test_resets_on_several_threads_draw_what_one_thread_draws():
     assert (states[0][2][mask] != states[0][1][mask]).any(axis=1).all()
     np.testing.assert_array_equal(states[0][2][~mask], states[0][1][~mask])
     assert (states[0][1] != states[0][0]).any(axis=1).all()
+
+
+def test_a_task_name_that_the_task_file_does_not_define_is_refused_naming_both():
+    """MujocoBatch(task, source=file) with a name that neither the user's file nor fastvec defines is refused
+    with the name and the file's own task (not an error about a keyword the user never gave)."""
+    from pathlib import Path
+
+    from fastvec.native.mujoco import MujocoBatch
+
+    source = Path(__file__).parent / "forward_task.c"
+    with pytest.raises(ValueError, match=r"no MuJoCo task 'Wrong' in .*forward_task\.c.*defines 'ForwardCheetah'"):
+        MujocoBatch("Wrong", 1, source=source)
+    MujocoBatch("Hopper", 1, source=source).close()  # fastvec's own tasks are built in beside it

@@ -134,7 +134,11 @@ def task_spec(name: str, source=None) -> TaskSpec:
     if source is None and name not in TASKS:
         raise ValueError(f"no MuJoCo task {name!r}; fastvec has {', '.join(TASKS)} "
                          "(a task of your own: MujocoBatch(source='my_task.c', ...))")
-    return _task_spec(name, library(source))
+    spec = _task_spec(name, library(source))
+    if spec.frame_skip < 0:  # fv_mj_task_frame_skip's answer for a name the library does not hold
+        raise ValueError(f"no MuJoCo task {name!r} in {source}: it defines {user_task_name(source)!r} "
+                         f"(fastvec's own tasks are there too: {', '.join(TASKS)})")
+    return spec
 
 
 @lru_cache(maxsize=None)
