@@ -169,7 +169,7 @@ TARGETS: dict[str, list[str]] = {
                                         "tests/mujoco/test_exactness.py", "tests/mujoco/test_user_task.py",
                                         "-k",
                                         "reset_infos or random_actions or user_task or keywords or without_warnings"
-                                        " or pairwise or fast_states"],
+                                        " or pairwise or fast_states or noise_draws"],
     "fastvec/native/mujoco/mj_batch.c": ["tests/mujoco/test_face.py", "tests/mujoco/test_exactness.py",
                                          "-k", "not random_actions and not scripted"],
     "fastvec/native/mujoco/__init__.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
