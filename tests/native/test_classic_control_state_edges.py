@@ -156,3 +156,16 @@ def test_mountaincar_goal_and_wall_edges_reached_exactly_end_as_gymnasiums(name,
     wall with a velocity of one ulp), each episode plays as Gymnasium's to its end, bit for bit."""
     counts = play(name, _car_edges(name, action), lambda s, r: action)
     assert counts["terminated"] >= 2
+
+
+@needs_glibc_fma
+@pytest.mark.parametrize("push", [1.0, -1.0])
+def test_mountaincar_continuous_actions_exactly_on_the_bounds_play_as_gymnasiums(push):
+    """An action of exactly +-1.0 is inside the Box: Gymnasium's min(max(action, -1.0), 1.0) keeps the float32 action
+    (not the Python bound), so the force term is float32 arithmetic; from set states over the track the episodes
+    agree bit for bit with Gymnasium's, as they do for actions just past the bounds (clipped to Python floats)."""
+    starts = [[-0.5, 0.0], [-1.0, -0.02], [0.2, 0.03], [-0.3, 0.011]]
+    for action in (push, np.nextafter(np.float32(push), np.float32(2 * push))):
+        act = np.array([action], np.float32)
+        counts = play("MountainCarContinuous", starts, lambda s, r: act)
+        assert counts["transitions"] >= 40
