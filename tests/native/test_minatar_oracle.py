@@ -542,3 +542,30 @@ def test_seaquest_surfacing_at_the_ramps_end_as_the_reference(spawn, move, ramp)
     for _ in range(40):
         if run.step(scripted("seaquest", run.ref.env, rng))[1]:
             break
+
+
+ASTERIX_COUNTERS = ("spawn_speed", "spawn_timer", "move_speed", "move_timer", "ramp_index", "ramp_timer")
+
+
+@pytest.mark.parametrize("spawn,move,ramp", [(1, 2, 8), (1, 3, 9), (3, 1, 9), (2, 1, 8), (4, 2, 5)])
+def test_asterix_ramps_stop_at_their_floors_as_the_reference(spawn, move, ramp):
+    """The difficulty ramp one step from its next stage (written into both games) with the spawn interval or the move
+    interval already at its floor of 1 (the other above it, so the ramp still runs) and the ramp index odd or even
+    (moves speed up at odd ones only): after the stage, and after the one 101 steps later, each interval is
+    minatar's, the floors held; the counters and the games agree step by step."""
+    run = Lockstep("asterix", 11, sticky=0.0)
+    state = run.batch.slots[:, :ASTERIX.itemsize].view(ASTERIX)[:, 0]
+    g = run.ref.env
+    values = {"spawn_speed": spawn, "spawn_timer": 1, "move_speed": move, "move_timer": 1, "ramp_index": ramp,
+              "ramp_timer": 0}
+    for key, value in values.items():
+        state[key], g.__dict__[key] = value, value
+    rng, stages = np.random.default_rng(spawn + move), set()
+    for _ in range(230):
+        _, terminal = run.step(scripted("asterix", g, rng))
+        if terminal:
+            break
+        assert [int(state[k][0]) for k in ASTERIX_COUNTERS] == [int(getattr(g, k)) for k in ASTERIX_COUNTERS]
+        stages.add((g.spawn_speed, g.move_speed, g.ramp_index))
+    assert g.spawn_speed >= 1 and g.move_speed >= 1
+    assert len(stages) >= 2, stages
