@@ -569,3 +569,31 @@ def test_asterix_ramps_stop_at_their_floors_as_the_reference(spawn, move, ramp):
         stages.add((g.spawn_speed, g.move_speed, g.ramp_index))
     assert g.spawn_speed >= 1 and g.move_speed >= 1
     assert len(stages) >= 2, stages
+
+
+class OnTheEdge(Recorder):
+    """A Recorder whose uniforms are, half the time, exactly `edge` (the sticky-action probability)."""
+
+    def __init__(self, seed: int, edge: float):
+        super().__init__(seed)
+        self.edge, self.coin, self.drawn = edge, np.random.default_rng(seed), []
+
+    def rand(self, *size):
+        v = self.edge if not size and self.coin.random() < 0.5 else self.rs.rand(*size)
+        self.log.extend(np.ravel(v).tolist())
+        self.drawn.extend(np.ravel(v).tolist())
+        return v
+
+
+@pytest.mark.parametrize("sticky", [0.5, 0.25])
+def test_breakout_a_sticky_draw_equal_to_the_probability_plays_the_chosen_action(sticky):
+    """minatar repeats the previous action when rand() < the sticky probability: a draw of exactly the probability
+    (a dyadic one, which numpy's 53-bit uniforms can hit) plays the chosen action; draws below it repeat."""
+    run = Lockstep("breakout", 12, sticky=sticky)
+    run.rec = run.ref.random = run.ref.env.random = OnTheEdge(12, sticky)
+    rng, played_on_edge = np.random.default_rng(12), 0
+    for _ in range(300):
+        chosen, before, first = int(rng.integers(6)), run.ref.last_action, len(run.rec.drawn)
+        run.step(chosen)  # the step's first uniform is minatar's sticky draw
+        played_on_edge += run.rec.drawn[first] == sticky and chosen != before
+    assert run.events["sticky_changed"] > 20 and played_on_edge > 20, (run.events, played_on_edge)
