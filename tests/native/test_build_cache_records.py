@@ -140,3 +140,66 @@ def test_a_build_directory_is_inside_the_cache_and_gone_afterwards(tmp_path):
         assert d.parent == tmp_path and d.is_dir() and d.name.startswith("fvtmp-")
         (d / "x.o").write_text("x")
     assert not d.exists()
+
+
+def _hold(lock_path, text: bytes) -> int:
+    """A second open file description holding the flock (as another process's would), its holder line written."""
+    import fcntl
+
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.pwrite(fd, text, 0)
+    return fd
+
+
+def test_a_waiter_for_a_held_build_lock_says_so_once_naming_the_holder_then_builds(tmp_path, monkeypatch, capfd):
+    import threading
+
+    monkeypatch.setattr(bc, "LOCK_NOTICE_S", 0.15)
+    monkeypatch.setenv(bc.LOCK_TIMEOUT_ENV, "30")
+    art = tmp_path / "env-abc.so"
+    fd = _hold(art.with_suffix(".lock"), b"4242 builder-host\n")
+    threading.Timer(0.6, os.close, [fd]).start()  # the holder finishes after several notice periods
+    assert bc.cached_build(art, "k", {}, Builder()) == b"library bytes"
+    err = capfd.readouterr().err
+    assert err.count("fastvec: waiting for pid 4242 on builder-host, which is building env-abc") == 1, err
+    assert len(err.splitlines()) == 1 and bc.LOCK_TIMEOUT_ENV in err
+    assert (tmp_path / "env-abc.lock").read_text().split() == [str(os.getpid()), socket.gethostname()]
+
+
+def test_a_short_wait_for_a_build_lock_is_silent(tmp_path, monkeypatch, capfd):
+    import threading
+
+    monkeypatch.setenv(bc.LOCK_TIMEOUT_ENV, "30")
+    art = tmp_path / "env-abc.so"
+    fd = _hold(art.with_suffix(".lock"), b"4242 builder-host\n")
+    threading.Timer(0.2, os.close, [fd]).start()
+    assert bc.cached_build(art, "k", {}, Builder()) == b"library bytes"
+    assert capfd.readouterr().err == ""
+
+
+def test_a_build_lock_held_past_the_timeout_gives_up_naming_the_holder_and_the_variable(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(bc, "LOCK_NOTICE_S", 0.1)
+    monkeypatch.setenv(bc.LOCK_TIMEOUT_ENV, "0.4")
+    art = tmp_path / "env-abc.so"
+    fd = _hold(art.with_suffix(".lock"), b"4242 builder-host\n")
+    build = Builder()
+    try:
+        with pytest.raises(bc.BuildLockTimeout, match=r"held by pid 4242 on builder-host.*kill 4242.*"
+                           + bc.LOCK_TIMEOUT_ENV):
+            bc.cached_build(art, "k", {}, build)
+    finally:
+        os.close(fd)
+    assert build.calls == 0 and not art.exists()
+    assert capfd.readouterr().err.count("waiting for pid 4242") == 1
+
+
+def test_an_unreadable_holder_line_is_named_as_unknown(tmp_path, monkeypatch):
+    monkeypatch.setenv(bc.LOCK_TIMEOUT_ENV, "0.2")
+    art = tmp_path / "env-abc.so"
+    fd = _hold(art.with_suffix(".lock"), b"")
+    try:
+        with pytest.raises(bc.BuildLockTimeout, match=r"held by pid \? on \?"):
+            bc.cached_build(art, "k", {}, Builder())
+    finally:
+        os.close(fd)
