@@ -7,6 +7,7 @@ compiler lacks C++20's <barrier>."""
 import ctypes
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -305,3 +306,50 @@ def test_the_random_policy_takes_log2_n_bits_for_each_power_of_two_action_count(
     for n in list(range(1, 70)) + [2**k + j for k in range(6, 17) for j in (-1, 0, 1)]:
         bits = 1 if n <= 2 else n.bit_length() - 1 if n & (n - 1) == 0 and n <= 32768 else 32
         assert (lib.action_bits(n), lib.actions_per_draw(n)) == (bits, 64 // bits), n
+
+
+BOUNDS_CHILD = r"""
+import ctypes, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import test_env_step_kernels as t
+from fastvec.native import cpu
+
+path, defines, max_steps = t.ENVS[sys.argv[3]]
+env = cpu.load(path, tuple(sorted(defines.items())))
+lib = ctypes.CDLL(sys.argv[2])
+for fn in ("emu_reset", "emu_step", "emu_rollout", "emu_random_actions", "emu_observe"):
+    getattr(lib, fn).restype = None
+n = 37
+for mode in range(3):
+    for staged in (0, 1):
+        b = t.EmulatedBatch(lib, env, n, mode, max_steps)
+        b.reset(np.arange(n, dtype=np.uint64), None)
+        b.rollout(20, 0x5EED, 0, staged)
+        for kernel in t.KERNELS:
+            b.step(b.random_actions(0x5EED, 20), kernel)
+        b.reset(np.arange(n, dtype=np.uint64), np.arange(n) % 2 == 0)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("env_name", ["random_walk", "box_point"])
+def test_the_kernels_index_no_array_past_its_end(build, tmp_path, env_name):
+    """The reset, step, random-action and fused-rollout kernels built with GCC's array-bounds check (trapping, so no
+    sanitizer runtime is needed) and run in a child process in every autoreset mode: no index leaves a fixed-size
+    array (the per-thread action, observation and output arrays of the kernels among them), which a wrong value
+    would not show."""
+    del build  # requested for its skip where the compiler lacks C++20's <barrier>
+    cxx = shutil.which("g++") or shutil.which("c++")
+    path, defines, _ = ENVS[env_name]
+    out = tmp_path / f"{env_name}_bounds.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", "-fsanitize=bounds",
+           "-fsanitize-undefined-trap-on-error", f"-I{native.NATIVE_DIR}", f"-I{path.parent}", f'-DENV="{path}"',
+           *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "sanitize" in proc.stderr:
+        pytest.skip(f"{cxx} has no -fsanitize=bounds")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    child = subprocess.run([sys.executable, "-c", BOUNDS_CHILD, str(Path(__file__).parent), str(out), env_name],
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0 and child.stdout.strip() == "ok", (child.returncode, child.stderr[-2000:])
