@@ -597,3 +597,27 @@ def test_breakout_a_sticky_draw_equal_to_the_probability_plays_the_chosen_action
         run.step(chosen)  # the step's first uniform is minatar's sticky draw
         played_on_edge += run.rec.drawn[first] == sticky and chosen != before
     assert run.events["sticky_changed"] > 20 and played_on_edge > 20, (run.events, played_on_edge)
+
+
+SEAQUEST_COUNTERS = ("e_spawn_speed", "move_speed", "ramp_index", "oxygen", "diver_count")
+
+
+@pytest.mark.parametrize("spawn,move,ramp", [(1, 2, 19), (1, 3, 18), (1, 3, 17), (4, 2, 21), (2, 3, 15)])
+def test_seaquest_ramp_counters_after_surfacing_are_minatars(spawn, move, ramp):
+    """Surfacing with a diver aboard from ramp stages at and around the floors (spawns every step, moves every 2
+    steps; odd and even ramp indices, written into both games): the spawn and move intervals, the ramp index (minatar's
+    difficulty_ramp()), the oxygen and the diver count are minatar's after the surfacing and at each step after."""
+    run = Lockstep("seaquest", 13, sticky=0.0)
+    state = run.batch.slots[:, :SEAQUEST.itemsize].view(SEAQUEST)[:, 0]
+    g = run.ref.env
+    values = {"e_spawn_speed": spawn, "move_speed": move, "ramp_index": ramp, "diver_count": 1, "sub_y": 1,
+              "surface": 0}
+    for key, value in values.items():
+        state[key], g.__dict__[key] = value, value
+    rng = np.random.default_rng(spawn * move)
+    for t in range(12):
+        _, terminal = run.step(2 if t == 0 else scripted("seaquest", g, rng))
+        if terminal:
+            break
+        assert [int(state[k][0]) for k in SEAQUEST_COUNTERS] == [int(getattr(g, k)) for k in SEAQUEST_COUNTERS], t
+    assert run.events["steps"] >= 1 and g.difficulty_ramp() >= ramp
