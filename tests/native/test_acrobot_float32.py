@@ -60,3 +60,56 @@ def test_episodes_reset_in_gymnasiums_range_and_end():
         ended += int(np.sum(terminated | truncated))
     assert ended >= n  # every env reached an end (termination or the 500-step limit) at least once
     assert envs.single_observation_space.contains(obs[0])
+
+
+def _cos_of(envs, angles):
+    """The variant's own float32 cos of each angle: the observation's cos(theta1) right after a set state."""
+    states = np.zeros((len(angles), 4))
+    states[:, 0] = angles
+    envs.set_state(states)
+    return envs.unwrapped.batch.obs[:, 0, 0].copy()
+
+
+def test_float32_a_height_of_exactly_one_does_not_terminate():
+    """Termination is -cos(t1) - cos(t1 + t2) > 1, strictly (Gymnasium's and gymnax's): over starts at rest around
+    the crossing (a float32 grid of theta1 for several theta2), the flag after one step is exactly the strict test of
+    the height computed in float32 from the stepped state with the variant's own cos, and some steps land on a height
+    of exactly 1.0 (not terminated)."""
+    f32 = np.float32
+    grid = np.arange(-40, 40, dtype=np.int32)
+    rows, theta2 = [], np.linspace(-0.8, 0.8, 24)
+    for t2 in theta2:
+        base = f32(2.0944 - t2 / 2)
+        rows.append(np.stack([(base.view(np.int32) + grid).view(np.float32), np.full(len(grid), t2, f32)], 1))
+    starts = np.concatenate(rows).astype(np.float64)
+    n = len(starts)
+    envs = gym.make_vec("fastvec/Acrobot", num_envs=n, float32=1)
+    envs.reset(seed=0)
+    def height_after_step(t1, t2):
+        envs.reset(seed=0)  # clears a pending autoreset of the last probe's terminated envs
+        envs.set_state(np.tile([t1, t2, 0.0, 0.0], (n, 1)))
+        envs.step(np.ones(n, np.int64))
+        s = envs.get_state()[0]
+        return -np.cos(s[0]) - np.cos(s[0] + s[1])
+
+    for row in range(len(theta2)):  # shift each row's grid onto the start whose step ends nearest the height 1
+        sl = slice(row * len(grid), (row + 1) * len(grid))
+        t2 = starts[sl][0, 1]
+        a, b = 1.6 - t2 / 2, 2.6 - t2 / 2
+        rising = height_after_step(a, t2) < 1.0
+        assert rising == (height_after_step(b, t2) > 1.0)
+        for _ in range(40):
+            mid = (a + b) / 2
+            a, b = (mid, b) if (height_after_step(mid, t2) < 1.0) == rising else (a, mid)
+        starts[sl, 0] = (np.float32(a).view(np.int32) + grid).view(np.float32)
+    full = np.zeros((n, 4))
+    full[:, :2] = starts
+    envs.reset(seed=0)
+    envs.set_state(full)
+    _, rewards, terminated, _, _ = envs.step(np.ones(n, np.int64))
+    after = envs.get_state().astype(np.float32)
+    t1, t12 = after[:, 0], after[:, 0] + after[:, 1]
+    height = -_cos_of(envs, t1.astype(np.float64)) - _cos_of(envs, t12.astype(np.float64))
+    np.testing.assert_array_equal(terminated, height > f32(1.0))
+    np.testing.assert_array_equal(rewards, np.where(terminated, 0.0, -1.0))
+    assert (height == f32(1.0)).sum() >= 2 and terminated.sum() >= 100 and (~terminated).sum() >= 100
