@@ -5,6 +5,7 @@ per-env loop) is the oracle; the GPU tests confirm the same on the device. Skipp
 compiler lacks C++20's <barrier>."""
 
 import ctypes
+import os
 import shutil
 import subprocess
 import sys
@@ -320,7 +321,7 @@ env = cpu.load(path, tuple(sorted(defines.items())))
 lib = ctypes.CDLL(sys.argv[2])
 for fn in ("emu_reset", "emu_step", "emu_rollout", "emu_random_actions", "emu_observe"):
     getattr(lib, fn).restype = None
-n = 37
+n = int(sys.argv[4])
 for mode in range(3):
     for staged in (0, 1):
         b = t.EmulatedBatch(lib, env, n, mode, max_steps)
@@ -333,23 +334,36 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("env_name", ["random_walk", "box_point"])
-def test_the_kernels_index_no_array_past_its_end(build, tmp_path, env_name):
-    """The reset, step, random-action and fused-rollout kernels built with GCC's array-bounds check (trapping, so no
-    sanitizer runtime is needed) and run in a child process in every autoreset mode: no index leaves a fixed-size
-    array (the per-thread action, observation and output arrays of the kernels among them), which a wrong value
-    would not show."""
+# (env, sanitizer, envs): GCC's trapping bounds check sees fixed-size arrays indexed past their end with no runtime;
+# AddressSanitizer (preloaded into the child) sees the staged kernels' static shared buffers overrun through pointers,
+# here by an env whose state takes the plain (not unrolled) word loop, in full blocks.
+SANITIZED = [("random_walk", "bounds", 37), ("box_point", "bounds", 37), ("mpe_world_comm", "address", 512)]
+
+
+@pytest.mark.parametrize("env_name,sanitizer,n", SANITIZED, ids=[c[0] for c in SANITIZED])
+def test_the_kernels_index_no_array_past_its_end(build, tmp_path, env_name, sanitizer, n):
+    """The reset, step, random-action and fused-rollout kernels built with a sanitizer and run in a child process in
+    every autoreset mode: no index leaves an array (the per-thread action, observation and output arrays of the
+    kernels, the staged kernels' shared buffers), which a wrong value would not show."""
     del build  # requested for its skip where the compiler lacks C++20's <barrier>
     cxx = shutil.which("g++") or shutil.which("c++")
     path, defines, _ = ENVS[env_name]
-    out = tmp_path / f"{env_name}_bounds.so"
-    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", "-fsanitize=bounds",
-           "-fsanitize-undefined-trap-on-error", f"-I{native.NATIVE_DIR}", f"-I{path.parent}", f'-DENV="{path}"',
+    out = tmp_path / f"{env_name}_{sanitizer}.so"
+    flags = (["-fsanitize=bounds", "-fsanitize-undefined-trap-on-error"] if sanitizer == "bounds"
+             else ["-fsanitize=address", "-fno-omit-frame-pointer"])
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", *flags,
+           f"-I{native.NATIVE_DIR}", f"-I{path.parent}", f'-DENV="{path}"',
            *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS), "-o", str(out), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode and "sanitize" in proc.stderr:
-        pytest.skip(f"{cxx} has no -fsanitize=bounds")
+        pytest.skip(f"{cxx} refuses {flags[0]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    child = subprocess.run([sys.executable, "-c", BOUNDS_CHILD, str(Path(__file__).parent), str(out), env_name],
-                           capture_output=True, text=True, timeout=120)
+    env = dict(os.environ)
+    if sanitizer == "address":
+        runtime = subprocess.run([cxx, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(runtime):
+            pytest.skip(f"{cxx} has no AddressSanitizer runtime")
+        env.update(LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
+    child = subprocess.run([sys.executable, "-c", BOUNDS_CHILD, str(Path(__file__).parent), str(out), env_name,
+                            str(n)], capture_output=True, text=True, timeout=120, env=env)
     assert child.returncode == 0 and child.stdout.strip() == "ok", (child.returncode, child.stderr[-2000:])
