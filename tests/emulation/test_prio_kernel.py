@@ -138,3 +138,20 @@ def test_prio_kernel_writes_nothing_past_its_draws_and_weights(emu):
              weights)
         assert (perm[q:] == -5).all() and (weights[q:] == 7.0).all()
         assert ((perm[:q] >= 0) & (perm[:q] < q)).all() and ((weights[:q] > 0) & (weights[:q] <= 1)).all()
+
+
+@pytest.mark.parametrize("lane_draw,low_sequence", [(995, 910), (1, 925)])
+def test_prio_kernel_normalises_by_the_largest_weight_whatever_lane_and_warp_draws_it(emu, lane_draw, low_sequence):
+    """Q = 1024 (a draw a thread: draw j is lane j % 32 of warp j // 32): every sequence's priority 1 but one's 0.5,
+    which only draw `lane_draw` takes (an odd lane; 995: of the last warp), so that draw alone has the largest
+    weight. The block's maximum must reach it: its weight is exactly 1 and the rest are the reference's."""
+    q, key, update, epoch = 1024, ref.shuffle_key(ref.sampling_key(7)), 2, 1
+    adv = np.full((2, q), 0.5, np.float32)
+    adv[:, low_sequence] = 0.25
+    want_order, want_weights = ref.prioritized_draws(to_segments(adv, 2), 1.0, ref.prio_beta(0.3, update, 20), key,
+                                                     update, epoch)
+    assert np.flatnonzero(want_order == low_sequence).tolist() == [lane_draw]  # the case is what it says
+    assert np.flatnonzero(want_weights == 1).tolist() == [lane_draw]
+    perm, weights, _ = kernel_draws(emu, adv, 2, 1.0, 0.3, 20, update, key, epoch)
+    assert np.array_equal(perm, want_order)
+    assert np.array_equal(weights, want_weights)
