@@ -76,11 +76,17 @@ void emu_selfplay_step(int n, const float* y, const float* dec_bias, fv_slot* sl
     launch(n, 256, [=] { selfplay_step_kernel(a, sp, 0); });
 }
 
+void emu_pool_forward_mode(int rows, int per_game, const float* weights, long long stride, const int* game_weights,
+                           const OBS_T* game_obs, const float* starts, float* state, int* actions,
+                           unsigned long long key, long long t, int deterministic) {
+    PoolForwardArgs a = {weights, game_weights, game_obs, starts, state, actions, nullptr, key, stride, t, rows,
+                         per_game, 0, 0, deterministic};
+    launch(rows, 128, [=] { pool_forward_kernel(a); });
+}
+
 void emu_pool_forward(int rows, int per_game, const float* weights, long long stride, const int* game_weights,
                       const OBS_T* game_obs, const float* starts, float* state, int* actions, unsigned long long key,
                       long long t) {
-    PoolForwardArgs a = {weights, game_weights, game_obs, starts, state, actions, nullptr, key, stride, t, rows,
-                         per_game, 0, 0, 0};
-    launch(rows, 128, [=] { pool_forward_kernel(a); });
+    emu_pool_forward_mode(rows, per_game, weights, stride, game_weights, game_obs, starts, state, actions, key, t, 0);
 }
 }

@@ -302,3 +302,24 @@ def test_play_layout_fills_the_sms_with_every_block_resident():
     assert play_layout(5, 256, False, 24768, **hidden64, **h200)[:2] == (5, 1)
     hidden128 = {**hidden64, "group_floats": 4 * (2 * 128 + 3), "slices": 4}
     assert play_layout(8, 64, True, 98688, **hidden128, **h200)[1] == 0
+
+
+def test_against_a_bot_the_learners_seat_steps_as_the_thread_forward(lib):
+    """Bot matches (levels 1 and 3, 5 games each, 2 a block), deterministic play some steps in: the learner's seat
+    (seat 0 in a bot game) takes the thread forward's argmax action and carries its MinGRU state, row for row; the
+    bot's seat is the env's, so its rows are neither written nor read."""
+    a = random_policy(11, "a")
+    fused = EmulatedMatches(lib, [a], [1, 3], [0, 0], 5, seed=6)
+    fused.play(0, 25, True, 2, 1)
+    assert fused.remaining[0] == fused.n  # every game still on: the next step is each game's
+    starts, state = fused.starts.copy(), fused.state.copy()
+    thread_actions = np.zeros_like(fused.actions)
+    lib.emu_pool_forward_mode(fused.n * AGENTS, AGENTS, _p(fused.weights), ctypes.c_int64(fused.weights.shape[1]),
+                              _p(fused.game_weights), _p(fused.game_obs), _p(starts), _p(state), _p(thread_actions),
+                              ctypes.c_uint64(fused.key), ctypes.c_int64(25), 1)
+    before = fused.state.copy()
+    fused.play(25, 1, True, 2, 1)
+    np.testing.assert_array_equal(fused.actions[0::AGENTS], thread_actions[0::AGENTS])
+    np.testing.assert_array_equal(fused.state[:, 0::AGENTS], state[:, 0::AGENTS])
+    np.testing.assert_array_equal(fused.state[:, 1::AGENTS], before[:, 1::AGENTS])  # the bot's rows: untouched
+    assert len(np.unique(thread_actions[0::AGENTS])) > 1 and not np.array_equal(fused.state, before)
