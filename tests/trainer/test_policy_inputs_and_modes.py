@@ -68,3 +68,23 @@ def test_categorical_modes_are_the_argmax_of_each_dimension():
                            action_kind="multi_discrete", action_nvec=(2, 3))
     dist = np.array([[0.0, 1.0, 3.0, -1.0, 2.0], [1.0, 0.0, -1.0, 0.0, 4.0]])
     np.testing.assert_array_equal(heads.head_mode(multi, dist), [[1, 0], [0, 2]])
+
+
+def test_modes_are_taken_over_the_last_axis_whatever_the_leading_shape():
+    """head_mode of a (T, R, Y) stack is each (R, Y) slice's, and of one row (Y,) its own, for every kind: the
+    argmax runs over the actions' axis, never over the rows'."""
+    rng = np.random.default_rng(3)
+    specs = [ref.PolicySpec(obs_size=2, num_actions=4, kind="mlp", hidden=4, layers=1),
+             ref.PolicySpec(obs_size=2, num_actions=0, kind="mlp", hidden=4, layers=1,
+                            action_kind="multi_discrete", action_nvec=(3, 2)),
+             ref.PolicySpec(obs_size=2, num_actions=0, kind="mlp", hidden=4, layers=1, action_kind="box",
+                            action_dims=2)]
+    for spec in specs:
+        dist = rng.standard_normal((3, 5, 4 if spec.action_kind != "multi_discrete" else 5)).astype(np.float32)
+        stacked = heads.head_mode(spec, dist)
+        per_slice = np.stack([heads.head_mode(spec, dist[t]) for t in range(3)])
+        np.testing.assert_array_equal(stacked, per_slice)
+        assert stacked.shape == (3, 5, *spec.action_shape)
+        np.testing.assert_array_equal(heads.head_mode(spec, dist[1, 2]), per_slice[1, 2])
+    discrete_rows = rng.standard_normal((3, 5, 4))
+    np.testing.assert_array_equal(heads.head_mode(specs[0], discrete_rows), discrete_rows.argmax(axis=2))
