@@ -363,3 +363,20 @@ def test_help_usage_and_a_config_without_a_path(capsys, tmp_path):
         assert "fastvec-sweep: error: --config needs a value: --config=PATH" in capsys.readouterr().err
     assert sweep.main(["cartpole", "--config", str(tmp_path / "none.toml"), "--print-space"]) == 2
     assert "none.toml" in capsys.readouterr().err
+
+
+def test_print_space_shows_the_sweep_settings_as_a_toml_table_without_the_config_marks(tmp_path, capsys):
+    """--print-space's settings block (between the study line and "search space:") is the [sweep] table of every
+    setting, command-line overrides included, as TOML that reads back to the plan's settings: without the saved
+    config's first line or its end mark."""
+    args = sweep_args(tmp_path, "--sweep.trials=7", "--train.learning_rate=1e-4:1e-2:log", "--print-space")
+    assert sweep.main(args) == 0
+    block = capsys.readouterr().out.split("\n", 1)[1].split("search space:\n", 1)[0]
+    assert block.startswith("[sweep]\n") and "# end" not in block
+    settings, entries = split_arguments(args[1:-1])
+    plan = sweep.make_plan("cartpole", settings, entries, None)
+    table = tomllib.loads(block)
+    assert list(table) == ["sweep"]
+    assert table["sweep"] == {k: v for k, v in plan.settings.items() if "." not in k}
+    assert table["sweep"]["trials"] == 7 and table["sweep"]["dir"] == str(tmp_path)
+    assert block.splitlines()[-1].split(" = ")[0] in table["sweep"]  # the last line a setting, no blank after it
