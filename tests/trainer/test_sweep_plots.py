@@ -121,3 +121,19 @@ def test_no_plots_before_any_trial_reports_and_no_params_plot_without_searched_p
     study.add_trial(create_trial(state=TrialState.COMPLETE, value=1.0, user_attrs={"seconds": 2.0, "score": 1.0}))
     lines, _ = drawn(monkeypatch, plan_of(), study, tmp_path / "b")
     assert lines == [f"wrote {tmp_path / 'b' / 'front.png'}"] and not (tmp_path / "b" / "params.png").exists()
+
+
+def test_the_front_keeps_trials_with_both_seconds_and_score_and_each_faster_trials_best():
+    """front_points: only trials that recorded both their training seconds and their score are points (one with
+    either missing, e.g. failed before its first report, is left out), sorted by seconds; the Pareto front is each
+    point that scores higher than every faster one (a later tie is not on it)."""
+    def trial(number, **attrs):
+        return SimpleNamespace(number=number, user_attrs=attrs)
+
+    trials = [trial(0, seconds=5.0, score=10.0), trial(1, seconds=2.0, score=12.0), trial(2, seconds=None, score=50.0),
+              trial(3, score=60.0), trial(4, seconds=1.0), trial(5, seconds=3.0, score=None),
+              trial(6, seconds=4.0, score=12.0), trial(7, seconds=8.0, score=20.0), trial(8, seconds=1.5, score=-3.0)]
+    points, front = sweep_report.front_points(trials)
+    assert points == [(1.5, -3.0, 8), (2.0, 12.0, 1), (4.0, 12.0, 6), (5.0, 10.0, 0), (8.0, 20.0, 7)]
+    assert front == [(1.5, -3.0, 8), (2.0, 12.0, 1), (8.0, 20.0, 7)]
+    assert sweep_report.front_points([trial(0, seconds=None, score=None), trial(1, score=1.0)]) == ([], [])
