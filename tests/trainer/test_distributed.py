@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -471,7 +472,7 @@ def test_train_gpus_must_be_positive(capsys):
 # stand-ins (installed in each rank by a sitecustomize.py on PYTHONPATH)
 
 STAND_INS = """
-import os, sys, types
+import os, sys, time, types
 from pathlib import Path
 from fastvec.trainer import distributed, run
 from fastvec.trainer.cuda import device, nccl
@@ -490,6 +491,8 @@ def fake_train(config, run_dir, resume, dashboard):
           file=sys.stderr)
     if group.rank == int(os.environ.get("FAIL_RANK", "-1")):
         raise RuntimeError("rank failure for the test")
+    if group.rank == int(os.environ.get("HANG_RANK", "-1")):
+        time.sleep(60)  # a rank still training when another fails
     return {"run_dir": run_dir, "checkpoint": None, "metrics": {"episode_return": 1.5}, "elapsed": 1.0,
             "global_step": 1024, "sps": 1024.0, "recent_returns": [1.5], "interrupted": False,
             "trainer": types.SimpleNamespace(close=lambda: None)}
@@ -530,6 +533,73 @@ def test_train_gpus_stops_everything_when_a_rank_fails(stand_in_ranks, monkeypat
     monkeypatch.setenv("FAIL_RANK", "1")
     with pytest.raises(distributed.DistributedError, match="rank 1 of 2 failed with exit code 1"):
         run.train(load_config("cartpole", {"train": {"gpus": 2}}), stand_in_ranks / "run", dashboard=False)
+
+
+def test_a_failed_rank_stops_the_ranks_still_running_and_the_work_directory_goes(stand_in_ranks, monkeypatch):
+    """Rank 1 fails while rank 0 is still training (a minute's sleep): the launcher raises, having killed rank 0
+    (not left it running, nor waited the minute) and removed its work directory; a rank that ended is not killed."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    procs, dirs = [], []
+    real_popen, real_mkdtemp = subprocess.Popen, distributed.tempfile.mkdtemp
+
+    class Recorded(real_popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            procs.append(self)
+
+    monkeypatch.setattr(distributed.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(distributed.tempfile, "mkdtemp", lambda **kw: dirs.append(real_mkdtemp(**kw)) or dirs[-1])
+    monkeypatch.setenv("FAIL_RANK", "1")
+    monkeypatch.setenv("HANG_RANK", "0")
+    try:
+        with pytest.raises(distributed.DistributedError, match="rank 1 of 2 failed with exit code 1"):
+            run.train(load_config("cartpole", {"train": {"gpus": 2}}), stand_in_ranks / "run", dashboard=False)
+        assert len(procs) == 2 and procs[0].poll() == -signal.SIGKILL and procs[1].poll() == 1
+        assert len(dirs) == 1 and not os.path.exists(dirs[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("rank,interrupted", [(0, False), (1, False), (0, True)])
+def test_a_rank_process_ignores_ctrl_c_unless_rank_0_which_alone_writes_the_summary(monkeypatch, tmp_path, rank,
+                                                                                   interrupted):
+    """distributed.main, one rank of --train.gpus: a rank other than 0 ignores SIGINT (rank 0 gets Ctrl-C, saves
+    its checkpoint, and the parent stops the rest), rank 0 keeps Python's handler; rank 0 alone writes its summary
+    to FASTVEC_SUMMARY (the trainer left out); --resume and --dashboard=0|1 reach the rank; exit 130 after Ctrl-C."""
+    import json
+
+    from fastvec.trainer import config as config_module
+
+    calls = []
+
+    def run_rank(config, run_dir, resume, dashboard, launch, train_rank):
+        calls.append((config, run_dir, resume, dashboard, launch.rank, train_rank))
+        return {"interrupted": interrupted, "trainer": object(), "global_step": 64, "run_dir": run_dir}
+
+    summary = tmp_path / "summary.json"
+    monkeypatch.setattr(distributed, "discover", lambda: distributed.Launch(rank=rank, world_size=2, local_rank=rank))
+    monkeypatch.setattr(distributed, "run_rank", run_rank)
+    monkeypatch.setattr(config_module, "load_toml", lambda path: {"from": str(path)})
+    monkeypatch.setenv("FASTVEC_SUMMARY", str(summary))
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        code = distributed.main(["c.toml", str(tmp_path / "run"), "--resume", f"--dashboard={rank}"], "train")
+        handler = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == (130 if interrupted else 0)
+    assert handler == (signal.SIG_IGN if rank else before) and before != signal.SIG_IGN
+    assert calls == [({"from": "c.toml"}, tmp_path / "run", True, bool(rank), rank, "train")]
+    if rank == 0:
+        assert json.loads(summary.read_text()) == {"interrupted": interrupted, "global_step": 64,
+                                                   "run_dir": str(tmp_path / "run")}
+    else:
+        assert not summary.exists()
 
 
 @pytest.mark.parametrize("stopped_rank", [0, 1])
