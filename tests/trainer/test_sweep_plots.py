@@ -137,3 +137,21 @@ def test_the_front_keeps_trials_with_both_seconds_and_score_and_each_faster_tria
     assert points == [(1.5, -3.0, 8), (2.0, 12.0, 1), (4.0, 12.0, 6), (5.0, 10.0, 0), (8.0, 20.0, 7)]
     assert front == [(1.5, -3.0, 8), (2.0, 12.0, 1), (8.0, 20.0, 7)]
     assert sweep_report.front_points([trial(0, seconds=None, score=None), trial(1, score=1.0)]) == ([], [])
+
+
+@pytest.mark.parametrize("objective,target,lines", [("pareto", 250.0, 1), ("pareto", 0.0, 0), ("score", 250.0, 0)])
+def test_the_front_draws_a_target_line_for_pareto_only_with_a_target(tmp_path, monkeypatch, objective, target, lines):
+    """front.png's dashed target line: the pareto objective draws it only where sweep.target is set (0: none), and
+    the score objective never (its target is no part of the objective)."""
+    if objective == "pareto":
+        study = optuna.create_study(directions=["maximize", "minimize"])
+    else:
+        study = optuna.create_study(direction="maximize")
+    for seconds, score in [(10.0, 100.0), (20.0, 300.0), (30.0, 200.0)]:
+        study.add_trial(create_trial(state=TrialState.COMPLETE,
+                                     values=[score, seconds] if objective == "pareto" else [score],
+                                     user_attrs={"seconds": seconds, "score": score}))
+    _, figures = drawn(monkeypatch, plan_of(objective, target), study, tmp_path / "plots", save=False)
+    drawn_lines = figures[0].axes[0].get_lines()
+    assert len(drawn_lines) == 1 + lines
+    assert [line.get_label() for line in drawn_lines[1:]] == ["target 250"] * lines
