@@ -796,3 +796,24 @@ def test_without_a_master_port_the_rendezvous_uses_torchruns_default_port():
         assert distributed.discover(env).rendezvous_port == 29500, env
         assert distributed.discover({**env, "FASTVEC_RENDEZVOUS_PORT": "31001"}).rendezvous_port == 31001
     assert distributed.Launch().rendezvous_port == 29500
+
+
+def test_ctrl_c_in_the_launcher_waits_for_rank_0_alone():
+    """Ctrl-C while the launcher waits (every rank of the terminal's process group gets it too): it waits for rank 0,
+    which saves its checkpoint, and returns without an error, leaving the other ranks to spawn's clean-up."""
+    class Rank:
+        def __init__(self, interrupt):
+            self.interrupt, self.waited = interrupt, 0
+
+        def poll(self):
+            if self.interrupt:
+                raise KeyboardInterrupt
+            return None
+
+        def wait(self):
+            self.waited += 1
+            return 130
+
+    ranks = [Rank(False), Rank(True), Rank(False)]
+    distributed._wait(ranks)
+    assert [rank.waited for rank in ranks] == [1, 0, 0]
