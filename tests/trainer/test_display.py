@@ -476,3 +476,28 @@ def test_the_panels_parts_fill_lines_of_the_width_and_only_a_part_wider_than_it_
         console = Console(width=20, record=True, file=io.StringIO())
         console.print(Parts(parts))
         assert console.export_text().splitlines() == want
+
+
+def test_sweep_status_lines_in_a_pipe_come_every_30_seconds_of_a_trial(monkeypatch):
+    """In a pipe (no redraws) a running trial's status is a plain line at most every 30 s (docs/sweeps.md): none
+    29.9 s after a trial's line, one at 30 s, the next 30 s after that one."""
+    from types import SimpleNamespace
+
+    from fastvec.trainer import sweep_report
+
+    clock = [1000.0]
+    monkeypatch.setattr(sweep_report, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    settings = {"trial_seconds": 1.0, "metric": "episode_return", "target": 475.0, "objective": "score", "trials": 2,
+                "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
+    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
+                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+    piped = io.StringIO()
+    progress = sweep_report.Progress(plan, SimpleNamespace(trials=[], best_trials=[],
+                                                           get_trials=lambda **kw: []), stream=piped)
+    progress.finished("trial 0  complete", 1, 10.0)
+    written = len(piped.getvalue().splitlines())
+    for at, lines in ((1029.9, 0), (1030.0, 1), (1059.9, 1), (1060.0, 2)):
+        clock[0] = at
+        progress.running(1, at - 1000.0, 64, 12.5)
+        assert len(piped.getvalue().splitlines()) - written == lines, at
+    assert piped.getvalue().splitlines()[-1].startswith("trial 1 running: 60.0 s, 64 steps, return 12.5")

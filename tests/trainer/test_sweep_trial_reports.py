@@ -363,3 +363,30 @@ def test_the_study_takes_the_configured_sampler_and_pruner(tmp_path, sampler, pr
     space = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
     draw = first.ask(space).params["x"]
     assert study("b", 0).ask(space).params["x"] == draw and study("c", -1).ask(space).params["x"] != draw
+
+
+def test_a_trial_whose_directory_an_earlier_study_left_runs_and_rewrites_its_trial_toml(tmp_path, monkeypatch):
+    """Another study in the same sweep dir (another objective or --sweep.study) numbers its trials from 0 again:
+    trials/0002 already there from the earlier study is reused, its trial.toml replaced, the trial run."""
+    from fastvec.trainer import run
+
+    config = {"train": {"seed": 5, "log_interval": 1.0, "checkpoint_interval": 1, "checkpoint_seconds": 1.0,
+                        "stop_at_target": True, "horizon": 8, "total_timesteps": 64},
+              "env": {"name": "cartpole", "num_envs": 4}}
+    trial_dir = tmp_path / "trials" / "0002"
+    trial_dir.mkdir(parents=True)
+    (trial_dir / "trial.toml").write_text("# the earlier study's trial 2\n")
+    ran = []
+
+    def fake_train(seed_config, run_dir, dashboard, watch):
+        ran.append(run_dir)
+        watch(log(3.0), 1.0, 64)
+        return {"startup": 0.0, "sps": 1.0, "interrupted": False}
+
+    monkeypatch.setattr(run, "train", fake_train)
+    monkeypatch.setattr(sweep, "runnable_toml", lambda config, title: f"# {title}\n")
+    plan = SimpleNamespace(settings={**SETTINGS, "pruner": "none"}, multi=False, sweep_dir=tmp_path,
+                           trial_config=lambda params: config, env="cartpole", study="second")
+    record = sweep.run_trial(plan, Trial(number=2), Progress())
+    assert record["state"] == "COMPLETE" and record["values"] == [3.0] and ran == [trial_dir]
+    assert (trial_dir / "trial.toml").read_text() == "# fastvec-sweep cartpole: study second, trial 2\n"
