@@ -818,3 +818,19 @@ def test_ctrl_c_in_the_launcher_waits_for_rank_0_alone():
     ranks = [Rank(False), Rank(True), Rank(False)]
     distributed._wait(ranks)
     assert [rank.waited for rank in ranks] == [1, 0, 0]
+
+
+def test_visible_devices_hand_out_the_listed_gpus_in_order_else_the_first_ones():
+    """--train.gpus=N: rank r gets CUDA_VISIBLE_DEVICES' r-th entry (spaces and empty entries dropped, only the first
+    N), or device r when the variable is unset; set but empty lists no device."""
+    assert distributed.visible_devices(3, {}) == ["0", "1", "2"]
+    assert distributed.visible_devices(2, {"CUDA_VISIBLE_DEVICES": " 4, ,5 ,7"}) == ["4", "5"]
+    assert distributed.visible_devices(1, {"CUDA_VISIBLE_DEVICES": "GPU-a1b2"}) == ["GPU-a1b2"]
+    assert distributed.visible_devices(2, {"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+def test_rank_0_listens_on_loopback_only_for_a_loopback_master_address():
+    for addr in ("127.0.0.1", "127.3.4.5", "localhost", "::1"):
+        assert distributed._is_loopback(addr), addr
+    for addr in ("10.0.0.7", "gpu03", "", None, "12.7.0.1"):
+        assert not distributed._is_loopback(addr), addr
