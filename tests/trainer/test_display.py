@@ -501,3 +501,27 @@ def test_sweep_status_lines_in_a_pipe_come_every_30_seconds_of_a_trial(monkeypat
         progress.running(1, at - 1000.0, 64, 12.5)
         assert len(piped.getvalue().splitlines()) - written == lines, at
     assert piped.getvalue().splitlines()[-1].startswith("trial 1 running: 60.0 s, 64 steps, return 12.5")
+
+
+def test_sweep_status_header_names_the_trials_here_the_time_limit_and_each_trials_budget():
+    """The sweep's first line: `N trials here` (sweep.trials 0: unlimited), the timeout where one is set, and each
+    trial's budget in seconds (trial_seconds) or else in steps (total_timesteps)."""
+    from types import SimpleNamespace
+
+    from fastvec.trainer.sweep_report import Progress
+
+    def header(**changes):
+        settings = {"trial_seconds": 20.0, "metric": "episode_return", "target": 475.0, "objective": "score",
+                    "trials": 40, "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median", **changes}
+        plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}, "train": {"total_timesteps": 50000}},
+                               study="s", storage="mem", multi=False,
+                               space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+        piped = io.StringIO()
+        Progress(plan, SimpleNamespace(trials=[]), stream=piped)
+        return piped.getvalue().splitlines()[0]
+
+    line = header()
+    assert "; 40 trials here, 20 s each, 1 seed(s);" in line and "at most" not in line
+    assert "; unlimited trials here, " in header(trials=0)
+    assert "; 7 trials here, 1:00:00 at most, 20 s each, " in header(trials=7, timeout=3600)
+    assert " trials here, 50K steps each, " in header(trial_seconds=0)
