@@ -145,8 +145,8 @@ def test_the_self_play_step_plays_the_learners_seat_as_the_cpu_games(lib):
     """selfplay_step_kernel against a CPU batch of the same Pong games fed the same actions: the learner's action
     is the counter-uniform draw from its decoder row (plus bias) at its seat (g + seat_offset) % A, the opponents'
     actions fill the other seats; the rollout gets the learner seat's obs, reward (train.reward_clamp on), done and
-    start flags, the games' obs every seat's; at a game's end the opponent rows start, the episode and the learner's
-    score are counted and the game draws its next opponent (draw_opponent at that step)."""
+    start flags, the games' obs every seat's; at a game's end the opponent rows start, the episode (its return,
+    length and stats) and the learner's score are counted and the game draws its next opponent (draw_opponent at that step)."""
     n, a_count, seat_offset, reward_clamp = 10, 3, 1, 1
     batch = games_batch(Config.of(load_config("pong", {"env": {"points": 1}})), n, pong_bot=0)
     try:
@@ -169,6 +169,7 @@ def test_the_self_play_step_plays_the_learners_seat_as_the_cpu_games(lib):
         actions, logp, values, rewards, dones = (np.zeros(n, t) for t in (np.int32, *[np.float32] * 4))
         opp_starts, game_weights = np.full(n, 5.0, np.float32), np.full(n, -1, np.int32)
         rng, games, score_sum, episodes = np.random.default_rng(21), 0, 0.0, []
+        lengths, stats = 0, np.zeros(len(batch.env.stat_names))
         for step in range(400):
             scalars["rollout_steps"] = step
             y = (rng.standard_normal((n, a_count + 1)) * 2).astype(np.float32)
@@ -196,10 +197,14 @@ def test_the_self_play_step_plays_the_learners_seat_as_the_cpu_games(lib):
                 games += int(done.sum())
                 score_sum += game_scores(batch.episode_return[done], learner[done]).sum()
                 episodes += list(batch.episode_return[done, learner[done]])
+                lengths += int(batch.episode_length[done].sum())
+                stats += batch.episode_stats[done].sum(0)
                 ends = np.flatnonzero(done)
                 assert np.array_equal(game_weights[ends], draw_opponents(pool_key, ends, n, step, members, 0.25))
         assert games >= n and selfplay_acc[0] == games and selfplay_acc[1] == score_sum
         assert episode_acc[0] == games and episode_acc[1] == pytest.approx(sum(episodes))
+        assert episode_acc[2] == lengths and np.array_equal(episode_acc[3:3 + len(stats)], stats)  # lengths, stats
+        assert stats.min() > 0 and not episode_acc[3 + len(stats):].any()
         assert 0 < score_sum < games and (game_weights >= 0).all()
     finally:
         batch.close()
