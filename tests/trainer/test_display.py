@@ -525,3 +525,43 @@ def test_sweep_status_header_names_the_trials_here_the_time_limit_and_each_trial
     assert "; unlimited trials here, " in header(trials=0)
     assert "; 7 trials here, 1:00:00 at most, 20 s each, " in header(trials=7, timeout=3600)
     assert " trials here, 50K steps each, " in header(trial_seconds=0)
+
+
+def test_sweep_status_line_stays_under_a_note_and_a_finished_trial_clears_it(monkeypatch):
+    """On a terminal: a note printed while a trial runs erases the status line, prints the note, and redraws the
+    status under it; a finished trial's line replaces the status (none until the next trial reports); close erases it."""
+    import shutil
+    from types import SimpleNamespace
+
+    from fastvec.trainer.sweep_report import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for key in ("JPY_PARENT_PID", "VSCODE_PID", "COLAB_RELEASE_TAG"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((200, 24)))
+    settings = {"trial_seconds": 1.0, "metric": "episode_return", "target": 475.0, "objective": "score", "trials": 2,
+                "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
+    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
+                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+    screen = Terminal()
+    progress = Progress(plan, SimpleNamespace(trials=[], get_trials=lambda **kw: []), stream=screen)
+    if not progress.terminal:
+        pytest.skip("this environment looks like a notebook kernel's")
+    progress.running(3, 1.5, 4096, 12.5)
+    status = progress.status
+    assert status.startswith("trial 3 running: 1.5 s")
+    before = len(screen.getvalue())
+    progress.note("a note")
+    assert screen.getvalue()[before:] == "\r\x1b[2K" + "a note\n" + status and progress.status == status
+    before = len(screen.getvalue())
+    progress.finished("trial 3  complete", 1, 60.0)
+    assert screen.getvalue()[before:].startswith("\r\x1b[2Ktrial 3  complete") and screen.getvalue().endswith("\n")
+    assert progress.status == ""
+    progress.running(4, 0.5, 64, 1.0)
+    before = len(screen.getvalue())
+    progress.close()
+    assert screen.getvalue()[before:] == "\r\x1b[2K" and progress.status == ""

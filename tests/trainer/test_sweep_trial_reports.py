@@ -390,3 +390,56 @@ def test_a_trial_whose_directory_an_earlier_study_left_runs_and_rewrites_its_tri
     record = sweep.run_trial(plan, Trial(number=2), Progress())
     assert record["state"] == "COMPLETE" and record["values"] == [3.0] and ran == [trial_dir]
     assert (trial_dir / "trial.toml").read_text() == "# fastvec-sweep cartpole: study second, trial 2\n"
+
+
+def test_a_failed_trials_error_is_kept_to_its_first_500_characters(tmp_path):
+    """finish_trial of a FAIL record: the study is told FAIL and the trial keeps the error's first 500 characters
+    (a traceback can be long); trial.json keeps the whole record."""
+    from optuna.trial import TrialState
+
+    told = []
+    study = SimpleNamespace(tell=lambda trial, values=None, state=None: told.append((trial.number, values, state)))
+    trial = Trial(number=4)
+    error = "".join(f"{i % 10}" for i in range(700))
+    sweep.finish_trial(study, trial, {"trial": 4, "state": "FAIL", "error": error, "params": {}}, tmp_path)
+    assert told == [(4, None, TrialState.FAIL)]
+    assert trial.user_attrs["error"] == error[:500] and len(trial.user_attrs["error"]) == 500
+    assert json.loads((tmp_path / "trials" / "0004" / "trial.json").read_text())["error"] == error
+
+
+@pytest.mark.parametrize("where", ["in a trial", "between trials"])
+def test_ctrl_c_marks_the_trial_in_progress_failed_and_the_sweep_exits_130(monkeypatch, tmp_path, where):
+    """A KeyboardInterrupt (a second Ctrl-C) inside a trial tells the study that trial failed; one between trials,
+    after the last was told, tells it nothing more. Either way the sweep says so and exits with 130."""
+    from optuna.trial import TrialState
+
+    told, ran = [], []
+
+    def fake_run_trial(plan, trial, progress):
+        ran.append(trial.number)
+        if where == "in a trial" and trial.number == 1:
+            raise KeyboardInterrupt
+        return {"trial": trial.number, "values": [1.0], "results": [], "params": {}, "state": "COMPLETE"}
+
+    class Interrupted(SweepProgress):
+        def finished(self, line, done, seconds):
+            super().finished(line, done, seconds)
+            if where == "between trials" and done == 2:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "run_trial", fake_run_trial)
+    monkeypatch.setattr(sweep, "finish_trial", lambda study, trial, *args: told.append((trial.number, "finished")))
+    monkeypatch.setattr(sweep, "describe_trial", lambda plan, record: f"trial {record['trial']}")
+    monkeypatch.setattr(sweep, "write_report", lambda plan, study: [])
+    numbers = iter(range(100))
+    study = SimpleNamespace(ask=lambda distributions: Trial(number=next(numbers)),
+                            tell=lambda trial, state=None: told.append((trial.number, state)))
+    plan = SimpleNamespace(settings={**SETTINGS, "trials": 5, "timeout": 0}, space=SimpleNamespace(distributions={}),
+                           sweep_dir=tmp_path)
+    progress = Interrupted()
+    assert sweep.sweep(plan, study, progress) == 130
+    if where == "in a trial":
+        assert ran == [0, 1] and told == [(0, "finished"), (1, TrialState.FAIL)]
+    else:
+        assert ran == [0, 1] and told == [(0, "finished"), (1, "finished")]
+    assert progress.lines[-1] == "fastvec-sweep: interrupted; the trial in progress is marked failed"
