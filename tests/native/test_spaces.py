@@ -215,3 +215,11 @@ def test_an_observation_of_more_axes_than_fastvec_takes_is_refused_without_writi
     (tmp_path / "nine_axes.h").write_text(text)
     with pytest.raises(ValueError, match="OBS_SHAPE has 9 axes; fastvec takes 1 to 8"):
         cpu.load(tmp_path / "nine_axes.h", ())
+
+
+def test_a_multi_discrete_builds_action_bounds_are_0_and_each_count_minus_1():
+    """The discrete kinds' action bounds per dimension, as the header documents them (and Gymnasium's MultiDiscrete
+    holds them): 0 and n - 1 for each count n."""
+    multi = cpu.load(MULTI, (("AGENTS", 2),)).spaces
+    assert multi.nvec.tolist() == [3, 5]
+    assert (multi.action_low.tolist(), multi.action_high.tolist()) == ([0.0, 0.0], [2.0, 4.0])
