@@ -247,3 +247,19 @@ def test_compiles_for_the_gpu(tmp_path, defines):
     cmd = ["nvcc", "-arch=sm_90", "-c", f"-I{native.NATIVE_DIR}", *defines, str(driver), "-o", str(tmp_path / "p.o")]
     out = subprocess.run(cmd, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_ball_that_starts_its_step_touching_the_paddle_face_is_returned():
+    """The face is part of the paddle: a ball whose centre starts the step exactly on it (t = 0 of the step) and
+    moves in is returned, like one that crosses it during the step."""
+    b = pong_batch(1)
+    b.reset(np.array([5], np.uint64), None)
+    s = states(b)
+    f32 = np.float32
+    contact = -(f32(0.9) - f32(0.02)) + f32(0.02)  # pong.h's ball centre on the left face, in float32
+    s["paddle_y"][0] = [0.2, 0.0]
+    s["ball"][0] = [contact, 0.2, -0.03, 0.0]
+    s["ball_speed"][0] = 0.03
+    b.step(np.zeros((1, 2), np.int64))
+    assert s["ball"][0, 2] > 0 and s["paddle_hits"][0] == 1
+    assert s["ball"][0, 0] > contact  # back out the full step's worth
