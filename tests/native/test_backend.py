@@ -123,3 +123,23 @@ def test_resetting_every_env_clears_the_done_flags_and_a_partial_reset_leaves_th
     assert (batch.terminated | batch.truncated)[1:].all()  # the envs not reset keep their step's outcome
     batch.reset(None, np.ones(3, np.bool_))
     assert not (batch.terminated | batch.truncated).any()
+
+
+def test_the_numpy_gym_block_of_a_two_agent_game_holds_agent_zeros_outputs():
+    """cpu.gym_block of a two-player game (Pong without the bot, zero-sum) carries agent 0's rewards and returns,
+    as the C step's block does, never the other player's (its negation here)."""
+    from fastvec.native.batches import load_batch
+
+    batch = load_batch("pong", 6, {"pong_bot": 0, "points": 1}, max_episode_steps=200)
+    batch.reset(np.arange(6, dtype=np.uint64), None)
+    fields = cpu.gym_out_layout(6, len(batch.env.stat_names))[1]
+    rng, scored = np.random.default_rng(0), 0
+    for _ in range(120):
+        ended, written = batch.gym_step(rng.integers(0, 3, (6, 2)), False)
+        twin = cpu.gym_block(batch, False)
+        for name in ("rewards", "episode_return"):
+            got = np.frombuffer(twin, *fields[name])
+            np.testing.assert_array_equal(got, np.frombuffer(written, *fields[name]), err_msg=name)
+            np.testing.assert_array_equal(got, getattr(batch, name)[:, 0], err_msg=name)
+        scored += int((batch.episode_return[:, 0] != 0).sum())
+    assert scored > 0  # the two agents' returns differed in some step
