@@ -197,3 +197,21 @@ def test_set_state_frames_draw_each_entity_at_mpe2s_size(name):
         assert abs(len(rows) - 2 * entity.size * scale) <= 2, (name, e, entity.name, len(rows))
         # the world's origin at the frame's centre
         assert abs(rows.mean() - 127.5) <= 1 and abs(cols.mean() - 127.5) <= 1, (name, e, rows.mean(), cols.mean())
+
+
+@needs_glibc_fma
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_matches_mpe2_with_silent_agents(name, monkeypatch):
+    """Continuous actions where a third of the agents act all zeros in a step (a speaker then says nothing: in
+    simple_crypto its reward term is 0, not its distance to the goal word), against mpe2, bit for bit."""
+    import mpe_oracle
+
+    sample = mpe_oracle.sample_actions
+
+    def with_silences(rng, spaces, continuous, episodes, dims):
+        out = sample(rng, spaces, continuous, episodes, dims)
+        out[rng.random(out.shape[:2]) < 1 / 3] = 0.0
+        return out
+
+    monkeypatch.setattr(mpe_oracle, "sample_actions", with_silences)
+    assert play(SCENARIOS[name], True, 20, seed=700) == 20 * 25
