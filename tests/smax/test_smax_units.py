@@ -177,3 +177,22 @@ def test_resets_draw_types_and_placements_in_jaxmarls_shares(name):
     mirrored = np.isclose(pos[:, :n, 0] + pos[:, n:, 0], 32, atol=1e-5) & (pos[:, :n, 1] == pos[:, n:, 1])
     assert mirrored[~surrounded].mean() > 0.9 and not mirrored[surrounded].all(1).any()  # but the pushed ones
     assert (pos[~surrounded][:, :n, 0] < 16 + 1.5).all()  # the allies on the left half
+
+
+def test_surrounded_resets_spread_the_outside_team_evenly_over_the_four_corners():
+    """jaxmarl's four groups, uniform: in surrounded resets the outside team's units come from each map corner's
+    direction a quarter of the time (a unit counted where its offset from the centre is clear of the noise)."""
+    name, episodes = "smacv2_5_units", 4000
+    n = SCENARIOS[name].allies
+    lib = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name).items()))
+    batch = cpu.CpuBatch(lib, episodes, DISABLED, 101)
+    batch.reset(np.arange(episodes, dtype=np.uint64) + 50_000, None)
+    pos = batch.get_state()[:, : UNIT_STATE * 2 * n].reshape(episodes, 2 * n, UNIT_STATE)[..., :2] - 16
+    centred = (np.abs(pos) < 5).all(-1)
+    allies_inside, enemies_inside = centred[:, :n].all(1), centred[:, n:].all(1)
+    outside = np.concatenate([pos[allies_inside & ~enemies_inside, n:], pos[enemies_inside & ~allies_inside, :n]])
+    clear = outside[(np.abs(outside) > 5).all(-1)]  # t < 0.65 or so: the corner's side of both axes
+    assert len(clear) > 3000
+    corner = (clear[:, 0] > 0) * 2 + (clear[:, 1] > 0)  # (0, 0), (0, 32), (32, 0), (32, 32)
+    shares = np.bincount(corner, minlength=4) / len(clear)
+    assert (np.abs(shares - 0.25) < 0.03).all(), shares
