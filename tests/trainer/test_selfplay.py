@@ -452,3 +452,28 @@ def test_the_ratings_plot_draws_the_history_and_the_final_fit(tmp_path, monkeypa
     assert ax2.get_ylim() == (-0.02, 1.02)
     small = [*ax1.texts, *ax1.get_legend().get_texts(), *ax2.get_legend().get_texts()]
     assert {text.get_fontsize() for text in small} == {8}  # legends and bot labels in 8-point type
+
+
+def test_elo_ratings_are_the_maximum_of_the_likelihood_times_the_prior():
+    """Few games, so the N(1000, prior_sd^2) prior weighs: the fit must be the posterior mode, found here by
+    scipy's optimizer on the likelihood written in Elo points directly."""
+    from scipy.optimize import minimize
+    results = [("a", "b", 3.0, 4), ("b", "c", 1.5, 3), ("a", "c", 2.0, 2), ("c", "a", 0.5, 2)]
+    table = EloTable(prior_sd=150.0)
+    for a, b, score, games in results:
+        table.record(a, b, score, games)
+    names = ["a", "b", "c"]
+
+    def negative_log_posterior(r):
+        total = np.sum((r - 1000.0) ** 2) / (2 * 150.0 ** 2)
+        for a, b, score, games in results:
+            p = 1 / (1 + 10 ** ((r[names.index(b)] - r[names.index(a)]) / 400))
+            total -= score * np.log(p) + (games - score) * np.log(1 - p)
+        return total
+
+    best = minimize(negative_log_posterior, np.full(3, 1000.0), method="Nelder-Mead",
+                    options={"xatol": 1e-6, "fatol": 1e-12, "maxiter": 20000}).x
+    ratings = table.ratings()
+    for name, value in zip(names, best):
+        assert ratings[name] == pytest.approx(value, abs=1e-2)
+    assert sum(ratings.values()) == pytest.approx(3000.0, abs=1e-6)  # the prior's centre holds the mean
