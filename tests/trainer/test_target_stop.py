@@ -139,3 +139,16 @@ def test_the_summary_line_says_when_the_target_was_reached_or_how_close_the_run_
     assert target_line({**base, "value": 0.5, "reached": None, "best": None, "stopped": False}) == (
         "target 0.5 not reached (mean episode_return over the last 100 episodes: no window of that many episodes "
         "yet)")
+
+
+def test_the_window_keeps_only_the_logs_it_still_needs():
+    """A long run logs thousands of times: logs wholly older than the newest target_episodes episodes are dropped,
+    and what is kept still gives the right mean."""
+    t = target(100.0, episodes=100)
+    for i in range(50):
+        t.add(log(float(i), 30))
+    # 100 episodes need the newest 4 logs of 30 (the oldest of them partly): nothing older is kept
+    assert len(t.logs) == 4
+    assert t.window() == (pytest.approx((49 * 30 + 48 * 30 + 47 * 30 + 46 * 10) / 100), 100)
+    t.add(log(7.0, 100))  # one log of exactly the window's size: the older ones all go
+    assert list(t.logs) == [(7.0, 100)]
