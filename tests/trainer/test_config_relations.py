@@ -232,3 +232,17 @@ def test_the_name_a_run_records_is_the_env_arguments_whatever_form_it_takes(give
     name given its source by --env.source) as fastvec-train records it (parse_env_argument)."""
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     assert run_env_name(given) == parse_env_argument(given)[0]
+
+
+@pytest.mark.parametrize("agents, refused", [(1, True), (2, False), (3, False)])
+def test_self_play_needs_two_agents_per_game_and_two_are_enough(agents, refused):
+    """check_with_env: self-play refuses a one-agent env, accepts two seats (Pong) or more; without self-play
+    any count passes."""
+    from fastvec.trainer.config import check_with_env
+    config = Config.of(load_config("pong", {"selfplay": {"enabled": True}}))
+    if refused:
+        with pytest.raises(ConfigError, match=f"selfplay.enabled=true needs a multi-agent env.*has {agents} agent"):
+            check_with_env(config, agents, [])
+    else:
+        check_with_env(config, agents, [])
+    check_with_env(Config.of(load_config("pong")), agents, [])
