@@ -155,3 +155,15 @@ def test_the_front_draws_a_target_line_for_pareto_only_with_a_target(tmp_path, m
     drawn_lines = figures[0].axes[0].get_lines()
     assert len(drawn_lines) == 1 + lines
     assert [line.get_label() for line in drawn_lines[1:]] == ["target 250"] * lines
+
+
+def test_the_best_pareto_trial_is_the_fastest_that_reaches_the_target_else_the_highest_score():
+    """pick_best on a (score, seconds) front: with the target reached by some front trials, the fastest of those;
+    with none reaching it, the front's highest score; before any trial completes, None."""
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    assert sweep_report.pick_best(study, {"objective": "pareto", "target": 0.0}) is None
+    for score, seconds in [(100.0, 5.0), (300.0, 20.0), (450.0, 40.0), (200.0, 30.0)]:  # the last is dominated
+        study.add_trial(create_trial(state=TrialState.COMPLETE, values=[score, seconds], params={},
+                                     distributions={}))
+    for target, values in [(250.0, [300.0, 20.0]), (100.0, [100.0, 5.0]), (460.0, [450.0, 40.0])]:
+        assert sweep_report.pick_best(study, {"objective": "pareto", "target": target}).values == values
