@@ -487,3 +487,13 @@ def test_an_unknown_activation_is_refused():
 def test_a_separate_critic_needs_an_mlp_policy():
     with pytest.raises(ValueError, match="is for an MLP policy"):
         ref.PolicySpec(obs_size=3, num_actions=3, kind="mingru", critic="separate")
+
+
+@pytest.mark.parametrize("kind, layers, expected", [("mlp", 1, 0), ("mlp", 3, 0), ("mingru", 1, 1), ("mingru", 3, 3)])
+def test_only_a_recurrent_policy_carries_state_and_then_one_row_per_layer(kind, layers, expected):
+    """An MLP's state arrays are empty (no layer of them), a minGRU's hold one row per layer: the trainer's live
+    state, the rollout's segment states and a checkpoint's arrays are all sized by state_layers."""
+    spec = ref.PolicySpec(obs_size=3, num_actions=2, kind=kind, hidden=4, layers=layers, highway=False)
+    assert spec.state_layers == expected
+    state = np.zeros((spec.state_layers, 5, spec.hidden), np.float32)
+    assert (state.size == 0) == (kind == "mlp")
