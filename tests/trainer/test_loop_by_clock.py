@@ -289,3 +289,51 @@ def test_sigterm_stops_at_the_update_boundary_saving_the_steps_the_updates_train
     assert summary["checkpoint"].name == checkpoint.checkpoint_name(done)
     assert (meta["counters"]["update"], meta["counters"]["global_step"]) == (done, done * STEPS)
     assert signal.getsignal(signal.SIGTERM) is not None and signal.getsignal(signal.SIGTERM) != summary
+
+
+class League:
+    """A stand-in for selfplay.SelfPlay: each update's evaluation takes eval_s seconds of the clock."""
+
+    def __init__(self, clock, eval_s: float):
+        self.clock, self.eval_s = clock, eval_s
+
+    def start(self, trainer, run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "ratings.json").write_text("{}")
+
+    def after_update(self, trainer, final):
+        self.clock.now += self.eval_s
+        trainer.timing["selfplay_eval"] = trainer.timing.get("selfplay_eval", 0.0) + self.eval_s
+
+    def metrics(self):
+        return {}
+
+
+def test_evaluation_time_is_left_out_of_the_training_speed_and_a_run_of_only_evaluations_still_ends(
+        tmp_path, monkeypatch):
+    """train_sps counts the seconds not spent evaluating; when every second of the run went to evaluations the
+    summary still comes (a large finite speed, no division by zero), and the self-play run plots its ratings."""
+    plotted = []
+    monkeypatch.setattr("fastvec.trainer.selfplay.plot_ratings", lambda run_dir: plotted.append(run_dir))
+    trainer, clock = scripted(tmp_path, monkeypatch, updates=4, rollout_s=1.0, update_s=1.0, log_interval=0.0)
+    trainer.selfplay = League(clock, 2.0)
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert (summary["elapsed"], summary["eval_time"]) == (16.0, 8.0)
+    assert summary["sps"] == 4 * STEPS / 16.0 and summary["train_sps"] == 4 * STEPS / 8.0
+    assert [r["train_sps"] for r in rows(tmp_path / "run")] == [STEPS / 2.0] * 4
+    assert plotted == [tmp_path / "run"]
+    trainer, clock = scripted(tmp_path, monkeypatch, updates=2, rollout_s=0.0, update_s=0.0, log_interval=0.0)
+    trainer.selfplay = League(clock, 3.0)
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run2", resume=False, dashboard=False)
+    assert (summary["elapsed"], summary["eval_time"]) == (6.0, 6.0)
+    assert summary["train_sps"] > 1e9 and summary["train_sps"] != float("inf")
+
+
+def test_a_run_without_self_play_plots_no_ratings_even_beside_a_ratings_file(tmp_path, monkeypatch):
+    plotted = []
+    monkeypatch.setattr("fastvec.trainer.selfplay.plot_ratings", lambda run_dir: plotted.append(run_dir))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "ratings.json").write_text("{}")
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=1, log_interval=0.0)
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert plotted == [] and summary["update"] == 1 and "eval_time" not in rows(tmp_path / "run")[0]
