@@ -565,3 +565,18 @@ def test_sweep_status_line_stays_under_a_note_and_a_finished_trial_clears_it(mon
     before = len(screen.getvalue())
     progress.close()
     assert screen.getvalue()[before:] == "\r\x1b[2K" and progress.status == ""
+
+
+def test_the_panels_bar_is_full_at_the_last_step_even_of_a_one_step_run():
+    """The bar of a finished run draws as a finished bar whatever the total (1 step or 4), and half-way as half."""
+    from rich.console import Console
+
+    def bar(total: int, step: int) -> str:
+        board = Dashboard(TITLE, total, enabled=True, stream=io.StringIO(), mode="live")
+        board._remember({"global_step": step, "time": 1.0, "sps": 1.0, "update": 1}, [])
+        console = Console(width=40, record=True, file=io.StringIO(), color_system="standard", force_terminal=True)
+        console.print(board.renderable())
+        line = next(line for line in console.export_text(styles=True).splitlines() if " steps " in line)
+        return line[:line.index(f" {step}/{total} steps")]
+
+    assert bar(1, 1) == bar(4, 4) != bar(2, 1) == bar(4, 2)
