@@ -834,3 +834,11 @@ def test_rank_0_listens_on_loopback_only_for_a_loopback_master_address():
         assert distributed._is_loopback(addr), addr
     for addr in ("10.0.0.7", "gpu03", "", None, "12.7.0.1"):
         assert not distributed._is_loopback(addr), addr
+
+
+@pytest.mark.parametrize("timeout", [0.0, 0.05])
+def test_rank_0_waiting_past_its_deadline_names_the_ranks_that_never_connected(timeout):
+    """A deadline already passed (timeout 0) or passing while rank 0 waits still ends in the rendezvous error that
+    names the missing ranks, never in a socket error about the timeout value."""
+    with pytest.raises(distributed.DistributedError, match=r"ranks \[1, 2\] never connected"):
+        distributed.serve_unique_id(bytes(128), _free_port(), world_size=3, timeout=timeout, host="127.0.0.1")
