@@ -443,3 +443,36 @@ def test_ctrl_c_marks_the_trial_in_progress_failed_and_the_sweep_exits_130(monke
     else:
         assert ran == [0, 1] and told == [(0, "finished"), (1, "finished")]
     assert progress.lines[-1] == "fastvec-sweep: interrupted; the trial in progress is marked failed"
+
+
+def test_opening_a_trials_study_retries_only_a_database_servers_refusal(monkeypatch):
+    """On a database server (a URL, not SQLite), a DBAPIError while creating the study is retried after a pause,
+    up to the last attempt; any other error, and any error on the last attempt, is raised at once."""
+    optuna = pytest.importorskip("optuna")
+    from sqlalchemy.exc import OperationalError
+    slept = []
+    monkeypatch.setattr(sweep.time, "sleep", slept.append)
+    plan = SimpleNamespace(storage="postgresql://db.example/sweeps", study="demo", settings={"objective": "score"})
+
+    def opener(errors):
+        calls = []
+
+        def create_study(**kwargs):
+            calls.append(kwargs["storage"])
+            if errors:
+                raise errors.pop(0)
+            return "study"
+        return SimpleNamespace(storages=optuna.storages, create_study=create_study, load_study=create_study), calls
+
+    refusal = OperationalError("CREATE TABLE", {}, Exception("relation already exists"))
+    fake, calls = opener([refusal, refusal])
+    assert sweep.create_study(fake, plan, None, None) == "study" and len(calls) == 3 and slept == [1.0, 2.0]
+    slept.clear()
+    fake, calls = opener([ValueError("bad directions")])
+    with pytest.raises(ValueError, match="bad directions"):
+        sweep.create_study(fake, plan, None, None)
+    assert len(calls) == 1 and slept == []
+    fake, calls = opener([refusal, refusal, refusal])
+    with pytest.raises(OperationalError):
+        sweep.create_study(fake, plan, None, None, load=True)
+    assert len(calls) == 3 and slept == [1.0, 2.0]
