@@ -476,3 +476,21 @@ def test_opening_a_trials_study_retries_only_a_database_servers_refusal(monkeypa
     with pytest.raises(OperationalError):
         sweep.create_study(fake, plan, None, None, load=True)
     assert len(calls) == 3 and slept == [1.0, 2.0]
+
+
+def test_a_sqlite_studys_database_error_is_raised_at_once(tmp_path, monkeypatch):
+    """On an SQLite file the processes wait for its lock (a 60 s busy timeout) instead: a DBAPIError is not retried."""
+    optuna = pytest.importorskip("optuna")
+    from sqlalchemy.exc import OperationalError
+    slept, calls = [], []
+    monkeypatch.setattr(sweep.time, "sleep", slept.append)
+
+    def create_study(**kwargs):
+        calls.append(kwargs["storage"])
+        raise OperationalError("CREATE TABLE", {}, Exception("database is locked"))
+
+    fake = SimpleNamespace(storages=optuna.storages, create_study=create_study, load_study=create_study)
+    plan = SimpleNamespace(storage=f"sqlite:///{tmp_path / 'sweep.db'}", study="demo", settings={"objective": "score"})
+    with pytest.raises(OperationalError, match="database is locked"):
+        sweep.create_study(fake, plan, None, None)
+    assert len(calls) == 1 and isinstance(calls[0], optuna.storages.RDBStorage) and slept == []
