@@ -580,3 +580,15 @@ def test_the_panels_bar_is_full_at_the_last_step_even_of_a_one_step_run():
         return line[:line.index(f" {step}/{total} steps")]
 
     assert bar(1, 1) == bar(4, 4) != bar(2, 1) == bar(4, 2)
+
+
+@pytest.mark.parametrize("total, step, label", [(1, 1, "1/1 steps 100%"), (4096, 5000, "5K/4.1K steps 100%"),
+                                                (0, 0, "0/0 steps 0%"), (4000, 1000, "1K/4K steps 25%")])
+def test_the_panels_step_count_says_how_much_of_the_run_is_done_never_past_100_percent(total, step, label):
+    """A run trains whole updates, so its last step can pass total_timesteps: the share then stays at 100%."""
+    from rich.console import Console
+    board = Dashboard(TITLE, total, enabled=True, stream=io.StringIO(), mode="live")
+    board._remember({"global_step": step, "time": 1.0, "sps": 1.0, "update": 1}, [])
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(board.renderable())
+    assert label in console.export_text()
