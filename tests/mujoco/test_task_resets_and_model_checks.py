@@ -441,3 +441,33 @@ def test_inverted_pendulums_check_takes_one_hinge_and_refuses_none(task, tmp_pat
     assert message in refusal(task, site_motor_model(tmp_path / "none.xml", 0))
     assert message in refusal(task, chain_model(tmp_path / "idle.xml", 1, actuators=0))
     assert refusal(task, chain_model(tmp_path / "one.xml", 1)) == ""
+
+
+@pytest.mark.parametrize("task", ["Hopper"])
+def test_hoppers_state_range_is_strict_at_both_ends_as_gymnasiums(task):
+    """Gymnasium's Hopper is healthy only while every entry of state_vector()[2:] lies strictly inside
+    healthy_state_range: one step's largest and smallest entries (a velocity each here) taken as the range's own
+    ends end the episode; one ulp further out does not."""
+    probe = gym.make(f"{task}-v5").unwrapped
+    probe.reset(seed=3)
+    start = np.concatenate([probe.data.qpos, probe.data.qvel])
+    action = np.array([0.9, -0.7, 0.5], np.float32)
+    probe.step(action)
+    state = probe.state_vector()[2:]
+    nq = probe.model.nq
+    assert np.argmax(state) >= nq - 2 and np.argmin(state) >= nq - 2  # the extremes are velocities
+    high, low = state.max(), state.min()
+    ranges = [(-100.0, high), (low, 100.0), (-100.0, np.nextafter(high, np.inf)), (np.nextafter(low, -np.inf), 100.0)]
+    ends = []
+    for state_range in ranges:
+        oracle = gym.make(f"{task}-v5", healthy_state_range=state_range).unwrapped
+        oracle.reset(seed=3)
+        want = oracle.step(action)
+        ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=1, healthy_state_range=state_range)
+        ours.reset(seed=3)
+        ours.set_state([0], start[None])
+        got = ours.step(action[None])
+        assert (bool(got[2][0]), got[1][0]) == (want[2], want[1]), state_range
+        ends.append(want[2])
+        ours.close()
+    assert ends == [True, True, False, False]
