@@ -471,3 +471,28 @@ def test_hoppers_state_range_is_strict_at_both_ends_as_gymnasiums(task):
         ends.append(want[2])
         ours.close()
     assert ends == [True, True, False, False]
+
+
+@pytest.mark.parametrize("task", ["InvertedDoublePendulum"])
+def test_inverted_double_pendulums_clipped_entries_reach_both_clip_ends_as_gymnasiums(task):
+    """The cart driven into either end of its rail: the constraint force's entry clipped to +10 and to -10 and the
+    velocities' entries clipped at +-10 (Gymnasium's np.clip), the observation equal to Gymnasium's bit for bit."""
+    oracle = gym.make(f"{task}-v5").unwrapped
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=1)
+    ours.reset(seed=0)
+    action = np.zeros(1, np.float32)
+    seen = []
+    for x, v in [(0.9, 3.0), (-0.9, -3.0), (0.99, 5.0), (-0.99, -5.0)]:
+        oracle.reset(seed=0)
+        qpos, qvel = oracle.data.qpos.copy(), oracle.data.qvel.copy()
+        qpos[0], qvel[0] = x, v
+        oracle.set_state(qpos, qvel)
+        ours.set_state([0], np.concatenate([qpos, qvel])[None])
+        want = oracle.step(action)[0]
+        got = ours.step(action[None])[0][0]
+        np.testing.assert_array_equal(got, want.astype(got.dtype))
+        seen.append(want[-4:].tolist())
+    assert seen[0][-1] == -10 and seen[1][-1] == 10  # the constraint force, clipped at each end
+    assert 10 in seen[2][:3] and -10 in seen[3][:3]  # a velocity, clipped at each end
+    oracle.close()
+    ours.close()
