@@ -286,3 +286,29 @@ def test_a_task_name_that_the_task_file_does_not_define_is_refused_naming_both()
     with pytest.raises(ValueError, match=r"no MuJoCo task 'Wrong' in .*forward_task\.c.*defines 'ForwardCheetah'"):
         MujocoBatch("Wrong", 1, source=source)
     MujocoBatch("Hopper", 1, source=source).close()  # fastvec's own tasks are built in beside it
+
+
+def test_a_user_task_may_take_exactly_the_most_parameters_and_no_more(tmp_path):
+    """mj_task.h's FV_MJ_MAX_PARAMS (48) values: a task file declaring 48 keywords builds and its last keyword's
+    value reaches C (the reward is p[47] + p[1]); one declaring 49 is refused, naming the count."""
+    from pathlib import Path
+
+    from fastvec.wrappers.mujoco import MujocoVectorEnv
+
+    source = (Path(__file__).parent / "forward_task.c").read_text()
+
+    def task_file(count):
+        keys = " ".join(f"w{k}={k}" for k in range(1, count))
+        text = source.replace('"reset_noise_scale=0.1"', f'"reset_noise_scale=0.1 {keys}"').replace(
+            "c->reward = x_velocity;", f"c->reward = c->p[{count - 1}] + c->p[1];")
+        assert f"w{count - 1}={count - 1}" in text and f"c->p[{count - 1}]" in text
+        path = tmp_path / f"params_{count}.c"
+        path.write_text(text)
+        return path
+
+    envs = MujocoVectorEnv(source=task_file(48), num_envs=2, w47=2.5)
+    envs.reset(seed=0)
+    np.testing.assert_array_equal(envs.step(np.zeros((2, 6), np.float32))[1], [3.5, 3.5])
+    envs.close()
+    with pytest.raises(ValueError, match=r"too many parameters \(49\)"):
+        MujocoVectorEnv(source=task_file(49), num_envs=2)
