@@ -254,3 +254,21 @@ def test_a_reset_runs_the_forward_exactly_for_the_tasks_whose_observation_reads_
                                                views.buf["init_qpos"].ctypes.data, qvel0.ctypes.data,
                                                views.obs_size, views.job.info_size)
     assert bool(got) == reads
+
+
+@pytest.mark.parametrize("f32", [0, 1])
+def test_the_views_take_each_worlds_own_action_row_and_report_the_lowest_bad_index(f32):
+    """fv_mjv_take over three worlds of Reacher (two actuators): world i's actions are row i of the caller's (float64,
+    or float32 kept as its value), a world to be reset this step takes zeros and is marked resetting, and a
+    non-finite action of a stepped world is taken as 0 with its flat index (row * nu + column), the lowest, kept in
+    the error word; a bad action of the world being reset is not reported."""
+    views = HostViews("Reacher", 3)
+    given = np.array([[0.25, -0.5], [np.nan, 0.75], [-0.125, np.inf]], np.float32 if f32 else np.float64)
+    error = np.array([np.iinfo(np.uint64).max], np.uint64)
+    views.buf["needs_reset"][:] = [0, 1, 0]
+    views.buf["actions"][:] = 9.0
+    views.job.given, views.job.given_f32, views.job.error = given.ctypes.data, f32, error.ctypes.data
+    views.run("fv_mjv_take")
+    np.testing.assert_array_equal(views.buf["actions"], [[0.25, -0.5], [0.0, 0.0], [-0.125, 0.0]])
+    assert views.buf["resetting"].tolist() == [0, 1, 0]
+    assert int(error[0]) == 2 * 2 + 1
