@@ -180,3 +180,20 @@ def test_an_unseeded_battle_starts_from_fresh_entropy_and_then_continues_its_str
     a.reset(seed=4)
     b.reset(seed=4)
     np.testing.assert_array_equal(a.state(), b.state())
+
+
+def test_the_aec_face_converts_back_to_a_parallel_env_through_pettingzoos_own_wrapper():
+    """Both faces declare themselves parallelizable (as the Pong and MPE faces do), so PettingZoo's
+    aec_to_parallel_wrapper takes the AEC face; the converted env then steps the battle as the parallel face does."""
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
+
+    assert parallel_env("3m").metadata["is_parallelizable"] is True
+    converted = aec_to_parallel_wrapper(env("3m"))
+    direct = parallel_env("3m")
+    got, want = converted.reset(seed=4)[0], direct.reset(seed=4)[0]
+    for _ in range(5):
+        for agent in want:
+            np.testing.assert_array_equal(got[agent]["observation"], want[agent]["observation"])
+        actions = {a: int(np.flatnonzero(want[a]["action_mask"])[-1]) for a in direct.agents}
+        got, want = converted.step(actions)[0], direct.step(actions)[0]
+    assert set(got) == set(want)
