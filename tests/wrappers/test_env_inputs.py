@@ -577,3 +577,20 @@ def test_disabled_autoreset_names_at_most_ten_of_the_envs_to_reset():
         envs.step(np.zeros(12, np.int64))
     envs.reset(options={"reset_mask": np.ones(12, np.bool_)})
     envs.step(np.zeros(12, np.int64))
+
+
+def test_disabled_autoreset_a_partial_reset_clears_only_the_masked_envs_flags():
+    """Under DISABLED, a reset_mask reset of some of the ended envs leaves the others still to be reset: stepping
+    names exactly those, and once they are reset too the batch steps on."""
+    from gymnasium.vector import AutoresetMode
+
+    envs = gym.make_vec("fastvec/CartPole", num_envs=4, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=1)
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, np.int64))  # every episode truncated after one step
+    envs.reset(options={"reset_mask": np.array([True, False, True, False])})
+    with pytest.raises(RuntimeError, match=re.escape("envs [1, 3] ended and autoreset_mode is DISABLED")):
+        envs.step(np.zeros(4, np.int64))
+    envs.reset(options={"reset_mask": np.array([False, True, False, True])})
+    _, _, _, trunc, _ = envs.step(np.zeros(4, np.int64))
+    assert trunc.tolist() == [True] * 4
+    envs.close()
