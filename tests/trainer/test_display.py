@@ -406,11 +406,8 @@ def test_a_line_without_sps_or_update_shows_0_sps_an_open_eta_and_no_update_coun
     assert "update" not in line and line.endswith("ETA --"), line
 
 
-def test_the_sweep_status_line_is_cut_to_the_terminal_width_only_when_longer(monkeypatch):
-    """The running trial's status line on a terminal: whole when it fits the width (one column is kept free, so
-    the cursor never wraps), else cut with '...' to exactly that width."""
-    import os
-    import shutil
+def sweep_progress_on_a_terminal(monkeypatch):
+    """(a sweep's Progress writing to a stand-in terminal, that terminal), outside any notebook kernel."""
     from types import SimpleNamespace
 
     from fastvec.trainer.sweep_report import Progress
@@ -426,9 +423,19 @@ def test_the_sweep_status_line_is_cut_to_the_terminal_width_only_when_longer(mon
                 "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
     plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
                            multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
-    progress = Progress(plan, SimpleNamespace(trials=[]), stream=Terminal())
+    screen = Terminal()
+    progress = Progress(plan, SimpleNamespace(trials=[], get_trials=lambda **kw: []), stream=screen)
     if not progress.terminal:
         pytest.skip("this environment looks like a notebook kernel's")
+    return progress, screen
+
+
+def test_the_sweep_status_line_is_cut_to_the_terminal_width_only_when_longer(monkeypatch):
+    """The running trial's status line on a terminal: whole when it fits the width (one column is kept free, so
+    the cursor never wraps), else cut with '...' to exactly that width."""
+    import shutil
+
+    progress, _ = sweep_progress_on_a_terminal(monkeypatch)
     text = "trial 3 running: 1.5 s, 4.1K steps, return 12.5  |  best --"
     for columns, shown in ((len(text) + 1, text), (len(text), text[:len(text) - 4] + "...")):
         monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, c=columns: os.terminal_size((c, 24)))
@@ -531,26 +538,9 @@ def test_sweep_status_line_stays_under_a_note_and_a_finished_trial_clears_it(mon
     """On a terminal: a note printed while a trial runs erases the status line, prints the note, and redraws the
     status under it; a finished trial's line replaces the status (none until the next trial reports); close erases it."""
     import shutil
-    from types import SimpleNamespace
 
-    from fastvec.trainer.sweep_report import Progress
-
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    for key in ("JPY_PARENT_PID", "VSCODE_PID", "COLAB_RELEASE_TAG"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((200, 24)))
-    settings = {"trial_seconds": 1.0, "metric": "episode_return", "target": 475.0, "objective": "score", "trials": 2,
-                "timeout": 0, "seeds": 1, "sampler": "tpe", "pruner": "median"}
-    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
-                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
-    screen = Terminal()
-    progress = Progress(plan, SimpleNamespace(trials=[], get_trials=lambda **kw: []), stream=screen)
-    if not progress.terminal:
-        pytest.skip("this environment looks like a notebook kernel's")
+    progress, screen = sweep_progress_on_a_terminal(monkeypatch)
     progress.running(3, 1.5, 4096, 12.5)
     status = progress.status
     assert status.startswith("trial 3 running: 1.5 s")
