@@ -319,6 +319,18 @@ def minatar_row(results, name, env, kind):
     return row_where([r for r in load(results, name)["rows"] if r["env"] == env], "kind", kind)
 
 
+def seconds_to_return(same, side):
+    """Each seed's seconds to the common return; '>': a seed that never got there, its whole training time."""
+    missed = same.get(f"{side}_missed", [False] * len(same[f"{side}_s"]))
+    return " / ".join(f"{'>' * m}{x:.2f}" for x, m in zip(same[f"{side}_s"], missed)) + " s"
+
+
+def steps_if_capped(runs):
+    """How far each run got, where one was stopped before its step budget; else nothing."""
+    capped = any(x["steps"] < x["budget_steps"] for x in runs)
+    return f" ({span([x['steps'] for x in runs], mega)} steps)" if capped else ""
+
+
 def train_peers_minatar(results):
     rows = []
     for env, name, kind in TRAIN_PEERS_MINATAR:
@@ -334,13 +346,7 @@ def train_peers_minatar(results):
         else:
             same = r["same_return"]
             target = f"{same['return']:.1f}"
-            def to_return(side):  # '>': a seed that never got there, its whole training time
-                missed = same.get(f"{side}_missed", [False] * len(same[f"{side}_s"]))
-                return " / ".join(f"{'>' * m}{x:.2f}" for x, m in zip(same[f"{side}_s"], missed)) + " s"
-            mine_to, peer_to = to_return("fastvec"), to_return("peer")
-        def steps_if_capped(side):  # a run stopped before its budget shows how far each got
-            capped = any(x["steps"] < x["budget_steps"] for x in side)
-            return f" ({span([x['steps'] for x in side], mega)} steps)" if capped else ""
+            mine_to, peer_to = seconds_to_return(same, "fastvec"), seconds_to_return(same, "peer")
         sooner = peer_ratio(r if r["threshold"] is not None else r["same_return"])
         rows.append([f"{game} ({target}, {len(mine)} seed{'s' * (len(mine) > 1)}; {name})",
                      mine_to,

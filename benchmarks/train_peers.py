@@ -217,7 +217,8 @@ def same_return(fastvec: list[dict], peer: list[dict], window: int) -> dict | No
         sides.append(([h[0] if h else r["train_s"] for h, r in zip(hits, runs)], [h is None for h in hits]))
     return {"return": round(common, 3), "fastvec_final": round(statistics.median(finals[0]), 3),
             "peer_final": round(statistics.median(finals[1]), 3), "fastvec_s": sides[0][0], "peer_s": sides[1][0],
-            "fastvec_missed": sides[0][1], "peer_missed": sides[1][1], **ratio(sides[1][0], sides[1][1], sides[0][0], sides[0][1])}
+            "fastvec_missed": sides[0][1], "peer_missed": sides[1][1],
+            **ratio(sides[1][0], sides[1][1], sides[0][0], sides[0][1])}
 
 
 def summarize(env: str, kind: str, threshold, fastvec: list[dict], peer: dict, window: int, extra: dict) -> dict:

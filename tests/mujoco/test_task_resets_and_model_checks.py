@@ -404,35 +404,30 @@ def test_the_smallest_frame_skip_and_numpy_bools_are_taken_as_gymnasium_takes_th
                                     "healthy_z_range": (1.2, 2.0)}, steps=20)
 
 
-@pytest.mark.parametrize("task", ["Pusher"])
-def test_pushers_velocity_count_is_checked_apart_from_its_position_count(task, tmp_path):
-    """A free joint has 7 positions and 6 velocities: Pusher's bodies on one free joint (nq = 7, nv = 6) are
-    refused for their velocity count alone."""
+VELOCITY_COUNT_MODELS = {  # one joint whose velocities are fewer than its positions: (model, nq, nv, the refusal)
+    "Pusher": ('<body name="tips_arm"><freejoint/><site name="s"/><geom type="sphere" size="0.05"/>'
+               '<body name="object" pos="0 0 0.1"><geom type="sphere" size="0.02"/></body>'
+               '<body name="goal" pos="0 0 0.2"><geom type="sphere" size="0.02"/></body></body>',
+               7, 6, "it needs nq >= 7, nv >= 7"),
+    "Reacher": ('<body name="fingertip"><joint type="ball"/><site name="s"/><geom type="sphere" size="0.05"/>'
+                '<body name="target" pos="0 0 0.1"><geom type="sphere" size="0.02"/></body></body>',
+                4, 3, "it needs nq >= 4 and nv >= 4"),
+}
+
+
+@pytest.mark.parametrize("task", sorted(VELOCITY_COUNT_MODELS))
+def test_a_tasks_velocity_count_is_checked_apart_from_its_position_count(task, tmp_path):
+    """A free joint has 7 positions and 6 velocities, a ball joint 4 and 3: Pusher's bodies on one free joint and
+    Reacher's on one ball joint are refused for their velocity count alone."""
     import mujoco
 
-    path = tmp_path / "free.xml"
-    path.write_text('<mujoco><worldbody><body name="tips_arm"><freejoint/><site name="s"/>'
-                    '<geom type="sphere" size="0.05"/><body name="object" pos="0 0 0.1"><geom type="sphere" size="0.02"/>'
-                    '</body><body name="goal" pos="0 0 0.2"><geom type="sphere" size="0.02"/></body></body>'
-                    '</worldbody><actuator><motor site="s" gear="1 0 0 0 0 0"/></actuator></mujoco>')
+    bodies, nq, nv, message = VELOCITY_COUNT_MODELS[task]
+    path = tmp_path / f"{task}.xml"
+    path.write_text(f'<mujoco><worldbody>{bodies}</worldbody>'
+                    '<actuator><motor site="s" gear="1 0 0 0 0 0"/></actuator></mujoco>')
     model = mujoco.MjModel.from_xml_path(str(path))
-    assert (model.nq, model.nv, model.nu) == (7, 6, 1)
-    assert "it needs nq >= 7, nv >= 7" in refusal(task, str(path))
-
-
-@pytest.mark.parametrize("task", ["Reacher"])
-def test_reachers_velocity_count_is_checked_apart_from_its_position_count(task, tmp_path):
-    """A ball joint has 4 positions and 3 velocities: Reacher's bodies on one ball joint (nq = 4, nv = 3) are refused
-    for their velocity count alone."""
-    import mujoco
-
-    path = tmp_path / "ball.xml"
-    path.write_text('<mujoco><worldbody><body name="fingertip"><joint type="ball"/><site name="s"/>'
-                    '<geom type="sphere" size="0.05"/><body name="target" pos="0 0 0.1"><geom type="sphere" size="0.02"/>'
-                    '</body></body></worldbody><actuator><motor site="s" gear="1 0 0 0 0 0"/></actuator></mujoco>')
-    model = mujoco.MjModel.from_xml_path(str(path))
-    assert (model.nq, model.nv, model.nu) == (4, 3, 1)
-    assert "it needs nq >= 4 and nv >= 4" in refusal(task, str(path))
+    assert (model.nq, model.nv, model.nu) == (nq, nv, 1)
+    assert message in refusal(task, str(path))
 
 
 @pytest.mark.parametrize("task", ["InvertedPendulum"])
