@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PLATFORM = ["--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64"]
 DOWNLOADS = ["mujoco-core==4.0.1", "mujoco-warp==4.0.0", "warp-lang==1.19.0", "gymnasium==1.4.0",
-             "farama-notifications", "cloudpickle"]
+             "farama-notifications", "cloudpickle", "markupsafe", "typing_extensions"]
 # PyCUDA and what it imports, and PettingZoo (which `import fastvec` registers with), as .gpu/ holds them
-GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "markupsafe-", "typing_extensions-",
-              "pettingzoo-"]
+# (../shared/gpu/stage.sh does not bring markupsafe and typing_extensions: they are downloaded above)
+GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "pettingzoo-"]
 KEEP_ARCH = 90  # H100 and H200
 FATBIN_MAGIC = 0xBA55ED50
 LIMIT = 64 * 2**20
@@ -111,7 +111,8 @@ def main() -> None:
     out = args.out
     shutil.rmtree(out, ignore_errors=True)
     (out / "wheels").mkdir(parents=True)
-    for prefix in ["mujoco_core-", "mujoco_warp-", "gymnasium-", "farama_notifications-", "cloudpickle-"]:
+    for prefix in ["mujoco_core-", "mujoco_warp-", "gymnasium-", "farama_notifications-", "cloudpickle-", "markupsafe-",
+                   "typing_extensions-"]:
         shutil.copy2(one(wheels, prefix), out / "wheels")
     for prefix in GPU_WHEELS:
         shutil.copy2(one(args.gpu_wheels, prefix), out / "wheels")
