@@ -36,7 +36,7 @@ GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "pe
 KEEP_ARCH = 90  # H100 and H200
 FATBIN_MAGIC = 0xBA55ED50
 LIMIT = 64 * 2**20
-MARGIN = 6 * 2**20  # left free in the first folder, for whatever else a call carries
+SLACK = 2 * 2**20  # left free in each call beside the tracked tree, for files added before the calls
 
 
 def fatbin_section(path: Path) -> tuple[int, int]:
@@ -122,7 +122,9 @@ def main() -> None:
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     if total > LIMIT:  # warp's archive in parts: the first beside the wheels, each other one in a folder of its own
         data, part = warp.read_bytes(), int(args.part_mib * 2**20)
-        room = LIMIT - (total - len(data)) - MARGIN
+        tree = tracked_bytes()  # every call carries the working tree too
+        room = LIMIT - (total - len(data)) - tree - SLACK
+        part = min(part, LIMIT - tree - SLACK - 2**16)
         warp.unlink()
         (out / (warp.name + ".part0")).write_bytes(data[:room])
         for k, start in enumerate(range(room, len(data), part), 1):
@@ -135,6 +137,12 @@ def main() -> None:
     for folder in sorted({p.parent for p in out.parent.glob(out.name + "*/*")}):
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         print(f"{folder}: {size / 2**20:.1f} MiB")
+
+
+def tracked_bytes() -> int:
+    """The size of the repository's tracked files, which travel with every device call."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    return sum((ROOT / n.decode()).stat().st_size for n in names if n and (ROOT / n.decode()).is_file())
 
 
 def one(folder: Path, prefix: str) -> Path:
