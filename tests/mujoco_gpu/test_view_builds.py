@@ -2,6 +2,7 @@
 warnings as errors, and, where nvcc is installed, for the GPU (sm_90); no MuJoCo Warp needed. The host build's
 kernels, over arrays filled from libmujoco's data of Gymnasium's states, observe and score each world as Gymnasium."""
 
+import re
 import shutil
 import subprocess
 
@@ -26,12 +27,18 @@ def test_task_builds_over_warp_arrays_on_the_host(task, tmp_path):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed (the CUDA toolkit)")
 @pytest.mark.parametrize("task", ["Hopper", "Humanoid", "Pusher"])
 def test_task_builds_over_warp_arrays_with_nvcc(task, tmp_path):
+    """The view kernels compile for sm_90, and every function is inlined into its kernel: a call left in a kernel
+    (a recursive sum, say) makes its stack size unknown to nvcc, and the driver's default stack of 1 KB per thread
+    then overflows under the tasks' local arrays (an illegal memory access on the GPU)."""
     from fastvec.native.gpu import NVCC_FLAGS
 
-    cmd = ["nvcc", "-arch=sm_90", "-c", *NVCC_FLAGS, f'-DFV_MJ_TASK_FILE="{task_file(task)}"', f"-I{HERE}",
-           str(HERE / "mj_view.cu"), "-o", str(tmp_path / "view.o")]
+    cmd = ["nvcc", "-arch=sm_90", "-c", *NVCC_FLAGS, "-Xptxas", "-v", f'-DFV_MJ_TASK_FILE="{task_file(task)}"',
+           f"-I{HERE}", str(HERE / "mj_view.cu"), "-o", str(tmp_path / "view.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    entries = set(re.findall(r"Compiling entry function '(\w+)'", proc.stderr))
+    functions = set(re.findall(r"Function properties for (\w+)", proc.stderr))
+    assert entries and functions == entries, f"not inlined into the kernels: {sorted(functions - entries)}"
 
 
 # mj_view.cu's host build driven without MuJoCo Warp: its (nworld, ...) float32 arrays stacked from libmujoco's data

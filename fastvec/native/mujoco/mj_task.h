@@ -80,26 +80,50 @@ typedef struct {
 
 /* ---------------------------------------------------------------- NumPy's arithmetic
  * np.sum (add.reduce) of a contiguous float64 array: 0 + pairwise_sum, whose blocks of up to 128 values
- * sum with eight accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)). */
+ * sum with eight accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), and whose
+ * longer arrays sum as the sum of their halves (the first half's length a multiple of 8). The halving runs
+ * on an explicit stack rather than by recursion: nvcc cannot size a recursive kernel's stack, and the
+ * driver's default of 1 KB per thread overflows under the tasks' local arrays. */
 #define FV_NP_PAIRWISE(NAME, T)                                                        \
-    FV_MJ_INLINE T NAME(const T* a, long n) {                                         \
+    FV_MJ_INLINE T NAME##_block(const T* a, long n) {                                 \
         if (n < 8) {                                                                   \
             T res = 0;                                                                 \
             for (long i = 0; i < n; i++) res += a[i];                                  \
             return res;                                                                \
-        } else if (n <= 128) {                                                         \
-            T r[8], res;                                                               \
-            long i;                                                                    \
-            for (int j = 0; j < 8; j++) r[j] = a[j];                                   \
-            for (i = 8; i < n - (n % 8); i += 8)                                       \
-                for (int j = 0; j < 8; j++) r[j] += a[i + j];                          \
-            res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));   \
-            for (; i < n; i++) res += a[i];                                            \
-            return res;                                                                \
-        } else {                                                                       \
-            long n2 = n / 2;                                                           \
+        }                                                                              \
+        T r[8], res;                                                                   \
+        long i;                                                                        \
+        for (int j = 0; j < 8; j++) r[j] = a[j];                                       \
+        for (i = 8; i < n - (n % 8); i += 8)                                           \
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];                              \
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));       \
+        for (; i < n; i++) res += a[i];                                                \
+        return res;                                                                    \
+    }                                                                                  \
+    FV_MJ_INLINE T NAME(const T* a, long n) {                                         \
+        /* frame k: a[off[k]:off[k] + len[k]]; once its first half is summed, left[k] \
+         * holds that sum and right[k] is 1. 48 frames hold any n below 2^52. */      \
+        long off[48], len[48];                                                         \
+        T left[48], sum;                                                               \
+        int right[48], top = 0;                                                        \
+        off[0] = 0, len[0] = n;                                                        \
+        for (;;) {                                                                     \
+            while (len[top] > 128) { /* descend into the first half */                 \
+                long n2 = len[top] / 2;                                                \
+                n2 -= n2 % 8;                                                          \
+                right[top] = 0, off[top + 1] = off[top], len[top + 1] = n2, top++;     \
+            }                                                                          \
+            sum = NAME##_block(a + off[top], len[top]);                                \
+            while (top > 0 && right[top - 1]) { /* second halves: first + second */    \
+                top--;                                                                 \
+                sum = left[top] + sum;                                                 \
+            }                                                                          \
+            if (top == 0) return sum;                                                  \
+            top--; /* a first half: keep it, then sum the second */                    \
+            long n2 = len[top] / 2;                                                    \
             n2 -= n2 % 8;                                                              \
-            return NAME(a, n2) + NAME(a + n2, n - n2);                                 \
+            left[top] = sum, right[top] = 1;                                           \
+            off[top + 1] = off[top] + n2, len[top + 1] = len[top] - n2, top++;         \
         }                                                                              \
     }
 FV_NP_PAIRWISE(fv_np_pairwise, double)  /* float64 arrays */
