@@ -39,7 +39,9 @@ class Space:
             if hasattr(dist, "choices"):
                 lines.append(f"{path}  one of {', '.join(str(c) for c in dist.choices)}")
             else:
-                extra = " (log)" if dist.log else f" (step {dist.step})" if dist.step not in (None, 1) else ""
+                # an int range's step of 1 is Optuna's default (no step given); a float range's 1.0 was given
+                stepped = dist.step is not None and (dist.step != 1 or isinstance(dist.step, float))
+                extra = " (log)" if dist.log else f" (step {dist.step})" if stepped else ""
                 low, high = (f"{v:_}" if isinstance(v, int) else f"{v:g}" for v in (dist.low, dist.high))
                 lines.append(f"{path}  {low} .. {high}{extra}")
         return lines

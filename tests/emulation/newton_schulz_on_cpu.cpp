@@ -50,3 +50,6 @@ extern "C" void emu_newton_schulz(const float* u, int rows, int cols, int steps,
         out[e] = result[tall ? col * ldx + row : row * ldx + col];
     }
 }
+
+/* newton_schulz.cu's row stride, for comparing with the one optimizers.py sizes the launch's shared memory by. */
+extern "C" int emu_muon_stride(int n) { return muon_stride(n); }

@@ -32,3 +32,30 @@ def test_shared_memory_newton_schulz_matches_reference(emu, shape):
                           ctypes.c_int(5), *(f32(c) for c in ref.NS_COEFFS), out.ctypes.data_as(ctypes.c_void_p))
     want = ref.newton_schulz(g.astype(np.float64))
     assert np.abs(out - want).max() <= 1e-5 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("shape", [(36, 20), (8, 100), (3, 4), (36, 36), (4, 4)])
+def test_rows_that_fill_their_padded_stride_match_reference(emu, shape):
+    """Widths of 4 more than a multiple of 32 (4, 36, 100) are their own muon_stride: no padding columns follow
+    a row, so a product that ran over more than the width rounded up to 4 would read the next row's values
+    (the wide side for X X^T, the narrow side for the gram's products)."""
+    g = np.random.default_rng(sum(shape) + 1).standard_normal(shape).astype(np.float32)
+    out = np.empty(shape, np.float32)
+    f32 = ctypes.c_float
+    emu.emu_newton_schulz(g.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(shape[0]), ctypes.c_int(shape[1]),
+                          ctypes.c_int(5), *(f32(c) for c in ref.NS_COEFFS), out.ctypes.data_as(ctypes.c_void_p))
+    want = ref.newton_schulz(g.astype(np.float64))
+    assert np.abs(out - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_the_kernels_row_stride_is_the_one_the_launch_sizes_shared_memory_by(emu):
+    """muon_small_kernel's shared memory is sized on the host by optimizers.muon_small_shared_bytes, from
+    optimizers.muon_stride: the .cu's stride must be the same for every width, or the kernel's buffers run past
+    the launch's (a stride that grew) or overlap (one that shrank). Also its own rule by hand: the least
+    multiple of 4, at least n, that is 4 more than a multiple of 32."""
+    from fastvec.trainer.cuda.optimizers import muon_stride
+    emu.emu_muon_stride.restype = ctypes.c_int
+    strides = [emu.emu_muon_stride(ctypes.c_int(n)) for n in range(1, 300)]
+    assert strides == [muon_stride(n) for n in range(1, 300)]
+    assert strides == [min(s for s in range(4, 400, 32) if s >= n) for n in range(1, 300)]
+    assert (strides[0], strides[3], strides[4], strides[35], strides[36]) == (4, 4, 36, 36, 68)

@@ -842,3 +842,62 @@ def test_rank_0_waiting_past_its_deadline_names_the_ranks_that_never_connected(t
     names the missing ranks, never in a socket error about the timeout value."""
     with pytest.raises(distributed.DistributedError, match=r"ranks \[1, 2\] never connected"):
         distributed.serve_unique_id(bytes(128), _free_port(), world_size=3, timeout=timeout, host="127.0.0.1")
+
+
+def _serving(unique_id: bytes, world_size: int):
+    """serve_unique_id in a thread on a free loopback port: (port, thread, the errors it raised)."""
+    port, ready, errors = _free_port(), threading.Event(), []
+
+    def serve():
+        try:
+            distributed.serve_unique_id(unique_id, port, world_size=world_size, timeout=20, host="127.0.0.1",
+                                        ready=ready)
+        except distributed.DistributedError as err:
+            errors.append(str(err))
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    assert ready.wait(10)
+    return port, thread, errors
+
+
+@pytest.mark.parametrize("rank", [0, 3, 7])
+def test_rendezvous_refuses_a_rank_outside_1_to_world_size_minus_1_with_rank0s_whole_reason(rank):
+    """Rank 0 serves ranks 1 and 2 of a world of 3; rank 0 itself, 3 and 7 are refused, the refused rank's error
+    carrying rank 0's reason word for word, and rank 0 stops with the same reason."""
+    port, thread, errors = _serving(os.urandom(128), 3)
+    reason = f"rank {rank} is out of range or connected twice (world size 3)"
+    with pytest.raises(distributed.DistributedError) as err:
+        distributed.fetch_unique_id("127.0.0.1", port, rank=rank, world_size=3, timeout=10)
+    thread.join(10)
+    assert str(err.value) == f"rank 0 refused rank {rank}: {reason}"
+    assert errors == [f"NCCL id exchange: {reason}"]
+
+
+def test_rendezvous_refuses_a_rank_that_connects_twice_and_cuts_the_reason_to_the_ids_length():
+    """Rank 1 gets the (16-byte) id once; connecting again it is refused, with rank 0's reason cut to the id's
+    16 bytes (the reply's fixed size) and the padding stripped."""
+    unique_id = bytes(range(16))
+    port, thread, errors = _serving(unique_id, 3)
+    assert distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=3, size=16, timeout=10) == unique_id
+    with pytest.raises(distributed.DistributedError) as err:
+        distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=3, size=16, timeout=10)
+    thread.join(10)
+    assert str(err.value) == "rank 0 refused rank 1: rank 1 is out of"
+    assert errors == ["NCCL id exchange: rank 1 is out of range or connected twice (world size 3)"]
+
+
+def test_rendezvous_answers_a_stranger_no_and_keeps_serving_the_ranks():
+    """A connection that does not say fastvec's magic gets NO and rank 0's reason, and rank 0 goes on: ranks 1
+    and 2 still get the id and the exchange ends without an error."""
+    import socket
+    unique_id = os.urandom(128)
+    port, thread, errors = _serving(unique_id, 3)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(distributed._HELLO.pack(b"HTTP", 1, 3))
+        reply = distributed._recv_exact(conn, 2 + 128)
+    assert reply[:2] == b"NO" and reply[2:].decode().strip() == "a connection that is not a fastvec rank"
+    for rank in (2, 1):
+        assert distributed.fetch_unique_id("127.0.0.1", port, rank=rank, world_size=3, timeout=10) == unique_id
+    thread.join(10)
+    assert not thread.is_alive() and errors == []

@@ -337,3 +337,45 @@ def test_a_run_without_self_play_plots_no_ratings_even_beside_a_ratings_file(tmp
     trainer, _ = scripted(tmp_path, monkeypatch, updates=1, log_interval=0.0)
     summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
     assert plotted == [] and summary["update"] == 1 and "eval_time" not in rows(tmp_path / "run")[0]
+
+
+def test_a_second_ctrl_c_mid_update_saves_nothing_and_the_last_checkpoint_stands(tmp_path, monkeypatch):
+    """A KeyboardInterrupt inside rollout 4 (a second Ctrl-C, or one without the handler): nothing consistent to
+    save, so the summary says interrupted by SIGINT without a save at the stop, and names update 2's checkpoint
+    (checkpoint_interval 2), the last one written."""
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=10, log_interval=0.0, checkpoint_interval=2)
+    rollout = trainer.rollout
+
+    def interrupted():
+        if trainer.update_index == 3:
+            raise KeyboardInterrupt
+        rollout()
+
+    trainer.rollout = interrupted
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert summary["interrupted"] is True and summary["signal"] == "SIGINT"
+    assert summary["saved_at_stop"] is False
+    assert summary["update"] == 3 and summary["trained_steps"] == 3 * STEPS
+    assert summary["checkpoint"] == tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(2)
+    assert not (tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(3)).exists()
+
+
+def test_sigterm_during_the_last_update_is_a_finished_run_not_an_interrupted_one(tmp_path, monkeypatch):
+    """SIGTERM while update 4 of 4 runs: that update completes, the run has then trained every update, so the
+    summary is a normal end (not interrupted, no signal) with the final checkpoint."""
+    import os
+    import signal
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=4, log_interval=0.0, checkpoint_interval=100)
+    update = trainer.update
+
+    def signalled(num_updates):
+        out = update(num_updates)
+        if trainer.update_index == 4:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return out
+
+    trainer.update = signalled
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert summary["interrupted"] is False and summary["signal"] is None and summary["saved_at_stop"] is False
+    assert summary["update"] == 4 and summary["trained_steps"] == 4 * STEPS
+    assert summary["checkpoint"] == tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(4)

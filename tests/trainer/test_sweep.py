@@ -380,3 +380,24 @@ def test_print_space_shows_the_sweep_settings_as_a_toml_table_without_the_config
     assert table["sweep"] == {k: v for k, v in plan.settings.items() if "." not in k}
     assert table["sweep"]["trials"] == 7 and table["sweep"]["dir"] == str(tmp_path)
     assert block.splitlines()[-1].split(" = ")[0] in table["sweep"]  # the last line a setting, no blank after it
+
+
+def test_search_space_lines_show_each_range_with_its_log_or_step_as_a_person_reads_it():
+    """Space.describe: a line a searched key, `path  low .. high` with ints grouped by _ and floats by %g, then
+    " (log)" for a log range, " (step S)" for a stepped one (an int range's default step of 1 is no step, a
+    float range's step of 1.0 is one), and choices as `one of a, b, c`."""
+    space = parse_space({"train.learning_rate": "1e-4:1e-1:log", "train.gae_lambda": "0.8:0.99",
+                         "train.ent_coef": "0:0.02:0.005", "train.vf_coef": "0:3:1", "train.update_epochs": "1:4",
+                         "train.horizon": "10:20:2", "env.num_envs": "64:1024:log",
+                         "train.total_timesteps": "100_000:2_000_000:1", "policy.hidden": "32,64,128"})
+    assert space.describe() == [
+        "train.learning_rate  0.0001 .. 0.1 (log)",
+        "train.gae_lambda  0.8 .. 0.99",
+        "train.ent_coef  0 .. 0.02 (step 0.005)",
+        "train.vf_coef  0 .. 3 (step 1.0)",
+        "train.update_epochs  1 .. 4",
+        "train.horizon  10 .. 20 (step 2)",
+        "env.num_envs  64 .. 1_024 (log)",
+        "train.total_timesteps  100_000 .. 2_000_000",
+        "policy.hidden  one of 32, 64, 128",
+    ]
