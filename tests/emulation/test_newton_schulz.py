@@ -59,3 +59,44 @@ def test_the_kernels_row_stride_is_the_one_the_launch_sizes_shared_memory_by(emu
     assert strides == [muon_stride(n) for n in range(1, 300)]
     assert strides == [min(s for s in range(4, 400, 32) if s >= n) for n in range(1, 300)]
     assert (strides[0], strides[3], strides[4], strides[35], strides[36]) == (4, 4, 36, 36, 68)
+
+
+GUARDED_CHILD = """
+import ctypes, sys
+import numpy as np
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.optimizers import muon_small_shared_bytes
+lib = ctypes.CDLL(sys.argv[1])
+lib.emu_newton_schulz_guarded.restype = ctypes.c_int
+for rows, cols in [(4, 64), (3, 64), (64, 8), (8, 100), (36, 36), (5, 7), (13, 40), (4, 200), (260, 3)]:
+    g = np.random.default_rng(rows * cols).standard_normal((rows, cols)).astype(np.float32)
+    out = np.empty((rows, cols), np.float32)
+    f32 = ctypes.c_float
+    status = lib.emu_newton_schulz_guarded(
+        g.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(rows), ctypes.c_int(cols), ctypes.c_int(5),
+        *(f32(c) for c in ref.NS_COEFFS), ctypes.c_longlong(muon_small_shared_bytes((rows, cols))),
+        out.ctypes.data_as(ctypes.c_void_p))
+    want = ref.newton_schulz(g.astype(np.float64))
+    print(rows, cols, status, float(np.abs(out - want).max() / np.abs(want).max()), flush=True)
+"""
+
+
+def test_newton_schulz_stays_inside_the_shared_memory_the_launch_gives(emu):
+    """With the block's shared memory exactly optimizers.muon_small_shared_bytes long and an unreadable page after
+    it (emu_newton_schulz_guarded, in a child process: a stray access is a SIGSEGV there, as it is an illegal
+    address on the GPU), every product's tiles read and write only inside it, for narrow sides a multiple of 4
+    and not, over five steps (the iterate alternates between the two buffers, the second one nearer the end),
+    and the result is still the reference's."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(ref.__file__).parents[2]),
+                                                                   os.environ.get("PYTHONPATH")])))
+    child = subprocess.run([sys.executable, "-c", GUARDED_CHILD, emu._name], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert child.returncode == 0, (child.returncode, child.stdout, child.stderr[-2000:])
+    lines = [line.split() for line in child.stdout.splitlines()]
+    assert len(lines) == 9
+    for rows, cols, status, err in lines:
+        assert status == "0", (rows, cols, status)
+        assert float(err) <= 1e-5, (rows, cols, err)
