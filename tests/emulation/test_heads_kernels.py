@@ -429,3 +429,22 @@ def test_advantage_moments_are_the_minibatchs_mean_and_population_std(emu, n):
         call(emu.emu_adv_moments, np.int64(n), 8, adv, np.zeros(8 * 2), out)
         want = adv.astype(np.float64)
         np.testing.assert_allclose(out, [want.mean(), want.std()], rtol=2e-6, atol=1e-6)
+
+
+def test_reward_scaling_of_more_rows_than_a_block_matches_scale_rewards(emu):
+    """R = 600 rows: reward_returns_kernel's one thread a row spans three blocks of 256 (row = block * 256 +
+    thread), each row's discounted return its own; the scaled rewards, carried returns and moments the
+    reference's over two rollouts."""
+    rng = np.random.default_rng(12)
+    t_len, rows, gamma = 4, 600, 0.9
+    returns, moments = np.zeros(rows), (0.0, 1.0, 1e-4)
+    k_returns, k_seen, k_moments = np.zeros(rows), np.zeros((t_len, rows)), np.array([0.0, 1.0, 1e-4, 0.0])
+    for _ in range(2):
+        rewards = (rng.standard_normal((t_len, rows)) * rng.exponential(1.0, rows)).astype(np.float32)
+        dones = (rng.random((t_len, rows)) < 0.2).astype(np.float32)
+        got = rewards.copy()
+        call(emu.emu_scale_rewards, t_len, rows, got, dones, np.float64(gamma), k_returns, k_seen, k_moments)
+        want, moments = ref.scale_rewards(rewards, dones, returns, moments, gamma)
+        assert np.array_equal(k_returns, returns)
+        assert rel_err(k_moments[:3], moments) <= 1e-12
+        assert np.array_equal(got, want)

@@ -61,6 +61,16 @@ def test_the_kernels_row_stride_is_the_one_the_launch_sizes_shared_memory_by(emu
     assert (strides[0], strides[3], strides[4], strides[35], strides[36]) == (4, 4, 36, 36, 68)
 
 
+def _compiler_takes(flags) -> bool:
+    """Whether the C++ compiler accepts flags (GCC's bounds-strict; clang has no such option)."""
+    import shutil
+    import subprocess
+    cxx = shutil.which("g++") or shutil.which("c++")
+    probe = subprocess.run([cxx, *flags, "-x", "c++", "-fsyntax-only", "-"], input="int main() { return 0; }",
+                           capture_output=True, text=True) if cxx else None
+    return probe is not None and probe.returncode == 0
+
+
 GUARDED_CHILD = """
 import ctypes, sys
 import numpy as np
@@ -81,18 +91,23 @@ for rows, cols in [(4, 64), (3, 64), (64, 8), (8, 100), (36, 36), (5, 7), (13, 4
 """
 
 
-def test_newton_schulz_stays_inside_the_shared_memory_the_launch_gives(emu):
+def test_newton_schulz_stays_inside_the_shared_memory_the_launch_gives_and_its_tile_arrays(tmp_path_factory):
     """With the block's shared memory exactly optimizers.muon_small_shared_bytes long and an unreadable page after
     it (emu_newton_schulz_guarded, in a child process: a stray access is a SIGSEGV there, as it is an illegal
     address on the GPU), every product's tiles read and write only inside it, for narrow sides a multiple of 4
     and not, over five steps (the iterate alternates between the two buffers, the second one nearer the end),
-    and the result is still the reference's."""
+    and the result is still the reference's. Built with GCC's bounds check trapping, so an index past a tile's
+    own arrays (a[4], acc[4][4]) stops the child too."""
+    flags = ["-fsanitize=bounds-strict", "-fsanitize-undefined-trap-on-error"]
+    if not _compiler_takes(flags):
+        flags = []
+    lib = build_harness(tmp_path_factory, HARNESS, flags=flags, cuda_headers=False)
     import os
     import subprocess
     import sys
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(ref.__file__).parents[2]),
                                                                    os.environ.get("PYTHONPATH")])))
-    child = subprocess.run([sys.executable, "-c", GUARDED_CHILD, emu._name], capture_output=True, text=True,
+    child = subprocess.run([sys.executable, "-c", GUARDED_CHILD, lib._name], capture_output=True, text=True,
                            timeout=120, env=env)
     assert child.returncode == 0, (child.returncode, child.stdout, child.stderr[-2000:])
     lines = [line.split() for line in child.stdout.splitlines()]

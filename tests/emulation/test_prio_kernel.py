@@ -155,3 +155,20 @@ def test_prio_kernel_normalises_by_the_largest_weight_whatever_lane_and_warp_dra
     perm, weights, _ = kernel_draws(emu, adv, 2, 1.0, 0.3, 20, update, key, epoch)
     assert np.array_equal(perm, want_order)
     assert np.array_equal(weights, want_weights)
+
+
+@pytest.mark.parametrize("num_updates,update", [(2, 1), (1, 0), (1, 1), (0, 0), (0, 3), (3, 2), (3, 5)])
+def test_prio_kernel_weights_follow_betas_schedule_at_its_edges(emu, num_updates, update):
+    """beta = beta0 + (1 - beta0) * min(update / max(num_updates, 1), 1) (priority.prio_beta) where the schedule
+    is short: 2 updates (halfway at update 1), 1, none (0: counted as 1), and past its end; the weights bit for
+    bit the reference's with that beta."""
+    rng = np.random.default_rng(31 + 7 * num_updates + update)
+    adv = (rng.standard_normal((8, 40)) * rng.exponential(1.0, 40)).astype(np.float32)
+    key, epoch = ref.shuffle_key(ref.sampling_key(3)), 0
+    beta0 = 0.3
+    beta = beta0 + (1 - beta0) * min(update / max(num_updates, 1), 1)
+    assert beta == ref.prio_beta(beta0, update, num_updates)
+    perm, weights, _ = kernel_draws(emu, adv, 4, 0.7, beta0, num_updates, update, key, epoch)
+    want_order, want_weights = ref.prioritized_draws(to_segments(adv, 4), 0.7, beta, key, update, epoch)
+    assert np.array_equal(perm, want_order)
+    assert np.array_equal(weights, want_weights)
