@@ -167,3 +167,26 @@ def test_the_best_pareto_trial_is_the_fastest_that_reaches_the_target_else_the_h
                                      distributions={}))
     for target, values in [(250.0, [300.0, 20.0]), (100.0, [100.0, 5.0]), (460.0, [450.0, 40.0])]:
         assert sweep_report.pick_best(study, {"objective": "pareto", "target": target}).values == values
+
+
+def test_the_front_plot_draws_the_front_as_steps_and_the_target_as_a_thin_grey_dashed_line(tmp_path, monkeypatch):
+    """front.png for a time_to_target sweep: the Pareto front a red (C3) step line through each faster trial's best
+    score, holding each score until the next (steps-post), and the target a grey dashed line 1 point wide at the
+    target's height across the plot."""
+    from matplotlib.colors import to_rgba
+    study = optuna.create_study(direction="minimize")
+    for seconds, score in [(10.0, 100.0), (20.0, 300.0), (30.0, 200.0)]:
+        study.add_trial(create_trial(state=TrialState.COMPLETE, value=seconds,
+                                     user_attrs={"seconds": seconds, "score": score}))
+    _, figures = drawn(monkeypatch, plan_of("time_to_target", 250.0), study, tmp_path / "plots", save=False)
+    front, target = figures[0].axes[0].get_lines()
+    assert front.get_label() == "Pareto front" and front.get_drawstyle() == "steps-post"
+    assert list(front.get_xdata()) == [10.0, 20.0] and list(front.get_ydata()) == [100.0, 300.0]
+    assert to_rgba(front.get_color()) == to_rgba("C3")
+    assert target.get_label() == "target 250" and list(target.get_ydata()) == [250.0, 250.0]
+    assert list(target.get_xdata()) == [0, 1]  # axes coordinates: the whole width
+    assert target.get_linestyle() == "--" and target.get_linewidth() == 1.0
+    assert to_rgba(target.get_color()) == to_rgba("grey")
+    (complete,) = figures[0].axes[0].collections  # no pruned trial: one scatter, half see-through
+    assert complete.get_label() == "complete" and complete.get_alpha() == 0.6
+    assert complete.get_offsets().tolist() == [[10.0, 100.0], [20.0, 300.0], [30.0, 200.0]]
