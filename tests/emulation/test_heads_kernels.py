@@ -448,3 +448,29 @@ def test_reward_scaling_of_more_rows_than_a_block_matches_scale_rewards(emu):
         assert np.array_equal(k_returns, returns)
         assert rel_err(k_moments[:3], moments) <= 1e-12
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])
+def test_encoder_input_over_several_blocks_is_the_references(emu, obs_bytes):
+    """encode_obs_kernel on 150 rows of 5 (750 elements: three blocks of 256, element = block * 256 + thread),
+    scaled and normalised by given statistics, then without statistics: reference.encoder_input's, bit for bit."""
+    rng = np.random.default_rng(21)
+    rows, o = 150, 5
+    scale = 1 / 255 if obs_bytes else 0.5
+    spec = ref.PolicySpec(obs_size=o, num_actions=2, kind="mlp", hidden=8, layers=1, norm_obs=True, obs_scale=scale)
+    views = ref.FlatLayout(ref.param_table(spec)).views(ref.init_params(spec, rng))
+    views["obs_norm.mean"][...] = rng.standard_normal(o) * 0.3
+    views["obs_norm.var"][...] = rng.uniform(0.05, 2.0, o)
+    if obs_bytes:
+        raw, buf = byte_rollout(rng, 1, rows, o)
+        raw, step = raw[0], buf
+    else:
+        raw = step = (rng.standard_normal((rows, o)) * 3).astype(np.float32)
+    norm = np.concatenate([views["obs_norm.mean"], views["obs_norm.var"], views["obs_norm.count"]]).astype(np.float32)
+    x = np.zeros((rows, o), np.float32)
+    call(emu.emu_encode_obs, np.int64(rows), o, obs_bytes, np.ascontiguousarray(step), np.float32(scale), norm, x)
+    assert np.array_equal(x, ref.encoder_input(spec, views, raw))
+    plain = ref.PolicySpec(obs_size=o, num_actions=2, kind="mlp", hidden=8, layers=1, obs_scale=scale)
+    x = np.zeros((rows, o), np.float32)
+    call(emu.emu_encode_obs, np.int64(rows), o, obs_bytes, np.ascontiguousarray(step), np.float32(scale), None, x)
+    assert np.array_equal(x, ref.encoder_input(plain, views, raw))
