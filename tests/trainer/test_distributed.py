@@ -901,3 +901,51 @@ def test_rendezvous_answers_a_stranger_no_and_keeps_serving_the_ranks():
         assert distributed.fetch_unique_id("127.0.0.1", port, rank=rank, world_size=3, timeout=10) == unique_id
     thread.join(10)
     assert not thread.is_alive() and errors == []
+
+
+def test_a_rank_retries_rank_0_backing_off_with_each_attempt_waiting_0_1_to_5_s(monkeypatch):
+    """fetch_unique_id on a clock the test moves, rank 0 never listening (each attempt refused after 0.9 s): an
+    attempt waits at most 5 s and at least 0.1 s (the floor where less is left), the pauses between attempts
+    double from 0.05 s up to 1 s, and when the time is up the error names the timeout and what to check."""
+    from types import SimpleNamespace
+    now, waits, pauses = [0.0], [], []
+
+    def refused(address, timeout):
+        waits.append(round(timeout, 9))
+        now[0] += 0.9
+        raise ConnectionRefusedError("refused")
+
+    def pause(seconds):
+        pauses.append(seconds)
+        now[0] += seconds
+
+    monkeypatch.setattr(distributed, "time", SimpleNamespace(monotonic=lambda: now[0], sleep=pause))
+    monkeypatch.setattr(distributed.socket, "create_connection", refused)
+    with pytest.raises(distributed.DistributedError, match=r"within 9 s \(refused\); check MASTER_ADDR"):
+        distributed.fetch_unique_id("10.0.0.1", 1234, rank=1, world_size=2, timeout=9.0)
+    # attempts start at 0, 0.95, 1.95, 3.05, 4.35, 6.05, 7.95: each waits what is left, at most 5 s
+    assert waits == [5.0, 5.0, 5.0, 5.0, 4.65, 2.95, 1.05]
+    assert pauses == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    now[0], waits[:], pauses[:] = 0.0, [], []
+    with pytest.raises(distributed.DistributedError, match="within 1 s"):
+        distributed.fetch_unique_id("10.0.0.1", 1234, rank=1, world_size=2, timeout=0.97)
+    assert waits == [0.97, 0.1]  # at 0.95 s only 0.02 s is left: the attempt still waits 0.1 s
+    assert pauses == [0.05, 0.1]
+
+
+def test_rank_0_reads_a_strangers_hello_arriving_in_pieces_and_keeps_serving():
+    """A connection whose first 5 bytes come alone and then many more (not a fastvec rank): rank 0 reads exactly
+    the hello's 12 bytes, answers NO, and still serves rank 1."""
+    import socket
+    import time
+    unique_id = os.urandom(128)
+    port, thread, errors = _serving(unique_id, 2)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET /")
+        time.sleep(0.2)
+        conn.sendall(b" HTTP/1.1\r\nHost: localhost\r\n\r\n" + b"x" * 200)
+        reply = distributed._recv_exact(conn, 2 + 128)
+    assert reply[:2] == b"NO" and reply[2:].decode().strip() == "a connection that is not a fastvec rank"
+    assert distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=2, timeout=10) == unique_id
+    thread.join(10)
+    assert not thread.is_alive() and errors == []

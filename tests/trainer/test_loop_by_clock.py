@@ -379,3 +379,27 @@ def test_sigterm_during_the_last_update_is_a_finished_run_not_an_interrupted_one
     assert summary["interrupted"] is False and summary["signal"] is None and summary["saved_at_stop"] is False
     assert summary["update"] == 4 and summary["trained_steps"] == 4 * STEPS
     assert summary["checkpoint"] == tmp_path / "run" / "checkpoints" / checkpoint.checkpoint_name(4)
+
+
+def test_each_rows_figures_are_rounded_to_their_stated_places(tmp_path, monkeypatch):
+    """Times to 3 places, speeds to 1, losses to 6, on a clock that makes none of them whole: each update's rollout
+    takes 1 s, its update 4/3 s and its evaluation 1/7 s (a stand-in league), the update's policy loss is k / 7,
+    and the time split holds thirds and sevenths."""
+    monkeypatch.setattr("fastvec.trainer.selfplay.plot_ratings", lambda run_dir: None)
+    trainer, clock = scripted(tmp_path, monkeypatch, updates=2, rollout_s=1.0, update_s=4 / 3, log_interval=0.0)
+    trainer.selfplay = League(clock, 1 / 7)
+    update = trainer.update
+
+    def sevenths(num_updates):
+        stats = update(num_updates)
+        return {**stats, "policy_loss": trainer.update_index / 7}
+
+    trainer.update = sevenths
+    trainer.timing = {"env": 1 / 3}
+    loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    first = rows(tmp_path / "run")[0]
+    # elapsed 1 + 4/3 + 1/7 = 2.476190...; 32 steps in it: 12.923...; without the evaluation's 1/7 s: 13.714...
+    assert (first["time"], first["sps"]) == (2.476, 12.9)
+    assert (first["eval_time"], first["train_sps"]) == (0.143, 13.7)
+    assert first["losses/policy_loss"] == 0.142857
+    assert first["time_split"] == {"env": 0.333, "selfplay_eval": 0.143}
