@@ -344,3 +344,62 @@ def test_heuristic_enemies_first_head_for_their_start_turned_about_the_map_centr
     np.testing.assert_array_equal(targets, want)
     batch.step(actions)
     np.testing.assert_array_equal(batch.get_state()[0, offset:offset + 4 * sc.enemies].reshape(sc.enemies, 4)[:, :2], want)
+
+
+
+@pytest.mark.parametrize("name, enemy, attack_mode", [("2s3z", "heuristic", "random"),
+                                                      ("smacv2_5_units", "agents", "closest")])
+def test_a_state_set_into_another_battle_reads_back_and_plays_on_as_the_battle_it_came_from(name, enemy, attack_mode):
+    """set_state overwrites every value of a state (each unit's position, health, cooldown, life, last move and
+    attack, the world's deviations, the heuristic's targets and draws, smacv2's unit types), whatever the env held
+    before: a state taken from one batch and set into another, which played other random actions as many steps from
+    the same seeds (the RNG is no part of a state), reads back as taken, and both then play the same actions to the
+    same observations, rewards and states."""
+    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, enemy, attack_mode).items()))
+    sc, n = SCENARIOS[name], 8
+    agents = sc.allies + (sc.enemies if enemy == "agents" else 0)
+    source, target = cpu.CpuBatch(env, n, DISABLED, 1000), cpu.CpuBatch(env, n, DISABLED, 1000)
+    source.reset(np.arange(n, dtype=np.uint64), None)
+    target.reset(np.arange(n, dtype=np.uint64), None)  # the same random streams: the state holds no RNG
+    rng = np.random.default_rng(3)
+    for _ in range(12):  # other moves (and stops) in each
+        source.step(rng.integers(0, 5, (n, agents, 1))), target.step(rng.integers(0, 5, (n, agents, 1)))
+    state = source.get_state()
+    units = 8 * (sc.allies + sc.enemies)
+    moved = state[:, :units].reshape(n, -1, 8)[..., 5:7]
+    assert (moved != target.get_state()[:, :units].reshape(n, -1, 8)[..., 5:7]).all(-1).any(-1).all()
+    target.set_state(None, state)
+    np.testing.assert_array_equal(target.get_state(), state)
+    np.testing.assert_array_equal(target.obs, source.obs)
+    for _ in range(10):  # available actions, attacks included once in range
+        chosen = np.where(source.action_mask, rng.random(source.action_mask.shape), -1.0).argmax(-1)[..., None]
+        source.step(chosen), target.step(chosen)
+        np.testing.assert_array_equal(target.obs, source.obs)
+        np.testing.assert_array_equal(target.rewards, source.rewards)
+        np.testing.assert_array_equal(target.get_state(), source.get_state())
+
+
+@pytest.mark.parametrize("face", ["parallel", "vector"])
+def test_the_faces_default_step_limit_is_jaxmarls_max_steps_100_cut_on_the_101st_step(face):
+    """Nobody moves or attacks (3m, both teams stopped): by default both faces cut the battle where jaxmarl's default
+    max_steps=100 does, checked before its step count increments: truncated on step 101, never before."""
+    from fastvec.wrappers.smax import SmaxParallelEnv, SmaxVectorEnv
+
+    stop = 4
+    if face == "parallel":
+        e = SmaxParallelEnv("3m", enemy="agents")
+        e.reset(seed=0)
+        steps = 0
+        while e.agents:
+            *_, terminations, truncations, _ = e.step({a: stop for a in e.agents})
+            steps += 1
+            assert not any(terminations.values()) and all(truncations.values()) == (steps == 101)
+        assert steps == 101
+        return
+    e = SmaxVectorEnv("3m", 2, enemy="agents")
+    e.reset(seed=0)
+    for step in range(1, 102):
+        _, _, terminations, truncations, _ = e.step(np.full(e.num_envs, stop))
+        assert not np.any(terminations)
+        assert np.all(truncations) if step == 101 else not np.any(truncations)
+    e.close()
