@@ -201,3 +201,21 @@ def test_an_env_files_text_is_read_as_the_preprocessor_reads_it(tmp_path):
     with pytest.raises(TypeError, match="its parameters are: none"):
         check_env_file_defines(bare, {"LENGTH": 3})
     check_env_file_defines(bare, {})
+
+
+def test_a_header_in_the_env_files_folder_is_read_before_fastvecs_header_of_the_same_name(tmp_path):
+    """`#include "name.h"` finds the header next to the including file first, then fastvec's native folder, as the
+    compiler's quoted include does: a user's own mountaincar_common.h shadows fastvec's (its defines and parameters
+    are read, not fastvec's), and a name only fastvec has is read from fastvec's folder."""
+    from fastvec.native.env_file import declared_params, define_value
+
+    (tmp_path / "mountaincar_common.h").write_text("#ifndef MINE\n#define MINE 3\n#endif\n#define MC_FORCE 0.5\n")
+    env = tmp_path / "env.h"
+    env.write_text('#include "mountaincar_common.h"\n#define OBS_SIZE 2\n')
+    assert define_value(env, "MC_FORCE") == "0.5" and define_value(env, "MINE") == "3"
+    assert define_value(env, "MC_GRAVITY") is None  # fastvec's mountaincar_common.h is not read
+    assert declared_params(env) == {"MINE": "3"}
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "env.h").write_text('#include "mountaincar_common.h"\n')
+    assert define_value(tmp_path / "sub" / "env.h", "MC_GRAVITY") == "0.0025"
+    assert define_value(tmp_path / "sub" / "env.h", "MINE") is None
