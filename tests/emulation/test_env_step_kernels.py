@@ -35,8 +35,10 @@ ENVS = {
     "smax_3m": (native.NATIVE_DIR / "smax.h", {"MAP": 0}, 9),  # six agents, fmaf/sqrtf, draws in env_step
     "smax_3m_heuristic": (native.NATIVE_DIR / "smax.h", {"MAP": 0, "ENEMY": 1}, 9),  # three agents, scripted enemies
     "smax_smacv2_5_units": (native.NATIVE_DIR / "smax.h", {"MAP": 11}, 9),  # units drawn at every reset
-    # states of 28 and 21 bytes: moved in 4-byte words and in bytes by the staged kernels
-    **{f"byte_state_{b}": (ENVS_DIR / "byte_state.h", {"STATE_BYTES": b}, 7) for b in (28, 21)},
+    # states of 28 and 21 bytes: moved in 4-byte words and in bytes by the staged kernels; the wide kernels move a
+    # state and an obs of b bytes in words of 16, 8, 4 or 1 bytes by b (FV_WORD_BYTES): 28, 21, 17 and 45 bytes
+    # each take a word that a slip in that choice makes too wide for it (a byte left behind, or read past the value)
+    **{f"byte_state_{b}": (ENVS_DIR / "byte_state.h", {"STATE_BYTES": b}, 7) for b in (28, 21, 17, 45)},
     **{game: (native.source_path(game), native.resolve_defines(game, {}), 8)  # test_minatar_kernels.py's cases
        for game in ("asterix-minatar", "breakout-minatar", "freeway-minatar", "seaquest-minatar",
                     "spaceinvaders-minatar")},
@@ -156,7 +158,8 @@ CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
          [("smax_3m_heuristic", "SameStep", k) for k in BASE_KERNELS] +
          [("smax_smacv2_5_units", "SameStep", "wide")] +
          [("counting", m, "wide") for m in MODES] +
-         [(f"byte_state_{b}", "NextStep", "staged_wide") for b in (28, 21)])
+         [(f"byte_state_{b}", "NextStep", "staged_wide") for b in (28, 21)] +
+         [(f"byte_state_{b}", "NextStep", "wide") for b in (28, 21, 17, 45)])
 
 
 @pytest.mark.parametrize("env_name,mode,kernel", CASES)
