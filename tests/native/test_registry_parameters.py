@@ -196,3 +196,41 @@ def test_an_env_source_is_a_built_in_name_or_a_file_and_anything_else_is_refused
     with pytest.raises(FileNotFoundError, match=r"pipe\.h' is a named pipe, not an env file"):
         native.source_path(tmp_path / "pipe.h")
     assert native.source_path("breakout-minatar") == native.NATIVE_DIR / "minatar_breakout.h"
+
+
+def test_reset_seeded_reseeds_the_given_envs_continues_the_others_and_leaves_the_unmasked_alone():
+    """reset_seeded, the faces' reset with check_seeds' split: within the mask (None: every env) an env given a seed
+    starts as a fresh env reset with that seed, one given None starts from its own stream's next draws (as a reset
+    without seeds), and an env outside the mask keeps its state, given a seed or not; all given or none given too."""
+    from fastvec.native import cpu
+
+    env = cpu.load(native.source_path("cartpole"), ())
+    n = 4
+
+    def batch_after(seeds, *resets):
+        b = cpu.CpuBatch(env, n, 0, None)
+        b.reset(np.asarray(seeds, np.uint64), None)
+        for mask in resets:
+            b.reset(None, None if mask is None else np.asarray(mask))
+        return b.get_state()
+
+    start = [1, 2, 3, 4]
+    fresh = {s: batch_after([s] * n)[0] for s in (10, 12, 13)}
+    cases = [  # (seeds given, mask): per env, the state expected (a fresh seed's, "next": its stream's, "kept")
+        ([10, None, 12, None], [True, True, False, False], [fresh[10], "next", "kept", "kept"]),
+        ([10, None, 12, None], None, [fresh[10], "next", fresh[12], "next"]),
+        ([None, 10, None, 12], [False, True, True, False], ["kept", fresh[10], "next", "kept"]),
+        ([10, None, 12, 13], [False, True, False, True], ["kept", "next", "kept", fresh[13]]),
+        ([10, 10, 12, 13], [True, False, True, False], [fresh[10], "kept", fresh[12], "kept"]),
+        ([None] * 4, [True, False, False, True], ["next", "kept", "kept", "next"]),
+        ([None] * 4, None, ["next"] * 4),
+        ([10, 12, 13, 10], None, [fresh[10], fresh[12], fresh[13], fresh[10]]),
+    ]
+    for seed, mask, want in cases:
+        _, seeds, given = native.check_seeds(seed, n)
+        b = cpu.CpuBatch(env, n, 0, None)
+        b.reset(np.asarray(start, np.uint64), None)
+        native.reset_seeded(b, seeds, given, None if mask is None else np.asarray(mask))
+        kept, nxt = batch_after(start), batch_after(start, None)
+        expected = np.stack([{"kept": kept, "next": nxt}[w][i] if isinstance(w, str) else w for i, w in enumerate(want)])
+        np.testing.assert_array_equal(b.get_state(), expected, err_msg=f"seed={seed} mask={mask}")
