@@ -403,3 +403,19 @@ def test_the_faces_default_step_limit_is_jaxmarls_max_steps_100_cut_on_the_101st
         assert not np.any(terminations)
         assert np.all(truncations) if step == 101 else not np.any(truncations)
     e.close()
+
+
+def test_attack_mode_is_the_heuristics_closest_by_default_or_random_and_refused_for_agent_enemies():
+    """scenario_defines' ATTACK_MODE (smax.h: 0 the closest ally in range, 1 one drawn uniformly) and ENEMY (0 agents,
+    1 the heuristic), with the scenario's MAP whatever the enemy: 'random' only with the heuristic enemy, and a mode
+    or an enemy it does not know refused naming it."""
+    assert scenario_defines("3m") == {"MAP": 0, "ENEMY": 0, "ATTACK_MODE": 0}
+    assert scenario_defines("2s3z", "heuristic") == {"MAP": 1, "ENEMY": 1, "ATTACK_MODE": 0}
+    assert scenario_defines("8m", "heuristic", "random") == {"MAP": 7, "ENEMY": 1, "ATTACK_MODE": 1}
+    with pytest.raises(ValueError, match=r"attack_mode='random' is the heuristic enemy's: it needs enemy='heuristic', "
+                                         r"not 'agents'"):
+        scenario_defines("3m", "agents", "random")
+    with pytest.raises(ValueError, match=r"attack_mode='weakest' is not one of \['closest', 'random'\]"):
+        scenario_defines("3m", "heuristic", "weakest")
+    with pytest.raises(ValueError, match=r"enemy='bots' is not one of \['agents', 'heuristic'\]"):
+        scenario_defines("3m", "bots", "random")
