@@ -499,3 +499,34 @@ def test_the_gym_batch_shifts_actions_to_the_spaces_start_and_resets_only_the_ma
     assert (batch.episode_return[1, 0], batch.episode_length[1]) == (1, 3)
     np.testing.assert_array_equal(batch.obs[:, 0], [[1, -1], [0, 0]])
     batch.close()
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "Disabled", "SameStep", None])
+def test_the_gym_batch_takes_only_a_same_step_vector_env_or_one_that_names_no_mode(mode, monkeypatch):
+    """The trainers read a SAME_STEP vector env's outputs (the next episode's first obs on the step that ends one):
+    should Gymnasium hand back a vector env that says it steps in another autoreset mode, the batch is refused naming
+    the mode and the env closed; one that names no mode in its metadata (older Gymnasium) is taken."""
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    made = []
+
+    def make_vec(env_id, num_envs, vectorization_mode, vector_kwargs, **kwargs):
+        assert vector_kwargs == {"autoreset_mode": AutoresetMode.SAME_STEP}
+        vec = SyncVectorEnv([CountingStartEnv] * num_envs,
+                            autoreset_mode=AutoresetMode(mode or "SameStep"))
+        if mode is None:
+            del vec.metadata["autoreset_mode"]
+        made.append(vec)
+        return vec
+
+    monkeypatch.setattr(gymnasium, "make_vec", make_vec)
+    if mode in ("SameStep", None):
+        batch = GymBatch("FastvecTestStart-v0", 2, {})
+        batch.reset(None, None)
+        assert batch.step(np.array([[2], [0]])) == 0 and not made[0].closed
+        batch.close()
+        return
+    with pytest.raises(ValueError, match=rf"gym:FastvecTestStart-v0's vector env steps in .*{AutoresetMode(mode).name} autoreset "
+                                         r"mode, not the SAME_STEP mode the trainers need"):
+        GymBatch("FastvecTestStart-v0", 2, {})
+    assert made[0].closed
