@@ -143,3 +143,27 @@ def test_the_numpy_gym_block_of_a_two_agent_game_holds_agent_zeros_outputs():
             np.testing.assert_array_equal(got, getattr(batch, name)[:, 0], err_msg=name)
         scored += int((batch.episode_return[:, 0] != 0).sum())
     assert scored > 0  # the two agents' returns differed in some step
+
+
+def test_load_batch_hands_a_gpu_device_its_build_mode_limit_and_by_default_host_arrays_without_per_step_checks(
+        monkeypatch):
+    """load_batch on "cuda" / "cuda:N" builds for that device and makes cuda.CudaBatch with the autoreset code and
+    the step limit (0: none); by default it hands out host arrays and does not synchronise every step to check the
+    actions (validate=False: the fast path); both are the caller's to change. Checked without a GPU: cuda.load and
+    CudaBatch stand in, recording what they are given."""
+    from fastvec.native import cuda
+    from fastvec.native.batches import load_batch
+
+    calls = []
+    monkeypatch.setattr(cuda, "load", lambda path, defines, index: calls.append(("load", path.name, defines, index))
+                        or "build")
+    monkeypatch.setattr(cuda, "CudaBatch", lambda *args, **kwargs: calls.append(("batch", args, kwargs)) or "batch")
+    assert load_batch("cartpole", 7, device="cuda:1", autoreset="NextStep", max_episode_steps=0) == "batch"
+    defines = tuple(sorted(native.resolve_defines("cartpole", {}).items()))
+    assert calls == [("load", "cartpole.h", defines, 1),
+                     ("batch", ("build", 7, native.AUTORESET_CODES["NextStep"], None),
+                      {"numpy": True, "validate": False})]
+    calls.clear()
+    load_batch("cartpole", 2, device="cuda", max_episode_steps=9, host_arrays=False, validate=True)
+    assert calls[0][3] == 0 and calls[1] == ("batch", ("build", 2, native.AUTORESET_CODES["SameStep"], 9),
+                                             {"numpy": False, "validate": True})
