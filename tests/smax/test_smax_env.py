@@ -419,3 +419,20 @@ def test_attack_mode_is_the_heuristics_closest_by_default_or_random_and_refused_
         scenario_defines("3m", "heuristic", "weakest")
     with pytest.raises(ValueError, match=r"enemy='bots' is not one of \['agents', 'heuristic'\]"):
         scenario_defines("3m", "bots", "random")
+
+
+@pytest.mark.parametrize("name", ["3m", "5m_vs_6m"])
+def test_a_fixed_maps_units_start_around_their_teams_centre_as_jaxmarls_draw(name):
+    """jaxmarl's fixed maps: each unit starts at its team's centre (allies (8, 16), enemies (24, 16) on the 32-cell
+    map) plus a uniform draw in [-2, 2] per coordinate, then overlapping units are pushed apart (a fraction of a
+    cell): over 1,000 resets the offsets fill [-2, 2] on both sides and almost none lie past 2.5, and they average
+    the centre."""
+    sc, n = SCENARIOS[name], 1000
+    batch = cpu.CpuBatch(load(name), n, DISABLED, 100)
+    batch.reset(np.arange(n, dtype=np.uint64), None)
+    units = batch.get_state()[:, : 8 * (sc.allies + sc.enemies)].reshape(n, -1, 8)
+    for team, centre in ((units[:, : sc.allies], 8.0), (units[:, sc.allies:], 24.0)):
+        for offset in (team[..., 0] - centre, team[..., 1] - 16.0):
+            assert offset.min() < -1.9 and offset.max() > 1.9
+            assert (np.abs(offset) > 2.5).mean() < 0.01
+            assert abs(offset.mean()) < 0.1
