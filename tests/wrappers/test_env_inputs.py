@@ -594,3 +594,69 @@ def test_disabled_autoreset_a_partial_reset_clears_only_the_masked_envs_flags():
     _, _, _, trunc, _ = envs.step(np.zeros(4, np.int64))
     assert trunc.tolist() == [True] * 4
     envs.close()
+
+
+# ------------------------------------------------------------------ the device-array step's copy choice
+class _HostBatchAsDevice:
+    """The CPU batch handing out its own buffers as a GPU batch hands out its device arrays (host_arrays False):
+    the face's device-array step, whose copy choice is the face's own, runs over it without a GPU."""
+
+    host_arrays = False
+
+    def __init__(self, batch):
+        self._batch = batch
+
+    def __getattr__(self, name):
+        return getattr(self._batch, name)
+
+    @property
+    def done(self):
+        return self._batch.terminated | self._batch.truncated
+
+    def step(self, actions):
+        return self._batch.step(np.asarray(actions, np.int64).reshape(self._batch.actions.shape))
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_the_device_array_step_hands_out_copies_exactly_when_copy_is_set(monkeypatch, copy):
+    """With device arrays, copy=True returns arrays of their own (the next step leaves them as they were:
+    Gymnasium's copy contract), copy=False the batch's own buffers (the next step writes them); CartPole's
+    reset obs and step obs, rewards, terminations and truncations alike."""
+    from fastvec.wrappers import gymnasium as face
+
+    real = face.load_batch
+    monkeypatch.setattr(face, "load_batch", lambda *a, **kw: _HostBatchAsDevice(real(*a, **{**kw, "device": "cpu"})))
+    envs = fastvec.make_vec("CartPole", 4, device="cuda", array_type="device", copy=copy)
+    inner = envs.batch._batch
+    first, _ = envs.reset(seed=7)
+    assert np.shares_memory(first, inner.obs) is not copy
+    obs, rewards, terminated, truncated, _ = envs.step(np.ones(4, np.int64))
+    outputs = (obs, rewards, terminated, truncated)
+    buffers = (inner.obs.reshape(4, -1), inner.rewards.reshape(4), inner.terminated, inner.truncated)
+    for got, buffer in zip(outputs, buffers):
+        np.testing.assert_array_equal(got, buffer)
+        assert np.shares_memory(got, buffer) is not copy
+    kept = [np.array(a, copy=True) for a in outputs]
+    for _ in range(12):  # pushed right until every pole falls: the flags change too
+        envs.step(np.ones(4, np.int64))
+    assert not np.array_equal(inner.obs.reshape(4, -1), kept[0])
+    for got, before in zip(outputs, kept):
+        if copy:
+            np.testing.assert_array_equal(got, before)
+    if not copy:
+        np.testing.assert_array_equal(outputs[0], inner.obs.reshape(4, -1))
+    envs.close()
+
+
+def test_the_largest_env_and_game_counts_pass_the_count_check():
+    """2**31-1 (batch.h's C int) is the largest count taken: the vector faces' count checks let it through (the
+    next check, render_mode, is the one that refuses here, so nothing that large is built) and refuse 2**31."""
+    human = "render_mode='human' is not supported by a vector env"
+    with pytest.raises(ValueError, match=human):
+        vector_env("Pong", 2**31 - 1, render_mode="human")
+    with pytest.raises(ValueError, match=human):
+        gym.make_vec("fastvec/CartPole", num_envs=2**31 - 1, render_mode="human")
+    with pytest.raises(ValueError, match=r"num_games must be a positive int \(at most 2\*\*31-1\), got 2147483648"):
+        vector_env("Pong", 2**31, render_mode="human")
+    with pytest.raises(ValueError, match=r"num_envs must be a positive int \(at most 2\*\*31-1\), got 2147483648"):
+        gym.make_vec("fastvec/CartPole", num_envs=2**31, render_mode="human")
