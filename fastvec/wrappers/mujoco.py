@@ -131,7 +131,7 @@ class MujocoVectorEnv(VectorEnv):
                 continue
             column = values[:, cols].astype(b.info_dtype(dtype))
             column[~mask] = 0
-            infos[key], infos[f"_{key}"] = (column if width else column[:, 0]), mask.copy()
+            infos[key], infos[f"_{key}"] = (column if width is not None else column[:, 0]), mask.copy()
         return infos
 
     def _infos(self, reset_mask: np.ndarray | None) -> dict:
@@ -221,7 +221,7 @@ class MujocoEnv(gymnasium.Env):
         for key, dtype, cols, width in b.info_layout:
             if key in keys:
                 values = b.info[0, cols].astype(b.info_dtype(dtype))
-                out[key] = values if width else (int(values[0]) if dtype is np.int64 else values[0])
+                out[key] = values if width is not None else (int(values[0]) if dtype is np.int64 else values[0])
         return out
 
     def reset(self, *, seed=None, options=None):

@@ -312,3 +312,52 @@ def test_a_user_task_may_take_exactly_the_most_parameters_and_no_more(tmp_path):
     envs.close()
     with pytest.raises(ValueError, match=r"too many parameters \(49\)"):
         MujocoVectorEnv(source=task_file(49), num_envs=2)
+
+
+def _without_tendons(task: str, path) -> str:
+    """The task's Gymnasium model with its <tendon> section taken out (a user's Humanoid of no tendons)."""
+    import re
+    from pathlib import Path
+
+    from gymnasium.envs.mujoco import humanoid_v5
+
+    name = "humanoidstandup.xml" if task == "HumanoidStandup" else "humanoid.xml"
+    text = (Path(humanoid_v5.__file__).parent / "assets" / name).read_text()
+    stripped = re.sub(r"<tendon>.*?</tendon>", "", text, flags=re.DOTALL)
+    assert stripped != text
+    path.write_text(stripped)
+    return str(path)
+
+
+@pytest.mark.parametrize("task", ["Humanoid", "HumanoidStandup"])
+def test_a_model_without_tendons_gives_empty_tendon_infos_as_gymnasium(task, tmp_path):
+    """The tendon infos (one value per tendon of the model) of a model with no tendon are empty arrays, as
+    Gymnasium's: the single env's (0,) after reset and step, the vector env's (N, 0) with its mask, not a scalar
+    taken from no value; every other key as Gymnasium's too."""
+    xml = _without_tendons(task, tmp_path / "no_tendons.xml")
+    oracle, ours = gym.make(f"{task}-v5", xml_file=xml), gym.make(f"fastvec/{task}-v5", xml_file=xml)
+    assert oracle.unwrapped.model.ntendon == 0
+    _, want_info = oracle.reset(seed=3)
+    _, info = ours.reset(seed=3)
+    assert set(info) == set(want_info)
+    for key in want_info:
+        assert np.shape(info[key]) == np.shape(want_info[key]), key
+    data = oracle.unwrapped.data
+    ours.unwrapped.set_state(data.qpos, data.qvel)
+    for _ in range(3):
+        action = oracle.action_space.sample()
+        want, got = oracle.step(action), ours.step(action)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert set(got[4]) == set(want[4])
+        for key in want[4]:
+            np.testing.assert_array_equal(got[4][key], want[4][key])
+            assert np.asarray(got[4][key]).dtype == np.asarray(want[4][key]).dtype, key
+    ref = gym.vector.SyncVectorEnv([lambda: gym.make(f"{task}-v5", xml_file=xml)] * 2)
+    envs = gym.make_vec(f"fastvec/{task}-v5", num_envs=2, xml_file=xml)
+    for want_infos, infos in ((ref.reset(seed=1)[1], envs.reset(seed=1)[1]),
+                              (ref.step(ref.action_space.sample())[4], envs.step(envs.action_space.sample())[4])):
+        assert set(infos) == set(want_infos)
+        for key in ("tendon_length", "tendon_velocity"):
+            assert infos[key].shape == want_infos[key].shape == (2, 0), key
+            assert infos[key].dtype == want_infos[key].dtype and infos[f"_{key}"].tolist() == [True, True]
+    envs.close(), ref.close(), ours.close(), oracle.close()
