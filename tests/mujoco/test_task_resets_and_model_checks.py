@@ -491,3 +491,70 @@ def test_inverted_double_pendulums_clipped_entries_reach_both_clip_ends_as_gymna
     assert 10 in seen[2][:3] and -10 in seen[3][:3]  # a velocity, clipped at each end
     oracle.close()
     ours.close()
+
+
+VIEW_SUMS_SHIM = r"""
+#include <math.h>
+#define FV_MJ_INLINE static inline
+%s
+%s
+%s
+extern "C" {
+__attribute__((visibility("default"))) double squares64(const double* x, int n, int clip, double lo, double hi) {
+    return fv_np_sum_squares(x, n, clip, lo, hi);
+}
+__attribute__((visibility("default"))) double squares32(const float* x, int n, int clip, double lo, double hi) {
+    return fv_np_sum_squares(x, n, clip, lo, hi);
+}
+__attribute__((visibility("default"))) double norm64(const double* x, int n) { return fv_np_norm(x, n); }
+__attribute__((visibility("default"))) double norm32(const float* x, int n) { return fv_np_norm(x, n); }
+}
+"""
+
+
+def test_the_pairwise_sums_of_squares_over_float32_views_and_past_512_values_are_numpys(tmp_path):
+    """mj_task.h's sums of squares (cut from its source, built as C++ as the MuJoCo Warp view builds them): over
+    float64 values and over float32 ones (MuJoCo Warp's arrays, widened first), clipped or not, np.sum(np.square)
+    of the float64 values bit for bit up to 512 values (every model of Gymnasium's), and to 1e-13 past it (a user's
+    model with more than 85 bodies, summed 512 at a time); the view's norm is np.linalg.norm of the widened values.
+    """
+    import ctypes
+    import shutil
+    import subprocess
+
+    from fastvec.native.mujoco import HERE
+
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    text = (HERE / "mj_task.h").read_text()
+    sums = text[text.index("#define FV_NP_PAIRWISE"):text.index("/* The control cost's")]
+    norm = text[text.index("/* np.linalg.norm"):]
+    norm = norm[:norm.index("\n}\n") + 3]
+    view = text[text.index("#ifdef FV_MJ_VIEW\n/* The sums") + len("#ifdef FV_MJ_VIEW"):]
+    view = view[:view.index("#endif")]
+    (tmp_path / "shim.cc").write_text(VIEW_SUMS_SHIM % (sums, norm, view))
+    proc = subprocess.run([cxx, "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
+                           str(tmp_path / "shim.cc"), "-o", str(tmp_path / "shim.so")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lib = ctypes.CDLL(str(tmp_path / "shim.so"))
+    for fn in (lib.squares64, lib.squares32):
+        fn.restype = ctypes.c_double
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_double, ctypes.c_double]
+    for fn in (lib.norm64, lib.norm32):
+        fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_void_p, ctypes.c_int]
+    rng = np.random.default_rng(21)
+    values = (rng.standard_normal(1300) * 10.0 ** rng.integers(-2, 3, 1300)).astype(np.float32)
+    for n in (0, 1, 7, 8, 129, 300, 511, 512, 513, 700, 1024, 1025, 1300):
+        for clip in (0, 1):
+            for fn, x in ((lib.squares64, values[:n].astype(np.float64)), (lib.squares32, values[:n])):
+                wide = x.astype(np.float64)
+                want = np.sum(np.square(np.clip(wide, -0.75, 1.5) if clip else wide))
+                got = fn(ctypes.c_void_p(x.ctypes.data), n, clip, -0.75, 1.5)
+                if n <= 512:
+                    assert got == 0.0 + want, (fn, n, clip)
+                else:
+                    assert got == pytest.approx(want, rel=1e-13), (fn, n, clip)
+        for fn, x in ((lib.norm64, values[:n].astype(np.float64)), (lib.norm32, values[:n])):
+            assert fn(ctypes.c_void_p(x.ctypes.data), n) == pytest.approx(np.linalg.norm(x.astype(np.float64)),
+                                                                          rel=1e-14), (fn, n)
