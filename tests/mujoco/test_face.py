@@ -361,3 +361,35 @@ def test_a_model_without_tendons_gives_empty_tendon_infos_as_gymnasium(task, tmp
             assert infos[key].shape == want_infos[key].shape == (2, 0), key
             assert infos[key].dtype == want_infos[key].dtype and infos[f"_{key}"].tolist() == [True, True]
     envs.close(), ref.close(), ours.close(), oracle.close()
+
+
+POOLED_FIRST_CALLS = r"""
+import numpy as np
+from fastvec.native.mujoco import MujocoBatch
+
+actions = np.random.default_rng(0).uniform(-1, 1, (16, 3))
+four = MujocoBatch("Hopper", 16)
+four.lib.fv_mj_set_threads(4)
+four.reset()  # unseeded: each env's own stream from its start; the pool's first reset in this process
+reset_four = four.get_state()
+four.step(actions)  # the pool's first step in this process
+four.lib.fv_mj_set_threads(1)
+one = MujocoBatch("Hopper", 16)
+one.reset()
+assert (one.get_state() == reset_four).all(), np.flatnonzero((one.get_state() != reset_four).any(axis=1))
+one.step(actions)
+assert (one.get_state() == four.get_state()).all(), np.flatnonzero((one.get_state() != four.get_state()).any(axis=1))
+assert (one.obs == four.obs).all() and (one.rewards == four.rewards).all()
+print("same")
+"""
+
+
+def test_the_pools_first_reset_and_step_in_a_process_touch_each_env_once():
+    """In a fresh process, where the pool takes the first reset and the first step of the MuJoCo library (pool.h
+    tries the pool first) on 4 threads, chunks of 16 envs: every env is reset once (an unseeded reset continues its
+    stream: a second reset would draw again) and stepped once, as one thread does."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", POOLED_FIRST_CALLS], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "same", proc.stderr[-3000:]
