@@ -393,3 +393,22 @@ def test_the_pools_first_reset_and_step_in_a_process_touch_each_env_once():
 
     proc = subprocess.run([sys.executable, "-c", POOLED_FIRST_CALLS], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "same", proc.stderr[-3000:]
+
+
+def test_an_unseeded_reset_after_a_seeded_one_continues_the_envs_stream():
+    """reset(seed=5) and then reset(): the second reset continues the env's own random stream (as Gymnasium's
+    np_random goes on), so the single env's states are the batch's reset with seed 5 and then without one, and the
+    vector env of one env's; a seed is drawn from fresh entropy only at an env's first, unseeded reset."""
+    from fastvec.native.mujoco import MujocoBatch
+
+    single = gym.make("fastvec/Hopper-v5")
+    vector = gym.make_vec("fastvec/Hopper-v5", num_envs=1)
+    batch = MujocoBatch("Hopper", 1)
+    single.reset(seed=5), vector.reset(seed=5), batch.reset(np.array([5], np.uint64))
+    seeded = batch.get_state()[0]
+    for _ in range(2):
+        single.reset(), vector.reset(), batch.reset()
+        np.testing.assert_array_equal(single.unwrapped.state, batch.get_state()[0])
+        np.testing.assert_array_equal(vector.get_state()[0], batch.get_state()[0])
+        assert not np.array_equal(batch.get_state()[0], seeded)
+    single.close(), vector.close(), batch.close()

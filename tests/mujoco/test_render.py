@@ -63,3 +63,46 @@ def test_frames_equal_gymnasiums_and_every_env_draws():
 def test_window_mode_is_refused():
     with pytest.raises(ValueError, match="render_mode must be None or one of"):
         gym.make_vec("fastvec/Ant-v5", num_envs=2, render_mode="human")
+
+
+def test_the_renderer_takes_gymnasiums_default_keywords_and_the_users(monkeypatch):
+    """The frames' MujocoRenderer is made with Gymnasium's MujocoEnv defaults (size 480 x 480, max_geom, no camera
+    id or name, no visual options) and the task's default camera, or with the keywords the user gave; nothing is
+    drawn (a stand-in renderer records its arguments)."""
+    import inspect
+
+    import numpy as np
+    from gymnasium.envs.mujoco import mujoco_rendering
+    from gymnasium.envs.mujoco.hopper_v5 import HopperEnv
+    from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
+
+    made = []
+
+    class Recorder:
+        def __init__(self, model, data, default_cam_config=None, width=None, height=None, max_geom=1000,
+                     camera_id=None, camera_name=None, visual_options=None):
+            made.append(dict(default_cam_config=default_cam_config, width=width, height=height, max_geom=max_geom,
+                             camera_id=camera_id, camera_name=camera_name, visual_options=visual_options))
+
+        def render(self, mode):
+            return np.zeros((2, 2, 3), np.uint8)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(mujoco_rendering, "MujocoRenderer", Recorder)
+    defaults = {k: p.default for k, p in inspect.signature(MujocoEnv.__init__).parameters.items()}
+    camera = inspect.signature(HopperEnv.__init__).parameters["default_camera_config"].default
+    env = gym.make("fastvec/Hopper-v5", render_mode="rgb_array")
+    env.reset(seed=0)
+    env.render()
+    want = {k: defaults[k] for k in ("width", "height", "max_geom", "camera_id", "camera_name")}
+    assert made[-1] == {**want, "default_cam_config": camera, "visual_options": None}
+    assert defaults["visual_options"] is None and camera is not None
+    env.close()
+    given = {"width": 64, "height": 48, "max_geom": 50, "camera_id": 0, "visual_options": {2: True}}
+    env = gym.make("fastvec/Hopper-v5", render_mode="rgb_array", **given)
+    env.reset(seed=0)
+    env.render()
+    assert made[-1] == {**want, **given, "default_cam_config": camera}
+    env.close()
