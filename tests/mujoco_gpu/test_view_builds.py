@@ -279,3 +279,34 @@ def test_the_views_take_each_worlds_own_action_row_and_report_the_lowest_bad_ind
     np.testing.assert_array_equal(views.buf["actions"], [[0.25, -0.5], [0.0, 0.0], [-0.125, 0.0]])
     assert views.buf["resetting"].tolist() == [0, 1, 0]
     assert int(error[0]) == 2 * 2 + 1
+
+
+def test_a_reset_runs_the_forward_for_a_task_that_reads_a_body_position_only_through_a_comparison(tmp_path):
+    """A user's task whose observation holds a flag of a body position (InvertedPendulum's file, its first entry
+    replaced by whether the cart body's x is right of 0): a NaN compares false, so only the two numbers
+    the probe fills the fields with, one on each side of 0, show the read; fv_mjv_reset_reads_forward says yes, and
+    says no for the task as shipped (qpos and qvel only)."""
+    import ctypes
+
+    from fastvec.native.cpu import find_compiler
+    from fastvec.native.mujoco.warp_batch import ViewModel
+
+    source = (HERE / "inverted_pendulum.c").read_text()
+    shipped = "FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); }"
+    assert shipped in source
+    task = tmp_path / "flag_task.c"
+    task.write_text(source.replace(shipped, "FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); "
+                                            "c->obs[0] = c->d->xpos[3] > 0.0 ? 1.0 : 0.0; }"))
+    proc = subprocess.run([*find_compiler(), *CXX_FLAGS, f'-DFV_MJ_TASK_FILE="{task}"', f"-I{HERE}",
+                           str(HERE / "mj_view.cu"), "-o", str(tmp_path / "view.so"), "-lm"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    views = HostViews("InvertedPendulum", 1)
+    qvel0 = np.zeros(views.mjm.nv + 1)
+    for lib, reads in ((ctypes.CDLL(str(tmp_path / "view.so")), 1), (views.lib, 0)):
+        lib.fv_mjv_reset_reads_forward.argtypes = [ctypes.POINTER(ViewModel), *[ctypes.c_void_p] * 3, ctypes.c_int,
+                                                   ctypes.c_int]
+        got = lib.fv_mjv_reset_reads_forward(ctypes.byref(views.job.m), views.p.ctypes.data,
+                                             views.buf["init_qpos"].ctypes.data, qvel0.ctypes.data, views.obs_size,
+                                             views.job.info_size)
+        assert got == reads
