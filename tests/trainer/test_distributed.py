@@ -906,13 +906,14 @@ def test_rendezvous_answers_a_stranger_no_and_keeps_serving_the_ranks():
 def test_a_rank_retries_rank_0_backing_off_with_each_attempt_waiting_0_1_to_5_s(monkeypatch):
     """fetch_unique_id on a clock the test moves, rank 0 never listening (each attempt refused after 0.9 s): an
     attempt waits at most 5 s and at least 0.1 s (the floor where less is left), the pauses between attempts
-    double from 0.05 s up to 1 s, and when the time is up the error names the timeout and what to check."""
+    double from 0.05 s up to 1 s, none starts once the time is up (exactly up included), and then the error names
+    the timeout and what to check."""
     from types import SimpleNamespace
-    now, waits, pauses = [0.0], [], []
+    now, waits, pauses, attempt_s = [0.0], [], [], [0.9]
 
     def refused(address, timeout):
         waits.append(round(timeout, 9))
-        now[0] += 0.9
+        now[0] += attempt_s[0]
         raise ConnectionRefusedError("refused")
 
     def pause(seconds):
@@ -931,6 +932,10 @@ def test_a_rank_retries_rank_0_backing_off_with_each_attempt_waiting_0_1_to_5_s(
         distributed.fetch_unique_id("10.0.0.1", 1234, rank=1, world_size=2, timeout=0.97)
     assert waits == [0.97, 0.1]  # at 0.95 s only 0.02 s is left: the attempt still waits 0.1 s
     assert pauses == [0.05, 0.1]
+    now[0], waits[:], pauses[:], attempt_s[0] = 0.0, [], [], 0.95
+    with pytest.raises(distributed.DistributedError, match="within 1 s"):
+        distributed.fetch_unique_id("10.0.0.1", 1234, rank=1, world_size=2, timeout=1.0)
+    assert (waits, pauses) == ([1.0], [0.05])  # the pause ends exactly at the deadline: no attempt then
 
 
 def test_rank_0_reads_a_strangers_hello_arriving_in_pieces_and_keeps_serving():
