@@ -167,3 +167,21 @@ def test_load_batch_hands_a_gpu_device_its_build_mode_limit_and_by_default_host_
     load_batch("cartpole", 2, device="cuda", max_episode_steps=9, host_arrays=False, validate=True)
     assert calls[0][3] == 0 and calls[1] == ("batch", ("build", 2, native.AUTORESET_CODES["SameStep"], 9),
                                              {"numpy": False, "validate": True})
+
+
+def test_load_batch_on_the_cpu_sets_the_builds_thread_count_only_when_given_one():
+    """threads > 0 sets the threads that step the env's build (the caller included); 0, the default, leaves the count
+    the build has (FASTVEC_NUM_THREADS or the CPUs, set at load)."""
+    from fastvec.native.batches import load_batch, load_env
+
+    lib = load_env("cartpole").lib
+    before = lib.fv_set_num_threads(0)  # 0 changes nothing and returns the count
+    try:
+        batch = load_batch("cartpole", 4, threads=3)
+        assert lib.fv_set_num_threads(0) == 3 and batch.num_envs == 4
+        load_batch("cartpole", 4, threads=1)
+        assert lib.fv_set_num_threads(0) == 1
+        load_batch("cartpole", 4)
+        assert lib.fv_set_num_threads(0) == 1
+    finally:
+        lib.fv_set_num_threads(before)

@@ -524,6 +524,13 @@ def test_the_gym_batch_takes_only_a_same_step_vector_env_or_one_that_names_no_mo
         batch = GymBatch("FastvecTestStart-v0", 2, {})
         batch.reset(None, None)
         assert batch.step(np.array([[2], [0]])) == 0 and not made[0].closed
+        # the trainers' layout (envs, agents=1, ...), as a native batch hands it out
+        shapes = {name: getattr(batch, name).shape for name in ("obs", "final_obs", "rewards", "terminated",
+                                                                "truncated", "episode_return", "episode_length",
+                                                                "episode_stats")}
+        assert shapes == {"obs": (2, 1, 2), "final_obs": (2, 1, 2), "rewards": (2, 1), "terminated": (2,),
+                          "truncated": (2,), "episode_return": (2, 1), "episode_length": (2,), "episode_stats": (2, 0)}
+        np.testing.assert_array_equal(batch.rewards, [[1], [-1]])
         batch.close()
         return
     with pytest.raises(ValueError, match=rf"gym:FastvecTestStart-v0's vector env steps in .*{AutoresetMode(mode).name} autoreset "
