@@ -28,10 +28,15 @@ typedef struct {
 
 FV_FN void mab_write_obs(const State* s, unsigned char* obs) {
     ma_clear(obs);
+    /* bricks only ever lie in rows 1..3; a whole-row store goes before the cells set in the same rows */
+#if MA_ROW_STORES
+    for (int y = 1; y <= 3; y++) ma_write_row(obs, y, (fv_u64)s->bricks[y] << 30);
+#else
+    for (int y = 1; y <= 3; y++) ma_set_row(obs, y, s->bricks[y], 3);
+#endif
     MA_SET(obs, s->ball_y, s->ball_x, 1);
     MA_SET(obs, 9, s->pos, 0);
     MA_SET(obs, s->last_y, s->last_x, 2);
-    for (int y = 1; y <= 3; y++) ma_set_row(obs, y, s->bricks[y], 3); /* bricks only ever lie in rows 1..3 */
 }
 
 /* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */

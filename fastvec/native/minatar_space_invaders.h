@@ -45,15 +45,23 @@ FV_FN void mas_new_wave(State* s) {
 }
 
 FV_FN void mas_write_obs(const State* s, unsigned char* obs) {
+    int dir_channel = s->alien_dir < 0 ? 2 : 3;
+#if MA_ROW_STORES
+    for (int y = 0; y < 10; y++) {
+        fv_u64 alien = s->alien[y];
+        ma_write_row(obs, y, (y == 9 ? 1u << s->pos : 0u) | alien << 10 | alien << (10 * dir_channel) |
+                                 (fv_u64)s->f_bullet[y] << 40 | (fv_u64)s->e_bullet[y] << 50);
+    }
+#else
     ma_clear(obs);
     MA_SET(obs, 9, s->pos, 0);
-    int dir_channel = s->alien_dir < 0 ? 2 : 3;
     for (int y = 0; y < 10; y++) {
         ma_set_row(obs, y, s->alien[y], 1);
         ma_set_row(obs, y, s->alien[y], dir_channel);
         ma_set_row(obs, y, s->f_bullet[y], 4);
         ma_set_row(obs, y, s->e_bullet[y], 5);
     }
+#endif
 }
 
 /* The game's own start (minatar_common.h's MA_DEFINE_ENV wraps it). */
