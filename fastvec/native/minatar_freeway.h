@@ -48,9 +48,7 @@ FV_FN void maf_write_obs(const State* s, unsigned char* obs) {
     for (int i = 0; i < 8; i++) {
         int x = s->car_x[i], v = s->car_speed[i];
         MA_SET(obs, i + 1, x, 1);
-        int back = v > 0 ? x - 1 : x + 1;
-        if (back < 0) back = 9;
-        else if (back > 9) back = 0;
+        int back = v > 0 ? (x == 0 ? 9 : x - 1) : (x == 9 ? 0 : x + 1); /* a select: v's sign is random */
         int k = v < 0 ? -v : v;
         if (k >= 1) MA_SET(obs, i + 1, back, 1 + k);
     }
@@ -68,30 +66,32 @@ FV_FN void maf_reset(State* s, fv_rng* rng) {
 /* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
 FV_FN int maf_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    if (a == MA_UP && s->move_timer == 0) {
-        s->move_timer = MAF_PLAYER_SPEED;
-        s->pos = s->pos > 0 ? s->pos - 1 : 0;
-    } else if (a == MA_DOWN && s->move_timer == 0) {
-        s->move_timer = MAF_PLAYER_SPEED;
-        s->pos = s->pos < 9 ? s->pos + 1 : 9;
-    }
+    /* selects: the action is the agent's, no branch predicts it */
+    int moves = ((a == MA_UP) | (a == MA_DOWN)) & (s->move_timer == 0);
+    int target = a == MA_UP ? (s->pos > 0 ? s->pos - 1 : 0) : (s->pos < 9 ? s->pos + 1 : 9);
+    s->pos = (signed char)(moves ? target : s->pos);
+    s->move_timer = (signed char)(moves ? MAF_PLAYER_SPEED : s->move_timer);
     if (s->pos == 0) { /* crossed: new speeds, positions kept */
         r += 1;
         maf_randomize_cars(s, rng);
         s->pos = 9;
     }
+    /* The eight cars at once, with selects: which car moves and which way differs from env to env, so a
+     * branch per car mispredicts. A car sends the chicken back where it stands on the chicken's cell before
+     * or after its move; the chicken's row is then 9, which no car drives in, so the order of the cars does
+     * not matter. */
+    int hit = 0;
     for (int i = 0; i < 8; i++) {
-        if (s->car_x[i] == 4 && i + 1 == s->pos) s->pos = 9;
-        if (s->car_timer[i] == 0) {
-            int v = s->car_speed[i];
-            s->car_timer[i] = (signed char)(v < 0 ? -v : v);
-            int x = s->car_x[i] + (v > 0 ? 1 : -1);
-            s->car_x[i] = (signed char)(x < 0 ? 9 : (x > 9 ? 0 : x));
-            if (s->car_x[i] == 4 && i + 1 == s->pos) s->pos = 9;
-        } else {
-            s->car_timer[i] -= 1;
-        }
+        int v = s->car_speed[i], x = s->car_x[i], timer = s->car_timer[i];
+        int moves = timer == 0, on_row = i + 1 == s->pos;
+        int step = x + (v > 0 ? 1 : -1);
+        int moved = step < 0 ? 9 : (step > 9 ? 0 : step);
+        int new_x = moves ? moved : x;
+        hit |= on_row & ((x == 4) | (new_x == 4));
+        s->car_timer[i] = (signed char)(moves ? (v < 0 ? -v : v) : timer - 1);
+        s->car_x[i] = (signed char)new_x;
     }
+    if (hit) s->pos = 9;
     if (s->move_timer > 0) s->move_timer -= 1;
     s->terminate_timer -= 1;
     if (s->terminate_timer < 0) terminal = 1;
