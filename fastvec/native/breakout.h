@@ -158,16 +158,41 @@ FV_FN int breakout_slab(float p, float v, float lo, float hi, float* t_in, float
     return 1;
 }
 
+/* a < b ? a : b and a > b ? a : b, as minss and maxss on the CPU: GCC keeps a clamp's select as a branch. */
+#if defined(__SSE__) && !defined(__CUDACC__)
+#include <immintrin.h>
+FV_FN float breakout_min(float a, float b) { return _mm_cvtss_f32(_mm_min_ss(_mm_set_ss(a), _mm_set_ss(b))); }
+FV_FN float breakout_max(float a, float b) { return _mm_cvtss_f32(_mm_max_ss(_mm_set_ss(a), _mm_set_ss(b))); }
+#else
+FV_FN float breakout_min(float a, float b) { return a < b ? a : b; }
+FV_FN float breakout_max(float a, float b) { return a > b ? a : b; }
+#endif
+
+/* The paddle's move for an action: left (1) stops at 0, right (2) at the right wall. On the CPU, from tables
+ * and min/max with no branch (actions differ from env to env, so branches mispredict): the no-op adds +0 and
+ * its bounds are infinite, the paddle's x is never -0 (a sum that comes out zero is +0), and min and max
+ * give what the selects give for every x but NaN. */
+FV_FN float breakout_move_paddle(float x, float width, long long action) {
+#ifdef __CUDACC__
+    if (action == 1) {
+        x -= BO_PADDLE_STEP;
+        if (x < 0.0f) x = 0.0f;
+    } else if (action == 2) {
+        x += BO_PADDLE_STEP;
+        if (x > BO_WIDTH - width) x = BO_WIDTH - width;
+    }
+    return x;
+#else
+    static const float step[NUM_ACTIONS] = {0.0f, -BO_PADDLE_STEP, BO_PADDLE_STEP};
+    static const float low[NUM_ACTIONS] = {-FV_INF, 0.0f, -FV_INF}, high_pad[NUM_ACTIONS] = {FV_INF, FV_INF, 0.0f};
+    return breakout_min(breakout_max(x + step[action], low[action]), (BO_WIDTH - width) + high_pad[action]);
+#endif
+}
+
 /* One physics tick; returns the reward it earned. */
 FV_FN int breakout_tick(State* s, fv_rng* rng, long long action) {
     int reward = 0;
-    if (action == 1) {
-        s->paddle_x -= BO_PADDLE_STEP;
-        if (s->paddle_x < 0.0f) s->paddle_x = 0.0f;
-    } else if (action == 2) {
-        s->paddle_x += BO_PADDLE_STEP;
-        if (s->paddle_x > BO_WIDTH - s->paddle_w) s->paddle_x = BO_WIDTH - s->paddle_w;
-    }
+    s->paddle_x = breakout_move_paddle(s->paddle_x, s->paddle_w, action);
 
     float remaining = 1.0f; /* of this tick */
     for (int contact = 0; contact < BO_MAX_CONTACTS_PER_TICK; contact++) {

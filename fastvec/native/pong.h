@@ -130,7 +130,7 @@ FV_FN float pong_move_paddle(float y, long long action) {
     if (action == 1) y += PG_PADDLE_SPEED;
     else if (action == 2) y -= PG_PADDLE_SPEED;
 #else
-    const float step[NUM_ACTIONS] = {0.0f, PG_PADDLE_SPEED, -PG_PADDLE_SPEED};
+    static const float step[NUM_ACTIONS] = {0.0f, PG_PADDLE_SPEED, -PG_PADDLE_SPEED};
     y += step[action];
 #endif
     float lim = PG_HALF_H - PG_PADDLE_HALF_H;
