@@ -66,11 +66,11 @@ FV_FN void maf_reset(State* s, fv_rng* rng) {
 /* One step of the game for full-set action a (minatar_common.h's MA_DEFINE_ENV wraps it). */
 FV_FN int maf_rules(State* s, fv_rng* rng, int a, int* reward) {
     int r = 0, terminal = 0;
-    /* selects: the action is the agent's, no branch predicts it */
-    int moves = ((a == MA_UP) | (a == MA_DOWN)) & (s->move_timer == 0);
-    int target = a == MA_UP ? (s->pos > 0 ? s->pos - 1 : 0) : (s->pos < 9 ? s->pos + 1 : 9);
-    s->pos = (signed char)(moves ? target : s->pos);
-    s->move_timer = (signed char)(moves ? MAF_PLAYER_SPEED : s->move_timer);
+    /* Arithmetic rather than branches (the compiler turns selects here back into branches): the action is
+     * the agent's, and no branch predicts it. A move needs the timer at 0, which it then sets. */
+    int moves = s->move_timer == 0, pos = s->pos + moves * ((a == MA_DOWN) - (a == MA_UP));
+    s->pos = (signed char)(pos < 0 ? 0 : (pos > 9 ? 9 : pos));
+    s->move_timer = (signed char)(s->move_timer + moves * ((a == MA_UP) | (a == MA_DOWN)) * MAF_PLAYER_SPEED);
     if (s->pos == 0) { /* crossed: new speeds, positions kept */
         r += 1;
         maf_randomize_cars(s, rng);
