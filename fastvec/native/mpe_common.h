@@ -105,10 +105,18 @@ FV_FN void mpe_decode(int a, const ACT_T* act, MpeAction* out) {
     if (mpe_movable(a)) {
         long long move = v % MPE_MOVE_DIMS;
         v /= MPE_MOVE_DIMS;
+        /* From tables (no-op, left, right, down, up), not a branch per move: the moves differ from env to env. */
+#ifdef __CUDACC__
         if (move == 1) out->u[0] = -1.0;
         if (move == 2) out->u[0] = +1.0;
         if (move == 3) out->u[1] = -1.0;
         if (move == 4) out->u[1] = +1.0;
+#else
+        static const double move_x[MPE_MOVE_DIMS] = {0.0, -1.0, +1.0, 0.0, 0.0};
+        static const double move_y[MPE_MOVE_DIMS] = {0.0, 0.0, 0.0, -1.0, +1.0};
+        out->u[0] = move_x[move];
+        out->u[1] = move_y[move];
+#endif
     }
     if (!mpe_silent(a) && v >= 0 && v < MPE_DIM_C) out->c[v] = 1.0;
 #endif
