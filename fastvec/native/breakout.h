@@ -241,11 +241,13 @@ FV_FN int breakout_tick(State* s, fv_rng* rng, long long action) {
         }
 
         /* Bricks: only the cells under the box the ball sweeps this tick. */
-        float sweep_y0 = vy < 0.0f ? y + vy * remaining : y;
-        float sweep_y1 = (vy > 0.0f ? y + vy * remaining : y) + BO_BALL;
+        /* min and max rather than selects on the heading (which differs from env to env): the same values,
+         * since y + vy * remaining lies on the side of y that vy's sign says, or equals y. */
+        float sweep_y0 = breakout_min(y, y + vy * remaining);
+        float sweep_y1 = breakout_max(y, y + vy * remaining) + BO_BALL;
         if (sweep_y0 <= BO_BRICKS_BOTTOM && sweep_y1 >= BO_BRICKS_TOP) {
-            float sweep_x0 = vx < 0.0f ? x + vx * remaining : x;
-            float sweep_x1 = (vx > 0.0f ? x + vx * remaining : x) + BO_BALL;
+            float sweep_x0 = breakout_min(x, x + vx * remaining);
+            float sweep_x1 = breakout_max(x, x + vx * remaining) + BO_BALL;
             int col0 = (int)(sweep_x0 / BO_BRICK_W), col1 = (int)(sweep_x1 / BO_BRICK_W);
             int row0 = (int)((sweep_y0 - BO_BRICKS_TOP) / BO_BRICK_H);
             int row1 = (int)((sweep_y1 - BO_BRICKS_TOP) / BO_BRICK_H);
