@@ -954,3 +954,20 @@ def test_rank_0_reads_a_strangers_hello_arriving_in_pieces_and_keeps_serving():
     assert distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=2, timeout=10) == unique_id
     thread.join(10)
     assert not thread.is_alive() and errors == []
+
+
+def test_rank_0_listens_again_on_its_port_right_after_an_exchange():
+    """A run restarted at once (the same MASTER_PORT): rank 0 closed each rank's connection first, so the port
+    is still in TIME_WAIT; the second rendezvous on it must still listen (SO_REUSEADDR) and serve."""
+    unique_id = os.urandom(128)
+    port, thread, errors = _serving(unique_id, 2)
+    assert distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=2, timeout=10) == unique_id
+    thread.join(10)
+    ready, again = threading.Event(), []
+    second = threading.Thread(target=lambda: again.append(distributed.serve_unique_id(
+        unique_id, port, world_size=2, timeout=20, host="127.0.0.1", ready=ready)))
+    second.start()
+    assert ready.wait(10)
+    assert distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=2, timeout=10) == unique_id
+    second.join(10)
+    assert errors == [] and again == [None]
