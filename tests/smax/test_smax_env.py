@@ -436,3 +436,35 @@ def test_a_fixed_maps_units_start_around_their_teams_centre_as_jaxmarls_draw(nam
             assert offset.min() < -1.9 and offset.max() > 1.9
             assert (np.abs(offset) > 2.5).mean() < 0.01
             assert abs(offset.mean()) < 0.1
+
+
+@pytest.mark.parametrize("name", ["3m", "2s3z"])
+def test_the_heuristic_enemy_attacks_an_ally_just_inside_its_range_and_walks_towards_one_just_outside(name):
+    """jaxmarl's heuristic enemy (its view of the allies rebuilt from its observation's scaled features): an ally
+    alone, 0.05 inside the enemy's attack range (3-4-5 along x and y), loses the enemy's attack value in one step; 0.05 outside it
+    (still in sight) keeps its health, and the enemy walks towards it. Every other unit dead, the ally stopped, each
+    world step's cooldown draw at its maximum."""
+    sc = SCENARIOS[name]
+    n, enemy = sc.allies + sc.enemies, sc.allies
+    ally_type, enemy_type = JAXMARL_TYPES[name][0], JAXMARL_TYPES[name][enemy]
+    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines(name, "heuristic").items()))
+    for gap, hit in ((RANGE[enemy_type] - 0.05, True), (RANGE[enemy_type] + 0.05, False)):
+        assert gap < SIGHT[enemy_type]
+        batch = cpu.CpuBatch(env, 1, DISABLED, TIME_LIMIT)
+        batch.reset(np.zeros(1, np.uint64), None)
+        state = batch.get_state()[0]
+        units = state[: 8 * n].reshape(n, 8)
+        units[:] = 0.0
+        units[:, :2] = 16.0
+        units[0, :5] = 10.0, 16.0, HEALTH[ally_type], 0.0, 1.0
+        units[enemy, :5] = 10.0 + 0.6 * gap, 16.0 + 0.8 * gap, HEALTH[enemy_type], 0.0, 1.0
+        state[8 * n: 16 * n] = 2 * DT  # the world steps' cooldown draws
+        batch.set_state(None, state[None])
+        batch.step(np.full((1, sc.allies, 1), 4, np.int64))  # the allies stop
+        after = batch.get_state()[0, : 8 * n].reshape(n, 8)
+        if hit:
+            assert after[0, 2] == pytest.approx(HEALTH[ally_type] - ATTACK[enemy_type], abs=1e-4)
+            assert after[enemy, :2] == pytest.approx([10.0 + 0.6 * gap, 16.0 + 0.8 * gap])
+        else:
+            assert after[0, 2] == HEALTH[ally_type]
+            assert np.hypot(after[enemy, 0] - 10.0, after[enemy, 1] - 16.0) < gap - 0.1  # it walked closer
