@@ -412,3 +412,35 @@ def test_an_unseeded_reset_after_a_seeded_one_continues_the_envs_stream():
         np.testing.assert_array_equal(vector.get_state()[0], batch.get_state()[0])
         assert not np.array_equal(batch.get_state()[0], seeded)
     single.close(), vector.close(), batch.close()
+
+
+def _assert_same_masks(got: dict, want: dict, where: str) -> None:
+    """The same keys and `_key` masks as Gymnasium's infos, and 0 wherever a key's mask is False."""
+    assert set(got) == set(want), (where, sorted(set(got) ^ set(want)))
+    for key, value in want.items():
+        if isinstance(value, dict):
+            _assert_same_masks(got[key], value, f"{where}/{key}")
+        elif key.startswith("_"):
+            assert got[key].tolist() == value.tolist(), (where, key)
+        elif f"_{key}" in want and got[key].dtype != object:
+            off = ~want[f"_{key}"]
+            assert (got[key][off] == 0).all() and (value[off] == 0).all(), (where, key)
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_the_vector_envs_info_masks_around_episode_ends_are_gymnasiums(mode):
+    """Hopper truncated every second step in each autoreset mode: every step's info keys, their masks (a key a reset
+    env does not give is masked off for it, under SAME_STEP too, where the ended episode's keys go to final_info)
+    and the zeros under a False mask are SyncVectorEnv's of Gymnasium's Hopper."""
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    m = AutoresetMode(mode)
+    ours = gym.make_vec("fastvec/Hopper-v5", num_envs=3, autoreset_mode=m, max_episode_steps=2)
+    ref = SyncVectorEnv([lambda: gym.make("Hopper-v5", max_episode_steps=2)] * 3, autoreset_mode=m)
+    _assert_same_masks(ours.reset(seed=0)[1], ref.reset(seed=0)[1], "reset")
+    for step in range(5):
+        actions = np.full((3, 3), 0.1)
+        got, want = ours.step(actions), ref.step(actions)
+        assert got[3].tolist() == want[3].tolist()
+        _assert_same_masks(got[4], want[4], f"step {step}")
+    ours.close(), ref.close()
