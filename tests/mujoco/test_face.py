@@ -438,9 +438,15 @@ def test_the_vector_envs_info_masks_around_episode_ends_are_gymnasiums(mode):
     ours = gym.make_vec("fastvec/Hopper-v5", num_envs=3, autoreset_mode=m, max_episode_steps=2)
     ref = SyncVectorEnv([lambda: gym.make("Hopper-v5", max_episode_steps=2)] * 3, autoreset_mode=m)
     _assert_same_masks(ours.reset(seed=0)[1], ref.reset(seed=0)[1], "reset")
-    for step in range(5):
-        actions = np.full((3, 3), 0.1)
+    actions = np.full((3, 3), 0.1)
+    ours.step(actions), ref.step(actions)
+    first = {"reset_mask": np.array([True, False, False])}  # env 0 a step behind: the envs end apart
+    _assert_same_masks(ours.reset(options=first)[1], ref.reset(options=first)[1], "reset env 0")
+    ended = 0
+    for step in range(6):
         got, want = ours.step(actions), ref.step(actions)
         assert got[3].tolist() == want[3].tolist()
+        ended += got[3].any() and not got[3].all()
         _assert_same_masks(got[4], want[4], f"step {step}")
+    assert ended >= 2
     ours.close(), ref.close()
