@@ -431,7 +431,8 @@ def _assert_same_masks(got: dict, want: dict, where: str) -> None:
 def test_the_vector_envs_info_masks_around_episode_ends_are_gymnasiums(mode):
     """Hopper truncated every second step in each autoreset mode: every step's info keys, their masks (a key a reset
     env does not give is masked off for it, under SAME_STEP too, where the ended episode's keys go to final_info)
-    and the zeros under a False mask are SyncVectorEnv's of Gymnasium's Hopper."""
+    and the zeros under a False mask are SyncVectorEnv's of Gymnasium's Hopper; the batch's was_reset counts the envs
+    reset in each step."""
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
     m = AutoresetMode(mode)
@@ -442,11 +443,15 @@ def test_the_vector_envs_info_masks_around_episode_ends_are_gymnasiums(mode):
     ours.step(actions), ref.step(actions)
     first = {"reset_mask": np.array([True, False, False])}  # env 0 a step behind: the envs end apart
     _assert_same_masks(ours.reset(options=first)[1], ref.reset(options=first)[1], "reset env 0")
-    ended = 0
+    ended, done = 0, np.zeros(3, np.bool_)
     for step in range(6):
         got, want = ours.step(actions), ref.step(actions)
         assert got[3].tolist() == want[3].tolist()
         ended += got[3].any() and not got[3].all()
         _assert_same_masks(got[4], want[4], f"step {step}")
+        # the batch's was_reset counts the envs reset in this step (the ended ones, or last step's under NEXT_STEP)
+        reset_now = got[2] | got[3] if m == AutoresetMode.SAME_STEP else done
+        assert int(ours.batch.was_reset.sum()) == int(reset_now.sum()), step
+        done = got[2] | got[3]
     assert ended >= 2
     ours.close(), ref.close()
