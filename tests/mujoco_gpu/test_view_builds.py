@@ -281,10 +281,12 @@ def test_the_views_take_each_worlds_own_action_row_and_report_the_lowest_bad_ind
     assert int(error[0]) == 2 * 2 + 1
 
 
-def test_a_reset_runs_the_forward_for_a_task_that_reads_a_body_position_only_through_a_comparison(tmp_path):
+@pytest.mark.parametrize("flag", ["c->d->xpos[3] > 0.0", "c->d->qvel[0] * c->d->xpos[3] > 0.0"])
+def test_a_reset_runs_the_forward_for_a_task_that_reads_a_body_position_only_through_a_comparison(flag, tmp_path):
     """A user's task whose observation holds a flag of a body position (InvertedPendulum's file, its first entry
-    replaced by whether the cart body's x is right of 0): a NaN compares false, so only the two numbers
-    the probe fills the fields with, one on each side of 0, show the read; fv_mjv_reset_reads_forward says yes, and
+    replaced by whether the cart body's x is right of 0, or whether the cart moves away from 0): a NaN compares false,
+    so only the two numbers the probe fills the fields with, one on each side of 0, with velocities that are not 0,
+    show the read; fv_mjv_reset_reads_forward says yes, and
     says no for the task as shipped (qpos and qvel only)."""
     import ctypes
 
@@ -296,7 +298,7 @@ def test_a_reset_runs_the_forward_for_a_task_that_reads_a_body_position_only_thr
     assert shipped in source
     task = tmp_path / "flag_task.c"
     task.write_text(source.replace(shipped, "FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); "
-                                            "c->obs[0] = c->d->xpos[3] > 0.0 ? 1.0 : 0.0; }"))
+                                            f"c->obs[0] = {flag} ? 1.0 : 0.0; }}"))
     proc = subprocess.run([*find_compiler(), *CXX_FLAGS, f'-DFV_MJ_TASK_FILE="{task}"', f"-I{HERE}",
                            str(HERE / "mj_view.cu"), "-o", str(tmp_path / "view.so"), "-lm"], capture_output=True,
                           text=True)
@@ -310,3 +312,16 @@ def test_a_reset_runs_the_forward_for_a_task_that_reads_a_body_position_only_thr
                                              views.buf["init_qpos"].ctypes.data, qvel0.ctypes.data, views.obs_size,
                                              views.job.info_size)
         assert got == reads
+
+
+def test_the_view_jobs_struct_of_ctypes_is_the_c_one():
+    """warp_batch.ViewJob (the Python mirror the kernels are called with) has the C struct's size and the offsets of
+    its first, middle and last bookkeeping fields, as the host build of mj_view.cu reports them."""
+    import ctypes
+
+    from fastvec.native.mujoco.warp_batch import ViewJob, view_library
+
+    layout = np.full(4, -1, np.int64)
+    view_library("hopper.c").fv_mjv_job_layout(layout.ctypes.data)
+    assert layout.tolist() == [ctypes.sizeof(ViewJob), ViewJob.given.offset, ViewJob.error.offset,
+                               ViewJob.max_episode_steps.offset]
