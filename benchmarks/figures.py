@@ -191,6 +191,17 @@ def mujoco_cpu(results):
                   "of `mujoco.rollout`"], ["---"] + ["---:"] * 10, rows)
 
 
+def cpu_steps_4096(results):
+    d = load(results, "cpu_steps_4096_cpu_time.json")
+    rows = []
+    for r in d["rows"]:
+        passed = r["ratio"] >= 1.10 and min(n / o for n, o in zip(r["new_windows"], r["old_windows"])) > 1.0
+        rows.append([r["env"], f"{r['old_steps_per_s'] / 1e6:.2f}", f"{r['new_steps_per_s'] / 1e6:.2f}",
+                     bold(f"{r['ratio']:.2f}", passed), f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}"])
+    return table(["env", "old, M/CPU-s", "new, M/CPU-s", "new / old", "per-round min-max"],
+                 ["---", "---:", "---:", "---:", "---"], rows)
+
+
 def minatar_gpu(results):
     d = load(results, "minatar_gpu.json")
     rows = []
@@ -463,7 +474,8 @@ def readme_headline(results):
 
 
 RENDERERS = {f.__name__: f for f in (
-    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, minatar_gpu, env_steps_gpu,
+    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, cpu_steps_4096, minatar_gpu,
+    env_steps_gpu,
     selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}
 
