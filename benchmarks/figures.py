@@ -6,6 +6,7 @@ Each table sits between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->`; NA
 import argparse
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -176,19 +177,46 @@ def minatar_cpu(results):
                  ["---"] + ["---:"] * 5, rows)
 
 
-def mujoco_cpu(results):
-    d = load(results, "mujoco_cpu.json")
+def mujoco_cpu_table(d):
+    """fastvec's MuJoCo batch beside Gymnasium, EnvPool and `mujoco.rollout` (mujoco_steps.py's JSON); a peer
+    that was not run (its median NaN) shows as a dash."""
     k = "{:,.0f}".format
     rows = []
     for r in d["rows"]:
         med = {m: r[m]["median"] for m in ("fastvec", "fastvec_1_thread", "sync", "async", "envpool",
                                            "mujoco_rollout")}
+        envpool = med["envpool"] == med["envpool"]  # NaN where EnvPool was not run
         rows.append([r["task"], f"{r['num_envs']:,}", k(med["fastvec"]), k(med["fastvec_1_thread"]), k(med["sync"]),
-                     k(med["async"]), k(med["envpool"]), k(med["mujoco_rollout"]), times(med["fastvec"], med["async"]),
-                     times(med["fastvec"], med["envpool"]), f"{med['fastvec'] / med['mujoco_rollout']:.2f}"])
-    return table(["task", "envs", "fastvec", "fastvec, 1 thread", "Gymnasium sync", "Gymnasium async",
-                  f"EnvPool {d['envpool']} (v4)", "`mujoco.rollout`", "vs async", "vs EnvPool",
-                  "of `mujoco.rollout`"], ["---"] + ["---:"] * 10, rows)
+                     k(med["async"]), k(med["envpool"]) if envpool else "–", k(med["mujoco_rollout"]),
+                     times(med["fastvec"], med["async"]), times(med["fastvec"], med["envpool"]) if envpool else "–",
+                     f"{med['fastvec'] / med['mujoco_rollout']:.2f}"])
+    envpool = f"EnvPool {d['envpool']} (v4)" if d.get("envpool") else "EnvPool"
+    return table(["task", "envs", "fastvec", "fastvec, 1 thread", "Gymnasium sync", "Gymnasium async", envpool,
+                  "`mujoco.rollout`", "vs async", "vs EnvPool", "of `mujoco.rollout`"], ["---"] + ["---:"] * 10, rows)
+
+
+def mujoco_cpu(results):
+    return mujoco_cpu_table(load(results, "mujoco_cpu.json"))
+
+
+def mujoco_cpu_16core(results):
+    return mujoco_cpu_table(load(results, "mujoco_cpu_16core.json"))
+
+
+def mujoco_gpu(results):
+    d = load(results, "mujoco_gpu.json")
+    med = statistics.median
+    rows = []
+    for r in d["rows"]:
+        if "error" in r:
+            reason = r["error"].split(": ", 1)[1].split(";")[0]
+            rows.append([r["task"], f"{r['num_envs']:,}", f"refused: {reason}", "", "", "", ""])
+            continue
+        graph, eager, own = (med(r[k]["physics_steps_per_s"]) for k in ("fastvec_graph", "fastvec_step", "mjwarp_loop"))
+        rows.append([r["task"], f"{r['num_envs']:,}", si(graph), si(med(r["fastvec_graph"]["env_steps_per_s"])),
+                     si(eager), si(own), bold(f"{graph / own:.2f}", graph / own >= d["claim"])])
+    return table(["task", "worlds", "fastvec, graph: physics steps/s", "env steps/s", "fastvec, eager step()",
+                  "MJWarp's own loop", "fastvec / MJWarp"], ["---"] + ["---:"] * 6, rows)
 
 
 def cpu_steps_4096(results):
@@ -474,8 +502,8 @@ def readme_headline(results):
 
 
 RENDERERS = {f.__name__: f for f in (
-    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, cpu_steps_4096, minatar_gpu,
-    env_steps_gpu,
+    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, mujoco_cpu_16core, mujoco_gpu,
+    cpu_steps_4096, minatar_gpu, env_steps_gpu,
     selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}
 
