@@ -173,15 +173,6 @@ FV_FN int breakout_slab(float p, float v, float lo, float hi, float* t_in, float
     return 1;
 }
 
-/* a < b ? a : b and a > b ? a : b, as minss and maxss on the CPU: GCC keeps a clamp's select as a branch. */
-#if defined(__SSE__) && !defined(__CUDACC__)
-#include <immintrin.h>
-FV_FN float breakout_min(float a, float b) { return _mm_cvtss_f32(_mm_min_ss(_mm_set_ss(a), _mm_set_ss(b))); }
-FV_FN float breakout_max(float a, float b) { return _mm_cvtss_f32(_mm_max_ss(_mm_set_ss(a), _mm_set_ss(b))); }
-#else
-FV_FN float breakout_min(float a, float b) { return a < b ? a : b; }
-FV_FN float breakout_max(float a, float b) { return a > b ? a : b; }
-#endif
 
 /* The paddle's move for an action: left (1) stops at 0, right (2) at the right wall. On the CPU, from tables
  * and min/max with no branch (actions differ from env to env, so branches mispredict): the no-op adds +0 and
@@ -200,7 +191,7 @@ FV_FN float breakout_move_paddle(float x, float width, long long action) {
 #else
     static const float step[NUM_ACTIONS] = {0.0f, -BO_PADDLE_STEP, BO_PADDLE_STEP};
     static const float low[NUM_ACTIONS] = {-FV_INF, 0.0f, -FV_INF}, high_pad[NUM_ACTIONS] = {FV_INF, FV_INF, 0.0f};
-    return breakout_min(breakout_max(x + step[action], low[action]), (BO_WIDTH - width) + high_pad[action]);
+    return fv_minf(fv_maxf(x + step[action], low[action]), (BO_WIDTH - width) + high_pad[action]);
 #endif
 }
 
@@ -243,11 +234,11 @@ FV_FN int breakout_tick(State* s, fv_rng* rng, long long action) {
         /* Bricks: only the cells under the box the ball sweeps this tick. */
         /* min and max rather than selects on the heading (which differs from env to env): the same values,
          * since y + vy * remaining lies on the side of y that vy's sign says, or equals y. */
-        float sweep_y0 = breakout_min(y, y + vy * remaining);
-        float sweep_y1 = breakout_max(y, y + vy * remaining) + BO_BALL;
+        float sweep_y0 = fv_minf(y, y + vy * remaining);
+        float sweep_y1 = fv_maxf(y, y + vy * remaining) + BO_BALL;
         if (sweep_y0 <= BO_BRICKS_BOTTOM && sweep_y1 >= BO_BRICKS_TOP) {
-            float sweep_x0 = breakout_min(x, x + vx * remaining);
-            float sweep_x1 = breakout_max(x, x + vx * remaining) + BO_BALL;
+            float sweep_x0 = fv_minf(x, x + vx * remaining);
+            float sweep_x1 = fv_maxf(x, x + vx * remaining) + BO_BALL;
             int col0 = (int)(sweep_x0 / BO_BRICK_W), col1 = (int)(sweep_x1 / BO_BRICK_W);
             int row0 = (int)((sweep_y0 - BO_BRICKS_TOP) / BO_BRICK_H);
             int row1 = (int)((sweep_y1 - BO_BRICKS_TOP) / BO_BRICK_H);

@@ -67,6 +67,17 @@
 
 typedef unsigned long long fv_u64;
 
+/* a < b ? a : b and a > b ? a : b, as minss and maxss on the CPU: GCC keeps a clamp's select as a branch,
+ * which mispredicts where the values differ from env to env. */
+#if defined(__SSE__) && !defined(__CUDACC__)
+#include <immintrin.h>
+FV_FN float fv_minf(float a, float b) { return _mm_cvtss_f32(_mm_min_ss(_mm_set_ss(a), _mm_set_ss(b))); }
+FV_FN float fv_maxf(float a, float b) { return _mm_cvtss_f32(_mm_max_ss(_mm_set_ss(a), _mm_set_ss(b))); }
+#else
+FV_FN float fv_minf(float a, float b) { return a < b ? a : b; }
+FV_FN float fv_maxf(float a, float b) { return a > b ? a : b; }
+#endif
+
 /* The action space kinds (ACTION_SPACE). */
 #define FV_DISCRETE 0
 #define FV_MULTI_DISCRETE 1

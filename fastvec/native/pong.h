@@ -111,15 +111,6 @@ FV_FN void pong_bot_move(State* s) {
     s->paddle_y[1] = y > lim ? lim : (y < -lim ? -lim : y);
 }
 
-/* a < b ? a : b and a > b ? a : b, as minss and maxss on the CPU: GCC keeps a clamp's select as a branch. */
-#if defined(__SSE__) && !defined(__CUDACC__)
-#include <immintrin.h>
-FV_FN float pong_min(float a, float b) { return _mm_cvtss_f32(_mm_min_ss(_mm_set_ss(a), _mm_set_ss(b))); }
-FV_FN float pong_max(float a, float b) { return _mm_cvtss_f32(_mm_max_ss(_mm_set_ss(a), _mm_set_ss(b))); }
-#else
-FV_FN float pong_min(float a, float b) { return a < b ? a : b; }
-FV_FN float pong_max(float a, float b) { return a > b ? a : b; }
-#endif
 
 /* On the CPU, a step from a table and a clamp by min and max, with no branch: the actions differ from env to
  * env, and random ones keep a paddle at a wall, so branches mispredict (they were 40% of a step). A paddle's
@@ -134,7 +125,7 @@ FV_FN float pong_move_paddle(float y, long long action) {
     y += step[action];
 #endif
     float lim = PG_HALF_H - PG_PADDLE_HALF_H;
-    return pong_max(pong_min(y, lim), -lim);
+    return fv_maxf(fv_minf(y, lim), -lim);
 }
 
 /* Reflect a ball height that went past the top or bottom wall back into the field. */
