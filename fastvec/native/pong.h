@@ -111,7 +111,6 @@ FV_FN void pong_bot_move(State* s) {
     s->paddle_y[1] = y > lim ? lim : (y < -lim ? -lim : y);
 }
 
-
 /* On the CPU, a step from a table and a clamp by min and max, with no branch: the actions differ from env to
  * env, and random ones keep a paddle at a wall, so branches mispredict (they were 40% of a step). A paddle's
  * height is never -0 (it starts at +0, and a sum that comes out zero is +0), so adding the no-op's +0 leaves
