@@ -277,20 +277,27 @@ def test_observation_statistics_and_encoder_input_match_normalize(emu, obs_bytes
     assert np.array_equal(x, ref.encoder_input(spec, views, raw[3]))
 
 
-def test_reward_scaling_matches_scale_rewards_across_rollouts(emu):
-    rng = np.random.default_rng(5)
-    t_len, rows, gamma = 32, 50, 0.97
+def assert_scale_rewards_matches_reference(emu, rollouts, gamma):
+    """The kernel over consecutive (rewards, dones) rollouts: its scaled rewards and carried returns the
+    reference's bit for bit, its moments within 1e-12, state carried from one rollout to the next on both sides."""
+    t_len, rows = rollouts[0][0].shape
     returns, moments = np.zeros(rows), (0.0, 1.0, 1e-4)
     k_returns, k_seen, k_moments = np.zeros(rows), np.zeros((t_len, rows)), np.array([0.0, 1.0, 1e-4, 0.0])
-    for scale in (1.0, 50.0, 0.01):
-        rewards = (rng.standard_normal((t_len, rows)) * scale).astype(np.float32)
-        dones = (rng.random((t_len, rows)) < 0.05).astype(np.float32)
+    for rewards, dones in rollouts:
         got = rewards.copy()
         call(emu.emu_scale_rewards, t_len, rows, got, dones, np.float64(gamma), k_returns, k_seen, k_moments)
         want, moments = ref.scale_rewards(rewards, dones, returns, moments, gamma)
         assert np.array_equal(k_returns, returns)
         assert rel_err(k_moments[:3], moments) <= 1e-12
         assert np.array_equal(got, want)
+
+
+def test_reward_scaling_matches_scale_rewards_across_rollouts(emu):
+    rng = np.random.default_rng(5)
+    t_len, rows = 32, 50
+    rollouts = [((rng.standard_normal((t_len, rows)) * scale).astype(np.float32),
+                 (rng.random((t_len, rows)) < 0.05).astype(np.float32)) for scale in (1.0, 50.0, 0.01)]
+    assert_scale_rewards_matches_reference(emu, rollouts, 0.97)
 
 
 def test_statistics_of_values_far_from_zero_are_the_references_two_pass_moments(emu):
@@ -436,18 +443,12 @@ def test_reward_scaling_of_more_rows_than_a_block_matches_scale_rewards(emu):
     thread), each row's discounted return its own; the scaled rewards, carried returns and moments the
     reference's over two rollouts."""
     rng = np.random.default_rng(12)
-    t_len, rows, gamma = 4, 600, 0.9
-    returns, moments = np.zeros(rows), (0.0, 1.0, 1e-4)
-    k_returns, k_seen, k_moments = np.zeros(rows), np.zeros((t_len, rows)), np.array([0.0, 1.0, 1e-4, 0.0])
+    t_len, rows = 4, 600
+    rollouts = []
     for _ in range(2):
         rewards = (rng.standard_normal((t_len, rows)) * rng.exponential(1.0, rows)).astype(np.float32)
-        dones = (rng.random((t_len, rows)) < 0.2).astype(np.float32)
-        got = rewards.copy()
-        call(emu.emu_scale_rewards, t_len, rows, got, dones, np.float64(gamma), k_returns, k_seen, k_moments)
-        want, moments = ref.scale_rewards(rewards, dones, returns, moments, gamma)
-        assert np.array_equal(k_returns, returns)
-        assert rel_err(k_moments[:3], moments) <= 1e-12
-        assert np.array_equal(got, want)
+        rollouts.append((rewards, (rng.random((t_len, rows)) < 0.2).astype(np.float32)))
+    assert_scale_rewards_matches_reference(emu, rollouts, 0.9)
 
 
 @pytest.mark.parametrize("obs_bytes", [0, 1], ids=["float-obs", "byte-obs"])
