@@ -45,3 +45,19 @@ def test_discrete_kinds_are_described_as_gymnasium_prints_them():
     assert spaces("discrete", [0.0], [2.0], [3]).describe() == repr(gymnasium.spaces.Discrete(3))
     assert spaces("multi_discrete", [0, 0], [2, 3], [3, 4]).describe() == \
         repr(gymnasium.spaces.MultiDiscrete([3, 4]))
+
+
+@pytest.mark.parametrize("kind,nvec", [(0, [1]), (1, [1, 3]), (1, [2, 1, 1])])
+def test_an_action_axis_of_one_choice_is_taken_as_gymnasium_takes_it(kind, nvec):
+    """A discrete action count of 1 (Discrete(1), or a MultiDiscrete axis with one choice) is a valid space in
+    Gymnasium, so an env file that declares one builds; a count of 0 is refused, naming the counts."""
+    def from_counts(counts):
+        return EnvSpaces.from_arrays("e", kind, 1, np.float32, 1, np.array([1]), np.zeros(1), np.ones(1),
+                                     np.array(counts), np.zeros(len(counts)), np.zeros(len(counts)), -1)
+
+    got = from_counts(nvec)
+    assert got.nvec.tolist() == nvec
+    want = gymnasium.spaces.Discrete(nvec[0]) if kind == 0 else gymnasium.spaces.MultiDiscrete(nvec)
+    assert want.contains(np.zeros((), np.int64) if kind == 0 else np.zeros(len(nvec), np.int64))
+    with pytest.raises(ValueError, match=r"every discrete action count must be at least 1, got \[.*0.*\]"):
+        from_counts([0] + nvec[1:])
