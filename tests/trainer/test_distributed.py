@@ -230,6 +230,14 @@ def test_discover_single_process_without_launcher_variables():
     assert not distributed.launched({})
 
 
+@pytest.mark.parametrize("stray", [{"RANK": "0"}, {"WORLD_SIZE": "4"}])
+def test_discover_takes_one_of_rank_and_world_size_alone_as_a_single_process(stray):
+    """torchrun sets RANK and WORLD_SIZE together; one of them alone (left in a shell, set by another tool) is no
+    launch, so the run trains as one process rather than failing on a world size it cannot know."""
+    launch = distributed.discover({"PATH": "/usr/bin", **stray})
+    assert (launch.rank, launch.world_size, launch.launcher) == (0, 1, "single")
+
+
 def test_discover_torchrun_variables():
     env = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node7", "MASTER_PORT": "29400",
            "TORCHELASTIC_RUN_ID": "abc"}
