@@ -68,6 +68,17 @@ def test_a_score_trial_is_never_a_miss_and_a_failure_says_why():
     assert "return 12" in line and "error: no episode finished" in line and line.endswith("x=2")
 
 
+def test_a_failed_trial_without_an_error_text_shows_no_error_part():
+    """A trial that failed with nothing recorded (its process killed, say) shows its state alone, not 'error: None';
+    an error text kept on a trial that did not fail is not shown either."""
+    plan = SimpleNamespace(settings={**SETTINGS, "objective": "score"})
+    failed = {"trial": 5, "state": "FAIL", "params": {"x": 1}, "results": []}
+    assert describe_trial(plan, failed) == "trial 5  fail  x=1"
+    kept = {"trial": 6, "state": "COMPLETE", "values": [412.0], "error": "a retried seed's", "params": {},
+            "results": [result(3.0, 1000, None, 300.0)]}
+    assert "error" not in describe_trial(plan, kept)
+
+
 def test_a_pruned_trial_shows_its_last_seeds_score():
     """A trial stopped part-way (the pruner stops at a seed's report) shows the score where it stopped: its last seed's;
     a last seed that logged no episode shows none."""
