@@ -256,6 +256,21 @@ def test_a_saved_config_without_a_newer_key_gets_its_default(tmp_path):
         load_run_config(tmp_path, "pong")
 
 
+@pytest.mark.parametrize("section", ["train", "policy", "env"])
+def test_a_saved_config_without_a_whole_section_is_damaged_naming_it(tmp_path, section):
+    """A config.toml cut down to fewer sections (a hand edit, a merge gone wrong) is refused on resume naming the
+    missing section, rather than resumed with that section's defaults."""
+    lines, kept, skipping = to_toml(load_config("cartpole")).splitlines(), [], False
+    for line in lines:
+        if line.startswith("["):
+            skipping = line.strip() == f"[{section}]"
+        if not skipping:
+            kept.append(line)
+    (tmp_path / "config.toml").write_text("\n".join(kept) + "\n")
+    with pytest.raises(ConfigError, match=rf"config.toml is damaged \(it lacks its \[{section}\] section\)"):
+        load_run_config(tmp_path, "cartpole")
+
+
 def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path):
     """Windows editors (Notepad) save UTF-8 with a BOM; TOML's text is the same."""
     path = tmp_path / "mine.toml"
