@@ -62,3 +62,12 @@ def test_render_draws_an_env_of_the_batch_and_refuses_one_past_either_end():
     for bad in (3, -4, 10**6):
         with pytest.raises(IndexError, match=f"env index {bad} out of range for 3 envs"):
             batch.render(bad)
+
+
+@pytest.mark.parametrize("name,size", [("cartpole", 2), ("pong", 3), ("mountaincarcontinuous", 1)])
+def test_an_env_without_agent_spaces_gives_every_agent_the_batch_action_space(name, size):
+    """fv_agent_action_size of an env that declares no AGENT_SPACES (fastvec.h): each agent's action space is the
+    batch's, a Discrete(NUM_ACTIONS) count or a Box's ACTION_DIMS, as the faces read it per agent."""
+    env = load_batch(name, 1).env
+    assert [env.lib.fv_agent_action_size(a) for a in range(env.num_agents)] == [size] * env.num_agents
+    assert size == (env.num_actions if env.action_kind == "discrete" else env.action_dims)
