@@ -406,6 +406,16 @@ def test_a_line_without_sps_or_update_shows_0_sps_an_open_eta_and_no_update_coun
     assert "update" not in line and line.endswith("ETA --"), line
 
 
+def test_a_line_without_a_step_count_shows_step_0():
+    """A row that lacks global_step (a logger of its own, a hand-made row) counts as step 0 of the run: nothing done,
+    and no update total guessed from it."""
+    piped = io.StringIO()
+    board = Dashboard(TITLE, 8192, stream=piped)
+    board.update({"update": 1, "time": 1.0, "sps": 100.0}, [])
+    line = piped.getvalue().splitlines()[1]
+    assert line.startswith("update 1/?  step 0/8.19K  100 SPS"), line
+
+
 def sweep_progress_on_a_terminal(monkeypatch):
     """(a sweep's Progress writing to a stand-in terminal, that terminal), outside any notebook kernel."""
     from types import SimpleNamespace
