@@ -111,9 +111,10 @@ def main() -> None:
     out = args.out
     shutil.rmtree(out, ignore_errors=True)
     (out / "wheels").mkdir(parents=True)
-    for prefix in ["mujoco_core-", "mujoco_warp-", "gymnasium-", "farama_notifications-", "cloudpickle-", "markupsafe-",
-                   "typing_extensions-"]:
-        shutil.copy2(one(wheels, prefix), out / "wheels")
+    for name in DOWNLOADS:  # every downloaded wheel but warp's, which goes in cut down below
+        dist = name.split("==")[0].replace("-", "_")
+        if dist != "warp_lang":
+            shutil.copy2(one(wheels, dist + "-"), out / "wheels")
     for prefix in GPU_WHEELS:
         shutil.copy2(one(args.gpu_wheels, prefix), out / "wheels")
     warp = out / "warp_lang-1.19.0-sm90.tar.xz"
