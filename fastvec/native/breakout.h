@@ -173,7 +173,6 @@ FV_FN int breakout_slab(float p, float v, float lo, float hi, float* t_in, float
     return 1;
 }
 
-
 /* The paddle's move for an action: left (1) stops at 0, right (2) at the right wall. On the CPU, from tables
  * and min/max with no branch (actions differ from env to env, so branches mispredict): the no-op adds +0 and
  * its bounds are infinite, the paddle's x is never -0 (a sum that comes out zero is +0), and min and max
