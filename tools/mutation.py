@@ -185,7 +185,8 @@ TARGETS: dict[str, list[str]] = {
                                          "tests/mujoco_gpu/test_returns.py", "-k", "not nvcc"]
        for name in ("mj_view.cu", "mj_view.h")},
     "fastvec/native/mujoco/host_batch.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
-                                            "tests/mujoco/test_train.py", "-k", "host_batch or frame"],
+                                            "tests/mujoco/test_train.py", "tests/mujoco/test_mujoco_edges.py",
+                                            "-k", "host_batch or frame"],
     "fastvec/wrappers/inputs.py": ["tests/wrappers/test_face_inputs.py", "tests/wrappers/test_env_inputs.py",
                                    _CONTRACTS, "tests/wrappers/test_render_and_kwargs.py",
                                    "-k", _NOT_SLOW + " and not human and not torchrl and not pygame"],
