@@ -28,8 +28,9 @@ SPEC = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=48, layer
 AGENTS, MAX_STEPS = 2, 20_000
 
 
-def build(tmp_path_factory, spec):
-    """selfplay_on_cpu.cpp built for `spec`'s policy (plan.policy_defines: the trainer's -D sizes) and Pong."""
+def build(tmp_path_factory, spec, flags=(), load=True):
+    """selfplay_on_cpu.cpp built for `spec`'s policy (plan.policy_defines: the trainer's -D sizes) and Pong, with
+    extra compiler `flags` (a sanitizer's); the library loaded, or (load=False) its path."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no C++ compiler")
@@ -43,14 +44,14 @@ def build(tmp_path_factory, spec):
                             (CUDA_DIR / "selfplay.cu").read_text()))
     defines = {"BOT_LEVEL": -1, "PONG_BOT": 0, "POINTS": 1, **policy_defines(spec), "POLICY_HEAD_SIZE": 3}
     out = tmp / "selfplay_on_cpu.so"
-    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", f"-I{CUDA_DIR}",
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", *flags, f"-I{CUDA_DIR}",
            f"-I{native.NATIVE_DIR}", f"-I{cuda_include}", f"-I{HARNESS.parent}", f'-DENV="{native.source_path("pong")}"',
            f'-DMATCH_PARTS="{parts}"', *[f"-D{k}={v}" for k, v in defines.items()], str(HARNESS), "-o", str(out), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode and "barrier" in proc.stderr:
         pytest.skip(f"{cxx} has no C++20 <barrier>")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return ctypes.CDLL(str(out))
+    return ctypes.CDLL(str(out)) if load else out
 
 
 @pytest.fixture(scope="module")
