@@ -172,6 +172,7 @@ TARGETS: dict[str, list[str]] = {
                                         "reset_infos or random_actions or user_task or keywords or without_warnings"
                                         " or pairwise or fast_states or noise_draws"],
     "fastvec/native/mujoco/mj_batch.c": ["tests/mujoco/test_face.py", "tests/mujoco/test_exactness.py",
+                                         "tests/mujoco/test_mujoco_edges.py",
                                          "-k", "not random_actions and not scripted"],
     "fastvec/native/mujoco/__init__.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                           "tests/mujoco/test_face.py", "tests/mujoco/test_user_task.py",
@@ -183,7 +184,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/mujoco/warp_cuda.py": ["tests/mujoco_gpu/test_gpu_wiring.py",
                                            "tests/mujoco_gpu/test_gpu_emulated.py"],
     **{f"fastvec/native/mujoco/{name}": ["tests/mujoco_gpu/test_view_builds.py", "tests/mujoco_gpu/test_agreement.py",
-                                         "tests/mujoco_gpu/test_returns.py", "-k", "not nvcc"]
+                                         "tests/mujoco_gpu/test_returns.py", "tests/mujoco_gpu/test_view_edges.py",
+                                         "-k", "not nvcc"]
        for name in ("mj_view.cu", "mj_view.h")},
     "fastvec/native/mujoco/host_batch.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                             "tests/mujoco/test_train.py", "tests/mujoco/test_mujoco_edges.py",

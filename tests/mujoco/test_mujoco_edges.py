@@ -21,3 +21,37 @@ def test_host_batch_declares_the_numpy_arrays_it_hands_out():
         assert type(getattr(batch, name)) is np.ndarray, name
     assert batch.action_mask is None and batch.world_state is None
     batch.close()
+
+
+THREAD_COUNTS = r"""
+import os
+import numpy as np
+from fastvec.native.mujoco import MujocoBatch
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+batch = MujocoBatch("Hopper", 8)  # 8 envs: 512 pool indices, past the pool's least (its first calls pool)
+lib, actions = batch.lib, np.zeros((8, 3))
+base = threads()
+counts = []
+for asked in (0, -3, 1):  # the caller alone: no worker started by the reset (its kind's first call)
+    lib.fv_mj_set_threads(asked)
+    batch.reset()
+    counts.append(threads() - base)
+lib.fv_mj_set_threads(3)  # the caller and two workers, started by the step (its kind's first call)
+batch.step(actions)
+counts.append(threads() - base)
+print(counts)
+"""
+
+
+def test_mujoco_threads_below_one_step_on_the_caller_alone():
+    """fv_mj_set_threads takes a count below 1 as 1 (the caller alone: no worker thread started) and a count above
+    1 as that many threads, the caller included, in a fresh process where the pool has started none."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", THREAD_COUNTS], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[-2] == "[0, 0, 0, 2]"

@@ -1,0 +1,85 @@
+"""mj_view.cu's probe of what a task reads after a reset (fv_mjv_reset_reads_forward), field by field: a task file
+whose observation reads one entry of one field, the field and entry chosen at run time, built once by the host's
+compiler; no MuJoCo Warp needed."""
+
+import ctypes
+import subprocess
+
+import numpy as np
+import pytest
+
+from fastvec.native.mujoco import HERE
+from fastvec.native.mujoco.warp_batch import CXX_FLAGS, ViewModel, _Opt
+
+# mjData's fields after qpos and qvel, in mj_view.h's order, with their sizes; all but ctrl are what MuJoCo's
+# forward computes from qpos and qvel (ctrl is state: MuJoCo Warp's reset zeroes it, forward leaves it).
+FIELDS = {"ctrl": lambda m: m["nu"], "xpos": lambda m: 3 * m["nbody"], "xipos": lambda m: 3 * m["nbody"],
+          "site_xpos": lambda m: 3 * m["nsite"], "cinert": lambda m: 10 * m["nbody"],
+          "cvel": lambda m: 6 * m["nbody"], "cfrc_ext": lambda m: 6 * m["nbody"],
+          "qfrc_actuator": lambda m: m["nv"], "qfrc_constraint": lambda m: m["nv"],
+          "ten_length": lambda m: m["ntendon"], "ten_velocity": lambda m: m["ntendon"]}
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """fv_mjv_reset_reads_forward of InvertedPendulum's file whose observe also writes field p[0] (1-based in
+    FIELDS' order; 0: none) at entry p[1] into obs[0]."""
+    from fastvec.native.cpu import find_compiler
+
+    folder = tmp_path_factory.mktemp("view_reader")
+    source = (HERE / "inverted_pendulum.c").read_text()
+    shipped = "FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); }"
+    assert shipped in source
+    fields = ", ".join(f"c->d->{name}" for name in FIELDS)
+    observe = ("FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0);"
+               f" const float* fields[] = {{NULL, {fields}}};"
+               " int f = (int)c->p[0]; if (f) c->obs[0] = fields[f][(int)c->p[1]]; }")
+    task = folder / "reader_task.c"
+    task.write_text(source.replace(shipped, observe))
+    proc = subprocess.run([*find_compiler(), *CXX_FLAGS, f'-DFV_MJ_TASK_FILE="{task}"', f"-I{HERE}",
+                           str(HERE / "mj_view.cu"), "-o", str(folder / "view.so"), "-lm"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lib = ctypes.CDLL(str(folder / "view.so"))
+    lib.fv_mjv_reset_reads_forward.argtypes = [ctypes.POINTER(ViewModel), *[ctypes.c_void_p] * 3, ctypes.c_int,
+                                               ctypes.c_int]
+    keep = []
+
+    def reads(sizes: dict, field: str | None, entry: int) -> int:
+        mass = np.ones(sizes["nbody"])
+        names = np.zeros(sizes["nbody"], np.uint8)  # every body's name empty
+        model = ViewModel(sizes["nq"], sizes["nv"], sizes["nu"], sizes["nbody"], sizes["ntendon"], sizes["nsite"],
+                          _Opt(0.02), mass.ctypes.data, names.ctypes.data)
+        p = np.array([0.0 if field is None else 1 + list(FIELDS).index(field), entry], np.float64)
+        qpos0, qvel0 = np.zeros(sizes["nq"]), np.zeros(sizes["nv"] + 1)
+        keep.append((mass, names, p, qpos0, qvel0))
+        return lib.fv_mjv_reset_reads_forward(ctypes.byref(model), p.ctypes.data, qpos0.ctypes.data,
+                                              qvel0.ctypes.data, sizes["nq"] + sizes["nv"], 1)
+
+    return reads
+
+
+# A model with sites and tendons, and one without either (a field read through another's scratch of a size-0
+# field then reads an entry the probe never fills).
+MODELS = [dict(nq=2, nv=2, nu=1, nbody=3, nsite=2, ntendon=2), dict(nq=2, nv=2, nu=1, nbody=3, nsite=0, ntendon=0)]
+
+
+@pytest.mark.parametrize("sizes", MODELS, ids=["sites_and_tendons", "neither"])
+def test_the_forward_probe_sees_a_read_of_each_forward_field_at_its_first_and_last_entry(reader, sizes):
+    """Each field MuJoCo's forward computes, read at its first and at its last entry, makes the probe say the
+    task reads the forward; qpos and qvel alone do not."""
+    assert reader(sizes, None, 0) == 0
+    for name, size in FIELDS.items():
+        n = size(sizes)
+        if name == "ctrl" or n == 0:
+            continue
+        for entry in (0, n - 1):
+            assert reader(sizes, name, entry) == 1, (name, entry)
+
+
+@pytest.mark.parametrize("sizes", MODELS, ids=["sites_and_tendons", "neither"])
+def test_the_forward_probe_takes_a_read_of_the_controls_for_no_read_of_the_forward(reader, sizes):
+    """ctrl is state the forward does not compute (MuJoCo Warp's reset leaves it 0): a task whose observation reads
+    it needs no forward after a reset."""
+    assert reader(sizes, "ctrl", 0) == 0
+    assert reader(sizes, "ctrl", sizes["nu"] - 1) == 0
