@@ -221,7 +221,8 @@ TARGETS: dict[str, list[str]] = {
                                    # cuda_unsupported's rules and the agents a game (Resolved): their tests
                                    "tests/trainer/test_priority.py", "tests/trainer/test_critic.py",
                                    "tests/trainer/test_encoder.py", "tests/trainer/test_activation.py",
-                                   "tests/trainer/test_teams.py", "-k", "not learns and not smax_trains"],
+                                   "tests/trainer/test_teams.py", "tests/mujoco_gpu/test_train_on_warp.py",
+                                   "-k", "not learns and not smax_trains"],
     "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
                                  "tests/trainer/test_reference_heads.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
@@ -319,10 +320,10 @@ for _rel, _groups in _SANITIZED.items():
 _GPU = "runs only on a GPU (PyCUDA, the driver API or nvcc), and no CPU harness builds it"
 GPU_ONLY: dict[str, str] = {
     **{f"fastvec/native/{name}": _GPU for name in ("cuda.py", "cuda_build.py", "gpu.py", "graphs.py", "device_array.py",
-                                                   "game_rows.py", "game_rows.cu")},
+                                                   "game_rows.py", "game_rows.cu", "mujoco/device_batch.py")},
     **{f"fastvec/trainer/cuda/{name}": _GPU for name in (
         "__init__.py", "actors.py", "arena.py", "cublas.py", "data_parallel.py", "device.py", "heads.py",
-        "host_envs.py",
+        "host_envs.py", "device_envs.py",
         "kernel_args.py", "matches.py", "nccl.py", "optimizers.py", "plan.py", "policy.py", "rollouts.py",
         "slots.py", "trainer.py", "update.py", "categorical.cu", "common.cu", "kernels.cu", "optimizers.cu",
         "policy.cu", "rollout.cu", "update_args.cu")},

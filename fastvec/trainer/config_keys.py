@@ -263,8 +263,9 @@ KEYS: tuple[Key, ...] = (
         "seconds between metrics.jsonl lines and dashboard refreshes (also one at every 5% of the run's updates)",
         min=0),
     Key("train", "env_device", str, "cuda",
-        'CUDA trainer: "cuda" steps the env compiled for the GPU inside the rollout graph (fastest); "cpu" '
-        "steps CPU env batches on the host beside it",
+        'CUDA trainer: "cuda" steps the env compiled for the GPU inside the rollout graph (fastest; a MuJoCo task on '
+        'MuJoCo Warp, its captured step between the policy\'s graphs); "cpu" steps CPU env batches on the host '
+        "beside it",
         'With "cpu": pinned buffers, one env group stepped while the GPU runs the policy for the other. '
         'Self-play on the CUDA trainer always uses "cpu"; the CPU trainer always steps CPU envs.',
         choices=("cuda", "cpu")),

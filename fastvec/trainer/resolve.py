@@ -31,6 +31,7 @@ class EnvSource:
         self.step_limit = config.step_limit
         self.threads, self.gym_id, self.vectorization = config.train.env_threads, env.gym_id, env.gym_vectorization
         self.params, self.source, self.mujoco = dict(env.params), None, None
+        self.on_gpu = config.train.device == "cuda" and config.train.env_device == "cuda"
         if self.kind == "team":
             self.source, self.params, _ = team_source(env.name, env.params)
         elif self.kind == "builtin":
@@ -66,6 +67,23 @@ class EnvSource:
             raise ConfigError(f"gym:{self.gym_id} refused its [env] arguments {self.arguments()}: {err}") from None
         except (gymnasium.error.Error, ImportError) as err:  # e.g. DependencyNotInstalled (Box2D, ALE)
             raise ConfigError(f"gym:{self.gym_id} could not be made: {err}") from None
+
+    def trainer_batch(self):
+        """The batch a trainer steps: a MuJoCo task's on MuJoCo Warp (native/mujoco/device_batch.py) where the CUDA
+        trainer steps the env on the GPU (train.env_device = "cuda"), else a host batch (batch())."""
+        if self.mujoco is None or not self.on_gpu:
+            return self.batch()
+        from fastvec.native.mujoco.device_batch import MujocoDeviceBatch
+        from fastvec.native.mujoco.host_batch import gym_id
+        try:
+            return MujocoDeviceBatch(self.mujoco, self.num_envs, max_episode_steps=self.step_limit or None,
+                                     **self.params)
+        except ImportError as err:  # no mujoco, mujoco-warp or warp-lang
+            raise ConfigError(f"{gym_id(self.mujoco)} on the GPU: {err}; or step it on the CPU with "
+                              "--train.env_device=cpu") from None
+        except (TypeError, ValueError, FileNotFoundError) as err:  # a bad keyword, a model MJWarp cannot step
+            raise ConfigError(f"{gym_id(self.mujoco)} on the GPU (MuJoCo Warp) with [env] arguments {self.params}: "
+                              f"{err}; or step it on the CPU with --train.env_device=cpu") from None
 
     def arguments(self) -> dict:
         """A Gymnasium env's [env] arguments, as the config gives them (its make arguments less the step limit)."""
@@ -135,8 +153,9 @@ def mujoco_task(gym_id: str) -> str | None:
 def on_device(config: Config, device: str) -> Config:
     """config with the device the run uses (train.device, never "auto") and where its env steps (train.env_device):
     the CPU trainer always steps CPU envs; the CUDA trainer steps Gymnasium envs on the host (they have no GPU
-    build), a built-in, team or user's env file (self-play's games too) where env_device says."""
-    host = device == "cpu" or config.env_kind == "gym"
+    build), a built-in, team or user's env file (self-play's games too) and fastvec's MuJoCo tasks (on MuJoCo Warp)
+    where env_device says."""
+    host = device == "cpu" or (config.env_kind == "gym" and mujoco_task(config.env.gym_id) is None)
     return config.replace("train", device=device, **({"env_device": "cpu"} if host else {}))
 
 
@@ -185,6 +204,9 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
                 "encoder on raw observations (no train.norm_obs, no byte scaling, policy.critic=shared, "
                 "policy.encoder=linear); use --train.env_device=cpu")
+    if config.env_kind == "gym" and train.env_device == "cuda" and train.gpus != 1:
+        return ("the CUDA trainer steps a MuJoCo task on MuJoCo Warp on one GPU; use --train.gpus=1, or "
+                "--train.env_device=cpu")
     if train.prio_alpha > 0 and train.gpus != 1:
         return ("the CUDA trainer draws prioritised training sequences (train.prio_alpha > 0) on one GPU; use "
                 "--train.gpus=1 or --train.prio_alpha=0")
@@ -196,13 +218,13 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
 class Resolved:
     """A config resolved once for `device` ("cpu" or "cuda", what its train.device stands for here; where that was
     "auto", a run the CUDA trainer refuses gives way to the CPU trainer): `config` (train.device and
-    train.env_device chosen), its `env` (EnvSource) and a host `batch` of it (checked against the config:
-    config.check_with_env), the policy `spec` for its spaces. The trainers are built from it (run.make_trainer)."""
+    train.env_device chosen), its `env` (EnvSource) and the `batch` a trainer steps (EnvSource.trainer_batch: a host
+    batch, or a MuJoCo task's on the GPU; checked against the config: config.check_with_env), the policy `spec` for its spaces. The trainers are built from it (run.make_trainer)."""
 
     def __init__(self, config: Config, device: str):
         requested, config = config.train.device, on_device(config, device)
         env = EnvSource(config)
-        batch = env.batch()
+        batch = env.trainer_batch()
         try:
             num_agents = batch.obs.shape[1]
             check_with_env(config, num_agents, batch.env.stat_names)
@@ -214,7 +236,11 @@ class Resolved:
                     raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
                 print(f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it trains on the CPU",
                       file=sys.stderr)
-                config = on_device(config, "cpu")  # the same host batch: the device does not change how it is made
+                config = on_device(config, "cpu")  # the same host batch: the device does not change how it is made,
+                if getattr(batch, "device", "cpu") == "cuda":  # except a MuJoCo task's on MuJoCo Warp
+                    batch.close()
+                    env = EnvSource(config)
+                    batch = env.batch()
         except BaseException:
             batch.close()
             raise

@@ -412,10 +412,11 @@ class WarpBatch:
         self._raise_error()
         return int((self.terminated | self.truncated).sum())
 
-    def capture_step(self) -> CapturedStep:
+    def capture_step(self, stream: int | None = None) -> CapturedStep:
         """One step captured as a CUDA graph with MJWarp's kernels and the task's (a GPU batch only): its launch()
         steps every env with the actions in `dev.actions`, (N, nu) float32, with no host work or synchronisation;
-        the outputs are in `dev`. The graph keeps the batch's max_episode_steps of the capture."""
+        the outputs are in `dev`. The graph keeps the batch's max_episode_steps of the capture. It replays on the
+        batch's stream, or on the CUDA stream whose handle is `stream` (a trainer's: ordered with its work)."""
         if self._gpu is None:
             raise NotImplementedError("capture_step() captures a CUDA graph: it needs a GPU batch (device='cuda'); "
                                       "on Warp's CPU device, step() each step")
@@ -432,7 +433,9 @@ class WarpBatch:
             del scratch
         with self._scope(), wp.ScopedCapture(device=self.device, stream=self._gpu.warp_stream) as capture:
             self._enqueue_step(self._buffers["actions"].ptr, True)
-        return CapturedStep(capture.graph, self._gpu.warp_stream, wp)
+        replay = self._gpu.warp_stream if stream is None else wp.Stream(wp.get_device(self.device),
+                                                                        cuda_stream=int(stream))
+        return CapturedStep(capture.graph, replay, wp)
 
     def put_actions(self, actions) -> None:
         """Copy actions (N, nu) from the host into `dev.actions`, where a captured step reads them."""

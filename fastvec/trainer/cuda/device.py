@@ -65,6 +65,8 @@ SIGNATURES = {
     "fv_reset_kernel": "iPPPP",
     "host_sample_kernel": "iiPPPPPPPiQ",
     "host_record_kernel": "{HostRecordArgs}",
+    "device_env_actions_kernel": "qiPPPP",
+    "device_env_outputs_kernel": "P" * 12 + "ii",
     "pool_forward_kernel": "{PoolForwardArgs}",
     "selfplay_step_kernel": "{RolloutArgs}{SelfPlayArgs}i",
     "match_reset_kernel": "iPPPP",

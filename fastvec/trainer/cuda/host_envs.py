@@ -123,16 +123,11 @@ class HostEnvs:
         Each enqueued piece is a CUDA graph from the second rollout on (one per slot, group and step: the
         pointers differ), so the CPU spends its time on the env rather than on launches. Nothing here waits
         for the whole stream: the trainer's rollout() (sync) or the next update's event (async) does."""
-        plan, stream, cuda = self.plan, self.k.stream, self.cuda
-        t_len, r = plan.horizon, plan.rows
-        previous = (slot + 1) % plan.slot_count
-        carried = [("starts", 1, 4), *policy_inputs(self.spec, plan)]
+        plan, stream, t_len = self.plan, self.k.stream, self.plan.horizon
 
         def start(g):
-            if g is self.groups[0]:  # obs[0], starts[0] (masks[0], world[0]) are those at T of the previous rollout
-                for name, width, item in carried:
-                    cuda.memcpy_dtod_async(self.slot(name, slot), self.slot(name, previous, t_len * r * width),
-                                           r * width * item, stream)
+            if g is self.groups[0]:
+                self.carry_in(slot)
             self.infer(g, 0, slot)
 
         for i, g in enumerate(self.groups):
@@ -158,8 +153,20 @@ class HostEnvs:
                 self.segment((slot, i, t), lambda g=g, t=t: self.record_step(g, t, slot))
                 if t + 1 < t_len:
                     g["event"].record(stream)
+        self.finish(slot)
+
+    def carry_in(self, slot: int) -> None:
+        """Enqueue the copy of obs[0], starts[0] (masks[0], world[0]) of `slot`: those at T of the previous rollout."""
+        plan, r = self.plan, self.plan.rows
+        previous = (slot + 1) % plan.slot_count
+        for name, width, item in [("starts", 1, 4), *policy_inputs(self.spec, plan)]:
+            self.cuda.memcpy_dtod_async(self.slot(name, slot), self.slot(name, previous, plan.horizon * r * width),
+                                        r * width * item, self.k.stream)
+
+    def finish(self, slot: int) -> None:
+        """Enqueue the rollout's bootstrap and reward scaling; count the rollout."""
         self.segment((slot, "bootstrap"), lambda: self.bootstrap(slot))
-        record_reward_scaling(self.k, self.arena, plan, self.train, self.slot("rewards", slot),
+        record_reward_scaling(self.k, self.arena, self.plan, self.train, self.slot("rewards", slot),
                               self.slot("dones", slot))
         self.rollouts_run += 1
 
@@ -187,14 +194,18 @@ class HostEnvs:
         k.launch("host_sample_kernel", rows, np.int32(rows), np.int32(row0), y, logstd, mask, actions,
                  buf("logp", t * r + row0), buf("values", t * r + row0), a.ptr("scalars"), np.int32(t),
                  np.uint64(self.seed_key))
-        self.cuda.memcpy_dtoh_async(g["actions"], actions, k.stream)
+        self.hand_actions(g, actions)
+
+    def hand_actions(self, g: dict, actions: int) -> None:
+        """Enqueue the copy of group g's actions (device address `actions`) to its pinned buffer, for its batch."""
+        self.cuda.memcpy_dtoh_async(g["actions"], actions, self.k.stream)
 
     def record_step(self, g: dict, t: int, slot: int) -> None:
         """Enqueue group g's step t outcome (upload, host_record_kernel), then its policy step t + 1."""
         a, plan, o, dev, row0, k = self.arena, self.plan, self.spec.input_size, g["dev"], g["row0"], self.k
         r = plan.rows
         buf = lambda name, offset=0: self.slot(name, slot, offset)  # noqa: E731
-        self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], k.stream)
+        self.upload(g)
         args = HostRecordArgs(dev["obs"], dev["rewards"], dev["ep_return"], dev["ep_stats"], dev["ep_length"],
                               dev["terminated"], dev["truncated"], buf("obs", ((t + 1) * r + row0) * o),
                               buf("rewards", t * r + row0), buf("dones", t * r + row0),
@@ -207,6 +218,10 @@ class HostEnvs:
                                         k.stream)
         if t + 1 < plan.horizon:
             self.infer(g, t + 1, slot)
+
+    def upload(self, g: dict) -> None:
+        """Enqueue the copy of group g's step outputs from its pinned buffer to its staging rows (host_in)."""
+        self.cuda.memcpy_htod_async(g["dev_in"], g["pinned"], self.k.stream)
 
     def bootstrap(self, slot: int) -> None:
         """V(obs[T]) into the slot's r_y with the live state, which stays as it is (last_state is scratch)."""

@@ -199,6 +199,48 @@ __global__ void host_record_kernel(const HostRecordArgs a) {
                    a.episode_acc, a.reward_clamp);
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Device environments (a MuJoCo task on MuJoCo Warp, device_envs.py): the env steps on the GPU between the
+ * policy's launches, so these two kernels stand where the host's batch.step stands in the host-env path, with
+ * MujocoHostBatch.step's arithmetic. device_env_actions_kernel hands the env its actions: a Box head's samples
+ * (n, D) clipped to the control range [low, high], a non-finite value passed on unclipped so the env reports it;
+ * device_env_outputs_kernel turns the env's float64 step outputs into host_record_kernel's inputs (float32 obs and
+ * rewards; an ended episode's return, summed in float64, and length), keeping each env's running episode. */
+__global__ void device_env_actions_kernel(long long n, int dims, const float* actions, const float* low,
+                                          const float* high, float* out) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n * dims) return;
+    int d = (int)(idx % dims);
+    float x = actions[idx];
+    out[idx] = isfinite(x) ? fminf(fmaxf(x, low[d]), high[d]) : x;
+}
+
+/* obs (n, O), rewards (n,) float64 and terminated, truncated (n,) bool: the env's step outputs; run_return (n,)
+ * float64 and run_length (n,) int32: each env's running episode (zero at the start); the *_out arrays are
+ * host_record_kernel's *_in (staging_layout's). Every thread converts one obs element; threads i < n env i. */
+__global__ void device_env_outputs_kernel(const double* obs, const double* rewards, const unsigned char* terminated,
+                                          const unsigned char* truncated, double* run_return, int* run_length,
+                                          float* obs_out, float* rewards_out, float* ep_return_out,
+                                          int* ep_length_out, unsigned char* terminated_out,
+                                          unsigned char* truncated_out, int n, int obs_size) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (long long)n * obs_size) obs_out[idx] = (float)obs[idx];
+    if (idx >= n) return;
+    int i = (int)idx;
+    double reward = rewards[i], episode = run_return[i] + reward;
+    int length = run_length[i] + 1;
+    unsigned char ended = terminated[i] | truncated[i];
+    rewards_out[i] = (float)reward;
+    terminated_out[i] = terminated[i];
+    truncated_out[i] = truncated[i];
+    if (ended) {
+        ep_return_out[i] = (float)episode;
+        ep_length_out[i] = length;
+    }
+    run_return[i] = ended ? 0.0 : episode;
+    run_length[i] = ended ? 0 : length;
+}
+
 #ifdef POLICY_HIDDEN
 /* ------------------------------------------------------------------------------------------------
  * The fused policy step for small policies (compiled with POLICY_HIDDEN, POLICY_LAYERS, POLICY_MINGRU,

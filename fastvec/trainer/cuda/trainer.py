@@ -19,6 +19,7 @@ from fastvec.trainer.cuda.actors import Actor, AsyncActor, GraphCollector, HostC
 from fastvec.trainer.cuda.cublas import Cublas
 from fastvec.trainer.cuda.data_parallel import data_parallel
 from fastvec.trainer.cuda.heads import HeadOps
+from fastvec.trainer.cuda.device_envs import DeviceEnvs
 from fastvec.trainer.cuda.host_envs import HostEnvs
 from fastvec.trainer.cuda.optimizers import make_optimizer
 from fastvec.trainer.cuda.plan import CUBLAS_WORKSPACE, SCALARS_DTYPE, STAT_NAMES, Choices, Plan, plan_arena, \
@@ -37,7 +38,8 @@ class CudaTrainer:
     """Owns the arena and the parts; `rollout()` collects through the collector, `update()` enqueues the update.
     `batch` describes the env (num_envs, env.obs_size/num_actions/num_agents/stat_names); with the env on the GPU
     it is compiled from the same source. With train.env_device = "cpu" the env is `batch` itself (a CpuBatch, or
-    self-play's SelfPlayBatch) when there is one env group, else host_batches, or CpuBatches made here.
+    self-play's SelfPlayBatch) when there is one env group, else host_batches, or CpuBatches made here; a MuJoCo
+    task with train.env_device = "cuda" is `batch` itself, on MuJoCo Warp (device_envs.py).
     `choices` forces a path where tests and benchmarks need one (plan.Choices)."""
 
     device = "cuda"
@@ -46,7 +48,8 @@ class CudaTrainer:
                  choices: Choices = Choices()):
         self.config = config = Config.of(config)  # run.make_trainer adds selfplay and env_batches (protocol.Trainer)
         self.spec, self.batch, train = spec, batch, config.train
-        self.host_env = train.env_device == "cpu"
+        # the env is a batch stepped outside the module: on the host, or a MuJoCo task on MuJoCo Warp (device_envs.py)
+        self.host_env = train.env_device == "cpu" or config.env_kind == "gym"
         # A host batch's agents per env are its obs' (self-play's SelfPlayBatch shows the learner's seat only).
         num_agents = batch.obs.shape[1] if self.host_env else batch.env.num_agents
         selfplay_seats = batch.env.num_agents if config.selfplay.enabled and not self.host_env else 0
@@ -90,7 +93,9 @@ class CudaTrainer:
         self.policy = GpuPolicy(spec, self.layout, self.arena, plan)
         self.optimizer = make_optimizer(train, self.layout, self.arena, plan.choices.muon_small_shared_max)
         args = (plan, spec, self.layout, self.arena, self.policy, slot_addresses(self.arena), train, self.seed_key)
-        if self.host_env:
+        if self.host_env and getattr(self.batch, "device", "cpu") == "cuda":
+            self.rollout_path = DeviceEnvs(*args, self.batch, self.timing)
+        elif self.host_env:
             self.rollout_path = HostEnvs(*args, self.batch, host_batches, self.timing)
         else:
             self.rollout_path = GPU_ENV_ROLLOUTS[plan.rollout](*args, self.max_episode_steps)
