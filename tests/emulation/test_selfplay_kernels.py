@@ -329,3 +329,26 @@ def test_against_a_bot_the_learners_seat_steps_as_the_thread_forward(lib):
     np.testing.assert_array_equal(fused.state[:, 0::AGENTS], state[:, 0::AGENTS])
     np.testing.assert_array_equal(fused.state[:, 1::AGENTS], before[:, 1::AGENTS])  # the bot's rows: untouched
     assert len(np.unique(thread_actions[0::AGENTS])) > 1 and not np.array_equal(fused.state, before)
+
+
+def test_each_launch_leaves_the_games_obs_and_slots_where_the_cpu_games_are(lib):
+    """match_play_kernel a step a launch (partial blocks of 4 games): after each launch game_obs holds every
+    seat's obs of a CPU batch of the same Pong games fed the actions it played, so the next launch carries on
+    from the games' real positions (the obs and slots written back at a launch's end)."""
+    config = Config.of(load_config("pong", {"env": {"points": 1}}))
+    a, b = random_policy(1, "a"), random_policy(2, "b", scale=1.5)
+    games, seed = 7, 4
+    fused = EmulatedMatches(lib, [a, b], [-1], [1], games, seed=seed)
+    batch = games_batch(config, games, pong_bot=0)
+    try:
+        batch.reset((np.uint64(seed) << np.uint64(32)) + np.arange(games, dtype=np.uint64), None)
+        assert np.array_equal(fused.game_obs, batch.obs)
+        start = fused.game_obs.copy()
+        for step in range(6):
+            fused.play(step, 1, False, 4, 2)
+            batch.step(fused.actions.reshape(games, AGENTS).astype(np.int64))
+            assert not (batch.terminated | batch.truncated).any()
+            assert np.array_equal(fused.game_obs, batch.obs), step
+        assert not np.array_equal(fused.game_obs, start) and len(np.unique(fused.actions)) > 1
+    finally:
+        batch.close()
