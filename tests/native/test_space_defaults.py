@@ -47,6 +47,8 @@ def test_an_env_file_that_declares_only_the_contracts_sizes_gets_spaces_defaults
     assert (sp.action_low.tolist(), sp.action_high.tolist()) == ([0.0], [3.0])
     assert sp.obs_shape == (3,) and sp.obs_dtype == np.float32 and sp.state_size == -1
     assert (sp.obs_low == -np.inf).all() and (sp.obs_high == np.inf).all()
+    # without AGENT_SPACES every agent has the env's spaces: its Discrete count, its obs size
+    assert (env.lib.fv_agent_action_size(0), env.lib.fv_agent_obs_size(0)) == (4, 3)
     batch = cpu.CpuBatch(env, 2, native.AUTORESET_CODES["NextStep"], None)
     batch.reset(np.arange(2, dtype=np.uint64), None)
     np.testing.assert_array_equal(batch.obs.reshape(2, 3), [[0.0, -1.5, -3.0]] * 2)  # float32, not bytes
@@ -56,6 +58,9 @@ def test_an_env_file_that_declares_only_the_contracts_sizes_gets_spaces_defaults
 
 
 def test_box_and_multi_discrete_envs_declare_no_discrete_count():
-    """Their NUM_ACTIONS left to spaces.h: 0, which the trainers and checkpoints read as no Discrete head."""
-    for name, defines in (("box_open.h", ()), ("box_point.h", ()), ("multi_discrete.h", (("AGENTS", 2),))):
-        assert cpu.load(ENVS_DIR / name, defines).num_actions == 0, name
+    """Their NUM_ACTIONS left to spaces.h: 0, which the trainers and checkpoints read as no Discrete head; each
+    agent's action size (without AGENT_SPACES) is then its ACTION_DIMS values."""
+    for name, defines, dims in (("box_open.h", (), 4), ("box_point.h", (), 2),
+                                ("multi_discrete.h", (("AGENTS", 2),), 2)):
+        env = cpu.load(ENVS_DIR / name, defines)
+        assert env.num_actions == 0 and env.lib.fv_agent_action_size(0) == dims, name
