@@ -71,7 +71,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/wrappers/torch.py": _ADAPTER_TESTS,
     "fastvec/native/batch.h": ["tests/native/test_autoreset.py", "tests/native/test_cpu_batch_inputs.py",
                                "tests/native/test_rules.py", "tests/native/test_cartpole.py",
-                               "tests/native/test_cpu_speed_paths.py", _CONTRACTS,
+                               "tests/native/test_cpu_speed_paths.py", "tests/native/test_space_defaults.py",
+                               _CONTRACTS,
                                "tests/smax/test_smax_env.py::"
                                "test_a_reset_refreshes_the_masks_and_world_state_of_exactly_the_reset_envs",
                                "-k", _NOT_SLOW],
