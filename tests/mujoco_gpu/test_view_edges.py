@@ -59,12 +59,14 @@ def reader(tmp_path_factory):
     return reads
 
 
-# A model with sites and tendons, and one without either (a field read through another's scratch of a size-0
-# field then reads an entry the probe never fills).
-MODELS = [dict(nq=2, nv=2, nu=1, nbody=3, nsite=2, ntendon=2), dict(nq=2, nv=2, nu=1, nbody=3, nsite=0, ntendon=0)]
+# A model with every field, and models with no sites and tendons, no velocities, no bodies: a field read through
+# the scratch of a field of size 0 reads an entry the probe never fills, which tells the read apart.
+MODELS = [dict(nq=2, nv=2, nu=1, nbody=3, nsite=2, ntendon=2), dict(nq=2, nv=2, nu=1, nbody=3, nsite=0, ntendon=0),
+          dict(nq=2, nv=0, nu=1, nbody=3, nsite=2, ntendon=2), dict(nq=2, nv=2, nu=1, nbody=0, nsite=2, ntendon=2)]
+IDS = ["every_field", "no_sites_or_tendons", "no_velocities", "no_bodies"]
 
 
-@pytest.mark.parametrize("sizes", MODELS, ids=["sites_and_tendons", "neither"])
+@pytest.mark.parametrize("sizes", MODELS, ids=IDS)
 def test_the_forward_probe_sees_a_read_of_each_forward_field_at_its_first_and_last_entry(reader, sizes):
     """Each field MuJoCo's forward computes, read at its first and at its last entry, makes the probe say the
     task reads the forward; qpos and qvel alone do not."""
@@ -77,7 +79,7 @@ def test_the_forward_probe_sees_a_read_of_each_forward_field_at_its_first_and_la
             assert reader(sizes, name, entry) == 1, (name, entry)
 
 
-@pytest.mark.parametrize("sizes", MODELS, ids=["sites_and_tendons", "neither"])
+@pytest.mark.parametrize("sizes", MODELS, ids=IDS)
 def test_the_forward_probe_takes_a_read_of_the_controls_for_no_read_of_the_forward(reader, sizes):
     """ctrl is state the forward does not compute (MuJoCo Warp's reset leaves it 0): a task whose observation reads
     it needs no forward after a reset."""
