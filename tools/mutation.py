@@ -163,7 +163,8 @@ TARGETS: dict[str, list[str]] = {
                               "-k", "not gpu_env_module"],
     "fastvec/native/smax_units.h": ["tests/smax/test_smax_units.py"],
     **{f"fastvec/native/mujoco/{name}.c": ["tests/mujoco/test_task_resets_and_model_checks.py",
-                                           "tests/mujoco/test_exactness.py", "-k", task]
+                                           "tests/mujoco/test_exactness.py", "tests/mujoco/test_mujoco_edges.py",
+                                           "-k", task]
        for name, task in (("ant", "Ant"), ("half_cheetah", "HalfCheetah"), ("hopper", "Hopper"),
                           ("humanoid", "Humanoid and not Standup"), ("humanoid_standup", "HumanoidStandup"),
                           ("inverted_double_pendulum", "InvertedDoublePendulum"),

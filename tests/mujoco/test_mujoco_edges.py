@@ -55,3 +55,49 @@ def test_mujoco_threads_below_one_step_on_the_caller_alone():
     proc = subprocess.run([sys.executable, "-c", THREAD_COUNTS], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split("\n")[-2] == "[0, 0, 0, 2]"
+
+
+# task, keyword, the qpos entry it bounds, its default range: Gymnasium's health checks (Ant's inclusive, the
+# others' strict), each end tested at one step's own value, one ulp inside it and one ulp outside it.
+HEALTH_EDGES = [("Ant", "healthy_z_range", 2, (0.2, 1.0)), ("Humanoid", "healthy_z_range", 2, (1.0, 2.0)),
+                ("Walker2d", "healthy_z_range", 1, (0.8, 2.0)), ("Walker2d", "healthy_angle_range", 2, (-1.0, 1.0)),
+                ("Hopper", "healthy_z_range", 1, (0.7, float("inf"))),
+                ("Hopper", "healthy_angle_range", 2, (-0.2, 0.2))]
+
+
+@pytest.mark.parametrize("task,keyword,entry,default", HEALTH_EDGES,
+                         ids=[f"{t}-{k}" for t, k, _, _ in HEALTH_EDGES])
+def test_a_health_range_end_at_exactly_the_steps_value_ends_the_episode_as_gymnasiums(task, keyword, entry, default):
+    """A health range whose low or high end is exactly the bounded value after one step (or one ulp inside or
+    outside it) terminates, and pays the healthy reward, as Gymnasium's env given the same range."""
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
+
+    probe = gym.make(f"{task}-v5").unwrapped
+    probe.reset(seed=3)
+    start = np.concatenate([probe.data.qpos, probe.data.qvel])
+    action = np.random.default_rng(77201).uniform(-0.4, 0.4, probe.action_space.shape).astype(np.float32)
+    probe.step(action)
+    value = float(probe.data.qpos[entry])
+    assert default[0] < value < default[1]
+    ranges = []
+    for nudge in (-np.inf, None, np.inf):
+        at = value if nudge is None else float(np.nextafter(value, nudge))
+        ranges += [(at, default[1]), (default[0], at)]
+    ends = []
+    for health_range in ranges:
+        oracle = gym.make(f"{task}-v5", **{keyword: health_range}).unwrapped
+        oracle.reset(seed=3)
+        oracle.set_state(start[:oracle.model.nq], start[oracle.model.nq:])
+        want = oracle.step(action)
+        ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=1, **{keyword: health_range})
+        ours.reset(seed=3)
+        ours.set_state([0], start[None])
+        got = ours.step(action[None])
+        assert (bool(got[2][0]), got[1][0]) == (bool(want[2]), want[1]), health_range
+        ends.append(bool(want[2]))
+        ours.close()
+        oracle.close()
+    strict = task != "Ant"  # an end's own value is unhealthy in a strict range, healthy in Ant's
+    assert ends == [False, True, strict, strict, True, False]
