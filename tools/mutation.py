@@ -36,7 +36,8 @@ _ADAPTER_TESTS = ["tests/wrappers/test_integrations.py", "tests/wrappers/test_en
                   "-k", _NOT_SLOW + " and not rllib and not record_video"]
 TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
-                                     "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py"],
+                                     "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py",
+                                     "tests/trainer/test_policy_spec_checks.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
                                          "tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
                                          "tests/trainer/test_async.py", "tests/trainer/test_protocol.py",
@@ -240,6 +241,7 @@ TARGETS: dict[str, list[str]] = {
                                 "tests/trainer/test_loop_summary_edges.py", "-k", "not sweep"],
     "fastvec/trainer/run.py": ["tests/trainer/test_run_paths.py", "tests/trainer/test_evaluation_by_hand.py",
                                "tests/trainer/test_cli.py", "tests/trainer/test_run_closes_batches.py",
+                               "tests/trainer/test_blas_thread_limits.py",
                                "tests/trainer/test_trainer_heads.py", "-k",
                                "not dashboard and not learns and not plot"],
     "fastvec/trainer/run_dir.py": ["tests/trainer/test_run_dirs.py", "tests/trainer/test_reliability.py",

@@ -1,8 +1,10 @@
-/* selfplay_on_cpu.cpp: selfplay.cu's evaluation kernels (match_reset, match_stage, match_play) and the thread
- * forward they must equal (pool_forward_kernel) built for the CPU, for tests/emulation/test_selfplay_kernels.py,
- * on cuda_on_cpu.h's threads. ENV names the env file; MATCH_PARTS the test's copy of selfplay.cu (which includes
+/* selfplay_on_cpu.cpp: selfplay.cu's evaluation kernels (match_reset, match_stage, match_play), the thread
+ * forward they must equal (pool_forward_kernel) and rollout_common.cu's step_slices built for the CPU, for
+ * tests/emulation/test_selfplay_kernels.py, on cuda_on_cpu.h's threads. ENV names the env file; MATCH_PARTS the test's copy of selfplay.cu (which includes
  * rollout_common.cu's thread forward) with its dynamic shared memory declared as statics. */
 #include "cuda_on_cpu.h"
+
+#include <vector>
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __ldcg(p) (*(p))
@@ -88,5 +90,28 @@ void emu_pool_forward(int rows, int per_game, const float* weights, long long st
                       const OBS_T* game_obs, const float* starts, float* state, int* actions, unsigned long long key,
                       long long t) {
     emu_pool_forward_mode(rows, per_game, weights, stride, game_weights, game_obs, starts, state, actions, key, t, 0);
+}
+
+/* rollout_common.cu's step_slices of step t for a rollout slot of R rows and horizon T (buffers of their documented
+ * sizes): out[] = each slice's offset in elements from its buffer's start, in StepSlices' order (obs and obs_next
+ * in floats, as step_obs counts; state_out: 0 for a.state, 1 for a.last_state), masks last (-1: NULL). */
+void emu_step_slices(int R, int T, int t, long long* out) {
+    std::vector<float> obs((size_t)(T + 1) * R * OBS_SIZE), starts((size_t)(T + 1) * R), per_step((size_t)T * R * 5);
+    std::vector<int> actions((size_t)T * R);
+    float state[1], last_state[1];
+    RolloutArgs a = {};
+    a.obs = reinterpret_cast<OBS_T*>(obs.data()), a.starts = starts.data(), a.actions = actions.data();
+    a.logp = per_step.data(), a.values = a.logp + T * R, a.rewards = a.values + T * R, a.dones = a.rewards + T * R;
+    a.state = state, a.last_state = last_state, a.R = R, a.T = T;
+    StepSlices s = step_slices(a, t);
+    const float* obs0 = obs.data();
+    out[0] = reinterpret_cast<const float*>(s.obs) - obs0;
+    out[1] = s.starts - a.starts;
+    out[2] = s.state_out == a.last_state ? 1 : s.state_out == a.state ? 0 : -1;
+    out[3] = reinterpret_cast<const float*>(s.obs_next) - obs0;
+    out[4] = s.actions - a.actions;
+    out[5] = s.logp - a.logp, out[6] = s.values - a.values, out[7] = s.rewards - a.rewards;
+    out[8] = s.dones - a.dones, out[9] = s.starts_next - a.starts;
+    out[10] = s.masks ? 0 : -1;
 }
 }

@@ -352,3 +352,16 @@ def test_each_launch_leaves_the_games_obs_and_slots_where_the_cpu_games_are(lib)
         assert not np.array_equal(fused.game_obs, start) and len(np.unique(fused.actions)) > 1
     finally:
         batch.close()
+
+
+@pytest.mark.parametrize("rows,horizon,t", [(5, 4, 0), (5, 4, 1), (5, 4, 3), (5, 4, 4), (1, 1, 0), (1, 1, 1)])
+def test_step_slices_are_step_ts_rows_of_the_rollout_slots_buffers(lib, rows, horizon, t):
+    """rollout_common.cu's step_slices (the self-play step's and the fused rollouts' slices): step t's obs at float
+    t * R * O of the (T + 1, R, O) obs buffer and its start flags at t * R of (T + 1, R); the env step's next obs
+    and start flags a step later; actions, logp, values, rewards and dones at t * R of their (T, R) buffers; the
+    state written to the live state, except at the bootstrap step t = T (last_state); no masks."""
+    out = np.zeros(11, np.int64)
+    lib.emu_step_slices(rows, horizon, t, _p(out))
+    o = SPEC.obs_size
+    assert out.tolist() == [t * rows * o, t * rows, int(t == horizon), (t + 1) * rows * o, t * rows, t * rows,
+                            t * rows, t * rows, t * rows, (t + 1) * rows, -1]

@@ -1,9 +1,15 @@
-"""The summary of a resumed run with nothing left to train: no metrics, and no checkpoint of its own (it saved
-none; the one it resumed from stays as it was), which cli.py reports as nothing to do."""
+"""The training loop's edges around its checkpoints: the summary of a resumed run with nothing left to train (no
+metrics, and no checkpoint of its own: the one it resumed from stays as it was, and cli.py says nothing to do),
+and the checkpoint a stop saves, which stays when a later one is written (never one of the replaceable)."""
 
 from __future__ import annotations
 
-from fastvec.trainer import run
+import os
+import signal
+
+from test_loop_by_clock import STEPS, scripted
+
+from fastvec.trainer import checkpoint, loop, run
 from fastvec.trainer.config import load_config
 
 TINY = {"env": {"num_envs": 4}, "policy": {"kind": "mlp", "hidden": 8, "layers": 1},
@@ -20,3 +26,23 @@ def test_a_resumed_run_with_nothing_left_to_train_names_no_checkpoint_of_its_own
     assert again["update"] == 2 and again["metrics"] == {} and not again["interrupted"]
     assert again["checkpoint"] is None
     assert saved.read_bytes() == before
+
+
+def test_the_checkpoint_a_stop_saves_is_not_one_a_later_save_replaces(tmp_path, monkeypatch):
+    """SIGTERM in rollout 3: the stop saves update 2 (the update-0 checkpoint, taken for time alone, goes); that
+    checkpoint is a kept one, not replaceable, so a resumed run's own saves never remove it."""
+    trainer, _ = scripted(tmp_path, monkeypatch, updates=10, log_interval=0.0, checkpoint_interval=100)
+    rollout = trainer.rollout
+
+    def signalled(*args):
+        out = rollout(*args)
+        if trainer.global_step == 3 * STEPS:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return out
+    trainer.rollout = signalled
+    summary = loop.train_loop(trainer, 0.0, tmp_path / "run", resume=False, dashboard=False)
+    assert summary["interrupted"] and summary["saved_at_stop"] and summary["update"] == 2
+    folder = tmp_path / "run" / "checkpoints"
+    assert sorted(p.name for p in folder.iterdir()) == [checkpoint.checkpoint_name(2)]
+    meta, _ = checkpoint.load(summary["checkpoint"])
+    assert "replaceable" not in meta and checkpoint.replaceable_checkpoints(folder) == []
