@@ -101,3 +101,34 @@ def test_a_health_range_end_at_exactly_the_steps_value_ends_the_episode_as_gymna
         oracle.close()
     strict = task != "Ant"  # an end's own value is unhealthy in a strict range, healthy in Ant's
     assert ends == [False, True, strict, strict, True, False]
+
+
+@pytest.mark.parametrize("task", ["InvertedDoublePendulum"])
+def test_the_tip_at_exactly_height_one_ends_the_episode_as_gymnasiums(task, tmp_path):
+    """Gymnasium's InvertedDoublePendulum terminates when its first site's height y <= 1: Gymnasium's model with a
+    site fixed on the world at exactly z = 1 ends every episode at its first step (no survival bonus), one ulp
+    higher none."""
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
+    from fastvec.native.mujoco import model_path
+
+    source = open(model_path("inverted_double_pendulum.xml")).read()
+    ends, rewards = [], []
+    for z in (1.0, float(np.nextafter(1.0, 2.0))):
+        path = tmp_path / f"edge_{len(ends)}.xml"
+        path.write_text(source.replace("<worldbody>", f'<worldbody><site name="edge" pos="0 0 {z!r}"/>', 1))
+        oracle = gym.make(f"{task}-v5", xml_file=str(path)).unwrapped
+        ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=1, xml_file=str(path))
+        oracle.reset(seed=0)
+        ours.reset(seed=0)
+        ours.set_state([0], np.concatenate([oracle.data.qpos, oracle.data.qvel])[None])
+        action = np.array([0.3], np.float32)
+        want = oracle.step(action)
+        got = ours.step(action[None])
+        assert (bool(got[2][0]), got[1][0]) == (bool(want[2]), want[1]), z
+        ends.append(bool(want[2]))
+        rewards.append(got[4]["reward_survive"][0])
+        oracle.close()
+        ours.close()
+    assert ends == [True, False] and rewards == [0.0, 10.0]
