@@ -39,7 +39,8 @@ TARGETS: dict[str, list[str]] = {
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py",
                                      "tests/trainer/test_policy_spec_checks.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
-                                         "tests/trainer/test_numpy.py", "tests/trainer/test_bookkeeping.py",
+                                         "tests/trainer/test_numpy.py", "tests/trainer/test_numpy_minibatch_gradients.py",
+                                         "tests/trainer/test_bookkeeping.py",
                                          "tests/trainer/test_async.py", "tests/trainer/test_protocol.py",
                                          # the trainer's team (masks, world state, team returns) and prio paths
                                          "tests/trainer/test_teams.py::"
