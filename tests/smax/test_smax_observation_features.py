@@ -1,6 +1,6 @@
 """SMAX's per-agent observation written out by hand (jaxmarl's get_obs): each seen unit's health fraction, offset
 over the sight, previous move, previous action over its largest and clipped cooldown fraction, in the viewer's
-order (allies in index order, enemies in reverse), and the own features; and the attack actions' masks."""
+order (allies in index order, enemies in reverse), and the own features; the attack actions' masks and targets."""
 
 import numpy as np
 import pytest
@@ -97,3 +97,27 @@ def test_an_attack_is_available_only_on_a_living_enemy_strictly_within_range(edg
     assert mask[0].tolist() == [1, 1, 1, 1, 1, int(available), 0, 0, 0, 0, 0]
     assert mask[5].tolist() == [1, 1, 1, 1, 1, 0, 0, 0, 0, int(available), 0]
     assert mask[1].tolist() == [0, 0, 0, 0, 1] + [0] * 6  # a dead agent: stop alone
+
+
+def test_attack_actions_target_enemies_in_order_and_allies_from_the_last_and_actions_past_a_space_stop():
+    """5m_vs_6m with every unit an agent: ally 1's action 7 hits enemy 2 (unit 7), enemy 1's action 8 hits ally 1
+    (an enemy's attack k is on ally 4 - k); enemy 0's action 10, past its own Discrete(10) (the batch's rows are
+    Discrete(11), the allies'), is taken as stop: it stays put and records no attack."""
+    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines("5m_vs_6m").items()))
+    batch = cpu.CpuBatch(env, 1, DISABLED, TIME_LIMIT)
+    batch.reset(np.zeros(1, np.uint64), None)
+    state = batch.get_state()[0]
+    units = state[: 8 * N].reshape(N, 8)
+    units[:] = 0.0
+    units[:, :2] = 1.0
+    for u, (x, y) in {1: (12.0, 16.0), 2: (12.0, 12.0), 5: (14.0, 12.0), 6: (14.0, 16.0), 7: (12.0, 19.0)}.items():
+        units[u, :5] = x, y, HEALTH, 0.0, 1.0
+    state[8 * N: 16 * N] = 2 * DT
+    batch.set_state(None, state[None])
+    actions = np.full((1, N, 1), STOP, np.int64)
+    actions[0, 1, 0], actions[0, 6, 0], actions[0, 5, 0] = 7, 8, 10
+    batch.step(actions)
+    after = batch.get_state()[0, : 8 * N].reshape(N, 8)
+    np.testing.assert_array_equal(after[[1, 2, 5, 6, 7], 2], [36.0, 45.0, 45.0, 45.0, 36.0])
+    assert after[5, :2].tolist() == [14.0, 12.0] and after[5, 5:].tolist() == [0.0, 0.0, 0.0]
+    assert after[1, 7] == 7 and after[6, 7] == 8
