@@ -132,3 +132,34 @@ def test_the_tip_at_exactly_height_one_ends_the_episode_as_gymnasiums(task, tmp_
         oracle.close()
         ours.close()
     assert ends == [True, False] and rewards == [0.0, 10.0]
+
+
+def test_only_the_ended_envs_own_actions_are_exempt_from_the_finite_check():
+    """Next-step autoreset over a task of two actuators: env 1, whose episode ended last step, is reset instead of
+    stepped, so both of its actions (flat indices 2 and 3) may be NaN; a NaN of any other env is refused with its env
+    and dimension, nothing stepped."""
+    from fastvec.native.mujoco import ActionError, MujocoBatch
+
+    n, limit = 8, 3
+    batch = MujocoBatch("Reacher", n, max_episode_steps=limit)
+    batch.reset(np.arange(n, dtype=np.uint64))
+    zeros = np.zeros((n, 2))
+    batch.step(zeros)
+    batch.step(zeros)
+    batch.reset(np.arange(n, dtype=np.uint64), np.arange(n) != 1)  # env 1 alone two steps into its episode
+    batch.step(zeros)
+    assert batch.truncated.tolist() == [i == 1 for i in range(n)]
+    before = batch.get_state()
+    for env, dim in ((2, 1), (4, 0), (0, 1)):
+        bad = zeros.copy()
+        bad[1] = np.nan
+        bad[env, dim] = np.nan
+        with pytest.raises(ActionError, match=rf"env {env}, dimension {dim}"):
+            batch.step(bad)
+        np.testing.assert_array_equal(batch.get_state(), before)
+    bad = zeros.copy()
+    bad[1] = np.nan
+    batch.step(bad)
+    assert batch.was_reset.tolist() == [i == 1 for i in range(n)]
+    assert np.isfinite(batch.obs).all()
+    batch.close()

@@ -85,3 +85,24 @@ def test_the_forward_probe_takes_a_read_of_the_controls_for_no_read_of_the_forwa
     it needs no forward after a reset."""
     assert reader(sizes, "ctrl", 0) == 0
     assert reader(sizes, "ctrl", sizes["nu"] - 1) == 0
+
+
+@pytest.mark.parametrize("limit, truncated", [(1, [1, 1, 1]), (2, [0, 0, 1]), (0, [0, 0, 0]), (-1, [0, 0, 0])])
+def test_the_views_bookkeeping_truncates_at_a_step_limit_of_one_and_never_without_one(limit, truncated):
+    """fv_mjv_book (next-step autoreset) over three running worlds at their first, first and seventh step: a step
+    limit of 1 truncates every one, a limit of 2 only the world past it, and a limit of 0 or below (none) no world,
+    however long its episode."""
+    from test_view_builds import HostViews
+
+    views = HostViews("Hopper", 3)
+    views.buf["terminated"][:] = 0
+    views.buf["resetting"][:] = 0
+    views.buf["elapsed"][:] = [0, 0, 6]
+    out = {k: np.full(3, 9, np.uint8) for k in ("out_terminated", "out_truncated", "out_was_reset", "out_unstable")}
+    for k, v in out.items():
+        setattr(views.job, k, v.ctypes.data)
+    views.job.reset_now = views.buf["mask"].ctypes.data
+    views.job.same_step, views.job.max_episode_steps = 0, limit
+    views.run("fv_mjv_book")
+    assert out["out_truncated"].tolist() == truncated and out["out_terminated"].tolist() == [0, 0, 0]
+    assert views.buf["needs_reset"].tolist() == truncated and views.buf["elapsed"].tolist() == [1, 1, 7]
