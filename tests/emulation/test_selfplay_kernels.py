@@ -365,3 +365,58 @@ def test_step_slices_are_step_ts_rows_of_the_rollout_slots_buffers(lib, rows, ho
     o = SPEC.obs_size
     assert out.tolist() == [t * rows * o, t * rows, int(t == horizon), (t + 1) * rows * o, t * rows, t * rows,
                             t * rows, t * rows, t * rows, (t + 1) * rows, -1]
+
+
+def test_the_thread_kernels_cover_every_block_of_games(lib):
+    """Over more games than one block of each launch holds (match_reset_kernel and selfplay_step_kernel 256
+    threads a block, pool_forward_kernel 128 rows): every game is reset as the CPU batch's, every row's thread
+    forward equals match_play_kernel's step and every game is stepped as the CPU batch fed the same actions."""
+    n, a_count = 300, 3
+    a, b = random_policy(1, "a"), random_policy(2, "b", scale=1.5)
+    fused = EmulatedMatches(lib, [a, b], [-1], [1], n, seed=6)  # match_reset_kernel over n games
+    batch = games_batch(Config.of(load_config("pong", {"env": {"points": 1}})), n, pong_bot=0)
+    try:
+        seeds = (np.uint64(6) << np.uint64(32)) + np.arange(n, dtype=np.uint64)
+        batch.reset(seeds, None)
+        assert np.array_equal(fused.game_obs, batch.obs) and len({o.tobytes() for o in batch.obs}) > n // 2
+        thread_state, thread_actions = fused.state.copy(), np.zeros_like(fused.actions)
+        lib.emu_pool_forward(n * AGENTS, AGENTS, _p(fused.weights), ctypes.c_int64(fused.weights.shape[1]),
+                             _p(fused.game_weights), _p(fused.game_obs), _p(fused.starts.copy()), _p(thread_state),
+                             _p(thread_actions), ctypes.c_uint64(fused.key), ctypes.c_int64(0))
+        fused.play(0, 1, False, 4, 2)
+        np.testing.assert_array_equal(thread_actions, fused.actions)
+        np.testing.assert_array_equal(thread_state, fused.state)
+
+        # selfplay_step_kernel: the learner's seat (g + 1) % 2 draws from random decoder rows, the other seat
+        # plays the given opponent action
+        rng, key, (_, pool_key) = np.random.default_rng(8), ref.sampling_key(2), selfplay_keys(ref.sampling_key(2))
+        slots, game_obs = np.zeros((n, lib.emu_slot_size()), np.uint8), np.zeros((n, AGENTS, 8), np.float32)
+        lib.emu_match_reset(n, _p(slots), _p(seeds), _p(np.full(n, -1, np.int32)), _p(game_obs))
+        batch.reset(seeds, None)
+        learner = (np.arange(n) + 1) % AGENTS
+        scalars = np.zeros((), SCALARS_DTYPE)
+        final_obs, terminated, truncated = np.zeros((n, AGENTS, 8), np.float32), *np.zeros((2, n), np.uint8)
+        ep_return, ep_length = np.zeros((n, AGENTS), np.float32), np.zeros(n, np.int32)
+        ep_stats = np.zeros((n, 8), np.float32)
+        episode_acc, selfplay_acc = np.zeros(3 + 8 + AGENTS), np.zeros(2)
+        obs, starts = np.zeros((2, n, 8), np.float32), np.zeros((2, n), np.float32)
+        actions, logp, values, rewards, dones = (np.zeros(n, t) for t in (np.int32, *[np.float32] * 4))
+        opp_starts, game_weights = np.zeros(n, np.float32), np.full(n, -1, np.int32)
+        table = np.array([1, np.float32(0.5).view(np.int32), 0, 99], np.int32)
+        for step in range(3):
+            scalars["rollout_steps"] = step
+            y = (rng.standard_normal((n, a_count + 1)) * 2).astype(np.float32)
+            opp = rng.integers(0, a_count, n).astype(np.int32)
+            lib.emu_selfplay_step(
+                n, _p(y), None, _p(slots), _p(final_obs), _p(terminated), _p(truncated), _p(ep_return),
+                _p(ep_length), _p(ep_stats), _p(episode_acc), _p(np.frombuffer(scalars.tobytes(), np.uint8).copy()),
+                ctypes.c_uint64(key), 0, _p(obs), _p(starts), _p(actions), _p(logp), _p(values),
+                _p(rewards), _p(dones), _p(game_obs), _p(opp), _p(opp_starts), _p(game_weights), _p(table),
+                _p(selfplay_acc), ctypes.c_uint64(pool_key), 1)
+            want, _ = ref.sample_actions(y[:, :a_count], ref.policy_uniforms(key, n, step))
+            assert np.array_equal(actions, want), step
+            batch.step(np.where(np.arange(AGENTS)[None] == learner[:, None], want[:, None], opp[:, None]))
+            assert np.array_equal(game_obs, batch.obs), step
+            assert np.array_equal(obs[1], batch.obs[np.arange(n), learner]), step
+    finally:
+        batch.close()
