@@ -163,3 +163,36 @@ def test_only_the_ended_envs_own_actions_are_exempt_from_the_finite_check():
     assert batch.was_reset.tolist() == [i == 1 for i in range(n)]
     assert np.isfinite(batch.obs).all()
     batch.close()
+
+
+RK4_SPRING = ('<mujoco><option integrator="RK4" timestep="0.01" gravity="0 0 0"/><worldbody><body>'
+              '<joint name="j" type="slide" axis="1 0 0" stiffness="1e300"/>'
+              '<geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/></body></worldbody>'
+              '<actuator><motor joint="j"/></actuator></mujoco>')
+
+
+def test_a_velocity_that_overflows_without_a_mujoco_warning_is_unstable(tmp_path):
+    """MuJoCo checks qpos, qvel and qacc before the physics, not RK4's inner stages: a slide on a spring of stiffness
+    1e300 started at 0 with velocity 1e9 passes the checks, and its last stage's acceleration overflows, so the step
+    leaves qvel infinite and qpos finite with no warning raised (libmujoco's own step shows it). The batch still ends
+    the episode as unstable: its qvel is not finite."""
+    import mujoco
+
+    from fastvec.native.mujoco import MujocoBatch
+
+    path = tmp_path / "rk4_spring.xml"
+    path.write_text(RK4_SPRING)
+    model = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(model)
+    data.qvel[0] = 1e9
+    mujoco.mj_step(model, data)
+    assert np.isfinite(data.qpos).all() and np.isinf(data.qvel).all()
+    assert [w.number for w in data.warning] == [0] * len(data.warning)
+    batch = MujocoBatch("InvertedPendulum", 2, xml_file=str(path), frame_skip=1)
+    batch.reset(np.array([0, 1], np.uint64))
+    batch.set_state([0, 1], np.array([[0.0, 1e9], [0.0, 0.0]]))
+    batch.step(np.zeros((2, 1)))
+    state = batch.get_state()
+    np.testing.assert_array_equal(state[0], [data.qpos[0], data.qvel[0]])
+    assert batch.unstable.tolist() == [True, False] and batch.terminated.tolist() == [True, False]
+    batch.close()
