@@ -196,3 +196,32 @@ def test_a_velocity_that_overflows_without_a_mujoco_warning_is_unstable(tmp_path
     np.testing.assert_array_equal(state[0], [data.qpos[0], data.qvel[0]])
     assert batch.unstable.tolist() == [True, False] and batch.terminated.tolist() == [True, False]
     batch.close()
+
+
+@pytest.mark.parametrize("task", ["Reacher"])
+def test_the_arms_reset_noise_is_centred_on_the_models_reference_positions_as_gymnasiums(task, tmp_path):
+    """Gymnasium's Reacher resets qpos to init_qpos (the model's qpos0) + U(-0.1, 0.1): in a user's model whose arm
+    joints start at reference positions 0.5 and -0.7, every env's arm angles lie within 0.1 of them (Gymnasium's
+    own reset too), and the goal is drawn in the disc of radius 0.2 whatever the target joints' references."""
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
+    from fastvec.native.mujoco import model_path
+
+    text = open(model_path("reacher.xml")).read()
+    for joint, ref in (("joint0", 0.5), ("joint1", -0.7)):
+        assert text.count(f'name="{joint}"') == 1
+        text = text.replace(f'name="{joint}"', f'name="{joint}" ref="{ref}"')
+    path = tmp_path / "reacher_ref.xml"
+    path.write_text(text)
+    ref = gym.make(f"{task}-v5", xml_file=str(path)).unwrapped
+    ref.reset(seed=1)
+    assert ref.model.qpos0[:2].tolist() == [0.5, -0.7] and np.abs(ref.data.qpos[:2] - [0.5, -0.7]).max() <= 0.1
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=64, xml_file=str(path))
+    ours.reset(seed=1)
+    arm = ours.get_state()[:, :2] - [0.5, -0.7]
+    assert np.abs(arm).max() <= 0.1 and arm.std(axis=0).min() > 0.03
+    goal = ours.get_state()[:, 2:4]
+    assert (np.hypot(goal[:, 0], goal[:, 1]) < 0.2).all()
+    ours.close()
+    ref.close()
