@@ -1,5 +1,6 @@
-"""distributed.py's edges: a single process's whole Launch (local rank 0 too: the GPU it pins), and a launcher
-whose work directory is gone when it cleans up still raises its own error (not the cleanup's)."""
+"""distributed.py's edges: a single process's whole Launch (local rank 0 too: the GPU it pins), a launcher whose
+work directory is gone when it cleans up still raises its own error (not the cleanup's), and only rank 0's
+standard output reaches the terminal."""
 
 from __future__ import annotations
 
@@ -34,3 +35,25 @@ def test_a_work_directory_gone_before_cleanup_leaves_the_launchers_own_error(sta
     monkeypatch.setattr(distributed, "_wait", wait_then_lose_the_directory)
     with pytest.raises(distributed.DistributedError, match="rank 0 finished without writing its summary"):
         run.train(load_config("cartpole", {"train": {"gpus": 2}}), stand_in_ranks / "run", dashboard=False)
+
+
+LOUD_RANKS = """
+_quiet_train = run.train_one_process
+def _loud_train(config, run_dir, resume, dashboard):
+    print(f"the progress of rank {os.environ['RANK']}", flush=True)
+    return _quiet_train(config, run_dir, resume, dashboard)
+run.train_one_process = _loud_train
+"""
+
+
+def test_rank_0_alone_prints_to_the_terminal(stand_in_ranks, capfd):  # noqa: F811
+    """--train.gpus=2: rank 0's standard output (the progress, the summary) reaches the launcher's; the other
+    ranks', the same lines again, go nowhere."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import load_config
+
+    with open(stand_in_ranks / "site" / "sitecustomize.py", "a") as f:
+        f.write(LOUD_RANKS)
+    run.train(load_config("cartpole", {"train": {"gpus": 2}}), stand_in_ranks / "run", dashboard=False)
+    out = capfd.readouterr().out
+    assert "the progress of rank 0" in out and "the progress of rank 1" not in out
