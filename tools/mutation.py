@@ -233,6 +233,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
                                  "tests/trainer/test_reference_heads.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
+                                     "tests/trainer/test_reward_scaling_edges.py",
                                      "-k", "moments or scaling or normalised or norm_obs"],
     "fastvec/trainer/optimizers.py": ["tests/trainer/test_reference.py", "tests/trainer/test_optimizer_math.py"],
     "fastvec/trainer/loggers.py": ["tests/trainer/test_logger_fanout_and_trial_lines.py",
