@@ -31,11 +31,25 @@ def reader(tmp_path_factory):
     shipped = "FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); }"
     assert shipped in source
     fields = ", ".join(f"c->d->{name}" for name in FIELDS)
+    # p[3] != 0: the value read is taken as a flag, value < 0. p[2], where the read value goes: 0 obs[0] (observe), 1 info[0] (reset_values), 2 keep[0], 3 the last keep
+    # slot (before)
+    read = (f"static double read_field(fv_mj_ctx* c) {{ const float* fields[] = {{NULL, {fields}}};"
+            " int f = (int)c->p[0]; double v = f ? fields[f][(int)c->p[1]] : 0.0;"
+            " return c->p[3] != 0 ? (v < 0 ? 1.0 : 0.0) : v; }\n")
     observe = ("FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0);"
-               f" const float* fields[] = {{NULL, {fields}}};"
-               " int f = (int)c->p[0]; if (f) c->obs[0] = fields[f][(int)c->p[1]]; }")
+               " if (c->p[2] == 0) c->obs[0] = read_field(c); }")
     task = folder / "reader_task.c"
-    task.write_text(source.replace(shipped, observe))
+    hooks = {"FV_MJ_FN void before(fv_mj_ctx* c) { (void)c; }":
+             "FV_MJ_FN void before(fv_mj_ctx* c) { if (c->p[2] == 2) c->keep[0] = read_field(c);"
+             " if (c->p[2] == 3) c->keep[FV_MJ_KEEP - 1] = read_field(c); }",
+             "FV_MJ_FN void reset_values(fv_mj_ctx* c) { (void)c; }":
+             "FV_MJ_FN void reset_values(fv_mj_ctx* c) { if (c->p[2] == 1) c->info[0] = read_field(c); }"}
+    source = source.replace(shipped, observe).replace("enum { RESET_NOISE_SCALE };",
+                                                      "enum { RESET_NOISE_SCALE };\n" + read)
+    for shipped_hook, hook in hooks.items():
+        assert shipped_hook in source
+        source = source.replace(shipped_hook, hook)
+    task.write_text(source)
     proc = subprocess.run([*find_compiler(), *CXX_FLAGS, f'-DFV_MJ_TASK_FILE="{task}"', f"-I{HERE}",
                            str(HERE / "mj_view.cu"), "-o", str(folder / "view.so"), "-lm"], capture_output=True,
                           text=True)
@@ -45,12 +59,12 @@ def reader(tmp_path_factory):
                                                ctypes.c_int]
     keep = []
 
-    def reads(sizes: dict, field: str | None, entry: int) -> int:
+    def reads(sizes: dict, field: str | None, entry: int, where: int = 0, negative_flag: bool = False) -> int:
         mass = np.ones(sizes["nbody"])
         names = np.zeros(sizes["nbody"], np.uint8)  # every body's name empty
         model = ViewModel(sizes["nq"], sizes["nv"], sizes["nu"], sizes["nbody"], sizes["ntendon"], sizes["nsite"],
                           _Opt(0.02), mass.ctypes.data, names.ctypes.data)
-        p = np.array([0.0 if field is None else 1 + list(FIELDS).index(field), entry], np.float64)
+        p = np.array([0.0 if field is None else 1 + list(FIELDS).index(field), entry, where, negative_flag], np.float64)
         qpos0, qvel0 = np.zeros(sizes["nq"]), np.zeros(sizes["nv"] + 1)
         keep.append((mass, names, p, qpos0, qvel0))
         return lib.fv_mjv_reset_reads_forward(ctypes.byref(model), p.ctypes.data, qpos0.ctypes.data,
@@ -106,3 +120,19 @@ def test_the_views_bookkeeping_truncates_at_a_step_limit_of_one_and_never_withou
     views.run("fv_mjv_book")
     assert out["out_truncated"].tolist() == truncated and out["out_terminated"].tolist() == [0, 0, 0]
     assert views.buf["needs_reset"].tolist() == truncated and views.buf["elapsed"].tolist() == [1, 1, 7]
+
+
+@pytest.mark.parametrize("where", [0, 1, 2, 3], ids=["observation", "reset_info", "first_keep", "last_keep"])
+def test_the_forward_probe_sees_a_read_in_each_of_the_observation_the_reset_info_and_the_kept_values(reader, where):
+    """A forward field read by observe into the observation, by reset_values into the reset info, or by before into
+    the first or the last of its kept values: the probe compares every one of them and says the task reads the
+    forward."""
+    sizes = MODELS[0]
+    assert reader(sizes, "xpos", 0, where) == 1
+    assert reader(sizes, None, 0, where) == 0
+
+
+def test_the_forward_probe_sees_a_read_whose_flag_changes_only_between_its_two_numbers(reader):
+    """A task whose observation holds whether a body position is below 0: NaN and the probe's positive number both
+    give 0, its negative number 1, so only the probe's two numbers, compared with each other, show the read."""
+    assert reader(MODELS[0], "xpos", 0, negative_flag=True) == 1
