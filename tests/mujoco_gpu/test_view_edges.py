@@ -22,8 +22,8 @@ FIELDS = {"ctrl": lambda m: m["nu"], "xpos": lambda m: 3 * m["nbody"], "xipos": 
 
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
-    """fv_mjv_reset_reads_forward of InvertedPendulum's file whose observe also writes field p[0] (1-based in
-    FIELDS' order; 0: none) at entry p[1] into obs[0]."""
+    """fv_mjv_reset_reads_forward of InvertedPendulum's file whose hooks also write field p[0] (1-based in
+    FIELDS' order; 0: none) at entry p[1] into the output p[2] names."""
     from fastvec.native.cpu import find_compiler
 
     folder = tmp_path_factory.mktemp("view_reader")
@@ -31,8 +31,8 @@ def reader(tmp_path_factory):
     shipped = "FV_MJ_FN void observe(fv_mj_ctx* c) { fv_mj_obs_qpos_qvel(c, 0, 0.0); }"
     assert shipped in source
     fields = ", ".join(f"c->d->{name}" for name in FIELDS)
-    # p[3] != 0: the value read is taken as a flag, value < 0. p[2], where the read value goes: 0 obs[0] (observe), 1 info[0] (reset_values), 2 keep[0], 3 the last keep
-    # slot (before)
+    # p[2], where the value read goes: 0 obs[0] (observe), 1 info[0] (reset_values), 2 keep[0], 3 the last keep
+    # slot (before); p[3] != 0: the value read is taken as a flag, value < 0
     read = (f"static double read_field(fv_mj_ctx* c) {{ const float* fields[] = {{NULL, {fields}}};"
             " int f = (int)c->p[0]; double v = f ? fields[f][(int)c->p[1]] : 0.0;"
             " return c->p[3] != 0 ? (v < 0 ? 1.0 : 0.0) : v; }\n")
