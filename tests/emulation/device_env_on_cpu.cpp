@@ -2,29 +2,7 @@
  * env, its step outputs turned into host_record_kernel's inputs) built for the CPU with the trainer module's env
  * (ENV: the host stub a MuJoCo task's module compiles around), for tests/emulation/test_device_env_kernels.py on
  * cuda_on_cpu.h's threads, with device_envs.py's grids. */
-#include "cuda_on_cpu.h"
-
-#include <vector_types.h> /* uint4, as the trainer's cuda_bf16.h brings it */
-#define __constant__
-#define __launch_bounds__(...)
-#define __align__(n) __attribute__((aligned(n)))
-#define __ldcg(p) (*(p))
-static double atomicAdd(double* p, double v) {
-    std::lock_guard<std::mutex> lock(atomic_mutex);
-    double old = *p;
-    *p += v;
-    return old;
-}
-#define __CUDACC__ 1 /* the GPU branches of the env and batch files, as the trainer's module compiles them */
-#include ENV
-#include "batch.h"
-#undef __CUDACC__ /* the trainer's files take cuda_bf16.h's host build, as heads_on_cpu.cpp's do */
-#include "common.cu"
-#include "policy.cu"
-#include "ppo.cu"
-#include "heads.cu"
-#include "teams.cu"
-#include "rollout.cu"
+#include "rollout_on_cpu.h"
 
 extern "C" {
 void emu_device_env_actions(long long n, int dims, const float* actions, const float* low, const float* high,

@@ -8,19 +8,14 @@ import pytest
 from fastvec.native import NATIVE_DIR, cpu
 from fastvec.native.smax import TIME_LIMIT, scenario_defines
 
+# jaxmarl 0.2.0's smax_env.py defaults per type (marine, marauder, stalker, zealot, zergling, hydralisk)
+from test_smax_env import ATTACK, COOLDOWN, HEALTH, RADIUS, RANGE, SIGHT, VELOCITY  # noqa: E402, I001
+
 DISABLED = 2  # batch.h's FV_DISABLED: the test resets itself
 DT = 1 / 16
 N, ALLIES = 10, 5  # smacv2_5_units
 TYPE_OFFSET = (8 + 8) * N  # the units' values and the world steps' cooldown draws come first
 OWN = 13 * (N - 1)  # a unit's own features follow its 13 per other unit
-# jaxmarl 0.2.0's smax_env.py defaults per type: marine, marauder, stalker, zealot, zergling, hydralisk
-VELOCITY = [3.15, 2.25, 4.13, 3.15, 4.13, 3.15]
-ATTACK = [9.0, 10.0, 13.0, 8.0, 5.0, 12.0]
-RANGE = [5.0, 6.0, 6.0, 2.0, 2.0, 5.0]
-SIGHT = [9.0, 10.0, 10.0, 9.0, 8.0, 9.0]
-RADIUS = [0.375, 0.5625, 0.625, 0.5, 0.375, 0.625]
-HEALTH = [45.0, 125.0, 160.0, 150.0, 35.0, 80.0]
-COOLDOWN = [0.61, 1.07, 1.87, 0.86, 0.5, 0.59]
 # each type against one of another type (so a table read for the wrong unit shows)
 PAIRS = [(0, 1), (1, 4), (2, 0), (3, 5), (4, 2), (5, 3)]
 
