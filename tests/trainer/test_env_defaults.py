@@ -168,3 +168,25 @@ def test_wandb_mode_defaults_to_the_wandb_mode_environment_variable(tmp_path, mo
     RunLoggers(load_config("cartpole", {"train": {"wandb_project": "p", "wandb_mode": "offline"}}), tmp_path / "b",
                resume=False)
     assert calls[-1]["mode"] == "offline"  # a mode given in the config is the run's
+
+
+@pytest.mark.parametrize("kind,where", [("float", "no OBS_T in continuous_env.h"),
+                                        ("byte", "OBS_T unsigned char in grid.h")])
+def test_the_first_start_up_line_names_the_observations_in_the_singular_and_who_declares_them(kind, where, tmp_path):
+    path = CONTINUOUS if kind == "float" else byte_env(tmp_path)
+    config = load_config(str(path))
+    first = env_defaults.describe(config, declared_by_env(config["env"]["name"], config["env"]))[0]
+    actions = ("continuous actions (ACTION_SPACE FV_BOX in continuous_env.h)" if kind == "float"
+               else "discrete actions (NUM_ACTIONS in grid.h)")
+    assert first.startswith(f"{path.name} declares {actions} and {kind} observations ({where}): the ")
+
+
+def test_a_gymnasium_ids_start_up_line_names_its_spaces():
+    if "fastvec-tests/ByteObs-v0" not in gymnasium.registry:
+        gymnasium.register("fastvec-tests/ByteObs-v0", entry_point=ByteObsEnv, reward_threshold=3.0)
+    config = load_config("gym:fastvec-tests/ByteObs-v0")
+    first = env_defaults.describe(config, declared_by_env(config["env"]["name"], config["env"]))[0]
+    assert first == ("gym:fastvec-tests/ByteObs-v0 declares discrete actions (fastvec-tests/ByteObs-v0's action "
+                     "space Discrete(2)) and byte observations (fastvec-tests/ByteObs-v0's observation space of "
+                     "uint8): the bytes settings of fastvec/configs/breakout-minatar.toml, a wide MLP over many "
+                     "envs:")

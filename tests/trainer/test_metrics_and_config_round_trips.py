@@ -153,3 +153,17 @@ def test_fastvec_plot_failures_are_one_line_with_exit_status_2(tmp_path, capsys,
     assert plot.main([str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err == ("fastvec-plot: error: fastvec-plot needs matplotlib: pip install "
                                        "'fastvec[plot]'\n")
+
+
+def test_plot_of_several_runs_is_titled_with_the_first_runs_last_row_whatever_the_others_logged(tmp_path, monkeypatch):
+    """The title names the first run and its latest steps and SPS: a later run with nothing logged yet leaves it,
+    and a first run with nothing logged is titled with 0 steps though a later run has rows."""
+    rows = [{"global_step": 64, "time": 1.0, "sps": 64.0, "episode_return": 1.0},
+            {"global_step": 128, "time": 2.0, "sps": 2500.6, "episode_return": 2.0}]
+    (tmp_path / "one").mkdir()
+    fig, _ = plotted(tmp_path / "one", monkeypatch, {"logged": rows, "fresh": []})
+    assert fig._suptitle.get_text() == f"{tmp_path / 'one' / 'logged'}  (128 steps, 2,501 SPS)"
+    (tmp_path / "two").mkdir()
+    fig, _ = plotted(tmp_path / "two", monkeypatch, {"fresh": [], "middle": rows[:1], "logged": rows})
+    assert fig._suptitle.get_text() == f"{tmp_path / 'two' / 'fresh'}  (0 steps, 0 SPS)"
+    assert [len(ax.get_lines()) for ax in fig.axes] == [2, 2]  # the runs with rows are drawn all the same

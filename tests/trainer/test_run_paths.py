@@ -254,3 +254,27 @@ def test_a_recording_of_a_two_agent_game_plays_both_seats(tmp_path, monkeypatch)
                               True)
     assert len(iio.imread(path, index=None)) == 4  # the reset's frame and 3 steps' (no point is over that soon)
     assert [starts.tolist() for starts, _ in calls] == [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("cuda_module,refusal", [
+    (None, "train.device=cuda: this fastvec has no CUDA trainer; use --train.device=cpu"),
+    ("here, no GPU", "train.device=cuda: the CUDA trainer needs an NVIDIA GPU and PyCUDA (pip install "
+                     "'fastvec[cuda]'), and none answered here; use --train.device=cpu")])
+def test_without_the_cuda_trainers_module_auto_is_the_cpu_and_cuda_is_refused(cuda_module, refusal, monkeypatch):
+    """An install without fastvec.trainer.cuda (its import fails) trains on the CPU under 'auto' and refuses 'cuda'
+    saying it has no CUDA trainer; one whose module imports but sees no GPU names what the GPU path needs."""
+    import sys
+
+    import fastvec.trainer
+    monkeypatch.setattr(run.shutil, "which", lambda name: None)
+    if cuda_module is None:
+        monkeypatch.delattr(fastvec.trainer, "cuda", raising=False)
+        monkeypatch.setitem(sys.modules, "fastvec.trainer.cuda", None)  # import raises ImportError
+    else:
+        from fastvec.trainer import cuda
+        monkeypatch.setattr(cuda, "available", lambda: False)
+    assert run.cuda_trainer_available() is False
+    assert run.resolve_device("auto") == "cpu"
+    with pytest.raises(ConfigError) as err:
+        run.resolve_device("cuda")
+    assert str(err.value) == refusal
