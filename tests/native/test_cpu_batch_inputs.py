@@ -71,3 +71,27 @@ def test_an_env_without_agent_spaces_gives_every_agent_the_batch_action_space(na
     env = load_batch(name, 1).env
     assert [env.lib.fv_agent_action_size(a) for a in range(env.num_agents)] == [size] * env.num_agents
     assert size == (env.num_actions if env.action_kind == "discrete" else env.action_dims)
+
+
+@pytest.mark.parametrize("env", ["cartpole", "pong"])
+def test_strided_and_reversed_view_actions_step_as_the_values_they_hold(env):
+    """Actions in the batch's own dtype but not laid out contiguously (a column of a wider array, a view with
+    negative strides) step the envs exactly as a contiguous copy of the same values does."""
+    rng = np.random.default_rng(3)
+    batches = [load_batch(env, 5) for _ in range(3)]
+    for b in batches:
+        b.reset(np.arange(5, dtype=np.uint64), None)
+    shape = batches[0].actions.shape
+    for _ in range(12):
+        values = rng.integers(0, batches[0].env.num_actions, size=shape).astype(batches[0].env.action_dtype)
+        wide = np.concatenate([values, (values + 1) % batches[0].env.num_actions], axis=-1)  # (N, A, 2)
+        strided = wide[..., :1]
+        reversed_view = values[::-1].copy()[::-1]
+        assert not strided.flags.c_contiguous and not reversed_view.flags.c_contiguous
+        assert strided.dtype == reversed_view.dtype == batches[0].env.action_dtype
+        for b, given in zip(batches, (values.copy(), strided, reversed_view)):
+            b.step(given)
+        for b in batches[1:]:
+            assert np.array_equal(b.obs, batches[0].obs)
+            assert np.array_equal(b.rewards, batches[0].rewards)
+            assert np.array_equal(b.terminated, batches[0].terminated)

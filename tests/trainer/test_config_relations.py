@@ -246,3 +246,16 @@ def test_self_play_needs_two_agents_per_game_and_two_are_enough(agents, refused)
     else:
         check_with_env(config, agents, [])
     check_with_env(Config.of(load_config("pong")), agents, [])
+
+
+@pytest.mark.parametrize("given,hint", [("cartpol.h", "; did you mean 'cartpole'?"),
+                                        ("fastvec/cartpol", "; did you mean 'fastvec/CartPole'?"),
+                                        ("fastvec/Acrobt", "; did you mean 'fastvec/Acrobot'?"),
+                                        ("nowhere/x.h", " (")])
+def test_a_missing_env_file_names_the_nearest_built_in_or_registered_id(given, hint):
+    """A path that is no file suggests the closest built-in env by its name, or registered id as Gymnasium spells
+    it (fastvec/CartPole, not the lower-case key it is matched by); with nothing close, no suggestion."""
+    with pytest.raises(ConfigError) as error:
+        parse_env_argument(given)
+    assert str(error.value).startswith(f"env file {given!r} not found{hint}")
+    assert ("did you mean" in str(error.value)) == (hint != " (")

@@ -273,3 +273,19 @@ def test_simple_spread_learns_past_a_random_policy(tmp_path, capsys):
     assert cli.main(["simple_spread", f"--eval={run_dir}", "--eval.episodes=256"]) == 0
     trained = float(capsys.readouterr().out.split("mean return ")[1].split()[0])
     assert trained > baseline + 2.0, (trained, baseline)
+
+
+@pytest.mark.parametrize("env_id,obs,actions", [("CartPole-v1", 4, 2), ("Acrobot-v1", 6, 3)])
+def test_a_batch_without_agent_spaces_gives_its_one_agent_the_batch_obs_and_action_sizes(env_id, obs, actions):
+    """A Gymnasium batch has no compiled env to declare AGENT_SPACES: its one agent observes the batch's obs_size
+    values and picks among its num_actions, and the world state (all agents' observations) is obs values wide."""
+    from fastvec.native.gym_batch import GymBatch
+    from fastvec.trainer.agent_inputs import agent_sizes
+
+    batch = GymBatch(env_id, 2)
+    try:
+        assert agent_sizes(batch, "obs") == [obs]
+        assert agent_sizes(batch, "action") == [actions]
+        assert world_state_size(batch) == obs
+    finally:
+        batch.close()
