@@ -62,3 +62,37 @@ def test_a_try_that_changes_the_choice_resets_the_interval(pool):
     for _ in range(5000):  # a competitor leaves: the pool is now faster, which the next try shows
         ways.append(pool.choose(10.0, 5.0))
     assert ways[-1] == 1 and pool.probe_every() <= 2 * pool.probe_calls()
+
+
+REUSE_SOURCE = r"""
+#define _GNU_SOURCE
+#include "pool.h"
+#define JOB(n) static int job##n(const void* j, int lo, int hi) { (void)j; (void)lo; (void)hi; return n; }
+JOB(0) JOB(1) JOB(2) JOB(3) JOB(4)
+static fv_chunk_fn jobs[5] = {job0, job1, job2, job3, job4};
+/* choose() of the first source, for job function f of five (more than the FV_JOB_KINDS slots). */
+int choose_of(int f, double t0, double t1) {
+    int kind, timed, way = fv_pool_choose(jobs[f], &kind, &timed);
+    if (timed) fv_pool.kinds[kind].ns_per_env[way] = way ? t1 : t0;
+    return way;
+}
+int job_kinds(void) { return FV_JOB_KINDS; }
+int probe_calls(void) { return FV_PROBE_CALLS; }
+"""
+
+
+def test_a_job_function_that_takes_over_a_used_slot_starts_with_no_timings(c_shim):
+    """With every slot taken, a new job function takes the last one over: it measures both ways afresh (the pool
+    first, then the caller alone) and tries the slower way first after FV_PROBE_CALLS calls, whatever the slot's
+    previous function had measured or however rare its tries had grown."""
+    lib = c_shim(REUSE_SOURCE)
+    lib.choose_of.argtypes = [ctypes.c_int, ctypes.c_double, ctypes.c_double]
+    kinds, first = lib.job_kinds(), lib.probe_calls()
+    assert kinds == 4
+    for f in range(kinds):  # each slot's function: the caller alone 100 ns per env, the pool 1 ns (pool faster)
+        for _ in range(3000):
+            lib.choose_of(f, 100.0, 1.0)
+    # the fifth function: the caller alone faster (10 vs 20), which the old slot's timings would contradict
+    ways = [lib.choose_of(4, 10.0, 20.0) for _ in range(200)]
+    assert ways[:4] == [1, 1, 0, 0]
+    assert tries(ways[4:], 0)[0] + 4 == first
