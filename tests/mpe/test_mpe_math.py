@@ -78,3 +78,16 @@ def test_exp_and_log1p_of_nan_are_nan_as_libms(lib):
     assert np.signbit(nan).tolist() == [False, True]
     for name, libm in (("v_exp", math.exp), ("v_log1p", math.log1p)):
         assert np.isnan(call(lib, name, nan)).all() and all(math.isnan(libm(v)) for v in nan), name
+
+
+def test_exp_and_log1p_at_and_below_minus_one_are_libms(lib):
+    """log1p's edge of the domain: -1 gives -inf (not +inf), anything below -1 (to -inf) NaN, as NumPy's log1p;
+    signed zeros and the tiny arguments returned as they are keep their sign, and +inf stays +inf."""
+    edge = np.array([-1.0, -0.0, 0.0, -1e-300, 1e-300, np.inf])
+    with np.errstate(divide="ignore"):
+        want = np.log1p(edge)
+    assert want[0] == -np.inf
+    assert_same_bits(call(lib, "v_log1p", edge), want, edge, "log1p")
+    below = np.array([-1.0000000000000002, -1.5, -2.0, -1e300, -np.inf])
+    assert np.isnan(call(lib, "v_log1p", below)).all()
+    assert np.isinf(call(lib, "v_exp", np.array([np.inf])))[0] and call(lib, "v_exp", np.array([-np.inf]))[0] == 0.0
