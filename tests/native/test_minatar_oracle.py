@@ -621,3 +621,32 @@ def test_seaquest_ramp_counters_after_surfacing_are_minatars(spawn, move, ramp):
             break
         assert [int(state[k][0]) for k in SEAQUEST_COUNTERS] == [int(getattr(g, k)) for k in SEAQUEST_COUNTERS], t
     assert run.events["steps"] >= 1 and g.difficulty_ramp() >= ramp
+
+
+@pytest.fixture
+def default_target(monkeypatch):
+    """Builds for the compiler's default target (no AVX-512): the games' per-cell observation writes, which GPUs
+    and CPUs without AVX-512 BITALG run, instead of the whole-row stores of an AVX-512 build."""
+    monkeypatch.setenv("FASTVEC_NATIVE_ARCH", "0")
+    cpu.native_arch.cache_clear()  # (it caches the target per compiler, the variable included)
+    yield
+    monkeypatch.undo()
+    cpu.native_arch.cache_clear()
+
+
+@pytest.mark.parametrize("name,seed", [("space_invaders", 3), ("breakout", 0)])
+def test_default_target_builds_observe_as_the_reference(default_target, name, seed):
+    """The per-cell observation writes put every object on minatar's channel (Space Invaders' enemy bullets on 5,
+    friendly ones on 4, aliens on 1 and 2 or 3 by direction; Breakout's ball, trail, paddle and bricks)."""
+    seen = {"e_bullet": 0, "f_bullet": 0}
+
+    def tally(run):
+        state = run.ref.state()
+        if name == "space_invaders":
+            seen["e_bullet"] += bool(state[..., 5].any())
+            seen["f_bullet"] += bool(state[..., 4].any())
+
+    run = play(name, seed, 1500, tally)
+    assert run.events["episodes"] >= 1
+    if name == "space_invaders":
+        assert seen["e_bullet"] > 100 and seen["f_bullet"] > 100, seen
