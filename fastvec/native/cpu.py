@@ -178,16 +178,21 @@ def _compiler_version(cc: tuple[str, ...]) -> str:
     return subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
 
 
-@lru_cache(maxsize=None)
 def native_arch(cc: tuple[str, ...]) -> tuple[list[str], str]:
     """(["-march=native"], the target it means here) where the compiler takes it, else ([], "").
 
     The env loops vectorise over envs with this machine's widest vectors (AVX-512 / AVX2). The
     predefined macros (__AVX512F__, ...) go into the build cache key, so a cache shared between
     machines of different CPUs never hands one a library with instructions it lacks.
-    FASTVEC_NATIVE_ARCH=0 builds for the compiler's default target instead."""
+    FASTVEC_NATIVE_ARCH=0 builds for the compiler's default target instead, read at each build (the
+    compiler's answer is what is cached)."""
     if os.environ.get("FASTVEC_NATIVE_ARCH", "1") == "0":
         return [], ""
+    return _march_native(cc)
+
+
+@lru_cache(maxsize=None)
+def _march_native(cc: tuple[str, ...]) -> tuple[list[str], str]:
     proc = subprocess.run([*cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
     if proc.returncode != 0:  # e.g. a compiler that spells it -mcpu=native: build for the default target
         return [], ""

@@ -155,12 +155,24 @@ def test_seeds_of_any_integer_dtype_seed_alike_and_negative_ones_are_refused():
 def test_the_compiler_probes_print_nothing_and_a_refused_flag_is_left_out(capfd, tmp_path):
     cc = cpu.find_compiler()
     cpu.simd_flags.__wrapped__(cc)
-    cpu.native_arch.__wrapped__(cc)
+    cpu._march_native.__wrapped__(cc)
     cpu._compiler_version.__wrapped__(cc)
     picky = tmp_path / "picky-cc"  # a compiler that refuses every flag, loudly
     picky.write_text("#!/bin/sh\necho 'picky-cc: unknown option' >&2\necho 'picky-cc 1.0'\nexit 1\n")
     picky.chmod(0o755)
     assert cpu.simd_flags.__wrapped__((str(picky),)) == []
-    assert cpu.native_arch.__wrapped__((str(picky),)) == ([], "")
+    assert cpu._march_native.__wrapped__((str(picky),)) == ([], "")
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_the_native_target_switch_is_read_at_each_build_after_the_compiler_was_asked(monkeypatch):
+    """FASTVEC_NATIVE_ARCH=0 set after a build in the same process still builds for the default target: the
+    compiler's answer is cached, the variable is not."""
+    cc = cpu.find_compiler()
+    monkeypatch.delenv("FASTVEC_NATIVE_ARCH", raising=False)
+    native = cpu.native_arch(cc)
+    monkeypatch.setenv("FASTVEC_NATIVE_ARCH", "0")
+    assert cpu.native_arch(cc) == ([], "")
+    monkeypatch.delenv("FASTVEC_NATIVE_ARCH")
+    assert cpu.native_arch(cc) == native

@@ -628,10 +628,8 @@ def default_target(monkeypatch):
     """Builds for the compiler's default target (no AVX-512): the games' per-cell observation writes, which GPUs
     and CPUs without AVX-512 BITALG run, instead of the whole-row stores of an AVX-512 build."""
     monkeypatch.setenv("FASTVEC_NATIVE_ARCH", "0")
-    cpu.native_arch.cache_clear()  # (it caches the target per compiler, the variable included)
     yield
     monkeypatch.undo()
-    cpu.native_arch.cache_clear()
 
 
 @pytest.mark.parametrize("name,seed", [("space_invaders", 3), ("breakout", 0)])
