@@ -219,7 +219,8 @@ class Resolved:
     """A config resolved once for `device` ("cpu" or "cuda", what its train.device stands for here; where that was
     "auto", a run the CUDA trainer refuses gives way to the CPU trainer): `config` (train.device and
     train.env_device chosen), its `env` (EnvSource) and the `batch` a trainer steps (EnvSource.trainer_batch: a host
-    batch, or a MuJoCo task's on the GPU; checked against the config: config.check_with_env), the policy `spec` for its spaces. The trainers are built from it (run.make_trainer)."""
+    batch, or a MuJoCo task's on the GPU; checked against the config: config.check_with_env), the policy `spec` for
+    its spaces. The trainers are built from it (run.make_trainer)."""
 
     def __init__(self, config: Config, device: str):
         requested, config = config.train.device, on_device(config, device)
