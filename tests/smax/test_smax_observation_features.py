@@ -22,7 +22,9 @@ SCENE = {0: (10.0, 16.0, 0.0, 5), 1: (12.0, 16.0, 0.6, UP), 2: (14.0, 16.0, 0.0,
          5: (13.0, 18.0, 1.5, 9), 6: (16.0, 20.0, 0.0, LEFT), 7: (18.0, 14.0, 0.0, 6)}
 
 
-def play_scene():
+def empty_battle():
+    """One 5m_vs_6m battle with every unit cleared (dead, at (1, 1)): (the batch, its state, the state's units view,
+    (N, 8)), for a test to place units in and set_state."""
     env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines("5m_vs_6m").items()))
     batch = cpu.CpuBatch(env, 1, DISABLED, TIME_LIMIT)
     batch.reset(np.zeros(1, np.uint64), None)
@@ -30,6 +32,11 @@ def play_scene():
     units = state[: 8 * N].reshape(N, 8)
     units[:] = 0.0
     units[:, :2] = 1.0
+    return batch, state, units
+
+
+def play_scene():
+    batch, state, units = empty_battle()
     for u, (x, y, cooldown, _) in SCENE.items():
         units[u, :5] = x, y, HEALTH, cooldown, 1.0
     state[8 * N: 16 * N] = 2 * DT  # each world step's cooldown draw at its maximum
@@ -82,13 +89,7 @@ def test_an_attack_is_available_only_on_a_living_enemy_strictly_within_range(edg
     """Ally 0's mask: stop always, the moves while alive, attack k (action 5 + k) on enemy k alive and strictly
     within its range; enemy 0 at `edge`, enemy 1 as near but dead. Enemy 0's mask mirrors it on ally 0 (enemies
     list the allies from the last: ally 0 is its action 5 + 4)."""
-    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines("5m_vs_6m").items()))
-    batch = cpu.CpuBatch(env, 1, DISABLED, TIME_LIMIT)
-    batch.reset(np.zeros(1, np.uint64), None)
-    state = batch.get_state()[0]
-    units = state[: 8 * N].reshape(N, 8)
-    units[:] = 0.0
-    units[:, :2] = 1.0
+    batch, state, units = empty_battle()
     units[0, :5] = 10.0, 16.0, HEALTH, 0.0, 1.0
     units[5, :5] = 10.0 + edge, 16.0, HEALTH, 0.0, 1.0
     units[6, :5] = 10.0, 17.0, 0.0, 0.0, 0.0
@@ -103,13 +104,7 @@ def test_attack_actions_target_enemies_in_order_and_allies_from_the_last_and_act
     """5m_vs_6m with every unit an agent: ally 1's action 7 hits enemy 2 (unit 7), enemy 1's action 8 hits ally 1
     (an enemy's attack k is on ally 4 - k); enemy 0's action 10, past its own Discrete(10) (the batch's rows are
     Discrete(11), the allies'), is taken as stop: it stays put and records no attack."""
-    env = cpu.load(NATIVE_DIR / "smax.h", tuple(scenario_defines("5m_vs_6m").items()))
-    batch = cpu.CpuBatch(env, 1, DISABLED, TIME_LIMIT)
-    batch.reset(np.zeros(1, np.uint64), None)
-    state = batch.get_state()[0]
-    units = state[: 8 * N].reshape(N, 8)
-    units[:] = 0.0
-    units[:, :2] = 1.0
+    batch, state, units = empty_battle()
     for u, (x, y) in {1: (12.0, 16.0), 2: (12.0, 12.0), 5: (14.0, 12.0), 6: (14.0, 16.0), 7: (12.0, 19.0)}.items():
         units[u, :5] = x, y, HEALTH, 0.0, 1.0
     state[8 * N: 16 * N] = 2 * DT
