@@ -184,8 +184,7 @@ def native_arch(cc: tuple[str, ...]) -> tuple[list[str], str]:
     The env loops vectorise over envs with this machine's widest vectors (AVX-512 / AVX2). The
     predefined macros (__AVX512F__, ...) go into the build cache key, so a cache shared between
     machines of different CPUs never hands one a library with instructions it lacks.
-    FASTVEC_NATIVE_ARCH=0 builds for the compiler's default target instead, read at each build (the
-    compiler's answer is what is cached)."""
+    FASTVEC_NATIVE_ARCH=0 (read at each build) builds for the compiler's default target instead."""
     if os.environ.get("FASTVEC_NATIVE_ARCH", "1") == "0":
         return [], ""
     return _march_native(cc)
