@@ -25,7 +25,7 @@ class MujocoDeviceBatch:
 
         self.warp = WarpBatch(task, num_envs, max_episode_steps=max_episode_steps, same_step=True, device="cuda:0",
                               host_arrays=False, **params)
-        self.num_envs, n = self.warp.num_envs, self.warp.num_envs
+        n = self.num_envs = self.warp.num_envs
         self.env = MujocoEnvInfo(self.warp)
         self.obs = np.zeros((n, 1, self.warp.obs_size), np.float32)
         self.episode_stats = np.zeros((n, 0), np.float32)

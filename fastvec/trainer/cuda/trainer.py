@@ -48,8 +48,10 @@ class CudaTrainer:
                  choices: Choices = Choices()):
         self.config = config = Config.of(config)  # run.make_trainer adds selfplay and env_batches (protocol.Trainer)
         self.spec, self.batch, train = spec, batch, config.train
-        # the env is a batch stepped outside the module: on the host, or a MuJoCo task on MuJoCo Warp (device_envs.py)
-        self.host_env = train.env_device == "cpu" or config.env_kind == "gym"
+        # the env is a batch stepped outside the module: on the host, or (a batch on the GPU) a MuJoCo task on MuJoCo
+        # Warp (device_envs.py)
+        self.device_env = getattr(batch, "device", "cpu") == "cuda"
+        self.host_env = train.env_device == "cpu" or self.device_env
         # A host batch's agents per env are its obs' (self-play's SelfPlayBatch shows the learner's seat only).
         num_agents = batch.obs.shape[1] if self.host_env else batch.env.num_agents
         selfplay_seats = batch.env.num_agents if config.selfplay.enabled and not self.host_env else 0
@@ -93,7 +95,7 @@ class CudaTrainer:
         self.policy = GpuPolicy(spec, self.layout, self.arena, plan)
         self.optimizer = make_optimizer(train, self.layout, self.arena, plan.choices.muon_small_shared_max)
         args = (plan, spec, self.layout, self.arena, self.policy, slot_addresses(self.arena), train, self.seed_key)
-        if self.host_env and getattr(self.batch, "device", "cpu") == "cuda":
+        if self.device_env:
             self.rollout_path = DeviceEnvs(*args, self.batch, self.timing)
         elif self.host_env:
             self.rollout_path = HostEnvs(*args, self.batch, host_batches, self.timing)
