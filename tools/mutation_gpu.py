@@ -1,0 +1,217 @@
+"""The GPU half of a mutation sample: the mutants `tools/mutation.py` reports as GPU-only, each run on the GPU
+machine against the @pytest.mark.gpu tests that stand guard over its file. The machine needs neither git nor
+cosmic-ray: `export` applies the mutants here and ships each mutated file's text. Usage: docs/testing.md.
+
+    python tools/mutation_gpu.py export REPORT.json --out .gpu/mutants              # here
+    python3 tools/mutation_gpu.py run .gpu/mutants --jobs 3 --json $OUT/gpu.json    # on the GPU machine
+    python tools/mutation.py --report REPORT.json gpu.json                           # both halves in one table
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutation import C_SOURCES, REPO, Mutant, apply_c, apply_py, c_mutants, py_mutants, snapshot  # noqa: E402
+
+_NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
+           "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
+           "tests/wrappers/test_pettingzoo_gpu.py", "tests/wrappers/test_integrations.py",
+           "tests/wrappers/test_pettingzoo.py", "tests/mpe/test_mpe_gpu.py", "tests/smax/test_smax_gpu.py")
+_TRAINER = ("tests/trainer/test_cuda.py", "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py",
+            "tests/trainer/test_selfplay_gpu.py", "tests/trainer/test_cuda_teams.py",
+            "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py")
+_WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
+
+# The @gpu tests over each GPU-only file, by path prefix (the longest match wins); run with `-m gpu`, in this order
+# (the broad, quick files first, so that most mutants fail early).
+GPU_TESTS: dict[str, tuple[str, ...]] = {
+    "fastvec/native/": _NATIVE,
+    "fastvec/wrappers/": _NATIVE,
+    "fastvec/trainer/": _TRAINER,
+    "fastvec/native/mujoco/": _WARP,
+}
+
+
+def gpu_tests(rel: str) -> tuple[str, ...]:
+    """The @gpu test files that stand guard over `rel`."""
+    prefix = max((p for p in GPU_TESTS if rel.startswith(p)), key=len, default=None)
+    if prefix is None:
+        raise SystemExit(f"no GPU tests known for {rel}; add its folder to GPU_TESTS in {__file__}")
+    return GPU_TESTS[prefix]
+
+
+def export(report_path: Path, out: Path, source: str) -> int:
+    """Apply each GPU-only mutant of the report (and each whose tests skip without a GPU) to a snapshot of `source` and write the mutated texts to `out`."""
+    report = json.loads(report_path.read_text())
+    # "skipped": a file whose tests all skip without a GPU (MuJoCo Warp's)
+    wanted = [Mutant(**{k: v for k, v in m.items() if k != "key"}) for m in report["mutants"]
+              if m["outcome"] in ("gpu-only", "skipped")]
+    workdir = Path(tempfile.mkdtemp(prefix="mutgpu-"))
+    commit = snapshot(source, workdir / "w")
+    clone = workdir / "w"
+    found: dict[str, dict[tuple, Mutant]] = {}
+    rows, gone = [], []
+    for m in wanted:
+        if m.file not in found:
+            path = clone / m.file
+            mutants = c_mutants(m.file, path.read_text()) if m.file.endswith(C_SOURCES) else py_mutants(m.file, path)
+            found[m.file] = {x.key(): x for x in mutants}
+        here = found[m.file].get(m.key())
+        if here is None:  # the line changed since the sample was drawn
+            gone.append(m)
+            continue
+        path = clone / m.file
+        original = path.read_text()
+        if m.file.endswith(C_SOURCES):
+            apply_c(path, original, here.spec)
+        elif not apply_py(path, here.spec):
+            gone.append(m)
+            continue
+        mutated = path.read_text()
+        path.write_text(original)
+        rows.append({"mutant": {**asdict(m), "line": here.line, "spec": here.spec}, "tests": gpu_tests(m.file),
+                     "text": mutated})
+    shutil.rmtree(workdir, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mutants.json").write_text(json.dumps(
+        {"commit": commit, "sample": str(report_path), "seed": report.get("seed"), "rows": rows,
+         "gone": [asdict(m) for m in gone]}) + "\n")
+    print(f"{len(rows)} GPU-only mutants of {report_path} applied to {commit[:12]} -> {out / 'mutants.json'}; "
+          f"{len(gone)} no longer in the code: {[f'{m.file}:{m.line}' for m in gone]}")
+    return 0
+
+
+def run_tests(tree: Path, tests: tuple[str, ...], cache: Path, timeout: float, workers: int) -> tuple[str, str]:
+    """('passed' | 'failed' | 'timeout', output tail) of the @gpu tests in `tree`, stopping at the first failure."""
+    env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               PYTHONDONTWRITEBYTECODE="1", FASTVEC_CACHE_DIR=str(cache))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", "-rfs", "-m", "gpu",
+           *(["-n", str(workers)] if workers else []), *tests]
+    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        return "timeout", ""
+    return ("passed" if proc.returncode == 0 else "failed"), out[-3000:]
+
+
+def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, seconds: float,
+        done_before: Path | None) -> int:
+    """Test each exported mutant in one of `jobs` copies of this tree; write a report mutation.py can merge,
+    again after each mutant. No mutant starts after `seconds`; those of `done_before` (an earlier report) are
+    left out, so that a later call tests the rest."""
+    start = time.perf_counter()
+    data = json.loads((bundle / "mutants.json").read_text())
+    done = set() if done_before is None else {tuple(m["key"]) for m in json.loads(done_before.read_text())["mutants"]}
+    rows = [r for r in data["rows"] if (tuple(r["tests"]) == _WARP) == only_warp
+            and tuple(Mutant(**r["mutant"]).key()) not in done]
+    workdir = Path(tempfile.mkdtemp(prefix="mutgpu-"))
+    ignore = shutil.ignore_patterns(".git", ".gpu*", "runs", "__pycache__", ".pytest_cache", "*.egg-info")
+    trees = [workdir / f"w{k}" for k in range(max(jobs, 1))]
+    for tree in trees:
+        shutil.copytree(REPO, tree, ignore=ignore)
+    cache = workdir / "cache"  # shared: the build cache is keyed by content and locked per artefact
+
+    # Each selection must pass unmutated (each in its own tree, at once); its time sets its mutants' limit.
+    def baseline(job: tuple[Path, tuple[str, ...]]) -> tuple[tuple[str, ...], str, float, str]:
+        tree, tests = job
+        t0 = time.perf_counter()
+        status, out = run_tests(tree, tests, cache, 1800, workers)
+        return tests, status, time.perf_counter() - t0, out
+
+    selections = list(dict.fromkeys(tuple(r["tests"]) for r in rows))
+    limits: dict[tuple, float] = {}
+    with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
+        for tests, status, took, out in pool.map(baseline, [(trees[i % len(trees)], t) for i, t in enumerate(selections)]):
+            print(f"baseline {took:6.1f} s {status}: {' '.join(tests)}", flush=True)
+            if status != "passed":
+                print(out, file=sys.stderr)
+                return 1
+            limits[tests] = 3 * took + 60  # + 60: a mutated kernel file compiles again
+    free, lock = list(trees), threading.Lock()
+
+    def test_one(row: dict) -> Mutant | None:
+        m = Mutant(**row["mutant"])
+        if time.perf_counter() - start > seconds:
+            return None
+        with lock:
+            tree = free.pop()
+        path = tree / m.file
+        original = path.read_text()
+        t0 = time.perf_counter()
+        try:
+            path.write_text(row["text"])
+            status, out = run_tests(tree, tuple(row["tests"]), cache, limits[tuple(row["tests"])], workers)
+            m.outcome = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[status]
+            failed = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
+            m.reason = failed[0][:200] if failed else ""
+        finally:
+            path.write_text(original)
+            m.seconds = time.perf_counter() - t0
+            with lock:
+                free.append(tree)
+        return m
+
+    mutants: list[Mutant] = []
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
+        for m in pool.map(test_one, rows):
+            if m is None:
+                continue
+            mutants.append(m)
+            print(f"[{len(mutants)}/{len(rows)}] {m.outcome:9s} {m.seconds:5.0f} s {m.file}:{m.line} {m.change}  "
+                  f"`{m.source[:70]}`", flush=True)
+            json_out.write_text(json.dumps(
+                {"commit": data["commit"], "sample": data["sample"], "seed": data["seed"],
+                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "not_run": len(rows) - len(mutants),
+                 "mutants": [{**asdict(x), "key": list(x.key())} for x in mutants]}, indent=1) + "\n")
+    if len(mutants) < len(rows):
+        print(f"{len(rows) - len(mutants)} mutants not started within {seconds:.0f} s: run again with "
+              f"--done-before {json_out}")
+    killed = sum(m.outcome in ("killed", "timeout") for m in mutants)
+    print(f"{killed}/{len(mutants)} killed; report: {json_out}")
+    for m in mutants:
+        if m.outcome == "survived":
+            print(f"  survived: {m.file}:{m.line} {m.change} [{m.index}] `{m.source}`")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="apply a report's GPU-only mutants here and write their texts")
+    ex.add_argument("report", type=Path)
+    ex.add_argument("--out", type=Path, default=REPO / ".gpu" / "mutants")
+    ex.add_argument("--source", default=str(REPO), help="repository whose committed HEAD the mutants are applied to")
+    rn = sub.add_parser("run", help="on the GPU machine: test each exported mutant")
+    rn.add_argument("bundle", type=Path)
+    rn.add_argument("--jobs", type=int, default=3, help="mutants tested at once (copies of this tree)")
+    rn.add_argument("--workers", type=int, default=0, help="pytest-xdist workers per mutant (0: none)")
+    rn.add_argument("--only-warp", action="store_true", help="the mutants whose tests need MuJoCo Warp's site")
+    rn.add_argument("--json", type=Path, default=Path(os.environ.get("OUT", ".")) / "mutation_gpu.json")
+    rn.add_argument("--seconds", type=float, default=float("inf"), help="start no mutant after this many seconds")
+    rn.add_argument("--done-before", type=Path, help="an earlier run's report: its mutants are not run again")
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        return export(args.report, args.out, args.source)
+    return run(args.bundle, args.jobs, args.workers, args.only_warp, args.json, args.seconds, args.done_before)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
