@@ -29,7 +29,7 @@ _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", 
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
            "tests/wrappers/test_pettingzoo_gpu.py", "tests/wrappers/test_integrations.py",
            "tests/wrappers/test_pettingzoo.py", "tests/mpe/test_mpe_gpu.py", "tests/smax/test_smax_gpu.py")
-_TRAINER = ("tests/trainer/test_cuda.py", "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py",
+_TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_cuda.py", "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py",
             "tests/trainer/test_selfplay_gpu.py", "tests/trainer/test_cuda_teams.py",
             "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py")
 _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
@@ -41,6 +41,7 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/wrappers/": _NATIVE,
     "fastvec/trainer/": _TRAINER,
     "fastvec/native/mujoco/": _WARP,
+    "fastvec/trainer/cuda/device_envs.py": _WARP,  # steps MuJoCo Warp's envs only
 }
 
 
@@ -97,7 +98,7 @@ def run_tests(tree: Path, tests: tuple[str, ...], cache: Path, timeout: float, w
     """('passed' | 'failed' | 'timeout', output tail) of the @gpu tests in `tree`, stopping at the first failure."""
     env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
                PYTHONDONTWRITEBYTECODE="1", FASTVEC_CACHE_DIR=str(cache))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", "-rfs", "-m", "gpu",
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", "-rfs",
            *(["-n", str(workers)] if workers else []), *tests]
     proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, text=True)
@@ -110,16 +111,25 @@ def run_tests(tree: Path, tests: tuple[str, ...], cache: Path, timeout: float, w
     return ("passed" if proc.returncode == 0 else "failed"), out[-3000:]
 
 
+def _keys(reports: list[Path], outcomes: tuple[str, ...] | None = None) -> set[tuple]:
+    return {tuple(m["key"]) for report in reports for m in json.loads(report.read_text())["mutants"]
+            if outcomes is None or m["outcome"] in outcomes}
+
+
 def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, seconds: float,
-        done_before: Path | None) -> int:
+        done_before: list[Path], survivors_of: list[Path], tests: list[str] | None) -> int:
     """Test each exported mutant in one of `jobs` copies of this tree; write a report mutation.py can merge,
-    again after each mutant. No mutant starts after `seconds`; those of `done_before` (an earlier report) are
-    left out, so that a later call tests the rest."""
+    again after each mutant. No mutant starts after `seconds`; those of `done_before` (earlier reports) are
+    left out, so that a later call tests the rest; with `survivors_of`, only those reports' survivors run
+    (against `tests` where given, e.g. the tests written after reading them)."""
     start = time.perf_counter()
     data = json.loads((bundle / "mutants.json").read_text())
-    done = set() if done_before is None else {tuple(m["key"]) for m in json.loads(done_before.read_text())["mutants"]}
+    done, wanted = _keys(done_before), _keys(survivors_of, ("survived",)) if survivors_of else None
     rows = [r for r in data["rows"] if (tuple(r["tests"]) == _WARP) == only_warp
-            and tuple(Mutant(**r["mutant"]).key()) not in done]
+            and tuple(Mutant(**r["mutant"]).key()) not in done
+            and (wanted is None or tuple(Mutant(**r["mutant"]).key()) in wanted)]
+    if tests:
+        rows = [{**r, "tests": list(tests)} for r in rows]
     workdir = Path(tempfile.mkdtemp(prefix="mutgpu-"))
     ignore = shutil.ignore_patterns(".git", ".gpu*", "runs", "__pycache__", ".pytest_cache", "*.egg-info")
     trees = [workdir / f"w{k}" for k in range(max(jobs, 1))]
@@ -206,11 +216,15 @@ def main(argv=None) -> int:
     rn.add_argument("--only-warp", action="store_true", help="the mutants whose tests need MuJoCo Warp's site")
     rn.add_argument("--json", type=Path, default=Path(os.environ.get("OUT", ".")) / "mutation_gpu.json")
     rn.add_argument("--seconds", type=float, default=float("inf"), help="start no mutant after this many seconds")
-    rn.add_argument("--done-before", type=Path, help="an earlier run's report: its mutants are not run again")
+    rn.add_argument("--done-before", type=Path, nargs="*", default=[], help="earlier runs' reports: their mutants "
+                    "are not run again")
+    rn.add_argument("--survivors-of", type=Path, nargs="*", default=[], help="run only these reports' survivors")
+    rn.add_argument("--tests", nargs="*", help="pytest arguments to run instead of each file's GPU_TESTS")
     args = parser.parse_args(argv)
     if args.command == "export":
         return export(args.report, args.out, args.source)
-    return run(args.bundle, args.jobs, args.workers, args.only_warp, args.json, args.seconds, args.done_before)
+    return run(args.bundle, args.jobs, args.workers, args.only_warp, args.json, args.seconds, args.done_before,
+               args.survivors_of, args.tests)
 
 
 if __name__ == "__main__":

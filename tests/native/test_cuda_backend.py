@@ -558,6 +558,30 @@ def test_cuda_graph_helper_reports_driver_errors():
 
 
 @pytest.mark.gpu
+def test_an_event_orders_a_stream_after_the_legacy_default_stream_and_the_other_way():
+    """graphs.Event.make_wait takes None (or 0) for the legacy default stream on either side: the env's
+    stream waits for work enqueued there, and it for the env's, and the env steps on."""
+    import pycuda.driver as drv
+
+    from fastvec.native import graphs
+
+    envs = _device_env(32)
+    envs.reset(seed=0)
+    b = envs.unwrapped.batch
+    host = np.arange(1 << 16, dtype=np.float32)
+    on_legacy = drv.mem_alloc(host.nbytes)
+    drv.memcpy_htod_async(on_legacy, host)  # enqueued on the legacy default stream
+    for waiter, producer in [(b.stream_handle, None), (b.stream_handle, 0), (None, b.stream_handle),
+                             (0, b.stream_handle)]:
+        graphs.Event().make_wait(waiter=waiter, producer=producer)
+        envs.rollout("random", 2)
+    envs.synchronize()
+    back = np.empty_like(host)
+    drv.memcpy_dtoh(back, on_legacy)
+    np.testing.assert_array_equal(back, host)
+
+
+@pytest.mark.gpu
 def test_gymnasium_vector_wrappers_on_a_gpu_env_in_numpy_mode():
     envs = gym.wrappers.vector.RecordEpisodeStatistics(fastvec.make_vec("CartPole", 32, device="cuda"))
     envs.reset(seed=0)

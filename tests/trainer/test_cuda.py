@@ -118,6 +118,32 @@ def test_arena_is_one_aligned_allocation():
     arena.allocation.free()
 
 
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+def test_a_gemm_multiplies_fp32_operands_at_the_handles_precision_and_bf16_ones_with_fp32_compute(gpu, precision):
+    """train.precision reaches the GEMMs: fp32 keeps every input bit (error ~1e-7), tf32 and bf16 round the fp32
+    operands (error ~1e-4 and ~1e-3 on this product); bf16 operands are multiplied as they are, accumulating in
+    fp32, under every precision."""
+    cuda, k, _ = gpu
+    from fastvec.trainer.cuda.cublas import CUDA_R_16BF, Cublas
+    dev = Dev(cuda, k.stream)
+    rng = np.random.default_rng(11)
+    m, n, kk = 64, 48, 256
+    a, b = rng.standard_normal((m, kk)).astype(np.float32), rng.standard_normal((kk, n)).astype(np.float32)
+    workspace = cuda.mem_alloc(8 << 20)
+    blas = Cublas(k.stream, int(workspace), 8 << 20, precision)
+    try:
+        out = dev.empty((m, n))
+        blas.matmul(out, dev(a), dev(b), m, n, kk)
+        err = rel_err(dev.get(out, (m, n)), a.astype(np.float64) @ b)
+        assert (err < 1e-5) if precision == "fp32" else (1e-5 < err < 3e-2), (precision, err)
+        a16, b16 = from_bf16(to_bf16(a)), from_bf16(to_bf16(b))
+        blas.matmul(out, dev(to_bf16(a)), dev(to_bf16(b)), m, n, kk, dtype=CUDA_R_16BF)
+        assert rel_err(dev.get(out, (m, n)), a16.astype(np.float64) @ b16) < 1e-5
+    finally:
+        blas.close()
+        workspace.free()
+
+
 @pytest.mark.parametrize("highway", [True, False])
 def test_mingru_forward_backward_match_reference(gpu, highway):
     cuda, k, _ = gpu
@@ -756,6 +782,30 @@ def test_training_is_bitwise_deterministic_and_checkpoints_load_on_cpu(tmp_path,
     assert result["episodes"] == 8 and result["episode_return"] > 0
     _, state = checkpoint.load(path)
     assert np.array_equal(state["params"], runs[0][0])
+
+
+def test_a_user_env_file_that_includes_a_header_beside_it_trains_on_cuda(tmp_path):
+    """The trainer's kernels compile a user's env with the env's own folder on the include path: counting.h
+    reads its episode length from counting_rules.h beside it (a copy of the env is what the kernels include)."""
+    _cuda_or_skip()
+    import json
+    from pathlib import Path
+
+    from fastvec.trainer import cli
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    source = (Path(__file__).resolve().parents[1] / "envs" / "counting.h").read_text()
+    (folder / "counting_rules.h").write_text("#define TERMINATE_AT 6\n")
+    (folder / "counting.h").write_text(source.replace('#include "fastvec.h"',
+                                                      '#include "fastvec.h"\n#include "counting_rules.h"', 1))
+    run_dir = tmp_path / "run"
+    assert cli.main([str(folder / "counting.h"), "--train.device=cuda", "--env.num_envs=16", "--policy.hidden=16",
+                     "--policy.layers=1", "--train.horizon=16", "--train.bptt_horizon=8",
+                     "--train.minibatch_size=128", "--train.total_timesteps=2048", "--train.log_interval=0",
+                     f"--run-dir={run_dir}"]) == 0
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert rows and all(row["episode_length"] == 6.0 for row in rows if row["episodes"])
+    assert any(row["episodes"] for row in rows)
 
 
 @pytest.mark.parametrize("is_async,env_device", [(False, "cuda"), (True, "cuda"), (True, "cpu")])

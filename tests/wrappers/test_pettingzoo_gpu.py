@@ -74,3 +74,31 @@ def test_device_arrays_are_views_of_the_gpu_buffers_and_bad_actions_raise():
     with pytest.raises(TypeError, match="integers"):
         envs.step({"left": torch.zeros(8, device="cuda"), "right": torch.zeros(8, device="cuda")})
     envs.close()
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_per_seat_device_actions_of_every_integer_width_are_read_whole(dtype):
+    """A seat's actions as any integer tensor reach the games as their values: in range they play as the same
+    int64 actions do; out of range they raise, also where only a high byte is set (256: a value read from
+    its low byte would be action 0)."""
+    from fastvec.native.spaces import ActionError
+    games = 8
+    envs = vector_env("Pong", games, device="cuda", array_type="device")
+    reference = vector_env("Pong", games, device="cuda", array_type="device")
+    envs.reset(seed=3)
+    reference.reset(seed=3)
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        acts = rng.integers(0, 3, (games, 2))
+        obs, *_ = envs.step({"left": torch.as_tensor(acts[:, 0], device="cuda").to(dtype),
+                             "right": torch.as_tensor(acts[:, 1], device="cuda").to(dtype)})
+        want, *_ = reference.step(torch.as_tensor(acts.reshape(-1), device="cuda"))
+        np.testing.assert_array_equal(host(obs), host(want))
+    bad_value = 256 if torch.iinfo(dtype).max >= 256 else (-1 if torch.iinfo(dtype).min < 0 else 255)
+    bad = torch.zeros(games, dtype=dtype, device="cuda")
+    bad[3] = bad_value
+    envs.step({"left": bad, "right": torch.zeros(games, dtype=dtype, device="cuda")})
+    with pytest.raises(ActionError, match="out of range"):
+        envs.batch.synchronize()
+    envs.close()
+    reference.close()
