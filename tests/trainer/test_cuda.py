@@ -1030,6 +1030,7 @@ def test_host_env_rollouts_match_the_cpu_env_the_reference_and_numpy_updates(kin
     assert gpu_tr.rollout_path.graphs is not None and len(gpu_tr.rollout_path.graphs) == 2 * (t_len + 1) + 1  # captured, replayed
     logged = gpu_tr.pop_episodes()
     assert logged["episodes"] == episodes and logged["episodes"] > 0
+    assert gpu_tr.pop_episodes() is None  # the sums were zeroed: nothing finished since the last call
     gpu_tr.close()
 
 
