@@ -29,8 +29,8 @@ _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", 
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
            "tests/wrappers/test_pettingzoo_gpu.py", "tests/wrappers/test_integrations.py",
            "tests/wrappers/test_pettingzoo.py", "tests/mpe/test_mpe_gpu.py", "tests/smax/test_smax_gpu.py")
-_TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_cuda.py", "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py",
-            "tests/trainer/test_selfplay_gpu.py", "tests/trainer/test_cuda_teams.py",
+_TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_async.py", "tests/trainer/test_cuda.py",
+            "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py", "tests/trainer/test_selfplay_gpu.py", "tests/trainer/test_cuda_teams.py",
             "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py")
 _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
 
@@ -54,7 +54,8 @@ def gpu_tests(rel: str) -> tuple[str, ...]:
 
 
 def export(report_path: Path, out: Path, source: str) -> int:
-    """Apply each GPU-only mutant of the report (and each whose tests skip without a GPU) to a snapshot of `source` and write the mutated texts to `out`."""
+    """Apply each GPU-only mutant of the report (and each whose tests skip without a GPU) to a snapshot of
+    `source`; write the mutated texts to `out`."""
     report = json.loads(report_path.read_text())
     # "skipped": a file whose tests all skip without a GPU (MuJoCo Warp's)
     wanted = [Mutant(**{k: v for k, v in m.items() if k != "key"}) for m in report["mutants"]
@@ -119,7 +120,7 @@ def _keys(reports: list[Path], outcomes: tuple[str, ...] | None = None) -> set[t
 def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, seconds: float,
         done_before: list[Path], survivors_of: list[Path], tests: list[str] | None) -> int:
     """Test each exported mutant in one of `jobs` copies of this tree; write a report mutation.py can merge,
-    again after each mutant. No mutant starts after `seconds`; those of `done_before` (earlier reports) are
+    again after each mutant. No mutant starts after `seconds` (counted from the start, baselines included); those of `done_before` (earlier reports) are
     left out, so that a later call tests the rest; with `survivors_of`, only those reports' survivors run
     (against `tests` where given, e.g. the tests written after reading them)."""
     start = time.perf_counter()
@@ -147,7 +148,8 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
     selections = list(dict.fromkeys(tuple(r["tests"]) for r in rows))
     limits: dict[tuple, float] = {}
     with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
-        for tests, status, took, out in pool.map(baseline, [(trees[i % len(trees)], t) for i, t in enumerate(selections)]):
+        selection_trees = [(trees[i % len(trees)], tests) for i, tests in enumerate(selections)]
+        for tests, status, took, out in pool.map(baseline, selection_trees):
             print(f"baseline {took:6.1f} s {status}: {' '.join(tests)}", flush=True)
             if status != "passed":
                 print(out, file=sys.stderr)

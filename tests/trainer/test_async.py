@@ -136,6 +136,10 @@ def test_the_cuda_trainers_slot_machine_collects_and_trains_as_the_numpy_trainer
         assert state.version[state.active] == trainer.behaviour_version
         assert slots.stale(k) == (trainer.behaviour_version < k)
         trainer.update(num_updates=100)
+    # Without train.async a rollout is always collected by the weights that train on it: never stale, whatever
+    # the versions say.
+    synchronous = Slots(SlotState([-1, -1]), async_rollouts=False)
+    assert not any(synchronous.stale(k) for k in range(4))
 
 
 def test_the_warm_ups_counters_come_back_whole_and_in_place():
