@@ -30,8 +30,8 @@ _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", 
            "tests/wrappers/test_pettingzoo_gpu.py", "tests/wrappers/test_integrations.py",
            "tests/wrappers/test_pettingzoo.py", "tests/mpe/test_mpe_gpu.py", "tests/smax/test_smax_gpu.py")
 _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_async.py", "tests/trainer/test_cuda.py",
-            "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py", "tests/trainer/test_selfplay_gpu.py", "tests/trainer/test_cuda_teams.py",
-            "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py")
+            "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py", "tests/trainer/test_selfplay_gpu.py",
+            "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py")
 _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
 
 # The @gpu tests over each GPU-only file, by path prefix (the longest match wins); run with `-m gpu`, in this order
@@ -120,9 +120,10 @@ def _keys(reports: list[Path], outcomes: tuple[str, ...] | None = None) -> set[t
 def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, seconds: float,
         done_before: list[Path], survivors_of: list[Path], tests: list[str] | None) -> int:
     """Test each exported mutant in one of `jobs` copies of this tree; write a report mutation.py can merge,
-    again after each mutant. No mutant starts after `seconds` (counted from the start, baselines included); those of `done_before` (earlier reports) are
-    left out, so that a later call tests the rest; with `survivors_of`, only those reports' survivors run
-    (against `tests` where given, e.g. the tests written after reading them)."""
+    again after each mutant. No mutant starts after `seconds` (counted from the start, baselines included);
+    those of `done_before` (earlier reports) are left out, so that a later call tests the rest; with
+    `survivors_of`, only those reports' survivors run (against `tests` where given, e.g. the tests written after
+    reading them)."""
     start = time.perf_counter()
     data = json.loads((bundle / "mutants.json").read_text())
     done, wanted = _keys(done_before), _keys(survivors_of, ("survived",)) if survivors_of else None
