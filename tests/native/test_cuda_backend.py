@@ -43,6 +43,16 @@ def test_device_arguments_are_checked_before_compiling():
         parse_device("gpu0")
 
 
+@pytest.mark.parametrize("threads,registers_to_blocks", [
+    (256, {16: 8, 32: 8, 40: 6, 48: 5, 56: 4, 64: 4, 72: 3, 96: 2, 128: 2, 168: 1, 255: 1}),
+    (1024, {32: 2, 33: 1, 64: 1}), (128, {32: 16, 128: 4}), (64, {32: 32, 64: 16}), (32, {16: 32, 64: 32})])
+def test_resident_blocks_is_the_occupancy_calculators_answer_for_compute_capability_9(threads, registers_to_blocks):
+    """Blocks per SM with no shared memory, as NVIDIA's occupancy calculator gives them for sm_90: 65,536 registers
+    allocated per warp in units of 256, at most 2,048 threads and 32 blocks (the last binding for small blocks)."""
+    got = {r: cuda_build.resident_blocks(r, threads) for r in registers_to_blocks}
+    assert got == registers_to_blocks
+
+
 def test_step_kernel_choice_and_grids_without_a_gpu():
     """cuda.step_kernel_name and CudaBatch.use_step_kernel on a stand-in compiled env (no GPU):
     staged_wide for envs whose state and obs exceed 64 bytes, the wide kernel that keeps more
