@@ -42,6 +42,8 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/trainer/": _TRAINER,
     "fastvec/native/mujoco/": _WARP,
     "fastvec/trainer/cuda/device_envs.py": _WARP,  # steps MuJoCo Warp's envs only
+    # muon_stride and the Newton-Schulz layout, checked against the kernels compiled for the CPU
+    "fastvec/trainer/cuda/optimizers.py": (*_TRAINER, "tests/emulation/test_newton_schulz.py"),
 }
 
 
