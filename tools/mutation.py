@@ -567,10 +567,13 @@ def load_listed() -> dict[tuple, tuple[str, str]]:
             for table in ("equivalent", "gpu_only", "unreachable") for e in data.get(table, [])}
 
 
-def run_tests(clone: Path, args: list[str], timeout: float, first_failure: bool = True) -> tuple[str, str]:
-    """('passed' | 'failed' | 'timeout', output tail) of the fast tests in `clone`."""
-    env = dict(os.environ, PYTHONPATH=str(clone), PYTHONDONTWRITEBYTECODE="1",
-               FASTVEC_CACHE_DIR=str(clone / ".mutation-cache"))
+def run_tests(clone: Path, args: list[str], timeout: float, first_failure: bool = True,
+              cache: Path | None = None) -> tuple[str, str]:
+    """('passed' | 'failed' | 'timeout', output tail) of the fast tests in `clone`, building into `cache` (the
+    clone's own by default). The clone goes first on any PYTHONPATH already set (a staged site's, for one)."""
+    path = os.pathsep.join(p for p in (str(clone), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1",
+               FASTVEC_CACHE_DIR=str(cache or clone / ".mutation-cache"))
     cmd = [sys.executable, "-m", "pytest", *(["-x"] if first_failure else []), "-q", "-p", "no:cacheprovider",
            "-W", "ignore", "-rfs", *args]
     proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

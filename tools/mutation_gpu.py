@@ -14,7 +14,6 @@ import concurrent.futures
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,7 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import C_SOURCES, REPO, Mutant, apply_c, apply_py, c_mutants, py_mutants, snapshot  # noqa: E402
+from mutation import (C_SOURCES, REPO, Mutant, apply_c, apply_py, c_mutants, py_mutants, run_tests,  # noqa: E402
+                      snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -97,23 +97,6 @@ def export(report_path: Path, out: Path, source: str) -> int:
     return 0
 
 
-def run_tests(tree: Path, tests: tuple[str, ...], cache: Path, timeout: float, workers: int) -> tuple[str, str]:
-    """('passed' | 'failed' | 'timeout', output tail) of the @gpu tests in `tree`, stopping at the first failure."""
-    env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               PYTHONDONTWRITEBYTECODE="1", FASTVEC_CACHE_DIR=str(cache))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", "-rfs",
-           *(["-n", str(workers)] if workers else []), *tests]
-    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, text=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.communicate()
-        return "timeout", ""
-    return ("passed" if proc.returncode == 0 else "failed"), out[-3000:]
-
-
 def _keys(reports: list[Path], outcomes: tuple[str, ...] | None = None) -> set[tuple]:
     return {tuple(m["key"]) for report in reports for m in json.loads(report.read_text())["mutants"]
             if outcomes is None or m["outcome"] in outcomes}
@@ -140,12 +123,13 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
     for tree in trees:
         shutil.copytree(REPO, tree, ignore=ignore)
     cache = workdir / "cache"  # shared: the build cache is keyed by content and locked per artefact
+    pytest_workers = ["-n", str(workers)] if workers else []
 
     # Each selection must pass unmutated (each in its own tree, at once); its time sets its mutants' limit.
     def baseline(job: tuple[Path, tuple[str, ...]]) -> tuple[tuple[str, ...], str, float, str]:
         tree, tests = job
         t0 = time.perf_counter()
-        status, out = run_tests(tree, tests, cache, 1800, workers)
+        status, out = run_tests(tree, [*pytest_workers, *tests], 1800, cache=cache)
         return tests, status, time.perf_counter() - t0, out
 
     selections = list(dict.fromkeys(tuple(r["tests"]) for r in rows))
@@ -171,7 +155,7 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
         t0 = time.perf_counter()
         try:
             path.write_text(row["text"])
-            status, out = run_tests(tree, tuple(row["tests"]), cache, limits[tuple(row["tests"])], workers)
+            status, out = run_tests(tree, [*pytest_workers, *row["tests"]], limits[tuple(row["tests"])], cache=cache)
             m.outcome = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[status]
             failed = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
             m.reason = failed[0][:200] if failed else ""
