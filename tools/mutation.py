@@ -589,6 +589,13 @@ def run_tests(clone: Path, args: list[str], timeout: float, first_failure: bool 
     return ("passed" if proc.returncode in (0, 5) else "failed"), out if not first_failure else out[-2000:]
 
 
+def record_outcome(m: Mutant, status: str, out: str) -> None:
+    """m's outcome from run_tests' answer (a failure or the time limit kills it), the first failing test its reason."""
+    m.outcome = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[status]
+    failed = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    m.reason = failed[0][:200] if failed else ""  # the test that caught it
+
+
 def snapshot(source: str, dest: Path) -> str:
     """Clone the committed HEAD of `source` into `dest`; returns its commit (the measured one)."""
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", source, str(dest)], check=True)
@@ -752,10 +759,7 @@ def main(argv=None) -> int:
             if not applied:
                 m.outcome, m.reason = "error", "cosmic-ray found no such mutation"
             else:
-                status, out = run_tests(clone, TARGETS[m.file], limits[m.file])
-                m.outcome = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[status]
-                failed = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
-                m.reason = failed[0][:200] if failed else ""  # the test that caught it
+                record_outcome(m, *run_tests(clone, TARGETS[m.file], limits[m.file]))
         finally:
             path.write_text(original)
             m.seconds = time.perf_counter() - t0

@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import (C_SOURCES, REPO, Mutant, apply_c, apply_py, c_mutants, py_mutants, run_tests,  # noqa: E402
-                      snapshot)
+from mutation import (C_SOURCES, REPO, Mutant, apply_c, apply_py, c_mutants, py_mutants,  # noqa: E402
+                      record_outcome, run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -155,10 +155,8 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
         t0 = time.perf_counter()
         try:
             path.write_text(row["text"])
-            status, out = run_tests(tree, [*pytest_workers, *row["tests"]], limits[tuple(row["tests"])], cache=cache)
-            m.outcome = {"failed": "killed", "timeout": "timeout", "passed": "survived"}[status]
-            failed = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
-            m.reason = failed[0][:200] if failed else ""
+            record_outcome(m, *run_tests(tree, [*pytest_workers, *row["tests"]], limits[tuple(row["tests"])],
+                                         cache=cache))
         finally:
             path.write_text(original)
             m.seconds = time.perf_counter() - t0
