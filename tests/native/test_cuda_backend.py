@@ -569,8 +569,8 @@ def test_cuda_graph_helper_reports_driver_errors():
 
 @pytest.mark.gpu
 def test_an_event_orders_a_stream_after_the_legacy_default_stream_and_the_other_way():
-    """graphs.Event.make_wait takes None (or 0) for the legacy default stream on either side: the env's
-    stream waits for work enqueued there, and it for the env's, and the env steps on."""
+    """graphs.Event.make_wait takes None (or 0) for the legacy default stream on either side, as the driver
+    names it: each order is accepted, the env steps on after it, and the copy on the legacy stream arrives whole."""
     import pycuda.driver as drv
 
     from fastvec.native import graphs
