@@ -56,7 +56,7 @@ TARGETS: dict[str, list[str]] = {
                                          "tests/trainer/test_priority.py::"
                                          "test_numpy_trainer_trains_on_the_prioritised_draws_and_weights"],
     "fastvec/trainer/config.py": ["tests/trainer/test_config.py", "tests/trainer/test_config_relations.py",
-                                  "tests/trainer/test_override_args.py"],
+                                  "tests/trainer/test_override_args.py", "tests/trainer/test_selfplay_policy_inputs.py"],
     "fastvec/trainer/checkpoint.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
                                       "tests/trainer/test_checkpoint_format.py", "tests/trainer/test_numpy.py"],
     "fastvec/wrappers/gymnasium.py": ["tests/wrappers/test_seed_lists.py", "tests/wrappers/test_env_inputs.py",
@@ -125,7 +125,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/smax.py": ["tests/smax/test_smax_env.py", "-k", "not gpu_env_module"],
     "fastvec/native/spaces.py": ["tests/native/test_backend_signatures_and_descriptions.py",
                                  "tests/native/test_spaces.py", "tests/wrappers/test_spaces_faces.py",
-                                 "tests/native/test_obs_shape_edges.py", "-k", "not sb3_ppo"],
+                                 "tests/native/test_obs_shape_edges.py", "tests/native/test_declared_sizes.py", "-k",
+                                 "not sb3_ppo"],
     "fastvec/native/fastvec.h": ["tests/native/test_rng_streams.py", "tests/native/test_rules.py",
                                  "tests/native/test_autoreset.py", "tests/native/test_spaces.py", "-k", _NOT_SLOW],
     "fastvec/native/spaces.h": ["tests/native/test_spaces.py", "tests/native/test_space_defaults.py",
