@@ -477,3 +477,36 @@ def test_elo_ratings_are_the_maximum_of_the_likelihood_times_the_prior():
     for name, value in zip(names, best):
         assert ratings[name] == pytest.approx(value, abs=1e-2)
     assert sum(ratings.values()) == pytest.approx(3000.0, abs=1e-6)  # the prior's centre holds the mean
+
+
+def test_elo_fits_a_long_chain_of_lopsided_records_to_the_posterior_mode():
+    """Fifty snapshots, each beating the one before in all of 10,000 games: ratings ~18,000 Elo apart at the
+    ends, which the fit must still reach. Checked against the posterior's own conditions, written in Elo
+    points: every rating's gradient of the log-posterior is zero, the chain's mirror image (p_k against
+    p_{49-k}) is symmetric about 1000, and each snapshot out-rates the one it beat."""
+    n, games, prior_sd = 50, 10_000, 400.0
+    table = EloTable(prior_sd)
+    for k in range(1, n):
+        table.record(f"p{k}", f"p{k - 1}", games, games)
+    ratings = table.ratings()
+    r = np.array([ratings[f"p{k}"] for k in range(n)])
+    assert np.all(np.diff(r) > 0)
+    np.testing.assert_allclose(r + r[::-1], 2000.0, atol=1e-6)
+    gradient = -(r - 1000.0) / prior_sd ** 2
+    for k in range(1, n):  # p_k won all `games` against p_{k-1}
+        p_win = 1 / (1 + 10 ** ((r[k - 1] - r[k]) / 400))
+        d = np.log(10) / 400 * games * (1 - p_win)
+        gradient[k] += d
+        gradient[k - 1] -= d
+    np.testing.assert_allclose(gradient, 0.0, atol=1e-9)
+
+
+def test_a_match_on_a_one_agent_env_is_refused_before_any_game():
+    """play_match seats a player and an opponent in each game: a one-agent env (CartPole) has no seat for the
+    opponent, a ConfigError that names the agent count; two seats (Pong) are enough."""
+    spec = ref.PolicySpec(obs_size=4, num_actions=2, kind="mlp", hidden=4, layers=1, highway=False)
+    player = random_policy(0, "player", spec)
+    with pytest.raises(ConfigError, match="self-play needs a multi-agent env; this one has 1 agent per game"):
+        play_match(load_config("cartpole"), player, player, games=2, seed=0)
+    pong = random_policy(1, "pong player")
+    assert play_match(pong_config(), pong, pong, games=2, seed=0).shape == (2,)
