@@ -388,3 +388,17 @@ def test_tensorboard_events_as_handed_to_its_writer(tmp_path, monkeypatch):
     assert [(e.step, hasattr(e, "summary")) for e in resumed.events[1:]] == [(1536, True), (2048, True)]
     values = {v.tag: v.simple_value for v in resumed.events[1].summary.value}
     assert values["losses/value_loss"] == 4.5 and values["charts/SPS"] == 2051.0
+
+
+@pytest.mark.parametrize("garbled", ['{"global_st', "[3]", "7", ""])
+def test_a_garbled_metrics_line_does_not_hide_the_rows_after_it(tmp_path, garbled):
+    """purge_step skips a line that is not a JSON object (a half-written row, a stray value, a blank line) and
+    reads on: the rows after it still count toward the last kept row."""
+    from fastvec.trainer.loggers import STEP_KEY, _TensorBoard
+
+    board = object.__new__(_TensorBoard)
+    board.run_dir = tmp_path
+    rows = [json.dumps({STEP_KEY: 1024}), garbled, json.dumps({STEP_KEY: 2048}), json.dumps({STEP_KEY: 3072})]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(rows) + "\n")
+    assert board.purge_step(4096) == 3073
+    assert board.purge_step(3072) == 2049

@@ -497,3 +497,17 @@ def test_only_a_recurrent_policy_carries_state_and_then_one_row_per_layer(kind, 
     assert spec.state_layers == expected
     state = np.zeros((spec.state_layers, 5, spec.hidden), np.float32)
     assert (state.size == 0) == (kind == "mlp")
+
+
+@pytest.mark.parametrize("num_updates", [0, 1, 2, 5])
+def test_the_annealed_schedule_is_zero_from_update_num_updates_on_however_short_the_run(num_updates):
+    """annealed (anneal_lr, anneal_ent): base at update 0, base * (1 - u / n) after, 0 from update n on (the
+    CUDA schedule kernel's value after a run's last update); a run of one update or none counts as one."""
+    n = max(num_updates, 1)
+    assert ref.annealed(2.0, 0, num_updates, True) == 2.0
+    for u in range(1, n):
+        assert ref.annealed(2.0, u, num_updates, True) == pytest.approx(2.0 * (1 - u / n))
+    for u in (n, n + 1, n + 7):
+        assert ref.annealed(2.0, u, num_updates, True) == 0.0
+        assert ref.ent_coef_at(0.5, u, num_updates, True) == 0.0
+        assert ref.annealed(2.0, u, num_updates, False) == 2.0
