@@ -494,3 +494,16 @@ def test_a_sqlite_studys_database_error_is_raised_at_once(tmp_path, monkeypatch)
     with pytest.raises(OperationalError, match="database is locked"):
         sweep.create_study(fake, plan, None, None)
     assert len(calls) == 1 and isinstance(calls[0], optuna.storages.RDBStorage) and slept == []
+
+
+def test_a_log_at_exactly_nine_tenths_of_the_run_is_in_its_last_tenth():
+    """The score's last tenth of a 100 s run is [90 s, 100 s], both ends in: a log at 90 s counts, one at 89 s
+    does not; the same at the edge of a 10 s run."""
+    w, _ = watch(pruner="none")
+    for seconds, value in [(50.0, 100.0), (89.0, 50.0), (90.0, 2.0), (100.0, 4.0)]:
+        w(log(value), seconds, int(seconds))
+    assert w.result({"startup": 0.0, "sps": 1.0})["score"] == 3.0
+    short, _ = watch(pruner="none")
+    for seconds, value in [(8.0, 9.0), (9.0, 1.0), (10.0, 5.0)]:
+        short(log(value), seconds, int(seconds))
+    assert short.result({"startup": 0.0, "sps": 1.0})["score"] == 3.0
