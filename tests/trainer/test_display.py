@@ -592,3 +592,27 @@ def test_the_panels_step_count_says_how_much_of_the_run_is_done_never_past_100_p
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(board.renderable())
     assert label in console.export_text()
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_panel_has_no_blank_lines_and_a_finished_bar_stops_one_space_before_its_count(width):
+    """The panel's lines, border to border: the title first, then the progress bar, then one line per row (or
+    more where a row wraps), none blank; at the end of the run the bar is full and fills its line up to one
+    space before the step count."""
+    from rich.console import Console
+    board = Dashboard(TITLE, 303_104, enabled=True, stream=io.StringIO(), mode="live")
+    board._remember(metrics_row(303_104, 22.3, 74, sps=13572.4, score=12.25, **{"selfplay/score_bot": 0.625}),
+                    ["score"])
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(board.renderable())
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("╭") and lines[-1].startswith("╰") and len(lines[0]) == width
+    inner = [line[2:-2] for line in lines[1:-1]]
+    assert all(line.startswith("│ ") and line.endswith(" │") for line in lines[1:-1]), lines
+    assert all(part.strip() for part in inner), lines  # no blank line above, between or below the rows
+    assert inner[0].startswith("fastvec-train cartpole") and inner[-1].startswith("self-play vs bot 0.625")
+    count = "303K/303K steps 100%"
+    bar = next(part for part in inner if part.endswith(count))
+    assert bar == "━" * (width - 4 - len(count) - 1) + " " + count, lines
+    labels = [part.split()[0] for part in inner if part[:1] != " "]
+    assert labels[labels.index(bar.split()[0]) + 1:] == ["speed", "episodes", "losses", "time", "self-play"]
