@@ -401,3 +401,15 @@ def test_search_space_lines_show_each_range_with_its_log_or_step_as_a_person_rea
         "train.total_timesteps  100_000 .. 2_000_000",
         "policy.hidden  one of 32, 64, 128",
     ]
+
+
+def test_options_may_come_before_the_env_and_a_second_env_is_an_error(tmp_path, capsys):
+    """fastvec-sweep reads its one env as the first argument that is not an option, wherever it stands: options
+    before it still count, and a second bare word is an error line naming it (exit 2), not a new env."""
+    assert sweep.main(["--sweep.trials=3", "--train.gamma=0.98", "cartpole", f"--sweep.dir={tmp_path}",
+                       "--print-space"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fastvec-sweep cartpole: study ")
+    assert "\ntrials = 3\n" in out and "  train.gamma = 0.98" in out.split("fixed for every trial:\n", 1)[1]
+    assert sweep.main(["cartpole", "pong", "--print-space"]) == 2
+    assert "fastvec-sweep: error: unexpected argument 'pong'" in capsys.readouterr().err
