@@ -219,7 +219,8 @@ def test_emulated_fused_rollout_equals_random_actions_and_steps(build, env_name,
         drawn.append(eager.random_actions(key, t))
         eager.step(drawn[-1], "staged_wide" if staged else "wide")
         ended += int(eager.done.sum())
-    for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length"):
+    for name in ("slots", "obs", "rewards", "terminated", "truncated", "done", "episode_return", "episode_length",
+                 "episode_stats"):  # the random walk's two statistics per env
         np.testing.assert_array_equal(getattr(fused, name), getattr(eager, name), err_msg=name)
     drawn = np.array(drawn)
     k = env.num_actions
