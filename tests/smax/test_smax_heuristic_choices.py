@@ -139,3 +139,19 @@ def test_attacking_at_random_the_draw_skips_allies_out_of_range():
     for draw, place in ((0.75, 0), (0.25, 2)):
         actions, _ = heuristic_step(units, {0: (30.0, 16.0, -1, 0.99, draw)}, attack_mode="random")
         assert actions[0] == MOVES + place
+
+
+@pytest.mark.parametrize("attack_mode", ["closest", "random"])
+@pytest.mark.parametrize("alone", [0, 1, 2])
+def test_an_enemy_attacks_the_only_ally_in_range_whichever_place_it_holds(alone, attack_mode):
+    """Exactly one ally in range (4 away), the other two seen but out of range (7 away): the enemy attacks it
+    whatever its place in the reversed list (ally 2 is the first, place 0), by either attack mode, and it alone
+    loses the marine's 9 health; it does not move towards a seen ally instead."""
+    units = {0: (16.0, 23.0), 1: (23.0, 16.0), 2: (16.0, 9.0), 3: (16.0, 16.0)}
+    units[alone] = ((16.0, 20.0), (20.0, 16.0), (16.0, 12.0))[alone]
+    draws = (0.5, 0.5) if attack_mode == "random" else (0.5,)
+    actions, health = heuristic_step(units, {0: (30.0, 16.0, -1, *draws)}, attack_mode=attack_mode)
+    assert actions[0] == MOVES + (2 - alone)
+    want = np.full(3, 45.0)
+    want[alone] -= 9.0
+    np.testing.assert_allclose(health[:3], want)
