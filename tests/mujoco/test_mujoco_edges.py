@@ -225,3 +225,53 @@ def test_the_arms_reset_noise_is_centred_on_the_models_reference_positions_as_gy
     assert (np.hypot(goal[:, 0], goal[:, 1]) < 0.2).all()
     ours.close()
     ref.close()
+
+
+@pytest.mark.parametrize("part", ["qpos", "qvel", "qvel-ends"])
+def test_Hopper_healthy_state_range_ends_at_exactly_the_steps_extreme_as_gymnasiums(part):
+    """Hopper's healthy_state_range bounds every entry of qpos[2:] and qvel strictly: a low (high) end at exactly
+    the smallest (largest) of them after one step terminates, one ulp outside it does not, as Gymnasium's env
+    given the same range; the start makes those extremes entries of qpos (a bent thigh, a leaning torso), of qvel
+    (fast thigh and leg), or qvel's first and last (a fast slide back, a fast foot)."""
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401  (registers fastvec/Hopper-v5)
+
+    probe = gym.make("Hopper-v5").unwrapped
+    probe.reset(seed=5)
+    qpos, qvel = probe.data.qpos.copy(), probe.data.qvel.copy()
+    if part == "qpos":
+        qpos[3], qpos[2] = -0.4, 0.15  # the thigh bent past every velocity's size, the torso leaning the other way
+    elif part == "qvel":
+        qvel[3], qvel[4] = -2.0, 2.0
+    else:
+        qvel[0], qvel[-1] = -2.0, 2.0
+    start = np.concatenate([qpos, qvel])
+    action = np.zeros(probe.action_space.shape, np.float32)
+    probe.set_state(qpos, qvel)
+    probe.step(action)
+    state = np.concatenate([probe.data.qpos[2:], probe.data.qvel])
+    split = probe.model.nq - 2
+    low, high = float(state.min()), float(state.max())
+    assert (state.argmin() < split, state.argmax() < split) == ((part == "qpos",) * 2)
+    if part == "qvel-ends":
+        assert (state.argmin(), state.argmax()) == (split, len(state) - 1)
+    ranges, wants = [], []
+    for nudge in (-np.inf, None, np.inf):
+        ranges += [(low if nudge is None else float(np.nextafter(low, nudge)), 100.0),
+                   (-100.0, high if nudge is None else float(np.nextafter(high, -nudge)))]
+    for health_range in ranges:
+        oracle = gym.make("Hopper-v5", healthy_state_range=health_range).unwrapped
+        oracle.reset(seed=5)
+        oracle.set_state(qpos, qvel)
+        want = oracle.step(action)
+        ours = gym.make_vec("fastvec/Hopper-v5", num_envs=1, healthy_state_range=health_range)
+        ours.reset(seed=5)
+        ours.set_state([0], start[None])
+        got = ours.step(action[None])
+        assert (bool(got[2][0]), got[1][0]) == (bool(want[2]), want[1]), health_range
+        wants.append(bool(want[2]))
+        ours.close()
+        oracle.close()
+    probe.close()
+    assert wants == [False, False, True, True, True, True]
