@@ -479,3 +479,26 @@ def test_encoder_input_over_several_blocks_is_the_references(emu, obs_bytes):
     x = np.zeros((rows, o), np.float32)
     call(emu.emu_encode_obs, np.int64(rows), o, obs_bytes, np.ascontiguousarray(step), np.float32(scale), None, x)
     assert np.array_equal(x, ref.encoder_input(plain, views, raw))
+
+
+def test_reward_scaling_clips_scaled_rewards_at_ten_either_way(emu):
+    """A rare reward spike among zeros (every step ends its episode, so each return is its reward) is scaled far
+    past 10 by the returns' small std: the kernel clips it to exactly +10 or -10 as normalize.REWARD_CLIP, while a
+    reward scaled to just under 10 passes unclipped, all as the reference."""
+    from fastvec.trainer import normalize
+
+    t_len, rows = 10, 100
+    rewards = np.zeros((t_len, rows), np.float32)
+    rewards[3, 7], rewards[6, 40], rewards[0, 0] = 1.0, -1.0, 0.2
+    dones = np.ones((t_len, rows), np.float32)
+    moments = (0.0, 1.0, 1e-4)
+    want, moments = normalize.scale_rewards(rewards, dones, np.zeros(rows), moments, 0.99)
+    scale = 1.0 / np.sqrt(moments[1] + normalize.REWARD_EPS)
+    assert normalize.REWARD_CLIP == 10.0 and 0.2 * scale < 10.0 < 15.0 < scale
+    got = rewards.copy()
+    k_moments = np.array([0.0, 1.0, 1e-4, 0.0])
+    call(emu.emu_scale_rewards, t_len, rows, got, dones, np.float64(0.99), np.zeros(rows), np.zeros((t_len, rows)),
+         k_moments)
+    assert got[3, 7] == 10.0 and got[6, 40] == -10.0
+    assert got[0, 0] == np.float32(np.float64(np.float32(0.2)) * scale) and np.count_nonzero(got) == 3
+    assert np.array_equal(got, want)
