@@ -275,3 +275,32 @@ def test_Hopper_healthy_state_range_ends_at_exactly_the_steps_extreme_as_gymnasi
         oracle.close()
     probe.close()
     assert wants == [False, False, True, True, True, True]
+
+
+@pytest.mark.parametrize("high", [-0.05, -0.5])
+def test_Hopper_healthy_state_range_of_negatives_bounds_only_qpos_and_qvels_entries(high):
+    """A healthy_state_range wholly below zero, (-100, high): a hopper in the air with every joint bent back and
+    every velocity -1 stays healthy where each entry of qpos[2:] and qvel lies below high (-0.05), and is unhealthy
+    where one lies above it (-0.5), as Gymnasium's env: the check reads those entries and nothing past either."""
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401  (registers fastvec/Hopper-v5)
+
+    oracle = gym.make("Hopper-v5", healthy_state_range=(-100.0, high)).unwrapped
+    oracle.reset(seed=5)
+    qpos, qvel = oracle.data.qpos.copy(), np.full(oracle.model.nv, -1.0)
+    qpos[1], qpos[2:] = 1.4, [-0.1, -0.3, -0.3, -0.3]
+    oracle.set_state(qpos, qvel)
+    action = np.zeros(oracle.action_space.shape, np.float32)
+    want = oracle.step(action)
+    state = np.concatenate([oracle.data.qpos[2:], oracle.data.qvel])
+    assert state.max() < -0.05 and (state.max() < high) == (high == -0.05)
+    ours = gym.make_vec("fastvec/Hopper-v5", num_envs=1, healthy_state_range=(-100.0, high))
+    ours.reset(seed=5)
+    ours.set_state([0], np.concatenate([qpos, qvel])[None])
+    got = ours.step(action[None])
+    assert (bool(got[2][0]), got[1][0], got[4]["reward_survive"][0]) == (bool(want[2]), want[1],
+                                                                         want[4]["reward_survive"])
+    assert bool(want[2]) == (high == -0.5)
+    ours.close()
+    oracle.close()
