@@ -96,3 +96,15 @@ def test_a_job_function_that_takes_over_a_used_slot_starts_with_no_timings(c_shi
     ways = [lib.choose_of(4, 10.0, 20.0) for _ in range(200)]
     assert ways[:4] == [1, 1, 0, 0]
     assert tries(ways[4:], 0)[0] + 4 == first
+
+
+def test_equal_timings_keep_the_pool(pool):
+    """When both ways measure the same time per env, the pool is kept (the way that scales with the batch), and
+    only the caller alone is tried now and then: runs of FV_PROBE_RUN calls, the first at FV_PROBE_CALLS."""
+    first, run = pool.probe_calls(), pool.probe_run()
+    ways = [pool.choose(7.0, 7.0) for _ in range(1000)]
+    assert ways[:4] == [1, 1, 0, 0]  # the pool measured first, then the caller alone
+    assert ways[4] == 1  # a tie: the pool
+    alone = [c for c in range(4, 1000) if ways[c] == 0]
+    assert alone and alone[0] == first and ways[first:first + run] == [0] * run and ways[first + run] == 1
+    assert len(alone) < 1000 // 8
