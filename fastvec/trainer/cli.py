@@ -4,6 +4,7 @@ a checkpoint. Config: the defaults of config_keys.py (fastvec/configs/default.to
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -314,8 +315,15 @@ def train_and_report(args: dict, config: dict) -> int:
                                      "replaces it; drop one")
     if overwrite and not args["run-dir"]:
         raise config_mod.ConfigError("--overwrite replaces the run in a given directory; add --run-dir=PATH")
+    made_here = not (args["resume"] or args["run-dir"])
     run_dir = Path(args["resume"] or args["run-dir"] or default_run_dir(config["env"]["name"]))
-    summary = run.train(config, run_dir, resume=bool(args["resume"]), overwrite=overwrite)
+    try:
+        summary = run.train(config, run_dir, resume=bool(args["resume"]), overwrite=overwrite)
+    except BaseException:
+        if made_here:  # a run refused before it wrote anything leaves no empty runs/ENV/<time> behind
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+        raise
     env = config["env"]["name"]
     steps = summary.get("trained_steps", summary["global_step"])  # the steps the updates trained on
     if summary["interrupted"]:

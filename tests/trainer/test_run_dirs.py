@@ -92,6 +92,27 @@ def test_overwrite_replaces_the_old_run_entirely(tmp_path, capsys):
     assert (run / "notes.txt").read_text() == "mine"  # not a run's file: left alone
 
 
+def test_a_run_refused_before_it_starts_leaves_no_empty_directory_behind(same_second, monkeypatch, capsys):
+    """The runs/ENV/<time> directory made for a run is taken away again when training refuses to start (here:
+    the CUDA trainer with no GPU, as run.train raises it) before writing anything; a --run-dir the user named
+    stays."""
+    from fastvec.trainer import run
+    from fastvec.trainer.config import ConfigError
+
+    def refuse(config, run_dir, **_):
+        assert run_dir.is_dir()  # made before training, so that two runs never share it
+        raise ConfigError("train.device=cuda: the CUDA trainer needs an NVIDIA GPU")
+
+    monkeypatch.setattr(run, "train", refuse)
+    assert cli.main(tiny_args(2)) == 2
+    assert "needs an NVIDIA GPU" in last_error(capsys)
+    assert same_second.is_dir() and not any(same_second.iterdir())
+    named = same_second.parent.parent / "mine"
+    named.mkdir()
+    assert cli.main([*tiny_args(2), f"--run-dir={named}"]) == 2
+    assert named.is_dir()
+
+
 def test_an_empty_or_unrelated_directory_is_used_and_a_run_that_fails_to_start_leaves_no_claim(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
