@@ -558,6 +558,14 @@ def apply_py(path: Path, spec: dict) -> bool:
     return mutated is not None
 
 
+def apply_mutant(path: Path, original: str, rel: str, spec: dict) -> bool:
+    """Write the mutant of `rel` (text `original`) described by spec into `path`; False where cosmic-ray finds none."""
+    if rel.endswith(C_SOURCES):
+        apply_c(path, original, spec)
+        return True
+    return apply_py(path, spec)
+
+
 # ------------------------------------------------------------------------------------------- running
 
 
@@ -755,12 +763,7 @@ def main(argv=None) -> int:
         original = path.read_text()
         t0 = time.perf_counter()
         try:
-            if m.file.endswith(C_SOURCES):
-                apply_c(path, original, m.spec)
-                applied = True
-            else:
-                applied = apply_py(path, m.spec)
-            if not applied:
+            if not apply_mutant(path, original, m.file, m.spec):
                 m.outcome, m.reason = "error", "cosmic-ray found no such mutation"
             else:
                 record_outcome(m, *run_tests(clone, TARGETS[m.file], limits[m.file]))

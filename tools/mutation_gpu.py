@@ -1,6 +1,7 @@
 """The GPU half of a mutation sample: the mutants `tools/mutation.py` reports as GPU-only, each run on the GPU
-machine against the @pytest.mark.gpu tests that stand guard over its file. The machine needs neither git nor
-cosmic-ray: `export` applies the mutants here and ships each mutated file's text. Usage: docs/testing.md.
+machine against the test files that stand guard over its file (their @pytest.mark.gpu tests and the CPU ones).
+The machine needs neither git nor cosmic-ray: `export` applies the mutants here and ships each mutated file's
+text. Usage: docs/testing.md.
 
     python tools/mutation_gpu.py export REPORT.json --out .gpu/mutants              # here
     python3 tools/mutation_gpu.py run .gpu/mutants --jobs 3 --json $OUT/gpu.json    # on the GPU machine
@@ -22,8 +23,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import (C_SOURCES, REPO, Mutant, apply_c, apply_py, c_mutants, py_mutants,  # noqa: E402
-                      record_outcome, run_tests, snapshot)
+from mutation import (C_SOURCES, REPO, Mutant, apply_mutant, c_mutants, py_mutants, record_outcome,  # noqa: E402
+                      run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -34,8 +35,8 @@ _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_asyn
             "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py")
 _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
 
-# The @gpu tests over each GPU-only file, by path prefix (the longest match wins); run with `-m gpu`, in this order
-# (the broad, quick files first, so that most mutants fail early).
+# The test files over each GPU-only file, by path prefix (the longest match wins), run whole (GPU and CPU tests) in
+# this order (the broad, quick files first, so that most mutants fail early).
 GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/native/": _NATIVE,
     "fastvec/wrappers/": _NATIVE,
@@ -48,7 +49,7 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
 
 
 def gpu_tests(rel: str) -> tuple[str, ...]:
-    """The @gpu test files that stand guard over `rel`."""
+    """The test files that stand guard over `rel`."""
     prefix = max((p for p in GPU_TESTS if rel.startswith(p)), key=len, default=None)
     if prefix is None:
         raise SystemExit(f"no GPU tests known for {rel}; add its folder to GPU_TESTS in {__file__}")
@@ -78,9 +79,7 @@ def export(report_path: Path, out: Path, source: str) -> int:
             continue
         path = clone / m.file
         original = path.read_text()
-        if m.file.endswith(C_SOURCES):
-            apply_c(path, original, here.spec)
-        elif not apply_py(path, here.spec):
+        if not apply_mutant(path, original, m.file, here.spec):
             gone.append(m)
             continue
         mutated = path.read_text()
@@ -113,8 +112,7 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
     data = json.loads((bundle / "mutants.json").read_text())
     done, wanted = _keys(done_before), _keys(survivors_of, ("survived",)) if survivors_of else None
     rows = [r for r in data["rows"] if (tuple(r["tests"]) == _WARP) == only_warp
-            and tuple(Mutant(**r["mutant"]).key()) not in done
-            and (wanted is None or tuple(Mutant(**r["mutant"]).key()) in wanted)]
+            and (key := Mutant(**r["mutant"]).key()) not in done and (wanted is None or key in wanted)]
     if tests:
         rows = [{**r, "tests": list(tests)} for r in rows]
     workdir = Path(tempfile.mkdtemp(prefix="mutgpu-"))
@@ -202,7 +200,8 @@ def main(argv=None) -> int:
     rn.add_argument("--workers", type=int, default=0, help="pytest-xdist workers per mutant (0: none)")
     rn.add_argument("--only-warp", action="store_true", help="the mutants whose tests need MuJoCo Warp's site")
     rn.add_argument("--json", type=Path, default=Path(os.environ.get("OUT", ".")) / "mutation_gpu.json")
-    rn.add_argument("--seconds", type=float, default=float("inf"), help="start no mutant after this many seconds")
+    rn.add_argument("--seconds", type=float, default=float("inf"), help="start no mutant after this many "
+                    "seconds, counted from the start (the unmutated baselines included)")
     rn.add_argument("--done-before", type=Path, nargs="*", default=[], help="earlier runs' reports: their mutants "
                     "are not run again")
     rn.add_argument("--survivors-of", type=Path, nargs="*", default=[], help="run only these reports' survivors")
