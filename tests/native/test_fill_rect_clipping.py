@@ -22,18 +22,8 @@ RECTS = [(-3, 1, 2, 3), (1, -2, 3, 2), (4, 1, 11, 3), (2, 3, 5, 9), (-1, -1, 2, 
 
 
 @pytest.fixture(scope="module")
-def fill(tmp_path_factory):
-    import shutil
-    import subprocess
-    from fastvec.native import NATIVE_DIR
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    tmp = tmp_path_factory.mktemp("fill_rect")
-    (tmp / "shim.c").write_text(SOURCE)
-    subprocess.run([cc, "-O2", "-std=c99", "-shared", "-fPIC", f"-I{NATIVE_DIR}", str(tmp / "shim.c"), "-o",
-                    str(tmp / "shim.so"), "-lm"], check=True, capture_output=True)
-    lib = ctypes.CDLL(str(tmp / "shim.so"))
+def fill(c_shim):
+    lib = c_shim(SOURCE)
     lib.fill.argtypes = [ctypes.c_void_p] + [ctypes.c_int] * 6
     lib.fill.restype = None
     return lib
