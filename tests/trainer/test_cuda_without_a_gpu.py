@@ -1,6 +1,6 @@
-"""The CUDA trainer's pieces that decide things before any GPU work, checked on any machine: whether the CUDA
-trainer is available (answered from the driver's device count, a stand-in driver here) and the arena's layout
-(every tensor aligned, none overlapping the one before, whatever its size)."""
+"""The CUDA trainer's pieces that decide things before any GPU work, checked on any machine: whether it is
+available (from the driver's device count, a stand-in driver here), the arena's layout and pointers, the
+Newton-Schulz scratch layout, and which rollout path a policy's width takes."""
 
 from __future__ import annotations
 
