@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
@@ -608,6 +609,30 @@ def record_outcome(m: Mutant, status: str, out: str) -> None:
     m.reason = failed[0][:200] if failed else ""  # the test that caught it
 
 
+class TreePool:
+    """Copies of the repository shared by the threads that test mutants, one mutant in a copy at a time."""
+
+    def __init__(self, trees: list[Path]):
+        self.free, self.lock = list(trees), threading.Lock()
+
+    @contextlib.contextmanager
+    def holding(self, m: Mutant):
+        """A free copy, m's file in it and that file's text: (copy, path, original). On leaving, the file is
+        written back and the copy freed whatever happened, and m.seconds is the time taken."""
+        with self.lock:
+            tree = self.free.pop()
+        path = tree / m.file
+        original = path.read_text()
+        t0 = time.perf_counter()
+        try:
+            yield tree, path, original
+        finally:
+            path.write_text(original)
+            m.seconds = time.perf_counter() - t0
+            with self.lock:
+                self.free.append(tree)
+
+
 def snapshot(source: str, dest: Path) -> str:
     """Clone the committed HEAD of `source` into `dest`; returns its commit (the measured one)."""
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", source, str(dest)], check=True)
@@ -753,25 +778,14 @@ def main(argv=None) -> int:
         print(f"{len(extra)} more mutants drawn from the whole package to reach {args.at_least}", flush=True)
         mutants += sorted(extra, key=lambda m: (m.file, m.line, m.change, m.index))
 
-    free = list(clones)
-    lock = threading.Lock()
+    trees = TreePool(clones)
 
     def test_one(m: Mutant) -> Mutant:
-        with lock:
-            clone = free.pop()
-        path = clone / m.file
-        original = path.read_text()
-        t0 = time.perf_counter()
-        try:
+        with trees.holding(m) as (clone, path, original):
             if not apply_mutant(path, original, m.file, m.spec):
                 m.outcome, m.reason = "error", "cosmic-ray found no such mutation"
             else:
                 record_outcome(m, *run_tests(clone, TARGETS[m.file], limits[m.file]))
-        finally:
-            path.write_text(original)
-            m.seconds = time.perf_counter() - t0
-            with lock:
-                free.append(clone)
         return m
 
     todo = [m for m in mutants if not m.outcome]

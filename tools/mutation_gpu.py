@@ -17,14 +17,13 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import (C_SOURCES, REPO, Mutant, apply_mutant, c_mutants, py_mutants, record_outcome,  # noqa: E402
-                      run_tests, snapshot)
+from mutation import (C_SOURCES, REPO, Mutant, TreePool, apply_mutant, c_mutants, py_mutants,  # noqa: E402
+                      record_outcome, run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -140,26 +139,16 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
                 print(out, file=sys.stderr)
                 return 1
             limits[tests] = 3 * took + 60  # + 60: a mutated kernel file compiles again
-    free, lock = list(trees), threading.Lock()
+    pool_of_trees = TreePool(trees)
 
     def test_one(row: dict) -> Mutant | None:
         m = Mutant(**row["mutant"])
         if time.perf_counter() - start > seconds:
             return None
-        with lock:
-            tree = free.pop()
-        path = tree / m.file
-        original = path.read_text()
-        t0 = time.perf_counter()
-        try:
+        with pool_of_trees.holding(m) as (tree, path, _):
             path.write_text(row["text"])
             record_outcome(m, *run_tests(tree, [*pytest_workers, *row["tests"]], limits[tuple(row["tests"])],
                                          cache=cache))
-        finally:
-            path.write_text(original)
-            m.seconds = time.perf_counter() - t0
-            with lock:
-                free.append(tree)
         return m
 
     mutants: list[Mutant] = []
