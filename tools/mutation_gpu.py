@@ -101,12 +101,14 @@ def _keys(reports: list[Path], outcomes: tuple[str, ...] | None = None) -> set[t
 
 
 def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, seconds: float,
-        done_before: list[Path], survivors_of: list[Path], tests: list[str] | None) -> int:
+        done_before: list[Path], survivors_of: list[Path], tests: list[str] | None,
+        baselines_from: list[Path] = ()) -> int:
     """Test each exported mutant in one of `jobs` copies of this tree; write a report mutation.py can merge,
     again after each mutant. No mutant starts after `seconds` (counted from the start, baselines included);
     those of `done_before` (earlier reports) are left out, so that a later call tests the rest; with
     `survivors_of`, only those reports' survivors run (against `tests` where given, e.g. the tests written after
-    reading them)."""
+    reading them). A selection that passed unmutated in a `baselines_from` report (an earlier call on the same
+    tree) is not run again: its recorded time sets its limit."""
     start = time.perf_counter()
     data = json.loads((bundle / "mutants.json").read_text())
     done, wanted = _keys(done_before), _keys(survivors_of, ("survived",)) if survivors_of else None
@@ -119,7 +121,8 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
     trees = [workdir / f"w{k}" for k in range(max(jobs, 1))]
     for tree in trees:
         shutil.copytree(REPO, tree, ignore=ignore)
-    cache = workdir / "cache"  # shared: the build cache is keyed by content and locked per artefact
+    # Shared by the trees and kept for later calls on the same machine: keyed by content, locked per artefact.
+    cache = Path(tempfile.gettempdir()) / "mutgpu-cache"
     pytest_workers = ["-n", str(workers)] if workers else []
 
     # Each selection must pass unmutated (each in its own tree, at once); its time sets its mutants' limit.
@@ -129,8 +132,12 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
         status, out = run_tests(tree, [*pytest_workers, *tests], 1800, cache=cache)
         return tests, status, time.perf_counter() - t0, out
 
-    selections = list(dict.fromkeys(tuple(r["tests"]) for r in rows))
-    limits: dict[tuple, float] = {}
+    passed_before = {tuple(tests.split()): took for report in baselines_from
+                     for tests, took in json.loads(report.read_text()).get("baselines", {}).items()}
+    selections = [t for t in dict.fromkeys(tuple(r["tests"]) for r in rows) if t not in passed_before]
+    baselines = {t: passed_before[t] for t in dict.fromkeys(tuple(r["tests"]) for r in rows) if t in passed_before}
+    for tests, took in baselines.items():
+        print(f"baseline {took:6.1f} s passed before: {' '.join(tests)}", flush=True)
     with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
         selection_trees = [(trees[i % len(trees)], tests) for i, tests in enumerate(selections)]
         for tests, status, took, out in pool.map(baseline, selection_trees):
@@ -138,7 +145,8 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
             if status != "passed":
                 print(out, file=sys.stderr)
                 return 1
-            limits[tests] = 3 * took + 60  # + 60: a mutated kernel file compiles again
+            baselines[tests] = took
+    limits = {tests: 3 * took + 60 for tests, took in baselines.items()}  # + 60: a mutated kernel compiles again
     pool_of_trees = TreePool(trees)
 
     def test_one(row: dict) -> Mutant | None:
@@ -153,6 +161,15 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
 
     mutants: list[Mutant] = []
     json_out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write_report() -> None:
+        json_out.write_text(json.dumps(
+            {"commit": data["commit"], "sample": data["sample"], "seed": data["seed"],
+             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "not_run": len(rows) - len(mutants),
+             "baselines": {" ".join(tests): took for tests, took in baselines.items()},
+             "mutants": [{**asdict(x), "key": list(x.key())} for x in mutants]}, indent=1) + "\n")
+
+    write_report()  # the baselines, for --baselines-from, even if no mutant starts
     with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
         for m in pool.map(test_one, rows):
             if m is None:
@@ -160,10 +177,7 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
             mutants.append(m)
             print(f"[{len(mutants)}/{len(rows)}] {m.outcome:9s} {m.seconds:5.0f} s {m.file}:{m.line} {m.change}  "
                   f"`{m.source[:70]}`", flush=True)
-            json_out.write_text(json.dumps(
-                {"commit": data["commit"], "sample": data["sample"], "seed": data["seed"],
-                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "not_run": len(rows) - len(mutants),
-                 "mutants": [{**asdict(x), "key": list(x.key())} for x in mutants]}, indent=1) + "\n")
+            write_report()
     if len(mutants) < len(rows):
         print(f"{len(rows) - len(mutants)} mutants not started within {seconds:.0f} s: run again with "
               f"--done-before {json_out}")
@@ -195,11 +209,13 @@ def main(argv=None) -> int:
                     "are not run again")
     rn.add_argument("--survivors-of", type=Path, nargs="*", default=[], help="run only these reports' survivors")
     rn.add_argument("--tests", nargs="*", help="pytest arguments to run instead of each file's GPU_TESTS")
+    rn.add_argument("--baselines-from", type=Path, nargs="*", default=[], help="earlier reports on this tree: "
+                    "the selections that passed unmutated there are not run again")
     args = parser.parse_args(argv)
     if args.command == "export":
         return export(args.report, args.out, args.source)
     return run(args.bundle, args.jobs, args.workers, args.only_warp, args.json, args.seconds, args.done_before,
-               args.survivors_of, args.tests)
+               args.survivors_of, args.tests, args.baselines_from)
 
 
 if __name__ == "__main__":
