@@ -13,8 +13,8 @@ from fastvec.trainer.config import load_config
 
 def make(**train):
     overrides = {"env": {"num_envs": 6}, "policy": {"kind": "mingru", "hidden": 8, "layers": 2},
-                 "train": {"horizon": 32, "bptt_horizon": 8, "minibatch_size": 64, "seed": 5, "async": True,
-                           "learning_rate": 0.02, **train}}
+                 "train": {"device": "cpu", "horizon": 32, "bptt_horizon": 8, "minibatch_size": 64, "seed": 5,
+                           "async": True, "learning_rate": 0.02, **train}}
     return run.make_trainer(load_config("cartpole", overrides))
 
 
