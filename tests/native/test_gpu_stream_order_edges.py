@@ -4,6 +4,7 @@ TorchVectorEnv step. Recorded without a GPU where the logic is plain Python; the
 
 from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -110,3 +111,37 @@ def test_a_torch_side_stream_waits_for_the_envs_step_and_the_default_stream_does
     assert waits == []  # the env's own stream
     envs.close()
     ref.close()
+
+
+class _DeviceModeEnv(gym.vector.VectorEnv):
+    """A stand-in for a GPU env in device mode: its batch's stream and host-free arrays, NumPy outputs."""
+
+    def __init__(self):
+        self.num_envs = 2
+        self.single_observation_space = self.observation_space = gym.spaces.Box(-1, 1, (2, 1), np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.action_space = gym.spaces.MultiDiscrete([2, 2])
+        self.batch = SimpleNamespace(host_arrays=False, stream_handle=OURS)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros((2, 1), np.float32), {}
+
+    def step(self, actions):
+        return np.zeros((2, 1), np.float32), np.zeros(2, np.float32), np.zeros(2, bool), np.zeros(2, bool), {}
+
+
+@pytest.mark.parametrize("current,expected", [(THEIRS, [(THEIRS, OURS)]), (0, []), (OURS, [])])
+def test_torch_face_orders_only_a_side_stream_after_the_envs(monkeypatch, current, expected):
+    """TorchVectorEnv's reset and step make torch's current stream wait for the env's stream where it is a side
+    stream; torch's default stream (0) and the env's own stream are ordered already. The stream and the event are
+    stand-ins: no GPU."""
+    torch = pytest.importorskip("torch")
+    from fastvec.wrappers import torch as torch_face
+
+    recorder = _Recorder()
+    monkeypatch.setattr(torch_face, "graphs", SimpleNamespace(Event=lambda: recorder))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: SimpleNamespace(cuda_stream=current))
+    envs = torch_face.TorchVectorEnv(_DeviceModeEnv())
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, np.int64))
+    assert recorder.waits == expected * 2
