@@ -157,3 +157,91 @@ def test_multi_discrete_head_is_finite_and_the_references_when_each_first_logit_
     np.testing.assert_allclose(new_logp, logp_now, rtol=1e-5, atol=1e-5)
     assert rel_err(dy[:, :-1], dlogits) <= 1e-5
     assert rel_err(dy[:, -1], dvalues) <= 1e-6
+
+
+BF16_GUARD = 0x4321  # bfloat16 bits past a bf16 output
+
+
+def to_bf16(x) -> np.ndarray:
+    """bfloat16 bits (uint16) of float32 x, rounded to nearest, ties to even."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def guarded_bf16(size: int) -> np.ndarray:
+    buf = np.zeros(size + 1, np.uint16)
+    buf[size] = BF16_GUARD
+    return buf
+
+
+@pytest.mark.parametrize("n", [1, 300, 512])
+def test_fill_sets_exactly_n_elements(emu, n):
+    x = guarded((n,))
+    call(emu.emu_fill, x, np.int64(n), np.float32(2.5))
+    assert (x[:n] == 2.5).all() and x[n] == GUARD
+
+
+@pytest.mark.parametrize("with_bf16", [False, True], ids=["fp32", "with-bf16-copy"])
+def test_add_bias_adds_each_columns_bias_to_exactly_its_elements(emu, with_bf16):
+    """y (rows, cols) += bias over a partial last block: column c gets bias[c]; with a bf16 copy, the copy holds the
+    sums rounded to nearest even; nothing past either array changes."""
+    rng = np.random.default_rng(16)
+    rows, cols = 37, 7
+    y = guarded((rows, cols))
+    y[:-1] = rng.standard_normal(rows * cols)
+    bias = rng.standard_normal(cols).astype(np.float32)
+    want = y[:-1].reshape(rows, cols) + bias
+    y_bf16 = guarded_bf16(rows * cols) if with_bf16 else None
+    call(emu.emu_add_bias, y, bias, np.int64(rows), cols, y_bf16)
+    assert np.array_equal(y[:-1].reshape(rows, cols), want) and y[-1] == GUARD
+    if with_bf16:
+        assert np.array_equal(y_bf16[:-1], to_bf16(want).ravel()) and y_bf16[-1] == BF16_GUARD
+
+
+def test_to_bf16_rounds_exactly_n_elements_to_nearest_even(emu):
+    rng = np.random.default_rng(17)
+    n = 300
+    src = rng.standard_normal(n).astype(np.float32)
+    bits = src.view(np.uint32)
+    bits[:8] = (bits[:8] & 0xFFFF0000) | 0x8000  # exact ties: half round up (odd), half stay (even)
+    dst = guarded_bf16(n)
+    call(emu.emu_to_bf16, np.int64(n), src, dst)
+    assert np.array_equal(dst[:n], to_bf16(src)) and dst[n] == BF16_GUARD
+    assert ((dst[:8] & 1) == 0).all()  # every tie went to an even value
+
+
+@pytest.mark.parametrize("highway", [False, True], ids=["mingru", "mingru-highway"])
+def test_mingru_layer_kernels_match_the_reference_and_stay_in_their_arrays(emu, highway):
+    """mingru_forward_kernel and mingru_backward_kernel over B * H threads (a partial last block): the outputs, the
+    state after the last step, dx (with the trainer's dpre @ w added), dw, db and each sequence's bias sums against
+    reference.mingru_forward / mingru_backward, and no element past any output array written."""
+    rng = np.random.default_rng(18)
+    steps, b, h = 9, 13, 24
+    w_rows = (3 if highway else 2) * h
+    x = rng.standard_normal((steps, b, h)).astype(np.float32)
+    w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
+    bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
+    starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
+    h0 = rng.standard_normal((b, h)).astype(np.float32)
+    dout = rng.standard_normal((steps, b, h)).astype(np.float32)
+    out_ref, last_ref, cache = ref.mingru_forward(x, 1 - starts, h0, w, bias, highway)
+    dx_ref, dw_ref, db_ref = ref.mingru_backward(dout, cache)
+    pre = (x @ w.T).astype(np.float32)
+
+    states, out, last = guarded((steps, b, h)), guarded((steps, b, h)), guarded((b, h))
+    out_bf16 = guarded_bf16(steps * b * h)
+    call(emu.emu_mingru_forward, steps, b, h, int(highway), x, pre, bias, starts, h0, states, out, last, out_bf16)
+    assert rel_err(out[:-1].reshape(steps, b, h), out_ref) <= 1e-5
+    assert rel_err(last[:-1].reshape(b, h), last_ref) <= 1e-5
+    assert np.array_equal(out_bf16[:-1], to_bf16(out[:-1]))
+    assert states[-1] == GUARD and out[-1] == GUARD and last[-1] == GUARD and out_bf16[-1] == BF16_GUARD
+
+    dpre, dx, dbias_seq = guarded((steps, b, w_rows)), guarded((steps, b, h)), guarded((b, w_rows))
+    call(emu.emu_mingru_backward, steps, b, h, int(highway), dout, x, pre, bias, starts, h0, states, dpre, dx,
+         dbias_seq)
+    assert dpre[-1] == GUARD and dx[-1] == GUARD and dbias_seq[-1] == GUARD
+    rows = dpre[:-1].reshape(-1, w_rows).astype(np.float64)
+    assert rel_err(dx[:-1].reshape(steps, b, h) + (rows @ w).reshape(steps, b, h), dx_ref) <= 1e-5
+    assert rel_err(rows.T @ x.reshape(-1, h), dw_ref) <= 1e-5
+    assert rel_err(rows.sum(0), db_ref) <= 1e-5
+    assert rel_err(dbias_seq[:-1].reshape(b, w_rows), rows.reshape(steps, b, w_rows).sum(0)) <= 1e-5
