@@ -71,12 +71,14 @@ def test_bias_grad_writes_exactly_its_rows_and_columns(emu):
 
 
 def dominant_first_logits(rng, rows: int, width: int, offsets=(0,)) -> np.ndarray:
-    """Logits (rows, width) near 0, with the first logit of each categorical (at `offsets`) 100 above the rest in
-    even rows (exp(100) overflows float32) and 100 below in odd rows."""
+    """A decoder output (rows, width): logits near 0, with the first logit of each categorical (at `offsets`) 100
+    above the rest in even rows (exp(100) overflows float32) and 100 below in odd rows; the last column, the value,
+    a large return (500) that is no logit: a categorical that took it in would overflow or underflow."""
     y = rng.standard_normal((rows, width)).astype(np.float32)
     for o in offsets:
         y[0::2, o] += 100.0
         y[1::2, o] -= 100.0
+    y[:, -1] += 500.0
     return y
 
 
