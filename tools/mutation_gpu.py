@@ -35,8 +35,7 @@ _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_asyn
             "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py", "tests/trainer/test_selfplay_gpu.py",
             "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py",
             "tests/trainer/test_nccl_bindings.py", "tests/trainer/test_cuda_host_side_logic.py",
-            "tests/emulation/test_data_parallel_moments.py", "tests/trainer/test_cuda_gemm_exponent_range.py",
-            "tests/trainer/test_cuda_host_env_masks.py",
+            "tests/trainer/test_cuda_gemm_exponent_range.py", "tests/trainer/test_cuda_host_env_masks.py",
             "tests/trainer/test_cuda_two_seat_bootstrap.py", "tests/trainer/test_cuda_mirrored_constants.py",
             "tests/emulation/test_policy_kernel_edges.py", "tests/emulation/test_rollout_bootstrap_kernels.py")
 _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
@@ -51,6 +50,11 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/trainer/cuda/device_envs.py": _WARP,  # steps MuJoCo Warp's envs only
     # muon_stride and the Newton-Schulz layout, checked against the kernels compiled for the CPU
     "fastvec/trainer/cuda/optimizers.py": (*_TRAINER, "tests/emulation/test_newton_schulz.py"),
+    # the advantage moments across ranks, launched as DataParallel launches them on the CPU build of ppo.cu
+    "fastvec/trainer/cuda/data_parallel.py": (*_TRAINER, "tests/emulation/test_data_parallel_moments.py"),
+    # the evaluation kernel's grid (play_layout)
+    "fastvec/trainer/cuda/matches.py": (
+        *_TRAINER, "tests/emulation/test_selfplay_kernels.py::test_play_layout_fills_the_sms_with_every_block_resident"),
 }
 
 

@@ -1,6 +1,6 @@
-"""The CUDA trainer's host-side bookkeeping, checked without a GPU against stand-ins for the driver's objects: the
-collectors' graphs (one a slot, freed at close), the host-env rollout's time split (waiting for actions vs
-stepping the env), and how an evaluation groups its bot levels and past selves into batches of games."""
+"""The CUDA trainer's host-side bookkeeping without a GPU, against stand-ins for the driver's objects: the
+collectors' graphs and train.async's weight hand-over, the host-env rollout's groups and time split, the ranks'
+keys and collectives, and how an evaluation groups its bot levels and past selves into batches of games."""
 
 from __future__ import annotations
 
@@ -254,3 +254,105 @@ def test_an_env_without_per_game_bot_levels_builds_one_bot_module_a_level_and_on
     assert {level: list(s) for level, s in bots.items()} == {0: [100.0] * 3, 3: [103.0] * 3}
     assert [list(s) for s in pasts] == [[-1.0] * 3, [-2.0] * 3]
     assert matches.history[-1]["games_per_block"] == [4, 4, 4]
+
+
+# ------------------------------------------------------------------------------------------------
+# train.async's actor: its own stream, launcher, cuBLAS handle and copy of the weights
+
+def test_an_async_actor_copies_the_weights_between_the_learners_update_and_its_next(monkeypatch):
+    """hand_over: the actor's stream waits for the learner's, copies all P float32 weights into actor_params, and
+    the learner's stream waits for that copy; the actor's cuBLAS handle works in its own workspace."""
+    log = []
+
+    class Event:
+        def __init__(self):
+            self.name = f"event{len([e for e in log if e[0] == 'event'])}"
+            log.append(("event", self.name))
+
+        def make_wait(self, waiter, producer):
+            log.append(("wait", self.name, waiter, producer))
+
+    class Blas:
+        def __init__(self, stream, workspace, nbytes, precision):
+            log.append(("cublas", stream.handle, workspace, nbytes, precision))
+
+        def close(self):
+            log.append(("cublas closed",))
+
+    from fastvec.trainer.cuda import device
+    from fastvec.trainer.cuda.plan import CUBLAS_WORKSPACE
+    monkeypatch.setattr(actors, "Event", Event)
+    monkeypatch.setattr(actors, "Cublas", Blas)
+    monkeypatch.setattr(device, "Launcher", lambda module, stream: SimpleNamespace(module=module, stream=stream))
+    cuda = SimpleNamespace(Stream=lambda: SimpleNamespace(handle=11),
+                           memcpy_dtod_async=lambda dst, src, nbytes, stream: log.append(
+                               ("copy", dst, src, nbytes, stream.handle)))
+    arena = SimpleNamespace(ptr=lambda name: {"actor_params": 0x1000, "params": 0x2000,
+                                              "actor_cublas_workspace": 0x3000}[name])
+    actor = actors.AsyncActor(cuda, "module", arena, "bf16", SimpleNamespace(handle=22), param_count=1234)
+    assert actor.params == "actor_params" and actor.k.stream.handle == actor.stream.handle == 11
+    assert ("cublas", 11, 0x3000, CUBLAS_WORKSPACE, "bf16") in log
+    first = len(log)
+    actor.hand_over()
+    learner_done, weights_taken = log[1][1], log[2][1]
+    assert log[first:] == [("wait", learner_done, 11, 22), ("copy", 0x1000, 0x2000, 1234 * 4, 11),
+                           ("wait", weights_taken, 22, 11)]
+    actor.close()
+    assert log[-1] == ("cublas closed",)
+
+
+def test_the_learners_own_actor_hands_nothing_over_and_leaves_its_handle_open():
+    blas = SimpleNamespace(close=lambda: pytest.fail("the trainer closes its own handle"))
+    actor = actors.Actor("k", blas, "stream")
+    assert actor.params == "params" and (actor.k, actor.blas, actor.stream) == ("k", blas, "stream")
+    actor.hand_over()
+    actor.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Host envs' groups and ranks' keys
+
+def test_env_groups_split_the_batch_as_array_split_or_as_the_given_batches():
+    from fastvec.trainer.cuda.host_envs import env_ranges
+    assert env_ranges(10, 3, None) == [(0, 4), (4, 7), (7, 10)]
+    assert env_ranges(10, 1, None) == [(0, 10)] == env_ranges(10, 0, None)
+    assert env_ranges(3, 5, None) == [(0, 1), (1, 2), (2, 3)]  # no empty group
+    assert env_ranges(12, 4, None) == [(0, 3), (3, 6), (6, 9), (9, 12)]
+    batches = [SimpleNamespace(num_envs=n) for n in (2, 7, 1)]
+    assert env_ranges(10, 2, batches) == [(0, 2), (2, 9), (9, 10)]  # the batches' sizes win over env_groups
+    with pytest.raises(ValueError, match="host_batches hold 10 envs, the trainer's batch 11"):
+        env_ranges(11, 3, batches)
+
+
+def test_each_rank_samples_with_a_key_of_its_own_and_rank_0_with_the_single_gpus():
+    from fastvec.trainer.cuda.data_parallel import DataParallel, SingleGpu, data_parallel
+    from fastvec.trainer.cuda import nccl
+    key = ref.sampling_key(5)
+    keys = [DataParallel(SimpleNamespace(rank=r, world_size=8)).rank_key(key) for r in range(8)]
+    assert keys[0] == SingleGpu().rank_key(key) == key
+    assert len(set(keys)) == 8 and all(0 <= k < 2 ** 64 for k in keys)
+    assert keys == [DataParallel(SimpleNamespace(rank=r, world_size=8)).rank_key(key) for r in range(8)]
+    assert DataParallel(SimpleNamespace(rank=3, world_size=8)).rank_key(ref.sampling_key(6)) != keys[3]
+    single = data_parallel()
+    assert isinstance(single, SingleGpu) and (single.rank, single.world_size, single.group) == (0, 1, None)
+    group = SimpleNamespace(rank=2, world_size=4)
+    nccl.set_active_group(group)
+    try:
+        parallel = data_parallel()
+    finally:
+        nccl.set_active_group(None)
+    assert isinstance(parallel, DataParallel) and not parallel.moments_in_gather
+    assert (parallel.group, parallel.rank, parallel.world_size) == (group, 2, 4)
+
+
+def test_data_parallel_broadcasts_rank_0s_weights_and_averages_the_whole_gradient():
+    calls = []
+    group = SimpleNamespace(rank=1, world_size=2, broadcast=lambda *a: calls.append(("broadcast", *a)),
+                            average=lambda *a: calls.append(("average", *a)))
+    from fastvec.trainer.cuda.data_parallel import DataParallel, SingleGpu
+    arena = SimpleNamespace(ptr=lambda name: {"params": 0x100, "grads": 0x200}[name])
+    stream = SimpleNamespace(handle=9)
+    for reduction in (SingleGpu(), DataParallel(group)):
+        reduction.broadcast_params(arena, 321, stream)
+        reduction.record_grad_average(arena, 321, stream)
+    assert calls == [("broadcast", 0x100, 321, 9), ("average", 0x200, 321, 9)]  # alone: nothing to share

@@ -1,6 +1,6 @@
-"""cuda/nccl.py's ctypes bindings without a GPU: its enum values (data types, reduction ops, result names) are
-nccl.h's where an NCCL header is installed, and its error text asks the failing communicator for NCCL's own
-explanation (a stand-in library records what it is asked)."""
+"""cuda/nccl.py's ctypes bindings without a GPU: its enum values are nccl.h's where an NCCL header is installed;
+against a stand-in libnccl that records each call, its collectives, communicators and error text (which asks
+the failing communicator for NCCL's own explanation) pass what NCCL's API expects."""
 
 from __future__ import annotations
 
@@ -100,3 +100,119 @@ def test_error_text_of_an_nccl_without_get_last_error_is_the_name_and_descriptio
 
     monkeypatch.setattr(nccl, "load", lambda: OldNccl())
     assert nccl.error_text(1, 0xAB00) == "ncclUnhandledCudaError (unhandled cuda error)"
+
+
+# ------------------------------------------------------------------------------------------------
+# The collectives as the library is asked for them (a stand-in libnccl records each call's arguments)
+
+class _RecordingNccl(_StandInNccl):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def ncclCommInitRank(self, handle_ref, world_size, uid, rank):
+        handle_ref._obj.value = 0xC0FFEE
+        self.calls.append(("init", world_size, bytes(uid.internal)[:4], rank))
+        return 0
+
+    def ncclAllReduce(self, send, recv, count, dtype, op, comm, stream):
+        self.calls.append(("all_reduce", send.value, recv.value, count, dtype, op, comm.value, stream.value))
+        return 0
+
+    def ncclBroadcast(self, send, recv, count, dtype, root, comm, stream):
+        self.calls.append(("broadcast", send.value, recv.value, count, dtype, root, comm.value, stream.value))
+        return 0
+
+    def ncclCommDestroy(self, comm):
+        self.calls.append(("destroy", comm.value))
+        return 0
+
+    def ncclCommAbort(self, comm):
+        self.calls.append(("abort", comm.value))
+        return 0
+
+    def ncclGetVersion(self, code_ref):
+        code_ref._obj.value = 23007  # NCCL_VERSION(2, 30, 7)
+        return 0
+
+    def ncclGetUniqueId(self, uid_ref):
+        ctypes.memmove(ctypes.addressof(uid_ref._obj), bytes(range(128)), 128)
+        return 0
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    lib = _RecordingNccl()
+    monkeypatch.setattr(nccl, "load", lambda: lib)
+    return lib
+
+
+def test_collectives_pass_the_buffer_in_place_with_the_dtypes_and_ops_codes(recording):
+    comm = nccl.Communicator(bytes([7, 8, 9, 10]) + bytes(124), world_size=3, rank=2)
+    assert recording.calls == [("init", 3, bytes([7, 8, 9, 10]), 2)] and comm.handle.value == 0xC0FFEE
+    comm.all_reduce(0x1000, 5, np.int64, "max", stream=0x77)
+    comm.all_reduce(0x2000, 6)  # float32 sums on the legacy stream by default
+    comm.broadcast(0x3000, 7, np.uint8, root=1, stream=0x78)
+    assert recording.calls[1:] == [
+        ("all_reduce", 0x1000, 0x1000, 5, nccl.DTYPES[np.dtype(np.int64)], nccl.OPS["max"], 0xC0FFEE, 0x77),
+        ("all_reduce", 0x2000, 0x2000, 6, nccl.DTYPES[np.dtype(np.float32)], nccl.OPS["sum"], 0xC0FFEE, None),
+        ("broadcast", 0x3000, 0x3000, 7, nccl.DTYPES[np.dtype(np.uint8)], 1, 0xC0FFEE, 0x78)]
+    with pytest.raises(ValueError, match="op='mean'"):
+        comm.all_reduce(0x1000, 5, op="mean")
+    with pytest.raises(ValueError, match="float16 is not wired up"):
+        comm.all_reduce(0x1000, 5, np.float16)
+    assert len(recording.calls) == 4  # the refused calls reached no library
+    comm.destroy()
+    comm.destroy()  # once only
+    assert recording.calls[4:] == [("destroy", 0xC0FFEE)] and not comm.handle.value
+    with pytest.raises(RuntimeError, match="destroyed"):
+        comm.broadcast(0x3000, 7)
+
+
+def test_abort_frees_the_communicator_once(recording):
+    comm = nccl.Communicator(bytes(128), world_size=2, rank=0)
+    comm.abort()
+    comm.abort()
+    comm.destroy()
+    assert recording.calls[1:] == [("abort", 0xC0FFEE)]
+
+
+def test_a_process_group_averages_float32_sums_float64_and_broadcasts_rank_0s(recording):
+    """The trainer's three collectives: the gradient's mean, the advantage moments' partial sums, the weights."""
+    group = nccl.ProcessGroup(1, 2, nccl.Communicator(bytes(128), world_size=2, rank=1))
+    group.average(0x10, 100, 5)
+    group.sum(0x20, 256, 6)
+    group.broadcast(0x30, 100, 7)
+    f32, f64 = nccl.DTYPES[np.dtype(np.float32)], nccl.DTYPES[np.dtype(np.float64)]
+    assert recording.calls[1:] == [("all_reduce", 0x10, 0x10, 100, f32, nccl.OPS["avg"], 0xC0FFEE, 5),
+                                   ("all_reduce", 0x20, 0x20, 256, f64, nccl.OPS["sum"], 0xC0FFEE, 6),
+                                   ("broadcast", 0x30, 0x30, 100, f32, 0, 0xC0FFEE, 7)]
+
+
+def test_version_decodes_ncclGetVersions_code_and_unique_ids_are_its_128_bytes(recording):  # noqa: N802
+    assert nccl.version() == (2, 30, 7)
+    assert nccl.get_unique_id() == bytes(range(128))
+
+
+def test_a_failing_call_raises_naming_it(recording, monkeypatch):
+    monkeypatch.setattr(recording, "ncclAllReduce", lambda *args: 5)
+    comm = nccl.Communicator(bytes(128), world_size=2, rank=0)
+    with pytest.raises(nccl.NcclError, match=r"^ncclAllReduce failed with ncclInvalidUsage \(invalid usage\)"):
+        comm.all_reduce(0x1000, 5)
+    assert recording.asked == [0xC0FFEE]
+
+
+def test_library_candidates_are_the_override_alone_else_the_wheels_then_the_system_name(monkeypatch, tmp_path):
+    monkeypatch.setenv("FASTVEC_NCCL_LIBRARY", "/opt/mine/libnccl.so.2")
+    assert nccl.library_candidates() == ["/opt/mine/libnccl.so.2"]
+    monkeypatch.delenv("FASTVEC_NCCL_LIBRARY")
+    wheels = []
+    for site, sub in [("a", "cu12"), ("b", "nccl")]:
+        lib = tmp_path / site / "nvidia" / sub / "lib"
+        lib.mkdir(parents=True)
+        (lib / "libnccl.so.2").write_bytes(b"")
+        wheels.append(str(lib / "libnccl.so.2"))
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "a"), str(tmp_path / "nowhere"), str(tmp_path / "b"),
+                                      str(tmp_path / "a")])
+    monkeypatch.setattr(nccl.ctypes.util, "find_library", lambda name: None)
+    assert nccl.library_candidates() == [*wheels, "libnccl.so.2"]
