@@ -53,8 +53,8 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     # the advantage moments across ranks, launched as DataParallel launches them on the CPU build of ppo.cu
     "fastvec/trainer/cuda/data_parallel.py": (*_TRAINER, "tests/emulation/test_data_parallel_moments.py"),
     # the evaluation kernel's grid (play_layout)
-    "fastvec/trainer/cuda/matches.py": (
-        *_TRAINER, "tests/emulation/test_selfplay_kernels.py::test_play_layout_fills_the_sms_with_every_block_resident"),
+    "fastvec/trainer/cuda/matches.py": (*_TRAINER, "tests/emulation/test_selfplay_kernels.py::"
+                                        "test_play_layout_fills_the_sms_with_every_block_resident"),
 }
 
 
