@@ -81,8 +81,8 @@ def rank_arena(adv: np.ndarray):
 
 
 def test_every_rank_normalises_with_the_moments_of_all_ranks_advantages(emu):
-    """700 rows a rank: several blocks of 256 hold some, most of the 128 none."""
-    rows = 700
+    """40000 rows a rank: every one of the 128 blocks of 256 threads sums some of them, a few twice around."""
+    rows = 40000
     rng = np.random.default_rng(rows)
     advs = [(rng.standard_normal(rows) * 2 - 1).astype(np.float32),
             (rng.standard_normal(rows) * 0.5 + 4).astype(np.float32)]  # the ranks' envs differ

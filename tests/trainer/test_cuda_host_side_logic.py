@@ -356,3 +356,16 @@ def test_data_parallel_broadcasts_rank_0s_weights_and_averages_the_whole_gradien
         reduction.broadcast_params(arena, 321, stream)
         reduction.record_grad_average(arena, 321, stream)
     assert calls == [("broadcast", 0x100, 321, 9), ("average", 0x200, 321, 9)]  # alone: nothing to share
+
+
+def test_an_evaluation_block_grows_to_cudas_1024_threads_and_never_past_them():
+    """Matches too many for every block to be resident at once: the blocks take as many games as a block of at most
+    1024 threads holds (two seats a game, a warp a seat: 16 games, 32 warps)."""
+    from fastvec.trainer.cuda.matches import play_layout
+    small = dict(group_floats=4 * (2 * 8 + 3), game_floats=2 * 8 + 2 + 1, agents=2, rows_per_warp=1, slices=1,
+                 sm_count=1, shared_per_block=1 << 20, shared_per_sm=1 << 20)
+    games_per_block, in_shared, threads, shared = play_layout(400, 64, True, 300, **small)
+    assert (games_per_block, in_shared, threads) == (16, 2, 1024)
+    assert shared == 4 * 2 * 300 + 4 * (32 * small["group_floats"] + 16 * small["game_floats"] + 1)
+    assert play_layout(400, 64, True, 300, **{**small, "slices": 2})[:3] == (8, 2, 1024)
+    assert play_layout(400, 64, True, 300, **{**small, "slices": 3})[:3] == (5, 2, 960)

@@ -153,18 +153,20 @@ def test_collectives_pass_the_buffer_in_place_with_the_dtypes_and_ops_codes(reco
     comm.all_reduce(0x1000, 5, np.int64, "max", stream=0x77)
     comm.all_reduce(0x2000, 6)  # float32 sums on the legacy stream by default
     comm.broadcast(0x3000, 7, np.uint8, root=1, stream=0x78)
+    comm.broadcast(0x4000, 8)  # rank 0's float32 values on the legacy stream by default
     assert recording.calls[1:] == [
         ("all_reduce", 0x1000, 0x1000, 5, nccl.DTYPES[np.dtype(np.int64)], nccl.OPS["max"], 0xC0FFEE, 0x77),
         ("all_reduce", 0x2000, 0x2000, 6, nccl.DTYPES[np.dtype(np.float32)], nccl.OPS["sum"], 0xC0FFEE, None),
-        ("broadcast", 0x3000, 0x3000, 7, nccl.DTYPES[np.dtype(np.uint8)], 1, 0xC0FFEE, 0x78)]
+        ("broadcast", 0x3000, 0x3000, 7, nccl.DTYPES[np.dtype(np.uint8)], 1, 0xC0FFEE, 0x78),
+        ("broadcast", 0x4000, 0x4000, 8, nccl.DTYPES[np.dtype(np.float32)], 0, 0xC0FFEE, None)]
     with pytest.raises(ValueError, match="op='mean'"):
         comm.all_reduce(0x1000, 5, op="mean")
     with pytest.raises(ValueError, match="float16 is not wired up"):
         comm.all_reduce(0x1000, 5, np.float16)
-    assert len(recording.calls) == 4  # the refused calls reached no library
+    assert len(recording.calls) == 5  # the refused calls reached no library
     comm.destroy()
     comm.destroy()  # once only
-    assert recording.calls[4:] == [("destroy", 0xC0FFEE)] and not comm.handle.value
+    assert recording.calls[5:] == [("destroy", 0xC0FFEE)] and not comm.handle.value
     with pytest.raises(RuntimeError, match="destroyed"):
         comm.broadcast(0x3000, 7)
 
