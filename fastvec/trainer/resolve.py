@@ -12,7 +12,7 @@ import numpy as np
 from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.batches import load_batch, team_source
 from fastvec.trainer import reference as ref
-from fastvec.trainer.agent_inputs import world_state_size
+from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, check_with_env, source_defines
 from fastvec.trainer.cuda.plan import fused_kernels_run  # pure Python: what the GPU's fused kernels implement
 from fastvec.trainer.settings import Config
@@ -185,13 +185,13 @@ def make_policy_spec(config: Config | dict, obs_size: int, num_actions: int, spa
                           world_size=world_size if policy.critic_input == "world_state" else 0)
 
 
-def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
+def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict, masked: bool = False) -> str | None:
     """What in spec or config only the CPU trainer trains (a message), or None: the CUDA trainer's kernels
     implement every head (Discrete, MultiDiscrete, Box) with the env on the GPU or on the host, byte and float
     observations, train.norm_obs and train.norm_reward, a shared or a separate critic; self-play on the GPU
     without the fused policy's options; the running normalisation on one GPU; team games (MPE, SMAX: action masks,
-    agent ids, a world-state critic) on the GPU or on the host. Agent ids and world states of another multi-agent
-    env are the host envs'; self-play of a team game is the CPU trainer's."""
+    agent ids, a world-state critic) on the GPU or on the host. Agent ids, world states and action masks (masked:
+    the env has some) of another env are the host envs'; self-play of a team game is the CPU trainer's."""
     config = Config.of(config)
     train = config.train
     if config.env_kind == "team" and config.selfplay.enabled:
@@ -199,6 +199,9 @@ def cuda_unsupported(spec: ref.PolicySpec, config: Config | dict) -> str | None:
                 "policy)")
     if (spec.agent_ids or spec.world_size) and config.env_kind != "team" and train.env_device == "cuda":
         return ("the CUDA trainer appends agent ids and world states to a non-team env's inputs with the env on the "
+                "host; use --train.env_device=cpu")
+    if masked and config.env_kind != "team" and train.env_device == "cuda":
+        return ("the CUDA trainer applies the action masks of an env that is not a team game with the env on the "
                 "host; use --train.env_device=cpu")
     if not fused_kernels_run(spec) and config.selfplay.enabled and train.env_device == "cuda":
         return ("the CUDA trainer's self-play on the GPU plays Discrete heads of a shared actor-critic with a linear "
@@ -232,7 +235,8 @@ class Resolved:
             world = world_state_size(batch) if config.policy.critic_input == "world_state" else 0
             spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, batch.env.spaces, num_agents,
                                     world)
-            if config.train.device == "cuda" and (why := cuda_unsupported(spec, config)):
+            masked = AgentInputs(spec, batch).mask() is not None
+            if config.train.device == "cuda" and (why := cuda_unsupported(spec, config, masked)):
                 if requested != "auto":
                     raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
                 print(f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it trains on the CPU",

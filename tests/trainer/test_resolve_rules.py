@@ -48,7 +48,7 @@ def test_what_the_gpu_cannot_train_is_refused_under_cuda_and_trained_on_the_cpu_
         return made
 
     monkeypatch.setattr(resolve.EnvSource, "batch", batch)
-    monkeypatch.setattr(resolve, "cuda_unsupported", lambda spec, config: "no such kernel")
+    monkeypatch.setattr(resolve, "cuda_unsupported", lambda spec, config, masked=False: "no such kernel")
     config = config_of(train={"device": requested, "env_device": "cuda"})
     if requested == "cuda":
         with pytest.raises(ConfigError) as err:
@@ -67,7 +67,7 @@ def test_what_the_gpu_cannot_train_is_refused_under_cuda_and_trained_on_the_cpu_
 
 
 def test_a_run_the_gpu_trains_stays_on_it(monkeypatch, capsys):
-    monkeypatch.setattr(resolve, "cuda_unsupported", lambda spec, config: None)
+    monkeypatch.setattr(resolve, "cuda_unsupported", lambda spec, config, masked=False: None)
     resolved = resolve.Resolved(config_of(train={"device": "auto", "env_device": "cuda"}), "cuda")
     try:
         assert (resolved.config.train.device, resolved.config.train.env_device) == ("cuda", "cuda")
@@ -145,3 +145,57 @@ def test_a_world_state_critic_reads_the_world_state_size_it_is_given_and_none_wi
     assert resolve.make_policy_spec(config, 18, 5, agents=3).world_size == 0  # no world state given: none read
     plain = load_config("simple_spread", {"policy": {"kind": "mlp", "critic": "separate"}})
     assert resolve.make_policy_spec(plain, 18, 5, agents=3, world_size=54).world_size == 0  # the actor's inputs
+
+
+# One agent choosing among 3 actions of which the env's mask allows the first two (fastvec.h's ACTION_MASK hook).
+MASKED_ENV = """#include "fastvec.h"
+#define OBS_SIZE 1
+#define NUM_ACTIONS 3
+#define NUM_AGENTS 1
+#define NUM_STATS 1
+#define STAT_NAMES "steps"
+#define RENDER_W 1
+#define RENDER_H 1
+#define ACTION_MASK 1
+typedef struct { int t; } State;
+FV_FN void env_reset(State* s, fv_rng* rng, float* obs) { (void)rng; s->t = 0; obs[0] = 0.0f; }
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards, float* stats) {
+    (void)rng;
+    rewards[0] = actions[0] == 2 ? -1.0f : 0.0f;
+    obs[0] = (float)++s->t;
+    stats[0] = (float)s->t;
+    return s->t >= 8;
+}
+FV_FN void env_action_mask(const State* s, unsigned char* mask) { (void)s; mask[0] = mask[1] = 1; mask[2] = 0; }
+FV_FN void env_render(const State* s, unsigned char* rgb) { rgb[0] = rgb[1] = rgb[2] = (unsigned char)s->t; }
+"""
+
+
+@pytest.mark.parametrize("requested", ["auto", "cuda"])
+def test_an_env_files_action_masks_keep_the_env_on_the_host(tmp_path, capsys, requested):
+    """The CUDA trainer applies the masks of an env that is not a team game only to host envs: with the env on the
+    GPU a run is refused (train.device=cuda) or trained on the CPU (auto), never sampled without its masks."""
+    path = tmp_path / "masked.h"
+    path.write_text(MASKED_ENV)
+    config = config_of(str(path), train={"device": requested, "env_device": "cuda"})
+    why = ("the CUDA trainer applies the action masks of an env that is not a team game with the env on the host; "
+           "use --train.env_device=cpu")
+    if requested == "cuda":
+        with pytest.raises(ConfigError) as err:
+            resolve.Resolved(config, "cuda")
+        assert str(err.value).startswith(f"train.device=cuda: {why}; train ")
+        assert str(err.value).endswith("masked.h with --train.device=cpu")
+        return
+    resolved = resolve.Resolved(config, "cuda")
+    try:
+        assert capsys.readouterr().err == f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it " \
+                                          "trains on the CPU\n"
+        assert resolved.config.train.device == "cpu"
+    finally:
+        resolved.batch.close()
+    # with the env on the host the CUDA trainer takes it (AgentInputs hands it the masks)
+    hosted = resolve.Resolved(config_of(str(path), train={"device": "cuda", "env_device": "cpu"}), "cuda")
+    try:
+        assert hosted.config.train.device == "cuda"
+    finally:
+        hosted.batch.close()
