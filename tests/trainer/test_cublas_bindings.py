@@ -42,8 +42,8 @@ def test_operand_and_result_data_types_are_library_types_values():
 
 def test_each_precisions_compute_type_transposes_and_default_algorithm_are_cublas_api_values():
     values = enum_values(cuda_header("cublas_api.h"))
-    # "bf16" is FAST_16BF: FAST_16F (74) lets cuBLAS round the operands to fp16 or to TF32, which the H200 did,
-    # so a GEMM's results alone do not tell the two apart
+    # "bf16" is FAST_16BF: under FAST_16F (74) cuBLAS may round the operands to fp16 or to TF32, and an H200's
+    # results under it kept float32's exponent range and lost bits as bf16's do: a GEMM alone did not tell them apart
     assert cublas.COMPUTE_TYPES == {"fp32": values["CUBLAS_COMPUTE_32F"],
                                     "tf32": values["CUBLAS_COMPUTE_32F_FAST_TF32"],
                                     "bf16": values["CUBLAS_COMPUTE_32F_FAST_16BF"]}
