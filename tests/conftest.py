@@ -15,6 +15,7 @@ import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -123,6 +124,27 @@ def minibatch_sources(perm: np.ndarray, first: int, seqs_per_mb: int, rows: int,
     order, which gather_minibatch_kernel copies)."""
     seqs = perm[first:first + seqs_per_mb]
     return ((seqs // rows) * bptt)[None, :] * rows + np.arange(bptt)[:, None] * rows + (seqs % rows)[None, :]
+
+
+def mingru_layer_case(highway: bool, seed: int) -> SimpleNamespace:
+    """One MinGRU layer's inputs and the reference's outputs and gradients, the oracle of its kernels' tests: 9 steps
+    of 13 sequences of width 24 (a partial last block of 256 threads), starts at random, `pre` the GEMM's part
+    x @ w.T that the kernels add the bias to."""
+    from fastvec.trainer import reference as ref
+    rng = np.random.default_rng(seed)
+    steps, b, h = 9, 13, 24
+    w_rows = (3 if highway else 2) * h
+    x = rng.standard_normal((steps, b, h)).astype(np.float32)
+    w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
+    bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
+    starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
+    h0 = rng.standard_normal((b, h)).astype(np.float32)
+    dout = rng.standard_normal((steps, b, h)).astype(np.float32)
+    out_ref, last_ref, cache = ref.mingru_forward(x, 1 - starts, h0, w, bias, highway)
+    dx_ref, dw_ref, db_ref = ref.mingru_backward(dout, cache)
+    return SimpleNamespace(steps=steps, b=b, h=h, w_rows=w_rows, x=x, w=w, bias=bias, starts=starts, h0=h0, dout=dout,
+                           pre=(x @ w.T).astype(np.float32), out_ref=out_ref, last_ref=last_ref, dx_ref=dx_ref,
+                           dw_ref=dw_ref, db_ref=db_ref)
 
 
 @pytest.fixture(autouse=True)

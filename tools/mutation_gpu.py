@@ -139,26 +139,26 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
 
     # Each selection must pass unmutated (each in its own tree, at once); its time sets its mutants' limit.
     def baseline(job: tuple[Path, tuple[str, ...]]) -> tuple[tuple[str, ...], str, float, str]:
-        tree, tests = job
+        tree, selection = job
         t0 = time.perf_counter()
-        status, out = run_tests(tree, [*pytest_workers, *tests], 1800, cache=cache)
-        return tests, status, time.perf_counter() - t0, out
+        status, out = run_tests(tree, [*pytest_workers, *selection], 1800, cache=cache)
+        return selection, status, time.perf_counter() - t0, out
 
-    passed_before = {tuple(tests.split()): took for report in baselines_from
-                     for tests, took in json.loads(report.read_text()).get("baselines", {}).items()}
+    passed_before = {tuple(selection.split()): took for report in baselines_from
+                     for selection, took in json.loads(report.read_text()).get("baselines", {}).items()}
     selections = [t for t in dict.fromkeys(tuple(r["tests"]) for r in rows) if t not in passed_before]
     baselines = {t: passed_before[t] for t in dict.fromkeys(tuple(r["tests"]) for r in rows) if t in passed_before}
-    for tests, took in baselines.items():
-        print(f"baseline {took:6.1f} s passed before: {' '.join(tests)}", flush=True)
+    for selection, took in baselines.items():
+        print(f"baseline {took:6.1f} s passed before: {' '.join(selection)}", flush=True)
     with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
-        selection_trees = [(trees[i % len(trees)], tests) for i, tests in enumerate(selections)]
-        for tests, status, took, out in pool.map(baseline, selection_trees):
-            print(f"baseline {took:6.1f} s {status}: {' '.join(tests)}", flush=True)
+        selection_trees = [(trees[i % len(trees)], selection) for i, selection in enumerate(selections)]
+        for selection, status, took, out in pool.map(baseline, selection_trees):
+            print(f"baseline {took:6.1f} s {status}: {' '.join(selection)}", flush=True)
             if status != "passed":
                 print(out, file=sys.stderr)
                 return 1
-            baselines[tests] = took
-    limits = {tests: 3 * took + 60 for tests, took in baselines.items()}  # + 60: a mutated kernel compiles again
+            baselines[selection] = took
+    limits = {selection: 3 * took + 60 for selection, took in baselines.items()}  # + 60: a mutated kernel compiles again
     pool_of_trees = TreePool(trees)
 
     def test_one(row: dict) -> Mutant | None:
@@ -178,7 +178,7 @@ def run(bundle: Path, jobs: int, workers: int, only_warp: bool, json_out: Path, 
         json_out.write_text(json.dumps(
             {"commit": data["commit"], "sample": data["sample"], "seed": data["seed"],
              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "not_run": len(rows) - len(mutants),
-             "baselines": {" ".join(tests): took for tests, took in baselines.items()},
+             "baselines": {" ".join(selection): took for selection, took in baselines.items()},
              "mutants": [{**asdict(x), "key": list(x.key())} for x in mutants]}, indent=1) + "\n")
 
     write_report()  # the baselines, for --baselines-from, even if no mutant starts

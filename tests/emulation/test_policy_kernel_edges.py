@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import mingru_layer_case
 from test_heads_kernels import DISCRETE, MULTI, build_harness, call, rel_err
 
 from fastvec.trainer import reference as ref
@@ -217,18 +218,10 @@ def test_mingru_layer_kernels_match_the_reference_and_stay_in_their_arrays(emu, 
     """mingru_forward_kernel and mingru_backward_kernel over B * H threads (a partial last block): the outputs, the
     state after the last step, dx (with the trainer's dpre @ w added), dw, db and each sequence's bias sums against
     reference.mingru_forward / mingru_backward, and no element past any output array written."""
-    rng = np.random.default_rng(18)
-    steps, b, h = 9, 13, 24
-    w_rows = (3 if highway else 2) * h
-    x = rng.standard_normal((steps, b, h)).astype(np.float32)
-    w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
-    bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
-    starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
-    h0 = rng.standard_normal((b, h)).astype(np.float32)
-    dout = rng.standard_normal((steps, b, h)).astype(np.float32)
-    out_ref, last_ref, cache = ref.mingru_forward(x, 1 - starts, h0, w, bias, highway)
-    dx_ref, dw_ref, db_ref = ref.mingru_backward(dout, cache)
-    pre = (x @ w.T).astype(np.float32)
+    c = mingru_layer_case(highway, seed=18)
+    steps, b, h, w_rows, x, w, bias, starts, h0, dout, pre = (c.steps, c.b, c.h, c.w_rows, c.x, c.w, c.bias, c.starts,
+                                                                c.h0, c.dout, c.pre)
+    out_ref, last_ref, dx_ref, dw_ref, db_ref = c.out_ref, c.last_ref, c.dx_ref, c.dw_ref, c.db_ref
 
     states, out, last = guarded((steps, b, h)), guarded((steps, b, h)), guarded((b, h))
     out_bf16 = guarded_bf16(steps * b * h)

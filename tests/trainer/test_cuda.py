@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import minibatch_sources
+from conftest import mingru_layer_case, minibatch_sources
 
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda.kernel_args import GaeArgs, GatherArgs, LossArgs, pack
@@ -148,19 +148,10 @@ def test_a_gemm_multiplies_fp32_operands_at_the_handles_precision_and_bf16_ones_
 def test_mingru_forward_backward_match_reference(gpu, highway):
     cuda, k, _ = gpu
     dev = Dev(cuda, k.stream)
-    rng = np.random.default_rng(1)
-    steps, b, h = 9, 13, 24
-    w_rows = (3 if highway else 2) * h
-    x = rng.standard_normal((steps, b, h)).astype(np.float32)
-    w = (rng.standard_normal((w_rows, h)) / np.sqrt(h)).astype(np.float32)
-    bias = rng.standard_normal(w_rows).astype(np.float32) * 0.3
-    starts = (rng.random((steps, b)) < 0.2).astype(np.float32)
-    h0 = rng.standard_normal((b, h)).astype(np.float32)
-    dout = rng.standard_normal((steps, b, h)).astype(np.float32)
-    out_ref, last_ref, cache = ref.mingru_forward(x, 1 - starts, h0, w, bias, highway)
-    dx_ref, dw_ref, db_ref = ref.mingru_backward(dout, cache)
-
-    pre = (x @ w.T).astype(np.float32)  # the GEMM's part; the kernels add the bias
+    c = mingru_layer_case(highway, seed=1)
+    steps, b, h, w_rows, x, w, bias, starts, h0, dout, pre = (c.steps, c.b, c.h, c.w_rows, c.x, c.w, c.bias, c.starts,
+                                                                c.h0, c.dout, c.pre)
+    out_ref, last_ref, dx_ref, dw_ref, db_ref = c.out_ref, c.last_ref, c.dx_ref, c.dw_ref, c.db_ref
     px, ppre, pbias, pstarts, ph0 = dev(x), dev(pre), dev(bias), dev(starts), dev(h0)
     ph, pout, plast = dev.empty((steps, b, h)), dev.empty((steps, b, h)), dev.empty((b, h))
     k.launch("mingru_forward_kernel", b * h, np.int32(steps), np.int32(b), np.int32(h), np.int32(highway), px, ppre,
