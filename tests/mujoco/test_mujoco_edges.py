@@ -304,3 +304,46 @@ def test_Hopper_healthy_state_range_of_negatives_bounds_only_qpos_and_qvels_entr
     assert bool(want[2]) == (high == -0.5)
     ours.close()
     oracle.close()
+
+
+# A free body without gravity or contacts: from z = -0.0 and a z velocity too small for one timestep to move it
+# (dt * qvel rounds to -0.0), MuJoCo's Euler step keeps z at -0.0.
+STILL_BODY_XML = """<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="torso"><freejoint/><geom type="sphere" size="0.1" contype="0" conaffinity="0"/>
+      <body name="arm"><joint name="h" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05" contype="0" conaffinity="0"/></body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="h"/></actuator>
+</mujoco>"""
+
+
+def test_HumanoidStandup_infos_keep_the_sign_of_a_zero_height_as_gymnasium(tmp_path):
+    """HumanoidStandup's uph_cost (pos_after - 0) / timestep and z_distance_from_origin keep a height of -0.0 as
+    -0.0 (Gymnasium's arithmetic: -0.0 - 0 is -0.0, -0.0 + 0 would be +0.0): every info value and the reward
+    equal Gymnasium's bit for bit, the sign of each zero included."""
+    import gymnasium as gym
+
+    import fastvec  # noqa: F401  (registers fastvec/<Task>-v5)
+
+    path = tmp_path / "still.xml"
+    path.write_text(STILL_BODY_XML)
+    oracle = gym.make("HumanoidStandup-v5", xml_file=str(path)).unwrapped
+    oracle.reset(seed=0)
+    qpos, qvel = np.zeros(oracle.model.nq), np.zeros(oracle.model.nv)
+    qpos[2], qpos[3], qvel[2] = -0.0, 1.0, -5e-324
+    oracle.set_state(qpos, qvel)
+    _, want_reward, _, _, want = oracle.step(np.zeros(oracle.model.nu))
+    assert np.signbit(want["reward_linup"]) and np.signbit(want["z_distance_from_origin"])
+    ours = gym.make_vec("fastvec/HumanoidStandup-v5", num_envs=1, xml_file=str(path))
+    ours.reset(seed=0)
+    ours.set_state([0], np.concatenate([qpos, qvel])[None])
+    _, reward, _, _, got = ours.step(np.zeros((1, oracle.model.nu), np.float32))
+    assert reward[0] == want_reward
+    for name in ("x_position", "y_position", "z_distance_from_origin", "reward_linup", "reward_quadctrl",
+                 "reward_impact"):
+        value = np.float64(got[name][0])
+        assert (value, np.signbit(value)) == (want[name], np.signbit(want[name])), name
+    ours.close()

@@ -565,3 +565,29 @@ def test_the_pairwise_sums_of_squares_over_float32_views_and_past_512_values_are
         for fn, x in ((lib.norm64, values64[:n]), (lib.norm32, values[:n])):
             assert fn(ctypes.c_void_p(x.ctypes.data), n) == pytest.approx(np.linalg.norm(x.astype(np.float64)),
                                                                           rel=1e-14), (fn, n)
+
+
+def test_set_state_of_no_envs_takes_the_empty_state_get_state_gives_and_changes_nothing():
+    """set_state over an empty index array with the (0, nq + nv) state that get_state gives for it sets nothing (as
+    the CPU batch's set_state); an empty state of any other shape, or a state for envs not named, is refused with
+    the shape wanted."""
+    envs = gym.make_vec("fastvec/Hopper-v5", num_envs=2)
+    obs, _ = envs.reset(seed=5)
+    before, none = envs.get_state(), np.zeros(0, np.int64)
+    empty = envs.get_state(none)
+    assert empty.shape == (0, 12)
+    envs.set_state(none, empty)
+    np.testing.assert_array_equal(envs.get_state(), before)
+    for bad in (np.zeros((0,)), np.zeros((0, 11)), np.zeros((0, 1)), np.zeros((0, 0)), np.zeros((1, 12))):
+        with pytest.raises(ValueError, match=r"must have shape \(0, 12\)"):
+            envs.set_state(none, bad)
+    with pytest.raises(ValueError, match=r"must have shape \(1, 12\)"):
+        envs.set_state([0], np.zeros((0, 12)))
+    with pytest.raises(ValueError, match=r"must have shape \(2, 12\)"):
+        envs.set_state(None, np.zeros(13))
+    np.testing.assert_array_equal(envs.get_state(), before)
+    envs.set_state([0], before[1])  # one env's state may be given flat, two envs' as one run of values
+    np.testing.assert_array_equal(envs.get_state([0])[0], before[1])
+    envs.set_state(None, before[::-1].ravel())
+    np.testing.assert_array_equal(envs.get_state(), before[::-1])
+    envs.close()

@@ -347,7 +347,9 @@ class MujocoBatch:
         its noise (mj_resetData, then set_state's mj_forward), and write their observations."""
         from fastvec.native.cpu import state_indices
         idx = state_indices(indices, self.num_envs)
-        given = np.asarray(values, np.float64).reshape(len(idx), -1) if np.size(values) else np.zeros((0, 0))
+        given = np.asarray(values, np.float64)
+        if len(idx) and given.size and given.size % len(idx) == 0:  # else the shape given, refused below by name
+            given = given.reshape(len(idx), -1)
         if given.shape != (len(idx), self.nq + self.nv):
             raise ValueError(f"state values for {len(idx)} env(s) of {self.spec.name} must have shape "
                              f"{(len(idx), self.nq + self.nv)} (qpos then qvel), got {np.shape(values)}")
