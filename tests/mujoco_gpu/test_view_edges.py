@@ -136,3 +136,34 @@ def test_the_forward_probe_sees_a_read_whose_flag_changes_only_between_its_two_n
     """A task whose observation holds whether a body position is below 0: NaN and the probe's positive number both
     give 0, its negative number 1, so only the probe's two numbers, compared with each other, show the read."""
     assert reader(MODELS[0], "xpos", 0, negative_flag=True) == 1
+
+
+def test_the_views_observe_starts_the_episodes_of_the_worlds_in_the_mask_only():
+    """fv_mjv_observe (after a reset or set_state) over worlds 0 and 2 of three that had run 5 steps and ended: their
+    episodes start again (no steps taken, nothing left to reset, every info value written), so a step limit of 2
+    truncates neither at its next step; world 1 keeps its count, its pending reset and its info: a limit of 2
+    truncates it at its next step, a limit of 7 does not."""
+    import mujoco
+    from test_view_builds import HostViews
+
+    views = HostViews("Hopper", 3)
+    data = mujoco.MjData(views.mjm)
+    mujoco.mj_forward(views.mjm, data)
+    views.load([data] * 3)
+    views.buf["elapsed"][:] = 5
+    views.buf["needs_reset"][:] = 1
+    views.buf["mask"][:] = [1, 0, 1]
+    views.run("fv_mjv_observe")
+    assert views.buf["elapsed"].tolist() == [0, 5, 0] and views.buf["needs_reset"].tolist() == [0, 1, 0]
+    assert (views.buf["info"][1] == -7.0).all() and not (views.buf["info"][[0, 2]] == -7.0).any()
+    views.buf["terminated"][:] = 0
+    views.buf["resetting"][:] = 0
+    out = {k: np.full(3, 9, np.uint8) for k in ("out_terminated", "out_truncated", "out_was_reset", "out_unstable")}
+    for k, v in out.items():
+        setattr(views.job, k, v.ctypes.data)
+    views.job.reset_now = views.buf["mask"].ctypes.data
+    for limit, truncated in ((2, [0, 1, 0]), (7, [0, 0, 0])):
+        views.buf["elapsed"][:] = [0, 5, 0]
+        views.job.same_step, views.job.max_episode_steps = 0, limit
+        views.run("fv_mjv_book")
+        assert out["out_truncated"].tolist() == truncated, limit
