@@ -203,3 +203,32 @@ def test_an_unreadable_holder_line_is_named_as_unknown(tmp_path, monkeypatch):
             bc.cached_build(art, "k", {}, Builder())
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("error, cause", [(OSError(28, "No space left on device"), "(No space left on device)"),
+                                          (OSError("quota exceeded"), "(quota exceeded)")])
+def test_a_store_that_fails_names_the_entry_the_os_reason_alone_and_the_fix(tmp_path, monkeypatch, error, cause):
+    """A cache entry the OS will not take is one CacheWriteError naming the entry, the cause (the OS's reason
+    alone where it gives one, not the errno prefix and the temporary name; else the error's own text) and what
+    to do; the build's bytes are not lost to the caller's retry."""
+    def refuse(path, data):
+        raise error
+
+    monkeypatch.setattr(bc, "write_atomic", refuse)
+    art = tmp_path / "env.so"
+    with pytest.raises(bc.CacheWriteError) as err:
+        bc.cached_build(art, "key1", {}, Builder())
+    message = str(err.value)
+    assert f"in {art} {cause}; " in message and "FASTVEC_CACHE_DIR" in message, message
+    assert "Errno" not in message and "None" not in message
+
+
+def test_a_cache_directory_refused_without_an_os_reason_names_the_errors_own_text(tmp_path, monkeypatch):
+    """An error with no strerror (one raised by a file system layer in Python) is named by its own text."""
+    def refuse(self, *args, **kwargs):
+        raise OSError("mount is read-only")
+
+    monkeypatch.setattr(bc.Path, "mkdir", refuse)
+    with pytest.raises(bc.CacheDirError, match=rf"cannot create its build cache {tmp_path / 'c'} "
+                                               r"\(mount is read-only\); set FASTVEC_CACHE_DIR"):
+        bc.private_dir(tmp_path / "c")
