@@ -125,6 +125,23 @@ def test_vector_and_parallel_faces_clip_it_too():
     m.step(np.array([[1e300], [-1e300]]))
 
 
+@pytest.mark.parametrize("value", [np.finfo(np.float32).max, -np.finfo(np.float32).max])
+def test_a_float64_action_at_float32s_largest_value_is_taken_unclipped_as_gymnasium_takes_it(value):
+    """float32's largest value is in float32's range, so it is not clipped: MountainCarContinuous's control cost
+    0.1 * action ** 2, from the action as given (Gymnasium's clips only the force), is what Gymnasium's env gives as
+    a float32 (-inf), where a clipped action would cost 0.1; the single and the vector faces alike."""
+    oracle = gym.make("MountainCarContinuous-v0")
+    oracle.reset(seed=0)
+    want = np.float32(oracle.step(np.array([value], np.float64))[1])
+    assert want == -np.inf
+    single = gym.make("fastvec/MountainCarContinuous")
+    single.reset(seed=0)
+    assert single.step(np.array([value], np.float64))[1] == want
+    envs = gym.make_vec("fastvec/MountainCarContinuous", num_envs=2)
+    envs.reset(seed=0)
+    np.testing.assert_array_equal(envs.step(np.array([[value], [1.0]], np.float64))[1], [want, np.float32(-0.1)])
+
+
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 def test_nan_and_infinity_stay_refused(value):
     _, f = twins()
