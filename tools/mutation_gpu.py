@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import (C_SOURCES, REPO, Mutant, TreePool, apply_mutant, c_mutants, py_mutants,  # noqa: E402
-                      record_outcome, run_tests, snapshot)
+from mutation import (C_SOURCES, REPO, Mutant, TreePool, apply_mutant, c_mutants, load_listed,  # noqa: E402
+                      py_mutants, record_outcome, run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -70,10 +70,12 @@ def gpu_tests(rel: str) -> tuple[str, ...]:
 def export(report_path: Path, out: Path, source: str) -> int:
     """Apply each GPU-only mutant of the report (and each whose tests skip without a GPU) to a snapshot of
     `source`; write the mutated texts to `out`."""
-    report = json.loads(report_path.read_text())
-    # "skipped": a file whose tests all skip without a GPU (MuJoCo Warp's)
-    wanted = [Mutant(**{k: v for k, v in m.items() if k != "key"}) for m in report["mutants"]
-              if m["outcome"] in ("gpu-only", "skipped")]
+    report, listed = json.loads(report_path.read_text()), load_listed()
+    # "skipped": a file whose tests all skip without a GPU (MuJoCo Warp's); and a CPU survivor listed since as
+    # GPU-only (a line only the GPU runs): the GPU half must run it before the sample's count may leave it out
+    wanted = [m for m in (Mutant(**{k: v for k, v in row.items() if k != "key"}) for row in report["mutants"])
+              if m.outcome in ("gpu-only", "skipped")
+              or (m.outcome == "survived" and listed.get(m.key(), ("",))[0] == "gpu-only")]
     workdir = Path(tempfile.mkdtemp(prefix="mutgpu-"))
     commit = snapshot(source, workdir / "w")
     clone = workdir / "w"
