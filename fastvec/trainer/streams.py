@@ -33,7 +33,9 @@ def sampling_key(seed: int) -> int:
 
 
 def shuffle_key(seed_key: int) -> int:
-    """The epoch orders' key of a learner sampling with seed_key: shuffle_kernel's, and prioritised draws'."""
+    """The epoch orders' key of a learner sampling with seed_key: shuffle_kernel's, and prioritised draws'.
+    splitmix64 of seed_key xor the ASCII bytes of "SHUFFLE" (0x53485546464C45), as self-play's keys xor "OPPONENT"
+    and "POOL": each stream of a seed its own salt, so a seed's epoch orders are recomputable from the seed alone."""
     return splitmix64(seed_key ^ 0x53485546464C45)
 
 
