@@ -28,7 +28,8 @@ def splitmix64(z: int) -> int:
 
 
 def sampling_key(seed: int) -> int:
-    """The counter-based samplers' key of train.seed = seed (CUDA actions, self-play's opponents and pools)."""
+    """The counter-based samplers' key of train.seed = seed (CUDA actions, self-play's opponents and pools):
+    splitmix64 of seed * 0x9E3779B97F4A7C15 (the golden ratio's 64-bit Weyl step) + 0x5EED, modulo 2^64."""
     return splitmix64((seed * 0x9E3779B97F4A7C15 + 0x5EED) & MASK64)
 
 

@@ -1,6 +1,6 @@
-"""The keys of the counter-based streams derived from one seed: each is splitmix64 of the sampling key xor its
-stream's name in ASCII ("SHUFFLE" for the epoch orders, "OPPONENT" and "POOL" for self-play), so the streams a
-seed gives are recomputable from their documented derivation, and stay apart from one another."""
+"""The keys of the counter-based streams derived from one seed: sampling_key (splitmix64 of a Weyl step plus
+0x5EED), then each stream's key splitmix64 of it xor the stream's name in ASCII ("SHUFFLE" for the epoch orders,
+"OPPONENT" and "POOL" for self-play): recomputable from that derivation, and apart from one another."""
 
 import numpy as np
 import pytest
@@ -38,8 +38,11 @@ def test_a_seeds_derived_keys_are_all_different():
         assert len(keys) == 4, seed
 
 
-def test_seed_0s_first_epoch_order_is_the_documented_derivations():
-    """The first epoch of train.seed 0 (update 0, epoch 0) over 16 sequences, from the derivation written out."""
-    key = ref.splitmix64(ref.splitmix64((0 * 0x9E3779B97F4A7C15 + 0x5EED) % 2**64) ^ salt("SHUFFLE"))
-    np.testing.assert_array_equal(ref.sequence_order(16, ref.shuffle_key(ref.sampling_key(0)), 0, 0),
-                                  ref.sequence_order(16, key, 0, 0))
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**40 + 3])
+def test_a_seeds_sampling_key_and_first_epoch_order_are_the_documented_derivations(seed):
+    """sampling_key: splitmix64 of seed times the golden-ratio Weyl step plus 0x5EED, modulo 2^64; and the
+    first epoch (update 0, epoch 0) over 16 sequences of the key derived from it by hand."""
+    key = ref.splitmix64((seed * 0x9E3779B97F4A7C15 + 0x5EED) % 2**64)
+    assert ref.sampling_key(seed) == key
+    np.testing.assert_array_equal(ref.sequence_order(16, ref.shuffle_key(ref.sampling_key(seed)), 0, 0),
+                                  ref.sequence_order(16, ref.splitmix64(key ^ salt("SHUFFLE")), 0, 0))
