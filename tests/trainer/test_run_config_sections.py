@@ -52,3 +52,14 @@ def test_a_marked_file_without_the_selfplay_section_is_refused(tmp_path):
     del config["selfplay"]
     with pytest.raises(ConfigError, match=r"is damaged \(it lacks its \[selfplay\] section\); --resume"):
         read_run_config(written(tmp_path, config))
+
+
+@pytest.mark.parametrize("what,reason", [("missing", "No such file or directory"), ("folder", "Is a directory")])
+def test_a_config_that_cannot_be_read_is_named_with_the_systems_reason(tmp_path, what, reason):
+    """OSError's own words (its strerror) after the path, not its repr with the errno and the path again."""
+    path = tmp_path / "config.toml"
+    if what == "folder":
+        path.mkdir()
+    with pytest.raises(ConfigError) as err:
+        read_run_config(path)
+    assert str(err.value) == f"cannot read {path}: {reason}"

@@ -50,3 +50,51 @@ def test_a_finished_trial_at_elapsed_0_gives_a_finite_rate():
     shown, piped = progress()
     shown.finished("trial 0  complete", 1, 0.0)
     assert piped.getvalue().splitlines()[-1] == "trial 0  complete  |  best --  |  1 done here, 3.6T trials/h"
+
+
+def study_with_best(hit):
+    """An in-memory time_to_target study of one complete trial (2.84 s, learning rate 0.0123456, horizon 128),
+    its "hit" attribute as given (None: absent, as in a trial recorded without it)."""
+    optuna = pytest.importorskip("optuna")
+    from optuna.distributions import FloatDistribution, IntDistribution
+    from optuna.trial import TrialState, create_trial
+
+    study = optuna.create_study(direction="minimize")
+    attrs = {"config": "[env]\nname = \"cartpole\"\n", "seconds": 2.84, "score": 480.0}
+    if hit is not None:
+        attrs["hit"] = hit
+    study.add_trial(create_trial(state=TrialState.COMPLETE, value=2.84,
+                                 params={"train.learning_rate": 0.0123456, "train.horizon": 128},
+                                 distributions={"train.learning_rate": FloatDistribution(1e-3, 1e-1),
+                                                "train.horizon": IntDistribution(64, 256)},
+                                 user_attrs=attrs))
+    return study
+
+
+@pytest.mark.parametrize("hit,text", [(None, "2.84 s to 475"), (True, "2.84 s to 475"),
+                                      (False, "475 missed (counts as 2.84 s)")])
+def test_the_best_so_far_reads_as_hit_unless_the_trial_says_it_missed(hit, text):
+    """A time_to_target trial that records no "hit" counts as having reached the target."""
+    settings = {**SETTINGS, "objective": "time_to_target"}
+    plan = SimpleNamespace(settings=settings, base={"env": {"name": "cartpole"}}, study="s", storage="mem",
+                           multi=False, space=SimpleNamespace(describe=lambda: ["train.learning_rate"]))
+    piped = io.StringIO()
+    shown = Progress(plan, study_with_best(hit), stream=piped)
+    shown.finished("trial 0  complete", 1, 60.0)
+    assert piped.getvalue().splitlines()[-1] == f"trial 0  complete  |  best {text} (trial 0)  |  1 done here, 60 trials/h"
+
+
+@pytest.mark.parametrize("hit,text", [(None, "2.84 s to 475"), (False, "475 missed (counts as 2.84 s)")])
+def test_the_reports_best_line_gives_floats_to_4_digits_and_ints_whole(tmp_path, monkeypatch, hit, text):
+    """write_report's `best:` line: the objective as objective_text words it, then each parameter, a float to 4
+    significant digits (0.0123456 -> 0.01235, fmt_number's own example) and an int as it is; best.toml's second
+    line says the same."""
+    from fastvec.trainer import sweep_report
+
+    monkeypatch.setattr(sweep_report, "write_plots", lambda plan, study, folder: [])
+    settings = {**SETTINGS, "objective": "time_to_target"}
+    plan = SimpleNamespace(settings=settings, study="s", storage="mem", multi=False, sweep_dir=tmp_path / "sweep",
+                           env="cartpole")
+    lines = sweep_report.write_report(plan, study_with_best(hit))
+    assert lines[1] == f"best: trial 0, {text}, train.learning_rate=0.01235 train.horizon=128"
+    assert (tmp_path / "sweep" / "best.toml").read_text().splitlines()[1] == f"# best of 1 trials: {text}"
