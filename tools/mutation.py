@@ -39,7 +39,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/reference.py": ["tests/trainer/test_reference.py", "tests/trainer/test_bookkeeping.py",
                                      "tests/trainer/test_counter_streams.py", "tests/trainer/test_optimizer_math.py",
                                      "tests/trainer/test_policy_spec_checks.py", "tests/trainer/test_spec_widths.py",
-                                     "tests/trainer/test_reference_heads.py"],
+                                     "tests/trainer/test_reference_heads.py", "tests/trainer/test_vtrace_defaults.py"],
     "fastvec/trainer/numpy_trainer.py": ["tests/trainer/test_rollout_and_checkpoint_edges.py",
                                          "tests/trainer/test_numpy.py", "tests/trainer/test_numpy_minibatch_gradients.py",
                                          "tests/trainer/test_bookkeeping.py",
@@ -259,6 +259,7 @@ TARGETS: dict[str, list[str]] = {
                                    "-k", "not kill_9 and not shipped_configs"],
     "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py",
                                     "tests/trainer/test_stream_salts.py",
+                                    "tests/trainer/test_selfplay_ratings_and_results.py",
                                     "tests/emulation/test_selfplay_kernels.py::"
                                     "test_the_kernels_opponent_draws_are_draw_opponents",
                                     "tests/trainer/test_reliability.py::"

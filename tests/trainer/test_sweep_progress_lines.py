@@ -81,7 +81,8 @@ def test_the_best_so_far_reads_as_hit_unless_the_trial_says_it_missed(hit, text)
     piped = io.StringIO()
     shown = Progress(plan, study_with_best(hit), stream=piped)
     shown.finished("trial 0  complete", 1, 60.0)
-    assert piped.getvalue().splitlines()[-1] == f"trial 0  complete  |  best {text} (trial 0)  |  1 done here, 60 trials/h"
+    assert piped.getvalue().splitlines()[-1] == \
+        f"trial 0  complete  |  best {text} (trial 0)  |  1 done here, 60 trials/h"
 
 
 @pytest.mark.parametrize("hit,text", [(None, "2.84 s to 475"), (False, "475 missed (counts as 2.84 s)")])
