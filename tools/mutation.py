@@ -169,7 +169,7 @@ TARGETS: dict[str, list[str]] = {
                                     "not parallel_env and not keywords and not world and not reference"],
     "fastvec/native/smax.h": ["tests/smax/test_smax_env.py", "tests/smax/test_smax_oracle.py",
                               "tests/smax/test_smax_heuristic_choices.py", "tests/smax/test_smax_every_unit_type.py",
-                              "tests/smax/test_smax_observation_features.py",
+                              "tests/smax/test_smax_observation_features.py", "tests/smax/test_smax_heuristic_memory.py",
                               "-k", "not gpu_env_module"],
     "fastvec/native/smax_units.h": ["tests/smax/test_smax_units.py"],
     **{f"fastvec/native/mujoco/{name}.c": ["tests/mujoco/test_task_resets_and_model_checks.py",
