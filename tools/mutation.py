@@ -288,7 +288,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/cuda/heads.cu": ["tests/emulation/test_heads_kernels.py"],
     "fastvec/trainer/cuda/normalize.cu": ["tests/emulation/test_heads_kernels.py"],
     "fastvec/trainer/cuda/ppo.cu": ["tests/emulation/test_heads_kernels.py", "tests/emulation/test_prio_kernel.py",
-                                    "tests/trainer/test_counter_streams.py"],
+                                    "tests/trainer/test_counter_streams.py", "tests/trainer/test_shuffle_kernel_grid.py"],
     "fastvec/trainer/cuda/prio.cu": ["tests/emulation/test_prio_kernel.py"],
     "fastvec/trainer/cuda/newton_schulz.cu": ["tests/emulation/test_newton_schulz.py"],
     "fastvec/trainer/cuda/selfplay.cu": ["tests/emulation/test_selfplay_kernels.py",
