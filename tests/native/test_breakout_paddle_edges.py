@@ -27,7 +27,7 @@ def test_a_falling_ball_bounces_off_the_paddle_only_where_they_overlap(width):
         obs, rew, term, trunc, _ = envs.step(np.zeros(len(ball_x), int))  # no-op: the paddle stays
         rose |= (obs[:, 5] < 0) & ~lost
         lost |= obs[:, 8] < 1
-        assert not rew.any() and not term.any()
+        assert not rew.any() and not term.any() and not trunc.any()
     np.testing.assert_array_equal(rose, bounces)
     np.testing.assert_array_equal(lost, np.logical_not(bounces))
     np.testing.assert_allclose(envs.unwrapped.batch.slots.view(s.dtype)[:, 0]["balls_left"], np.where(bounces, 5, 4))
