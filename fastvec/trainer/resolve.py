@@ -235,8 +235,9 @@ class Resolved:
             world = world_state_size(batch) if config.policy.critic_input == "world_state" else 0
             spec = make_policy_spec(config, batch.env.obs_size, batch.env.num_actions, batch.env.spaces, num_agents,
                                     world)
-            masked = AgentInputs(spec, batch).mask() is not None
-            if config.train.device == "cuda" and (why := cuda_unsupported(spec, config, masked)):
+            on_gpu = config.train.device == "cuda"
+            masked = on_gpu and AgentInputs(spec, batch).mask() is not None
+            if on_gpu and (why := cuda_unsupported(spec, config, masked)):
                 if requested != "auto":
                     raise ConfigError(f"train.device=cuda: {why}; train {config.env.name} with --train.device=cpu")
                 print(f"fastvec-train: the CUDA trainer cannot train this run ({why}), so it trains on the CPU",
