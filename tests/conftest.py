@@ -3,16 +3,21 @@ on a fixed /tmp path another user could have made); the `gpu` marker: tests mark
 where PyCUDA or a CUDA GPU is missing; `c_shim`, which builds small C files against fastvec/native's headers;
 `env_warnings`, the compiler's warnings about an env file;
 `load_benchmark`, a script of benchmarks/ as a module; `minibatch_sources`, the rollout rows of a minibatch
-of sequences, the oracle of the gather kernel's tests; and each test's stand-in `wandb` module taken out again."""
+of sequences, the oracle of the gather kernel's tests; `mingru_layer_case`, one MinGRU layer's reference case;
+`cuda_header` and `header_enums`, the CUDA, cuBLAS and NCCL headers the ctypes bindings are checked against; and
+each test's stand-in `wandb` module taken out again."""
 
 import atexit
 import ctypes
+import glob
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -125,6 +130,31 @@ def minibatch_sources(perm: np.ndarray, first: int, seqs_per_mb: int, rows: int,
     seqs = perm[first:first + seqs_per_mb]
     return ((seqs // rows) * bptt)[None, :] * rows + np.arange(bptt)[:, None] * rows + (seqs % rows)[None, :]
 
+
+def cuda_header(name: str, first: Iterable[Path] = ()) -> Path:
+    """The header `name`: in `first`, else the CUDA toolkit's include directory (CUDA_HOME, CUDA_PATH, nvcc's,
+    /usr/local/cuda*), an nvidia wheel on sys.path or the system's; where none has it, the test skips."""
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", "")]
+    if nvcc := shutil.which("nvcc"):
+        roots.append(str(Path(nvcc).resolve().parents[1]))
+    roots += ["/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"), reverse=True), "/usr", "/usr/local"]
+    places = list(first) + [Path(root) / "include" / name for root in roots if root]
+    for entry in sys.path:
+        places += [Path(entry or ".") / "nvidia" / sub / "include" / name
+                   for sub in ("cuda_runtime", "cublas", "nccl", "cu13", "cu12")]
+    found = next((p for p in places if p.is_file()), None)
+    if found is None:
+        pytest.skip(f"no {name} here (the CUDA toolkit, or an nvidia pip wheel, brings one)")
+    return found
+
+
+def header_enums(header: Path) -> dict[str, int]:
+    """NAME = value of every enumerator the header spells out with a number (the first, where one repeats)."""
+    values: dict[str, int] = {}
+    enumerator = r"\b([A-Za-z_]\w*)\s*=\s*(-?(?:0x[0-9a-fA-F]+|\d+))\b"
+    for name, value in re.findall(enumerator, header.read_text(errors="replace")):
+        values.setdefault(name, int(value, 0))
+    return values
 
 def mingru_layer_case(highway: bool, seed: int) -> SimpleNamespace:
     """One MinGRU layer's inputs and the reference's outputs and gradients, the oracle of its kernels' tests: 9 steps

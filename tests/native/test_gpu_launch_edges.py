@@ -3,14 +3,13 @@ slots against the layout batch_gpu.h's kernels use (built for the CPU), and grap
 against the CUDA headers (skipped where no cuda.h is found)."""
 
 import ctypes
-import glob
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import cuda_header, header_enums
 
 from fastvec import native
 from fastvec.native import cuda_build, graphs
@@ -114,36 +113,23 @@ def test_slots_bytes_end_where_the_last_envs_rng_ends(name, tmp_path):
 
 
 # ---------------------------------------------------------------------- graphs.py against cuda.h
-def _cuda_header() -> str:
-    candidates = [Path(os.environ[v]) / "include" / "cuda.h" for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        candidates.append(Path(nvcc).resolve().parents[1] / "include" / "cuda.h")
-    candidates += [Path("/usr/local/cuda/include/cuda.h"),
-                   *map(Path, sorted(glob.glob("/usr/local/cuda-*/include/cuda.h"), reverse=True))]
-    for path in candidates:
-        if path.is_file():
-            return path.read_text(errors="replace")
-    pytest.skip("no CUDA header cuda.h found")
-
-
-def _enum(header: str, name: str) -> int:
-    match = re.search(rf"\b{name}\s*=\s*(0x[0-9a-fA-F]+|\d+)", header)
-    assert match, f"{name} is not in cuda.h"
-    return int(match.group(1), 0)
+def _cuda_h() -> tuple[str, dict[str, int]]:
+    """cuda.h's text and its enumerators' values."""
+    header = cuda_header("cuda.h")
+    return header.read_text(errors="replace"), header_enums(header)
 
 
 def test_graphs_driver_constants_are_cuda_h_values():
-    header = _cuda_header()
-    assert graphs.EVENT_DISABLE_TIMING == _enum(header, "CU_EVENT_DISABLE_TIMING")
-    assert graphs.CAPTURE_MODE_THREAD_LOCAL == _enum(header, "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL")
-    assert _enum(header, "CUDA_SUCCESS") == 0  # check()'s test
+    _, values = _cuda_h()
+    assert graphs.EVENT_DISABLE_TIMING == values["CU_EVENT_DISABLE_TIMING"]
+    assert graphs.CAPTURE_MODE_THREAD_LOCAL == values["CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"]
+    assert values["CUDA_SUCCESS"] == 0  # check()'s test
 
 
 def test_graphs_calls_the_symbols_cuda_h_maps_its_functions_to():
     """Each driver function graphs.py names is one cuda.h declares or maps an API name to (the _v2 of
     cuEventDestroy), never a name the header redirects to another symbol (ctypes would call the old ABI)."""
-    header = _cuda_header()
+    header, _ = _cuda_h()
     text = Path(graphs.__file__).read_text()
     names = set(re.findall(r"\b(cu[A-Z]\w*)\b", text))
     assert {"cuEventCreate", "cuEventRecord", "cuStreamWaitEvent", "cuStreamBeginCapture_v2"} <= names
@@ -194,7 +180,7 @@ def test_events_and_graphs_pass_the_driver_cuda_h_flags(monkeypatch):
     """An Event is made with CU_EVENT_DISABLE_TIMING (no timing, no blocking sync), a wait uses
     CU_EVENT_WAIT_DEFAULT, a capture CU_STREAM_CAPTURE_MODE_THREAD_LOCAL and an instantiation no flags; the legacy
     default stream (None or 0) reaches the driver as a null stream."""
-    header = _cuda_header()
+    _, values = _cuda_h()
     fake = _FakeDriver()
     monkeypatch.setattr(graphs, "libcuda", lambda: fake)
     event, graph = graphs.Event(), graphs.CudaGraph(0x99)
@@ -205,11 +191,11 @@ def test_events_and_graphs_pass_the_driver_cuda_h_flags(monkeypatch):
             pass
         graph.launch()
         graph.launch(stream=0x55)
-        assert fake.args("cuEventCreate") == [(0x1010, _enum(header, "CU_EVENT_DISABLE_TIMING"))]
+        assert fake.args("cuEventCreate") == [(0x1010, values["CU_EVENT_DISABLE_TIMING"])]
         assert fake.args("cuEventRecord") == [(0x1010, None), (0x1010, 0x88)]
-        wait_default = _enum(header, "CU_EVENT_WAIT_DEFAULT")
+        wait_default = values["CU_EVENT_WAIT_DEFAULT"]
         assert fake.args("cuStreamWaitEvent") == [(0x77, 0x1010, wait_default), (None, 0x1010, wait_default)]
-        assert fake.args("cuStreamBeginCapture_v2") == [(0x99, _enum(header, "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"))]
+        assert fake.args("cuStreamBeginCapture_v2") == [(0x99, values["CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"])]
         assert [args[2] for args in fake.args("cuGraphInstantiateWithFlags")] == [0]
         assert [args[1] for args in fake.args("cuGraphLaunch")] == [0x99, 0x55]
         graph.close()

@@ -5,13 +5,13 @@ the failing communicator for NCCL's own explanation) pass what NCCL's API expect
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import cuda_header, header_enums
 
 from fastvec.trainer.cuda import nccl
 
@@ -21,25 +21,13 @@ DTYPE_NAMES = {np.dtype(np.float32): "ncclFloat32", np.dtype(np.float64): "ncclF
 OP_NAMES = {"sum": "ncclSum", "prod": "ncclProd", "max": "ncclMax", "min": "ncclMin", "avg": "ncclAvg"}
 
 
-def nccl_header() -> Path | None:
-    """nccl.h beside a libnccl.so.2 nccl.py would load (the nvidia-nccl wheels keep include/ beside lib/), in an
-    nvidia wheel on sys.path, or in the system's include directories."""
-    places = [Path(c).parent.parent / "include" / "nccl.h" for c in nccl.library_candidates()]
-    for entry in sys.path:
-        places += [Path(entry or ".") / "nvidia" / sub / "include" / "nccl.h" for sub in ("nccl", "cu13", "cu12")]
-    places += [Path(root) / "include" / "nccl.h" for root in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda",
-                                                               "/usr", "/usr/local") if root]
-    return next((p for p in places if p.is_file()), None)
-
-
 @pytest.fixture(scope="module")
 def header_values() -> dict[str, int]:
-    header = nccl_header()
-    if header is None:
-        pytest.skip("no nccl.h here (pip install nvidia-nccl-cu13 brings one)")
-    text = header.read_text(errors="replace")
-    values = {name: int(value) for name, value in re.findall(r"\b(nccl\w+)\s*=\s*(\d+)\b", text)}
-    unique = re.search(r"#define\s+NCCL_UNIQUE_ID_BYTES\s+(\d+)", text)
+    """nccl.h's values: the one beside a libnccl.so.2 nccl.py would load first (the nvidia-nccl wheels keep
+    include/ beside lib/), else the toolkit's or an nvidia wheel's."""
+    header = cuda_header("nccl.h", [Path(c).parent.parent / "include" / "nccl.h" for c in nccl.library_candidates()])
+    values = header_enums(header)
+    unique = re.search(r"#define\s+NCCL_UNIQUE_ID_BYTES\s+(\d+)", header.read_text(errors="replace"))
     values["NCCL_UNIQUE_ID_BYTES"] = int(unique.group(1))
     return values
 
