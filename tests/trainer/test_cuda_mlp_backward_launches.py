@@ -38,9 +38,9 @@ class _Recorder:
         self.calls.append(("gemm", args, kwargs))
 
 
-def _policy(rows: int, hidden: int, choices: Choices = Choices()) -> GpuPolicy:
+def _policy(rows: int, hidden: int, choices: Choices | None = None) -> GpuPolicy:
     layout = SimpleNamespace(offsets={"layer0.b": (40,)})
-    plan = SimpleNamespace(mb_rows=rows, choices=choices)
+    plan = SimpleNamespace(mb_rows=rows, choices=choices or Choices())
     return GpuPolicy(SimpleNamespace(hidden=hidden), layout, _Arena(), plan)
 
 
@@ -64,6 +64,7 @@ def test_up_to_the_fused_maximum_one_launch_writes_dpre_and_the_bias_gradient(ac
     calls = _mlp_backward(_policy(rows, hidden, Choices(mlp_bias_fused_max=rows * hidden)), activation)
     assert len(calls) == 1
     kind, name, blocks, threads, args = calls[0]
+    assert blocks == 1  # 240 elements
     assert (kind, name, threads) == ("grid", "bias_grad_kernel", 256)
     db = BASES["grads"] + 4 * 40
     assert [int(a) for a in args] == [rows, hidden, 0xD0, 0xE0, BASES["dpre"], BASES["block_partial"],
