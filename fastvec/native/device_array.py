@@ -269,8 +269,9 @@ def device_view(array, stream: int, device_index: int) -> tuple[int, tuple, tupl
         strides = None if dtype is None else tuple(st * dtype.itemsize for st in array.stride())
         return array.data_ptr(), tuple(array.shape), strides, dtype
     if type(array).__module__.startswith("jax") and hasattr(array, "__dlpack__"):
-        # JAX orders its own stream before ours when it exports through DLPack.
-        return dlpack_view(array, stream)[:4]
+        # JAX orders its own stream before ours when it exports through DLPack; a JAX array on the host is read
+        # from the host like a NumPy one (JAX refuses a CUDA stream for it).
+        return dlpack_view(array, stream)[:4] if array.__dlpack_device__()[0] == DL_CUDA else None
     if hasattr(array, "__cuda_array_interface__") and not isinstance(array, np.ndarray):
         cai = array.__cuda_array_interface__
         if cai.get("stream") not in (None, 1, stream):
