@@ -22,14 +22,15 @@ class _Kernel:
         self.calls.append((self.name, args))
 
 
-class _Graph:
-    captured = []
+_CAPTURED = []  # the stand-in graphs captured, in order
 
+
+class _Graph:
     def __init__(self, stream):
         self.launches = 0
 
     def capture(self):
-        _Graph.captured.append(self)
+        _CAPTURED.append(self)
         return _Capture()
 
     def launch(self):
@@ -47,7 +48,7 @@ class _Capture:
 def _batch(monkeypatch, *, numpy=False, validate=False):
     """A CudaBatch of 3 envs whose kernels, graphs and error poll are recorders: no GPU."""
     monkeypatch.setattr(cuda, "graphs", SimpleNamespace(CudaGraph=_Graph))
-    _Graph.captured = []
+    _CAPTURED.clear()
     b = CudaBatch.__new__(CudaBatch)
     calls = []
     b.calls, b.polls = calls, []
@@ -71,7 +72,7 @@ def test_rollout_refuses_a_step_count_below_one_and_enqueues_nothing(monkeypatch
     b = _batch(monkeypatch)
     with pytest.raises(ValueError, match="steps must be a positive int"):
         b.rollout(policy, steps)
-    assert b.calls == [] and b.random_step == 0 and _Graph.captured == []
+    assert b.calls == [] and b.random_step == 0 and _CAPTURED == []
 
 
 def test_rollout_of_one_step_is_accepted(monkeypatch):
@@ -108,7 +109,7 @@ def test_a_policy_rollout_without_a_graph_calls_the_policy_then_steps_once_per_s
     b.rollout(policy, 3, graph=False)
     assert seen == [0, 1, 2]
     assert [name for name, _ in b.calls] == ["policy", "step"] * 3
-    assert b.random_step == 0 and _Graph.captured == []
+    assert b.random_step == 0 and _CAPTURED == []
 
 
 def test_a_graph_rollout_captures_once_per_policy_and_step_count_and_replays(monkeypatch):
@@ -119,9 +120,9 @@ def test_a_graph_rollout_captures_once_per_policy_and_step_count_and_replays(mon
     policy = lambda t, batch: seen.append(t)
     b.rollout(policy, 2)
     b.rollout(policy, 2)
-    assert seen == [0, 1] and len(_Graph.captured) == 1 and _Graph.captured[0].launches == 2
+    assert seen == [0, 1] and len(_CAPTURED) == 1 and _CAPTURED[0].launches == 2
     b.rollout(policy, 3)
-    assert seen == [0, 1, 0, 1, 2] and len(_Graph.captured) == 2 and _Graph.captured[1].launches == 1
+    assert seen == [0, 1, 0, 1, 2] and len(_CAPTURED) == 2 and _CAPTURED[1].launches == 1
 
 
 def test_device_mode_polls_for_bad_actions_once_every_64_steps(monkeypatch):
