@@ -31,7 +31,8 @@ _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", 
            "tests/wrappers/test_pettingzoo.py", "tests/mpe/test_mpe_gpu.py", "tests/smax/test_smax_gpu.py",
            "tests/native/test_gpu_launch_edges.py", "tests/native/test_gpu_stream_order_edges.py",
            "tests/wrappers/test_pettingzoo_gpu_rows_edges.py", "tests/native/test_cuda_batch_rollout_host_logic.py",
-           "tests/native/test_device_view_dlpack_edges.py", "tests/native/test_cuda_batch_action_views.py")
+           "tests/native/test_device_view_dlpack_edges.py", "tests/native/test_cuda_batch_action_views.py",
+           "tests/wrappers/test_game_rows_host_logic.py")
 _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_async.py", "tests/trainer/test_cuda.py",
             "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py", "tests/trainer/test_selfplay_gpu.py",
             "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py",
