@@ -38,6 +38,7 @@ _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_asyn
             "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py",
             "tests/trainer/test_nccl_bindings.py", "tests/trainer/test_cublas_bindings.py",
             "tests/trainer/test_cuda_host_side_logic.py",
+            "tests/trainer/test_cuda_host_launch_bookkeeping.py",
             "tests/trainer/test_cuda_gemm_exponent_range.py", "tests/trainer/test_cuda_host_env_masks.py",
             "tests/trainer/test_cuda_two_seat_bootstrap.py", "tests/trainer/test_cuda_mirrored_constants.py",
             "tests/emulation/test_policy_kernel_edges.py", "tests/emulation/test_rollout_bootstrap_kernels.py",

@@ -1,0 +1,256 @@
+"""What the CUDA trainer's host code hands the driver, against a host-memory stand-in for device memory: the reward
+moments' start and checkpoint round trip, reward scaling's launches, the host-env rollout's count and CUDA graphs,
+and an evaluation batch's uploads and staging launch."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from fastvec.trainer import reference as ref
+from fastvec.trainer.config import load_config
+from fastvec.trainer.cuda import device
+from fastvec.trainer.cuda import host_envs as host_envs_mod
+from fastvec.trainer.cuda import matches as matches_mod
+from fastvec.trainer.cuda.arena import Arena
+from fastvec.trainer.cuda.heads import MOMENT_THREADS, HeadOps, record_reward_scaling
+from fastvec.trainer.cuda.plan import pool_row_floats
+from fastvec.trainer.settings import Config
+
+
+class _HostMemory:
+    """The driver calls an Arena makes (mem_alloc, memset_d8, memcpy_htod/dtoh), over one host byte buffer."""
+
+    BASE = 1 << 20
+
+    def __init__(self):
+        self.memory = bytearray()
+
+    def mem_alloc(self, nbytes):
+        self.memory = bytearray(nbytes)
+        return _Allocation(self.BASE)
+
+    def memset_d8(self, ptr, value, nbytes):
+        self.memory[ptr - self.BASE:ptr - self.BASE + nbytes] = bytes([value]) * nbytes
+
+    def memcpy_htod(self, ptr, value):
+        raw = np.ascontiguousarray(value).tobytes()
+        self.memory[ptr - self.BASE:ptr - self.BASE + len(raw)] = raw
+
+    def memcpy_dtoh(self, out, ptr):
+        out[...] = np.frombuffer(self.memory, out.dtype, out.size, ptr - self.BASE).reshape(out.shape)
+
+
+class _Allocation(int):
+    def free(self):
+        pass
+
+
+class _Launches:
+    """Stands in for device.Launcher: logs each launch as (kind, name, threads or grid, args)."""
+
+    def __init__(self, module=None, stream=None):
+        self.module, self.stream, self.log = module, stream, []
+        self.attributes = {}
+
+    def launch(self, name, threads, *args):
+        self.log.append(("launch", name, threads, args))
+
+    def launch_grid(self, name, grid, block, *args):
+        self.log.append(("grid", name, (grid, block), args))
+
+    def function(self, name):
+        return SimpleNamespace(set_attribute=lambda attribute, value: self.attributes.__setitem__((name, attribute),
+                                                                                                  value))
+
+
+# ------------------------------------------------------------------------------------------------
+# Reward normalisation's moments (HeadOps) and its launches (record_reward_scaling)
+
+def _head_ops(norm_reward: bool):
+    spec = ref.PolicySpec(obs_size=4, num_actions=3, kind="mlp", hidden=8, layers=1)
+    arena = Arena()
+    arena.add("reward_moments", (4,), np.float64)
+    arena.add("head_nvec", (1,), np.int64)
+    cuda = _HostMemory()
+    arena.allocate(cuda)
+    ops = HeadOps(spec, ref.FlatLayout(ref.param_table(spec)), arena, SimpleNamespace(),
+                  SimpleNamespace(norm_reward=norm_reward))
+    ops.start(cuda)
+    return ops, arena, cuda
+
+
+def test_reward_moments_start_as_gymnasiums_running_mean_std_and_survive_a_checkpoint():
+    """The returns' statistics start as NumpyTrainer's (Gymnasium's RunningMeanStd: mean 0, var 1, count 1e-4), a
+    checkpoint carries (mean, var, count), and loading them sets the rewards' scale 1 / sqrt(var + 1e-8)."""
+    from gymnasium.wrappers.utils import RunningMeanStd
+    start = RunningMeanStd(shape=())
+    ops, arena, cuda = _head_ops(True)
+    assert ops.reward_norm() == [start.mean, start.var, start.count]
+    np.testing.assert_array_equal(arena.get(cuda, "reward_moments")[:3], [start.mean, start.var, start.count])
+    ops.load_reward_norm([0.5, 4.0, 321.0])
+    assert ops.reward_norm() == [0.5, 4.0, 321.0]
+    np.testing.assert_allclose(arena.get(cuda, "reward_moments")[3], 1 / math.sqrt(4.0 + 1e-8), rtol=1e-15)
+    ops.load_reward_norm([])  # a checkpoint without reward statistics leaves them as they are
+    assert ops.reward_norm() == [0.5, 4.0, 321.0]
+
+
+def test_without_reward_normalisation_the_checkpoint_holds_the_start_and_loading_changes_nothing():
+    from gymnasium.wrappers.utils import RunningMeanStd
+    start = RunningMeanStd(shape=())
+    ops, arena, cuda = _head_ops(False)
+    assert ops.reward_norm() == [start.mean, start.var, start.count]
+    ops.load_reward_norm([0.5, 4.0, 321.0])
+    assert ops.reward_norm() == [start.mean, start.var, start.count]
+    np.testing.assert_array_equal(arena.get(cuda, "reward_moments"), np.zeros(4))  # never written
+
+
+def test_reward_scaling_runs_returns_then_moments_then_scale_over_the_rollouts_t_times_r_rewards():
+    arena = SimpleNamespace(ptr=lambda name: {"reward_returns": 0x100, "reward_seen": 0x200,
+                                              "reward_moments": 0x300}[name])
+    plan, k = SimpleNamespace(horizon=5, rows=7), _Launches()
+    record_reward_scaling(k, arena, plan, SimpleNamespace(norm_reward=False, gamma=0.9), 0x10, 0x20)
+    assert k.log == []
+    record_reward_scaling(k, arena, plan, SimpleNamespace(norm_reward=True, gamma=0.9), 0x10, 0x20)
+    assert [(kind, name, threads) for kind, name, threads, _ in k.log] == [
+        ("launch", "reward_returns_kernel", 7), ("grid", "reward_moments_kernel", (1, MOMENT_THREADS)),
+        ("launch", "reward_scale_kernel", 35)]
+    returns, moments, scale = (args for _, _, _, args in k.log)
+    assert returns == (5, 7, 0x10, 0x20, 0.9, 0x100, 0x200)
+    assert [type(x) for x in returns[:2]] == [np.int32, np.int32] and type(returns[4]) is np.float64
+    assert moments == (35, 0x200, 0x300) and type(moments[0]) is np.int64
+    assert scale == (35, 0x10, 0x300) and type(scale[0]) is np.int64
+
+
+# ------------------------------------------------------------------------------------------------
+# The host-env rollout: every piece eager in the first rollout, then one graph a piece
+
+class _Graph:
+    """Stands in for native.graphs.CudaGraph: a capture runs what it records, a launch counts."""
+
+    def __init__(self, stream):
+        self.stream, self.launches, self.captured = stream, 0, False
+
+    @contextlib.contextmanager
+    def capture(self):
+        yield self
+        self.captured = True
+
+    def launch(self):
+        self.launches += 1
+
+    def close(self):
+        pass
+
+
+def _rollout_host(monkeypatch, horizon: int, groups: int):
+    monkeypatch.setattr(host_envs_mod, "CudaGraph", _Graph)
+    host = host_envs_mod.HostEnvs.__new__(host_envs_mod.HostEnvs)
+    host.plan = SimpleNamespace(horizon=horizon, num_agents=1, slot_count=2, choices=SimpleNamespace(graphs=True))
+    host.k, host.train, host.arena = SimpleNamespace(stream=SimpleNamespace(handle=9)), \
+        SimpleNamespace(norm_reward=False), None
+    host.action_shape, host.timing, host.graphs, host.rollouts_run = (), {"env": 0.0, "wait": 0.0}, {}, 0
+    host.inputs = lambda g: []
+    host.slot = lambda name, slot, offset=0: 0
+    enqueued = []
+    host.carry_in = lambda slot: enqueued.append(("carry", slot))
+    host.infer = lambda g, t, slot: enqueued.append(("infer", g["index"], t, slot))
+    host.record_step = lambda g, t, slot: enqueued.append(("record", g["index"], t, slot))
+    host.bootstrap = lambda slot: enqueued.append(("bootstrap", slot))
+    host.groups = []
+    for i in range(groups):
+        batch = SimpleNamespace(step=lambda actions: None, rewards=np.zeros((2, 1), np.float32),
+                                episode_return=np.zeros((2, 1), np.float32), episode_stats=np.zeros((2, 1)),
+                                episode_length=np.zeros(2), terminated=np.zeros(2, bool), truncated=np.zeros(2, bool))
+        views = {"rewards": np.zeros(2, np.float32), "ep_return": np.zeros(2, np.float32),
+                 "ep_stats": np.zeros((2, 1)), "ep_length": np.zeros(2), "terminated": np.zeros(2, bool),
+                 "truncated": np.zeros(2, bool)}
+        host.groups.append({"index": i, "batch": batch, "views": views, "rows": 2, "envs": 2,
+                            "actions": np.zeros(2, np.int32),
+                            "event": SimpleNamespace(record=lambda stream: None, synchronize=lambda: None)})
+    return host, enqueued
+
+
+def test_host_env_rollouts_run_eagerly_first_then_capture_each_slots_pieces_once_and_replay_them(monkeypatch):
+    """The first rollout enqueues every piece eagerly (cuBLAS and the driver load their kernels outside any
+    capture); each later rollout into a slot whose pieces are not captured yet captures them (running the
+    enqueues once, inside the capture) and launches them; after that a slot's rollout only launches graphs.
+    rollouts_run counts the rollouts, which the trainer's warm-up asks."""
+    horizon, groups = 2, 2
+    host, enqueued = _rollout_host(monkeypatch, horizon, groups)
+    one_rollout = lambda slot: ([("carry", slot), ("infer", 0, 0, slot), ("infer", 1, 0, slot)]  # noqa: E731
+                                + [("record", g, t, slot) for t in range(horizon) for g in range(groups)]
+                                + [("bootstrap", slot)])
+    host.record(0)
+    assert enqueued == one_rollout(0) and host.graphs == {} and host.rollouts_run == 1
+    pieces = 2 + horizon * groups + 1  # starts, steps, bootstrap
+    for run, slot in enumerate((1, 0), start=2):
+        del enqueued[:]
+        host.record(slot)
+        assert enqueued == one_rollout(slot) and host.rollouts_run == run  # captured now
+        mine = [g for key, g in host.graphs.items() if key[0] == slot]
+        assert len(mine) == pieces and all(g.captured and g.launches == 1 and g.stream == 9 for g in mine)
+    del enqueued[:]
+    host.record(1)
+    assert enqueued == [] and host.rollouts_run == 4  # replayed
+    assert sorted(g.launches for g in host.graphs.values()) == [1] * pieces + [2] * pieces
+
+
+def test_host_env_rollouts_without_graphs_enqueue_every_piece_every_time(monkeypatch):
+    host, enqueued = _rollout_host(monkeypatch, 1, 1)
+    host.plan.choices.graphs = False
+    for slot in (0, 1, 0):
+        host.record(slot)
+    assert len(enqueued) == 3 * 4 and host.graphs == {} and host.rollouts_run == 3
+
+
+# ------------------------------------------------------------------------------------------------
+# An evaluation batch (MatchBatch): its games' uploads and the weights' staging launch
+
+MODULE_INTS = {"fv_num_agents": 2, "match_staged_floats": 40, "fv_slot_size": 24, "match_group_floats": 76,
+               "match_game_floats": 19, "match_rows_per_warp": 1, "match_slices": 1}
+
+
+@pytest.mark.parametrize("opponents", [0, 2])
+def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monkeypatch, opponents):
+    """games g = match g // games: seeds (seed << 32) + the game's index in its match, the match's bot level and
+    weights row; every seat starts an episode; no score yet; then match_reset_kernel over the N games and
+    match_stage_kernel over (1 + opponents) rows of MATCH_STAGED floats each."""
+    monkeypatch.setattr(matches_mod, "module_int", lambda cuda, module, name: MODULE_INTS[name])
+    monkeypatch.setattr(device, "Launcher", _Launches)
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=8, layers=1)
+    layout = ref.FlatLayout(ref.param_table(spec))
+    cuda = _HostMemory()
+    dev = SimpleNamespace(get_attribute=lambda attribute: {"sms": 132, "block": 227 << 10, "sm": 228 << 10}[attribute])
+    cuda.Context = SimpleNamespace(get_device=lambda: dev)
+    cuda.device_attribute = SimpleNamespace(MULTIPROCESSOR_COUNT="sms", MAX_SHARED_MEMORY_PER_BLOCK_OPTIN="block",
+                                            MAX_SHARED_MEMORY_PER_MULTIPROCESSOR="sm")
+    cuda.function_attribute = SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="dynamic shared")
+    owner = SimpleNamespace(cuda=cuda, spec=spec, stream=SimpleNamespace(synchronize=lambda: None))
+    stride = pool_row_floats(layout)
+    weights = np.random.default_rng(1).normal(size=(1 + opponents, stride)).astype(np.float32)
+    levels, rows = [2, 5] + [-1] * opponents, [0, 0] + list(range(1, 1 + opponents))
+    games, seed = 3, 7
+    env = Config.of(load_config("pong", {"selfplay": {"enabled": True}}))
+    batch = matches_mod.MatchBatch(owner, "module", env, levels, rows, weights, games, seed, deterministic=True)
+    n, a = games * len(levels), batch.arena
+    assert (batch.num_games, batch.games, batch.stride, batch.max_steps) == (n, games, stride, 20000)
+    assert list(a.get(cuda, "seeds")) == [(seed << 32) + g % games for g in range(n)]
+    assert list(a.get(cuda, "bot_levels")) == [level for level in levels for _ in range(games)]
+    assert list(a.get(cuda, "game_weights")) == [row for row in rows for _ in range(games)]
+    np.testing.assert_array_equal(a.get(cuda, "weights"), weights)
+    np.testing.assert_array_equal(a.get(cuda, "starts"), np.ones(2 * n, np.float32))
+    assert np.isnan(a.get(cuda, "scores")).all() and list(a.get(cuda, "remaining")) == [n]
+    reset, stage = batch.k.log
+    assert reset == ("launch", "match_reset_kernel", n, (n, a.ptr("slots"), a.ptr("seeds"), a.ptr("bot_levels"),
+                                                          a.ptr("game_obs")))
+    staged = MODULE_INTS["match_staged_floats"]
+    assert stage == ("launch", "match_stage_kernel", (1 + opponents) * staged,
+                     (1 + opponents, a.ptr("weights"), stride, a.ptr("staged")))
+    assert a.get(cuda, "staged").shape == (1 + opponents, staged)
+    assert batch.k.attributes == {("match_play_kernel", "dynamic shared"): batch.layout[3]}
+    assert batch.blocks == len(levels) * -(-games // batch.layout[0])
