@@ -109,6 +109,20 @@ def test_without_reward_normalisation_the_checkpoint_holds_the_start_and_loading
     np.testing.assert_array_equal(arena.get(cuda, "reward_moments"), np.zeros(4))  # never written
 
 
+@pytest.mark.parametrize("norm_obs, norm_reward", [(True, False), (False, True)])
+def test_running_statistics_refuse_a_gpu_group_either_kind(norm_obs, norm_reward):
+    """train.norm_obs and train.norm_reward each keep statistics that ranks would not share: either one with a
+    group of GPUs is refused; neither is fine."""
+    from fastvec.trainer.config import ConfigError
+    spec = ref.PolicySpec(obs_size=4, num_actions=3, kind="mlp", hidden=8, layers=1, norm_obs=norm_obs)
+    layout, group = ref.FlatLayout(ref.param_table(spec)), SimpleNamespace(rank=0, world_size=2)
+    with pytest.raises(ConfigError, match="does not share across GPUs"):
+        HeadOps(spec, layout, None, SimpleNamespace(), SimpleNamespace(norm_reward=norm_reward), group)
+    plain = ref.PolicySpec(obs_size=4, num_actions=3, kind="mlp", hidden=8, layers=1)
+    HeadOps(plain, ref.FlatLayout(ref.param_table(plain)), None, SimpleNamespace(),
+            SimpleNamespace(norm_reward=False), group)
+
+
 def test_reward_scaling_runs_returns_then_moments_then_scale_over_the_rollouts_t_times_r_rewards():
     arena = SimpleNamespace(ptr=lambda name: {"reward_returns": 0x100, "reward_seen": 0x200,
                                               "reward_moments": 0x300}[name])
@@ -175,6 +189,84 @@ def _rollout_host(monkeypatch, horizon: int, groups: int):
     return host, enqueued
 
 
+def test_each_group_waits_for_its_actions_and_hands_the_gpu_the_env_step_just_taken(monkeypatch):
+    """Per step and group: wait for the group's event, step its batch with the actions, put the step's inputs and
+    outcomes into its pinned views, enqueue the record (and next policy step), and record the event again unless
+    that was the last step (the next rollout's start records it)."""
+    horizon, groups = 3, 2
+    host, log = _rollout_host(monkeypatch, horizon, groups)
+    host.plan.choices.graphs = False
+    for i, g in enumerate(host.groups):
+        g["event"] = SimpleNamespace(record=lambda stream, i=i: log.append(("event", i, stream.handle)),
+                                     synchronize=lambda i=i: log.append(("wait", i)))
+        g["obs"] = np.zeros((2, 3), np.float32)
+
+        def step(actions, g=g, i=i):
+            log.append(("step", i))
+            g["obs"] += 1
+            g["batch"].rewards[...] = g["obs"][:, :1] * 10
+
+        g["batch"].step = step
+        g["views"]["obs"] = np.zeros((2, 3), np.float32)
+    host.inputs = lambda g: [("obs", 3, g["obs"])]
+    seen = []
+    host.record_step = lambda g, t, slot: (log.append(("record", g["index"], t, slot)), seen.append(
+        (g["index"], t, g["views"]["obs"].copy(), g["views"]["rewards"].copy())))
+    host.record(1)
+    expected = [("carry", 1), ("infer", 0, 0, 1), ("event", 0, 9), ("infer", 1, 0, 1), ("event", 1, 9)]
+    for t in range(horizon):
+        for g in range(groups):
+            expected += [("wait", g), ("step", g), ("record", g, t, 1)] + [("event", g, 9)] * (t + 1 < horizon)
+    assert log == expected + [("bootstrap", 1)]
+    for g, t, obs, rewards in seen:
+        np.testing.assert_array_equal(obs, np.full((2, 3), t + 1.0))
+        np.testing.assert_array_equal(rewards, np.full(2, 10.0 * (t + 1)))
+
+
+def test_a_rollout_carries_in_the_previous_slots_last_step(monkeypatch):
+    """obs[0], starts[0] (and a team's masks[0], world[0]) of a slot are obs[T] ... of the slot before it."""
+    host, _ = _rollout_host(monkeypatch, 4, 1)
+    host.plan = SimpleNamespace(horizon=4, rows=6, slot_count=2, masked=True)
+    host.spec = SimpleNamespace(input_size=5, num_actions=7, world_size=2, critic_input_size=9)
+    host.slot = lambda name, slot, offset=0: (name, slot, offset)
+    copies = []
+    host.cuda = SimpleNamespace(memcpy_dtod_async=lambda dst, src, nbytes, stream: copies.append((dst, src, nbytes)))
+    del host.carry_in
+    for slot_count, slot, previous in ((2, 0, 1), (2, 1, 0), (1, 0, 0)):  # two slots with train.async, else one
+        host.plan.slot_count = slot_count
+        del copies[:]
+        host.carry_in(slot)
+        assert copies == [((name, slot, 0), (name, previous, 4 * 6 * width), 6 * width * item)
+                          for name, width, item in [("starts", 1, 4), ("obs", 5, 4), ("masks", 7, 1),
+                                                    ("world", 9, 4)]]
+
+
+def test_a_groups_encoder_input_and_world_rows_start_at_its_first_row(monkeypatch):
+    host, _ = _rollout_host(monkeypatch, 4, 1)
+    host.plan = SimpleNamespace(horizon=4, rows=6)
+    host.slot = lambda name, slot, offset=0: (name, slot, offset)
+    host.arena = SimpleNamespace(ptr=lambda name, offset=0: (name, offset))
+    host.spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mlp", hidden=8, layers=1, norm_obs=True)
+    assert host.x0(2) == ("r_x0", 2 * 5) and host.world(1, 3, 2) == 0  # no world-state critic
+    host.spec = SimpleNamespace(input_size=5, world_size=2, critic_input_size=9, norm_obs=False, obs_scale=1.0,
+                                encoder="linear", obs_bytes=False)
+    assert host.world(1, 3, 2) == ("world", 1, (3 * 6 + 2) * 9) and host.x0(2) == 0
+
+
+def test_closing_host_envs_frees_every_captured_graph_once(monkeypatch):
+    host, _ = _rollout_host(monkeypatch, 1, 1)
+    for slot in (0, 1, 0):
+        host.record(slot)
+    graphs = list(host.graphs.values())
+    closed = []
+    for g in graphs:
+        g.close = lambda g=g: closed.append(g)
+    host.close()
+    assert closed == graphs and len(graphs) == 2 * 3 and host.graphs is None
+    host.close()  # twice: nothing left to free
+    assert len(closed) == len(graphs)
+
+
 def test_host_env_rollouts_run_eagerly_first_then_capture_each_slots_pieces_once_and_replay_them(monkeypatch):
     """The first rollout enqueues every piece eagerly (cuBLAS and the driver load their kernels outside any
     capture); each later rollout into a slot whose pieces are not captured yet captures them (running the
@@ -233,7 +325,7 @@ def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monke
     owner = SimpleNamespace(cuda=cuda, spec=spec, stream=SimpleNamespace(synchronize=lambda: None))
     stride = pool_row_floats(layout)
     weights = np.random.default_rng(1).normal(size=(1 + opponents, stride)).astype(np.float32)
-    levels, rows = [2, 5] + [-1] * opponents, [0, 0] + list(range(1, 1 + opponents))
+    levels, rows = [0, 5] + [-1] * opponents, [0, 0] + list(range(1, 1 + opponents))
     games, seed = 3, 7
     env = Config.of(load_config("pong", {"selfplay": {"enabled": True}}))
     batch = matches_mod.MatchBatch(owner, "module", env, levels, rows, weights, games, seed, deterministic=True)
@@ -253,4 +345,10 @@ def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monke
                      (1 + opponents, a.ptr("weights"), stride, a.ptr("staged")))
     assert a.get(cuda, "staged").shape == (1 + opponents, staged)
     assert batch.k.attributes == {("match_play_kernel", "dynamic shared"): batch.layout[3]}
-    assert batch.blocks == len(levels) * -(-games // batch.layout[0])
+    dev_args = (132, 227 << 10, 228 << 10)
+    assert batch.layout == matches_mod.play_layout(len(levels), games, opponents > 0, staged,
+                                                   *(MODULE_INTS[name] for name in (
+                                                       "match_group_floats", "match_game_floats", "fv_num_agents",
+                                                       "match_rows_per_warp", "match_slices")), *dev_args)
+    assert batch.layout[1] == 1 + (opponents > 0)  # the player's weights, and one opponent's, in shared memory
+    assert type(batch.blocks) is int and batch.blocks == len(levels) * -(-games // batch.layout[0])
