@@ -352,3 +352,145 @@ def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monke
                                                        "match_rows_per_warp", "match_slices")), *dev_args)
     assert batch.layout[1] == 1 + (opponents > 0)  # the player's weights, and one opponent's, in shared memory
     assert type(batch.blocks) is int and batch.blocks == len(levels) * -(-games // batch.layout[0])
+
+
+# ------------------------------------------------------------------------------------------------
+# The host-env rollout's pieces: a group's policy step, its step's record and the bootstrap, on its rows
+
+_NAMES = ["state", "last_state", "r_act", "r_pre", "r_x0", "scalars", "episode_acc", "params", "host_in"]
+_SLOT_NAMES = ["segment_state", "obs", "starts", "r_y", "actions", "masks", "logp", "values", "rewards", "dones",
+               "world"]
+
+
+def _addr(name, offset=0):
+    """A stand-in arena address: each tensor in its own 16 MiB, 4 bytes an element."""
+    return ((1 + _NAMES.index(name)) << 24) + 4 * offset
+
+
+def _slot_addr(name, slot, offset=0):
+    return ((64 + 4 * _SLOT_NAMES.index(name) + slot) << 24) + 4 * offset
+
+
+class _Policy:
+    def __init__(self):
+        self.calls = []
+
+    def forward(self, k, blas, rows, steps, obs, starts, state_in, state_out, acts, pres, hs, y, params, **kw):
+        self.calls.append(dict(rows=rows, steps=steps, obs=obs, starts=starts, state_in=state_in,
+                               state_out=state_out, acts=acts, pres=pres, hs=hs, y=y, params=params, **kw))
+
+
+def _piece_host(spec, masked=False):
+    """HostEnvs of 8 rows (one agent an env) in groups of 3 and 5 rows, horizon 4, bptt 2, with stand-ins."""
+    host = host_envs_mod.HostEnvs.__new__(host_envs_mod.HostEnvs)
+    host.spec, host.layout = spec, ref.FlatLayout(ref.param_table(spec))
+    host.plan = SimpleNamespace(horizon=4, rows=8, bptt=2, num_agents=1, masked=masked, slot_count=2)
+    host.arena = SimpleNamespace(ptr=_addr)
+    host.slot = _slot_addr
+    host.k, host.blas, host.params, host.policy = _Launches(stream=SimpleNamespace(handle=3)), "blas", "params", \
+        _Policy()
+    host.seed_key, host.reward_clamp = 0xABCDEF, True
+    host.action_shape = () if spec.action_kind == "discrete" else tuple(spec.action_shape)
+    copies = []
+    host.cuda = SimpleNamespace(
+        memcpy_dtod_async=lambda dst, src, nbytes, stream: copies.append(("dtod", dst, src, nbytes, stream.handle)),
+        memcpy_dtoh_async=lambda dst, src, stream: copies.append(("dtoh", dst, src, stream.handle)),
+        memcpy_htod_async=lambda dst, src, stream: copies.append(("htod", dst, src, stream.handle)))
+    host.groups = [{"index": i, "row0": row0, "rows": rows, "envs": rows, "actions": f"pinned actions {i}",
+                    "pinned": f"pinned {i}", "dev_in": _addr("host_in", 1000 * i),
+                    "dev": {name: _addr("host_in", 1000 * i + 100 * j) for j, name in enumerate(
+                        ["obs", "rewards", "ep_return", "ep_stats", "ep_length", "terminated", "truncated", "masks",
+                         "world"])},
+                    "views": {"ep_stats": np.zeros((rows, 3))}}
+                   for i, (row0, rows) in enumerate([(0, 3), (3, 5)])]
+    return host, copies
+
+
+def _check_forward(call, spec, host, g, t, slot, state_out_name):
+    r, h, o, ny, row0 = 8, spec.hidden, spec.input_size, spec.head_size + 1, g["row0"]
+    assert (call["rows"], call["steps"], call["params"]) == (g["rows"], 1, "params")
+    assert call["obs"] == _slot_addr("obs", slot, (t * r + row0) * o)
+    assert call["starts"] == _slot_addr("starts", slot, t * r + row0)
+    layers = spec.state_layers
+    assert call["state_in"] == [_addr("state", layer * r * h + row0 * h) for layer in range(layers)]
+    assert call["state_out"] == [_addr(state_out_name, layer * r * h + row0 * h) for layer in range(layers)]
+    assert call["acts"] == [_addr("r_act", (i % 2) * r * h + row0 * h) for i in range(spec.layers + 1)]
+    width = host.layout.offsets["layer0.w"][1][0]
+    for pre in call["pres"]:  # scratch inside r_pre (R, W), the group's rows wherever they start
+        assert _addr("r_pre") <= pre and pre + 4 * g["rows"] * width <= _addr("r_pre", r * width)
+    assert call["hs"] == [0] * spec.layers and call["y"] == _slot_addr("r_y", slot, row0 * ny)
+    assert call["x0"] == 0 and call["world"] == 0  # raw observations, no world-state critic
+
+
+@pytest.mark.parametrize("t", [0, 1, 2])
+def test_a_groups_policy_step_reads_and_writes_its_rows_of_step_t(t):
+    """infer: at a segment's first step the group's live state is saved into the segment's (S, Ls, R, H) rows;
+    the forward reads obs[t] and starts[t] of the group's rows and writes r_y's; host_sample_kernel samples the
+    group's actions, log-probs and values at step t; the actions go down to the group's pinned buffer."""
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mingru", hidden=8, layers=2)
+    host, copies = _piece_host(spec, masked=True)
+    g, slot, r, h = host.groups[1], 1, 8, 8
+    host.infer(g, t, slot)
+    saved = [c for c in copies if c[0] == "dtod"]
+    if t % 2 == 0:
+        assert saved == [("dtod", _slot_addr("segment_state", slot, (((t // 2) * 2 + layer) * r + 3) * h),
+                          _addr("state", layer * r * h + 3 * h), 5 * h * 4, 3) for layer in range(2)]
+    else:
+        assert saved == []
+    [call] = host.policy.calls
+    _check_forward(call, spec, host, g, t, slot, "state")
+    [(kind, name, threads, args)] = host.k.log
+    assert (kind, name, threads) == ("launch", "host_sample_kernel", 5)
+    row = t * r + 3
+    assert args == (5, 3, _slot_addr("r_y", slot, 3 * 4), 0, _slot_addr("masks", slot, row * 3),
+                    _slot_addr("actions", slot, row), _slot_addr("logp", slot, row), _slot_addr("values", slot, row),
+                    _addr("scalars"), t, 0xABCDEF)
+    assert [type(x) for x in (args[0], args[1], args[9], args[10])] == [np.int32, np.int32, np.int32, np.uint64]
+    assert copies[-1] == ("dtoh", "pinned actions 1", _slot_addr("actions", slot, row), 3)
+
+
+def test_a_box_groups_policy_step_samples_with_the_layouts_log_stds():
+    spec = ref.PolicySpec(obs_size=5, num_actions=0, kind="mlp", hidden=8, layers=1, action_kind="box",
+                          action_dims=2)
+    host, copies = _piece_host(spec)
+    g = host.groups[1]
+    host.infer(g, 3, 0)
+    [(_, _, _, args)] = host.k.log
+    row = 3 * 8 + 3
+    assert args[3] == _addr("params", host.layout.offsets["dec.logstd"][0]) and args[4] == 0  # no masks
+    assert args[5] == _slot_addr("actions", 0, row * 2)
+    assert copies == [("dtoh", "pinned actions 1", _slot_addr("actions", 0, row * 2), 3)]  # no state to save
+    assert host.policy.calls[0]["state_in"] == [0]
+
+
+def test_a_groups_step_record_lands_in_step_t_and_obs_of_t_plus_1_then_the_next_policy_step():
+    from fastvec.trainer.cuda.kernel_args import HostRecordArgs, pack
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mingru", hidden=8, layers=1)
+    host, copies = _piece_host(spec, masked=True)
+    g, r = host.groups[1], 8
+    steps = []
+    host.infer = lambda g, t, slot: steps.append((g["index"], t, slot))
+    host.record_step(g, 1, 0)
+    dev = g["dev"]
+    args = HostRecordArgs(dev["obs"], dev["rewards"], dev["ep_return"], dev["ep_stats"], dev["ep_length"],
+                          dev["terminated"], dev["truncated"], _slot_addr("obs", 0, (2 * r + 3) * 5),
+                          _slot_addr("rewards", 0, r + 3), _slot_addr("dones", 0, r + 3),
+                          _slot_addr("starts", 0, 2 * r + 3), _addr("episode_acc"), n=5, agents=1, obs_size=5,
+                          num_stats=3, reward_clamp=1)
+    assert host.k.log == [("launch", "host_record_kernel", 5 * 5, (pack(args),))]
+    assert copies == [("htod", _addr("host_in", 1000), "pinned 1", 3),
+                      ("dtod", _slot_addr("masks", 0, (2 * r + 3) * 3), dev["masks"], 5 * 3, 3)]
+    assert steps == [(1, 2, 0)]
+    host.record_step(g, 3, 0)  # the last step: no policy step after it (the bootstrap's forward is the next)
+    assert steps == [(1, 2, 0)]
+
+
+def test_the_bootstrap_runs_each_group_on_obs_of_t_into_scratch_state_then_advances_the_rollout():
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mingru", hidden=8, layers=2)
+    host, copies = _piece_host(spec)
+    host.bootstrap(1)
+    assert len(host.policy.calls) == 2 and copies == []
+    for call, g in zip(host.policy.calls, host.groups):
+        _check_forward(call, spec, host, g, 4, 1, "last_state")  # obs[T], starts[T]; the state kept
+    assert host.k.log == [("grid", "advance_rollout_kernel", (1, 1), (_addr("scalars"), 4))]
+    assert type(host.k.log[0][3][1]) is np.int32
