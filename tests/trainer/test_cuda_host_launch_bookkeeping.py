@@ -437,6 +437,7 @@ def test_a_groups_policy_step_reads_and_writes_its_rows_of_step_t(t):
                           _addr("state", layer * r * h + 3 * h), 5 * h * 4, 3) for layer in range(2)]
     else:
         assert saved == []
+    assert all(type(address) is int for c in saved for address in c[1:3])  # device addresses are whole numbers
     [call] = host.policy.calls
     _check_forward(call, spec, host, g, t, slot, "state")
     [(kind, name, threads, args)] = host.k.log
@@ -481,8 +482,9 @@ def test_a_groups_step_record_lands_in_step_t_and_obs_of_t_plus_1_then_the_next_
     assert copies == [("htod", _addr("host_in", 1000), "pinned 1", 3),
                       ("dtod", _slot_addr("masks", 0, (2 * r + 3) * 3), dev["masks"], 5 * 3, 3)]
     assert steps == [(1, 2, 0)]
+    host.record_step(g, 2, 0)
     host.record_step(g, 3, 0)  # the last step: no policy step after it (the bootstrap's forward is the next)
-    assert steps == [(1, 2, 0)]
+    assert steps == [(1, 2, 0), (1, 3, 0)]
 
 
 def test_the_bootstrap_runs_each_group_on_obs_of_t_into_scratch_state_then_advances_the_rollout():
@@ -494,3 +496,10 @@ def test_the_bootstrap_runs_each_group_on_obs_of_t_into_scratch_state_then_advan
         _check_forward(call, spec, host, g, 4, 1, "last_state")  # obs[T], starts[T]; the state kept
     assert host.k.log == [("grid", "advance_rollout_kernel", (1, 1), (_addr("scalars"), 4))]
     assert type(host.k.log[0][3][1]) is np.int32
+
+
+def test_an_mlp_bootstrap_has_no_state_to_read_or_keep():
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mlp", hidden=8, layers=2)
+    host, _ = _piece_host(spec)
+    host.bootstrap(0)
+    assert [(c["state_in"], c["state_out"]) for c in host.policy.calls] == [([0, 0], [0, 0])] * 2
