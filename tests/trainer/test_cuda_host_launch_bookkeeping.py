@@ -503,3 +503,87 @@ def test_an_mlp_bootstrap_has_no_state_to_read_or_keep():
     host, _ = _piece_host(spec)
     host.bootstrap(0)
     assert [(c["state_in"], c["state_out"]) for c in host.policy.calls] == [([0, 0], [0, 0])] * 2
+
+
+# ------------------------------------------------------------------------------------------------
+# The update's head-dependent launches (HeadOps.loss, encode_minibatch, update_obs_norm)
+
+class _Addresses:
+    """A stand-in arena: each tensor name its own 16 MiB on first use, 4 bytes an element."""
+
+    def __init__(self):
+        self.names = []
+
+    def ptr(self, name, offset=0):
+        if name not in self.names:
+            self.names.append(name)
+        return ((1 + self.names.index(name)) << 24) + 4 * offset
+
+
+_HEADS = {"discrete": dict(num_actions=4), "multi_discrete": dict(num_actions=0, action_nvec=(3, 2, 5)),
+          "box": dict(num_actions=0, action_dims=3)}
+
+
+@pytest.mark.parametrize("kind", list(_HEADS))
+@pytest.mark.parametrize("norm_adv, stats, scatter, weights", [(True, True, True, 0x77), (False, False, False, 0)])
+def test_the_loss_launch_hands_the_heads_kernel_the_minibatch_and_the_asked_extras(kind, norm_adv, stats, scatter,
+                                                                                   weights):
+    """A Discrete head runs ppo.cu's ppo_loss_kernel, the others heads.cu's ppo_loss_head_kernel with their kind,
+    D action dimensions and the decoder's width Y = head size + 1; the advantages' moments, the statistics'
+    partials and the V-trace scatter only when asked (else null); a Box head's log-stds from the layout."""
+    from fastvec.trainer.cuda.heads import HEAD_KINDS
+    from fastvec.trainer.cuda.kernel_args import LossArgs, pack
+    spec = ref.PolicySpec(obs_size=6, kind="mlp", hidden=8, layers=1, action_kind=kind, **_HEADS[kind])
+    layout, a = ref.FlatLayout(ref.param_table(spec)), _Addresses()
+    train = SimpleNamespace(norm_reward=False, clip_coef=0.2, vf_clip_coef=0.3, vf_coef=0.5)
+    ops = HeadOps(spec, layout, a, SimpleNamespace(mb_rows=96, seqs_per_mb=12), train)
+    k = _Launches()
+    ops.loss(k, norm_adv, stats, scatter, weights)
+    head = {"discrete": 0, "multi_discrete": 1, "box": 2}[kind]
+    assert HEAD_KINDS.get(kind, 0) == head
+    expected = LossArgs(
+        y=a.ptr("y"), actions=a.ptr("mb_actions"), old_logp=a.ptr("mb_logp"), old_values=a.ptr("mb_values"),
+        adv=a.ptr("mb_adv"), returns=a.ptr("mb_returns"), adv_moments=a.ptr("adv_moments") if norm_adv else 0,
+        scalars=a.ptr("scalars"), dy=a.ptr("dy"), partial=a.ptr("block_partial") if stats else 0,
+        counter=a.ptr("reduce_counter") if stats else 0, new_logp=a.ptr("new_logp") if scatter else 0,
+        src=a.ptr("mb_src") if scatter else 0, clip_coef=0.2, vf_clip_coef=0.3, vf_coef=0.5, n=96, kind=head,
+        D={"discrete": 0, "multi_discrete": 3, "box": 3}[kind], Y={"discrete": 5, "multi_discrete": 11, "box": 4}[kind],
+        weights=weights, Bm=12,
+        nvec=a.ptr("head_nvec") if kind == "multi_discrete" else 0,
+        logstd=a.ptr("params", layout.offsets["dec.logstd"][0]) if kind == "box" else 0,
+        dlogstd=a.ptr("dlogstd") if kind == "box" else 0)
+    assert k.log == [("launch", "ppo_loss_head_kernel" if head else "ppo_loss_kernel", 96, (pack(expected),))]
+
+
+@pytest.mark.parametrize("norm_obs, obs_scale", [(True, 1.0), (False, 0.5), (False, 1.0)])
+def test_the_minibatch_is_encoded_in_place_only_when_the_policy_transforms_observations(norm_obs, obs_scale):
+    spec = ref.PolicySpec(obs_size=6, num_actions=3, kind="mlp", hidden=8, layers=1, norm_obs=norm_obs,
+                          obs_scale=obs_scale)
+    a, calls = _Addresses(), []
+    ops = HeadOps(spec, ref.FlatLayout(ref.param_table(spec)), a, SimpleNamespace(mb_rows=96),
+                  SimpleNamespace(norm_reward=False))
+    ops.encode_minibatch("k", SimpleNamespace(encode=lambda *args: calls.append(args)))
+    transforms = norm_obs or obs_scale != 1.0
+    assert calls == [("k", a.ptr("mb_obs"), a.ptr("mb_obs"), 96)] * transforms
+
+
+@pytest.mark.parametrize("norm_obs", [True, False])
+def test_observation_statistics_merge_the_rollouts_t_times_r_rows_into_the_layouts(norm_obs):
+    """obs_norm_update_kernel: a block of MOMENT_THREADS per input feature over the rollout's T * R rows (their
+    obs_bytes-strided rows of I features, times obs_scale), into the layout's mean and var; then the count."""
+    spec = ref.PolicySpec(obs_size=6, num_actions=3, kind="mlp", hidden=8, layers=1, norm_obs=norm_obs,
+                          obs_scale=0.25)
+    layout, a = ref.FlatLayout(ref.param_table(spec)), _Addresses()
+    plan = SimpleNamespace(horizon=16, rows=32, obs_bytes=1)
+    ops = HeadOps(spec, layout, a, plan, SimpleNamespace(norm_reward=False))
+    k = _Launches()
+    ops.update_obs_norm(k, 0x5000)
+    if not norm_obs:
+        assert k.log == []
+        return
+    norm = a.ptr("params", layout.offsets["obs_norm.mean"][0])
+    assert k.log == [("grid", "obs_norm_update_kernel", (6, MOMENT_THREADS), (512, 6, 32, 1, 0x5000, 0.25, norm)),
+                     ("grid", "obs_norm_count_kernel", (1, 1), (512, 6, norm))]
+    update, count = k.log[0][3], k.log[1][3]
+    assert [type(x) for x in update[:4]] == [np.int64, np.int32, np.int32, np.int32] and type(update[5]) is np.float64
+    assert [type(x) for x in count[:2]] == [np.int64, np.int32]
