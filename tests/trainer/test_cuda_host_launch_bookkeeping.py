@@ -538,7 +538,10 @@ def test_the_loss_launch_hands_the_heads_kernel_the_minibatch_and_the_asked_extr
     train = SimpleNamespace(norm_reward=False, clip_coef=0.2, vf_clip_coef=0.3, vf_coef=0.5)
     ops = HeadOps(spec, layout, a, SimpleNamespace(mb_rows=96, seqs_per_mb=12), train)
     k = _Launches()
-    ops.loss(k, norm_adv, stats, scatter, weights)
+    if weights:
+        ops.loss(k, norm_adv, stats, scatter, weights)
+    else:  # no importance weights: the V-trace scatter pass (update.py) leaves them out
+        ops.loss(k, norm_adv, stats, scatter)
     head = {"discrete": 0, "multi_discrete": 1, "box": 2}[kind]
     assert HEAD_KINDS.get(kind, 0) == head
     expected = LossArgs(
