@@ -307,11 +307,8 @@ MODULE_INTS = {"fv_num_agents": 2, "match_staged_floats": 40, "fv_slot_size": 24
                "match_game_floats": 19, "match_rows_per_warp": 1, "match_slices": 1}
 
 
-@pytest.mark.parametrize("opponents", [0, 2])
-def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monkeypatch, opponents):
-    """games g = match g // games: seeds (seed << 32) + the game's index in its match, the match's bot level and
-    weights row; every seat starts an episode; no score yet; then match_reset_kernel over the N games and
-    match_stage_kernel over (1 + opponents) rows of MATCH_STAGED floats each."""
+def _match_batch(monkeypatch, opponents: int, deterministic: bool = True):
+    """A MatchBatch of bot levels 0 and 5 and `opponents` past selves, 3 games each, over stand-ins."""
     monkeypatch.setattr(matches_mod, "module_int", lambda cuda, module, name: MODULE_INTS[name])
     monkeypatch.setattr(device, "Launcher", _Launches)
     spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=8, layers=1)
@@ -323,12 +320,21 @@ def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monke
                                             MAX_SHARED_MEMORY_PER_MULTIPROCESSOR="sm")
     cuda.function_attribute = SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="dynamic shared")
     owner = SimpleNamespace(cuda=cuda, spec=spec, stream=SimpleNamespace(synchronize=lambda: None))
-    stride = pool_row_floats(layout)
-    weights = np.random.default_rng(1).normal(size=(1 + opponents, stride)).astype(np.float32)
+    weights = np.random.default_rng(1).normal(size=(1 + opponents, pool_row_floats(layout))).astype(np.float32)
     levels, rows = [0, 5] + [-1] * opponents, [0, 0] + list(range(1, 1 + opponents))
     games, seed = 3, 7
     env = Config.of(load_config("pong", {"selfplay": {"enabled": True}}))
-    batch = matches_mod.MatchBatch(owner, "module", env, levels, rows, weights, games, seed, deterministic=True)
+    batch = matches_mod.MatchBatch(owner, "module", env, levels, rows, weights, games, seed, deterministic)
+    return batch, cuda, weights, levels, games, seed
+
+
+@pytest.mark.parametrize("opponents", [0, 2])
+def test_an_evaluation_batch_uploads_its_games_and_stages_every_weight_row(monkeypatch, opponents):
+    """games g = match g // games: seeds (seed << 32) + the game's index in its match, the match's bot level and
+    weights row; every seat starts an episode; no score yet; then match_reset_kernel over the N games and
+    match_stage_kernel over (1 + opponents) rows of MATCH_STAGED floats each."""
+    batch, cuda, weights, levels, games, seed = _match_batch(monkeypatch, opponents)
+    rows, stride = [0, 0] + list(range(1, 1 + opponents)), weights.shape[1]
     n, a = games * len(levels), batch.arena
     assert (batch.num_games, batch.games, batch.stride, batch.max_steps) == (n, games, stride, 20000)
     assert list(a.get(cuda, "seeds")) == [(seed << 32) + g % games for g in range(n)]
@@ -590,3 +596,178 @@ def test_observation_statistics_merge_the_rollouts_t_times_r_rows_into_the_layou
     update, count = k.log[0][3], k.log[1][3]
     assert [type(x) for x in update[:4]] == [np.int64, np.int32, np.int32, np.int32] and type(update[5]) is np.float64
     assert [type(x) for x in count[:2]] == [np.int64, np.int32]
+
+
+# ------------------------------------------------------------------------------------------------
+# An evaluation's play: launches of PLAY_STEPS steps until every game has a score
+
+def test_a_batch_plays_steps_from_first_step_with_its_games_layout_and_reads_back_its_results(monkeypatch):
+    """play(): match_play_kernel over the batch's blocks with MatchPlayArgs (its arrays, the weights' row stride,
+    the seed's key, games per match and block, policies in shared memory, steps, the env's step limit);
+    remaining(), steps() and scores() read the arena."""
+    from fastvec.trainer.cuda.kernel_args import MatchPlayArgs, pack
+    batch, cuda, weights, levels, games, seed = _match_batch(monkeypatch, opponents=2, deterministic=False)
+    a, (per_block, in_shared, threads, shared) = batch.arena, batch.layout
+    batch.k.log.clear()
+    launched = []
+    batch.k.launch_shared = lambda name, n, block, nbytes, *args: launched.append((name, n, block, nbytes, args))
+    batch.play(2048)
+    batch.play(0, steps=7)
+    n = games * len(levels)
+    expected = [MatchPlayArgs(*(a.ptr(name) for name in matches_mod.MATCH_PLAY_ARRAYS), stride=weights.shape[1],
+                              key=ref.sampling_key(seed), first_step=first, num_games=n, games_per_match=games,
+                              games_per_block=per_block, shared_policies=in_shared, steps=steps, deterministic=0,
+                              max_episode_steps=20000)
+                for first, steps in ((2048, matches_mod.PLAY_STEPS), (0, 7))]
+    got = [MatchPlayArgs.from_buffer_copy(args[0]) for *_, args in launched]
+    for field, _ in MatchPlayArgs._fields_:
+        assert [getattr(g, field) for g in got] == [getattr(e, field) for e in expected], field
+    assert launched == [("match_play_kernel", batch.blocks * threads, threads, shared, (pack(e),)) for e in expected]
+    a.set(cuda, "remaining", np.array([3], np.int32))
+    a.set(cuda, "game_steps", np.arange(n, dtype=np.int32) * 2)
+    scores = np.linspace(-1, 1, n).astype(np.float32)
+    a.set(cuda, "scores", scores)
+    assert batch.remaining() == 3 and type(batch.remaining()) is int
+    assert batch.steps() == 2 * (n - 1) and type(batch.steps()) is int
+    np.testing.assert_array_equal(batch.scores(), scores.astype(np.float64))
+    assert batch.scores().dtype == np.float64
+    a.set(cuda, "game_steps", np.zeros(n, np.int32))
+    assert batch.steps() == 0  # no game has ended yet
+
+
+def test_closing_a_batch_waits_for_its_stream_and_frees_its_memory_once_allocated(monkeypatch):
+    batch, *_ = _match_batch(monkeypatch, opponents=0)
+    log = []
+    batch.stream = SimpleNamespace(synchronize=lambda: log.append("synchronize"))
+    batch.arena.allocation = SimpleNamespace(free=lambda: log.append("free"))
+    batch.close()
+    assert log == ["synchronize", "free"]
+    batch.arena.allocation = None  # MatchBatch's own failure path: close() before the arena is allocated
+    batch.close()
+    assert log == ["synchronize", "free", "synchronize"]
+
+
+class _PlayedBatch:
+    """Stands in for MatchBatch in evaluate()'s loop: its games need `launches` launches to all have a score."""
+
+    def __init__(self, launches, max_steps=0):
+        self.left, self.max_steps, self.firsts, self.layout, self.closed = launches, max_steps, [], (4, 1, 64, 0), 0
+
+    def play(self, first_step):
+        self.firsts.append(first_step)
+        self.left -= 1
+
+    def remaining(self):
+        return 5 * max(self.left, 0)
+
+    def steps(self):
+        return 100 * len(self.firsts)
+
+    def scores(self):
+        return np.full(3, float(len(self.firsts)))
+
+    def close(self):
+        self.closed += 1
+
+
+def _gpu_matches(monkeypatch, batches):
+    matches = matches_mod.GpuMatches.__new__(matches_mod.GpuMatches)
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=8, layers=1)
+    matches.spec, matches.layout = spec, ref.FlatLayout(ref.param_table(spec))
+    matches.stride, matches.modules, matches.cuda = pool_row_floats(matches.layout), {}, None
+    syncs = []
+    matches.stream = SimpleNamespace(synchronize=lambda: syncs.append(len(syncs)))
+    matches.last_steps, matches.history = 0, []
+    matches.module = lambda env_config, defines=None: "module"
+    monkeypatch.setattr(matches_mod, "module_int", lambda cuda, module, name: {  # no per-game bot level
+        "match_bot_levels": 0, "fv_num_agents": 1}[name])
+    made = iter(batches)
+    monkeypatch.setattr(matches_mod, "MatchBatch", lambda *args, **kw: next(made))
+    config = load_config("pong", {"selfplay": {"enabled": True}})
+    player = SimpleNamespace(params=ref.init_params(spec, np.random.default_rng(0), np.float32))
+    return matches, config, player, syncs
+
+
+def test_evaluation_plays_each_batch_until_its_games_all_have_a_score(monkeypatch):
+    """Launch after launch (each PLAY_STEPS steps on from the last, the stream synchronised between) every batch
+    with games left plays; a finished batch plays no more; the longest game's steps and the launches are kept."""
+    quick, slow = _PlayedBatch(1), _PlayedBatch(3)
+    matches, config, player, syncs = _gpu_matches(monkeypatch, [quick, slow])
+    bots, pasts = matches.evaluate(config, player, [0, 4], [], 3, seed=1)
+    step = matches_mod.PLAY_STEPS
+    assert quick.firsts == [0] and slow.firsts == [0, step, 2 * step] and syncs == [0, 1, 2]
+    assert list(bots) == [0, 4] and list(bots[0]) == [1.0] * 3 and list(bots[4]) == [3.0] * 3 and pasts == []
+    assert matches.last_steps == 300 and matches.history[-1]["launches"] == 3
+    assert matches.history[-1]["games"] == 6 and matches.history[-1]["seconds"] >= 0
+    assert quick.closed == slow.closed == 1
+
+
+def test_evaluation_stops_with_an_error_once_games_outlast_the_envs_step_limit(monkeypatch):
+    """A batch still without every score a launch past max_steps + PLAY_STEPS steps is a kernel bug: evaluate
+    raises rather than loop forever, and still closes its batches; one at the limit plays on."""
+    step = matches_mod.PLAY_STEPS
+    at_limit = _PlayedBatch(3, max_steps=2 * step)  # 3 launches = max_steps + PLAY_STEPS: no error
+    matches, config, player, _ = _gpu_matches(monkeypatch, [at_limit])
+    matches.evaluate(config, player, [0], [], 3, seed=1)
+    assert at_limit.firsts == [0, step, 2 * step]
+    stuck = _PlayedBatch(10, max_steps=2 * step)
+    matches, config, player, _ = _gpu_matches(monkeypatch, [stuck])
+    with pytest.raises(RuntimeError, match=f"30 evaluation games have no score after {4 * step} steps, past the "
+                                           f"env's step limit {2 * step}"):
+        matches.evaluate(config, player, [0], [], 3, seed=1)
+    assert len(stuck.firsts) == 4 and stuck.closed == 1
+    unlimited = _PlayedBatch(6, max_steps=0)  # no step limit: plays until done
+    matches, config, player, _ = _gpu_matches(monkeypatch, [unlimited])
+    matches.evaluate(config, player, [0], [], 3, seed=1)
+    assert len(unlimited.firsts) == 6
+
+
+def test_play_match_and_play_bot_are_evaluate_with_one_opponent_or_one_level(monkeypatch):
+    matches = matches_mod.GpuMatches.__new__(matches_mod.GpuMatches)
+    calls = []
+
+    def evaluate(config, player, levels, opponents, games, seed, deterministic=False):
+        calls.append((config, player, levels, opponents, games, seed, deterministic))
+        return {level: f"bot {level}" for level in levels}, [f"past {o}" for o in opponents]
+
+    matches.evaluate = evaluate
+    assert matches.play_match("cfg", "me", "them", 6, seed=2) == "past them"
+    assert matches.play_bot("cfg", "me", 3, 6, seed=2, deterministic=True) == "bot 3"
+    assert matches.play_bot("cfg", "me", 4, 6, seed=2) == "bot 4"
+    assert calls == [("cfg", "me", [], ["them"], 6, 2, False), ("cfg", "me", [3], [], 6, 2, True),
+                     ("cfg", "me", [4], [], 6, 2, False)]
+
+
+def test_evaluation_is_sampled_unless_asked_deterministic(monkeypatch):
+    made = []
+    matches, config, player, _ = _gpu_matches(monkeypatch, [])
+    monkeypatch.setattr(matches_mod, "MatchBatch", lambda *args: made.append(args) or _PlayedBatch(1))
+    matches.evaluate(config, player, [0], [], 3, seed=1)
+    matches.evaluate(config, player, [0], [], 3, seed=1, deterministic=True)
+    assert [args[-1] for args in made] == [False, True]
+
+
+def test_a_new_gpu_matches_has_played_nothing_and_builds_each_env_and_defines_once(monkeypatch):
+    """GpuMatches: no steps or history yet; module() compiles an env build with the policy's defines and any
+    given ones once per (env, defines), and prepare() builds the per-game bot level build ahead."""
+    from fastvec.trainer.cuda.plan import policy_defines
+    loads = []
+    monkeypatch.setattr(device, "init", lambda: SimpleNamespace(Stream=lambda: "stream"))
+    monkeypatch.setattr(device, "load_module", lambda source, defines: loads.append(dict(defines)) or len(loads))
+    monkeypatch.setattr(matches_mod, "env_build", lambda env_config, batch: (
+        "source", {"ENV": env_config.to_dict()["env"]["pong_bot"]}, 100))
+    spec = ref.PolicySpec(obs_size=8, num_actions=3, kind="mingru", hidden=8, layers=1)
+    matches = matches_mod.GpuMatches(spec)
+    assert (matches.last_steps, matches.history, matches.modules, matches.stream) == (0, [], {}, "stream")
+    assert matches.stride == pool_row_floats(matches.layout)
+    config = Config.of(load_config("pong", {"selfplay": {"enabled": True}}))
+    first = matches.module(config)
+    assert matches.module(config) == first == 1 and matches.module(config, {}) == 1
+    assert loads == [{"ENV": 0, **policy_defines(spec)}]
+    bot = config.replace("env", pong_bot=1)
+    assert matches.module(bot, {"BOT_LEVEL": 3}) == 2 and matches.module(bot, {"BOT_LEVEL": 3}) == 2
+    assert loads[1] == {"ENV": 1, **policy_defines(spec), "BOT_LEVEL": 3}
+    matches.prepare(bot)  # the per-game level build: the bot switched off, BOT_LEVEL -1
+    assert loads[2] == {"ENV": 0, **policy_defines(spec), "BOT_LEVEL": -1} and len(loads) == 3
+    matches.prepare(config.replace("selfplay", bot_level_param=""))  # no level parameter: nothing to prepare
+    assert len(loads) == 3
