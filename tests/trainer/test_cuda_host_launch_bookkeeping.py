@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -692,8 +693,12 @@ def test_evaluation_plays_each_batch_until_its_games_all_have_a_score(monkeypatc
     """Launch after launch (each PLAY_STEPS steps on from the last, the stream synchronised between) every batch
     with games left plays; a finished batch plays no more; the longest game's steps and the launches are kept."""
     quick, slow = _PlayedBatch(1), _PlayedBatch(3)
+    slow.remaining = lambda: int(slow.left > 0)  # one game left still plays on
     matches, config, player, syncs = _gpu_matches(monkeypatch, [quick, slow])
+    t0 = time.perf_counter()
     bots, pasts = matches.evaluate(config, player, [0, 4], [], 3, seed=1)
+    assert 0 <= matches.history[-1]["seconds"] <= time.perf_counter() - t0 + 1e-3
+    assert matches.history[-1]["games_per_block"] == [4, 4] and matches.history[-1]["policies_in_shared"] == [1, 1]
     step = matches_mod.PLAY_STEPS
     assert quick.firsts == [0] and slow.firsts == [0, step, 2 * step] and syncs == [0, 1, 2]
     assert list(bots) == [0, 4] and list(bots[0]) == [1.0] * 3 and list(bots[4]) == [3.0] * 3 and pasts == []
@@ -745,6 +750,14 @@ def test_evaluation_is_sampled_unless_asked_deterministic(monkeypatch):
     matches.evaluate(config, player, [0], [], 3, seed=1)
     matches.evaluate(config, player, [0], [], 3, seed=1, deterministic=True)
     assert [args[-1] for args in made] == [False, True]
+    assert made[0][5].shape == (1, matches.stride)  # the player's weights row only
+
+
+def test_an_evaluation_with_nothing_to_play_returns_no_scores(monkeypatch):
+    matches, config, player, syncs = _gpu_matches(monkeypatch, [])
+    matches.last_steps = 7
+    assert matches.evaluate(config, player, [], [], 3, seed=1) == ({}, [])
+    assert matches.last_steps == 0 and matches.history[-1]["games"] == 0 and syncs == []
 
 
 def test_a_new_gpu_matches_has_played_nothing_and_builds_each_env_and_defines_once(monkeypatch):
