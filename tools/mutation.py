@@ -197,7 +197,8 @@ TARGETS: dict[str, list[str]] = {
     # task files' view of Warp's arrays is also built by the host's compiler here (a build check, not a rule check).
     "fastvec/native/mujoco/warp_batch.py": ["tests/mujoco_gpu/test_agreement.py", "tests/mujoco_gpu/test_returns.py"],
     "fastvec/native/mujoco/warp_cuda.py": ["tests/mujoco_gpu/test_gpu_wiring.py",
-                                           "tests/mujoco_gpu/test_gpu_emulated.py"],
+                                           "tests/mujoco_gpu/test_gpu_emulated.py",
+                                           "tests/mujoco_gpu/test_gpu_copies.py"],
     **{f"fastvec/native/mujoco/{name}": ["tests/mujoco_gpu/test_view_builds.py", "tests/mujoco_gpu/test_agreement.py",
                                          "tests/mujoco_gpu/test_returns.py", "tests/mujoco_gpu/test_view_edges.py",
                                          "-k", "not nvcc"]
@@ -239,6 +240,7 @@ TARGETS: dict[str, list[str]] = {
                                    "tests/trainer/test_priority.py", "tests/trainer/test_critic.py",
                                    "tests/trainer/test_encoder.py", "tests/trainer/test_activation.py",
                                    "tests/trainer/test_teams.py", "tests/mujoco_gpu/test_train_on_warp.py",
+                                   "tests/trainer/test_env_device_choice.py",
                                    "-k", "not learns and not smax_trains"],
     "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
                                  "tests/trainer/test_reference_heads.py"],
