@@ -201,7 +201,7 @@ TARGETS: dict[str, list[str]] = {
                                            "tests/mujoco_gpu/test_gpu_copies.py"],
     **{f"fastvec/native/mujoco/{name}": ["tests/mujoco_gpu/test_view_builds.py", "tests/mujoco_gpu/test_agreement.py",
                                          "tests/mujoco_gpu/test_returns.py", "tests/mujoco_gpu/test_view_edges.py",
-                                         "-k", "not nvcc"]
+                                         "tests/mujoco_gpu/test_view_probe_pose.py", "-k", "not nvcc"]
        for name in ("mj_view.cu", "mj_view.h")},
     "fastvec/native/mujoco/host_batch.py": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                             "tests/mujoco/test_train.py", "tests/mujoco/test_mujoco_edges.py",
