@@ -1,6 +1,7 @@
 """Where a MuJoCo task's env steps (EnvSource.on_gpu, trainer_batch): on MuJoCo Warp only when both the trainer and
 train.env_device are "cuda"; the CUDA trainer with env_device=cpu, and the CPU trainer whatever env_device says,
-step libmujoco's C batch on the host."""
+step libmujoco's C batch on the host. A training batch of a Gymnasium env is made without its renderer; only
+render_batch's draws."""
 
 import pytest
 
@@ -41,3 +42,27 @@ def test_the_cuda_trainer_with_the_mujoco_settings_steps_the_task_on_the_host():
     config = on_device(Config.of(load_config("hopper")), "cuda")
     assert (config.train.device, config.train.env_device) == ("cuda", "cpu")
     assert not EnvSource(config).on_gpu
+
+
+def test_a_training_batch_of_a_gymnasium_env_does_not_draw_and_the_render_batch_does():
+    """make_batch (EnvSource.batch without render) makes Gymnasium's envs with no render_mode, so render() is refused
+    naming why; render_batch makes one env with render_mode="rgb_array" that draws a frame."""
+    import numpy as np
+
+    from fastvec.trainer.resolve import make_batch, render_batch
+
+    config = Config.of(load_config("gym:CartPole-v1", {"env": {"num_envs": 2}}))
+    batch = make_batch(config)
+    try:
+        assert batch.num_envs == 2 and batch.vec.render_mode is None
+        with pytest.raises(ValueError, match="gym:CartPole-v1 was made without render_mode='rgb_array'"):
+            batch.render(0)
+    finally:
+        batch.close()
+    drawn = render_batch(config)
+    try:
+        drawn.reset(np.array([3], np.uint64), None)
+        frame = drawn.render(0)
+        assert drawn.num_envs == 1 and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+    finally:
+        drawn.close()
