@@ -502,3 +502,50 @@ def test_reward_scaling_clips_scaled_rewards_at_ten_either_way(emu):
     assert got[3, 7] == 10.0 and got[6, 40] == -10.0
     assert got[0, 0] == np.float32(np.float64(np.float32(0.2)) * scale) and np.count_nonzero(got) == 3
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("spec", [BOX, MULTI], ids=["box", "multi_discrete"])
+def test_ppo_loss_head_kernel_reads_d_head_parameters_and_writes_only_its_rows(emu, spec):
+    """The loss head kernel reads the first D entries of nvec (or logstd) and the n rows of y and actions, and
+    writes dy, dlogstd and new_logp for those n rows only: with a plausible sentinel after each input (an nvec
+    entry of 4, a log-std of 0.5, an extra row) and NaN after each output, the outputs are still the reference's
+    and the NaN guards are untouched."""
+    rng = np.random.default_rng(21)
+    n, d, width = 37, spec.action_shape[0], spec.head_size + 1
+    y = rng.standard_normal((n + 1, width)).astype(np.float32)
+    logstd = np.append(rng.standard_normal(d) * 0.3, 0.5).astype(np.float32)
+    if spec.action_kind == "box":
+        dist = np.concatenate([y[:n, :d], np.broadcast_to(logstd[:d], (n, d))], -1)
+        actions = (y[:, :d] + np.exp(logstd[:d]) * rng.standard_normal((n + 1, d))).astype(np.float32)
+    else:
+        dist = y[:n, :spec.head_size]
+        actions = np.stack([rng.integers(1, m, n + 1) for m in spec.action_nvec], -1).astype(np.int64)
+    old_logp = (ref.action_log_prob(spec, dist, actions[:n]) + rng.standard_normal(n) * 0.2).astype(np.float32)
+    old_values = (y[:n, -1] + rng.standard_normal(n) * 0.3).astype(np.float32)
+    adv, returns = (rng.standard_normal(n) * 2 + 0.5).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    moments = np.array([adv.astype(np.float64).mean(), adv.astype(np.float64).std()], np.float32)
+    adv_n = ((adv - moments[0]) / (moments[1] + np.float32(1e-8))).astype(np.float32)
+    _, dlogits, dvalues, _ = ref.ppo_loss(dist, y[:n, -1], actions[:n], old_logp, old_values, adv_n, returns, 0.2,
+                                          0.2, 0.5, 0.01, spec=spec)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["ent_coef"] = 0.01
+    scalars = np.frombuffer(scalars.tobytes(), np.uint8).copy()
+    nvec = np.asarray((spec.action_nvec or (1,) * d) + (4,), np.int64)
+    dy = np.full(n * width + GUARD, np.nan, np.float32)
+    dlogstd = np.full(n * d + GUARD, np.nan, np.float32)
+    new_logp = np.full(n + GUARD, np.nan, np.float32)
+    src = rng.permutation(n).astype(np.int32)
+    call(emu.emu_ppo_loss_head, n, HEAD_KINDS[spec.action_kind], d, width, y,
+         np.ascontiguousarray(actions.view(np.int32)), nvec, logstd, old_logp, old_values, adv, returns, moments,
+         scalars, np.float32(0.2), np.float32(0.2), np.float32(0.5), dy, dlogstd, np.zeros(5), np.zeros(1, np.uint32),
+         new_logp, src)
+    assert np.isnan(dy[n * width:]).all() and np.isnan(new_logp[n:]).all()
+    got = dy[:n * width].reshape(n, width)
+    assert rel_err(got[:, :spec.head_size], dlogits[:, :spec.head_size]) <= 1e-5
+    assert rel_err(got[:, -1], dvalues) <= 1e-6
+    scattered = np.empty(n, np.float32)
+    scattered[src] = ref.action_log_prob(spec, dist, actions[:n])
+    assert rel_err(new_logp[:n], scattered) <= 1e-6
+    if spec.action_kind == "box":
+        assert np.isnan(dlogstd[n * d:]).all()
+        assert rel_err(dlogstd[:n * d].reshape(n, d), dlogits[:, d:]) <= 1e-5
