@@ -402,3 +402,16 @@ def test_a_garbled_metrics_line_does_not_hide_the_rows_after_it(tmp_path, garble
     (tmp_path / "metrics.jsonl").write_text("\n".join(rows) + "\n")
     assert board.purge_step(4096) == 3073
     assert board.purge_step(3072) == 2049
+
+
+@pytest.mark.parametrize("missing, option", [("tensorboard", "train.tensorboard=true"),
+                                             ("wandb", "train.wandb_project='proj'")])
+def test_missing_package_error_names_the_top_level_package_to_install(tmp_path, monkeypatch, missing, option):
+    """The error names the distribution a user installs (tensorboard, not the submodule whose import failed,
+    e.g. tensorboard.compat.proto.event_pb2) in both places: the package it needs and the pip fallback."""
+    for name in [m for m in sys.modules if m.split(".")[0] == missing] + [missing]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ImportError) as err:
+        RunLoggers(make_config(tensorboard=True, wandb_project="proj"), tmp_path / "run", resume=False)
+    assert str(err.value).startswith(f"{option} needs the {missing} package: pip install 'fastvec[logging]' "
+                                     f"(or pip install {missing}); importing {missing}")
