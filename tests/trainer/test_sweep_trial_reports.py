@@ -507,3 +507,19 @@ def test_a_log_at_exactly_nine_tenths_of_the_run_is_in_its_last_tenth():
     for seconds, value in [(8.0, 9.0), (9.0, 1.0), (10.0, 5.0)]:
         short(log(value), seconds, int(seconds))
     assert short.result({"startup": 0.0, "sps": 1.0})["score"] == 3.0
+
+
+def test_time_to_target_reached_at_a_later_log_reports_that_logs_distance_for_the_rest_of_the_budget():
+    """The hit is reported with the log that reached the target (an overshoot is a negative distance), not an
+    earlier log's, at every point of the budget still to come; and no reports without a pruner."""
+    w, trial = watch(objective="time_to_target", target=10.0)
+    assert w(log(4.0), 1.0, 10) is False and w(log(7.0), 2.0, 30) is False
+    assert trial.reports == [(1, 3.0)]
+    assert w(log(12.5), 3.0, 35) is True and w.hit == (3.0, 35)
+    assert trial.reports == [(1, 3.0), (2, -2.5), (3, -2.5), (4, -2.5)]
+    w, trial = watch(seed_index=1, objective="time_to_target", target=10.0)
+    w(log(1.0), 1.0, 30), w(log(2.0), 2.0, 40), w(log(11.0), 3.0, 45)
+    assert trial.reports == [(5, 9.0), (6, -1.0), (7, -1.0), (8, -1.0)]
+    w, trial = watch(objective="time_to_target", target=10.0, pruner="none")
+    w(log(1.0), 1.0, 30), w(log(2.0), 2.0, 40)
+    assert w(log(11.0), 3.0, 45) is True and trial.reports == []
