@@ -173,7 +173,11 @@ def serve_unique_id(unique_id: bytes, port: int, world_size: int, timeout: float
                                        f"and MASTER_PORT and can reach this host") from None
             with conn:
                 conn.settimeout(10.0)
-                magic, rank, world = _HELLO.unpack(_recv_exact(conn, _HELLO.size))
+                try:
+                    hello = _recv_exact(conn, _HELLO.size)
+                except (DistributedError, OSError):  # closed or silent before a whole hello (a port probe, say):
+                    continue  # no fastvec rank, which says its hello at once; it gets no answer
+                magic, rank, world = _HELLO.unpack(hello)
                 problem = None
                 if magic != _MAGIC:
                     problem = "a connection that is not a fastvec rank"

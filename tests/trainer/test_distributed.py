@@ -982,3 +982,94 @@ def test_rank_0_listens_again_on_its_port_right_after_an_exchange():
     assert distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=2, timeout=10) == unique_id
     second.join(10)
     assert errors == [] and again == [None]
+
+
+def test_rank_0_drops_a_port_probe_that_closes_before_its_hello_and_keeps_serving():
+    """A connection that closes at once without a byte (a TCP port probe such as `nc -z`) is no fastvec rank:
+    rank 0 drops it, as it answers other strangers, and still serves the ranks without an error."""
+    import socket
+    unique_id = os.urandom(128)
+    port, thread, errors = _serving(unique_id, 3)
+    socket.create_connection(("127.0.0.1", port), timeout=10).close()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET")  # part of a hello, then gone
+    for rank in (1, 2):
+        assert distributed.fetch_unique_id("127.0.0.1", port, rank=rank, world_size=3, timeout=10) == unique_id
+    thread.join(10)
+    assert not thread.is_alive() and errors == []
+
+
+class _ClockedServer:
+    """serve_unique_id's listening socket on a clock the test moves: accept() hands out the queued peers, each
+    (hello delay in seconds or None for silent, hello bytes), and records when it was called."""
+
+    def __init__(self, now, peers, accepts):
+        self.now, self.peers, self.accepts, self.timeout, self.conns = now, peers, accepts, None, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def setsockopt(self, *args):
+        pass
+
+    def bind(self, address):
+        pass
+
+    def listen(self, backlog):
+        pass
+
+    def settimeout(self, seconds):
+        self.timeout = seconds
+
+    def accept(self):
+        self.accepts.append(self.now[0])
+        if not self.peers:
+            self.now[0] += self.timeout
+            raise TimeoutError("timed out")
+        self.conns.append(_ClockedConn(self.now, *self.peers.pop(0)))
+        return self.conns[-1], ("127.0.0.1", 40000)
+
+
+class _ClockedConn:
+    def __init__(self, now, delay, hello):
+        self.now, self.delay, self.hello, self.timeout, self.sent = now, delay, hello, None, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def settimeout(self, seconds):
+        self.timeout = seconds
+
+    def recv(self, size):
+        if self.delay is None or self.delay > self.timeout:  # the socket's timeout passes first
+            self.now[0] += self.timeout
+            raise TimeoutError("timed out")
+        self.now[0] += self.delay
+        data, self.hello = self.hello[:size], self.hello[size:]
+        return data
+
+    def sendall(self, data):
+        self.sent.append(data)
+
+
+def test_rank_0_gives_a_connected_rank_10_s_for_its_hello_then_drops_it_and_serves_the_others(monkeypatch):
+    """On a clock the test moves: a rank whose hello arrives 9.9 s after it connected is served; a connection
+    that says nothing is dropped after exactly 10 s, and rank 0 then serves the next rank."""
+    from types import SimpleNamespace
+    now, accepts = [0.0], []
+    hello = distributed._HELLO.pack(distributed._MAGIC, 1, 3)
+    peers = [(None, b""), (9.9, hello), (None, b""), (0.5, distributed._HELLO.pack(distributed._MAGIC, 2, 3))]
+    server = _ClockedServer(now, peers, accepts)
+    monkeypatch.setattr(distributed, "time", SimpleNamespace(monotonic=lambda: now[0], sleep=None))
+    monkeypatch.setattr(distributed, "socket", SimpleNamespace(
+        socket=lambda *args: server, AF_INET=0, SOCK_STREAM=0, SOL_SOCKET=0, SO_REUSEADDR=0))
+    distributed.serve_unique_id(b"i" * 128, 1234, world_size=3, timeout=60.0)
+    assert accepts == [0.0, 10.0, 19.9, 29.9]
+    assert server.peers == [] and now[0] == 30.4
+    assert [c.sent for c in server.conns] == [[], [b"OK" + b"i" * 128], [], [b"OK" + b"i" * 128]]
