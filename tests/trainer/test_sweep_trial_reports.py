@@ -523,3 +523,14 @@ def test_time_to_target_reached_at_a_later_log_reports_that_logs_distance_for_th
     w, trial = watch(objective="time_to_target", target=10.0, pruner="none")
     w(log(1.0), 1.0, 30), w(log(2.0), 2.0, 40)
     assert w(log(11.0), 3.0, 45) is True and trial.reports == []
+
+
+def test_a_seed_stopped_before_its_first_update_reports_no_time_no_steps_and_no_score():
+    """A run that never called its watch (Ctrl-C during the first rollout) is recorded as 0 s and 0 steps with
+    no logs, no score, no best and no hit, not pruned."""
+    w, trial = watch()
+    result = w.result({"seed": 5, "startup": 0.5, "sps": 0.0})
+    assert (result["seconds"], result["steps"], result["logs"], result["score"], result["best"]) == (0.0, 0, 0, None,
+                                                                                                      None)
+    assert result["hit_seconds"] is None and result["hit_steps"] is None and result["pruned"] is False
+    assert trial.reports == []
