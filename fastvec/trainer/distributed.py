@@ -31,6 +31,8 @@ from fastvec.trainer.settings import Config
 
 DEFAULT_PORT = 29500  # torchrun's default MASTER_PORT
 RENDEZVOUS_TIMEOUT = 300.0  # seconds ranks wait for rank 0 (a busy cluster starts ranks minutes apart)
+HELLO_WAIT = 10.0  # seconds rank 0 waits for a connection's hello before dropping it (a silent port probe)
+CONNECT_WAIT = 5.0  # seconds a rank's connection attempt may take before it retries (rank 0 not listening yet)
 _HELLO = struct.Struct("!4sII")  # magic, rank, world size: what a rank sends rank 0
 _MAGIC = b"FVID"
 
@@ -172,7 +174,7 @@ def serve_unique_id(unique_id: bytes, port: int, world_size: int, timeout: float
                                        f"connected; check that every rank was started with the same MASTER_ADDR "
                                        f"and MASTER_PORT and can reach this host") from None
             with conn:
-                conn.settimeout(10.0)
+                conn.settimeout(HELLO_WAIT)
                 try:
                     hello = _recv_exact(conn, _HELLO.size)
                 except (DistributedError, OSError):  # closed or silent before a whole hello (a port probe, say):
@@ -202,8 +204,11 @@ def fetch_unique_id(addr: str, port: int, rank: int, world_size: int, size: int 
     delay, last_error = 0.05, None
     while time.monotonic() < deadline:
         try:
-            wait = max(min(5.0, deadline - time.monotonic()), 0.1)
+            wait = max(min(CONNECT_WAIT, deadline - time.monotonic()), 0.1)
             with socket.create_connection((addr, port), timeout=wait) as conn:
+                # Once connected, wait for the answer as long as the rendezvous lasts: rank 0 serves one connection
+                # at a time, and a rank that gave up on this one would find itself served already when it retries.
+                conn.settimeout(max(deadline - time.monotonic(), 0.1))
                 conn.sendall(_HELLO.pack(_MAGIC, rank, world_size))
                 reply = _recv_exact(conn, 2 + size)
             if reply[:2] != b"OK":

@@ -1073,3 +1073,27 @@ def test_rank_0_gives_a_connected_rank_10_s_for_its_hello_then_drops_it_and_serv
     assert accepts == [0.0, 10.0, 19.9, 29.9]
     assert server.peers == [] and now[0] == 30.4
     assert [c.sent for c in server.conns] == [[], [b"OK" + b"i" * 128], [], [b"OK" + b"i" * 128]]
+
+
+def test_a_rank_connected_while_rank_0_waits_on_a_silent_probe_is_served_once(monkeypatch):
+    """Rank 0 serves one connection at a time: while it waits on a silent port probe, a rank that has connected
+    keeps waiting for its answer rather than giving up and connecting again (which rank 0 would refuse as a rank
+    connected twice, having answered the first connection)."""
+    monkeypatch.setattr(distributed, "HELLO_WAIT", 0.6)
+    monkeypatch.setattr(distributed, "CONNECT_WAIT", 0.1)
+    import socket
+    port, ready, errors = _free_port(), threading.Event(), []
+
+    def rank_0():
+        try:
+            distributed.serve_unique_id(b"u" * 128, port, world_size=2, timeout=5.0, host="127.0.0.1", ready=ready)
+        except Exception as err:  # noqa: BLE001 - reported by the assertion below
+            errors.append(err)
+
+    server = threading.Thread(target=rank_0)
+    server.start()
+    assert ready.wait(5.0)
+    with socket.create_connection(("127.0.0.1", port)):  # the probe: connected, silent
+        got = distributed.fetch_unique_id("127.0.0.1", port, rank=1, world_size=2, timeout=5.0)
+    server.join(20.0)
+    assert got == b"u" * 128 and errors == []
