@@ -142,7 +142,6 @@ TARGETS: dict[str, list[str]] = {
                               "tests/native/test_pool_chunks.py", "tests/native/test_pool_timing_mean.py",
                               "tests/native/test_busy_cpu.py", "tests/native/test_autoreset.py", "-k", _NOT_SLOW],
     "fastvec/native/glibc_exp.h": ["tests/mpe/test_mpe_math.py", "tests/mpe/test_mpe_oracle.py",
-                                   "tests/mpe/test_mpe_math_branch_edges.py",
                                    "-k", "softplus or exp_and or spread-discrete"],
     "fastvec/native/acrobot.h": ["tests/native/test_classic_control_state_edges.py",
                                  "tests/native/test_classic_control_oracle.py",
