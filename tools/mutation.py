@@ -142,6 +142,7 @@ TARGETS: dict[str, list[str]] = {
                                 "tests/wrappers/test_spaces_faces.py", "-k", "not sb3_ppo"],
     "fastvec/native/pool.h": ["tests/native/test_cpu_speed_paths.py", "tests/native/test_pool_choice.py",
                               "tests/native/test_pool_chunks.py", "tests/native/test_pool_timing_mean.py",
+                              "tests/native/test_pool_job_kinds.py",
                               "tests/native/test_busy_cpu.py", "tests/native/test_autoreset.py", "-k", _NOT_SLOW],
     "fastvec/native/glibc_exp.h": ["tests/mpe/test_mpe_math.py", "tests/mpe/test_mpe_oracle.py",
                                    "-k", "softplus or exp_and or spread-discrete"],
