@@ -293,7 +293,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/streams.py": ["tests/trainer/test_counter_streams.py", "tests/trainer/test_reference.py",
                                    "tests/trainer/test_reference_heads.py", "tests/trainer/test_stream_salts.py"],
     "fastvec/trainer/priority.py": ["tests/trainer/test_priority.py", "tests/emulation/test_prio_kernel.py"],
-    "fastvec/trainer/dashboard.py": ["tests/trainer/test_display.py"],
+    "fastvec/trainer/dashboard.py": ["tests/trainer/test_display.py", "tests/trainer/test_notebook_view.py"],
     "fastvec/trainer/plot.py": ["tests/trainer/test_metrics_and_config_round_trips.py", "tests/trainer/test_cli.py",
                                 "tests/trainer/test_display.py", "-k", "plot or metrics"],
     "fastvec/trainer/distributed.py": ["tests/trainer/test_distributed.py",
