@@ -1,5 +1,5 @@
 """The notebook panel's two renderings (dashboard.NotebookView): text/plain and text/html hold the same text, 100
-columns wide, the HTML in the panel's true colours; the HTML's text is read back through html.parser."""
+columns wide, the HTML in the panel's true colours; and Parts measure as wide as they print (dashboard.Parts)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ def test_the_notebook_panel_is_100_columns_wide():
     view = NotebookView(Parts(["x" * 48, "y" * 49, "z"]))  # 48 + 3 + 49 = 100 columns: the first two share a line
     assert view.text.splitlines() == ["x" * 48 + "   " + "y" * 49, "z"]
     assert NotebookView(Parts(["x" * 60]), width=50).text.splitlines() == ["x" * 50, "x" * 10]
+    assert NotebookView(Parts(["y", "x" * 100])).text == "y\n" + "x" * 100 + "\n"  # exactly the width: one line
+    assert NotebookView(Parts(["abc", "d"]), width=1).text == "a\nb\nc\nd\n"  # one column: a character a line
+    assert NotebookView(Parts(["x" * 48, "y" * 50])).text == "x" * 48 + "\n" + "y" * 50 + "\n"  # 101: two lines
 
 
 def test_the_notebook_html_keeps_the_panels_colours_in_true_colour():
@@ -87,3 +90,29 @@ def test_making_the_notebook_view_displays_nothing_itself(monkeypatch, capsys):
     view = NotebookView(Text("12.3K/12.3K steps 100%"))
     assert shown == [] and capsys.readouterr().out == ""
     assert view.text == "12.3K/12.3K steps 100%\n" and _Reader(view.html).text == view.text
+
+
+def test_parts_measure_as_wide_as_they_print_so_a_fitted_column_is_their_line():
+    """Parts measure from their widest part (the narrowest they can fold to) to their one-line width (parts and
+    separators), so a table column sized to its content is exactly as wide as the line they print."""
+    import io
+
+    from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    console = Console(file=io.StringIO(), width=100)
+    parts = Parts(["sps 1.2M", "ETA 3m", "update 7/12"])
+    one_line = "sps 1.2M   ETA 3m   update 7/12"
+    measured = Measurement.get(console, console.options, parts)
+    assert (measured.minimum, measured.maximum) == (len("update 7/12"), len(one_line))
+    assert Measurement.get(console, console.options, Parts(["solo"], sep=" | ")).maximum == 4
+    assert Measurement.get(console, console.options, Parts(["ab", "cd"], sep=" | ")).maximum == 7
+    grid = Table.grid()
+    grid.add_column()
+    grid.add_row(parts)
+    with console.capture() as captured:
+        console.print(grid)
+    assert captured.get() == one_line + "\n"
+    narrow = Console(file=io.StringIO(), width=20)
+    assert Measurement.get(narrow, narrow.options, parts).maximum == 20  # never wider than the console
