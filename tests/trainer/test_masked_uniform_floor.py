@@ -16,7 +16,7 @@ TEAMS_CU = NATIVE_DIR.parent / "trainer" / "cuda" / "teams.cu"
 
 def _cu_define(name: str) -> np.float32:
     """A float `#define name <literal>f` of teams.cu, as the kernel's float32."""
-    found = re.search(rf"^#define {name} \(?(-?[0-9.e+-]+)f\)?", TEAMS_CU.read_text(), re.M)
+    found = re.search(rf"^#define {name} \(?(-?[0-9.e+-]+)f\)?", TEAMS_CU.read_text(), re.MULTILINE)
     assert found, f"teams.cu defines no {name}"
     return np.float32(float(found.group(1)))
 
