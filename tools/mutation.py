@@ -92,7 +92,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/breakout.h": ["tests/native/test_breakout.py", "tests/native/test_rules.py",
                                   "tests/native/test_breakout_paddle_edges.py", "tests/native/test_breakout_space_bounds.py",
                                   "-k", _NOT_SLOW],
-    "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py", "-k", _NOT_SLOW],
+    "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py",
+                               "tests/native/test_pong_rule_edges.py", "-k", _NOT_SLOW],
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
     "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py", "tests/emulation/test_spaces_kernels.py"],
     "fastvec/native/slots_gpu.h": ["tests/emulation/test_env_step_kernels.py", "tests/emulation/test_spaces_kernels.py"],
