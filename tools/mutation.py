@@ -153,7 +153,8 @@ TARGETS: dict[str, list[str]] = {
                                  "-k", "acrobot"],
     **{f"fastvec/native/{name}.h": ["tests/native/test_classic_control_state_edges.py",
                                     "tests/native/test_classic_control_oracle.py",
-                                    "tests/native/test_classic_control_float32.py", "-k",
+                                    "tests/native/test_classic_control_float32.py",
+                                    "tests/native/test_mountaincar_continuous_float32_steps.py", "-k",
                                     "mountaincar and not for_the_gpu"]
        for name in ("mountaincar", "mountaincar_common", "mountaincar_continuous")},
     "fastvec/native/pendulum.h": ["tests/native/test_classic_control_state_edges.py",
