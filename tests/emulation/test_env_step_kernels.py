@@ -168,9 +168,23 @@ CASES = ([("cartpole", m, k) for m in MODES[:2] for k in BASE_KERNELS] +
 def test_emulated_gpu_steps_equal_the_cpu_batch(build, env_name, mode, kernel):
     """Every buffer and every env's state after every step, through episode ends, autoresets and
     masked resets (DISABLED); 300 envs: partial blocks for every kernel's grid."""
+    steps_equal_the_cpu_batch(build, env_name, mode, kernel, 300)
+
+
+# The split slots start the books at the states' end rounded up to 256 bytes: counts of odd-sized states whose
+# bytes come to one past a multiple of 256 (61 x 21 = 5 x 256 + 1, 241 x 17 = 16 x 256 + 1), where rounding that
+# end down instead puts the first book over the last state's last byte.
+@pytest.mark.parametrize("env_name,n", [("byte_state_21", 61), ("byte_state_17", 241)])
+@pytest.mark.parametrize("kernel", BASE_KERNELS)
+def test_emulated_steps_keep_the_books_clear_of_states_one_byte_past_a_256_byte_line(build, env_name, n, kernel):
+    assert n * int(ENVS[env_name][1]["STATE_BYTES"]) % 256 == 1
+    steps_equal_the_cpu_batch(build, env_name, "NextStep", kernel, n)
+
+
+def steps_equal_the_cpu_batch(build, env_name, mode, kernel, n):
     path, defines, max_steps = ENVS[env_name]
     env = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
-    code, n = native.AUTORESET_CODES[mode], 300
+    code = native.AUTORESET_CODES[mode]
     ref, emu = cpu.CpuBatch(env, n, code, max_steps), EmulatedBatch(build(env_name), env, n, code, max_steps)
     assert (ref.action_mask is not None) == (ref.world_state is not None) == env_name.startswith("smax")
     rng = np.random.default_rng(len(env_name) + code)
