@@ -51,6 +51,8 @@ _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): 
 GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/native/": _NATIVE,
     "fastvec/wrappers/": _NATIVE,
+    # the torch face's actions (CPU envs given any torch tensor, a stand-in GPU env given one in place)
+    "fastvec/wrappers/torch.py": (*_NATIVE, "tests/wrappers/test_torch_face_actions.py"),
     "fastvec/trainer/": _TRAINER,
     "fastvec/native/mujoco/": _WARP,
     "fastvec/trainer/cuda/device_envs.py": _WARP,  # steps MuJoCo Warp's envs only
