@@ -50,6 +50,14 @@ _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): 
 # this order (the broad, quick files first, so that most mutants fail early).
 GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/native/": _NATIVE,
+    # the cubin cache's records and files (a stand-in nvcc, and the real one where installed: no GPU needed)
+    "fastvec/native/gpu.py": (*_NATIVE, "tests/native/test_cubin_cache_records.py"),
+    # Event and CudaGraph releases against a stand-in driver
+    "fastvec/native/graphs.py": (*_NATIVE, "tests/native/test_graph_and_event_release.py"),
+    # resident_blocks against sm_90's occupancy rules worked by hand
+    "fastvec/native/cuda_build.py": (*_NATIVE, "tests/native/test_resident_blocks_edges.py"),
+    # device_view on torch's CUDA tensors (stand-ins) and host objects
+    "fastvec/native/device_array.py": (*_NATIVE, "tests/native/test_device_view_torch_objects.py"),
     "fastvec/wrappers/": _NATIVE,
     # the torch face's actions (CPU envs given any torch tensor, a stand-in GPU env given one in place)
     "fastvec/wrappers/torch.py": (*_NATIVE, "tests/wrappers/test_torch_face_actions.py"),

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastvec.wrappers import torch as torch_face  # noqa: E402
+from fastvec.wrappers import torch as torch_face
 
 N = 3
 
