@@ -182,7 +182,7 @@ def test_a_gpu_envs_buffers_are_viewed_once(stand_in_views, copy):
     envs = torch_face.TorchVectorEnv(_StandInDeviceOutputs(copy))
     first = envs.reset(seed=0)[0]
     steps = [envs.step(torch.zeros(N, dtype=torch.int64)) for _ in range(3)]
-    assert len(stand_in_views) == 4, "one view per buffer: obs (reset and step share it), rewards, terminations, truncations"
+    assert len(stand_in_views) == 4, "one view per buffer: obs (reset and step share it), rewards, term, trunc"
     assert all(step[k] is steps[0][k] for step in steps for k in range(4)) and steps[0][0] is first
     assert [v[1] for v in stand_in_views] == [0x7000_0000, 0x7000_0100, 0x7000_0200, 0x7000_0300]
     for step in steps:
