@@ -1,6 +1,7 @@
 """device_view on torch's objects, without a GPU: a CUDA tensor (a stand-in with torch's attributes) gives its pointer,
 shape, byte strides and dtype, refuses another device and orders our stream after torch's; torch's host objects (a
-CPU tensor, torch.Size, any torch type without is_cuda) are read from the host or by the interface they have."""
+CPU tensor, torch.Size, any torch type without is_cuda) are read from the host or by the interface they have; a
+DeviceArray's and a __cuda_array_interface__ array's stream is waited for unless ours is ordered after it already."""
 
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ from fastvec.native import device_array
 from fastvec.native.device_array import device_view
 
 OURS, THEIRS = 0x5000, 0x6000
+N_ROWS = 5
 
 
 @pytest.fixture
@@ -110,3 +112,31 @@ def test_torchs_host_objects_are_read_from_the_host(waits):
 
 def test_a_torch_type_without_is_cuda_is_read_through_its_cuda_array_interface(waits):
     assert device_view(_TorchTypeWithInterface(), OURS, 0) == (0x7100_0000, (5,), None, np.dtype(np.int64))
+
+
+# ---------------------------------------------------------------------- the stream orders of other arrays
+@pytest.mark.parametrize("theirs,expected", [(OURS, []), (THEIRS, [(OURS, THEIRS)]), (0, [(OURS, 0)])])
+def test_a_device_array_of_another_stream_orders_ours_after_it(waits, theirs, expected):
+    a = device_array.DeviceArray(0x7200_0000, (N_ROWS,), np.float32, None, theirs, 0)
+    assert device_view(a, OURS, 0) == (0x7200_0000, (N_ROWS,), a.strides, np.dtype(np.float32))
+    assert waits == expected
+
+
+class _Interface:
+    """Another library's CUDA array, through __cuda_array_interface__ (version 3, with its producer's stream)."""
+
+    def __init__(self, stream):
+        self.__cuda_array_interface__ = {"data": (0x7300_0000, False), "shape": (N_ROWS, 2), "typestr": "<i4",
+                                         "strides": (16, 4), "version": 3}
+        if stream != "absent":
+            self.__cuda_array_interface__["stream"] = stream
+
+
+@pytest.mark.parametrize("stream,expected", [
+    ("absent", []), (None, []),   # no stream: nothing to order
+    (1, []),                      # the legacy default stream, which our blocking stream is ordered with already
+    (2, [(OURS, 2)]),             # the per-thread default stream is not
+    (THEIRS, [(OURS, THEIRS)]), (OURS, [])])
+def test_an_interface_arrays_stream_is_waited_for_unless_already_ordered(waits, stream, expected):
+    assert device_view(_Interface(stream), OURS, 0) == (0x7300_0000, (N_ROWS, 2), (16, 4), np.dtype(np.int32))
+    assert waits == expected
