@@ -74,7 +74,9 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/wrappers/sb3.py": ["tests/wrappers/test_sb3_reset_options.py", "tests/wrappers/test_sb3_vec_env_edges.py",
                                 "tests/mujoco/test_faces_sb3_torch.py", *_ADAPTER_TESTS[:-1],
                                 _ADAPTER_TESTS[-1] + " and not ppo_runs and not list_of_seeds and not torch_face"],
-    "fastvec/wrappers/torch.py": ["tests/wrappers/test_torch_face_actions.py", *_ADAPTER_TESTS],
+    "fastvec/wrappers/torch.py": ["tests/wrappers/test_torch_face_actions.py",
+                                  "tests/native/test_gpu_stream_order_edges.py::"
+                                  "test_torch_face_orders_only_a_side_stream_after_the_envs", *_ADAPTER_TESTS],
     "fastvec/native/batch.h": ["tests/native/test_autoreset.py", "tests/native/test_cpu_batch_inputs.py",
                                "tests/native/test_rules.py", "tests/native/test_cartpole.py",
                                "tests/native/test_cpu_speed_paths.py", "tests/native/test_space_defaults.py",
