@@ -50,8 +50,14 @@ _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): 
 # this order (the broad, quick files first, so that most mutants fail early).
 GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/native/": _NATIVE,
-    # the cubin cache's records and files (a stand-in nvcc, and the real one where installed: no GPU needed)
-    "fastvec/native/gpu.py": (*_NATIVE, "tests/native/test_cubin_cache_records.py"),
+    # the cubin cache's records and files, nvcc's errors, the cache's checks (a stand-in nvcc, and the real one where
+    # installed: no GPU needed)
+    "fastvec/native/gpu.py": (*_NATIVE, "tests/native/test_cubin_cache_records.py",
+                              "tests/native/test_gpu_build_errors.py",
+                              *(f"tests/native/test_build_cache.py::{name}" for name in (
+                                  "test_cuda_cache_directory_is_checked_too",
+                                  "test_env_file_name_never_reaches_nvcc_source", "test_bad_cubin_is_rebuilt",
+                                  "test_nvcc_never_sees_an_include_directory_it_cannot_quote"))),
     # Event and CudaGraph releases against a stand-in driver
     "fastvec/native/graphs.py": (*_NATIVE, "tests/native/test_graph_and_event_release.py"),
     # resident_blocks against sm_90's occupancy rules worked by hand
