@@ -122,3 +122,19 @@ def test_the_real_nvcc_builds_a_cubin_and_its_record_without_a_gpu(cache, tmp_pa
     assert meta["inputs"]["nvcc"] == nvcc and meta["inputs"]["nvcc_version"] == version
     assert meta["inputs"]["env"] == str(env) and meta["inputs"]["env_sha256"] == hashlib.sha256(
         env.read_bytes()).hexdigest()
+
+
+def test_a_header_is_taken_from_the_first_folder_that_has_it_as_nvcc_does(cache, nvcc, tmp_path):
+    """#include "h.h" finds the including file's folder first, then the include folders in order: an edit to a copy
+    of h.h that an earlier folder shadows changes nothing nvcc reads, so the cached cubin is used; an edit to the
+    one found rebuilds."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "h.h").write_text(f"#define FROM_{folder.name.upper()} 1\n")
+    build = lambda: gpu.compile_cubin('#include "h.h"\n', include_dirs=[first, second], arch="sm_90", name="m")
+    assert build() == b"cubin-1"
+    (second / "h.h").write_text("#define FROM_SECOND 2\n")
+    assert build() == b"cubin-1" and len(nvcc) == 1, "the shadowed copy is not part of the build"
+    (first / "h.h").write_text("#define FROM_FIRST 2\n")
+    assert build() == b"cubin-2" and len(nvcc) == 2
