@@ -96,8 +96,8 @@ class Choices:
     step in muon_small_kernel; larger ones a chain of GEMMs on a stream of their own.
     stage_min_obs_bytes: the GEMM path's env step stages slots and obs in shared memory above this many
     obs bytes per env (large observations are written coalesced from shared memory).
-    warp_block: the most threads a block of the warp-per-env rollout (32 per env); 0: WARP_BLOCK, or with
-    train.async ASYNC_WARP_BLOCK (either lowered where the kernel's registers allow fewer)."""
+    warp_block: the most threads a block of the warp-per-env rollout (32 per env, so a multiple of 32); 0:
+    WARP_BLOCK, or with train.async ASYNC_WARP_BLOCK (either lowered where the kernel's registers allow fewer)."""
 
     rollout: str = "auto"
     warp_launch: str = "horizon"
@@ -112,6 +112,8 @@ class Choices:
             raise ValueError(f"Choices(rollout={self.rollout!r}): use one of {', '.join(ROLLOUT_PATHS)}")
         if self.warp_launch not in ("horizon", "step"):
             raise ValueError(f"Choices(warp_launch={self.warp_launch!r}): use 'horizon' or 'step'")
+        if self.warp_block < 0 or self.warp_block % 32:  # a warp an env: a block of whole warps, never split
+            raise ValueError(f"Choices(warp_block={self.warp_block!r}): use 0 (automatic) or a multiple of 32")
 
 
 @dataclasses.dataclass
