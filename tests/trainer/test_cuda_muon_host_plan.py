@@ -13,8 +13,14 @@ import pytest
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda import optimizers
 from fastvec.trainer.cuda.kernel_args import MuonSmallArgs
-from fastvec.trainer.cuda.optimizers import (MUON_SMALL_DTYPE, MUON_SMALL_THREADS, Adam, Muon, make_optimizer,
-                                             muon_small_shared_bytes)
+from fastvec.trainer.cuda.optimizers import (
+    MUON_SMALL_DTYPE,
+    MUON_SMALL_THREADS,
+    Adam,
+    Muon,
+    make_optimizer,
+    muon_small_shared_bytes,
+)
 from fastvec.trainer.cuda.plan import NORM_BLOCKS
 
 BASES = {"params": 0x1000000, "grads": 0x2000000, "opt_state": 0x3000000, "scalars": 0x4000000,
