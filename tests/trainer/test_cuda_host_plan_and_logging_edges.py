@@ -1,11 +1,12 @@
-"""Host-side parts of the CUDA trainer without a GPU: the fused rollout's block sizes against the shared memory
-they must fit (hand computation), pop_episodes on a stand-in accumulator against the NumPy trainer's, and where
-libcublas is looked for in the nvidia-cublas wheel."""
+"""Host-side parts of the CUDA trainer without a GPU: the fused rollout's block sizes against the shared memory they
+must fit (hand computation), pop_episodes and update()'s statistics from stand-in device scalars against the NumPy
+trainer's and by hand, and where libcublas is looked for."""
 
 from __future__ import annotations
 
 import ctypes
 import sys
+import time
 import types
 from types import SimpleNamespace
 
@@ -324,3 +325,75 @@ def test_libcublas_is_looked_for_under_cuda_home_and_cuda_path_first(tmp_path, m
         cublas.libcublas.cache_clear()
     assert tried[:4] == ["libcublas.so", *map(str, wanted)]
     assert all(name in str(err.value) for name in tried)
+
+
+# update(): the update kernels add each minibatch's losses, KL, clip fraction and gradient norm into the device
+# scalars' stat[0:6], the minibatch count into stat[6] and the explained variance into stat[7]; update() reads them
+# back behind the learner and reports their means, as NumpyTrainer.update does.
+
+def _stand_in_for_update(stat, new_schedule, update_index=3):
+    from fastvec.trainer.config import load_config
+    config = load_config("cartpole", {"train": {"anneal_lr": True, "anneal_ent": True, "ent_coef": 0.02,
+                                                "learning_rate": 3e-3, "vf_coef": 0.7}})
+    device = np.zeros((), plan.SCALARS_DTYPE)
+    device["stat"], device["opt_step"], device["lr"] = stat, 41, 123.0
+    calls = []
+
+    def memcpy_dtoh_async(host, ptr, stream):
+        assert ptr == 0x5CA
+        host[...] = np.frombuffer(device.tobytes(), np.uint8)
+
+    updater = SimpleNamespace(new_schedule=lambda num_updates: new_schedule,
+                              enqueue=lambda num_updates, slot, stale: calls.append(("enqueue", num_updates, slot,
+                                                                                    stale)))
+    trainer = SimpleNamespace(
+        config=SimpleNamespace(train=SimpleNamespace(**config["train"])), update_index=update_index, updater=updater,
+        scalars=lambda: device.copy(), _write_scalars=lambda scalars: calls.append(("write", scalars.copy())),
+        active_slot=1, slots=SimpleNamespace(stale=lambda index: index == 3),
+        collector=SimpleNamespace(finish_deferred=lambda: 0.0), timing={"rollout": 0.0, "update": 0.0},
+        cuda=SimpleNamespace(memcpy_dtoh_async=memcpy_dtoh_async), arena=SimpleNamespace(ptr=lambda name: 0x5CA),
+        stream=SimpleNamespace(synchronize=lambda: None),
+        scalars_host=np.zeros(plan.SCALARS_DTYPE.itemsize, np.uint8))
+    return trainer, calls, config["train"]
+
+
+@pytest.mark.parametrize("new_schedule", [False, True])
+def test_update_reports_the_minibatch_means_the_loss_and_the_schedules_rates(new_schedule):
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+    stat = [2.0, 8.0, 1.2, 0.04, 0.5, 3.0, 4.0, 0.25]  # sums over 4 minibatches, then the count and the EV
+    trainer, calls, train = _stand_in_for_update(stat, new_schedule)
+    out = CudaTrainer.update(trainer, num_updates=10)
+    lr = train["learning_rate"] * (1 - 3 / 10)
+    ent = float(np.float32(train["ent_coef"] * (1 - 3 / 10)))
+    expected = {"policy_loss": 0.5, "value_loss": 2.0, "entropy": 0.3, "approx_kl": 0.01, "clipfrac": 0.125,
+                "grad_norm": 0.75, "learning_rate": lr, "ent_coef": ent, "explained_variance": 0.25,
+                "loss": 0.5 + 0.7 * 2.0 - ent * 0.3}
+    assert out.keys() == expected.keys()
+    for key, value in expected.items():
+        assert out[key] == pytest.approx(value, rel=1e-12), key
+    assert trainer.update_index == 4 and trainer.opt_step == 41
+    assert calls[-1] == ("enqueue", 10, 1, True)  # the active slot, stale as the slots say for update 3
+    writes = [c[1] for c in calls if c[0] == "write"]
+    if new_schedule:  # the schedule kernel starts from this update's rates and keeps them from here on
+        assert len(writes) == 1 and writes[0]["lr"] == lr and writes[0]["ent_coef"] == np.float32(ent)
+        assert calls[0][0] == "write"
+    else:
+        assert writes == []
+
+
+def test_an_update_with_no_minibatch_counted_reports_the_sums_not_a_division_by_zero():
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+    trainer, _, _ = _stand_in_for_update([0.0] * 8, False, update_index=0)
+    out = CudaTrainer.update(trainer, num_updates=10)
+    assert all(out[name] == 0.0 for name in plan.STAT_NAMES) and out["learning_rate"] == 3e-3
+
+
+def test_an_update_of_one_minibatch_reports_its_values_and_times_itself():
+    from fastvec.trainer.cuda.trainer import CudaTrainer
+    stat = [0.3, 1.5, 0.9, 0.02, 0.25, 0.6, 1.0, -0.5]
+    trainer, _, _ = _stand_in_for_update(stat, False, update_index=0)
+    started = time.perf_counter()
+    out = CudaTrainer.update(trainer, num_updates=10)
+    took = time.perf_counter() - started
+    assert [out[name] for name in plan.STAT_NAMES] == stat[:6] and out["explained_variance"] == -0.5
+    assert 0.0 <= trainer.timing["update"] <= took and trainer.timing["rollout"] == 0.0

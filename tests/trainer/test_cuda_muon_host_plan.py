@@ -1,6 +1,6 @@
 """The CUDA trainer's Muon step as the host enqueues it, against stand-ins for the launcher, cuBLAS and events:
-muon_small_kernel's table rows, which matrices take it and which take a GEMM chain on a stream of their own, and
-that every parameter takes exactly one step (Muon for 2-D weights, Adam for the rest) after the gradient's clip."""
+muon_small_kernel's table rows, which matrices take it and which a GEMM chain on a stream of their own, every
+parameter stepped once after the clip, and the chain's Newton-Schulz carried out in NumPy against the reference."""
 
 from __future__ import annotations
 
@@ -13,14 +13,8 @@ import pytest
 from fastvec.trainer import reference as ref
 from fastvec.trainer.cuda import optimizers
 from fastvec.trainer.cuda.kernel_args import MuonSmallArgs
-from fastvec.trainer.cuda.optimizers import (
-    MUON_SMALL_DTYPE,
-    MUON_SMALL_THREADS,
-    Adam,
-    Muon,
-    make_optimizer,
-    muon_small_shared_bytes,
-)
+from fastvec.trainer.cuda.optimizers import (MUON_SMALL_DTYPE, MUON_SMALL_THREADS, Adam, Muon, make_optimizer,
+                                             muon_small_shared_bytes)
 from fastvec.trainer.cuda.plan import NORM_BLOCKS
 
 BASES = {"params": 0x1000000, "grads": 0x2000000, "opt_state": 0x3000000, "scalars": 0x4000000,
