@@ -1,6 +1,7 @@
 """The mutation campaign (tools/mutation.py) covers every source file under fastvec/: each is a target with its
 fast tests, a GPU-only file (sampled and reported apart), or a file in which the mutator finds nothing."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -45,3 +46,24 @@ def test_every_listed_mutant_names_a_line_its_file_still_holds():
     stale = [(kind, e["file"], e["source"]) for kind, entries in listed.items() for e in entries
              if not (REPO / e["file"]).is_file() or e["source"] not in (REPO / e["file"]).read_text()]
     assert not stale, f"listed mutants of lines that are gone (remove them, or list the new line): {stale}"
+
+
+def test_a_report_counts_listed_equivalents_apart_even_after_a_time_out_but_never_a_gpu_only_listing(
+        tmp_path, monkeypatch, capsys):
+    def row(line, outcome):
+        return {"file": "fastvec/x.py", "line": line, "source": f"a = {line}", "change": "c", "index": 0,
+                "outcome": outcome}
+    listed = {("fastvec/x.py", "a = 2", "c", 0, 0): ("equivalent", "same value"),
+              ("fastvec/x.py", "a = 3", "c", 0, 0): ("equivalent", "same value"),
+              ("fastvec/x.py", "a = 4", "c", 0, 0): ("gpu-only", "runs on a GPU"),
+              ("fastvec/x.py", "a = 6", "c", 0, 0): ("equivalent", "same value")}
+    monkeypatch.setattr(mutation, "load_listed", lambda: listed)
+    cpu, gpu = tmp_path / "cpu.json", tmp_path / "gpu.json"
+    cpu.write_text(json.dumps({"mutants": [row(1, "killed"), row(2, "timeout"), row(3, "survived"),
+                                           row(4, "survived"), row(5, "timeout"), row(6, "killed")]}))
+    gpu.write_text(json.dumps({"mutants": [row(5, "survived")]}))  # a later run replaces an earlier outcome
+    assert mutation.main(["--report", str(cpu), str(gpu)]) == 0
+    table = capsys.readouterr().out
+    # killed: 1 and 6 (a real failure stands: a listing cannot undo it); survived: 4 (its GPU-only listing is no
+    # excuse once it ran) and 5; equivalent: 2 (its time-out was the machine's load) and 3
+    assert "| **all** | 6 | 2 | 2 | 2 | 0 | 0 | 0 | 50.0% |" in table

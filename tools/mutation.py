@@ -695,8 +695,11 @@ def main(argv=None) -> int:
                 nth = seen[mutant.key()] = seen.get(mutant.key(), -1) + 1
                 merged[(*mutant.key(), nth)] = mutant
         mutants = list(merged.values())
-        for m in mutants:  # a GPU-only listing is no excuse once the GPU half has run the mutant
-            if m.key() in listed and m.outcome in ("survived", "error") and listed[m.key()][0] != "gpu-only":
+        # A GPU-only listing is no excuse once the GPU half has run the mutant; a time-out of a mutant shown
+        # equivalent was the machine's load, not a kill.
+        for m in mutants:
+            if (m.key() in listed and m.outcome in ("survived", "error", "timeout")
+                    and listed[m.key()][0] != "gpu-only"):
                 m.outcome, m.reason = listed[m.key()]
         print_table(mutants)
         return 0
