@@ -93,9 +93,12 @@ TARGETS: dict[str, list[str]] = {
                                 "tests/native/test_acrobot_float32.py"],
     "fastvec/native/breakout.h": ["tests/native/test_breakout.py", "tests/native/test_rules.py",
                                   "tests/native/test_breakout_paddle_edges.py", "tests/native/test_breakout_space_bounds.py",
-                                  "-k", _NOT_SLOW],
+                                  "tests/native/test_breakout_contact_instants.py", "-k", _NOT_SLOW],
     "fastvec/native/pong.h": ["tests/native/test_pong.py", "tests/native/test_rules.py",
-                               "tests/native/test_pong_rule_edges.py", "-k", _NOT_SLOW],
+                               "tests/native/test_pong_rule_edges.py",
+                               # the per-game bot levels of a BOT_LEVEL=-1 build, through selfplay.cu's CPU build
+                               "tests/emulation/test_selfplay_kernels.py::test_scores_equal_the_cpu_games",
+                               "-k", _NOT_SLOW],
     # The CUDA step kernels, built for the CPU by the emulation harness and checked against the CPU batch.
     "fastvec/native/batch_gpu.h": ["tests/emulation/test_env_step_kernels.py", "tests/emulation/test_spaces_kernels.py"],
     "fastvec/native/slots_gpu.h": ["tests/emulation/test_env_step_kernels.py", "tests/emulation/test_spaces_kernels.py"],
@@ -169,7 +172,8 @@ TARGETS: dict[str, list[str]] = {
        for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
     "fastvec/native/minatar_common.h": ["tests/native/test_minatar_score_stat.py",
                                         "tests/native/test_minatar_oracle.py"],
-    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_faces.py", "-k",
+    **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_faces.py",
+                                        "tests/mpe/test_mpe_set_state_goal_edges.py", "-k",
                                         f"simple_{scenario} and (scenario_matches_mpe2 and not parallel_env "
                                         "or agents_and_spaces or set_state or without_warnings)"]
        for name, scenario in (("spread", "spread"), ("tag", "tag"), ("adversary", "adversary"), ("push", "push"),

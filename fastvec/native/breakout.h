@@ -330,6 +330,7 @@ FV_FN int breakout_tick(State* s, fv_rng* rng, long long action) {
             if (hit_row < 3) s->ball_speed = BO_SPEED_MAX;
             if (s->score >= BO_MAX_SCORE) return reward;
         }
+        /* The tick is used up: another contact at this same instant is the next tick's first, at t = 0. */
         if (remaining <= 0.0f) break;
     }
 
