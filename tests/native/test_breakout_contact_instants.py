@@ -55,3 +55,23 @@ def test_one_brick_touched_at_a_steps_last_instant_is_paid_that_step():
     obs, rew, _, _, _ = envs.step(np.zeros(1, int))
     assert rew[0] == 0
     np.testing.assert_array_equal(obs[0, 2:6], np.float32([168 / 576, 70 / 330, 2 / 512, -2 / 512]))
+
+
+def test_a_wall_met_exactly_at_a_steps_end_turns_the_ball_at_the_next_steps_first_tick():
+    """Walls are met strictly inside a tick: a ball 8 px (4 ticks at 2 px) from the left, right or top wall ends
+    the step touching it, still heading into it (and the paddle still full width at the top); the next step's
+    first tick turns it and it moves 8 px back out (the top wall halving the paddle then)."""
+    cases = [  # x, y, vx, vy -> after one step, after two (x, y, vx, vy, paddle width)
+        ((8.0, 200.0, -2.0, 0.0), (0.0, 200.0, -2.0, 0.0, 62.0), (8.0, 200.0, 2.0, 0.0, 62.0)),
+        ((536.0, 200.0, 2.0, 0.0), (544.0, 200.0, 2.0, 0.0, 62.0), (536.0, 200.0, -2.0, 0.0, 62.0)),
+        ((272.0, 8.0, 0.0, -2.0), (272.0, 0.0, 0.0, -2.0, 62.0), (272.0, 8.0, 0.0, 2.0, 31.0)),
+    ]
+    envs = make(len(cases))
+    envs.reset(seed=0)
+    corner_state(envs, *np.array([c[0] for c in cases]).T, intact=[])
+    scale = np.float32([576, 330, 512, 512, 62])
+    for step in (1, 2):
+        obs, rew, term, _, _ = envs.step(np.zeros(len(cases), int))
+        assert not rew.any() and not term.any()
+        got = obs[:, [2, 3, 4, 5, 9]]
+        np.testing.assert_array_equal(got, np.float32([c[step] for c in cases]) / scale, err_msg=f"step {step}")
