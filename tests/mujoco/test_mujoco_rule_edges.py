@@ -97,3 +97,30 @@ def test_batch_step_returns_how_many_episodes_ended(same_step):
         counts.append(got)
     assert 0 < min(counts) < n  # some envs end and some do not
     batch.close(), tight.close(), oracle.close()
+
+
+@pytest.mark.parametrize("task", ["InvertedPendulum"])
+def test_inverted_pendulums_angle_limit_is_strict_as_gymnasiums(task, tmp_path):
+    """|obs[1]| > 0.2 ends the episode: a pole held still at exactly +-0.2 (no gravity, no damping: the step leaves
+    the angle as it was) stays up with reward 1, one ulp past it or at 0.25 ends it with reward 0, as Gymnasium's."""
+    path = tmp_path / "still.xml"
+    path.write_text(CART.format(timestep="0.02", gear=100))
+    kwargs = {"xml_file": str(path), "frame_skip": 1, "reset_noise_scale": 0.0}
+    ref = gym.make(f"{task}-v5", **kwargs)
+    ref.reset(seed=0)
+    ours = gym.make_vec(f"fastvec/{task}-v5", num_envs=1, **kwargs)
+    ours.reset(seed=0)
+    ended = []
+    for angle in (0.2, -0.2, np.nextafter(0.2, 1.0), -np.nextafter(0.2, 1.0), 0.25, 0.1):
+        ref.unwrapped.set_state(np.array([0.0, angle]), np.zeros(2))
+        want_obs, want_reward, want_term, _, _ = ref.step(np.zeros(1, np.float32))
+        assert want_obs[1] == angle
+        ours.set_state([0], np.array([[0.0, angle, 0.0, 0.0]]))
+        obs, reward, terminated, _, _ = ours.step(np.zeros((1, 1), np.float32))
+        np.testing.assert_array_equal(obs[0], want_obs)
+        assert (reward[0], terminated[0]) == (want_reward, want_term), angle
+        ended.append(bool(want_term))
+        ours.reset(seed=0)
+    assert ended == [False, False, True, True, True, False]
+    ref.close()
+    ours.close()
