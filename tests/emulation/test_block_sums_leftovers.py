@@ -1,12 +1,18 @@
-"""ppo.cu's sums_partial_kernel on the CPU build (data_parallel_on_cpu.cpp): each block adds only its own warps'
-slots of its shared scratch, whatever an earlier launch left in the others (a GPU's shared memory is not cleared
-between launches; the emulation's __shared__ is a static that keeps them too)."""
+"""ppo.cu's reductions on the CPU build (data_parallel_on_cpu.cpp): sums_partial_kernel's blocks add only their own
+warps' scratch slots, whatever an earlier launch left in the others (a GPU's shared memory is not cleared between
+launches; the emulation's __shared__ is a static that keeps them too), and under AddressSanitizer nothing is touched
+past an array."""
 
 import ctypes
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from test_heads_kernels import build_harness
+from test_heads_kernels import CUDA_DIR, build_harness, cuda_include
 
 HARNESS = build_harness.__globals__["HARNESS"].parent / "data_parallel_on_cpu.cpp"
 
@@ -46,3 +52,52 @@ def test_block_sums_ignore_slots_an_earlier_wider_launch_left(emu):
     assert (idle[1] == 0).all()
     np.testing.assert_allclose(idle[0], np.stack([want[:, :100].sum(1), (want[:, :100] ** 2).sum(1)], 1),
                                rtol=1e-12)
+
+
+CHILD = r"""
+import ctypes, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+lib = ctypes.CDLL(sys.argv[2])
+p = lambda a: ctypes.c_void_p(a.ctypes.data)
+rng = np.random.default_rng(1)
+n, blocks = 700, 3
+adv_returns = rng.standard_normal((2, n)).astype(np.float32)
+scalars = np.zeros(1, SCALARS_DTYPE)
+lib.emu_explained_variance(ctypes.c_longlong(n), blocks, p(adv_returns), p(np.zeros(blocks * 4)), p(scalars))
+out = np.zeros(2, np.float32)
+lib.emu_adv_moments(ctypes.c_longlong(n), blocks, p(adv_returns[0]), p(np.zeros(blocks * 2)), p(out))
+for threads in (1024, 32):  # every warp slot of the scratch, and one warp
+    partial = np.zeros((1, 2, 2))
+    lib.emu_grid_sums_partial_kernel(ctypes.c_longlong(1), threads, ctypes.c_longlong(n), 2, p(adv_returns),
+                                     p(partial))
+    want = adv_returns.astype(np.float64)
+    assert np.allclose(partial[0], np.stack([want.sum(1), (want * want).sum(1)], 1), rtol=1e-12), partial
+print("ok")
+"""
+
+
+def test_the_reductions_touch_no_memory_past_their_arrays(tmp_path):
+    """sums_partial_kernel at 1024 threads (all 32 scratch slots) and at one warp, and the explained variance's and
+    the advantage moments' finishing kernels (their sums into a local array of 2 values an array), built with
+    AddressSanitizer and run in a child with libasan preloaded: no read or write past any array or the scratch."""
+    cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("no C++ compiler or no CUDA headers")
+    runtime = subprocess.run([cxx, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(runtime):
+        pytest.skip(f"{cxx} has no AddressSanitizer runtime")
+    out = tmp_path / "emu_asan.so"
+    cmd = [cxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", "-fsanitize=address",
+           "-fno-omit-frame-pointer", f"-I{CUDA_DIR}", f"-I{include}", str(HARNESS), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode and "barrier" in proc.stderr:
+        pytest.skip(f"{cxx} has no C++20 <barrier>")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
+    child = subprocess.run([sys.executable, "-c", CHILD, str(repo), str(out)], capture_output=True, text=True,
+                           timeout=120, env=env)
+    report = [line for line in child.stderr.splitlines() if "ERROR: AddressSanitizer" in line or " #" in line][:8]
+    assert child.returncode == 0 and child.stdout.strip() == "ok", (child.returncode, report or child.stderr[-2000:])
