@@ -70,6 +70,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/wrappers/pettingzoo.py": ["tests/wrappers/test_multi_agent_vector_episode_ends.py",
                                        "tests/wrappers/test_multi_agent_vector_copies.py",
                                        "tests/wrappers/test_pettingzoo.py", "tests/wrappers/test_env_inputs.py",
+                                       "tests/wrappers/test_multi_agent_vector_two_value_actions.py",
                                        _CONTRACTS, "-k", _NOT_SLOW],
     "fastvec/wrappers/sb3.py": ["tests/wrappers/test_sb3_reset_options.py", "tests/wrappers/test_sb3_vec_env_edges.py",
                                 "tests/mujoco/test_faces_sb3_torch.py", *_ADAPTER_TESTS[:-1],
