@@ -38,3 +38,16 @@ def test_the_learning_rate_follows_the_shares_and_no_split_shows_the_learning_ra
         "rollout 25%   update 75%   lr 0.0025"
     assert time_row(None, **{"charts/learning_rate": 0.0025}) == "lr 0.0025"
     assert time_row({}) == "--"
+
+
+def test_the_self_play_row_names_each_result_by_the_last_part_of_its_key_and_leaves_out_the_bots_ratings():
+    from rich.console import Console
+    board = Dashboard("fastvec-train test", 1000, enabled=True, stream=io.StringIO(), mode="live")
+    board._remember({"global_step": 500, "time": 2.0, "sps": 250.0, "update": 1, "selfplay/score_bot1": 0.25,
+                     "selfplay/score_past": 0.5, "selfplay/elo": 1012.5, "selfplay/elo_bot1": 990.0,
+                     "selfplay/pool": 3, "selfplay/league/score_main": 0.75}, [])
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(board.renderable())
+    rows = [line[2:-2].rstrip() for line in console.export_text().splitlines() if line[2:12] == "self-play "]
+    assert [row[len("self-play"):].strip() for row in rows] == \
+        ["vs bot1 0.25   vs past 0.5   elo 1012   pool 3   vs main 0.75"]
