@@ -212,6 +212,23 @@ def test_a_single_episode_with_a_zero_return_is_still_logged():
 # libcublas: after the toolkit's, the nvidia-cublas wheel's lib/ folder, of the folder `import nvidia.cublas`
 # resolves first (a namespace package may span several site folders).
 
+def _paths_libcublas_tries(cublas, monkeypatch) -> tuple[list[str], str]:
+    """Every path libcublas() hands ctypes.CDLL, in order, when each is refused, and the error a user then reads."""
+    tried = []
+
+    def refuse(path, *args, **kwargs):
+        tried.append(path)
+        raise OSError(f"{path}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", refuse)
+    cublas.libcublas.cache_clear()
+    try:
+        with pytest.raises(cublas.CublasError, match="cannot load libcublas") as err:
+            cublas.libcublas()
+    finally:
+        cublas.libcublas.cache_clear()
+    return tried, str(err.value)
+
 def test_libcublas_is_looked_for_in_the_wheel_folder_python_imports_nvidia_cublas_from(tmp_path, monkeypatch):
     from fastvec.trainer.cuda import cublas
     folders = []
@@ -229,21 +246,9 @@ def test_libcublas_is_looked_for_in_the_wheel_folder_python_imports_nvidia_cubla
     monkeypatch.setitem(sys.modules, "nvidia.cublas", package)
     for var in ("CUDA_HOME", "CUDA_PATH"):
         monkeypatch.delenv(var, raising=False)
-    tried = []
-
-    def refuse(path, *args, **kwargs):
-        tried.append(path)
-        raise OSError(f"{path}: cannot open shared object file")
-
-    monkeypatch.setattr(ctypes, "CDLL", refuse)
-    cublas.libcublas.cache_clear()
-    try:
-        with pytest.raises(cublas.CublasError, match="cannot load libcublas") as err:
-            cublas.libcublas()
-    finally:
-        cublas.libcublas.cache_clear()
+    tried, err = _paths_libcublas_tries(cublas, monkeypatch)
     wheel = folders[0] + "/lib/libcublas.so.12"
-    assert wheel in tried and wheel in str(err.value)  # tried, and named in the error a user reads
+    assert wheel in tried and wheel in err  # tried, and named in the error a user reads
     assert all(path.startswith(str(tmp_path)) for path in tried[tried.index(wheel):])  # after the toolkit's
 
 
@@ -310,21 +315,9 @@ def test_libcublas_is_looked_for_under_cuda_home_and_cuda_path_first(tmp_path, m
     monkeypatch.setenv("CUDA_HOME", str(home))
     monkeypatch.setenv("CUDA_PATH", str(path))
     monkeypatch.setitem(sys.modules, "nvidia.cublas", None)  # no wheel: `import nvidia.cublas` raises ImportError
-    tried = []
-
-    def refuse(name, *args, **kwargs):
-        tried.append(name)
-        raise OSError(f"{name}: cannot open shared object file")
-
-    monkeypatch.setattr(ctypes, "CDLL", refuse)
-    cublas.libcublas.cache_clear()
-    try:
-        with pytest.raises(cublas.CublasError) as err:
-            cublas.libcublas()
-    finally:
-        cublas.libcublas.cache_clear()
+    tried, err = _paths_libcublas_tries(cublas, monkeypatch)
     assert tried[:4] == ["libcublas.so", *map(str, wanted)]
-    assert all(name in str(err.value) for name in tried)
+    assert all(name in err for name in tried)
 
 
 # update(): the update kernels add each minibatch's losses, KL, clip fraction and gradient norm into the device
