@@ -33,10 +33,10 @@ def cuda_include() -> Path | None:
     return None
 
 
-def build_harness(tmp_path_factory, harness: Path, flags=(), cuda_headers: bool = True) -> ctypes.CDLL:
+def build_harness(tmp_path_factory, harness: Path, flags=(), cuda_headers: bool = True, load: bool = True):
     """A CPU-emulation harness (a .cpp including the trainer's .cu files through cuda_on_cpu.h) built as a shared
     library with the trainer's kernel directory (and CUDA's headers, for bf16) on the include path, plus flags;
-    skipped where there is no C++20 compiler or no CUDA headers."""
+    skipped where there is no C++20 compiler or no CUDA headers. Loaded, or (load=False) its path."""
     cxx, include = shutil.which("g++") or shutil.which("c++"), cuda_include() if cuda_headers else None
     if cxx is None or (cuda_headers and include is None):
         pytest.skip("no C++ compiler or no CUDA headers")
@@ -47,7 +47,7 @@ def build_harness(tmp_path_factory, harness: Path, flags=(), cuda_headers: bool 
     if proc.returncode and "barrier" in proc.stderr:
         pytest.skip(f"{cxx} has no C++20 <barrier>")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return ctypes.CDLL(str(out))
+    return ctypes.CDLL(str(out)) if load else out
 
 
 @pytest.fixture(scope="module")
