@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cuda_header, header_enums
+from test_graph_and_event_release import driver, use_driver  # noqa: F401  (the libcuda stand-in's fixtures)
 
 from fastvec import native
 from fastvec.native import cuda_build, graphs
@@ -142,74 +143,32 @@ def test_graphs_calls_the_symbols_cuda_h_maps_its_functions_to():
         assert declared or mapped_to, f"{name} is not a function of cuda.h"
 
 
-class _FakeDriver:
-    """libcuda.so.1 as graphs.py calls it: each call recorded with its arguments, handles filled in, CUDA_SUCCESS
-    unless `fail` names the call."""
-
-    def __init__(self, fail=None):
-        self.calls, self.fail, self.next_handle = [], fail, 0x1000
-
-    def __getattr__(self, name):
-        def call(*args):
-            self.calls.append((name, args))
-            if name in ("cuEventCreate", "cuStreamEndCapture", "cuGraphInstantiateWithFlags"):
-                out = args[0] if name != "cuStreamEndCapture" else args[1]
-                self.next_handle += 16
-                out._obj.value = self.next_handle
-            if name in ("cuGetErrorName", "cuGetErrorString"):
-                args[1]._obj.value = b"CUDA_ERROR_INVALID_VALUE" if name == "cuGetErrorName" else b"invalid argument"
-            return 1 if name == self.fail else 0
-        return call
-
-    def args(self, name):
-        plain = lambda a: getattr(getattr(a, "_obj", a), "value", a)  # byref(x) -> x -> its value
-        return [tuple(map(plain, args)) for n, args in self.calls if n == name]
-
-
-def _forget(*objects):
-    """Drop the fake handles of graphs.Event and CudaGraph objects (a failed test keeps them alive past its
-    monkeypatch: the real driver must never see them)."""
-    for obj in objects:
-        if isinstance(obj, graphs.Event):
-            obj.handle = None
-        elif isinstance(obj, graphs.CudaGraph):
-            obj._exec, obj._graph = ctypes.c_void_p(), ctypes.c_void_p()
-
-
-def test_events_and_graphs_pass_the_driver_cuda_h_flags(monkeypatch):
+def test_events_and_graphs_pass_the_driver_cuda_h_flags(driver):  # noqa: F811
     """An Event is made with CU_EVENT_DISABLE_TIMING (no timing, no blocking sync), a wait uses
     CU_EVENT_WAIT_DEFAULT, a capture CU_STREAM_CAPTURE_MODE_THREAD_LOCAL and an instantiation no flags; the legacy
     default stream (None or 0) reaches the driver as a null stream."""
     _, values = _cuda_h()
-    fake = _FakeDriver()
-    monkeypatch.setattr(graphs, "libcuda", lambda: fake)
     event, graph = graphs.Event(), graphs.CudaGraph(0x99)
-    try:
-        event.make_wait(waiter=0x77, producer=None)
-        event.make_wait(waiter=0, producer=0x88)
-        with graph.capture():
-            pass
-        graph.launch()
-        graph.launch(stream=0x55)
-        assert fake.args("cuEventCreate") == [(0x1010, values["CU_EVENT_DISABLE_TIMING"])]
-        assert fake.args("cuEventRecord") == [(0x1010, None), (0x1010, 0x88)]
-        wait_default = values["CU_EVENT_WAIT_DEFAULT"]
-        assert fake.args("cuStreamWaitEvent") == [(0x77, 0x1010, wait_default), (None, 0x1010, wait_default)]
-        assert fake.args("cuStreamBeginCapture_v2") == [(0x99, values["CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"])]
-        assert [args[2] for args in fake.args("cuGraphInstantiateWithFlags")] == [0]
-        assert [args[1] for args in fake.args("cuGraphLaunch")] == [0x99, 0x55]
-        graph.close()
-        event.__del__()
-        assert {n for n, _ in fake.calls} >= {"cuEventDestroy_v2", "cuGraphExecDestroy", "cuGraphDestroy"}
-    finally:
-        _forget(event, graph)
+    event.make_wait(waiter=0x77, producer=None)
+    event.make_wait(waiter=0, producer=0x88)
+    with graph.capture():
+        pass
+    graph.launch()
+    graph.launch(stream=0x55)
+    assert driver.args("cuEventCreate") == [(0x1010, values["CU_EVENT_DISABLE_TIMING"])]
+    assert driver.args("cuEventRecord") == [(0x1010, None), (0x1010, 0x88)]
+    wait_default = values["CU_EVENT_WAIT_DEFAULT"]
+    assert driver.args("cuStreamWaitEvent") == [(0x77, 0x1010, wait_default), (None, 0x1010, wait_default)]
+    assert driver.args("cuStreamBeginCapture_v2") == [(0x99, values["CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"])]
+    assert [args[2] for args in driver.args("cuGraphInstantiateWithFlags")] == [0]
+    assert [args[1] for args in driver.args("cuGraphLaunch")] == [0x99, 0x55]
+    graph.close()
+    event.__del__()
+    assert {n for n, _ in driver.calls} >= {"cuEventDestroy_v2", "cuGraphExecDestroy", "cuGraphDestroy"}
 
 
-def test_a_failed_driver_call_names_the_call_and_the_error(monkeypatch):
-    monkeypatch.setattr(graphs, "libcuda", lambda: _FakeDriver(fail="cuEventRecord"))
+def test_a_failed_driver_call_names_the_call_and_the_error(use_driver):  # noqa: F811
+    use_driver(fail=("cuEventRecord",))
     event = graphs.Event()
-    try:
-        with pytest.raises(graphs.CudaDriverError, match="cuEventRecord failed with CUDA_ERROR_INVALID_VALUE: inv"):
-            event.make_wait(waiter=1, producer=2)
-    finally:
-        _forget(event)
+    with pytest.raises(graphs.CudaDriverError, match="cuEventRecord failed with CUDA_ERROR_INVALID_VALUE: inv"):
+        event.make_wait(waiter=1, producer=2)

@@ -26,7 +26,7 @@ class _Driver:
                 self.handed.add(self.next)
                 args[out]._obj.value = self.next
             if name in ("cuGetErrorName", "cuGetErrorString"):
-                args[1]._obj.value = b"CUDA_ERROR_INVALID_VALUE"
+                args[1]._obj.value = b"CUDA_ERROR_INVALID_VALUE" if name == "cuGetErrorName" else b"invalid argument"
             plain = lambda a: getattr(getattr(a, "_obj", a), "value", a)
             self.calls.append((name, tuple(plain(a) for a in args)))
             return 1 if name in self.fail else 0
@@ -34,6 +34,9 @@ class _Driver:
 
     def named(self, *names):
         return [(n, args) for n, args in self.calls if n in names]
+
+    def args(self, name):
+        return [args for n, args in self.calls if n == name]
 
 
 @pytest.fixture
