@@ -122,63 +122,6 @@ def test_a_dlpack_producer_without_a_device_is_taken_for_a_host_array():
     assert device_view(_NoDevice(), OURS, 0) is None
 
 
-# ---------------------------------------------------------------------- torch's CUDA tensors (a stand-in)
-class _TorchCuda:
-    """What device_view reads of a torch CUDA tensor: data_ptr, shape, stride (elements), dtype, device."""
-
-    def __init__(self, torch, shape, stride, dtype, index=0):
-        self.is_cuda, self.shape, self._stride, self.dtype = True, shape, stride, dtype
-        self.device = type("Device", (), {"index": index, "__repr__": lambda s: f"cuda:{index}"})()
-
-    def data_ptr(self):
-        return 0x9000_0000
-
-    def stride(self):
-        return self._stride
-
-
-_TorchCuda.__module__ = "torch"
-
-
-@pytest.fixture
-def torch_streams(monkeypatch):
-    torch = pytest.importorskip("torch")
-    current = {"stream": 0}
-    monkeypatch.setattr(torch.cuda, "current_stream",
-                        lambda device=None: type("S", (), {"cuda_stream": current["stream"]})())
-    return torch, current
-
-
-def test_a_torch_cuda_tensor_gives_its_pointer_shape_byte_strides_and_dtype(torch_streams):
-    torch, _ = torch_streams
-    t = _TorchCuda(torch, (4, 3), (1, 4), torch.int16)  # a transposed (3, 4) int16 tensor
-    assert device_view(t, OURS, 0) == (0x9000_0000, (4, 3), (2, 8), np.dtype(np.int16))
-
-
-def test_a_torch_tensor_of_a_dtype_numpy_lacks_gives_no_dtype(torch_streams):
-    torch, _ = torch_streams
-    assert device_view(_TorchCuda(torch, (2,), (1,), torch.bfloat16), OURS, 0) == (0x9000_0000, (2,), None, None)
-
-
-def test_a_torch_tensor_on_another_gpu_is_refused(torch_streams):
-    torch, _ = torch_streams
-    with pytest.raises(ValueError, match="on cuda:1, the envs on cuda:0"):
-        device_view(_TorchCuda(torch, (2,), (1,), torch.int64, index=1), OURS, 0)
-
-
-@pytest.mark.parametrize("current,waits", [(0, []), (OURS, []), (0x6000, [(OURS, 0x6000)])])
-def test_our_stream_waits_for_torchs_current_stream_unless_ordered_already(monkeypatch, torch_streams, current,
-                                                                           waits):
-    """torch's default stream (0) and our own stream need no wait; a side stream does."""
-    torch, streams = torch_streams
-    streams["stream"] = current
-    seen = []
-    monkeypatch.setattr(device_array, "stream_event",
-                        lambda: type("E", (), {"make_wait": lambda s, waiter, producer: seen.append((waiter, producer))})())
-    device_view(_TorchCuda(torch, (2,), (1,), torch.int64), OURS, 0)
-    assert seen == waits
-
-
 @pytest.mark.gpu
 def test_a_gpu_env_in_device_mode_steps_with_jax_host_actions_as_with_numpy_ones():
     """A JAX policy run on the CPU: its actions are copied from the host like a NumPy array's (same obs)."""

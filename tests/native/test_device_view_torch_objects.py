@@ -80,8 +80,14 @@ def test_a_cuda_tensor_gives_its_pointer_shape_byte_strides_and_dtype(torch_stre
     assert waits == []
 
 
-def test_a_cuda_tensor_of_a_dtype_numpy_cannot_name_gives_none_for_dtype_and_strides(torch_stream, waits):
-    assert device_view(_CudaTensor(torch.bool), OURS, 0) == (0x7000_0000, (4, 3), None, None)
+def test_a_transposed_cuda_tensor_gives_its_byte_strides(torch_stream, waits):
+    t = _CudaTensor(torch.int16, shape=(4, 3), stride=(1, 4))  # a transposed (3, 4) int16 tensor
+    assert device_view(t, OURS, 0) == (0x7000_0000, (4, 3), (2, 8), np.dtype(np.int16))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.bfloat16])
+def test_a_cuda_tensor_of_a_dtype_numpy_cannot_name_gives_none_for_dtype_and_strides(torch_stream, waits, dtype):
+    assert device_view(_CudaTensor(dtype), OURS, 0) == (0x7000_0000, (4, 3), None, None)
 
 
 def test_a_cuda_tensor_on_another_gpu_is_refused(torch_stream, waits):
