@@ -4,15 +4,11 @@ launches; the emulation's __shared__ is a static that keeps them too), and under
 past an array."""
 
 import ctypes
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_heads_kernels import build_harness
+from test_heads_kernels import asan_runtime, build_harness, run_under_asan
 
 HARNESS = Path(__file__).parent / "data_parallel_on_cpu.cpp"
 
@@ -82,17 +78,7 @@ def test_the_reductions_touch_no_memory_past_their_arrays(tmp_path_factory):
     """sums_partial_kernel at 1024 threads (all 32 scratch slots) and at one warp, and the explained variance's and
     the advantage moments' finishing kernels (their sums into a local array of 2 values an array), built with
     AddressSanitizer and run in a child with libasan preloaded: no read or write past any array or the scratch."""
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    runtime = subprocess.run([cxx, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-    if not os.path.isabs(runtime):
-        pytest.skip(f"{cxx} has no AddressSanitizer runtime")
+    runtime = asan_runtime()
     out = build_harness(tmp_path_factory, HARNESS, flags=["-fsanitize=address", "-fno-omit-frame-pointer"],
                         load=False)
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
-    child = subprocess.run([sys.executable, "-c", CHILD, str(repo), str(out)], capture_output=True, text=True,
-                           timeout=120, env=env)
-    report = [line for line in child.stderr.splitlines() if "ERROR: AddressSanitizer" in line or " #" in line][:8]
-    assert child.returncode == 0 and child.stdout.strip() == "ok", (child.returncode, report or child.stderr[-2000:])
+    run_under_asan(runtime, CHILD, Path(__file__).resolve().parents[2], out)

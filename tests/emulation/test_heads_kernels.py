@@ -5,8 +5,10 @@ random inputs. tests/trainer/test_cuda_heads.py checks the same kernels, and the
 Skipped without a C++20 compiler or CUDA's headers (common.cu's bfloat16 type)."""
 
 import ctypes
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +50,28 @@ def build_harness(tmp_path_factory, harness: Path, flags=(), cuda_headers: bool 
         pytest.skip(f"{cxx} has no C++20 <barrier>")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return ctypes.CDLL(str(out)) if load else out
+
+
+def asan_runtime() -> str:
+    """The C++ compiler's AddressSanitizer runtime (libasan.so), to preload into a child that loads a harness built
+    with -fsanitize=address; skipped where there is no compiler or no runtime."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    runtime = subprocess.run([cxx, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(runtime):
+        pytest.skip(f"{cxx} has no AddressSanitizer runtime")
+    return runtime
+
+
+def run_under_asan(runtime: str, code: str, *args) -> None:
+    """`python -c code args...` with libasan preloaded (so NumPy's buffers have red zones too): it must print ok
+    and exit 0, or the assertion shows AddressSanitizer's report."""
+    env = dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
+    child = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                           timeout=120, env=env)
+    report = [line for line in child.stderr.splitlines() if "ERROR: AddressSanitizer" in line or " #" in line][:8]
+    assert child.returncode == 0 and child.stdout.strip() == "ok", (child.returncode, report or child.stderr[-2000:])
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,10 @@ process (libasan preloaded, so NumPy's buffers have red zones too): the policy s
 match_play_kernel, for a MinGRU policy with a highway and an MLP one, reads and writes no array past its end
 (the decoder row y, the weights, the obs and states), which the outputs alone would not show."""
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_heads_kernels import asan_runtime, run_under_asan
 from test_selfplay_kernels import MLP_SPEC, SPEC, build
 
 CHILD = r"""
@@ -37,16 +34,7 @@ print("ok")
 
 @pytest.mark.parametrize("kind", ["mingru", "mlp"])
 def test_the_policy_steps_touch_no_memory_past_their_arrays(tmp_path_factory, kind):
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    runtime = subprocess.run([cxx, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-    if not os.path.isabs(runtime):
-        pytest.skip(f"{cxx} has no AddressSanitizer runtime")
+    runtime = asan_runtime()
     out = build(tmp_path_factory, MLP_SPEC if kind == "mlp" else SPEC,
                 flags=["-fsanitize=address", "-fno-omit-frame-pointer"], load=False)
-    env = dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
-    child = subprocess.run([sys.executable, "-c", CHILD, str(Path(__file__).parent), str(out), kind],
-                           capture_output=True, text=True, timeout=120, env=env)
-    report = [line for line in child.stderr.splitlines() if "ERROR: AddressSanitizer" in line or " #" in line][:8]
-    assert child.returncode == 0 and child.stdout.strip() == "ok", (child.returncode, report or child.stderr[-2000:])
+    run_under_asan(runtime, CHILD, Path(__file__).parent, out, kind)
