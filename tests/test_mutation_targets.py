@@ -67,3 +67,21 @@ def test_a_report_counts_listed_equivalents_apart_even_after_a_time_out_but_neve
     # killed: 1 and 6 (a real failure stands: a listing cannot undo it); survived: 4 (its GPU-only listing is no
     # excuse once it ran) and 5; equivalent: 2 (its time-out was the machine's load) and 3
     assert "| **all** | 6 | 2 | 2 | 2 | 0 | 0 | 0 | 50.0% |" in table
+
+
+def test_only_the_cuda_branches_of_a_file_the_cpu_builds_without_nvcc_are_gpu_only():
+    """mj_view.cu's thread-per-world loop sits in an #ifdef __CUDACC__ branch that no CPU build compiles: its
+    mutants go to the GPU half; the #else loop beside it and the code after the branch, which every CPU test runs,
+    stay CPU mutants, as does the same branch in a file a CPU harness compiles with __CUDACC__ defined."""
+    from dataclasses import replace
+    view = "fastvec/native/mujoco/mj_view.cu"
+    text = (REPO / view).read_text()
+    found = mutation.c_mutants(view, text)
+
+    def first(needle):
+        return next(m for m in found if needle in m.source)
+    gpu_loop = first("blockIdx.x * blockDim.x + threadIdx.x")
+    assert mutation.nvcc_only(gpu_loop, text)
+    assert not mutation.nvcc_only(first("for (long i = 0; i < (n); i++)"), text)
+    assert not mutation.nvcc_only(first("long at = i * j.m.nu + k;"), text)
+    assert not mutation.nvcc_only(replace(gpu_loop, file="fastvec/native/emulated.cu"), text)

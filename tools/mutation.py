@@ -381,6 +381,12 @@ GPU_ONLY: dict[str, str] = {
         "policy.cu", "rollout.cu", "update_args.cu")},
 }
 C_SOURCES = (".h", ".c", ".cu")
+# Files that every CPU build compiles with the host's compiler alone (no CPU harness defines __CUDACC__ for
+# them): the lines of their `#ifdef __CUDACC__` branches run only where nvcc built them, on a GPU.
+NVCC_BRANCHES: dict[str, str] = {
+    f"fastvec/native/mujoco/{name}": "an #ifdef __CUDACC__ branch of a file the CPU builds with the host's compiler "
+    "alone (every CPU test takes the #else branch); the MuJoCo Warp GPU tests of the task views stand guard over it"
+    for name in ("mj_view.cu", "mj_view.h")}
 
 # cosmic-ray operators kept: the slips a developer makes (an off-by-one comparison, a flipped sign, a
 # wrong constant, an inverted condition), not every operator pair (Add -> BitXor is noise, killed by
@@ -452,15 +458,13 @@ def _mask_comments_and_strings(text: str) -> str:
     return "".join(out)
 
 
-def _skipped_lines(masked: str, cuda_code: bool) -> set[int]:
-    """0-based lines of preprocessor conditionals/includes and of render/draw functions, and unless cuda_code,
-    of `#ifdef __CUDACC__` blocks (never compiled for the CPU; batch_gpu.h's campaign covers the kernels)."""
-    lines = masked.split("\n")
-    skip: set[int] = set()
+def _cuda_branch_lines(lines: list[str]) -> set[int]:
+    """0-based lines inside a branch that only a compiler defining __CUDACC__ compiles (an `#ifdef __CUDACC__`
+    branch, or the `#else` of an `#ifndef __CUDACC__`)."""
+    inside: set[int] = set()
     frames: list[list[bool]] = []  # per open #if: [tests __CUDACC__, current branch compiled only by nvcc]
-    i = 0
-    while i < len(lines):
-        stripped = lines[i].strip()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
         directive = stripped.split()[0] if stripped.startswith("#") else ""
         if directive in ("#if", "#ifdef", "#ifndef"):
             about_cuda = "__CUDACC__" in stripped
@@ -470,9 +474,19 @@ def _skipped_lines(masked: str, cuda_code: bool) -> set[int]:
             frames[-1][1] = not frames[-1][1]
         elif directive == "#endif" and frames:
             frames.pop()
-        cuda_only = [frame[1] for frame in frames]
-        if not cuda_code and any(cuda_only):
-            skip.add(i)
+        if any(frame[1] for frame in frames):
+            inside.add(i)
+    return inside
+
+
+def _skipped_lines(masked: str, cuda_code: bool) -> set[int]:
+    """0-based lines of preprocessor conditionals/includes and of render/draw functions, and unless cuda_code,
+    of `#ifdef __CUDACC__` blocks (never compiled for the CPU; batch_gpu.h's campaign covers the kernels)."""
+    lines = masked.split("\n")
+    skip: set[int] = set() if cuda_code else _cuda_branch_lines(lines)
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
         if stripped.startswith("#") and not stripped.startswith("#define"):
             skip.add(i)
         if _C_SKIP_FUNCTION.match(stripped):
@@ -487,6 +501,11 @@ def _skipped_lines(masked: str, cuda_code: bool) -> set[int]:
             i = j
         i += 1
     return skip
+
+
+def nvcc_only(m: Mutant, text: str) -> bool:
+    """Whether m's line lies in a `__CUDACC__` branch of a file that every CPU build compiles without it."""
+    return m.file in NVCC_BRANCHES and m.line - 1 in _cuda_branch_lines(_mask_comments_and_strings(text).split("\n"))
 
 
 def _number_variants(token: str) -> list[str]:
@@ -792,6 +811,8 @@ def main(argv=None) -> int:
             m.outcome, m.reason = listed[m.key()]
         elif m.file in GPU_ONLY:
             m.outcome, m.reason = "gpu-only", GPU_ONLY[m.file]
+        elif nvcc_only(m, (clones[0] / m.file).read_text()):
+            m.outcome, m.reason = "gpu-only", NVCC_BRANCHES[m.file]
         elif m.file in skipped:
             m.outcome, m.reason = "skipped", skipped[m.file]
         return m

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutation import (C_SOURCES, REPO, Mutant, TreePool, apply_mutant, c_mutants, load_listed,  # noqa: E402
-                      py_mutants, record_outcome, run_tests, snapshot)
+                      nvcc_only, py_mutants, record_outcome, run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -93,14 +93,19 @@ def export(report_path: Path, out: Path, source: str) -> int:
     """Apply each GPU-only mutant of the report (and each whose tests skip without a GPU) to a snapshot of
     `source`; write the mutated texts to `out`."""
     report, listed = json.loads(report_path.read_text()), load_listed()
-    # "skipped": a file whose tests all skip without a GPU (MuJoCo Warp's); and a CPU survivor listed since as
-    # GPU-only (a line only the GPU runs): the GPU half must run it before the sample's count may leave it out
-    wanted = [m for m in (Mutant(**{k: v for k, v in row.items() if k != "key"}) for row in report["mutants"])
-              if m.outcome in ("gpu-only", "skipped")
-              or (m.outcome == "survived" and listed.get(m.key(), ("",))[0] == "gpu-only")]
+    # "skipped": a file whose tests all skip without a GPU (MuJoCo Warp's); and a CPU survivor on a line only the GPU
+    # runs (listed GPU-only, or in a branch only nvcc compiles): the GPU half must run it before the count leaves it out
     workdir = Path(tempfile.mkdtemp(prefix="mutgpu-"))
     commit = snapshot(source, workdir / "w")
     clone = workdir / "w"
+
+    def nvcc_branch(m: Mutant) -> bool:
+        path = clone / m.file
+        return path.is_file() and nvcc_only(m, path.read_text())
+
+    wanted = [m for m in (Mutant(**{k: v for k, v in row.items() if k != "key"}) for row in report["mutants"])
+              if m.outcome in ("gpu-only", "skipped")
+              or (m.outcome == "survived" and (listed.get(m.key(), ("",))[0] == "gpu-only" or nvcc_branch(m)))]
     found: dict[str, dict[tuple, Mutant]] = {}
     rows, gone = [], []
     for m in wanted:
