@@ -87,8 +87,9 @@ def test_only_the_cuda_branches_of_a_file_the_cpu_builds_without_nvcc_are_gpu_on
     assert not mutation.nvcc_only(replace(gpu_loop, file="fastvec/native/emulated.cu"), text)
 
 
-def test_each_gpu_selection_names_test_files_that_exist():
+def test_each_gpu_selection_names_test_files_that_exist_once_each():
     mutation_gpu = pytest.importorskip("mutation_gpu")
     for prefix, args in mutation_gpu.GPU_TESTS.items():
         for f in (a.split("::")[0] for a in args if a.startswith("tests/")):
             assert (REPO / f).exists(), f"{prefix}: {f}"
+            assert args.count(f) <= 1, f"{prefix}: {f} twice"

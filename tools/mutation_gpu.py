@@ -69,13 +69,13 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     # the torch face's actions (CPU envs given any torch tensor, a stand-in GPU env given one in place)
     "fastvec/wrappers/torch.py": (*_NATIVE, "tests/wrappers/test_torch_face_actions.py"),
     "fastvec/trainer/": _TRAINER,
-    # the kernels compiled for the CPU (tests/emulation's harnesses include these files) run after the GPU tests
+    # the kernels compiled for the CPU (tests/emulation's harnesses include these files; _TRAINER has the policy
+    # edges and the rollout bootstrap already) run after the GPU tests
     **{f"fastvec/trainer/cuda/{name}": (*_TRAINER, *(f"tests/emulation/test_{t}.py" for t in tests)) for name, tests in (
         ("common.cu", ("heads_kernels", "prio_kernel", "data_parallel_moments", "selfplay_kernels", "teams_kernels",
-                       "device_env_kernels", "rollout_bootstrap_kernels")),
-        ("policy.cu", ("heads_kernels", "selfplay_kernels", "teams_kernels", "device_env_kernels",
-                       "rollout_bootstrap_kernels")),
-        ("rollout.cu", ("device_env_kernels", "rollout_bootstrap_kernels", "teams_kernels", "team_inputs_grid")))},
+                       "device_env_kernels")),
+        ("policy.cu", ("heads_kernels", "selfplay_kernels", "teams_kernels", "device_env_kernels")),
+        ("rollout.cu", ("device_env_kernels", "teams_kernels", "team_inputs_grid")))},
     "fastvec/native/mujoco/": _WARP,
     "fastvec/trainer/cuda/device_envs.py": _WARP,  # steps MuJoCo Warp's envs only
     # muon_stride and the Newton-Schulz layout, checked against the kernels compiled for the CPU
