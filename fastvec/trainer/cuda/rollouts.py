@@ -308,7 +308,8 @@ class SelfPlayRollout(GemmRollout):
     def sync_pool(self, pool) -> None:
         """Mirror `pool` (an OpponentPool) into the arena, between rollouts: snapshots that no game plays and
         that left the pool free their slots; new members are copied into free slots (a member that finds none,
-        while evicted snapshots still play their last games, leaves the pool again); the member table is
+        while evicted snapshots still play their last games, leaves the pool again, and where that would leave
+        the pool empty the newest snapshot in a slot stays a member); the member table is
         rewritten. At the first call every game draws its opponent (draw_opponents at step -1, as a reset)."""
         cuda, a = self.cuda, self.arena
         self.k.stream.synchronize()  # the actor's rollouts read the pool
@@ -321,6 +322,8 @@ class SelfPlayRollout(GemmRollout):
             free = [s for s in range(self.pool_slots) if s not in self.slot_pid]
             if not free:
                 pool.forget(pid)
+                if not pool.members:  # pool_size 1: the snapshot it replaced, still played so still in a slot,
+                    pool.members.append(max(self.slot_pid.values()))  # stays (the kernels need a member to draw)
                 if not self.warned_full:
                     print(f"fastvec-train: warning: all {self.pool_slots} pool slots hold snapshots that games "
                           f"still play; a snapshot was skipped", file=sys.stderr)
