@@ -45,7 +45,8 @@ _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_asyn
             "tests/trainer/test_nccl_result_codes.py", "tests/trainer/test_cuda_mlp_backward_launches.py",
             "tests/trainer/test_cuda_rollout_slot_starts.py", "tests/trainer/test_cuda_host_plan_and_logging_edges.py",
             "tests/trainer/test_cuda_muon_host_plan.py", "tests/trainer/test_cuda_selfplay_pool_sync.py",
-            "tests/trainer/test_cuda_shared_memory_sizes.py")
+            "tests/trainer/test_cuda_shared_memory_sizes.py",
+            "tests/trainer/test_cuda_update_enqueue_order.py")
 _WARP = ("tests/mujoco_gpu",)  # needs MuJoCo Warp's site (docs/mujoco-gpu.md): `run --only-warp`
 
 # The test files over each GPU-only file, by path prefix (the longest match wins), run whole (GPU and CPU tests) in
