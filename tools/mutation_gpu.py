@@ -76,8 +76,9 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     **{f"fastvec/trainer/cuda/{name}": (*_TRAINER, *(f"tests/emulation/test_{t}.py" for t in tests)) for name, tests in (
         ("common.cu", ("heads_kernels", "prio_kernel", "data_parallel_moments", "selfplay_kernels", "teams_kernels",
                        "device_env_kernels")),
-        ("policy.cu", ("heads_kernels", "selfplay_kernels", "teams_kernels", "device_env_kernels")),
-        ("rollout.cu", ("device_env_kernels", "teams_kernels", "team_inputs_grid")))},
+        ("policy.cu", ("heads_kernels", "selfplay_kernels", "teams_kernels", "device_env_kernels",
+                       "head_rollout_step")),
+        ("rollout.cu", ("device_env_kernels", "teams_kernels", "team_inputs_grid", "head_rollout_step")))},
     "fastvec/native/mujoco/": _WARP,
     "fastvec/trainer/cuda/device_envs.py": _WARP,  # steps MuJoCo Warp's envs only
     # muon_stride and the Newton-Schulz layout, checked against the kernels compiled for the CPU

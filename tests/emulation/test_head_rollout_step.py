@@ -1,0 +1,83 @@
+"""rollout_step_kernel (the GEMM path's policy step) with a MultiDiscrete and a Box head, built for the CPU by
+head_rollout_on_cpu.cpp: every agent's action, log-probability and value come from its decoder row plus the decoder
+bias, drawn as heads.sample_head draws them with the step's counter uniforms (streams.head_uniforms)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_heads_kernels import build_harness, call, rel_err
+
+from fastvec import native
+from fastvec.trainer import heads
+from fastvec.trainer import reference as ref
+from fastvec.trainer.cuda.plan import SCALARS_DTYPE
+from fastvec.trainer.streams import head_uniforms, sampling_key
+
+HARNESS = Path(__file__).resolve().parent / "head_rollout_on_cpu.cpp"
+ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
+# name: (env file, defines, the policy head of the env's action space, agents, observation size)
+CASES = {"multi_discrete": ("multi_discrete.h", {"AGENTS": 2},
+                            {"action_kind": "multi_discrete", "action_nvec": (3, 5)}, 2, 2),
+         "box_point": ("box_point.h", {}, {"action_kind": "box", "action_dims": 2}, 1, 3)}
+ENVS = 5
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def built(request, tmp_path_factory):
+    env_file, defines, head, agents, obs_size = CASES[request.param]
+    spec = ref.PolicySpec(obs_size=obs_size, num_actions=0, kind="mlp", hidden=8, layers=1, **head)
+    flags = [f"-I{native.NATIVE_DIR}", f"-I{ENVS_DIR}", f'-DENV="{ENVS_DIR / env_file}"',
+             *[f"-D{k}={v}" for k, v in {**defines, "POLICY_HEAD_SIZE": spec.head_size}.items()]]
+    lib = build_harness(tmp_path_factory, HARNESS, flags)
+    lib.emu_head_y.restype = lib.emu_slot_size.restype = int
+    assert lib.emu_head_y() == spec.head_size + 1
+    return spec, agents, lib
+
+
+def test_each_agents_draw_and_value_take_its_decoder_row_plus_the_decoder_bias(built):
+    """The actions, log-probabilities and values the step writes are heads.sample_head's on (y + dec_bias) (a Box
+    head's log-stds after the bias) and (y + dec_bias)'s value column, for every agent of every env over steps
+    with the bias far from 0 (the GEMM leaves the bias to this kernel); and those actions reach the env (its rewards
+    and observations show them) and its episode ends reach the done flags."""
+    spec, agents, lib = built
+    rows, head_y = ENVS * agents, spec.head_size + 1
+    rng, key = np.random.default_rng(4), sampling_key(21)
+    slots = np.zeros((ENVS, lib.emu_slot_size()), np.uint8)
+    env_obs = np.zeros((rows, spec.obs_size), np.float32)
+    call(lib.emu_reset, ENVS, slots, np.arange(ENVS, dtype=np.uint64) + 3, env_obs)
+    scalars = np.zeros(SCALARS_DTYPE.itemsize, np.uint8)
+    terminated, truncated = np.zeros(ENVS, np.uint8), np.zeros(ENVS, np.uint8)
+    ep_return, ep_length = np.zeros(rows, np.float32), np.zeros(ENVS, np.int32)
+    ep_stats, acc = np.zeros((ENVS, 1), np.float32), np.zeros(3 + 1 + agents)
+    dims = len(spec.action_shape) and spec.action_shape[0]
+    actions = np.zeros((rows, dims), spec.action_dtype)
+    logp, values = np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+    rewards, dones, starts = (np.zeros(rows, np.float32) for _ in range(3))
+    logstd_width = spec.action_dims if spec.action_kind == "box" else 0
+    for t in range(5):
+        y = (rng.standard_normal((rows, head_y)) * 2).astype(np.float32)
+        bias = rng.uniform(1.0, 3.0, head_y + logstd_width) * rng.choice([-1, 1], head_y + logstd_width)
+        bias[head_y:] = rng.uniform(-1.0, 0.5, logstd_width)  # a Box head's log-stds
+        bias = bias.astype(np.float32)
+        final_obs = np.zeros((rows, spec.obs_size), np.float32)
+        call(lib.emu_rollout_step, ENVS, t, y, bias, slots, final_obs, terminated, truncated, ep_return, ep_length,
+             ep_stats, acc, scalars, np.uint64(key), 1000, env_obs, actions, logp, values, rewards, dones, starts)
+        out = y + bias[:head_y]
+        dist = out[:, :spec.head_size]
+        if logstd_width:
+            dist = np.concatenate([dist, np.broadcast_to(bias[head_y:], (rows, logstd_width))], axis=1)
+        want, want_logp = heads.sample_head(spec, dist, head_uniforms(spec, key, rows, t))
+        if spec.action_kind == "box":
+            assert rel_err(actions, want) <= 1e-5, t
+        else:
+            assert np.array_equal(actions, want), t
+        assert rel_err(logp, want_logp) <= 1e-5, t
+        assert np.array_equal(values, out[:, spec.head_size]), t
+        if spec.action_kind == "multi_discrete":  # reward 10 * a0 + a1; every episode ends after its 4th step
+            assert np.array_equal(rewards, 10 * actions[:, 0] + actions[:, 1]), t
+            assert np.array_equal(dones, np.full(rows, float(t == 3), np.float32)), t
+            assert np.array_equal(starts, dones), t
+        else:  # the observation shows the gain, action 1 clipped to [0, 1] (no episode ends this soon)
+            assert np.array_equal(env_obs[:, 2], np.clip(actions[:, 1], 0, 1)), t
+            assert not dones.any(), t
