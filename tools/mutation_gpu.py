@@ -67,6 +67,8 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "fastvec/native/cuda_build.py": (*_NATIVE, "tests/native/test_resident_blocks_edges.py"),
     # device_view on torch's CUDA tensors (stand-ins) and host objects
     "fastvec/native/device_array.py": (*_NATIVE, "tests/native/test_device_view_torch_objects.py"),
+    # GameRows and game_rows.cu's kernels, built for the CPU and launched by GameRows over host buffers
+    "fastvec/native/game_rows": (*_NATIVE, "tests/emulation/test_game_rows_kernels.py"),
     "fastvec/wrappers/": _NATIVE,
     # the torch face's actions (CPU envs given any torch tensor, a stand-in GPU env given one in place)
     "fastvec/wrappers/torch.py": (*_NATIVE, "tests/wrappers/test_torch_face_actions.py"),
