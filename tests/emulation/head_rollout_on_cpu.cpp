@@ -29,4 +29,24 @@ void emu_rollout_step(int n, int t, const float* y, const float* dec_bias, fv_sl
     s.dones = dones, s.starts_next = starts_next;
     launch(n, 256, [=] { rollout_step_kernel(a, s, t); });
 }
+
+/* host_sample_kernel over a group's rows [row0, row0 + rows) in blocks of `block` threads: y (rows, HEAD_Y) with the
+ * decoder's bias, logstd (ACTION_DIMS,) a Box head's. */
+void emu_host_sample(int block, int rows, int row0, const float* y, const float* logstd, void* actions, float* logp,
+                     float* values, const TrainScalars* scalars, int t, unsigned long long seed_key) {
+    launch(rows, block, [=] {
+        host_sample_kernel(rows, row0, y, logstd, nullptr, (int*)actions, logp, values, scalars, t, seed_key);
+    });
+}
+
+/* host_record_kernel for n envs, a thread per obs element (as the host launches it). */
+void emu_host_record(int n, const float* obs_in, const float* rewards_in, const float* ep_return_in,
+                     const float* ep_stats_in, const int* ep_length_in, const unsigned char* terminated_in,
+                     const unsigned char* truncated_in, float* obs_next, float* rewards, float* dones,
+                     float* starts_next, double* episode_acc, int num_stats, int reward_clamp) {
+    HostRecordArgs a = {obs_in, rewards_in, ep_return_in, ep_stats_in, ep_length_in, terminated_in, truncated_in,
+                        obs_next, rewards, dones, starts_next, episode_acc, n, NUM_AGENTS, OBS_SIZE, num_stats,
+                        reward_clamp};
+    launch(std::max((long long)n * NUM_AGENTS * OBS_SIZE, (long long)n), 256, [=] { host_record_kernel(a); });
+}
 }

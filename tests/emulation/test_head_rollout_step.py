@@ -55,6 +55,7 @@ def test_each_agents_draw_and_value_take_its_decoder_row_plus_the_decoder_bias(b
     logp, values = np.zeros(rows, np.float32), np.zeros(rows, np.float32)
     rewards, dones, starts = (np.zeros(rows, np.float32) for _ in range(3))
     logstd_width = spec.action_dims if spec.action_kind == "box" else 0
+    returns = np.zeros(rows)
     for t in range(5):
         y = (rng.standard_normal((rows, head_y)) * 2).astype(np.float32)
         bias = rng.uniform(1.0, 3.0, head_y + logstd_width) * rng.choice([-1, 1], head_y + logstd_width)
@@ -78,6 +79,72 @@ def test_each_agents_draw_and_value_take_its_decoder_row_plus_the_decoder_bias(b
             assert np.array_equal(rewards, 10 * actions[:, 0] + actions[:, 1]), t
             assert np.array_equal(dones, np.full(rows, float(t == 3), np.float32)), t
             assert np.array_equal(starts, dones), t
+            returns += rewards
+            if t == 3:  # every env's episode ended: the accumulators hold them
+                by_agent = returns.reshape(ENVS, agents)
+                assert acc[0] == ENVS and acc[2] == 4 * ENVS
+                assert acc[1] == pytest.approx(by_agent.mean(1).sum()) and np.allclose(acc[3:3 + agents], by_agent.sum(0))
+                assert acc[-1] == 0  # the env has no statistics: nothing after the agents' sums
         else:  # the observation shows the gain, action 1 clipped to [0, 1] (no episode ends this soon)
             assert np.array_equal(env_obs[:, 2], np.clip(actions[:, 1], 0, 1)), t
             assert not dones.any(), t
+
+
+def test_host_sample_draws_a_groups_rows_with_their_own_row_and_step_counters(built):
+    """host_sample_kernel (host environments: the draw before the host steps the group) on a group starting at row
+    row0, in blocks the rows do not fill: row row0 + j's action and log-probability are heads.sample_head's with
+    the uniforms of global row row0 + j at step rollout_steps + t, its value the decoder row's value column; nothing
+    after the group's rows is written."""
+    spec, _, lib = built
+    rows, row0, t, head_y = 7, 5, 2, spec.head_size + 1
+    rng, key = np.random.default_rng(8), sampling_key(33)
+    y = (rng.standard_normal((rows, head_y)) * 2).astype(np.float32)
+    logstd = rng.uniform(-1.0, 0.5, max(spec.action_dims, 1)).astype(np.float32)
+    scalars = np.zeros((), SCALARS_DTYPE)
+    scalars["rollout_steps"] = 11
+    scalars = np.frombuffer(scalars.tobytes(), np.uint8).copy()
+    dims = spec.action_shape[0]
+    actions = np.full((rows + 1, dims), -5, spec.action_dtype)
+    logp, values = np.full(rows + 1, 7.0, np.float32), np.full(rows + 1, 7.0, np.float32)
+    call(lib.emu_host_sample, 4, rows, row0, y, logstd, actions, logp, values, scalars, t, np.uint64(key))
+    dist = y[:, :spec.head_size]
+    if spec.action_kind == "box":
+        dist = np.concatenate([dist, np.broadcast_to(logstd, (rows, spec.action_dims))], axis=1)
+    want, want_logp = heads.sample_head(spec, dist, head_uniforms(spec, key, row0 + rows, 11 + t)[row0:])
+    assert rel_err(actions[:rows], want) <= 1e-5 if spec.action_kind == "box" else np.array_equal(actions[:rows], want)
+    assert rel_err(logp[:rows], want_logp) <= 1e-5
+    assert np.array_equal(values[:rows], y[:, spec.head_size])
+    assert (actions[rows] == -5).all() and logp[rows] == 7.0 and values[rows] == 7.0
+
+
+@pytest.mark.parametrize("clamp", [0, 1])
+def test_host_record_copies_the_groups_outcome_and_adds_its_finished_episodes(built, clamp):
+    """host_record_kernel (the host's step outputs copied up): the next observations as given, the rewards (clamped
+    to [-1, 1] with train.reward_clamp), every row's done and next-start flag from its env's terminated or truncated,
+    and the accumulators: finished episodes, the sum of their mean-over-agents returns, of their lengths, of each
+    statistic, and each agent's sum of returns."""
+    spec, agents, lib = built
+    n, stats = 9, 2
+    rows = n * agents
+    rng = np.random.default_rng(9 + clamp)
+    obs_in = rng.standard_normal((rows, spec.obs_size)).astype(np.float32)
+    rewards_in = (rng.standard_normal(rows) * 3).astype(np.float32)
+    ep_return = (rng.standard_normal(rows) * 5).astype(np.float32)
+    ep_stats = rng.standard_normal((n, stats)).astype(np.float32)
+    ep_length = rng.integers(1, 50, n).astype(np.int32)
+    terminated, truncated = (rng.random(n) < 0.4).astype(np.uint8), (rng.random(n) < 0.3).astype(np.uint8)
+    terminated[0], truncated[0], terminated[1], truncated[1] = 1, 0, 0, 1  # each kind of ending at least once
+    obs_next = np.zeros_like(obs_in)
+    rewards, dones, starts = (np.full(rows, 5.0, np.float32) for _ in range(3))
+    acc = np.zeros(3 + stats + agents + 1)
+    call(lib.emu_host_record, n, obs_in, rewards_in, ep_return, ep_stats, ep_length, terminated, truncated, obs_next,
+         rewards, dones, starts, acc, stats, clamp)
+    done = (terminated | truncated).astype(bool)
+    assert np.array_equal(obs_next, obs_in)
+    assert np.array_equal(rewards, np.clip(rewards_in, -1, 1) if clamp else rewards_in)
+    assert np.array_equal(dones, np.repeat(done, agents).astype(np.float32)) and np.array_equal(starts, dones)
+    per_agent = ep_return.reshape(n, agents)[done]
+    assert acc[0] == done.sum() and acc[2] == ep_length[done].sum()
+    assert acc[1] == pytest.approx(per_agent.mean(1).sum(), rel=1e-6)
+    assert np.allclose(acc[3:3 + stats], ep_stats[done].sum(0), rtol=1e-6)
+    assert np.allclose(acc[3 + stats:3 + stats + agents], per_agent.sum(0), rtol=1e-6) and acc[-1] == 0
