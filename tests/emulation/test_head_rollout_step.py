@@ -122,25 +122,25 @@ def test_host_record_copies_the_groups_outcome_and_adds_its_finished_episodes(bu
     """host_record_kernel (the host's step outputs copied up): the next observations as given, the rewards (clamped
     to [-1, 1] with train.reward_clamp), every row's done and next-start flag from its env's terminated or truncated,
     and the accumulators: finished episodes, the sum of their mean-over-agents returns, of their lengths, of each
-    statistic, and each agent's sum of returns."""
+    statistic, and each agent's sum of returns. No observation past the group's is copied."""
     spec, agents, lib = built
     n, stats = 9, 2
     rows = n * agents
     rng = np.random.default_rng(9 + clamp)
-    obs_in = rng.standard_normal((rows, spec.obs_size)).astype(np.float32)
+    obs_in = rng.standard_normal((rows + 1, spec.obs_size)).astype(np.float32)  # a row of another array after
     rewards_in = (rng.standard_normal(rows) * 3).astype(np.float32)
     ep_return = (rng.standard_normal(rows) * 5).astype(np.float32)
     ep_stats = rng.standard_normal((n, stats)).astype(np.float32)
     ep_length = rng.integers(1, 50, n).astype(np.int32)
     terminated, truncated = (rng.random(n) < 0.4).astype(np.uint8), (rng.random(n) < 0.3).astype(np.uint8)
     terminated[0], truncated[0], terminated[1], truncated[1] = 1, 0, 0, 1  # each kind of ending at least once
-    obs_next = np.zeros_like(obs_in)
+    obs_next = np.zeros_like(obs_in)  # the group's rows, then a row past them: left alone
     rewards, dones, starts = (np.full(rows, 5.0, np.float32) for _ in range(3))
     acc = np.zeros(3 + stats + agents + 1)
     call(lib.emu_host_record, n, obs_in, rewards_in, ep_return, ep_stats, ep_length, terminated, truncated, obs_next,
          rewards, dones, starts, acc, stats, clamp)
     done = (terminated | truncated).astype(bool)
-    assert np.array_equal(obs_next, obs_in)
+    assert np.array_equal(obs_next[:rows], obs_in[:rows]) and (obs_next[rows:] == 0).all()
     assert np.array_equal(rewards, np.clip(rewards_in, -1, 1) if clamp else rewards_in)
     assert np.array_equal(dones, np.repeat(done, agents).astype(np.float32)) and np.array_equal(starts, dones)
     per_agent = ep_return.reshape(n, agents)[done]
