@@ -1,0 +1,35 @@
+"""match_play_kernel (fastvec/trainer/cuda/selfplay.cu) on the CPU build: each lane of a group's warp samples only
+its own row of the group, so a block whose middle group of games has finished writes no action for those games,
+while the open games around it still take the thread forward's actions (pool_forward_kernel), row for row."""
+
+import ctypes
+
+import numpy as np
+from test_selfplay_kernels import AGENTS, EmulatedMatches, _p, lib, random_policy  # noqa: F401  (the module's harness)
+
+SENTINEL = -7  # an action no policy draws
+
+
+def test_a_finished_group_of_games_gets_no_action_from_the_group_before_it(lib):  # noqa: F811
+    """12 games a block (three groups of 4 rows a seat role): games 4-7 finished (scored), the rest open; after a
+    sampled step the finished games' actions are untouched, the open games' equal the thread forward's."""
+    a, b = random_policy(73, "a"), random_policy(74, "b", scale=1.5)
+    rng = np.random.default_rng(73003)
+    for deterministic in (False, True):
+        fused = EmulatedMatches(lib, [a, b], [-1], [1], 12, seed=73)
+        fused.starts[:] = (rng.random(fused.starts.size) < 0.4).astype(np.float32)
+        fused.state[:] = rng.normal(0, 1, fused.state.shape).astype(np.float32)
+        finished = np.zeros(fused.n, bool)
+        finished[4:8] = True
+        fused.scores[finished] = 0.5
+        fused.actions[:] = SENTINEL
+        thread_state, thread_actions = fused.state.copy(), np.zeros_like(fused.actions)
+        fn = lib.emu_pool_forward_mode
+        fn(fused.n * AGENTS, AGENTS, _p(fused.weights), ctypes.c_int64(fused.weights.shape[1]),
+           _p(fused.game_weights), _p(fused.game_obs), _p(fused.starts.copy()), _p(thread_state), _p(thread_actions),
+           ctypes.c_uint64(fused.key), ctypes.c_int64(7), int(deterministic))
+        fused.play(7, 1, deterministic, 12, 2)
+        rows = np.repeat(finished, AGENTS)
+        assert np.all(fused.actions[rows] == SENTINEL)
+        np.testing.assert_array_equal(fused.actions[~rows], thread_actions[~rows])
+        assert np.all(fused.scores[finished] == 0.5) and np.isnan(fused.scores[~finished]).all()
