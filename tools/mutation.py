@@ -125,6 +125,7 @@ TARGETS: dict[str, list[str]] = {
                                       "tests/native/test_env_file_inputs.py", "-k", "not eight_processes and not "
                                       "nvcc and not cuda and not cubin and not compile_error and not fastvec_train"],
     "fastvec/native/cpu.py": ["tests/native/test_cpu_backend_helpers.py", "tests/native/test_cpu_batch_inputs.py",
+                              "tests/native/test_compile_error_locations.py",
                               "tests/native/test_autoreset.py", "tests/native/test_backend.py",
                               "tests/native/test_spaces.py", "tests/wrappers/test_face_inputs.py",
                               "tests/native/test_busy_cpu.py::test_thread_count_default_and_override",
