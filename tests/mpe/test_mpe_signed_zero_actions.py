@@ -1,0 +1,25 @@
+"""Continuous MPE actions of -0.0 (inside Box(0, 1): -0.0 >= 0): the utterances and moves they give are mpe2's,
+bit for bit, sign of zero included (mpe2 adds its 0.0 noise, which turns an utterance of -0.0 into +0.0)."""
+
+import numpy as np
+import pytest
+
+from tests.mpe import mpe_oracle
+from tests.mpe.test_mpe_oracle import SCENARIOS
+
+# Scenarios whose agents observe an utterance (the listener the speaker's, each agent the other's).
+SPEAKING = {"speaker_listener": "simple_speaker_listener", "two_speakers": "simple_reference"}
+
+
+@mpe_oracle.needs_glibc_fma
+@pytest.mark.parametrize("name", list(SPEAKING))
+def test_negative_zero_actions_give_mpe2s_observations(name, monkeypatch):
+    sample = mpe_oracle.sample_actions
+
+    def with_negative_zeros(*args):
+        actions = sample(*args)
+        actions[actions == 0] = -0.0  # every 0 in an agent's action (its exact 0s and its padding) as -0.0
+        return actions
+
+    monkeypatch.setattr(mpe_oracle, "sample_actions", with_negative_zeros)
+    assert mpe_oracle.play(SCENARIOS[SPEAKING[name]], True, 4, seed=73100) == 4 * 25
