@@ -1,11 +1,9 @@
 """Continuous MPE actions of -0.0 (inside Box(0, 1): -0.0 >= 0): the utterances and moves they give are mpe2's,
 bit for bit, sign of zero included (mpe2 adds its 0.0 noise, which turns an utterance of -0.0 into +0.0)."""
 
-import numpy as np
+import mpe_oracle
 import pytest
-
-from tests.mpe import mpe_oracle
-from tests.mpe.test_mpe_oracle import SCENARIOS
+from test_mpe_oracle import SCENARIOS
 
 # Scenarios whose agents observe an utterance (the listener the speaker's, each agent the other's).
 SPEAKING = {"speaker_listener": "simple_speaker_listener", "two_speakers": "simple_reference"}
