@@ -192,7 +192,8 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/smax_units.h": ["tests/smax/test_smax_units.py"],
     **{f"fastvec/native/mujoco/{name}.c": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                            "tests/mujoco/test_exactness.py", "tests/mujoco/test_mujoco_edges.py",
-                                           "tests/mujoco/test_mujoco_rule_edges.py", "-k", task]
+                                           "tests/mujoco/test_mujoco_rule_edges.py",
+                                           "tests/mujoco/test_reset_noise_every_coordinate.py", "-k", task]
        for name, task in (("ant", "Ant"), ("half_cheetah", "HalfCheetah"), ("hopper", "Hopper"),
                           ("humanoid", "Humanoid and not Standup"), ("humanoid_standup", "HumanoidStandup"),
                           ("inverted_double_pendulum", "InvertedDoublePendulum"),
@@ -200,9 +201,10 @@ TARGETS: dict[str, list[str]] = {
                           ("swimmer", "Swimmer"), ("walker2d", "Walker2d"))},
     "fastvec/native/mujoco/mj_task.h": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                         "tests/mujoco/test_exactness.py", "tests/mujoco/test_user_task.py",
+                                        "tests/mujoco/test_reset_noise_every_coordinate.py",
                                         "-k",
                                         "reset_infos or random_actions or user_task or keywords or without_warnings"
-                                        " or pairwise or fast_states or noise_draws"],
+                                        " or pairwise or fast_states or noise_draws or noise_moves"],
     "fastvec/native/mujoco/mj_batch.c": ["tests/mujoco/test_face.py", "tests/mujoco/test_exactness.py",
                                          "tests/mujoco/test_mujoco_edges.py", "tests/mujoco/test_mujoco_rule_edges.py",
                                          "-k", "not random_actions and not scripted"],
