@@ -232,7 +232,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/wrappers/mujoco.py": ["tests/mujoco/test_task_resets_and_model_checks.py", "tests/mujoco/test_face.py",
                                    "tests/mujoco/test_faces_sb3_torch.py", "tests/mujoco/test_render.py",
                                    "tests/mujoco/test_user_task.py", "tests/mujoco/test_face_render_fps.py",
-                                   "tests/mujoco/test_single_env_unstable.py",
+                                   "tests/mujoco/test_single_env_unstable.py", "tests/mujoco/test_unseeded_resets.py",
                                    "-k", "not sb3_ppo and not user_task_steps and not user_task_file_errors"],
     "fastvec/wrappers/render.py": ["tests/wrappers/test_render_and_kwargs.py", "tests/wrappers/test_pettingzoo.py",
                                    "-k", "render"],
