@@ -264,7 +264,7 @@ TARGETS: dict[str, list[str]] = {
                                    "tests/trainer/test_env_device_choice.py",
                                    "-k", "not learns and not smax_trains"],
     "fastvec/trainer/heads.py": ["tests/trainer/test_policy_inputs_and_modes.py",
-                                 "tests/trainer/test_reference_heads.py"],
+                                 "tests/trainer/test_reference_heads.py", "tests/trainer/test_sample_actions_rows.py"],
     "fastvec/trainer/normalize.py": ["tests/trainer/test_reference_heads.py", "tests/trainer/test_bookkeeping.py",
                                      "tests/trainer/test_reward_scaling_edges.py",
                                      "-k", "moments or scaling or normalised or norm_obs"],
