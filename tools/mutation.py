@@ -288,6 +288,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/trainer/selfplay.py": ["tests/trainer/test_opponent_pool_rules.py", "tests/trainer/test_selfplay.py",
                                     "tests/trainer/test_stream_salts.py",
                                     "tests/trainer/test_selfplay_ratings_and_results.py",
+                                    "tests/trainer/test_ratings_plot_bot_labels.py",
                                     "tests/emulation/test_selfplay_kernels.py::"
                                     "test_the_kernels_opponent_draws_are_draw_opponents",
                                     "tests/trainer/test_reliability.py::"
