@@ -202,6 +202,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/mujoco/mj_task.h": ["tests/mujoco/test_task_resets_and_model_checks.py",
                                         "tests/mujoco/test_exactness.py", "tests/mujoco/test_user_task.py",
                                         "tests/mujoco/test_reset_noise_every_coordinate.py",
+                                        "tests/mujoco/test_user_task_observation_helper.py",
                                         "-k",
                                         "reset_infos or random_actions or user_task or keywords or without_warnings"
                                         " or pairwise or fast_states or noise_draws or noise_moves"],
