@@ -21,3 +21,18 @@ def test_negative_zero_actions_give_mpe2s_observations(name, monkeypatch):
 
     monkeypatch.setattr(mpe_oracle, "sample_actions", with_negative_zeros)
     assert mpe_oracle.play(SCENARIOS[SPEAKING[name]], True, 4, seed=73100) == 4 * 25
+
+
+@mpe_oracle.needs_glibc_fma
+@pytest.mark.parametrize("name", list(SPEAKING))
+def test_actions_outside_the_box_are_clipped_as_mpe2s_parallel_env_clips_them(name, monkeypatch):
+    """Finite continuous actions below 0 and above 1 (accepted, fastvec.h: the env clips them): moves and
+    utterances as mpe2's parallel_env gives them after its clip to [0, 1], bit for bit."""
+    sample = mpe_oracle.sample_actions
+
+    def spread(*args):
+        actions = sample(*args)
+        return (actions * 3 - 1).astype(actions.dtype)  # [0, 1] to [-1, 2]: a third below 0, a third above 1
+
+    monkeypatch.setattr(mpe_oracle, "sample_actions", spread)
+    assert mpe_oracle.play(SCENARIOS[SPEAKING[name]], True, 4, seed=73200, public=True) == 4 * 25
