@@ -1,5 +1,5 @@
-"""Continuous MPE actions of -0.0 (inside Box(0, 1): -0.0 >= 0): the utterances and moves they give are mpe2's,
-bit for bit, sign of zero included (mpe2 adds its 0.0 noise, which turns an utterance of -0.0 into +0.0)."""
+"""Continuous MPE actions at and past the Box(0, 1)'s edges, against mpe2 bit for bit: -0.0 (inside the box; mpe2 adds
+its 0.0 noise, which turns an utterance of -0.0 into +0.0) and finite values below 0 or above 1 (clipped)."""
 
 import mpe_oracle
 import pytest
