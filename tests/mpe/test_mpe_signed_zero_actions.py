@@ -25,7 +25,7 @@ def test_negative_zero_actions_give_mpe2s_observations(name, monkeypatch):
 
 @mpe_oracle.needs_glibc_fma
 @pytest.mark.parametrize("name", list(SPEAKING))
-def test_actions_outside_the_box_are_clipped_as_mpe2s_parallel_env_clips_them(name, monkeypatch):
+def test_actions_outside_the_box_are_clipped_as_mpe2s_public_env_clips_them(name, monkeypatch):
     """Finite continuous actions below 0 and above 1 (accepted, fastvec.h: the env clips them): moves and
     utterances as mpe2's parallel_env gives them after its clip to [0, 1], bit for bit."""
     sample = mpe_oracle.sample_actions
