@@ -63,7 +63,8 @@ def test_each_agents_draw_and_value_take_its_decoder_row_plus_the_decoder_bias(b
         bias = bias.astype(np.float32)
         final_obs = np.zeros((rows, spec.obs_size), np.float32)
         call(lib.emu_rollout_step, ENVS, t, y, bias, slots, final_obs, terminated, truncated, ep_return, ep_length,
-             ep_stats, acc, scalars, np.uint64(key), 1000, env_obs, actions, logp, values, rewards, dones, starts)
+             ep_stats, acc, scalars, np.uint64(key), 1000, env_obs, actions, logp, values, rewards, dones, starts,
+             None)
         out = y + bias[:head_y]
         dist = out[:, :spec.head_size]
         if logstd_width:
