@@ -824,7 +824,7 @@ def main(argv=None) -> int:
             m.outcome, m.reason = listed[m.key()]
         elif m.file in GPU_ONLY:
             m.outcome, m.reason = "gpu-only", GPU_ONLY[m.file]
-        elif nvcc_only(m, (clones[0] / m.file).read_text()):
+        elif m.file in NVCC_BRANCHES and nvcc_only(m, (clones[0] / m.file).read_text()):
             m.outcome, m.reason = "gpu-only", NVCC_BRANCHES[m.file]
         elif m.file in skipped:
             m.outcome, m.reason = "skipped", skipped[m.file]

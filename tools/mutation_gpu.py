@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import (C_SOURCES, REPO, Mutant, TreePool, apply_mutant, c_mutants, load_listed,  # noqa: E402
-                      nvcc_only, py_mutants, record_outcome, run_tests, snapshot)
+from mutation import (C_SOURCES, NVCC_BRANCHES, REPO, Mutant, TreePool, apply_mutant, c_mutants,  # noqa: E402
+                      load_listed, nvcc_only, py_mutants, record_outcome, run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -113,7 +113,7 @@ def export(report_path: Path, out: Path, source: str) -> int:
 
     def nvcc_branch(m: Mutant) -> bool:
         path = clone / m.file
-        return path.is_file() and nvcc_only(m, path.read_text())
+        return m.file in NVCC_BRANCHES and path.is_file() and nvcc_only(m, path.read_text())
 
     wanted = [m for m in (Mutant(**{k: v for k, v in row.items() if k != "key"}) for row in report["mutants"])
               if m.outcome in ("gpu-only", "skipped")
