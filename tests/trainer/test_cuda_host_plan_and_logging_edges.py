@@ -1,6 +1,6 @@
 """Host-side parts of the CUDA trainer without a GPU: the fused rollout's block sizes against the shared memory they
 must fit (hand computation), pop_episodes and update()'s statistics from stand-in device scalars against the NumPy
-trainer's and by hand, and where libcublas is looked for."""
+trainer's and by hand, where libcublas is looked for, and the rollouts' startup lines."""
 
 from __future__ import annotations
 
@@ -390,3 +390,18 @@ def test_an_update_of_one_minibatch_reports_its_values_and_times_itself():
     took = time.perf_counter() - started
     assert [out[name] for name in plan.STAT_NAMES] == stat[:6] and out["explained_variance"] == -0.5
     assert 0.0 <= trainer.timing["update"] <= took and trainer.timing["rollout"] == 0.0
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_startup_line_names_the_rollout_policys_precision_as_the_plan_chose_it(bf16):
+    """The GEMM-path rollouts (the plain one and self-play's) say "(bf16)" exactly when the plan runs the learner's
+    rollout GEMMs in bf16: the line a user reads to know which precision the actor used."""
+    from fastvec.trainer.cuda.rollouts import GemmRollout, SelfPlayRollout
+
+    gemm = GemmRollout.__new__(GemmRollout)
+    gemm.plan, gemm.step_kernel = SimpleNamespace(rollout_bf16=bf16), ("rollout_step_kernel", 256)
+    selfplay = SelfPlayRollout.__new__(SelfPlayRollout)
+    selfplay.plan, selfplay.seats, selfplay.pool_slots = SimpleNamespace(rollout_bf16=bf16), 2, 4
+    assert gemm.describe() == "GEMM-path policy, rollout_step_kernel for the env" + (" (bf16)" if bf16 else "")
+    assert selfplay.describe() == ("self-play on the GPU (2 seats a game, 4 pool slots): the learner's policy as GEMMs"
+                                   + (" (bf16)" if bf16 else "") + ", the opponents' a thread per seat")

@@ -165,6 +165,19 @@ def test_host_rollout_time_split_counts_waiting_for_actions_and_stepping_the_env
     assert segments[2:-1] == [(1, g, t) for t in range(horizon) for g in range(groups)]
 
 
+
+def test_a_new_host_rollout_starts_its_time_split_at_zero_beside_the_trainers_other_times():
+    """metrics.jsonl's time_split shows the trainer's timing dict: building the host-env path adds its `env` and
+    `wait` shares at zero and keeps what the trainer had counted."""
+    timing = {"rollout": 2.5, "update": 1.25}
+    plan = SimpleNamespace(num_envs=6, num_agents=1)
+    spec = SimpleNamespace(action_kind="discrete", action_shape=(), action_dtype=np.int32)
+    batch = SimpleNamespace(env=SimpleNamespace(stat_names=["score"]), num_envs=6)
+    train = SimpleNamespace(reward_clamp=False, env_groups=2)
+    host = HostEnvs(plan, spec, None, None, None, None, train, 0, batch, None, timing)
+    assert timing == {"rollout": 2.5, "update": 1.25, "env": 0.0, "wait": 0.0}
+    assert host.timing is timing and host.ranges == [(0, 3), (3, 6)]
+
 # ------------------------------------------------------------------------------------------------
 # An evaluation's batches of games (GpuMatches.evaluate's plan)
 
