@@ -1,7 +1,8 @@
 """WarpBatch's GPU side without a GPU: on Warp's CPU device, with the launcher and PyCUDA's copies replaced by the
 host build and memmove (warp_cuda.CudaKernels' interface), the device arrays mode (DeviceArray outputs, device
 actions in place, a non-finite one reported at the next synchronisation) and the host arrays mode (outputs copied
-back after each step) give what the CPU device's batch gives. What this cannot check is the GPU's own: the cubin's
+back after each step) give what the CPU device's batch gives, a step limit of 0 as no limit, and close() after
+the kernels. What this cannot check is the GPU's own: the cubin's
 launches, the stream order with MJWarp, graph capture (tests/mujoco_gpu/test_cuda.py, marked gpu)."""
 
 import ctypes
@@ -168,3 +169,28 @@ def test_the_face_with_device_arrays_gives_the_cpu_devices_values(monkeypatch, a
         ended += int(cpu.terminated.sum())
     assert ended >= 4
     dev.close()
+
+
+def test_a_step_limit_of_zero_never_truncates_on_either_device_as_on_libmujoco():
+    """max_episode_steps=0 is "no limit" (the limit the batch reports, 0, as MujocoBatch reports it): an episode
+    longer than any default limit's first step is not cut on Warp's CPU device or on the GPU's launches."""
+    from fastvec.native.mujoco import MujocoBatch
+
+    batches = [pushed(WarpBatch, False, max_episode_steps=0), pushed(EmulatedGpuBatch, False, max_episode_steps=0),
+               pushed(MujocoBatch, False, max_episode_steps=0)]
+    assert [b.max_episode_steps for b in batches] == [0, 0, 0]
+    for _ in range(3):
+        for b in batches:
+            b.step(np.zeros((4, 1), np.float32))
+            assert not np.asarray(b.truncated).any()
+
+
+def test_close_releases_the_model_waiting_first_for_the_gpus_kernels():
+    """close() on Warp's CPU device just drops the model and data; with GPU kernels, it waits for them first."""
+    cpu, gpu = pushed(WarpBatch, False), pushed(EmulatedGpuBatch, False)
+    waits = []
+    gpu._gpu.synchronize = lambda: waits.append("synchronize")
+    cpu.close()
+    gpu.close()
+    assert waits == ["synchronize"]
+    assert (cpu.model, cpu.data, gpu.model, gpu.data) == (None, None, None, None)
