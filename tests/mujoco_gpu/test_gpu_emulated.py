@@ -1,9 +1,9 @@
 """WarpBatch's GPU side without a GPU: on Warp's CPU device, with the launcher and PyCUDA's copies replaced by the
 host build and memmove (warp_cuda.CudaKernels' interface), the device arrays mode (DeviceArray outputs, device
 actions in place, a non-finite one reported at the next synchronisation) and the host arrays mode (outputs copied
-back after each step) give what the CPU device's batch gives, a step limit of 0 as no limit, and close() after
-the kernels. What this cannot check is the GPU's own: the cubin's
-launches, the stream order with MJWarp, graph capture (tests/mujoco_gpu/test_cuda.py, marked gpu)."""
+back after each step) give what the CPU device's batch gives; a step limit of 0 is no limit, and close() waits for
+the kernels. What this cannot check is the GPU's own: the cubin's launches, the stream order with MJWarp, graph
+capture (tests/mujoco_gpu/test_cuda.py, marked gpu)."""
 
 import ctypes
 import sys
