@@ -206,17 +206,27 @@ def mujoco_cpu_16core(results):
 def mujoco_gpu(results):
     d = load(results, "mujoco_gpu.json")
     med = statistics.median
+    with_mjx = any("mjx_loop" in r for r in d["rows"])  # MJX's columns where the run measured it
     rows = []
     for r in d["rows"]:
         if "error" in r:
             reason = r["error"].split(": ", 1)[1].split(";")[0]
-            rows.append([r["task"], f"{r['num_envs']:,}", f"refused: {reason}", "", "", "", ""])
+            rows.append([r["task"], f"{r['num_envs']:,}", f"refused: {reason}"] + [""] * (6 if with_mjx else 4))
             continue
         graph, eager, own = (med(r[k]["physics_steps_per_s"]) for k in ("fastvec_graph", "fastvec_step", "mjwarp_loop"))
-        rows.append([r["task"], f"{r['num_envs']:,}", si(graph), si(med(r["fastvec_graph"]["env_steps_per_s"])),
-                     si(eager), si(own), bold(f"{graph / own:.2f}", graph / own >= d["claim"])])
-    return table(["task", "worlds", "fastvec, graph: physics steps/s", "env steps/s", "fastvec, eager step()",
-                  "MJWarp's own loop", "fastvec / MJWarp"], ["---"] + ["---:"] * 6, rows)
+        row = [r["task"], f"{r['num_envs']:,}", si(graph), si(med(r["fastvec_graph"]["env_steps_per_s"])),
+               si(eager), si(own), bold(f"{graph / own:.2f}", graph / own >= d["claim"])]
+        if with_mjx:
+            mjx = r.get("mjx_loop", {"error": "not run"})
+            if "error" in mjx:
+                row += [f"failed: {mjx['error']}", ""]
+            else:
+                peer = med(mjx["physics_steps_per_s"])
+                row += [si(peer), f"{graph / peer:.1f}"]
+        rows.append(row)
+    head = ["task", "worlds", "fastvec, graph: physics steps/s", "env steps/s", "fastvec, eager step()",
+            "MJWarp's own loop", "fastvec / MJWarp"] + (["MJX (JAX)", "fastvec / MJX"] if with_mjx else [])
+    return table(head, ["---"] + ["---:"] * (len(head) - 1), rows)
 
 
 def cpu_steps_4096(results):

@@ -2,8 +2,10 @@
 step plus the task's kernels, autoreset included) against MuJoCo Warp's own step loop on the same model and the
 same number of worlds, both replayed as CUDA graphs with fixed random controls, in one run on one GPU. An env step
 is frame_skip physics steps; the claim checked is fastvec's physics rate >= 0.9 of MJWarp's own. fastvec's eager
-step() (device arrays, no graph) is a third row. Humanoid is refused (its model uses the PGS solver, which MJWarp
-lacks) and shows as a row with the reason. Every repeat is kept; the table shows the median.
+step() (device arrays, no graph) is a third row, and MJX (MuJoCo's JAX implementation, mujoco-mjx) on the same
+model a fourth: frame_skip vmapped mjx.step calls in one jit, warmed until nothing recompiles. Humanoid is refused
+(its model uses the PGS solver, which neither MJWarp nor MJX has) and shows as a row with the reason. Every repeat
+is kept; the table shows the median.
 Prints a table and writes benchmarks/results/mujoco_gpu.json (or --out).
 
     python benchmarks/mujoco_gpu_steps.py [--tasks Ant Hopper Humanoid] [--num-envs 8192 65536] [--seconds 2]
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from datetime import date
@@ -68,6 +71,46 @@ def mjwarp_loop(task: str, num_envs: int, seconds: float, repeats: int) -> dict:
     return {"physics_steps_per_s": [r * skip * num_envs for r in rates], "frame_skip": skip}
 
 
+def mjx_loop(task: str, num_envs: int, seconds: float, repeats: int) -> dict:
+    """MJX on the same model (float32, its JAX implementation): one jitted call is frame_skip vmapped mjx.step calls
+    over the worlds, with the same fixed random controls; warmed until its jit cache stops growing, and a repeat
+    during which it compiled is refused (env_steps' gymnax harness rules)."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX beside Warp's and fastvec's allocations
+    import jax
+    import jax.numpy as jnp
+    import mujoco
+    from env_steps import timed_calls, warm_until_cached
+    from mujoco import mjx
+
+    from fastvec.native.mujoco import batch_settings, task_spec
+
+    spec = task_spec(task)
+    _, skip, xml, _, _ = batch_settings(spec, num_envs, None, None, {})
+    mjm = mujoco.MjModel.from_xml_path(xml)
+    model = mjx.put_model(mjm)  # NotImplementedError for what MJX lacks (the PGS solver)
+    rng = np.random.default_rng(0)
+    low, high = mjm.actuator_ctrlrange[:, 0], mjm.actuator_ctrlrange[:, 1]
+    ctrl = jnp.asarray(rng.uniform(low, high, (num_envs, mjm.nu)).astype(np.float32))
+    data = jax.vmap(lambda c: mjx.make_data(model).replace(ctrl=c))(ctrl)
+    step = jax.vmap(mjx.step, in_axes=(None, 0))
+
+    @jax.jit
+    def run(carry):
+        m, d = carry
+        d = jax.lax.fori_loop(0, skip, lambda _, x: step(m, x), d)
+        return (m, d), d.qpos
+
+    start = time.perf_counter()
+    carry, calls = warm_until_cached(run, (model, data))
+    warmup = time.perf_counter() - start
+    rates = []
+    for _ in range(repeats):
+        count, elapsed = timed_calls(run, carry, seconds)
+        rates.append(count / elapsed)
+    return {"physics_steps_per_s": [r * skip * num_envs for r in rates], "frame_skip": skip,
+            "warmup_calls": calls, "warmup_s": warmup, "compiles": run._cache_size()}
+
+
 def fastvec_env(task: str, num_envs: int, seconds: float, repeats: int, graph: bool) -> dict:
     """fastvec's WarpBatch with device arrays: a captured step launched again and again, or step() each time."""
     from fastvec.native.mujoco.warp_batch import WarpBatch
@@ -91,6 +134,18 @@ def fastvec_env(task: str, num_envs: int, seconds: float, repeats: int, graph: b
             "env_steps_per_s": [r * num_envs for r in rates], "frame_skip": batch.frame_skip}
 
 
+def mjx_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("mujoco-mjx", "jax", "jaxlib", "mujoco"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["Ant", "Hopper", "Humanoid"])
@@ -98,6 +153,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS / "mujoco_gpu.json")
+    parser.add_argument("--no-mjx", action="store_true", help="leave out MJX (mujoco-mjx and a CUDA JAX needed)")
     args = parser.parse_args()
 
     import mujoco_warp
@@ -122,12 +178,23 @@ def main() -> None:
                                                                                 "fastvec_step")}
             row["ratio"] = med["fastvec_graph"] / med["mjwarp_loop"]
             row["claim_met"] = row["ratio"] >= CLAIM
+            mjx = "-"
+            if not args.no_mjx:
+                try:
+                    row["mjx_loop"] = mjx_loop(task, n, args.seconds, args.repeats)
+                    med["mjx_loop"] = float(np.median(row["mjx_loop"]["physics_steps_per_s"]))
+                    row["ratio_mjx"] = med["fastvec_graph"] / med["mjx_loop"]
+                    mjx = f"{med['mjx_loop']:.4g}"
+                except Exception as e:  # noqa: BLE001  (out of memory, a missing feature: the row says which)
+                    row["mjx_loop"] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+                    mjx = "failed"
             rows.append(row)
             print(f"{task:<10} {n:>7} {med['mjwarp_loop']:>14.4g} {med['fastvec_graph']:>14.4g} "
-                  f"{med['fastvec_step']:>15.4g} {row['ratio']:>6.2f}")
+                  f"{med['fastvec_step']:>15.4g} {row['ratio']:>6.2f}  MJX {mjx}")
     out = {"what": "physics steps/s (env steps x frame_skip x worlds), median of repeats", "claim": CLAIM,
            "date": str(date.today()), "gpu": wp.get_device("cuda:0").name, "host": platform.node(),
-           "versions": {"warp": wp.config.version, "mujoco_warp": getattr(mujoco_warp, "__version__", "?")},
+           "versions": {"warp": wp.config.version, "mujoco_warp": getattr(mujoco_warp, "__version__", "?"),
+                        **({} if args.no_mjx else mjx_versions())},
            "seconds": args.seconds, "repeats": args.repeats, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")

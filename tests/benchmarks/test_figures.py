@@ -93,3 +93,18 @@ def test_a_block_without_a_renderer_is_an_error(figures, synthetic, capsys):
     doc.write_text("<!-- figures:nothing_renders_this -->\n<!-- /figures:nothing_renders_this -->\n")
     assert run(figures, synthetic, "--check") == 1
     assert "'nothing_renders_this' has no renderer" in capsys.readouterr().err
+
+
+def test_the_mujoco_gpu_table_gains_mjxs_columns_only_where_the_run_measured_mjx(figures, tmp_path):
+    row = {"task": "Ant", "num_envs": 8192, "fastvec_graph": {"physics_steps_per_s": [4e6], "env_steps_per_s": [8e5]},
+           "fastvec_step": {"physics_steps_per_s": [1e6]}, "mjwarp_loop": {"physics_steps_per_s": [4e6]}}
+    data = {"claim": 0.9, "rows": [row, {**row, "num_envs": 65536}]}
+    (tmp_path / "mujoco_gpu.json").write_text(json.dumps(data))
+    assert "MJX" not in figures.mujoco_gpu(tmp_path)
+    data["rows"][0]["mjx_loop"] = {"physics_steps_per_s": [1e6, 2e6, 3e6]}
+    data["rows"][1]["mjx_loop"] = {"error": "XlaRuntimeError: RESOURCE_EXHAUSTED"}
+    (tmp_path / "mujoco_gpu.json").write_text(json.dumps(data))
+    lines = figures.mujoco_gpu(tmp_path).splitlines()
+    assert lines[0].endswith("| MJX (JAX) | fastvec / MJX |")
+    assert lines[2].endswith("| **1.00** | 2.00M | 2.0 |")  # the median of MJX's repeats
+    assert lines[3].endswith("| failed: XlaRuntimeError: RESOURCE_EXHAUSTED |  |")
