@@ -138,7 +138,7 @@ def mjx_versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in ("mujoco-mjx", "jax", "jaxlib", "mujoco"):
+    for name in ("mujoco-mjx", "jax", "jaxlib", "mujoco", "mujoco-core"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:

@@ -1,6 +1,7 @@
 """Stage MuJoCo Warp for a GPU machine without network (Python 3.12, CUDA 13, x86-64, an sm_90 GPU) inside the
 64 MiB that one device call carries: the wheels it needs (PyCUDA and its dependencies from .gpu/, gymnasium,
-mujoco-core, mujoco-warp) and warp-lang cut down to what a GPU uses, plus remote.sh, which installs them there.
+mujoco-core, mujoco-warp, and MJX for the benchmark beside it) and warp-lang cut down to what a GPU uses, plus
+remote.sh, which installs them there.
 
 warp-lang 1.19.0's wheel is 149 MB: bin/warp.so (285 MB: NVRTC, nvJitLink and libmathdx linked in, and Warp's own
 CUDA kernels for sm_75 to sm_120) and bin/warp-clang.so (67 MB, the CPU device's compiler). On the GPU only warp.so
@@ -29,7 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PLATFORM = ["--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64"]
 DOWNLOADS = ["mujoco-core==4.0.1", "mujoco-warp==4.0.0", "warp-lang==1.19.0", "gymnasium==1.4.0",
-             "farama-notifications", "cloudpickle", "markupsafe", "typing_extensions"]
+             "farama-notifications", "cloudpickle", "markupsafe", "typing_extensions",
+             # MJX, benchmarks/mujoco_gpu_steps.py's other peer (the machine's JAX runs it): mujoco/mjx/ installed
+             # in the same pip call as mujoco-core's mujoco/, and what it imports that the machine lacks
+             "mujoco-mjx==3.17.0", "etils==1.15.0", "trimesh==5.2.0", "absl-py==2.5.1", "fsspec==2026.9.0",
+             "importlib_resources==7.1.0", "zipp==4.1.2"]
 # PyCUDA and what it imports, and PettingZoo (which `import fastvec` registers with), as .gpu/ holds them
 # (../shared/gpu/stage.sh does not bring markupsafe and typing_extensions: they are downloaded above)
 GPU_WHEELS = ["pycuda-", "pytools-", "platformdirs-", "siphash24-", "mako-", "pettingzoo-"]
