@@ -229,6 +229,27 @@ def mujoco_gpu(results):
     return table(head, ["---"] + ["---:"] * (len(head) - 1), rows)
 
 
+def roofline_envs(results):
+    d = load(results, "roofline.json")
+    rows = [[r["env"], f"{r['num_envs']:,}", f"{r['state_bytes']} / {r['obs_bytes']}", str(r["bytes_per_step"]),
+             si(r["bound"]), si(r["measured"]), f"{100 * r['fraction']:.0f}%"]
+            for r in sorted(d["envs"], key=lambda r: (r["source"], r["env"], r["num_envs"]))]
+    return table(["env", "envs", "State / obs bytes", "bytes a step", "bound: steps/s", "step() measured",
+                  "of the bound"], ["---"] + ["---:"] * 6, rows)
+
+
+def roofline_trainer(results):
+    d = load(results, "roofline.json")
+    rows = [[f"{r['hidden']} x {r['layers']}", f"{r['params']:,}", r["optimizer"].capitalize(),
+             "async" if r["async"] else "sync", si(r["flops_per_step"]), si(r["sps"]), f"{r['tflops']:.1f}",
+             percent(r["fraction"]), *("" if r[k] is None else percent(r[k]) for k in ("rollout_fraction",
+                                                                                        "update_fraction"))]
+            for r in d["trainer"]]
+    return table(["hidden x layers", "params", "optimizer", "mode", "FLOPs an agent step", "SPS", "TFLOP/s",
+                  "of bf16 peak", "rollout alone", "update alone"], ["---:", "---:", "---", "---"] + ["---:"] * 6,
+                 rows)
+
+
 def cpu_steps_4096(results):
     d = load(results, "cpu_steps_4096_cpu_time.json")
     rows = []
@@ -513,7 +534,7 @@ def readme_headline(results):
 
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, mujoco_cpu_16core, mujoco_gpu,
-    cpu_steps_4096, minatar_gpu, env_steps_gpu,
+    cpu_steps_4096, minatar_gpu, env_steps_gpu, roofline_envs, roofline_trainer,
     selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}
 
