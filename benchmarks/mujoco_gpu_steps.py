@@ -135,6 +135,7 @@ def fastvec_env(task: str, num_envs: int, seconds: float, repeats: int, graph: b
 
 
 def mjx_versions() -> dict:
+    """The installed versions of what MJX's rows ran on (None: not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
