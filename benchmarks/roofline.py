@@ -40,7 +40,8 @@ REWARD_BYTES = 4
 
 SIZES_SOURCE = r"""
 #include "batch.h"
-#define ROOFLINE_SIZE(name, value) __attribute__((visibility("default"))) long roofline_##name(void) { return (long)(value); }
+#define ROOFLINE_SIZE(name, value) \
+    __attribute__((visibility("default"))) long roofline_##name(void) { return (long)(value); }
 ROOFLINE_SIZE(state_bytes, sizeof(State))
 ROOFLINE_SIZE(obs_bytes, NUM_AGENTS * OBS_SIZE * sizeof(OBS_T))
 ROOFLINE_SIZE(action_values, FV_ACT_LEN)

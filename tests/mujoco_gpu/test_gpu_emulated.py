@@ -172,8 +172,8 @@ def test_the_face_with_device_arrays_gives_the_cpu_devices_values(monkeypatch, a
 
 
 def test_a_step_limit_of_zero_never_truncates_on_either_device_as_on_libmujoco():
-    """max_episode_steps=0 is "no limit" (the limit the batch reports, 0, as MujocoBatch reports it): an episode
-    longer than any default limit's first step is not cut on Warp's CPU device or on the GPU's launches."""
+    """max_episode_steps=0 is "no limit": the batch reports 0, as MujocoBatch does, and no step is truncated, on
+    Warp's CPU device, on the GPU's launches (here emulated) or on libmujoco."""
     from fastvec.native.mujoco import MujocoBatch
 
     batches = [pushed(WarpBatch, False, max_episode_steps=0), pushed(EmulatedGpuBatch, False, max_episode_steps=0),
