@@ -521,6 +521,12 @@ def nvcc_only(m: Mutant, text: str) -> bool:
     return m.file in NVCC_BRANCHES and m.line - 1 in _cuda_branch_lines(_mask_comments_and_strings(text).split("\n"))
 
 
+def in_nvcc_branch(m: Mutant, root: Path) -> bool:
+    """nvcc_only for m's file in the tree at `root`, read only where the file is one of NVCC_BRANCHES."""
+    path = root / m.file
+    return m.file in NVCC_BRANCHES and path.is_file() and nvcc_only(m, path.read_text())
+
+
 def _number_variants(token: str) -> list[str]:
     m = re.fullmatch(r"(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?([fFuUlL]*)", token)
     body, exponent, suffix = m.group(1), m.group(2) or "", m.group(3)
@@ -824,7 +830,7 @@ def main(argv=None) -> int:
             m.outcome, m.reason = listed[m.key()]
         elif m.file in GPU_ONLY:
             m.outcome, m.reason = "gpu-only", GPU_ONLY[m.file]
-        elif m.file in NVCC_BRANCHES and nvcc_only(m, (clones[0] / m.file).read_text()):
+        elif in_nvcc_branch(m, clones[0]):
             m.outcome, m.reason = "gpu-only", NVCC_BRANCHES[m.file]
         elif m.file in skipped:
             m.outcome, m.reason = "skipped", skipped[m.file]

@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import (C_SOURCES, NVCC_BRANCHES, REPO, Mutant, TreePool, apply_mutant, c_mutants,  # noqa: E402
-                      load_listed, nvcc_only, py_mutants, record_outcome, run_tests, snapshot)
+from mutation import (C_SOURCES, REPO, Mutant, TreePool, apply_mutant, c_mutants, in_nvcc_branch,  # noqa: E402
+                      load_listed, py_mutants, record_outcome, run_tests, snapshot)
 
 _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", "tests/native/test_spaces_gpu.py",
            "tests/native/test_classic_control_gpu.py", "tests/native/test_minatar_gpu.py",
@@ -111,13 +111,10 @@ def export(report_path: Path, out: Path, source: str) -> int:
     commit = snapshot(source, workdir / "w")
     clone = workdir / "w"
 
-    def nvcc_branch(m: Mutant) -> bool:
-        path = clone / m.file
-        return m.file in NVCC_BRANCHES and path.is_file() and nvcc_only(m, path.read_text())
-
     wanted = [m for m in (Mutant(**{k: v for k, v in row.items() if k != "key"}) for row in report["mutants"])
               if m.outcome in ("gpu-only", "skipped")
-              or (m.outcome == "survived" and (listed.get(m.key(), ("",))[0] == "gpu-only" or nvcc_branch(m)))]
+              or (m.outcome == "survived"
+                  and (listed.get(m.key(), ("",))[0] == "gpu-only" or in_nvcc_branch(m, clone)))]
     found: dict[str, dict[tuple, Mutant]] = {}
     rows, gone = [], []
     for m in wanted:
