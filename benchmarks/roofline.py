@@ -10,8 +10,8 @@
   them in weight matrices, each used once a row), the bound at the GPU's bf16 GEMM rate and the fraction reached,
   whole and by part.
 
-The sizes come from the envs' own headers (sizeof(State) and the rest, compiled here by the CPU backend's
-compiler); nothing runs on a GPU. Prints the tables and writes benchmarks/results/roofline.json (or --out).
+The sizes come from the envs' own CPU builds (sizeof(State) and the rest); nothing runs on a GPU. Prints the
+tables and writes benchmarks/results/roofline.json (or --out).
 
     python benchmarks/roofline.py [--bandwidth 4.3e12] [--bf16-flops 7.9e14]
 """
@@ -19,11 +19,8 @@ compiler); nothing runs on a GPU. Prints the tables and writes benchmarks/result
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,38 +35,15 @@ ENVS = {"CartPole": ("cartpole", {}), "CartPole float32": ("cartpole", {"float32
 ACTION_BYTES = 8  # step() was timed with int64 actions already on the device
 REWARD_BYTES = 4
 
-SIZES_SOURCE = r"""
-#include "batch.h"
-#define ROOFLINE_SIZE(name, value) \
-    __attribute__((visibility("default"))) long roofline_##name(void) { return (long)(value); }
-ROOFLINE_SIZE(state_bytes, sizeof(State))
-ROOFLINE_SIZE(obs_bytes, NUM_AGENTS * OBS_SIZE * sizeof(OBS_T))
-ROOFLINE_SIZE(action_values, FV_ACT_LEN)
-ROOFLINE_SIZE(agents, NUM_AGENTS)
-"""
-
-
 def env_sizes(name: str, params: dict) -> dict:
-    """sizeof(State), the observation's bytes, the action values and the agents of one env, as its header
-    declares them (built with the CPU backend's compiler and flags; the GPU build's State is the same size, which
-    cuda_build checks)."""
+    """sizeof(State), the observation's bytes, the action values and the agents of one env, from its CPU build
+    (the GPU build's State is the same size: cuda_build checks the slot layouts agree)."""
     from fastvec import native
-    from fastvec.native.cpu import C_FLAGS, find_compiler
+    from fastvec.native import cpu
 
-    defines = native.resolve_defines(name, params)
-    with tempfile.TemporaryDirectory() as tmp:
-        src, lib = Path(tmp) / "sizes.c", Path(tmp) / "sizes.so"
-        src.write_text(SIZES_SOURCE)
-        subprocess.run([*find_compiler(), *C_FLAGS, f"-I{native.NATIVE_DIR}", "-include",
-                        str(native.source_path(name)), *(f"-D{k}={v}" for k, v in sorted(defines.items())), str(src),
-                        "-o", str(lib), "-lm"], check=True, capture_output=True)
-        dll = ctypes.CDLL(str(lib))
-        sizes = {}
-        for key in ("state_bytes", "obs_bytes", "action_values", "agents"):
-            fn = getattr(dll, f"roofline_{key}")
-            fn.restype = ctypes.c_long
-            sizes[key] = fn()
-    return sizes
+    env = cpu.load(native.source_path(name), tuple(sorted(native.resolve_defines(name, params).items())))
+    return {"state_bytes": env.lib.fv_state_size(), "action_values": env.num_agents * env.action_dims,
+            "obs_bytes": env.num_agents * env.obs_size * env.obs_dtype.itemsize, "agents": env.num_agents}
 
 
 def step_bytes(sizes: dict) -> int:

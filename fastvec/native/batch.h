@@ -560,6 +560,7 @@ FV_EXPORT int fv_num_agents(void) { return NUM_AGENTS; }
 FV_EXPORT int fv_num_stats(void) { return NUM_STATS; }
 FV_EXPORT const char* fv_stat_names(void) { return STAT_NAMES; }
 FV_EXPORT int fv_slot_size(void) { return (int)sizeof(fv_slot); }
+FV_EXPORT int fv_state_size(void) { return (int)sizeof(State); } /* the State alone, as batch_gpu.h's */
 FV_EXPORT int fv_obs_bytes(void) { return (int)sizeof(OBS_T); }
 FV_EXPORT int fv_render_width(void) { return RENDER_W; }
 FV_EXPORT int fv_render_height(void) { return RENDER_H; }
