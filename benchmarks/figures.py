@@ -277,6 +277,58 @@ def minatar_gpu(results):
                   "gymnax warm-up calls", "state bytes per env, fastvec / gymnax"], ["---"] + ["---:"] * 7, rows)
 
 
+
+def mujoco_gpu_train(results):
+    """mujoco_gpu_train.py's invocations (runs), a row per task: each side's seconds to the target (the median of
+    the host seeds' final returns), '>' where a seed never got there (its whole training time)."""
+    d = load(results, "mujoco_gpu_train.json")
+
+    def to_target(side):
+        pairs = zip(side["seconds_to_target"], side["reached"])
+        return " / ".join(f"{'>' * (not ok)}{t:.1f}" for t, ok in pairs) + " s"
+
+    def ends(side):
+        return "; ".join(f"{f:,.0f} ({e:,.0f})" for f, e in zip(side["final_return"], side["eval_return"]))
+
+    rows = []
+    for run in d["runs"]:
+        budget = si(run["gpu_shape"]["train.total_timesteps"])
+        for r in run["rows"]:
+            host, gpu = r["host"], r["gpu"]
+            mark = "<=" if gpu["bound"] else ">=" if host["bound"] else ""
+            rows.append([r["task"], ", ".join(map(str, run["seeds"])), f"{r['target']:,.0f}", to_target(host),
+                         span(host["sps"], si), ends(host), to_target(gpu), span(gpu["sps"], si), budget, ends(gpu),
+                         bold(f"{mark}{r['faster']:.1f}x", not mark and r["faster"] >= 5)])
+    return table(["task", "seeds", "target", "host path: to target", "host SPS", "host: final (eval)",
+                  "MuJoCo Warp: to target", "MuJoCo Warp SPS", "MuJoCo Warp steps", "MuJoCo Warp: final (eval)",
+                  "sooner (medians)"], ["---", "---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---",
+                                        "---:"], rows)
+
+
+def teams_steps_table(d, mine_key):
+    """teams_steps.py's JSON: fastvec's rate (mine_key of its fastvec entry) beside jaxmarl's, bold where >= 10x."""
+    rows = []
+    for r in d["rows"]:
+        mine, peer = r["fastvec"][mine_key], r["jaxmarl"].get("steps_per_second")
+        if peer is None:
+            rows.append([r["env"], f"{r['num_envs']:,}", si(mine), f"not run: {r['jaxmarl']['skipped']}", "", ""])
+            continue
+        rows.append([r["env"], f"{r['num_envs']:,}", si(mine), si(peer), bold(times(mine, peer), mine >= 10 * peer),
+                     str(r["jaxmarl"]["warmup_calls"])])
+    return rows
+
+
+def teams_gpu(results):
+    rows = teams_steps_table(load(results, "teams_gpu.json"), "rollout")
+    return table(["scenario", "envs", 'fastvec `rollout("random", 100)`', "jaxmarl jit + vmap + scan(100)",
+                  "fastvec / jaxmarl", "jaxmarl warm-up calls"], ["---"] + ["---:"] * 5, rows)
+
+
+def teams_cpu(results):
+    rows = teams_steps_table(load(results, "teams_cpu.json"), "step")
+    return table(["scenario", "envs", "fastvec `step()`", "jaxmarl jit + vmap + scan(100)", "fastvec / jaxmarl",
+                  "jaxmarl warm-up calls"], ["---"] + ["---:"] * 5, rows)
+
 ENV_STEPS_GPU_ROWS = [  # label, JSON key, measured at 16M envs too (gymnax ran up to 1M)
     ("fastvec CartPole `step()`", "fastvec CartPole step()", True),
     ("fastvec CartPole float32 `step()`", "fastvec CartPole float32 step()", True),
@@ -449,7 +501,8 @@ def pufferlib_breakout(results):
     return f"{first}\n\n{second}"
 
 
-PENDING = {"pufferlib_breakout": "pufferlib_breakout.json"}  # a renderer whose block is added with its first JSON
+# a renderer whose block is added with its first JSON
+PENDING = {"pufferlib_breakout": "pufferlib_breakout.json", "teams_cpu": "teams_cpu.json"}
 
 
 # --- README.md -------------------------------------------------------------------------------------------
@@ -534,8 +587,8 @@ def readme_headline(results):
 
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, mujoco_cpu_16core, mujoco_gpu,
-    cpu_steps_4096, minatar_gpu, env_steps_gpu, roofline_envs, roofline_trainer,
-    selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
+    cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, teams_gpu, teams_cpu, roofline_envs,
+    roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}
 
 

@@ -7,8 +7,8 @@ training time, and the ratio is then a bound). Prints a table and writes benchma
     python benchmarks/mujoco_gpu_train.py --tasks Hopper Ant HalfCheetah --seeds 1 2 3
     python benchmarks/mujoco_gpu_train.py --tasks InvertedPendulum --seeds 1 --gpu-set train.total_timesteps=200000
 
-The GPU side's shape (--gpu-set, over mujoco.toml) defaults to GPU_SHAPE: many envs and few, large minibatches,
-as GPU PPO runs (Brax's) use; it is a starting point, not a tuned config."""
+The GPU side's shape (--gpu-set, over mujoco.toml) is fastvec/configs/mujoco-warp.toml's (GPU_SHAPE): many envs and
+few, large minibatches, as GPU PPO runs (Brax's) use."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +28,9 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 from fairness import WINDOW_EPISODES, final_window_mean, seed_time  # noqa: E402
 from train_peers import fastvec_run  # noqa: E402
 
-GPU_SHAPE = {"env.num_envs": 4096, "train.horizon": 16, "train.minibatch_size": 8192, "train.update_epochs": 4,
-             "train.total_timesteps": 20_000_000}
+GPU_CONFIG = ROOT / "fastvec" / "configs" / "mujoco-warp.toml"
+GPU_SHAPE = {f"{section}.{key}": value for section, keys in tomllib.loads(GPU_CONFIG.read_text()).items()
+             for key, value in keys.items()}
 
 
 def settings_of(pairs: dict) -> dict:

@@ -162,7 +162,11 @@ def main() -> None:
            "device": "cuda" if args.gpu else "cpu", "seconds": args.seconds, "rollout_steps": args.rollout_steps,
            "note": "env steps per second (a step moves every agent of one game); uniform random actions on both "
                    "sides; jaxmarl warmed until its jit cache stops growing",
-           "rows": []}
+           "command": " ".join(["python", "benchmarks/teams_steps.py", *sys.argv[1:]]), "rows": []}
+    if args.gpu:
+        import pycuda.driver as drv
+        drv.init()
+        out["gpu"] = drv.Device(0).name()
     print(f"{'env':<24} {'envs':>8} {'fastvec':>14} {'jaxmarl':>14} {'ratio':>8}")
     for env in args.envs:
         for n in sizes:

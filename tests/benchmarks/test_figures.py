@@ -108,3 +108,46 @@ def test_the_mujoco_gpu_table_gains_mjxs_columns_only_where_the_run_measured_mjx
     assert lines[0].endswith("| MJX (JAX) | fastvec / MJX |")
     assert lines[2].endswith("| **1.00** | 2.00M | 2.0 |")  # the median of MJX's repeats
     assert lines[3].endswith("| failed: XlaRuntimeError: RESOURCE_EXHAUSTED |  |")
+
+
+def mujoco_train_side(times, reached, final=(1000.0,)):
+    n = len(times)
+    return {"seconds_to_target": list(times), "reached": list(reached), "bound": not all(reached),
+            "final_return": list(final) * n if len(final) == 1 else list(final), "eval_return": [900.0] * n,
+            "sps": [4000.0] * n}
+
+
+def test_the_mujoco_training_table_marks_a_side_that_never_reached_the_target_as_a_bound(figures, tmp_path):
+    """A host seed that never got there makes the ratio a lower bound (>=), a GPU seed that never got there an upper
+    one (<=); only an unbounded ratio of >= 5 (the issue's claim) is bold."""
+    def run(task, host, gpu, faster):
+        return {"seeds": [1, 2], "gpu_shape": {"train.total_timesteps": 16_000_000},
+                "rows": [{"task": task, "target": 1500.0, "host": host, "gpu": gpu, "faster": faster}]}
+    data = {"runs": [run("Ant", mujoco_train_side([50, 60], [True, True]), mujoco_train_side([5, 6], [True, True]),
+                         10.0),
+                     run("HalfCheetah", mujoco_train_side([56, 45], [False, True]),
+                         mujoco_train_side([7, 8], [True, True]), 6.6),
+                     run("Hopper", mujoco_train_side([48, 50], [True, True]),
+                         mujoco_train_side([24, 24], [False, False]), 2.0),
+                     run("Walker2d", mujoco_train_side([48, 50], [True, True]),
+                         mujoco_train_side([12, 12], [True, True]), 4.0)]}
+    (tmp_path / "mujoco_gpu_train.json").write_text(json.dumps(data))
+    lines = figures.mujoco_gpu_train(tmp_path).splitlines()
+    assert lines[2].startswith("| Ant | 1, 2 | 1,500 | 50.0 / 60.0 s | 4.00K |") and lines[2].endswith("| **10.0x** |")
+    assert "| >56.0 / 45.0 s |" in lines[3] and lines[3].endswith("| >=6.6x |")
+    assert "| >24.0 / >24.0 s |" in lines[4] and lines[4].endswith("| <=2.0x |")
+    assert lines[5].endswith("| 4.0x |") and "| 16.0M |" in lines[5]
+
+
+def test_the_teams_table_bolds_ten_times_jaxmarl_and_names_a_peer_that_did_not_run(figures, tmp_path):
+    rows = [{"env": "smax:3m", "num_envs": 65536, "fastvec": {"rollout": 1e8}, "jaxmarl": {"steps_per_second": 1e7,
+                                                                                           "warmup_calls": 2}},
+            {"env": "smax:3s5z", "num_envs": 65536, "fastvec": {"rollout": 9.9e7},
+             "jaxmarl": {"steps_per_second": 1e7, "warmup_calls": 3}},
+            {"env": "mpe:simple_tag", "num_envs": 65536, "fastvec": {"rollout": 1e9},
+             "jaxmarl": {"skipped": "no --jaxmarl-python given"}}]
+    (tmp_path / "teams_gpu.json").write_text(json.dumps({"rows": rows}))
+    lines = figures.teams_gpu(tmp_path).splitlines()
+    assert lines[2] == "| smax:3m | 65,536 | 100M | 10.0M | **10x** | 2 |"
+    assert lines[3] == "| smax:3s5z | 65,536 | 99.0M | 10.0M | 9.9x | 3 |"
+    assert lines[4] == "| mpe:simple_tag | 65,536 | 1.00G | not run: no --jaxmarl-python given |  |  |"

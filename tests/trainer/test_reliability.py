@@ -276,7 +276,8 @@ def test_shipped_configs_keep_at_most_a_minute_of_work_at_risk():
             continue
         values = load_toml(path)  # a variant (pong-selfplay.toml) names the env it is for
         # a config a family of envs shares is checked for one member
-        family_member = {"mujoco": "hopper", "mpe": "simple_spread", "smax": "smax:3m"}.get(path.stem, path.stem)
+        family_member = {"mujoco": "hopper", "mujoco-warp": "hopper", "mpe": "simple_spread",
+                         "smax": "smax:3m"}.get(path.stem, path.stem)
         config = load_config(values.get("env", {}).pop("name", family_member), values)
         train = config["train"]
         num_updates = math.ceil(train["total_timesteps"] / (config["env"]["num_envs"] * train["horizon"]))
