@@ -502,7 +502,7 @@ def pufferlib_breakout(results):
 
 
 # a renderer whose block is added with its first JSON
-PENDING = {"pufferlib_breakout": "pufferlib_breakout.json", "teams_cpu": "teams_cpu.json"}
+PENDING = {"pufferlib_breakout": "pufferlib_breakout.json"}
 
 
 # --- README.md -------------------------------------------------------------------------------------------
