@@ -91,8 +91,8 @@ def test_the_vector_face_hands_out_masks_and_autoresets():
 
 def lockstep(face_step, batch, scenario: str, enemy: str, games: int, seed: int):
     """Steps a face and jaxmarl's env from jaxmarl's states (set into the face's batch each step); yields, where the
-    step was bit for bit, (game, jaxmarl's avail actions of the new state per agent) for the caller to compare
-    with the masks that face_step(actions) returned."""
+    step was bit for bit, (what face_step(actions) returned, game, jaxmarl's avail actions of the new state per
+    agent) for the caller to compare with the masks the face returned."""
     oracle = pytest.importorskip("smax_oracle", reason="the SMAX oracle is jaxmarl's SMAX")
     jax = oracle.jax
     smax = oracle.smax
@@ -111,20 +111,21 @@ def lockstep(face_step, batch, scenario: str, enemy: str, games: int, seed: int)
         values = [oracle.unit_state(state.state if enemy == "heuristic" else state).reshape(games, -1),
                   np.asarray(jax.vmap(lambda k: oracle.step_draws(world, k))(keys)).reshape(games, -1)]
         if enemy == "heuristic":
+            # the default attack_mode ("closest") keeps one draw an enemy, the followed ally's (SMAX_ENEMY_STATE 4)
             values.append(np.concatenate([oracle.enemy_policy_state(state.enemy_policy_state), np.asarray(
-                jax.vmap(lambda k: oracle.heuristic_draws(jenv, k))(keys))[..., None]], -1).reshape(games, -1))
+                jax.vmap(lambda k: oracle.heuristic_draws(jenv, k))(keys))[..., :1]], -1).reshape(games, -1))
         batch.set_state(None, np.concatenate(values, 1))
         masks = avail(state)
         actions = np.stack([(np.where(np.asarray(masks[a]), rng.random(np.asarray(masks[a]).shape), -1)).argmax(-1)
                             for a in jenv.agents], 1)
-        got = face_step(actions)
+        returned = face_step(actions)
         _, state, _, dones, _ = step(keys, state, {a: actions[:, i] for i, a in enumerate(jenv.agents)})
         units = oracle.unit_state(state.state if enemy == "heuristic" else state)
         got = batch.get_state()[:, : units[0].size].reshape(units.shape)
         exact = (oracle.bits(got) == oracle.bits(units)).all((1, 2))
         new = avail(state)
         for g in np.nonzero(exact & ~np.asarray(dones["__all__"]))[0]:
-            yield got, g, [np.asarray(new[a])[g] for a in jenv.agents]
+            yield returned, g, [np.asarray(new[a])[g] for a in jenv.agents]
 
 
 @pytest.mark.parametrize("scenario,enemy", [("3m", "heuristic"), ("5m_vs_6m", "agents")])
