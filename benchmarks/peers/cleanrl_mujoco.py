@@ -52,17 +52,20 @@ SPS_LINE = re.compile(r"^SPS: (\d+)", re.M)
 
 
 def script_path(cleanrl: Path) -> Path:
-    """CleanRL's ppo_continuous_action.py inside a checkout (or the file itself); errors say what was looked for."""
+    """CleanRL's ppo_continuous_action.py inside a checkout (or the file itself), as an absolute path (CleanRL's
+    processes run in a directory of their own); errors say what was looked for."""
     path = cleanrl if cleanrl.is_file() else cleanrl / "cleanrl" / "ppo_continuous_action.py"
     if not path.is_file():
         raise SystemExit(f"--cleanrl {cleanrl}: no cleanrl/ppo_continuous_action.py there; give a checkout of "
                          "github.com/vwxyzjn/cleanrl or the script's path")
-    return path
+    return path.resolve()
 
 
 def cleanrl_command(python: str, script: Path, env_id: str, seed: int, total_timesteps: int,
                     extra: list[str]) -> list[str]:
     """The command of one CleanRL run: its defaults but the env, the seed and the budget."""
+    if os.sep in python:  # a path: CleanRL's processes run in a directory of their own
+        python = str(Path(python).resolve())
     return [python, str(script), "--env-id", env_id, "--seed", str(seed), "--total-timesteps", str(total_timesteps),
             *extra]
 

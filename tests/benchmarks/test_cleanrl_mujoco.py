@@ -54,6 +54,17 @@ def test_command_runs_the_v4_task_with_cleanrls_defaults_otherwise(tmp_path):
         cleanrl_mujoco.script_path(tmp_path / "elsewhere")
 
 
+def test_relative_paths_are_made_absolute_for_cleanrls_own_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checkout" / "cleanrl").mkdir(parents=True)
+    (tmp_path / "checkout" / "cleanrl" / "ppo_continuous_action.py").write_text("")
+    script = cleanrl_mujoco.script_path(Path("checkout"))
+    assert script == tmp_path / "checkout" / "cleanrl" / "ppo_continuous_action.py"
+    assert cleanrl_mujoco.cleanrl_command("venv/bin/python", script, "Ant-v4", 1, 8, [])[0] == \
+        str(tmp_path / "venv" / "bin" / "python")
+    assert cleanrl_mujoco.cleanrl_command("python3", script, "Ant-v4", 1, 8, [])[0] == "python3"  # found on PATH
+
+
 def test_one_run_end_to_end_with_a_stand_in_for_cleanrl(tmp_path):
     """Both sides through the script: a stand-in prints CleanRL's lines (seed s returns 4 + s), fastvec trains
     InvertedPendulum on the CPU for 4,096 steps against the median, 5.5."""
