@@ -285,7 +285,10 @@ def mujoco_gpu_train(results):
 
     def to_target(side):
         pairs = zip(side["seconds_to_target"], side["reached"])
-        return " / ".join(f"{'>' * (not ok)}{t:.1f}" for t, ok in pairs) + " s"
+        text = " / ".join(f"{'>' * (not ok)}{t:.1f}" for t, ok in pairs) + " s"
+        if any(side.get("capped", [])):  # a run stopped by --max-seconds before its step budget: how far it got
+            text += f" ({span(side['steps'], mega)} steps)"
+        return text
 
     def ends(side):
         return "; ".join(f"{f:,.0f} ({e:,.0f})" for f, e in zip(side["final_return"], side["eval_return"]))

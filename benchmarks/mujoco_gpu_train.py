@@ -69,7 +69,8 @@ def summary(runs: list[dict], target: float | None, window: int) -> dict:
             "bound": any(not t["reached"] for t in times),
             "final_return": [final_window_mean(r["groups"], window) for r in ok],
             "eval_return": [r["eval_return"] for r in ok], "sps": [r["sps"] for r in ok],
-            "train_s": [r["train_s"] for r in ok],
+            "train_s": [r["train_s"] for r in ok], "steps": [r["steps"] for r in ok],
+            "capped": [r["capped"] for r in ok], "startup_s": [r["startup_s"] for r in ok],
             "errors": [r.get("refused") or r.get("error") for r in runs if "groups" not in r]}
 
 

@@ -137,6 +137,10 @@ def test_the_mujoco_training_table_marks_a_side_that_never_reached_the_target_as
     assert "| >56.0 / 45.0 s |" in lines[3] and lines[3].endswith("| >=6.6x |")
     assert "| >24.0 / >24.0 s |" in lines[4] and lines[4].endswith("| <=2.0x |")
     assert lines[5].endswith("| 4.0x |") and "| 16.0M |" in lines[5]
+    assert "steps)" not in figures.mujoco_gpu_train(tmp_path)  # runs that record no step counts (older JSON)
+    data["runs"][0]["rows"][0]["host"].update(steps=[900_000, 1_001_472], capped=[True, False])
+    (tmp_path / "mujoco_gpu_train.json").write_text(json.dumps(data))
+    assert "| 50.0 / 60.0 s (0.900-1.00M steps) |" in figures.mujoco_gpu_train(tmp_path).splitlines()[2]
 
 
 def test_the_teams_table_bolds_ten_times_jaxmarl_and_names_a_peer_that_did_not_run(figures, tmp_path):
