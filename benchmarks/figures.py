@@ -277,7 +277,6 @@ def minatar_gpu(results):
                   "gymnax warm-up calls", "state bytes per env, fastvec / gymnax"], ["---"] + ["---:"] * 7, rows)
 
 
-
 def mujoco_gpu_train(results):
     """mujoco_gpu_train.py's invocations (runs), a row per task: each side's seconds to the target (the median of
     the host seeds' final returns), '>' where a seed never got there (its whole training time)."""
@@ -331,6 +330,7 @@ def teams_cpu(results):
     rows = teams_steps_table(load(results, "teams_cpu.json"), "step")
     return table(["scenario", "envs", "fastvec `step()`", "jaxmarl jit + vmap + scan(100)", "fastvec / jaxmarl",
                   "jaxmarl warm-up calls"], ["---"] + ["---:"] * 5, rows)
+
 
 ENV_STEPS_GPU_ROWS = [  # label, JSON key, measured at 16M envs too (gymnax ran up to 1M)
     ("fastvec CartPole `step()`", "fastvec CartPole step()", True),

@@ -35,6 +35,7 @@ ENVS = {"CartPole": ("cartpole", {}), "CartPole float32": ("cartpole", {"float32
 ACTION_BYTES = 8  # step() was timed with int64 actions already on the device
 REWARD_BYTES = 4
 
+
 def env_sizes(name: str, params: dict) -> dict:
     """sizeof(State), the observation's bytes, the action values and the agents of one env, from its CPU build
     (the GPU build's State is the same size: cuda_build checks the slot layouts agree)."""

@@ -86,6 +86,28 @@ def heuristic_draws(env, key):
     return jax.vmap(lambda k: jax.vmap(jax.random.uniform)(jax.random.split(k)))(keys)
 
 
+def enemy_state_floats(attack_mode: str) -> int:
+    """smax.h's SMAX_ENEMY_STATE: a heuristic enemy's default target (x, y), last target, and its draws (one, the
+    followed ally's; two where attack_mode is "random", the attacked ally's too)."""
+    return 4 + (attack_mode == "random")
+
+
+def set_state_values(name: str, state, draws, enemy_draws=None, attack_mode: str = "closest") -> np.ndarray:
+    """The rows smax.h's set_state takes (E, ...) for a batch of jaxmarl states and the next step's draws: the units'
+    values, their cooldown draws (step_draws), with heuristic enemies (enemy_draws given: heuristic_draws of a
+    HeuristicEnemySMAX, whose states these are) each enemy's policy values and the draws it keeps, and the unit types
+    where the scenario draws them."""
+    world = state if enemy_draws is None else state.state
+    episodes = np.asarray(draws).shape[0]
+    values = [unit_state(world).reshape(episodes, -1), np.asarray(draws).reshape(episodes, -1)]
+    if enemy_draws is not None:
+        kept = np.asarray(enemy_draws)[..., : enemy_state_floats(attack_mode) - 3]
+        values.append(np.concatenate([enemy_policy_state(state.enemy_policy_state), kept], -1).reshape(episodes, -1))
+    if SCENARIOS[name].random_units:  # this episode's unit types
+        values.append(np.asarray(world.unit_types, np.float64))
+    return np.concatenate(values, 1)
+
+
 def check_masks_and_world_state(batch, env, masks, world, live: np.ndarray, where: str) -> None:
     """The batch's action masks and world states (fastvec.h's hooks, as the faces and trainers read them) equal
     jaxmarl's get_avail_actions `masks` and get_world_state `world` for the envs in `live`."""
@@ -107,7 +129,7 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents", attack_
     scenario = smax.map_name_to_scenario(name)
     env = (smax.HeuristicEnemySMAX(scenario=scenario, attack_mode=attack_mode) if heuristic
            else smax.SMAX(scenario=scenario))
-    per_enemy = 4 + (attack_mode == "random")  # smax.h's SMAX_ENEMY_STATE
+    per_enemy = enemy_state_floats(attack_mode)
     world = env._env if heuristic else env  # the SMAX of every unit
     agents, n, units = env.agents, env.num_agents, world.num_agents
     reset = jax.jit(jax.vmap(env.reset))
@@ -134,15 +156,8 @@ def play(name: str, episodes: int, seed: int = 0, enemy: str = "agents", attack_
         where = f"{name} seed {seed} step {t}"
         key, *step_keys = jax.random.split(key, episodes + 1)
         step_keys = jax.numpy.stack(step_keys)
-        values = [units_of(state).reshape(episodes, -1), np.asarray(draws(step_keys)).reshape(episodes, -1)]
-        if heuristic:
-            policy = np.concatenate([enemy_policy_state(state.enemy_policy_state),
-                                     np.asarray(enemy_draws(step_keys))[..., : per_enemy - 3]], -1)
-            values.append(policy.reshape(episodes, -1))
-        if SCENARIOS[name].random_units:  # this episode's unit types
-            values.append(np.asarray((state.state if heuristic else state).unit_types, np.float64))
-        values = np.concatenate(values, 1)
-        batch.set_state(None, values)
+        batch.set_state(None, set_state_values(name, state, draws(step_keys),
+                                               enemy_draws(step_keys) if heuristic else None, attack_mode))
         masks = avail(state)
         check_masks_and_world_state(batch, env, masks, world_state(state), live, where)
         want = np.stack([np.asarray(obs[a]) for a in agents], 1)

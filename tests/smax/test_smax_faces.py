@@ -108,13 +108,9 @@ def lockstep(face_step, batch, scenario: str, enemy: str, games: int, seed: int)
     for t in range(15):
         key, *keys = jax.random.split(key, games + 1)
         keys = jax.numpy.stack(keys)
-        values = [oracle.unit_state(state.state if enemy == "heuristic" else state).reshape(games, -1),
-                  np.asarray(jax.vmap(lambda k: oracle.step_draws(world, k))(keys)).reshape(games, -1)]
-        if enemy == "heuristic":
-            # the default attack_mode ("closest") keeps one draw an enemy, the followed ally's (SMAX_ENEMY_STATE 4)
-            values.append(np.concatenate([oracle.enemy_policy_state(state.enemy_policy_state), np.asarray(
-                jax.vmap(lambda k: oracle.heuristic_draws(jenv, k))(keys))[..., :1]], -1).reshape(games, -1))
-        batch.set_state(None, np.concatenate(values, 1))
+        draws = jax.vmap(lambda k: oracle.step_draws(world, k))(keys)
+        enemy_draws = jax.vmap(lambda k: oracle.heuristic_draws(jenv, k))(keys) if enemy == "heuristic" else None
+        batch.set_state(None, oracle.set_state_values(scenario, state, draws, enemy_draws))
         masks = avail(state)
         actions = np.stack([(np.where(np.asarray(masks[a]), rng.random(np.asarray(masks[a]).shape), -1)).argmax(-1)
                             for a in jenv.agents], 1)
