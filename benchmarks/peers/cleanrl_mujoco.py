@@ -5,6 +5,11 @@ CleanRL's training time. Writes benchmarks/results/cleanrl_mujoco.json.
 
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-python ~/cleanrl/.venv/bin/python
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --tasks hopper --seeds 1 --parallel 3
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-only --parallel 12 --out peer.json
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl-results peer.json --fastvec-set env.num_envs=256
+
+--cleanrl-only runs CleanRL's side alone (every task and seed, --parallel at once) and --cleanrl-results reads those
+runs for fastvec's side, where one sitting on the machine cannot hold both; --fastvec-set gives fastvec's shape.
 
 --cleanrl: a checkout of CleanRL's public sources (or its cleanrl/ppo_continuous_action.py); --cleanrl-python: a
 Python with what that script needs as CleanRL pins it (gymnasium 0.29 with MuJoCo, torch, tyro, tensorboard).
@@ -12,7 +17,7 @@ CleanRL's script reads episodes through gymnasium 0.29's vector infos, so it run
 the v5 task with v5's keywords set to v4's defaults where they differ (TASKS), and the JSON names what else differs.
 Each CleanRL run is a process of its own with one torch thread (OMP_NUM_THREADS=1), `--parallel` of them at once on
 a machine with the cores; its training time is its own clock (global steps over its last printed SPS), beside the
-process's wall time. fastvec runs one seed at a time, its whole 1M-step budget, on --fastvec-device.
+process's wall time. fastvec runs one seed at a time after CleanRL's runs end, its whole budget, on --fastvec-device.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import date
 from pathlib import Path
 
@@ -111,59 +116,115 @@ def task_summary(task: str, cleanrl: list[dict], fastvec: list[dict], window: in
     return row
 
 
+def cleanrl_side(args, script: Path, root: Path, save=None) -> dict:
+    """Every (task, seed) CleanRL run, `--parallel` processes at once over all of them: {task: [run, ...]} in seed
+    order; save(runs so far) after each run ends, so that a sitting cut short keeps the runs that finished."""
+    jobs = [(task, seed, cleanrl_command(args.cleanrl_python, script, TASKS[task][0], seed, args.total_timesteps,
+                                         args.cleanrl_args)) for task in args.tasks for seed in args.seeds]
+    out: dict = {task: [] for task in args.tasks}
+    with ThreadPoolExecutor(max_workers=max(args.parallel, 1)) as pool:
+        running = {pool.submit(cleanrl_run, cmd, root, args.cleanrl_timeout): (task, seed, cmd)
+                   for task, seed, cmd in jobs}
+        for done in as_completed(running):
+            task, seed, cmd = running[done]
+            run = done.result()
+            run["final_return"] = final_window_mean(run.pop("groups"), args.window)
+            out[task].append({"seed": seed, "command": " ".join(cmd[1:]), **run})
+            out[task].sort(key=lambda r: r["seed"])
+            if save is not None:
+                save(out)
+    return out
+
+
+def stored_cleanrl_side(path: Path, tasks: list[str], seeds: list[int]) -> tuple[dict, dict]:
+    """CleanRL's runs from a --cleanrl-only file: {task: [run, ...]} for `tasks` and `seeds`, and how they ran;
+    a task or seed the file lacks is an error that names it."""
+    stored = json.loads(path.read_text())
+    runs = {}
+    for task in tasks:
+        have = {r["seed"]: r for r in stored["cleanrl"].get(task, [])}
+        missing = [s for s in seeds if s not in have]
+        if missing:
+            raise SystemExit(f"--cleanrl-results {path}: no CleanRL run of {task} on seeds {missing}; "
+                             f"it holds {sorted(have)}")
+        runs[task] = [have[s] for s in seeds]
+    how = {k: stored[k] for k in ("date", "machine", "cpus", "parallel", "total_timesteps", "cleanrl_script")
+           if k in stored}
+    return runs, how
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cleanrl", type=Path, required=True, help="a CleanRL checkout or its ppo_continuous_action.py")
+    parser.add_argument("--cleanrl", type=Path, help="a CleanRL checkout or its ppo_continuous_action.py")
     parser.add_argument("--cleanrl-python", default=sys.executable, help="a Python with CleanRL's pinned packages")
     parser.add_argument("--cleanrl-args", nargs="*", default=[], help="more arguments for CleanRL's script")
+    parser.add_argument("--cleanrl-only", action="store_true",
+                        help="run CleanRL's side alone and write its runs to --out (for --cleanrl-results)")
+    parser.add_argument("--cleanrl-results", type=Path, default=None,
+                        help="CleanRL's runs from an earlier --cleanrl-only run on the same kind of machine")
     parser.add_argument("--tasks", nargs="+", default=["hopper", "halfcheetah", "walker2d", "ant"], choices=list(TASKS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--total-timesteps", type=int, default=1_000_000, help="CleanRL's budget (its default)")
-    parser.add_argument("--parallel", type=int, default=1, help="CleanRL processes at once")
+    parser.add_argument("--parallel", type=int, default=1, help="CleanRL processes at once, over all tasks and seeds")
     parser.add_argument("--cleanrl-timeout", type=float, default=3600.0)
     parser.add_argument("--fastvec-device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--fastvec-max-seconds", type=float, default=None, help="a safety cap on each fastvec run")
     parser.add_argument("--fastvec-timesteps", type=int, default=None, help="fastvec's budget (default: its config's)")
+    parser.add_argument("--fastvec-set", nargs="*", default=[], metavar="SECTION.KEY=VALUE",
+                        help="fastvec-train settings over the task's config (its shape), as on its command line")
     parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
     parser.add_argument("--out", type=Path, default=RESULTS / "cleanrl_mujoco.json")
     args = parser.parse_args(argv)
-    script = script_path(args.cleanrl)
+    if args.cleanrl_results is None and args.cleanrl is None:
+        parser.error("give --cleanrl (a CleanRL checkout to run) or --cleanrl-results (its runs from --cleanrl-only)")
+    from mujoco_gpu_train import parse_sets, settings_of
     from train_peers import fastvec_run  # fastvec's side as the PureJaxRL comparison runs it
 
+    shape = settings_of(parse_sets(args.fastvec_set))
     out = {"benchmark": "cleanrl_mujoco", "date": date.today().isoformat(), "machine": platform.node(),
            "cpus": len(os.sched_getaffinity(0)), "fastvec_device": args.fastvec_device, "window": args.window,
-           "cleanrl_script": str(script), "total_timesteps": args.total_timesteps, "parallel": args.parallel,
+           "total_timesteps": args.total_timesteps, "parallel": args.parallel, "fastvec_settings": shape,
            "rule": f"target: the median over CleanRL's seeds of its last {args.window} episodes' mean return after "
                    f"{args.total_timesteps:,} steps; fastvec's time to the same mean over its last {args.window}",
            "rows": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for task in args.tasks:
-        env_id, keywords, differs = TASKS[task]
-        with tempfile.TemporaryDirectory(prefix=f"cleanrl-{task}-") as tmp:
-            cmds = [cleanrl_command(args.cleanrl_python, script, env_id, s, args.total_timesteps, args.cleanrl_args)
-                    for s in args.seeds]
-            with ThreadPoolExecutor(max_workers=max(args.parallel, 1)) as pool:
-                runs = list(pool.map(lambda c: cleanrl_run(c, Path(tmp), args.cleanrl_timeout), cmds))
-            cleanrl = []
-            for seed, cmd, run in zip(args.seeds, cmds, runs):
-                run["final_return"] = final_window_mean(run.pop("groups"), args.window)
-                cleanrl.append({"seed": seed, "command": " ".join(cmd[1:]), **run})
+    with tempfile.TemporaryDirectory(prefix="cleanrl-mujoco-") as tmp:
+        if args.cleanrl_results is not None:
+            peer, out["cleanrl_ran"] = stored_cleanrl_side(args.cleanrl_results, args.tasks, args.seeds)
+            out["cleanrl_results"] = str(args.cleanrl_results)
+        else:
+            script = script_path(args.cleanrl)
+            out["cleanrl_script"] = str(script)
+            peer_file = {k: v for k, v in out.items() if k not in ("rows", "fastvec_settings", "fastvec_device")}
+
+            def save(runs):
+                args.out.write_text(json.dumps({**peer_file, "benchmark": "cleanrl_mujoco_peer", "cleanrl": runs},
+                                               indent=1) + "\n")
+
+            peer = cleanrl_side(args, script, Path(tmp), save if args.cleanrl_only else None)
+        if args.cleanrl_only:
+            print(f"wrote {args.out}")
+            return
+        for task in args.tasks:
+            keywords, differs = TASKS[task][1], TASKS[task][2]
+            cleanrl = peer[task]
             target = peer_threshold(r["final_return"] for r in cleanrl)
             if target is None:  # no CleanRL episode finished: nothing to time fastvec to; the other tasks go on
                 out["rows"].append({"task": task, "error": "CleanRL finished no episode", "cleanrl": cleanrl})
                 args.out.write_text(json.dumps(out, indent=1) + "\n")
                 continue
+            settings = {**shape, "env": {**keywords, **shape.get("env", {})}} if keywords else shape
             fastvec = [fastvec_run(task, seed, args.fastvec_device, target, args.fastvec_max_seconds,
-                                   args.eval_episodes, args.fastvec_timesteps, Path(tmp), {"env": keywords} if keywords else None,
+                                   args.eval_episodes, args.fastvec_timesteps, Path(tmp), settings or None,
                                    args.window) for seed in args.seeds]
-        row = task_summary(task, cleanrl, fastvec, args.window)
-        row.update(fastvec_env_keywords=keywords, differences=differs, cleanrl=cleanrl,
-                   fastvec=[{k: v for k, v in r.items() if k != "groups"} for r in fastvec])
-        out["rows"].append(row)
-        print(f"{task:<12} CleanRL {row['target_return']:9.1f} in {row['peer_median_s'] or float('nan'):7.1f} s | "
-              f"fastvec to it {row['fastvec_median_s'] or float('nan'):7.1f} s | {row['ratio_text']}x", flush=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n")  # after every task: a cut-short run keeps what it has
+            row = task_summary(task, cleanrl, fastvec, args.window)
+            row.update(fastvec_env_keywords=keywords, differences=differs, cleanrl=cleanrl,
+                       fastvec=[{k: v for k, v in r.items() if k != "groups"} for r in fastvec])
+            out["rows"].append(row)
+            print(f"{task:<12} CleanRL {row['target_return']:9.1f} in {row['peer_median_s'] or float('nan'):7.1f} s | "
+                  f"fastvec to it {row['fastvec_median_s'] or float('nan'):7.1f} s | {row['ratio_text']}x", flush=True)
+            args.out.write_text(json.dumps(out, indent=1) + "\n")  # after every task: a cut-short run keeps what it has
     print(f"wrote {args.out}")
 
 

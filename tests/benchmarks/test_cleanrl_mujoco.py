@@ -83,3 +83,26 @@ def test_one_run_end_to_end_with_a_stand_in_for_cleanrl(tmp_path):
     assert row["cleanrl_train_s"] == [2.0, 2.0]
     assert len(row["fastvec"]) == 2 and all(r["seed"] in (1, 2) for r in row["fastvec"])
     assert row["peer_median_s"] == 2.0 and row["ratio"] == pytest.approx(2.0 / row["fastvec_median_s"], rel=1e-2)
+
+
+def test_cleanrl_only_runs_every_task_and_seed_and_its_file_feeds_fastvecs_side(tmp_path):
+    """--cleanrl-only writes CleanRL's runs of every (task, seed) and nothing of fastvec's; --cleanrl-results reads
+    them back for the seeds asked, and names a seed the file lacks."""
+    fake = tmp_path / "ppo_continuous_action.py"
+    fake.write_text("import sys\nargs = dict(zip(sys.argv[1::2], sys.argv[2::2]))\n"
+                    "bonus = 100.0 if args['--env-id'] == 'Hopper-v4' else 0.0\n"
+                    "for k in range(1, 11):\n    print(f'global_step={k * 10}, episodic_return=[{bonus + int(args[\"--seed\"])}]')\n"
+                    "print('SPS: 50')\n")
+    peer = tmp_path / "peer.json"
+    script = str(ROOT / "benchmarks" / "peers" / "cleanrl_mujoco.py")
+    subprocess.run([sys.executable, script, "--cleanrl", str(fake), "--cleanrl-only", "--tasks", "hopper", "ant",
+                    "--seeds", "1", "2", "--parallel", "4", "--out", str(peer)],
+                   check=True, capture_output=True, text=True, timeout=120)
+    stored = json.loads(peer.read_text())
+    assert "rows" not in stored and "fastvec_settings" not in stored and stored["parallel"] == 4
+    assert {t: [(r["seed"], r["final_return"]) for r in runs] for t, runs in stored["cleanrl"].items()} == \
+        {"hopper": [(1, 101.0), (2, 102.0)], "ant": [(1, 1.0), (2, 2.0)]}
+    runs, how = cleanrl_mujoco.stored_cleanrl_side(peer, ["ant"], [2])
+    assert [r["final_return"] for r in runs["ant"]] == [2.0] and how["parallel"] == 4
+    with pytest.raises(SystemExit, match=r"no CleanRL run of hopper on seeds \[3\]"):
+        cleanrl_mujoco.stored_cleanrl_side(peer, ["hopper"], [1, 3])
