@@ -1,6 +1,7 @@
 """The package's layout rules, checked from the source: no import cycles between fastvec's modules (imports
 inside functions count too: a cycle is a cycle whenever it is taken), no file under fastvec/ over 600 lines,
-and the CUDA trainer under 500, so it keeps reading beside the NumPy trainer."""
+and the CUDA trainer under 500, so it keeps reading beside the NumPy trainer; no test folder shadows an optional
+package."""
 
 import ast
 from pathlib import Path
@@ -80,3 +81,17 @@ def test_file_size_budget():
              if p.is_file() and p.suffix in {".py", ".h", ".cu", ".cuh", ".toml"}}
     assert not {p: n for p, n in sizes.items() if n > 600}
     assert sizes[Path("fastvec/trainer/cuda/trainer.py")] < 500
+
+
+def test_no_test_folder_is_named_as_a_package_the_tests_skip_without():
+    """pytest puts tests/ on sys.path (its conftest), so a folder there named as an optional package (mujoco, jax)
+    is imported as that package where it is missing: `pytest.importorskip` then succeeds and the tests fail
+    rather than skip, as a new user without the extra would see."""
+    import re
+
+    tests = Path(__file__).resolve().parent
+    skipped = {m.split(".")[0] for path in tests.rglob("*.py")
+               for m in re.findall(r"importorskip\(\s*[\"']([\w.]+)[\"']", path.read_text())}
+    assert {"mujoco", "jax"} <= skipped  # the scan finds what the suite skips on
+    folders = {p.name for p in tests.iterdir() if p.is_dir()}
+    assert not folders & skipped, f"rename tests/{sorted(folders & skipped)}: it shadows the package of that name"

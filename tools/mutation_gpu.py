@@ -35,7 +35,7 @@ _NATIVE = ("tests/native/test_cuda_backend.py", "tests/native/test_backend.py", 
            "tests/wrappers/test_game_rows_host_logic.py")
 _TRAINER = ("tests/trainer/test_cuda_without_a_gpu.py", "tests/trainer/test_async.py", "tests/trainer/test_cuda.py",
             "tests/trainer/test_cuda_heads.py", "tests/trainer/test_cuda_prio.py", "tests/trainer/test_selfplay_gpu.py",
-            "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco/test_train.py",
+            "tests/trainer/test_cuda_teams.py", "tests/trainer/test_distributed.py", "tests/mujoco_cpu/test_train.py",
             "tests/trainer/test_nccl_bindings.py", "tests/trainer/test_cublas_bindings.py",
             "tests/trainer/test_cuda_host_side_logic.py",
             "tests/trainer/test_cuda_host_launch_bookkeeping.py",

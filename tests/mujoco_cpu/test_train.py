@@ -208,7 +208,7 @@ print("drawn", batch.env.render_fps)
 
 def test_the_trainers_batch_draws_gymnasiums_frame():
     """--eval.render's frames of a MuJoCo task: Gymnasium's own env's picture of the same state (drawn in a child
-    process, as tests/mujoco/test_render.py does)."""
+    process, as tests/mujoco_cpu/test_render.py does)."""
     import os
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""mj_task.h's fv_mj_obs_qpos_qvel in a user's task (tests/mujoco/forward_task.c, its velocity clip changed):
+"""mj_task.h's fv_mj_obs_qpos_qvel in a user's task (tests/mujoco_cpu/forward_task.c, its velocity clip changed):
 the observation is qpos[skip:] then qvel clipped to [-clip, clip] for any clip > 0, as the helper documents."""
 
 from pathlib import Path
