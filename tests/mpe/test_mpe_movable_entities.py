@@ -7,8 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
-from mpe2._mpe_utils.core import Agent, Landmark, World
-from mpe_oracle import needs_glibc_fma
+
+pytest.importorskip("mpe2", reason="the MPE oracle is mpe2 (pip install mpe2)")
+from mpe2._mpe_utils.core import Agent, Landmark, World  # noqa: E402
+from mpe_oracle import needs_glibc_fma  # noqa: E402
 
 SOURCE = r"""
 #include "glibc_exp.h"
