@@ -144,6 +144,9 @@ CLASSIC_GPU_LABELS = {  # JSON "env" -> row label, in table order; the bold rows
     "mountaincar": ("MountainCar-v0", False),
     "mountaincarcontinuous": ("MountainCarContinuous-v0", False),
     "pendulum": ("Pendulum-v1", False),
+    "mountaincar float32=1": ("MountainCar-v0, `float32=1`", False),
+    "mountaincarcontinuous float32=1": ("MountainCarContinuous-v0, `float32=1`", False),
+    "pendulum float32=1": ("Pendulum-v1, `float32=1`", False),
 }
 
 
@@ -154,7 +157,10 @@ def classic_control_gpu(results):
         raise FigureError(f"classic_control_gpu.json: rows {unlabelled} have no label: add them to CLASSIC_GPU_LABELS")
     sizes = sorted({r["num_envs"] for r in d["rows"]})
     rows = []
+    measured = {r["env"] for r in d["rows"]}
     for env, (label, claim) in CLASSIC_GPU_LABELS.items():
+        if env not in measured:  # a variant this run did not measure
+            continue
         cells = [label]
         for n in sizes:
             r = row_where([r for r in d["rows"] if r["num_envs"] == n], "env", env)
