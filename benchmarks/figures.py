@@ -151,10 +151,17 @@ CLASSIC_GPU_LABELS = {  # JSON "env" -> row label, in table order; the bold rows
 
 
 def classic_control_gpu(results):
-    d = load(results, "classic_control_gpu.json")
+    return classic_control_gpu_table(load(results, "classic_control_gpu.json"), "classic_control_gpu.json")
+
+
+def classic_control_gpu_h100(results):
+    return classic_control_gpu_table(load(results, "classic_control_gpu_h100.json"), "classic_control_gpu_h100.json")
+
+
+def classic_control_gpu_table(d, name):
     unlabelled = [r["env"] for r in d["rows"] if r["env"] not in CLASSIC_GPU_LABELS]
     if unlabelled:
-        raise FigureError(f"classic_control_gpu.json: rows {unlabelled} have no label: add them to CLASSIC_GPU_LABELS")
+        raise FigureError(f"{name}: rows {unlabelled} have no label: add them to CLASSIC_GPU_LABELS")
     sizes = sorted({r["num_envs"] for r in d["rows"]})
     rows = []
     measured = {r["env"] for r in d["rows"]}
@@ -602,7 +609,7 @@ def readme_headline(results):
 
 
 RENDERERS = {f.__name__: f for f in (
-    env_steps_cpu, classic_control_cpu, classic_control_gpu, minatar_cpu, mujoco_cpu, mujoco_cpu_16core, mujoco_gpu,
+    env_steps_cpu, classic_control_cpu, classic_control_gpu, classic_control_gpu_h100, minatar_cpu, mujoco_cpu, mujoco_cpu_16core, mujoco_gpu,
     cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, teams_gpu, teams_gpu_262k, teams_cpu, roofline_envs,
     roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}
