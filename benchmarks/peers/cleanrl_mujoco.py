@@ -5,11 +5,14 @@ CleanRL's training time. Writes benchmarks/results/cleanrl_mujoco.json.
 
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-python ~/cleanrl/.venv/bin/python
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --tasks hopper --seeds 1 --parallel 3
-    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-only --parallel 12 --out peer.json
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-only --parallel 12 --cleanrl-args=--no-cuda \
+        --out peer.json
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl-results peer.json --fastvec-set env.num_envs=256
 
 --cleanrl-only runs CleanRL's side alone (every task and seed, --parallel at once) and --cleanrl-results reads those
 runs for fastvec's side, where one sitting on the machine cannot hold both; --fastvec-set gives fastvec's shape.
+On a machine with a GPU CleanRL's script uses it by default (--cuda); on the H100 host it ran 2.1x faster with
+--no-cuda (907 against 429 steps/s, Hopper), so give the peer its faster device.
 
 --cleanrl: a checkout of CleanRL's public sources (or its cleanrl/ppo_continuous_action.py); --cleanrl-python: a
 Python with what that script needs as CleanRL pins it (gymnasium 0.29 with MuJoCo, torch, tyro, tensorboard).
