@@ -238,7 +238,7 @@ def declared_by_env(name: str, env: dict) -> Declared:
 def load_config(env: str, overrides: dict | None = None) -> dict:
     """The resolved, complete config for env (parse_env_argument: a built-in env, PATH.h or gym:ID): KEYS'
     defaults < what the env declares (env_defaults: its kind's settings and its target) < ENV.toml
-    (built-in envs only) < overrides, validated."""
+    (built-in envs and MuJoCo tasks only) < overrides, validated."""
     overrides = overrides or {}
     given_source = overrides.get("env", {}).get("source")
     if isinstance(env, str) and looks_like_path(env) and not Path(env).expanduser().is_file() and given_source \
@@ -246,8 +246,10 @@ def load_config(env: str, overrides: dict | None = None) -> dict:
         name, implied = Path(env).name, {}  # a run's file name, found where --env.source (e.g. its checkpoint) says
     else:
         name, implied = parse_env_argument(env)
-    custom = implied or any(overrides.get("env", {}).get(key) for key in ("source", "gym_id"))
-    if not custom and name not in ENVS and teams.team_env_name(name) != name:
+    task = mujoco_task_of(name) if implied.get("gym_id") else None  # a MuJoCo task: its own TOML too (reacher.toml)
+    own_task = task is not None and implied == {"gym_id": mujoco_gym_id(task)}
+    custom = (implied and not own_task) or any(overrides.get("env", {}).get(key) for key in ("source", "gym_id"))
+    if not custom and not own_task and name not in ENVS and teams.team_env_name(name) != name:
         raise _unknown_env(env)
     config = merge(defaults(), layer(declared_by_env(name, {**overrides.get("env", {}), **implied})),
                    "what the env declares")

@@ -189,9 +189,11 @@ def describe(config: dict, declared: Declared) -> list[str]:
     if declared.kind:
         file, what, _ = PROFILES[declared.kind]
         keys = [f"{s}.{n}" for s, values in profile(declared.kind).items() for n in values]
+        own = CONFIG_DIR / f"{declared.name}.toml"  # a MuJoCo task's own settings (reacher.toml), if any
+        over = f", then fastvec/configs/{own.name}'s over them" if declared.family and own.is_file() else ""
         lines.append(f"{declared.name} declares {declared.actions} actions ({declared.where['actions']}) and "
                      f"{declared.observations[:-1]} observations ({declared.where['observations']}): the "
-                     f"{declared.kind} settings of fastvec/configs/{file}, {what}:")
+                     f"{declared.kind} settings of fastvec/configs/{file}, {what}{over}:")
         lines += textwrap.wrap(settings(keys), 94, initial_indent="  ", subsequent_indent="  ",
                                break_on_hyphens=False)
     if declared.reward_threshold is not None:

@@ -7,7 +7,7 @@ import pytest
 
 from fastvec.native import ENVS
 from fastvec.trainer import cli
-from fastvec.trainer.config import (CONFIG_DIR, KEYS, ConfigError, check_world_size, default_toml, defaults,
+from fastvec.trainer.config import (CONFIG_DIR, KEYS, ConfigError, check_world_size, default_toml, defaults, load_toml,
                                     help_text, load_config, load_run_config, parse_overrides, parse_value,
                                     rollout_sizes, to_toml, validate)
 from fastvec.trainer.config_keys import SECTIONS, Key
@@ -93,6 +93,26 @@ def test_env_toml_overrides_defaults_and_command_line_overrides_both():
     assert config["train"]["vf_clip_coef"] == 0.2  # from the defaults: breakout.toml does not set it
     assert config["env"]["name"] == "breakout"
     assert load_config("cartpole")["train"]["learning_rate"] == 0.005
+
+
+def test_a_mujoco_task_with_its_own_toml_trains_it_over_the_family_settings():
+    """reacher.toml (a swept shape) layers over mujoco.toml's for `fastvec-train reacher` and its registered id;
+    a task without its own file keeps mujoco.toml's, and the command line still wins."""
+    family, own = load_toml(CONFIG_DIR / "mujoco.toml"), load_toml(CONFIG_DIR / "reacher.toml")
+    for env in ("reacher", "fastvec/Reacher-v5"):
+        config = load_config(env)
+        assert config["env"]["gym_id"] == "fastvec/Reacher-v5"
+        assert all(config[section][key] == value for section in own for key, value in own[section].items())
+        assert config["train"]["norm_obs"] == family["train"]["norm_obs"]  # the family's settings stay beneath
+    assert load_config("hopper")["train"]["gamma"] == family["train"]["gamma"] != own["train"]["gamma"]
+    assert load_config("reacher", {"train": {"gamma": 0.5}})["train"]["gamma"] == 0.5
+    from fastvec.trainer.config import declared_by_env
+    from fastvec.trainer.env_defaults import describe
+
+    for env, says in (("reacher", True), ("hopper", False)):
+        config = load_config(env)
+        first = describe(config, declared_by_env(config["env"]["name"], config["env"]))[0]
+        assert ("reacher.toml's over them" in first) is says, first
 
 
 def test_values_parse_as_toml():
