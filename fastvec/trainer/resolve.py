@@ -11,6 +11,7 @@ import numpy as np
 
 from fastvec.native import ENVS, resolve_defines, source_path
 from fastvec.native.batches import load_batch, team_source
+from fastvec.native.cpu import default_threads
 from fastvec.trainer import reference as ref
 from fastvec.trainer.agent_inputs import AgentInputs, world_state_size
 from fastvec.trainer.config import ConfigError, check_with_env, source_defines
@@ -29,7 +30,10 @@ class EnvSource:
         env = config.env
         self.kind, self.name, self.num_envs = config.env_kind, env.name, env.num_envs
         self.step_limit = config.step_limit
-        self.threads, self.gym_id, self.vectorization = config.train.env_threads, env.gym_id, env.gym_vectorization
+        # train.env_threads=0 is every CPU, asked for by name: the pool is shared by the process, so a batch of an
+        # earlier run (a sweep's trial) with 1 would otherwise leave it at 1
+        self.threads = config.train.env_threads or default_threads()
+        self.gym_id, self.vectorization = env.gym_id, env.gym_vectorization
         self.params, self.source, self.mujoco = dict(env.params), None, None
         self.on_gpu = config.train.device == "cuda" and config.train.env_device == "cuda"
         if self.kind == "team":

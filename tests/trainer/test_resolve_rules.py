@@ -1,6 +1,7 @@
 """What a run's config resolves to before a trainer is built (fastvec/trainer/resolve.py): the device and where the
 env steps, the GPU's refusals under train.device=cuda and its quiet fall-back to the CPU under auto, the frame rate
-of a recording, what a GPU build compiles, and the MuJoCo task a Gymnasium id names."""
+of a recording, what a GPU build compiles, the MuJoCo task a Gymnasium id names, and the threads a CPU batch steps
+on."""
 
 from __future__ import annotations
 
@@ -199,3 +200,14 @@ def test_an_env_files_action_masks_keep_the_env_on_the_host(tmp_path, capsys, re
         assert hosted.config.train.device == "cuda"
     finally:
         hosted.batch.close()
+
+
+def test_env_threads_zero_steps_on_every_cpu_after_a_batch_that_asked_for_one():
+    """train.env_threads=0 means every CPU (FASTVEC_NUM_THREADS, else the affinity mask) for each run's batch, also
+    after an earlier run in the process (a sweep's trial) set the shared pool to 1 thread."""
+    from fastvec.native.cpu import default_threads
+
+    one = resolve.EnvSource(config_of("cartpole", train={"env_threads": 1})).batch()
+    assert one.env.lib.fv_set_num_threads(0) == 1  # 0 reads the pool's count and sets nothing
+    every = resolve.EnvSource(config_of("cartpole", train={"env_threads": 0})).batch()
+    assert every.env.lib.fv_set_num_threads(0) == default_threads()
