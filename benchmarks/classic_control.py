@@ -39,7 +39,8 @@ ENVS = {
     "pendulum": ("Pendulum-v1", "Pendulum-v1"),
     "cartpole": ("CartPole-v1", "CartPole-v1"),
 }
-FLOAT32_VARIANTS = ["cartpole", "acrobot", "mountaincar", "mountaincarcontinuous", "pendulum"]  # opt-in float32=1 (GPU table)
+# the envs with an opt-in float32=1 (GPU table only)
+FLOAT32_VARIANTS = ["cartpole", "acrobot", "mountaincar", "mountaincarcontinuous", "pendulum"]
 
 
 def make_fastvec(key: str, num_envs: int, **kwargs):

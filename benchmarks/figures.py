@@ -335,7 +335,8 @@ def teams_steps_table(d, mine_key):
 
 def teams_gpu_table(d):
     return table(["scenario", "envs", 'fastvec `rollout("random", 100)`', "jaxmarl jit + vmap + scan(100)",
-                  "fastvec / jaxmarl", "jaxmarl warm-up calls"], ["---"] + ["---:"] * 5, teams_steps_table(d, "rollout"))
+                  "fastvec / jaxmarl", "jaxmarl warm-up calls"], ["---"] + ["---:"] * 5,
+                 teams_steps_table(d, "rollout"))
 
 
 def teams_gpu(results):
@@ -609,7 +610,8 @@ def readme_headline(results):
 
 
 RENDERERS = {f.__name__: f for f in (
-    env_steps_cpu, classic_control_cpu, classic_control_gpu, classic_control_gpu_h100, minatar_cpu, mujoco_cpu, mujoco_cpu_16core, mujoco_gpu,
+    env_steps_cpu, classic_control_cpu, classic_control_gpu, classic_control_gpu_h100, minatar_cpu, mujoco_cpu,
+    mujoco_cpu_16core, mujoco_gpu,
     cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, teams_gpu, teams_gpu_262k, teams_cpu, roofline_envs,
     roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}

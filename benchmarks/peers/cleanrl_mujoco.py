@@ -5,8 +5,8 @@ CleanRL's training time. Writes benchmarks/results/cleanrl_mujoco.json.
 
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-python ~/cleanrl/.venv/bin/python
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --tasks hopper --seeds 1 --parallel 3
-    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-only --parallel 12 --cleanrl-args=--no-cuda \
-        --out peer.json
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-only --parallel 12 \
+        --cleanrl-args=--no-cuda --out peer.json
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl-results peer.json --fastvec-set env.num_envs=256
 
 --cleanrl-only runs CleanRL's side alone (every task and seed, --parallel at once) and --cleanrl-results reads those

@@ -91,7 +91,8 @@ def test_cleanrl_only_runs_every_task_and_seed_and_its_file_feeds_fastvecs_side(
     fake = tmp_path / "ppo_continuous_action.py"
     fake.write_text("import sys\nargs = dict(zip(sys.argv[1::2], sys.argv[2::2]))\n"
                     "bonus = 100.0 if args['--env-id'] == 'Hopper-v4' else 0.0\n"
-                    "for k in range(1, 11):\n    print(f'global_step={k * 10}, episodic_return=[{bonus + int(args[\"--seed\"])}]')\n"
+                    "for k in range(1, 11):\n"
+                    "    print(f'global_step={k * 10}, episodic_return=[{bonus + int(args[\"--seed\"])}]')\n"
                     "print('SPS: 50')\n")
     peer = tmp_path / "peer.json"
     script = str(ROOT / "benchmarks" / "peers" / "cleanrl_mujoco.py")

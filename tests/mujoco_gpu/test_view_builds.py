@@ -247,7 +247,8 @@ def test_a_reset_runs_the_forward_exactly_for_the_tasks_whose_observation_reads_
     first entry of its field) and Reacher's body positions do, InvertedPendulum and Hopper read qpos and qvel only.
     Every task: the locomotion tasks' reset infos (an x position) sit beside their observations and must not be
     taken for a read."""
-    pytest.importorskip("mujoco", reason="Gymnasium's MuJoCo tasks need the mujoco package: pip install 'fastvec[mujoco]'")
+    pytest.importorskip("mujoco", reason="Gymnasium's MuJoCo tasks need the mujoco package: pip install "
+                                         "'fastvec[mujoco]'")
     import ctypes
 
     env = gym.make(f"{task}-v5").unwrapped

@@ -143,7 +143,8 @@ def test_the_views_observe_starts_the_episodes_of_the_worlds_in_the_mask_only():
     episodes start again (no steps taken, nothing left to reset, every info value written), so a step limit of 2
     truncates neither at its next step; world 1 keeps its count, its pending reset and its info: a limit of 2
     truncates it at its next step, a limit of 7 does not."""
-    mujoco = pytest.importorskip("mujoco", reason="Gymnasium's MuJoCo tasks need the mujoco package: pip install 'fastvec[mujoco]'")
+    mujoco = pytest.importorskip("mujoco", reason="Gymnasium's MuJoCo tasks need the mujoco package: "
+                                                  "pip install 'fastvec[mujoco]'")
     from test_view_builds import HostViews
 
     views = HostViews("Hopper", 3)

@@ -411,9 +411,9 @@ def test_missing_package_error_names_the_top_level_package_to_install(tmp_path, 
     e.g. tensorboard.compat.proto.event_pb2) in both places: the package it needs and the pip fallback."""
     for name in [m for m in sys.modules if m.split(".")[0] == missing] + [missing]:
         monkeypatch.setitem(sys.modules, name, None)
+    # only the logger under test asked for: the other's package may be missing too (a venv without the extra)
+    config = make_config(tensorboard=missing == "tensorboard", wandb_project="proj" if missing == "wandb" else "")
     with pytest.raises(ImportError) as err:
-        # only the logger under test asked for: the other's package may be missing too (a venv without the extra)
-        RunLoggers(make_config(tensorboard=missing == "tensorboard", wandb_project="proj" if missing == "wandb" else ""),
-                   tmp_path / "run", resume=False)
+        RunLoggers(config, tmp_path / "run", resume=False)
     assert str(err.value).startswith(f"{option} needs the {missing} package: pip install 'fastvec[logging]' "
                                      f"(or pip install {missing}); importing {missing}")
