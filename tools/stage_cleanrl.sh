@@ -5,6 +5,7 @@
 # benchmarks/peers/cleanrl_mujoco.py on that machine's host (carry .gpu and .gpu-cleanrl):
 #   source .gpu/remote.sh && python3 benchmarks/peers/cleanrl_mujoco.py --cleanrl .gpu-cleanrl \
 #     --cleanrl-python .gpu-cleanrl/python --parallel 12
+# or, its side alone in the background while the call goes on (its 1M steps outlast a call): tools/cleanrl_peer.sh.
 # CleanRL pins mujoco<=2.3.3, which has no wheel for the machine's Python 3.12: its v4 tasks run on .gpu/'s mujoco
 # 3.3.7 (tools/stage_gpu_extras.sh). Checked on the 2-core VM the same way (gymnasium 0.29.1, mujoco 3.3.7, torch).
 set -euo pipefail
