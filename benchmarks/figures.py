@@ -151,14 +151,15 @@ CLASSIC_GPU_LABELS = {  # JSON "env" -> row label, in table order; the bold rows
 
 
 def classic_control_gpu(results):
-    return classic_control_gpu_table(load(results, "classic_control_gpu.json"), "classic_control_gpu.json")
+    return classic_control_gpu_table(results, "classic_control_gpu.json")
 
 
 def classic_control_gpu_h100(results):
-    return classic_control_gpu_table(load(results, "classic_control_gpu_h100.json"), "classic_control_gpu_h100.json")
+    return classic_control_gpu_table(results, "classic_control_gpu_h100.json")
 
 
-def classic_control_gpu_table(d, name):
+def classic_control_gpu_table(results, name):
+    d = load(results, name)
     unlabelled = [r["env"] for r in d["rows"] if r["env"] not in CLASSIC_GPU_LABELS]
     if unlabelled:
         raise FigureError(f"{name}: rows {unlabelled} have no label: add them to CLASSIC_GPU_LABELS")
