@@ -10,7 +10,17 @@ CleanRL's training time. Writes benchmarks/results/cleanrl_mujoco.json.
     python benchmarks/peers/cleanrl_mujoco.py --cleanrl-results peer.json --fastvec-set env.num_envs=256
 
 --cleanrl-only runs CleanRL's side alone (every task and seed, --parallel at once) and --cleanrl-results reads those
-runs for fastvec's side, where one sitting on the machine cannot hold both; --fastvec-set gives fastvec's shape.
+runs for fastvec's side; --fastvec-only runs fastvec's side alone, its whole budget with no target yet (each run's
+curve kept), and --fastvec-results reads those runs back. Together they let both sides train at once on one machine,
+each on its own cores (taskset), where one sitting cannot hold them one after the other:
+
+    taskset -c 0-5 python benchmarks/peers/cleanrl_mujoco.py --cleanrl ~/cleanrl --cleanrl-only --parallel 6 \
+        --tasks halfcheetah ant --out peer.json &
+    taskset -c 6-15 python benchmarks/peers/cleanrl_mujoco.py --fastvec-only --tasks halfcheetah ant --out fv.json
+    python benchmarks/peers/cleanrl_mujoco.py --cleanrl-results peer.json --fastvec-results fv.json \
+        --tasks halfcheetah ant
+
+--fastvec-set gives fastvec's shape.
 On a machine with a GPU CleanRL's script uses it by default (--cuda); on the H100 host it ran 2.1x faster with
 --no-cuda (907 against 429 steps/s, Hopper), so give the peer its faster device.
 
@@ -156,6 +166,33 @@ def stored_cleanrl_side(path: Path, tasks: list[str], seeds: list[int]) -> tuple
     return runs, how
 
 
+def stored_fastvec_side(path: Path, tasks: list[str], seeds: list[int]) -> tuple[dict, dict]:
+    """fastvec's runs from a --fastvec-only file: {task: [run, ...]} for `tasks` and `seeds` (each with its curve,
+    `groups`), and how they ran; a task or seed the file lacks is an error that names it."""
+    stored = json.loads(path.read_text())
+    runs = {}
+    for task in tasks:
+        have = {r["seed"]: r for r in stored["fastvec"].get(task, [])}
+        missing = [s for s in seeds if s not in have]
+        if missing:
+            raise SystemExit(f"--fastvec-results {path}: no fastvec run of {task} on seeds {missing}; "
+                             f"it holds {sorted(have)}")
+        runs[task] = [have[s] for s in seeds]
+    how = {k: stored[k] for k in ("date", "machine", "cpus", "fastvec_device", "fastvec_settings") if k in stored}
+    return runs, how
+
+
+def fastvec_task_runs(args, task: str, shape: dict, target, tmp: Path) -> list[dict]:
+    """fastvec-train on `task` for every seed, one at a time, each over its whole budget (target None: no target
+    yet, the time to it is read later from the run's curve)."""
+    from train_peers import fastvec_run  # fastvec's side as the PureJaxRL comparison runs it
+
+    keywords = TASKS[task][1]
+    settings = {**shape, "env": {**keywords, **shape.get("env", {})}} if keywords else shape
+    return [fastvec_run(task, seed, args.fastvec_device, target, args.fastvec_max_seconds, args.eval_episodes,
+                        args.fastvec_timesteps, tmp, settings or None, args.window) for seed in args.seeds]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cleanrl", type=Path, help="a CleanRL checkout or its ppo_continuous_action.py")
@@ -165,6 +202,10 @@ def main(argv=None) -> None:
                         help="run CleanRL's side alone and write its runs to --out (for --cleanrl-results)")
     parser.add_argument("--cleanrl-results", type=Path, default=None,
                         help="CleanRL's runs from an earlier --cleanrl-only run on the same kind of machine")
+    parser.add_argument("--fastvec-only", action="store_true",
+                        help="run fastvec's side alone, with no target, and write its runs to --out")
+    parser.add_argument("--fastvec-results", type=Path, default=None,
+                        help="fastvec's runs from a --fastvec-only run on the same machine")
     parser.add_argument("--tasks", nargs="+", default=["hopper", "halfcheetah", "walker2d", "ant"], choices=list(TASKS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--total-timesteps", type=int, default=1_000_000, help="CleanRL's budget (its default)")
@@ -179,10 +220,12 @@ def main(argv=None) -> None:
     parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
     parser.add_argument("--out", type=Path, default=RESULTS / "cleanrl_mujoco.json")
     args = parser.parse_args(argv)
-    if args.cleanrl_results is None and args.cleanrl is None:
+    if args.cleanrl_only and args.fastvec_only:
+        parser.error("--cleanrl-only and --fastvec-only each run one side: give one of them")
+    if args.cleanrl_results is None and args.cleanrl is None and not args.fastvec_only:
         parser.error("give --cleanrl (a CleanRL checkout to run) or --cleanrl-results (its runs from --cleanrl-only)")
     from mujoco_gpu_train import parse_sets, settings_of
-    from train_peers import fastvec_run  # fastvec's side as the PureJaxRL comparison runs it
+    from train_peers import timed
 
     shape = settings_of(parse_sets(args.fastvec_set))
     out = {"benchmark": "cleanrl_mujoco", "date": date.today().isoformat(), "machine": platform.node(),
@@ -193,6 +236,15 @@ def main(argv=None) -> None:
            "rows": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cleanrl-mujoco-") as tmp:
+        if args.fastvec_only:
+            runs: dict = {}
+            fastvec_file = {k: v for k, v in out.items() if k not in ("rows", "rule", "total_timesteps", "parallel")}
+            for task in args.tasks:
+                runs[task] = fastvec_task_runs(args, task, shape, None, Path(tmp))
+                args.out.write_text(json.dumps({**fastvec_file, "benchmark": "cleanrl_mujoco_fastvec",
+                                                "fastvec": runs}, indent=1) + "\n")  # a cut-short run keeps its tasks
+            print(f"wrote {args.out}")
+            return
         if args.cleanrl_results is not None:
             peer, out["cleanrl_ran"] = stored_cleanrl_side(args.cleanrl_results, args.tasks, args.seeds)
             out["cleanrl_results"] = str(args.cleanrl_results)
@@ -209,6 +261,11 @@ def main(argv=None) -> None:
         if args.cleanrl_only:
             print(f"wrote {args.out}")
             return
+        stored = None
+        if args.fastvec_results is not None:
+            stored, fastvec_ran = stored_fastvec_side(args.fastvec_results, args.tasks, args.seeds)
+            out.update(fastvec_results=str(args.fastvec_results), fastvec_ran=fastvec_ran,
+                       fastvec_device=fastvec_ran.get("fastvec_device"), fastvec_settings=fastvec_ran.get("fastvec_settings"))
         for task in args.tasks:
             keywords, differs = TASKS[task][1], TASKS[task][2]
             cleanrl = peer[task]
@@ -217,10 +274,10 @@ def main(argv=None) -> None:
                 out["rows"].append({"task": task, "error": "CleanRL finished no episode", "cleanrl": cleanrl})
                 args.out.write_text(json.dumps(out, indent=1) + "\n")
                 continue
-            settings = {**shape, "env": {**keywords, **shape.get("env", {})}} if keywords else shape
-            fastvec = [fastvec_run(task, seed, args.fastvec_device, target, args.fastvec_max_seconds,
-                                   args.eval_episodes, args.fastvec_timesteps, Path(tmp), settings or None,
-                                   args.window) for seed in args.seeds]
+            if stored is None:
+                fastvec = fastvec_task_runs(args, task, shape, target, Path(tmp))
+            else:  # the same reading fastvec_run gives, now that the target is known
+                fastvec = [{**r, "threshold": target, **timed(r, target, args.window)} for r in stored[task]]
             row = task_summary(task, cleanrl, fastvec, args.window)
             row.update(fastvec_env_keywords=keywords, differences=differs, cleanrl=cleanrl,
                        fastvec=[{k: v for k, v in r.items() if k != "groups"} for r in fastvec])

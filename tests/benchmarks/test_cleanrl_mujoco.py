@@ -107,3 +107,35 @@ def test_cleanrl_only_runs_every_task_and_seed_and_its_file_feeds_fastvecs_side(
     assert [r["final_return"] for r in runs["ant"]] == [2.0] and how["parallel"] == 4
     with pytest.raises(SystemExit, match=r"no CleanRL run of hopper on seeds \[3\]"):
         cleanrl_mujoco.stored_cleanrl_side(peer, ["hopper"], [1, 3])
+
+
+def test_fastvec_only_runs_feed_the_table_once_cleanrls_target_is_known(tmp_path):
+    """--fastvec-only trains with no target and keeps each run's curve; --fastvec-results with --cleanrl-results
+    then times those curves to CleanRL's median return, as a run handed the target would have been timed."""
+    pytest.importorskip("mujoco", reason="fastvec's side trains a MuJoCo task: pip install 'fastvec[mujoco]'")
+    from fairness import seed_time
+
+    script = str(ROOT / "benchmarks" / "peers" / "cleanrl_mujoco.py")
+    fv = tmp_path / "fv.json"
+    subprocess.run([sys.executable, script, "--fastvec-only", "--tasks", "invertedpendulum", "--seeds", "1", "2",
+                    "--fastvec-device", "cpu", "--fastvec-timesteps", "4096", "--eval-episodes", "2",
+                    "--out", str(fv)], check=True, capture_output=True, text=True, timeout=300)
+    stored = json.loads(fv.read_text())
+    runs = stored["fastvec"]["invertedpendulum"]
+    assert [r["seed"] for r in runs] == [1, 2] and all(r["groups"] and r["time_s"] is None for r in runs)
+    # CleanRL's side: returns between the two seeds' best logged means, so that one crosses sooner than the other
+    best = sorted(max(g[2] for g in r["groups"]) for r in runs)
+    peer = tmp_path / "peer.json"
+    peer.write_text(json.dumps({"cleanrl": {"invertedpendulum": [
+        {"seed": s, "final_return": best[0] - 1.0 + k, "train_s": 100.0} for k, s in enumerate([1, 2])]}}))
+    out = tmp_path / "out.json"
+    subprocess.run([sys.executable, script, "--cleanrl-results", str(peer), "--fastvec-results", str(fv),
+                    "--tasks", "invertedpendulum", "--seeds", "1", "2", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=120)
+    row = json.loads(out.read_text())["rows"][0]
+    target = row["target_return"]
+    assert target == pytest.approx(best[0] - 0.5)
+    expected = [seed_time(r["groups"], target, r["train_s"], 100)["time_s"] for r in runs]
+    assert row["fastvec_time_to_target_s"] == expected and row["peer_median_s"] == 100.0
+    with pytest.raises(SystemExit, match=r"no fastvec run of invertedpendulum on seeds \[3\]"):
+        cleanrl_mujoco.stored_fastvec_side(fv, ["invertedpendulum"], [1, 3])
