@@ -171,7 +171,7 @@ static void fv_pool_start(int workers) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-static int fv_pool_run_team(fv_chunk_fn fn, const void* job, int n, int threads);
+static int fv_pool_run_team(fv_chunk_fn fn, const void* job, int n, int threads, int per_thread);
 
 /* Which way a call of fn takes (0: the caller alone, 1: the pool), from its kind's timings (under busy); *timed:
  * whether to record this call's time. The first call after a change of way is not recorded: it pays for the
@@ -216,28 +216,35 @@ static int fv_pool_choose(fv_chunk_fn fn, int* kind, int* timed) {
     return way;
 }
 
-/* Runs fn over envs [0, n) in chunks claimed by the caller and the pool's workers (or on the caller alone, as
- * fv_pool_choose decides); returns the sum of fn's results. Chunks are whole 64-env blocks so that no two threads
- * write one cache line of a byte-per-env output (terminated, truncated). */
-static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
+/* Runs fn over envs [0, n) in about per_thread chunks a thread, claimed by the caller and the pool's workers (or
+ * on the caller alone, as fv_pool_choose decides); returns the sum of fn's results. Chunks are whole 64-env blocks
+ * so that no two threads write one cache line of a byte-per-env output (terminated, truncated). A call waits for
+ * its last chunk, so chunks of costly envs (a MuJoCo step, tens of microseconds and varying with contacts) are
+ * best one env each: fewer chunks cost fewer claims, more chunks leave a shorter tail after the others finish. */
+static int fv_pool_run_chunks(fv_chunk_fn fn, const void* job, int n, int per_thread) {
     int threads = __atomic_load_n(&fv_pool.threads, __ATOMIC_RELAXED);
     if (threads <= 1 || n < FV_PAR_MIN_ENVS) return fn(job, 0, n);
     if (pthread_mutex_trylock(&fv_pool.busy) != 0) return fn(job, 0, n); /* another thread's call has it */
     int kind, timed, pooled = fv_pool_choose(fn, &kind, &timed);
     long long start = fv_now_ns();
-    int result = pooled ? fv_pool_run_team(fn, job, n, threads) : fn(job, 0, n);
+    int result = pooled ? fv_pool_run_team(fn, job, n, threads, per_thread) : fn(job, 0, n);
     double ns = (double)(fv_now_ns() - start) / n, *mean = &fv_pool.kinds[kind].ns_per_env[pooled];
     if (timed) *mean = *mean == 0.0 ? ns : (15.0 * *mean + ns) / 16.0;
     pthread_mutex_unlock(&fv_pool.busy);
     return result;
 }
 
-/* fv_pool_run's call with the workers (under fv_pool.busy). */
-static int fv_pool_run_team(fv_chunk_fn fn, const void* job, int n, int threads) {
+/* fv_pool_run_chunks with FV_CHUNKS_PER_THREAD: cheap envs, whose chunks are many envs each. */
+static int fv_pool_run(fv_chunk_fn fn, const void* job, int n) {
+    return fv_pool_run_chunks(fn, job, n, FV_CHUNKS_PER_THREAD);
+}
+
+/* fv_pool_run_chunks's call with the workers (under fv_pool.busy). */
+static int fv_pool_run_team(fv_chunk_fn fn, const void* job, int n, int threads, int per_thread) {
     if (fv_pool.started < threads - 1) fv_pool_start(threads - 1);
     int team = fv_pool.started + 1 < threads ? fv_pool.started + 1 : threads;
     if (team <= 1) return fn(job, 0, n);
-    int target = team * FV_CHUNKS_PER_THREAD < FV_MAX_CHUNKS ? team * FV_CHUNKS_PER_THREAD : FV_MAX_CHUNKS;
+    int target = per_thread < FV_MAX_CHUNKS / team ? team * per_thread : FV_MAX_CHUNKS;
     int chunk = ((n + target - 1) / target + 63) / 64 * 64;
     int num_chunks = (n + chunk - 1) / chunk;
 #define FV_SET(field, value) __atomic_store_n(&fv_pool.field, value, __ATOMIC_RELAXED)

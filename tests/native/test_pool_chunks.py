@@ -27,8 +27,12 @@ static int job(const void* j, int lo, int hi) {
 static void clear(void) { calls = 0; memset(runs, 0, sizeof runs); }
 /* One call through fv_pool_run (the pool's choice of way included) with `threads` threads a call. */
 int run(int n, int threads) { clear(); fv_pool.threads = threads; return fv_pool_run(job, NULL, n); }
-/* One call with the workers, whatever the timings. */
-int run_team(int n, int threads) { clear(); return fv_pool_run_team(job, NULL, n, threads); }
+/* One call with the workers, whatever the timings (FV_CHUNKS_PER_THREAD, fv_pool_run's count, or per_thread). */
+int run_team(int n, int threads) { clear(); return fv_pool_run_team(job, NULL, n, threads, FV_CHUNKS_PER_THREAD); }
+int run_team_chunks(int n, int threads, int per_thread) {
+    clear();
+    return fv_pool_run_team(job, NULL, n, threads, per_thread);
+}
 int started(void) { return fv_pool.started; }
 int chunks_per_thread(void) { return FV_CHUNKS_PER_THREAD; }
 int max_chunks(void) { return FV_MAX_CHUNKS; }
@@ -105,3 +109,19 @@ def test_a_call_with_fewer_threads_than_workers_started_cuts_for_its_own_team(po
         size = math.ceil(math.ceil(n / (threads * pool.chunks_per_thread())) / 64) * 64
         got, counts = chunks(pool, n)
         assert got == [(lo, min(lo + size, n)) for lo in range(0, n, size)] and (counts == 1).all(), threads
+
+
+@pytest.mark.parametrize("threads", [2, 3, 16])
+def test_more_chunks_a_thread_cut_whole_64_env_blocks_down_to_one_block_a_chunk(pool, threads):
+    """fv_pool_run_chunks' per_thread (MuJoCo's batch asks for FV_MAX_CHUNKS, each env given 64 indices): as many
+    chunks as per_thread a thread allow, up to FV_MAX_CHUNKS in all, never under one 64-env block; at 4 a thread
+    the split is fv_pool_run's."""
+    for n, per_thread in ((64 * 64, 1024), (64 * 256, 1024), (64 * 1000, 1024), (64 * 1090, 1024), (4096, 4),
+                          (64 * 256, 32)):
+        assert pool.run_team_chunks(n, threads, per_thread) == n
+        target = min(threads * per_thread, pool.max_chunks())
+        size = max(64, math.ceil(math.ceil(n / target) / 64) * 64)
+        got, counts = chunks(pool, n)
+        assert got == [(lo, min(lo + size, n)) for lo in range(0, n, size)] and (counts == 1).all(), (n, per_thread)
+        if per_thread == 1024 and n <= 64 * pool.max_chunks():
+            assert size == 64  # an env a chunk, however few envs a thread has

@@ -60,8 +60,11 @@ typedef struct {
 
 /* pool.h splits [0, n) into chunks of whole 64-index blocks and steps fewer than FV_PAR_MIN_ENVS indices on
  * the caller alone: a MuJoCo step costs tens of microseconds, so every env is given 64 indices, and a chunk
- * is then a run of whole envs however few there are. */
+ * is then a run of whole envs however few there are. FV_MJ_CHUNKS_PER_THREAD asks for a chunk an env (up to
+ * pool.h's FV_MAX_CHUNKS): a step returns when its slowest thread does, and an env's step time varies with its
+ * contacts, so a thread that finishes early takes one more env rather than leaving the rest of a run to one. */
 #define FV_MJ_SPREAD 64
+#define FV_MJ_CHUNKS_PER_THREAD FV_MAX_CHUNKS
 
 static const fv_mj_task* fv_mj_find(const char* name) {
     for (int i = 0; fv_mj_tasks[i]; i++)
@@ -238,7 +241,7 @@ FV_EXPORT double fv_mj_timestep(const fv_mj_batch* b) { return b->m->opt.timeste
 FV_EXPORT void fv_mj_reset(fv_mj_batch* b, const unsigned long long* seeds, const unsigned char* mask, double* obs,
                            double* info) {
     fv_mj_job j = {b, NULL, 0, 0, NULL, NULL, seeds, mask, obs, NULL, info, NULL, NULL, NULL, NULL};
-    fv_pool_run(fv_mj_reset_chunk, &j, b->num_envs * FV_MJ_SPREAD);
+    fv_pool_run_chunks(fv_mj_reset_chunk, &j, b->num_envs * FV_MJ_SPREAD, FV_MJ_CHUNKS_PER_THREAD);
 }
 
 /* Steps every env; returns how many episodes ended, or -1 - k when action value k is NaN or infinite
@@ -252,7 +255,7 @@ FV_EXPORT int fv_mj_step(fv_mj_batch* b, const double* actions, int action_f32, 
         if (!isfinite(actions[k]) && !b->envs[k / b->m->nu].needs_reset) return (int)(-1 - k);
     fv_mj_job j = {b, actions, action_f32, max_steps, final_obs, final_info, NULL, NULL, obs, rewards, info,
                    terminated, truncated, was_reset, unstable};
-    return fv_pool_run(fv_mj_step_chunk, &j, b->num_envs * FV_MJ_SPREAD);
+    return fv_pool_run_chunks(fv_mj_step_chunk, &j, b->num_envs * FV_MJ_SPREAD, FV_MJ_CHUNKS_PER_THREAD);
 }
 
 /* qpos then qvel of envs idx, as Gymnasium's (data.qpos, data.qvel). */
