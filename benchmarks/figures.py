@@ -321,6 +321,26 @@ def mujoco_gpu_train(results):
                                         "---:"], rows)
 
 
+def cleanrl_mujoco(results):
+    """cleanrl_mujoco.py's rows: CleanRL's return after its 1M steps (every seed; the median is fastvec's target) and
+    training time, fastvec-train's time to that return ('>T' where a seed never got there in its T seconds)."""
+    d = load(results, "cleanrl_mujoco.json")
+    rows, episodes = [], {x["eval_episodes"] for r in d["rows"] for x in r["fastvec"]}
+    for r in d["rows"]:
+        mine, peer = r["fastvec"], r["cleanrl"]
+        rows.append([f"{r['cleanrl_env']} / {r['task']}", ", ".join(str(x["seed"]) for x in peer),
+                     " / ".join(f"{x:,.0f}" for x in r["cleanrl_returns"]), f"{r['target_return']:,.0f}",
+                     " / ".join(f"{t:,.0f}" for t in r["cleanrl_train_s"]) + " s",
+                     " / ".join(bound_time(x) for x in mine) + " s", span([x["sps"] for x in mine], si),
+                     seeds(mine, "eval_return", "{:,.0f}".format),
+                     bold(f"{r['ratio_text']}x", not r["upper_bound"] and (r["ratio"] or 0) >= 10)])
+    return table(["CleanRL task / fastvec task", "seeds", "CleanRL: return after 1M steps", "target (median)",
+                  "CleanRL: training time", "fastvec: time to target", "fastvec SPS",
+                  f"fastvec: eval ({' / '.join(f'{n:,}' for n in sorted(episodes))} episodes)",
+                  "CleanRL's time / fastvec's (medians)"], ["---", "---", "---:", "---:", "---:", "---:", "---:",
+                                                             "---:", "---:"], rows)
+
+
 def teams_steps_table(d, mine_key):
     """teams_steps.py's JSON: fastvec's rate (mine_key of its fastvec entry) beside jaxmarl's, bold where >= 10x."""
     rows = []
@@ -613,7 +633,8 @@ def readme_headline(results):
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, classic_control_gpu_h100, minatar_cpu, mujoco_cpu,
     mujoco_cpu_16core, mujoco_gpu,
-    cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, teams_gpu, teams_gpu_262k, teams_cpu, roofline_envs,
+    cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, cleanrl_mujoco, teams_gpu, teams_gpu_262k, teams_cpu,
+    roofline_envs,
     roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     readme_headline)}
 
