@@ -547,7 +547,7 @@ def pufferlib_breakout(results):
 
 
 # a renderer whose block is added with its first JSON
-PENDING = {"pufferlib_breakout": "pufferlib_breakout.json"}
+PENDING = {"pufferlib_breakout": "pufferlib_breakout.json", "cleanrl_mujoco": "cleanrl_mujoco.json"}
 
 
 # --- README.md -------------------------------------------------------------------------------------------
