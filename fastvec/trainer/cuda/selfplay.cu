@@ -182,13 +182,17 @@ __global__ void match_reset_kernel(int num_games, fv_slot* slots, const fv_u64* 
 #define MATCH_DECODER (POLICY_LAYERS * MATCH_GATES * MATCH_MATRIX)
 #define MATCH_STAGED (MATCH_DECODER + NUM_ACTIONS * PH)
 /* Rows (one policy's, in games side by side) a group computes together: every weight read from shared memory
- * serves each of them, and shared-memory bandwidth is what bounds a step's layers. */
-#define MATCH_ROWS 4
+ * serves each of them, and more rows a group leave fewer warps to hide each one's latency (-DMATCH_ROWS=N builds
+ * another count, for benchmarks/lab/match_rows.py). */
+#ifndef MATCH_ROWS
+#define MATCH_ROWS 2
+#endif
 #define MATCH_SLICES ((PH + 31) / 32) /* warps a group is spread over: lane u of slice s computes unit 32 * s + u */
 /* The layers' k4 loops are unrolled whole where every lane's row stride in the staged matrices is the same
  * constant (PH a multiple of 32); a partial last 32-row block makes it a variable, and the whole unroll spills. */
 constexpr int match_unroll = PH % 32 == 0 ? PH / 4 : 4;
-#define MATCH_GROUP_FLOATS (MATCH_ROWS * (2 * PH + NUM_ACTIONS)) /* a group's layer input and output, its logits */
+/* A group's layer input and output, then its logits; rounded up to whole float4s, which the next group's layers read. */
+#define MATCH_GROUP_FLOATS ((MATCH_ROWS * (2 * PH + NUM_ACTIONS) + 3) / 4 * 4)
 #define MATCH_OBS_FLOATS ((NUM_AGENTS * OBS_SIZE * (int)sizeof(OBS_T) + 3) / 4)
 #define MATCH_GAME_FLOATS (MATCH_OBS_FLOATS + NUM_AGENTS + 1) /* a game's obs, its seats' actions, its open flag */
 __device__ const int match_staged_floats = MATCH_STAGED;
