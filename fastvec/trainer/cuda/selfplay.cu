@@ -185,7 +185,7 @@ __global__ void match_reset_kernel(int num_games, fv_slot* slots, const fv_u64* 
  * serves each of them, and more rows a group leave fewer warps to hide each one's latency (-DMATCH_ROWS=N builds
  * another count, for benchmarks/lab/match_rows.py). */
 #ifndef MATCH_ROWS
-#define MATCH_ROWS 2
+#define MATCH_ROWS 4
 #endif
 #define MATCH_SLICES ((PH + 31) / 32) /* warps a group is spread over: lane u of slice s computes unit 32 * s + u */
 /* The layers' k4 loops are unrolled whole where every lane's row stride in the staged matrices is the same
