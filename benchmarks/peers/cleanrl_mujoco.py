@@ -149,36 +149,19 @@ def cleanrl_side(args, script: Path, root: Path, save=None) -> dict:
     return out
 
 
-def stored_cleanrl_side(path: Path, tasks: list[str], seeds: list[int]) -> tuple[dict, dict]:
-    """CleanRL's runs from a --cleanrl-only file: {task: [run, ...]} for `tasks` and `seeds`, and how they ran;
-    a task or seed the file lacks is an error that names it."""
-    stored = json.loads(path.read_text())
+def stored_side(path: Path, side: str, tasks: list[str], seeds: list[int]) -> tuple[dict, dict]:
+    """One side's runs from a --cleanrl-only or --fastvec-only file (side: "cleanrl" or "fastvec"): {task: [run,
+    ...]} for `tasks` and `seeds`, and how they ran; a task or seed the file lacks is an error that names it."""
+    stored, flag, who = json.loads(path.read_text()), f"--{side}-results", {"cleanrl": "CleanRL", "fastvec": "fastvec"}
     runs = {}
     for task in tasks:
-        have = {r["seed"]: r for r in stored["cleanrl"].get(task, [])}
+        have = {r["seed"]: r for r in stored[side].get(task, [])}
         missing = [s for s in seeds if s not in have]
         if missing:
-            raise SystemExit(f"--cleanrl-results {path}: no CleanRL run of {task} on seeds {missing}; "
-                             f"it holds {sorted(have)}")
+            raise SystemExit(f"{flag} {path}: no {who[side]} run of {task} on seeds {missing}; it holds {sorted(have)}")
         runs[task] = [have[s] for s in seeds]
-    how = {k: stored[k] for k in ("date", "machine", "cpus", "parallel", "total_timesteps", "cleanrl_script")
-           if k in stored}
-    return runs, how
-
-
-def stored_fastvec_side(path: Path, tasks: list[str], seeds: list[int]) -> tuple[dict, dict]:
-    """fastvec's runs from a --fastvec-only file: {task: [run, ...]} for `tasks` and `seeds` (each with its curve,
-    `groups`), and how they ran; a task or seed the file lacks is an error that names it."""
-    stored = json.loads(path.read_text())
-    runs = {}
-    for task in tasks:
-        have = {r["seed"]: r for r in stored["fastvec"].get(task, [])}
-        missing = [s for s in seeds if s not in have]
-        if missing:
-            raise SystemExit(f"--fastvec-results {path}: no fastvec run of {task} on seeds {missing}; "
-                             f"it holds {sorted(have)}")
-        runs[task] = [have[s] for s in seeds]
-    how = {k: stored[k] for k in ("date", "machine", "cpus", "fastvec_device", "fastvec_settings") if k in stored}
+    how = {k: stored[k] for k in ("date", "machine", "cpus", "parallel", "total_timesteps", "cleanrl_script",
+                                  "fastvec_device", "fastvec_settings") if k in stored}
     return runs, how
 
 
@@ -246,7 +229,7 @@ def main(argv=None) -> None:
             print(f"wrote {args.out}")
             return
         if args.cleanrl_results is not None:
-            peer, out["cleanrl_ran"] = stored_cleanrl_side(args.cleanrl_results, args.tasks, args.seeds)
+            peer, out["cleanrl_ran"] = stored_side(args.cleanrl_results, "cleanrl", args.tasks, args.seeds)
             out["cleanrl_results"] = str(args.cleanrl_results)
         else:
             script = script_path(args.cleanrl)
@@ -263,7 +246,7 @@ def main(argv=None) -> None:
             return
         stored = None
         if args.fastvec_results is not None:
-            stored, fastvec_ran = stored_fastvec_side(args.fastvec_results, args.tasks, args.seeds)
+            stored, fastvec_ran = stored_side(args.fastvec_results, "fastvec", args.tasks, args.seeds)
             out.update(fastvec_results=str(args.fastvec_results), fastvec_ran=fastvec_ran,
                        fastvec_device=fastvec_ran.get("fastvec_device"), fastvec_settings=fastvec_ran.get("fastvec_settings"))
         for task in args.tasks:

@@ -103,10 +103,10 @@ def test_cleanrl_only_runs_every_task_and_seed_and_its_file_feeds_fastvecs_side(
     assert "rows" not in stored and "fastvec_settings" not in stored and stored["parallel"] == 4
     assert {t: [(r["seed"], r["final_return"]) for r in runs] for t, runs in stored["cleanrl"].items()} == \
         {"hopper": [(1, 101.0), (2, 102.0)], "ant": [(1, 1.0), (2, 2.0)]}
-    runs, how = cleanrl_mujoco.stored_cleanrl_side(peer, ["ant"], [2])
+    runs, how = cleanrl_mujoco.stored_side(peer, "cleanrl", ["ant"], [2])
     assert [r["final_return"] for r in runs["ant"]] == [2.0] and how["parallel"] == 4
     with pytest.raises(SystemExit, match=r"no CleanRL run of hopper on seeds \[3\]"):
-        cleanrl_mujoco.stored_cleanrl_side(peer, ["hopper"], [1, 3])
+        cleanrl_mujoco.stored_side(peer, "cleanrl", ["hopper"], [1, 3])
 
 
 def test_fastvec_only_runs_feed_the_table_once_cleanrls_target_is_known(tmp_path):
@@ -138,4 +138,4 @@ def test_fastvec_only_runs_feed_the_table_once_cleanrls_target_is_known(tmp_path
     expected = [seed_time(r["groups"], target, r["train_s"], 100)["time_s"] for r in runs]
     assert row["fastvec_time_to_target_s"] == expected and row["peer_median_s"] == 100.0
     with pytest.raises(SystemExit, match=r"no fastvec run of invertedpendulum on seeds \[3\]"):
-        cleanrl_mujoco.stored_fastvec_side(fv, ["invertedpendulum"], [1, 3])
+        cleanrl_mujoco.stored_side(fv, "fastvec", ["invertedpendulum"], [1, 3])
