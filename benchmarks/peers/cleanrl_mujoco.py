@@ -248,7 +248,8 @@ def main(argv=None) -> None:
         if args.fastvec_results is not None:
             stored, fastvec_ran = stored_side(args.fastvec_results, "fastvec", args.tasks, args.seeds)
             out.update(fastvec_results=str(args.fastvec_results), fastvec_ran=fastvec_ran,
-                       fastvec_device=fastvec_ran.get("fastvec_device"), fastvec_settings=fastvec_ran.get("fastvec_settings"))
+                       fastvec_device=fastvec_ran.get("fastvec_device"),
+                       fastvec_settings=fastvec_ran.get("fastvec_settings"))
         for task in args.tasks:
             keywords, differs = TASKS[task][1], TASKS[task][2]
             cleanrl = peer[task]

@@ -191,7 +191,8 @@ __global__ void match_reset_kernel(int num_games, fv_slot* slots, const fv_u64* 
 /* The layers' k4 loops are unrolled whole where every lane's row stride in the staged matrices is the same
  * constant (PH a multiple of 32); a partial last 32-row block makes it a variable, and the whole unroll spills. */
 constexpr int match_unroll = PH % 32 == 0 ? PH / 4 : 4;
-/* A group's layer input and output, then its logits; rounded up to whole float4s, which the next group's layers read. */
+/* A group's layer input and output, then its logits, rounded up to whole float4s: the layers read a group's input
+ * as float4s, so every group's area must start on one. */
 #define MATCH_GROUP_FLOATS ((MATCH_ROWS * (2 * PH + NUM_ACTIONS) + 3) / 4 * 4)
 #define MATCH_OBS_FLOATS ((NUM_AGENTS * OBS_SIZE * (int)sizeof(OBS_T) + 3) / 4)
 #define MATCH_GAME_FLOATS (MATCH_OBS_FLOATS + NUM_AGENTS + 1) /* a game's obs, its seats' actions, its open flag */
