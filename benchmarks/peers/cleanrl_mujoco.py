@@ -152,13 +152,14 @@ def cleanrl_side(args, script: Path, root: Path, save=None) -> dict:
 def stored_side(path: Path, side: str, tasks: list[str], seeds: list[int]) -> tuple[dict, dict]:
     """One side's runs from a --cleanrl-only or --fastvec-only file (side: "cleanrl" or "fastvec"): {task: [run,
     ...]} for `tasks` and `seeds`, and how they ran; a task or seed the file lacks is an error that names it."""
-    stored, flag, who = json.loads(path.read_text()), f"--{side}-results", {"cleanrl": "CleanRL", "fastvec": "fastvec"}
+    stored, who = json.loads(path.read_text()), "CleanRL" if side == "cleanrl" else "fastvec"
     runs = {}
     for task in tasks:
         have = {r["seed"]: r for r in stored[side].get(task, [])}
         missing = [s for s in seeds if s not in have]
         if missing:
-            raise SystemExit(f"{flag} {path}: no {who[side]} run of {task} on seeds {missing}; it holds {sorted(have)}")
+            raise SystemExit(f"--{side}-results {path}: no {who} run of {task} on seeds {missing}; "
+                             f"it holds {sorted(have)}")
         runs[task] = [have[s] for s in seeds]
     how = {k: stored[k] for k in ("date", "machine", "cpus", "parallel", "total_timesteps", "cleanrl_script",
                                   "fastvec_device", "fastvec_settings") if k in stored}
