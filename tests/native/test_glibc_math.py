@@ -73,6 +73,31 @@ def test_sin_cos_pow2_equal_numpys(lib):
     assert not np.array_equal(x2 * x2, want)  # the test can tell pow from a product
 
 
+def square_remainder_in_ulps(x: np.ndarray) -> np.ndarray:
+    """|x^2 - x * x| in ulps of x * x, exactly: Dekker's product (Veltkamp's split of x into two 26-bit halves)."""
+    square = x * x
+    c = 134217729.0 * x  # 2^27 + 1
+    high = c - (c - x)
+    low = x - high
+    remainder = ((high * high - square) + 2 * high * low) + low * low
+    ulp = np.ldexp(1.0, np.frexp(square)[1] - 53)
+    return np.abs(remainder) / ulp
+
+
+@needs_glibc_fma
+def test_pow2_near_its_shortcuts_bound_equals_numpys(lib):
+    # fv_pow2 returns x * x where the square's remainder is at most 7/16 ulp and computes pow elsewhere: arguments
+    # both sides of that bound, and those nearest half an ulp, where pow and x * x differ
+    x = np.random.default_rng(3).uniform(-40, 40, 4_000_000)
+    ratio = square_remainder_in_ulps(x)
+    x = np.concatenate([x[ratio > 0.40], np.ldexp(1.0, np.arange(-125, 126)), np.nextafter(np.sqrt(2), [0, 3])])
+    want = np.array([np.float64(v) ** 2 for v in x])
+    got = call(lib, "v_pow2", x)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    differs = want != x * x
+    assert differs.sum() > 100 and square_remainder_in_ulps(x)[differs].min() > 0.4375
+
+
 @needs_glibc_fma
 def test_powf2_equals_numpys_float32_square(lib):
     rng = np.random.default_rng(2)
