@@ -34,6 +34,12 @@
 #ifndef FLOAT32
 #define FLOAT32 0
 #endif
+/* The float32 step is straight-line code but for `wrap`'s loops: the CPU's vector passes (batch.h) run
+ * env_step_simd, which turns an angle at most twice, and hand the rare step that needs more to env_step. */
+#if FLOAT32 && defined(__AVX2__) && !defined(__CUDACC__)
+#define SIMD_STEP 1
+#define SIMD_STEP_REDO 1
+#endif
 
 #define AC_DT 0.2
 #define AC_L1 1.0  /* link lengths */
@@ -170,6 +176,18 @@ FV_FN float acrobot_wrap(float x) {
     return x;
 }
 
+/* acrobot_wrap's result without branches where it takes at most two turns (both loops unrolled twice: the same
+ * operations); *more is set where it takes more, and the result is then meaningless. */
+FV_FN float acrobot_wrap_twice(float x, int* more) {
+    const float diff = AC_F(AC_PI - (-AC_PI));
+    x = x > AC_F(AC_PI) ? x - diff : x;
+    x = x > AC_F(AC_PI) ? x - diff : x;
+    x = x < -AC_F(AC_PI) ? x + diff : x;
+    x = x < -AC_F(AC_PI) ? x + diff : x;
+    *more |= (x > AC_F(AC_PI)) | (x < -AC_F(AC_PI));
+    return x;
+}
+
 FV_FN float acrobot_bound(float x, float m) {
     float v = (-m > x) ? -m : x;
     return (m < v) ? m : v;
@@ -182,10 +200,9 @@ FV_FN void acrobot_write_obs(const State* s, float* obs) {
     obs[5] = s->dtheta2;
 }
 
-FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
-                   float* stats) {
-    (void)rng;
-    (void)stats;
+/* One step; vector: the angles turned by acrobot_wrap_twice, and FV_SIMD_REDO added to the result where that
+ * does not suffice (vector is a constant: each caller's copy keeps one wrap). */
+FV_FN int acrobot_step(State* s, const long long* actions, float* obs, float* rewards, int vector) {
     float y0[5] = {s->theta1, s->theta2, s->dtheta1, s->dtheta2, (float)(actions[0] - 1)};
     float k1[5], k2[5], k3[5], k4[5], y[5];
     const float dt = AC_F(AC_DT), dt2 = AC_F(AC_DT / 2.0), dt6 = AC_F(AC_DT / 6.0);
@@ -197,8 +214,9 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     for (int i = 0; i < 5; i++) y[i] = y0[i] + dt * k3[i];
     acrobot_dsdt(y, k4);
     for (int i = 0; i < 4; i++) y[i] = y0[i] + dt6 * (k1[i] + 2.0f * k2[i] + 2.0f * k3[i] + k4[i]);
-    s->theta1 = acrobot_wrap(y[0]);
-    s->theta2 = acrobot_wrap(y[1]);
+    int more = 0;
+    s->theta1 = vector ? acrobot_wrap_twice(y[0], &more) : acrobot_wrap(y[0]);
+    s->theta2 = vector ? acrobot_wrap_twice(y[1], &more) : acrobot_wrap(y[1]);
     s->dtheta1 = acrobot_bound(y[2], AC_F(AC_MAX_VEL_1));
     s->dtheta2 = acrobot_bound(y[3], AC_F(AC_MAX_VEL_2));
     acrobot_write_obs(s, obs);
@@ -206,7 +224,21 @@ FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, 
     fv_sincosf(s->theta2 + s->theta1, &sin12, &cos12);
     int terminated = -obs[0] - cos12 > 1.0f;
     rewards[0] = terminated ? 0.0f : -1.0f;
-    return terminated;
+    return terminated | (more ? FV_SIMD_REDO : 0);
+}
+
+FV_FN int env_step(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                   float* stats) {
+    (void)rng;
+    (void)stats;
+    return acrobot_step(s, actions, obs, rewards, 0);
+}
+
+FV_FN int env_step_simd(State* s, fv_rng* rng, const long long* actions, float* obs, float* rewards,
+                        float* stats) {
+    (void)rng;
+    (void)stats;
+    return acrobot_step(s, actions, obs, rewards, 1);
 }
 #endif /* FLOAT32 */
 

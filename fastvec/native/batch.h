@@ -235,6 +235,9 @@ FV_EXPORT void fv_observe(int n, const fv_slot* slots, const unsigned char* whic
  *      SIMD_STEP_VALID) are set aside;
  *   2. every copy is stepped, no branch per env (an env set aside too, from a state that may give
  *      meaningless but harmless results), and the copies of the envs not set aside go back to their slots;
+ *      an env that declares SIMD_STEP_REDO may ask for a step to be redone (env_step_simd's result has
+ *      FV_SIMD_REDO set: its straight-line step does not cover where the state went), and that env is set
+ *      aside now, its copy discarded;
  * then, over the tile:
  *   3. SAME_STEP: the envs that ended keep their final obs and are reset (not those set aside);
  *   4. the envs set aside, their slots untouched, take fv_step_one, which writes all their outputs.
@@ -242,7 +245,12 @@ FV_EXPORT void fv_observe(int n, const fv_slot* slots, const unsigned char* whic
  * checks this against a build with -DFV_CPU_SCALAR_STEP=1, the plain fv_step_one loop. */
 #ifndef SIMD_STEP_VALID
 #define SIMD_STEP_VALID(s) 1
+#ifndef SIMD_STEP_REDO
 #define env_step_simd env_step
+#endif
+#endif
+#ifndef SIMD_STEP_REDO
+#define SIMD_STEP_REDO 0
 #endif
 
 /* Env i's bookkeeping after its env_step (term: its return value, nonzero when terminated), on its
@@ -301,18 +309,35 @@ FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OB
         aside[count] = i;
         count += away;
     }
-    *num_aside = count;
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
+#if SIMD_STEP_REDO
+    int redo[FV_STAGE_TILE];
+    #pragma omp simd
+    for (int i = lo; i < hi; i++) { /* the env writes its statistics in place, zeroed below unless done */
+        int result = env_step_simd(&env[i - lo], STEP_USES_RNG ? &rng[i - lo] : &slots[i].rng,
+                                   actions + (long long)i * FV_ACT_LEN, obs + i * obs_len, rewards + i * NUM_AGENTS,
+                                   stats + i * NUM_STATS);
+        term[i - lo] = (result & ~FV_SIMD_REDO) != 0;
+        redo[i - lo] = (result & FV_SIMD_REDO) != 0;
+    }
+#else
     #pragma omp simd
     for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
         term[i - lo] = env_step_simd(&env[i - lo], STEP_USES_RNG ? &rng[i - lo] : &slots[i].rng,
                                      actions + (long long)i * FV_ACT_LEN, obs + i * obs_len, rewards + i * NUM_AGENTS,
                                      stats + i * NUM_STATS) != 0;
+#endif
     #pragma omp simd
     for (int i = lo; i < hi; i++)
         fv_finish_live(i, &length[i - lo], &episode_return[(i - lo) * NUM_AGENTS], &needs_reset[i - lo], rewards,
                        term[i - lo], &trunc[i - lo], ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
     for (int i = lo; i < hi; i++) {
+#if SIMD_STEP_REDO
+        if (redo[i - lo] & !set_aside[i - lo]) {
+            set_aside[i - lo] = 1;
+            aside[count++] = i;
+        }
+#endif
         if (set_aside[i - lo]) {
             term[i - lo] = trunc[i - lo] = 0; /* pass 4 writes its outputs */
             continue;
@@ -323,6 +348,7 @@ FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OB
         slots[i].needs_reset = needs_reset[i - lo];
         for (int a = 0; a < NUM_AGENTS; a++) slots[i].ep_return[a] = episode_return[(i - lo) * NUM_AGENTS + a];
     }
+    *num_aside = count;
 }
 
 /* Steps envs [lo, hi), at most FV_TILE of them, in the passes above; returns how many ended. */

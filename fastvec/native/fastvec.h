@@ -47,7 +47,9 @@
  * Where only part of the state space has a straight-line step, also #define SIMD_STEP_VALID(s), true for
  * the states that FV_FN int env_step_simd(...) (env_step's signature and results) steps; the others take
  * env_step one at a time. env_step_simd must be harmless on any state (it runs on all, its results for
- * the others are discarded).
+ * the others are discarded). Where the straight-line step may not cover where a state goes, #define
+ * SIMD_STEP_REDO 1 and add FV_SIMD_REDO to env_step_simd's result for such a step: env_step then takes it
+ * from the state before (acrobot.h's float32 step, whose angle wraps loop).
  * #define STEP_USES_RNG 0 where env_step never draws from rng (only env_reset does): the GPU step then
  * reads an env's RNG state only when that env may reset (batch_gpu.h; cartpole.h).
  * Truncation, episode returns, autoreset and seeding are the backends' job, never the env's.
@@ -77,6 +79,9 @@ FV_FN float fv_maxf(float a, float b) { return _mm_cvtss_f32(_mm_max_ss(_mm_set_
 FV_FN float fv_minf(float a, float b) { return a < b ? a : b; }
 FV_FN float fv_maxf(float a, float b) { return a > b ? a : b; }
 #endif
+
+/* Added to env_step_simd's result where env_step must take the step instead (SIMD_STEP_REDO). */
+#define FV_SIMD_REDO 2
 
 /* The action space kinds (ACTION_SPACE). */
 #define FV_DISCRETE 0

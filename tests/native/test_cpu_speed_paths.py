@@ -17,12 +17,14 @@ from fastvec.native import cpu
 RANDOM_WALK = Path(__file__).resolve().parents[1] / "envs" / "random_walk.h"
 
 # (source, defines, max_episode_steps) of envs that take the passes (SIMD_STEP): CartPole
-# vectorises (float64, and float32, whose 48-byte slot is no power of two); the random walk has two
+# vectorises (float64, and float32, whose 48-byte slot is no power of two); float32 Acrobot hands the steps
+# whose angles turn more than twice back to env_step (SIMD_STEP_REDO); the random walk has two
 # agents, byte observations, statistics and RNG draws inside env_step; Pong (one point per game;
 # SIMD_STEP forced here) is branchy.
 ENVS = {
     "cartpole": (native.source_path("cartpole"), {}, 23),
     "cartpole_float32": (native.source_path("cartpole"), native.resolve_defines("cartpole", {"float32": 1}), 23),
+    "acrobot_float32": (native.source_path("acrobot"), native.resolve_defines("acrobot", {"float32": 1}), 40),
     "random_walk": (RANDOM_WALK, {"LIMIT": 3}, 9),
     "pong": (native.source_path("pong"), {**native.resolve_defines("pong", {"points": 1}), "SIMD_STEP": 1}, 45),
 }
@@ -77,6 +79,25 @@ def test_fast_step_matches_plain_loop_with_one_step_episodes(mode):
         assert fast.step(actions) == plain.step(actions)
         for name in BUFFERS:
             np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
+
+
+def test_acrobot_float32_steps_whose_angles_turn_many_times_match_the_plain_loop():
+    """Set states with angles far outside [-pi, pi], so that a step's angles turn up to ~10 times: the vector
+    pass hands those steps to env_step (FV_SIMD_REDO), and every buffer and slot byte equals the plain loop's,
+    the other envs stepped in the same passes."""
+    n = 3000
+    fast, plain = batches("acrobot_float32", n, native.AUTORESET_CODES["Disabled"])
+    rng = np.random.default_rng(13)
+    states = rng.uniform(-1, 1, (n, 4)) * [np.pi, np.pi, 4 * np.pi, 9 * np.pi]
+    far = rng.random(n) < 0.3
+    states[far, :2] = rng.choice([-1.0, 1.0], (far.sum(), 2)) * rng.uniform(3 * np.pi, 20 * np.pi, (far.sum(), 2))
+    for b in (fast, plain):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+        b.slots[:, :16].view(np.float32)[:] = states.astype(np.float32)
+    actions = rng.integers(0, 3, (n, 1))
+    assert fast.step(actions) == plain.step(actions)
+    for name in BUFFERS:
+        np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
 
 
 def assert_one_cartpole_step_matches_gymnasium(states: np.ndarray, rng) -> None:
