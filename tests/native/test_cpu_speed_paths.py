@@ -158,15 +158,16 @@ def test_cartpole_vector_sin_cos_matches_the_scalar_step_over_the_live_range():
     np.testing.assert_array_equal(fast.slots, plain.slots)
 
 
+@pytest.mark.parametrize("env_id", ["fastvec/Breakout", "fastvec/Pong"])  # one statistic; three
 @pytest.mark.parametrize("copy", [True, False])
-def test_gymnasium_step_returns_fresh_arrays(copy):
+def test_gymnasium_step_returns_fresh_arrays(copy, env_id):
     """The CPU Gymnasium face cuts its returned arrays out of a block the C step fills: each step's
     arrays are new, apart from one another, keep their values after later steps, and equal the
-    batch's own buffers (obs too, a view of them only with copy=False)."""
+    batch's own buffers (obs and every episode statistic too; obs a view of them only with copy=False)."""
     import gymnasium as gym
 
     n = 300
-    envs = gym.make_vec("fastvec/Breakout", num_envs=n, copy=copy, max_episode_steps=12)
+    envs = gym.make_vec(env_id, num_envs=n, copy=copy, max_episode_steps=12)
     envs.reset(seed=1)
     batch = envs.unwrapped.batch
     rng = np.random.default_rng(3)
@@ -184,10 +185,12 @@ def test_gymnasium_step_returns_fresh_arrays(copy):
         if info:
             done = term | trunc
             np.testing.assert_array_equal(info["_episode_return"], done)
-            np.testing.assert_array_equal(info["_score"], done)
             np.testing.assert_array_equal(info["episode_length"], np.where(done, batch.episode_length, 0))
-            np.testing.assert_array_equal(info["score"], batch.episode_stats[:, 0])
-            assert info["episode_length"].dtype == np.int32 and info["score"].dtype == np.float32
+            assert info["episode_length"].dtype == np.int32
+            for k, name in enumerate(envs.unwrapped.stat_names):
+                np.testing.assert_array_equal(info["_" + name], done)
+                np.testing.assert_array_equal(info[name], batch.episode_stats[:, k])
+                assert info[name].dtype == np.float32
         for a, b in [(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:]]:
             assert not np.shares_memory(a, b)
         kept.append(([a.copy() for a in arrays], arrays))
