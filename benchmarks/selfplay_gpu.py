@@ -24,6 +24,7 @@ from pathlib import Path
 
 from fastvec.trainer import run
 from fastvec.trainer.config import CONFIG_DIR, load_config, load_toml
+from fastvec.trainer.settings import Config
 
 CONFIG = CONFIG_DIR / "pong-selfplay.toml"
 
@@ -61,7 +62,8 @@ def one_run(seed: int, steps: int, games: int, env_device: str, extra: dict, tmp
     during = list(matches.history) if matches is not None else []  # the evaluations at the config's interval
     player = Policy(trainer.spec, trainer.params, "final")
     t1 = time.perf_counter()
-    scores, _ = play_all(config, player, bot_levels(config), [], games, 10_000 + seed, False, matches)
+    settings = Config.of(config)
+    scores, _ = play_all(settings, player, bot_levels(settings), [], games, 10_000 + seed, False, matches)
     bots = {f"bot{level}": round(float(s.mean()), 4) for level, s in scores.items()}
     final_eval = time.perf_counter() - t1
     if out_dir is not None and (run_dir / "ratings.json").is_file():

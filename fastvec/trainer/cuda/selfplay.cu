@@ -182,10 +182,11 @@ __global__ void match_reset_kernel(int num_games, fv_slot* slots, const fv_u64* 
 #define MATCH_DECODER (POLICY_LAYERS * MATCH_GATES * MATCH_MATRIX)
 #define MATCH_STAGED (MATCH_DECODER + NUM_ACTIONS * PH)
 /* Rows (one policy's, in games side by side) a group computes together: every weight read from shared memory
- * serves each of them, and more rows a group leave fewer warps to hide each one's latency (-DMATCH_ROWS=N builds
- * another count, for benchmarks/lab/match_rows.py). */
+ * serves each of them, and more rows a group leave fewer warps to hide each one's latency. 2 is the fastest
+ * (5.2 us a game step on an H100, against 6.4 with 4 and 6.8 with 1: benchmarks/lab/match_rows.py, which builds
+ * the others with -DMATCH_ROWS=N). */
 #ifndef MATCH_ROWS
-#define MATCH_ROWS 4
+#define MATCH_ROWS 2
 #endif
 #define MATCH_SLICES ((PH + 31) / 32) /* warps a group is spread over: lane u of slice s computes unit 32 * s + u */
 /* The layers' k4 loops are unrolled whole where every lane's row stride in the staged matrices is the same
