@@ -10,13 +10,14 @@ import numpy as np
 
 from fastvec.native import check_step_limit, graphs
 from fastvec.native.cpu import gym_block, gym_obs_offset, require_state_access, state_indices, state_values
-from fastvec.native.cuda_build import (STEP_KERNEL_NAMES, THREADS_PER_BLOCK, CudaCompiledEnv, env_source, load,
-                                       parse_device)
+from fastvec.native.cuda_build import (ROLLOUT_KERNELS, STEP_KERNEL_NAMES, THREADS_PER_BLOCK, CudaCompiledEnv,
+                                       env_source, load, parse_device, resident_blocks)
 from fastvec.native.device_array import STREAMS, DeviceArray, device_view
 from fastvec.native.gpu import INSTALL_HINT, NVCC_FLAGS, CudaUnavailableError, driver, primary_context
 
 __all__ = ["CudaBatch", "CudaCompiledEnv", "CudaUnavailableError", "DeviceArray", "INSTALL_HINT", "NVCC_FLAGS",
-           "STEP_KERNEL_NAMES", "env_source", "load", "parse_device", "primary_context", "step_kernel_name"]
+           "ROLLOUT_KERNELS", "STEP_KERNEL_NAMES", "env_source", "load", "parse_device", "primary_context",
+           "rollout_kernel_name", "step_kernel_name"]
 
 ERROR_POLL_STEPS = 64  # device mode looks (without waiting) for bad actions every this many steps
 NO_ERROR = 0xFFFF_FFFF_FFFF_FFFF
@@ -41,6 +42,28 @@ def step_kernel_name(env, num_envs: int, name: str = "auto") -> str:
     return name
 
 
+def rollout_kernel_name(env, name: str = "auto") -> str:
+    """The fused random rollout's kernel (random_gpu.h) for env: `name` unless "auto"; "staged" only where a block
+    of the env's slots and obs fits in shared memory.
+
+    auto: "staged" where the obs are bytes and outweigh the slot (MinAtar: a thread's byte obs in local memory
+    cost the other kernels 1.5-3x); else "occ" where the 128-register cap fits more blocks an SM than "plain"
+    does (1.1-2x for the MPE and SMAX envs, whose steps need 160-255 registers), else "plain".
+    benchmarks/lab/rollout_kernels.py measures all three on each env."""
+    if name not in ("auto",) + tuple(ROLLOUT_KERNELS):
+        raise ValueError(f"rollout kernel {name!r} is not one of auto, {', '.join(ROLLOUT_KERNELS)}")
+    if name == "auto":
+        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
+        plain, occ = env.rollout_kernels["plain"], env.rollout_kernels["occ"]
+        if env.stage_threads > 0 and env.obs_dtype.itemsize == 1 and obs_bytes > env.slot_size:
+            name = "staged"
+        else:
+            name = "occ" if resident_blocks(occ.num_regs) > resident_blocks(plain.num_regs) else "plain"
+    if name == "staged" and env.stage_threads == 0:
+        return "plain"
+    return name
+
+
 class CudaBatch:
     """num_envs copies of one env on a GPU, stepped by one kernel launch per step(). Buffers have
     cpu.CpuBatch's names and shapes (A = agents, O = obs size, S = stats): obs (N, A, O), rewards
@@ -58,7 +81,8 @@ class CudaBatch:
     """
 
     def __init__(self, env: CudaCompiledEnv, num_envs: int, autoreset_code: int, max_episode_steps: int | None,
-                 *, numpy: bool = True, validate: bool = False, step_kernel: str = "auto"):
+                 *, numpy: bool = True, validate: bool = False, step_kernel: str = "auto",
+                 rollout_kernel: str = "auto"):
         drv = driver()
         primary_context(env.device_index)
         n, a, o, s = num_envs, env.num_agents, env.obs_size, len(env.stat_names)
@@ -72,15 +96,7 @@ class CudaBatch:
         self._grid, self._block = ((n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1), (THREADS_PER_BLOCK, 1, 1)
         self._graphs = {}
         self.use_step_kernel(step_kernel)
-        obs_bytes = env.num_agents * env.obs_size * env.obs_dtype.itemsize
-        # The fused rollout keeps the slot in registers, or in shared memory (staged) where the obs,
-        # written every step, outweighs the slot: then each block's obs leave in contiguous runs
-        # rather than strided per thread.
-        staged = env.stage_threads > 0 and obs_bytes > env.slot_size
-        self._rollout_fn = env.rollout_staged_kernel if staged else env.rollout_kernel
-        stage = max(env.stage_threads, 1)
-        self._rollout_grid, self._rollout_block = (((n + stage - 1) // stage, 1), (stage, 1, 1)) \
-            if self._rollout_fn is env.rollout_staged_kernel else (self._grid, self._block)
+        self.use_rollout_kernel(rollout_kernel)
 
         # One arena for everything the host may read back, so NumPy mode copies it in one go;
         # final_obs goes last so that modes other than SAME_STEP leave it out of the copy.
@@ -167,6 +183,15 @@ class CudaBatch:
         for g in self._graphs.values():
             g.close()
         self._graphs = {}
+
+    def use_rollout_kernel(self, name: str = "auto") -> None:
+        """Run rollout("random", T) with kernel `name` ("auto" or one of ROLLOUT_KERNELS; all give the same bits)
+        from now on, with its grid: env.stage_threads threads a block for "staged", else 256."""
+        env, n = self.env, self.num_envs
+        name = rollout_kernel_name(env, name)
+        threads = env.stage_threads if name == "staged" else THREADS_PER_BLOCK
+        self.rollout_kernel_name, self._rollout_fn = name, env.rollout_kernels[name]
+        self._rollout_grid, self._rollout_block = ((n + threads - 1) // threads, 1), (threads, 1, 1)
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: np.ndarray | None, mask: np.ndarray | None) -> None:

@@ -19,6 +19,10 @@ from fastvec.native.spaces import MAX_OBS_DIMS, EnvSpaces
 THREADS_PER_BLOCK = 256
 # The step kernels of batch_gpu.h by name: all give the same bits; cuda.step_kernel_name picks one.
 STEP_KERNEL_NAMES = ("staged_wide", "wide", "wide_occ")
+# The fused random rollout's kernels (random_gpu.h) by name: a block's slots and obs in shared memory; each env's in
+# its thread's registers; the same with the registers capped at 128 (two blocks of 256 threads an SM).
+ROLLOUT_KERNELS = {"staged": "fv_rollout_random_staged_kernel", "plain": "fv_rollout_random_kernel",
+                   "occ": "fv_rollout_random_occ_kernel"}
 # Their arguments in pycuda letters (i int32, q int64, Q uint64, P pointer): n, slots, actions, env, agent
 # and dimension strides, action bytes, signed, the nine output buffers, autoreset mode, max_episode_steps, error.
 STEP_KERNEL_ARGS = "iPPqqqii" + "P" * 9 + "iiP"
@@ -83,9 +87,8 @@ class CudaCompiledEnv:
         self.set_state_kernel = self.module.get_function("fv_set_state_kernel").prepare("iPiPPP")
         self.reset_kernel = self.module.get_function("fv_reset_split_kernel").prepare("iPPPP")
         self.random_actions_kernel = self.module.get_function("fv_random_actions_kernel").prepare("iQqP")
-        self.rollout_kernel = self.module.get_function("fv_rollout_random_kernel").prepare("iiQqP" + "P" * 9 + "ii")
-        self.rollout_staged_kernel = self.module.get_function("fv_rollout_random_staged_kernel").prepare(
-            self.rollout_kernel.arg_format)
+        self.rollout_kernels = {name: self.module.get_function(kernel).prepare("iiQqP" + "P" * 9 + "ii")
+                                for name, kernel in ROLLOUT_KERNELS.items()}
         # The staged kernels pass each block's slots and obs through shared memory (batch_gpu.h);
         # stage_threads is their block size, 0 where an env's slot and obs are too big for it.
         self.stage_threads = int(_read_global(self.module, "fv_stage_threads", np.int32)[0])

@@ -123,14 +123,17 @@ static __device__ __forceinline__ void fv_rollout_step(int i, fv_u64 env_key, fv
                 autoreset_mode, max_episode_steps);
 }
 
+/* The fused random rollouts' arguments (cuda_build.py prepares them as "iiQqP" + 9 "P" + "ii"). */
+#define FV_ROLLOUT_RANDOM_ARGS                                                                               \
+    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,                    \
+    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,              \
+    float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps
+
 /* `steps` steps of every env under the random policy (policy steps t0 .. t0 + steps - 1), in one
  * launch. Equal to alternating fv_random_actions_kernel and a step kernel; the outputs hold
  * the last step's values (final_obs that of the last episode end, as after those steps). The slot,
  * the obs and the step outputs live in registers for the whole launch. */
-extern "C" __global__ void fv_rollout_random_kernel(
-    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
-    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
-    float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
+static __device__ __forceinline__ void fv_rollout_random(FV_ROLLOUT_RANDOM_ARGS) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     fv_split p = fv_split_of(slots, n);
@@ -151,11 +154,20 @@ extern "C" __global__ void fv_rollout_random_kernel(
     fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
 }
 
+extern "C" __global__ void fv_rollout_random_kernel(FV_ROLLOUT_RANDOM_ARGS) {
+    fv_rollout_random(n, steps, key, t0, slots, obs, rewards, terminated, truncated, done, final_obs, ep_return,
+                      ep_length, stats, autoreset_mode, max_episode_steps);
+}
+
+/* The same, its registers capped so that two blocks of 256 threads share an SM (128 each): for an env whose step
+ * needs more, twice the envs in flight to hide latency are worth the few values that go to local memory. */
+extern "C" __global__ void __launch_bounds__(256, 2) fv_rollout_random_occ_kernel(FV_ROLLOUT_RANDOM_ARGS) {
+    fv_rollout_random(n, steps, key, t0, slots, obs, rewards, terminated, truncated, done, final_obs, ep_return,
+                      ep_length, stats, autoreset_mode, max_episode_steps);
+}
+
 /* The fused rollout with the block's slots and obs in shared memory (as batch_gpu.h's staged kernels). */
-extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(
-    int n, int steps, fv_u64 key, long long t0, char* slots, OBS_T* obs, float* rewards,
-    unsigned char* terminated, unsigned char* truncated, unsigned char* done, OBS_T* final_obs,
-    float* ep_return, int* ep_length, float* stats, int autoreset_mode, int max_episode_steps) {
+extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(FV_ROLLOUT_RANDOM_ARGS) {
     __shared__ unsigned long long sh_slots[FV_STAGE_SLOT_WORDS];
     __shared__ unsigned long long sh_obs[FV_STAGE_OBS_WORDS];
     fv_slot* sh = (fv_slot*)sh_slots;

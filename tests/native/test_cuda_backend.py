@@ -86,6 +86,46 @@ def test_step_kernel_choice_and_grids_without_a_gpu():
         assert batch._step_grid[0] == -(-1000 // threads)
 
 
+def test_rollout_kernel_choice_and_grids_without_a_gpu():
+    """cuda.rollout_kernel_name and CudaBatch.use_rollout_kernel on stand-in compiled envs (no GPU), as measured on
+    an H100 (benchmarks/lab/rollout_kernels.py): staged for byte observations larger than the slot (MinAtar),
+    the 128-register cap where it fits more blocks an SM (the MPE and SMAX steps' 160-255 registers), else
+    plain; names checked; staged falling back where nothing is staged; each kernel's grid covering every env."""
+    from fastvec.native import cuda
+
+    class Kernel:
+        def __init__(self, registers):
+            self.num_regs = registers
+
+    def fake_env(obs_size, obs_dtype, slot_size, plain_registers, stage_threads=64):
+        kernels = {"staged": Kernel(64), "plain": Kernel(plain_registers), "occ": Kernel(min(plain_registers, 128))}
+        return SimpleNamespace(num_agents=1, obs_size=obs_size, obs_dtype=np.dtype(obs_dtype), slot_size=slot_size,
+                               stage_threads=stage_threads, rollout_kernels=kernels)
+
+    minatar = fake_env(400, np.uint8, 120, 255, stage_threads=32)
+    float_obs = fake_env(450, np.float32, 416, 168, stage_threads=16)  # SMAX 3m's sizes: obs outweigh the slot
+    mpe = fake_env(16, np.float32, 296, 174)
+    cartpole = fake_env(4, np.float32, 64, 62, stage_threads=256)
+    capped_alike = fake_env(16, np.float32, 296, 114)  # 114 and 128 registers: 2 blocks either way
+    assert cuda.rollout_kernel_name(minatar) == "staged"
+    assert cuda.rollout_kernel_name(fake_env(400, np.uint8, 120, 255, stage_threads=0)) == "occ"
+    assert cuda.rollout_kernel_name(fake_env(40, np.uint8, 120, 255)) == "occ"  # bytes, but smaller than the slot
+    assert cuda.rollout_kernel_name(float_obs) == cuda.rollout_kernel_name(mpe) == "occ"
+    assert cuda.rollout_kernel_name(cartpole) == cuda.rollout_kernel_name(capped_alike) == "plain"
+    assert cuda.rollout_kernel_name(cartpole, "occ") == "occ"
+    assert cuda.rollout_kernel_name(fake_env(4, np.float32, 64, 62, stage_threads=0), "staged") == "plain"
+    with pytest.raises(ValueError, match="rollout kernel 'wide' is not one of auto, staged, plain, occ"):
+        cuda.rollout_kernel_name(cartpole, "wide")
+    for env, name, threads in [(minatar, "auto", 32), (mpe, "auto", 256), (minatar, "plain", 256),
+                               (cartpole, "staged", 256)]:
+        batch = cuda.CudaBatch.__new__(cuda.CudaBatch)  # no __init__: nothing is allocated
+        batch.env, batch.num_envs = env, 1000
+        batch.use_rollout_kernel(name)
+        assert batch._rollout_fn is env.rollout_kernels[batch.rollout_kernel_name]
+        assert batch._rollout_block == (threads, 1, 1)
+        assert batch._rollout_grid[0] == -(-1000 // threads)
+
+
 class _Loaded(Exception):
     """Raised where a stand-in build would load its cubin: nothing of the module is needed."""
 
@@ -477,10 +517,12 @@ def test_gymnasium_array_conversion_to_torch_shares_memory():
 
 # ---------------------------------------------------------------------- fused rollouts and graphs
 @pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["auto", "staged", "plain", "occ"])
 @pytest.mark.parametrize("env_id,params", [("CartPole", {}), ("CartPole", {"float32": 1}), ("Breakout", {})])
-def test_fused_random_rollout_equals_eager_steps(env_id, params):
+def test_fused_random_rollout_equals_eager_steps(env_id, params, kernel):
     n, steps = 777, 40
     fused, eager = _device_env(n, env_id, **params), _device_env(n, env_id, **params)
+    fused.unwrapped.batch.use_rollout_kernel(kernel)
     fused.reset(seed=11)
     eager.reset(seed=11)
     fused.rollout("random", steps)
