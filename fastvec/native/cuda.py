@@ -48,7 +48,7 @@ def rollout_kernel_name(env, name: str = "auto") -> str:
 
     auto: "staged" where the obs are bytes and outweigh the slot (MinAtar: a thread's byte obs in local memory
     cost the other kernels 1.5-3x); else "occ" where the 128-register cap fits more blocks an SM than "plain"
-    does (1.1-2x for the MPE and SMAX envs, whose steps need 160-255 registers), else "plain".
+    does (1.03-1.41x plain's rate for the MPE and SMAX envs, whose steps need 160-255 registers), else "plain".
     benchmarks/lab/rollout_kernels.py measures all three on each env."""
     if name not in ("auto",) + tuple(ROLLOUT_KERNELS):
         raise ValueError(f"rollout kernel {name!r} is not one of auto, {', '.join(ROLLOUT_KERNELS)}")
@@ -185,8 +185,9 @@ class CudaBatch:
         self._graphs = {}
 
     def use_rollout_kernel(self, name: str = "auto") -> None:
-        """Run rollout("random", T) with kernel `name` ("auto" or one of ROLLOUT_KERNELS; all give the same bits)
-        from now on, with its grid: env.stage_threads threads a block for "staged", else 256."""
+        """Run rollout("random", T) with kernel `name` ("auto" or one of ROLLOUT_KERNELS) from now on, with its grid:
+        env.stage_threads threads a block for "staged", else 256. The kernels are to give the same bits; on an H100
+        Seaquest's plain and occ ones did not (benchmarks/lab/gpu_profiles.md), and auto takes staged there."""
         env, n = self.env, self.num_envs
         name = rollout_kernel_name(env, name)
         threads = env.stage_threads if name == "staged" else THREADS_PER_BLOCK
