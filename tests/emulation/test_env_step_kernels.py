@@ -35,6 +35,7 @@ ENVS = {
     "smax_3m": (native.NATIVE_DIR / "smax.h", {"MAP": 0}, 9),  # six agents, fmaf/sqrtf, draws in env_step
     "smax_3m_heuristic": (native.NATIVE_DIR / "smax.h", {"MAP": 0, "ENEMY": 1}, 9),  # three agents, scripted enemies
     "smax_smacv2_5_units": (native.NATIVE_DIR / "smax.h", {"MAP": 11}, 9),  # units drawn at every reset
+    "seaquest": (native.source_path("seaquest-minatar"), native.resolve_defines("seaquest-minatar", {}), 30),  # bytes
     # states of 28, 21, 17 and 45 bytes: moved in 4-byte words and in bytes by the staged kernels; the wide kernels
     # move a state and an obs of b bytes in words of 16, 8, 4 or 1 bytes by b (FV_WORD_BYTES): 28, 21, 17 and 45 bytes
     # each take a word that a slip in that choice makes too wide for it (a byte left behind, or read past the value)
@@ -219,7 +220,7 @@ def steps_equal_the_cpu_batch(build, env_name, mode, kernel, n):
 
 
 @pytest.mark.parametrize("staged", [False, True])
-@pytest.mark.parametrize("env_name", ["cartpole_float32", "random_walk"])
+@pytest.mark.parametrize("env_name", ["cartpole_float32", "random_walk", "seaquest"])  # Seaquest: byte obs
 def test_emulated_fused_rollout_equals_random_actions_and_steps(build, env_name, staged):
     path, defines, max_steps = ENVS[env_name]
     env = cpu.load(path, tuple(sorted(defines.items())))
