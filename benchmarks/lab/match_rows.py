@@ -3,7 +3,7 @@ group against the default: seconds per evaluation of a trained Pong policy again
 itself, the builds alternating, and their scores compared game for game (the rows a group computes must not change
 a game). Trains the policy first: pong-selfplay.toml for --steps. Writes benchmarks/lab/results/match_rows.json.
 
-    python benchmarks/lab/match_rows.py [--rows 2 4] [--steps 30000000] [--repeats 3]
+    python benchmarks/lab/match_rows.py [--rows 1 2 4] [--steps 30000000] [--repeats 3]
 """
 
 import argparse
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--steps", type=int, default=30_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--games", type=int, default=64)
