@@ -357,8 +357,10 @@ print("ok")
 
 # (env, sanitizer, envs): GCC's trapping bounds check sees fixed-size arrays indexed past their end with no runtime;
 # AddressSanitizer (preloaded into the child) sees the staged kernels' static shared buffers overrun through pointers,
-# here by an env whose state takes the plain (not unrolled) word loop, in full blocks.
-SANITIZED = [("random_walk", "bounds", 37), ("box_point", "bounds", 37), ("mpe_world_comm", "address", 512)]
+# here by an env whose state takes the plain (not unrolled) word loop, in full blocks; Seaquest's byte observation
+# grid through both.
+SANITIZED = [("random_walk", "bounds", 37), ("box_point", "bounds", 37), ("mpe_world_comm", "address", 512),
+             ("seaquest", "bounds", 37), ("seaquest", "address", 512)]
 
 
 @pytest.mark.parametrize("env_name,sanitizer,n", SANITIZED, ids=[c[0] for c in SANITIZED])
