@@ -312,21 +312,17 @@ FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OB
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
 #if SIMD_STEP_REDO
     int redo[FV_STAGE_TILE];
+#endif
     #pragma omp simd
     for (int i = lo; i < hi; i++) { /* the env writes its statistics in place, zeroed below unless done */
         int result = env_step_simd(&env[i - lo], STEP_USES_RNG ? &rng[i - lo] : &slots[i].rng,
                                    actions + (long long)i * FV_ACT_LEN, obs + i * obs_len, rewards + i * NUM_AGENTS,
                                    stats + i * NUM_STATS);
-        term[i - lo] = (result & ~FV_SIMD_REDO) != 0;
+        term[i - lo] = (SIMD_STEP_REDO ? result & ~FV_SIMD_REDO : result) != 0; /* any other env: nonzero ends it */
+#if SIMD_STEP_REDO
         redo[i - lo] = (result & FV_SIMD_REDO) != 0;
-    }
-#else
-    #pragma omp simd
-    for (int i = lo; i < hi; i++) /* the env writes its statistics in place, zeroed below unless done */
-        term[i - lo] = env_step_simd(&env[i - lo], STEP_USES_RNG ? &rng[i - lo] : &slots[i].rng,
-                                     actions + (long long)i * FV_ACT_LEN, obs + i * obs_len, rewards + i * NUM_AGENTS,
-                                     stats + i * NUM_STATS) != 0;
 #endif
+    }
     #pragma omp simd
     for (int i = lo; i < hi; i++)
         fv_finish_live(i, &length[i - lo], &episode_return[(i - lo) * NUM_AGENTS], &needs_reset[i - lo], rewards,
