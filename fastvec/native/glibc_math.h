@@ -242,6 +242,43 @@ FV_FN double fv_cos(double x) {
     return cos(x);
 }
 
+/* cos(x) for a float32 x with |x| <= 3.9, within 2^-52 of glibc's cos(x) relative to its size (every float32 in
+ * [-3.6, 1.8]: benchmarks/lab/cos_near_check.c; a sample: tests/native/test_glibc_math.py, which holds it to the
+ * 2^-49 that mountaincar_continuous.h assumes). Not glibc's bits, but straight-line code that runs in vector
+ * instructions, for a step that rounds the result to float32 and checks that the rounding cannot differ from
+ * glibc's. Taylor polynomials of degree 17 and 18 on r = x - k pi/2 (|r| <= pi/4), pi/2 in two parts: the first
+ * has 31 bits, so that x - k P1 is exact for a float32 x and |k| <= 2. */
+#define FVM_NEAR_P1 0x1.921fb544p+0
+#define FVM_NEAR_P2 0x1.0b4611a626331p-34
+FV_FN double fvm_cos_near(double x) {
+    double t = x * FVM_HPINV + FVM_TOINT;
+    double k = t - FVM_TOINT;
+    int n = (int)(fvm_bits(t) & 3); /* k mod 4: cos(r + k pi/2) is cos r, -sin r, -cos r, sin r */
+    double r = (x - k * FVM_NEAR_P1) - k * FVM_NEAR_P2;
+    double rr = r * r;
+    double sin_r = -1.0 / 355687428096000.0; /* -1/17!, then Horner down to r */
+    sin_r = sin_r * rr + 1.0 / 1307674368000.0;
+    sin_r = sin_r * rr - 1.0 / 6227020800.0;
+    sin_r = sin_r * rr + 1.0 / 39916800.0;
+    sin_r = sin_r * rr - 1.0 / 362880.0;
+    sin_r = sin_r * rr + 1.0 / 5040.0;
+    sin_r = sin_r * rr - 1.0 / 120.0;
+    sin_r = sin_r * rr + 1.0 / 6.0;
+    sin_r = r - (r * rr) * sin_r;
+    double cos_r = -1.0 / 6402373705728000.0; /* -1/18!, then Horner down to 1 */
+    cos_r = cos_r * rr + 1.0 / 20922789888000.0;
+    cos_r = cos_r * rr - 1.0 / 87178291200.0;
+    cos_r = cos_r * rr + 1.0 / 479001600.0;
+    cos_r = cos_r * rr - 1.0 / 3628800.0;
+    cos_r = cos_r * rr + 1.0 / 40320.0;
+    cos_r = cos_r * rr - 1.0 / 720.0;
+    cos_r = cos_r * rr + 1.0 / 24.0;
+    cos_r = cos_r * rr - 0.5;
+    cos_r = 1.0 + rr * cos_r;
+    double v = (n & 1) ? sin_r : cos_r;
+    return ((n + 1) & 2) ? -v : v;
+}
+
 /* pow: log(x) = k ln2 + log(c) + log1p(z/c - 1) with c from a 128-entry table, then exp(2 log(x)) by
  * exp's 2^(i/128) table; each step carries a tail, so the result is within 0.52 ulp. */
 #define FVM_LOG_OFF 0x3fe6955500000000ULL

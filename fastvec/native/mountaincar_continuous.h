@@ -33,6 +33,16 @@
 #define MCC_GOAL_POSITION 0.45
 #define MCC_POWER 0.0015
 
+/* The float64 build's steps from a float32 state (every step but the first after a reset or a set state) run
+ * across envs in the CPU's vector passes: env_step_simd, with a polynomial cos whose result is only kept where
+ * the step's rounding to float32 cannot tell it from glibc's (else env_step takes the step). */
+#if defined(__AVX2__) && !defined(__CUDACC__) && !FLOAT32
+#define SIMD_STEP 1
+#define SIMD_STEP_VALID(s) \
+    (((s)->float32_state != 0) & ((s)->position == (s)->position) & ((s)->velocity == (s)->velocity))
+#define SIMD_STEP_REDO 1
+#endif
+
 #if !FLOAT32
 typedef struct {
     double position, velocity; /* Gymnasium's unwrapped.state */
@@ -109,6 +119,77 @@ FV_FN int env_step(State* s, fv_rng* rng, const float* actions, float* obs, floa
     obs[1] = (float)s->velocity;
     rewards[0] = (float)reward;
     return terminated;
+}
+
+/* 1 where a velocity bound (0.07 or -0.07 as a Python float) and its float32 fall on two sides of the goal
+ * velocity, so that the bound's comparison with it cannot be made in float32. */
+#define MCC_BOUND_APART(v) (((v) >= MC_GOAL_VELOCITY) != ((float)(v) >= (float)MC_GOAL_VELOCITY))
+#define MCC_BOUNDS_COMPARE_APART (MCC_BOUND_APART(MC_MAX_SPEED) | MCC_BOUND_APART(-MC_MAX_SPEED))
+
+/* Whether d, computed from g = 0.0025 fvm_cos_near(x) where Gymnasium has 0.0025 cos(x), rounds to the float32
+ * that Gymnasium's value does. d is g or +-0.0015 - g; its distance from Gymnasium's is at most |g| 2^-48.5 + |d|
+ * 2^-52 (the near cos within 2^-49, then the product's and the difference's roundings), so where d - e and d + e,
+ * with e four times that, round to the same float32, so does Gymnasium's value. */
+FV_FN int mcc_rounds_alike(double d, double g) {
+    double e = fabs(g) * 0x1p-45 + fabs(d) * 0x1p-50;
+    return (float)(d - e) == (float)(d + e);
+}
+
+/* x clipped to [-low, high] (low, high > 0; x not NaN), as np.clip: the magnitude's bits, an integer, no larger
+ * than those of the bound on x's side. */
+FV_FN float mcc_clip(float x, float low, float high) {
+    unsigned bits, low_bits, high_bits;
+    memcpy(&bits, &x, sizeof bits);
+    memcpy(&low_bits, &low, sizeof low_bits);
+    memcpy(&high_bits, &high, sizeof high_bits);
+    unsigned sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu, limit = sign ? low_bits : high_bits;
+    bits = sign | (magnitude < limit ? magnitude : limit);
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* env_step from a float32 state (SIMD_STEP_VALID) without branches: each of env_step's values is a float32
+ * here but where a bound (a Python float) replaced it, which the flags below track; FV_SIMD_REDO where the
+ * gravity term's rounding might not be glibc's (mcc_rounds_alike). */
+FV_FN int env_step_simd(State* s, fv_rng* rng, const float* actions, float* obs, float* rewards, float* stats) {
+    (void)rng;
+    (void)stats;
+    float action = actions[0];
+    float position = (float)s->position, velocity = (float)s->velocity;
+    double gravity_term = MC_GRAVITY * fvm_cos_near((double)(3.0f * position));
+    /* force * power - gravity_term: in float32 for a float32 force (its product and difference, exact in double
+     * and then rounded once, are float32's), in double for a bound (a Python float). Picked by arithmetic, which is
+     * exact here, rather than by a select: GCC turns a select into branches with the conversions inside, and
+     * then the loop does not vectorise (a conversion might trap). */
+    double bound = (double)((action < -1.0f) | (action > 1.0f)); /* 1.0 where the force is a bound */
+    double python_term = copysign(MCC_POWER, (double)action) - gravity_term;
+    double float_term = (double)(float)((double)action * (double)(float)MCC_POWER) - (double)(float)gravity_term;
+    float term = (float)(bound * python_term + (1.0 - bound) * float_term);
+    int alike = mcc_rounds_alike(bound * python_term + (1.0 - bound) * gravity_term, gravity_term);
+    velocity = velocity + term;
+    /* The clips by the values' bits, the tests on the values before them (the same answers), and the wall's zero by
+     * arithmetic: GCC turns a select of a float into branches where a test or a conversion follows it, and a vector
+     * loop cannot hold those. */
+    int bound_speed = (velocity > (float)MC_MAX_SPEED) | (velocity < -(float)MC_MAX_SPEED);
+    float speed = mcc_clip(velocity, (float)MC_MAX_SPEED, (float)MC_MAX_SPEED);
+    float moved = position + speed;
+    float place = mcc_clip(moved, -(float)MC_MIN_POSITION, (float)MC_MAX_POSITION);
+    /* the goal's velocity test in float32 also where a bound is a Python float (the same unless the goal velocity
+     * lies between a bound and its float32: MCC_BOUNDS_COMPARE_APART), of the clipped speed */
+    int fast_enough = ((float)MC_MAX_SPEED >= (float)MC_GOAL_VELOCITY) &
+                      ((velocity >= (float)MC_GOAL_VELOCITY) | (-(float)MC_MAX_SPEED >= (float)MC_GOAL_VELOCITY));
+    int terminated = (moved >= (float)MCC_GOAL_POSITION) & fast_enough;
+    /* at the wall, moving left: 0 (speed - speed, +0; elsewhere speed - 0 is speed, which is never -0) */
+    float at_wall = (float)((moved <= (float)MC_MIN_POSITION) & (velocity < 0.0f));
+    speed = speed - speed * at_wall;
+    double reward = 100.0 * (double)terminated - ((double)action * (double)action) * 0.1;
+    s->position = place;
+    s->velocity = speed; /* float32_state is 1 already (SIMD_STEP_VALID) */
+    obs[0] = place;
+    obs[1] = speed;
+    rewards[0] = (float)reward;
+    int hand_back = (alike == 0) | (MCC_BOUNDS_COMPARE_APART & bound_speed);
+    return terminated | (hand_back ? FV_SIMD_REDO : 0);
 }
 
 #else /* FLOAT32 */

@@ -100,6 +100,98 @@ def test_acrobot_float32_steps_whose_angles_turn_many_times_match_the_plain_loop
         np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
 
 
+def mountaincar_continuous_batches(num_envs: int, mode: str, goal_velocity_micro: int = 0):
+    defines = {"GOAL_VELOCITY_MICRO": goal_velocity_micro} if goal_velocity_micro else {}
+    path = native.source_path("mountaincarcontinuous")
+    fast = cpu.load(path, tuple(sorted(defines.items())))
+    plain = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
+    return [cpu.CpuBatch(lib, num_envs, native.AUTORESET_CODES[mode], 999) for lib in (fast, plain)]
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("goal_velocity_micro", [0, 20000])
+def test_mountaincar_continuous_vector_step_matches_the_plain_loop_over_episodes(mode, goal_velocity_micro):
+    """MountainCarContinuous's float32 states take the vector pass (a polynomial cos, kept where its rounding to
+    float32 is glibc's): half the cars pump energy (pushing with their velocity, at forces at and beyond the
+    bounds) and reach the goal, the others push at random; every buffer and slot byte equals the plain loop's."""
+    n = 1000
+    fast, plain = mountaincar_continuous_batches(n, mode, goal_velocity_micro)
+    for b in (fast, plain):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+    rng = np.random.default_rng(goal_velocity_micro + len(mode))
+    pumping = np.arange(n) % 2 == 0
+    terminated = 0
+    for t in range(1100):
+        actions = (rng.standard_normal(n) * rng.choice([0.3, 1.0, 3.0], n)).astype(np.float32)
+        push = np.where(fast.obs[:, 0, 1] >= 0, 1, -1) * rng.choice([0.99, 1.0, 1.5], n)
+        actions[pumping] = push[pumping]
+        assert fast.step(actions.reshape(n, 1, 1)) == plain.step(actions.reshape(n, 1, 1)), f"step {t}"
+        for name in BUFFERS + (["final_obs"] if mode == "SameStep" else []):
+            np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=f"{name} at step {t}")
+        terminated += int(fast.terminated.sum())
+    assert terminated > n  # many reached the goal, others were truncated at 999 steps
+
+
+def test_mountaincar_continuous_vector_step_matches_the_plain_loop_at_the_bounds():
+    """One step at a time from float32 states at and beyond the track's ends, the speed limits and the goal, with
+    forces at and beyond the bounds: the clips, the wall's rule and the goal's test, as the plain loop does them."""
+    n = 100_000
+    fast, plain = mountaincar_continuous_batches(n, "Disabled")
+    rng = np.random.default_rng(17)
+    position = rng.uniform(-1.3, 0.7, n).astype(np.float32)
+    velocity = rng.uniform(-0.09, 0.09, n).astype(np.float32)
+    edge = rng.random(n) < 0.3
+    position[edge] = rng.choice(np.float32([-1.2, 0.6, 0.45, -1.1999999, 0.45000002]), edge.sum())
+    velocity[edge] = rng.choice(np.float32([0.07, -0.07, 0.0, 0.06999, -0.0699]), edge.sum())
+    actions = rng.uniform(-2, 2, (n, 1, 1)).astype(np.float32)
+    bound = rng.random(n) < 0.2
+    actions[bound] = rng.choice(np.float32([1.0, -1.0, 1.0000001, -1.0000001]), (bound.sum(), 1, 1))
+    for b in (fast, plain):
+        b.reset(np.arange(n, dtype=np.uint64), None)
+        b.slots[:, :16].view(np.float64)[:] = np.stack([position, velocity], 1)
+        b.slots[:, 16:20].view(np.int32)[:, 0] = 1  # float32_state: stepped before, as the vector pass requires
+    for t in range(3):
+        assert fast.step(actions) == plain.step(actions)
+        for name in BUFFERS:
+            np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=f"{name} at step {t}")
+    assert (fast.obs[:, 0, 0] == np.float32(-1.2)).sum() > 100
+    assert (np.abs(fast.obs[:, 0, 1]) == np.float32(0.07)).any()
+
+
+@pytest.mark.parametrize("target", [-1.2, 0.45])
+def test_mountaincar_continuous_vector_step_matches_the_plain_loop_arriving_exactly(target):
+    """States whose step ends exactly at the left wall (the wall's rule: velocity zeroed) or exactly at the goal
+    position (terminated): the velocity chosen so that position + new velocity is the target in float32."""
+    n = 20_000
+    fast, plain = mountaincar_continuous_batches(n, "Disabled")
+    rng = np.random.default_rng(19)
+    goal = np.float32(target)
+    position = (goal + rng.uniform(0.01, 0.05, n) * (1 if target < 0 else -1)).astype(np.float32)
+    actions = rng.uniform(-1, 1, (n, 1, 1)).astype(np.float32)
+
+    def step_from(velocity):
+        for b in (fast, plain):
+            b.reset(np.arange(n, dtype=np.uint64), None)
+            b.slots[:, :16].view(np.float64)[:] = np.stack([position, velocity], 1)
+            b.slots[:, 16:20].view(np.int32)[:, 0] = 1
+        assert fast.step(actions) == plain.step(actions)
+
+    step_from(np.zeros(n, np.float32))
+    term = plain.obs[:, 0, 1].copy()  # the step's force and gravity term: the velocity it leaves from rest
+    speed = (goal - position).astype(np.float32)
+    velocity = (speed - term).astype(np.float32)
+    exact = ((position + speed).astype(np.float32) == goal) & ((velocity + term).astype(np.float32) == speed)
+    step_from(velocity)
+    for name in BUFFERS:
+        np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
+    arrived = exact & (plain.obs[:, 0, 0] == goal)
+    assert arrived.sum() > n // 4
+    if target < 0:
+        assert (plain.obs[arrived, 0, 1] == 0).all()
+    else:
+        assert plain.terminated[arrived].all()
+
+
 def assert_one_cartpole_step_matches_gymnasium(states: np.ndarray, rng) -> None:
     """One step of CartPole (the CPU build's passes) from each of states (N, 4) with random actions, against
     Gymnasium's CartPole from the same state: observations and float64 states bit for bit."""

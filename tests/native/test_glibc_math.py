@@ -36,6 +36,7 @@ void v_sin(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[
 void v_cos(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_cos(x[i]); }
 void v_pow2(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_pow2(x[i]); }
 void v_powf2(const float* x, float* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_powf2(x[i]); }
+void v_cos_near(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fvm_cos_near(x[i]); }
 """
 
 
@@ -107,6 +108,20 @@ def test_powf2_equals_numpys_float32_square(lib):
     got = call(lib, "v_powf2", x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     assert not np.array_equal(x * x, want)
+
+
+@needs_glibc_fma
+def test_cos_near_is_within_its_bound_of_glibcs_cos_at_float32_arguments(lib):
+    # MountainCarContinuous's vector step trusts fvm_cos_near to 2^-49 of glibc's cos relative to its size, at
+    # the float32 arguments 3 * position: random ones, and those nearest the zeros of cos and the quadrants' edges
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-3.6, 1.8, 3_000_000).astype(np.float32)
+    edges = np.float32(np.array([-np.pi, -3 * np.pi / 4, -np.pi / 2, -np.pi / 4, 0, np.pi / 4, np.pi / 2]))
+    near = np.concatenate([edges + np.arange(-300, 301, dtype=np.float32)[:, None] * np.spacing(edges) for _ in [0]])
+    x = np.concatenate([x, near.ravel(), np.float32([-3.6, 1.8, 2**-30, -(2**-30)])]).astype(np.float64)
+    got, want = call(lib, "v_cos_near", x), np.cos(x)
+    assert np.max(np.abs(got - want) / np.abs(want)) <= 2.0**-49
+    assert not np.array_equal(got, want)  # a polynomial, not glibc's cos: the step's rounding check is needed
 
 
 def table(name: str) -> list[str]:
