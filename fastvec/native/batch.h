@@ -297,7 +297,7 @@ FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OB
     fv_rng rng[STEP_USES_RNG ? FV_STAGE_TILE : 1]; /* an env set aside must keep its draws for fv_step_one */
     int length[FV_STAGE_TILE], needs_reset[FV_STAGE_TILE], set_aside[FV_STAGE_TILE];
     float episode_return[FV_STAGE_TILE * NUM_AGENTS];
-    int pending_resets = autoreset_mode == FV_NEXT_STEP, count = *num_aside;
+    int pending_resets = autoreset_mode == FV_NEXT_STEP, count = *num_aside, any_aside = 0;
     for (int i = lo; i < hi; i++) {
         env[i - lo] = slots[i].env;
         if (STEP_USES_RNG) rng[i - lo] = slots[i].rng;
@@ -306,9 +306,14 @@ FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OB
         for (int a = 0; a < NUM_AGENTS; a++) episode_return[(i - lo) * NUM_AGENTS + a] = slots[i].ep_return[a];
         int away = (pending_resets & (needs_reset[i - lo] != 0)) | !SIMD_STEP_VALID(&env[i - lo]);
         set_aside[i - lo] = away;
-        aside[count] = i;
-        count += away;
+        any_aside |= away;
     }
+    /* the list of envs set aside apart, and only where there are any: most tiles have none */
+    if (any_aside)
+        for (int i = lo; i < hi; i++) {
+            aside[count] = i;
+            count += set_aside[i - lo];
+        }
     /* Two loops rather than one: with AVX2 (no scatter) the compiler vectorises each, not both in one. */
 #if SIMD_STEP_REDO
     int redo[FV_STAGE_TILE];
@@ -327,14 +332,17 @@ FV_FN void fv_step_live(int lo, int hi, fv_slot* slots, const ACT_T* actions, OB
     for (int i = lo; i < hi; i++)
         fv_finish_live(i, &length[i - lo], &episode_return[(i - lo) * NUM_AGENTS], &needs_reset[i - lo], rewards,
                        term[i - lo], &trunc[i - lo], ep_return, ep_length, stats, autoreset_mode, max_episode_steps);
-    for (int i = lo; i < hi; i++) {
 #if SIMD_STEP_REDO
+    for (int i = lo; i < hi; i++) {
         if (redo[i - lo] & !set_aside[i - lo]) {
             set_aside[i - lo] = 1;
             aside[count++] = i;
+            any_aside = 1;
         }
+    }
 #endif
-        if (set_aside[i - lo]) {
+    for (int i = lo; i < hi; i++) {
+        if (any_aside && set_aside[i - lo]) {
             term[i - lo] = trunc[i - lo] = 0; /* pass 4 writes its outputs */
             continue;
         }
