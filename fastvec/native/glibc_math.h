@@ -191,6 +191,31 @@ FV_FN void fvm_sincos_mid(double x, double* sin_x, double* cos_x) {
     *sin_x = ax < 0.126 ? fvm_taylor_sin(x, 0.0) : table_sin;
 }
 
+/* glibc's cos(x) where 0.855469 <= |x| < 2.426265 (FVM_COS_MID2, fv_cos's second range: sin(a + da) of
+ * pi/2 - |x| = a + da), without branches, for loops over many x in vector instructions: fvm_do_sin's Taylor and
+ * table results both computed and one selected, so the bits are fv_cos's. Any other x gives a meaningless finite
+ * or NaN result and reads no further than the table's end. */
+#define FVM_COS_MID2(x) \
+    ((((unsigned)(fvm_bits(x) >> 32) & 0x7fffffffu) - 0x3feb6000u) < (0x400368fdu - 0x3feb6000u))
+FV_FN double fvm_cos_mid2(double x) {
+    double y = FVM_HP0 - fabs(x);
+    double a = y + FVM_HP1;
+    double da = (y - a) + FVM_HP1;
+    double signed_da = a <= 0 ? -da : da;
+    double u = FVM_BIG + fabs(a);
+    double r = fabs(a) - (u - FVM_BIG);
+    fv_u64 row = (fvm_bits(u) & 0xffffffffu) << 2; /* a 64-bit index: GCC vectorises the reads as gathers */
+    row = row < 436u ? row : 436u;
+    double t0 = fvm_sincos_table[row], t1 = fvm_sincos_table[row + 1];
+    double t2 = fvm_sincos_table[row + 2], t3 = fvm_sincos_table[row + 3];
+    double xx = r * r;
+    double s = r + fma(r * xx, fma(xx, FVM_SN5, FVM_SN3), signed_da);
+    double c = fma(r, signed_da, xx * fma(xx, fma(xx, FVM_CS6, FVM_CS4), FVM_CS2));
+    double cor = fma(s, t2, fma(-c, t0, fma(s, t3, t1)));
+    double table_sin = copysign(t0 + cor, a);
+    return fabs(a) < 0.126 ? fvm_taylor_sin(a, da) : table_sin;
+}
+
 /* x = n pi/2 + (a + da) with |a + da| <= pi/4; returns n mod 4. */
 FV_FN int fvm_reduce(double x, double* a, double* da) {
     double t = fma(x, FVM_HPINV, FVM_TOINT);

@@ -8,6 +8,7 @@
 #ifndef FASTVEC_MOUNTAINCAR_COMMON_H
 #define FASTVEC_MOUNTAINCAR_COMMON_H
 #include "fastvec.h"
+#include "glibc_math.h"
 #include "math32.h"
 
 #ifndef GOAL_VELOCITY_MICRO
@@ -30,6 +31,26 @@
 #define MC_GRAVITY 0.0025 /* both cars' */
 #define RENDER_W 600
 #define RENDER_H 400
+
+/* np.clip(x, -low, high) (low, high > 0; x not NaN) by x's bits: an integer minimum of its magnitude against the
+ * bound on its side. The cars' vector steps clip so: GCC turns a select of a floating-point value into a branch
+ * where a test or a conversion follows it, and a vector loop cannot hold that (mountaincar_continuous.h). */
+FV_FN double mc_clip64(double x, double low, double high) {
+    fv_u64 bits = fvm_bits(x), sign = bits & 0x8000000000000000ULL, magnitude = bits & 0x7fffffffffffffffULL;
+    fv_u64 limit = sign ? fvm_bits(low) : fvm_bits(high);
+    return fvm_double(sign | (magnitude < limit ? magnitude : limit));
+}
+
+FV_FN float mc_clip32(float x, float low, float high) {
+    unsigned bits, low_bits, high_bits;
+    memcpy(&bits, &x, sizeof bits);
+    memcpy(&low_bits, &low, sizeof low_bits);
+    memcpy(&high_bits, &high, sizeof high_bits);
+    unsigned sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu, limit = sign ? low_bits : high_bits;
+    bits = sign | (magnitude < limit ? magnitude : limit);
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
 
 #if FLOAT32
 typedef struct {

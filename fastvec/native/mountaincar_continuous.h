@@ -135,19 +135,6 @@ FV_FN int mcc_rounds_alike(double d, double g) {
     return (float)(d - e) == (float)(d + e);
 }
 
-/* x clipped to [-low, high] (low, high > 0; x not NaN), as np.clip: the magnitude's bits, an integer, no larger
- * than those of the bound on x's side. */
-FV_FN float mcc_clip(float x, float low, float high) {
-    unsigned bits, low_bits, high_bits;
-    memcpy(&bits, &x, sizeof bits);
-    memcpy(&low_bits, &low, sizeof low_bits);
-    memcpy(&high_bits, &high, sizeof high_bits);
-    unsigned sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu, limit = sign ? low_bits : high_bits;
-    bits = sign | (magnitude < limit ? magnitude : limit);
-    memcpy(&x, &bits, sizeof x);
-    return x;
-}
-
 /* env_step from a float32 state (SIMD_STEP_VALID) without branches: each of env_step's values is a float32
  * here but where a bound (a Python float) replaced it, which the flags below track; FV_SIMD_REDO where the
  * gravity term's rounding might not be glibc's (mcc_rounds_alike). */
@@ -171,9 +158,9 @@ FV_FN int env_step_simd(State* s, fv_rng* rng, const float* actions, float* obs,
      * arithmetic: GCC turns a select of a float into branches where a test or a conversion follows it, and a vector
      * loop cannot hold those. */
     int bound_speed = (velocity > (float)MC_MAX_SPEED) | (velocity < -(float)MC_MAX_SPEED);
-    float speed = mcc_clip(velocity, (float)MC_MAX_SPEED, (float)MC_MAX_SPEED);
+    float speed = mc_clip32(velocity, (float)MC_MAX_SPEED, (float)MC_MAX_SPEED);
     float moved = position + speed;
-    float place = mcc_clip(moved, -(float)MC_MIN_POSITION, (float)MC_MAX_POSITION);
+    float place = mc_clip32(moved, -(float)MC_MIN_POSITION, (float)MC_MAX_POSITION);
     /* the goal's velocity test in float32 also where a bound is a Python float (the same unless the goal velocity
      * lies between a bound and its float32: MCC_BOUNDS_COMPARE_APART), of the clipped speed */
     int fast_enough = ((float)MC_MAX_SPEED >= (float)MC_GOAL_VELOCITY) &

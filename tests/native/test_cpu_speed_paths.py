@@ -18,13 +18,15 @@ RANDOM_WALK = Path(__file__).resolve().parents[1] / "envs" / "random_walk.h"
 
 # (source, defines, max_episode_steps) of envs that take the passes (SIMD_STEP): CartPole
 # vectorises (float64, and float32, whose 48-byte slot is no power of two); float32 Acrobot hands the steps
-# whose angles turn more than twice back to env_step (SIMD_STEP_REDO); the random walk has two
+# whose angles turn more than twice back to env_step (SIMD_STEP_REDO); MountainCar steps the states whose cos is in
+# glibc's second range (SIMD_STEP_VALID), at the track's bottom, and sets the others aside; the random walk has two
 # agents, byte observations, statistics and RNG draws inside env_step; Pong (one point per game;
 # SIMD_STEP forced here) is branchy.
 ENVS = {
     "cartpole": (native.source_path("cartpole"), {}, 23),
     "cartpole_float32": (native.source_path("cartpole"), native.resolve_defines("cartpole", {"float32": 1}), 23),
     "acrobot_float32": (native.source_path("acrobot"), native.resolve_defines("acrobot", {"float32": 1}), 40),
+    "mountaincar": (native.source_path("mountaincar"), {}, 30),
     "random_walk": (RANDOM_WALK, {"LIMIT": 3}, 9),
     "pong": (native.source_path("pong"), {**native.resolve_defines("pong", {"points": 1}), "SIMD_STEP": 1}, 45),
 }
@@ -100,12 +102,33 @@ def test_acrobot_float32_steps_whose_angles_turn_many_times_match_the_plain_loop
         np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
 
 
-def mountaincar_continuous_batches(num_envs: int, mode: str, goal_velocity_micro: int = 0):
+# each car's state type and goal position
+CARS = {"mountaincarcontinuous": (np.float32, 0.45), "mountaincar": (np.float64, 0.5)}
+
+
+def car_batches(car: str, num_envs: int, mode: str = "Disabled", goal_velocity_micro: int = 0):
     defines = {"GOAL_VELOCITY_MICRO": goal_velocity_micro} if goal_velocity_micro else {}
-    path = native.source_path("mountaincarcontinuous")
+    path = native.source_path(car)
     fast = cpu.load(path, tuple(sorted(defines.items())))
     plain = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
-    return [cpu.CpuBatch(lib, num_envs, native.AUTORESET_CODES[mode], 999) for lib in (fast, plain)]
+    return [cpu.CpuBatch(lib, num_envs, native.AUTORESET_CODES[mode], None) for lib in (fast, plain)]
+
+
+def set_car_states(batches, car: str, position, velocity) -> None:
+    for b in batches:
+        b.reset(np.arange(len(position), dtype=np.uint64), None)
+        b.slots[:, :16].view(np.float64)[:] = np.stack([position, velocity], 1)
+        if car == "mountaincarcontinuous":  # float32_state: stepped before, as its vector pass requires
+            b.slots[:, 16:20].view(np.int32)[:, 0] = 1
+
+
+def car_actions(car: str, rng, n: int) -> np.ndarray:
+    if car == "mountaincar":
+        return rng.integers(0, 3, (n, 1))
+    actions = rng.uniform(-2, 2, (n, 1, 1)).astype(np.float32)
+    bound = rng.random(n) < 0.2
+    actions[bound] = rng.choice(np.float32([1.0, -1.0, 1.0000001, -1.0000001]), (bound.sum(), 1, 1))
+    return actions
 
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
@@ -115,8 +138,9 @@ def test_mountaincar_continuous_vector_step_matches_the_plain_loop_over_episodes
     float32 is glibc's): half the cars pump energy (pushing with their velocity, at forces at and beyond the
     bounds) and reach the goal, the others push at random; every buffer and slot byte equals the plain loop's."""
     n = 1000
-    fast, plain = mountaincar_continuous_batches(n, mode, goal_velocity_micro)
+    fast, plain = car_batches("mountaincarcontinuous", n, mode, goal_velocity_micro)
     for b in (fast, plain):
+        b.max_episode_steps = 999
         b.reset(np.arange(n, dtype=np.uint64), None)
     rng = np.random.default_rng(goal_velocity_micro + len(mode))
     pumping = np.arange(n) % 2 == 0
@@ -132,61 +156,57 @@ def test_mountaincar_continuous_vector_step_matches_the_plain_loop_over_episodes
     assert terminated > n  # many reached the goal, others were truncated at 999 steps
 
 
-def test_mountaincar_continuous_vector_step_matches_the_plain_loop_at_the_bounds():
-    """One step at a time from float32 states at and beyond the track's ends, the speed limits and the goal, with
-    forces at and beyond the bounds: the clips, the wall's rule and the goal's test, as the plain loop does them."""
+@pytest.mark.parametrize("car", sorted(CARS))
+def test_mountain_car_vector_steps_match_the_plain_loop_at_the_bounds(car):
+    """One step at a time from states at and beyond the track's ends, the speed limits and the goal, with forces
+    at and beyond the bounds: the clips, the wall's rule and the goal's test, as the plain loop does them (the
+    discrete car's vector pass takes the states in the valley; the others are set aside)."""
     n = 100_000
-    fast, plain = mountaincar_continuous_batches(n, "Disabled")
+    real, goal = CARS[car]
+    fast, plain = car_batches(car, n)
     rng = np.random.default_rng(17)
-    position = rng.uniform(-1.3, 0.7, n).astype(np.float32)
-    velocity = rng.uniform(-0.09, 0.09, n).astype(np.float32)
+    position = rng.uniform(-1.3, 0.7, n).astype(real)
+    velocity = rng.uniform(-0.09, 0.09, n).astype(real)
     edge = rng.random(n) < 0.3
-    position[edge] = rng.choice(np.float32([-1.2, 0.6, 0.45, -1.1999999, 0.45000002]), edge.sum())
-    velocity[edge] = rng.choice(np.float32([0.07, -0.07, 0.0, 0.06999, -0.0699]), edge.sum())
-    actions = rng.uniform(-2, 2, (n, 1, 1)).astype(np.float32)
-    bound = rng.random(n) < 0.2
-    actions[bound] = rng.choice(np.float32([1.0, -1.0, 1.0000001, -1.0000001]), (bound.sum(), 1, 1))
-    for b in (fast, plain):
-        b.reset(np.arange(n, dtype=np.uint64), None)
-        b.slots[:, :16].view(np.float64)[:] = np.stack([position, velocity], 1)
-        b.slots[:, 16:20].view(np.int32)[:, 0] = 1  # float32_state: stepped before, as the vector pass requires
+    position[edge] = rng.choice(np.array([-1.2, 0.6, goal, -1.1999999, goal + 2e-8, -0.285, -0.81], real), edge.sum())
+    velocity[edge] = rng.choice(np.array([0.07, -0.07, 0.0, 0.06999, -0.0699], real), edge.sum())
+    set_car_states((fast, plain), car, position, velocity)
+    actions = car_actions(car, rng, n)
     for t in range(3):
         assert fast.step(actions) == plain.step(actions)
         for name in BUFFERS:
             np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=f"{name} at step {t}")
-    assert (fast.obs[:, 0, 0] == np.float32(-1.2)).sum() > 100
+    assert (fast.obs[:, 0, 0] == np.float32(-1.2)).sum() > 100 and fast.terminated.sum() > 100
     assert (np.abs(fast.obs[:, 0, 1]) == np.float32(0.07)).any()
 
 
-@pytest.mark.parametrize("target", [-1.2, 0.45])
-def test_mountaincar_continuous_vector_step_matches_the_plain_loop_arriving_exactly(target):
+@pytest.mark.parametrize("car", sorted(CARS))
+@pytest.mark.parametrize("end", ["wall", "goal"])
+def test_mountain_car_vector_steps_match_the_plain_loop_arriving_exactly(car, end):
     """States whose step ends exactly at the left wall (the wall's rule: velocity zeroed) or exactly at the goal
-    position (terminated): the velocity chosen so that position + new velocity is the target in float32."""
+    position (terminated): the velocity chosen so that position + new velocity is the target in the state's type."""
     n = 20_000
-    fast, plain = mountaincar_continuous_batches(n, "Disabled")
+    real, goal = CARS[car]
+    target = real(-1.2 if end == "wall" else goal)
+    fast, plain = car_batches(car, n)
     rng = np.random.default_rng(19)
-    goal = np.float32(target)
-    position = (goal + rng.uniform(0.01, 0.05, n) * (1 if target < 0 else -1)).astype(np.float32)
-    actions = rng.uniform(-1, 1, (n, 1, 1)).astype(np.float32)
-
-    def step_from(velocity):
-        for b in (fast, plain):
-            b.reset(np.arange(n, dtype=np.uint64), None)
-            b.slots[:, :16].view(np.float64)[:] = np.stack([position, velocity], 1)
-            b.slots[:, 16:20].view(np.int32)[:, 0] = 1
-        assert fast.step(actions) == plain.step(actions)
-
-    step_from(np.zeros(n, np.float32))
-    term = plain.obs[:, 0, 1].copy()  # the step's force and gravity term: the velocity it leaves from rest
-    speed = (goal - position).astype(np.float32)
-    velocity = (speed - term).astype(np.float32)
-    exact = ((position + speed).astype(np.float32) == goal) & ((velocity + term).astype(np.float32) == speed)
-    step_from(velocity)
+    position = (target + rng.uniform(0.01, 0.05, n) * (1 if end == "wall" else -1)).astype(real)
+    actions = car_actions(car, rng, n)
+    if car == "mountaincarcontinuous":
+        actions = np.clip(actions, -1, 1)
+    set_car_states((fast, plain), car, position, np.zeros(n, real))
+    plain.step(actions)
+    term = plain.slots[:, 8:16].view(np.float64)[:, 0].astype(real)  # the velocity the step leaves from rest
+    speed = (target - position).astype(real)
+    velocity = (speed - term).astype(real)
+    exact = ((position + speed).astype(real) == target) & ((velocity + term).astype(real) == speed)
+    set_car_states((fast, plain), car, position, velocity)
+    assert fast.step(actions) == plain.step(actions)
     for name in BUFFERS:
         np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
-    arrived = exact & (plain.obs[:, 0, 0] == goal)
+    arrived = exact & (plain.slots[:, :8].view(np.float64)[:, 0] == target)
     assert arrived.sum() > n // 4
-    if target < 0:
+    if end == "wall":
         assert (plain.obs[arrived, 0, 1] == 0).all()
     else:
         assert plain.terminated[arrived].all()

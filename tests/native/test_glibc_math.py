@@ -37,6 +37,8 @@ void v_cos(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[
 void v_pow2(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_pow2(x[i]); }
 void v_powf2(const float* x, float* y, long n) { for (long i = 0; i < n; i++) y[i] = fv_powf2(x[i]); }
 void v_cos_near(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fvm_cos_near(x[i]); }
+void v_cos_mid2(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = fvm_cos_mid2(x[i]); }
+void v_in_mid2(const double* x, double* y, long n) { for (long i = 0; i < n; i++) y[i] = FVM_COS_MID2(x[i]); }
 """
 
 
@@ -122,6 +124,25 @@ def test_cos_near_is_within_its_bound_of_glibcs_cos_at_float32_arguments(lib):
     got, want = call(lib, "v_cos_near", x), np.cos(x)
     assert np.max(np.abs(got - want) / np.abs(want)) <= 2.0**-49
     assert not np.array_equal(got, want)  # a polynomial, not glibc's cos: the step's rounding check is needed
+
+
+@needs_glibc_fma
+def test_branch_free_cos_of_the_second_range_equals_numpys_wherever_its_test_admits(lib):
+    # fvm_cos_mid2 (MountainCar's vector step) wherever FVM_COS_MID2 admits x (fv_cos's second range, 0.855469 <=
+    # |x| < 2.426265): its Taylor part near pi/2, its table part elsewhere, both signs; arguments beyond the range
+    # too, and the range's edges, so that a test admitting too much fails
+    rng = np.random.default_rng(6)
+    edges = np.array([0.855469, 0.85546875, 2.426265, np.pi / 2 - 0.126, np.pi / 2 + 0.126])
+    x = np.concatenate([rng.uniform(0.5, 3.0, 2_000_000), rng.uniform(np.pi / 2 - 0.13, np.pi / 2 + 0.13, 500_000),
+                        edges, np.nextafter(edges, 0), np.nextafter(edges, 4)])
+    x = np.concatenate([x, -x])
+    admitted = np.empty(x.size, np.float64)
+    lib.v_in_mid2(x.ctypes.data_as(ctypes.c_void_p), admitted.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(x.size))
+    x = x[admitted != 0]
+    assert 0.85 < np.abs(x).min() < 0.856 and 2.42 < np.abs(x).max() < 2.427 and x.size > 2_000_000
+    got, want = call(lib, "v_cos_mid2", x), np.cos(x)
+    bad = np.flatnonzero(got.view(np.uint64) != want.view(np.uint64))
+    assert bad.size == 0, f"{bad.size} of {x.size} differ, e.g. x={x[bad[0]]!r}"
 
 
 def table(name: str) -> list[str]:
