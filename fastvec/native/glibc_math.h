@@ -275,31 +275,28 @@ FV_FN double fv_cos(double x) {
  * has 31 bits, so that x - k P1 is exact for a float32 x and |k| <= 2. */
 #define FVM_NEAR_P1 0x1.921fb544p+0
 #define FVM_NEAR_P2 0x1.0b4611a626331p-34
+/* (sin r - r) / -r^3 and (cos r - 1) / r^2 as polynomials in r^2, highest power first: 1/n! with alternating signs */
+FVM_TABLE double fvm_near_sin[8] = {-1.0 / 355687428096000.0, 1.0 / 1307674368000.0, -1.0 / 6227020800.0,
+                                    1.0 / 39916800.0, -1.0 / 362880.0, 1.0 / 5040.0, -1.0 / 120.0, 1.0 / 6.0};
+FVM_TABLE double fvm_near_cos[9] = {-1.0 / 6402373705728000.0, 1.0 / 20922789888000.0, -1.0 / 87178291200.0,
+                                    1.0 / 479001600.0, -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0,
+                                    -0.5};
+
+/* c[0] x^(n-1) + ... + c[n-1] by Horner's rule, a multiply and an add a step (no fma). */
+FV_FN double fvm_horner(const double* c, int n, double x) {
+    double p = c[0];
+    for (int i = 1; i < n; i++) p = p * x + c[i];
+    return p;
+}
+
 FV_FN double fvm_cos_near(double x) {
     double t = x * FVM_HPINV + FVM_TOINT;
     double k = t - FVM_TOINT;
     int n = (int)(fvm_bits(t) & 3); /* k mod 4: cos(r + k pi/2) is cos r, -sin r, -cos r, sin r */
     double r = (x - k * FVM_NEAR_P1) - k * FVM_NEAR_P2;
     double rr = r * r;
-    double sin_r = -1.0 / 355687428096000.0; /* -1/17!, then Horner down to r */
-    sin_r = sin_r * rr + 1.0 / 1307674368000.0;
-    sin_r = sin_r * rr - 1.0 / 6227020800.0;
-    sin_r = sin_r * rr + 1.0 / 39916800.0;
-    sin_r = sin_r * rr - 1.0 / 362880.0;
-    sin_r = sin_r * rr + 1.0 / 5040.0;
-    sin_r = sin_r * rr - 1.0 / 120.0;
-    sin_r = sin_r * rr + 1.0 / 6.0;
-    sin_r = r - (r * rr) * sin_r;
-    double cos_r = -1.0 / 6402373705728000.0; /* -1/18!, then Horner down to 1 */
-    cos_r = cos_r * rr + 1.0 / 20922789888000.0;
-    cos_r = cos_r * rr - 1.0 / 87178291200.0;
-    cos_r = cos_r * rr + 1.0 / 479001600.0;
-    cos_r = cos_r * rr - 1.0 / 3628800.0;
-    cos_r = cos_r * rr + 1.0 / 40320.0;
-    cos_r = cos_r * rr - 1.0 / 720.0;
-    cos_r = cos_r * rr + 1.0 / 24.0;
-    cos_r = cos_r * rr - 0.5;
-    cos_r = 1.0 + rr * cos_r;
+    double sin_r = r - (r * rr) * fvm_horner(fvm_near_sin, 8, rr);
+    double cos_r = 1.0 + rr * fvm_horner(fvm_near_cos, 9, rr);
     double v = (n & 1) ? sin_r : cos_r;
     return ((n + 1) & 2) ? -v : v;
 }
