@@ -155,6 +155,8 @@ FV_FN void ma_render(const unsigned char* obs, const unsigned char (*palette)[3]
  *   MA_PALETTE: the channels' rgb_array colours, {{r, g, b}, ...} (seaborn's cubehelix, as minatar) */
 #define MA_DEFINE_ENV(reset, rules, write_obs)                                                              \
     FV_FN void env_reset(State* s, fv_rng* rng, unsigned char* obs) {                                       \
+        State zero = {0}; /* all of it, lists past their counts too: a reset slot depends on its seed only */ \
+        *s = zero;                                                                                          \
         reset(s, rng);                                                                                      \
         s->last_action = 0;                                                                                 \
         s->terminal = 0;                                                                                    \
