@@ -161,8 +161,9 @@ TARGETS: dict[str, list[str]] = {
     **{f"fastvec/native/{name}.h": ["tests/native/test_classic_control_state_edges.py",
                                     "tests/native/test_classic_control_oracle.py",
                                     "tests/native/test_classic_control_float32.py",
-                                    "tests/native/test_mountaincar_continuous_float32_steps.py", "-k",
-                                    "mountaincar and not for_the_gpu"]
+                                    "tests/native/test_mountaincar_continuous_float32_steps.py",
+                                    "tests/native/test_cpu_speed_paths.py", "-k",
+                                    "(mountaincar or mountain_car) and not for_the_gpu"]
        for name in ("mountaincar", "mountaincar_common", "mountaincar_continuous")},
     "fastvec/native/pendulum.h": ["tests/native/test_classic_control_state_edges.py",
                                   "tests/native/test_classic_control_oracle.py", "tests/native/test_spaces.py",
@@ -173,7 +174,7 @@ TARGETS: dict[str, list[str]] = {
                                             f"({game.replace('_', ' and ')}) or shipped_builds"]
        for game in ("breakout", "freeway", "asterix", "space_invaders", "seaquest")},
     "fastvec/native/minatar_common.h": ["tests/native/test_minatar_score_stat.py",
-                                        "tests/native/test_minatar_oracle.py"],
+                                        "tests/native/test_minatar_oracle.py", "tests/native/test_rng_streams.py"],
     **{f"fastvec/native/mpe_{name}.h": ["tests/mpe/test_mpe_oracle.py", "tests/mpe/test_mpe_faces.py",
                                         "tests/mpe/test_mpe_set_state_goal_edges.py", "-k",
                                         f"simple_{scenario} and (scenario_matches_mpe2 and not parallel_env "
