@@ -186,8 +186,8 @@ class CudaBatch:
 
     def use_rollout_kernel(self, name: str = "auto") -> None:
         """Run rollout("random", T) with kernel `name` ("auto" or one of ROLLOUT_KERNELS) from now on, with its grid:
-        env.stage_threads threads a block for "staged", else 256. The kernels are to give the same bits; on an H100
-        Seaquest's plain and occ ones did not (benchmarks/lab/gpu_profiles.md), and auto takes staged there."""
+        env.stage_threads threads a block for "staged", else 256. All give the same bits (each checked against eager
+        steps on the GPU: tests/native/test_cuda_backend.py)."""
         env, n = self.env, self.num_envs
         name = rollout_kernel_name(env, name)
         threads = env.stage_threads if name == "staged" else THREADS_PER_BLOCK

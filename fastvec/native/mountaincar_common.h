@@ -42,14 +42,9 @@ FV_FN double mc_clip64(double x, double low, double high) {
 }
 
 FV_FN float mc_clip32(float x, float low, float high) {
-    unsigned bits, low_bits, high_bits;
-    memcpy(&bits, &x, sizeof bits);
-    memcpy(&low_bits, &low, sizeof low_bits);
-    memcpy(&high_bits, &high, sizeof high_bits);
-    unsigned sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu, limit = sign ? low_bits : high_bits;
-    bits = sign | (magnitude < limit ? magnitude : limit);
-    memcpy(&x, &bits, sizeof x);
-    return x;
+    unsigned bits = fvm_float_bits(x), sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu;
+    unsigned limit = sign ? fvm_float_bits(low) : fvm_float_bits(high);
+    return fvm_float(sign | (magnitude < limit ? magnitude : limit));
 }
 
 #if FLOAT32
