@@ -203,6 +203,7 @@ def main(argv=None) -> None:
     parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
     parser.add_argument("--out", type=Path, default=RESULTS / "cleanrl_mujoco.json")
+    parser.add_argument("--note", default="", help="how the sides shared the machine, kept in the JSON")
     args = parser.parse_args(argv)
     if args.cleanrl_only and args.fastvec_only:
         parser.error("--cleanrl-only and --fastvec-only each run one side: give one of them")
@@ -251,6 +252,12 @@ def main(argv=None) -> None:
             out.update(fastvec_results=str(args.fastvec_results), fastvec_ran=fastvec_ran,
                        fastvec_device=fastvec_ran.get("fastvec_device"),
                        fastvec_settings=fastvec_ran.get("fastvec_settings"))
+        if stored is not None and args.cleanrl_results is not None:  # both sides ran elsewhere: say where, not here
+            ran = out["cleanrl_ran"]
+            out.update(date=ran.get("date"), machine=ran.get("machine"), parallel=ran.get("parallel"),
+                       cpus={"cleanrl": ran.get("cpus"), "fastvec": fastvec_ran.get("cpus")})
+        if args.note:
+            out["note"] = args.note
         for task in args.tasks:
             keywords, differs = TASKS[task][1], TASKS[task][2]
             cleanrl = peer[task]
