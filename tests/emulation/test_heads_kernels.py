@@ -389,15 +389,18 @@ def test_gae_kernel_matches_the_reference_over_every_step(emu, vtrace):
 
 
 def test_update_bookkeeping_kernels_follow_the_reference_schedule(emu):
-    """begin_update_kernel zeroes all eight statistics; schedule_kernel moves to the next update and sets its learning
-    rate and entropy bonus as reference.annealed and ent_coef_at (zero past the last update, the base without
-    annealing); advance_rollout_kernel adds a rollout's steps to the sampling counter."""
+    """begin_update_kernel zeroes all eight statistics and nothing else (the fields around them keep their values);
+    schedule_kernel moves to the next update and sets its learning rate and entropy bonus as reference.annealed and
+    ent_coef_at (zero past the last update, the base without annealing); advance_rollout_kernel adds a rollout's
+    steps to the sampling counter."""
     scalars = np.zeros((), SCALARS_DTYPE)
     scalars["stat"] = np.arange(1, 9)
+    scalars["lr"], scalars["rollout_steps"], scalars["update"] = 2e-3, 12345, 7
     raw = np.frombuffer(scalars.tobytes(), np.uint8).copy()
     view = raw.view(SCALARS_DTYPE)[0]
     call(emu.emu_begin_update, raw)
     assert np.array_equal(view["stat"], np.zeros(8))
+    assert (view["lr"], view["rollout_steps"], view["update"]) == (2e-3, 12345, 7)
     for num_updates, anneal_lr, anneal_ent in [(4, 1, 1), (4, 0, 1), (4, 1, 0), (2, 1, 1), (1, 1, 1), (0, 1, 1)]:
         view["update"] = 0
         for update in range(1, 6):  # the run's updates, then past its end

@@ -22,9 +22,11 @@ def test_float32_is_opt_in():
         fastvec.make_vec("Acrobot", 2, float32=2)
 
 
-def test_one_step_tracks_gymnasium_from_any_state():
+@pytest.mark.parametrize("nips", [0, 1])
+def test_one_step_tracks_gymnasium_from_any_state(nips):
+    """The book's dynamics, and with nips=1 the NeurIPS paper's (Gymnasium's book_or_nips="nips")."""
     n = 2000
-    envs = gym.make_vec("fastvec/Acrobot", num_envs=n, float32=1)
+    envs = gym.make_vec("fastvec/Acrobot", num_envs=n, float32=1, nips=nips)
     envs.reset(seed=1)
     rng = np.random.default_rng(2)
     envs.set_state(rng.uniform(LOW, np.negative(LOW), (n, 4)))
@@ -33,6 +35,7 @@ def test_one_step_tracks_gymnasium_from_any_state():
     actions = rng.integers(0, 3, n)
     obs, rewards, terminated, truncated, _ = envs.step(actions)
     ref = gym.make("Acrobot-v1").unwrapped
+    ref.book_or_nips = "nips" if nips else "book"
     ref.reset(seed=0)
     for i in range(n):
         ref.state = start[i].copy()

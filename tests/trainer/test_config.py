@@ -174,6 +174,8 @@ def test_env_name_comes_from_the_env_argument_only():
     ({"train": {"max_grad_norm": float("nan")}}, "train.max_grad_norm=nan must be a finite number > 0"),
     ({"train": {"ent_coef": 10**400}}, "train.ent_coef in the command line = 1000"),
     ({"train": {"seed": 2**64}}, "train.seed=18446744073709551616 does not fit in 64 bits"),
+    ({"train": {"seed": 2**63}}, "train.seed=9223372036854775808 does not fit in 64 bits"),  # the first past int64
+    ({"train": {"seed": -2**63 - 1}}, "train.seed=-9223372036854775809 does not fit in 64 bits"),
     ({"train": {"seed": 2**32}}, "train.seed=4294967296 must be in [0, 4_294_967_295]"),
     # env parameters and self-play's parameters
     ({"env": {"frameskip": 4}}, "[env]: unknown keyword(s) ['frameskip']"),
