@@ -179,9 +179,9 @@ def test_load_batch_on_the_cpu_sets_the_builds_thread_count_only_when_given_one(
     try:
         batch = load_batch("cartpole", 4, threads=3)
         assert lib.fv_set_num_threads(0) == 3 and batch.num_envs == 4
-        load_batch("cartpole", 4, threads=1)
-        assert lib.fv_set_num_threads(0) == 1
         load_batch("cartpole", 4)
+        assert lib.fv_set_num_threads(0) == 3
+        load_batch("cartpole", 4, threads=1)
         assert lib.fv_set_num_threads(0) == 1
     finally:
         lib.fv_set_num_threads(before)
