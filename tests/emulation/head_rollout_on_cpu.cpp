@@ -9,6 +9,16 @@ extern "C" {
 
 int emu_head_y(void) { return HEAD_Y; }
 
+/* rollout_common.cu's step_slices of step t for a slot of R rows and horizon T: the byte offset of step t's action
+ * slice from the (T, R, ACTION_DIMS) actions buffer's start (a Box or MultiDiscrete env's values, not int32). */
+long long emu_action_slice_bytes(int R, int T, int t) {
+    RolloutArgs a = {};
+    static char actions[1 << 16];
+    a.actions = reinterpret_cast<int*>(actions), a.R = R, a.T = T;
+    StepSlices s = step_slices(a, t);
+    return reinterpret_cast<const char*>(s.actions) - actions;
+}
+
 /* host_sample_kernel over a group's rows [row0, row0 + rows) in blocks of `block` threads: y (rows, HEAD_Y) with the
  * decoder's bias, logstd (ACTION_DIMS,) a Box head's. */
 void emu_host_sample(int block, int rows, int row0, const float* y, const float* logstd, void* actions, float* logp,

@@ -2,6 +2,7 @@
 head_rollout_on_cpu.cpp: every agent's action, log-probability and value come from its decoder row plus the decoder
 bias, drawn as heads.sample_head draws them with the step's counter uniforms (streams.head_uniforms)."""
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,16 @@ def built(request, tmp_path_factory):
     lib.emu_head_y.restype = lib.emu_slot_size.restype = int
     assert lib.emu_head_y() == spec.head_size + 1
     return spec, agents, lib
+
+
+@pytest.mark.parametrize("rows,horizon,t", [(5, 4, 0), (5, 4, 1), (5, 4, 3), (3, 2, 2)])
+def test_step_ts_action_slice_is_its_rows_of_the_actions_buffer(built, rows, horizon, t):
+    """rollout_common.cu's step_slices for an env whose actions are values (Box, MultiDiscrete): step t's actions
+    at t * R rows of the (T, R, dims) buffer of the env's action type, not t * R int32s."""
+    spec, _, lib = built
+    lib.emu_action_slice_bytes.restype = ctypes.c_longlong
+    row_bytes = spec.action_shape[0] * np.dtype(spec.action_dtype).itemsize
+    assert lib.emu_action_slice_bytes(rows, horizon, t) == t * rows * row_bytes
 
 
 def test_each_agents_draw_and_value_take_its_decoder_row_plus_the_decoder_bias(built):
