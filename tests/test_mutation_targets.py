@@ -93,3 +93,15 @@ def test_each_gpu_selection_names_test_files_that_exist_once_each():
         for f in (a.split("::")[0] for a in args if a.startswith("tests/")):
             assert (REPO / f).exists(), f"{prefix}: {f}"
             assert args.count(f) <= 1, f"{prefix}: {f} twice"
+
+
+def test_the_campaign_names_the_test_libraries_it_runs_without(monkeypatch):
+    """A Python without one of CI's optional test libraries skips its tests: the campaign names each such library
+    (and only those), so that a score taken there is not read as CI's."""
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("torch", "mpe2") else object())
+    assert mutation.missing_test_libraries() == [n for n in mutation.CI_TEST_LIBRARIES if n in ("torch", "mpe2")]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert mutation.missing_test_libraries() == []
+    assert {"mujoco", "torch", "stable_baselines3", "mpe2"} <= set(mutation.CI_TEST_LIBRARIES)

@@ -717,6 +717,17 @@ def snapshot(source: str, dest: Path) -> str:
                           text=True).stdout.strip()
 
 
+# Optional libraries that .ci/run installs and whose tests skip without them (tests/*: importorskip)
+CI_TEST_LIBRARIES = ("mujoco", "torch", "stable_baselines3", "mpe2", "supersuit", "minatar", "pettingzoo")
+
+
+def missing_test_libraries() -> list[str]:
+    """The CI_TEST_LIBRARIES this Python cannot import (found without importing them)."""
+    import importlib.util
+
+    return [name for name in CI_TEST_LIBRARIES if importlib.util.find_spec(name) is None]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default=str(REPO), help="repository to snapshot (its committed HEAD)")
@@ -753,6 +764,11 @@ def main(argv=None) -> int:
         print_table(mutants)
         return 0
 
+    missing = missing_test_libraries()
+    if missing:
+        print(f"warning: {', '.join(missing)} not importable here: the tests that need them skip, so mutants they "
+              "would kill may survive; CI installs them (run under .ci/run's venv for a score comparable with CI's)",
+              flush=True)
     unknown = [f for f in args.files if f not in TARGETS and f not in GPU_ONLY]
     if unknown:
         parser.error(f"no fast tests known for {unknown}; add the file and its tests to TARGETS (or, for code "
@@ -881,6 +897,7 @@ def main(argv=None) -> int:
     report = {"commit": commit, "source": args.source, "per_file": args.per_file, "seed": args.seed,
               "at_least": args.at_least,
               "deselected_failing_before_mutation": broken, "tests_skip_here": skipped,
+              "test_libraries_missing": missing,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "mutants": [{**asdict(m), "key": list(m.key())} for m in mutants]}
     out_path = REPO / args.json
