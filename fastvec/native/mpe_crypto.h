@@ -47,7 +47,8 @@ FV_FN void crypto_obs(const State* s, float* obs) {
 /* Whether agent a is silent after its action, and the squared distance of its utterance to the goal's word (a
  * 4-term sum in order). A discrete action's utterance is the one-hot of its word: a word that is not the goal's
  * misses by 1 twice (2 exactly), the goal's by nothing. Those are read from the word, not from the utterance just
- * stored: loading vectors over four scalar stores, which the CPU cannot forward, took a third of the step. */
+ * stored: the compiler loads that as vectors over four scalar stores, which the CPU cannot forward (a third of the
+ * step's time). */
 FV_FN int crypto_silent(const MpeWorld* w, const ACT_T* actions, int a) {
 #if CONTINUOUS_ACTIONS
     (void)actions;
