@@ -194,3 +194,19 @@ def test_the_aec_face_converts_back_to_a_parallel_env_through_pettingzoos_own_wr
         actions = {a: int(np.flatnonzero(want[a]["action_mask"])[-1]) for a in direct.agents}
         got, want = converted.step(actions)[0], direct.step(actions)[0]
     assert set(got) == set(want)
+
+
+def test_the_faces_play_in_real_time():
+    """render_fps of every face is one step per SMAX step's game time: smax.h's SMAX_WORLD_STEPS world steps of
+    SMAX_DT seconds each (jaxmarl's world_steps_per_env_step = 8 of time_per_step = 1/16 s: 0.5 s, 2 frames/s)."""
+    import re
+
+    from fastvec.native import NATIVE_DIR
+
+    header = (NATIVE_DIR / "smax.h").read_text()
+    world_steps = int(re.search(r"#define SMAX_WORLD_STEPS (\d+)", header).group(1))
+    dt = float(re.search(r"#define SMAX_DT ([0-9.]+)f", header).group(1))
+    fps = 1.0 / (world_steps * dt)
+    assert fps == 2.0
+    for face in (parallel_env("3m"), env("3m"), vector_env("3m", 2)):
+        assert face.metadata["render_fps"] == fps

@@ -256,6 +256,7 @@ def test_saved_config_reads_back_identically(tmp_path):
     assert load_run_config(tmp_path, "pong") == config
     resumed = load_run_config(tmp_path, "pong", {"train": {"total_timesteps": 123}})
     assert resumed["train"]["total_timesteps"] == 123 and resumed["env"]["points"] == 3
+    assert load_run_config(tmp_path, "Pong") == config  # a built-in env's name in any case, as everywhere else
 
 
 def test_a_saved_config_without_a_newer_key_gets_its_default(tmp_path):

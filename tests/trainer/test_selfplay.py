@@ -215,7 +215,9 @@ def test_selfplay_run_logs_ratings_and_eval_opponent(tmp_path, capsys):
     rated = [m for m in lines if "selfplay/elo" in m]
     assert rated and all(f"selfplay/score_bot{level}" in rated[-1] for level in range(5))
     data = json.loads((run_dir / "ratings.json").read_text())
-    assert len(data["history"]) >= 2 and "bot4" in data["ratings"]
+    assert "bot4" in data["ratings"]
+    # 1,280 steps of 16 envs x 16: five updates, evaluated at every second one and at the last
+    assert [h["update"] for h in data["history"]] == [2, 4, 5]
     # the last evaluation's ratings (ratings.json) are logged to one decimal
     assert rated[-1]["selfplay/elo"] == round(data["history"][-1]["elo"], 1)
     assert [rated[-1][f"selfplay/elo_bot{level}"] for level in range(5)] == \
