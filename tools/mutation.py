@@ -717,8 +717,8 @@ def snapshot(source: str, dest: Path) -> str:
                           text=True).stdout.strip()
 
 
-# Optional libraries that .ci/run installs and whose tests skip without them (tests/*: importorskip)
-CI_TEST_LIBRARIES = ("mujoco", "torch", "stable_baselines3", "mpe2", "supersuit", "minatar", "pettingzoo")
+# Libraries beyond fastvec's own dependencies that .ci/run installs and whose tests skip without them (importorskip)
+CI_TEST_LIBRARIES = ("mujoco", "torch", "stable_baselines3", "mpe2", "supersuit", "minatar")
 
 
 def missing_test_libraries() -> list[str]:

@@ -2,6 +2,8 @@
 keywords, and the action masks the faces hand out (in the observation dicts, in the vector face's infos) against
 jaxmarl's get_avail_actions from the same states (skipped without jaxmarl)."""
 
+import re
+
 import gymnasium
 import numpy as np
 import pettingzoo
@@ -9,6 +11,7 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 
 import fastvec  # noqa: F401  (registers the ids)
+from fastvec.native import NATIVE_DIR
 from fastvec.native.smax import SCENARIOS
 from fastvec.wrappers.smax import env, parallel_env, vector_env
 
@@ -199,10 +202,6 @@ def test_the_aec_face_converts_back_to_a_parallel_env_through_pettingzoos_own_wr
 def test_the_faces_play_in_real_time():
     """render_fps of every face is one step per SMAX step's game time: smax.h's SMAX_WORLD_STEPS world steps of
     SMAX_DT seconds each (jaxmarl's world_steps_per_env_step = 8 of time_per_step = 1/16 s: 0.5 s, 2 frames/s)."""
-    import re
-
-    from fastvec.native import NATIVE_DIR
-
     header = (NATIVE_DIR / "smax.h").read_text()
     world_steps = int(re.search(r"#define SMAX_WORLD_STEPS (\d+)", header).group(1))
     dt = float(re.search(r"#define SMAX_DT ([0-9.]+)f", header).group(1))
