@@ -166,6 +166,18 @@ def stored_side(path: Path, side: str, tasks: list[str], seeds: list[int]) -> tu
     return runs, how
 
 
+SITTING_KEYS = ("date", "machine", "cpus", "parallel", "fastvec_device", "fastvec_settings", "cleanrl_results",
+                "fastvec_results", "note")
+
+
+def kept_rows(path: Path, tasks: list[str]) -> list[dict]:
+    """The rows of a cleanrl_mujoco.json of an earlier sitting for the tasks not in `tasks`, each with its sitting
+    (a row written before rows named theirs takes its file's)."""
+    stored = json.loads(path.read_text())
+    sitting = {k: stored[k] for k in SITTING_KEYS if k in stored}
+    return [{**r, "sitting": r.get("sitting", sitting)} for r in stored["rows"] if r["task"] not in tasks]
+
+
 def fastvec_task_runs(args, task: str, shape: dict, target, tmp: Path) -> list[dict]:
     """fastvec-train on `task` for every seed, one at a time, each over its whole budget (target None: no target
     yet, the time to it is read later from the run's curve)."""
@@ -204,6 +216,8 @@ def main(argv=None) -> None:
     parser.add_argument("--window", type=int, default=WINDOW_EPISODES, help="K: the last K finished episodes")
     parser.add_argument("--out", type=Path, default=RESULTS / "cleanrl_mujoco.json")
     parser.add_argument("--note", default="", help="how the sides shared the machine, kept in the JSON")
+    parser.add_argument("--keep-rows", type=Path, default=None, metavar="FILE",
+                        help="keep FILE's rows of the tasks not given (each row names its sitting)")
     args = parser.parse_args(argv)
     if args.cleanrl_only and args.fastvec_only:
         parser.error("--cleanrl-only and --fastvec-only each run one side: give one of them")
@@ -220,6 +234,7 @@ def main(argv=None) -> None:
                    f"{args.total_timesteps:,} steps; fastvec's time to the same mean over its last {args.window}",
            "rows": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    kept = kept_rows(args.keep_rows, args.tasks) if args.keep_rows is not None else []  # read before --out is written
     with tempfile.TemporaryDirectory(prefix="cleanrl-mujoco-") as tmp:
         if args.fastvec_only:
             runs: dict = {}
@@ -258,25 +273,33 @@ def main(argv=None) -> None:
                        cpus={"cleanrl": ran.get("cpus"), "fastvec": fastvec_ran.get("cpus")})
         if args.note:
             out["note"] = args.note
+        sitting = {k: out[k] for k in SITTING_KEYS if k in out}
+        out["rows"] = kept
+
+        def write():  # after every task: a cut-short run keeps what it has
+            out["rows"].sort(key=lambda r: list(TASKS).index(r["task"]))
+            args.out.write_text(json.dumps(out, indent=1) + "\n")
+
         for task in args.tasks:
             keywords, differs = TASKS[task][1], TASKS[task][2]
             cleanrl = peer[task]
             target = peer_threshold(r["final_return"] for r in cleanrl)
             if target is None:  # no CleanRL episode finished: nothing to time fastvec to; the other tasks go on
-                out["rows"].append({"task": task, "error": "CleanRL finished no episode", "cleanrl": cleanrl})
-                args.out.write_text(json.dumps(out, indent=1) + "\n")
+                out["rows"].append({"task": task, "error": "CleanRL finished no episode", "sitting": sitting,
+                                    "cleanrl": cleanrl})
+                write()
                 continue
             if stored is None:
                 fastvec = fastvec_task_runs(args, task, shape, target, Path(tmp))
             else:  # the same reading fastvec_run gives, now that the target is known
                 fastvec = [{**r, "threshold": target, **timed(r, target, args.window)} for r in stored[task]]
             row = task_summary(task, cleanrl, fastvec, args.window)
-            row.update(fastvec_env_keywords=keywords, differences=differs, cleanrl=cleanrl,
+            row.update(fastvec_env_keywords=keywords, differences=differs, sitting=sitting, cleanrl=cleanrl,
                        fastvec=[{k: v for k, v in r.items() if k != "groups"} for r in fastvec])
             out["rows"].append(row)
             print(f"{task:<12} CleanRL {row['target_return']:9.1f} in {row['peer_median_s'] or float('nan'):7.1f} s | "
                   f"fastvec to it {row['fastvec_median_s'] or float('nan'):7.1f} s | {row['ratio_text']}x", flush=True)
-            args.out.write_text(json.dumps(out, indent=1) + "\n")  # after every task: a cut-short run keeps what it has
+            write()
     print(f"wrote {args.out}")
 
 

@@ -139,3 +139,15 @@ def test_fastvec_only_runs_feed_the_table_once_cleanrls_target_is_known(tmp_path
     assert row["fastvec_time_to_target_s"] == expected and row["peer_median_s"] == 100.0
     with pytest.raises(SystemExit, match=r"no fastvec run of invertedpendulum on seeds \[3\]"):
         cleanrl_mujoco.stored_side(fv, "fastvec", ["invertedpendulum"], [1, 3])
+
+
+def test_kept_rows_are_the_other_tasks_each_naming_its_own_sitting(tmp_path):
+    older = {"date": "2026-01-02", "machine": "host-a", "note": "first", "rows": [
+        {"task": "hopper", "ratio": 100.0}, {"task": "ant", "ratio": 20.0},
+        {"task": "halfcheetah", "ratio": 60.0, "sitting": {"date": "2025-12-31", "note": "earlier still"}}]}
+    path = tmp_path / "cleanrl_mujoco.json"
+    path.write_text(json.dumps(older))
+    kept = cleanrl_mujoco.kept_rows(path, ["ant", "walker2d"])
+    assert [r["task"] for r in kept] == ["hopper", "halfcheetah"]  # ant is this run's: its old row goes
+    assert kept[0]["sitting"] == {"date": "2026-01-02", "machine": "host-a", "note": "first"}
+    assert kept[1]["sitting"] == {"date": "2025-12-31", "note": "earlier still"}
