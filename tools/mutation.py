@@ -129,7 +129,9 @@ TARGETS: dict[str, list[str]] = {
                               "tests/native/test_autoreset.py", "tests/native/test_backend.py",
                               "tests/native/test_spaces.py", "tests/wrappers/test_face_inputs.py",
                               "tests/native/test_busy_cpu.py::test_thread_count_default_and_override",
-                              "tests/native/test_default_threads.py"],
+                              "tests/native/test_default_threads.py",
+                              "tests/native/test_env_file_inputs.py::"
+                              "test_an_edited_env_file_loads_its_new_build_in_the_same_process"],
     "fastvec/native/env_file.py": ["tests/native/test_env_file_inputs.py", "tests/native/test_user_env.py",
                                    "-k", _NOT_SLOW],
     "fastvec/native/gym_batch.py": ["tests/trainer/test_open_trainer.py", "tests/trainer/test_gym_batch_seed_messages.py",
@@ -340,7 +342,8 @@ TARGETS: dict[str, list[str]] = {
                                                "tests/emulation/test_selfplay_kernels_memory.py",
                                                "tests/emulation/test_selfplay_kernels_wide.py",
                                                "tests/emulation/test_head_rollout_step.py"],
-    "fastvec/trainer/cuda/teams.cu": ["tests/emulation/test_teams_kernels.py"],
+    "fastvec/trainer/cuda/teams.cu": ["tests/emulation/test_teams_kernels.py",
+                                      "tests/emulation/test_teams_kernels_memory.py"],
     "fastvec/trainer/cuda/team_rollout.cu": ["tests/emulation/test_teams_kernels.py",
                                              "tests/emulation/test_team_inputs_grid.py"],
 }

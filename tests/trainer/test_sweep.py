@@ -241,6 +241,7 @@ def test_pruned_trials_and_trials_that_reach_the_target_stop_early(tmp_path):
     record = sweep.run_trial(plan, StubTrial(), Quiet())
     result = record["results"][0]
     assert record["state"] == "COMPLETE" and result["steps"] < total and result["hit_steps"] == result["steps"]
+    assert result["hit_seconds"] == result["seconds"] > 0  # the hit's training seconds: the run ended at that log
     assert record["values"] == [result["hit_seconds"]]
 
 
