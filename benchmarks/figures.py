@@ -603,11 +603,11 @@ def readme_headline(results):
                      f" s ({peer_ratio(r)}, medians)"])
 
     mujoco = load(results, "cleanrl_mujoco.json")["rows"]
+    sittings = len({json.dumps(r.get("sitting"), sort_keys=True) for r in mujoco})  # each row names its sitting
     rows.append([", ".join(r["cleanrl_env"].replace("-v4", "-v5") for r in mujoco) + " (v4's defaults where they "
                  "differ): seconds to the return CleanRL's `ppo_continuous_action.py` reaches in its 1M steps (the "
                  f"median of its {len(mujoco[0]['cleanrl'])} seeds), the same PPO, an H100 host's 16 cores" +
-                 (f", {sittings} sittings" if (sittings := len({json.dumps(r.get('sitting')) for r in mujoco})) > 1
-                  else ""),
+                 (f", {sittings} sittings" if sittings > 1 else ""),
                  "`fastvec-train`: " + "; ".join(" / ".join(bound_time(x) for x in r["fastvec"]) + " s"
                                                   for r in mujoco),
                  "CleanRL, in the task's sitting: " + "; ".join(span(r["cleanrl_train_s"], "{:,.0f}".format) + " s"
