@@ -1,5 +1,6 @@
-"""EnvSpaces.from_arrays' OBS_SHAPE check: every axis at least 1 and the product OBS_SIZE; an axis of 0 (an
-empty observation, whatever OBS_SIZE says) or a negative axis is refused, naming the shape."""
+"""EnvSpaces.from_arrays' OBS_SHAPE check: 1 to MAX_OBS_DIMS (8) axes, every axis at least 1 and the product
+OBS_SIZE; an axis of 0 (an empty observation, whatever OBS_SIZE says) or a negative axis is refused, naming the
+shape."""
 
 import re
 
@@ -14,7 +15,7 @@ def spaces(obs_size, shape):
                                  np.ones(max(obs_size, 1)), np.array([3]), np.zeros(1), np.zeros(1), -1)
 
 
-@pytest.mark.parametrize("obs_size,shape", [(1, [1]), (6, [2, 3]), (4, [1, 4, 1])])
+@pytest.mark.parametrize("obs_size,shape", [(1, [1]), (6, [2, 3]), (4, [1, 4, 1]), (8, [1, 2, 1, 1, 2, 1, 2, 1])])
 def test_every_axis_of_one_or_more_that_holds_obs_size_is_taken(obs_size, shape):
     assert spaces(obs_size, shape).obs_shape == tuple(shape)
 

@@ -176,6 +176,8 @@ def test_env_name_comes_from_the_env_argument_only():
     ({"train": {"seed": 2**64}}, "train.seed=18446744073709551616 does not fit in 64 bits"),
     ({"train": {"seed": 2**63}}, "train.seed=9223372036854775808 does not fit in 64 bits"),  # the first past int64
     ({"train": {"seed": -2**63 - 1}}, "train.seed=-9223372036854775809 does not fit in 64 bits"),
+    ({"train": {"seed": 2**63 - 1}}, "train.seed=9223372036854775807 must be in [0, 4_294_967_295]"),  # int64's ends:
+    ({"train": {"seed": -2**63}}, "train.seed=-9223372036854775808 must be in [0, 4_294_967_295]"),  # out of range only
     ({"train": {"seed": 2**32}}, "train.seed=4294967296 must be in [0, 4_294_967_295]"),
     # env parameters and self-play's parameters
     ({"env": {"frameskip": 4}}, "[env]: unknown keyword(s) ['frameskip']"),

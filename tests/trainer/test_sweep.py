@@ -99,6 +99,7 @@ def test_the_command_line_splits_into_settings_and_entries_kept_as_written():
     assert settings == {"trials": 3, "objective": "pareto"}
     assert entries == {"train.horizon": "10:20:10", "policy.hidden": "8,16"}  # 10:20:10 is not TOML's time here
     for bad, message in ((["lr=3"], "fastvec-sweep takes --sweep.key=value"), (["--train.seed"], "needs a value"),
+                         (["--lr=0.5"], "unexpected argument '--lr=0.5'"),  # a dot in the value, none in the key
                          (["--sweep.train.seed=3"], "give a search-space entry as --train.seed=SPEC")):
         with pytest.raises(ConfigError, match=message):
             split_arguments(bad)
