@@ -214,6 +214,7 @@ TARGETS: dict[str, list[str]] = {
                                          "tests/mujoco_cpu/test_mujoco_edges.py", "tests/mujoco_cpu/test_mujoco_rule_edges.py",
                                          "-k", "not random_actions and not scripted"],
     "fastvec/native/mujoco/__init__.py": ["tests/mujoco_cpu/test_task_resets_and_model_checks.py",
+                                          "tests/mujoco_cpu/test_without_mujoco.py",
                                           "tests/mujoco_cpu/test_face.py", "tests/mujoco_cpu/test_user_task.py",
                                           "tests/mujoco_cpu/test_exactness.py", "-k",
                                           "not random_actions and not scripted"],

@@ -213,3 +213,13 @@ def test_an_unseeded_game_starts_from_fresh_entropy_and_a_pickled_one_plays_on_a
                 np.testing.assert_array_equal(got[agent], want[agent])
         np.testing.assert_array_equal(game.state(), copy.state())
     assert copy.agents == []
+
+
+@pytest.mark.parametrize("name", ["simple_spread", "simple_spread_v3", "Simple_Spread", "fastvec/simple_spread-v3",
+                                  "simple_spread-v3", "mpe/simple_spread_v3"])
+def test_a_scenario_is_found_by_name_or_id(name):
+    from fastvec.native.mpe import scenario_key
+
+    assert scenario_key(name) == "simple_spread"
+    with pytest.raises(KeyError, match="unknown MPE scenario 'fastvec/simple_sprint-v3'"):
+        scenario_key("fastvec/simple_sprint-v3")

@@ -5,6 +5,8 @@ time, and the episode cut where it ends)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -278,3 +280,12 @@ def test_without_the_cuda_trainers_module_auto_is_the_cpu_and_cuda_is_refused(cu
     with pytest.raises(ConfigError) as err:
         run.resolve_device("cuda")
     assert str(err.value) == refusal
+
+
+def test_the_summary_times_start_up_and_training_apart_within_the_call(tmp_path):
+    """run.train's summary: start-up (making the trainer) and training seconds, each >= 0 and together no more than
+    the call took; what fastvec-train prints and the benchmarks read as start-up and training time."""
+    start = time.perf_counter()
+    summary = run.train(tiny(), tmp_path / "run", dashboard=False)
+    took = time.perf_counter() - start
+    assert 0 <= summary["startup"] and 0 < summary["elapsed"] and summary["startup"] + summary["elapsed"] <= took
