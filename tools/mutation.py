@@ -137,7 +137,7 @@ TARGETS: dict[str, list[str]] = {
     "fastvec/native/gym_batch.py": ["tests/trainer/test_open_trainer.py", "tests/trainer/test_gym_batch_seed_messages.py",
                                     "-k", "gym_batch or gymnasium_ids"],
     "fastvec/native/mpe.py": ["tests/mpe/test_mpe_keyword_signatures.py", "tests/mpe/test_mpe_faces.py", "-k",
-                              "keywords or agents_and_spaces or agent_names"],
+                              "keywords or agents_and_spaces or agent_names or found_by_name"],
     "fastvec/native/smax.py": ["tests/smax/test_smax_env.py", "tests/trainer/test_cli_output.py", "-k",
                                "not gpu_env_module"],
     "fastvec/native/spaces.py": ["tests/native/test_backend_signatures_and_descriptions.py",
