@@ -16,7 +16,8 @@ def test_missing_mujoco_names_the_extra(monkeypatch):
 
 
 @pytest.mark.parametrize("has_library,has_headers", [(False, True), (True, False), (False, False)])
-def test_a_mujoco_package_without_its_library_or_its_headers_is_refused(tmp_path, monkeypatch, has_library, has_headers):
+def test_a_mujoco_package_without_its_library_or_its_headers_is_refused(tmp_path, monkeypatch, has_library,
+                                                                       has_headers):
     """fastvec compiles against mujoco.h and links libmujoco, both from the package: a build that lacks either (a
     source-only install) is one line that names a binary wheel, before any compile."""
     folder = tmp_path / "mujoco"
