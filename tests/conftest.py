@@ -32,6 +32,13 @@ if not os.environ.get("FASTVEC_CACHE_DIR"):
     os.environ["FASTVEC_CACHE_DIR"] = _run_cache
     atexit.register(shutil.rmtree, _run_cache, ignore_errors=True)
 
+# SB3's learn() makes a log folder (empty at verbose 0) in the system temp dir unless SB3_LOGDIR names one: the
+# tests' go to a folder of this run's, removed at exit, so that no run leaves folders behind.
+if not os.environ.get("SB3_LOGDIR"):
+    _sb3_logs = tempfile.mkdtemp(prefix="fastvec-test-sb3-logs-")
+    os.environ["SB3_LOGDIR"] = _sb3_logs
+    atexit.register(shutil.rmtree, _sb3_logs, ignore_errors=True)
+
 
 @lru_cache(maxsize=None)
 def gpu_available() -> bool:
