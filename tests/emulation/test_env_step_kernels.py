@@ -219,6 +219,36 @@ def steps_equal_the_cpu_batch(build, env_name, mode, kernel, n):
     assert ended > 0
 
 
+INTEGER_ACTIONS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+
+
+@pytest.mark.parametrize("dtype", INTEGER_ACTIONS)
+def test_emulated_steps_read_actions_of_every_integer_width_and_sign(build, dtype):
+    """Actions as a user's device array holds them (1, 2, 4 or 8 bytes, signed or not) step every env as the same
+    int64 actions do; a -1 reads as -1 where the type is signed (the error names its env and value) and as the
+    type's largest value where it is not (out of range either way)."""
+    path, defines, max_steps = ENVS["random_walk"]
+    env = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
+    n, code = 40, native.AUTORESET_CODES["NextStep"]
+    ref, emu = (EmulatedBatch(build("random_walk"), env, n, code, max_steps) for _ in range(2))
+    rng = np.random.default_rng(41977)
+    seeds = rng.integers(0, 2**63, n, dtype=np.uint64)
+    ref.reset(seeds, None)
+    emu.reset(seeds, None)
+    for t in range(6):
+        actions = rng.integers(0, env.num_actions, (n, env.num_agents))
+        ref.step(actions.astype(np.int64), "wide")
+        emu.step(actions.astype(dtype), "wide")
+        for name in ("obs", "rewards", "terminated", "truncated", "episode_return", "slots"):
+            np.testing.assert_array_equal(getattr(emu, name), getattr(ref, name), err_msg=f"{name} at step {t}")
+    assert emu.error[0] == NO_ERROR
+    bad = np.zeros((n, env.num_agents), dtype)
+    bad[7, 1] = np.array(-1).astype(dtype)
+    emu.step(bad, "wide")
+    value = 0xFFFFFFFF if np.dtype(dtype).kind == "i" or np.dtype(dtype).itemsize >= 4 else np.iinfo(dtype).max
+    assert int(emu.error[0]) == (7 * env.num_agents + 1) << 32 | value
+
+
 @pytest.mark.parametrize("staged", [False, True])
 @pytest.mark.parametrize("env_name", ["cartpole_float32", "random_walk", "seaquest"])  # Seaquest: byte obs
 def test_emulated_fused_rollout_equals_random_actions_and_steps(build, env_name, staged):
