@@ -263,6 +263,29 @@ def test_breakout_clearing_every_brick_refills_the_wall_as_the_reference():
     assert refills == 2
 
 
+def test_breakout_a_ball_through_a_gap_bounces_off_the_top_wall_as_the_reference():
+    """A ball rising through a gap in the wall to row 0 turns back down at the top wall, on row 0 (minatar clamps
+    its row to 0), and bounces off row 1's bricks back up to the wall again: a path that play reaches rarely (a
+    diagonal gap through all three rows). The state is written into both games: fastvec's through its slot's bytes (the
+    State of minatar_breakout.h: score, bricks[10] from byte 4, then ball_x, ball_y, ball_dir, last_x, last_y)."""
+    run = Lockstep("breakout", 3, sticky=0.0)
+    g, slot = run.ref.env, run.batch.slots[0]
+    gap = ((1, 2), (2, 1), (3, 0))  # (row, column): the ball's path up from (3, 0), now at (1, 2) heading up-right
+    for y, x in gap:
+        g.brick_map[y, x] = 0
+    g.ball_y, g.ball_x, g.ball_dir, g.last_y, g.last_x, g.strike = 1, 2, 1, 2, 1, False
+    for y in (1, 2, 3):
+        slot[4 + 2 * y:6 + 2 * y] = np.array([int("".join(str(int(b)) for b in g.brick_map[y, ::-1]), 2)],
+                                            np.uint16).view(np.uint8)
+    slot[24:31] = [g.ball_x, g.ball_y, g.ball_dir, g.last_x, g.last_y, 4, 0]  # pos 4, no strike
+    rows = []
+    for _ in range(8):
+        run.step(0)  # no-op; every transition compared with the reference's
+        rows.append(g.ball_y)
+    # up to row 0, then along it: the top wall and row 1's bricks turn it back in turn, a brick every other step
+    assert rows == [0] * 8 and run.events["reward"] == 3
+
+
 def test_space_invaders_aliens_reaching_the_bottom_end_the_game_as_the_reference():
     """A cannon that never fires and only dodges lets the aliens land: each episode ends with aliens on the
     bottom row beside the cannon, as minatar's."""

@@ -184,6 +184,29 @@ def test_rigged_match_tracker_beats_a_random_policy_and_out_rates_it():
     assert play_bot(config, tracker, 0, 16, seed=5).mean() > play_bot(config, noise, 0, 16, seed=5).mean()
 
 
+def test_match_and_bot_games_start_from_the_seeds_the_gpus_match_kernel_gives_them(monkeypatch):
+    """Game g of a match or a bot evaluation with seed s is reset with seed (s << 32) + g, as the GPU's
+    match_reset_kernel resets it (trainer/cuda/matches.py), so both evaluators play the same games; a seed past
+    2^31 is shifted in 64 bits."""
+    from fastvec.trainer import selfplay
+
+    made = []
+
+    def recording_batch(*args, **kwargs):
+        batch = make_games(*args, **kwargs)
+        reset = batch.reset
+        batch.reset = lambda seeds, mask: (made.append(np.array(seeds, np.uint64)), reset(seeds, mask))
+        return batch
+
+    make_games = selfplay.games_batch
+    monkeypatch.setattr(selfplay, "games_batch", recording_batch)
+    pong = random_policy(1, "pong player")
+    play_match(pong_config(points=1), pong, pong, games=5, seed=3)
+    play_bot(pong_config(points=1), pong, 2, games=4, seed=2**31 + 1)
+    np.testing.assert_array_equal(made[0], (np.uint64(3) << np.uint64(32)) + np.arange(5, dtype=np.uint64))
+    np.testing.assert_array_equal(made[1], (np.uint64(2**31 + 1) << np.uint64(32)) + np.arange(4, dtype=np.uint64))
+
+
 def test_selfplay_on_a_single_agent_env_is_a_config_error():
     config = load_config("cartpole", {"selfplay": {"enabled": True}, "env": {"num_envs": 4}})
     with pytest.raises(ConfigError, match="multi-agent"):
