@@ -492,7 +492,8 @@ def main(argv=None) -> None:
             script_paths(args.jaxmarl_repo, SCENARIOS[scenario][0], algo)
     if "tuned" in args.kinds and args.sweep_seed in args.seeds:
         parser.error(f"--sweep-seed {args.sweep_seed} is in --seeds: a tuned row's best trains on fresh seeds")
-    unknown = set(sweep_peer.parse_fixed(args.fix)) - set(jaxmarl_tuned.team_space("smax:3s5z"))
+    # the space needs optuna, which only a tuned row (or a fixed value of it) asks for
+    unknown = set(sweep_peer.parse_fixed(args.fix)) - set(jaxmarl_tuned.team_space("smax:3s5z")) if args.fix else ()
     if unknown:
         parser.error(f"--fix {sorted(unknown)}: not in the space; choose from "
                      f"{', '.join(jaxmarl_tuned.team_space('smax:3s5z'))}")
