@@ -526,6 +526,32 @@ def train_peers_minatar(results):
                   "peer: to target", "peer: 10M steps, eval", "sooner (medians)"], ["---"] * 5 + ["---:"], rows)
 
 
+JAXMARL_KINDS = {"published": "each side's published settings", "tuned": "each side tuned alike"}
+
+
+def jaxmarl_train(results):
+    """benchmarks/peers/jaxmarl_baselines.py's rows: JaxMARL's IPPO/MAPPO scripts and fastvec-train, each side's
+    seconds to JaxMARL's final return or win rate; where no fastvec seed crossed it, its final values instead of a
+    ratio (a bound on a time that never came is no speed-up)."""
+    d = load(results, "jaxmarl_train.json")
+    rows = []
+    for r in d["rows"]:
+        mine, peer = r["fastvec_seeds"], r["peer_seeds"]
+        final = "{:.1%}".format if r["metric"] == "win_rate" else "{:.1f}".format
+        target = final(r["threshold"]) if r["threshold"] is not None else "none"
+        sooner = (f"fastvec never reached it (JaxMARL's median {r['peer_median_s']:.0f} s)"
+                  if all(not x["reached"] for x in mine) else peer_ratio(r))
+        rows.append([f"{r['scenario']} {r['algo'].upper()} ({target}; JaxMARL {len(peer)} seed{'s' * (len(peer) > 1)})",
+                     r.get("settings", JAXMARL_KINDS[r["kind"]]),
+                     " / ".join(bound_time(x) for x in peer) + " s",
+                     f"{span([x['steps'] for x in peer], mega)} steps, {span([x['sps'] for x in peer], si)} SPS",
+                     " / ".join(bound_time(x) for x in mine) + " s",
+                     f"{span([x['steps'] for x in mine], mega)} steps, {span([x['sps'] for x in mine], si)} SPS, "
+                     f"final {seeds(mine, 'final', final)}", sooner])
+    return table(["row (JaxMARL's final value)", "settings", "JaxMARL: seconds to it", "JaxMARL: run",
+                  "fastvec: seconds to it", "fastvec: run", "sooner (medians)"], ["---"] * 6 + ["---:"], rows)
+
+
 def pufferlib_breakout(results):
     d = load(results, "pufferlib_breakout.json")
     t = d["time_to_850"]
@@ -649,6 +675,7 @@ RENDERERS = {f.__name__: f for f in (
     cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, cleanrl_mujoco, teams_gpu, teams_gpu_262k, teams_cpu,
     roofline_envs,
     roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
+    jaxmarl_train,
     readme_headline)}
 
 

@@ -155,3 +155,30 @@ def test_the_teams_table_bolds_ten_times_jaxmarl_and_names_a_peer_that_did_not_r
     assert lines[2] == "| smax:3m | 65,536 | 100M | 10.0M | **10x** | 2 |"
     assert lines[3] == "| smax:3s5z | 65,536 | 99.0M | 10.0M | 9.9x | 3 |"
     assert lines[4] == "| mpe:simple_tag | 65,536 | 1.00G | not run: no --jaxmarl-python given |  |  |"
+
+
+def jaxmarl_seed(seed, time_s, reached, final, steps=1_000_000, sps=2e5):
+    return {"seed": seed, "time_s": time_s, "reached": reached, "lower_bound": not reached, "final": final,
+            "steps": steps, "sps": sps}
+
+
+def test_the_jaxmarl_table_gives_no_ratio_where_no_fastvec_seed_reached_jaxmarls_final_value(figures, tmp_path):
+    """A bound on a time that never came is no speed-up: a row where every fastvec seed missed names JaxMARL's
+    median instead; a row where one got there gives the medians' ratio with its bound, and SMAX's win rate reads
+    as a percentage."""
+    peer = [jaxmarl_seed(1, 235.2, True, -8.3, 10_000_000, 34_000)]
+    missed = {"scenario": "mpe:simple_spread", "algo": "ippo", "kind": "published", "metric": "return",
+              "threshold": -8.32, "peer_seeds": peer, "peer_median_s": 235.2,
+              "fastvec_seeds": [jaxmarl_seed(1, 4.5, False, -24.4), jaxmarl_seed(2, 4.7, False, -23.2)],
+              "ratio": 50.0, "lower_bound": False, "upper_bound": True, "unbounded": False}
+    won = dict(missed, scenario="smax:3s5z", metric="win_rate", threshold=0.83, settings="tuned alike, say",
+               fastvec_seeds=[jaxmarl_seed(1, 20.0, True, 0.9), jaxmarl_seed(2, 30.0, False, 0.8)], ratio=235.2 / 25,
+               upper_bound=True)
+    (tmp_path / "jaxmarl_train.json").write_text(json.dumps({"rows": [missed, won]}))
+    lines = figures.jaxmarl_train(tmp_path).splitlines()
+    assert lines[2].startswith("| mpe:simple_spread IPPO (-8.3; JaxMARL 1 seed) | each side's published settings |")
+    assert "| >4.50 / >4.70 s |" in lines[2] and "final -24.4 / -23.2 |" in lines[2]
+    assert lines[2].endswith("| fastvec never reached it (JaxMARL's median 235 s) |")
+    assert lines[3].startswith("| smax:3s5z IPPO (83.0%; JaxMARL 1 seed) | tuned alike, say | 235.20 s |")
+    assert "| 20.00 / >30.00 s |" in lines[3] and "final 90.0% / 80.0% |" in lines[3]
+    assert lines[3].endswith("| fastvec <=9.4x faster |")
