@@ -274,9 +274,8 @@ def test_breakout_a_ball_through_a_gap_bounces_off_the_top_wall_as_the_reference
     for y, x in gap:
         g.brick_map[y, x] = 0
     g.ball_y, g.ball_x, g.ball_dir, g.last_y, g.last_x, g.strike = 1, 2, 1, 2, 1, False
-    for y in (1, 2, 3):
-        slot[4 + 2 * y:6 + 2 * y] = np.array([int("".join(str(int(b)) for b in g.brick_map[y, ::-1]), 2)],
-                                            np.uint16).view(np.uint8)
+    bits = (g.brick_map.astype(np.uint16) << np.arange(10, dtype=np.uint16)).sum(1, dtype=np.uint16)  # bit x of y
+    slot[4:24] = bits.view(np.uint8)
     slot[24:31] = [g.ball_x, g.ball_y, g.ball_dir, g.last_x, g.last_y, 4, 0]  # pos 4, no strike
     rows = []
     for _ in range(8):

@@ -190,7 +190,7 @@ def test_match_and_bot_games_start_from_the_seeds_the_gpus_match_kernel_gives_th
     2^31 is shifted in 64 bits."""
     from fastvec.trainer import selfplay
 
-    made = []
+    made, make_games = [], selfplay.games_batch
 
     def recording_batch(*args, **kwargs):
         batch = make_games(*args, **kwargs)
@@ -198,7 +198,6 @@ def test_match_and_bot_games_start_from_the_seeds_the_gpus_match_kernel_gives_th
         batch.reset = lambda seeds, mask: (made.append(np.array(seeds, np.uint64)), reset(seeds, mask))
         return batch
 
-    make_games = selfplay.games_batch
     monkeypatch.setattr(selfplay, "games_batch", recording_batch)
     pong = random_policy(1, "pong player")
     play_match(pong_config(points=1), pong, pong, games=5, seed=3)
