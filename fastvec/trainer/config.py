@@ -451,10 +451,9 @@ def _cross_key_problems(config: dict):
     if selfplay["enabled"] and (policy["agent_id"] or policy["critic_input"] == "world_state"):
         yield ("selfplay.enabled=true trains one seat per game, which neither an agent id nor a world state fits: "
                "add --policy.agent_id=false --policy.critic_input=local")
-    for key, plain in (("encoder", "linear"), ("activation", "relu")):
-        if policy[key] != plain and policy["kind"] != "mlp":
-            yield (f"policy.{key}={policy[key]} is for an MLP policy; add --policy.kind=mlp (a MinGRU's encoder "
-                   "feeds its gates, which have their own nonlinearities)")
+    if policy["activation"] != "relu" and policy["kind"] != "mlp":
+        yield (f"policy.activation={policy['activation']} is for an MLP policy; add --policy.kind=mlp (a MinGRU's "
+               "layers have their gates' own nonlinearities)")
     if ev["opponent"] == "bot" and not (selfplay["bot_switch_param"] and selfplay["bot_level_param"]):
         yield (f"eval.opponent=bot: {config['env']['name']} has no scripted bot (selfplay.bot_switch_param / "
                f"bot_level_param are empty)")

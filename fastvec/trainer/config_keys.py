@@ -134,8 +134,9 @@ KEYS: tuple[Key, ...] = (
         "separate: both trainers; not with self-play's games on the GPU (use train.env_device=cpu there)",
         choices=("shared", "separate")),
     Key("policy", "encoder", str, "linear",
-        '"linear": the layers read the encoder\'s output as it is; "relu" or "tanh" (MLP): through that '
-        "nonlinearity, so that policy.layers=1 is PureJaxRL's and CleanRL's two-hidden-layer network",
+        '"linear": the layers read the encoder\'s output as it is; "relu" or "tanh": through that '
+        "nonlinearity (an MLP with policy.layers=1 is then PureJaxRL's and CleanRL's two-hidden-layer network; a "
+        "MinGRU reads a ReLU layer's output, as JaxMARL's recurrent baselines' GRU)",
         "relu, tanh: both trainers (the CUDA trainer's GEMM-path rollouts); not with self-play's games on the GPU",
         choices=("linear", "relu", "tanh")),
     Key("policy", "activation", str, "relu",

@@ -80,7 +80,7 @@ class PolicySpec:
     # "shared": one torso, the decoder's last row the value; "separate" (MLP only): the value from a critic of
     # its own (encoder, layers and a one-row decoder, "critic.*"), as PureJaxRL's and CleanRL's actor-critics.
     critic: str = "shared"
-    encoder: str = "linear"  # "relu" or "tanh" (MLP only): that nonlinearity on the encoder's output, a layer's
+    encoder: str = "linear"  # "relu" or "tanh": that nonlinearity on the encoder's output, a layer's
     activation: str = "relu"  # the MLP layers' nonlinearity: "relu", or "tanh" (CleanRL's continuous actor-critic)
     # Teams (a multi-agent batch, one policy for every agent): agent_ids > 0 appends the agent's one-hot id (of
     # agent_ids agents) to its observation (policy.agent_id), as JaxMARL's and MAPPO's shared policies read it;
@@ -106,9 +106,8 @@ class PolicySpec:
         if self.critic == "separate" and self.recurrent:
             raise ValueError("policy.critic='separate' is for an MLP policy (policy.kind='mlp'); a MinGRU's critic "
                              "shares its torso")
-        if self.encoder not in ("linear", *ACTIVATIONS) or (self.encoder != "linear" and self.recurrent):
-            raise ValueError(f"policy.encoder={self.encoder!r}: use 'linear', or 'relu' or 'tanh' with "
-                             "policy.kind='mlp'")
+        if self.encoder not in ("linear", *ACTIVATIONS):
+            raise ValueError(f"policy.encoder={self.encoder!r}: use 'linear', 'relu' or 'tanh'")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"policy.activation={self.activation!r}: use 'relu' or 'tanh'")
         if self.agent_ids < 0 or self.world_size < 0 or (self.world_size and self.critic != "separate"):

@@ -335,6 +335,8 @@ CASES = {"box": (BOX, {}, "gemm"), "multi_discrete": (MULTI, {}, "gemm"),
          "separate-critic-box": (BOX, {"policy": SEPARATE_CRITIC}, "gemm"),
          "separate-critic-host-env": ("cartpole", {"policy": SEPARATE_CRITIC, "env_device": "cpu"}, "host"),
          "relu-encoder": ("cartpole", {"policy": RELU_ENCODER}, "gemm"),
+         "mingru-relu-encoder": ("cartpole", {"policy": {"encoder": "relu"}}, "gemm"),
+         "mingru-tanh-encoder-minatar": ("breakout-minatar", {"policy": {"encoder": "tanh"}}, "gemm"),
          "tanh-box-host-env": (BOX, {"policy": TANH, "norm_obs": True, "env_device": "cpu"}, "host"),
          "tanh-separate-critic": ("cartpole", {"policy": {**TANH, "critic": "separate"}}, "gemm"),
          "relu-encoder-separate-critic-minatar": ("breakout-minatar", {"policy": {**RELU_ENCODER, "critic": "separate"}},
@@ -357,7 +359,7 @@ def test_rollout_and_update_match_numpy(case):
     MultiDiscrete head), its actions sampled by host_sample_kernel. separate-critic-*: an
     MLP actor and a critic network of its own (policy.critic=separate), which the GEMM-path rollouts and the update
     run as two stacks writing one decoder output. relu-encoder-*: an MLP with a ReLU on its encoder's output
-    (policy.encoder=relu), the encoder's backward an MLP layer's. tanh-*: tanh on the encoder and the layers
+    (policy.encoder=relu), the encoder's backward an MLP layer's; mingru-*-encoder: the MinGRU layers reading it. tanh-*: tanh on the encoder and the layers
     (policy.activation=tanh), CUDA's tanhf against NumPy's (a float32 ulp apart)."""
     _cuda_or_skip()
     from fastvec.trainer.reference import sequence_order
@@ -431,6 +433,25 @@ def test_rollout_and_update_match_numpy(case):
             floor = 1.0 if key in ("policy_loss", "explained_variance") else 1e-2
             assert abs(stats_gpu[key] - stats_cpu[key]) <= tol * max(abs(stats_cpu[key]), floor), key
         gpu_tr.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("encoder", ["linear", "relu"])
+def test_a_bf16_mingru_reads_its_encoders_activated_output(encoder):
+    """train.precision=bf16: the MinGRU's first layer multiplies a bfloat16 copy of the encoder's output, which
+    with policy.encoder=relu is the ReLU's (the bootstrap step's, left in r_act_bf16[0] by the rollout), within
+    one bfloat16 rounding of the reference's."""
+    _cuda_or_skip()
+    gpu_tr, _, spec = heads_pair(heads_config("cartpole", {"encoder": encoder}, precision="bf16"))
+    gpu_tr.rollout()
+    cuda, a = gpu_tr.cuda, gpu_tr.arena
+    views = ref.FlatLayout(ref.param_table(spec)).views(a.get(cuda, "params"))
+    obs = rollout_obs(gpu_tr)[gpu_tr.horizon].astype(np.float64)
+    pre = obs @ views["enc.w"].T + views["enc.b"]
+    want = np.maximum(pre, 0) if encoder == "relu" else pre
+    got = (a.get(cuda, "r_act_bf16")[0].astype(np.uint32) << 16).view(np.float32)
+    assert got.shape == want.shape and (got < 0).any() == (encoder == "linear") and (pre < -1e-3).any()
+    assert np.all(np.abs(got - want) <= 2 ** -8 * np.abs(want) + 1e-6)
 
 
 @pytest.mark.gpu

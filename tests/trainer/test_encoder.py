@@ -1,7 +1,7 @@
 """policy.encoder=relu: an MLP whose encoder output passes a ReLU (with policy.layers=1, PureJaxRL's and CleanRL's
 network) trains end to end on the CPU trainer (checkpoint, --resume, --eval read it back); the CUDA trainer takes it
 on its GEMM path (test_cuda_heads.py compares it with the CPU trainer), refusing it by name only for self-play with
-the games on the GPU; a MinGRU with one is a clear config error."""
+the games on the GPU; a MinGRU with one (JaxMARL's Dense-ReLU before its GRU) trains and plans alike."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from fastvec.trainer import checkpoint, cli
 from fastvec.trainer import reference as ref
-from fastvec.trainer.config import ConfigError, load_config
+from fastvec.trainer.config import load_config
 from fastvec.trainer.cuda.plan import Choices, Plan
 from fastvec.trainer.resolve import cuda_unsupported, make_policy_spec
 from fastvec.trainer.settings import Config
@@ -52,6 +52,17 @@ def test_the_cuda_trainer_takes_a_relu_encoder_on_the_gemm_path():
     assert plan.rollout == "gemm" and plan.fused_block == 0  # the fused kernels read a linear encoder
 
 
-def test_a_mingru_with_a_relu_encoder_is_a_config_error():
-    with pytest.raises(ConfigError, match="policy.encoder=relu is for an MLP policy; add --policy.kind=mlp"):
-        load_config("cartpole", {"policy": {"kind": "mingru", "encoder": "relu"}})
+def test_a_mingru_with_a_relu_encoder_trains_on_the_cpu_and_takes_the_gemm_path(tmp_path):
+    mingru = [a for a in SMALL if a not in ("--policy.kind=mlp", "--policy.layers=1")] + ["--policy.kind=mingru"]
+    run_dir = tmp_path / "run"
+    assert cli.main(["cartpole", *mingru, f"--run-dir={run_dir}"]) == 0
+    meta, _ = checkpoint.load(run_dir)
+    spec = checkpoint.spec_of(meta)
+    assert (spec.kind, spec.encoder) == ("mingru", "relu")
+    assert "policy.encoder=relu" in checkpoint.describe(spec)
+    config = load_config("cartpole", {"policy": {"kind": "mingru", "encoder": "relu"}})
+    spec = make_policy_spec(config, 4, 2)
+    assert cuda_unsupported(spec, config) is None
+    plan = Plan.make(Config.of(config).train, spec, ref.FlatLayout(ref.param_table(spec)), 24, 1, False,
+                     Choices(rollout="warp"))
+    assert plan.rollout == "gemm" and plan.fused_block == 0  # the fused kernels read a linear encoder

@@ -40,9 +40,9 @@ def test_a_separate_critic_and_a_nonlinear_encoder_are_for_an_mlp_alone():
     assert spec(kind="mingru", encoder="linear").encoder == "linear"
     with pytest.raises(ValueError, match=r"policy.critic='separate' is for an MLP policy"):
         spec(kind="mingru", critic="separate")
-    for kind, encoder in (("mingru", "relu"), ("mingru", "tanh"), ("mlp", "gelu")):
-        with pytest.raises(ValueError, match=rf"policy.encoder='{encoder}': use 'linear', or 'relu' or 'tanh'"):
-            spec(kind=kind, encoder=encoder)
+    assert spec(kind="mingru", encoder="relu").encoder == "relu"
+    with pytest.raises(ValueError, match=r"policy.encoder='gelu': use 'linear', 'relu' or 'tanh'"):
+        spec(kind="mlp", encoder="gelu")
     with pytest.raises(ValueError, match=r"policy.activation='linear': use 'relu' or 'tanh'"):
         spec(kind="mlp", activation="linear")
 

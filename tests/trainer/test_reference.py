@@ -203,7 +203,8 @@ def test_ppo_loss_value_matches_its_definition():
 
 @pytest.mark.parametrize("kind,highway,critic,encoder", [
     ("mingru", True, "shared", "linear"), ("mingru", False, "shared", "linear"), ("mlp", False, "shared", "linear"),
-    ("mlp", False, "separate", "linear"), ("mlp", False, "shared", "relu"), ("mlp", False, "separate", "relu")])
+    ("mlp", False, "separate", "linear"), ("mlp", False, "shared", "relu"), ("mlp", False, "separate", "relu"),
+    ("mingru", True, "shared", "relu"), ("mingru", False, "shared", "tanh")])
 def test_whole_policy_and_loss_backward_matches_finite_differences(kind, highway, critic, encoder):
     """End to end: encoder (and its ReLU), layers, decoder (and a separate critic's stack) and the PPO loss,
     gradient w.r.t. every parameter."""
@@ -472,11 +473,27 @@ def test_a_relu_encoder_with_one_layer_is_the_two_hidden_layer_relu_network(crit
     assert not np.allclose(linear, logits)  # the ReLU is live on these weights
 
 
-@pytest.mark.parametrize("encoder", ["relu", "tanh"])
-def test_an_activated_encoder_needs_an_mlp_policy(encoder):
-    with pytest.raises(ValueError, match=f"policy.encoder='{encoder}': use 'linear', or 'relu' or 'tanh' with "
-                                         "policy.kind='mlp'"):
-        ref.PolicySpec(obs_size=3, num_actions=3, kind="mingru", encoder=encoder)
+def test_a_mingru_with_a_relu_encoder_reads_a_relu_layer():
+    """policy.kind=mingru, policy.encoder=relu: the MinGRU layers read max(0, obs W + b) (JaxMARL's recurrent
+    baselines' Dense-ReLU before their GRU), the same layers a linear encoder feeds, given that input."""
+    spec = ref.PolicySpec(obs_size=5, num_actions=3, kind="mingru", hidden=6, layers=2, encoder="relu")
+    layout = ref.FlatLayout(ref.param_table(spec))
+    p = layout.views(ref.init_params(spec, RNG, np.float64) + 0.3 * RNG.standard_normal(layout.size))
+    obs, starts, state = RNG.standard_normal((3, 4, 5)), random_starts(3, 4), RNG.standard_normal((2, 4, 6))
+    x = np.maximum(obs @ p["enc.w"].T + p["enc.b"], 0)
+    assert (x == 0).any() and (x > 0).any()
+    for layer in range(2):
+        x, _, _ = ref.mingru_forward(x, 1 - starts, state[layer], p[f"layer{layer}.w"], p[f"layer{layer}.b"], True)
+    expected = x @ p["dec.w"].T + p["dec.b"]
+    logits, values, _, _ = ref.policy_forward(spec, p, obs, starts, state)
+    np.testing.assert_allclose(logits, expected[..., :3], rtol=1e-12)
+    np.testing.assert_allclose(values, expected[..., 3], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "mingru"])
+def test_an_unknown_encoder_is_refused(kind):
+    with pytest.raises(ValueError, match="policy.encoder='gelu': use 'linear', 'relu' or 'tanh'"):
+        ref.PolicySpec(obs_size=3, num_actions=3, kind=kind, encoder="gelu")
 
 
 def test_an_unknown_activation_is_refused():

@@ -64,9 +64,11 @@ class GpuPolicy:
         o = spec.critic_input_size if prefix == "critic." else spec.input_size
         pp = self.pointer(params)
         blas.matmul(acts[0], x, pp(prefix + "enc.w"), rows, h, o, trans_b=True)
-        if spec.encoder != "linear":  # an MLP's (no bf16 copies): activate(pre + b) in place
+        if spec.encoder != "linear":  # activate(pre + b) in place, then a MinGRU's bf16 copy of it
             k.launch("mlp_forward_kernel", rows * h, np.int64(rows), np.int32(h), acts[0], pp(prefix + "enc.b"),
                      acts[0], np.int32(MLP_ACTIVATIONS[spec.encoder]))
+            if acts_bf16:
+                k.launch("to_bf16_kernel", rows * h, np.int64(rows * h), acts[0], acts_bf16[0])
         else:
             k.launch("add_bias_kernel", rows * h, acts[0], pp(prefix + "enc.b"), np.int64(rows), np.int32(h),
                      acts_bf16[0] if acts_bf16 else 0)
