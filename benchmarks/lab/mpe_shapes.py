@@ -30,9 +30,10 @@ RECURRENT = {"policy": {"kind": "mingru", "critic": "shared", "layers": 1, "enco
                        "minibatch_size": 3072}}
 
 
-def shape(layers=2, hidden=128, envs=16, minibatches=2, lr=0.0005, steps=10_000_000, **train) -> dict:
+def shape(layers=2, hidden=128, envs=16, minibatches=2, lr=0.0005, steps=10_000_000, encoder="linear",
+          **train) -> dict:
     """RECURRENT with these changes; minibatch_size follows envs x 3 agents x 128 steps / minibatches."""
-    return {"policy": {**RECURRENT["policy"], "layers": layers, "hidden": hidden},
+    return {"policy": {**RECURRENT["policy"], "layers": layers, "hidden": hidden, "encoder": encoder},
             "env": {"num_envs": envs},
             "train": {**RECURRENT["train"], "learning_rate": lr, "total_timesteps": steps,
                       "minibatch_size": envs * 3 * 128 // minibatches, **train}}
@@ -51,6 +52,9 @@ SHAPES = {
     "gru2_e256_mb8": shape(envs=256, minibatches=8, steps=50_000_000),
     "gru2_e256_mb8_lr1e3": shape(envs=256, minibatches=8, lr=0.001, steps=50_000_000),
     "gru2_e64_ep8": shape(envs=64, minibatches=4, steps=30_000_000, update_epochs=8),
+    "relu_gru1": shape(layers=1, encoder="relu"),
+    "relu_gru2": shape(encoder="relu"),
+    "relu_gru2_e64": shape(encoder="relu", envs=64, steps=30_000_000),
 }
 
 
