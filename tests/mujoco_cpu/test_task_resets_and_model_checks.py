@@ -496,6 +496,7 @@ def test_inverted_double_pendulums_clipped_entries_reach_both_clip_ends_as_gymna
 VIEW_SUMS_SHIM = r"""
 #include <math.h>
 #define FV_MJ_INLINE static inline
+int fv_np_dot_fma = 1;
 %s
 %s
 %s
@@ -591,3 +592,19 @@ def test_set_state_of_no_envs_takes_the_empty_state_get_state_gives_and_changes_
     envs.set_state(None, before[::-1].ravel())
     np.testing.assert_array_equal(envs.get_state(), before[::-1])
     envs.close()
+
+
+def test_the_norms_sum_is_numpys_dot_in_the_order_this_processors_blas_sums():
+    """np.linalg.norm's x.dot(x) of a 2- or 3-vector is summed in order with fused multiply-adds by OpenBLAS's
+    kernel on some x86-64 processors, without them on others: each probe tells the two apart, and the order
+    numpy_dot_fuses reads from them is NumPy's own on random vectors (the tasks' norms take it from there)."""
+    from fastvec.native.mujoco import DOT_PROBES, fma_sum_of_squares, numpy_dot_fuses, sum_of_squares
+    assert all(fma_sum_of_squares(p) != sum_of_squares(p) for p in DOT_PROBES)
+    order = fma_sum_of_squares if numpy_dot_fuses() else sum_of_squares
+    rng = np.random.default_rng(3)
+    told_apart = 0
+    for n in (2, 3) * 300:
+        x = rng.standard_normal(n)
+        assert float(x.dot(x)) == order(x.tolist()), x
+        told_apart += fma_sum_of_squares(x.tolist()) != sum_of_squares(x.tolist())
+    assert told_apart > 50

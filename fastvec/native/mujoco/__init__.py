@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
@@ -109,7 +110,40 @@ def _library(user: Path | None, user_sha256: str) -> ctypes.CDLL:
     lib.fv_mj_set_state.argtypes = [p, i, p, p, p]
     from fastvec.native.cpu import default_threads
     lib.fv_mj_set_threads(default_threads())
+    lib.fv_mj_set_dot_fma.argtypes = [i]
+    lib.fv_mj_set_dot_fma(numpy_dot_fuses())
     return lib
+
+
+# Short vectors whose x.dot(x) summed in order differs with and without fused multiply-adds (checked by a test).
+DOT_PROBES = ((0.1, 0.3), (0.7, 2.9), (0.3, 1.7, 0.7), (0.1, 1.1, 3.1))
+
+
+def numpy_dot_fuses() -> bool:
+    """Whether NumPy's dot of a short float64 vector with itself (np.linalg.norm's sum) fuses its multiply-adds,
+    as OpenBLAS's ddot does on some x86-64 processors and not on others: the probes' dots against both orders."""
+    fused = unfused = 0
+    for probe in DOT_PROBES:
+        x = np.array(probe)
+        got = float(x.dot(x))
+        fused += got == fma_sum_of_squares(probe)
+        unfused += got == sum_of_squares(probe)
+    return fused >= unfused
+
+
+def sum_of_squares(values) -> float:
+    total = 0.0
+    for v in values:
+        total += v * v
+    return total
+
+
+def fma_sum_of_squares(values) -> float:
+    """sum of v * v in order, each step one rounding (fma), by exact rational arithmetic."""
+    total = 0.0
+    for v in values:
+        total = float(Fraction(v) * Fraction(v) + Fraction(total))
+    return total
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,10 @@ FV_EXPORT int fv_mj_task_frame_skip(const char* name) {
     return t ? t->frame_skip : -1;
 }
 
+int fv_np_dot_fma = 1;
+
+FV_EXPORT void fv_mj_set_dot_fma(int fused) { fv_np_dot_fma = fused != 0; }
+
 FV_EXPORT void fv_mj_set_threads(int threads) {
     __atomic_store_n(&fv_pool.threads, threads < 1 ? 1 : (threads > FV_MAX_THREADS ? FV_MAX_THREADS : threads),
                      __ATOMIC_RELAXED);

@@ -165,10 +165,21 @@ FV_MJ_INLINE double fv_np_scale(const fv_mj_ctx* c, double weight, double cost) 
 }
 
 /* np.linalg.norm of a short 1-D float64 vector: sqrt(x.dot(x)), where NumPy's BLAS (OpenBLAS's ddot on x86-64)
- * sums a vector this short in order with fused multiply-adds. */
+ * sums a vector this short in order, with fused multiply-adds or without them by the kernel it picked for this
+ * processor: fv_np_dot_fma says which (fv_mj_set_dot_fma, set from a probe of NumPy's own dot when the library
+ * loads). Over MuJoCo Warp's arrays the float32 sums below are the ones compared, within a tolerance. */
+#ifdef FV_MJ_VIEW
+#define FV_NP_DOT_FMA 1
+#else
+extern int fv_np_dot_fma;
+#define FV_NP_DOT_FMA fv_np_dot_fma
+#endif
 FV_MJ_INLINE double fv_np_norm(const double* x, int n) {
     double s = 0.0;
-    for (int i = 0; i < n; i++) s = fma(x[i], x[i], s);
+    if (FV_NP_DOT_FMA)
+        for (int i = 0; i < n; i++) s = fma(x[i], x[i], s);
+    else
+        for (int i = 0; i < n; i++) s += x[i] * x[i];
     return sqrt(s);
 }
 
