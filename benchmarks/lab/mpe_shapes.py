@@ -52,6 +52,8 @@ SHAPES = {
     "gru2_e256_mb8": shape(envs=256, minibatches=8, steps=50_000_000),
     "gru2_e256_mb8_lr1e3": shape(envs=256, minibatches=8, lr=0.001, steps=50_000_000),
     "gru2_e64_ep8": shape(envs=64, minibatches=4, steps=30_000_000, update_epochs=8),
+    "gru2_h256_e32_mb4": shape(hidden=256, envs=32, minibatches=4, steps=20_000_000),
+    "gru2_h256_e64_mb4": shape(hidden=256, envs=64, minibatches=4, steps=30_000_000),
     "relu_gru1": shape(layers=1, encoder="relu"),
     "relu_gru2": shape(encoder="relu"),
     "relu_gru2_e64": shape(encoder="relu", envs=64, steps=30_000_000),
