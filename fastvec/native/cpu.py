@@ -30,11 +30,10 @@ from fastvec.native.spaces import (  # noqa: F401  (callers catch cpu.ActionErro
 
 # -ffp-contract=off: no fused multiply-adds, so results stay those of plain IEEE double/float
 # arithmetic (CartPole matches Gymnasium bit for bit, and the GPU build, --fmad=false, the CPU's).
-# -fno-trapping-math: no env reads FP exception flags, so selects compute both sides and vectorise with AVX2 too.
 # -pthread: batch.h's worker pool. -Werror=implicit-function-declaration: a call to a function the env
 # file never declared (a missing env_step) stops the build instead of leaving an undefined symbol.
 C_FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-ffp-contract=off",
-           "-fno-trapping-math", "-pthread", "-Werror=implicit-function-declaration"]
+           "-pthread", "-Werror=implicit-function-declaration"]
 # What an env file defines (fastvec.h's contract), so a compile error about one of them can say so.
 CONTRACT = ("OBS_SIZE", "NUM_ACTIONS", "RENDER_W", "RENDER_H", "State", "env_reset", "env_step", "env_render")
 
