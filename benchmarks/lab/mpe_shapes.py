@@ -1,6 +1,7 @@
 """Policy shapes on MPE simple_spread: fastvec-train's runs of several named shapes side by side (one process each,
 --parallel at a time on one device), each run's time and steps to a return by benchmarks/peers/fairness.py's window
 rule. Writes one JSON per run into --out and prints a table; benchmarks/lab/mpe_learning.md reads the results.
+Processes on one GPU share it by time slices: with --parallel above 1 only the learning per step compares.
 
     python benchmarks/lab/mpe_shapes.py --device cuda --shapes gru2 gru2_e64 --seeds 17001 17002 --parallel 4 \\
         --threshold -8.3 --out /tmp/shapes
@@ -54,6 +55,8 @@ SHAPES = {
     "gru2_e64_ep8": shape(envs=64, minibatches=4, steps=30_000_000, update_epochs=8),
     "gru2_h256_e32_mb4": shape(hidden=256, envs=32, minibatches=4, steps=20_000_000),
     "gru2_h256_e64_mb4": shape(hidden=256, envs=64, minibatches=4, steps=30_000_000),
+    "gru2_e64_mb4_40m": shape(envs=64, minibatches=4, steps=40_000_000),
+    "gru2_h256_e64_mb4_40m": shape(hidden=256, envs=64, minibatches=4, steps=40_000_000),
     "relu_gru1": shape(layers=1, encoder="relu"),
     "relu_gru2": shape(encoder="relu"),
     "relu_gru2_e64": shape(encoder="relu", envs=64, steps=30_000_000),
