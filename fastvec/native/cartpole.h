@@ -15,12 +15,7 @@
  * about as much as its step). CPU and GPU builds give the same bits: no libm call, and the fused
  * multiply-adds are explicit fmaf (one IEEE rounding on every target; a CPU without FMA instructions
  * calls libm's fmaf, correct but slower). */
-/* The step's selects compute both sides (no env reads floating-point exception flags), so GCC vectorises the
- * step passes with AVX2 as it does with AVX-512's masked operations: the values are IEEE's either way. Set before
- * the headers, so that every function of the build has the same options and inlines into the passes. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#pragma GCC optimize("no-trapping-math")
-#endif
+#define SIMD_SELECTS 1 /* fvm_sincos_mid picks its Taylor or table sin by a select (fastvec.h) */
 #include "fastvec.h"
 #include "glibc_math.h"
 #include "math32.h"

@@ -50,12 +50,21 @@
  * the others are discarded). Where the straight-line step may not cover where a state goes, #define
  * SIMD_STEP_REDO 1 and add FV_SIMD_REDO to env_step_simd's result for such a step: env_step then takes it
  * from the state before (acrobot.h's float32 step, whose angle wraps loop).
+ * #define SIMD_SELECTS 1, before including this header, where env_step_simd's selects have floating-point
+ * work on both sides: the CPU build then computes both (it assumes no floating-point traps), which GCC otherwise
+ * does only with AVX-512's masked operations, so that the passes vectorise with AVX2 too (cartpole.h).
  * #define STEP_USES_RNG 0 where env_step never draws from rng (only env_reset does): the GPU step then
  * reads an env's RNG state only when that env may reset (batch_gpu.h; cartpole.h).
  * Truncation, episode returns, autoreset and seeding are the backends' job, never the env's.
  */
 #ifndef FASTVEC_H
 #define FASTVEC_H
+
+/* SIMD_SELECTS: no env reads floating-point exception flags, and the values stay IEEE's. Set here, ahead of every
+ * function of the build, so that all of it has the same options and inlines into the passes. */
+#if defined(SIMD_SELECTS) && SIMD_SELECTS && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 
 #ifdef __CUDACC__
 #define FV_FN static __device__ __forceinline__

@@ -17,12 +17,7 @@
  * this variant keeps Gymnasium's rule (at the left wall). Termination is Gymnasium's float32 comparison
  * (as it makes from the first step on); a reset is the float64 build's start rounded to float32. Faster on
  * the GPU, and CPU and GPU give the same bits. */
-/* The step's selects compute both sides (no env reads floating-point exception flags), so GCC vectorises the
- * step passes with AVX2 as it does with AVX-512's masked operations: the values are IEEE's either way. Set before
- * the headers, so that every function of the build has the same options and inlines into the passes. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#pragma GCC optimize("no-trapping-math")
-#endif
+#define SIMD_SELECTS 1 /* its step picks float32 or float64 work by selects (fastvec.h) */
 #include "fastvec.h"
 #include "glibc_math.h"
 #include "mountaincar_common.h"
