@@ -79,9 +79,10 @@
 typedef unsigned long long fv_u64;
 
 /* a < b ? a : b and a > b ? a : b, as minss and maxss on the CPU: GCC keeps a clamp's select as a branch,
- * which mispredicts where the values differ from env to env. */
+ * which mispredicts where the values differ from env to env. SSE's own header, not immintrin.h: with
+ * -march=native that one brings every AVX-512 header, most of the time a small env's build takes. */
 #if defined(__SSE__) && !defined(__CUDACC__)
-#include <immintrin.h>
+#include <xmmintrin.h>
 FV_FN float fv_minf(float a, float b) { return _mm_cvtss_f32(_mm_min_ss(_mm_set_ss(a), _mm_set_ss(b))); }
 FV_FN float fv_maxf(float a, float b) { return _mm_cvtss_f32(_mm_max_ss(_mm_set_ss(a), _mm_set_ss(b))); }
 #else
