@@ -25,9 +25,13 @@
 
 /* The float64 step runs across envs in the CPU's vector passes where 3 position is in glibc cos's second range
  * (|position| in [0.285, 0.809): the valley, where the car spends most steps), which fvm_cos_mid2 computes without
- * branches; the other states take env_step one at a time. */
-#if defined(__AVX2__) && !defined(__CUDACC__) && !FLOAT32
+ * branches; the other states take env_step one at a time. Only with AVX-512: with AVX2 alone GCC's vectors hold
+ * two doubles and the passes ran at 0.91 of the plain loop (benchmarks/lab/cpu_step_variants.md); -DSIMD_STEP=1
+ * asks for them on any x86 processor (tests/native/test_cpu_speed_paths.py). */
+#if !defined(__CUDACC__) && !FLOAT32
+#if defined(__AVX512F__) && !defined(SIMD_STEP)
 #define SIMD_STEP 1
+#endif
 #define SIMD_STEP_VALID(s) (FVM_COS_MID2(3 * (s)->position) & ((s)->velocity == (s)->velocity))
 #endif
 
