@@ -265,7 +265,14 @@ def roofline_trainer(results):
 
 
 def cpu_steps_4096(results):
-    d = load(results, "cpu_steps_4096_cpu_time.json")
+    return cpu_steps_table(load(results, "cpu_steps_4096_cpu_time.json"))
+
+
+def cpu_steps_4096_avx2(results):
+    return cpu_steps_table(load(results, "cpu_steps_4096_cpu_time_avx2.json"))
+
+
+def cpu_steps_table(d):
     rows = []
     for r in d["rows"]:
         passed = r["ratio"] >= 1.10 and r["ratio_min"] > 1.0  # the median and every round
@@ -672,7 +679,7 @@ def readme_headline(results):
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, classic_control_gpu_h100, minatar_cpu, mujoco_cpu,
     mujoco_cpu_16core, mujoco_gpu,
-    cpu_steps_4096, minatar_gpu, env_steps_gpu, mujoco_gpu_train, cleanrl_mujoco, teams_gpu, teams_gpu_262k, teams_cpu,
+    cpu_steps_4096, cpu_steps_4096_avx2, minatar_gpu, env_steps_gpu, mujoco_gpu_train, cleanrl_mujoco, teams_gpu, teams_gpu_262k, teams_cpu,
     roofline_envs,
     roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     jaxmarl_train,
