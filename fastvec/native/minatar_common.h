@@ -100,11 +100,13 @@ FV_FN void ma_set_row(unsigned char* obs, int y, unsigned int v, int c) {
     for (; v; v &= v - 1) MA_SET(obs, y, ma_lowest_bit(v), c);
 }
 
-/* Whole-row stores (CPU builds with AVX-512 BITALG, for games of up to 6 channels): a row's 10 * MA_CHANNELS
- * bytes in one masked store, from a word that holds each channel's 10-bit mask of the row. A game that keeps
- * its objects as row masks (Space Invaders' aliens, Breakout's bricks) writes them without a loop over set bits,
- * whose exit a branch predictor misses in nearly every row: the count of set bits differs from env to env. */
-#if !defined(__CUDACC__) && defined(__AVX512BITALG__) && defined(__AVX512BW__) && MA_CHANNELS <= 6
+/* Whole-row stores (CPU builds with AVX-512 BITALG, for games of up to 6 channels; with AVX2, for games of 4 to 6):
+ * a row's 10 * MA_CHANNELS bytes in one or two stores, from a word that holds each channel's 10-bit mask of the row.
+ * A game that keeps its objects as row masks (Space Invaders' aliens, Breakout's bricks) writes them without a loop
+ * over set bits, whose exit a branch predictor misses in nearly every row: the count of set bits differs from env
+ * to env. */
+#if !defined(__CUDACC__) && MA_CHANNELS <= 6 && \
+    ((defined(__AVX512BITALG__) && defined(__AVX512BW__)) || (defined(__AVX2__) && MA_CHANNELS >= 4))
 #include <immintrin.h>
 #define MA_ROW_STORES 1
 /* Byte j of a row (cell j / MA_CHANNELS, channel j % MA_CHANNELS) takes bit 10 * channel + cell of the word;
@@ -113,6 +115,7 @@ FV_FN void ma_set_row(unsigned char* obs, int y, unsigned int v, int c) {
 #define MA_PICK8(j) MA_PICK(j), MA_PICK(j + 1), MA_PICK(j + 2), MA_PICK(j + 3), MA_PICK(j + 4), MA_PICK(j + 5), \
                     MA_PICK(j + 6), MA_PICK(j + 7)
 
+#if defined(__AVX512BITALG__) && defined(__AVX512BW__)
 /* Row y of the observation, whole: channel c of cell x is bit 10 * c + x of `cells`. */
 FV_FN void ma_write_row(unsigned char* obs, int y, fv_u64 cells) {
     static const unsigned char pick[64] = {MA_PICK8(0), MA_PICK8(8), MA_PICK8(16), MA_PICK8(24),
@@ -121,6 +124,36 @@ FV_FN void ma_write_row(unsigned char* obs, int y, fv_u64 cells) {
     _mm512_mask_storeu_epi8(obs + y * 10 * MA_CHANNELS, (1ULL << (10 * MA_CHANNELS)) - 1,
                             _mm512_maskz_mov_epi8(bits, _mm512_set1_epi8(1)));
 }
+#else
+/* The same with AVX2, which has no bit shuffle and no byte-masked store: each byte takes the word's byte that holds
+ * its bit (a byte shuffle of the word in every lane) and tests that bit; the row's first 32 bytes go in one store
+ * and the rest (8 to 28 bytes) through a copy of the constant length, so nothing past the row is written. */
+#define MA_BYTE8(j) MA_PICK(j) >> 3, MA_PICK(j + 1) >> 3, MA_PICK(j + 2) >> 3, MA_PICK(j + 3) >> 3, \
+                    MA_PICK(j + 4) >> 3, MA_PICK(j + 5) >> 3, MA_PICK(j + 6) >> 3, MA_PICK(j + 7) >> 3
+#define MA_BIT8(j) 1 << (MA_PICK(j) & 7), 1 << (MA_PICK(j + 1) & 7), 1 << (MA_PICK(j + 2) & 7), \
+                   1 << (MA_PICK(j + 3) & 7), 1 << (MA_PICK(j + 4) & 7), 1 << (MA_PICK(j + 5) & 7), \
+                   1 << (MA_PICK(j + 6) & 7), 1 << (MA_PICK(j + 7) & 7)
+
+FV_FN __m256i ma_row_bytes(__m256i word, const unsigned char* byte, const unsigned char* bit) {
+    __m256i mask = _mm256_loadu_si256((const __m256i*)bit);
+    __m256i picked = _mm256_and_si256(_mm256_shuffle_epi8(word, _mm256_loadu_si256((const __m256i*)byte)), mask);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(picked, mask), _mm256_set1_epi8(1));
+}
+
+/* Row y of the observation, whole: channel c of cell x is bit 10 * c + x of `cells`. */
+FV_FN void ma_write_row(unsigned char* obs, int y, fv_u64 cells) {
+    static const unsigned char byte[64] = {MA_BYTE8(0), MA_BYTE8(8), MA_BYTE8(16), MA_BYTE8(24),
+                                           MA_BYTE8(32), MA_BYTE8(40), MA_BYTE8(48), MA_BYTE8(56)};
+    static const unsigned char bit[64] = {MA_BIT8(0), MA_BIT8(8), MA_BIT8(16), MA_BIT8(24),
+                                          MA_BIT8(32), MA_BIT8(40), MA_BIT8(48), MA_BIT8(56)};
+    __m256i word = _mm256_set1_epi64x((long long)cells);
+    unsigned char* row = obs + y * 10 * MA_CHANNELS;
+    unsigned char rest[32];
+    _mm256_storeu_si256((__m256i*)row, ma_row_bytes(word, byte, bit));
+    _mm256_storeu_si256((__m256i*)rest, ma_row_bytes(word, byte + 32, bit + 32));
+    memcpy(row + 32, rest, 10 * MA_CHANNELS - 32);
+}
+#endif
 #else
 #define MA_ROW_STORES 0
 #endif
