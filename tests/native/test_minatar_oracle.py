@@ -7,6 +7,9 @@ vacuous): sticky actions that change the action, difficulty ramps, every kind of
 waves, surfacing with a full load of divers."""
 
 import ctypes
+import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -645,18 +648,27 @@ def test_seaquest_ramp_counters_after_surfacing_are_minatars(spawn, move, ramp):
     assert run.events["steps"] >= 1 and g.difficulty_ramp() >= ramp
 
 
-@pytest.fixture
-def default_target(monkeypatch):
-    """Builds for the compiler's default target (no AVX-512): the games' per-cell observation writes, which GPUs
-    and CPUs without AVX-512 BITALG run, instead of the whole-row stores of an AVX-512 build."""
-    monkeypatch.setenv("FASTVEC_NATIVE_ARCH", "0")
+@pytest.fixture(params=["default", "avx2"])
+def other_target(request, monkeypatch):
+    """Builds for another target than this machine's whole one. default: the compiler's default target (no AVX2):
+    the games' per-cell observation writes, which GPUs run. avx2: this machine's target without AVX-512 (CC with
+    -mno-avx512f): the AVX2 row stores, which a build on an AVX-512 machine never takes."""
+    if request.param == "default":
+        monkeypatch.setenv("FASTVEC_NATIVE_ARCH", "0")
+    else:
+        cc = cpu.find_compiler()
+        macros = subprocess.run([*cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True,
+                                text=True).stdout
+        if "__AVX2__" not in macros:
+            pytest.skip("this processor (or compiler) has no AVX2")
+        monkeypatch.setenv("CC", shlex.join([*cc, "-mno-avx512f"]))
     yield
     monkeypatch.undo()
 
 
 @pytest.mark.parametrize("name,seed", [("space_invaders", 3), ("breakout", 0)])
-def test_default_target_builds_observe_as_the_reference(default_target, name, seed):
-    """The per-cell observation writes put every object on minatar's channel (Space Invaders' enemy bullets on 5,
+def test_other_target_builds_observe_as_the_reference(other_target, name, seed):
+    """Both builds' observation writes put every object on minatar's channel (Space Invaders' enemy bullets on 5,
     friendly ones on 4, aliens on 1 and 2 or 3 by direction; Breakout's ball, trail, paddle and bricks)."""
     seen = {"e_bullet": 0, "f_bullet": 0}
 
