@@ -10,6 +10,11 @@
  * -DFLOAT32=1 (the registry's `float32=1`, opt-in): the same equations in float32 (a 16-byte state, sin and
  * cos from math32.h, x ** 2 as x * x), like gymnax's Acrobot. Much faster on the GPU; trajectories leave
  * Gymnasium's (the system is chaotic), and CPU and GPU still give the same bits. */
+/* The float32 step's selects have float work on both sides: SIMD_SELECTS lets its vector passes vectorise with
+ * AVX2 alone, as they do with AVX-512 without it (fastvec.h). */
+#if defined(FLOAT32) && FLOAT32 && defined(__AVX2__) && !defined(__AVX512F__)
+#define SIMD_SELECTS 1
+#endif
 #include "fastvec.h"
 #include "glibc_math.h"
 #include "math32.h"
@@ -203,7 +208,8 @@ FV_FN void acrobot_write_obs(const State* s, float* obs) {
 /* One step; vector: the angles turned by acrobot_wrap_twice, and FV_SIMD_REDO added to the result where that
  * does not suffice (vector is a constant: each caller's copy keeps one wrap). */
 FV_FN int acrobot_step(State* s, const long long* actions, float* obs, float* rewards, int vector) {
-    float y0[5] = {s->theta1, s->theta2, s->dtheta1, s->dtheta2, (float)(actions[0] - 1)};
+    /* the torque through int: the action is 0, 1 or 2, and AVX2 has no vector conversion of int64 to float */
+    float y0[5] = {s->theta1, s->theta2, s->dtheta1, s->dtheta2, (float)(int)(actions[0] - 1)};
     float k1[5], k2[5], k3[5], k4[5], y[5];
     const float dt = AC_F(AC_DT), dt2 = AC_F(AC_DT / 2.0), dt6 = AC_F(AC_DT / 6.0);
     acrobot_dsdt(y0, k1);

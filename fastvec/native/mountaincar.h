@@ -10,6 +10,12 @@
  * GPU; trajectories stay within float32 rounding of a float32 re-statement (tests/native/
  * test_classic_control_float32.py) and CPU and GPU give the same bits. Termination is Gymnasium's rule on the
  * float32 state read as float64; a reset is the float64 build's start rounded to float32. */
+/* With AVX2 alone the vector passes below vectorise only where their selects may compute both sides (SIMD_SELECTS,
+ * fastvec.h); with AVX-512 they do without, and that option cost the set-aside steps' glibc cos 40% there
+ * (benchmarks/lab/cpu_step_variants.md). */
+#if !(defined(FLOAT32) && FLOAT32) && defined(__AVX2__) && !defined(__AVX512F__)
+#define SIMD_SELECTS 1
+#endif
 #include "fastvec.h"
 #include "glibc_math.h"
 #include "mountaincar_common.h"
@@ -25,11 +31,9 @@
 
 /* The float64 step runs across envs in the CPU's vector passes where 3 position is in glibc cos's second range
  * (|position| in [0.285, 0.809): the valley, where the car spends most steps), which fvm_cos_mid2 computes without
- * branches; the other states take env_step one at a time. Only with AVX-512: with AVX2 alone GCC's vectors hold
- * two doubles and the passes ran at 0.91 of the plain loop (benchmarks/lab/cpu_step_variants.md); -DSIMD_STEP=1
- * asks for them on any x86 processor (tests/native/test_cpu_speed_paths.py). */
+ * branches; the other states take env_step one at a time. */
 #if !defined(__CUDACC__) && !FLOAT32
-#if defined(__AVX512F__) && !defined(SIMD_STEP)
+#if defined(__AVX2__) && !defined(SIMD_STEP)
 #define SIMD_STEP 1
 #endif
 #define SIMD_STEP_VALID(s) (FVM_COS_MID2(3 * (s)->position) & ((s)->velocity == (s)->velocity))
@@ -77,7 +81,8 @@ FV_FN int env_step_simd(State* s, fv_rng* rng, const long long* actions, float* 
     (void)rng;
     (void)stats;
     double gravity = fvm_cos_mid2(3 * s->position) * (-MC_GRAVITY);
-    double velocity = s->velocity + ((double)(actions[0] - 1) * MC_FORCE + gravity);
+    /* the push through int: the action is 0, 1 or 2, and AVX2 has no vector conversion of int64 to double */
+    double velocity = s->velocity + ((double)(int)(actions[0] - 1) * MC_FORCE + gravity);
     double speed = mc_clip64(velocity, MC_MAX_SPEED, MC_MAX_SPEED);
     double moved = s->position + speed;
     double position = mc_clip64(moved, -MC_MIN_POSITION, MC_MAX_POSITION);

@@ -19,9 +19,9 @@ RANDOM_WALK = Path(__file__).resolve().parents[1] / "envs" / "random_walk.h"
 # (source, defines, max_episode_steps) of envs that take the passes (SIMD_STEP): CartPole
 # vectorises (float64, and float32, whose 48-byte slot is no power of two); float32 Acrobot hands the steps
 # whose angles turn more than twice back to env_step (SIMD_STEP_REDO); MountainCar steps the states whose cos is in
-# glibc's second range (SIMD_STEP_VALID), at the track's bottom, and sets the others aside (forced here: it takes the
-# passes by default with AVX-512 only); the random walk has two agents, byte observations, statistics and RNG draws
-# inside env_step; Pong (one point per game; SIMD_STEP forced here) is branchy.
+# glibc's second range (SIMD_STEP_VALID), at the track's bottom, and sets the others aside (SIMD_STEP forced here, as
+# in car_batches, so that a build without AVX2 takes the passes too); the random walk has two agents, byte
+# observations, statistics and RNG draws inside env_step; Pong (one point per game; SIMD_STEP forced here) is branchy.
 ENVS = {
     "cartpole": (native.source_path("cartpole"), {}, 23),
     "cartpole_float32": (native.source_path("cartpole"), native.resolve_defines("cartpole", {"float32": 1}), 23),
@@ -109,7 +109,7 @@ CARS = {"mountaincarcontinuous": (np.float32, 0.45), "mountaincar": (np.float64,
 def car_batches(car: str, num_envs: int, mode: str = "Disabled", goal_velocity_micro: int = 0):
     defines = {"GOAL_VELOCITY_MICRO": goal_velocity_micro} if goal_velocity_micro else {}
     path = native.source_path(car)
-    fast = cpu.load(path, tuple(sorted({**defines, "SIMD_STEP": 1}.items())))  # the passes on any x86 processor
+    fast = cpu.load(path, tuple(sorted({**defines, "SIMD_STEP": 1}.items())))  # the passes, with AVX2 or not
     plain = cpu.load(path, tuple(sorted({**defines, "FV_CPU_SCALAR_STEP": 1}.items())))
     return [cpu.CpuBatch(lib, num_envs, native.AUTORESET_CODES[mode], None) for lib in (fast, plain)]
 
