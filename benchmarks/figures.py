@@ -679,7 +679,8 @@ def readme_headline(results):
 RENDERERS = {f.__name__: f for f in (
     env_steps_cpu, classic_control_cpu, classic_control_gpu, classic_control_gpu_h100, minatar_cpu, mujoco_cpu,
     mujoco_cpu_16core, mujoco_gpu,
-    cpu_steps_4096, cpu_steps_4096_avx2, minatar_gpu, env_steps_gpu, mujoco_gpu_train, cleanrl_mujoco, teams_gpu, teams_gpu_262k, teams_cpu,
+    cpu_steps_4096, cpu_steps_4096_avx2, minatar_gpu, env_steps_gpu, mujoco_gpu_train, cleanrl_mujoco, teams_gpu,
+    teams_gpu_262k, teams_cpu,
     roofline_envs,
     roofline_trainer, selfplay_gpu, selfplay_ratings, train_peers_classic, train_peers_minatar, pufferlib_breakout,
     jaxmarl_train,

@@ -11,8 +11,8 @@
  * cos from math32.h, x ** 2 as x * x), like gymnax's Acrobot. Much faster on the GPU; trajectories leave
  * Gymnasium's (the system is chaotic), and CPU and GPU still give the same bits. */
 /* The float32 step's selects have float work on both sides: SIMD_SELECTS lets its vector passes vectorise with
- * AVX2 alone, as they do with AVX-512 without it (fastvec.h). */
-#if defined(FLOAT32) && FLOAT32 && defined(__AVX2__) && !defined(__AVX512F__)
+ * AVX2 alone (fastvec.h). */
+#if defined(FLOAT32) && FLOAT32
 #define SIMD_SELECTS 1
 #endif
 #include "fastvec.h"

@@ -51,8 +51,9 @@
  * SIMD_STEP_REDO 1 and add FV_SIMD_REDO to env_step_simd's result for such a step: env_step then takes it
  * from the state before (acrobot.h's float32 step, whose angle wraps loop).
  * #define SIMD_SELECTS 1, before including this header, where env_step_simd's selects have floating-point
- * work on both sides: the CPU build then computes both (it assumes no floating-point traps), which GCC otherwise
- * does only with AVX-512's masked operations, so that the passes vectorise with AVX2 too (cartpole.h).
+ * work on both sides: a CPU build without AVX-512 then computes both (it assumes no floating-point traps), which
+ * GCC otherwise does only with AVX-512's masked operations, so that the passes vectorise with AVX2 too
+ * (cartpole.h). AVX-512 builds keep trapping math: they need no help, and it cost MountainCar's scalar cos 40%.
  * #define STEP_USES_RNG 0 where env_step never draws from rng (only env_reset does): the GPU step then
  * reads an env's RNG state only when that env may reset (batch_gpu.h; cartpole.h).
  * Truncation, episode returns, autoreset and seeding are the backends' job, never the env's.
@@ -62,7 +63,8 @@
 
 /* SIMD_SELECTS: no env reads floating-point exception flags, and the values stay IEEE's. Set here, ahead of every
  * function of the build, so that all of it has the same options and inlines into the passes. */
-#if defined(SIMD_SELECTS) && SIMD_SELECTS && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#if defined(SIMD_SELECTS) && SIMD_SELECTS && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
+    !defined(__AVX512F__)
 #pragma GCC optimize("no-trapping-math")
 #endif
 

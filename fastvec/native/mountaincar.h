@@ -11,9 +11,8 @@
  * test_classic_control_float32.py) and CPU and GPU give the same bits. Termination is Gymnasium's rule on the
  * float32 state read as float64; a reset is the float64 build's start rounded to float32. */
 /* With AVX2 alone the vector passes below vectorise only where their selects may compute both sides (SIMD_SELECTS,
- * fastvec.h); with AVX-512 they do without, and that option cost the set-aside steps' glibc cos 40% there
- * (benchmarks/lab/cpu_step_variants.md). */
-#if !(defined(FLOAT32) && FLOAT32) && defined(__AVX2__) && !defined(__AVX512F__)
+ * fastvec.h). */
+#if !(defined(FLOAT32) && FLOAT32)
 #define SIMD_SELECTS 1
 #endif
 #include "fastvec.h"
