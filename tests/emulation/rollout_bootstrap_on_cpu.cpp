@@ -5,7 +5,6 @@
  * cuda_on_cpu.h's threads. The test puts its copy of rollout.cu, with the dynamic shared memory declared as statics,
  * first on the quoted include path (-iquote), so that rollout_on_cpu.h's #include "rollout.cu" takes it. */
 #include "cuda_on_cpu.h"
-static void __syncwarp(unsigned = 0xffffffffu) { warp_barriers[threadIdx.x >> 5]->arrive_and_wait(); }
 #include "rollout_on_cpu.h"
 
 extern "C" {

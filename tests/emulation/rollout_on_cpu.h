@@ -1,6 +1,6 @@
 /* rollout_on_cpu.h: what a harness needs to build the trainer's env-dependent kernels (rollout.cu, with the env ENV
  * named on the command line, its defines too, and batch.h) for the CPU on cuda_on_cpu.h's threads: CUDA's qualifiers
- * and the double atomicAdd, the env and batch files' GPU branches, and the trainer's .cu files rollout.cu includes. */
+ * the env and batch files' GPU branches, and the trainer's .cu files rollout.cu includes. */
 #include "cuda_on_cpu.h"
 
 #include <vector_types.h> /* uint4, as the trainer's cuda_bf16.h brings it */
@@ -13,12 +13,6 @@ static long long __double_as_longlong(double x) { long long u; memcpy(&u, &x, 8)
 static double __longlong_as_double(long long u) { double x; memcpy(&x, &u, 8); return x; }
 static unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
 static float __uint_as_float(unsigned u) { float x; memcpy(&x, &u, 4); return x; }
-static double atomicAdd(double* p, double v) {
-    std::lock_guard<std::mutex> lock(atomic_mutex);
-    double old = *p;
-    *p += v;
-    return old;
-}
 #define __CUDACC__ 1 /* the GPU branches of the env and batch files, as the trainer's module compiles them */
 #include ENV
 #include "batch.h"

@@ -8,20 +8,7 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __ldcg(p) (*(p))
-static void __syncwarp(unsigned = 0xffffffffu) { warp_barriers[threadIdx.x >> 5]->arrive_and_wait(); }
 static float __int_as_float(int u) { float x; memcpy(&x, &u, 4); return x; }
-static double atomicAdd(double* p, double v) {
-    std::lock_guard<std::mutex> lock(atomic_mutex);
-    double old = *p;
-    *p += v;
-    return old;
-}
-static int atomicSub(int* p, int v) {
-    std::lock_guard<std::mutex> lock(atomic_mutex);
-    int old = *p;
-    *p -= v;
-    return old;
-}
 #include ENV
 #include "batch.h"
 #include "common.cu"

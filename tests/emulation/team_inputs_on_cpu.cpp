@@ -6,12 +6,6 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __ldcg(p) (*(p))
-static double atomicAdd(double* p, double v) {
-    std::lock_guard<std::mutex> lock(atomic_mutex);
-    double old = *p;
-    *p += v;
-    return old;
-}
 #include ENV
 #include "batch.h"
 #include "team_rollout.cu"

@@ -1,5 +1,5 @@
 """batch_gpu.h's kernels without a GPU: built for the CPU by tests/emulation/gpu_on_cpu.cpp (a
-std::thread per CUDA thread, a barrier per block) and driven as fastvec/native/cuda.py drives them
+fiber per CUDA thread, cuda_on_cpu.h's model) and driven as fastvec/native/cuda.py drives them
 (split slots, the step kernels, resets, fused random rollouts). The CPU batch (the plain
 per-env loop) is the oracle; the GPU tests confirm the same on the device. Skipped where the C++
 compiler lacks C++20's <barrier>."""
