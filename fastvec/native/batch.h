@@ -147,8 +147,8 @@ FV_FN void fv_observe_one(int i, const State* s, unsigned char* masks, float* wo
 #define FV_STAGE_THREADS (FV_STAGE_FITS(256) ? 256 : FV_STAGE_FITS(128) ? 128 : FV_STAGE_FITS(64) ? 64 : \
                           FV_STAGE_FITS(32) ? 32 : FV_STAGE_FITS(16) ? 16 : FV_STAGE_FITS(8) ? 8 : 0)
 #define FV_STAGE_ALLOC (FV_STAGE_THREADS > 0 ? FV_STAGE_THREADS : 1)
-/* The staged kernels' shared buffers. Where no env fits (FV_STAGE_THREADS 0) the kernels are still compiled but
- * never launched, and one env's slot and obs could exceed the 48 KB a block declares statically: a word or two. */
+/* The staged kernels' shared buffers. Where no env fits (FV_STAGE_THREADS 0) the kernels, never launched, compile
+ * empty (`if constexpr`), and one env's slot and obs could exceed a block's static 48 KB: a word or two. */
 #define FV_STAGE_SLOT_WORDS (FV_STAGE_THREADS > 0 ? FV_STAGE_THREADS * FV_SLOT_WORDS : 1)
 #define FV_STAGE_OBS_WORDS (FV_STAGE_THREADS > 0 ? FV_STAGE_THREADS * FV_OBS_WORDS : 2)
 

@@ -195,7 +195,7 @@ static __device__ __forceinline__ void fv_step_staged(
 }
 
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_step_staged_wide_kernel(FV_STEP_KERNEL_ARGS) {
-    fv_step_staged(FV_STEP_KERNEL_CALL);
+    if constexpr (FV_STAGE_THREADS > 0) fv_step_staged(FV_STEP_KERNEL_CALL);
 }
 
 /* ---------------------------------------------------------------- wide kernels

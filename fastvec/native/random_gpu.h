@@ -166,43 +166,46 @@ extern "C" __global__ void __launch_bounds__(256, 2) fv_rollout_random_occ_kerne
                       ep_length, stats, autoreset_mode, max_episode_steps);
 }
 
-/* The fused rollout with the block's slots and obs in shared memory (as batch_gpu.h's staged kernels). */
+/* The fused rollout with the block's slots and obs in shared memory (as batch_gpu.h's staged kernels); empty where
+ * no env fits (never launched then). */
 extern "C" __global__ void __launch_bounds__(FV_STAGE_ALLOC) fv_rollout_random_staged_kernel(FV_ROLLOUT_RANDOM_ARGS) {
-    __shared__ unsigned long long sh_slots[FV_STAGE_SLOT_WORDS];
-    __shared__ unsigned long long sh_obs[FV_STAGE_OBS_WORDS];
-    fv_slot* sh = (fv_slot*)sh_slots;
-    int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
-    int count = min((int)blockDim.x, n - base);
-    int i = base + tid;
-    fv_split p = fv_split_of(slots, n);
-    fv_book book;
-    fv_rng rng;
-    fv_state_regs r;
-    if (tid < count) {
-        book = p.books[i];
-        rng = p.rngs[i];
+    if constexpr (FV_STAGE_THREADS > 0) {
+        __shared__ unsigned long long sh_slots[FV_STAGE_SLOT_WORDS];
+        __shared__ unsigned long long sh_obs[FV_STAGE_OBS_WORDS];
+        fv_slot* sh = (fv_slot*)sh_slots;
+        int base = blockIdx.x * blockDim.x, tid = threadIdx.x;
+        int count = min((int)blockDim.x, n - base);
+        int i = base + tid;
+        fv_split p = fv_split_of(slots, n);
+        fv_book book;
+        fv_rng rng;
+        fv_state_regs r;
+        if (tid < count) {
+            book = p.books[i];
+            rng = p.rngs[i];
+        }
+        fv_issue_state_loads(&r, p.states + base, count);
+        if (tid < count) {
+            fv_unpack_book(book, &sh[tid]);
+            sh[tid].rng = rng;
+        }
+        fv_finish_state_loads(sh, &r, p.states + base, count);
+        __syncthreads();
+        if (tid < count) {
+            fv_step_outputs out;
+            fv_u64 env_key = fv_mix64(key + (fv_u64)i);
+            fv_action_cache cache = {~0ULL, 0};
+            for (int t = 0; t < steps; t++)
+                fv_rollout_step(i, env_key, &cache, t0 + t, &sh[tid], (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE,
+                                &out, final_obs, autoreset_mode, max_episode_steps);
+            fv_store_book(&p.books[i], &sh[tid], out.terminated | out.truncated);
+            p.rngs[i] = sh[tid].rng;
+            fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
+        }
+        __syncthreads();
+        fv_store_states(p.states + base, sh, count);
+        fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
     }
-    fv_issue_state_loads(&r, p.states + base, count);
-    if (tid < count) {
-        fv_unpack_book(book, &sh[tid]);
-        sh[tid].rng = rng;
-    }
-    fv_finish_state_loads(sh, &r, p.states + base, count);
-    __syncthreads();
-    if (tid < count) {
-        fv_step_outputs out;
-        fv_u64 env_key = fv_mix64(key + (fv_u64)i);
-        fv_action_cache cache = {~0ULL, 0};
-        for (int t = 0; t < steps; t++)
-            fv_rollout_step(i, env_key, &cache, t0 + t, &sh[tid], (OBS_T*)sh_obs + tid * NUM_AGENTS * OBS_SIZE, &out,
-                            final_obs, autoreset_mode, max_episode_steps);
-        fv_store_book(&p.books[i], &sh[tid], out.terminated | out.truncated);
-        p.rngs[i] = sh[tid].rng;
-        fv_store_outputs(i, &out, rewards, terminated, truncated, done, ep_return, ep_length, stats);
-    }
-    __syncthreads();
-    fv_store_states(p.states + base, sh, count);
-    fv_block_copy(obs + (long long)base * NUM_AGENTS * OBS_SIZE, sh_obs, count * FV_OBS_BYTES);
 }
 
 #endif /* FASTVEC_RANDOM_GPU_H */

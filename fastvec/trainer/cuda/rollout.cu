@@ -128,7 +128,7 @@ __device__ const int rollout_stage_threads = FV_STAGE_THREADS;
 __global__ void rollout_step_kernel(const RolloutArgs a, const StepSlices s, int t) { rollout_step<0>(a, s, t); }
 __global__ void __launch_bounds__(FV_STAGE_ALLOC) rollout_step_staged_kernel(const RolloutArgs a, const StepSlices s,
                                                                              int t) {
-    rollout_step<1>(a, s, t);
+    if constexpr (FV_STAGE_THREADS > 0) rollout_step<1>(a, s, t);
 }
 
 /* ------------------------------------------------------------------------------------------------
