@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <algorithm>
-#include <vector>
 
 struct fv_dim3 { unsigned x, y, z; };
 
@@ -19,6 +17,7 @@ struct fv_dim3 { unsigned x, y, z; };
 #include <barrier>
 #include <mutex>
 #include <thread>
+#include <vector>
 thread_local fv_dim3 threadIdx, blockIdx, blockDim, gridDim;
 typedef std::barrier<> fv_barrier;
 static std::mutex fv_atomic_mutex;
@@ -62,7 +61,8 @@ struct fv_fiber {
     bool done;
 };
 static const size_t FV_FIBER_STACK = 8u << 20; /* a std::thread's default; pages are committed as they are touched */
-static std::vector<fv_fiber> fv_fibers;
+static fv_fiber fv_fibers[1024]; /* CUDA's most threads a block */
+static int fv_fiber_stacks;      /* how many of them have their stack */
 static ucontext_t fv_scheduler;
 static int fv_running;
 static void (*fv_entry)(const void*);
@@ -88,14 +88,14 @@ void fv_barrier::arrive_and_wait() {
 /* Run one block: each fiber runs until it waits at a barrier or returns, in turns, until all have returned. */
 template <typename Kernel> static void fv_run_block(long long b, long long blocks, int block, const Kernel& kernel) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    while ((int)fv_fibers.size() < block) { /* each stack above a page that faults on an overflow */
+    for (; fv_fiber_stacks < block; fv_fiber_stacks++) { /* each stack above a page that faults on an overflow */
         void* mem = mmap(NULL, FV_FIBER_STACK + page, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (mem == MAP_FAILED || mprotect(mem, page, PROT_NONE)) {
             perror("cuda_on_cpu.h: a fiber's stack");
             abort();
         }
-        fv_fibers.push_back(fv_fiber{{}, (char*)mem + page, NULL, 0, true});
+        fv_fibers[fv_fiber_stacks].stack = (char*)mem + page;
     }
     fv_entry = [](const void* k) { (*(const Kernel*)k)(); };
     fv_entry_kernel = &kernel;
@@ -134,7 +134,7 @@ template <typename Kernel> static void fv_run_block(long long b, long long block
 #endif
 
 static fv_barrier* block_barrier;
-static std::vector<fv_barrier*> warp_barriers; /* one per warp of the running block */
+static fv_barrier* warp_barriers[32]; /* one per warp of the running block */
 static double shuffle_slots[1024];
 #define __device__
 #define __global__
@@ -142,7 +142,9 @@ static double shuffle_slots[1024];
 #define __shared__ static
 #define __syncthreads() block_barrier->arrive_and_wait()
 #define __threadfence()
-using std::min;
+/* CUDA's min and max (the harnesses' and kernels' arguments are of one type). */
+template <typename T> static inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T> static inline T max(T a, T b) { return a < b ? b : a; }
 
 static void __syncwarp(unsigned = 0xffffffffu) { warp_barriers[threadIdx.x >> 5]->arrive_and_wait(); }
 
@@ -186,14 +188,17 @@ static unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
 
 /* Run `kernel` on `blocks` blocks of `block` threads, one block after another. */
 template <typename Kernel> static void launch_grid(long long blocks, int block, Kernel kernel) {
+    if (block < 1 || block > 1024) { /* cudaErrorInvalidConfiguration on a GPU */
+        fprintf(stderr, "cuda_on_cpu.h: a block of %d threads (CUDA takes 1 to 1024)\n", block);
+        abort();
+    }
     for (long long b = 0; b < blocks; b++) {
         fv_barrier barrier(block);
         block_barrier = &barrier;
-        std::vector<fv_barrier*> warps;
-        for (int w = 0; w < (block + 31) / 32; w++) warps.push_back(new fv_barrier(std::min(32, block - 32 * w)));
-        warp_barriers = warps;
+        int warps = (block + 31) / 32;
+        for (int w = 0; w < warps; w++) warp_barriers[w] = new fv_barrier(min(32, block - 32 * w));
         fv_run_block(b, blocks, block, kernel);
-        for (auto* w : warps) delete w;
+        for (int w = 0; w < warps; w++) delete warp_barriers[w];
     }
 }
 

@@ -14,7 +14,7 @@ void emu_device_env_outputs(const double* obs, const double* rewards, const unsi
                             const unsigned char* truncated, double* run_return, int* run_length, float* obs_out,
                             float* rewards_out, float* ep_return_out, int* ep_length_out,
                             unsigned char* terminated_out, unsigned char* truncated_out, int n, int obs_size) {
-    long long threads = std::max((long long)n * obs_size, (long long)n);
+    long long threads = max((long long)n * obs_size, (long long)n);
     launch(threads, 256, [=] {
         device_env_outputs_kernel(obs, rewards, terminated, truncated, run_return, run_length, obs_out, rewards_out,
                                   ep_return_out, ep_length_out, terminated_out, truncated_out, n, obs_size);

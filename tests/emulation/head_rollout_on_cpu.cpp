@@ -36,6 +36,6 @@ void emu_host_record(int n, const float* obs_in, const float* rewards_in, const 
     HostRecordArgs a = {obs_in, rewards_in, ep_return_in, ep_stats_in, ep_length_in, terminated_in, truncated_in,
                         obs_next, rewards, dones, starts_next, episode_acc, n, NUM_AGENTS, OBS_SIZE, num_stats,
                         reward_clamp};
-    launch(std::max((long long)n * NUM_AGENTS * OBS_SIZE, (long long)n), 256, [=] { host_record_kernel(a); });
+    launch(max((long long)n * NUM_AGENTS * OBS_SIZE, (long long)n), 256, [=] { host_record_kernel(a); });
 }
 }
