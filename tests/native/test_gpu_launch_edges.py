@@ -69,7 +69,8 @@ def test_launch_block_and_launch_grid_take_their_sizes_as_given():
 
 
 # ---------------------------------------------------------------------- slots of an env batch
-LAYOUT_SOURCE = """#include "gpu_on_cpu.cpp"
+LAYOUT_SOURCE = """#include <vector>
+#include "gpu_on_cpu.cpp"
 /* The bytes from the slots' base to the end of the last env's RNG, as fv_split_of lays them out. */
 extern "C" long long emu_slots_end(int n) {
     std::vector<char> buf((size_t)n * (sizeof(State) + sizeof(fv_book) + sizeof(fv_rng)) + 1024);
