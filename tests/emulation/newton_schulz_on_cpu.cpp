@@ -1,20 +1,12 @@
 /* newton_schulz_on_cpu.cpp: fastvec/trainer/cuda/newton_schulz.cu (muon_small_kernel's Newton-Schulz) built for
- * the CPU, for tests/emulation/test_newton_schulz.py. One block of MUON_SMALL_THREADS std::threads with a
- * std::barrier for __syncthreads(); the block's shared memory is filled as muon_small_kernel fills it. */
-#include <math.h>
+ * the CPU, for tests/emulation/test_newton_schulz.py. One block of MUON_SMALL_THREADS CUDA threads on
+ * cuda_on_cpu.h's model; the block's shared memory is filled as muon_small_kernel fills it. */
+#include "cuda_on_cpu.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
-#include <barrier>
-#include <thread>
 #include <vector>
-
-struct fv_dim3 { unsigned x, y, z; };
-thread_local fv_dim3 threadIdx, blockDim;
 struct alignas(16) float4 { float x, y, z, w; };
-static std::barrier<>* block_barrier;
-#define __device__
-#define __forceinline__ inline
-#define __syncthreads() block_barrier->arrive_and_wait()
 #include "newton_schulz.cu"
 
 static const int kThreads = 512; /* optimizers.cu's MUON_SMALL_THREADS */
@@ -35,18 +27,11 @@ static void newton_schulz_in(float* smem, const float* u, int rows, int cols, in
         int row = e / cols, col = e - row * cols;
         x[tall ? col * ldx + row : row * ldx + col] = u[e] / denom;
     }
-    std::barrier<> barrier(kThreads);
-    block_barrier = &barrier;
-    std::vector<std::thread> team;
     float* result = nullptr;
-    for (int t = 0; t < kThreads; t++)
-        team.emplace_back([&, t] {
-            threadIdx = {(unsigned)t, 0, 0};
-            blockDim = {(unsigned)kThreads, 1, 1};
-            float* done = muon_newton_schulz(x, xn, gram, poly, r, c, steps, ns_a, ns_b, ns_c);
-            if (t == 0) result = done;
-        });
-    for (auto& thread : team) thread.join();
+    launch_grid(1, kThreads, [&] {
+        float* done = muon_newton_schulz(x, xn, gram, poly, r, c, steps, ns_a, ns_b, ns_c);
+        if (threadIdx.x == 0) result = done;
+    });
     for (int e = 0; e < count; e++) {
         int row = e / cols, col = e - row * cols;
         out[e] = result[tall ? col * ldx + row : row * ldx + col];
